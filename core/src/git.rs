@@ -1,0 +1,162 @@
+//! The names of things in Git that core reasons about: object ids and bay's ref layout.
+//!
+//! core never reads Git. Drivers hand it object ids and ref values; core hands back ref names
+//! and expected values for compare-and-swap pushes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::{ChangeId, OpId};
+
+/// A Git object id: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Oid(String);
+
+impl Oid {
+    /// Parses an object id, refusing anything that is not 40 or 64 lower-case hex digits.
+    pub fn parse(text: &str) -> Result<Oid, String> {
+        let ok_len = text.len() == 40 || text.len() == 64;
+        let ok_chars = text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if ok_len && ok_chars {
+            Ok(Oid(text.to_owned()))
+        } else {
+            Err(format!("not a Git object id: {text:?}"))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first seven digits, as people see an id.
+    pub fn short(&self) -> &str {
+        &self.0[..7]
+    }
+}
+
+impl TryFrom<String> for Oid {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        Oid::parse(&text)
+    }
+}
+
+impl From<Oid> for String {
+    fn from(oid: Oid) -> String {
+        oid.0
+    }
+}
+
+impl std::fmt::Display for Oid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for Oid {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        // A tiny id space, so that fuzzed events collide with the ids a machine asked about.
+        let n: u8 = u.int_in_range(0..=7)?;
+        Ok(Oid(format!("{:040x}", n)))
+    }
+}
+
+/// Where bay keeps each kind of record on the remote. One place defines the layout, so the
+/// drivers, the simulator and the invariant checkers cannot disagree about it.
+pub mod refs {
+    use super::*;
+
+    pub const CHANGES: &str = "refs/bay/changes/";
+    pub const INTENTS: &str = "refs/bay/intents/";
+    pub const QUEUE: &str = "refs/bay/queue/";
+    pub const LANDED: &str = "refs/bay/landed/";
+    pub const EVIDENCE: &str = "refs/notes/bay/evidence/";
+    pub const INFLIGHT: &str = "refs/bay/inflight/";
+
+    /// The ref patterns a fetch brings in, besides main.
+    pub const FETCH_PATTERNS: [&str; 2] = ["refs/bay/*", "refs/notes/bay/*"];
+
+    pub fn main(name: &str) -> String {
+        format!("refs/heads/{name}")
+    }
+
+    /// The change's chain of steps.
+    pub fn change(change: &ChangeId) -> String {
+        format!("{CHANGES}{change}")
+    }
+
+    /// The merged marker: created only in the atomic push that puts the change on main.
+    pub fn landed(change: &ChangeId) -> String {
+        format!("{LANDED}{change}")
+    }
+
+    /// One queue place. Fixed width, so that the names sort in queue order.
+    pub fn queue(seq: u64) -> String {
+        format!("{QUEUE}{seq:010}")
+    }
+
+    /// The claim of one generation of one intent. Create-only, so of racing starts one wins.
+    pub fn intent(digest: &str, generation: u32) -> String {
+        format!("{INTENTS}{digest}/{generation:04}")
+    }
+
+    /// Evidence notes written by one producer.
+    pub fn evidence(producer: &str) -> String {
+        format!("{EVIDENCE}{producer}")
+    }
+
+    /// A local-only ref that keeps an operation's candidate safe from garbage collection.
+    pub fn inflight(op: &OpId) -> String {
+        format!("{INFLIGHT}{op}")
+    }
+
+    /// The change id of a chain ref, if `name` is one.
+    pub fn parse_change(name: &str) -> Option<ChangeId> {
+        ChangeId::parse(name.strip_prefix(CHANGES)?).ok()
+    }
+
+    /// The sequence number of a queue place, if `name` is one.
+    pub fn parse_queue(name: &str) -> Option<u64> {
+        let digits = name.strip_prefix(QUEUE)?;
+        if digits.len() != 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    }
+
+    /// The digest and generation of an intent ref, if `name` is one.
+    pub fn parse_intent(name: &str) -> Option<(&str, u32)> {
+        let (digest, generation) = name.strip_prefix(INTENTS)?.split_once('/')?;
+        if generation.len() != 4 || !generation.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some((digest, generation.parse().ok()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oid_accepts_only_full_lower_hex() {
+        assert!(Oid::parse(&"a".repeat(40)).is_ok());
+        assert!(Oid::parse(&"0".repeat(64)).is_ok());
+        assert!(Oid::parse(&"A".repeat(40)).is_err());
+        assert!(Oid::parse(&"a".repeat(39)).is_err());
+        assert!(Oid::parse("").is_err());
+        assert!(Oid::parse(&"g".repeat(40)).is_err());
+    }
+
+    #[test]
+    fn ref_names_round_trip() {
+        let change = ChangeId::parse("c7k2m4qa").expect("a valid id");
+        assert_eq!(refs::parse_change(&refs::change(&change)), Some(change));
+        assert_eq!(refs::parse_queue(&refs::queue(42)), Some(42));
+        assert_eq!(refs::parse_queue("refs/bay/queue/42"), None);
+        assert_eq!(refs::parse_intent(&refs::intent("abcd", 3)), Some(("abcd", 3)));
+        // Queue names sort in queue order.
+        assert!(refs::queue(9) < refs::queue(10));
+    }
+}

@@ -1,0 +1,11 @@
+//! bay-core: the deterministic, sans-IO heart of bay.
+//!
+//! Everything bay decides is decided here, once: ids, the change record, the check contract,
+//! the policy, reason codes and the state machines of every command and of the runner. core
+//! does no IO, reads no clock, draws no randomness and starts no thread. Time arrives as the
+//! `now` argument, entropy as bytes, and every effect leaves as a plain-data action that a
+//! driver (real Git, or the simulator) executes and answers with an event.
+
+pub mod git;
+pub mod id;
+pub mod time;
