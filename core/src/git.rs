@@ -16,7 +16,9 @@ impl Oid {
     /// Parses an object id, refusing anything that is not 40 or 64 lower-case hex digits.
     pub fn parse(text: &str) -> Result<Oid, String> {
         let ok_len = text.len() == 40 || text.len() == 64;
-        let ok_chars = text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        let ok_chars = text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         if ok_len && ok_chars {
             Ok(Oid(text.to_owned()))
         } else {
@@ -155,7 +157,10 @@ mod tests {
         assert_eq!(refs::parse_change(&refs::change(&change)), Some(change));
         assert_eq!(refs::parse_queue(&refs::queue(42)), Some(42));
         assert_eq!(refs::parse_queue("refs/bay/queue/42"), None);
-        assert_eq!(refs::parse_intent(&refs::intent("abcd", 3)), Some(("abcd", 3)));
+        assert_eq!(
+            refs::parse_intent(&refs::intent("abcd", 3)),
+            Some(("abcd", 3))
+        );
         // Queue names sort in queue order.
         assert!(refs::queue(9) < refs::queue(10));
     }

@@ -30,7 +30,9 @@ impl ChangeId {
         if text.len() == 8 && text.bytes().all(|b| BASE32.contains(&b)) {
             Ok(ChangeId(text.to_owned()))
         } else {
-            Err(format!("not a change id (eight lower-case base32 characters): {text:?}"))
+            Err(format!(
+                "not a change id (eight lower-case base32 characters): {text:?}"
+            ))
         }
     }
 
@@ -40,7 +42,10 @@ impl ChangeId {
 
     /// The id of this change's `n`th operation (from 1).
     pub fn op(&self, n: u32) -> OpId {
-        OpId { change: self.clone(), n }
+        OpId {
+            change: self.clone(),
+            n,
+        }
     }
 }
 
@@ -84,12 +89,18 @@ impl OpId {
         let bad = || format!("not an operation id (<change>.<n>): {text:?}");
         let (change, n) = text.split_once('.').ok_or_else(bad)?;
         let n = parse_counter(n).ok_or_else(bad)?;
-        Ok(OpId { change: ChangeId::parse(change).map_err(|_| bad())?, n })
+        Ok(OpId {
+            change: ChangeId::parse(change).map_err(|_| bad())?,
+            n,
+        })
     }
 
     /// The id of this operation's `attempt`th candidate (from 1).
     pub fn candidate(&self, attempt: u32) -> CandidateId {
-        CandidateId { op: self.clone(), attempt }
+        CandidateId {
+            op: self.clone(),
+            attempt,
+        }
     }
 }
 
@@ -178,7 +189,10 @@ mod tests {
         assert!(ChangeId::parse("c7k2m4qa").is_ok());
         assert!(ChangeId::parse("C7K2M4QA").is_err());
         assert!(ChangeId::parse("c7k2m4q").is_err());
-        assert!(ChangeId::parse("c7k2m4q1").is_err(), "1 is not in the alphabet");
+        assert!(
+            ChangeId::parse("c7k2m4q1").is_err(),
+            "1 is not in the alphabet"
+        );
     }
 
     #[test]
@@ -195,8 +209,14 @@ mod tests {
 
     #[test]
     fn intents_differ_by_case_and_spacing() {
-        assert_ne!(intent_digest("fix the login"), intent_digest("Fix the login"));
-        assert_ne!(intent_digest("fix the login"), intent_digest("fix  the login"));
+        assert_ne!(
+            intent_digest("fix the login"),
+            intent_digest("Fix the login")
+        );
+        assert_ne!(
+            intent_digest("fix the login"),
+            intent_digest("fix  the login")
+        );
         assert_eq!(intent_digest("fix the login").len(), 16);
     }
 

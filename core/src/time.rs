@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// Only moments from the same clock may be compared. A step's `at` is the writer's clock and is
 /// informational: it feeds `operation.timing`, never a lease decision.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(transparent)]
 pub struct Timestamp(pub u64);
