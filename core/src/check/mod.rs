@@ -14,8 +14,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::Oid;
 
+mod judge;
 mod request;
 
+pub use judge::{
+    CheckExit, JudgedCheck, Judgement, MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA,
+    UnitReason, judge,
+};
 pub use request::{
     ChangeContext, ChangeInfo, CheckInput, CheckRequest, CheckTarget, MAX_MESSAGES,
     MAX_MESSAGES_BYTES, RequestInput, RequestPlan, RequestSchema, Requires,
@@ -122,6 +127,16 @@ macro_rules! schema_tag {
 }
 pub(crate) use schema_tag;
 
+/// Shows untrusted text inside one sentence: quoted, escaped, and at most 80 characters, so a
+/// check cannot stretch or break the line bay writes about it.
+pub(crate) fn quote(text: &str) -> String {
+    const SHOWN: usize = 80;
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{:?}...", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +156,14 @@ mod tests {
         assert_eq!(Verdict::parse("Pass"), None);
         assert_eq!(Verdict::parse("passed"), None);
         assert_eq!(Verdict::parse(" pass"), None);
+    }
+
+    #[test]
+    fn quote_bounds_and_escapes_untrusted_text() {
+        assert_eq!(quote("a\nb"), "\"a\\nb\"");
+        let long = "é".repeat(200);
+        let shown = quote(&long);
+        assert!(shown.ends_with("..."));
+        assert_eq!(shown.chars().filter(|&c| c == 'é').count(), 80);
     }
 }
