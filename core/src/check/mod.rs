@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::Oid;
 
+mod evidence;
 mod judge;
 mod request;
 
+pub use evidence::{EvidenceExtras, EvidenceRecord, EvidenceSchema};
 pub use judge::{
     CheckExit, JudgedCheck, Judgement, MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA,
     UnitReason, judge,
