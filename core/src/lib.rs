@@ -8,5 +8,7 @@
 
 pub mod git;
 pub mod id;
+pub mod reason;
+pub mod result;
 pub mod time;
 pub mod words;
