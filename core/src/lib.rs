@@ -10,5 +10,6 @@ pub mod git;
 pub mod id;
 pub mod reason;
 pub mod result;
+pub mod say;
 pub mod time;
 pub mod words;

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::id::{CandidateId, ChangeId, OpId};
 use crate::reason::{Allowed, ReasonCode};
+use crate::say::say;
 
 /// The value of `schema`. A reader refuses any other, since a new major version may change what
 /// the fields mean.
@@ -235,6 +236,111 @@ pub struct BayResult {
 }
 
 impl BayResult {
+    /// A result with every optional field absent, and `say` built from the rest. Every
+    /// constructor goes through here, so no result is made without its sentence.
+    fn bare(
+        decision: Decision,
+        reason: Option<ReasonCode>,
+        state: Option<OpState>,
+        detail: Map<String, Value>,
+    ) -> BayResult {
+        BayResult {
+            schema: Schema,
+            op_id: None,
+            decision,
+            reason,
+            say: say(decision, reason, state, &detail),
+            change: None,
+            candidate: None,
+            state,
+            waiting_for: None,
+            elapsed_s: None,
+            evidence: None,
+            detail,
+            allowed: None,
+            retry_when: None,
+            next_step: None,
+            receipt: None,
+            freshness: None,
+        }
+    }
+
+    /// Done, with nothing merged by this command: a status read, or `no_effect` when main
+    /// already held the work (then `detail.main_commit` names where).
+    pub fn ok(state: Option<OpState>, detail: Map<String, Value>) -> BayResult {
+        BayResult::bare(Decision::Ok, None, state, detail)
+    }
+
+    /// The change is on main.
+    pub fn merged(detail: Map<String, Value>) -> BayResult {
+        BayResult::bare(Decision::Merged, None, Some(OpState::Merged), detail)
+    }
+
+    /// Accepted: the operation is in `state` and waits for `waiting_for`.
+    pub fn queued(state: OpState, waiting_for: WaitingFor) -> BayResult {
+        let mut result = BayResult::bare(Decision::Queued, None, Some(state), Map::new());
+        result.waiting_for = Some(waiting_for);
+        result
+    }
+
+    /// A result carrying `code`. Its decision, `allowed`, `retry_when` and `next_step` come
+    /// from the reason table, so no caller can pair a code with the wrong advice.
+    pub fn refusal(code: ReasonCode, detail: Map<String, Value>) -> BayResult {
+        let info = code.info();
+        let mut result = BayResult::bare(info.decision, Some(code), None, detail);
+        result.allowed = Some(info.allowed.to_vec());
+        result.retry_when = Some(info.retry_when.to_owned());
+        result.next_step = Some(info.next_step.to_owned());
+        if code == ReasonCode::Queued {
+            // The code is the queue's own answer, so the wait is for the queue by definition.
+            result.waiting_for = Some(WaitingFor::Queue);
+        }
+        result
+    }
+
+    /// A fault no reason code names. `why` is bay's short account of it, without a final full
+    /// stop, such as "the remote did not answer"; it is kept whole in `detail.why`, and `say`
+    /// repeats it after "Nothing changed:" when it fits a plain sentence.
+    pub fn failed(why: &str) -> BayResult {
+        let mut detail = Map::new();
+        detail.insert("why".to_owned(), Value::from(why));
+        BayResult::bare(Decision::Failed, None, None, detail)
+    }
+
+    /// Names the operation, and with it the change.
+    pub fn with_op(mut self, op: OpId) -> BayResult {
+        self.change = Some(op.change.clone());
+        self.op_id = Some(op);
+        self
+    }
+
+    /// Names the candidate, and with it the operation and the change.
+    pub fn with_candidate(self, candidate: CandidateId) -> BayResult {
+        let mut result = self.with_op(candidate.op.clone());
+        result.candidate = Some(candidate);
+        result
+    }
+
+    /// Sets the operation's state, and says it again, since the sentence may tell the state.
+    pub fn with_state(mut self, state: OpState) -> BayResult {
+        self.state = Some(state);
+        self.say = say(self.decision, self.reason, self.state, &self.detail);
+        self
+    }
+
+    pub fn with_freshness(mut self, main: &str, fetched_at: &str) -> BayResult {
+        self.freshness = Some(Freshness {
+            main: main.to_owned(),
+            fetched_at: fetched_at.to_owned(),
+        });
+        self
+    }
+
+    pub fn with_receipt(mut self, receipt: &str) -> BayResult {
+        self.receipt = Some(receipt.to_owned());
+        self
+    }
+
     /// The exit code of the command that prints this result.
     pub fn exit_code(&self) -> u8 {
         self.decision.exit_code()
@@ -244,6 +350,177 @@ impl BayResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::words::forbidden_word;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    fn candidate() -> CandidateId {
+        CandidateId::parse("c7k2m4qa.1.2").expect("a valid candidate id")
+    }
+
+    #[test]
+    fn a_refusal_takes_its_advice_from_the_table() {
+        for code in ReasonCode::ALL {
+            let result = BayResult::refusal(code, Map::new());
+            let info = code.info();
+            assert_eq!(result.reason, Some(code));
+            assert_eq!(result.decision, info.decision);
+            assert_eq!(result.allowed.as_deref(), Some(info.allowed));
+            assert_eq!(result.retry_when.as_deref(), Some(info.retry_when));
+            assert_eq!(result.next_step.as_deref(), Some(info.next_step));
+            assert_eq!(
+                result.say,
+                say(info.decision, Some(code), None, &Map::new())
+            );
+            assert_eq!(result.exit_code(), info.decision.exit_code());
+            assert_eq!(forbidden_word(&result.say), None, "{code}");
+        }
+        let queued = BayResult::refusal(ReasonCode::Queued, Map::new());
+        assert_eq!(queued.waiting_for, Some(WaitingFor::Queue));
+        assert_eq!(queued.exit_code(), 0);
+    }
+
+    #[test]
+    fn a_refusal_serializes_with_the_exact_field_names() {
+        let result = BayResult::refusal(
+            ReasonCode::MergeConflict,
+            object(json!({"paths": ["src/app.rs"]})),
+        )
+        .with_candidate(candidate())
+        .with_receipt("r-q4n8x2")
+        .with_freshness("a1b2c3d", "2026-10-17T19:30:02Z");
+        let json = serde_json::to_string(&result).expect("serializes");
+        let expected = concat!(
+            r#"{"schema":"bay.result/1","op_id":"c7k2m4qa.1","decision":"blocked","#,
+            r#""reason":"MERGE_CONFLICT","say":"Main changed the same lines as this change "#,
+            r#"(src/app.rs); update the change, settle those lines in its folder, then submit "#,
+            r#"it again.","change":"c7k2m4qa","candidate":"c7k2m4qa.1.2","#,
+            r#""detail":{"paths":["src/app.rs"]},"allowed":["read","refresh","repair"],"#,
+            r#""retry_when":"conflicts_resolved","next_step":"Run `bay start <change>` to "#,
+            r#"bring in main, settle the conflicting paths in the view, then `bay merge` "#,
+            r#"again.","receipt":"r-q4n8x2","#,
+            r#""freshness":{"main":"a1b2c3d","fetched_at":"2026-10-17T19:30:02Z"}}"#,
+        );
+        assert_eq!(json, expected);
+    }
+
+    #[test]
+    fn bay_acting_on_its_own_prints_an_empty_allowed_list() {
+        let result = BayResult::refusal(ReasonCode::MainMoved, Map::new());
+        let json = serde_json::to_value(&result).expect("serializes");
+        assert_eq!(json["allowed"], json!([]));
+        assert_eq!(json["decision"], json!("queued"));
+        assert!(json.get("detail").is_none(), "an empty detail is left out");
+    }
+
+    #[test]
+    fn a_fault_keeps_why_and_says_nothing_changed() {
+        let result = BayResult::failed("the remote did not answer");
+        assert_eq!(result.decision, Decision::Failed);
+        assert_eq!(result.exit_code(), 20);
+        assert_eq!(result.reason, None);
+        assert_eq!(
+            result.detail.get("why"),
+            Some(&json!("the remote did not answer"))
+        );
+        assert!(
+            result
+                .say
+                .starts_with("Nothing changed: the remote did not answer;")
+        );
+        assert_eq!(result.allowed, None);
+    }
+
+    #[test]
+    fn constructors_say_what_they_hold() {
+        let done = BayResult::ok(
+            Some(OpState::NoEffect),
+            object(json!({"main_commit": "a1b2c3d"})),
+        );
+        assert_eq!(done.exit_code(), 0);
+        assert!(done.say.contains("(a1b2c3d)"), "{}", done.say);
+
+        let merged = BayResult::merged(Map::new()).with_op(candidate().op);
+        assert_eq!(merged.state, Some(OpState::Merged));
+        assert_eq!(
+            merged.change.as_ref().map(ChangeId::as_str),
+            Some("c7k2m4qa")
+        );
+
+        let queued = BayResult::queued(OpState::Submitted, WaitingFor::Runner);
+        let running = queued.clone().with_state(OpState::Running);
+        assert_ne!(queued.say, running.say, "the sentence follows the state");
+        assert_eq!(
+            running.say,
+            say(Decision::Queued, None, Some(OpState::Running), &Map::new())
+        );
+    }
+
+    #[test]
+    fn every_field_round_trips_through_json() {
+        let mut full = BayResult::refusal(
+            ReasonCode::CheckFailed,
+            object(json!({"checks": [{"check": "lint", "reasons": ["too long"]}]})),
+        )
+        .with_candidate(candidate())
+        .with_state(OpState::Blocked)
+        .with_receipt("r-q4n8x2")
+        .with_freshness("a1b2c3d", "cache");
+        full.waiting_for = Some(WaitingFor::Dependencies);
+        full.elapsed_s = Some(42);
+        full.evidence = Some(vec!["ci-linux/ev901".to_owned()]);
+        let mut results = vec![
+            full,
+            BayResult::failed("x"),
+            BayResult::ok(None, Map::new()),
+        ];
+        results.extend(ReasonCode::ALL.map(|code| BayResult::refusal(code, Map::new())));
+        for result in results {
+            let json = serde_json::to_string(&result).expect("serializes");
+            let back: BayResult = serde_json::from_str(&json).expect("reads back");
+            assert_eq!(back, result, "{json}");
+        }
+    }
+
+    #[test]
+    fn the_documented_shapes_parse_and_print_unchanged() {
+        for text in [
+            concat!(
+                r#"{"schema":"bay.result/1","op_id":"c7k2m4qa.1","decision":"queued","#,
+                r#""state":"submitted","say":"Saved.","change":"c7k2m4qa","#,
+                r#""waiting_for":"runner","elapsed_s":0,"evidence":[],"#,
+                r#""freshness":{"main":"a1b2c3d","fetched_at":"2026-10-17T19:30:02Z"}}"#,
+            ),
+            concat!(
+                r#"{"schema":"bay.result/1","op_id":"c7k2m4qa.1","decision":"ok","#,
+                r#""say":"Done.","change":"c7k2m4qa","state":"no_effect","#,
+                r#""detail":{"main_commit":"a1b2c3d","tree":"9f8e7d6"},"#,
+                r#""freshness":{"main":"a1b2c3d","fetched_at":"2026-10-17T19:30:02Z"}}"#,
+            ),
+        ] {
+            let parsed: BayResult = serde_json::from_str(text).expect("a documented shape parses");
+            let printed = serde_json::to_value(&parsed).expect("serializes");
+            let original: Value = serde_json::from_str(text).expect("valid JSON");
+            assert_eq!(printed, original);
+        }
+    }
+
+    #[test]
+    fn a_reader_refuses_another_schema() {
+        let text = r#"{"schema":"bay.result/2","decision":"ok","say":"Done."}"#;
+        assert!(serde_json::from_str::<BayResult>(text).is_err());
+        let text = r#"{"decision":"ok","say":"Done."}"#;
+        assert!(
+            serde_json::from_str::<BayResult>(text).is_err(),
+            "schema is required"
+        );
+    }
 
     #[test]
     fn exit_codes_follow_the_decision() {
