@@ -9,4 +9,8 @@
 pub mod check;
 pub mod git;
 pub mod id;
+pub mod reason;
+pub mod result;
+pub mod say;
 pub mod time;
+pub mod words;

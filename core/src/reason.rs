@@ -1,0 +1,527 @@
+//! Reason codes: the fixed names of every refusal bay makes, with what each one lets you do.
+//!
+//! A refusal is an outcome, not an error: the result carries one code from this table, and the
+//! table alone decides the result's `decision`, `allowed`, `retry_when` and `next_step`. Keeping
+//! those facts here, once, means `bay help --json`, the plain sentence and every command agree,
+//! and an agent can act on the code without parsing prose.
+//!
+//! `allowed` follows one rule. An empty list means bay resolves the refusal on its own and there
+//! is nothing to do (its `next_step` starts "Nothing to do"). `wait` means the refusal clears
+//! when something outside the change happens: a queue turn, a worker, a person. `read`,
+//! `refresh` and `repair` are steps the agent takes itself. Every `blocked` code lists at least
+//! one step, because a blocked change never moves on by itself.
+//!
+//! `retry_when` is a snake_case condition; `never` means no retry can succeed.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::result::Decision;
+
+/// One thing a refused agent can still do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "lowercase")]
+pub enum Allowed {
+    /// Read what `detail` names.
+    Read,
+    /// Bring the change up to date with `bay start <change>`.
+    Refresh,
+    /// Edit the change in its view, then `bay merge` again.
+    Repair,
+    /// Let time pass: something outside the change has to happen first.
+    Wait,
+}
+
+/// A reason code bay emits. Serialized as the exact code, such as `MERGE_CONFLICT`.
+///
+/// The declaration order is the order of [`ReasonCode::ALL`] and of the table behind
+/// [`ReasonCode::info`]; a test holds the three together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReasonCode {
+    MergeConflict,
+    MainMoved,
+    MergeRetryExhausted,
+    MergeOutcomeUnknown,
+    Queued,
+    PolicyMissing,
+    PolicyInvalid,
+    CheckFailed,
+    CheckUnknown,
+    CheckUnavailable,
+    ChangeAlreadyMerged,
+    ChangeSuperseded,
+    AbandonRefused,
+    ConfigMissing,
+    ToolBelowFloor,
+    WorkspaceIncomplete,
+    SandboxAbsent,
+    CheckEnvUnset,
+}
+
+/// What one code means and what a result carrying it lets you do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ReasonInfo {
+    pub code: ReasonCode,
+    /// What happened, for the reader of `bay help --json`.
+    pub meaning: &'static str,
+    /// The decision of every result that carries this code.
+    pub decision: Decision,
+    /// What the agent can still do; empty when bay acts on its own.
+    pub allowed: &'static [Allowed],
+    /// The condition under which a retry can succeed.
+    pub retry_when: &'static str,
+    /// The one step to take next.
+    pub next_step: &'static str,
+    /// bay retries it by itself, within a bound.
+    pub transient: bool,
+}
+
+impl ReasonCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ReasonCode; 18] = [
+        ReasonCode::MergeConflict,
+        ReasonCode::MainMoved,
+        ReasonCode::MergeRetryExhausted,
+        ReasonCode::MergeOutcomeUnknown,
+        ReasonCode::Queued,
+        ReasonCode::PolicyMissing,
+        ReasonCode::PolicyInvalid,
+        ReasonCode::CheckFailed,
+        ReasonCode::CheckUnknown,
+        ReasonCode::CheckUnavailable,
+        ReasonCode::ChangeAlreadyMerged,
+        ReasonCode::ChangeSuperseded,
+        ReasonCode::AbandonRefused,
+        ReasonCode::ConfigMissing,
+        ReasonCode::ToolBelowFloor,
+        ReasonCode::WorkspaceIncomplete,
+        ReasonCode::SandboxAbsent,
+        ReasonCode::CheckEnvUnset,
+    ];
+
+    /// The code as it appears in a result.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::MergeConflict => "MERGE_CONFLICT",
+            ReasonCode::MainMoved => "MAIN_MOVED",
+            ReasonCode::MergeRetryExhausted => "MERGE_RETRY_EXHAUSTED",
+            ReasonCode::MergeOutcomeUnknown => "MERGE_OUTCOME_UNKNOWN",
+            ReasonCode::Queued => "QUEUED",
+            ReasonCode::PolicyMissing => "POLICY_MISSING",
+            ReasonCode::PolicyInvalid => "POLICY_INVALID",
+            ReasonCode::CheckFailed => "CHECK_FAILED",
+            ReasonCode::CheckUnknown => "CHECK_UNKNOWN",
+            ReasonCode::CheckUnavailable => "CHECK_UNAVAILABLE",
+            ReasonCode::ChangeAlreadyMerged => "CHANGE_ALREADY_MERGED",
+            ReasonCode::ChangeSuperseded => "CHANGE_SUPERSEDED",
+            ReasonCode::AbandonRefused => "ABANDON_REFUSED",
+            ReasonCode::ConfigMissing => "CONFIG_MISSING",
+            ReasonCode::ToolBelowFloor => "TOOL_BELOW_FLOOR",
+            ReasonCode::WorkspaceIncomplete => "WORKSPACE_INCOMPLETE",
+            ReasonCode::SandboxAbsent => "SANDBOX_ABSENT",
+            ReasonCode::CheckEnvUnset => "CHECK_ENV_UNSET",
+        }
+    }
+
+    /// This code's row of the table.
+    pub fn info(self) -> &'static ReasonInfo {
+        // The enum has no explicit discriminants, so `self as usize` is its declaration index,
+        // which is also its row: `table_rows_follow_the_declaration_order` holds them together.
+        &TABLE[self as usize]
+    }
+
+    /// The decision of a result that carries this code.
+    pub fn decision(self) -> Decision {
+        self.info().decision
+    }
+
+    /// bay retries it by itself, within a bound.
+    pub fn is_transient(self) -> bool {
+        self.info().transient
+    }
+}
+
+impl FromStr for ReasonCode {
+    type Err = String;
+
+    /// Parses the exact code; `merge_conflict` or an unknown code is refused, since a code is a
+    /// fixed name, not a phrase.
+    fn from_str(text: &str) -> Result<Self, String> {
+        ReasonCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == text)
+            .ok_or_else(|| format!("not a reason code bay emits: {text:?}"))
+    }
+}
+
+impl std::fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+use Allowed::{Read, Refresh, Repair, Wait};
+
+/// One row per code, in declaration order. The meanings and steps are bay's own words.
+static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
+    ReasonInfo {
+        code: ReasonCode::MergeConflict,
+        meaning: "The draft and main changed the same lines, so the draft cannot be laid onto \
+                  main; `detail.paths` lists the files. While the change waits in the queue, \
+                  `bay status` can show this early under `operation.conflict`. A merge Git \
+                  cannot compute at all is a `failed` fault, not this code.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Refresh, Repair],
+        retry_when: "conflicts_resolved",
+        next_step: "Run `bay start <change>` to bring in main, settle the conflicting paths in \
+                    the view, then `bay merge` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::MainMoved,
+        meaning: "Main moved between building the candidate and pushing it, so the push was \
+                  turned down.",
+        decision: Decision::Queued,
+        allowed: &[],
+        retry_when: "main_settles",
+        next_step: "Nothing to do: bay tries once more, then puts the change in the queue; \
+                    `bay merge --wait` reports how it ends.",
+        transient: true,
+    },
+    ReasonInfo {
+        code: ReasonCode::MergeRetryExhausted,
+        meaning: "The push to main kept failing for causes that are not the change's fault (the \
+                  host's hook ran out of time, a ref lock was held on the remote, or a deadline \
+                  release came mid-push) until the four spare tries were used up.",
+        decision: Decision::Failed,
+        allowed: &[Read],
+        retry_when: "cause_fixed",
+        next_step: "Read the cause in `detail` and tell the user; once it is fixed, run \
+                    `bay merge` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::MergeOutcomeUnknown,
+        meaning: "The push to main failed and main could not be read afterwards, so nobody can \
+                  yet say whether the merge happened.",
+        decision: Decision::Failed,
+        allowed: &[],
+        retry_when: "runner_reads_main",
+        next_step: "Nothing to do yet: bay reads main again by itself. Never report the change \
+                    as merged; `bay status <change>` shows how it ended.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::Queued,
+        meaning: "The operation is accepted and waits for its turn, with `waiting_for` \
+                  `queue`; `detail` gives its `position`, its `seq` and the `head` operation.",
+        decision: Decision::Queued,
+        allowed: &[Wait],
+        retry_when: "reaches_queue_head",
+        next_step: "Go on with other work: the change is checked and merged when its turn \
+                    comes; `bay merge --wait` or `bay status <change>` reports the outcome.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::PolicyMissing,
+        meaning: "Main at the base has no `.bay/policy.toml`, so there is no list of the checks \
+                  a merge must pass. A policy that exists but cannot be read is a `failed` \
+                  fault naming the file, not this code.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "policy_added_on_main",
+        next_step: "Tell the user that main has no `.bay/policy.toml`, so nothing can merge; \
+                    write one only if they ask you to.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::PolicyInvalid,
+        meaning: "The policy at the base, or the candidate's own policy, breaks one of its \
+                  rules, such as having no required check that expects any units; `detail` \
+                  says which, and names an unknown key with its table and line. A broken policy \
+                  on main stops every merge, its own repair included, unless the registry key \
+                  signs that repair.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair, Wait],
+        retry_when: "policy_fixed",
+        next_step: "Tell the user that `.bay/policy.toml` is invalid, as `detail` says; a repair \
+                    of main's policy merges once the registry key signs it, and a broken policy \
+                    in the change is repaired in the view.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::CheckFailed,
+        meaning: "A required check failed on the candidate; `detail.checks` names each failed \
+                  check with the reasons its units gave. Under `baseline = \"base\"` only \
+                  failures the change brought in count, and `baseline_failures` lists the \
+                  older ones.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Refresh, Repair],
+        retry_when: "draft_changed",
+        next_step: "Read the failed check in `detail`, fix the change in its view, then \
+                    `bay merge` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::CheckUnknown,
+        meaning: "A check gave no verdict: it crashed, ran out of time, collected no units, or \
+                  sent a unit reason over 2 KB. An unknown result is never a pass.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair, Wait],
+        retry_when: "check_gives_verdict",
+        next_step: "Wait for a verdict with `bay merge --wait` and never count this as a pass; \
+                    if the check cannot answer for this change, repair the change.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::CheckUnavailable,
+        meaning: "No machine serves the environment the check needs, or the check said no \
+                  worker could run it. The wait never counts against a queue deadline.",
+        decision: Decision::Queued,
+        allowed: &[Wait],
+        retry_when: "worker_serves_environment",
+        next_step: "Wait: bay tries again once a machine can run the check. If \
+                    `bay status --fleet` shows no live runner, tell the user.",
+        transient: true,
+    },
+    ReasonInfo {
+        code: ReasonCode::ChangeAlreadyMerged,
+        meaning: "This change is already on main, with a different revision from the one sent \
+                  now.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "never",
+        next_step: "Do not retry: the change is already merged. For further edits, \
+                    `bay start <intent>` opens the next change.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::ChangeSuperseded,
+        meaning: "Another change holds or delivered this intent: the change was taken over, \
+                  `bay start <change>` named an ended change whose intent moved on \
+                  (`detail.superseded_by`), or another process on this machine ended the \
+                  operation during `bay merge --wait` (`detail.merged` is `false`).",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "successor_ended",
+        next_step: "Read which change took over in `detail`; go on in that change, or run \
+                    `bay start` again after it merges or is abandoned.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::AbandonRefused,
+        meaning: "An actor that does not hold the change asked to abandon it.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "holder_requests",
+        next_step: "Only the actor holding the change can abandon it: ask that actor, or leave \
+                    the change alone.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::ConfigMissing,
+        meaning: "bay cannot tell which branch is main, or main has no `.bay/config.toml`; \
+                  `detail` says where it looked.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "config_on_main",
+        next_step: "Tell the user this repository is not set up for bay; commit \
+                    `.bay/config.toml` to main only if they ask.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::ToolBelowFloor,
+        meaning: "A tool is older than this bay needs: `detail.tool` names it (`git`, `claude` \
+                  or `codex`) and `detail.floor` the oldest version that works. Git's floor \
+                  depends on the machine's role. `bay doctor` shows it as a red row.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "tool_updated",
+        next_step: "Update the tool in `detail.tool` to `detail.floor` or newer, or remove its \
+                    `[agent]` product, then run the command again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::WorkspaceIncomplete,
+        meaning: "The change's view is not `ready`: a step that builds or updates it stopped \
+                  partway.",
+        decision: Decision::Blocked,
+        allowed: &[Refresh],
+        retry_when: "view_ready",
+        next_step: "Run `bay start <change>` to finish the interrupted step, then carry on.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::SandboxAbsent,
+        meaning: "This machine runs checks but has no check sandbox to run them in; \
+                  `bay doctor` reports it.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "sandbox_installed",
+        next_step: "Tell the user to install the sandbox `detail` names, or to set the runner's \
+                    sandbox to none.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::CheckEnvUnset,
+        meaning: "A check in the policy needs an environment variable this machine does not \
+                  set; `bay doctor --role executor` reports it.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "env_set",
+        next_step: "Tell the user to set the variables `detail` names for the runner, then run \
+                    `bay doctor --role executor` again.",
+        transient: false,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compiler keeps this match exhaustive, so a new variant cannot be added without an
+    /// index here; the test below then fails until `ALL` and the table hold it at that index.
+    fn declared_index(code: ReasonCode) -> usize {
+        match code {
+            ReasonCode::MergeConflict => 0,
+            ReasonCode::MainMoved => 1,
+            ReasonCode::MergeRetryExhausted => 2,
+            ReasonCode::MergeOutcomeUnknown => 3,
+            ReasonCode::Queued => 4,
+            ReasonCode::PolicyMissing => 5,
+            ReasonCode::PolicyInvalid => 6,
+            ReasonCode::CheckFailed => 7,
+            ReasonCode::CheckUnknown => 8,
+            ReasonCode::CheckUnavailable => 9,
+            ReasonCode::ChangeAlreadyMerged => 10,
+            ReasonCode::ChangeSuperseded => 11,
+            ReasonCode::AbandonRefused => 12,
+            ReasonCode::ConfigMissing => 13,
+            ReasonCode::ToolBelowFloor => 14,
+            ReasonCode::WorkspaceIncomplete => 15,
+            ReasonCode::SandboxAbsent => 16,
+            ReasonCode::CheckEnvUnset => 17,
+        }
+    }
+
+    #[test]
+    fn all_covers_every_variant_once() {
+        let indices: Vec<usize> = ReasonCode::ALL.iter().map(|c| declared_index(*c)).collect();
+        let expected: Vec<usize> = (0..ReasonCode::ALL.len()).collect();
+        assert_eq!(
+            indices, expected,
+            "ALL lists every variant once, in declaration order"
+        );
+    }
+
+    #[test]
+    fn table_rows_follow_the_declaration_order() {
+        for (row, code) in ReasonCode::ALL.into_iter().enumerate() {
+            assert_eq!(code as usize, row);
+            assert_eq!(TABLE[row].code, code);
+            assert_eq!(code.info().code, code);
+        }
+    }
+
+    #[test]
+    fn codes_round_trip_through_text_and_serde() {
+        for code in ReasonCode::ALL {
+            assert_eq!(code.as_str().parse::<ReasonCode>(), Ok(code));
+            assert_eq!(code.to_string(), code.as_str());
+            let json = serde_json::to_string(&code).expect("a code serializes");
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+            let back: ReasonCode = serde_json::from_str(&json).expect("and reads back");
+            assert_eq!(back, code);
+            let screaming = code
+                .as_str()
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b == b'_');
+            assert!(screaming, "{code}");
+        }
+        assert!("merge_conflict".parse::<ReasonCode>().is_err());
+        assert!(
+            "INPUT_CHANGED".parse::<ReasonCode>().is_err(),
+            "not emitted yet"
+        );
+        assert!("".parse::<ReasonCode>().is_err());
+    }
+
+    #[test]
+    fn only_main_moved_and_check_unavailable_are_transient_here() {
+        let transient: Vec<ReasonCode> = ReasonCode::ALL
+            .into_iter()
+            .filter(|c| c.is_transient())
+            .collect();
+        assert_eq!(
+            transient,
+            [ReasonCode::MainMoved, ReasonCode::CheckUnavailable]
+        );
+    }
+
+    #[test]
+    fn every_blocked_code_leaves_a_step_and_empty_means_bay_acts() {
+        for code in ReasonCode::ALL {
+            let info = code.info();
+            if info.decision == Decision::Blocked {
+                assert!(
+                    !info.allowed.is_empty(),
+                    "{code} is blocked and lists no step"
+                );
+            }
+            if info.allowed.is_empty() {
+                // The module's rule: an empty list is only for codes bay resolves itself.
+                assert!(info.next_step.starts_with("Nothing to do"), "{code}");
+                assert_ne!(info.decision, Decision::Blocked, "{code}");
+            }
+        }
+    }
+
+    #[test]
+    fn decisions_are_blocked_queued_or_failed() {
+        for code in ReasonCode::ALL {
+            let decision = code.decision();
+            assert!(
+                matches!(
+                    decision,
+                    Decision::Blocked | Decision::Queued | Decision::Failed
+                ),
+                "{code} has {decision:?}"
+            );
+        }
+        assert_eq!(ReasonCode::Queued.decision(), Decision::Queued);
+        assert_eq!(ReasonCode::MergeConflict.decision(), Decision::Blocked);
+        assert_eq!(ReasonCode::MergeOutcomeUnknown.decision(), Decision::Failed);
+    }
+
+    #[test]
+    fn every_row_is_filled_in() {
+        for code in ReasonCode::ALL {
+            let info = code.info();
+            assert!(!info.meaning.is_empty(), "{code}");
+            assert!(info.next_step.ends_with('.'), "{code}");
+            let snake = info
+                .retry_when
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_');
+            assert!(
+                snake && !info.retry_when.is_empty(),
+                "{code}: {}",
+                info.retry_when
+            );
+            let mut sorted = info.allowed.to_vec();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted, info.allowed, "{code}: allowed is sorted and unique");
+        }
+    }
+
+    #[test]
+    fn allowed_serializes_lower_case() {
+        let json = serde_json::to_string(&[Read, Refresh, Repair, Wait]).expect("serializes");
+        assert_eq!(json, r#"["read","refresh","repair","wait"]"#);
+    }
+}

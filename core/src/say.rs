@@ -1,0 +1,601 @@
+//! The plain sentence: every result, said once for a person who has never used Git.
+//!
+//! `say` builds the sentence from the decision, the reason, the state and a few named fields of
+//! `detail`, and from nothing else, so it can never state a fact the document does not hold. It
+//! is one sentence, ending in one full stop, on one line: what happened, then the next step. It
+//! uses none of the words in [`crate::words::WORDS`]; a name it quotes from `detail` (a path, a
+//! check id, a change id) is shown exactly as it is, in parentheses, because the person may
+//! need to find that very file or check.
+//!
+//! A `failed` result without a reason starts "Nothing changed:" and then gives `detail.why`.
+//! That text is bay's own, but it may mention a file the way Git names it: a file at a saved
+//! version (`a1b2c3d:.bay/config.toml`) reads as its path alone, and a path holding a listed
+//! word, which in a fault is nearly always one of bay's own records (`refs/bay/changes/...`),
+//! reads "bay's records". A `why` that still holds a listed word, or more than one sentence, is
+//! left out of the sentence for a fixed fallback; `detail.why` keeps it whole.
+
+use serde_json::{Map, Value};
+
+use crate::reason::ReasonCode;
+use crate::result::{Decision, OpState};
+use crate::words::forbidden_word;
+
+/// How many names a sentence quotes before it only counts the rest: one sentence has to stay
+/// readable, and `detail` keeps the full list.
+const MAX_NAMES: usize = 3;
+
+/// The plain sentence for a result.
+pub fn say(
+    decision: Decision,
+    reason: Option<ReasonCode>,
+    state: Option<OpState>,
+    detail: &Map<String, Value>,
+) -> String {
+    match reason {
+        Some(code) => say_reason(code, detail),
+        None => match decision {
+            Decision::Failed => say_fault(detail),
+            Decision::Merged => format!(
+                "This change is now part of main{}; there is nothing more to do.",
+                quoted(names(detail, "main_commit"))
+            ),
+            Decision::Blocked => "This change is stopped until something is fixed; run bay \
+                                  status on it to see what to do next."
+                .to_owned(),
+            Decision::Queued | Decision::Ok => say_state(decision, state, detail),
+        },
+    }
+}
+
+/// A result with a reason: the code decides the words, whatever the decision.
+fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
+    match code {
+        ReasonCode::MergeConflict => format!(
+            "Main changed the same lines as this change{}; update the change, settle those \
+             lines in its folder, then submit it again.",
+            quoted(names(detail, "paths"))
+        ),
+        ReasonCode::MainMoved => "Main changed while this change was being added, so bay is \
+                                  trying again on its own and there is nothing to do for now."
+            .to_owned(),
+        ReasonCode::MergeRetryExhausted => "Adding this change to main failed several times \
+                                            for reasons outside the change; tell the person in \
+                                            charge, then submit it again once the cause is \
+                                            fixed."
+            .to_owned(),
+        ReasonCode::MergeOutcomeUnknown => "It is not yet known whether this change reached \
+                                            main, because main could not be read afterwards; \
+                                            wait while bay looks again, and do not count it as \
+                                            added yet."
+            .to_owned(),
+        ReasonCode::Queued => format!(
+            "This change is waiting its turn to be checked and added to main{}; keep working, \
+             as nothing else is needed.",
+            place_in_line(detail)
+        ),
+        ReasonCode::PolicyMissing => "Nothing can be added to main yet, because main has no \
+                                      list of required checks (.bay/policy.toml); tell the \
+                                      person in charge, and set one up only if they ask."
+            .to_owned(),
+        ReasonCode::PolicyInvalid => "The list of required checks (.bay/policy.toml) breaks one \
+                                      of its rules, so this change cannot be added; tell the \
+                                      person in charge what the details say."
+            .to_owned(),
+        ReasonCode::CheckFailed => format!(
+            "A required check did not pass{}; read what it reported, fix the change in its \
+             folder, then submit it again.",
+            quoted(check_names(detail))
+        ),
+        ReasonCode::CheckUnknown => format!(
+            "A check gave no answer{}, so this change does not count as passing; wait for it to \
+             run again, or fix the change if the check cannot answer it.",
+            quoted(check_names(detail))
+        ),
+        ReasonCode::CheckUnavailable => format!(
+            "No machine can run the checks for this change right now{}; it waits, and bay tries \
+             again once a machine can.",
+            quoted(names(detail, "environment"))
+        ),
+        ReasonCode::ChangeAlreadyMerged => "This change is already part of main in another \
+                                            form, so do not send it again; start a new change \
+                                            for any more edits."
+            .to_owned(),
+        ReasonCode::ChangeSuperseded => format!(
+            "Another change has taken over this work{}; go on in that one, or start again once \
+             it is finished or dropped.",
+            quoted(names(detail, "superseded_by"))
+        ),
+        ReasonCode::AbandonRefused => "Only whoever is working on this change can give it up; \
+                                       ask them, or leave it as it is."
+            .to_owned(),
+        ReasonCode::ConfigMissing => "This project is not set up for bay yet \
+                                      (.bay/config.toml); tell the person in charge, and set it \
+                                      up only if they ask."
+            .to_owned(),
+        ReasonCode::ToolBelowFloor => format!(
+            "A program on this machine is too old{}; update it, then run the command again.",
+            tool_and_floor(detail)
+        ),
+        ReasonCode::WorkspaceIncomplete => "Setting up the folder for this change stopped \
+                                            partway; run bay start with this change to finish \
+                                            it, then carry on."
+            .to_owned(),
+        ReasonCode::SandboxAbsent => format!(
+            "This machine runs checks but has no closed-off place to run them in{}; ask the \
+             person in charge to install one.",
+            quoted(names(detail, "sandbox"))
+        ),
+        ReasonCode::CheckEnvUnset => format!(
+            "A check needs settings that this machine does not have{}; ask the person in \
+             charge to set them for the runner, then test the machine again.",
+            quoted(first_names(detail, &["variables", "variable", "env"]))
+        ),
+    }
+}
+
+/// An `ok` or `queued` result without a reason: say where the operation is.
+fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Value>) -> String {
+    match state {
+        None | Some(OpState::Submitted) if decision == Decision::Queued => {
+            "Saved; bay checks this change and adds it to main next, so you can keep working."
+                .to_owned()
+        }
+        None => "Done; there is nothing more to do.".to_owned(),
+        Some(OpState::Submitted) => {
+            "This change is waiting for a runner to pick it up; nothing to do for now.".to_owned()
+        }
+        Some(OpState::Admitted) => {
+            "This change is accepted and in line to be checked; nothing to do for now.".to_owned()
+        }
+        Some(OpState::Running) => {
+            "This change is being checked right now; nothing to do but wait.".to_owned()
+        }
+        Some(OpState::Checked) => "This change passed its checks and is being added to main; \
+                                   nothing to do for now."
+            .to_owned(),
+        Some(OpState::Merged) => format!(
+            "This change is part of main{}; there is nothing more to do.",
+            quoted(names(detail, "main_commit"))
+        ),
+        Some(OpState::Blocked) => "This change is stopped until something is fixed; run bay \
+                                   status on it to see what to do next."
+            .to_owned(),
+        Some(OpState::Failed) => "This change stopped on a fault and nothing was added to main; \
+                                  submit it again."
+            .to_owned(),
+        Some(OpState::Superseded) => format!(
+            "Another change took over this work{}; go on in that one.",
+            quoted(names(detail, "superseded_by"))
+        ),
+        Some(OpState::NoEffect) => format!(
+            "Main already has these edits{}, so nothing new was added and there is nothing \
+             more to do.",
+            quoted(names(detail, "main_commit"))
+        ),
+    }
+}
+
+/// A `failed` result without a reason: nothing changed, then why.
+fn say_fault(detail: &Map<String, Value>) -> String {
+    let why = detail
+        .get("why")
+        .and_then(Value::as_str)
+        .and_then(plain_why);
+    match why {
+        Some(why) => format!("Nothing changed: {why}; run the command again once that is fixed."),
+        None => "Nothing changed: bay ran into a fault it could not get past; run the command \
+                 again, and tell the person in charge if it keeps happening."
+            .to_owned(),
+    }
+}
+
+/// `why` made fit for the sentence, or `None` when it cannot be: text that is empty, runs to
+/// more than one sentence, or still holds a listed word after its paths were made plain. The
+/// full text stays in `detail.why` either way.
+fn plain_why(why: &str) -> Option<String> {
+    let words: Vec<String> = why.split_whitespace().map(plain_token).collect();
+    let mut text = words.join(" ");
+    while text.ends_with(['.', '!', '?', ',', ';', ':']) {
+        text.pop();
+    }
+    let mut chars = text.chars();
+    if let (Some(first), Some(second)) = (chars.next(), chars.clone().next()) {
+        // "The remote ..." goes on the sentence as "the remote ...", but "HEAD" stays.
+        if first.is_uppercase() && !second.is_uppercase() {
+            let lowered: String = first.to_lowercase().chain(chars).collect();
+            text = lowered;
+        }
+    }
+    let ok = !text.is_empty()
+        && !text.chars().any(char::is_control)
+        && forbidden_word(&text).is_none()
+        && !ends_a_sentence_inside(&text);
+    ok.then_some(text)
+}
+
+/// One word of `why`, with a file at a saved version cut to its path and one of bay's own
+/// records named as such. Quotes and punctuation around the word stay.
+fn plain_token(token: &str) -> String {
+    const OPEN: &[char] = &['(', '"', '\'', '`'];
+    const CLOSE: &[char] = &[')', '"', '\'', '`', ',', ';', ':', '.'];
+    let core = token.trim_start_matches(OPEN).trim_end_matches(CLOSE);
+    if core.is_empty() {
+        return token.to_owned();
+    }
+    let start = token.len() - token.trim_start_matches(OPEN).len();
+    let (before, after) = (&token[..start], &token[start + core.len()..]);
+    let path = path_at_version(core).unwrap_or(core);
+    let looks_like_path = path.contains('/') || path.contains('.');
+    let path = if looks_like_path && forbidden_word(path).is_some() {
+        "bay's records"
+    } else {
+        path
+    };
+    format!("{before}{path}{after}")
+}
+
+/// The path of `<version>:<path>`, where the version is a hex id, `HEAD` or a full ref name.
+fn path_at_version(text: &str) -> Option<&str> {
+    let (version, path) = text.split_once(':')?;
+    let hex = (4..=64).contains(&version.len()) && version.bytes().all(|b| b.is_ascii_hexdigit());
+    let named = version == "HEAD" || version.starts_with("refs/");
+    let is_path = !path.is_empty() && !path.starts_with("//");
+    ((hex || named) && is_path).then_some(path)
+}
+
+/// A full stop, `!` or `?` followed by a space: the text holds a second sentence.
+fn ends_a_sentence_inside(text: &str) -> bool {
+    text.char_indices().any(|(i, c)| {
+        matches!(c, '.' | '!' | '?') && text[i + 1..].starts_with(char::is_whitespace)
+    })
+}
+
+/// The names under `key`: a string, or a list of strings, or a list of objects each naming
+/// itself with `check`, `id`, `path` or `name`. A name with a control character is left out,
+/// since the sentence must stay on one line.
+fn names(detail: &Map<String, Value>, key: &str) -> Vec<String> {
+    let one = |value: &Value| -> Option<String> {
+        let text = match value {
+            Value::String(text) => Some(text.as_str()),
+            Value::Object(fields) => ["check", "id", "path", "name"]
+                .iter()
+                .find_map(|field| fields.get(*field).and_then(Value::as_str)),
+            _ => None,
+        }?;
+        let fit = !text.is_empty() && !text.chars().any(char::is_control);
+        fit.then(|| text.to_owned())
+    };
+    match detail.get(key) {
+        Some(Value::Array(items)) => items.iter().filter_map(one).collect(),
+        Some(value) => one(value).into_iter().collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The names under the first of `keys` that has any.
+fn first_names(detail: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .map(|key| names(detail, key))
+        .find(|found| !found.is_empty())
+        .unwrap_or_default()
+}
+
+/// The failed checks: `detail.check`, else `detail.checks`.
+fn check_names(detail: &Map<String, Value>) -> Vec<String> {
+    first_names(detail, &["check", "checks"])
+}
+
+/// ` (a, b, c and 2 more)`, or nothing when there is no name.
+fn quoted(names: Vec<String>) -> String {
+    let shown = names.len().min(MAX_NAMES);
+    let (first, rest) = names.split_at(shown);
+    match (first, rest.len()) {
+        ([], _) => String::new(),
+        (first, 0) => format!(" ({})", first.join(", ")),
+        (first, more) => format!(" ({} and {more} more)", first.join(", ")),
+    }
+}
+
+/// ` (place 3 in line)` from `detail.position`, or nothing.
+fn place_in_line(detail: &Map<String, Value>) -> String {
+    match detail.get("position").and_then(Value::as_u64) {
+        Some(position) => format!(" (place {position} in line)"),
+        None => String::new(),
+    }
+}
+
+/// ` (git, needs 2.45 or newer)` from `detail.tool` and `detail.floor`, or what there is.
+fn tool_and_floor(detail: &Map<String, Value>) -> String {
+    let tool = names(detail, "tool").into_iter().next();
+    let floor = names(detail, "floor").into_iter().next();
+    match (tool, floor) {
+        (Some(tool), Some(floor)) => format!(" ({tool}, needs {floor} or newer)"),
+        (Some(tool), None) => format!(" ({tool})"),
+        (None, Some(floor)) => format!(" (needs {floor} or newer)"),
+        (None, None) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// One sentence: not empty, one line, no padding, a capital first, a single full stop last,
+    /// and no `.`, `!` or `?` followed by a space before it (dots inside a quoted name such as
+    /// `src/app.rs` are part of the name).
+    fn assert_one_sentence(sentence: &str) {
+        assert!(!sentence.is_empty());
+        assert!(!sentence.contains(['\n', '\r']), "{sentence:?}");
+        assert_eq!(sentence.trim(), sentence, "{sentence:?}");
+        assert!(sentence.starts_with(char::is_uppercase), "{sentence:?}");
+        assert!(
+            sentence.ends_with('.') && !sentence.ends_with(".."),
+            "{sentence:?}"
+        );
+        for stop in [". ", "! ", "? ", ".\t"] {
+            assert!(!sentence.contains(stop), "two sentences: {sentence:?}");
+        }
+    }
+
+    fn assert_clean(sentence: &str) {
+        assert_one_sentence(sentence);
+        assert_eq!(forbidden_word(sentence), None, "{sentence:?}");
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// Every field `say` reads, with names that hold no listed word.
+    fn full_detail() -> Map<String, Value> {
+        object(json!({
+            "paths": ["src/app.rs", "docs/guide.md"],
+            "check": "unit-tests",
+            "checks": [{"check": "lint", "reasons": ["too long"]}],
+            "environment": "linux-x86_64",
+            "superseded_by": "c7k2m4qb",
+            "tool": "git",
+            "floor": "2.45",
+            "sandbox": "bwrap",
+            "variables": ["API_TOKEN"],
+            "position": 3,
+            "main_commit": "a1b2c3d",
+            "why": "the remote did not answer",
+        }))
+    }
+
+    fn states() -> Vec<Option<OpState>> {
+        std::iter::once(None)
+            .chain(OpState::ALL.map(Some))
+            .collect()
+    }
+
+    #[test]
+    fn every_code_says_one_clean_sentence() {
+        for detail in [Map::new(), full_detail()] {
+            for code in ReasonCode::ALL {
+                for state in states() {
+                    let sentence = say(code.decision(), Some(code), state, &detail);
+                    assert_clean(&sentence);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_decision_and_state_says_one_clean_sentence() {
+        for detail in [Map::new(), full_detail()] {
+            for decision in Decision::ALL {
+                for state in states() {
+                    let sentence = say(decision, None, state, &detail);
+                    assert_clean(&sentence);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_reason_decides_the_words() {
+        let detail = full_detail();
+        let conflict = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            &detail,
+        );
+        assert!(
+            conflict.contains("(src/app.rs, docs/guide.md)"),
+            "{conflict}"
+        );
+        let failed = say(
+            Decision::Blocked,
+            Some(ReasonCode::CheckFailed),
+            None,
+            &detail,
+        );
+        assert!(failed.contains("(unit-tests)"), "{failed}");
+        let queued = say(Decision::Queued, Some(ReasonCode::Queued), None, &detail);
+        assert!(queued.contains("(place 3 in line)"), "{queued}");
+        let tool = say(
+            Decision::Blocked,
+            Some(ReasonCode::ToolBelowFloor),
+            None,
+            &detail,
+        );
+        assert!(tool.contains("(git, needs 2.45 or newer)"), "{tool}");
+        let env = say(
+            Decision::Blocked,
+            Some(ReasonCode::CheckEnvUnset),
+            None,
+            &detail,
+        );
+        assert!(env.contains("(API_TOKEN)"), "{env}");
+    }
+
+    #[test]
+    fn checks_are_read_from_a_list_of_objects() {
+        let detail = object(json!({"checks": [{"check": "lint"}, {"id": "e2e"}, 7]}));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::CheckFailed),
+            None,
+            &detail,
+        );
+        assert!(sentence.contains("(lint, e2e)"), "{sentence}");
+        assert_clean(&sentence);
+    }
+
+    #[test]
+    fn long_lists_name_three_and_count_the_rest() {
+        let detail = object(json!({"paths": ["a", "b", "c", "d", "e"]}));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            &detail,
+        );
+        assert!(sentence.contains("(a, b, c and 2 more)"), "{sentence}");
+    }
+
+    #[test]
+    fn a_quoted_name_stays_as_it_is() {
+        // A path may hold a listed word; it is the file's name, so it is shown unchanged.
+        let detail = object(json!({"paths": ["src/merge.rs"]}));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            &detail,
+        );
+        assert!(sentence.contains("(src/merge.rs)"), "{sentence}");
+        assert_one_sentence(&sentence);
+    }
+
+    #[test]
+    fn a_name_that_would_break_the_line_is_left_out() {
+        let detail = object(json!({"paths": ["ok.txt", "bad\nname", ""]}));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            &detail,
+        );
+        assert!(sentence.contains("(ok.txt)"), "{sentence}");
+        assert_clean(&sentence);
+    }
+
+    #[test]
+    fn no_effect_names_the_main_version_that_has_the_work() {
+        let detail = object(json!({"main_commit": "a1b2c3d", "tree": "9f8e7d6"}));
+        let sentence = say(Decision::Ok, None, Some(OpState::NoEffect), &detail);
+        assert!(sentence.contains("(a1b2c3d)"), "{sentence}");
+        assert_clean(&sentence);
+    }
+
+    #[test]
+    fn a_fault_says_nothing_changed_then_why() {
+        let detail = object(json!({"why": "The remote did not answer."}));
+        let sentence = say(Decision::Failed, None, None, &detail);
+        assert_eq!(
+            sentence,
+            "Nothing changed: the remote did not answer; run the command again once that is \
+             fixed."
+        );
+        let bare = say(Decision::Failed, None, Some(OpState::Running), &Map::new());
+        assert!(bare.starts_with("Nothing changed: "), "{bare}");
+        assert_clean(&bare);
+    }
+
+    #[test]
+    fn a_fault_names_files_plainly() {
+        let at_version = object(json!({"why": "cannot read a1b2c3d:.bay/config.toml"}));
+        let sentence = say(Decision::Failed, None, None, &at_version);
+        assert!(
+            sentence.starts_with("Nothing changed: cannot read .bay/config.toml;"),
+            "{sentence}"
+        );
+
+        let record = object(json!({"why": "cannot write (refs/bay/changes/c7k2m4qa)"}));
+        let sentence = say(Decision::Failed, None, None, &record);
+        assert!(
+            sentence.starts_with("Nothing changed: cannot write (bay's records);"),
+            "{sentence}"
+        );
+        assert_clean(&sentence);
+
+        let acronym = object(json!({"why": "HEAD is detached"}));
+        let sentence = say(Decision::Failed, None, None, &acronym);
+        assert!(
+            sentence.starts_with("Nothing changed: HEAD is detached;"),
+            "{sentence}"
+        );
+    }
+
+    #[test]
+    fn a_fault_whose_why_does_not_fit_falls_back() {
+        for why in [
+            "the merge failed",
+            "one thing. Then another",
+            "",
+            "   ",
+            "...",
+            "a\u{7}b",
+        ] {
+            let detail = object(json!({"why": why}));
+            let sentence = say(Decision::Failed, None, None, &detail);
+            assert!(
+                sentence.starts_with("Nothing changed: bay ran into a fault"),
+                "{why:?}"
+            );
+            assert_clean(&sentence);
+        }
+    }
+
+    #[test]
+    fn a_version_prefix_is_cut_only_from_a_version() {
+        assert_eq!(
+            path_at_version("a1b2c3d:.bay/config.toml"),
+            Some(".bay/config.toml")
+        );
+        assert_eq!(path_at_version("HEAD:src/app.rs"), Some("src/app.rs"));
+        assert_eq!(path_at_version("refs/heads/main:a.txt"), Some("a.txt"));
+        assert_eq!(path_at_version("https://example.com/x"), None);
+        assert_eq!(path_at_version("localhost:8080"), None);
+        assert_eq!(path_at_version("a1b2c3d:"), None);
+    }
+
+    /// Paths as people name them: a folder or two, a file, maybe an extension.
+    const PLAIN_PATH: &str = "[a-z0-9_-]{1,12}(/[a-z0-9_-]{1,12})?(\\.[a-z]{1,4})?";
+
+    proptest! {
+        #[test]
+        fn any_plain_names_keep_one_clean_sentence(
+            paths in proptest::collection::vec(PLAIN_PATH, 0..6),
+            check in "[a-z][a-z0-9:_-]{0,20}",
+            position in 0u64..1000,
+        ) {
+            let detail = object(json!({"paths": paths, "check": check, "position": position}));
+            let clean = forbidden_word(&Value::Object(detail.clone()).to_string()).is_none();
+            for code in ReasonCode::ALL {
+                let sentence = say(code.decision(), Some(code), None, &detail);
+                assert_one_sentence(&sentence);
+                if clean {
+                    prop_assert_eq!(forbidden_word(&sentence), None);
+                }
+            }
+        }
+
+        #[test]
+        fn any_why_keeps_one_sentence(why in "\\PC{0,60}") {
+            let detail = object(json!({"why": why}));
+            let sentence = say(Decision::Failed, None, None, &detail);
+            prop_assert!(sentence.starts_with("Nothing changed: "));
+            assert_clean(&sentence);
+        }
+    }
+}
