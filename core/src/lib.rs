@@ -9,3 +9,4 @@
 pub mod git;
 pub mod id;
 pub mod time;
+pub mod toml_doc;
