@@ -8,5 +8,6 @@
 
 pub mod git;
 pub mod id;
+pub mod policy;
 pub mod time;
 pub mod toml_doc;
