@@ -7,10 +7,16 @@
 //! driver (real Git, or the simulator) executes and answers with an event.
 
 pub mod check;
+pub mod config;
 pub mod git;
 pub mod id;
+pub mod machine;
+pub mod policy;
 pub mod reason;
+pub mod record;
+pub mod report;
 pub mod result;
 pub mod say;
 pub mod time;
+pub mod toml_doc;
 pub mod words;

@@ -1,0 +1,1624 @@
+//! `.bay/config.toml`: the repository's settings for plugins, the runner's timings, retention,
+//! promotion targets, holds and lanes.
+//!
+//! bay reads the file only from main, so a change never sets the rules it runs under. Every key
+//! the specification defines is accepted and checked here, even the ones [`Config`] does not
+//! expose yet: a config that one bay accepts and another refuses would split a fleet, and a
+//! wrong value found late fails every command with exit 20 instead of one clear error now. An
+//! unknown key is refused, naming the key, its table and its line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::git::refs;
+use crate::toml_doc::{Document, Located, Table, TomlError, show_value};
+
+/// The parts of the config that bay acts on, with every default filled in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    /// The branch bay serves; it must match the clone's own setting, so bay never follows it.
+    pub main: Option<String>,
+    /// The remote bay serves; it must match the clone's own setting.
+    pub remote: Option<String>,
+    pub trailers: Trailers,
+    pub runner: RunnerSettings,
+}
+
+/// The repository's own trailer keys for Intent and Actor. The other bay trailers have fixed
+/// names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trailers {
+    pub intent: String,
+    pub actor: String,
+}
+
+impl Default for Trailers {
+    fn default() -> Self {
+        Trailers {
+            intent: "Intent".to_owned(),
+            actor: "Actor".to_owned(),
+        }
+    }
+}
+
+/// The runner's timings and limits, in seconds unless named otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerSettings {
+    /// An external runner; without it, `bay runner run` serves the queue.
+    pub command: Option<String>,
+    /// How long the runner's `submit` may take before the submission times out.
+    pub submission_timeout_s: u64,
+    /// The time budget for a candidate's checks; without it only each check's limit applies.
+    pub execution_budget_s: Option<u64>,
+    /// An owner whose chain does not move for this long may be replaced.
+    pub lease_s: u64,
+    /// How often an owner renews its lease; always less than `lease_s`.
+    pub heartbeat_s: u64,
+    /// How long a change stays idle before another agent may adopt it; more than `lease_s`.
+    pub takeover_s: u64,
+    /// Time added to the execution budget for the head of the queue.
+    pub publish_window_s: u64,
+    /// How many of a candidate's checks one runner runs at once, 1 to 16.
+    pub parallel_checks: u32,
+}
+
+impl Default for RunnerSettings {
+    fn default() -> Self {
+        RunnerSettings {
+            command: None,
+            submission_timeout_s: 30,
+            execution_budget_s: None,
+            lease_s: DEFAULT_LEASE_S,
+            heartbeat_s: 10,
+            takeover_s: 2 * DEFAULT_LEASE_S,
+            publish_window_s: 60,
+            parallel_checks: 1,
+        }
+    }
+}
+
+/// Why a config was refused. Every bay command then fails with exit 20 and shows this, so it
+/// names the key, its table and its line whenever one is at fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigError(pub TomlError);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl From<TomlError> for ConfigError {
+    fn from(error: TomlError) -> Self {
+        ConfigError(error)
+    }
+}
+
+const DEFAULT_LEASE_S: u64 = 60;
+const DEFAULT_RETENTION_WINDOW_S: u64 = 604_800;
+const ANY: u64 = u64::MAX;
+
+const TOP_KEYS: &[&str] = &[
+    "main",
+    "remote",
+    "trailers",
+    "plugin",
+    "policy",
+    "hooks",
+    "view",
+    "red",
+    "agent",
+    "runner",
+    "retention",
+    "target",
+    "hold",
+    "lane",
+];
+
+const HOOK_KEYS: [&str; 3] = [
+    "notice_budget_bytes",
+    "cache_max_age_s",
+    "checkpoint_idle_s",
+];
+
+/// Each plugin with the range of its `timeout_s`, in seconds.
+const PLUGINS: &[(&str, u64, u64)] = &[
+    ("notify", 1, ANY),
+    ("wake", 1, ANY),
+    ("runtime", 1, ANY),
+    ("hold", 1, 120),
+    ("prune", 1, 600),
+];
+
+const RUNNER_KEYS: &[&str] = &[
+    "command",
+    "submission_timeout_s",
+    "execution_budget_s",
+    "lease_s",
+    "heartbeat_s",
+    "takeover_s",
+    "publish_window_s",
+    "bisect_post",
+    "ahead",
+    "footprint_lanes",
+    "batch",
+    "parallel_checks",
+    "sandbox",
+];
+
+/// The `[runner]` keys that check entries early or together. They rest on evidence reuse.
+const THROUGHPUT_KEYS: [&str; 3] = ["ahead", "footprint_lanes", "batch"];
+
+impl Config {
+    /// Parses and validates the text of `.bay/config.toml`.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        Ok(parse(text)?)
+    }
+}
+
+fn parse(text: &str) -> Result<Config, TomlError> {
+    let doc = Document::parse(text)?;
+    let mut root = doc.root();
+    root.check_keys(TOP_KEYS, &[])?;
+
+    let main = optional_text(&mut root, "main")?;
+    if let Some(name) = &main
+        && let Some(problem) = ref_problem(&refs::main(name), false)
+    {
+        return Err(root.error(
+            "main",
+            format!(
+                "is {}, which is not a branch name Git accepts: it {problem}",
+                show_value(name)
+            ),
+        ));
+    }
+    let remote = optional_text(&mut root, "remote")?;
+    if let Some(name) = &remote
+        && name.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(root.error(
+            "remote",
+            "holds a space or a control character; name the remote as Git does",
+        ));
+    }
+
+    let trailers = match root.table("trailers")? {
+        Some(mut table) => parse_trailers(&mut table)?,
+        None => Trailers::default(),
+    };
+    if let Some(mut table) = root.table("plugin")? {
+        parse_plugins(&mut table)?;
+    }
+    let reuse_off_line = match root.table("policy")? {
+        Some(mut table) => parse_policy(&mut table)?,
+        None => None,
+    };
+    if let Some(mut table) = root.table("hooks")? {
+        table.check_keys(&HOOK_KEYS, &[])?;
+        for key in HOOK_KEYS {
+            table.uint(key, 0..=ANY)?;
+        }
+        table.finish()?;
+    }
+    if let Some(mut table) = root.table("view")? {
+        table.check_keys(&["warm_history"], &[])?;
+        table.bool("warm_history")?;
+        table.finish()?;
+    }
+    if let Some(mut table) = root.table("red")? {
+        table.check_keys(&["window"], &[])?;
+        table.uint("window", 1..=10_000)?;
+        table.finish()?;
+    }
+    if let Some(mut table) = root.table("agent")? {
+        parse_agent(&mut table)?;
+    }
+    let runner = match root.table("runner")? {
+        Some(mut table) => parse_runner(&mut table, reuse_off_line)?,
+        None => RunnerSettings::default(),
+    };
+    let retention_window = match root.table("retention")? {
+        Some(mut table) => parse_retention(&mut table)?,
+        None => RetentionWindow {
+            seconds: DEFAULT_RETENTION_WINDOW_S,
+            line: None,
+        },
+    };
+    let mut targets = root.tables("target")?;
+    let target_names = parse_targets(&mut targets, main.as_deref())?;
+    for hold in &mut root.tables("hold")? {
+        parse_hold(hold, &target_names)?;
+    }
+    let mut lane_names = BTreeMap::new();
+    for lane in &mut root.tables("lane")? {
+        parse_lane(lane, &retention_window, main.as_deref(), &mut lane_names)?;
+    }
+    root.finish()?;
+
+    Ok(Config {
+        main,
+        remote,
+        trailers,
+        runner,
+    })
+}
+
+/// An optional string that, when present, must say something.
+fn optional_text(table: &mut Table<'_, '_>, key: &str) -> Result<Option<String>, TomlError> {
+    match table.string(key)? {
+        Some(value) if value.is_empty() => {
+            Err(table.error(key, "is empty; leave the key out to use the default"))
+        }
+        value => Ok(value),
+    }
+}
+
+fn required_text(table: &mut Table<'_, '_>, key: &str) -> Result<String, TomlError> {
+    let value = table.required_string(key)?;
+    if value.is_empty() {
+        return Err(table.error(key, "is empty; it must name something"));
+    }
+    Ok(value)
+}
+
+fn parse_trailers(table: &mut Table<'_, '_>) -> Result<Trailers, TomlError> {
+    table.check_keys(&["intent", "actor"], &[])?;
+    let defaults = Trailers::default();
+    let mut keys = Vec::new();
+    for key in ["intent", "actor"] {
+        let value = optional_text(table, key)?;
+        if let Some(value) = &value
+            && !value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(table.error(
+                key,
+                format!(
+                    "is {}, which is not a trailer key; Git trailer keys hold only letters, \
+                     digits and `-`",
+                    show_value(value)
+                ),
+            ));
+        }
+        keys.push(value);
+    }
+    table.finish()?;
+    let mut keys = keys.into_iter();
+    let intent = keys.next().flatten().unwrap_or(defaults.intent);
+    let actor = keys.next().flatten().unwrap_or(defaults.actor);
+    // Git compares trailer keys without regard to case, so these would read as one trailer.
+    if intent.eq_ignore_ascii_case(&actor) {
+        let key = if table.has("actor") {
+            "actor"
+        } else {
+            "intent"
+        };
+        return Err(table.error(
+            key,
+            format!(
+                "makes Intent and Actor both the trailer {}; bay could not tell them apart",
+                show_value(&intent)
+            ),
+        ));
+    }
+    Ok(Trailers { intent, actor })
+}
+
+fn parse_plugins(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+    let names: Vec<&str> = PLUGINS.iter().map(|(name, _, _)| *name).collect();
+    table.check_keys(&names, &[])?;
+    for (name, low, high) in PLUGINS {
+        let Some(mut plugin) = table.table(name)? else {
+            continue;
+        };
+        plugin.check_keys(&["command", "timeout_s"], &[])?;
+        optional_text(&mut plugin, "command")?;
+        plugin.uint("timeout_s", *low..=*high)?;
+        plugin.finish()?;
+    }
+    table.finish()
+}
+
+/// Returns the line of `evidence_reuse = "off"`, when the config turns reuse off.
+fn parse_policy(table: &mut Table<'_, '_>) -> Result<Option<u32>, TomlError> {
+    table.check_keys(&["profile", "evidence_reuse"], &[])?;
+    optional_text(table, "profile")?;
+    let reuse = table.string("evidence_reuse")?;
+    table.finish()?;
+    match reuse.as_deref() {
+        None | Some("exact-inputs") => Ok(None),
+        Some("off") => Ok(Some(table.line_of("evidence_reuse"))),
+        Some(other) => Err(table.error(
+            "evidence_reuse",
+            format!(
+                "is {}; it must be \"exact-inputs\" or \"off\"",
+                show_value(other)
+            ),
+        )),
+    }
+}
+
+fn parse_agent(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+    table.check_keys(&["product", "instructions"], &[])?;
+    // The table's presence turns agent hooks on, so it must say for which product.
+    let product = table.required_string("product")?;
+    if product != "claude" && product != "codex" {
+        return Err(table.error(
+            "product",
+            format!(
+                "is {}; it must be \"claude\" or \"codex\", or leave [agent] out to use no \
+                 agent hooks",
+                show_value(&product)
+            ),
+        ));
+    }
+    for file in table.strings("instructions")?.unwrap_or_default() {
+        if let Some(problem) = repo_path_problem(&file.value) {
+            return Err(table.error_at(
+                "instructions",
+                file.line,
+                format!("names {}, which {problem}", show_value(&file.value)),
+            ));
+        }
+    }
+    table.finish()
+}
+
+fn parse_runner(
+    table: &mut Table<'_, '_>,
+    reuse_off_line: Option<u32>,
+) -> Result<RunnerSettings, TomlError> {
+    table.check_keys(RUNNER_KEYS, &[])?;
+    if table.has("sandbox") {
+        return Err(table.error(
+            "sandbox",
+            "is not allowed: a repository can never turn off the check sandbox; only a machine \
+             can, with `git config --global bay.executorSandbox none`",
+        ));
+    }
+    if let Some(off_line) = reuse_off_line
+        && let Some(key) = THROUGHPUT_KEYS.iter().find(|key| table.has(key))
+    {
+        return Err(table.error(
+            key,
+            format!(
+                "cannot be set while [policy] evidence_reuse is \"off\" (line {off_line}): it \
+                 checks entries early or together, which works only by reusing evidence"
+            ),
+        ));
+    }
+
+    let defaults = RunnerSettings::default();
+    let command = optional_text(table, "command")?;
+    let submission_timeout_s = table
+        .uint("submission_timeout_s", 1..=ANY)?
+        .unwrap_or(defaults.submission_timeout_s);
+    let execution_budget_s = table.uint("execution_budget_s", 1..=ANY)?;
+    let lease_s = table.uint("lease_s", 1..=ANY)?.unwrap_or(defaults.lease_s);
+    let heartbeat_s = table
+        .uint("heartbeat_s", 1..=ANY)?
+        .unwrap_or(defaults.heartbeat_s);
+    let takeover_s = table
+        .uint("takeover_s", 1..=ANY)?
+        .unwrap_or(lease_s.saturating_mul(2));
+    let publish_window_s = table
+        .uint("publish_window_s", 0..=ANY)?
+        .unwrap_or(defaults.publish_window_s);
+    table.bool("bisect_post")?;
+    table.uint("ahead", 0..=16)?;
+    table.bool("footprint_lanes")?;
+    if let Some(mut batch) = table.table("batch")? {
+        parse_batch(&mut batch)?;
+    }
+    let parallel_checks = table
+        .uint("parallel_checks", 1..=16)?
+        .map_or(defaults.parallel_checks, |n| {
+            u32::try_from(n).unwrap_or(u32::MAX)
+        });
+    table.finish()?;
+
+    if heartbeat_s >= lease_s {
+        let key = if table.has("heartbeat_s") {
+            "heartbeat_s"
+        } else {
+            "lease_s"
+        };
+        return Err(table.error(
+            key,
+            format!(
+                "makes heartbeat_s ({heartbeat_s}) not less than lease_s ({lease_s}): a lease \
+                 that expires before its first renewal lets another runner take over every claim"
+            ),
+        ));
+    }
+    if takeover_s <= lease_s {
+        return Err(table.error(
+            "takeover_s",
+            format!(
+                "is {takeover_s}, which must be more than lease_s ({lease_s}): a change must \
+                 outlast its owner's lease before another agent adopts it"
+            ),
+        ));
+    }
+
+    Ok(RunnerSettings {
+        command,
+        submission_timeout_s,
+        execution_budget_s,
+        lease_s,
+        heartbeat_s,
+        takeover_s,
+        publish_window_s,
+        parallel_checks,
+    })
+}
+
+fn parse_batch(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+    table.check_keys(&["min", "max", "max_failure_rate"], &[])?;
+    // A batch has two members or more and at most 64, so `max` below 2 could never form one.
+    let min = table.uint("min", 1..=64)?.unwrap_or(1);
+    let max = table.uint("max", 2..=64)?.unwrap_or(8);
+    table.number("max_failure_rate", 0.0..=1.0)?;
+    table.finish()?;
+    if min > max {
+        let key = if table.has("min") { "min" } else { "max" };
+        return Err(table.error(key, format!("makes min ({min}) more than max ({max})")));
+    }
+    Ok(())
+}
+
+struct RetentionWindow {
+    seconds: u64,
+    /// Where the config sets it; `None` when it is the default.
+    line: Option<u32>,
+}
+
+fn parse_retention(table: &mut Table<'_, '_>) -> Result<RetentionWindow, TomlError> {
+    table.check_keys(&["window_s", "ref_budget"], &[])?;
+    let window = table.uint("window_s", 1..=ANY)?;
+    table.uint("ref_budget", 1..=ANY)?;
+    table.finish()?;
+    Ok(RetentionWindow {
+        seconds: window.unwrap_or(DEFAULT_RETENTION_WINDOW_S),
+        line: window.map(|_| table.line_of("window_s")),
+    })
+}
+
+/// One `[[target]]` as far as the cross-target rules need it.
+struct Target {
+    name: String,
+    from: String,
+}
+
+/// Parses the targets and returns their names.
+fn parse_targets(
+    tables: &mut [Table<'_, '_>],
+    main: Option<&str>,
+) -> Result<BTreeSet<String>, TomlError> {
+    let main_ref = main.map(refs::main);
+    let mut targets = Vec::with_capacity(tables.len());
+    let mut by_name: BTreeMap<String, String> = BTreeMap::new();
+    let mut by_ref: BTreeMap<String, String> = BTreeMap::new();
+    for table in tables.iter_mut() {
+        table.check_keys(
+            &["name", "ref", "from", "requires", "soak_s", "advance"],
+            &[],
+        )?;
+        let name = required_text(table, "name")?;
+        if name == "main" || Some(name.as_str()) == main {
+            return Err(table.error(
+                "name",
+                format!(
+                    "is {}, the name `from` uses for main itself; give the target another name",
+                    show_value(&name)
+                ),
+            ));
+        }
+        let written_ref = optional_text(table, "ref")?;
+        let ref_key = if written_ref.is_some() { "ref" } else { "name" };
+        let target_ref = written_ref.unwrap_or_else(|| refs::main(&name));
+        if let Some(problem) = ref_problem(&target_ref, false) {
+            return Err(table.error(
+                ref_key,
+                format!(
+                    "gives the target the ref {}, which {problem}",
+                    show_value(&target_ref)
+                ),
+            ));
+        }
+        if is_bay_ref(&target_ref) || Some(&target_ref) == main_ref.as_ref() {
+            return Err(table.error(
+                ref_key,
+                format!(
+                    "gives the target the ref {}, which is main's or one of bay's own; bay never \
+                     promotes onto those",
+                    show_value(&target_ref)
+                ),
+            ));
+        }
+        let from = optional_text(table, "from")?.unwrap_or_else(|| "main".to_owned());
+        let requires = table.strings("requires")?.unwrap_or_default();
+        if let Some(empty) = requires.iter().find(|id| id.value.is_empty()) {
+            return Err(table.error_at("requires", empty.line, "names an empty check id"));
+        }
+        table.uint("soak_s", 0..=ANY)?;
+        if table.bool("advance")? == Some(true) && requires.is_empty() {
+            return Err(table.error(
+                "advance",
+                "is true, but `requires` names no check; the runner would move the target to \
+                 commits nothing has checked",
+            ));
+        }
+        table.finish()?;
+
+        let here = format!("{} on line {}", table.name(), table.line());
+        if let Some(first) = by_name.insert(name.clone(), here.clone()) {
+            return Err(table.error(
+                "name",
+                format!(
+                    "repeats the target {}, which {first} declares",
+                    show_value(&name)
+                ),
+            ));
+        }
+        if let Some(first) = by_ref.insert(target_ref.clone(), here) {
+            return Err(table.error(
+                ref_key,
+                format!(
+                    "gives the ref {}, which {first} already uses",
+                    show_value(&target_ref)
+                ),
+            ));
+        }
+        targets.push(Target { name, from });
+    }
+
+    let names: BTreeSet<String> = targets.iter().map(|target| target.name.clone()).collect();
+    let is_main = |from: &str| from == "main" || Some(from) == main;
+    for (target, table) in targets.iter().zip(tables.iter()) {
+        if !is_main(&target.from) && !names.contains(&target.from) {
+            return Err(table.error(
+                "from",
+                format!(
+                    "is {}, which is neither main nor a declared [[target]]",
+                    show_value(&target.from)
+                ),
+            ));
+        }
+    }
+    // Every chain of `from` must reach main; one that does not within as many steps as there
+    // are targets goes round a cycle.
+    let from_of: BTreeMap<&str, &str> = targets
+        .iter()
+        .map(|target| (target.name.as_str(), target.from.as_str()))
+        .collect();
+    for (target, table) in targets.iter().zip(tables.iter()) {
+        let mut at = target.from.as_str();
+        let mut steps = 0;
+        while !is_main(at) && steps <= targets.len() {
+            at = from_of.get(at).copied().unwrap_or("main");
+            steps += 1;
+        }
+        if !is_main(at) {
+            return Err(table.error(
+                "from",
+                format!(
+                    "is {}, which leads round a cycle of targets that never reaches main",
+                    show_value(&target.from)
+                ),
+            ));
+        }
+    }
+    Ok(names)
+}
+
+fn parse_hold(table: &mut Table<'_, '_>, targets: &BTreeSet<String>) -> Result<(), TomlError> {
+    table.check_keys(&["target", "end", "reason"], &[])?;
+    if let Some(target) = optional_text(table, "target")?
+        && !targets.contains(&target)
+    {
+        return Err(table.error(
+            "target",
+            format!(
+                "is {}, which no [[target]] declares; leave it out to hold main",
+                show_value(&target)
+            ),
+        ));
+    }
+    let end = table.required_string("end")?;
+    if !is_utc_second(&end) {
+        return Err(table.error(
+            "end",
+            format!(
+                "is {}; it must be an RFC 3339 UTC time to the second, such as \
+                 \"2026-12-24T00:00:00Z\"",
+                show_value(&end)
+            ),
+        ));
+    }
+    required_text(table, "reason")?;
+    table.finish()
+}
+
+fn parse_lane(
+    table: &mut Table<'_, '_>,
+    retention: &RetentionWindow,
+    main: Option<&str>,
+    names: &mut BTreeMap<String, String>,
+) -> Result<(), TomlError> {
+    table.check_keys(&["name", "refs", "window_s"], &[])?;
+    let name = required_text(table, "name")?;
+    let well_formed = name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !well_formed {
+        return Err(table.error(
+            "name",
+            format!(
+                "is {}; a lane name is 1 to 64 of a-z, 0-9 and `-`",
+                show_value(&name)
+            ),
+        ));
+    }
+    let patterns = table
+        .strings("refs")?
+        .ok_or_else(|| table.missing("refs"))?;
+    if patterns.is_empty() {
+        return Err(table.error(
+            "refs",
+            "is empty; a lane needs a ref pattern to hold its changes",
+        ));
+    }
+    for pattern in &patterns {
+        lane_ref(table, pattern, main)?;
+    }
+    if let Some(window) = table.uint("window_s", 1..=ANY)?
+        && window >= retention.seconds
+    {
+        let whence = match retention.line {
+            Some(line) => format!("[retention] window_s on line {line}"),
+            None => "the default [retention] window_s".to_owned(),
+        };
+        return Err(table.error(
+            "window_s",
+            format!(
+                "is {window}, which must be shorter than {whence} ({}), the longest bay \
+                 keeps any closed change's view",
+                retention.seconds
+            ),
+        ));
+    }
+    table.finish()?;
+    let here = format!("{} on line {}", table.name(), table.line());
+    if let Some(first) = names.insert(name.clone(), here) {
+        return Err(table.error(
+            "name",
+            format!(
+                "repeats the lane {}, which {first} declares",
+                show_value(&name)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn lane_ref(
+    table: &Table<'_, '_>,
+    pattern: &Located<String>,
+    main: Option<&str>,
+) -> Result<(), TomlError> {
+    let text = pattern.value.as_str();
+    let problem = if let Some(problem) = ref_problem(text, true) {
+        Some(problem.to_owned())
+    } else if text.matches('*').count() > 1 {
+        Some("has more than one `*`".to_owned())
+    } else if is_bay_ref(text) {
+        Some("lies under bay's own refs".to_owned())
+    } else {
+        main.map(refs::main)
+            .filter(|main_ref| glob_matches(text, main_ref))
+            .map(|main_ref| format!("matches main's ref {main_ref}, and lane changes never merge"))
+    };
+    match problem {
+        Some(problem) => Err(table.error_at(
+            "refs",
+            pattern.line,
+            format!("has the pattern {}, which {problem}", show_value(text)),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether `name` lies under the refs bay keeps its own records in.
+fn is_bay_ref(name: &str) -> bool {
+    refs::FETCH_PATTERNS
+        .iter()
+        .any(|pattern| name.starts_with(pattern.trim_end_matches('*')))
+}
+
+/// Matches a ref pattern with at most one `*`, which matches any run of characters.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, tail)) => {
+            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+        }
+    }
+}
+
+/// Why `name` is not a full ref name Git would accept, or `None` when it is. With
+/// `pattern`, a `*` is allowed.
+fn ref_problem(name: &str, pattern: bool) -> Option<&'static str> {
+    if !name.starts_with("refs/") {
+        return Some("is not a full ref name under refs/");
+    }
+    let bad_char = |c: char| {
+        c.is_whitespace()
+            || c.is_control()
+            || matches!(c, '~' | '^' | ':' | '?' | '[' | '\\')
+            || (c == '*' && !pattern)
+    };
+    if name.chars().any(bad_char) {
+        return Some("holds a character Git does not allow in a ref name");
+    }
+    let bad_shape = name.contains("..")
+        || name.contains("@{")
+        || name.ends_with('.')
+        || name
+            .split('/')
+            .any(|part| part.is_empty() || part.starts_with('.') || part.ends_with(".lock"));
+    if bad_shape {
+        return Some("is not shaped like a ref name Git accepts");
+    }
+    None
+}
+
+/// Why `path` is not a plain file path inside the repository, or `None` when it is.
+fn repo_path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        Some("is empty")
+    } else if path.starts_with('/') {
+        Some("is absolute; name a file in the repository")
+    } else if path.split('/').any(|part| part == "..") {
+        Some("has a `..` part; name a file inside the repository")
+    } else {
+        None
+    }
+}
+
+/// Whether `text` is an RFC 3339 UTC time to the second: `YYYY-MM-DDTHH:MM:SSZ`.
+fn is_utc_second(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.len() != 20 {
+        return false;
+    }
+    let shape = bytes.iter().enumerate().all(|(i, &b)| match i {
+        4 | 7 => b == b'-',
+        10 => b == b'T',
+        13 | 16 => b == b':',
+        19 => b == b'Z',
+        _ => b.is_ascii_digit(),
+    });
+    if !shape {
+        return false;
+    }
+    let number = |from: usize, to: usize| {
+        bytes[from..to]
+            .iter()
+            .fold(0u32, |n, &b| n * 10 + u32::from(b - b'0'))
+    };
+    let (year, month, day) = (number(0, 4), number(5, 7), number(8, 10));
+    let (hour, minute, second) = (number(11, 13), number(14, 16), number(17, 19));
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The config example of the Configuration page, whole.
+    const SPEC_EXAMPLE: &str = r#"# .bay/config.toml, read from main
+main = "main"                      # optional; must match bay install --main
+remote = "origin"                  # optional; must match bay install --remote
+
+[trailers]                         # map Intent and Actor to your own trailer keys
+intent = "Intent"
+actor = "Actor"
+
+[plugin.notify]
+command = "scripts/bay-notify"     # the notify plugin
+
+[plugin.wake]
+command = "scripts/bay-wake"       # the wake plugin: an accepted talk, or an outcome to act on
+
+[plugin.runtime]
+command = "scripts/bay-runtime"    # optional: running and effective records for bay status
+
+[policy]
+profile = "default"                # the [profile.<name>] that bay status judges completion by
+evidence_reuse = "exact-inputs"    # optional: reuse a pass on matching inputs; a throughput key turns it on
+
+[hooks]
+cache_max_age_s = 30               # older coordination cache: COVERAGE_UNKNOWN
+checkpoint_idle_s = 600            # a draft checkpoint after this much idle time
+
+[view]
+warm_history = false               # true: bay start also fetches the declared paths' history
+
+[red]
+window = 50                        # main's commits a red judgement reads, 1 to 10000
+
+[agent]
+product = "claude"                 # or "codex"; leave this table out with no agent hooks
+instructions = ["AGENTS.md", "CLAUDE.md"]   # compared with main at SessionStart
+
+[runner]
+# command = "scripts/bay-runner"   # optional: an external runner; it must exist, or bay merge fails
+submission_timeout_s = 120
+execution_budget_s = 1800          # no default; the queue deadline assumes 30 minutes
+lease_s = 60                       # an owner silent this long may be replaced
+heartbeat_s = 10
+takeover_s = 120                   # default: twice the lease
+publish_window_s = 60
+bisect_post = false                # true: find the commit that turned a post check red
+ahead = 0                          # throughput; turns evidence reuse on
+footprint_lanes = false            # throughput; turns evidence reuse on
+parallel_checks = 1                # 1 to 16 of a candidate's checks at once; 1 by default
+
+[retention]
+window_s = 604800                  # one week
+ref_budget = 100000                # bay refs on the remote before markers are compacted
+
+[plugin.prune]
+command = "scripts/bay-on-prune"   # optional: runs after each branch bay prune deletes
+timeout_s = 30                     # 1 to 600 seconds; 30 by default
+
+[[target]]                         # optional: a promotion target
+name = "staging"
+ref = "refs/heads/staging"         # default: refs/heads/<name>
+from = "main"                      # main, or another target's name
+requires = ["e2e"]                 # checks that must pass on the promoted commit
+soak_s = 3600                      # the commit's least age before promotion
+advance = false                    # true: the runner moves it to its newest promotable commit
+
+[[hold]]                           # optional: hold main, or one target, until end
+target = "staging"                 # optional: with no target, the hold is on main
+end = "2026-12-24T00:00:00Z"       # RFC 3339 UTC, to the second
+reason = "release week"
+
+[[lane]]                           # optional: sandbox refs whose changes never merge
+name = "research"
+refs = ["refs/heads/research/*"]
+window_s = 86400                   # shorter than [retention] window_s
+"#;
+
+    /// The config examples on other pages of the specification.
+    const SPEC_FRAGMENTS: [&str; 9] = [
+        "[runner]\nbisect_post = true                 # bisect a red post check's suspect range\n",
+        r#"[[hold]]                           # no target: the hold is on main
+end = "2026-11-02T06:00:00Z"       # RFC 3339 UTC, to the second
+reason = "database migration"
+
+[plugin.hold]
+command = "scripts/bay-hold"       # answers {"held": true|false, "reason": "..."} to "status"
+timeout_s = 10                     # 1 to 120 seconds; 10 by default
+"#,
+        r#"[runner]
+ahead = 4                          # check up to 4 queued entries early; at most 16
+footprint_lanes = true             # check an entry beside the head when paths are disjoint
+batch = { min = 2, max = 8, max_failure_rate = 0.3 }
+"#,
+        "[runner]\nparallel_checks = 4                # up to 4 of a candidate's checks at once; 1 to 16\n",
+        r#"[plugin.prune]
+command = "scripts/bay-on-prune"   # runs as: scripts/bay-on-prune pruned <branch> <sha> <archive ref>
+timeout_s = 30                     # 1 to 600 seconds; 30 by default
+"#,
+        r#"[[target]]
+name = "staging"
+requires = ["integration"]         # check ids from .bay/policy.toml
+
+[[target]]
+name = "production"
+from = "staging"                   # promoted from staging, not from main
+requires = ["integration"]
+soak_s = 86400                     # the commit is at least one day old
+"#,
+        r#"main = "dev"                       # the branch bay serves; must match bay install --main
+
+[[target]]
+name = "staging"
+requires = ["integration"]
+
+[[target]]
+name = "production"
+from = "staging"
+soak_s = 3600
+"#,
+        r#"[[lane]]
+name = "research"
+refs = ["refs/heads/research/*"]
+window_s = 3600                    # keep an ended lane change's view for one hour
+"#,
+        "[agent]\nproduct = \"claude\"\n",
+    ];
+
+    fn refuse(text: &str) -> TomlError {
+        Config::parse(text)
+            .expect_err("the config must be refused")
+            .0
+    }
+
+    fn accept(text: &str) -> Config {
+        match Config::parse(text) {
+            Ok(config) => config,
+            Err(error) => panic!("the config must be accepted: {error}\n{text}"),
+        }
+    }
+
+    /// The key, table and line of a refusal.
+    fn place(error: &TomlError) -> (Option<&str>, &str, u32) {
+        (error.key.as_deref(), error.table.as_str(), error.line)
+    }
+
+    #[test]
+    fn the_spec_example_parses() {
+        let config = accept(SPEC_EXAMPLE);
+        assert_eq!(config.main.as_deref(), Some("main"));
+        assert_eq!(config.remote.as_deref(), Some("origin"));
+        assert_eq!(config.trailers, Trailers::default());
+        assert_eq!(
+            config.runner,
+            RunnerSettings {
+                command: None,
+                submission_timeout_s: 120,
+                execution_budget_s: Some(1800),
+                lease_s: 60,
+                heartbeat_s: 10,
+                takeover_s: 120,
+                publish_window_s: 60,
+                parallel_checks: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn the_spec_fragments_parse() {
+        for fragment in SPEC_FRAGMENTS {
+            accept(fragment);
+        }
+        assert_eq!(accept(SPEC_FRAGMENTS[3]).runner.parallel_checks, 4);
+        assert_eq!(accept(SPEC_FRAGMENTS[6]).main.as_deref(), Some("dev"));
+    }
+
+    #[test]
+    fn an_empty_config_takes_every_default() {
+        let config = accept("");
+        assert_eq!(config, Config::default());
+        assert_eq!(config.trailers.intent, "Intent");
+        assert_eq!(config.trailers.actor, "Actor");
+        let runner = config.runner;
+        assert_eq!(
+            (runner.submission_timeout_s, runner.execution_budget_s),
+            (30, None)
+        );
+        assert_eq!(
+            (runner.lease_s, runner.heartbeat_s, runner.takeover_s),
+            (60, 10, 120)
+        );
+        assert_eq!((runner.publish_window_s, runner.parallel_checks), (60, 1));
+    }
+
+    #[test]
+    fn exposed_values_are_read() {
+        let config = accept(
+            "[trailers]\nintent = \"Why\"\nactor = \"Who\"\n[runner]\ncommand = \"ci/submit\"\n\
+             lease_s = 100\nheartbeat_s = 20\npublish_window_s = 0\n",
+        );
+        assert_eq!(
+            config.trailers,
+            Trailers {
+                intent: "Why".into(),
+                actor: "Who".into()
+            }
+        );
+        assert_eq!(config.runner.command.as_deref(), Some("ci/submit"));
+        assert_eq!(config.runner.takeover_s, 200, "twice the lease by default");
+        assert_eq!(config.runner.publish_window_s, 0);
+    }
+
+    #[test]
+    fn unknown_keys_name_key_table_and_line() {
+        let error = refuse("main = \"main\"\ncolour = \"blue\"\n");
+        assert_eq!(place(&error), (Some("colour"), "top level", 2));
+        assert!(error.message.contains("not a key"), "{error}");
+
+        let error = refuse("[runner]\nlease_s = 60\n\nleas_s = 30\n");
+        assert_eq!(place(&error), (Some("leas_s"), "[runner]", 4));
+        assert_eq!(
+            error.to_string(),
+            format!("`leas_s` in [runner] on line 4 {}", error.message)
+        );
+
+        let error = refuse("[plugin.notify]\ncommand = \"n\"\n[plugin.pager]\ncommand = \"p\"\n");
+        assert_eq!(place(&error), (Some("pager"), "[plugin]", 3));
+        let error = refuse("[plugin.hold]\ncommand = \"h\"\ntimeout = 5\n");
+        assert_eq!(place(&error), (Some("timeout"), "[plugin.hold]", 3));
+        let error = refuse("[[target]]\nname = \"a\"\n[[target]]\nname = \"b\"\nsoak = 1\n");
+        assert_eq!(place(&error), (Some("soak"), "[[target]] #2", 5));
+        let error = refuse("[runner]\nbatch = { min = 2, size = 4 }\n");
+        assert_eq!(place(&error), (Some("size"), "[runner.batch]", 2));
+        for table in [
+            "trailers",
+            "policy",
+            "hooks",
+            "view",
+            "red",
+            "agent",
+            "retention",
+        ] {
+            let error = refuse(&format!("[{table}]\nnonsense = 1\n"));
+            assert_eq!(
+                place(&error),
+                (Some("nonsense"), format!("[{table}]").as_str(), 2)
+            );
+        }
+        for table in ["hold", "lane"] {
+            let error = refuse(&format!("[[{table}]]\nnonsense = 1\n"));
+            assert_eq!(
+                place(&error),
+                (Some("nonsense"), format!("[[{table}]] #1").as_str(), 2)
+            );
+        }
+    }
+
+    #[test]
+    fn syntax_errors_give_a_line() {
+        let error = refuse("main = \"main\"\n[runner\nlease_s = 5\n");
+        assert_eq!((error.key.as_deref(), error.line), (None, 2));
+        let error = refuse("[runner]\n[runner]\n");
+        assert_eq!(error.line, 2);
+    }
+
+    #[test]
+    fn types_are_checked() {
+        let error = refuse("[runner]\nlease_s = \"60\"\n");
+        assert_eq!(place(&error), (Some("lease_s"), "[runner]", 2));
+        assert!(
+            error
+                .message
+                .contains("positive integer, but it is the string \"60\""),
+            "{error}"
+        );
+        assert_eq!(place(&refuse("main = 1\n")), (Some("main"), "top level", 1));
+        assert_eq!(
+            place(&refuse("runner = 1\n")),
+            (Some("runner"), "top level", 1)
+        );
+        assert_eq!(
+            place(&refuse("[view]\nwarm_history = 1\n")).0,
+            Some("warm_history")
+        );
+        assert_eq!(
+            place(&refuse("[hooks]\nnotice_budget_bytes = -1\n")).0,
+            Some("notice_budget_bytes")
+        );
+        assert_eq!(
+            place(&refuse("[runner]\nbisect_post = \"no\"\n")).0,
+            Some("bisect_post")
+        );
+        assert_eq!(place(&refuse("[runner]\nbatch = 4\n")).0, Some("batch"));
+        assert_eq!(
+            place(&refuse("[[target]]\nname = \"a\"\nrequires = \"e2e\"\n")).0,
+            Some("requires")
+        );
+        assert_eq!(
+            place(&refuse("target = { name = \"a\" }\n")).0,
+            Some("target")
+        );
+        assert_eq!(place(&refuse("main = \"\"\n")).0, Some("main"));
+        assert_eq!(place(&refuse("main = \"two words\"\n")).0, Some("main"));
+        assert_eq!(place(&refuse("remote = \"a b\"\n")).0, Some("remote"));
+    }
+
+    #[test]
+    fn takeover_must_outlast_the_lease() {
+        let error = refuse("[runner]\nlease_s = 60\ntakeover_s = 60\n");
+        assert_eq!(place(&error), (Some("takeover_s"), "[runner]", 3));
+        accept("[runner]\nlease_s = 60\ntakeover_s = 61\n");
+        let error = refuse("[runner]\nlease_s = 100\ntakeover_s = 90\n");
+        assert_eq!(error.key.as_deref(), Some("takeover_s"));
+        assert_eq!(accept("[runner]\nlease_s = 100\n").runner.takeover_s, 200);
+    }
+
+    #[test]
+    fn the_heartbeat_must_come_before_the_lease_expires() {
+        let error = refuse("[runner]\nlease_s = 60\nheartbeat_s = 60\n");
+        assert_eq!(place(&error), (Some("heartbeat_s"), "[runner]", 3));
+        assert!(
+            error
+                .message
+                .contains("lets another runner take over every claim"),
+            "{error}"
+        );
+        let error = refuse("[runner]\nlease_s = 5\n");
+        assert_eq!(
+            place(&error),
+            (Some("lease_s"), "[runner]", 2),
+            "below the default heartbeat"
+        );
+        accept("[runner]\nlease_s = 5\nheartbeat_s = 4\n");
+        for key in ["lease_s", "heartbeat_s"] {
+            let error = refuse(&format!("[runner]\n{key} = 0\n"));
+            assert_eq!(place(&error), (Some(key), "[runner]", 2));
+            assert!(error.message.contains("positive"), "{error}");
+        }
+    }
+
+    #[test]
+    fn runner_timings_have_their_ranges() {
+        for key in ["submission_timeout_s", "execution_budget_s", "takeover_s"] {
+            assert_eq!(
+                refuse(&format!("[runner]\n{key} = 0\n")).key.as_deref(),
+                Some(key)
+            );
+        }
+        assert_eq!(
+            refuse("[runner]\npublish_window_s = -1\n").key.as_deref(),
+            Some("publish_window_s")
+        );
+        assert_eq!(
+            refuse("[runner]\ncommand = \"\"\n").key.as_deref(),
+            Some("command")
+        );
+    }
+
+    #[test]
+    fn parallel_checks_is_from_1_to_16() {
+        for n in [0, 17, -1] {
+            let error = refuse(&format!("[runner]\nparallel_checks = {n}\n"));
+            assert_eq!(place(&error), (Some("parallel_checks"), "[runner]", 2));
+            assert!(error.message.contains("from 1 to 16"), "{error}");
+        }
+        assert_eq!(
+            accept("[runner]\nparallel_checks = 16\n")
+                .runner
+                .parallel_checks,
+            16
+        );
+    }
+
+    #[test]
+    fn ahead_is_at_most_16() {
+        accept("[runner]\nahead = 16\n");
+        assert_eq!(
+            place(&refuse("[runner]\nahead = 17\n")),
+            (Some("ahead"), "[runner]", 2)
+        );
+    }
+
+    #[test]
+    fn batch_sizes_and_rate_are_checked() {
+        accept("[runner]\nbatch = { min = 2, max = 64, max_failure_rate = 1 }\n");
+        accept("[runner.batch]\nmax_failure_rate = 0.0\n");
+        for bad in [
+            "max = 65",
+            "max = 1",
+            "min = 0",
+            "max_failure_rate = 1.5",
+            "max_failure_rate = -0.1",
+            "max_failure_rate = nan",
+            "min = 9",
+        ] {
+            let error = refuse(&format!("[runner.batch]\n{bad}\n"));
+            assert_eq!(error.table, "[runner.batch]", "{bad}");
+            assert_eq!(error.line, 2, "{bad}");
+        }
+        let error = refuse("[runner.batch]\nmin = 5\nmax = 4\n");
+        assert_eq!(error.key.as_deref(), Some("min"));
+    }
+
+    #[test]
+    fn sandbox_is_never_allowed() {
+        for value in ["false", "true", "\"none\"", "{}"] {
+            let error = refuse(&format!("[runner]\nlease_s = 60\nsandbox = {value}\n"));
+            assert_eq!(place(&error), (Some("sandbox"), "[runner]", 3));
+            assert!(error.message.contains("bay.executorSandbox"), "{error}");
+        }
+    }
+
+    #[test]
+    fn throughput_keys_need_evidence_reuse() {
+        for (key, value) in [
+            ("ahead", "2"),
+            ("footprint_lanes", "true"),
+            ("batch", "{ max = 4 }"),
+        ] {
+            let text = format!("[policy]\nevidence_reuse = \"off\"\n\n[runner]\n{key} = {value}\n");
+            let error = refuse(&text);
+            assert_eq!(place(&error), (Some(key), "[runner]", 5));
+            assert!(error.message.contains("line 2"), "{error}");
+            accept(&text.replace("\"off\"", "\"exact-inputs\""));
+            accept(&text.replace("evidence_reuse = \"off\"\n", ""));
+        }
+        accept("[policy]\nevidence_reuse = \"off\"\n[runner]\nparallel_checks = 4\n");
+        let error = refuse("[policy]\nevidence_reuse = \"sometimes\"\n");
+        assert_eq!(place(&error), (Some("evidence_reuse"), "[policy]", 2));
+    }
+
+    #[test]
+    fn plugin_timeouts_have_their_ranges() {
+        let cases = [
+            ("notify", 1, None),
+            ("wake", 1, None),
+            ("runtime", 1, None),
+            ("hold", 1, Some(120)),
+            ("prune", 1, Some(600)),
+        ];
+        for (plugin, low, high) in cases {
+            let text = |n: i64| format!("[plugin.{plugin}]\ncommand = \"p\"\ntimeout_s = {n}\n");
+            accept(&text(low));
+            let error = refuse(&text(low - 1));
+            assert_eq!(
+                place(&error),
+                (Some("timeout_s"), format!("[plugin.{plugin}]").as_str(), 3)
+            );
+            match high {
+                Some(high) => {
+                    accept(&text(high));
+                    let error = refuse(&text(high + 1));
+                    assert!(
+                        error.message.contains(&format!("from 1 to {high}")),
+                        "{error}"
+                    );
+                }
+                None => {
+                    accept(&text(1_000_000));
+                }
+            }
+        }
+        let error = refuse("[plugin.prune]\ncommand = \"\"\n");
+        assert_eq!(place(&error), (Some("command"), "[plugin.prune]", 2));
+        assert_eq!(
+            place(&refuse("[plugin]\nnotify = \"scripts/n\"\n")).0,
+            Some("notify")
+        );
+    }
+
+    #[test]
+    fn the_red_window_is_from_1_to_10000() {
+        accept("[red]\nwindow = 1\n");
+        accept("[red]\nwindow = 10000\n");
+        for n in [0, 10_001] {
+            assert_eq!(
+                place(&refuse(&format!("[red]\nwindow = {n}\n"))),
+                (Some("window"), "[red]", 2)
+            );
+        }
+    }
+
+    #[test]
+    fn the_agent_table_names_a_known_product() {
+        accept("[agent]\nproduct = \"codex\"\ninstructions = [\"docs/AGENTS.md\"]\n");
+        assert_eq!(
+            place(&refuse("[agent]\nproduct = \"gemini\"\n")),
+            (Some("product"), "[agent]", 2)
+        );
+        assert_eq!(
+            place(&refuse("[agent]\ninstructions = []\n")),
+            (Some("product"), "[agent]", 1)
+        );
+        for file in ["/etc/AGENTS.md", "../AGENTS.md", ""] {
+            let error = refuse(&format!(
+                "[agent]\nproduct = \"claude\"\ninstructions = [{file:?}]\n"
+            ));
+            assert_eq!(
+                place(&error),
+                (Some("instructions"), "[agent]", 3),
+                "{file}"
+            );
+        }
+    }
+
+    #[test]
+    fn trailer_keys_are_distinct_trailer_tokens() {
+        assert_eq!(
+            place(&refuse("[trailers]\nintent = \"My Intent\"\n")),
+            (Some("intent"), "[trailers]", 2)
+        );
+        assert_eq!(
+            place(&refuse("[trailers]\nactor = \"\"\n")),
+            (Some("actor"), "[trailers]", 2)
+        );
+        assert_eq!(
+            place(&refuse("[trailers]\nactor = \"intent\"\n")),
+            (Some("actor"), "[trailers]", 2)
+        );
+        assert_eq!(
+            place(&refuse("[trailers]\nintent = \"Actor\"\n")).0,
+            Some("intent")
+        );
+    }
+
+    #[test]
+    fn advance_needs_requires() {
+        let error = refuse("[[target]]\nname = \"staging\"\nadvance = true\n");
+        assert_eq!(place(&error), (Some("advance"), "[[target]] #1", 3));
+        let error = refuse("[[target]]\nname = \"staging\"\nrequires = []\nadvance = true\n");
+        assert_eq!(error.key.as_deref(), Some("advance"));
+        accept("[[target]]\nname = \"staging\"\nrequires = [\"e2e\"]\nadvance = true\n");
+        accept("[[target]]\nname = \"staging\"\nadvance = false\n");
+    }
+
+    #[test]
+    fn targets_form_a_chain_from_main() {
+        let two = |from_a: &str, from_b: &str| {
+            format!(
+                "[[target]]\nname = \"a\"\nfrom = {from_a:?}\n\n[[target]]\nname = \"b\"\nfrom = {from_b:?}\n"
+            )
+        };
+        accept(&two("main", "a"));
+        accept(&two("b", "main"));
+        let error = refuse(&two("main", "c"));
+        assert_eq!(place(&error), (Some("from"), "[[target]] #2", 7));
+        assert!(error.message.contains("neither main nor"), "{error}");
+        let error = refuse(&two("b", "a"));
+        assert_eq!(place(&error), (Some("from"), "[[target]] #1", 3));
+        assert!(error.message.contains("cycle"), "{error}");
+        assert!(refuse(&two("a", "main")).message.contains("cycle"));
+        accept(&format!("main = \"dev\"\n{}", two("dev", "a")));
+        let error = refuse("[[target]]\nname = \"main\"\n");
+        assert_eq!(place(&error), (Some("name"), "[[target]] #1", 2));
+    }
+
+    #[test]
+    fn targets_have_distinct_names_and_refs_of_their_own() {
+        let error = refuse("[[target]]\nname = \"a\"\n[[target]]\nname = \"a\"\n");
+        assert_eq!(place(&error), (Some("name"), "[[target]] #2", 4));
+        let error =
+            refuse("[[target]]\nname = \"a\"\n[[target]]\nname = \"b\"\nref = \"refs/heads/a\"\n");
+        assert_eq!(place(&error), (Some("ref"), "[[target]] #2", 5));
+        for bad in [
+            "heads/x",
+            "refs/heads/a b",
+            "refs/heads/x*",
+            "refs/heads/x..y",
+            "refs/bay/x",
+            "refs/notes/bay/x",
+            "refs/heads/",
+        ] {
+            let error = refuse(&format!("[[target]]\nname = \"a\"\nref = {bad:?}\n"));
+            assert_eq!(place(&error), (Some("ref"), "[[target]] #1", 3), "{bad}");
+        }
+        let error = refuse("main = \"dev\"\n[[target]]\nname = \"a\"\nref = \"refs/heads/dev\"\n");
+        assert_eq!(place(&error), (Some("ref"), "[[target]] #1", 4));
+        let error = refuse("[[target]]\nname = \"bad name\"\n");
+        assert_eq!(place(&error), (Some("name"), "[[target]] #1", 2));
+        assert_eq!(
+            refuse("[[target]]\nsoak_s = 5\n").key.as_deref(),
+            Some("name")
+        );
+        assert_eq!(
+            refuse("[[target]]\nname = \"a\"\nsoak_s = -5\n")
+                .key
+                .as_deref(),
+            Some("soak_s")
+        );
+    }
+
+    #[test]
+    fn holds_name_a_target_an_end_and_a_reason() {
+        accept("[[hold]]\nend = \"2028-02-29T23:59:59Z\"\nreason = \"leap\"\n");
+        let error = refuse(
+            "[[hold]]\ntarget = \"staging\"\nend = \"2026-12-24T00:00:00Z\"\nreason = \"r\"\n",
+        );
+        assert_eq!(place(&error), (Some("target"), "[[hold]] #1", 2));
+        for end in [
+            "2026-12-24",
+            "2026-12-24T00:00:00+01:00",
+            "2026-12-24T00:00:00.5Z",
+            "2026-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-12-24T24:00:00Z",
+            "2026-12-24 00:00:00Z",
+            "2026-12-24t00:00:00z",
+        ] {
+            let error = refuse(&format!("[[hold]]\nend = {end:?}\nreason = \"r\"\n"));
+            assert_eq!(place(&error), (Some("end"), "[[hold]] #1", 2), "{end}");
+        }
+        let error = refuse("[[hold]]\nend = 2026-12-24T00:00:00Z\nreason = \"r\"\n");
+        assert!(error.message.contains("a date or time"), "{error}");
+        assert_eq!(
+            refuse("[[hold]]\nend = \"2026-12-24T00:00:00Z\"\n")
+                .key
+                .as_deref(),
+            Some("reason")
+        );
+        assert_eq!(
+            refuse("[[hold]]\nreason = \"r\"\n").key.as_deref(),
+            Some("end")
+        );
+    }
+
+    #[test]
+    fn lanes_have_plain_names_and_ref_patterns() {
+        accept(
+            "[[lane]]\nname = \"a-1\"\nrefs = [\"refs/heads/a/*\", \"refs/remotes/origin/a/*\"]\n",
+        );
+        accept(&format!(
+            "[[lane]]\nname = {:?}\nrefs = [\"refs/heads/x\"]\n",
+            "a".repeat(64)
+        ));
+        for name in ["Research", "re_search", "", "a b", &"a".repeat(65)] {
+            let error = refuse(&format!(
+                "[[lane]]\nname = {name:?}\nrefs = [\"refs/heads/x/*\"]\n"
+            ));
+            assert_eq!(place(&error), (Some("name"), "[[lane]] #1", 2), "{name}");
+        }
+        for pattern in [
+            "heads/x/*",
+            "refs/heads/*/x/*",
+            "refs/bay/*",
+            "refs/heads/a b",
+            "refs/heads/main",
+        ] {
+            let error = refuse(&format!(
+                "main = \"main\"\n[[lane]]\nname = \"x\"\nrefs = [\"refs/heads/ok\", {pattern:?}]\n"
+            ));
+            assert_eq!(place(&error), (Some("refs"), "[[lane]] #1", 4), "{pattern}");
+        }
+        let error = refuse("main = \"main\"\n[[lane]]\nname = \"x\"\nrefs = [\"refs/heads/*\"]\n");
+        assert!(error.message.contains("matches main"), "{error}");
+        assert_eq!(
+            refuse("[[lane]]\nname = \"x\"\nrefs = []\n").key.as_deref(),
+            Some("refs")
+        );
+        assert_eq!(
+            refuse("[[lane]]\nname = \"x\"\n").key.as_deref(),
+            Some("refs")
+        );
+        let error = refuse(
+            "[[lane]]\nname = \"x\"\nrefs = [\"refs/heads/x/*\"]\n[[lane]]\nname = \"x\"\nrefs = [\"refs/heads/y/*\"]\n",
+        );
+        assert_eq!(place(&error), (Some("name"), "[[lane]] #2", 5));
+    }
+
+    #[test]
+    fn a_lane_window_is_shorter_than_retention() {
+        let lane = "[[lane]]\nname = \"x\"\nrefs = [\"refs/heads/x/*\"]\n";
+        accept(&format!("{lane}window_s = 604799\n"));
+        let error = refuse(&format!("{lane}window_s = 604800\n"));
+        assert_eq!(place(&error), (Some("window_s"), "[[lane]] #1", 4));
+        assert!(error.message.contains("default"), "{error}");
+        let error = refuse(&format!(
+            "[retention]\nwindow_s = 3600\n{lane}window_s = 3600\n"
+        ));
+        assert_eq!(place(&error), (Some("window_s"), "[[lane]] #1", 6));
+        assert!(error.message.contains("line 2"), "{error}");
+        accept(&format!(
+            "[retention]\nwindow_s = 3600\n{lane}window_s = 3599\n"
+        ));
+        accept(&format!("[retention]\nwindow_s = 3600\n{lane}"));
+        assert_eq!(
+            refuse("[retention]\nwindow_s = 0\n").key.as_deref(),
+            Some("window_s")
+        );
+        assert_eq!(
+            refuse("[retention]\nref_budget = 0\n").key.as_deref(),
+            Some("ref_budget")
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_before_what_it_breaks() {
+        let error = refuse("ruuner = 1\n[runner]\nlease_s = 0\n");
+        assert_eq!(error.key.as_deref(), Some("ruuner"));
+        let error = refuse("[plugin.hold]\ntimeout_s = 500\ncomand = \"h\"\n");
+        assert_eq!(error.key.as_deref(), Some("comand"));
+        let error = refuse("[plugin.notfy]\ncommand = \"n\"\n[plugin.hold]\ntimeout_s = 500\n");
+        assert_eq!(error.key.as_deref(), Some("notfy"));
+        let error = refuse("[hooks]\ncache_max_age = 5\ncheckpoint_idle_s = -1\n");
+        assert_eq!(error.key.as_deref(), Some("cache_max_age"));
+    }
+
+    #[test]
+    fn two_targets_never_share_a_name_even_on_distinct_refs() {
+        let error = refuse(
+            "[[target]]\nname = \"a\"\nref = \"refs/heads/x\"\n\
+             [[target]]\nname = \"a\"\nref = \"refs/heads/y\"\n",
+        );
+        assert_eq!(place(&error), (Some("name"), "[[target]] #2", 5));
+        assert!(error.message.contains("[[target]] #1 on line 1"), "{error}");
+    }
+
+    #[test]
+    fn ref_patterns_match_by_their_one_star() {
+        assert!(glob_matches("refs/heads/main", "refs/heads/main"));
+        assert!(!glob_matches("refs/heads/main", "refs/heads/mainline"));
+        assert!(glob_matches("refs/heads/*", "refs/heads/a/b"));
+        assert!(glob_matches("refs/heads/ma*n", "refs/heads/main"));
+        assert!(
+            glob_matches("refs/heads/main*", "refs/heads/main"),
+            "a star matches nothing too"
+        );
+        assert!(
+            !glob_matches("refs/heads/ma*ain", "refs/heads/main"),
+            "head and tail overlap"
+        );
+        assert!(!glob_matches("refs/tags/*", "refs/heads/main"));
+    }
+
+    #[test]
+    fn utc_seconds_are_checked_by_the_calendar() {
+        assert!(is_utc_second("2000-02-29T00:00:00Z"));
+        assert!(!is_utc_second("1900-02-29T00:00:00Z"));
+        assert!(is_utc_second("2026-04-30T23:59:59Z"));
+        assert!(!is_utc_second("2026-04-31T00:00:00Z"));
+        assert!(!is_utc_second("2026-00-10T00:00:00Z"));
+        assert!(!is_utc_second("2026-01-10T00:60:00Z"));
+        assert!(!is_utc_second("2026-01-10T00:00:60Z"));
+    }
+
+    fn mutate(text: &str, edits: &[(usize, u8, char)]) -> String {
+        let mut chars: Vec<char> = text.chars().collect();
+        for &(at, op, c) in edits {
+            let at = at % (chars.len() + 1);
+            match op % 3 {
+                0 => chars.insert(at, c),
+                1 if at < chars.len() => {
+                    chars.remove(at);
+                }
+                _ if at < chars.len() => chars[at] = c,
+                _ => chars.push(c),
+            }
+        }
+        chars.into_iter().collect()
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics_on_any_text(text in ".*") {
+            let _ = Config::parse(&text);
+        }
+
+        #[test]
+        fn parse_never_panics_on_a_mutated_config(
+            edits in proptest::collection::vec(
+                (0usize..5000, 0u8..3, prop::sample::select(
+                    vec!['"', '[', ']', '=', '\n', '#', '*', '.', ' ', '0', '9', '-', 'x', '{', '}', ',', 'Z'],
+                )),
+                1..8,
+            )
+        ) {
+            let text = mutate(SPEC_EXAMPLE, &edits);
+            if let Err(error) = Config::parse(&text) {
+                prop_assert!(error.0.line >= 1);
+                prop_assert!(!error.to_string().contains('\n'));
+            }
+        }
+
+        #[test]
+        fn runner_timings_are_accepted_exactly_when_consistent(
+            lease in 1u64..200, heartbeat in 1u64..200, takeover in 1u64..400,
+        ) {
+            let text = format!("[runner]\nlease_s = {lease}\nheartbeat_s = {heartbeat}\ntakeover_s = {takeover}\n");
+            let consistent = heartbeat < lease && takeover > lease;
+            prop_assert_eq!(Config::parse(&text).is_ok(), consistent);
+        }
+    }
+}
