@@ -1,1 +1,422 @@
-fn main() {}
+//! `bay-sim`: run bay's machines through seeded faults and check its promises.
+//!
+//! ```text
+//! bay-sim run --seeds 0..10000 [--runners N] [--agents M] [--changes K] [--faults all|none|LIST] [--json]
+//! bay-sim run --seeds 0..100 --check-determinism
+//! bay-sim replay --seed S [same options]
+//! ```
+//!
+//! Exit codes: 0 when every seed kept every promise; 3 for a broken safety invariant; 4 for a
+//! liveness failure; 5 for a panic; 6 when a seed ran differently twice; 2 for a usage error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::AssertUnwindSafe;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bay_sim::faults::FaultClass;
+use bay_sim::invariants::Invariant;
+use bay_sim::{RunReport, Scenario, run_seed};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "bay-sim",
+    version,
+    about = "Run bay's merge path through seeded faults and check its promises"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a range of seeds and report.
+    Run {
+        /// Seeds to run, as A..B (B excluded).
+        #[arg(long, value_parser = parse_range)]
+        seeds: (u64, u64),
+        #[command(flatten)]
+        world: WorldArgs,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Run each seed twice and compare the traces' hashes.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Worker threads (default: the machine's cores). Each seed runs on one thread.
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Run one seed and print its whole trace.
+    Replay {
+        #[arg(long)]
+        seed: u64,
+        #[command(flatten)]
+        world: WorldArgs,
+    },
+}
+
+#[derive(Args, Clone)]
+struct WorldArgs {
+    /// Runners in the world.
+    #[arg(long, default_value_t = 2)]
+    runners: usize,
+    /// Agents in the world.
+    #[arg(long, default_value_t = 3)]
+    agents: usize,
+    /// Tasks the agents share, each one change.
+    #[arg(long, default_value_t = 6)]
+    changes: usize,
+    /// Fault classes the seeds pick from: all, none, or a comma-separated list.
+    #[arg(long, default_value = "all", value_parser = FaultClass::parse_set)]
+    faults: BTreeSet<FaultClass>,
+}
+
+impl WorldArgs {
+    fn scenario(&self, full_trace: bool) -> Scenario {
+        Scenario {
+            runners: self.runners.max(1),
+            agents: self.agents.max(1),
+            changes: self.changes,
+            allowed: self.faults.clone(),
+            tweak: None,
+            full_trace,
+        }
+    }
+
+    /// The options, as the replay command line repeats them.
+    fn flags(&self) -> String {
+        let faults = if self.faults.len() == FaultClass::ALL.len() {
+            "all".to_string()
+        } else if self.faults.is_empty() {
+            "none".to_string()
+        } else {
+            self.faults
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!(
+            "--runners {} --agents {} --changes {} --faults {faults}",
+            self.runners, self.agents, self.changes
+        )
+    }
+}
+
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or("seeds are a range A..B, such as 0..1000")?;
+    let a: u64 = a.parse().map_err(|_| format!("{a:?} is not a seed"))?;
+    let b: u64 = b.parse().map_err(|_| format!("{b:?} is not a seed"))?;
+    if b <= a {
+        return Err(format!("the range {text} holds no seed"));
+    }
+    Ok((a, b))
+}
+
+/// How one seed went.
+enum Verdict {
+    Kept(RunReport),
+    Broke(RunReport),
+    Panicked { seed: u64, message: String },
+    Diverged { seed: u64, first: u64, second: u64 },
+}
+
+fn judge(seed: u64, scenario: &Scenario, determinism: bool) -> Verdict {
+    let run = || std::panic::catch_unwind(AssertUnwindSafe(|| run_seed(seed, scenario)));
+    let report = match run() {
+        Ok(report) => report,
+        Err(panic) => {
+            return Verdict::Panicked {
+                seed,
+                message: panic_text(&panic),
+            };
+        }
+    };
+    if determinism {
+        match run() {
+            Ok(again) if again.trace_hash != report.trace_hash => {
+                return Verdict::Diverged {
+                    seed,
+                    first: report.trace_hash,
+                    second: again.trace_hash,
+                };
+            }
+            Ok(_) => {}
+            Err(panic) => {
+                return Verdict::Panicked {
+                    seed,
+                    message: panic_text(&panic),
+                };
+            }
+        }
+    }
+    if report.violations.is_empty() {
+        Verdict::Kept(report)
+    } else {
+        Verdict::Broke(report)
+    }
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".into())
+}
+
+/// CPU seconds this process has used, from /proc (user and system), when the platform says.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+fn main() -> ExitCode {
+    // A panic is reported with its seed, not printed by the default hook mid-run.
+    std::panic::set_hook(Box::new(|_| {}));
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            seeds,
+            world,
+            json,
+            check_determinism,
+            jobs,
+        } => run(seeds, &world, json, check_determinism, jobs),
+        Command::Replay { seed, world } => replay(seed, &world),
+    }
+}
+
+fn run(
+    seeds: (u64, u64),
+    world: &WorldArgs,
+    json: bool,
+    determinism: bool,
+    jobs: Option<usize>,
+) -> ExitCode {
+    let scenario = world.scenario(false);
+    let jobs = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let next = AtomicU64::new(seeds.0);
+    let verdicts: Mutex<Vec<Verdict>> = Mutex::new(Vec::new());
+    let (wall, cpu_before) = (Instant::now(), cpu_seconds());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= seeds.1 {
+                        break;
+                    }
+                    let verdict = judge(seed, &scenario, determinism);
+                    verdicts
+                        .lock()
+                        .expect("no worker panics while holding the lock")
+                        .push(verdict);
+                }
+            });
+        }
+    });
+    let wall = wall.elapsed().as_secs_f64();
+    let cpu = match (cpu_before, cpu_seconds()) {
+        (Some(before), Some(after)) if after > before => after - before,
+        _ => wall * jobs as f64,
+    };
+    let mut verdicts = verdicts.into_inner().expect("the workers are done");
+    verdicts.sort_by_key(|v| match v {
+        Verdict::Kept(r) | Verdict::Broke(r) => r.seed,
+        Verdict::Panicked { seed, .. } | Verdict::Diverged { seed, .. } => *seed,
+    });
+    summarize(seeds, world, &verdicts, wall, cpu, json)
+}
+
+fn summarize(
+    seeds: (u64, u64),
+    world: &WorldArgs,
+    verdicts: &[Verdict],
+    wall: f64,
+    cpu: f64,
+    json: bool,
+) -> ExitCode {
+    let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
+    let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
+    let mut failures = Vec::new();
+    let mut code = 0u8;
+    for verdict in verdicts {
+        match verdict {
+            Verdict::Kept(report) | Verdict::Broke(report) => {
+                merged += report.merged;
+                ops += report.ops;
+                events += report.events;
+                for (state, n) in &report.outcomes {
+                    *outcomes.entry(state).or_insert(0) += n;
+                }
+                if let Verdict::Broke(report) = verdict {
+                    let safety = report.violations.iter().any(|v| v.invariant.is_safety());
+                    code = code.max(if safety { 3 } else { 4 });
+                    failures.push(failure_json(report, world));
+                }
+            }
+            Verdict::Panicked { seed, message } => {
+                code = code.max(5);
+                failures.push(serde_json::json!({
+                    "seed": seed, "class": "panic", "what": message,
+                    "replay": format!("bay-sim replay --seed {seed} {}", world.flags()),
+                }));
+            }
+            Verdict::Diverged {
+                seed,
+                first,
+                second,
+            } => {
+                code = code.max(6);
+                failures.push(serde_json::json!({
+                    "seed": seed, "class": "determinism",
+                    "what": format!("trace hashes {first:016x} and {second:016x} differ"),
+                    "replay": format!("bay-sim replay --seed {seed} {}", world.flags()),
+                }));
+            }
+        }
+    }
+    let count = seeds.1 - seeds.0;
+    let seeds_per_s = count as f64 / wall.max(1e-9);
+    let merges_per_cpu_s = merged as f64 / cpu.max(1e-9);
+    let terminal: u64 = outcomes.values().sum();
+    if json {
+        let doc = serde_json::json!({
+            "seeds": count,
+            "seed_range": [seeds.0, seeds.1],
+            "violations": failures.len(),
+            "merged": merged,
+            "operations": ops,
+            "terminal": terminal,
+            "outcomes": outcomes,
+            "events": events,
+            "seeds_per_s": round(seeds_per_s),
+            "merges_per_cpu_s": round(merges_per_cpu_s),
+            "cpu_s": round(cpu),
+            "wall_s": round(wall),
+            "failures": failures,
+        });
+        println!("{doc}");
+    } else {
+        println!(
+            "bay-sim: {count} seeds ({}..{}), {}",
+            seeds.0,
+            seeds.1,
+            world.flags()
+        );
+        let outcomes: Vec<String> = outcomes
+            .iter()
+            .map(|(state, n)| format!("{state} {n}"))
+            .collect();
+        println!(
+            "operations: {ops} submitted, {terminal} ended: {}",
+            outcomes.join(", ")
+        );
+        println!("violations: {}", failures.len());
+        println!(
+            "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"
+        );
+        for failure in failures.iter().take(5) {
+            println!(
+                "\nFAILED seed {} ({}): {}",
+                failure["seed"], failure["class"], failure["what"]
+            );
+            if let Some(trace) = failure["trace"].as_array() {
+                for line in trace {
+                    println!("  {}", line.as_str().unwrap_or_default());
+                }
+            }
+            println!("replay: {}", failure["replay"].as_str().unwrap_or_default());
+        }
+    }
+    ExitCode::from(code)
+}
+
+fn round(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn failure_json(report: &RunReport, world: &WorldArgs) -> serde_json::Value {
+    let first = &report.violations[0];
+    let class = if first.invariant.is_safety() {
+        "correctness"
+    } else {
+        "liveness"
+    };
+    let invariants: Vec<&str> = report
+        .violations
+        .iter()
+        .map(|v| v.invariant.code())
+        .collect();
+    serde_json::json!({
+        "seed": report.seed,
+        "class": class,
+        "invariant": first.invariant.code(),
+        "invariants": invariants,
+        "what": format!("{} {} at {:.3}s", first.invariant.code(), first.what, first.at as f64 / 1000.0),
+        "faults": report.faults,
+        "trace": report.trace.iter().rev().take(15).rev().collect::<Vec<_>>(),
+        "replay": format!("bay-sim replay --seed {} {}", report.seed, world.flags()),
+    })
+}
+
+fn replay(seed: u64, world: &WorldArgs) -> ExitCode {
+    let scenario = world.scenario(true);
+    let verdict = judge(seed, &scenario, false);
+    match verdict {
+        Verdict::Kept(report) | Verdict::Broke(report) => {
+            for line in &report.trace {
+                println!("{line}");
+            }
+            println!("\nseed {seed}: faults {}", report.faults.join(", "));
+            let outcomes: Vec<String> = report
+                .outcomes
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            println!(
+                "operations: {} submitted; {}",
+                report.ops,
+                outcomes.join(", ")
+            );
+            if let Some(bound) = report.liveness_bound_ms {
+                println!(
+                    "liveness bound: {:.1}s of virtual time",
+                    bound as f64 / 1000.0
+                );
+            }
+            for violation in &report.violations {
+                println!(
+                    "VIOLATION {} at {:.3}s: {}",
+                    violation.invariant.code(),
+                    violation.at as f64 / 1000.0,
+                    violation.what
+                );
+            }
+            let code = match report.violations.first().map(|v| v.invariant) {
+                None => 0,
+                Some(Invariant::Liveness) => 4,
+                Some(_) => 3,
+            };
+            ExitCode::from(code)
+        }
+        Verdict::Panicked { message, .. } => {
+            println!("seed {seed} panicked: {message}");
+            ExitCode::from(5)
+        }
+        Verdict::Diverged { .. } => unreachable!("replay runs a seed once"),
+    }
+}

@@ -1,0 +1,195 @@
+//! `bay abandon`: give a change up. Only the actor who holds the change may; a live operation
+//! ends with it, and another agent can then adopt the intent.
+
+use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
+use super::start::fault_of;
+use super::{
+    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse,
+    Outbox, PushOutcome, PushPlan, PushReport, Refs,
+};
+use crate::git::Oid;
+use crate::id::ChangeId;
+use crate::reason::ReasonCode;
+use crate::record::StepBody;
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug)]
+pub struct AbandonInput {
+    pub change: ChangeId,
+    pub actor: String,
+    /// Entropy for step nonces.
+    pub entropy: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    ReadChain,
+    Write,
+}
+
+/// The `bay abandon` machine. Drive it as [`Machine`] says.
+#[derive(Debug)]
+pub struct Abandon {
+    input: AbandonInput,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    nonces: Nonces,
+    races: u32,
+    remote: Refs,
+    written: Option<Oid>,
+    outcome: Option<BayResult>,
+}
+
+impl Abandon {
+    pub fn new(input: AbandonInput, now: Timestamp) -> Abandon {
+        let nonces = Nonces::new(input.entropy);
+        let mut abandon = Abandon {
+            input,
+            out: Outbox::default(),
+            now,
+            nonces,
+            races: 0,
+            remote: Refs::new(),
+            written: None,
+            outcome: None,
+        };
+        abandon.out.send(Action::Fetch, Purpose::Fetch);
+        abandon
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        self.outcome = Some(result);
+        self.out.forget_all();
+    }
+
+    fn refuse(&mut self, code: ReasonCode, detail: serde_json::Value) {
+        let result = report::refused(code, Some(&self.input.change), None, detail);
+        self.finish(result);
+    }
+
+    fn fail(&mut self, why: String) {
+        let result = report::failed(why, Some(&self.input.change));
+        self.finish(result);
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        let Some(tip) = tip(&self.remote, &self.input.change) else {
+            return self.fail(format!("no change {} on the remote", self.input.change));
+        };
+        let query = ChainQuery {
+            change: self.input.change.clone(),
+            tip,
+            known: None,
+        };
+        self.out.send(
+            Action::ReadChains {
+                chains: vec![query],
+            },
+            Purpose::ReadChain,
+        );
+    }
+
+    fn on_chain(&mut self, reads: Vec<ChainRead>) {
+        let Some(read) = reads.first() else {
+            return self.fail("the change's record came back empty".into());
+        };
+        let (record, oids) = match fold_chain(read) {
+            Ok(folded) => folded,
+            Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
+        };
+        if self
+            .written
+            .take()
+            .is_some_and(|written| oids.contains(&written))
+            || record.abandoned
+        {
+            return self.finish(report::abandoned(&record.change));
+        }
+        if record.merged().is_some() {
+            return self.refuse(ReasonCode::ChangeAlreadyMerged, serde_json::json!({}));
+        }
+        if record.actor != self.input.actor {
+            return self.refuse(
+                ReasonCode::AbandonRefused,
+                serde_json::json!({ "holder": record.actor }),
+            );
+        }
+        let step = self.nonces.step(
+            &record.change,
+            self.now,
+            &self.input.actor,
+            StepBody::Abandon,
+        );
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                record.change.clone(),
+                Some(read.tip.clone()),
+                vec![step],
+                None,
+            )],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.out.send(Action::Push(plan), Purpose::Write);
+    }
+
+    fn on_pushed(&mut self, report: PushReport) {
+        match report.outcome {
+            PushOutcome::Accepted => self.finish(report::abandoned(&self.input.change)),
+            PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
+                self.written = report.steps.first().and_then(|s| s.last()).cloned();
+                self.races += 1;
+                if self.races > MAX_RACES {
+                    let detail =
+                        serde_json::json!({ "why": "other writers kept moving the change" });
+                    return self.refuse(ReasonCode::MergeRetryExhausted, detail);
+                }
+                self.out.send(Action::Fetch, Purpose::Fetch);
+            }
+            PushOutcome::NotSent(fault) => {
+                self.fail(format!("the remote could not be reached: {fault}"))
+            }
+        }
+    }
+}
+
+impl Machine for Abandon {
+    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
+        self.now = now;
+        let Event::Done(id, completion) = event else {
+            return Ok(());
+        };
+        let Some(purpose) = self.out.complete(id)? else {
+            return Ok(());
+        };
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
+            (Purpose::Write, Completion::Pushed(report)) => self.on_pushed(report),
+            (_, completion) => match fault_of(&completion) {
+                Some(fault) => self.fail(fault),
+                None => return Err(Misuse(format!("abandon got an unexpected {completion:?}"))),
+            },
+        }
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+        self.out.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Deadline> {
+        None
+    }
+
+    fn outcome(&self) -> Option<&BayResult> {
+        self.outcome.as_ref()
+    }
+}

@@ -1,0 +1,68 @@
+//! What the agent-side commands (`start`, `merge`, `abandon`) share: reading one change's
+//! record, writing steps with fresh nonces, and the bound on retries after a lost race.
+
+use super::{ChainRead, Refs};
+use crate::git::{Oid, refs};
+use crate::id::ChangeId;
+use crate::record::{ChangeRecord, Step, StepBody};
+use crate::time::Timestamp;
+
+/// How many times a command starts over after the remote refused its push because someone
+/// else wrote first. Each refusal means progress elsewhere, so a small bound suffices.
+pub const MAX_RACES: u32 = 8;
+
+/// Folds a whole chain read (newest step first) into its record, with every step's id.
+pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, Vec<Oid>), String> {
+    let mut steps = Vec::with_capacity(read.steps.len());
+    let mut oids = Vec::with_capacity(read.steps.len());
+    for raw in read.steps.iter().rev() {
+        steps.push(Step::from_message(&raw.message).map_err(|e| e.to_string())?);
+        oids.push(raw.oid.clone());
+    }
+    let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string())?;
+    Ok((record, oids))
+}
+
+/// The chain tip of `change` on the remote, if it has one.
+pub fn tip(remote: &Refs, change: &ChangeId) -> Option<Oid> {
+    remote.get(&refs::change(change)).cloned()
+}
+
+/// The queue place a new request takes: one past the highest place on the remote.
+pub fn next_seq(remote: &Refs) -> u64 {
+    remote
+        .keys()
+        .filter_map(|name| refs::parse_queue(name))
+        .max()
+        .unwrap_or(0)
+        + 1
+}
+
+/// A source of step nonces, from entropy the caller passed in.
+#[derive(Clone, Debug)]
+pub struct Nonces(u64);
+
+impl Nonces {
+    pub fn new(seed: u64) -> Nonces {
+        Nonces(seed)
+    }
+
+    /// The next value of a splitmix64 sequence.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn step(&mut self, change: &ChangeId, at: Timestamp, by: &str, body: StepBody) -> Step {
+        Step {
+            change: change.clone(),
+            at,
+            by: by.to_owned(),
+            nonce: self.next(),
+            body,
+        }
+    }
+}

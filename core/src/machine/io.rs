@@ -1,0 +1,321 @@
+//! The vocabulary between a machine and its driver: actions out, completions in.
+//!
+//! Actions are plain data. A driver executes each one and answers with exactly one
+//! [`Completion`] carrying the action's [`ActionId`]; a completion for an id the machine is not
+//! waiting for is refused as a [`Misuse`]. The same vocabulary serves the real Git driver and
+//! the simulator, so that neither can decide anything the other does not.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::{CheckExit, CheckRequest};
+use crate::git::Oid;
+use crate::id::{CandidateId, ChangeId};
+use crate::policy::CheckSpec;
+use crate::record::Step;
+
+/// Names one action; its completion must carry the same id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct ActionId(pub u64);
+
+/// Something a machine needs done.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Action {
+    /// Fetch main and every ref under `refs/bay/` and `refs/notes/bay/` from the remote, and
+    /// report their values (the remote's view, pruned of refs it no longer has).
+    Fetch,
+    /// Read single step commits (for example the request a queue place points at).
+    ReadSteps { oids: Vec<Oid> },
+    /// Read chains: for each, the step commits from `tip` back along first parents, stopping
+    /// before `known` when the walk meets it.
+    ReadChains { chains: Vec<ChainQuery> },
+    /// Read one file of a commit's tree; absent is not an error.
+    ReadFile { commit: Oid, path: String },
+    /// Write the commits a push needs and push them, as one atomic push when `atomic`.
+    Push(PushPlan),
+    /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
+    /// candidate commit: tree of the merge, sole parent `base`, message `message`.
+    BuildCandidate(CandidateSpec),
+    /// Run one check on a candidate, in the sandbox, with the request on stdin.
+    RunCheck(CheckRun),
+    /// Save the work in the change's view as a draft commit: parent `parent`, made on main
+    /// at `base`.
+    FreezeDraft {
+        change: ChangeId,
+        parent: Oid,
+        base: Oid,
+    },
+    /// Bring a draft up to main at `onto`: merge it (made on `base`) onto `onto`, keeping any
+    /// conflict in the files for the agent to resolve.
+    RefreshDraft {
+        change: ChangeId,
+        draft: Oid,
+        base: Oid,
+        onto: Oid,
+    },
+    /// Make (or refresh) the change's view: a sparse worktree of `paths` at `draft`.
+    MakeView {
+        change: ChangeId,
+        paths: Vec<String>,
+        draft: Oid,
+    },
+}
+
+impl Action {
+    /// A short name for traces.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Fetch => "fetch",
+            Action::ReadSteps { .. } => "read-steps",
+            Action::ReadChains { .. } => "read-chains",
+            Action::ReadFile { .. } => "read-file",
+            Action::Push(_) => "push",
+            Action::BuildCandidate(_) => "build-candidate",
+            Action::RunCheck(_) => "run-check",
+            Action::FreezeDraft { .. } => "freeze-draft",
+            Action::RefreshDraft { .. } => "refresh-draft",
+            Action::MakeView { .. } => "make-view",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct ChainQuery {
+    pub change: ChangeId,
+    pub tip: Oid,
+    pub known: Option<Oid>,
+}
+
+/// What one push writes and what it expects. The driver writes one commit per step (first
+/// parent: the previous step, or `expect` for the first; the first step's second parent:
+/// `carry`, which keeps a draft or candidate reachable), one notes commit per note, then
+/// pushes every ref with a lease on its expected value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PushPlan {
+    pub appends: Vec<Append>,
+    pub notes: Vec<NoteAdd>,
+    pub updates: Vec<RefUpdate>,
+    /// All refs or none. bay's own pushes are always atomic.
+    pub atomic: bool,
+}
+
+/// Steps appended to one change's chain, by compare-and-swap on its tip.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Append {
+    pub change: ChangeId,
+    /// The tip the steps extend (`None` for a new chain).
+    pub parent: Option<Oid>,
+    /// The lease on the chain ref: always exactly `parent` (or `Absent` for a new chain), so
+    /// that a writer whose tip moved, such as a runner whose claim was taken over, is refused.
+    pub expect: Expect,
+    pub steps: Vec<Step>,
+    pub carry: Option<Oid>,
+}
+
+impl Append {
+    /// Steps that extend `parent`, leased on it.
+    pub fn on(
+        change: ChangeId,
+        parent: Option<Oid>,
+        steps: Vec<Step>,
+        carry: Option<Oid>,
+    ) -> Append {
+        let expect = match &parent {
+            Some(tip) => Expect::Is(tip.clone()),
+            None => Expect::Absent,
+        };
+        Append {
+            change,
+            parent,
+            expect,
+            steps,
+            carry,
+        }
+    }
+}
+
+/// One evidence record, as a note on `object` under `refs/notes/bay/evidence/<producer>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct NoteAdd {
+    pub producer: String,
+    pub expect: Expect,
+    pub object: Oid,
+    pub record: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RefUpdate {
+    pub name: String,
+    pub expect: Expect,
+    pub new: NewValue,
+}
+
+/// The lease a ref update carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Expect {
+    /// The ref must not exist: create-only.
+    Absent,
+    /// The ref must hold exactly this value.
+    Is(Oid),
+    /// No lease at all. bay never writes this; only the test-only mutants do, to show that
+    /// the simulator catches what a missing lease lets through.
+    Any,
+}
+
+/// The value a ref update writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum NewValue {
+    Oid(Oid),
+    /// The commit of step `step` of append `append` of the same plan.
+    Step {
+        append: usize,
+        step: usize,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CandidateSpec {
+    pub candidate: CandidateId,
+    pub base: Oid,
+    pub draft: Oid,
+    pub merge_base: Oid,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckRun {
+    pub check: CheckSpec,
+    pub request: CheckRequest,
+    /// The commit whose `adapter` paths run: the base, never the candidate.
+    pub adapter_from: Oid,
+    pub candidate: Oid,
+}
+
+/// A driver-side fault: the action could not be done (a network error, a Git error, a
+/// missing program). Never a refusal: faults become outcomes only through the machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Fault(pub String);
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The remote's refs, as one fetch saw them.
+pub type Refs = BTreeMap<String, Oid>;
+
+/// One step commit as read: its id and message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RawStep {
+    pub oid: Oid,
+    pub message: String,
+}
+
+/// One chain as read, newest step first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct ChainRead {
+    pub change: ChangeId,
+    pub tip: Oid,
+    /// From the tip back, stopping before `known` if the walk met it.
+    pub steps: Vec<RawStep>,
+    /// The walk stopped at `known`: `steps` extend what the reader already has.
+    pub reached_known: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum BuildResult {
+    Clean {
+        commit: Oid,
+        tree: Oid,
+        base_tree: Oid,
+        changed_paths: Vec<String>,
+    },
+    Conflict {
+        paths: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Refreshed {
+    pub draft: Oid,
+    /// Paths left with conflict markers for the agent to resolve.
+    pub conflicts: Vec<String>,
+}
+
+/// What became of a push.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum PushOutcome {
+    /// Every ref moved.
+    Accepted,
+    /// The remote refused; with an atomic push nothing moved. `refs` names what the remote
+    /// blamed, which can be every ref when it does not say.
+    Rejected { refs: Vec<String> },
+    /// The push was sent and no answer came: it may or may not have applied. Settle it by
+    /// reading the remote, never by pushing blindly again.
+    Unknown { why: String },
+    /// Nothing reached the remote.
+    NotSent(Fault),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct PushReport {
+    /// The commits written for each append, in step order (empty if nothing was written).
+    pub steps: Vec<Vec<Oid>>,
+    /// The notes commit written for each note (empty if nothing was written).
+    pub notes: Vec<Oid>,
+    pub outcome: PushOutcome,
+}
+
+/// The completion of one action.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Completion {
+    Fetched(Result<Refs, Fault>),
+    StepsRead(Result<Vec<RawStep>, Fault>),
+    ChainsRead(Result<Vec<ChainRead>, Fault>),
+    FileRead(Result<Option<Vec<u8>>, Fault>),
+    Pushed(PushReport),
+    CandidateBuilt(Result<BuildResult, Fault>),
+    CheckExited(CheckExit),
+    DraftFrozen(Result<Oid, Fault>),
+    DraftRefreshed(Result<Refreshed, Fault>),
+    ViewMade(Result<String, Fault>),
+}
+
+/// An input to a machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Event {
+    /// Time passed: the deadline from `poll_timeout` may have come.
+    Tick,
+    /// An action finished.
+    Done(ActionId, Completion),
+}
+
+/// A driver broke the protocol: a completion for an action the machine is not waiting for,
+/// or of the wrong kind. Refusals of the user's request are outcomes, never this.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misuse(pub String);
+
+impl std::fmt::Display for Misuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "driver misuse: {}", self.0)
+    }
+}
+
+impl std::error::Error for Misuse {}

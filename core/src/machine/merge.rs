@@ -1,0 +1,283 @@
+//! `bay merge`: freeze the draft, record the request with a queue place, and return `queued`.
+//!
+//! The request step and the queue place go up in one atomic push, leased on the chain's tip and
+//! create-only on the place: a lost race (another request took the place, or someone else wrote
+//! to the change) moves nothing, and the command starts over. Asking again with the same draft
+//! returns the operation already queued, so a retry never queues twice.
+
+use super::agent::{MAX_RACES, Nonces, fold_chain, next_seq, tip};
+use super::start::fault_of;
+use super::{
+    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, Expect, Machine,
+    Misuse, NewValue, Outbox, PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
+};
+use crate::git::{Oid, refs};
+use crate::id::ChangeId;
+use crate::reason::ReasonCode;
+use crate::record::{ChangeRecord, StepBody};
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug)]
+pub struct MergeInput {
+    pub change: ChangeId,
+    pub actor: String,
+    pub main: String,
+    /// Entropy for step nonces.
+    pub entropy: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    ReadChain,
+    Freeze,
+    Request,
+}
+
+/// The `bay merge` machine (without `--wait`). Drive it as [`Machine`] says.
+#[derive(Debug)]
+pub struct Merge {
+    input: MergeInput,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    nonces: Nonces,
+    races: u32,
+    remote: Refs,
+    record: Option<(ChangeRecord, Oid)>,
+    /// The frozen draft, kept across races so a retry requests the same work.
+    draft: Option<Oid>,
+    /// A request step whose push's fate is unknown.
+    written: Option<Oid>,
+    /// The request step in flight.
+    pending: Option<crate::record::Step>,
+    outcome: Option<BayResult>,
+}
+
+impl Merge {
+    pub fn new(input: MergeInput, now: Timestamp) -> Merge {
+        let nonces = Nonces::new(input.entropy);
+        let mut merge = Merge {
+            input,
+            out: Outbox::default(),
+            now,
+            nonces,
+            races: 0,
+            remote: Refs::new(),
+            record: None,
+            draft: None,
+            written: None,
+            pending: None,
+            outcome: None,
+        };
+        merge.out.send(Action::Fetch, Purpose::Fetch);
+        merge
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        self.outcome = Some(result);
+        self.out.forget_all();
+    }
+
+    fn fail(&mut self, why: String) {
+        let result = report::failed(why, Some(&self.input.change));
+        self.finish(result);
+    }
+
+    fn again(&mut self) {
+        self.races += 1;
+        if self.races > MAX_RACES {
+            let detail =
+                serde_json::json!({ "why": "other writers kept moving the change or the queue" });
+            let result = report::refused(
+                ReasonCode::MergeRetryExhausted,
+                Some(&self.input.change),
+                None,
+                detail,
+            );
+            return self.finish(result);
+        }
+        self.out.send(Action::Fetch, Purpose::Fetch);
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        let Some(tip) = tip(&self.remote, &self.input.change) else {
+            return self.fail(format!("no change {} on the remote", self.input.change));
+        };
+        let query = ChainQuery {
+            change: self.input.change.clone(),
+            tip,
+            known: None,
+        };
+        self.out.send(
+            Action::ReadChains {
+                chains: vec![query],
+            },
+            Purpose::ReadChain,
+        );
+    }
+
+    fn on_chain(&mut self, reads: Vec<ChainRead>) {
+        let Some(read) = reads.first() else {
+            return self.fail("the change's record came back empty".into());
+        };
+        let (record, oids) = match fold_chain(read) {
+            Ok(folded) => folded,
+            Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
+        };
+        if let Some(written) = self.written.take() {
+            if oids.contains(&written) {
+                // The request whose reply was lost did land.
+                return self.queued(&record);
+            }
+        }
+        if let Some(op) = record.merged() {
+            let detail = serde_json::json!({ "merged_op": op.id });
+            let result = report::refused(
+                ReasonCode::ChangeAlreadyMerged,
+                Some(&record.change),
+                None,
+                detail,
+            );
+            return self.finish(result);
+        }
+        if record.abandoned {
+            let detail = serde_json::json!({ "abandoned": true });
+            let result = report::refused(
+                ReasonCode::ChangeSuperseded,
+                Some(&record.change),
+                None,
+                detail,
+            );
+            return self.finish(result);
+        }
+        let tip = read.tip.clone();
+        let freeze = Action::FreezeDraft {
+            change: record.change.clone(),
+            parent: record.current_draft().clone(),
+            base: record.base.clone(),
+        };
+        self.record = Some((record, tip));
+        match self.draft.clone() {
+            Some(draft) => self.request(draft),
+            None => {
+                self.out.send(freeze, Purpose::Freeze);
+            }
+        }
+    }
+
+    /// Records the request for `draft`, unless the live operation already asks for it.
+    fn request(&mut self, draft: Oid) {
+        self.draft = Some(draft.clone());
+        let (record, tip) = self
+            .record
+            .clone()
+            .expect("a request follows the record's read");
+        if record.live_op().is_some_and(|op| op.draft == draft) {
+            return self.queued(&record);
+        }
+        let n = u32::try_from(record.ops.len() + 1).unwrap_or(u32::MAX);
+        let seq = next_seq(&self.remote);
+        let body = StepBody::Request {
+            op: record.change.op(n),
+            draft: draft.clone(),
+            base: record.base.clone(),
+            seq,
+        };
+        let step = self
+            .nonces
+            .step(&record.change, self.now, &self.input.actor, body);
+        self.pending = Some(step.clone());
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                record.change.clone(),
+                Some(tip),
+                vec![step],
+                Some(draft),
+            )],
+            updates: vec![RefUpdate {
+                name: refs::queue(seq),
+                expect: Expect::Absent,
+                new: NewValue::Step { append: 0, step: 0 },
+            }],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.out.send(Action::Push(plan), Purpose::Request);
+    }
+
+    fn on_pushed(&mut self, report: PushReport) {
+        let written = report.steps.first().and_then(|s| s.last()).cloned();
+        match report.outcome {
+            PushOutcome::Accepted => {
+                let (mut record, _) = self
+                    .record
+                    .clone()
+                    .expect("a push follows the record's read");
+                let step = self
+                    .pending
+                    .take()
+                    .expect("a request push carries its step");
+                match record.append(&step) {
+                    Ok(()) => self.queued(&record),
+                    Err(e) => self.fail(format!("the request does not fit the record: {e}")),
+                }
+            }
+            PushOutcome::Rejected { .. } => self.again(),
+            PushOutcome::Unknown { .. } => {
+                self.written = written;
+                self.again();
+            }
+            PushOutcome::NotSent(fault) => {
+                self.fail(format!("the remote could not be reached: {fault}"))
+            }
+        }
+    }
+
+    fn queued(&mut self, record: &ChangeRecord) {
+        let op = record.ops.last().expect("a queued change has an operation");
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        let result = report::with_main(report::op_result(record, op), main.as_ref());
+        self.finish(result);
+    }
+}
+
+impl Machine for Merge {
+    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
+        self.now = now;
+        let Event::Done(id, completion) = event else {
+            return Ok(());
+        };
+        let Some(purpose) = self.out.complete(id)? else {
+            return Ok(());
+        };
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
+            (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.request(draft),
+            (Purpose::Request, Completion::Pushed(report)) => self.on_pushed(report),
+            (_, completion) => match fault_of(&completion) {
+                Some(fault) => self.fail(fault),
+                None => return Err(Misuse(format!("merge got an unexpected {completion:?}"))),
+            },
+        }
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+        self.out.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Deadline> {
+        None
+    }
+
+    fn outcome(&self) -> Option<&BayResult> {
+        self.outcome.as_ref()
+    }
+}

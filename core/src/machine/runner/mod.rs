@@ -1,0 +1,298 @@
+//! The runner: takes the head of the queue, claims it, builds the candidate, runs the required
+//! checks on that exact tree, and merges it with one atomic push.
+//!
+//! A runner works in passes. A pass fetches, finds the head of the queue (the lowest queue
+//! place whose operation has not ended) and acts on it:
+//!
+//! - unclaimed: claim it, by appending a claim step leased on the chain's tip;
+//! - claimed by this runner (a tip it wrote): take its work up again;
+//! - claimed by another: watch the chain's tip, and take over only after it has not moved for
+//!   one whole `lease_s` on this runner's own clock.
+//!
+//! While it holds a claim, the runner renews it every `heartbeat_s` and writes every step with
+//! a lease on its own last step, so a runner whose claim was taken over can write nothing more.
+//! The merge is one atomic push: main `base -> candidate` (leased on `base`), the merged marker
+//! (create-only) and the outcome step (leased on the runner's last step). Whenever a write's
+//! fate is unknown, the runner drops what it holds in memory and lets the next pass read the
+//! truth from the remote: it never pushes blindly again.
+
+mod pass;
+mod work;
+
+#[cfg(feature = "mutants")]
+mod mutant;
+#[cfg(feature = "mutants")]
+pub use mutant::Mutant;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::agent::Nonces;
+use super::{Action, ActionId, Deadline, Event, Machine, Misuse, Outbox, Refs, Wake};
+use crate::config::Trailers;
+use crate::git::Oid;
+use crate::id::{ChangeId, OpId};
+use crate::record::{ChangeRecord, Step, StepBody};
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+use pass::{Chain, Place, Watch};
+use work::Work;
+
+/// How long a runner keeps going.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunMode {
+    /// Pass after pass, for ever (`bay runner run`).
+    Loop,
+    /// Passes until the queue has nothing this runner can do now (`bay runner run --once`).
+    Once,
+    /// Only this operation, until it ends (`bay merge --wait`).
+    Only(OpId),
+}
+
+/// What a runner needs to know. Times are in milliseconds of the runner's own clock.
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    /// The runner's name: the `by` of its steps and the producer of its evidence.
+    pub runner: String,
+    /// Main's branch name.
+    pub main: String,
+    pub lease_ms: u64,
+    pub heartbeat_ms: u64,
+    /// Between passes when there is nothing to do.
+    pub interval_ms: u64,
+    /// Before trying again after a fault.
+    pub backoff_ms: u64,
+    /// How long past a check's `timeout_s` the runner waits for the driver's answer before it
+    /// judges the check `unknown` by itself.
+    pub check_grace_ms: u64,
+    pub trailers: Trailers,
+    pub mode: RunMode,
+    /// The environments this machine serves; `None` serves every one.
+    pub environments: Option<Vec<String>>,
+    /// Entropy for step nonces.
+    pub nonce_seed: u64,
+    #[cfg(feature = "mutants")]
+    pub mutant: Option<Mutant>,
+}
+
+impl RunnerConfig {
+    /// A runner with the spec's default timings (`lease_s` 60, `heartbeat_s` 10, a pass every
+    /// 10 seconds).
+    pub fn new(
+        runner: impl Into<String>,
+        main: impl Into<String>,
+        nonce_seed: u64,
+    ) -> RunnerConfig {
+        RunnerConfig {
+            runner: runner.into(),
+            main: main.into(),
+            lease_ms: 60_000,
+            heartbeat_ms: 10_000,
+            interval_ms: 10_000,
+            backoff_ms: 2_000,
+            check_grace_ms: 30_000,
+            trailers: Trailers::default(),
+            mode: RunMode::Loop,
+            environments: None,
+            nonce_seed,
+            #[cfg(feature = "mutants")]
+            mutant: None,
+        }
+    }
+}
+
+/// What each action in flight was for.
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    ReadPlaces,
+    ReadChains,
+    Claim {
+        change: ChangeId,
+        op: OpId,
+        parent: Oid,
+    },
+    /// An action of the current work.
+    Work(work::Purpose),
+}
+
+/// Where the runner is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for the next pass.
+    Idle,
+    /// A pass is reading the remote.
+    Passing,
+    /// A claim push is in flight.
+    Claiming,
+    /// Working a claimed operation (see `work`).
+    Working,
+    /// Done (`Once` or `Only` modes).
+    Done,
+}
+
+/// One runner. See the module documentation for what it does, and [`Machine`] for how to
+/// drive it.
+#[derive(Debug)]
+pub struct Runner {
+    cfg: RunnerConfig,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    nonces: Nonces,
+    stage: Stage,
+    /// The remote's refs as of the last fetch.
+    refs: Refs,
+    /// Queue places read so far, by sequence number.
+    places: BTreeMap<u64, Place>,
+    /// Chains read so far, by change.
+    chains: BTreeMap<ChangeId, Chain>,
+    /// Every queue place at or below this one has ended; passes start above it.
+    floor: u64,
+    watch: Option<Watch>,
+    work: Option<Work>,
+    /// Chain tips this runner wrote for the claim it may still hold: the pass that finds one
+    /// of them at the tip takes the work up again.
+    mine: Option<(ChangeId, BTreeSet<Oid>)>,
+    next_pass: Timestamp,
+    outcome: Option<BayResult>,
+    /// Merges this runner pushed and saw accepted, for reports.
+    merged: u64,
+}
+
+impl Runner {
+    /// A runner that starts its first pass at `now`.
+    pub fn new(cfg: RunnerConfig, now: Timestamp) -> Runner {
+        let nonces = Nonces::new(cfg.nonce_seed);
+        Runner {
+            cfg,
+            out: Outbox::default(),
+            now,
+            nonces,
+            stage: Stage::Idle,
+            refs: Refs::new(),
+            places: BTreeMap::new(),
+            chains: BTreeMap::new(),
+            floor: 0,
+            watch: None,
+            work: None,
+            mine: None,
+            next_pass: now,
+            outcome: None,
+            merged: 0,
+        }
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.cfg
+    }
+
+    /// How many merges this runner saw accepted.
+    pub fn merges(&self) -> u64 {
+        self.merged
+    }
+
+    /// The operation this runner is working, if any.
+    pub fn working_on(&self) -> Option<&OpId> {
+        self.work.as_ref().map(|w| &w.op)
+    }
+
+    /// A step by this runner, with a fresh nonce.
+    fn step(&mut self, change: &ChangeId, body: StepBody) -> Step {
+        self.nonces.step(change, self.now, &self.cfg.runner, body)
+    }
+
+    fn main_ref(&self) -> String {
+        crate::git::refs::main(&self.cfg.main)
+    }
+
+    /// Schedules the next pass `after_ms` from now and rests.
+    fn rest(&mut self, after_ms: u64) {
+        if self.stage == Stage::Done {
+            return;
+        }
+        self.stage = Stage::Idle;
+        self.next_pass = self.now.plus_millis(after_ms);
+    }
+
+    /// Drops the work in memory (its answers in flight are ignored) and rests. What the
+    /// remote holds is the truth; the next pass reads it.
+    fn drop_work(&mut self, after_ms: u64) {
+        self.work = None;
+        self.out.forget_all();
+        self.rest(after_ms);
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        self.outcome = Some(result);
+        self.work = None;
+        self.out.forget_all();
+        self.stage = Stage::Done;
+    }
+
+    /// The record of `change` as last read, if it is readable.
+    fn record(&self, change: &ChangeId) -> Option<&ChangeRecord> {
+        self.chains
+            .get(change)
+            .and_then(|chain| chain.record.as_ref().ok())
+    }
+}
+
+impl Machine for Runner {
+    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
+        self.now = now;
+        match event {
+            Event::Tick => self.on_tick(),
+            Event::Done(id, completion) => {
+                let Some(purpose) = self.out.complete(id)? else {
+                    return Ok(());
+                };
+                match purpose {
+                    Purpose::Fetch => self.on_fetched(completion)?,
+                    Purpose::ReadPlaces => self.on_places(completion)?,
+                    Purpose::ReadChains => self.on_chains(completion)?,
+                    Purpose::Claim { change, op, parent } => {
+                        self.on_claimed(change, op, parent, completion)?
+                    }
+                    Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+        self.out.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Deadline> {
+        match self.stage {
+            Stage::Idle => Some(Deadline {
+                at: self.next_pass,
+                why: self.idle_reason(),
+            }),
+            Stage::Working => self.work.as_ref().and_then(Work::deadline),
+            Stage::Passing | Stage::Claiming | Stage::Done => None,
+        }
+    }
+
+    fn outcome(&self) -> Option<&BayResult> {
+        self.outcome.as_ref()
+    }
+}
+
+impl Runner {
+    fn on_tick(&mut self) {
+        match self.stage {
+            Stage::Idle if self.now >= self.next_pass => self.start_pass(),
+            Stage::Working => self.work_tick(),
+            _ => {}
+        }
+    }
+
+    fn idle_reason(&self) -> Wake {
+        match &self.watch {
+            Some(watch) if watch.expires(self.cfg.lease_ms) <= self.next_pass => Wake::LeaseWatch,
+            _ => Wake::Pass,
+        }
+    }
+}

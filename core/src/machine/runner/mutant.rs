@@ -1,0 +1,127 @@
+//! Deliberately broken runners, compiled only for the simulator's tests.
+//!
+//! Each mutant removes one guard the design relies on. The simulator must catch every one of
+//! them (see `sim/tests/mutants.rs`): an invariant checker that cannot fail is a defect.
+
+use super::Runner;
+use crate::check::CheckExit;
+use crate::check::CheckRequest;
+use crate::git::Oid;
+use crate::id::{ChangeId, OpId};
+use crate::machine::{Expect, PushPlan};
+
+/// One broken guard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mutant {
+    /// S1: pushes main with no lease, so a merge can overwrite what main gained meanwhile.
+    MainWithoutLease,
+    /// S2: pushes main, the marker and the outcome without the atomic flag, so one can land
+    /// without the others.
+    MergeNotAtomic,
+    /// S3: after main moved, builds the new candidate but merges it on the old one's checks.
+    ReuseChecksAfterMainMoved,
+    /// S4: writes its steps with no lease on its own last step, so a replaced runner still
+    /// writes (and merges).
+    SkipFencing,
+    /// S5: takes a check result for another tree as if it were for the candidate.
+    AcceptAnyTree,
+    /// S6: squashes heartbeats by replacing the previous one instead of appending.
+    RewriteHeartbeat,
+    /// S7: when the head is claimed by someone else, works the next place instead.
+    SkipClaimedHead,
+    /// Liveness: never takes over a silent claim.
+    NeverTakeOver,
+}
+
+impl Runner {
+    fn mutant_is(&self, mutant: Mutant) -> bool {
+        self.cfg.mutant == Some(mutant)
+    }
+
+    /// Removes the leases and flags a mutant does without.
+    pub(super) fn mutant_plan(&self, mut plan: PushPlan) -> PushPlan {
+        if self.mutant_is(Mutant::MergeNotAtomic) {
+            plan.atomic = false;
+        }
+        if self.mutant_is(Mutant::MainWithoutLease) {
+            let main = self.main_ref();
+            for update in plan.updates.iter_mut().filter(|u| u.name == main) {
+                update.expect = Expect::Any;
+            }
+        }
+        if self.mutant_is(Mutant::SkipFencing) {
+            for append in &mut plan.appends {
+                append.expect = Expect::Any;
+            }
+        }
+        if self.mutant_is(Mutant::RewriteHeartbeat) {
+            // The lease stays on the real tip; the parent skips the previous heartbeat.
+            if let Some(work) = &self.work {
+                for append in &mut plan.appends {
+                    append.expect = Expect::Is(work.tip.clone());
+                }
+            }
+        }
+        plan
+    }
+
+    pub(super) fn heartbeat_parent(&mut self) -> Oid {
+        let tip = self.work_mut_for_mutant().tip.clone();
+        if !self.mutant_is(Mutant::RewriteHeartbeat) {
+            return tip;
+        }
+        // Replace the previous heartbeat of this work, if the tip is one.
+        match self.work_mut_for_mutant().last_heartbeat_parent.clone() {
+            Some((heartbeat, parent)) if heartbeat == tip => parent,
+            _ => tip,
+        }
+    }
+
+    fn work_mut_for_mutant(&mut self) -> &mut super::work::Work {
+        self.work
+            .as_mut()
+            .expect("heartbeats are sent only while working")
+    }
+
+    pub(super) fn mutant_reuses_checks(&self) -> bool {
+        self.mutant_is(Mutant::ReuseChecksAfterMainMoved)
+            && self.work.as_ref().is_some_and(|w| w.main_moved > 0)
+    }
+
+    /// Judges against the tree the result claims instead of the candidate's.
+    pub(super) fn mutant_request(
+        &self,
+        mut request: CheckRequest,
+        exit: &CheckExit,
+    ) -> CheckRequest {
+        if self.mutant_is(Mutant::AcceptAnyTree) {
+            let claimed: Option<(Oid, Oid)> =
+                serde_json::from_slice::<serde_json::Value>(&exit.stdout)
+                    .ok()
+                    .and_then(|doc| {
+                        let commit = Oid::parse(doc["exercised"]["commit"].as_str()?).ok()?;
+                        let tree = Oid::parse(doc["exercised"]["tree"].as_str()?).ok()?;
+                        Some((commit, tree))
+                    });
+            if let Some((commit, tree)) = claimed {
+                request.candidate.commit = commit;
+                request.candidate.tree = tree;
+            }
+        }
+        request
+    }
+
+    pub(super) fn mutant_skips_claimed_head(&self, change: &ChangeId, op: &OpId) -> bool {
+        if !self.mutant_is(Mutant::SkipClaimedHead) {
+            return false;
+        }
+        self.record(change)
+            .and_then(|record| record.op(op))
+            .and_then(|operation| operation.owner.as_ref())
+            .is_some_and(|owner| owner != &self.cfg.runner)
+    }
+
+    pub(super) fn mutant_never_takes_over(&self) -> bool {
+        self.mutant_is(Mutant::NeverTakeOver)
+    }
+}

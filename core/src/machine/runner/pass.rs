@@ -1,0 +1,457 @@
+//! A runner's pass: read the queue from the remote, find its head, and claim, resume or watch.
+
+use std::collections::BTreeSet;
+
+use super::{Purpose, RunMode, Runner, Stage, work::Work};
+use crate::git::{Oid, refs};
+use crate::id::{ChangeId, OpId, intent_digest};
+use crate::machine::{
+    Action, Append, ChainQuery, ChainRead, Completion, Misuse, PushOutcome, PushPlan, RawStep,
+};
+use crate::record::{ChangeRecord, Step, StepBody};
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+/// One queue place: the request step it points at, and that request's operation.
+#[derive(Clone, Debug)]
+pub(super) struct Place {
+    pub oid: Oid,
+    /// `None` when the place does not point at a readable request: it holds nothing to do.
+    pub op: Option<OpId>,
+}
+
+/// A chain as last read, oldest step first.
+#[derive(Clone, Debug)]
+pub(super) struct Chain {
+    pub tip: Oid,
+    pub steps: Vec<(Oid, Step)>,
+    pub record: Result<ChangeRecord, String>,
+}
+
+/// A claim held by someone else, watched on this runner's own clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Watch {
+    pub change: ChangeId,
+    pub tip: Oid,
+    pub since: Timestamp,
+}
+
+impl Watch {
+    pub fn expires(&self, lease_ms: u64) -> Timestamp {
+        self.since.plus_millis(lease_ms)
+    }
+}
+
+/// What the pass found at the head of the queue.
+enum Head {
+    Empty,
+    Op { change: ChangeId, op: OpId },
+}
+
+impl Runner {
+    pub(super) fn start_pass(&mut self) {
+        self.stage = Stage::Passing;
+        self.out.send(Action::Fetch, Purpose::Fetch);
+    }
+
+    /// Reads after a fault in a pass: rest, then try again.
+    fn pass_failed(&mut self) {
+        let backoff = self.cfg.backoff_ms;
+        self.rest(backoff);
+    }
+
+    pub(super) fn on_fetched(&mut self, completion: Completion) -> Result<(), Misuse> {
+        let Completion::Fetched(result) = completion else {
+            return Err(Misuse("a fetch answered with another completion".into()));
+        };
+        match result {
+            Ok(refs) => {
+                self.refs = refs;
+                self.read_places();
+            }
+            Err(_) => self.pass_failed(),
+        }
+        Ok(())
+    }
+
+    /// Reads the request of every queue place above the floor not read yet.
+    fn read_places(&mut self) {
+        let live: BTreeSet<u64> = self
+            .refs
+            .keys()
+            .filter_map(|name| refs::parse_queue(name))
+            .collect();
+        // Places gone from the remote (removed after retention) are forgotten.
+        self.places.retain(|seq, _| live.contains(seq));
+        let unread: Vec<Oid> = live
+            .iter()
+            .filter(|seq| **seq > self.floor)
+            .filter_map(|seq| {
+                let oid = &self.refs[&refs::queue(*seq)];
+                match self.places.get(seq) {
+                    Some(place) if &place.oid == oid => None,
+                    _ => Some(oid.clone()),
+                }
+            })
+            .collect();
+        if unread.is_empty() {
+            self.read_chains();
+        } else {
+            self.out
+                .send(Action::ReadSteps { oids: unread }, Purpose::ReadPlaces);
+        }
+    }
+
+    pub(super) fn on_places(&mut self, completion: Completion) -> Result<(), Misuse> {
+        let Completion::StepsRead(result) = completion else {
+            return Err(Misuse(
+                "a step read answered with another completion".into(),
+            ));
+        };
+        let Ok(raw) = result else {
+            self.pass_failed();
+            return Ok(());
+        };
+        let seqs: Vec<u64> = self
+            .refs
+            .keys()
+            .filter_map(|name| refs::parse_queue(name))
+            .collect();
+        for seq in seqs.into_iter().filter(|seq| *seq > self.floor) {
+            let oid = self.refs[&refs::queue(seq)].clone();
+            if let Some(RawStep { message, .. }) = raw.iter().find(|r| r.oid == oid) {
+                let op = match Step::from_message(message) {
+                    Ok(Step {
+                        body:
+                            StepBody::Request {
+                                op, seq: written, ..
+                            },
+                        ..
+                    }) if written == seq => Some(op),
+                    _ => None,
+                };
+                self.places.insert(seq, Place { oid, op });
+            }
+        }
+        self.read_chains();
+        Ok(())
+    }
+
+    /// Reads every chain a pass needs whose tip moved since it was last read.
+    fn read_chains(&mut self) {
+        let mut wanted: BTreeSet<ChangeId> = self
+            .places
+            .range(self.floor + 1..)
+            .filter_map(|(_, place)| place.op.as_ref().map(|op| op.change.clone()))
+            .collect();
+        if let RunMode::Only(op) = &self.cfg.mode {
+            wanted.insert(op.change.clone());
+        }
+        let queries: Vec<ChainQuery> = wanted
+            .into_iter()
+            .filter_map(|change| {
+                let tip = self.refs.get(&refs::change(&change))?.clone();
+                let known = self.chains.get(&change).map(|chain| chain.tip.clone());
+                (known.as_ref() != Some(&tip)).then_some(ChainQuery { change, tip, known })
+            })
+            .collect();
+        if queries.is_empty() {
+            self.decide();
+        } else {
+            self.out
+                .send(Action::ReadChains { chains: queries }, Purpose::ReadChains);
+        }
+    }
+
+    pub(super) fn on_chains(&mut self, completion: Completion) -> Result<(), Misuse> {
+        let Completion::ChainsRead(result) = completion else {
+            return Err(Misuse(
+                "a chain read answered with another completion".into(),
+            ));
+        };
+        let Ok(reads) = result else {
+            self.pass_failed();
+            return Ok(());
+        };
+        for read in reads {
+            self.absorb_chain(read);
+        }
+        self.decide();
+        Ok(())
+    }
+
+    /// Adds what was read of one chain to the cache and folds it again.
+    pub(super) fn absorb_chain(&mut self, read: ChainRead) {
+        let mut steps: Vec<(Oid, Step)> =
+            match (read.reached_known, self.chains.remove(&read.change)) {
+                (true, Some(chain)) => chain.steps,
+                _ => Vec::new(),
+            };
+        let mut unreadable = None;
+        for raw in read.steps.into_iter().rev() {
+            match Step::from_message(&raw.message) {
+                Ok(step) => steps.push((raw.oid, step)),
+                Err(e) => unreadable = Some(format!("step {}: {e}", raw.oid.short())),
+            }
+        }
+        let record = match unreadable {
+            Some(why) => Err(why),
+            None => {
+                let only: Vec<Step> = steps.iter().map(|(_, step)| step.clone()).collect();
+                ChangeRecord::fold(&only).map_err(|e| e.to_string())
+            }
+        };
+        self.chains.insert(
+            read.change,
+            Chain {
+                tip: read.tip,
+                steps,
+                record,
+            },
+        );
+    }
+
+    /// The state of a queue place's operation: `None` when it has ended or cannot be read.
+    fn live_state(&self, place: &Place) -> Option<(ChangeId, OpId)> {
+        let op = place.op.as_ref()?;
+        let chain = self.chains.get(&op.change)?;
+        if self.refs.get(&refs::change(&op.change)) != Some(&chain.tip) {
+            return None;
+        }
+        let record = chain.record.as_ref().ok()?;
+        let state = record.op(op)?.state;
+        (!state.is_terminal()).then(|| (op.change.clone(), op.clone()))
+    }
+
+    /// Finds the head, raising the floor over every place that ended before it.
+    fn find_head(&mut self) -> Head {
+        let mut floor = self.floor;
+        let mut ended_so_far = true;
+        for (seq, place) in self.places.range(self.floor + 1..) {
+            if let Some((change, op)) = self.live_state(place) {
+                #[cfg(feature = "mutants")]
+                if self.mutant_skips_claimed_head(&change, &op) {
+                    ended_so_far = false;
+                    continue;
+                }
+                self.floor = floor;
+                return Head::Op { change, op };
+            }
+            if ended_so_far && self.place_has_ended(place) {
+                floor = *seq;
+            } else {
+                ended_so_far = false;
+            }
+        }
+        self.floor = floor;
+        Head::Empty
+    }
+
+    /// Ended for good: its chain was read at the remote's tip and the operation is over (or
+    /// the place names no readable request). A place whose chain is merely unread is not.
+    fn place_has_ended(&self, place: &Place) -> bool {
+        let Some(op) = &place.op else { return true };
+        let Some(chain) = self.chains.get(&op.change) else {
+            return !self.refs.contains_key(&refs::change(&op.change));
+        };
+        match &chain.record {
+            Ok(record) => record.op(op).is_none_or(|o| o.state.is_terminal()),
+            Err(_) => true,
+        }
+    }
+
+    /// Acts on what the pass read.
+    fn decide(&mut self) {
+        if let RunMode::Only(op) = &self.cfg.mode {
+            if let Some(result) = self.only_outcome(op) {
+                self.finish(result);
+                return;
+            }
+        }
+        let head = self.find_head();
+        let Head::Op { change, op } = head else {
+            self.watch = None;
+            return self.idle_or_done();
+        };
+        if let RunMode::Only(only) = &self.cfg.mode {
+            if only != &op {
+                // Another operation is ahead: it merges first, by whichever runner.
+                let interval = self.cfg.interval_ms;
+                return self.rest(interval);
+            }
+        }
+        let tip = self.refs[&refs::change(&change)].clone();
+        let record = self
+            .record(&change)
+            .cloned()
+            .expect("a live head has a readable record");
+        let operation = record
+            .op(&op)
+            .expect("a live head's operation is in its record");
+        match &operation.owner {
+            None => {
+                self.watch = None;
+                self.claim(change, op, tip);
+            }
+            Some(owner) if owner == &self.cfg.runner && self.is_mine(&change, &tip) => {
+                self.watch = None;
+                self.resume(record, op, tip);
+            }
+            Some(_) => self.watch_or_take_over(change, op, tip),
+        }
+    }
+
+    /// With nothing to do now: rest until the next pass, or end a `--once` run.
+    fn idle_or_done(&mut self) {
+        if self.cfg.mode == RunMode::Once {
+            let result = BayResult::ok(None, serde_json::Map::new());
+            self.finish(result);
+        } else {
+            let interval = self.cfg.interval_ms;
+            self.rest(interval);
+        }
+    }
+
+    fn is_mine(&self, change: &ChangeId, tip: &Oid) -> bool {
+        matches!(&self.mine, Some((mine, tips)) if mine == change && tips.contains(tip))
+    }
+
+    /// Takes over a claim only after its chain has not moved for one whole lease, timed on
+    /// this runner's own clock from the moment it first saw that tip.
+    fn watch_or_take_over(&mut self, change: ChangeId, op: OpId, tip: Oid) {
+        let lease = self.cfg.lease_ms;
+        match &self.watch {
+            Some(watch) if watch.change == change && watch.tip == tip => {
+                #[cfg(feature = "mutants")]
+                if self.mutant_never_takes_over() {
+                    return self.rest_until_watch();
+                }
+                if self.now.millis_since(watch.since) >= lease {
+                    self.watch = None;
+                    return self.claim(change, op, tip);
+                }
+            }
+            _ => {
+                self.watch = Some(Watch {
+                    change,
+                    tip,
+                    since: self.now,
+                })
+            }
+        }
+        self.rest_until_watch();
+    }
+
+    fn rest_until_watch(&mut self) {
+        let interval = self.cfg.interval_ms;
+        self.rest(interval);
+        if let Some(watch) = &self.watch {
+            let expires = watch.expires(self.cfg.lease_ms);
+            if expires < self.next_pass {
+                self.next_pass = expires;
+            }
+        }
+    }
+
+    /// Appends a claim step, leased on the tip the pass read.
+    fn claim(&mut self, change: ChangeId, op: OpId, tip: Oid) {
+        let step = self.step(&change, StepBody::Claim { op: op.clone() });
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                change.clone(),
+                Some(tip.clone()),
+                vec![step],
+                None,
+            )],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.stage = Stage::Claiming;
+        self.out.send(
+            Action::Push(plan),
+            Purpose::Claim {
+                change,
+                op,
+                parent: tip,
+            },
+        );
+    }
+
+    pub(super) fn on_claimed(
+        &mut self,
+        change: ChangeId,
+        op: OpId,
+        parent: Oid,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        let Completion::Pushed(report) = completion else {
+            return Err(Misuse("a push answered with another completion".into()));
+        };
+        let written = report.steps.first().and_then(|steps| steps.last()).cloned();
+        match (report.outcome, written) {
+            (PushOutcome::Accepted, Some(tip)) => match self.record(&change).cloned() {
+                // The record as the pass read it: the claim extended exactly that tip.
+                Some(record) if self.chains.get(&change).is_some_and(|c| c.tip == parent) => {
+                    self.resume(record, op, tip)
+                }
+                _ => self.rest(0),
+            },
+            (PushOutcome::Unknown { .. }, Some(tip)) => {
+                // The claim may have landed: the next pass takes the work up if it did.
+                self.mine = Some((change, BTreeSet::from([tip])));
+                self.rest(0);
+            }
+            // Someone else moved the chain first; or nothing reached the remote.
+            (PushOutcome::Rejected { .. }, _) => self.rest(0),
+            _ => {
+                let backoff = self.cfg.backoff_ms;
+                self.rest(backoff);
+            }
+        }
+        Ok(())
+    }
+
+    /// Works `op` from scratch under a claim this runner holds at `tip`.
+    fn resume(&mut self, record: ChangeRecord, op: OpId, tip: Oid) {
+        let change = record.change.clone();
+        self.mine = Some((change, BTreeSet::from([tip.clone()])));
+        let Some(base) = self.refs.get(&self.main_ref()).cloned() else {
+            // No main on the remote: nothing can merge until someone makes it.
+            let backoff = self.cfg.backoff_ms;
+            return self.rest(backoff);
+        };
+        let newer = self.newer_generation(&record);
+        self.stage = Stage::Working;
+        let work = Work::new(record, op, tip, base, self.now, self.cfg.heartbeat_ms);
+        self.work = Some(work);
+        match newer {
+            Some(generation) => self.supersede(generation),
+            None => self.read_policy(),
+        }
+    }
+
+    /// A newer generation of the change's intent, if one was started: then this change no
+    /// longer holds its intent.
+    fn newer_generation(&self, record: &ChangeRecord) -> Option<u32> {
+        let digest = intent_digest(&record.intent);
+        self.refs
+            .keys()
+            .filter_map(|name| refs::parse_intent(name))
+            .filter(|(d, generation)| *d == digest && *generation > record.generation)
+            .map(|(_, generation)| generation)
+            .max()
+    }
+
+    /// For `merge --wait`: the result once the operation has ended.
+    fn only_outcome(&self, op: &OpId) -> Option<BayResult> {
+        let record = self.record(&op.change)?;
+        if self.refs.get(&refs::change(&op.change)) != self.chains.get(&op.change).map(|c| &c.tip) {
+            return None;
+        }
+        let operation = record.op(op)?;
+        operation
+            .state
+            .is_terminal()
+            .then(|| crate::report::op_result(record, operation))
+    }
+}

@@ -1,0 +1,851 @@
+//! Working one claimed operation: policy, candidate, checks, and the merge push.
+
+use super::{Purpose as RunnerPurpose, Runner, Stage};
+use crate::check::{
+    ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
+    EvidenceRecord, Judgement, RequestInput, Verdict, judge,
+};
+use crate::git::{Oid, refs};
+use crate::id::{CandidateId, OpId};
+use crate::machine::{
+    Action, ActionId, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect,
+    Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+};
+use crate::policy::{CheckSpec, Policy};
+use crate::reason::ReasonCode;
+use crate::record::{ChangeRecord, StepBody};
+use crate::result::OpState;
+use crate::time::Timestamp;
+
+/// Where the policy lives in main's tree.
+pub const POLICY_PATH: &str = ".bay/policy.toml";
+
+/// What a work action was for.
+#[derive(Clone, Debug)]
+pub(super) enum Purpose {
+    ReadPolicy,
+    Build,
+    Check {
+        index: usize,
+    },
+    Heartbeat {
+        parent: Oid,
+    },
+    Write(Write),
+    /// A fetch to learn why a write was refused.
+    Verify(Write),
+}
+
+/// A chain write the work wants, built into a push only when no other chain write is in
+/// flight, so that each one leases on the tip the previous one made.
+#[derive(Clone, Debug)]
+pub(super) enum Write {
+    Candidate,
+    /// A judged check; with `end`, the operation ends in the same push.
+    Check {
+        index: usize,
+        verdict: Verdict,
+        why: String,
+        record: String,
+        end: Option<Ending>,
+    },
+    Merge,
+    End(Ending),
+    Release {
+        reason: Option<ReasonCode>,
+        why: String,
+    },
+}
+
+/// How an operation ends short of a merge.
+#[derive(Clone, Debug)]
+pub(super) struct Ending {
+    pub state: OpState,
+    pub reason: Option<ReasonCode>,
+    pub detail: serde_json::Value,
+}
+
+/// The candidate the work built.
+#[derive(Clone, Debug)]
+pub(super) struct Built {
+    pub id: CandidateId,
+    pub commit: Oid,
+    pub tree: Oid,
+    pub base_tree: Oid,
+    pub changed_paths: Vec<String>,
+}
+
+/// One operation in hand.
+#[derive(Clone, Debug)]
+pub(super) struct Work {
+    pub record: ChangeRecord,
+    pub op: OpId,
+    /// The chain's tip as this runner last wrote it: every write leases on it.
+    pub tip: Oid,
+    /// Main as the candidate is built on it.
+    pub base: Oid,
+    pub policy: Option<Policy>,
+    pub built: Option<Built>,
+    /// Candidates of this operation so far, recorded or not.
+    pub attempts: u32,
+    /// Checks that passed on the current candidate.
+    pub passed: Vec<String>,
+    /// Times main moved under a merge push in this work.
+    pub main_moved: u32,
+    pub heartbeat_at: Timestamp,
+    /// A chain write (heartbeat included) is in flight.
+    pub writing: bool,
+    /// A write waiting for the one in flight.
+    pub deferred: Option<Write>,
+    /// The check in flight: its action, its deadline and the request it was sent.
+    pub check: Option<(ActionId, Timestamp, CheckRequest)>,
+    /// The last heartbeat this work wrote and the parent it was given (for a mutant).
+    #[cfg(feature = "mutants")]
+    pub last_heartbeat_parent: Option<(Oid, Oid)>,
+}
+
+impl Work {
+    pub fn new(
+        record: ChangeRecord,
+        op: OpId,
+        tip: Oid,
+        base: Oid,
+        now: Timestamp,
+        heartbeat_ms: u64,
+    ) -> Work {
+        let attempts = record
+            .op(&op)
+            .map_or(0, |o| u32::try_from(o.candidates.len()).unwrap_or(u32::MAX));
+        Work {
+            record,
+            op,
+            tip,
+            base,
+            policy: None,
+            built: None,
+            attempts,
+            passed: Vec::new(),
+            main_moved: 0,
+            heartbeat_at: now.plus_millis(heartbeat_ms),
+            writing: false,
+            deferred: None,
+            check: None,
+            #[cfg(feature = "mutants")]
+            last_heartbeat_parent: None,
+        }
+    }
+
+    pub fn deadline(&self) -> Option<Deadline> {
+        let heartbeat = (!self.writing).then_some(Deadline {
+            at: self.heartbeat_at,
+            why: Wake::Heartbeat,
+        });
+        let check = self.check.as_ref().map(|(_, at, _)| Deadline {
+            at: *at,
+            why: Wake::CheckDeadline,
+        });
+        match (heartbeat, check) {
+            (Some(h), Some(c)) => Some(if c.at < h.at { c } else { h }),
+            (h, c) => h.or(c),
+        }
+    }
+}
+
+impl Runner {
+    fn work_mut(&mut self) -> &mut Work {
+        self.work
+            .as_mut()
+            .expect("work actions are handled only while working")
+    }
+
+    fn send_work(&mut self, action: Action, purpose: Purpose) -> ActionId {
+        self.out.send(action, RunnerPurpose::Work(purpose))
+    }
+
+    pub(super) fn read_policy(&mut self) {
+        let commit = self.work_mut().base.clone();
+        self.send_work(
+            Action::ReadFile {
+                commit,
+                path: POLICY_PATH.into(),
+            },
+            Purpose::ReadPolicy,
+        );
+    }
+
+    pub(super) fn supersede(&mut self, generation: u32) {
+        self.end(
+            OpState::Superseded,
+            Some(ReasonCode::ChangeSuperseded),
+            serde_json::json!({ "newer_generation": generation }),
+        );
+    }
+
+    pub(super) fn work_tick(&mut self) {
+        let now = self.now;
+        let Some(work) = self.work.as_mut() else {
+            return;
+        };
+        if let Some((id, at, _)) = &work.check {
+            let (id, at) = (*id, *at);
+            if now >= at {
+                // The driver should have killed the check at its time limit; it did not answer,
+                // so the check is unknown, never a pass. Its late answer is ignored.
+                work.check = None;
+                self.out.forget(id);
+                let index = self.work_mut().passed.len();
+                let why = "The check ran past its time limit and never answered.".to_string();
+                return self.judged(index, Verdict::Unknown, why, String::new());
+            }
+        }
+        let work = self.work_mut();
+        if !work.writing && now >= work.heartbeat_at {
+            self.heartbeat();
+        }
+    }
+
+    fn heartbeat(&mut self) {
+        let (change, op) = {
+            let work = self.work_mut();
+            (work.record.change.clone(), work.op.clone())
+        };
+        let step = self.step(&change, StepBody::Heartbeat { op });
+        let parent = self.heartbeat_parent();
+        let parent_sent = parent.clone();
+        let plan = PushPlan {
+            appends: vec![Append::on(change, Some(parent), vec![step], None)],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        #[cfg(feature = "mutants")]
+        let plan = self.mutant_plan(plan);
+        self.work_mut().writing = true;
+        self.send_work(
+            Action::Push(plan),
+            Purpose::Heartbeat {
+                parent: parent_sent,
+            },
+        );
+    }
+
+    #[cfg(not(feature = "mutants"))]
+    fn heartbeat_parent(&mut self) -> Oid {
+        self.work_mut().tip.clone()
+    }
+
+    /// Sends `write` now, or after the chain write in flight.
+    fn write(&mut self, write: Write) {
+        let work = self.work_mut();
+        if work.writing {
+            work.deferred = Some(write);
+            return;
+        }
+        work.writing = true;
+        let plan = self.plan(&write);
+        #[cfg(feature = "mutants")]
+        let plan = self.mutant_plan(plan);
+        self.send_work(Action::Push(plan), Purpose::Write(write));
+    }
+
+    fn plan(&mut self, write: &Write) -> PushPlan {
+        let work = self
+            .work
+            .clone()
+            .expect("writes are planned only while working");
+        let change = work.record.change.clone();
+        let op = work.op.clone();
+        let mut plan = PushPlan {
+            atomic: true,
+            ..PushPlan::default()
+        };
+        let mut steps = Vec::new();
+        let mut carry = None;
+        match write {
+            Write::Candidate => {
+                let built = work
+                    .built
+                    .clone()
+                    .expect("a candidate is recorded after it is built");
+                steps.push(self.step(
+                    &change,
+                    StepBody::Candidate {
+                        op: op.clone(),
+                        candidate: built.id,
+                        base: work.base.clone(),
+                        base_tree: built.base_tree,
+                        commit: built.commit.clone(),
+                        tree: built.tree,
+                    },
+                ));
+                carry = Some(built.commit);
+            }
+            Write::Check {
+                index,
+                verdict,
+                why,
+                record,
+                end,
+            } => {
+                let built = work
+                    .built
+                    .clone()
+                    .expect("a check runs on a built candidate");
+                let spec = self.check_spec(*index);
+                steps.push(self.step(
+                    &change,
+                    StepBody::Check {
+                        op: op.clone(),
+                        candidate: built.id,
+                        check: spec.id.clone(),
+                        environment: spec.environment.clone(),
+                        verdict: *verdict,
+                        why: why.clone(),
+                    },
+                ));
+                if !record.is_empty() {
+                    let producer = self.cfg.runner.clone();
+                    let expect = match self.refs.get(&refs::evidence(&producer)) {
+                        Some(tip) => Expect::Is(tip.clone()),
+                        None => Expect::Absent,
+                    };
+                    plan.notes.push(NoteAdd {
+                        producer,
+                        expect,
+                        object: built.tree,
+                        record: record.clone(),
+                    });
+                }
+                if let Some(end) = end {
+                    steps.push(self.step(
+                        &change,
+                        StepBody::Outcome {
+                            op: op.clone(),
+                            state: end.state,
+                            reason: end.reason,
+                            detail: end.detail.clone(),
+                        },
+                    ));
+                }
+            }
+            Write::Merge => {
+                let built = work
+                    .built
+                    .clone()
+                    .expect("a merge pushes a built candidate");
+                steps.push(self.step(
+                    &change,
+                    StepBody::Outcome {
+                        op: op.clone(),
+                        state: OpState::Merged,
+                        reason: None,
+                        detail: serde_json::json!({
+                            "candidate": built.id,
+                            "commit": built.commit,
+                            "tree": built.tree,
+                            "base": work.base,
+                        }),
+                    },
+                ));
+                plan.updates.push(RefUpdate {
+                    name: self.main_ref(),
+                    expect: Expect::Is(work.base.clone()),
+                    new: NewValue::Oid(built.commit.clone()),
+                });
+                plan.updates.push(RefUpdate {
+                    name: refs::landed(&change),
+                    expect: Expect::Absent,
+                    new: NewValue::Oid(built.commit),
+                });
+            }
+            Write::End(end) => {
+                steps.push(self.step(
+                    &change,
+                    StepBody::Outcome {
+                        op: op.clone(),
+                        state: end.state,
+                        reason: end.reason,
+                        detail: end.detail.clone(),
+                    },
+                ));
+            }
+            Write::Release { reason, why } => {
+                steps.push(self.step(
+                    &change,
+                    StepBody::Release {
+                        op: op.clone(),
+                        reason: *reason,
+                        why: why.clone(),
+                    },
+                ));
+            }
+        }
+        plan.appends
+            .push(Append::on(change, Some(work.tip), steps, carry));
+        plan
+    }
+
+    fn check_spec(&self, index: usize) -> CheckSpec {
+        let work = self.work.as_ref().expect("checks run only while working");
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("checks run after the policy is read");
+        policy.required()[index].clone()
+    }
+
+    /// Ends the operation short of a merge.
+    fn end(&mut self, state: OpState, reason: Option<ReasonCode>, detail: serde_json::Value) {
+        self.write(Write::End(Ending {
+            state,
+            reason,
+            detail,
+        }));
+    }
+
+    /// Gives the claim back after a fault, so another runner may claim at once.
+    fn release(&mut self, reason: Option<ReasonCode>, why: String) {
+        self.write(Write::Release { reason, why });
+    }
+
+    pub(super) fn on_work(
+        &mut self,
+        id: ActionId,
+        purpose: Purpose,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        if self.work.is_none() {
+            return Ok(());
+        }
+        match (purpose, completion) {
+            (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
+            (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
+            (Purpose::Check { index }, Completion::CheckExited(exit)) => {
+                self.on_check(id, index, exit)
+            }
+            (Purpose::Heartbeat { parent }, Completion::Pushed(report)) => {
+                self.on_heartbeat(report, parent)
+            }
+            (Purpose::Write(write), Completion::Pushed(report)) => self.on_written(write, report),
+            (Purpose::Verify(write), Completion::Fetched(result)) => {
+                self.on_verified(write, result)
+            }
+            (purpose, completion) => {
+                return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn on_policy(&mut self, result: Result<Option<Vec<u8>>, crate::machine::Fault>) {
+        match result {
+            Err(fault) => self.release(None, format!("could not read {POLICY_PATH}: {fault}")),
+            Ok(None) => {
+                let detail =
+                    serde_json::json!({ "path": POLICY_PATH, "base": self.work_mut().base });
+                self.end(OpState::Blocked, Some(ReasonCode::PolicyMissing), detail)
+            }
+            Ok(Some(bytes)) => {
+                let parsed = std::str::from_utf8(&bytes)
+                    .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
+                    .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()));
+                match parsed {
+                    Ok(policy) => {
+                        self.work_mut().policy = Some(policy);
+                        self.build();
+                    }
+                    Err(why) => self.end(
+                        OpState::Blocked,
+                        Some(ReasonCode::PolicyInvalid),
+                        serde_json::json!({ "path": POLICY_PATH, "why": why }),
+                    ),
+                }
+            }
+        }
+    }
+
+    fn build(&mut self) {
+        let trailers = self.cfg.trailers.clone();
+        let work = self.work_mut();
+        work.attempts += 1;
+        work.passed.clear();
+        work.built = None;
+        let candidate = work.op.candidate(work.attempts);
+        let operation = work
+            .record
+            .op(&work.op)
+            .expect("the work's operation is in its record");
+        let intent = one_line(&work.record.intent);
+        let message = format!(
+            "{intent}\n\nChange-Id: {change}\n{ik}: {intent}\n{ak}: {actor}\nBay-Op: {op}\nBay-Candidate: {candidate}\n",
+            change = work.record.change,
+            ik = trailers.intent,
+            ak = trailers.actor,
+            actor = one_line(&operation.requested_by),
+            op = work.op,
+        );
+        let spec = CandidateSpec {
+            candidate,
+            base: work.base.clone(),
+            draft: operation.draft.clone(),
+            merge_base: operation.base.clone(),
+            message,
+        };
+        self.send_work(Action::BuildCandidate(spec), Purpose::Build);
+    }
+
+    fn on_built(&mut self, result: Result<BuildResult, crate::machine::Fault>) {
+        match result {
+            Err(fault) => self.release(None, format!("could not build the candidate: {fault}")),
+            Ok(BuildResult::Conflict { paths }) => self.end(
+                OpState::Blocked,
+                Some(ReasonCode::MergeConflict),
+                serde_json::json!({ "paths": paths }),
+            ),
+            Ok(BuildResult::Clean {
+                commit,
+                tree,
+                base_tree,
+                changed_paths,
+            }) => {
+                let base = self.work_mut().base.clone();
+                if tree == base_tree {
+                    return self.end(
+                        OpState::NoEffect,
+                        None,
+                        serde_json::json!({ "main_commit": base, "tree": tree }),
+                    );
+                }
+                let work = self.work_mut();
+                let id = work.op.candidate(work.attempts);
+                work.built = Some(Built {
+                    id,
+                    commit,
+                    tree,
+                    base_tree,
+                    changed_paths,
+                });
+                self.write(Write::Candidate);
+            }
+        }
+    }
+
+    /// Runs the next required check, or merges when none is left.
+    fn next_check(&mut self) {
+        let work = self.work.as_ref().expect("checks run only while working");
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("checks run after the policy is read");
+        let index = work.passed.len();
+        let Some(spec) = policy.required().get(index).cloned() else {
+            return self.write(Write::Merge);
+        };
+        if let Some(served) = &self.cfg.environments {
+            if !served.contains(&spec.environment) {
+                let why = format!(
+                    "this runner does not serve the environment {}",
+                    spec.environment
+                );
+                return self.unavailable(why);
+            }
+        }
+        let built = work.built.clone().expect("checks run on a built candidate");
+        let request = CheckRequest::build(RequestInput {
+            target: CheckTarget {
+                id: spec.id.clone(),
+                environment: spec.environment.clone(),
+                timeout_s: spec.timeout_s,
+                expected_minimum: spec.expected_minimum,
+                fixtures: Vec::new(),
+            },
+            policy_revision: policy.revision.to_string(),
+            candidate: CommitTree {
+                commit: built.commit.clone(),
+                tree: built.tree.clone(),
+            },
+            base: CommitTree {
+                commit: work.base.clone(),
+                tree: built.base_tree.clone(),
+            },
+            changed_paths: built.changed_paths.clone(),
+            change: Some(ChangeContext {
+                id: work.record.change.clone(),
+                intent: work.record.intent.clone(),
+                actor: work.record.actor.clone(),
+                messages: Vec::new(),
+            }),
+        });
+        let deadline = self
+            .now
+            .plus_secs(spec.timeout_s)
+            .plus_millis(self.cfg.check_grace_ms);
+        let run = CheckRun {
+            check: spec,
+            request: request.clone(),
+            adapter_from: work.base.clone(),
+            candidate: built.commit,
+        };
+        let id = self.send_work(Action::RunCheck(run), Purpose::Check { index });
+        self.work_mut().check = Some((id, deadline, request));
+    }
+
+    fn on_check(&mut self, id: ActionId, index: usize, exit: CheckExit) {
+        let request = match self.work_mut().check.take() {
+            Some((current, _, request)) if current == id => request,
+            other => {
+                self.work_mut().check = other;
+                return;
+            }
+        };
+        let spec = self.check_spec(index);
+        #[cfg(feature = "mutants")]
+        let request = self.mutant_request(request, &exit);
+        match judge(&request, spec.expected_minimum, &exit) {
+            Judgement::Unavailable { reason } => self.unavailable(reason),
+            Judgement::Judged(judged) => {
+                let work = self.work.as_ref().expect("judging while working");
+                let extras = EvidenceExtras {
+                    producer: self.cfg.runner.clone(),
+                    op: work.op.to_string(),
+                    candidate_id: work
+                        .built
+                        .as_ref()
+                        .map(|b| b.id.to_string())
+                        .unwrap_or_default(),
+                    at: self.now,
+                };
+                let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
+                self.judged(index, judged.verdict, judged.why, record);
+            }
+        }
+    }
+
+    /// Records a judged check; a verdict other than `pass` ends the operation in the same push.
+    fn judged(&mut self, index: usize, verdict: Verdict, why: String, record: String) {
+        let end = match verdict {
+            Verdict::Pass => None,
+            Verdict::ProductFailure => Some((ReasonCode::CheckFailed, OpState::Blocked)),
+            Verdict::InfraFailure | Verdict::Unknown => {
+                Some((ReasonCode::CheckUnknown, OpState::Blocked))
+            }
+        }
+        .map(|(reason, state)| Ending {
+            state,
+            reason: Some(reason),
+            detail: serde_json::json!({
+                "check": self.check_spec(index).id,
+                "verdict": verdict,
+                "why": why,
+            }),
+        });
+        self.write(Write::Check {
+            index,
+            verdict,
+            why,
+            record,
+            end,
+        });
+    }
+
+    /// No worker can run the check here: keep no record, give the claim back, and wait.
+    fn unavailable(&mut self, why: String) {
+        self.release(Some(ReasonCode::CheckUnavailable), why);
+    }
+
+    fn on_heartbeat(&mut self, report: PushReport, parent: Oid) {
+        let written = last_written(&report);
+        let heartbeat_ms = self.cfg.heartbeat_ms;
+        let backoff = self.cfg.backoff_ms;
+        let now = self.now;
+        let work = self.work_mut();
+        work.writing = false;
+        match (report.outcome, written) {
+            (PushOutcome::Accepted, Some(tip)) => {
+                work.tip = tip.clone();
+                work.heartbeat_at = now.plus_millis(heartbeat_ms);
+                #[cfg(feature = "mutants")]
+                {
+                    work.last_heartbeat_parent = Some((tip.clone(), parent));
+                }
+                #[cfg(not(feature = "mutants"))]
+                let _ = parent;
+                self.remember(tip);
+                self.send_deferred();
+            }
+            (PushOutcome::NotSent(_), _) => {
+                work.heartbeat_at = now.plus_millis(backoff);
+                self.send_deferred();
+            }
+            // Refused: the claim was taken over, or the change moved under it. Write nothing more.
+            (PushOutcome::Rejected { .. }, _) => {
+                self.mine = None;
+                self.drop_work(0);
+            }
+            (_, written) => self.in_doubt(written),
+        }
+    }
+
+    fn send_deferred(&mut self) {
+        if let Some(write) = self.work_mut().deferred.take() {
+            self.write(write);
+        }
+    }
+
+    /// Adds a tip this runner wrote to the tips that prove its claim.
+    fn remember(&mut self, tip: Oid) {
+        if let Some((_, tips)) = self.mine.as_mut() {
+            tips.clear();
+            tips.insert(tip);
+        }
+    }
+
+    /// A write's fate is unknown: drop the work; the next pass reads which tip won and takes the
+    /// work up again if either is this runner's.
+    fn in_doubt(&mut self, written: Option<Oid>) {
+        if let (Some((_, tips)), Some(written)) = (self.mine.as_mut(), written) {
+            tips.insert(written);
+        }
+        self.drop_work(0);
+    }
+
+    fn on_written(&mut self, write: Write, report: PushReport) {
+        let written = last_written(&report);
+        self.work_mut().writing = false;
+        match (report.outcome, written) {
+            (PushOutcome::Accepted, Some(tip)) => {
+                self.work_mut().tip = tip.clone();
+                self.remember(tip);
+                if let Some(note) = report.notes.first() {
+                    self.refs
+                        .insert(refs::evidence(&self.cfg.runner), note.clone());
+                }
+                self.after_write(write);
+            }
+            (PushOutcome::Rejected { .. }, _) => {
+                self.work_mut().writing = true;
+                self.send_work(Action::Fetch, Purpose::Verify(write));
+            }
+            (PushOutcome::NotSent(_), _) => {
+                // Nothing reached the remote; the claim still stands. Try the pass again later.
+                let backoff = self.cfg.backoff_ms;
+                self.drop_work(backoff);
+            }
+            (_, written) => self.in_doubt(written),
+        }
+    }
+
+    /// Goes on after a write the remote accepted.
+    fn after_write(&mut self, write: Write) {
+        match write {
+            Write::Candidate => {
+                let unchecked = self.work_mut().policy.as_ref().is_some_and(|p| p.unchecked);
+                #[cfg(feature = "mutants")]
+                let unchecked = unchecked || self.mutant_reuses_checks();
+                if unchecked {
+                    self.write(Write::Merge)
+                } else {
+                    self.next_check()
+                }
+            }
+            Write::Check {
+                index,
+                verdict: Verdict::Pass,
+                end: None,
+                ..
+            } => {
+                let id = self.check_spec(index).id;
+                self.work_mut().passed.push(id);
+                self.next_check();
+            }
+            Write::Merge => {
+                self.merged += 1;
+                self.finished(OpState::Merged);
+            }
+            Write::Check { end: Some(end), .. } | Write::End(end) => self.finished(end.state),
+            Write::Check { .. } => self.finished(OpState::Blocked),
+            Write::Release { reason, .. } => {
+                self.mine = None;
+                let wait = if reason == Some(ReasonCode::CheckUnavailable) {
+                    self.cfg.interval_ms
+                } else {
+                    self.cfg.backoff_ms
+                };
+                self.drop_work(wait);
+            }
+        }
+    }
+
+    /// The operation ended by this runner's push.
+    fn finished(&mut self, state: OpState) {
+        self.mine = None;
+        debug_assert!(state.is_terminal());
+        // The next pass reads the outcome back, so a `merge --wait` result is built from the
+        // record like every other reader's.
+        self.work = None;
+        self.out.forget_all();
+        self.stage = Stage::Idle;
+        self.next_pass = self.now;
+    }
+
+    /// Learns why a write was refused and goes on.
+    fn on_verified(
+        &mut self,
+        write: Write,
+        result: Result<crate::machine::Refs, crate::machine::Fault>,
+    ) {
+        self.work_mut().writing = false;
+        let Ok(remote) = result else {
+            let backoff = self.cfg.backoff_ms;
+            return self.drop_work(backoff);
+        };
+        self.refs = remote;
+        let work = self.work.clone().expect("verifying while working");
+        let change = work.record.change.clone();
+        let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
+        let landed = self.refs.contains_key(&refs::landed(&change));
+        if chain_moved || landed {
+            // Fenced: another writer moved the change. This runner writes nothing more to it.
+            self.mine = None;
+            return self.drop_work(0);
+        }
+        let main_now = self.refs.get(&self.main_ref()).cloned();
+        match write {
+            Write::Merge if main_now.as_ref() != Some(&work.base) => {
+                let Some(main_now) = main_now else {
+                    return self.release(None, "main is gone from the remote".into());
+                };
+                let moved = {
+                    let work = self.work_mut();
+                    work.main_moved += 1;
+                    work.base = main_now;
+                    work.main_moved
+                };
+                if moved <= 1 {
+                    // Main moved: build again on the new main, under the policy there, once.
+                    self.read_policy();
+                } else {
+                    self.release(
+                        Some(ReasonCode::MainMoved),
+                        "main moved twice during the push".into(),
+                    );
+                }
+            }
+            // The chain did not move, so the refusal came from elsewhere (our evidence notes were
+            // behind, or the remote refused for its own reasons): drop and let the pass retry.
+            _ => {
+                let backoff = self.cfg.backoff_ms;
+                self.drop_work(backoff)
+            }
+        }
+    }
+}
+
+/// The last step commit a push wrote, if it wrote any.
+fn last_written(report: &PushReport) -> Option<Oid> {
+    report.steps.first().and_then(|steps| steps.last()).cloned()
+}
+
+/// Text that goes into a single trailer or subject line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,445 @@
+//! `bay start`: open a change for an intent, or pick up an existing one.
+//!
+//! One intent claims one change even when starts race: a start creates the change's chain and
+//! the intent's generation ref in one atomic push, and the generation ref is create-only, so of
+//! racing starts exactly one wins; the others read the winner's change and pick it up. The same
+//! words pick up the intent's open change. After the intent's change merged, a start opens the
+//! intent's next generation, which names the merged change as the one it supersedes.
+
+use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
+use super::{
+    Action, ActionId, Append, ChainQuery, Completion, Deadline, Event, Expect, Machine, Misuse,
+    NewValue, Outbox, PushOutcome, PushPlan, RawStep, RefUpdate, Refreshed, Refs,
+};
+use crate::git::{Oid, refs};
+use crate::id::{ChangeId, intent_digest};
+use crate::reason::ReasonCode;
+use crate::record::{ChangeRecord, Step, StepBody};
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+/// What to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartTarget {
+    /// `bay start <intent> --paths <path>...`
+    Intent { intent: String, paths: Vec<String> },
+    /// `bay start <change>`
+    Change(ChangeId),
+}
+
+#[derive(Clone, Debug)]
+pub struct StartInput {
+    pub target: StartTarget,
+    pub actor: String,
+    pub main: String,
+    /// `--new`: open the intent's next change instead of adopting its ended one.
+    pub new: bool,
+    /// Entropy for the change id and step nonces.
+    pub entropy: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    ReadIntent,
+    ReadChain,
+    Refresh,
+    Create { generation: u32 },
+    Save,
+    View,
+}
+
+/// The `bay start` machine. Drive it as [`Machine`] says.
+#[derive(Debug)]
+pub struct Start {
+    input: StartInput,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    nonces: Nonces,
+    races: u32,
+    remote: Refs,
+    /// The change picked up, as read.
+    found: Option<(ChangeRecord, Oid)>,
+    /// The start step this machine wrote, when its fate is unknown.
+    written: Option<Oid>,
+    /// What the result will say, filled as the work goes.
+    detail: serde_json::Map<String, serde_json::Value>,
+    change: Option<ChangeId>,
+    outcome: Option<BayResult>,
+}
+
+impl Start {
+    pub fn new(input: StartInput, now: Timestamp) -> Start {
+        let nonces = Nonces::new(input.entropy);
+        let mut start = Start {
+            input,
+            out: Outbox::default(),
+            now,
+            nonces,
+            races: 0,
+            remote: Refs::new(),
+            found: None,
+            written: None,
+            detail: serde_json::Map::new(),
+            change: None,
+            outcome: None,
+        };
+        start.out.send(Action::Fetch, Purpose::Fetch);
+        start
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        self.outcome = Some(result);
+        self.out.forget_all();
+    }
+
+    fn fail(&mut self, why: String) {
+        let result = report::failed(why, self.change.as_ref());
+        self.finish(result);
+    }
+
+    fn refuse(&mut self, code: ReasonCode, detail: serde_json::Value) {
+        let result = report::refused(code, self.change.as_ref(), None, detail);
+        self.finish(result);
+    }
+
+    fn main(&self) -> Option<Oid> {
+        self.remote.get(&refs::main(&self.input.main)).cloned()
+    }
+
+    /// Starts over from a fresh fetch after losing a race.
+    fn again(&mut self) {
+        self.races += 1;
+        if self.races > MAX_RACES {
+            return self.refuse(
+                ReasonCode::MergeRetryExhausted,
+                serde_json::json!({ "why": "other starts kept winning the race for this intent" }),
+            );
+        }
+        self.found = None;
+        self.out.send(Action::Fetch, Purpose::Fetch);
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        if self.main().is_none() {
+            return self.fail(format!(
+                "the remote has no {}",
+                refs::main(&self.input.main)
+            ));
+        }
+        if let Some(written) = self.written.take() {
+            // A start of ours whose reply was lost: it won if its step is where the intent points.
+            if self.remote.values().any(|oid| oid == &written) {
+                return self.make_view();
+            }
+        }
+        match self.input.target.clone() {
+            StartTarget::Change(change) => self.read_chain(change),
+            StartTarget::Intent { intent, .. } => {
+                let digest = intent_digest(&intent);
+                let latest = self
+                    .remote
+                    .iter()
+                    .filter_map(|(name, oid)| refs::parse_intent(name).map(|(d, g)| (d, g, oid)))
+                    .filter(|(d, _, _)| *d == digest)
+                    .max_by_key(|(_, generation, _)| *generation)
+                    .map(|(_, generation, oid)| (generation, oid.clone()));
+                match latest {
+                    None => self.create(1, None),
+                    Some((_, oid)) => {
+                        self.out
+                            .send(Action::ReadSteps { oids: vec![oid] }, Purpose::ReadIntent);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_intent_read(&mut self, steps: Vec<RawStep>) {
+        match steps.first().map(|raw| Step::from_message(&raw.message)) {
+            Some(Ok(step)) => self.read_chain(step.change),
+            _ => self.fail("the record of this intent cannot be read".into()),
+        }
+    }
+
+    fn read_chain(&mut self, change: ChangeId) {
+        let Some(tip) = tip(&self.remote, &change) else {
+            return self.fail(format!("no change {change} on the remote"));
+        };
+        self.change = Some(change.clone());
+        let query = ChainQuery {
+            change,
+            tip,
+            known: None,
+        };
+        self.out.send(
+            Action::ReadChains {
+                chains: vec![query],
+            },
+            Purpose::ReadChain,
+        );
+    }
+
+    fn on_chain(&mut self, reads: Vec<super::ChainRead>) {
+        let Some(read) = reads.first() else {
+            return self.fail("the change's record came back empty".into());
+        };
+        let (record, _) = match fold_chain(read) {
+            Ok(folded) => folded,
+            Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
+        };
+        let tip = read.tip.clone();
+        let newer = self.newer_generation(&record);
+        let by_id = matches!(self.input.target, StartTarget::Change(_));
+        if record.merged().is_some() || (record.ended() && (self.input.new || newer.is_some())) {
+            if by_id {
+                return match newer {
+                    Some(generation) => self.refuse(
+                        ReasonCode::ChangeSuperseded,
+                        serde_json::json!({ "superseded_generation": generation }),
+                    ),
+                    None => self.refuse(ReasonCode::ChangeAlreadyMerged, serde_json::json!({})),
+                };
+            }
+            let next = newer.unwrap_or(record.generation) + 1;
+            return self.create(next, Some(record.change.clone()));
+        }
+        if self.input.new && !by_id {
+            let next = newer.unwrap_or(record.generation) + 1;
+            return self.create(next, Some(record.change.clone()));
+        }
+        // Pick it up: save its draft brought up to main, as this actor's.
+        let main = self.main().expect("main was checked after the fetch");
+        let action = Action::RefreshDraft {
+            change: record.change.clone(),
+            draft: record.current_draft().clone(),
+            base: record.base.clone(),
+            onto: main,
+        };
+        self.found = Some((record, tip));
+        self.out.send(action, Purpose::Refresh);
+    }
+
+    fn newer_generation(&self, record: &ChangeRecord) -> Option<u32> {
+        let digest = intent_digest(&record.intent);
+        self.remote
+            .keys()
+            .filter_map(|name| refs::parse_intent(name))
+            .filter(|(d, generation)| *d == digest && *generation > record.generation)
+            .map(|(_, generation)| generation)
+            .max()
+    }
+
+    fn on_refreshed(&mut self, refreshed: Refreshed) {
+        let (record, tip) = self
+            .found
+            .clone()
+            .expect("a refresh follows a found change");
+        let main = self.main().expect("main was checked after the fetch");
+        let actor = self.input.actor.clone();
+        let mut steps = Vec::new();
+        let adopting = record.actor != actor || record.ended();
+        if adopting {
+            steps.push(self.nonces.step(
+                &record.change,
+                self.now,
+                &actor,
+                StepBody::Adopt {
+                    actor: actor.clone(),
+                },
+            ));
+        }
+        if &refreshed.draft != record.current_draft() || record.base != main {
+            let body = StepBody::Checkpoint {
+                draft: refreshed.draft.clone(),
+                base: main,
+            };
+            steps.push(self.nonces.step(&record.change, self.now, &actor, body));
+        }
+        self.detail
+            .insert("adopted".into(), serde_json::Value::Bool(adopting));
+        if !refreshed.conflicts.is_empty() {
+            self.detail
+                .insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
+        }
+        self.found = Some((record.clone(), tip.clone()));
+        if steps.is_empty() {
+            return self.make_view();
+        }
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                record.change.clone(),
+                Some(tip),
+                steps,
+                Some(refreshed.draft),
+            )],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.out.send(Action::Push(plan), Purpose::Save);
+    }
+
+    /// Creates generation `generation` of the intent as a new change.
+    fn create(&mut self, generation: u32, supersedes: Option<ChangeId>) {
+        let StartTarget::Intent { intent, paths } = self.input.target.clone() else {
+            return self.fail("only an intent opens a new change".into());
+        };
+        let entropy = self.nonces.next().to_be_bytes();
+        let change =
+            ChangeId::from_entropy([entropy[0], entropy[1], entropy[2], entropy[3], entropy[4]]);
+        let base = self.main().expect("main was checked after the fetch");
+        if let Some(old) = &supersedes {
+            self.detail
+                .insert("supersedes".into(), serde_json::json!(old));
+        }
+        let body = StepBody::Start {
+            intent: intent.clone(),
+            actor: self.input.actor.clone(),
+            paths,
+            base,
+            generation,
+            supersedes,
+        };
+        let actor = self.input.actor.clone();
+        let step = self.nonces.step(&change, self.now, &actor, body);
+        let plan = PushPlan {
+            appends: vec![Append::on(change.clone(), None, vec![step], None)],
+            updates: vec![RefUpdate {
+                name: refs::intent(&intent_digest(&intent), generation),
+                expect: Expect::Absent,
+                new: NewValue::Step { append: 0, step: 0 },
+            }],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.change = Some(change);
+        self.found = None;
+        self.out
+            .send(Action::Push(plan), Purpose::Create { generation });
+    }
+
+    fn on_pushed(&mut self, purpose: Purpose, report: super::PushReport) {
+        let written = report.steps.first().and_then(|s| s.last()).cloned();
+        match report.outcome {
+            PushOutcome::Accepted => {
+                if let Purpose::Create { generation } = purpose {
+                    self.detail
+                        .insert("generation".into(), serde_json::json!(generation));
+                }
+                self.make_view();
+            }
+            PushOutcome::Rejected { .. } => self.again(),
+            PushOutcome::Unknown { .. } => {
+                self.written = written;
+                self.again();
+            }
+            PushOutcome::NotSent(fault) => {
+                self.fail(format!("the remote could not be reached: {fault}"))
+            }
+        }
+    }
+
+    fn make_view(&mut self) {
+        let main = self.main().expect("main was checked after the fetch");
+        let (change, paths, draft) = match &self.found {
+            Some((record, _)) => (
+                record.change.clone(),
+                record.paths.clone(),
+                record.current_draft().clone(),
+            ),
+            None => {
+                let StartTarget::Intent { paths, .. } = &self.input.target else {
+                    return self.fail("a picked-up change was not read".into());
+                };
+                let change = self.change.clone().expect("a created change has an id");
+                (change, paths.clone(), main)
+            }
+        };
+        self.change = Some(change.clone());
+        self.out.send(
+            Action::MakeView {
+                change,
+                paths,
+                draft,
+            },
+            Purpose::View,
+        );
+    }
+
+    fn on_view(&mut self, view: String) {
+        self.detail
+            .insert("view".into(), serde_json::Value::String(view));
+        let change = self
+            .change
+            .clone()
+            .expect("a view is made for a known change");
+        let main = self.main();
+        let result = report::started(
+            &change,
+            serde_json::Value::Object(self.detail.clone()),
+            main.as_ref(),
+        );
+        self.finish(result);
+    }
+}
+
+impl Machine for Start {
+    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
+        self.now = now;
+        let Event::Done(id, completion) = event else {
+            return Ok(());
+        };
+        let Some(purpose) = self.out.complete(id)? else {
+            return Ok(());
+        };
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
+            (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
+            (Purpose::Refresh, Completion::DraftRefreshed(Ok(refreshed))) => {
+                self.on_refreshed(refreshed)
+            }
+            (purpose @ (Purpose::Create { .. } | Purpose::Save), Completion::Pushed(report)) => {
+                self.on_pushed(purpose, report)
+            }
+            (Purpose::View, Completion::ViewMade(Ok(view))) => self.on_view(view),
+            (_, completion) => match fault_of(&completion) {
+                Some(fault) => self.fail(fault),
+                None => return Err(Misuse(format!("start got an unexpected {completion:?}"))),
+            },
+        }
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+        self.out.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Deadline> {
+        None
+    }
+
+    fn outcome(&self) -> Option<&BayResult> {
+        self.outcome.as_ref()
+    }
+}
+
+/// The fault a failed completion carries, as text.
+pub(super) fn fault_of(completion: &Completion) -> Option<String> {
+    match completion {
+        Completion::Fetched(Err(f))
+        | Completion::StepsRead(Err(f))
+        | Completion::ChainsRead(Err(f))
+        | Completion::FileRead(Err(f))
+        | Completion::CandidateBuilt(Err(f))
+        | Completion::DraftFrozen(Err(f))
+        | Completion::DraftRefreshed(Err(f))
+        | Completion::ViewMade(Err(f)) => Some(f.to_string()),
+        _ => None,
+    }
+}

@@ -1,0 +1,402 @@
+//! Rebuilding a change's state from its chain: the one reader every command and the runner use.
+
+use serde::Serialize;
+
+use super::step::{Step, StepBody};
+use crate::check::Verdict;
+use crate::git::Oid;
+use crate::id::{CandidateId, ChangeId, OpId};
+use crate::reason::ReasonCode;
+use crate::result::OpState;
+use crate::time::Timestamp;
+
+/// A chain that breaks the record's rules. Honest writers cannot make one, because each
+/// append is a compare-and-swap on the tip; a reader that meets one refuses to act on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordError {
+    /// Index of the offending step, oldest first.
+    pub step: usize,
+    pub why: String,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "step {} of the change record: {}",
+            self.step + 1,
+            self.why
+        )
+    }
+}
+
+/// The state of a change, as its chain says.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChangeRecord {
+    pub change: ChangeId,
+    pub intent: String,
+    /// The actor who holds the change now: its starter, or the last to adopt it.
+    pub actor: String,
+    pub paths: Vec<String>,
+    pub generation: u32,
+    pub supersedes: Option<ChangeId>,
+    pub started_at: Timestamp,
+    /// The latest draft and the main commit it was made on (the start's base until a draft
+    /// is saved).
+    pub draft: Option<Oid>,
+    pub base: Oid,
+    pub ops: Vec<Operation>,
+    pub abandoned: bool,
+    /// The number of steps folded.
+    pub steps: usize,
+}
+
+/// One request to merge, and what became of it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Operation {
+    pub id: OpId,
+    pub seq: u64,
+    pub draft: Oid,
+    pub base: Oid,
+    pub requested_at: Timestamp,
+    pub requested_by: String,
+    pub state: OpState,
+    /// The runner holding the claim, while one does.
+    pub owner: Option<String>,
+    /// How many claims were taken on it.
+    pub claims: u32,
+    pub candidates: Vec<CandidateRec>,
+    pub checks: Vec<CheckRec>,
+    /// Why the last claim was given back, if one was.
+    pub released: Option<ReasonCode>,
+    pub outcome: Option<OpOutcome>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CandidateRec {
+    pub id: CandidateId,
+    pub base: Oid,
+    pub base_tree: Oid,
+    pub commit: Oid,
+    pub tree: Oid,
+    pub by: String,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckRec {
+    pub candidate: CandidateId,
+    pub check: String,
+    pub environment: String,
+    pub verdict: Verdict,
+    pub why: String,
+    pub by: String,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpOutcome {
+    pub state: OpState,
+    pub reason: Option<ReasonCode>,
+    pub detail: serde_json::Value,
+    pub by: String,
+    pub at: Timestamp,
+}
+
+impl ChangeRecord {
+    /// Folds a chain, oldest step first, into the change's state, refusing a chain that
+    /// breaks the rules (see [`RecordError`]).
+    pub fn fold(steps: &[Step]) -> Result<ChangeRecord, RecordError> {
+        let mut steps_iter = steps.iter().enumerate();
+        let Some((_, first)) = steps_iter.next() else {
+            return Err(RecordError {
+                step: 0,
+                why: "the chain is empty".into(),
+            });
+        };
+        let StepBody::Start {
+            intent,
+            actor,
+            paths,
+            base,
+            generation,
+            supersedes,
+        } = &first.body
+        else {
+            return Err(RecordError {
+                step: 0,
+                why: format!("it begins with {}, not start", first.kind()),
+            });
+        };
+        let mut record = ChangeRecord {
+            change: first.change.clone(),
+            intent: intent.clone(),
+            actor: actor.clone(),
+            paths: paths.clone(),
+            generation: *generation,
+            supersedes: supersedes.clone(),
+            started_at: first.at,
+            draft: None,
+            base: base.clone(),
+            ops: Vec::new(),
+            abandoned: false,
+            steps: 1,
+        };
+        for (index, step) in steps_iter {
+            record
+                .apply(step)
+                .map_err(|why| RecordError { step: index, why })?;
+            record.steps += 1;
+        }
+        Ok(record)
+    }
+
+    /// Folds one more step onto the record, as if the chain had been read with it.
+    pub fn append(&mut self, step: &Step) -> Result<(), RecordError> {
+        self.apply(step).map_err(|why| RecordError {
+            step: self.steps,
+            why,
+        })?;
+        self.steps += 1;
+        Ok(())
+    }
+
+    /// The operation that merged this change, if one did.
+    pub fn merged(&self) -> Option<&Operation> {
+        self.ops.iter().find(|op| op.state == OpState::Merged)
+    }
+
+    /// The latest operation, if it has not ended.
+    pub fn live_op(&self) -> Option<&Operation> {
+        self.ops.last().filter(|op| !op.state.is_terminal())
+    }
+
+    pub fn op(&self, id: &OpId) -> Option<&Operation> {
+        self.ops.iter().find(|op| &op.id == id)
+    }
+
+    /// Ended: merged, abandoned, or its last operation found the work already on main. Such a
+    /// change takes no new request until someone adopts it (a merged one never does).
+    pub fn ended(&self) -> bool {
+        self.merged().is_some()
+            || self.abandoned
+            || self
+                .ops
+                .last()
+                .is_some_and(|op| op.state == OpState::NoEffect)
+    }
+
+    /// The draft a new request would merge: the latest saved draft, else the start's base.
+    pub fn current_draft(&self) -> &Oid {
+        self.draft.as_ref().unwrap_or(&self.base)
+    }
+
+    fn apply(&mut self, step: &Step) -> Result<(), String> {
+        if step.change != self.change {
+            return Err(format!(
+                "it names change {}, not {}",
+                step.change, self.change
+            ));
+        }
+        if let Some(op) = step.op() {
+            if op.change != self.change {
+                return Err(format!("operation {op} belongs to another change"));
+            }
+        }
+        match &step.body {
+            StepBody::Start { .. } => return Err("a second start".into()),
+            StepBody::Adopt { actor } => {
+                self.refuse_if_merged("adopt")?;
+                self.actor = actor.clone();
+                self.abandoned = false;
+            }
+            StepBody::Checkpoint { draft, base } => {
+                self.refuse_if_merged("checkpoint")?;
+                self.draft = Some(draft.clone());
+                self.base = base.clone();
+            }
+            StepBody::Request {
+                op,
+                draft,
+                base,
+                seq,
+            } => {
+                self.refuse_if_merged("request")?;
+                if self.abandoned {
+                    return Err("a request on an abandoned change".into());
+                }
+                let expected =
+                    u32::try_from(self.ops.len() + 1).map_err(|_| "too many operations")?;
+                if op.n != expected {
+                    return Err(format!(
+                        "operation {op} out of order; the next is {expected}"
+                    ));
+                }
+                // A new request ends the one it replaces: the newer draft is the one to merge.
+                self.end_live_op(step, OpState::Superseded, ReasonCode::ChangeSuperseded);
+                self.draft = Some(draft.clone());
+                self.base = base.clone();
+                self.ops.push(Operation {
+                    id: op.clone(),
+                    seq: *seq,
+                    draft: draft.clone(),
+                    base: base.clone(),
+                    requested_at: step.at,
+                    requested_by: step.by.clone(),
+                    state: OpState::Submitted,
+                    owner: None,
+                    claims: 0,
+                    candidates: Vec::new(),
+                    checks: Vec::new(),
+                    released: None,
+                    outcome: None,
+                });
+            }
+            StepBody::Claim { op } => {
+                let live = self.live_mut(op)?;
+                live.owner = Some(step.by.clone());
+                live.claims += 1;
+                live.state = OpState::Running;
+            }
+            StepBody::Heartbeat { op } => {
+                self.owned_mut(op, &step.by)?;
+            }
+            StepBody::Release { op, reason, .. } => {
+                let live = self.owned_mut(op, &step.by)?;
+                live.owner = None;
+                live.released = *reason;
+                live.state = OpState::Submitted;
+            }
+            StepBody::Candidate {
+                op,
+                candidate,
+                base,
+                base_tree,
+                commit,
+                tree,
+            } => {
+                let live = self.owned_mut(op, &step.by)?;
+                let expected =
+                    u32::try_from(live.candidates.len() + 1).map_err(|_| "too many candidates")?;
+                if &candidate.op != op || candidate.attempt != expected {
+                    return Err(format!(
+                        "candidate {candidate} out of order; the next is {op}.{expected}"
+                    ));
+                }
+                live.state = OpState::Running;
+                live.candidates.push(CandidateRec {
+                    id: candidate.clone(),
+                    base: base.clone(),
+                    base_tree: base_tree.clone(),
+                    commit: commit.clone(),
+                    tree: tree.clone(),
+                    by: step.by.clone(),
+                    at: step.at,
+                });
+            }
+            StepBody::Check {
+                op,
+                candidate,
+                check,
+                environment,
+                verdict,
+                why,
+            } => {
+                let live = self.owned_mut(op, &step.by)?;
+                if live.candidates.last().map(|c| &c.id) != Some(candidate) {
+                    return Err(format!(
+                        "a check on {candidate}, which is not the latest candidate"
+                    ));
+                }
+                live.checks.push(CheckRec {
+                    candidate: candidate.clone(),
+                    check: check.clone(),
+                    environment: environment.clone(),
+                    verdict: *verdict,
+                    why: why.clone(),
+                    by: step.by.clone(),
+                    at: step.at,
+                });
+            }
+            StepBody::Outcome {
+                op,
+                state,
+                reason,
+                detail,
+            } => {
+                if !state.is_terminal() {
+                    return Err(format!(
+                        "an outcome with state {}, which does not end",
+                        state.as_str()
+                    ));
+                }
+                let live = self.owned_mut(op, &step.by)?;
+                if *state == OpState::Merged && live.candidates.is_empty() {
+                    return Err("merged with no candidate".into());
+                }
+                live.owner = None;
+                live.state = *state;
+                live.outcome = Some(OpOutcome {
+                    state: *state,
+                    reason: *reason,
+                    detail: detail.clone(),
+                    by: step.by.clone(),
+                    at: step.at,
+                });
+            }
+            StepBody::Abandon => {
+                self.refuse_if_merged("abandon")?;
+                if step.by != self.actor {
+                    return Err(format!(
+                        "{} abandoned a change held by {}",
+                        step.by, self.actor
+                    ));
+                }
+                self.end_live_op(step, OpState::Superseded, ReasonCode::ChangeSuperseded);
+                self.abandoned = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn refuse_if_merged(&self, what: &str) -> Result<(), String> {
+        match self.merged() {
+            Some(op) => Err(format!("a {what} after {} merged", op.id)),
+            None => Ok(()),
+        }
+    }
+
+    fn end_live_op(&mut self, step: &Step, state: OpState, reason: ReasonCode) {
+        if let Some(live) = self.ops.last_mut().filter(|op| !op.state.is_terminal()) {
+            live.owner = None;
+            live.state = state;
+            live.outcome = Some(OpOutcome {
+                state,
+                reason: Some(reason),
+                detail: serde_json::json!({ "ended_by": step.kind() }),
+                by: step.by.clone(),
+                at: step.at,
+            });
+        }
+    }
+
+    /// The operation `op`, which must be the latest and not ended.
+    fn live_mut(&mut self, op: &OpId) -> Result<&mut Operation, String> {
+        match self.ops.last_mut() {
+            Some(last) if &last.id == op && !last.state.is_terminal() => Ok(last),
+            Some(last) if &last.id == op => Err(format!("{op} has already ended")),
+            _ => Err(format!("{op} is not the latest operation")),
+        }
+    }
+
+    /// The live operation `op`, whose claim `runner` must hold: a runner that lost its claim
+    /// can write nothing more (fencing).
+    fn owned_mut(&mut self, op: &OpId, runner: &str) -> Result<&mut Operation, String> {
+        let live = self.live_mut(op)?;
+        match &live.owner {
+            Some(owner) if owner == runner => Ok(live),
+            Some(owner) => Err(format!("{runner} wrote to {op}, whose claim {owner} holds")),
+            None => Err(format!("{runner} wrote to {op} without a claim")),
+        }
+    }
+}

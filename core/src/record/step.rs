@@ -1,0 +1,188 @@
+//! One step of a change's chain, and how it reads and writes as a commit message.
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::Verdict;
+use crate::git::Oid;
+use crate::id::{CandidateId, ChangeId, OpId};
+use crate::reason::ReasonCode;
+use crate::result::OpState;
+use crate::time::Timestamp;
+
+/// The schema name of a step document.
+pub const STEP_SCHEMA: &str = "bay.step/1";
+
+/// One step of a change, written by an agent (`by` is its actor) or a runner (`by` is its name).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Step {
+    pub change: ChangeId,
+    /// The writer's own clock. Informational (timings); never compared across machines.
+    pub at: Timestamp,
+    pub by: String,
+    /// Entropy from the writer, so that every step commit has an id no other write can make:
+    /// a lost push reply is then settled by comparing ids.
+    pub nonce: u64,
+    #[serde(flatten)]
+    pub body: StepBody,
+}
+
+/// What happened, by kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepBody {
+    /// The change was opened for `intent`, by `by`, on main at `base`.
+    Start {
+        intent: String,
+        actor: String,
+        paths: Vec<String>,
+        base: Oid,
+        generation: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        supersedes: Option<ChangeId>,
+    },
+    /// Another actor, or the same one after an abandon, took the change up again.
+    Adopt { actor: String },
+    /// The draft as it stands: a commit whose tree is the view's work, made on main at `base`.
+    Checkpoint { draft: Oid, base: Oid },
+    /// A request to merge `draft` (made on main at `base`), holding queue place `seq`.
+    Request {
+        op: OpId,
+        draft: Oid,
+        base: Oid,
+        seq: u64,
+    },
+    /// A runner claims the operation. Its lease runs from here, renewed by heartbeats.
+    Claim { op: OpId },
+    /// The claim's owner is alive.
+    Heartbeat { op: OpId },
+    /// The owner gives the claim back, so another runner may claim at once.
+    Release {
+        op: OpId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<ReasonCode>,
+        why: String,
+    },
+    /// The owner built candidate `candidate`: `commit` (tree `tree`) on main at `base`.
+    Candidate {
+        op: OpId,
+        candidate: CandidateId,
+        base: Oid,
+        base_tree: Oid,
+        commit: Oid,
+        tree: Oid,
+    },
+    /// One required check's judged run on the latest candidate.
+    Check {
+        op: OpId,
+        candidate: CandidateId,
+        check: String,
+        environment: String,
+        verdict: Verdict,
+        why: String,
+    },
+    /// The operation ended. For `merged`, this step is pushed in the same atomic push that
+    /// moves main and creates the merged marker.
+    Outcome {
+        op: OpId,
+        state: OpState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<ReasonCode>,
+        #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_detail))]
+        detail: serde_json::Value,
+    },
+    /// The change's actor gave it up. A live operation ends with it.
+    Abandon,
+}
+
+#[cfg(feature = "arbitrary")]
+fn arbitrary_detail(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<serde_json::Value> {
+    let text: String = u.arbitrary()?;
+    Ok(serde_json::json!({ "note": text }))
+}
+
+/// The JSON body of a step commit's message, behind its subject line.
+#[derive(Serialize, Deserialize)]
+struct Wire<'a> {
+    schema: std::borrow::Cow<'a, str>,
+    #[serde(flatten)]
+    step: std::borrow::Cow<'a, Step>,
+}
+
+/// A commit message that is not a bay step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepParseError(pub String);
+
+impl std::fmt::Display for StepParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not a bay step: {}", self.0)
+    }
+}
+
+impl Step {
+    /// The operation this step belongs to, if any.
+    pub fn op(&self) -> Option<&OpId> {
+        match &self.body {
+            StepBody::Request { op, .. }
+            | StepBody::Claim { op }
+            | StepBody::Heartbeat { op }
+            | StepBody::Release { op, .. }
+            | StepBody::Candidate { op, .. }
+            | StepBody::Check { op, .. }
+            | StepBody::Outcome { op, .. } => Some(op),
+            StepBody::Start { .. } | StepBody::Adopt { .. } | StepBody::Checkpoint { .. } => None,
+            StepBody::Abandon => None,
+        }
+    }
+
+    /// The kind, as written in the document.
+    pub fn kind(&self) -> &'static str {
+        match &self.body {
+            StepBody::Start { .. } => "start",
+            StepBody::Adopt { .. } => "adopt",
+            StepBody::Checkpoint { .. } => "checkpoint",
+            StepBody::Request { .. } => "request",
+            StepBody::Claim { .. } => "claim",
+            StepBody::Heartbeat { .. } => "heartbeat",
+            StepBody::Release { .. } => "release",
+            StepBody::Candidate { .. } => "candidate",
+            StepBody::Check { .. } => "check",
+            StepBody::Outcome { .. } => "outcome",
+            StepBody::Abandon => "abandon",
+        }
+    }
+
+    /// The step's commit message: a subject that `git log --oneline` makes readable, a blank
+    /// line, and the step document.
+    pub fn to_message(&self) -> String {
+        let subject = match (self.op(), &self.body) {
+            (_, StepBody::Outcome { op, state, .. }) => format!("bay: {op} {}", state.as_str()),
+            (Some(op), _) => format!("bay: {op} {}", self.kind()),
+            (None, _) => format!("bay: {} {}", self.change, self.kind()),
+        };
+        let wire = Wire {
+            schema: STEP_SCHEMA.into(),
+            step: std::borrow::Cow::Borrowed(self),
+        };
+        let body =
+            serde_json::to_string(&wire).expect("a step serializes: its fields are plain data");
+        format!("{subject}\n\n{body}\n")
+    }
+
+    /// Reads a step back from its commit message.
+    pub fn from_message(message: &str) -> Result<Step, StepParseError> {
+        let (_, body) = message
+            .split_once("\n\n")
+            .ok_or_else(|| StepParseError("no body after the subject".into()))?;
+        let wire: Wire<'static> =
+            serde_json::from_str(body.trim()).map_err(|e| StepParseError(e.to_string()))?;
+        if wire.schema != STEP_SCHEMA {
+            return Err(StepParseError(format!(
+                "schema {:?}, not {STEP_SCHEMA}",
+                wire.schema
+            )));
+        }
+        Ok(wire.step.into_owned())
+    }
+}

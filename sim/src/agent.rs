@@ -1,0 +1,315 @@
+//! Simulated agents: each takes tasks, starts a change, edits its view, asks to merge, and
+//! repairs what comes back refused. They use bay's own command machines; only the editing and
+//! the waiting are the agent's.
+
+use std::collections::BTreeMap;
+
+use bay_core::id::{ChangeId, OpId};
+use bay_core::machine::Machine;
+use bay_core::machine::abandon::{Abandon, AbandonInput};
+use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::start::{Start, StartInput, StartTarget};
+use bay_core::reason::ReasonCode;
+use bay_core::record::{ChangeRecord, Step};
+use bay_core::result::{BayResult, Decision, OpState};
+use bay_core::time::Timestamp;
+
+use crate::rng::Rng;
+use crate::store::Tree;
+use crate::world::{Millis, PATHS, Role, World};
+
+/// The command an agent is running.
+#[derive(Debug)]
+pub enum Cmd {
+    Start(Start),
+    Merge(Merge),
+    Abandon(Abandon),
+}
+
+impl Cmd {
+    pub fn machine(&mut self) -> &mut dyn Machine {
+        match self {
+            Cmd::Start(m) => m,
+            Cmd::Merge(m) => m,
+            Cmd::Abandon(m) => m,
+        }
+    }
+
+    pub fn machine_ref(&self) -> &dyn Machine {
+        match self {
+            Cmd::Start(m) => m,
+            Cmd::Merge(m) => m,
+            Cmd::Abandon(m) => m,
+        }
+    }
+}
+
+/// One piece of work an agent took.
+#[derive(Clone, Debug)]
+struct Task {
+    intent: String,
+    paths: Vec<String>,
+    change: Option<ChangeId>,
+    op: Option<OpId>,
+    repairs: u32,
+    faults: u32,
+    edits: u32,
+    /// The view needs the agent's edit before the next merge.
+    edit_pending: bool,
+    /// Ask to merge twice in a row, as an agent that retries would.
+    retry_merge: bool,
+}
+
+#[derive(Debug)]
+pub struct Agent {
+    pub actor: String,
+    pub cmd: Option<Cmd>,
+    /// The files of each change's view, as this agent edits them.
+    pub views: BTreeMap<ChangeId, Tree>,
+    rng: Rng,
+    task: Option<Task>,
+    done: bool,
+}
+
+impl Agent {
+    pub fn new(actor: String, rng: Rng) -> Agent {
+        Agent {
+            actor,
+            cmd: None,
+            views: BTreeMap::new(),
+            rng,
+            task: None,
+            done: false,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done && self.cmd.is_none()
+    }
+}
+
+/// How long an agent waits between looks at its operation.
+const POLL_MS: Millis = 5_000;
+/// Repairs an agent attempts on one task before it gives the task up.
+const MAX_REPAIRS: u32 = 2;
+/// Faults an agent's commands may meet on one task before it gives the task up.
+const MAX_FAULTS: u32 = 5;
+
+fn agent(world: &mut World, host: usize) -> &mut Agent {
+    match &mut world.hosts[host].role {
+        Role::Agent(agent) => agent,
+        Role::Runner { .. } => unreachable!("agent steps run only on agent hosts"),
+    }
+}
+
+/// The agent's next move when it runs no command. Returns when to look again, if ever.
+pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
+    let entropy = world.rng.next_u64();
+    let healed = world.healed;
+    let Some(task) = agent(world, host).task.clone() else {
+        return take_task(world, host);
+    };
+    let actor = agent(world, host).actor.clone();
+    let Some(change) = task.change.clone() else {
+        let target = StartTarget::Intent {
+            intent: task.intent.clone(),
+            paths: task.paths.clone(),
+        };
+        let input = StartInput {
+            target,
+            actor,
+            main: crate::world::MAIN.into(),
+            new: false,
+            entropy,
+        };
+        agent(world, host).cmd = Some(Cmd::Start(Start::new(input, now)));
+        return None;
+    };
+    let Some(op) = task.op.clone() else {
+        if task.edit_pending {
+            edit(world, host, &change);
+        }
+        let input = MergeInput {
+            change,
+            actor,
+            main: crate::world::MAIN.into(),
+            entropy,
+        };
+        agent(world, host).cmd = Some(Cmd::Merge(Merge::new(input, now)));
+        return None;
+    };
+    // Waiting on the operation: look at the remote's record, as `bay status` would.
+    let Some(record) = read_record(world, &change) else {
+        return Some(POLL_MS);
+    };
+    let Some(operation) = record.op(&op) else {
+        return Some(POLL_MS);
+    };
+    if !operation.state.is_terminal() {
+        if !healed && agent(world, host).rng.chance(10) && record.actor == agent(world, host).actor
+        {
+            let input = AbandonInput {
+                change,
+                actor,
+                entropy,
+            };
+            agent(world, host).cmd = Some(Cmd::Abandon(Abandon::new(input, now)));
+            return None;
+        }
+        return Some(POLL_MS);
+    }
+    let repairable = matches!(
+        operation.outcome.as_ref().and_then(|o| o.reason),
+        Some(ReasonCode::MergeConflict | ReasonCode::CheckFailed | ReasonCode::CheckUnknown)
+    );
+    let me = agent(world, host);
+    let task = me.task.as_mut().expect("a task is in hand");
+    if operation.state == OpState::Blocked && repairable && task.repairs < MAX_REPAIRS {
+        // Repair: pick the change up again (bringing in newer main), edit, merge again.
+        task.repairs += 1;
+        task.op = None;
+        let target = StartTarget::Change(change);
+        let input = StartInput {
+            target,
+            actor,
+            main: crate::world::MAIN.into(),
+            new: false,
+            entropy,
+        };
+        me.cmd = Some(Cmd::Start(Start::new(input, now)));
+        return None;
+    }
+    finish_task(world, host);
+    Some(0)
+}
+
+fn take_task(world: &mut World, host: usize) -> Option<Millis> {
+    if world.tasks_left == 0 || world.healed {
+        agent(world, host).done = true;
+        world.maybe_heal();
+        return None;
+    }
+    world.tasks_left -= 1;
+    world.next_task += 1;
+    let n = world.next_task;
+    let shared = !world.intents.is_empty() && agent(world, host).rng.chance(250);
+    let (intent, paths) = if shared {
+        let last = world.intents.len() as u64 - 1;
+        let index = agent(world, host).rng.range(0, last) as usize;
+        world.intents[index].clone()
+    } else {
+        let me = agent(world, host);
+        let first = me.rng.pick(&PATHS).to_string();
+        let mut paths = vec![first];
+        if me.rng.chance(400) {
+            let second = me.rng.pick(&PATHS).to_string();
+            if !paths.contains(&second) {
+                paths.push(second);
+            }
+        }
+        (format!("task {n}"), paths)
+    };
+    world.intents.push((intent.clone(), paths.clone()));
+    let retry_merge = agent(world, host).rng.chance(150);
+    agent(world, host).task = Some(Task {
+        intent,
+        paths,
+        change: None,
+        op: None,
+        repairs: 0,
+        faults: 0,
+        edits: 0,
+        edit_pending: false,
+        retry_merge,
+    });
+    Some(0)
+}
+
+fn finish_task(world: &mut World, host: usize) {
+    if let Some(task) = agent(world, host).task.take() {
+        world.intents.retain(|(intent, _)| intent != &task.intent);
+    }
+}
+
+/// Writes new content into the task's paths of the change's view; now and then a bug.
+fn edit(world: &mut World, host: usize, change: &ChangeId) {
+    let me = agent(world, host);
+    let Some(task) = me.task.as_mut() else { return };
+    task.edits += 1;
+    task.edit_pending = false;
+    let bug = task.repairs == 0 && me.rng.chance(60);
+    let mut contents = Vec::new();
+    for path in &task.paths {
+        let marker = if bug { " BUG" } else { "" };
+        contents.push((
+            path.clone(),
+            format!(
+                "{} by {} edit {}{marker}\n",
+                task.intent, me.actor, task.edits
+            ),
+        ));
+    }
+    let blobs: Vec<(String, bay_core::git::Oid)> = contents
+        .into_iter()
+        .map(|(path, text)| (path, world.store.blob(&text)))
+        .collect();
+    let me = agent(world, host);
+    let view = me.views.entry(change.clone()).or_default();
+    for (path, blob) in blobs {
+        view.insert(path, blob);
+    }
+}
+
+fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {
+    let tip = world.remote.get(&bay_core::git::refs::change(change))?;
+    let (oids, _) = world.store.first_parents(tip, None);
+    let steps: Option<Vec<Step>> = oids
+        .iter()
+        .rev()
+        .map(|oid| Step::from_message(&world.store.get(oid)?.message).ok())
+        .collect();
+    ChangeRecord::fold(&steps?).ok()
+}
+
+/// The agent's command ended: act on its result. Returns when to step next.
+pub fn finished(world: &mut World, host: usize) -> Millis {
+    let me = agent(world, host);
+    let Some(cmd) = me.cmd.take() else { return 0 };
+    let result: BayResult = cmd
+        .machine_ref()
+        .outcome()
+        .cloned()
+        .expect("finished commands have an outcome");
+    let Some(task) = me.task.as_mut() else {
+        return 0;
+    };
+    match (&cmd, result.decision) {
+        (Cmd::Start(_), Decision::Ok) => {
+            task.change = result.change.clone();
+            task.op = None;
+            task.edit_pending = true;
+            0
+        }
+        (Cmd::Merge(_), Decision::Queued) => {
+            if task.retry_merge {
+                // Ask again at once: the same draft must give back the same operation.
+                task.retry_merge = false;
+                return 0;
+            }
+            task.op = result.op_id.clone();
+            POLL_MS
+        }
+        (Cmd::Abandon(_), _) => {
+            finish_task(world, host);
+            0
+        }
+        (_, Decision::Failed) if task.faults < MAX_FAULTS => {
+            task.faults += 1;
+            POLL_MS
+        }
+        _ => {
+            finish_task(world, host);
+            0
+        }
+    }
+}

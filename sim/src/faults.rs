@@ -1,0 +1,157 @@
+//! The faults a run may inject, and the mix a seed picks from them. Only faults that real Git
+//! and real machines produce, and that bay promises to survive.
+
+use std::collections::BTreeSet;
+
+use crate::rng::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultClass {
+    /// A runner dies and restarts with its memory lost.
+    Crash,
+    /// A runner stops for longer than a lease, then goes on as if nothing happened.
+    Pause,
+    /// A push reaches the remote (or not) and its reply never comes back.
+    LostReply,
+    /// A push fails before anything reaches the remote.
+    PushFail,
+    /// A fetch fails.
+    FetchFail,
+    /// A machine cannot reach the remote for a while.
+    Partition,
+    /// A machine's clock drifts and jumps.
+    Clock,
+    /// A check takes longer than a lease.
+    SlowCheck,
+    /// A check never finishes (or its driver never answers).
+    HungCheck,
+    /// A check fails a tree it should pass.
+    FlakyCheck,
+    /// A check reports another tree, too few units, an oversized reason, a pass with a failing
+    /// exit, or garbage.
+    LyingCheck,
+    /// A check says no worker can run it.
+    UnavailableCheck,
+    /// Someone pushes to main around bay.
+    OutsidePush,
+}
+
+impl FaultClass {
+    pub const ALL: [FaultClass; 13] = [
+        FaultClass::Crash,
+        FaultClass::Pause,
+        FaultClass::LostReply,
+        FaultClass::PushFail,
+        FaultClass::FetchFail,
+        FaultClass::Partition,
+        FaultClass::Clock,
+        FaultClass::SlowCheck,
+        FaultClass::HungCheck,
+        FaultClass::FlakyCheck,
+        FaultClass::LyingCheck,
+        FaultClass::UnavailableCheck,
+        FaultClass::OutsidePush,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultClass::Crash => "crash",
+            FaultClass::Pause => "pause",
+            FaultClass::LostReply => "lost-reply",
+            FaultClass::PushFail => "push-fail",
+            FaultClass::FetchFail => "fetch-fail",
+            FaultClass::Partition => "partition",
+            FaultClass::Clock => "clock",
+            FaultClass::SlowCheck => "slow-check",
+            FaultClass::HungCheck => "hung-check",
+            FaultClass::FlakyCheck => "flaky-check",
+            FaultClass::LyingCheck => "lying-check",
+            FaultClass::UnavailableCheck => "unavailable-check",
+            FaultClass::OutsidePush => "outside-push",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<FaultClass> {
+        FaultClass::ALL
+            .into_iter()
+            .find(|class| class.name() == name)
+    }
+
+    /// Parses `all`, `none` or a comma-separated list of class names.
+    pub fn parse_set(text: &str) -> Result<BTreeSet<FaultClass>, String> {
+        match text {
+            "all" => Ok(FaultClass::ALL.into_iter().collect()),
+            "none" => Ok(BTreeSet::new()),
+            list => list
+                .split(',')
+                .map(|name| {
+                    FaultClass::parse(name.trim()).ok_or_else(|| {
+                        let known: Vec<&str> = FaultClass::ALL.iter().map(|c| c.name()).collect();
+                        format!(
+                            "unknown fault class {name:?}; known: all, none, {}",
+                            known.join(", ")
+                        )
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The faults one seed injects, and how hard: each allowed class is on with probability one
+/// half, at an intensity of 1 to 3.
+#[derive(Clone, Debug, Default)]
+pub struct FaultMix {
+    pub on: BTreeSet<FaultClass>,
+    pub intensity: u64,
+}
+
+impl FaultMix {
+    pub fn pick(rng: &mut Rng, allowed: &BTreeSet<FaultClass>) -> FaultMix {
+        let on = allowed
+            .iter()
+            .copied()
+            .filter(|_| rng.chance(500))
+            .collect();
+        FaultMix {
+            on,
+            intensity: rng.range(1, 3),
+        }
+    }
+
+    pub fn has(&self, class: FaultClass) -> bool {
+        self.on.contains(&class)
+    }
+
+    /// A per-mille chance scaled by intensity, zero when the class is off.
+    pub fn rate(&self, class: FaultClass, per_mille: u64) -> u64 {
+        if self.has(class) {
+            per_mille * self.intensity
+        } else {
+            0
+        }
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.on.iter().map(|class| class.name()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_parse_and_refuse_unknown_names() {
+        assert_eq!(
+            FaultClass::parse_set("all").map(|s| s.len()),
+            Ok(FaultClass::ALL.len())
+        );
+        assert_eq!(FaultClass::parse_set("none").map(|s| s.len()), Ok(0));
+        assert_eq!(
+            FaultClass::parse_set("crash,pause"),
+            Ok([FaultClass::Crash, FaultClass::Pause].into_iter().collect())
+        );
+        assert!(FaultClass::parse_set("crash,meteor").is_err());
+    }
+}

@@ -1,0 +1,485 @@
+//! The safety invariants S1 to S7, checked after every change to the remote, and liveness.
+//!
+//! The checker keeps its own reading of the remote, independent of any machine's memory: what
+//! main held, who held each claim, which queue places exist. It reads the record with core's
+//! fold, but judges merges against the simulator's ground truth of check runs, never against
+//! what a runner claims.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bay_core::git::{Oid, refs};
+use bay_core::id::{ChangeId, OpId};
+use bay_core::policy::Policy;
+use bay_core::record::{ChangeRecord, Step, StepBody};
+use bay_core::result::OpState;
+
+use crate::checks::Truth;
+use crate::remote::{Applied, NotesLog, Remote};
+use crate::store::Store;
+
+/// One broken promise.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub at: u64,
+    pub what: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    /// S1: each new main tip has the old tip as its first parent.
+    AppendOnlyMain,
+    /// S2: each change merges at most once; its marker exists iff its one merge is on main.
+    Once,
+    /// S3: every bay merge has passing evidence for every check its base's policy requires.
+    MergedIsChecked,
+    /// S4: no push by a runner after its claim was taken over is accepted.
+    Fencing,
+    /// S5: no merge rests on `unknown`, `infra_failure` or missing evidence.
+    UnknownNeverPasses,
+    /// S6: a recorded step is never rewritten or dropped.
+    NothingLost,
+    /// S7: merges follow queue order.
+    Order,
+    /// Every submitted operation ends within the stated bound after the faults stop.
+    Liveness,
+}
+
+impl Invariant {
+    pub fn code(self) -> &'static str {
+        match self {
+            Invariant::AppendOnlyMain => "S1",
+            Invariant::Once => "S2",
+            Invariant::MergedIsChecked => "S3",
+            Invariant::Fencing => "S4",
+            Invariant::UnknownNeverPasses => "S5",
+            Invariant::NothingLost => "S6",
+            Invariant::Order => "S7",
+            Invariant::Liveness => "L",
+        }
+    }
+
+    pub fn is_safety(self) -> bool {
+        self != Invariant::Liveness
+    }
+}
+
+/// What the checker knows of one chain.
+#[derive(Clone, Debug)]
+struct ChainSeen {
+    tip: Oid,
+    record: Option<ChangeRecord>,
+}
+
+/// The checker's own reading of the remote.
+#[derive(Debug)]
+pub struct Checker {
+    main_ref: String,
+    chains: BTreeMap<ChangeId, ChainSeen>,
+    /// Changes with a bay merge on main, and the commit.
+    merged_on_main: BTreeMap<ChangeId, Oid>,
+    /// Every queue place ever made: seq to request step.
+    places: BTreeMap<u64, Oid>,
+    /// Every operation ever requested, with the time its request landed.
+    pub submitted: BTreeMap<OpId, u64>,
+    /// When each operation ended, by the remote's record.
+    pub ended: BTreeMap<OpId, (u64, OpState)>,
+    pub violations: Vec<Violation>,
+    pub merges: u64,
+}
+
+impl Checker {
+    pub fn new(main: &str) -> Checker {
+        Checker {
+            main_ref: refs::main(main),
+            chains: BTreeMap::new(),
+            merged_on_main: BTreeMap::new(),
+            places: BTreeMap::new(),
+            submitted: BTreeMap::new(),
+            ended: BTreeMap::new(),
+            violations: Vec::new(),
+            merges: 0,
+        }
+    }
+
+    fn violate(&mut self, invariant: Invariant, at: u64, what: String) {
+        self.violations.push(Violation {
+            invariant,
+            at,
+            what,
+        });
+    }
+
+    /// Reads a chain from the store, oldest step first.
+    fn read_chain(store: &Store, tip: &Oid) -> Option<Vec<Step>> {
+        let (oids, _) = store.first_parents(tip, None);
+        let mut steps = Vec::with_capacity(oids.len());
+        for oid in oids.iter().rev() {
+            steps.push(Step::from_message(&store.get(oid)?.message).ok()?);
+        }
+        Some(steps)
+    }
+
+    /// Checks every invariant a push (or an outside push) could break. `pusher` is the runner
+    /// that pushed, if a runner did.
+    pub fn after_push(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        notes: &NotesLog,
+        truth: &Truth,
+        applied: &Applied,
+        pusher: Option<&str>,
+    ) {
+        for moved in &applied.moves {
+            if moved.name == self.main_ref {
+                self.check_main_move(
+                    at,
+                    store,
+                    remote,
+                    notes,
+                    truth,
+                    moved.old.as_ref(),
+                    moved.new.as_ref(),
+                );
+            } else if let Some(change) = refs::parse_change(&moved.name) {
+                self.check_chain_move(
+                    at,
+                    store,
+                    &change,
+                    moved.old.as_ref(),
+                    moved.new.as_ref(),
+                    pusher,
+                );
+            } else if let Some(seq) = refs::parse_queue(&moved.name) {
+                match (&moved.old, &moved.new) {
+                    (None, Some(new)) => {
+                        self.places.insert(seq, new.clone());
+                    }
+                    _ => self.violate(
+                        Invariant::NothingLost,
+                        at,
+                        format!("queue place {seq} was moved or removed"),
+                    ),
+                }
+            } else if let Some(change) = moved.name.strip_prefix(refs::LANDED) {
+                if moved.old.is_some() {
+                    self.violate(
+                        Invariant::Once,
+                        at,
+                        format!("the merged marker of {change} was rewritten"),
+                    );
+                }
+            }
+        }
+        self.check_markers(at, remote);
+    }
+
+    /// S1, S3, S5 and S7 for a move of main.
+    #[allow(clippy::too_many_arguments)]
+    fn check_main_move(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        notes: &NotesLog,
+        truth: &Truth,
+        old: Option<&Oid>,
+        new: Option<&Oid>,
+    ) {
+        let (Some(old), Some(new)) = (old, new) else {
+            return self.violate(
+                Invariant::AppendOnlyMain,
+                at,
+                "main was created or deleted".into(),
+            );
+        };
+        let first_parent = store.get(new).and_then(|c| c.parents.first().cloned());
+        if first_parent.as_ref() != Some(old) {
+            self.violate(
+                Invariant::AppendOnlyMain,
+                at,
+                format!(
+                    "main moved {} -> {}, whose first parent is not the old tip",
+                    old.short(),
+                    new.short()
+                ),
+            );
+        }
+        let Some(commit) = store.get(new) else { return };
+        let Some((change, op)) = bay_trailers(&commit.message) else {
+            return; // a commit from outside bay
+        };
+        self.merges += 1;
+        if let Some(earlier) = self.merged_on_main.insert(change.clone(), new.clone()) {
+            self.violate(
+                Invariant::Once,
+                at,
+                format!(
+                    "{change} merged twice: {} and {}",
+                    earlier.short(),
+                    new.short()
+                ),
+            );
+        }
+        self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
+        self.check_order(at, &op);
+    }
+
+    /// S3 and S5: the merged tree passed every check the policy at its base requires, by
+    /// recorded evidence (S3) that rests on an honest pass (S5).
+    #[allow(clippy::too_many_arguments)]
+    fn check_merge_evidence(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        notes: &NotesLog,
+        truth: &Truth,
+        op: &OpId,
+        merged: &Oid,
+        base: &Oid,
+    ) {
+        let tree = store
+            .get(merged)
+            .map(|c| c.tree.clone())
+            .expect("a merged commit is in the store");
+        let policy = store.read(base, ".bay/policy.toml").map(Policy::parse);
+        let policy = match policy {
+            Some(Ok(policy)) => policy,
+            Some(Err(e)) => {
+                return self.violate(
+                    Invariant::MergedIsChecked,
+                    at,
+                    format!("{op} merged under an invalid policy: {e}"),
+                );
+            }
+            None => {
+                return self.violate(
+                    Invariant::MergedIsChecked,
+                    at,
+                    format!("{op} merged with no policy at its base"),
+                );
+            }
+        };
+        for check in policy.required() {
+            let recorded = remote
+                .refs
+                .iter()
+                .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+                .any(|(_, tip)| {
+                    notes
+                        .records(tip, &tree)
+                        .any(|record| records_pass(record, &check.id, &tree))
+                });
+            if !recorded {
+                self.violate(
+                    Invariant::MergedIsChecked,
+                    at,
+                    format!(
+                        "{op} merged tree {} without a passing record of {}",
+                        tree.short(),
+                        check.id
+                    ),
+                );
+            }
+            if !truth.honestly_passed(&tree, &check.id) {
+                self.violate(
+                    Invariant::UnknownNeverPasses,
+                    at,
+                    format!(
+                        "{op} merged tree {}, which {} never honestly passed",
+                        tree.short(),
+                        check.id
+                    ),
+                );
+            }
+        }
+    }
+
+    /// S7: every queue place below the merged operation's has ended.
+    fn check_order(&mut self, at: u64, op: &OpId) {
+        let Some(seq) = self.seq_of(op) else { return };
+        let waiting: Vec<String> = self
+            .places
+            .range(..seq)
+            .filter_map(|(place, _)| self.op_at(*place))
+            .filter(|(_, state)| !state.is_terminal())
+            .map(|(other, _)| other.to_string())
+            .collect();
+        if !waiting.is_empty() {
+            self.violate(
+                Invariant::Order,
+                at,
+                format!("{op} merged ahead of {}", waiting.join(", ")),
+            );
+        }
+    }
+
+    fn seq_of(&self, op: &OpId) -> Option<u64> {
+        let record = self.chains.get(&op.change)?.record.as_ref()?;
+        Some(record.op(op)?.seq)
+    }
+
+    /// The operation at a queue place and its state, as the checker last read it.
+    fn op_at(&self, seq: u64) -> Option<(OpId, OpState)> {
+        self.chains.values().find_map(|chain| {
+            let record = chain.record.as_ref()?;
+            record
+                .ops
+                .iter()
+                .find(|op| op.seq == seq)
+                .map(|op| (op.id.clone(), op.state))
+        })
+    }
+
+    /// S4 and S6 for a move of a chain, and bookkeeping of submissions and endings.
+    fn check_chain_move(
+        &mut self,
+        at: u64,
+        store: &Store,
+        change: &ChangeId,
+        old: Option<&Oid>,
+        new: Option<&Oid>,
+        pusher: Option<&str>,
+    ) {
+        let Some(new) = new else {
+            return self.violate(
+                Invariant::NothingLost,
+                at,
+                format!("the chain of {change} was deleted"),
+            );
+        };
+        let before = self.chains.get(change).cloned();
+        if let Some(old) = old {
+            if !store.is_ancestor(old, new) {
+                self.violate(
+                    Invariant::NothingLost,
+                    at,
+                    format!(
+                        "the chain of {change} was rewritten: {} is not in {}",
+                        old.short(),
+                        new.short()
+                    ),
+                );
+            }
+        }
+        // S4: a runner may append to a claimed operation only while it holds the claim.
+        if let (Some(runner), Some(old)) = (pusher, old) {
+            let owner = before
+                .as_ref()
+                .and_then(|b| b.record.as_ref())
+                .and_then(|r| r.live_op())
+                .and_then(|op| op.owner.clone());
+            if let Some(owner) = owner.filter(|owner| owner != runner) {
+                let (added, _) = store.first_parents(new, Some(old));
+                let first_added = added
+                    .last()
+                    .and_then(|oid| store.get(oid))
+                    .and_then(|c| Step::from_message(&c.message).ok());
+                let takes_over =
+                    matches!(first_added.map(|s| s.body), Some(StepBody::Claim { .. }));
+                if !takes_over {
+                    self.violate(
+                        Invariant::Fencing,
+                        at,
+                        format!("{runner} wrote to {change} while {owner} held its claim"),
+                    );
+                }
+            }
+        }
+        let record = Self::read_chain(store, new).and_then(|steps| ChangeRecord::fold(&steps).ok());
+        if let Some(record) = &record {
+            for op in &record.ops {
+                self.submitted.entry(op.id.clone()).or_insert(at);
+                if op.state.is_terminal() {
+                    self.ended.entry(op.id.clone()).or_insert((at, op.state));
+                }
+            }
+            // S6: every operation once recorded is still recorded.
+            if let Some(before) = before.as_ref().and_then(|b| b.record.as_ref()) {
+                for op in &before.ops {
+                    if record.op(&op.id).is_none() {
+                        self.violate(
+                            Invariant::NothingLost,
+                            at,
+                            format!("{} vanished from its chain", op.id),
+                        );
+                    }
+                }
+            }
+        }
+        self.chains.insert(
+            change.clone(),
+            ChainSeen {
+                tip: new.clone(),
+                record,
+            },
+        );
+    }
+
+    /// S2: the merged marker exists iff the change's merge is on main.
+    fn check_markers(&mut self, at: u64, remote: &Remote) {
+        let markers: BTreeSet<ChangeId> = remote
+            .refs
+            .range(refs::LANDED.to_string()..)
+            .take_while(|(name, _)| name.starts_with(refs::LANDED))
+            .filter_map(|(name, _)| ChangeId::parse(&name[refs::LANDED.len()..]).ok())
+            .collect();
+        let on_main: BTreeSet<ChangeId> = self.merged_on_main.keys().cloned().collect();
+        for change in markers.symmetric_difference(&on_main) {
+            let what = if markers.contains(change) {
+                format!("{change} has a merged marker but no merge on main")
+            } else {
+                format!("{change} merged on main without its marker")
+            };
+            self.violate(Invariant::Once, at, what);
+        }
+    }
+
+    /// Liveness: every operation submitted by `deadline` ended by then.
+    pub fn check_liveness(&mut self, now: u64, deadline: u64) {
+        let open: Vec<String> = self
+            .submitted
+            .keys()
+            .filter(|op| !self.ended.contains_key(*op))
+            .map(ToString::to_string)
+            .collect();
+        if !open.is_empty() && now >= deadline {
+            self.violate(
+                Invariant::Liveness,
+                now,
+                format!("still open at the bound: {}", open.join(", ")),
+            );
+        }
+    }
+
+    pub fn open_ops(&self) -> usize {
+        self.submitted.len() - self.ended.len()
+    }
+}
+
+/// The change and operation a bay merge commit names in its trailers.
+fn bay_trailers(message: &str) -> Option<(ChangeId, OpId)> {
+    let mut change = None;
+    let mut op = None;
+    for line in message.lines() {
+        if let Some(value) = line.strip_prefix("Change-Id: ") {
+            change = ChangeId::parse(value.trim()).ok();
+        } else if let Some(value) = line.strip_prefix("Bay-Op: ") {
+            op = OpId::parse(value.trim()).ok();
+        }
+    }
+    Some((change?, op?))
+}
+
+/// Whether an evidence record is a pass of `check` on `tree`.
+fn records_pass(record: &str, check: &str, tree: &Oid) -> bool {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(record) else {
+        return false;
+    };
+    value["check"] == check
+        && value["verdict"] == "pass"
+        && value["candidate"]["tree"] == tree.as_str()
+}

@@ -1,0 +1,22 @@
+//! bay-sim: an in-memory world that runs bay's core machines against a model of Git, under
+//! seeded faults, and checks bay's safety invariants after every step.
+//!
+//! One seed fixes everything in a run: the fault mix, the schedule, every latency and every
+//! check's behaviour. [`run_seed`] runs one; the `bay-sim` binary runs many and reports.
+
+pub mod agent;
+pub mod checks;
+pub mod faults;
+pub mod invariants;
+pub mod remote;
+pub mod rng;
+pub mod store;
+pub mod trace;
+pub mod world;
+
+pub use world::{RunReport, Scenario};
+
+/// Runs one seed of a scenario to its end.
+pub fn run_seed(seed: u64, scenario: &Scenario) -> RunReport {
+    world::World::new(seed, scenario.clone()).run(seed)
+}

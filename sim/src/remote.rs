@@ -1,0 +1,216 @@
+//! The shared Git remote of a run: refs over the shared object store, with Git's push rules.
+//!
+//! A push writes its commits, then checks each ref's lease: `Absent` (create-only), `Is(old)`
+//! (compare-and-swap) or `Any` (forced). An atomic push applies every ref or none; a
+//! non-atomic one applies each ref whose lease holds. This is what `git push --atomic
+//! --porcelain --force-with-lease=<ref>:<expect>` does against a bare repository, and the
+//! conformance suite holds the two to the same cases.
+
+use std::collections::BTreeMap;
+
+use bay_core::git::{Oid, refs};
+use bay_core::machine::{Expect, NewValue, PushOutcome, PushPlan, PushReport};
+
+use crate::store::{Store, Tree};
+
+/// One ref's change, as a push applied it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefMove {
+    pub name: String,
+    pub old: Option<Oid>,
+    pub new: Option<Oid>,
+}
+
+/// What one accepted push changed.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    pub moves: Vec<RefMove>,
+}
+
+#[derive(Debug, Default)]
+pub struct Remote {
+    pub refs: BTreeMap<String, Oid>,
+}
+
+/// The commits a plan writes, before any ref moves: what a client writes into its own object
+/// database before it pushes.
+pub fn write_objects(
+    store: &mut Store,
+    plan: &PushPlan,
+) -> (Vec<Vec<Oid>>, Vec<(String, Oid)>, Vec<Oid>) {
+    let empty = store.tree(Tree::new());
+    let mut steps = Vec::with_capacity(plan.appends.len());
+    for append in &plan.appends {
+        let mut written = Vec::with_capacity(append.steps.len());
+        let mut parent = append.parent.clone();
+        for (index, step) in append.steps.iter().enumerate() {
+            let mut parents: Vec<Oid> = parent.iter().cloned().collect();
+            if index == 0 {
+                parents.extend(append.carry.iter().cloned());
+            }
+            let oid = store.commit(empty.clone(), parents, &step.to_message());
+            written.push(oid.clone());
+            parent = Some(oid);
+        }
+        steps.push(written);
+    }
+    (steps, Vec::new(), Vec::new())
+}
+
+impl Remote {
+    pub fn get(&self, name: &str) -> Option<&Oid> {
+        self.refs.get(name)
+    }
+
+    fn lease_holds(&self, name: &str, expect: &Expect) -> bool {
+        match expect {
+            Expect::Absent => !self.refs.contains_key(name),
+            Expect::Is(oid) => self.refs.get(name) == Some(oid),
+            Expect::Any => true,
+        }
+    }
+
+    /// Writes the plan's objects and applies its ref updates. Returns the report a client
+    /// would get, and what moved.
+    pub fn push(
+        &mut self,
+        store: &mut Store,
+        plan: &PushPlan,
+        notes_tips: &mut NotesLog,
+    ) -> (PushReport, Applied) {
+        let (steps, _, _) = write_objects(store, plan);
+        let mut notes = Vec::with_capacity(plan.notes.len());
+        // (name, expect, new) for every ref the push moves.
+        let mut updates: Vec<(String, Expect, Oid)> = Vec::new();
+        for (append, written) in plan.appends.iter().zip(&steps) {
+            let tip = written.last().cloned().or_else(|| append.parent.clone());
+            if let Some(tip) = tip {
+                updates.push((refs::change(&append.change), append.expect.clone(), tip));
+            }
+        }
+        for note in &plan.notes {
+            let name = refs::evidence(&note.producer);
+            let parent = match &note.expect {
+                Expect::Is(oid) => Some(oid.clone()),
+                _ => self.refs.get(&name).cloned(),
+            };
+            let oid = notes_tips.write(store, parent, &note.object, &note.record);
+            notes.push(oid.clone());
+            updates.push((name, note.expect.clone(), oid));
+        }
+        for update in &plan.updates {
+            let new = match &update.new {
+                NewValue::Oid(oid) => Some(oid.clone()),
+                NewValue::Step { append, step } => {
+                    steps.get(*append).and_then(|s| s.get(*step)).cloned()
+                }
+            };
+            if let Some(new) = new {
+                updates.push((update.name.clone(), update.expect.clone(), new));
+            }
+        }
+        let stale: Vec<String> = updates
+            .iter()
+            .filter(|(name, expect, _)| !self.lease_holds(name, expect))
+            .map(|(name, _, _)| name.clone())
+            .collect();
+        let mut applied = Applied::default();
+        let outcome = if plan.atomic && !stale.is_empty() {
+            PushOutcome::Rejected { refs: stale }
+        } else {
+            for (name, expect, new) in &updates {
+                if self.lease_holds(name, expect) {
+                    let old = self.refs.insert(name.clone(), new.clone());
+                    applied.moves.push(RefMove {
+                        name: name.clone(),
+                        old,
+                        new: Some(new.clone()),
+                    });
+                }
+            }
+            if stale.is_empty() {
+                PushOutcome::Accepted
+            } else {
+                PushOutcome::Rejected { refs: stale }
+            }
+        };
+        (
+            PushReport {
+                steps,
+                notes,
+                outcome,
+            },
+            applied,
+        )
+    }
+
+    /// A push made outside bay: main moved forward by someone's own commit.
+    pub fn outside_push(
+        &mut self,
+        store: &mut Store,
+        main: &str,
+        path: &str,
+        content: &str,
+    ) -> Applied {
+        let name = refs::main(main);
+        let Some(old) = self.refs.get(&name).cloned() else {
+            return Applied::default();
+        };
+        let mut files = (*store.files(&old).unwrap_or_default()).clone();
+        let blob = store.blob(content);
+        files.insert(path.to_string(), blob);
+        let tree = store.tree(files);
+        let commit = store.commit(tree, vec![old.clone()], &format!("outside: {content}\n"));
+        self.refs.insert(name.clone(), commit.clone());
+        Applied {
+            moves: vec![RefMove {
+                name,
+                old: Some(old),
+                new: Some(commit),
+            }],
+        }
+    }
+}
+
+/// Evidence notes, kept as Git keeps them: each producer's notes ref is a chain of commits,
+/// and each note is a blob of JSON lines under the annotated object's id (appended to, like
+/// `git notes append`).
+#[derive(Debug, Default)]
+pub struct NotesLog {
+    /// For each notes commit, the note text per annotated object.
+    pub trees: BTreeMap<Oid, BTreeMap<Oid, String>>,
+}
+
+impl NotesLog {
+    fn write(&mut self, store: &mut Store, parent: Option<Oid>, object: &Oid, record: &str) -> Oid {
+        let mut notes = parent
+            .as_ref()
+            .and_then(|p| self.trees.get(p))
+            .cloned()
+            .unwrap_or_default();
+        let text = notes.entry(object.clone()).or_default();
+        text.push_str(record.trim_end());
+        text.push('\n');
+        let mut tree = Tree::new();
+        for (annotated, text) in &notes {
+            tree.insert(annotated.to_string(), store.blob(text));
+        }
+        let tree = store.tree(tree);
+        let oid = store.commit(
+            tree,
+            parent.into_iter().collect(),
+            "Notes added by 'git notes append'\n",
+        );
+        self.trees.insert(oid.clone(), notes);
+        oid
+    }
+
+    /// The records under `object` in the notes commit `tip`.
+    pub fn records(&self, tip: &Oid, object: &Oid) -> impl Iterator<Item = &str> {
+        self.trees
+            .get(tip)
+            .and_then(|notes| notes.get(object))
+            .into_iter()
+            .flat_map(|text| text.lines())
+    }
+}

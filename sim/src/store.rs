@@ -1,0 +1,237 @@
+//! Git objects in memory: blobs, trees (flat maps of path to blob) and commits, each named by a
+//! hash of its content, so equal trees have equal ids as in Git. One store serves every machine
+//! of a run: objects are immutable, so sharing them changes nothing a machine could observe
+//! except that a fetch never has to copy them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use bay_core::git::Oid;
+use sha2::{Digest, Sha256};
+
+/// A tree: path to blob id. Paths are files; directories are implied by `/`.
+pub type Tree = BTreeMap<String, Oid>;
+
+#[derive(Clone, Debug)]
+pub struct Commit {
+    pub tree: Oid,
+    pub parents: Vec<Oid>,
+    pub message: Arc<str>,
+}
+
+#[derive(Debug, Default)]
+pub struct Store {
+    blobs: HashMap<Oid, Arc<str>>,
+    trees: HashMap<Oid, Arc<Tree>>,
+    commits: HashMap<Oid, Commit>,
+}
+
+/// What a three-way merge of trees gives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Merged {
+    Clean(Tree),
+    /// The paths both sides changed differently; `tree` takes `ours` for each of them.
+    Conflict {
+        paths: Vec<String>,
+        tree: Tree,
+    },
+}
+
+fn hash(kind: &str, parts: &[&[u8]]) -> Oid {
+    let mut hasher = Sha256::new();
+    hasher.update(kind.as_bytes());
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
+    Oid::parse(&hex).expect("40 hex digits make an object id")
+}
+
+impl Store {
+    pub fn blob(&mut self, content: &str) -> Oid {
+        let oid = hash("blob", &[content.as_bytes()]);
+        self.blobs
+            .entry(oid.clone())
+            .or_insert_with(|| Arc::from(content));
+        oid
+    }
+
+    pub fn blob_text(&self, oid: &Oid) -> Option<&str> {
+        self.blobs.get(oid).map(|text| &**text)
+    }
+
+    pub fn tree(&mut self, tree: Tree) -> Oid {
+        let mut bytes = Vec::new();
+        for (path, blob) in &tree {
+            bytes.extend_from_slice(path.as_bytes());
+            bytes.push(0);
+            bytes.extend_from_slice(blob.as_str().as_bytes());
+            bytes.push(0);
+        }
+        let oid = hash("tree", &[&bytes]);
+        self.trees
+            .entry(oid.clone())
+            .or_insert_with(|| Arc::new(tree));
+        oid
+    }
+
+    pub fn tree_of(&self, oid: &Oid) -> Option<Arc<Tree>> {
+        self.trees.get(oid).cloned()
+    }
+
+    pub fn commit(&mut self, tree: Oid, parents: Vec<Oid>, message: &str) -> Oid {
+        let parent_text: Vec<&str> = parents.iter().map(Oid::as_str).collect();
+        let oid = hash(
+            "commit",
+            &[
+                tree.as_str().as_bytes(),
+                parent_text.join(" ").as_bytes(),
+                message.as_bytes(),
+            ],
+        );
+        self.commits.entry(oid.clone()).or_insert_with(|| Commit {
+            tree,
+            parents,
+            message: Arc::from(message),
+        });
+        oid
+    }
+
+    pub fn get(&self, oid: &Oid) -> Option<&Commit> {
+        self.commits.get(oid)
+    }
+
+    /// The tree of a commit, as a map.
+    pub fn files(&self, commit: &Oid) -> Option<Arc<Tree>> {
+        self.tree_of(&self.get(commit)?.tree)
+    }
+
+    /// The content of `path` at `commit`.
+    pub fn read(&self, commit: &Oid, path: &str) -> Option<&str> {
+        let files = self.files(commit)?;
+        let blob = files.get(path)?;
+        self.blob_text(blob)
+    }
+
+    /// Whether `ancestor` is reachable from `descendant` (itself included).
+    pub fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> bool {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![descendant.clone()];
+        while let Some(oid) = stack.pop() {
+            if &oid == ancestor {
+                return true;
+            }
+            if !seen.insert(oid.clone()) {
+                continue;
+            }
+            if let Some(commit) = self.get(&oid) {
+                stack.extend(commit.parents.iter().cloned());
+            }
+        }
+        false
+    }
+
+    /// Walks first parents from `tip`, newest first, stopping before `stop` if it meets it.
+    pub fn first_parents(&self, tip: &Oid, stop: Option<&Oid>) -> (Vec<Oid>, bool) {
+        let mut out = Vec::new();
+        let mut at = Some(tip.clone());
+        while let Some(oid) = at {
+            if Some(&oid) == stop {
+                return (out, true);
+            }
+            at = self.get(&oid).and_then(|c| c.parents.first().cloned());
+            out.push(oid);
+        }
+        (out, false)
+    }
+
+    /// A three-way merge path by path, as `git merge-tree` does for whole files: a path
+    /// changed on one side only takes that side; changed the same way on both, either; changed
+    /// differently on both, a conflict.
+    pub fn merge(base: &Tree, ours: &Tree, theirs: &Tree) -> Merged {
+        let paths: BTreeSet<&String> = base
+            .keys()
+            .chain(ours.keys())
+            .chain(theirs.keys())
+            .collect();
+        let mut tree = Tree::new();
+        let mut conflicts = Vec::new();
+        for path in paths {
+            let (b, o, t) = (base.get(path), ours.get(path), theirs.get(path));
+            let pick = if o == t || t == b {
+                o
+            } else if o == b {
+                t
+            } else {
+                conflicts.push(path.clone());
+                o
+            };
+            if let Some(oid) = pick {
+                tree.insert(path.clone(), oid.clone());
+            }
+        }
+        if conflicts.is_empty() {
+            Merged::Clean(tree)
+        } else {
+            Merged::Conflict {
+                paths: conflicts,
+                tree,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(store: &mut Store, files: &[(&str, &str)]) -> Tree {
+        files
+            .iter()
+            .map(|(path, text)| (path.to_string(), store.blob(text)))
+            .collect()
+    }
+
+    #[test]
+    fn equal_content_has_equal_ids() {
+        let mut store = Store::default();
+        let a = tree(&mut store, &[("a", "1")]);
+        let b = tree(&mut store, &[("a", "1")]);
+        assert_eq!(store.tree(a), store.tree(b));
+    }
+
+    #[test]
+    fn merge_takes_each_side_and_finds_conflicts() {
+        let mut store = Store::default();
+        let base = tree(&mut store, &[("a", "1"), ("b", "1"), ("c", "1")]);
+        let ours = tree(&mut store, &[("a", "2"), ("b", "1"), ("c", "2")]);
+        let theirs = tree(
+            &mut store,
+            &[("a", "1"), ("b", "2"), ("c", "3"), ("d", "1")],
+        );
+        let Merged::Conflict {
+            paths,
+            tree: merged,
+        } = Store::merge(&base, &ours, &theirs)
+        else {
+            panic!("c changed differently on both sides");
+        };
+        assert_eq!(paths, vec!["c".to_string()]);
+        assert_eq!(merged["a"], ours["a"]);
+        assert_eq!(merged["b"], theirs["b"]);
+        assert_eq!(merged["d"], theirs["d"]);
+    }
+
+    #[test]
+    fn a_deletion_on_one_side_wins_over_no_change() {
+        let mut store = Store::default();
+        let base = tree(&mut store, &[("a", "1")]);
+        let ours = Tree::new();
+        assert_eq!(
+            Store::merge(&base, &ours, &base),
+            Merged::Clean(Tree::new())
+        );
+    }
+}

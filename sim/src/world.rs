@@ -1,0 +1,1180 @@
+//! One simulated run: a remote, runners and agents on their own clocks, the faults a seed picks,
+//! and the checkers that watch every step.
+//!
+//! Everything happens on one thread in virtual time, from one seed. Machines are bay's own
+//! core machines; this module only executes their actions against the in-memory Git and
+//! delivers the completions, with latency, loss and faults.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use bay_core::config::Trailers;
+use bay_core::git::{Oid, refs};
+use bay_core::id::ChangeId;
+use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
+use bay_core::machine::{
+    Action, ActionId, BuildResult, ChainRead, Completion, Event, Fault, Machine, PushOutcome,
+    PushPlan, PushReport, RawStep, Refreshed,
+};
+use bay_core::time::Timestamp;
+
+use crate::agent::{Agent, Cmd};
+use crate::checks::{self, Behaviour, Truth};
+use crate::faults::{FaultClass, FaultMix};
+use crate::invariants::{Checker, Invariant, Violation};
+use crate::remote::{NotesLog, Remote};
+use crate::rng::Rng;
+use crate::store::{Merged, Store, Tree};
+use crate::trace::Trace;
+
+/// Virtual milliseconds.
+pub type Millis = u64;
+
+/// What a run looks like, before the seed fills in the details.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub runners: usize,
+    pub agents: usize,
+    pub changes: usize,
+    pub allowed: std::collections::BTreeSet<FaultClass>,
+    /// Applied to every runner's configuration: the mutation tests use it to run broken runners.
+    pub tweak: Option<fn(&mut RunnerConfig)>,
+    /// Keep the whole trace, for `replay`.
+    pub full_trace: bool,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            runners: 2,
+            agents: 3,
+            changes: 6,
+            allowed: FaultClass::ALL.into_iter().collect(),
+            tweak: None,
+            full_trace: false,
+        }
+    }
+}
+
+/// The timings every runner of a run uses, from the spec's defaults.
+pub const LEASE_MS: Millis = 60_000;
+pub const HEARTBEAT_MS: Millis = 10_000;
+pub const INTERVAL_MS: Millis = 10_000;
+pub const CHECK_TIMEOUT_S: u64 = 120;
+const CHECK_GRACE_MS: Millis = 30_000;
+/// The longest the fault phase lasts.
+pub const FAULT_PHASE_MS: Millis = 30 * 60_000;
+/// The liveness bound for one operation after the faults stop: a lease to see a silent claim
+/// out, two passes, every check's time limit and grace, and a margin for pushes and builds.
+pub const PER_OP_BOUND_MS: Millis =
+    LEASE_MS + 2 * INTERVAL_MS + MAX_CHECKS * (CHECK_TIMEOUT_S * 1000 + CHECK_GRACE_MS) + 30_000;
+/// The most required checks a simulated policy has.
+pub const MAX_CHECKS: u64 = 2;
+/// Paths agents edit: few, so changes collide.
+pub const PATHS: [&str; 5] = ["src/a.txt", "src/b.txt", "src/c.txt", "docs/d.txt", "e.txt"];
+pub const MAIN: &str = "main";
+
+/// A machine's own clock: drifting, and jumping when the seed says so.
+#[derive(Clone, Debug)]
+pub struct Clock {
+    epoch: Millis,
+    local_at_epoch: u64,
+    /// Per-mille fast (positive) or slow (negative).
+    rate: i64,
+}
+
+impl Clock {
+    fn new(local_start: u64, rate: i64) -> Clock {
+        Clock {
+            epoch: 0,
+            local_at_epoch: local_start,
+            rate,
+        }
+    }
+
+    pub fn local(&self, t: Millis) -> Timestamp {
+        let elapsed = t.saturating_sub(self.epoch) as i128 * (1000 + self.rate as i128) / 1000;
+        Timestamp((self.local_at_epoch as i128 + elapsed).max(0) as u64)
+    }
+
+    /// The first global moment at which this clock reads `local` or later.
+    fn global_for(&self, local: Timestamp) -> Millis {
+        let ahead = local.millis().saturating_sub(self.local_at_epoch) as i128;
+        let rate = (1000 + self.rate as i128).max(1);
+        self.epoch + ((ahead * 1000 + rate - 1) / rate) as u64
+    }
+
+    fn jump(&mut self, t: Millis, delta: i64) {
+        self.local_at_epoch = (self.local(t).millis() as i64 + delta).max(0) as u64;
+        self.epoch = t;
+    }
+}
+
+/// What runs on a host.
+#[derive(Debug)]
+pub enum Role {
+    Runner {
+        machine: Option<Box<Runner>>,
+        down_until: Option<Millis>,
+        restarts: u64,
+    },
+    Agent(Box<Agent>),
+}
+
+#[derive(Debug)]
+pub struct Host {
+    pub name: String,
+    pub clock: Clock,
+    pub role: Role,
+    /// Bumped when the host's process dies, so answers to the old process are dropped.
+    pub incarnation: u32,
+    pub paused_until: Millis,
+    pub partitioned_until: Millis,
+    /// The pending wake-up, and its token (a newer one makes older wake-ups stale).
+    wake: Option<(Millis, u64)>,
+}
+
+#[derive(Debug)]
+enum Ev {
+    Deliver {
+        host: usize,
+        incarnation: u32,
+        id: ActionId,
+        completion: Box<Completion>,
+    },
+    PushArrives {
+        host: usize,
+        incarnation: u32,
+        id: ActionId,
+        plan: Box<PushPlan>,
+        fate: Fate,
+    },
+    Wake {
+        host: usize,
+        token: u64,
+    },
+    AgentStep {
+        host: usize,
+    },
+    Crash {
+        host: usize,
+    },
+    Restart {
+        host: usize,
+    },
+    Pause {
+        host: usize,
+    },
+    Partition {
+        host: usize,
+    },
+    ClockJump {
+        host: usize,
+    },
+    OutsidePush,
+    Heal,
+}
+
+/// What becomes of one push on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Normal,
+    /// Applied, but the reply is lost.
+    AppliedNoReply,
+    /// The connection broke before the remote applied it; no reply.
+    LostBeforeApply,
+}
+
+struct Queued {
+    at: Millis,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct RunReport {
+    pub seed: u64,
+    pub faults: Vec<&'static str>,
+    pub violations: Vec<Violation>,
+    pub outcomes: BTreeMap<&'static str, u64>,
+    pub merged: u64,
+    pub ops: u64,
+    pub virtual_ms: Millis,
+    pub events: u64,
+    pub trace_hash: u64,
+    pub trace: Vec<String>,
+    pub liveness_bound_ms: Option<Millis>,
+}
+
+pub struct World {
+    pub t: Millis,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Queued>>,
+    pub store: Store,
+    pub remote: Remote,
+    pub notes: NotesLog,
+    pub truth: Truth,
+    pub checker: Checker,
+    pub hosts: Vec<Host>,
+    pub mix: FaultMix,
+    pub healed: bool,
+    pub rng: Rng,
+    net_rng: Rng,
+    check_rng: Rng,
+    fault_rng: Rng,
+    pub trace: Trace,
+    scenario: Scenario,
+    /// Tasks not yet taken by an agent.
+    pub tasks_left: usize,
+    pub next_task: usize,
+    /// Intents agents work on now, which another agent may pick too.
+    pub intents: Vec<(String, Vec<String>)>,
+    deadline: Option<Millis>,
+    events: u64,
+    wake_tokens: u64,
+}
+
+impl World {
+    pub fn new(seed: u64, scenario: Scenario) -> World {
+        let mut rng = Rng::new(seed);
+        let mix = FaultMix::pick(&mut rng.split(1), &scenario.allowed);
+        let mut world = World {
+            t: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            store: Store::default(),
+            remote: Remote::default(),
+            notes: NotesLog::default(),
+            truth: Truth::default(),
+            checker: Checker::new(MAIN),
+            hosts: Vec::new(),
+            mix,
+            healed: false,
+            net_rng: rng.split(2),
+            check_rng: rng.split(3),
+            fault_rng: rng.split(4),
+            rng,
+            trace: Trace::new(scenario.full_trace),
+            tasks_left: scenario.changes,
+            next_task: 0,
+            intents: Vec::new(),
+            deadline: None,
+            events: 0,
+            wake_tokens: 0,
+            scenario,
+        };
+        world.setup();
+        world
+    }
+
+    /// Main's first commit: a few files and the policy the seed picks.
+    fn setup(&mut self) {
+        let mut files = Tree::new();
+        for path in PATHS {
+            let blob = self.store.blob(&format!("{path} as it began\n"));
+            files.insert(path.to_string(), blob);
+        }
+        if let Some(policy) = self.pick_policy() {
+            let blob = self.store.blob(&policy);
+            files.insert(".bay/policy.toml".to_string(), blob);
+        }
+        let tree = self.store.tree(files);
+        let root = self.store.commit(tree, Vec::new(), "The first version\n");
+        self.remote.refs.insert(refs::main(MAIN), root);
+
+        let drift = self.mix.has(FaultClass::Clock);
+        for n in 0..self.scenario.runners {
+            let clock = self.new_clock(drift);
+            let name = format!("runner-{n}");
+            let machine = self.new_runner(&name, &clock);
+            self.hosts.push(Host {
+                name,
+                clock,
+                role: Role::Runner {
+                    machine: Some(Box::new(machine)),
+                    down_until: None,
+                    restarts: 0,
+                },
+                incarnation: 0,
+                paused_until: 0,
+                partitioned_until: 0,
+                wake: None,
+            });
+        }
+        for n in 0..self.scenario.agents {
+            let clock = self.new_clock(drift);
+            let agent = Agent::new(format!("agent-{n}"), self.rng.split(100 + n as u64));
+            self.hosts.push(Host {
+                name: format!("agent-{n}"),
+                clock,
+                role: Role::Agent(Box::new(agent)),
+                incarnation: 0,
+                paused_until: 0,
+                partitioned_until: 0,
+                wake: None,
+            });
+        }
+        for host in 0..self.hosts.len() {
+            match self.hosts[host].role {
+                Role::Runner { .. } => self.settle(host),
+                Role::Agent(_) => {
+                    let at = self.rng.range(0, 2_000);
+                    self.at(at, Ev::AgentStep { host });
+                }
+            }
+            self.schedule_faults(host);
+        }
+        if self.mix.has(FaultClass::OutsidePush) {
+            let at = self.fault_rng.range(20_000, 90_000);
+            self.at(at, Ev::OutsidePush);
+        }
+        self.at(FAULT_PHASE_MS, Ev::Heal);
+    }
+
+    /// The policy on main: usually checks, sometimes none required, rarely absent.
+    fn pick_policy(&mut self) -> Option<String> {
+        let roll = self.rng.range(0, 99);
+        let check = |id: &str| {
+            format!(
+                "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\n"
+            )
+        };
+        match roll {
+            0..=2 => None,
+            3..=9 => Some("revision = 1\nunchecked = true\n".to_string()),
+            10..=54 => Some(format!("revision = 1\n\n{}", check("unit"))),
+            _ => Some(format!(
+                "revision = 1\n\n{}\n{}",
+                check("unit"),
+                check("lint")
+            )),
+        }
+    }
+
+    fn new_clock(&mut self, drift: bool) -> Clock {
+        let start = 1_800_000_000_000 + self.rng.range(0, 3_600_000);
+        let rate = if drift {
+            self.rng.range(0, 100) as i64 - 50
+        } else {
+            0
+        };
+        Clock::new(start, rate)
+    }
+
+    fn new_runner(&mut self, name: &str, clock: &Clock) -> Runner {
+        let mut cfg = RunnerConfig::new(name, MAIN, self.rng.next_u64());
+        cfg.lease_ms = LEASE_MS;
+        cfg.heartbeat_ms = HEARTBEAT_MS;
+        cfg.interval_ms = INTERVAL_MS;
+        cfg.check_grace_ms = CHECK_GRACE_MS;
+        cfg.trailers = Trailers::default();
+        cfg.mode = RunMode::Loop;
+        if let Some(tweak) = self.scenario.tweak {
+            tweak(&mut cfg);
+        }
+        Runner::new(cfg, clock.local(self.t))
+    }
+
+    fn at(&mut self, at: Millis, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Queued {
+            at: at.max(self.t),
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn after(&mut self, delay: Millis, ev: Ev) {
+        self.at(self.t + delay, ev);
+    }
+
+    /// Runs to the end: every task done and every operation ended, or a violation, or the
+    /// liveness bound.
+    pub fn run(mut self, seed: u64) -> RunReport {
+        while let Some(Reverse(next)) = self.queue.pop() {
+            self.t = next.at;
+            self.events += 1;
+            self.step(next.ev);
+            if self
+                .checker
+                .violations
+                .iter()
+                .any(|v| v.invariant.is_safety())
+            {
+                break;
+            }
+            if self.healed && self.all_done() {
+                break;
+            }
+            if let Some(deadline) = self.deadline {
+                if self.t >= deadline {
+                    self.checker.check_liveness(self.t, deadline);
+                    break;
+                }
+            }
+        }
+        self.report(seed)
+    }
+
+    fn all_done(&self) -> bool {
+        self.checker.open_ops() == 0
+            && self.hosts.iter().all(|host| match &host.role {
+                Role::Agent(agent) => agent.is_done(),
+                Role::Runner { .. } => true,
+            })
+    }
+
+    fn report(self, seed: u64) -> RunReport {
+        let mut outcomes = BTreeMap::new();
+        for (_, state) in self.checker.ended.values() {
+            *outcomes.entry(state.as_str()).or_insert(0) += 1;
+        }
+        RunReport {
+            seed,
+            faults: self.mix.names(),
+            merged: self.checker.merges,
+            ops: self.checker.submitted.len() as u64,
+            violations: self.checker.violations,
+            outcomes,
+            virtual_ms: self.t,
+            events: self.events,
+            trace_hash: self.trace.hash(),
+            trace: self.trace.lines(),
+            liveness_bound_ms: self.deadline,
+        }
+    }
+
+    fn step(&mut self, ev: Ev) {
+        match ev {
+            Ev::Deliver {
+                host,
+                incarnation,
+                id,
+                completion,
+            } => self.deliver(host, incarnation, id, *completion),
+            Ev::PushArrives {
+                host,
+                incarnation,
+                id,
+                plan,
+                fate,
+            } => self.push_arrives(host, incarnation, id, *plan, fate),
+            Ev::Wake { host, token } => self.wake(host, token),
+            Ev::AgentStep { host } => self.agent_step(host),
+            Ev::Crash { host } => self.crash(host),
+            Ev::Restart { host } => self.restart(host),
+            Ev::Pause { host } => self.pause(host),
+            Ev::Partition { host } => self.partition(host),
+            Ev::ClockJump { host } => self.clock_jump(host),
+            Ev::OutsidePush => self.outside_push(),
+            Ev::Heal => self.heal(),
+        }
+    }
+
+    // ---- machines ------------------------------------------------------------------------
+
+    /// The machine running on `host` now, if any.
+    fn machine(&mut self, host: usize) -> Option<&mut dyn Machine> {
+        match &mut self.hosts[host].role {
+            Role::Runner { machine, .. } => machine.as_deref_mut().map(|m| m as &mut dyn Machine),
+            Role::Agent(agent) => agent.cmd.as_mut().map(Cmd::machine),
+        }
+    }
+
+    /// Drains the host machine's actions, executes them, and schedules its next wake-up.
+    fn settle(&mut self, host: usize) {
+        let mut actions = Vec::new();
+        if let Some(machine) = self.machine(host) {
+            while let Some(action) = machine.poll_action() {
+                actions.push(action);
+            }
+        }
+        for (id, action) in actions {
+            self.trace.note(self.t, host, action.name(), id.0);
+            self.execute(host, id, action);
+        }
+        let deadline = self.machine(host).and_then(|m| m.poll_timeout());
+        if let Some(deadline) = deadline {
+            let at = self.hosts[host].clock.global_for(deadline.at).max(self.t);
+            let stale = self.hosts[host]
+                .wake
+                .is_some_and(|(pending, _)| pending <= at);
+            if !stale {
+                self.wake_tokens += 1;
+                let token = self.wake_tokens;
+                self.hosts[host].wake = Some((at, token));
+                self.at(at, Ev::Wake { host, token });
+            }
+        }
+        let finished = match &self.hosts[host].role {
+            Role::Agent(agent) => agent
+                .cmd
+                .as_ref()
+                .is_some_and(|cmd| cmd.machine_ref().outcome().is_some()),
+            Role::Runner { .. } => false,
+        };
+        if finished {
+            self.agent_finished(host);
+        }
+    }
+
+    fn feed(&mut self, host: usize, event: Event) {
+        let now = self.hosts[host].clock.local(self.t);
+        let Some(machine) = self.machine(host) else {
+            return;
+        };
+        if let Err(misuse) = machine.handle(now, event) {
+            self.checker.violations.push(Violation {
+                invariant: Invariant::Liveness,
+                at: self.t,
+                what: format!("{}: {misuse}", self.hosts[host].name),
+            });
+        }
+        self.settle(host);
+    }
+
+    fn deliver(&mut self, host: usize, incarnation: u32, id: ActionId, completion: Completion) {
+        if self.hosts[host].incarnation != incarnation {
+            return;
+        }
+        if self.hosts[host].paused_until > self.t {
+            let until = self.hosts[host].paused_until;
+            self.at(
+                until,
+                Ev::Deliver {
+                    host,
+                    incarnation,
+                    id,
+                    completion: Box::new(completion),
+                },
+            );
+            return;
+        }
+        self.trace.note(self.t, host, "done", id.0);
+        self.feed(host, Event::Done(id, completion));
+    }
+
+    fn wake(&mut self, host: usize, token: u64) {
+        if self.hosts[host].wake.map(|(_, t)| t) != Some(token) {
+            return;
+        }
+        if self.hosts[host].paused_until > self.t {
+            let until = self.hosts[host].paused_until;
+            self.hosts[host].wake = Some((until, token));
+            self.at(until, Ev::Wake { host, token });
+            return;
+        }
+        self.hosts[host].wake = None;
+        self.trace.note(self.t, host, "tick", 0);
+        self.feed(host, Event::Tick);
+    }
+
+    // ---- executing actions ---------------------------------------------------------------
+
+    fn latency(&mut self) -> Millis {
+        self.net_rng.range(5, 80)
+    }
+
+    fn reply(&mut self, host: usize, id: ActionId, delay: Millis, completion: Completion) {
+        let incarnation = self.hosts[host].incarnation;
+        self.after(
+            delay,
+            Ev::Deliver {
+                host,
+                incarnation,
+                id,
+                completion: Box::new(completion),
+            },
+        );
+    }
+
+    fn cut_off(&self, host: usize) -> bool {
+        self.hosts[host].partitioned_until > self.t
+    }
+
+    fn execute(&mut self, host: usize, id: ActionId, action: Action) {
+        match action {
+            Action::Fetch => {
+                let lat = self.latency();
+                let fail = self.cut_off(host)
+                    || self
+                        .net_rng
+                        .chance(self.mix.rate(FaultClass::FetchFail, 30));
+                let completion = if fail {
+                    Completion::Fetched(Err(Fault("could not reach the remote".into())))
+                } else {
+                    Completion::Fetched(Ok(self.remote.refs.clone()))
+                };
+                self.reply(host, id, lat, completion);
+            }
+            Action::Push(plan) => {
+                let lat = self.latency();
+                if self.cut_off(host)
+                    || self.net_rng.chance(self.mix.rate(FaultClass::PushFail, 30))
+                {
+                    let report = PushReport {
+                        steps: Vec::new(),
+                        notes: Vec::new(),
+                        outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
+                    };
+                    return self.reply(host, id, lat, Completion::Pushed(report));
+                }
+                let fate = if self
+                    .net_rng
+                    .chance(self.mix.rate(FaultClass::LostReply, 40))
+                {
+                    if self.net_rng.chance(700) {
+                        Fate::AppliedNoReply
+                    } else {
+                        Fate::LostBeforeApply
+                    }
+                } else {
+                    Fate::Normal
+                };
+                let incarnation = self.hosts[host].incarnation;
+                self.after(
+                    lat / 2,
+                    Ev::PushArrives {
+                        host,
+                        incarnation,
+                        id,
+                        plan: Box::new(plan),
+                        fate,
+                    },
+                );
+            }
+            Action::ReadSteps { oids } => {
+                let steps = oids
+                    .iter()
+                    .filter_map(|oid| {
+                        let commit = self.store.get(oid)?;
+                        Some(RawStep {
+                            oid: oid.clone(),
+                            message: commit.message.to_string(),
+                        })
+                    })
+                    .collect();
+                self.reply(host, id, 1, Completion::StepsRead(Ok(steps)));
+            }
+            Action::ReadChains { chains } => {
+                let reads = chains
+                    .into_iter()
+                    .map(|query| {
+                        let (oids, reached_known) =
+                            self.store.first_parents(&query.tip, query.known.as_ref());
+                        let steps = oids
+                            .into_iter()
+                            .filter_map(|oid| {
+                                let message = self.store.get(&oid)?.message.to_string();
+                                Some(RawStep { oid, message })
+                            })
+                            .collect();
+                        ChainRead {
+                            change: query.change,
+                            tip: query.tip,
+                            steps,
+                            reached_known,
+                        }
+                    })
+                    .collect();
+                self.reply(host, id, 2, Completion::ChainsRead(Ok(reads)));
+            }
+            Action::ReadFile { commit, path } => {
+                let content = self
+                    .store
+                    .read(&commit, &path)
+                    .map(|text| text.as_bytes().to_vec());
+                let completion = if self.store.get(&commit).is_some() {
+                    Completion::FileRead(Ok(content))
+                } else {
+                    Completion::FileRead(Err(Fault(format!("no commit {commit}"))))
+                };
+                self.reply(host, id, 1, completion);
+            }
+            Action::BuildCandidate(spec) => {
+                let result = self.build(&spec.base, &spec.draft, &spec.merge_base, &spec.message);
+                self.reply(host, id, 5, Completion::CandidateBuilt(result));
+            }
+            Action::RunCheck(run) => {
+                let behaviour = self.behaviour();
+                match checks::run(
+                    &self.store,
+                    &mut self.truth,
+                    &mut self.check_rng,
+                    behaviour,
+                    &run,
+                    LEASE_MS,
+                ) {
+                    checks::Run::Exits { millis, exit } => {
+                        self.reply(host, id, millis, Completion::CheckExited(exit))
+                    }
+                    checks::Run::Silent => {}
+                }
+            }
+            Action::FreezeDraft {
+                change,
+                parent,
+                base: _,
+            } => {
+                let files = self.view_files(host, &change, &parent);
+                let tree = self.store.tree(files);
+                // Nothing changed since the last draft: the draft stays the same commit.
+                let unchanged = self.store.get(&parent).is_some_and(|c| c.tree == tree);
+                let draft = if unchanged {
+                    parent
+                } else {
+                    self.store
+                        .commit(tree, vec![parent], &format!("draft of {change}\n"))
+                };
+                self.reply(host, id, 2, Completion::DraftFrozen(Ok(draft)));
+            }
+            Action::RefreshDraft {
+                change,
+                draft,
+                base,
+                onto,
+            } => {
+                let result = self.refresh(&change, &draft, &base, &onto);
+                if let (Ok(refreshed), Role::Agent(agent)) = (&result, &mut self.hosts[host].role) {
+                    let files = self
+                        .store
+                        .files(&refreshed.draft)
+                        .map(|f| (*f).clone())
+                        .unwrap_or_default();
+                    agent.views.insert(change, files);
+                }
+                self.reply(host, id, 3, Completion::DraftRefreshed(result));
+            }
+            Action::MakeView {
+                change,
+                paths: _,
+                draft,
+            } => {
+                let files = self
+                    .store
+                    .files(&draft)
+                    .map(|f| (*f).clone())
+                    .unwrap_or_default();
+                let name = self.hosts[host].name.clone();
+                if let Role::Agent(agent) = &mut self.hosts[host].role {
+                    agent.views.entry(change.clone()).or_insert(files);
+                }
+                self.reply(
+                    host,
+                    id,
+                    2,
+                    Completion::ViewMade(Ok(format!("sim://{name}/{change}"))),
+                );
+            }
+        }
+    }
+
+    fn behaviour(&mut self) -> Behaviour {
+        if self.healed {
+            return Behaviour::Honest;
+        }
+        let mix = &self.mix;
+        let table = [
+            (Behaviour::Slow, mix.rate(FaultClass::SlowCheck, 60)),
+            (Behaviour::Hung, mix.rate(FaultClass::HungCheck, 20)),
+            (Behaviour::Lost, mix.rate(FaultClass::HungCheck, 10)),
+            (Behaviour::Flaky, mix.rate(FaultClass::FlakyCheck, 30)),
+            (
+                Behaviour::Unavailable,
+                mix.rate(FaultClass::UnavailableCheck, 30),
+            ),
+            (Behaviour::WrongTree, mix.rate(FaultClass::LyingCheck, 25)),
+            (Behaviour::TooFewUnits, mix.rate(FaultClass::LyingCheck, 15)),
+            (Behaviour::HugeReason, mix.rate(FaultClass::LyingCheck, 10)),
+            (Behaviour::FailingExit, mix.rate(FaultClass::LyingCheck, 10)),
+            (Behaviour::Garbage, mix.rate(FaultClass::LyingCheck, 10)),
+        ];
+        let mut roll = self.check_rng.range(0, 999);
+        for (behaviour, per_mille) in table {
+            if roll < per_mille {
+                return behaviour;
+            }
+            roll -= per_mille.min(roll);
+        }
+        Behaviour::Honest
+    }
+
+    /// `git merge-tree --write-tree --merge-base=<merge_base> <base> <draft>`, then
+    /// `git commit-tree` with `base` as the only parent.
+    fn build(
+        &mut self,
+        base: &Oid,
+        draft: &Oid,
+        merge_base: &Oid,
+        message: &str,
+    ) -> Result<BuildResult, Fault> {
+        let files = |store: &Store, oid: &Oid| {
+            store
+                .files(oid)
+                .ok_or_else(|| Fault(format!("no commit {oid}")))
+        };
+        let (ours, theirs, ancestor) = (
+            files(&self.store, base)?,
+            files(&self.store, draft)?,
+            files(&self.store, merge_base)?,
+        );
+        match Store::merge(&ancestor, &ours, &theirs) {
+            Merged::Conflict { paths, .. } => Ok(BuildResult::Conflict { paths }),
+            Merged::Clean(tree) => {
+                let changed_paths = tree
+                    .iter()
+                    .filter(|(path, blob)| ours.get(*path) != Some(blob))
+                    .map(|(path, _)| path.clone())
+                    .chain(
+                        ours.keys()
+                            .filter(|path| !tree.contains_key(*path))
+                            .cloned(),
+                    )
+                    .collect();
+                let tree_oid = self.store.tree(tree);
+                let base_tree = self
+                    .store
+                    .get(base)
+                    .map(|c| c.tree.clone())
+                    .expect("base was read above");
+                let commit = self
+                    .store
+                    .commit(tree_oid.clone(), vec![base.clone()], message);
+                Ok(BuildResult::Clean {
+                    commit,
+                    tree: tree_oid,
+                    base_tree,
+                    changed_paths,
+                })
+            }
+        }
+    }
+
+    /// Brings a draft up to `onto`; a conflicting path keeps the draft's side (the agent
+    /// resolves it by redoing its edit).
+    fn refresh(
+        &mut self,
+        change: &ChangeId,
+        draft: &Oid,
+        base: &Oid,
+        onto: &Oid,
+    ) -> Result<Refreshed, Fault> {
+        let files = |store: &Store, oid: &Oid| {
+            store
+                .files(oid)
+                .ok_or_else(|| Fault(format!("no commit {oid}")))
+        };
+        let (ours, theirs, ancestor) = (
+            files(&self.store, onto)?,
+            files(&self.store, draft)?,
+            files(&self.store, base)?,
+        );
+        let (tree, conflicts) = match Store::merge(&ancestor, &ours, &theirs) {
+            Merged::Clean(tree) => (tree, Vec::new()),
+            Merged::Conflict { paths, mut tree } => {
+                for path in &paths {
+                    match theirs.get(path) {
+                        Some(blob) => tree.insert(path.clone(), blob.clone()),
+                        None => tree.remove(path),
+                    };
+                }
+                (tree, paths)
+            }
+        };
+        let tree = self.store.tree(tree);
+        let draft = self.store.commit(
+            tree,
+            vec![onto.clone()],
+            &format!("draft of {change}, brought up to main\n"),
+        );
+        Ok(Refreshed { draft, conflicts })
+    }
+
+    fn view_files(&self, host: usize, change: &ChangeId, parent: &Oid) -> Tree {
+        match &self.hosts[host].role {
+            Role::Agent(agent) => agent.views.get(change).cloned(),
+            Role::Runner { .. } => None,
+        }
+        .or_else(|| self.store.files(parent).map(|f| (*f).clone()))
+        .unwrap_or_default()
+    }
+
+    fn push_arrives(
+        &mut self,
+        host: usize,
+        incarnation: u32,
+        id: ActionId,
+        plan: PushPlan,
+        fate: Fate,
+    ) {
+        let lat = self.latency();
+        if fate == Fate::LostBeforeApply {
+            let report = PushReport {
+                steps: Vec::new(),
+                notes: Vec::new(),
+                outcome: PushOutcome::Unknown {
+                    why: "the connection broke".into(),
+                },
+            };
+            let (steps, _, _) = crate::remote::write_objects(&mut self.store, &plan);
+            let report = PushReport { steps, ..report };
+            return self.after(
+                lat / 2,
+                Ev::Deliver {
+                    host,
+                    incarnation,
+                    id,
+                    completion: Box::new(Completion::Pushed(report)),
+                },
+            );
+        }
+        let (mut report, applied) = self.remote.push(&mut self.store, &plan, &mut self.notes);
+        let pusher = match self.hosts[host].role {
+            Role::Runner { .. } => Some(self.hosts[host].name.clone()),
+            Role::Agent(_) => None,
+        };
+        self.trace
+            .note(self.t, host, "push-applied", applied.moves.len() as u64);
+        self.checker.after_push(
+            self.t,
+            &self.store,
+            &self.remote,
+            &self.notes,
+            &self.truth,
+            &applied,
+            pusher.as_deref(),
+        );
+        if fate == Fate::AppliedNoReply {
+            report.outcome = PushOutcome::Unknown {
+                why: "no reply".into(),
+            };
+        }
+        self.after(
+            lat / 2,
+            Ev::Deliver {
+                host,
+                incarnation,
+                id,
+                completion: Box::new(Completion::Pushed(report)),
+            },
+        );
+    }
+
+    // ---- agents ----------------------------------------------------------------------------
+
+    fn agent_step(&mut self, host: usize) {
+        let now = self.hosts[host].clock.local(self.t);
+        let Role::Agent(agent) = &mut self.hosts[host].role else {
+            return;
+        };
+        if agent.cmd.is_some() {
+            return;
+        }
+        let next = crate::agent::next(self, host, now);
+        if let Some(delay) = next {
+            self.after(delay, Ev::AgentStep { host });
+        }
+        if matches!(&self.hosts[host].role, Role::Agent(agent) if agent.cmd.is_some()) {
+            self.settle(host);
+        }
+    }
+
+    fn agent_finished(&mut self, host: usize) {
+        let delay = crate::agent::finished(self, host);
+        self.after(delay, Ev::AgentStep { host });
+    }
+
+    // ---- faults ----------------------------------------------------------------------------
+
+    fn schedule_faults(&mut self, host: usize) {
+        let runner = matches!(self.hosts[host].role, Role::Runner { .. });
+        let plan: [(FaultClass, Millis, Millis, fn(usize) -> Ev, bool); 4] = [
+            (
+                FaultClass::Crash,
+                60_000,
+                300_000,
+                |host| Ev::Crash { host },
+                runner,
+            ),
+            (
+                FaultClass::Pause,
+                90_000,
+                400_000,
+                |host| Ev::Pause { host },
+                runner,
+            ),
+            (
+                FaultClass::Partition,
+                30_000,
+                200_000,
+                |host| Ev::Partition { host },
+                true,
+            ),
+            (
+                FaultClass::Clock,
+                60_000,
+                300_000,
+                |host| Ev::ClockJump { host },
+                true,
+            ),
+        ];
+        for (class, lo, hi, make, applies) in plan {
+            if applies && self.mix.has(class) {
+                let at = self.t + self.fault_rng.range(lo, hi) / self.mix.intensity;
+                self.at(at, make(host));
+            }
+        }
+    }
+
+    fn reschedule(&mut self, lo: Millis, hi: Millis, ev: Ev) {
+        if !self.healed {
+            let delay = self.fault_rng.range(lo, hi) / self.mix.intensity;
+            self.after(delay, ev);
+        }
+    }
+
+    fn crash(&mut self, host: usize) {
+        if self.healed {
+            return;
+        }
+        let down = self.fault_rng.range(1_000, 90_000);
+        if let Role::Runner {
+            machine,
+            down_until,
+            ..
+        } = &mut self.hosts[host].role
+        {
+            if machine.take().is_some() {
+                *down_until = Some(self.t + down);
+                self.hosts[host].incarnation += 1;
+                self.hosts[host].wake = None;
+                self.trace.note(self.t, host, "crash", down);
+                self.after(down, Ev::Restart { host });
+            }
+        }
+        self.reschedule(60_000, 300_000, Ev::Crash { host });
+    }
+
+    fn restart(&mut self, host: usize) {
+        let needs = matches!(&self.hosts[host].role, Role::Runner { machine: None, .. });
+        if !needs {
+            return;
+        }
+        let clock = self.hosts[host].clock.clone();
+        let name = self.hosts[host].name.clone();
+        let runner = self.new_runner(&name, &clock);
+        if let Role::Runner {
+            machine,
+            down_until,
+            restarts,
+        } = &mut self.hosts[host].role
+        {
+            *machine = Some(Box::new(runner));
+            *down_until = None;
+            *restarts += 1;
+        }
+        self.trace.note(self.t, host, "restart", 0);
+        self.settle(host);
+    }
+
+    fn pause(&mut self, host: usize) {
+        if self.healed {
+            return;
+        }
+        let length = self.fault_rng.range(LEASE_MS, 3 * LEASE_MS);
+        self.hosts[host].paused_until = self.t + length;
+        self.trace.note(self.t, host, "pause", length);
+        self.reschedule(90_000, 400_000, Ev::Pause { host });
+    }
+
+    fn partition(&mut self, host: usize) {
+        if self.healed {
+            return;
+        }
+        let length = self.fault_rng.range(2_000, 60_000);
+        self.hosts[host].partitioned_until = self.t + length;
+        self.trace.note(self.t, host, "partition", length);
+        self.reschedule(30_000, 200_000, Ev::Partition { host });
+    }
+
+    fn clock_jump(&mut self, host: usize) {
+        if self.healed {
+            return;
+        }
+        let delta = self.fault_rng.range(0, 240_000) as i64 - 120_000;
+        let t = self.t;
+        self.hosts[host].clock.jump(t, delta);
+        self.trace
+            .note(self.t, host, "clock-jump", delta.unsigned_abs());
+        // The pending wake-up was computed on the old clock; compute it again.
+        self.hosts[host].wake = None;
+        self.settle(host);
+        self.reschedule(60_000, 300_000, Ev::ClockJump { host });
+    }
+
+    fn outside_push(&mut self) {
+        if self.healed {
+            return;
+        }
+        let path = *self.fault_rng.pick(&PATHS);
+        let content = format!("{path} edited outside bay at {}", self.t);
+        let applied = self
+            .remote
+            .outside_push(&mut self.store, MAIN, path, &content);
+        self.trace.note(self.t, usize::MAX, "outside-push", 0);
+        self.checker.after_push(
+            self.t,
+            &self.store,
+            &self.remote,
+            &self.notes,
+            &self.truth,
+            &applied,
+            None,
+        );
+        let next = self.fault_rng.range(20_000, 120_000) / self.mix.intensity;
+        self.after(next, Ev::OutsidePush);
+    }
+
+    /// The faults stop: every runner is up, no pause or partition lasts, and from now on every
+    /// submitted operation must end within the bound.
+    fn heal(&mut self) {
+        if self.healed {
+            return;
+        }
+        self.healed = true;
+        self.trace.note(self.t, usize::MAX, "heal", 0);
+        for host in 0..self.hosts.len() {
+            self.hosts[host].paused_until = self.hosts[host].paused_until.min(self.t);
+            self.hosts[host].partitioned_until = 0;
+            self.restart(host);
+        }
+        let open = self.checker.open_ops() as u64;
+        let future = 3 * self.scenario.agents as u64 + 1;
+        self.deadline = Some(self.t + PER_OP_BOUND_MS * (open + future));
+    }
+
+    /// Ends the fault phase early once every task has been handed out and every agent is done.
+    pub fn maybe_heal(&mut self) {
+        if !self.healed && self.tasks_left == 0 {
+            self.at(self.t, Ev::Heal);
+        }
+    }
+}
