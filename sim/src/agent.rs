@@ -90,6 +90,8 @@ impl Agent {
 
 /// How long an agent waits between looks at its operation.
 const POLL_MS: Millis = 5_000;
+/// How long an agent works on an edit, shortest and longest.
+const EDIT_MS: (Millis, Millis) = (5_000, 90_000);
 /// Repairs an agent attempts on one task before it gives the task up.
 const MAX_REPAIRS: u32 = 2;
 /// Faults an agent's commands may meet on one task before it gives the task up.
@@ -288,7 +290,8 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             task.change = result.change.clone();
             task.op = None;
             task.edit_pending = true;
-            0
+            // The agent takes a while to do its edit.
+            me.rng.range(EDIT_MS.0, EDIT_MS.1)
         }
         (Cmd::Merge(_), Decision::Queued) => {
             if task.retry_merge {

@@ -343,7 +343,7 @@ impl World {
             self.schedule_faults(host);
         }
         if self.mix.has(FaultClass::OutsidePush) {
-            let at = self.fault_rng.range(20_000, 90_000);
+            let at = self.fault_rng.range(10_000, 60_000);
             self.at(at, Ev::OutsidePush);
         }
         self.at(FAULT_PHASE_MS, Ev::Heal);
@@ -1009,29 +1009,29 @@ impl World {
         let plan: [(FaultClass, Millis, Millis, fn(usize) -> Ev, bool); 4] = [
             (
                 FaultClass::Crash,
-                60_000,
-                300_000,
+                10_000,
+                150_000,
                 |host| Ev::Crash { host },
                 runner,
             ),
             (
                 FaultClass::Pause,
-                90_000,
-                400_000,
+                10_000,
+                150_000,
                 |host| Ev::Pause { host },
                 runner,
             ),
             (
                 FaultClass::Partition,
-                30_000,
-                200_000,
+                5_000,
+                100_000,
                 |host| Ev::Partition { host },
                 true,
             ),
             (
                 FaultClass::Clock,
-                60_000,
-                300_000,
+                10_000,
+                150_000,
                 |host| Ev::ClockJump { host },
                 true,
             ),
@@ -1070,7 +1070,7 @@ impl World {
                 self.after(down, Ev::Restart { host });
             }
         }
-        self.reschedule(60_000, 300_000, Ev::Crash { host });
+        self.reschedule(30_000, 200_000, Ev::Crash { host });
     }
 
     fn restart(&mut self, host: usize) {
@@ -1102,7 +1102,7 @@ impl World {
         let length = self.fault_rng.range(LEASE_MS, 3 * LEASE_MS);
         self.hosts[host].paused_until = self.t + length;
         self.trace.note(self.t, host, "pause", length);
-        self.reschedule(90_000, 400_000, Ev::Pause { host });
+        self.reschedule(30_000, 200_000, Ev::Pause { host });
     }
 
     fn partition(&mut self, host: usize) {
@@ -1112,7 +1112,7 @@ impl World {
         let length = self.fault_rng.range(2_000, 60_000);
         self.hosts[host].partitioned_until = self.t + length;
         self.trace.note(self.t, host, "partition", length);
-        self.reschedule(30_000, 200_000, Ev::Partition { host });
+        self.reschedule(20_000, 150_000, Ev::Partition { host });
     }
 
     fn clock_jump(&mut self, host: usize) {
@@ -1127,7 +1127,7 @@ impl World {
         // The pending wake-up was computed on the old clock; compute it again.
         self.hosts[host].wake = None;
         self.settle(host);
-        self.reschedule(60_000, 300_000, Ev::ClockJump { host });
+        self.reschedule(30_000, 200_000, Ev::ClockJump { host });
     }
 
     fn outside_push(&mut self) {

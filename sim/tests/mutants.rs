@@ -1,0 +1,101 @@
+//! Every invariant checker can fail: a runner broken in one way is caught by the simulator
+//! within a stated number of seeds. A checker that cannot fail is a defect.
+
+use bay_core::machine::runner::{Mutant, RunnerConfig};
+use bay_sim::faults::FaultClass;
+use bay_sim::invariants::Invariant;
+use bay_sim::{Scenario, run_seed};
+
+/// Runs seeds from 0 until one breaks `invariant`, up to `budget` seeds; returns the seed.
+fn first_catch(
+    tweak: fn(&mut RunnerConfig),
+    invariant: Invariant,
+    faults: &[FaultClass],
+    budget: u64,
+) -> Option<u64> {
+    let scenario = Scenario {
+        allowed: faults.iter().copied().collect(),
+        tweak: Some(tweak),
+        ..Scenario::default()
+    };
+    (0..budget).find(|seed| {
+        run_seed(*seed, &scenario)
+            .violations
+            .iter()
+            .any(|v| v.invariant == invariant)
+    })
+}
+
+macro_rules! mutant_test {
+    ($name:ident, $mutant:expr, $invariant:expr, $budget:expr, [$($fault:expr),*]) => {
+        #[test]
+        fn $name() {
+            fn tweak(cfg: &mut RunnerConfig) {
+                cfg.mutant = Some($mutant);
+            }
+            let faults = [$($fault),*];
+            let caught = first_catch(tweak, $invariant, &faults, $budget);
+            assert!(caught.is_some(), "{:?} was not caught as {:?} within {} seeds", $mutant, $invariant, $budget);
+            eprintln!("{:?}: caught as {} at seed {}", $mutant, $invariant.code(), caught.unwrap_or_default());
+        }
+    };
+}
+
+use FaultClass::*;
+
+mutant_test!(
+    main_without_lease_breaks_s1,
+    Mutant::MainWithoutLease,
+    Invariant::AppendOnlyMain,
+    200,
+    [OutsidePush]
+);
+mutant_test!(
+    merge_not_atomic_breaks_s2,
+    Mutant::MergeNotAtomic,
+    Invariant::Once,
+    200,
+    [OutsidePush]
+);
+mutant_test!(
+    reused_checks_break_s3,
+    Mutant::ReuseChecksAfterMainMoved,
+    Invariant::MergedIsChecked,
+    200,
+    [OutsidePush]
+);
+mutant_test!(
+    skipped_fencing_breaks_s4,
+    Mutant::SkipFencing,
+    Invariant::Fencing,
+    200,
+    [Pause]
+);
+mutant_test!(
+    any_tree_breaks_s5,
+    Mutant::AcceptAnyTree,
+    Invariant::UnknownNeverPasses,
+    200,
+    [LyingCheck]
+);
+mutant_test!(
+    rewritten_heartbeat_breaks_s6,
+    Mutant::RewriteHeartbeat,
+    Invariant::NothingLost,
+    200,
+    [SlowCheck]
+);
+mutant_test!(
+    skipped_head_breaks_s7,
+    Mutant::SkipClaimedHead,
+    Invariant::Order,
+    200,
+    [SlowCheck]
+);
+mutant_test!(
+    no_takeover_breaks_liveness,
+    Mutant::NeverTakeOver,
+    Invariant::Liveness,
+    200,
+    [Crash]
+);
