@@ -1,0 +1,8 @@
+//! bay-drivers: the real driver. It executes core's actions with real programs (Git through
+//! the `git` program, checks in a bwrap sandbox, views as Git worktrees) and answers with
+//! completions. It decides nothing: every choice is core's.
+
+pub mod check;
+pub mod git;
+pub mod remote;
+pub mod sandbox;
