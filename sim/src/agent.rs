@@ -16,7 +16,8 @@ use bay_core::time::Timestamp;
 
 use crate::rng::Rng;
 use crate::store::Tree;
-use crate::world::{Millis, PATHS, Role, World};
+use crate::world::{MAIN, Millis, PATHS, Role, World};
+use bay_core::git::refs;
 
 /// The command an agent is running.
 #[derive(Debug)]
@@ -120,7 +121,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
         let input = StartInput {
             target,
             actor,
-            main: crate::world::MAIN.into(),
+            main: MAIN.into(),
             new: false,
             entropy,
         };
@@ -134,7 +135,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
         let input = MergeInput {
             change,
             actor,
-            main: crate::world::MAIN.into(),
+            main: MAIN.into(),
             entropy,
         };
         agent(world, host).cmd = Some(Cmd::Merge(Merge::new(input, now)));
@@ -174,7 +175,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
         let input = StartInput {
             target,
             actor,
-            main: crate::world::MAIN.into(),
+            main: MAIN.into(),
             new: false,
             entropy,
         };
@@ -251,9 +252,16 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
             ),
         ));
     }
+    // Now and then the edit only restores what main already holds: nothing new to merge.
+    let same_as_main = me.rng.chance(50);
+    let main = world.git.remote.get(&refs::main(MAIN)).cloned();
+    let main_files = main.and_then(|main| world.git.store.files(&main));
     let blobs: Vec<(String, bay_core::git::Oid)> = contents
         .into_iter()
-        .map(|(path, text)| (path, world.store.blob(&text)))
+        .filter_map(|(path, text)| match &main_files {
+            Some(files) if same_as_main => Some((path.clone(), files.get(&path)?.clone())),
+            _ => Some((path, world.git.store.blob(&text))),
+        })
         .collect();
     let me = agent(world, host);
     let view = me.views.entry(change.clone()).or_default();
@@ -263,12 +271,12 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
 }
 
 fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {
-    let tip = world.remote.get(&bay_core::git::refs::change(change))?;
-    let (oids, _) = world.store.first_parents(tip, None);
+    let tip = world.git.remote.get(&refs::change(change))?;
+    let (oids, _) = world.git.store.first_parents(tip, None);
     let steps: Option<Vec<Step>> = oids
         .iter()
         .rev()
-        .map(|oid| Step::from_message(&world.store.get(oid)?.message).ok())
+        .map(|oid| Step::from_message(&world.git.store.get(oid)?.message).ok())
         .collect();
     ChangeRecord::fold(&steps?).ok()
 }

@@ -57,6 +57,7 @@ impl Behaviour {
 }
 
 /// What the driver reports, and when.
+#[derive(Debug)]
 pub enum Run {
     /// The exit, `millis` after the start.
     Exits { millis: u64, exit: CheckExit },

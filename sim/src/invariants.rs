@@ -10,10 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
 use bay_core::policy::Policy;
+use bay_core::reason::ReasonCode;
 use bay_core::record::{ChangeRecord, Step, StepBody};
 use bay_core::result::OpState;
 
 use crate::checks::Truth;
+use crate::git_model::GitModel;
 use crate::remote::{Applied, NotesLog, Remote};
 use crate::store::Store;
 
@@ -67,7 +69,6 @@ impl Invariant {
 /// What the checker knows of one chain.
 #[derive(Clone, Debug)]
 struct ChainSeen {
-    tip: Oid,
     record: Option<ChangeRecord>,
 }
 
@@ -83,7 +84,7 @@ pub struct Checker {
     /// Every operation ever requested, with the time its request landed.
     pub submitted: BTreeMap<OpId, u64>,
     /// When each operation ended, by the remote's record.
-    pub ended: BTreeMap<OpId, (u64, OpState)>,
+    pub ended: BTreeMap<OpId, (u64, OpState, Option<ReasonCode>)>,
     pub violations: Vec<Violation>,
     pub merges: u64,
 }
@@ -125,13 +126,12 @@ impl Checker {
     pub fn after_push(
         &mut self,
         at: u64,
-        store: &Store,
-        remote: &Remote,
-        notes: &NotesLog,
+        git: &GitModel,
         truth: &Truth,
         applied: &Applied,
         pusher: Option<&str>,
     ) {
+        let (store, remote, notes) = (&git.store, &git.remote, &git.notes);
         for moved in &applied.moves {
             if moved.name == self.main_ref {
                 self.check_main_move(
@@ -163,15 +163,14 @@ impl Checker {
                         format!("queue place {seq} was moved or removed"),
                     ),
                 }
-            } else if let Some(change) = moved.name.strip_prefix(refs::LANDED) {
-                if moved.old.is_some() {
+            } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
+                && moved.old.is_some() {
                     self.violate(
                         Invariant::Once,
                         at,
                         format!("the merged marker of {change} was rewritten"),
                     );
                 }
-            }
         }
         self.check_markers(at, remote);
     }
@@ -352,8 +351,8 @@ impl Checker {
             );
         };
         let before = self.chains.get(change).cloned();
-        if let Some(old) = old {
-            if !store.is_ancestor(old, new) {
+        if let Some(old) = old
+            && !store.is_ancestor(old, new) {
                 self.violate(
                     Invariant::NothingLost,
                     at,
@@ -364,7 +363,6 @@ impl Checker {
                     ),
                 );
             }
-        }
         // S4: a runner may append to a claimed operation only while it holds the claim.
         if let (Some(runner), Some(old)) = (pusher, old) {
             let owner = before
@@ -394,7 +392,10 @@ impl Checker {
             for op in &record.ops {
                 self.submitted.entry(op.id.clone()).or_insert(at);
                 if op.state.is_terminal() {
-                    self.ended.entry(op.id.clone()).or_insert((at, op.state));
+                    let reason = op.outcome.as_ref().and_then(|o| o.reason);
+                    self.ended
+                        .entry(op.id.clone())
+                        .or_insert((at, op.state, reason));
                 }
             }
             // S6: every operation once recorded is still recorded.
@@ -410,13 +411,7 @@ impl Checker {
                 }
             }
         }
-        self.chains.insert(
-            change.clone(),
-            ChainSeen {
-                tip: new.clone(),
-                record,
-            },
-        );
+        self.chains.insert(change.clone(), ChainSeen { record });
     }
 
     /// S2: the merged marker exists iff the change's merge is on main.

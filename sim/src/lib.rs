@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod checks;
 pub mod faults;
+pub mod git_model;
 pub mod invariants;
 pub mod remote;
 pub mod rng;

@@ -250,6 +250,7 @@ fn summarize(
     json: bool,
 ) -> ExitCode {
     let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -261,6 +262,9 @@ fn summarize(
                 events += report.events;
                 for (state, n) in &report.outcomes {
                     *outcomes.entry(state).or_insert(0) += n;
+                }
+                for (reason, n) in &report.reasons {
+                    *reasons.entry(reason).or_insert(0) += n;
                 }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
@@ -302,6 +306,7 @@ fn summarize(
             "operations": ops,
             "terminal": terminal,
             "outcomes": outcomes,
+            "reasons": reasons,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -325,6 +330,11 @@ fn summarize(
             "operations: {ops} submitted, {terminal} ended: {}",
             outcomes.join(", ")
         );
+        let reasons: Vec<String> = reasons
+            .iter()
+            .map(|(code, n)| format!("{code} {n}"))
+            .collect();
+        println!("reasons: {}", reasons.join(", "));
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

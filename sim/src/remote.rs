@@ -34,10 +34,7 @@ pub struct Remote {
 
 /// The commits a plan writes, before any ref moves: what a client writes into its own object
 /// database before it pushes.
-pub fn write_objects(
-    store: &mut Store,
-    plan: &PushPlan,
-) -> (Vec<Vec<Oid>>, Vec<(String, Oid)>, Vec<Oid>) {
+pub fn write_objects(store: &mut Store, plan: &PushPlan) -> Vec<Vec<Oid>> {
     let empty = store.tree(Tree::new());
     let mut steps = Vec::with_capacity(plan.appends.len());
     for append in &plan.appends {
@@ -54,7 +51,7 @@ pub fn write_objects(
         }
         steps.push(written);
     }
-    (steps, Vec::new(), Vec::new())
+    steps
 }
 
 impl Remote {
@@ -78,7 +75,7 @@ impl Remote {
         plan: &PushPlan,
         notes_tips: &mut NotesLog,
     ) -> (PushReport, Applied) {
-        let (steps, _, _) = write_objects(store, plan);
+        let steps = write_objects(store, plan);
         let mut notes = Vec::with_capacity(plan.notes.len());
         // (name, expect, new) for every ref the push moves.
         let mut updates: Vec<(String, Expect, Oid)> = Vec::new();

@@ -9,22 +9,20 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use bay_core::config::Trailers;
-use bay_core::git::{Oid, refs};
-use bay_core::id::ChangeId;
+use bay_core::git::refs;
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::machine::{
-    Action, ActionId, BuildResult, ChainRead, Completion, Event, Fault, Machine, PushOutcome,
-    PushPlan, PushReport, RawStep, Refreshed,
+    Action, ActionId, Completion, Event, Fault, Machine, PushOutcome, PushPlan, PushReport,
 };
 use bay_core::time::Timestamp;
 
 use crate::agent::{Agent, Cmd};
 use crate::checks::{self, Behaviour, Truth};
 use crate::faults::{FaultClass, FaultMix};
+use crate::git_model::GitModel;
 use crate::invariants::{Checker, Invariant, Violation};
-use crate::remote::{NotesLog, Remote};
 use crate::rng::Rng;
-use crate::store::{Merged, Store, Tree};
+use crate::store::Tree;
 use crate::trace::Trace;
 
 /// Virtual milliseconds.
@@ -185,6 +183,7 @@ enum Fate {
     LostBeforeApply,
 }
 
+#[derive(Debug)]
 struct Queued {
     at: Millis,
     seq: u64,
@@ -208,6 +207,10 @@ impl Ord for Queued {
     }
 }
 
+/// A recurring fault: its class, the first and last moment of its first time, what it does
+/// to a host, and whether it applies to this host.
+type FaultTimer = (FaultClass, Millis, Millis, fn(usize) -> Ev, bool);
+
 /// How a run ended.
 #[derive(Debug)]
 pub struct RunReport {
@@ -215,6 +218,8 @@ pub struct RunReport {
     pub faults: Vec<&'static str>,
     pub violations: Vec<Violation>,
     pub outcomes: BTreeMap<&'static str, u64>,
+    /// Ended operations by reason code.
+    pub reasons: BTreeMap<&'static str, u64>,
     pub merged: u64,
     pub ops: u64,
     pub virtual_ms: Millis,
@@ -224,13 +229,12 @@ pub struct RunReport {
     pub liveness_bound_ms: Option<Millis>,
 }
 
+#[derive(Debug)]
 pub struct World {
     pub t: Millis,
     seq: u64,
     queue: BinaryHeap<Reverse<Queued>>,
-    pub store: Store,
-    pub remote: Remote,
-    pub notes: NotesLog,
+    pub git: GitModel,
     pub truth: Truth,
     pub checker: Checker,
     pub hosts: Vec<Host>,
@@ -260,9 +264,7 @@ impl World {
             t: 0,
             seq: 0,
             queue: BinaryHeap::new(),
-            store: Store::default(),
-            remote: Remote::default(),
-            notes: NotesLog::default(),
+            git: GitModel::default(),
             truth: Truth::default(),
             checker: Checker::new(MAIN),
             hosts: Vec::new(),
@@ -289,16 +291,19 @@ impl World {
     fn setup(&mut self) {
         let mut files = Tree::new();
         for path in PATHS {
-            let blob = self.store.blob(&format!("{path} as it began\n"));
+            let blob = self.git.store.blob(&format!("{path} as it began\n"));
             files.insert(path.to_string(), blob);
         }
         if let Some(policy) = self.pick_policy() {
-            let blob = self.store.blob(&policy);
+            let blob = self.git.store.blob(&policy);
             files.insert(".bay/policy.toml".to_string(), blob);
         }
-        let tree = self.store.tree(files);
-        let root = self.store.commit(tree, Vec::new(), "The first version\n");
-        self.remote.refs.insert(refs::main(MAIN), root);
+        let tree = self.git.store.tree(files);
+        let root = self
+            .git
+            .store
+            .commit(tree, Vec::new(), "The first version\n");
+        self.git.remote.refs.insert(refs::main(MAIN), root);
 
         let drift = self.mix.has(FaultClass::Clock);
         for n in 0..self.scenario.runners {
@@ -424,12 +429,11 @@ impl World {
             if self.healed && self.all_done() {
                 break;
             }
-            if let Some(deadline) = self.deadline {
-                if self.t >= deadline {
+            if let Some(deadline) = self.deadline
+                && self.t >= deadline {
                     self.checker.check_liveness(self.t, deadline);
                     break;
                 }
-            }
         }
         self.report(seed)
     }
@@ -444,8 +448,12 @@ impl World {
 
     fn report(self, seed: u64) -> RunReport {
         let mut outcomes = BTreeMap::new();
-        for (_, state) in self.checker.ended.values() {
+        let mut reasons = BTreeMap::new();
+        for (_, state, reason) in self.checker.ended.values() {
             *outcomes.entry(state.as_str()).or_insert(0) += 1;
+            if let Some(reason) = reason {
+                *reasons.entry(reason.as_str()).or_insert(0) += 1;
+            }
         }
         RunReport {
             seed,
@@ -454,6 +462,7 @@ impl World {
             ops: self.checker.submitted.len() as u64,
             violations: self.checker.violations,
             outcomes,
+            reasons,
             virtual_ms: self.t,
             events: self.events,
             trace_hash: self.trace.hash(),
@@ -621,7 +630,7 @@ impl World {
                 let completion = if fail {
                     Completion::Fetched(Err(Fault("could not reach the remote".into())))
                 } else {
-                    Completion::Fetched(Ok(self.remote.refs.clone()))
+                    Completion::Fetched(Ok(self.git.fetch()))
                 };
                 self.reply(host, id, lat, completion);
             }
@@ -662,61 +671,25 @@ impl World {
                 );
             }
             Action::ReadSteps { oids } => {
-                let steps = oids
-                    .iter()
-                    .filter_map(|oid| {
-                        let commit = self.store.get(oid)?;
-                        Some(RawStep {
-                            oid: oid.clone(),
-                            message: commit.message.to_string(),
-                        })
-                    })
-                    .collect();
+                let steps = self.git.read_steps(&oids);
                 self.reply(host, id, 1, Completion::StepsRead(Ok(steps)));
             }
             Action::ReadChains { chains } => {
-                let reads = chains
-                    .into_iter()
-                    .map(|query| {
-                        let (oids, reached_known) =
-                            self.store.first_parents(&query.tip, query.known.as_ref());
-                        let steps = oids
-                            .into_iter()
-                            .filter_map(|oid| {
-                                let message = self.store.get(&oid)?.message.to_string();
-                                Some(RawStep { oid, message })
-                            })
-                            .collect();
-                        ChainRead {
-                            change: query.change,
-                            tip: query.tip,
-                            steps,
-                            reached_known,
-                        }
-                    })
-                    .collect();
+                let reads = self.git.read_chains(chains);
                 self.reply(host, id, 2, Completion::ChainsRead(Ok(reads)));
             }
             Action::ReadFile { commit, path } => {
-                let content = self
-                    .store
-                    .read(&commit, &path)
-                    .map(|text| text.as_bytes().to_vec());
-                let completion = if self.store.get(&commit).is_some() {
-                    Completion::FileRead(Ok(content))
-                } else {
-                    Completion::FileRead(Err(Fault(format!("no commit {commit}"))))
-                };
-                self.reply(host, id, 1, completion);
+                let result = self.git.read_file(&commit, &path);
+                self.reply(host, id, 1, Completion::FileRead(result));
             }
             Action::BuildCandidate(spec) => {
-                let result = self.build(&spec.base, &spec.draft, &spec.merge_base, &spec.message);
+                let result = self.git.build(&spec);
                 self.reply(host, id, 5, Completion::CandidateBuilt(result));
             }
             Action::RunCheck(run) => {
                 let behaviour = self.behaviour();
                 match checks::run(
-                    &self.store,
+                    &self.git.store,
                     &mut self.truth,
                     &mut self.check_rng,
                     behaviour,
@@ -734,16 +707,11 @@ impl World {
                 parent,
                 base: _,
             } => {
-                let files = self.view_files(host, &change, &parent);
-                let tree = self.store.tree(files);
-                // Nothing changed since the last draft: the draft stays the same commit.
-                let unchanged = self.store.get(&parent).is_some_and(|c| c.tree == tree);
-                let draft = if unchanged {
-                    parent
-                } else {
-                    self.store
-                        .commit(tree, vec![parent], &format!("draft of {change}\n"))
+                let view = match &self.hosts[host].role {
+                    Role::Agent(agent) => agent.views.get(&change).cloned(),
+                    Role::Runner { .. } => None,
                 };
+                let draft = self.git.freeze(&change, view.as_ref(), parent);
                 self.reply(host, id, 2, Completion::DraftFrozen(Ok(draft)));
             }
             Action::RefreshDraft {
@@ -752,14 +720,12 @@ impl World {
                 base,
                 onto,
             } => {
-                let result = self.refresh(&change, &draft, &base, &onto);
-                if let (Ok(refreshed), Role::Agent(agent)) = (&result, &mut self.hosts[host].role) {
-                    let files = self
-                        .store
-                        .files(&refreshed.draft)
-                        .map(|f| (*f).clone())
-                        .unwrap_or_default();
-                    agent.views.insert(change, files);
+                let result = self.git.refresh(&change, &draft, &base, &onto);
+                if let Ok(refreshed) = &result {
+                    let files = self.git.view_of(&refreshed.draft);
+                    if let Role::Agent(agent) = &mut self.hosts[host].role {
+                        agent.views.insert(change, files);
+                    }
                 }
                 self.reply(host, id, 3, Completion::DraftRefreshed(result));
             }
@@ -768,11 +734,7 @@ impl World {
                 paths: _,
                 draft,
             } => {
-                let files = self
-                    .store
-                    .files(&draft)
-                    .map(|f| (*f).clone())
-                    .unwrap_or_default();
+                let files = self.git.view_of(&draft);
                 let name = self.hosts[host].name.clone();
                 if let Role::Agent(agent) = &mut self.hosts[host].role {
                     agent.views.entry(change.clone()).or_insert(files);
@@ -817,106 +779,6 @@ impl World {
         Behaviour::Honest
     }
 
-    /// `git merge-tree --write-tree --merge-base=<merge_base> <base> <draft>`, then
-    /// `git commit-tree` with `base` as the only parent.
-    fn build(
-        &mut self,
-        base: &Oid,
-        draft: &Oid,
-        merge_base: &Oid,
-        message: &str,
-    ) -> Result<BuildResult, Fault> {
-        let files = |store: &Store, oid: &Oid| {
-            store
-                .files(oid)
-                .ok_or_else(|| Fault(format!("no commit {oid}")))
-        };
-        let (ours, theirs, ancestor) = (
-            files(&self.store, base)?,
-            files(&self.store, draft)?,
-            files(&self.store, merge_base)?,
-        );
-        match Store::merge(&ancestor, &ours, &theirs) {
-            Merged::Conflict { paths, .. } => Ok(BuildResult::Conflict { paths }),
-            Merged::Clean(tree) => {
-                let changed_paths = tree
-                    .iter()
-                    .filter(|(path, blob)| ours.get(*path) != Some(blob))
-                    .map(|(path, _)| path.clone())
-                    .chain(
-                        ours.keys()
-                            .filter(|path| !tree.contains_key(*path))
-                            .cloned(),
-                    )
-                    .collect();
-                let tree_oid = self.store.tree(tree);
-                let base_tree = self
-                    .store
-                    .get(base)
-                    .map(|c| c.tree.clone())
-                    .expect("base was read above");
-                let commit = self
-                    .store
-                    .commit(tree_oid.clone(), vec![base.clone()], message);
-                Ok(BuildResult::Clean {
-                    commit,
-                    tree: tree_oid,
-                    base_tree,
-                    changed_paths,
-                })
-            }
-        }
-    }
-
-    /// Brings a draft up to `onto`; a conflicting path keeps the draft's side (the agent
-    /// resolves it by redoing its edit).
-    fn refresh(
-        &mut self,
-        change: &ChangeId,
-        draft: &Oid,
-        base: &Oid,
-        onto: &Oid,
-    ) -> Result<Refreshed, Fault> {
-        let files = |store: &Store, oid: &Oid| {
-            store
-                .files(oid)
-                .ok_or_else(|| Fault(format!("no commit {oid}")))
-        };
-        let (ours, theirs, ancestor) = (
-            files(&self.store, onto)?,
-            files(&self.store, draft)?,
-            files(&self.store, base)?,
-        );
-        let (tree, conflicts) = match Store::merge(&ancestor, &ours, &theirs) {
-            Merged::Clean(tree) => (tree, Vec::new()),
-            Merged::Conflict { paths, mut tree } => {
-                for path in &paths {
-                    match theirs.get(path) {
-                        Some(blob) => tree.insert(path.clone(), blob.clone()),
-                        None => tree.remove(path),
-                    };
-                }
-                (tree, paths)
-            }
-        };
-        let tree = self.store.tree(tree);
-        let draft = self.store.commit(
-            tree,
-            vec![onto.clone()],
-            &format!("draft of {change}, brought up to main\n"),
-        );
-        Ok(Refreshed { draft, conflicts })
-    }
-
-    fn view_files(&self, host: usize, change: &ChangeId, parent: &Oid) -> Tree {
-        match &self.hosts[host].role {
-            Role::Agent(agent) => agent.views.get(change).cloned(),
-            Role::Runner { .. } => None,
-        }
-        .or_else(|| self.store.files(parent).map(|f| (*f).clone()))
-        .unwrap_or_default()
-    }
-
     fn push_arrives(
         &mut self,
         host: usize,
@@ -934,7 +796,7 @@ impl World {
                     why: "the connection broke".into(),
                 },
             };
-            let (steps, _, _) = crate::remote::write_objects(&mut self.store, &plan);
+            let steps = crate::remote::write_objects(&mut self.git.store, &plan);
             let report = PushReport { steps, ..report };
             return self.after(
                 lat / 2,
@@ -946,22 +808,15 @@ impl World {
                 },
             );
         }
-        let (mut report, applied) = self.remote.push(&mut self.store, &plan, &mut self.notes);
+        let (mut report, applied) = self.git.push(&plan);
         let pusher = match self.hosts[host].role {
             Role::Runner { .. } => Some(self.hosts[host].name.clone()),
             Role::Agent(_) => None,
         };
         self.trace
             .note(self.t, host, "push-applied", applied.moves.len() as u64);
-        self.checker.after_push(
-            self.t,
-            &self.store,
-            &self.remote,
-            &self.notes,
-            &self.truth,
-            &applied,
-            pusher.as_deref(),
-        );
+        self.checker
+            .after_push(self.t, &self.git, &self.truth, &applied, pusher.as_deref());
         if fate == Fate::AppliedNoReply {
             report.outcome = PushOutcome::Unknown {
                 why: "no reply".into(),
@@ -1006,7 +861,7 @@ impl World {
 
     fn schedule_faults(&mut self, host: usize) {
         let runner = matches!(self.hosts[host].role, Role::Runner { .. });
-        let plan: [(FaultClass, Millis, Millis, fn(usize) -> Ev, bool); 4] = [
+        let plan: [FaultTimer; 4] = [
             (
                 FaultClass::Crash,
                 10_000,
@@ -1061,15 +916,13 @@ impl World {
             down_until,
             ..
         } = &mut self.hosts[host].role
-        {
-            if machine.take().is_some() {
+            && machine.take().is_some() {
                 *down_until = Some(self.t + down);
                 self.hosts[host].incarnation += 1;
                 self.hosts[host].wake = None;
                 self.trace.note(self.t, host, "crash", down);
                 self.after(down, Ev::Restart { host });
             }
-        }
         self.reschedule(30_000, 200_000, Ev::Crash { host });
     }
 
@@ -1137,18 +990,12 @@ impl World {
         let path = *self.fault_rng.pick(&PATHS);
         let content = format!("{path} edited outside bay at {}", self.t);
         let applied = self
+            .git
             .remote
-            .outside_push(&mut self.store, MAIN, path, &content);
+            .outside_push(&mut self.git.store, MAIN, path, &content);
         self.trace.note(self.t, usize::MAX, "outside-push", 0);
-        self.checker.after_push(
-            self.t,
-            &self.store,
-            &self.remote,
-            &self.notes,
-            &self.truth,
-            &applied,
-            None,
-        );
+        self.checker
+            .after_push(self.t, &self.git, &self.truth, &applied, None);
         let next = self.fault_rng.range(20_000, 120_000) / self.mix.intensity;
         self.after(next, Ev::OutsidePush);
     }

@@ -39,7 +39,7 @@ pub enum Action {
     /// candidate commit: tree of the merge, sole parent `base`, message `message`.
     BuildCandidate(CandidateSpec),
     /// Run one check on a candidate, in the sandbox, with the request on stdin.
-    RunCheck(CheckRun),
+    RunCheck(Box<CheckRun>),
     /// Save the work in the change's view as a draft commit: parent `parent`, made on main
     /// at `base`.
     FreezeDraft {

@@ -127,12 +127,11 @@ impl Merge {
             Ok(folded) => folded,
             Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
         };
-        if let Some(written) = self.written.take() {
-            if oids.contains(&written) {
+        if let Some(written) = self.written.take()
+            && oids.contains(&written) {
                 // The request whose reply was lost did land.
                 return self.queued(&record);
             }
-        }
         if let Some(op) = record.merged() {
             let detail = serde_json::json!({ "merged_op": op.id });
             let result = report::refused(

@@ -198,11 +198,10 @@ impl ChangeRecord {
                 step.change, self.change
             ));
         }
-        if let Some(op) = step.op() {
-            if op.change != self.change {
+        if let Some(op) = step.op()
+            && op.change != self.change {
                 return Err(format!("operation {op} belongs to another change"));
             }
-        }
         match &step.body {
             StepBody::Start { .. } => return Err("a second start".into()),
             StepBody::Adopt { actor } => {

@@ -11,3 +11,6 @@ mod step;
 
 pub use fold::{CandidateRec, ChangeRecord, CheckRec, OpOutcome, Operation, RecordError};
 pub use step::{Step, StepBody, StepParseError};
+
+#[cfg(test)]
+mod tests;

@@ -540,15 +540,14 @@ impl Runner {
         let Some(spec) = policy.required().get(index).cloned() else {
             return self.write(Write::Merge);
         };
-        if let Some(served) = &self.cfg.environments {
-            if !served.contains(&spec.environment) {
+        if let Some(served) = &self.cfg.environments
+            && !served.contains(&spec.environment) {
                 let why = format!(
                     "this runner does not serve the environment {}",
                     spec.environment
                 );
                 return self.unavailable(why);
             }
-        }
         let built = work.built.clone().expect("checks run on a built candidate");
         let request = CheckRequest::build(RequestInput {
             target: CheckTarget {
@@ -585,7 +584,7 @@ impl Runner {
             adapter_from: work.base.clone(),
             candidate: built.commit,
         };
-        let id = self.send_work(Action::RunCheck(run), Purpose::Check { index });
+        let id = self.send_work(Action::RunCheck(Box::new(run)), Purpose::Check { index });
         self.work_mut().check = Some((id, deadline, request));
     }
 

@@ -1,0 +1,190 @@
+//! The Git every simulated machine talks to: the shared object store, the remote's refs and
+//! the evidence notes, and the answer to each of core's actions, with no faults. The world
+//! wraps these answers in latency and faults; the scripted tests use them directly.
+
+use bay_core::git::Oid;
+use bay_core::id::ChangeId;
+use bay_core::machine::{
+    BuildResult, CandidateSpec, ChainQuery, ChainRead, Fault, PushPlan, PushReport, RawStep,
+    Refreshed, Refs,
+};
+
+use crate::remote::{Applied, NotesLog, Remote};
+use crate::store::{Merged, Store, Tree};
+
+#[derive(Debug, Default)]
+pub struct GitModel {
+    pub store: Store,
+    pub remote: Remote,
+    pub notes: NotesLog,
+}
+
+impl GitModel {
+    /// Makes main's first commit from `files` (path, content).
+    pub fn init_main(&mut self, main: &str, files: &[(&str, &str)]) -> Oid {
+        let mut tree = Tree::new();
+        for (path, content) in files {
+            let blob = self.store.blob(content);
+            tree.insert(path.to_string(), blob);
+        }
+        let tree = self.store.tree(tree);
+        let root = self.store.commit(tree, Vec::new(), "The first version\n");
+        self.remote
+            .refs
+            .insert(bay_core::git::refs::main(main), root.clone());
+        root
+    }
+
+    pub fn fetch(&self) -> Refs {
+        self.remote.refs.clone()
+    }
+
+    pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {
+        self.remote.push(&mut self.store, plan, &mut self.notes)
+    }
+
+    pub fn read_steps(&self, oids: &[Oid]) -> Vec<RawStep> {
+        oids.iter()
+            .filter_map(|oid| {
+                let commit = self.store.get(oid)?;
+                Some(RawStep {
+                    oid: oid.clone(),
+                    message: commit.message.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    pub fn read_chains(&self, chains: Vec<ChainQuery>) -> Vec<ChainRead> {
+        chains
+            .into_iter()
+            .map(|query| {
+                let (oids, reached_known) =
+                    self.store.first_parents(&query.tip, query.known.as_ref());
+                let steps = oids
+                    .into_iter()
+                    .filter_map(|oid| {
+                        let message = self.store.get(&oid)?.message.to_string();
+                        Some(RawStep { oid, message })
+                    })
+                    .collect();
+                ChainRead {
+                    change: query.change,
+                    tip: query.tip,
+                    steps,
+                    reached_known,
+                }
+            })
+            .collect()
+    }
+
+    pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
+        if self.store.get(commit).is_none() {
+            return Err(Fault(format!("no commit {commit}")));
+        }
+        Ok(self
+            .store
+            .read(commit, path)
+            .map(|text| text.as_bytes().to_vec()))
+    }
+
+    fn files(&self, commit: &Oid) -> Result<std::sync::Arc<Tree>, Fault> {
+        self.store
+            .files(commit)
+            .ok_or_else(|| Fault(format!("no commit {commit}")))
+    }
+
+    /// `git merge-tree --write-tree --merge-base=<merge_base> <base> <draft>`, then
+    /// `git commit-tree` with `base` as the only parent.
+    pub fn build(&mut self, spec: &CandidateSpec) -> Result<BuildResult, Fault> {
+        let (ours, theirs, ancestor) = (
+            self.files(&spec.base)?,
+            self.files(&spec.draft)?,
+            self.files(&spec.merge_base)?,
+        );
+        match Store::merge(&ancestor, &ours, &theirs) {
+            Merged::Conflict { paths, .. } => Ok(BuildResult::Conflict { paths }),
+            Merged::Clean(tree) => {
+                let changed_paths = tree
+                    .iter()
+                    .filter(|(path, blob)| ours.get(*path) != Some(blob))
+                    .map(|(path, _)| path.clone())
+                    .chain(
+                        ours.keys()
+                            .filter(|path| !tree.contains_key(*path))
+                            .cloned(),
+                    )
+                    .collect();
+                let tree_oid = self.store.tree(tree);
+                let base_tree = self
+                    .store
+                    .get(&spec.base)
+                    .map(|c| c.tree.clone())
+                    .expect("base was read above");
+                let commit =
+                    self.store
+                        .commit(tree_oid.clone(), vec![spec.base.clone()], &spec.message);
+                Ok(BuildResult::Clean {
+                    commit,
+                    tree: tree_oid,
+                    base_tree,
+                    changed_paths,
+                })
+            }
+        }
+    }
+
+    /// Brings a draft up to `onto`; a conflicting path keeps the draft's side (a simulated
+    /// agent resolves a conflict by redoing its edit).
+    pub fn refresh(
+        &mut self,
+        change: &ChangeId,
+        draft: &Oid,
+        base: &Oid,
+        onto: &Oid,
+    ) -> Result<Refreshed, Fault> {
+        let (ours, theirs, ancestor) = (self.files(onto)?, self.files(draft)?, self.files(base)?);
+        let (tree, conflicts) = match Store::merge(&ancestor, &ours, &theirs) {
+            Merged::Clean(tree) => (tree, Vec::new()),
+            Merged::Conflict { paths, mut tree } => {
+                for path in &paths {
+                    match theirs.get(path) {
+                        Some(blob) => tree.insert(path.clone(), blob.clone()),
+                        None => tree.remove(path),
+                    };
+                }
+                (tree, paths)
+            }
+        };
+        let tree = self.store.tree(tree);
+        let draft = self.store.commit(
+            tree,
+            vec![onto.clone()],
+            &format!("draft of {change}, brought up to main\n"),
+        );
+        Ok(Refreshed { draft, conflicts })
+    }
+
+    /// Saves a view's files as a draft on `parent`; an unchanged view keeps `parent` itself,
+    /// so asking twice with the same work names the same draft.
+    pub fn freeze(&mut self, change: &ChangeId, view: Option<&Tree>, parent: Oid) -> Oid {
+        let files = view
+            .cloned()
+            .or_else(|| self.store.files(&parent).map(|f| (*f).clone()))
+            .unwrap_or_default();
+        let tree = self.store.tree(files);
+        if self.store.get(&parent).is_some_and(|c| c.tree == tree) {
+            return parent;
+        }
+        self.store
+            .commit(tree, vec![parent], &format!("draft of {change}\n"))
+    }
+
+    /// The files of a commit, as a view starts with them.
+    pub fn view_of(&self, commit: &Oid) -> Tree {
+        self.store
+            .files(commit)
+            .map(|f| (*f).clone())
+            .unwrap_or_default()
+    }
+}
