@@ -164,13 +164,14 @@ impl Checker {
                     ),
                 }
             } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
-                && moved.old.is_some() {
-                    self.violate(
-                        Invariant::Once,
-                        at,
-                        format!("the merged marker of {change} was rewritten"),
-                    );
-                }
+                && moved.old.is_some()
+            {
+                self.violate(
+                    Invariant::Once,
+                    at,
+                    format!("the merged marker of {change} was rewritten"),
+                );
+            }
         }
         self.check_markers(at, remote);
     }
@@ -352,17 +353,18 @@ impl Checker {
         };
         let before = self.chains.get(change).cloned();
         if let Some(old) = old
-            && !store.is_ancestor(old, new) {
-                self.violate(
-                    Invariant::NothingLost,
-                    at,
-                    format!(
-                        "the chain of {change} was rewritten: {} is not in {}",
-                        old.short(),
-                        new.short()
-                    ),
-                );
-            }
+            && !store.is_ancestor(old, new)
+        {
+            self.violate(
+                Invariant::NothingLost,
+                at,
+                format!(
+                    "the chain of {change} was rewritten: {} is not in {}",
+                    old.short(),
+                    new.short()
+                ),
+            );
+        }
         // S4: a runner may append to a claimed operation only while it holds the claim.
         if let (Some(runner), Some(old)) = (pusher, old) {
             let owner = before

@@ -430,10 +430,11 @@ impl World {
                 break;
             }
             if let Some(deadline) = self.deadline
-                && self.t >= deadline {
-                    self.checker.check_liveness(self.t, deadline);
-                    break;
-                }
+                && self.t >= deadline
+            {
+                self.checker.check_liveness(self.t, deadline);
+                break;
+            }
         }
         self.report(seed)
     }
@@ -916,13 +917,14 @@ impl World {
             down_until,
             ..
         } = &mut self.hosts[host].role
-            && machine.take().is_some() {
-                *down_until = Some(self.t + down);
-                self.hosts[host].incarnation += 1;
-                self.hosts[host].wake = None;
-                self.trace.note(self.t, host, "crash", down);
-                self.after(down, Ev::Restart { host });
-            }
+            && machine.take().is_some()
+        {
+            *down_until = Some(self.t + down);
+            self.hosts[host].incarnation += 1;
+            self.hosts[host].wake = None;
+            self.trace.note(self.t, host, "crash", down);
+            self.after(down, Ev::Restart { host });
+        }
         self.reschedule(30_000, 200_000, Ev::Crash { host });
     }
 

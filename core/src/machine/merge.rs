@@ -128,10 +128,11 @@ impl Merge {
             Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
         };
         if let Some(written) = self.written.take()
-            && oids.contains(&written) {
-                // The request whose reply was lost did land.
-                return self.queued(&record);
-            }
+            && oids.contains(&written)
+        {
+            // The request whose reply was lost did land.
+            return self.queued(&record);
+        }
         if let Some(op) = record.merged() {
             let detail = serde_json::json!({ "merged_op": op.id });
             let result = report::refused(

@@ -199,9 +199,10 @@ impl ChangeRecord {
             ));
         }
         if let Some(op) = step.op()
-            && op.change != self.change {
-                return Err(format!("operation {op} belongs to another change"));
-            }
+            && op.change != self.change
+        {
+            return Err(format!("operation {op} belongs to another change"));
+        }
         match &step.body {
             StepBody::Start { .. } => return Err("a second start".into()),
             StepBody::Adopt { actor } => {

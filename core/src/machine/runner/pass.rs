@@ -263,21 +263,23 @@ impl Runner {
     /// Acts on what the pass read.
     fn decide(&mut self) {
         if let RunMode::Only(op) = &self.cfg.mode
-            && let Some(result) = self.only_outcome(op) {
-                self.finish(result);
-                return;
-            }
+            && let Some(result) = self.only_outcome(op)
+        {
+            self.finish(result);
+            return;
+        }
         let head = self.find_head();
         let Head::Op { change, op } = head else {
             self.watch = None;
             return self.idle_or_done();
         };
         if let RunMode::Only(only) = &self.cfg.mode
-            && only != &op {
-                // Another operation is ahead: it merges first, by whichever runner.
-                let interval = self.cfg.interval_ms;
-                return self.rest(interval);
-            }
+            && only != &op
+        {
+            // Another operation is ahead: it merges first, by whichever runner.
+            let interval = self.cfg.interval_ms;
+            return self.rest(interval);
+        }
         let tip = self.refs[&refs::change(&change)].clone();
         let record = self
             .record(&change)

@@ -541,13 +541,14 @@ impl Runner {
             return self.write(Write::Merge);
         };
         if let Some(served) = &self.cfg.environments
-            && !served.contains(&spec.environment) {
-                let why = format!(
-                    "this runner does not serve the environment {}",
-                    spec.environment
-                );
-                return self.unavailable(why);
-            }
+            && !served.contains(&spec.environment)
+        {
+            let why = format!(
+                "this runner does not serve the environment {}",
+                spec.environment
+            );
+            return self.unavailable(why);
+        }
         let built = work.built.clone().expect("checks run on a built candidate");
         let request = CheckRequest::build(RequestInput {
             target: CheckTarget {

@@ -1,0 +1,813 @@
+//! The runner, scene by scene, against the simulator's Git model: each test stops the world at
+//! the moment that matters (a held check, a lost reply, a moved main) and checks what the
+//! runner does next.
+
+use std::collections::BTreeMap;
+
+use bay_core::check::CheckExit;
+use bay_core::git::{Oid, refs};
+use bay_core::id::{ChangeId, OpId};
+use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::runner::{Runner, RunnerConfig};
+use bay_core::machine::start::{Start, StartInput, StartTarget};
+use bay_core::machine::{
+    Action, ActionId, Completion, Event, Machine, PushOutcome, PushPlan, PushReport,
+};
+use bay_core::reason::ReasonCode;
+use bay_core::record::{ChangeRecord, Step, StepBody};
+use bay_core::result::OpState;
+use bay_core::time::Timestamp;
+use bay_sim::git_model::GitModel;
+use bay_sim::store::Tree;
+
+const MAIN: &str = "main";
+const LEASE: u64 = 60_000;
+const HEARTBEAT: u64 = 10_000;
+const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\n";
+
+/// The remote and the agents' views.
+struct Bench {
+    git: GitModel,
+    views: BTreeMap<ChangeId, Tree>,
+}
+
+impl Bench {
+    fn new(policy: Option<&str>) -> Bench {
+        let mut files = vec![("src/a.txt", "a\n"), ("src/b.txt", "b\n")];
+        if let Some(policy) = policy {
+            files.push((".bay/policy.toml", policy));
+        }
+        let mut git = GitModel::default();
+        git.init_main(MAIN, &files);
+        Bench {
+            git,
+            views: BTreeMap::new(),
+        }
+    }
+
+    fn main(&self) -> Oid {
+        self.git
+            .remote
+            .get(&refs::main(MAIN))
+            .cloned()
+            .expect("main exists")
+    }
+
+    /// Answers every action but a check run (checks are the test's to answer).
+    fn answer(&mut self, action: &Action) -> Option<Completion> {
+        Some(match action {
+            Action::Fetch => Completion::Fetched(Ok(self.git.fetch())),
+            Action::ReadSteps { oids } => Completion::StepsRead(Ok(self.git.read_steps(oids))),
+            Action::ReadChains { chains } => {
+                Completion::ChainsRead(Ok(self.git.read_chains(chains.clone())))
+            }
+            Action::ReadFile { commit, path } => {
+                Completion::FileRead(self.git.read_file(commit, path))
+            }
+            Action::Push(plan) => Completion::Pushed(self.git.push(plan).0),
+            Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.git.build(spec)),
+            Action::FreezeDraft { change, parent, .. } => Completion::DraftFrozen(Ok(self
+                .git
+                .freeze(change, self.views.get(change), parent.clone()))),
+            Action::RefreshDraft {
+                change,
+                draft,
+                base,
+                onto,
+            } => Completion::DraftRefreshed(self.git.refresh(change, draft, base, onto)),
+            Action::MakeView { change, draft, .. } => {
+                let files = self.git.view_of(draft);
+                self.views.insert(change.clone(), files);
+                Completion::ViewMade(Ok(format!("view of {change}")))
+            }
+            Action::RunCheck(_) => return None,
+        })
+    }
+
+    /// Runs an agent command to its end.
+    fn run(&mut self, machine: &mut dyn Machine) {
+        while machine.outcome().is_none() {
+            let (id, action) = machine
+                .poll_action()
+                .expect("an agent command waits on an action");
+            let completion = self.answer(&action).expect("agents run no checks");
+            machine
+                .handle(Timestamp(1), Event::Done(id, completion))
+                .expect("a faithful driver");
+        }
+    }
+
+    /// Starts a change for `intent`, writes `edits` into its view, and asks to merge it.
+    fn submit(&mut self, intent: &str, edits: &[(&str, &str)]) -> OpId {
+        let target = StartTarget::Intent {
+            intent: intent.into(),
+            paths: vec!["src/".into()],
+        };
+        let mut start = Start::new(
+            StartInput {
+                target,
+                actor: "ann".into(),
+                main: MAIN.into(),
+                new: false,
+                entropy: 7,
+            },
+            Timestamp(1),
+        );
+        self.run(&mut start);
+        let change = start
+            .outcome()
+            .and_then(|r| r.change.clone())
+            .expect("the start opened a change");
+        for (path, text) in edits {
+            let blob = self.git.store.blob(text);
+            self.views
+                .get_mut(&change)
+                .expect("the view exists")
+                .insert(path.to_string(), blob);
+        }
+        let mut merge = Merge::new(
+            MergeInput {
+                change,
+                actor: "ann".into(),
+                main: MAIN.into(),
+                entropy: 8,
+            },
+            Timestamp(2),
+        );
+        self.run(&mut merge);
+        merge
+            .outcome()
+            .and_then(|r| r.op_id.clone())
+            .expect("the merge queued an operation")
+    }
+
+    fn record(&self, change: &ChangeId) -> ChangeRecord {
+        let tip = self
+            .git
+            .remote
+            .get(&refs::change(change))
+            .expect("the change exists");
+        let (oids, _) = self.git.store.first_parents(tip, None);
+        let steps: Vec<Step> = oids
+            .iter()
+            .rev()
+            .map(|oid| {
+                Step::from_message(&self.git.store.get(oid).expect("in the store").message)
+                    .expect("a step")
+            })
+            .collect();
+        ChangeRecord::fold(&steps).expect("an honest record")
+    }
+
+    fn state(&self, op: &OpId) -> (OpState, Option<ReasonCode>) {
+        let record = self.record(&op.change);
+        let op = record.op(op).expect("the operation is recorded");
+        (op.state, op.outcome.as_ref().and_then(|o| o.reason))
+    }
+
+    /// Commits made on main by bay merges of `change`.
+    fn merges_of(&self, change: &ChangeId) -> usize {
+        let (oids, _) = self.git.store.first_parents(&self.main(), None);
+        let needle = format!("Change-Id: {change}");
+        oids.iter()
+            .filter(|oid| {
+                self.git
+                    .store
+                    .get(oid)
+                    .is_some_and(|c| c.message.contains(&needle))
+            })
+            .count()
+    }
+
+    /// Someone pushes to main around bay.
+    fn move_main(&mut self) {
+        self.git
+            .remote
+            .outside_push(&mut self.git.store, MAIN, "src/z.txt", "outside\n");
+    }
+}
+
+/// A passing result for the candidate a check run names.
+fn pass(action: &Action) -> CheckExit {
+    let Action::RunCheck(run) = action else {
+        panic!("not a check run: {action:?}")
+    };
+    let candidate = &run.request.candidate;
+    let stdout = serde_json::json!({
+        "schema": "bay.check.result/1",
+        "exercised": { "commit": candidate.commit, "tree": candidate.tree },
+        "plan": { "selected": 3, "completed": 3 },
+        "checks": [{"id": "a", "verdict": "pass"}, {"id": "b", "verdict": "pass"}, {"id": "c", "verdict": "pass"}],
+    });
+    CheckExit {
+        stdout: stdout.to_string().into_bytes(),
+        exit_code: Some(0),
+        timed_out: false,
+        millis: 10,
+        infra: None,
+    }
+}
+
+/// One runner on its own clock.
+struct Rig {
+    runner: Runner,
+    clock: u64,
+    /// Actions handed out and not answered yet.
+    held: Vec<(ActionId, Action)>,
+}
+
+impl Rig {
+    fn new(name: &str, clock: u64) -> Rig {
+        let mut cfg = RunnerConfig::new(name, MAIN, clock);
+        cfg.lease_ms = LEASE;
+        cfg.heartbeat_ms = HEARTBEAT;
+        cfg.interval_ms = 10_000;
+        cfg.check_grace_ms = 5_000;
+        Rig {
+            runner: Runner::new(cfg, Timestamp(clock)),
+            clock,
+            held: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, event: Event) {
+        self.runner
+            .handle(Timestamp(self.clock), event)
+            .expect("a faithful driver");
+    }
+
+    /// Ticks at `clock`, then answers everything until the runner waits on time or on an
+    /// action `stop` picks, which it returns unanswered. Every push it answers is listed.
+    fn run_until(
+        &mut self,
+        bench: &mut Bench,
+        clock: u64,
+        stop: &dyn Fn(&Action) -> bool,
+    ) -> Option<(ActionId, Action)> {
+        self.clock = clock;
+        self.feed(Event::Tick);
+        loop {
+            let Some((id, action)) = self.runner.poll_action() else {
+                return None;
+            };
+            if stop(&action) {
+                return Some((id, action));
+            }
+            match bench.answer(&action) {
+                Some(completion) => self.feed(Event::Done(id, completion)),
+                None => self.held.push((id, action)),
+            }
+        }
+    }
+
+    /// Answers a held or stopped action.
+    fn answer(
+        &mut self,
+        bench: &mut Bench,
+        id: ActionId,
+        completion: Completion,
+        stop: &dyn Fn(&Action) -> bool,
+    ) -> Option<(ActionId, Action)> {
+        self.feed(Event::Done(id, completion));
+        loop {
+            let (id, action) = self.runner.poll_action()?;
+            if stop(&action) {
+                return Some((id, action));
+            }
+            match bench.answer(&action) {
+                Some(completion) => self.feed(Event::Done(id, completion)),
+                None => self.held.push((id, action)),
+            }
+        }
+    }
+}
+
+fn is_check(action: &Action) -> bool {
+    matches!(action, Action::RunCheck(_))
+}
+
+fn is_push(action: &Action) -> bool {
+    matches!(action, Action::Push(_))
+}
+
+/// The steps a push appends, by kind.
+fn kinds(plan: &PushPlan) -> Vec<&'static str> {
+    plan.appends
+        .iter()
+        .flat_map(|a| a.steps.iter().map(Step::kind))
+        .collect()
+}
+
+fn push_plan(action: &Action) -> &PushPlan {
+    match action {
+        Action::Push(plan) => plan,
+        other => panic!("not a push: {other:?}"),
+    }
+}
+
+fn is_merge_push(action: &Action) -> bool {
+    matches!(action, Action::Push(plan) if plan.updates.iter().any(|u| u.name == refs::main(MAIN)))
+}
+
+#[test]
+fn an_honest_run_merges_the_checked_candidate_once() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    let checked_tree = match &check {
+        Action::RunCheck(run) => run.request.candidate.tree.clone(),
+        _ => unreachable!(),
+    };
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&check)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&op.change), 1);
+    let main_tree = bench.git.store.get(&bench.main()).map(|c| c.tree.clone());
+    assert_eq!(
+        main_tree,
+        Some(checked_tree),
+        "main holds exactly the tree that was checked"
+    );
+    assert!(
+        bench.git.remote.get(&refs::landed(&op.change)).is_some(),
+        "the marker came with the merge"
+    );
+}
+
+#[test]
+fn a_claim_is_taken_over_only_after_a_whole_lease_on_the_watchers_clock() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    // Runner a claims, builds, and then goes silent inside its check. Its clock is an hour
+    // behind b's, so its steps look old to anyone who would read their times.
+    let mut a = Rig::new("a", 1_000_000);
+    let (check_id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a's check runs");
+    let mut b = Rig::new("b", 1_000_000 + 3_600_000);
+    let t0 = b.clock;
+    assert!(
+        b.run_until(&mut bench, t0, &is_push).is_none(),
+        "b sees a's fresh claim and waits"
+    );
+    assert!(
+        b.run_until(&mut bench, t0 + LEASE - 1, &is_push).is_none(),
+        "not a millisecond early"
+    );
+    let (id, claim) = b
+        .run_until(&mut bench, t0 + LEASE, &is_push)
+        .expect("b takes over");
+    assert_eq!(kinds(push_plan(&claim)), vec!["claim"]);
+    let claimed = bench_push(&mut bench, &claim);
+    let (b_check_id, b_check) = b
+        .answer(&mut bench, id, claimed, &is_check)
+        .expect("b checks");
+    // a wakes up and reports its check: its write is leased on its own last step, which is no
+    // longer the tip, so the remote refuses it and a writes nothing more.
+    let next = a.answer(
+        &mut bench,
+        check_id,
+        Completion::CheckExited(pass(&check)),
+        &|_| false,
+    );
+    assert!(next.is_none());
+    let record = bench.record(&op.change);
+    let after_takeover: Vec<&str> = record.ops[0].checks.iter().map(|c| c.by.as_str()).collect();
+    assert!(
+        after_takeover.is_empty(),
+        "a's check was never recorded: {after_takeover:?}"
+    );
+    assert!(a.runner.working_on().is_none(), "a let go");
+    b.answer(
+        &mut bench,
+        b_check_id,
+        Completion::CheckExited(pass(&b_check)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&op.change), 1);
+    let merger = bench.record(&op.change).ops[0]
+        .outcome
+        .as_ref()
+        .map(|o| o.by.clone());
+    assert_eq!(merger.as_deref(), Some("b"));
+}
+
+/// Applies a push to the remote and returns its completion.
+fn bench_push(bench: &mut Bench, action: &Action) -> Completion {
+    Completion::Pushed(bench.git.push(push_plan(action)).0)
+}
+
+#[test]
+fn a_tip_that_moves_restarts_the_watch() {
+    let mut bench = Bench::new(Some(POLICY));
+    bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 5_000_000);
+    let (check_id, _check) = a
+        .run_until(&mut bench, 5_000_000, &is_check)
+        .expect("a's check runs");
+    let mut b = Rig::new("b", 0);
+    assert!(b.run_until(&mut bench, 0, &is_push).is_none());
+    // a renews its claim before b's lease runs out.
+    let (hb_id, heartbeat) = a
+        .run_until(&mut bench, 5_000_000 + HEARTBEAT, &is_push)
+        .expect("a renews its lease on time");
+    assert_eq!(kinds(push_plan(&heartbeat)), vec!["heartbeat"]);
+    let renewed = bench_push(&mut bench, &heartbeat);
+    a.answer(&mut bench, hb_id, renewed, &|_| false);
+    assert!(b.run_until(&mut bench, LEASE - 1, &is_push).is_none());
+    assert!(
+        b.run_until(&mut bench, LEASE, &is_push).is_none(),
+        "the tip moved, so b watches it afresh"
+    );
+    let (id, claim) = b
+        .run_until(&mut bench, 2 * LEASE, &is_push)
+        .expect("a whole lease after the move");
+    assert_eq!(kinds(push_plan(&claim)), vec!["claim"]);
+    let _ = (check_id, id);
+}
+
+#[test]
+fn a_lost_reply_to_the_merge_is_read_back_never_pushed_again() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    let (merge_id, merge) = a
+        .answer(
+            &mut bench,
+            id,
+            Completion::CheckExited(pass(&check)),
+            &is_merge_push,
+        )
+        .expect("a merges");
+    // The push lands, and its reply is lost.
+    let (mut report, _) = bench.git.push(push_plan(&merge));
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    report.outcome = PushOutcome::Unknown {
+        why: "the connection broke".into(),
+    };
+    let next = a.answer(&mut bench, merge_id, Completion::Pushed(report), &is_push);
+    assert!(
+        next.is_none(),
+        "a reads the remote instead of pushing: {next:?}"
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&op.change), 1);
+    // Later passes find the operation ended and push nothing.
+    assert!(a.run_until(&mut bench, 1_100_000, &is_push).is_none());
+}
+
+#[test]
+fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    let (merge_id, merge) = a
+        .answer(
+            &mut bench,
+            id,
+            Completion::CheckExited(pass(&check)),
+            &is_merge_push,
+        )
+        .expect("a merges");
+    // The connection broke before the remote applied anything.
+    let steps = bay_sim::remote::write_objects(&mut bench.git.store, push_plan(&merge));
+    let lost = PushReport {
+        steps,
+        notes: Vec::new(),
+        outcome: PushOutcome::Unknown {
+            why: "broken".into(),
+        },
+    };
+    let next = a.answer(&mut bench, merge_id, Completion::Pushed(lost), &is_check);
+    assert!(next.is_none(), "a does not act blindly on an unknown push");
+    assert_eq!(bench.state(&op).0, OpState::Running);
+    // The next pass reads that the claim is still its own, and works the operation again.
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_100, &is_check)
+        .expect("checked again");
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&check)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&op.change), 1);
+}
+
+#[test]
+fn main_moving_during_the_merge_means_a_new_candidate_checked_again() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, first) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    bench.move_main();
+    let (id, second) = a
+        .answer(
+            &mut bench,
+            id,
+            Completion::CheckExited(pass(&first)),
+            &is_check,
+        )
+        .expect("again");
+    let tree = |action: &Action| match action {
+        Action::RunCheck(run) => run.request.candidate.tree.clone(),
+        _ => unreachable!(),
+    };
+    assert_ne!(
+        tree(&first),
+        tree(&second),
+        "the second run checks the new candidate"
+    );
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&second)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    let main_tree = bench.git.store.get(&bench.main()).map(|c| c.tree.clone());
+    assert_eq!(main_tree, Some(tree(&second)));
+}
+
+#[test]
+fn main_moving_twice_gives_the_claim_back_with_main_moved() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, first) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    bench.move_main();
+    let (id, second) = a
+        .answer(
+            &mut bench,
+            id,
+            Completion::CheckExited(pass(&first)),
+            &is_check,
+        )
+        .expect("again");
+    bench.move_main();
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&second)),
+        &|_| false,
+    );
+    let record = bench.record(&op.change);
+    assert_eq!(record.ops[0].state, OpState::Submitted, "back in the queue");
+    assert_eq!(record.ops[0].released, Some(ReasonCode::MainMoved));
+    assert_eq!(bench.merges_of(&op.change), 0);
+}
+
+#[test]
+fn the_runner_renews_its_claim_while_a_check_runs() {
+    let mut bench = Bench::new(Some(POLICY));
+    bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    a.run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    assert!(
+        a.run_until(&mut bench, 1_000_000 + HEARTBEAT - 1, &is_push)
+            .is_none()
+    );
+    let (_, push) = a
+        .run_until(&mut bench, 1_000_000 + HEARTBEAT, &is_push)
+        .expect("a heartbeat");
+    assert_eq!(kinds(push_plan(&push)), vec!["heartbeat"]);
+}
+
+#[test]
+fn a_check_that_never_answers_is_unknown_at_its_deadline() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    a.run_until(&mut bench, 0, &is_check).expect("a check runs");
+    // Heartbeats keep going; the check never answers. timeout_s is 100, grace 5 seconds.
+    let mut clock = 0;
+    while bench.state(&op).0 == OpState::Running && clock < 200_000 {
+        clock += HEARTBEAT / 2;
+        a.run_until(&mut bench, clock, &|_| false);
+    }
+    assert!(
+        clock >= 105_000,
+        "not before the time limit and its grace: {clock}"
+    );
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::CheckUnknown))
+    );
+    let record = bench.record(&op.change);
+    assert_eq!(record.ops[0].checks.len(), 1);
+    assert_eq!(
+        record.ops[0].checks[0].verdict,
+        bay_core::check::Verdict::Unknown
+    );
+}
+
+#[test]
+fn an_unavailable_check_keeps_no_record_and_gives_the_claim_back() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, _) = a.run_until(&mut bench, 0, &is_check).expect("a check runs");
+    let stdout = br#"{"schema": "bay.check.result/1", "unavailable": "no worker"}"#.to_vec();
+    let exit = CheckExit {
+        stdout,
+        exit_code: Some(0),
+        timed_out: false,
+        millis: 1,
+        infra: None,
+    };
+    a.answer(&mut bench, id, Completion::CheckExited(exit), &|_| false);
+    let record = bench.record(&op.change);
+    assert_eq!(record.ops[0].state, OpState::Submitted);
+    assert_eq!(record.ops[0].released, Some(ReasonCode::CheckUnavailable));
+    assert!(record.ops[0].checks.is_empty(), "no attempt is recorded");
+}
+
+#[test]
+fn a_lying_check_blocks_with_check_unknown() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, check) = a.run_until(&mut bench, 0, &is_check).expect("a check runs");
+    let Action::RunCheck(run) = &check else {
+        unreachable!()
+    };
+    // A pass for the base's tree, not the candidate's.
+    let mut lie = pass(&check);
+    let text = String::from_utf8(lie.stdout).expect("utf-8").replace(
+        run.request.candidate.tree.as_str(),
+        run.request.base.tree.as_str(),
+    );
+    lie.stdout = text.into_bytes();
+    a.answer(&mut bench, id, Completion::CheckExited(lie), &|_| false);
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::CheckUnknown))
+    );
+    assert_eq!(bench.merges_of(&op.change), 0);
+}
+
+#[test]
+fn outcomes_without_checks_name_their_reason() {
+    // Main already has the work: no_effect, and no check runs.
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("nothing", &[("src/a.txt", "a\n")]);
+    let mut a = Rig::new("a", 0);
+    assert!(a.run_until(&mut bench, 0, &is_check).is_none());
+    assert_eq!(bench.state(&op), (OpState::NoEffect, None));
+
+    // No policy at the base.
+    let mut bench = Bench::new(None);
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    Rig::new("a", 0).run_until(&mut bench, 0, &|_| false);
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::PolicyMissing))
+    );
+
+    // A policy with an unknown key: refused, naming the key and its line.
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\nfrobnicate = 1\n"));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    Rig::new("a", 0).run_until(&mut bench, 0, &|_| false);
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::PolicyInvalid))
+    );
+    let record = bench.record(&op.change);
+    let why = record.ops[0]
+        .outcome
+        .as_ref()
+        .map(|o| o.detail["why"].to_string())
+        .unwrap_or_default();
+    assert!(why.contains("frobnicate") && why.contains('3'), "{why}");
+
+    // An unchecked policy merges with no check at all.
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    assert!(
+        Rig::new("a", 0)
+            .run_until(&mut bench, 0, &is_check)
+            .is_none()
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+}
+
+#[test]
+fn a_conflict_with_main_names_the_paths() {
+    let mut bench = Bench::new(Some(POLICY));
+    let first = bench.submit("first", &[("src/a.txt", "one\n")]);
+    let second = bench.submit("second", &[("src/a.txt", "two\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, check) = a
+        .run_until(&mut bench, 0, &is_check)
+        .expect("the first is checked");
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&check)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&first).0, OpState::Merged);
+    assert!(
+        a.run_until(&mut bench, 20_000, &is_check).is_none(),
+        "the second never reaches a check"
+    );
+    assert_eq!(
+        bench.state(&second),
+        (OpState::Blocked, Some(ReasonCode::MergeConflict))
+    );
+    let record = bench.record(&second.change);
+    let paths = record.ops[0]
+        .outcome
+        .as_ref()
+        .map(|o| o.detail["paths"].clone());
+    assert_eq!(paths, Some(serde_json::json!(["src/a.txt"])));
+}
+
+#[test]
+fn a_completion_for_an_action_never_issued_is_misuse() {
+    let mut a = Rig::new("a", 0);
+    let stranger = Completion::Fetched(Ok(BTreeMap::new()));
+    assert!(
+        a.runner
+            .handle(Timestamp(0), Event::Done(ActionId(999), stranger))
+            .is_err()
+    );
+    // And for one issued, a completion of the wrong kind is misuse too.
+    a.feed(Event::Tick);
+    let (id, action) = a.runner.poll_action().expect("a pass fetches");
+    assert!(matches!(action, Action::Fetch));
+    let wrong = Completion::DraftFrozen(Ok(Oid::parse(&"1".repeat(40)).expect("an id")));
+    assert!(
+        a.runner
+            .handle(Timestamp(0), Event::Done(id, wrong))
+            .is_err()
+    );
+}
+
+#[test]
+fn a_runner_steps_are_all_leased_on_the_tip_they_extend() {
+    let mut bench = Bench::new(Some(POLICY));
+    bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let mut pushes = Vec::new();
+    let mut next = a.run_until(&mut bench, 0, &|action| is_push(action) || is_check(action));
+    while let Some((id, action)) = next {
+        let completion = if is_check(&action) {
+            Completion::CheckExited(pass(&action))
+        } else {
+            pushes.push(push_plan(&action).clone());
+            bench_push(&mut bench, &action)
+        };
+        next = a.answer(&mut bench, id, completion, &|action| {
+            is_push(action) || is_check(action)
+        });
+    }
+    assert!(
+        pushes.len() >= 4,
+        "claim, candidate, check, merge: {}",
+        pushes.len()
+    );
+    for plan in &pushes {
+        assert!(plan.atomic);
+        for append in &plan.appends {
+            let leased = append.parent.clone().map(bay_core::machine::Expect::Is);
+            assert_eq!(Some(append.expect.clone()), leased, "{:?}", kinds(plan));
+        }
+    }
+    let merge = pushes.last().expect("the merge");
+    let by_name: BTreeMap<&str, &bay_core::machine::Expect> = merge
+        .updates
+        .iter()
+        .map(|u| (u.name.as_str(), &u.expect))
+        .collect();
+    assert!(matches!(
+        by_name[refs::main(MAIN).as_str()],
+        bay_core::machine::Expect::Is(_)
+    ));
+    let change = pushes[0].appends[0].change.clone();
+    assert_eq!(
+        by_name[refs::landed(&change).as_str()],
+        &bay_core::machine::Expect::Absent
+    );
+    let _ = StepBody::Abandon;
+}
