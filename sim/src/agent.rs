@@ -10,7 +10,7 @@ use bay_core::machine::abandon::{Abandon, AbandonInput};
 use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::reason::ReasonCode;
-use bay_core::record::{ChangeRecord, Step};
+use bay_core::record::ChangeRecord;
 use bay_core::result::{BayResult, Decision, OpState};
 use bay_core::time::Timestamp;
 
@@ -272,13 +272,7 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
 
 fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {
     let tip = world.git.remote.get(&refs::change(change))?;
-    let (oids, _) = world.git.store.first_parents(tip, None);
-    let steps: Option<Vec<Step>> = oids
-        .iter()
-        .rev()
-        .map(|oid| Step::from_message(&world.git.store.get(oid)?.message).ok())
-        .collect();
-    ChangeRecord::fold(&steps?).ok()
+    ChangeRecord::fold(&world.git.store.chain(tip)?).ok()
 }
 
 /// The agent's command ended: act on its result. Returns when to step next.

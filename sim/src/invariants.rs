@@ -111,16 +111,6 @@ impl Checker {
         });
     }
 
-    /// Reads a chain from the store, oldest step first.
-    fn read_chain(store: &Store, tip: &Oid) -> Option<Vec<Step>> {
-        let (oids, _) = store.first_parents(tip, None);
-        let mut steps = Vec::with_capacity(oids.len());
-        for oid in oids.iter().rev() {
-            steps.push(Step::from_message(&store.get(oid)?.message).ok()?);
-        }
-        Some(steps)
-    }
-
     /// Checks every invariant a push (or an outside push) could break. `pusher` is the runner
     /// that pushed, if a runner did.
     pub fn after_push(
@@ -389,7 +379,9 @@ impl Checker {
                 }
             }
         }
-        let record = Self::read_chain(store, new).and_then(|steps| ChangeRecord::fold(&steps).ok());
+        let record = store
+            .chain(new)
+            .and_then(|steps| ChangeRecord::fold(&steps).ok());
         if let Some(record) = &record {
             for op in &record.ops {
                 self.submitted.entry(op.id.clone()).or_insert(at);

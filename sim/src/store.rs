@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use bay_core::git::Oid;
+use bay_core::record::Step;
 use sha2::{Digest, Sha256};
 
 /// A tree: path to blob id. Paths are files; directories are implied by `/`.
@@ -24,6 +25,9 @@ pub struct Store {
     blobs: HashMap<Oid, Arc<str>>,
     trees: HashMap<Oid, Arc<Tree>>,
     commits: HashMap<Oid, Commit>,
+    /// Each step commit's step, parsed once when the commit is made: the checkers and the
+    /// agents read chains far more often than anyone writes them.
+    steps: HashMap<Oid, Arc<Step>>,
 }
 
 /// What a three-way merge of trees gives.
@@ -91,12 +95,31 @@ impl Store {
                 message.as_bytes(),
             ],
         );
+        if message.starts_with("bay: ") && !self.steps.contains_key(&oid) {
+            if let Ok(step) = Step::from_message(message) {
+                self.steps.insert(oid.clone(), Arc::new(step));
+            }
+        }
         self.commits.entry(oid.clone()).or_insert_with(|| Commit {
             tree,
             parents,
             message: Arc::from(message),
         });
         oid
+    }
+
+    /// The step a step commit carries.
+    pub fn step(&self, oid: &Oid) -> Option<Arc<Step>> {
+        self.steps.get(oid).cloned()
+    }
+
+    /// The steps of the chain ending at `tip`, oldest first; `None` if one is not a step.
+    pub fn chain(&self, tip: &Oid) -> Option<Vec<Step>> {
+        let (oids, _) = self.first_parents(tip, None);
+        oids.iter()
+            .rev()
+            .map(|oid| self.step(oid).map(|step| (*step).clone()))
+            .collect()
     }
 
     pub fn get(&self, oid: &Oid) -> Option<&Commit> {
