@@ -95,10 +95,11 @@ impl Store {
                 message.as_bytes(),
             ],
         );
-        if message.starts_with("bay: ") && !self.steps.contains_key(&oid) {
-            if let Ok(step) = Step::from_message(message) {
-                self.steps.insert(oid.clone(), Arc::new(step));
-            }
+        if message.starts_with("bay: ")
+            && !self.steps.contains_key(&oid)
+            && let Ok(step) = Step::from_message(message)
+        {
+            self.steps.insert(oid.clone(), Arc::new(step));
         }
         self.commits.entry(oid.clone()).or_insert_with(|| Commit {
             tree,
