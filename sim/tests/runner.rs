@@ -247,9 +247,7 @@ impl Rig {
         self.clock = clock;
         self.feed(Event::Tick);
         loop {
-            let Some((id, action)) = self.runner.poll_action() else {
-                return None;
-            };
+            let (id, action) = self.runner.poll_action()?;
             if stop(&action) {
                 return Some((id, action));
             }
