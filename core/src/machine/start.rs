@@ -44,6 +44,7 @@ enum Purpose {
     Fetch,
     ReadIntent,
     ReadChain,
+    Freeze,
     Refresh,
     Create { generation: u32 },
     Save,
@@ -61,6 +62,8 @@ pub struct Start {
     remote: Refs,
     /// The change picked up, as read.
     found: Option<(ChangeRecord, Oid)>,
+    /// The draft the view shows: the picked-up draft, brought up to main.
+    view_draft: Option<Oid>,
     /// The start step this machine wrote, when its fate is unknown.
     written: Option<Oid>,
     /// What the result will say, filled as the work goes.
@@ -80,6 +83,7 @@ impl Start {
             races: 0,
             remote: Refs::new(),
             found: None,
+            view_draft: None,
             written: None,
             detail: serde_json::Map::new(),
             change: None,
@@ -210,15 +214,26 @@ impl Start {
             let next = newer.unwrap_or(record.generation) + 1;
             return self.create(next, Some(record.change.clone()));
         }
-        // Pick it up: save its draft brought up to main, as this actor's.
+        // Pick it up: save the work in this machine's view, if it has one, then bring that
+        // draft up to main, as this actor's.
+        let action = Action::FreezeDraft {
+            change: record.change.clone(),
+            parent: record.current_draft().clone(),
+            base: record.base.clone(),
+        };
+        self.found = Some((record, tip));
+        self.out.send(action, Purpose::Freeze);
+    }
+
+    fn on_frozen(&mut self, draft: Oid) {
+        let (record, _) = self.found.clone().expect("a freeze follows a found change");
         let main = self.main().expect("main was checked after the fetch");
         let action = Action::RefreshDraft {
             change: record.change.clone(),
-            draft: record.current_draft().clone(),
-            base: record.base.clone(),
+            draft,
+            base: record.base,
             onto: main,
         };
-        self.found = Some((record, tip));
         self.out.send(action, Purpose::Refresh);
     }
 
@@ -265,6 +280,7 @@ impl Start {
                 .insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
         }
         self.found = Some((record.clone(), tip.clone()));
+        self.view_draft = Some(refreshed.draft.clone());
         if steps.is_empty() {
             return self.make_view();
         }
@@ -347,7 +363,9 @@ impl Start {
             Some((record, _)) => (
                 record.change.clone(),
                 record.paths.clone(),
-                record.current_draft().clone(),
+                self.view_draft
+                    .clone()
+                    .unwrap_or_else(|| record.current_draft().clone()),
             ),
             None => {
                 let StartTarget::Intent { paths, .. } = &self.input.target else {
@@ -401,6 +419,7 @@ impl Machine for Start {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
+            (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.on_frozen(draft),
             (Purpose::Refresh, Completion::DraftRefreshed(Ok(refreshed))) => {
                 self.on_refreshed(refreshed)
             }
