@@ -17,6 +17,7 @@ pub mod record;
 pub mod report;
 pub mod result;
 pub mod say;
+pub mod schema;
 pub mod time;
 pub mod toml_doc;
 pub mod words;

@@ -3,6 +3,8 @@
 //! completions. It decides nothing: every choice is core's.
 
 pub mod check;
+pub mod clock;
 pub mod git;
+pub mod pump;
 pub mod remote;
 pub mod sandbox;
