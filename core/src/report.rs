@@ -105,3 +105,97 @@ pub fn with_main(result: BayResult, main: Option<&Oid>) -> BayResult {
         None => result,
     }
 }
+
+/// `operation.timing` of an ended operation, in Unix seconds, from the times its steps carry
+/// (each on its writer's clock; never a clock read now). A field whose source is missing is
+/// left out.
+pub fn timing(op: &Operation) -> Option<Value> {
+    let outcome = op.outcome.as_ref()?;
+    let submitted = op.requested_at.secs();
+    let mut timing = Map::new();
+    timing.insert("submitted_at".into(), Value::from(submitted));
+    timing.insert("queued_at".into(), Value::from(submitted));
+    if let Some(head) = op.first_claim_at {
+        timing.insert("head_at".into(), Value::from(head.secs()));
+        timing.insert(
+            "queue_wait_s".into(),
+            Value::from(head.secs().saturating_sub(submitted)),
+        );
+    }
+    let end_key = if op.state == OpState::Merged {
+        "merged_at"
+    } else {
+        "ended_at"
+    };
+    timing.insert(end_key.into(), Value::from(outcome.at.secs()));
+    // A check runs from the step before it (its candidate, or the check before) to its own.
+    let mut checks = Vec::new();
+    let mut check_ms = 0;
+    for check in &op.checks {
+        let started = op
+            .checks
+            .iter()
+            .filter(|c| c.candidate == check.candidate && c.at <= check.at && c != &check)
+            .map(|c| c.at)
+            .chain(
+                op.candidates
+                    .iter()
+                    .filter(|c| c.id == check.candidate)
+                    .map(|c| c.at),
+            )
+            .max()
+            .unwrap_or(check.at);
+        check_ms += check.at.millis_since(started);
+        checks.push(serde_json::json!({
+            "check": check.check,
+            "environment": check.environment,
+            "candidate": check.candidate,
+            "started_at": started.secs(),
+            "finished_at": check.at.secs(),
+            "verdict": check.verdict,
+        }));
+    }
+    timing.insert("checks".into(), Value::Array(checks));
+    timing.insert("attempts".into(), Value::from(op.candidates.len()));
+    timing.insert("check_s".into(), Value::from(check_ms / 1000));
+    timing.insert(
+        "total_s".into(),
+        Value::from(outcome.at.secs().saturating_sub(submitted)),
+    );
+    Some(Value::Object(timing))
+}
+
+/// What `bay status <change>` says: the latest operation's result, with the change and, once
+/// the operation ended, its timing.
+pub fn status(record: &ChangeRecord) -> BayResult {
+    let Some(op) = record.ops.last() else {
+        let mut detail = Map::new();
+        detail.insert("intent".into(), Value::from(record.intent.clone()));
+        detail.insert("actor".into(), Value::from(record.actor.clone()));
+        detail.insert("open".into(), Value::Bool(!record.ended()));
+        let mut result = BayResult::ok(None, detail);
+        result.change = Some(record.change.clone());
+        return result;
+    };
+    let mut result = op_result(record, op);
+    result
+        .detail
+        .insert("intent".into(), Value::from(record.intent.clone()));
+    result
+        .detail
+        .insert("actor".into(), Value::from(record.actor.clone()));
+    let mut operation = Map::new();
+    operation.insert("id".into(), Value::from(op.id.to_string()));
+    operation.insert("state".into(), Value::from(op.state.as_str()));
+    operation.insert("seq".into(), Value::from(op.seq));
+    if let Some(owner) = &op.owner {
+        operation.insert("runner".into(), Value::from(owner.clone()));
+    }
+    if let Some(timing) = timing(op) {
+        operation.insert("timing".into(), timing);
+    }
+    result
+        .detail
+        .insert("operation".into(), Value::Object(operation));
+    result
+}

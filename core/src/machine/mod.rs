@@ -21,6 +21,7 @@ pub mod merge;
 mod outbox;
 pub mod runner;
 pub mod start;
+pub mod status;
 
 pub use io::*;
 pub use outbox::Outbox;

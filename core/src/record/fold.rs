@@ -65,6 +65,8 @@ pub struct Operation {
     pub owner: Option<String>,
     /// How many claims were taken on it.
     pub claims: u32,
+    /// When the first claim was written, on its writer's clock: the operation reached the head.
+    pub first_claim_at: Option<Timestamp>,
     pub candidates: Vec<CandidateRec>,
     pub checks: Vec<CheckRec>,
     /// Why the last claim was given back, if one was.
@@ -246,6 +248,7 @@ impl ChangeRecord {
                     state: OpState::Submitted,
                     owner: None,
                     claims: 0,
+                    first_claim_at: None,
                     candidates: Vec::new(),
                     checks: Vec::new(),
                     released: None,
@@ -256,6 +259,7 @@ impl ChangeRecord {
                 let live = self.live_mut(op)?;
                 live.owner = Some(step.by.clone());
                 live.claims += 1;
+                live.first_claim_at.get_or_insert(step.at);
                 live.state = OpState::Running;
             }
             StepBody::Heartbeat { op } => {

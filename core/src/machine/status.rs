@@ -1,0 +1,218 @@
+//! `bay status [<change>]`: what a change's operation is doing, or what the queue holds.
+//! It reads the remote and writes nothing.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::agent::fold_chain;
+use super::start::fault_of;
+use super::{
+    Action, ActionId, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse, Outbox,
+    RawStep, Refs,
+};
+use crate::git::refs;
+use crate::id::ChangeId;
+use crate::record::{Step, StepBody};
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+/// How many of the newest queue places a status without a change reads.
+pub const RECENT_PLACES: usize = 50;
+
+#[derive(Clone, Debug)]
+pub struct StatusInput {
+    /// The change to report on; `None` reports the queue.
+    pub change: Option<ChangeId>,
+    pub main: String,
+}
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    ReadPlaces,
+    ReadChains,
+}
+
+/// The `bay status` machine. Drive it as [`Machine`] says.
+#[derive(Debug)]
+pub struct Status {
+    input: StatusInput,
+    out: Outbox<Purpose>,
+    remote: Refs,
+    outcome: Option<BayResult>,
+}
+
+impl Status {
+    pub fn new(input: StatusInput, _now: Timestamp) -> Status {
+        let mut status = Status {
+            input,
+            out: Outbox::default(),
+            remote: Refs::new(),
+            outcome: None,
+        };
+        status.out.send(Action::Fetch, Purpose::Fetch);
+        status
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        self.outcome = Some(report::with_main(result, main.as_ref()));
+        self.out.forget_all();
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        match self.input.change.clone() {
+            Some(change) => {
+                let Some(tip) = self.remote.get(&refs::change(&change)).cloned() else {
+                    let result =
+                        report::failed(format!("no change {change} on the remote"), Some(&change));
+                    return self.finish(result);
+                };
+                let query = ChainQuery {
+                    change,
+                    tip,
+                    known: None,
+                };
+                self.out.send(
+                    Action::ReadChains {
+                        chains: vec![query],
+                    },
+                    Purpose::ReadChains,
+                );
+            }
+            None => {
+                let mut places: Vec<_> = self
+                    .remote
+                    .iter()
+                    .filter(|(name, _)| refs::parse_queue(name).is_some())
+                    .collect();
+                places.reverse();
+                let oids = places
+                    .into_iter()
+                    .take(RECENT_PLACES)
+                    .map(|(_, oid)| oid.clone())
+                    .collect();
+                self.out
+                    .send(Action::ReadSteps { oids }, Purpose::ReadPlaces);
+            }
+        }
+    }
+
+    fn on_places(&mut self, steps: Vec<RawStep>) {
+        let changes: BTreeSet<ChangeId> = steps
+            .iter()
+            .filter_map(|raw| Step::from_message(&raw.message).ok())
+            .filter(|step| matches!(step.body, StepBody::Request { .. }))
+            .map(|step| step.change)
+            .collect();
+        let chains: Vec<ChainQuery> = changes
+            .into_iter()
+            .filter_map(|change| {
+                let tip = self.remote.get(&refs::change(&change))?.clone();
+                Some(ChainQuery {
+                    change,
+                    tip,
+                    known: None,
+                })
+            })
+            .collect();
+        if chains.is_empty() {
+            return self.finish(queue_result(Vec::new()));
+        }
+        self.out
+            .send(Action::ReadChains { chains }, Purpose::ReadChains);
+    }
+
+    fn on_chains(&mut self, reads: Vec<ChainRead>) {
+        if self.input.change.is_some() {
+            let result = match reads.first().map(fold_chain) {
+                Some(Ok((record, _))) => report::status(&record),
+                Some(Err(why)) => {
+                    report::failed(format!("the change's record cannot be read: {why}"), None)
+                }
+                None => report::failed("the change's record came back empty".into(), None),
+            };
+            return self.finish(result);
+        }
+        let mut rows = Vec::new();
+        for read in &reads {
+            let Ok((record, _)) = fold_chain(read) else {
+                continue;
+            };
+            if let Some(op) = record.ops.last() {
+                rows.push((
+                    op.seq,
+                    serde_json::json!({
+                        "op_id": op.id,
+                        "change": record.change,
+                        "intent": record.intent,
+                        "actor": record.actor,
+                        "state": op.state,
+                        "reason": op.outcome.as_ref().and_then(|o| o.reason),
+                        "runner": op.owner,
+                    }),
+                ));
+            }
+        }
+        rows.sort_by_key(|(seq, _)| *seq);
+        self.finish(queue_result(rows.into_iter().map(|(_, row)| row).collect()));
+    }
+}
+
+/// The queue: every operation read, oldest place first, and how many have not ended.
+fn queue_result(rows: Vec<Value>) -> BayResult {
+    let live = rows
+        .iter()
+        .filter(|row| {
+            row["state"].as_str().is_some_and(|state| {
+                ["submitted", "admitted", "running", "checked"].contains(&state)
+            })
+        })
+        .count();
+    let mut detail = Map::new();
+    detail.insert("queue_depth".into(), Value::from(live));
+    detail.insert("operations".into(), Value::Array(rows));
+    BayResult::ok(None, detail)
+}
+
+impl Machine for Status {
+    fn handle(&mut self, _now: Timestamp, event: Event) -> Result<(), Misuse> {
+        let Event::Done(id, completion) = event else {
+            return Ok(());
+        };
+        let Some(purpose) = self.out.complete(id)? else {
+            return Ok(());
+        };
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadPlaces, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
+            (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
+            (_, completion) => match fault_of(&completion) {
+                Some(fault) => {
+                    let change = self.input.change.clone();
+                    self.finish(report::failed(fault, change.as_ref()));
+                }
+                None => return Err(Misuse(format!("status got an unexpected {completion:?}"))),
+            },
+        }
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+        self.out.poll()
+    }
+
+    fn poll_timeout(&self) -> Option<Deadline> {
+        None
+    }
+
+    fn outcome(&self) -> Option<&BayResult> {
+        self.outcome.as_ref()
+    }
+}
