@@ -6,6 +6,7 @@
 //! `now` argument, entropy as bytes, and every effect leaves as a plain-data action that a
 //! driver (real Git, or the simulator) executes and answers with an event.
 
+pub mod actor;
 pub mod check;
 pub mod config;
 pub mod git;

@@ -1,0 +1,95 @@
+//! `bay help [--json]`: every command and flag, what each writes and never writes, every reason
+//! code with its advice, the words a person never reads, and the schema of `bay.result/1`.
+
+use bay_core::reason::ReasonCode;
+use bay_core::result::{BayResult, Decision};
+use bay_core::words::WORDS;
+use clap::CommandFactory;
+use serde_json::{Map, Value, json};
+
+use super::WRITES;
+use crate::Cli;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Commands to show; all when none is named.
+    pub commands: Vec<String>,
+}
+
+pub fn run(args: &Args) -> BayResult {
+    let mut commands = Vec::new();
+    let root = Cli::command();
+    for sub in root.get_subcommands() {
+        let name = sub.get_name();
+        if !args.commands.is_empty() && !args.commands.iter().any(|c| c == name) {
+            continue;
+        }
+        commands.push(describe(sub, name));
+    }
+    if commands.is_empty() {
+        let mut detail = Map::new();
+        detail.insert("why".into(), Value::from(format!("no command named {}", args.commands.join(" "))));
+        return BayResult::failed(&format!("bay has no command named {}", args.commands.join(" ")));
+    }
+    let mut detail = Map::new();
+    detail.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
+    detail.insert("commands".into(), Value::Array(commands));
+    detail.insert("global_flags".into(), Value::Array(root.get_arguments().filter(|a| a.is_global_set()).map(flag).collect()));
+    detail.insert(
+        "decisions".into(),
+        Value::Array(Decision::ALL.iter().map(|d| json!({ "decision": d.as_str(), "exit_code": d.exit_code() })).collect()),
+    );
+    detail.insert("usage_exit_code".into(), Value::from(bay_core::result::USAGE_EXIT_CODE));
+    detail.insert(
+        "reasons".into(),
+        Value::Array(ReasonCode::ALL.iter().map(|code| json!(code.info())).collect()),
+    );
+    detail.insert(
+        "words".into(),
+        Value::Array(
+            WORDS
+                .iter()
+                .map(|w| json!({ "word": w.never, "instead": w.instead, "means": w.meaning, "avoid": w.forms }))
+                .collect(),
+        ),
+    );
+    let schema: Value = serde_json::from_str(bay_core::schema::RESULT).expect("the published schema is JSON");
+    detail.insert("schema".into(), schema);
+    BayResult::ok(None, detail)
+}
+
+fn describe(command: &clap::Command, name: &str) -> Value {
+    let (writes, never) = WRITES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, writes, never)| (*writes, *never))
+        .unwrap_or(("nothing", "anything"));
+    let mut usage = command.clone().bin_name(format!("bay {name}"));
+    let subcommands: Vec<Value> = command.get_subcommands().map(|sub| describe(sub, sub.get_name())).collect();
+    json!({
+        "name": name,
+        "about": command.get_about().map(|a| a.to_string()),
+        "usage": usage.render_usage().to_string().trim_start_matches("Usage: ").to_string(),
+        "arguments": command.get_arguments().filter(|a| !a.is_global_set() && !is_builtin(a)).map(flag).collect::<Vec<_>>(),
+        "subcommands": subcommands,
+        "writes": writes,
+        "never": never,
+    })
+}
+
+fn is_builtin(arg: &clap::Arg) -> bool {
+    matches!(arg.get_id().as_str(), "help" | "version")
+}
+
+fn flag(arg: &clap::Arg) -> Value {
+    let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+    json!({
+        "name": arg.get_long().map(|l| format!("--{l}")).or_else(|| arg.get_short().map(|s| format!("-{s}"))).unwrap_or_else(|| format!("<{}>", arg.get_id().as_str().to_uppercase())),
+        "short": arg.get_short().map(|s| format!("-{s}")),
+        "positional": arg.is_positional(),
+        "value": takes_value.then(|| arg.get_value_names().and_then(|v| v.first()).map(|v| v.to_string()).unwrap_or_else(|| arg.get_id().as_str().to_uppercase())),
+        "value_optional": takes_value && arg.get_num_args().is_some_and(|n| n.min_values() == 0),
+        "required": arg.is_required_set(),
+        "help": arg.get_help().map(|h| h.to_string()),
+    })
+}

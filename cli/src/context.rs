@@ -1,0 +1,154 @@
+//! Where a command runs: the clone, its main and remote, the view it runs in, the actor, and
+//! the configuration committed on main.
+//!
+//! Configuration is read only from main as this command's fetch saw it, so a change can never
+//! set the rules it runs under. The one fetch a command makes serves both this reading and the
+//! command's machine (see `local::Local::prefetched`).
+
+use std::path::{Path, PathBuf};
+
+use bay_core::actor::{self, ActorSource};
+use bay_core::config::Config;
+use bay_core::git::{Oid, refs};
+use bay_core::id::ChangeId;
+use bay_core::machine::Refs;
+use bay_core::reason::ReasonCode;
+use bay_core::report;
+use bay_core::result::BayResult;
+use bay_drivers::git::Git;
+use serde_json::json;
+
+/// Where the configuration and the policy live in main's tree.
+pub const CONFIG_PATH: &str = ".bay/config.toml";
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The worktree top the command runs in (a view's folder, or the main checkout).
+    pub top: PathBuf,
+    /// The Git directory every worktree of this clone shares.
+    pub common_dir: PathBuf,
+    pub remote: String,
+    pub main: String,
+    pub actor: String,
+    pub actor_source: ActorSource,
+    /// The change whose view the command runs in, if it runs in one.
+    pub view: Option<ChangeId>,
+}
+
+impl Context {
+    /// Finds the clone from `dir` (or the current directory).
+    pub fn discover(dir: Option<&Path>) -> Result<Context, BayResult> {
+        let start = match dir {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir().map_err(|e| failed(format!("the current folder cannot be read: {e}")))?,
+        };
+        let git = Git::in_dir(&start);
+        let out = git
+            .cmd(["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"])
+            .run()
+            .map_err(|_| failed(format!("{} is not inside a Git repository with a work tree", start.display())))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines();
+        let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
+            return Err(failed("git rev-parse did not name the repository".into()));
+        };
+        let (top, common_dir) = (PathBuf::from(top), PathBuf::from(common));
+        let view = top
+            .parent()
+            .filter(|parent| *parent == common_dir.join("bay").join("views"))
+            .and_then(|_| top.file_name())
+            .and_then(|name| ChangeId::parse(&name.to_string_lossy()).ok());
+        let remote = config_value(&git, "bay.remote").unwrap_or_else(|| "origin".to_string());
+        let main = match config_value(&git, "bay.main") {
+            Some(main) => main,
+            None => default_branch(&git, &remote).ok_or_else(|| {
+                missing(json!({
+                    "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
+                    "why": "bay cannot tell which branch is main",
+                }))
+            })?,
+        };
+        let bay_actor = std::env::var("BAY_ACTOR").ok();
+        let user = std::env::var("USER").ok().or_else(|| std::env::var("LOGNAME").ok());
+        let (actor, actor_source) = actor::resolve(bay_actor.as_deref(), user.as_deref());
+        Ok(Context { top, common_dir, remote, main, actor, actor_source, view })
+    }
+
+    pub fn git(&self) -> Git {
+        Git::in_dir(&self.top)
+    }
+
+    /// The change a command acts on: the one named, else the view's.
+    pub fn change(&self, named: Option<&str>) -> Result<ChangeId, BayResult> {
+        match (named, &self.view) {
+            (Some(text), _) => ChangeId::parse(text).map_err(|why| failed(why)),
+            (None, Some(change)) => Ok(change.clone()),
+            (None, None) => Err(failed("name a change, or run this in a change's view".into())),
+        }
+    }
+
+    /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it.
+    pub fn config(&self, remote: &Refs) -> Result<Config, BayResult> {
+        let main_ref = refs::main(&self.main);
+        let Some(main) = remote.get(&main_ref) else {
+            return Err(missing(json!({ "looked_at": [format!("{}/{}", self.remote, self.main)], "why": "the remote has no main" })));
+        };
+        let Some(text) = self.read_at(main, CONFIG_PATH)? else {
+            return Err(missing(json!({
+                "looked_at": [format!("{}/{}:{CONFIG_PATH}", self.remote, self.main)],
+                "why": "main has no .bay/config.toml",
+            })));
+        };
+        let config = Config::parse(&text).map_err(|e| failed(format!("{CONFIG_PATH} on main is invalid: {e}")))?;
+        let named = |key: &str, value: &Option<String>, here: &str| match value {
+            Some(value) if value != here => Err(failed(format!(
+                "{CONFIG_PATH} on main says {key} = {value:?}, but this clone uses {here:?}; run bay install --{key} {value} here"
+            ))),
+            _ => Ok(()),
+        };
+        named("main", &config.main, &self.main)?;
+        named("remote", &config.remote, &self.remote)?;
+        Ok(config)
+    }
+
+    /// A file at a commit, as text; `None` when absent.
+    fn read_at(&self, commit: &Oid, path: &str) -> Result<Option<String>, BayResult> {
+        let out = self
+            .git()
+            .cmd(["cat-file", "blob", &format!("{commit}:{path}")])
+            .output()
+            .map_err(|e| failed(format!("could not read {path}: {e}")))?;
+        if !out.success() {
+            return Ok(None);
+        }
+        String::from_utf8(out.stdout).map(Some).map_err(|_| failed(format!("{path} on main is not UTF-8 text")))
+    }
+}
+
+fn config_value(git: &Git, key: &str) -> Option<String> {
+    let out = git.cmd(["config", "--get", key]).output().ok()?;
+    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.success() && !value.is_empty()).then_some(value)
+}
+
+/// The remote's default branch: from `refs/remotes/<remote>/HEAD`, else by asking the remote.
+fn default_branch(git: &Git, remote: &str) -> Option<String> {
+    let local = git.cmd(["symbolic-ref", "--quiet", &format!("refs/remotes/{remote}/HEAD")]).output().ok()?;
+    let text = String::from_utf8_lossy(&local.stdout).trim().to_string();
+    if let Some(branch) = text.strip_prefix(&format!("refs/remotes/{remote}/")) {
+        return Some(branch.to_string());
+    }
+    let asked = git.cmd(["ls-remote", "--symref", remote, "HEAD"]).output().ok()?;
+    String::from_utf8_lossy(&asked.stdout).lines().find_map(|line| {
+        let target = line.strip_prefix("ref: refs/heads/")?;
+        Some(target.split('\t').next()?.to_string())
+    })
+}
+
+pub fn failed(why: String) -> BayResult {
+    report::failed(why, None)
+}
+
+fn missing(detail: serde_json::Value) -> BayResult {
+    report::refused(ReasonCode::ConfigMissing, None, None, detail)
+}

@@ -1,0 +1,32 @@
+//! `bay`: the command line. Thin over the core: each command builds its machine's input,
+//! pumps it with the real driver, and prints the result.
+
+mod commands;
+mod context;
+mod local;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// The merge layer for fleets of coding agents in one Git repository.
+#[derive(Parser, Debug)]
+#[command(name = "bay", version, disable_help_subcommand = true, max_term_width = 100)]
+pub struct Cli {
+    /// Run as if bay started in <PATH>, like `git -C`.
+    #[arg(short = 'C', value_name = "PATH", global = true)]
+    pub dir: Option<PathBuf>,
+    /// Print only the bay.result/1 document, also at a terminal, with no text on stderr.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: commands::Command,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = commands::run(&cli);
+    output::emit(&result, cli.json)
+}
