@@ -80,11 +80,16 @@ impl Sandbox {
     /// Tests `bwrap` alone, whatever the machine's setting: [`Sandbox::Bwrap`] when it can
     /// start a program with every namespace bay asks of it, [`Sandbox::Unavailable`] otherwise.
     pub fn bwrap() -> Sandbox {
-        let Some(program) = find_program("bwrap") else {
-            return Sandbox::Unavailable(unavailable(
+        match find_program("bwrap") {
+            Some(program) => Sandbox::bwrap_at(program),
+            None => Sandbox::Unavailable(unavailable(
                 "bwrap is not installed (it is not on this runner's PATH)",
-            ));
-        };
+            )),
+        }
+    }
+
+    /// Tests the `bwrap` at `program`, as [`Sandbox::bwrap`] does the one on `PATH`.
+    pub fn bwrap_at(program: PathBuf) -> Sandbox {
         // The documented probe, with `--unshare-all` in place of `--unshare-net`: a machine
         // can allow a network namespace and refuse a PID or user one, and then every check
         // would fail inside bwrap instead of saying here that the sandbox does not work.
@@ -274,6 +279,9 @@ fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
         place.home.into(),
     ]);
     args.push([OsString::from("--bind"), place.tmp.into(), place.tmp.into()]);
+    // The root bwrap builds is writable until now, so that it could make the mount points
+    // above; a check's writes belong in its tree, HOME, TMPDIR or /tmp, never beside them.
+    args.push(["--remount-ro", "/"]);
     args.push(["--unshare-all"]);
     if place.network {
         args.push(["--share-net"]);
@@ -356,9 +364,10 @@ mod tests {
         assert!(args.contains("--bind /r/.git/bay/check/c/tree /r/.git/bay/check/c/tree"));
         assert!(args.contains("--chdir /r/.git/bay/check/c/tree"));
         assert!(args.contains("--cap-drop ALL"));
+        assert!(args.contains("--remount-ro /"));
         // Nothing of the host beyond the system directories and the run's own four.
         for arg in &list {
-            if arg.starts_with('/') && !arg.starts_with("/r/.git/bay/check/c/") {
+            if arg.starts_with('/') && arg != "/" && !arg.starts_with("/r/.git/bay/check/c/") {
                 let system = [
                     "/usr", "/etc", "/bin", "/sbin", "/lib", "/dev", "/proc", "/tmp",
                 ];
@@ -375,6 +384,30 @@ mod tests {
         assert_eq!(Sandbox::detect(Some("none")), Sandbox::Off);
         assert_ne!(Sandbox::detect(Some("nope")), Sandbox::Off);
         assert_ne!(Sandbox::detect(None), Sandbox::Off);
+    }
+
+    #[test]
+    fn a_bwrap_that_cannot_make_namespaces_is_unavailable_and_says_why() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let fake = dir.path().join("bwrap");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n",
+        )
+        .expect("write the fake bwrap");
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))
+            .expect("make it executable");
+        match Sandbox::bwrap_at(fake) {
+            Sandbox::Unavailable(reason) => {
+                assert!(reason.starts_with("no check sandbox works on this machine"));
+                assert!(reason.contains("Creating new namespace failed"), "{reason}");
+                assert!(reason.contains("AppArmor"), "{reason}");
+                assert!(reason.contains("apt-get install bubblewrap"), "{reason}");
+                assert!(reason.contains("bay.executorSandbox none"), "{reason}");
+            }
+            other => panic!("a failing bwrap must be unavailable, not {other:?}"),
+        }
     }
 
     #[test]

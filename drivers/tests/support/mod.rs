@@ -103,7 +103,12 @@ pub fn commit(work: &Path, message: &str) -> Oid {
 impl Repo {
     /// A repository whose base commit holds `files` besides a `README`.
     pub fn with(files: &[(&str, &str)]) -> Repo {
-        let dir = tempfile::tempdir().expect("a temporary directory");
+        Repo::with_in(&std::env::temp_dir(), files)
+    }
+
+    /// A repository like [`Repo::with`], in a temporary directory under `parent`.
+    pub fn with_in(parent: &Path, files: &[(&str, &str)]) -> Repo {
+        let dir = tempfile::tempdir_in(parent).expect("a temporary directory");
         let work = dir.path().join("repo");
         std::fs::create_dir(&work).expect("make the work tree");
         git(&work, &["init", "-q"]);
