@@ -285,3 +285,22 @@ fn a_signal_leaves_no_exit_code_without_the_sandbox() {
     let exit = repo.run(spec, &repo.base, &bwrap(), &vars(&[]));
     assert_eq!(exit.exit_code, Some(137));
 }
+
+#[test]
+fn a_process_that_escaped_the_group_does_not_hold_the_run_without_the_sandbox() {
+    // Without the sandbox, a process that makes its own session leaves the check's group and
+    // keeps stdout open; the driver takes what the check printed once the check has ended.
+    let script = "#!/bin/sh\nsetsid sleep 6 &\necho answer\n";
+    let repo = Repo::with(&[(".bay/check.sh", script)]);
+    let started = Instant::now();
+    let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    let exit = repo.run(spec, &repo.base, &Sandbox::Off, &vars(&[]));
+    assert_eq!(text(&exit), "answer\n");
+    assert_eq!(exit.exit_code, Some(0));
+    assert!(!exit.timed_out);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use bay_core::check::MAX_STDOUT_BYTES;
@@ -16,7 +16,6 @@ pub const STDOUT_CAP: usize = MAX_STDOUT_BYTES + 1;
 const POLL: Duration = Duration::from_millis(5);
 
 /// After the check's process ends, how long the driver still waits for its stdout to close.
-/// Only a process that left the check's process group can hold it open that long.
 const STDOUT_GRACE: Duration = Duration::from_secs(2);
 
 /// What became of one check process.
@@ -53,10 +52,13 @@ pub(super) fn run(mut command: Command, stdin: Vec<u8>, timeout: Duration) -> Re
             let _ = pipe.write_all(&stdin);
         });
     }
-    let (sent, received) = mpsc::channel();
+    let stdout = Arc::new(Mutex::new(Vec::new()));
+    let (ended, stdout_closed) = mpsc::channel();
     if let Some(pipe) = child.stdout.take() {
+        let kept = Arc::clone(&stdout);
         std::thread::spawn(move || {
-            let _ = sent.send(read_capped(pipe));
+            read_capped(pipe, &kept);
+            let _ = ended.send(());
         });
     }
 
@@ -67,16 +69,18 @@ pub(super) fn run(mut command: Command, stdin: Vec<u8>, timeout: Duration) -> Re
     // namespace has already taken them).
     kill_group(group);
 
-    let (stdout, held_open) = match received.recv_timeout(STDOUT_GRACE) {
-        Ok(stdout) => (stdout, false),
-        // A process that left the group still holds stdout: the output never ended, which
-        // counts as running past the limit rather than as a result.
-        Err(_) => (Vec::new(), true),
+    // Only a process that left the group (possible without the sandbox) can hold stdout open
+    // now. The check's own process has ended, so what it printed is its answer: the driver
+    // takes what came so far rather than wait for a process it cannot end.
+    let _ = stdout_closed.recv_timeout(STDOUT_GRACE);
+    let stdout = match stdout.lock() {
+        Ok(kept) => kept.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
     };
     Ok(Ran {
         stdout,
         exit_code: status.code(),
-        timed_out: timed_out || held_open,
+        timed_out,
         millis,
     })
 }
@@ -126,20 +130,23 @@ fn kill_group(group: u32) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// Reads `pipe` to its end, keeping at most [`STDOUT_CAP`] bytes. The rest is read and
-/// dropped, so that a check printing too much is not stuck on a full pipe until its timeout.
-fn read_capped(mut pipe: impl Read) -> Vec<u8> {
-    let mut kept = Vec::new();
+/// Reads `pipe` to its end into `kept`, keeping at most [`STDOUT_CAP`] bytes. The rest is
+/// read and dropped, so that a check printing too much is not stuck on a full pipe until its
+/// timeout.
+fn read_capped(mut pipe: impl Read, kept: &Mutex<Vec<u8>>) {
     let mut chunk = [0u8; 64 * 1024];
     loop {
-        match pipe.read(&mut chunk) {
-            Ok(0) => return kept,
-            Ok(n) => {
-                let room = STDOUT_CAP - kept.len();
-                kept.extend_from_slice(&chunk[..n.min(room)]);
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return kept,
-        }
+        let n = match pipe.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        let mut kept = match kept.lock() {
+            Ok(kept) => kept,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let room = STDOUT_CAP - kept.len();
+        kept.extend_from_slice(&chunk[..n.min(room)]);
     }
 }
