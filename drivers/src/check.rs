@@ -1,1 +1,248 @@
-//! (being written)
+//! Running one check on one candidate: core's [`Action::RunCheck`], answered with the
+//! [`CheckExit`] of [`Completion::CheckExited`].
+//!
+//! The driver only runs and reports. It lays the candidate's tree and the base's `adapter`
+//! paths out under the common Git directory, starts the check in the sandbox with a fixed
+//! environment and the request on stdin, and hands back exactly what it saw; core judges it.
+//! Whenever the driver cannot run the check as the policy says (no sandbox, a missing `env`
+//! variable, a copy that failed), nothing runs and the exit carries `infra` with the reason.
+//!
+//! [`Action::RunCheck`]: bay_core::machine::Action::RunCheck
+//! [`Completion::CheckExited`]: bay_core::machine::Completion::CheckExited
+
+mod layout;
+mod materialize;
+mod process;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bay_core::check::CheckExit;
+use bay_core::machine::CheckRun;
+
+use crate::sandbox::{Confinement, Sandbox};
+
+pub use layout::{CheckDirs, stderr_log};
+pub use process::STDOUT_CAP;
+
+/// Runs `run.check` on `run.candidate` and reports what happened.
+///
+/// `git_dir` is the common Git directory (the one linked worktrees share); the check's files
+/// go under its `bay/check/<candidate>/`, fresh for each run, and its stderr to
+/// [`stderr_log`]. `env` reads the runner's environment, and only for the variables the
+/// check's `env` names.
+pub fn run_check(
+    git_dir: &Path,
+    run: &CheckRun,
+    sandbox: &Sandbox,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> CheckExit {
+    match try_run(git_dir, run, sandbox, env) {
+        Ok(exit) => exit,
+        Err(reason) => CheckExit {
+            infra: Some(reason),
+            ..CheckExit::default()
+        },
+    }
+}
+
+fn try_run(
+    git_dir: &Path,
+    run: &CheckRun,
+    sandbox: &Sandbox,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<CheckExit, String> {
+    let check = &run.check;
+    // Nothing is written, and nothing runs, before the driver knows it can run the check.
+    if let Sandbox::Unavailable(reason) = sandbox {
+        return Err(reason.clone());
+    }
+    let passed = passed_variables(&check.env, env)?;
+    let (program, args) = split_command(&check.command)?;
+
+    // The sandbox binds by absolute path, and the paths a check is told must not depend on
+    // where the runner started.
+    let git_dir = std::fs::canonicalize(git_dir).map_err(|e| {
+        format!(
+            "the Git directory {} cannot be read: {e}",
+            git_dir.display()
+        )
+    })?;
+    let dirs = CheckDirs::of(&git_dir, &run.candidate);
+    dirs.make_fresh().map_err(|e| {
+        format!(
+            "could not make the check's directories under {}: {e}",
+            dirs.root.display()
+        )
+    })?;
+    materialize::candidate_tree(&git_dir, &dirs, &run.candidate)?;
+    materialize::adapter_paths(&git_dir, &dirs, &run.adapter_from, &check.adapter)?;
+    let program = adapter_program(&dirs, &program)?;
+
+    let log = stderr_log(&git_dir, &run.candidate, &check.id);
+    let stderr = open_log(&log)?;
+    let place = Confinement {
+        tree: &dirs.tree,
+        adapter: &dirs.adapter,
+        home: &dirs.home,
+        tmp: &dirs.tmp,
+        network: check.network,
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut command = sandbox.command(&place, &program, &args)?;
+    command
+        .env_clear()
+        .envs(fixed_environment(&dirs, &check.path, passed))
+        .stderr(stderr);
+
+    let timeout = Duration::from_secs(check.timeout_s);
+    let ran = process::run(command, run.request.to_json().into_bytes(), timeout)?;
+    Ok(CheckExit {
+        stdout: ran.stdout,
+        exit_code: ran.exit_code,
+        timed_out: ran.timed_out,
+        millis: ran.millis,
+        infra: None,
+    })
+}
+
+/// The value of each variable the check's `env` names, from the runner's environment.
+///
+/// A variable the runner lacks stops the run: the check would otherwise run with less than
+/// its policy promised it, and could fail in a way that blames the change.
+fn passed_variables(
+    names: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, String> {
+    names
+        .iter()
+        .map(|name| match env(name) {
+            Some(value) => Ok((name.clone(), value)),
+            None => Err(format!(
+                "the check needs {name}, which this runner does not set; set it in the \
+                 runner's environment, or remove it from the check's `env`"
+            )),
+        })
+        .collect()
+}
+
+/// The check's whole environment: `PATH` from the policy's `path`, the fresh `HOME` and
+/// `TMPDIR`, `LANG=C.UTF-8`, `BAY_ADAPTER_DIR`, and the variables its `env` names. Nothing
+/// else of the runner's environment reaches the check.
+///
+/// bay's own variables are set last, so that they win even over a named variable that the
+/// policy should have refused.
+fn fixed_environment(
+    dirs: &CheckDirs,
+    path: &[String],
+    passed: Vec<(String, String)>,
+) -> BTreeMap<String, OsString> {
+    let mut vars: BTreeMap<String, OsString> = passed
+        .into_iter()
+        .map(|(name, value)| (name, OsString::from(value)))
+        .collect();
+    vars.insert("PATH".into(), path.join(":").into());
+    vars.insert("HOME".into(), dirs.home.clone().into());
+    vars.insert("TMPDIR".into(), dirs.tmp.clone().into());
+    vars.insert("LANG".into(), "C.UTF-8".into());
+    vars.insert("BAY_ADAPTER_DIR".into(), dirs.adapter.clone().into());
+    vars
+}
+
+/// The command's program (its first word, a repository path) and its arguments (the other
+/// words).
+fn split_command(command: &str) -> Result<(String, Vec<String>), String> {
+    let mut words = command.split_whitespace().map(str::to_owned);
+    let program = words
+        .next()
+        .ok_or_else(|| "the check's command is empty, so there is no program to run".to_owned())?;
+    Ok((program, words.collect()))
+}
+
+/// Where the program lies in the adapter directory, once it is there and executable.
+///
+/// The program must be a relative path that stays inside the adapter directory: the policy
+/// already refuses any other, and the driver does not rely on that alone.
+fn adapter_program(dirs: &CheckDirs, program: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let relative = materialize::normalize(program);
+    if program.starts_with('/') || relative.is_empty() || relative.split('/').any(|p| p == "..") {
+        return Err(format!(
+            "the check's program {program:?} is not a path inside the repository"
+        ));
+    }
+    let path = dirs.adapter.join(&relative);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => Ok(path),
+        Ok(meta) if meta.is_file() => Err(format!(
+            "the check's program {program:?} is not executable in the base; commit it with \
+             mode 100755 (`git update-index --chmod=+x {relative}`)"
+        )),
+        _ => Err(format!(
+            "the check's program {program:?} is not among the adapter files copied from the \
+             base"
+        )),
+    }
+}
+
+/// Opens (and empties) the stderr log, making its directory when needed.
+fn open_log(log: &Path) -> Result<File, String> {
+    let cannot = |e: std::io::Error| format!("could not open the log {}: {e}", log.display());
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(cannot)?;
+    }
+    File::create(log).map_err(cannot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_split_on_whitespace() {
+        assert_eq!(
+            split_command("  scripts/check  unit\tfast "),
+            Ok((
+                "scripts/check".to_owned(),
+                vec!["unit".to_owned(), "fast".to_owned()]
+            ))
+        );
+        assert!(split_command(" \t").is_err());
+    }
+
+    #[test]
+    fn a_missing_variable_names_itself() {
+        let env = |name: &str| (name == "SET").then(|| "1".to_owned());
+        assert_eq!(
+            passed_variables(&["SET".into()], &env),
+            Ok(vec![("SET".to_owned(), "1".to_owned())])
+        );
+        let error =
+            passed_variables(&["SET".into(), "FOO".into()], &env).expect_err("FOO is not set");
+        assert!(error.starts_with("the check needs FOO, which this runner does not set"));
+    }
+
+    #[test]
+    fn bays_own_variables_win() {
+        let dirs = CheckDirs::of(
+            Path::new("/g"),
+            &bay_core::git::Oid::parse(&"a".repeat(40)).expect("an oid"),
+        );
+        let vars = fixed_environment(
+            &dirs,
+            &["/usr/bin".into(), "/bin".into()],
+            vec![
+                ("HOME".into(), "/root".into()),
+                ("TOKEN".into(), "t".into()),
+            ],
+        );
+        assert_eq!(vars["PATH"], OsString::from("/usr/bin:/bin"));
+        assert_eq!(vars["HOME"], OsString::from(dirs.home.clone()));
+        assert_eq!(vars["TOKEN"], OsString::from("t"));
+        assert_eq!(vars["LANG"], OsString::from("C.UTF-8"));
+        assert_eq!(vars.len(), 6);
+    }
+}

@@ -1,1 +1,428 @@
-//! (being written)
+//! The check sandbox: whether one works on this machine, and the `bwrap` command line that
+//! confines one check.
+//!
+//! A check is someone else's program run on a candidate nobody has reviewed yet, so it sees
+//! only an allow-list: the system directories a program needs to start, its candidate tree
+//! (read-write), its `adapter` paths (read-only), and a fresh `HOME` and `TMPDIR`. The machine's
+//! real `HOME`, the rest of the repository's `.git`, other views and keys are never bound, and
+//! the network is cut unless the check's own `[[check]]` entry (read from the base) asks for it.
+//!
+//! The sandbox is never dropped silently. A machine where `bwrap` does not work gets
+//! [`Sandbox::Unavailable`], and every check there is `infra_failure` with a reason that says
+//! how to fix it. Only the machine's owner can choose to run without one, with
+//! `git config --global bay.executorSandbox none`; a repository cannot.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The global Git config key by which a machine's owner runs checks without a sandbox.
+pub const SETTING: &str = "bay.executorSandbox";
+
+/// The one value of [`SETTING`] that turns the sandbox off.
+pub const SETTING_NONE: &str = "none";
+
+/// How checks run on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sandbox {
+    /// In `bwrap`, at this absolute path. The path is resolved once, because a check's `PATH`
+    /// (which the spawn would otherwise search) need not hold the directory `bwrap` is in.
+    Bwrap(PathBuf),
+    /// Without a sandbox, because the machine's owner said so with `bay.executorSandbox none`.
+    /// A check then has the runner account's full access, network included.
+    Off,
+    /// No sandbox works and none was waived: every check is `infra_failure`, with this reason.
+    Unavailable(String),
+}
+
+/// The directories one check sees besides the system's, each at its own host path, so that
+/// the paths a check is told (`HOME`, `BAY_ADAPTER_DIR`, its working directory) are the same
+/// inside and outside the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confinement<'a> {
+    /// The candidate's tree, read-write; the check starts here.
+    pub tree: &'a Path,
+    /// The `adapter` paths from the base, read-only.
+    pub adapter: &'a Path,
+    /// The fresh `HOME`, read-write.
+    pub home: &'a Path,
+    /// The fresh `TMPDIR`, read-write.
+    pub tmp: &'a Path,
+    /// The check's `network = true`: share the host's network instead of an empty one.
+    pub network: bool,
+}
+
+impl Sandbox {
+    /// Decides once per process how checks run here, from the global Git config and a test
+    /// run of `bwrap`; later calls return the first answer.
+    ///
+    /// Once, because the answer does not change while a runner lives, and a probe on every
+    /// check would cost a process start each time.
+    pub fn probe() -> Sandbox {
+        static DECIDED: OnceLock<Sandbox> = OnceLock::new();
+        DECIDED
+            .get_or_init(|| Sandbox::detect(executor_setting().as_deref()))
+            .clone()
+    }
+
+    /// Decides afresh, given the value of `bay.executorSandbox` (if any).
+    ///
+    /// Only the exact value `none` turns the sandbox off. Any other value is read as wanting
+    /// the sandbox: a misspelt opt-out must not cost the machine its sandbox.
+    pub fn detect(setting: Option<&str>) -> Sandbox {
+        match setting.map(str::trim) {
+            Some(SETTING_NONE) => Sandbox::Off,
+            _ => Sandbox::bwrap(),
+        }
+    }
+
+    /// Tests `bwrap` alone, whatever the machine's setting: [`Sandbox::Bwrap`] when it can
+    /// start a program with every namespace bay asks of it, [`Sandbox::Unavailable`] otherwise.
+    pub fn bwrap() -> Sandbox {
+        match find_program("bwrap") {
+            Some(program) => Sandbox::bwrap_at(program),
+            None => Sandbox::Unavailable(unavailable(
+                "bwrap is not installed (it is not on this runner's PATH)",
+            )),
+        }
+    }
+
+    /// Tests the `bwrap` at `program`, as [`Sandbox::bwrap`] does the one on `PATH`.
+    pub fn bwrap_at(program: PathBuf) -> Sandbox {
+        // The documented probe, with `--unshare-all` in place of `--unshare-net`: a machine
+        // can allow a network namespace and refuse a PID or user one, and then every check
+        // would fail inside bwrap instead of saying here that the sandbox does not work.
+        let probe = Command::new(&program)
+            .args(["--ro-bind", "/", "/", "--unshare-all", "--dev", "/dev"])
+            .args(["--proc", "/proc", "--die-with-parent", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output();
+        match probe {
+            Ok(out) if out.status.success() => Sandbox::Bwrap(program),
+            Ok(out) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                let said = said.trim();
+                let said = if said.is_empty() {
+                    format!("it ended with {}", out.status)
+                } else {
+                    format!("it said: {said}")
+                };
+                Sandbox::Unavailable(unavailable(&format!(
+                    "{} cannot start a sandbox ({said}); on Ubuntu 24.04 and later, AppArmor \
+                     stops it unless an AppArmor profile allows bwrap user namespaces, and in a \
+                     container it needs CAP_SYS_ADMIN and a seccomp profile that allows \
+                     namespaces",
+                    program.display()
+                )))
+            }
+            Err(error) => Sandbox::Unavailable(unavailable(&format!(
+                "{} could not be started: {error}",
+                program.display()
+            ))),
+        }
+    }
+
+    /// The command that runs `program` with `args` in this sandbox, confined to `place`; the
+    /// caller sets its environment and standard streams. `Err` carries the reason no check
+    /// can run here.
+    ///
+    /// The command starts in `place.tree`. Its own environment is what the check gets: `bwrap`
+    /// passes it through, so the caller must clear it and set only the check's variables.
+    /// bay does not use `--clearenv` with `--setenv` for that, because `--setenv` would put
+    /// the values of the check's `env` variables, often tokens, on a command line that every
+    /// account on the machine can read in `/proc`.
+    pub fn command(
+        &self,
+        place: &Confinement<'_>,
+        program: &Path,
+        args: &[&str],
+    ) -> Result<Command, String> {
+        let mut command = match self {
+            Sandbox::Unavailable(reason) => return Err(reason.clone()),
+            Sandbox::Off => Command::new(program),
+            Sandbox::Bwrap(bwrap) => {
+                let mut command = Command::new(bwrap);
+                command.args(bwrap_args(place)).arg("--").arg(program);
+                command
+            }
+        };
+        command.args(args).current_dir(place.tree);
+        Ok(command)
+    }
+}
+
+/// The reason every check fails on a machine without a sandbox, and the two ways out.
+fn unavailable(what: &str) -> String {
+    format!(
+        "no check sandbox works on this machine: {what}. Install bubblewrap (for example \
+         `apt-get install bubblewrap`) and make `bwrap --ro-bind / / --unshare-all --dev /dev \
+         --proc /proc true` succeed, or, to run checks without a sandbox on purpose, set `git \
+         config --global {SETTING} {SETTING_NONE}`"
+    )
+}
+
+/// The machine's global `bay.executorSandbox`, if set and readable.
+///
+/// Only the global config counts: a repository (or a change to it) must not be able to turn
+/// the sandbox off. A config that cannot be read counts as unset, which keeps the sandbox on.
+pub fn executor_setting() -> Option<String> {
+    let out = Command::new("git")
+        .args(["config", "--global", "--get", SETTING])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The first `name` on this process's `PATH`, as an absolute path.
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Directories that are either real directories or symlinks into `/usr` (merged `/usr`), and
+/// that a program may need to start.
+const SYSTEM_LINKS: [&str; 6] = ["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
+
+/// Files under `/etc` that hold secrets: hidden behind `/dev/null`, which a check cannot read
+/// through the sandbox's binds.
+const ETC_SECRET_FILES: [&str; 4] = [
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+];
+
+/// Directories under `/etc` that hold private keys: replaced by an empty one.
+const ETC_SECRET_DIRS: [&str; 1] = ["/etc/ssl/private"];
+
+/// The `bwrap` options that confine one check, up to (not including) the `--` before its
+/// program.
+fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
+    let mut args = Args::default();
+    for dir in ["/usr", "/etc"] {
+        if Path::new(dir).is_dir() {
+            args.push(["--ro-bind", dir, dir]);
+        }
+    }
+    for link in SYSTEM_LINKS {
+        let path = Path::new(link);
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(path) {
+                    args.push([OsString::from("--symlink"), target.into(), link.into()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => args.push(["--ro-bind", link, link]),
+            _ => {}
+        }
+    }
+    for secret in ETC_SECRET_FILES {
+        if Path::new(secret).exists() {
+            args.push(["--ro-bind", "/dev/null", secret]);
+        }
+    }
+    for key in ssh_host_keys() {
+        args.push([OsString::from("--ro-bind"), "/dev/null".into(), key.into()]);
+    }
+    for secret in ETC_SECRET_DIRS {
+        if Path::new(secret).is_dir() {
+            args.push(["--tmpfs", secret]);
+        }
+    }
+    if place.network {
+        // With systemd-resolved, /etc/resolv.conf points into /run, which is not bound; the
+        // check would have a network and no names.
+        if let Some(resolv) = resolv_conf_outside_etc() {
+            args.push([
+                OsString::from("--ro-bind"),
+                resolv.clone().into(),
+                resolv.into(),
+            ]);
+        }
+    }
+    args.push(["--dev", "/dev"]);
+    args.push(["--proc", "/proc"]);
+    // An empty /tmp of its own, before the binds below, so that a repository kept under the
+    // host's /tmp is not hidden by it.
+    args.push(["--tmpfs", "/tmp"]);
+    args.push([
+        OsString::from("--bind"),
+        place.tree.into(),
+        place.tree.into(),
+    ]);
+    args.push([
+        OsString::from("--ro-bind"),
+        place.adapter.into(),
+        place.adapter.into(),
+    ]);
+    args.push([
+        OsString::from("--bind"),
+        place.home.into(),
+        place.home.into(),
+    ]);
+    args.push([OsString::from("--bind"), place.tmp.into(), place.tmp.into()]);
+    // The root bwrap builds is writable until now, so that it could make the mount points
+    // above; a check's writes belong in its tree, HOME, TMPDIR or /tmp, never beside them.
+    args.push(["--remount-ro", "/"]);
+    args.push(["--unshare-all"]);
+    if place.network {
+        args.push(["--share-net"]);
+    }
+    // Run as root (as a runner in a container does), bwrap keeps every capability unless told
+    // otherwise, and CAP_SYS_ADMIN in the host's namespaces would let a check mount its way out.
+    args.push(["--cap-drop", "ALL"]);
+    args.push(["--die-with-parent", "--new-session"]);
+    args.push([OsString::from("--chdir"), place.tree.into()]);
+    args.0
+}
+
+/// The SSH host private keys in `/etc/ssh`, which the sandbox hides.
+fn ssh_host_keys() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/etc/ssh") else {
+        return Vec::new();
+    };
+    let mut keys: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("ssh_host_") && name.ends_with("_key"))
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The file `/etc/resolv.conf` resolves to, when that lies outside the directories the sandbox
+/// binds anyway.
+fn resolv_conf_outside_etc() -> Option<PathBuf> {
+    let real = std::fs::canonicalize("/etc/resolv.conf").ok()?;
+    let bound = real.starts_with("/etc") || real.starts_with("/usr");
+    (!bound).then_some(real)
+}
+
+/// bwrap's arguments, pushed a whole option at a time.
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn push<const N: usize, T: Into<OsString>>(&mut self, option: [T; N]) {
+        self.0.extend(option.into_iter().map(Into::into));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(network: bool) -> Vec<String> {
+        let place = Confinement {
+            tree: Path::new("/r/.git/bay/check/c/tree"),
+            adapter: Path::new("/r/.git/bay/check/c/adapter"),
+            home: Path::new("/r/.git/bay/check/c/home"),
+            tmp: Path::new("/r/.git/bay/check/c/tmp"),
+            network,
+        };
+        bwrap_args(&place)
+            .into_iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_network_is_shared_only_when_the_check_asks() {
+        let closed = place(false);
+        assert!(closed.contains(&"--unshare-all".to_owned()));
+        assert!(!closed.contains(&"--share-net".to_owned()));
+        assert!(place(true).contains(&"--share-net".to_owned()));
+    }
+
+    #[test]
+    fn the_adapter_is_read_only_and_the_tree_is_the_working_directory() {
+        let list = place(false);
+        let args = list.join(" ");
+        assert!(args.contains("--ro-bind /r/.git/bay/check/c/adapter /r/.git/bay/check/c/adapter"));
+        assert!(args.contains("--bind /r/.git/bay/check/c/tree /r/.git/bay/check/c/tree"));
+        assert!(args.contains("--chdir /r/.git/bay/check/c/tree"));
+        assert!(args.contains("--cap-drop ALL"));
+        assert!(args.contains("--remount-ro /"));
+        // Nothing of the host beyond the system directories and the run's own four.
+        for arg in &list {
+            if arg.starts_with('/') && arg != "/" && !arg.starts_with("/r/.git/bay/check/c/") {
+                let system = [
+                    "/usr", "/etc", "/bin", "/sbin", "/lib", "/dev", "/proc", "/tmp",
+                ];
+                assert!(
+                    system.iter().any(|dir| arg.starts_with(dir)),
+                    "{arg} is bound"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_exact_value_none_turns_the_sandbox_off() {
+        assert_eq!(Sandbox::detect(Some("none")), Sandbox::Off);
+        assert_ne!(Sandbox::detect(Some("nope")), Sandbox::Off);
+        assert_ne!(Sandbox::detect(None), Sandbox::Off);
+    }
+
+    #[test]
+    fn a_bwrap_that_cannot_make_namespaces_is_unavailable_and_says_why() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let fake = dir.path().join("bwrap");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n",
+        )
+        .expect("write the fake bwrap");
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))
+            .expect("make it executable");
+        match Sandbox::bwrap_at(fake) {
+            Sandbox::Unavailable(reason) => {
+                assert!(reason.starts_with("no check sandbox works on this machine"));
+                assert!(reason.contains("Creating new namespace failed"), "{reason}");
+                assert!(reason.contains("AppArmor"), "{reason}");
+                assert!(reason.contains("apt-get install bubblewrap"), "{reason}");
+                assert!(reason.contains("bay.executorSandbox none"), "{reason}");
+            }
+            other => panic!("a failing bwrap must be unavailable, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unavailable_sandbox_runs_nothing() {
+        let place = Confinement {
+            tree: Path::new("/"),
+            adapter: Path::new("/"),
+            home: Path::new("/"),
+            tmp: Path::new("/"),
+            network: false,
+        };
+        let sandbox = Sandbox::Unavailable("no sandbox".into());
+        assert_eq!(
+            sandbox.command(&place, Path::new("/bin/true"), &[]).err(),
+            Some("no sandbox".to_owned())
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! Where one check's files live: `<common git dir>/bay/check/<candidate>/`, beside the
+//! repository's objects, so that every linked worktree's runner shares one place and a
+//! large candidate is written on the same disk as the objects it comes from.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use bay_core::git::Oid;
+
+/// The directories of one check run on one candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckDirs {
+    /// `bay/check/<candidate>`: everything below, and the temporary indexes Git fills.
+    pub root: PathBuf,
+    /// The candidate's whole tree; the check starts here and may write here.
+    pub tree: PathBuf,
+    /// The `adapter` paths, from the base; read-only in the sandbox.
+    pub adapter: PathBuf,
+    /// The check's `HOME`, empty at the start of each run.
+    pub home: PathBuf,
+    /// The check's `TMPDIR`, empty at the start of each run.
+    pub tmp: PathBuf,
+}
+
+impl CheckDirs {
+    /// The directories for `candidate` under the common Git directory `git_dir`.
+    pub fn of(git_dir: &Path, candidate: &Oid) -> CheckDirs {
+        let root = git_dir.join("bay").join("check").join(candidate.as_str());
+        CheckDirs {
+            tree: root.join("tree"),
+            adapter: root.join("adapter"),
+            home: root.join("home"),
+            tmp: root.join("tmp"),
+            root,
+        }
+    }
+
+    /// The temporary index that the candidate's tree is read into.
+    pub(crate) fn tree_index(&self) -> PathBuf {
+        self.root.join("tree.index")
+    }
+
+    /// The temporary index that the base's tree is read into, to pick the adapter paths.
+    pub(crate) fn adapter_index(&self) -> PathBuf {
+        self.root.join("adapter.index")
+    }
+
+    /// Removes whatever an earlier run left and makes the four directories empty, so that
+    /// nothing a previous check wrote (in its tree, `HOME` or `TMPDIR`) can reach this one.
+    pub(crate) fn make_fresh(&self) -> io::Result<()> {
+        remove_all(&self.root)?;
+        for dir in [&self.tree, &self.adapter, &self.home, &self.tmp] {
+            std::fs::create_dir_all(dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// The file that keeps the stderr of check `check_id` on `candidate`, for people to read.
+///
+/// The check id comes from the policy and may hold any character, so everything but letters,
+/// digits, `.`, `_` and `-` becomes `_` in the file name.
+pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str) -> PathBuf {
+    let id: String = check_id
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '_',
+        })
+        .collect();
+    git_dir
+        .join("bay")
+        .join("logs")
+        .join(format!("check-{candidate}-{id}.stderr"))
+}
+
+/// Removes `path` and everything below it, if it exists.
+///
+/// A check may leave directories it made read-only, which the removal cannot empty; those are
+/// made writable and the removal is tried once more.
+fn remove_all(path: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(_) => {
+            make_writable(path);
+            std::fs::remove_dir_all(path)
+        }
+    }
+}
+
+fn make_writable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for entry in entries.flatten() {
+            make_writable(&entry.path());
+        }
+    }
+}

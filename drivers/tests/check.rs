@@ -1,0 +1,306 @@
+//! `run_check` against a real repository: what the check receives, where its programs come
+//! from, what makes it `infra`, and how its time limit ends it.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bay_core::check::{Verdict, judge};
+use bay_drivers::check::{STDOUT_CAP, stderr_log};
+use bay_drivers::sandbox::Sandbox;
+use serde_json::Value;
+use support::{Repo, both, bwrap, check, text, vars};
+
+/// Saves its request in `$HOME`, prints its environment to stderr, and reports one passing
+/// unit about the candidate the request names.
+const PASSING: &str = r#"#!/bin/sh
+cat > "$HOME/request.json"
+env | sort >&2
+candidate=$(sed -n 's/^{"schema":"bay.check.request\/1","candidate":\({[^}]*}\).*/\1/p' "$HOME/request.json")
+printf '{"schema":"bay.check.result/1","exercised":%s,"plan":{"selected":1,"completed":1},"checks":[{"id":"%s","verdict":"pass"}]}' "$candidate" "$1"
+"#;
+
+#[test]
+fn a_passing_check_gets_the_request_and_its_stdout_is_reported() {
+    let repo = Repo::with(&[(".bay/check.sh", PASSING)]);
+    let candidate = repo.candidate(&[("src/new.txt", "new\n")]);
+    for sandbox in both() {
+        let mut spec = check(".bay/check.sh t1", &[".bay/check.sh"]);
+        spec.env = vec!["TOKEN".into()];
+        let run = repo.run_of(spec.clone(), &candidate);
+        let exit = repo.run(
+            spec,
+            &candidate,
+            &sandbox,
+            &vars(&[("TOKEN", "s3"), ("OTHER", "x")]),
+        );
+        assert_eq!(exit.infra, None, "{sandbox:?}");
+        assert_eq!(exit.exit_code, Some(0), "{sandbox:?}");
+        assert!(!exit.timed_out);
+
+        let received = std::fs::read_to_string(repo.dirs(&candidate).home.join("request.json"))
+            .expect("the check saved its request");
+        let received: Value = serde_json::from_str(&received).expect("the request is JSON");
+        let sent: Value = serde_json::from_str(&run.request.to_json()).expect("JSON");
+        assert_eq!(received, sent);
+
+        let printed: Value = serde_json::from_slice(&exit.stdout).expect("the check printed JSON");
+        let expected = serde_json::json!({
+            "schema": "bay.check.result/1",
+            "exercised": sent["candidate"],
+            "plan": {"selected": 1, "completed": 1},
+            "checks": [{"id": "t1", "verdict": "pass"}],
+        });
+        assert_eq!(printed, expected);
+        assert_eq!(judge(&run.request, 1, &exit).verdict(), Some(Verdict::Pass));
+
+        // stderr went to the log, never to stdout, and shows the fixed environment.
+        let log = stderr_log(
+            &std::fs::canonicalize(&repo.git_dir).expect("exists"),
+            &candidate,
+            "unit",
+        );
+        let log = std::fs::read_to_string(log).expect("the stderr log exists");
+        let dirs = repo.dirs(&candidate);
+        let mut names: Vec<&str> = log
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+            .filter(|name| !["PWD", "SHLVL", "_", "OLDPWD"].contains(name))
+            .collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["BAY_ADAPTER_DIR", "HOME", "LANG", "PATH", "TMPDIR", "TOKEN"],
+            "{log}"
+        );
+        for line in [
+            "PATH=/usr/local/bin:/usr/bin:/bin".to_owned(),
+            "LANG=C.UTF-8".to_owned(),
+            "TOKEN=s3".to_owned(),
+            format!("HOME={}", dirs.home.display()),
+            format!("TMPDIR={}", dirs.tmp.display()),
+            format!("BAY_ADAPTER_DIR={}", dirs.adapter.display()),
+        ] {
+            assert!(log.lines().any(|l| l == line), "{line} in {log}");
+        }
+    }
+}
+
+/// Says where it runs from, lists the tree, and uses a helper from an adapter directory.
+const FROM_BASE: &str = r#"#!/bin/sh
+. "$BAY_ADAPTER_DIR/.bay/lib/helper.sh"
+echo "script:base"
+echo "helper:$HELPER"
+echo "tree:$(find . -type f | sort | tr '\n' ' ')"
+echo "adapter:$(cd "$BAY_ADAPTER_DIR" && find . -type f | sort | tr '\n' ' ')"
+echo "cwd:$(pwd)"
+"#;
+
+#[test]
+fn the_adapter_runs_from_the_base_even_when_the_candidate_changes_it() {
+    let repo = Repo::with(&[
+        (".bay/check.sh", FROM_BASE),
+        (".bay/lib/helper.sh", "HELPER=base\n"),
+        (".bay/unused.sh", "#!/bin/sh\n"),
+    ]);
+    let candidate = repo.candidate(&[
+        (".bay/check.sh", "#!/bin/sh\necho script:candidate\n"),
+        (".bay/lib/helper.sh", "HELPER=candidate\n"),
+        ("src/new.txt", "new\n"),
+    ]);
+    for sandbox in both() {
+        let spec = check(".bay/check.sh", &["./.bay//check.sh", ".bay/lib/"]);
+        let exit = repo.run(spec, &candidate, &sandbox, &vars(&[]));
+        assert_eq!(exit.infra, None, "{sandbox:?}");
+        let out = support::lines(&exit);
+        assert_eq!(out["script"], "base", "{}", text(&exit));
+        assert_eq!(out["helper"], "base");
+        // The tree is the candidate's, whole; the adapter holds only the adapter paths.
+        assert_eq!(
+            out["tree"],
+            "./.bay/check.sh ./.bay/lib/helper.sh ./.bay/unused.sh ./README ./src/new.txt "
+        );
+        assert_eq!(out["adapter"], "./.bay/check.sh ./.bay/lib/helper.sh ");
+        assert_eq!(out["cwd"], repo.dirs(&candidate).tree.display().to_string());
+        let tree_script = std::fs::read_to_string(repo.dirs(&candidate).tree.join(".bay/check.sh"))
+            .expect("the candidate's script is in its tree");
+        assert!(tree_script.contains("script:candidate"));
+    }
+}
+
+#[test]
+fn an_adapter_path_missing_from_the_base_is_infra() {
+    let repo = Repo::with(&[(".bay/check.sh", "#!/bin/sh\necho ran\n")]);
+    let candidate = repo.candidate(&[(".bay/extra.sh", "#!/bin/sh\n")]);
+    let spec = check(".bay/check.sh", &[".bay/check.sh", ".bay/extra.sh"]);
+    let exit = repo.run(spec, &candidate, &Sandbox::Off, &vars(&[]));
+    let infra = exit.infra.expect("a missing adapter path is infra");
+    assert!(
+        infra.contains("\".bay/extra.sh\" is not a file in the base"),
+        "{infra}"
+    );
+    assert!(exit.stdout.is_empty());
+
+    // A program committed without its executable bit cannot run: infra, with the fix.
+    let repo = Repo::with(&[("scripts/check", "#!/bin/sh\necho ran\n")]);
+    let exit = repo.run(
+        check("scripts/check", &["scripts/"]),
+        &repo.base,
+        &Sandbox::Off,
+        &vars(&[]),
+    );
+    let infra = exit
+        .infra
+        .expect("a program that is not executable is infra");
+    assert!(infra.contains("not executable"), "{infra}");
+}
+
+#[test]
+fn a_missing_env_variable_is_infra_and_nothing_runs() {
+    let repo = Repo::with(&[(".bay/check.sh", "#!/bin/sh\ntouch ran\n")]);
+    for sandbox in both() {
+        let mut spec = check(".bay/check.sh", &[".bay/check.sh"]);
+        spec.env = vec!["PRESENT".into(), "BAY_TEST_MISSING".into()];
+        let exit = repo.run(spec, &repo.base, &sandbox, &vars(&[("PRESENT", "1")]));
+        assert_eq!(
+            exit.infra.as_deref().map(|i| i
+                .starts_with("the check needs BAY_TEST_MISSING, which this runner does not set")),
+            Some(true),
+            "{exit:?}"
+        );
+        assert_eq!(exit.exit_code, None);
+        assert!(!repo.dirs(&repo.base).root.exists(), "nothing was laid out");
+    }
+}
+
+#[test]
+fn without_a_sandbox_and_without_the_owners_none_nothing_runs() {
+    let repo = Repo::with(&[(".bay/check.sh", "#!/bin/sh\ntouch ran\necho ran\n")]);
+    let reason = "no check sandbox works on this machine: bwrap is not installed";
+    let sandbox = Sandbox::Unavailable(reason.into());
+    let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    let run = repo.run_of(spec.clone(), &repo.base);
+    let exit = repo.run(spec, &repo.base, &sandbox, &vars(&[]));
+    assert_eq!(exit.infra.as_deref(), Some(reason));
+    assert!(exit.stdout.is_empty());
+    assert!(
+        !repo.dirs(&repo.base).root.exists(),
+        "nothing was laid out or run"
+    );
+    assert_eq!(
+        judge(&run.request, 1, &exit).verdict(),
+        Some(Verdict::InfraFailure)
+    );
+
+    // The owner's `none` is the only way to run without one.
+    assert_eq!(Sandbox::detect(Some("none")), Sandbox::Off);
+    assert_eq!(Sandbox::detect(None), bwrap());
+}
+
+/// Starts a grandchild that writes a file after the limit, then outlasts the limit itself.
+const SLOW: &str = r#"#!/bin/sh
+( sleep 2; echo late > late.txt ) &
+echo started
+sleep 30
+"#;
+
+#[test]
+fn a_timeout_kills_the_whole_group_grandchildren_too() {
+    let repo = Repo::with(&[(".bay/check.sh", SLOW)]);
+    let candidates: Vec<_> = both()
+        .into_iter()
+        .enumerate()
+        .map(|(i, sandbox)| (sandbox, repo.candidate(&[("n", &i.to_string())])))
+        .collect();
+    for (sandbox, candidate) in &candidates {
+        let mut spec = check(".bay/check.sh", &[".bay/check.sh"]);
+        spec.timeout_s = 1;
+        let started = Instant::now();
+        let exit = repo.run(spec, candidate, sandbox, &vars(&[]));
+        assert!(exit.timed_out, "{sandbox:?}: {exit:?}");
+        assert_eq!(exit.exit_code, None, "a killed check has no exit code");
+        assert_eq!(exit.infra, None);
+        assert_eq!(
+            text(&exit),
+            "started\n",
+            "what it printed before the limit is kept"
+        );
+        assert!((1000..3000).contains(&exit.millis), "{}", exit.millis);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    for (sandbox, candidate) in &candidates {
+        let late = repo.dirs(candidate).tree.join("late.txt");
+        assert!(
+            !late.exists(),
+            "{sandbox:?}: the grandchild outlived the timeout"
+        );
+    }
+}
+
+#[test]
+fn stdout_is_kept_up_to_one_byte_over_the_limit() {
+    let script = "#!/bin/sh\nhead -c 6000000 /dev/zero\necho done >&2\n";
+    let repo = Repo::with(&[(".bay/check.sh", script)]);
+    for sandbox in both() {
+        let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+        let run = repo.run_of(spec.clone(), &repo.base);
+        let exit = repo.run(spec, &repo.base, &sandbox, &vars(&[]));
+        assert_eq!(exit.stdout.len(), STDOUT_CAP);
+        assert_eq!(
+            exit.exit_code,
+            Some(0),
+            "the check was not stuck on a full pipe"
+        );
+        assert!(!exit.timed_out);
+        assert_eq!(
+            judge(&run.request, 1, &exit).verdict(),
+            Some(Verdict::Unknown)
+        );
+    }
+}
+
+#[test]
+fn each_run_starts_from_fresh_directories() {
+    let script = "#!/bin/sh\necho \"home:$(ls -A \"$HOME\")|tmp:$(ls -A \"$TMPDIR\")|tree:$(ls -A)\"\ntouch \"$HOME/h\" \"$TMPDIR/t\" left\n";
+    let repo = Repo::with(&[(".bay/check.sh", script)]);
+    for sandbox in both() {
+        for _ in 0..2 {
+            let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+            let exit = repo.run(spec, &repo.base, &sandbox, &vars(&[]));
+            assert_eq!(text(&exit), "home:|tmp:|tree:.bay\nREADME\n", "{sandbox:?}");
+        }
+    }
+}
+
+#[test]
+fn a_signal_leaves_no_exit_code_without_the_sandbox() {
+    let repo = Repo::with(&[(".bay/check.sh", "#!/bin/sh\nkill -KILL $$\n")]);
+    let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    let exit = repo.run(spec.clone(), &repo.base, &Sandbox::Off, &vars(&[]));
+    assert_eq!(exit.exit_code, None);
+    assert!(!exit.timed_out);
+    // bwrap reports a check ended by signal n as exit code 128 + n, as a shell would; the
+    // driver passes on what it was told.
+    let exit = repo.run(spec, &repo.base, &bwrap(), &vars(&[]));
+    assert_eq!(exit.exit_code, Some(137));
+}
+
+#[test]
+fn a_process_that_escaped_the_group_does_not_hold_the_run_without_the_sandbox() {
+    // Without the sandbox, a process that makes its own session leaves the check's group and
+    // keeps stdout open; the driver takes what the check printed once the check has ended.
+    let script = "#!/bin/sh\nsetsid sleep 6 &\necho answer\n";
+    let repo = Repo::with(&[(".bay/check.sh", script)]);
+    let started = Instant::now();
+    let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    let exit = repo.run(spec, &repo.base, &Sandbox::Off, &vars(&[]));
+    assert_eq!(text(&exit), "answer\n");
+    assert_eq!(exit.exit_code, Some(0));
+    assert!(!exit.timed_out);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,201 @@
+//! What a check in the sandbox cannot reach: the runner's HOME, anything outside its own
+//! directories, the repository's `.git`, keys, and the network unless its policy allows it.
+//!
+//! Each probe runs once in bwrap and once with the sandbox off, so that a "no" in the sandbox
+//! is shown to come from the sandbox and not from a probe that could never say "yes".
+
+mod support;
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bay_drivers::sandbox::Sandbox;
+use support::{Repo, bwrap, check, lines, text, vars};
+
+/// Prints `name:yes` or `name:no` for each thing it tries.
+const PROBE: &str = r#"#!/bin/sh
+try() { if eval "$2" >/dev/null 2>&1; then echo "$1:yes"; else echo "$1:no"; fi; }
+try secret 'cat "$SECRET_PATH"'
+try real_home 'test -n "$(ls -A "$REAL_HOME")"'
+try write_worktree 'echo x > "$WORKTREE/escaped"'
+try write_host_tmp 'echo x > "/tmp/$ESCAPE_NAME"'
+try write_adapter 'echo x >> "$BAY_ADAPTER_DIR/.bay/check.sh"'
+try write_tree 'echo x > in-tree'
+try write_home 'echo x > "$HOME/h"'
+try write_tmpdir 'echo x > "$TMPDIR/t"'
+try git_head 'cat "$GIT_DIR_PATH/HEAD"'
+try git_config 'cat "$GIT_DIR_PATH/config"'
+try git_objects 'test -n "$(ls -A "$GIT_DIR_PATH/objects")"'
+try git_repo 'git rev-parse --git-dir'
+try shadow 'cat /etc/shadow'
+try ssl_private 'test -n "$(ls -A /etc/ssl/private)"'
+try opt 'test -n "$(ls -A /opt)"'
+try sys 'test -n "$(ls -A /sys)"'
+echo "git_dir_holds:$(ls -A "$GIT_DIR_PATH" | tr '\n' ' ')"
+echo "cap_eff:$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
+"#;
+
+#[test]
+fn a_sandboxed_check_sees_only_its_own_directories() {
+    // Outside /tmp, which the sandbox replaces with its own, so that the work tree's path
+    // leads nowhere writable inside.
+    let repo = Repo::with_in(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &[(".bay/check.sh", PROBE)],
+    );
+    // A HOME of the runner's, holding a secret, outside every directory the check is given.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary HOME");
+    let secret = home.path().join("secret");
+    std::fs::write(&secret, "hunter2\n").expect("write the secret");
+    let escape_name = format!(
+        "bay-escape-{}",
+        home.path()
+            .file_name()
+            .expect("a temporary directory has a name")
+            .to_string_lossy()
+    );
+    let host_tmp = Path::new("/tmp").join(&escape_name);
+    let git_dir = std::fs::canonicalize(&repo.git_dir).expect("the Git directory exists");
+    let real_home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let env = vars(&[
+        ("SECRET_PATH", &secret.display().to_string()),
+        ("REAL_HOME", &real_home),
+        ("WORKTREE", &repo.work.display().to_string()),
+        ("ESCAPE_NAME", &escape_name),
+        ("GIT_DIR_PATH", &git_dir.display().to_string()),
+    ]);
+    let mut spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    spec.env = env.keys().cloned().collect();
+
+    let exit = repo.run(spec.clone(), &repo.base, &bwrap(), &env);
+    assert_eq!(exit.infra, None);
+    let seen = lines(&exit);
+    let out = text(&exit);
+    for denied in [
+        "secret",
+        "write_worktree",
+        "write_adapter",
+        "git_head",
+        "git_config",
+        "git_objects",
+        "git_repo",
+        "shadow",
+        "ssl_private",
+        "opt",
+        "sys",
+    ] {
+        assert_eq!(seen[denied], "no", "{denied} in the sandbox:\n{out}");
+    }
+    for allowed in ["write_tree", "write_home", "write_tmpdir"] {
+        assert_eq!(seen[allowed], "yes", "{allowed} in the sandbox:\n{out}");
+    }
+    if Path::new(&real_home).is_dir() {
+        assert_eq!(
+            seen["real_home"], "no",
+            "the runner's HOME {real_home}:\n{out}"
+        );
+    }
+    // Of the whole Git directory, only the way down to the check's own directories exists.
+    assert_eq!(seen["git_dir_holds"], "bay ");
+    assert_eq!(seen["cap_eff"], "0000000000000000");
+    // A write to /tmp stays in the sandbox; nothing reached the host's /tmp or the work tree.
+    assert!(!host_tmp.exists(), "the check wrote {}", host_tmp.display());
+    assert!(!repo.work.join("escaped").exists());
+    let adapter = repo.dirs(&repo.base).adapter.join(".bay/check.sh");
+    assert_eq!(
+        std::fs::read_to_string(adapter).expect("the adapter exists"),
+        PROBE
+    );
+
+    // The same probe without the sandbox reaches all of it, so each "no" above is the
+    // sandbox's doing.
+    let exit = repo.run(spec, &repo.base, &Sandbox::Off, &env);
+    let open = lines(&exit);
+    for reached in [
+        "secret",
+        "write_worktree",
+        "write_host_tmp",
+        "git_head",
+        "git_config",
+    ] {
+        assert_eq!(
+            open[reached],
+            "yes",
+            "{reached} without the sandbox:\n{}",
+            text(&exit)
+        );
+    }
+    assert!(host_tmp.exists());
+    std::fs::remove_file(&host_tmp).expect("remove the probe's file from /tmp");
+}
+
+/// Connects to the host's listener on `$PORT` and says whether it got through.
+const CONNECT: &str = r#"#!/bin/bash
+if exec 3<>"/dev/tcp/127.0.0.1/$PORT"; then
+    read -r line <&3
+    echo "net:connected $line"
+else
+    echo "net:refused"
+fi
+"#;
+
+/// Accepts connections on 127.0.0.1 in the test's own network namespace, greeting each, and
+/// counts them until `until`.
+fn listen() -> (u16, std::thread::JoinHandle<usize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen on 127.0.0.1");
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    let port = listener.local_addr().expect("a bound address").port();
+    let handle = std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(15);
+        let mut accepted = 0;
+        while Instant::now() < until && accepted == 0 {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    let _ = stream.write_all(b"hello\n");
+                    accepted += 1;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        accepted
+    });
+    (port, handle)
+}
+
+#[test]
+fn the_network_is_closed_unless_the_check_says_network_true() {
+    let repo = Repo::with(&[(".bay/check.sh", CONNECT)]);
+    let mut spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    spec.env = vec!["PORT".into()];
+    spec.timeout_s = 10;
+
+    // Closed: 127.0.0.1 inside is the sandbox's own, where nothing listens.
+    let (port, _listener) = listen();
+    let env = vars(&[("PORT", &port.to_string())]);
+    let exit = repo.run(spec.clone(), &repo.base, &bwrap(), &env);
+    assert_eq!(lines(&exit)["net"], "refused", "{exit:?}");
+
+    // Open: the check reaches the host's listener.
+    let (port, listener) = listen();
+    let env = vars(&[("PORT", &port.to_string())]);
+    spec.network = true;
+    let exit = repo.run(spec, &repo.base, &bwrap(), &env);
+    assert_eq!(lines(&exit)["net"], "connected hello", "{exit:?}");
+    assert_eq!(listener.join().expect("the listener thread ends"), 1);
+}
+
+#[test]
+fn the_sandbox_ends_even_a_grandchild_that_left_the_group() {
+    let script = "#!/bin/sh\nsetsid sh -c 'sleep 2; echo late > late.txt' &\nsleep 30\n";
+    let repo = Repo::with(&[(".bay/check.sh", script)]);
+    let mut spec = check(".bay/check.sh", &[".bay/check.sh"]);
+    spec.timeout_s = 1;
+    let exit = repo.run(spec, &repo.base, &bwrap(), &vars(&[]));
+    assert!(exit.timed_out);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!repo.dirs(&repo.base).tree.join("late.txt").exists());
+}
