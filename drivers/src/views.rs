@@ -1,0 +1,180 @@
+//! Views: a change's sparse worktree under `<common Git dir>/bay/views/<change>`, and the
+//! drafts saved from it.
+//!
+//! A view is a linked worktree with a detached HEAD at the change's draft and a non-cone
+//! sparse checkout of the change's declared paths. Its files hold the blobs' exact bytes: the
+//! worktree's own config sets `core.autocrlf=false`, whatever the machine's says. After the
+//! start the view works offline; saving a draft reads only local objects.
+
+use std::path::{Path, PathBuf};
+
+use bay_core::git::Oid;
+use bay_core::id::ChangeId;
+use bay_core::machine::{Fault, Refreshed};
+
+use crate::git::{Git, GitError};
+
+/// The views of one clone.
+#[derive(Debug, Clone)]
+pub struct Views {
+    /// The clone's main worktree (or any directory Git resolves to the clone).
+    clone: PathBuf,
+    /// The Git directory every worktree shares.
+    common_dir: PathBuf,
+}
+
+impl From<GitError> for Fault {
+    fn from(error: GitError) -> Fault {
+        Fault(error.to_string())
+    }
+}
+
+impl Views {
+    pub fn new(clone: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Views {
+        Views { clone: clone.into(), common_dir: common_dir.into() }
+    }
+
+    /// Where the view of `change` lives.
+    pub fn dir(&self, change: &ChangeId) -> PathBuf {
+        self.common_dir.join("bay").join("views").join(change.as_str())
+    }
+
+    fn clone_git(&self) -> Git {
+        Git::in_dir(&self.clone)
+    }
+
+    /// Whether `dir` is a worktree Git knows for this clone.
+    fn is_view(&self, dir: &Path) -> bool {
+        dir.join(".git").is_file()
+            && Git::in_dir(dir)
+                .cmd(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+                .run()
+                .ok()
+                .is_some_and(|out| Path::new(String::from_utf8_lossy(&out.stdout).trim()) == self.common_dir)
+    }
+
+    /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
+    /// exist), and returns its folder.
+    pub fn make(&self, change: &ChangeId, paths: &[String], draft: &Oid) -> Result<String, Fault> {
+        let dir = self.dir(change);
+        if !self.is_view(&dir) {
+            if dir.exists() {
+                return Err(Fault(format!(
+                    "{} exists but is not a view of this clone; move it away and start again",
+                    dir.display()
+                )));
+            }
+            let parent = dir.parent().expect("a view's folder has a parent");
+            std::fs::create_dir_all(parent).map_err(|e| Fault(format!("cannot make {}: {e}", parent.display())))?;
+            self.clone_git()
+                .cmd(["worktree", "add", "--no-checkout", "--detach"])
+                .arg(&dir)
+                .arg(draft.as_str())
+                .run()?;
+            let view = Git::in_dir(&dir);
+            let patterns: Vec<String> = paths.iter().map(|p| pattern(p)).collect();
+            view.cmd(["sparse-checkout", "set", "--no-cone", "--"]).args(&patterns).run()?;
+            view.cmd(["config", "--worktree", "core.autocrlf", "false"]).run()?;
+            view.cmd(["config", "--worktree", "core.eol", "lf"]).run()?;
+        }
+        // The view shows exactly the draft; its work was saved into that draft first.
+        Git::in_dir(&dir).cmd(["reset", "--quiet", "--hard", draft.as_str()]).run()?;
+        Ok(dir.to_string_lossy().into_owned())
+    }
+
+    /// Saves the view's work as a draft on `parent`. With no view on this machine, or nothing
+    /// new in it, the draft stays `parent`.
+    pub fn freeze(&self, change: &ChangeId, parent: &Oid) -> Result<Oid, Fault> {
+        let dir = self.dir(change);
+        if !self.is_view(&dir) {
+            return Ok(parent.clone());
+        }
+        let view = Git::in_dir(&dir);
+        view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
+        let tree = oid(&view.cmd(["write-tree"]).run()?.stdout)?;
+        let head = oid(&view.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout)?;
+        let head_tree = oid(&view.cmd(["rev-parse", "--verify", "HEAD^{tree}"]).run()?.stdout)?;
+        let draft = if tree == head_tree {
+            head.clone()
+        } else {
+            commit(&view, &tree, &[&head], &format!("bay: draft of {change}\n"))?
+        };
+        if draft == *parent || head == *parent {
+            // The view grew from the recorded draft (or has nothing new): it is the draft.
+            if draft != head {
+                view.cmd(["update-ref", "--no-deref", "HEAD", draft.as_str()]).run()?;
+            }
+            return Ok(draft);
+        }
+        // The view grew from another draft than the record's latest (a draft saved on another
+        // machine): carry its work over onto the recorded one, as a merge would.
+        let merged = merge_tree(&view, &head, parent, &draft)?;
+        let onto = commit(&view, &merged.tree, &[parent], &format!("bay: draft of {change}\n"))?;
+        view.cmd(["update-ref", "--no-deref", "HEAD", onto.as_str()]).run()?;
+        Ok(onto)
+    }
+
+    /// Brings `draft` (made on `base`) up to main at `onto`. Conflicting files keep Git's
+    /// conflict markers for the agent to resolve; they are named in the result.
+    pub fn refresh(&self, change: &ChangeId, draft: &Oid, base: &Oid, onto: &Oid) -> Result<Refreshed, Fault> {
+        let git = self.clone_git();
+        if draft == base {
+            return Ok(Refreshed { draft: onto.clone(), conflicts: Vec::new() });
+        }
+        let merged = merge_tree(&git, base, onto, draft)?;
+        let refreshed = commit(&git, &merged.tree, &[onto], &format!("bay: draft of {change}, brought up to main\n"))?;
+        Ok(Refreshed { draft: refreshed, conflicts: merged.conflicts })
+    }
+}
+
+/// A non-cone sparse pattern for one declared path: the file or the whole directory.
+fn pattern(path: &str) -> String {
+    let trimmed = path.trim_matches('/');
+    if trimmed.is_empty() { "/*".to_string() } else { format!("/{trimmed}") }
+}
+
+fn oid(stdout: &[u8]) -> Result<Oid, Fault> {
+    Oid::parse(String::from_utf8_lossy(stdout).trim()).map_err(Fault)
+}
+
+fn commit(git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
+    let mut call = git.cmd(["commit-tree", tree.as_str()]);
+    for parent in parents {
+        call = call.arg("-p").arg(parent.as_str());
+    }
+    let out = call
+        .env("GIT_AUTHOR_NAME", "bay")
+        .env("GIT_AUTHOR_EMAIL", "bay@localhost")
+        .env("GIT_COMMITTER_NAME", "bay")
+        .env("GIT_COMMITTER_EMAIL", "bay@localhost")
+        .stdin(message.as_bytes().to_vec())
+        .arg("-F")
+        .arg("-")
+        .run()?;
+    oid(&out.stdout)
+}
+
+/// What `git merge-tree --write-tree` gives: the merged tree (with conflict markers in the
+/// files that conflict) and the conflicting paths.
+pub struct MergeTree {
+    pub tree: Oid,
+    pub conflicts: Vec<String>,
+}
+
+/// `git merge-tree --write-tree -z --merge-base=<base> <ours> <theirs>`. Exit 1 with no
+/// conflict named is a fault, never a conflict.
+pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<MergeTree, Fault> {
+    let out = git
+        .cmd(["merge-tree", "--write-tree", "-z", &format!("--merge-base={base}"), ours.as_str(), theirs.as_str()])
+        .output()?;
+    let conflicts = crate::remote::conflicted_paths(&out.stdout);
+    let first = out.stdout.split(|b| *b == 0).next().unwrap_or_default();
+    match (out.code, Oid::parse(&String::from_utf8_lossy(first))) {
+        (Some(0), Ok(tree)) => Ok(MergeTree { tree, conflicts: Vec::new() }),
+        (Some(1), Ok(tree)) if !conflicts.is_empty() => Ok(MergeTree { tree, conflicts }),
+        _ => Err(Fault(format!(
+            "git merge-tree of {theirs} onto {ours} failed: {}",
+            out.stderr.lines().last().unwrap_or("no message")
+        ))),
+    }
+}
