@@ -164,6 +164,14 @@ impl Fixture {
         commit
     }
 
+    /// Points `name` on the server at `value`, a commit of the clone.
+    pub fn seed_ref(&self, name: &str, value: &Oid) {
+        git(
+            &self.clone,
+            &["push", "-q", "origin", &format!("+{value}:{name}")],
+        );
+    }
+
     pub fn on_server(&self, name: &str) -> Option<Oid> {
         ref_value(&self.server, name)
     }
