@@ -315,14 +315,18 @@ impl Call<'_> {
         let started = Instant::now();
         let handle = expression.start().map_err(io)?;
         // No output pipes and no stdin thread: waiting waits for Git alone.
-        let finished = handle
-            .wait_deadline(started + self.timeout)
-            .map_err(io)?
-            .map(|out| out.status);
+        let finished = match started.checked_add(self.timeout) {
+            Some(deadline) => handle.wait_deadline(deadline).map_err(io)?,
+            // A bound too large to be a moment is no bound.
+            None => Some(handle.wait().map_err(io)?),
+        }
+        .map(|out| out.status);
         let status = match finished {
             Some(status) => status,
             None => {
-                handle.kill().map_err(io)?;
+                // Git may have ended between the deadline and the kill; the kill then has
+                // nothing to do, and the call is still one that ran out of time.
+                let _ = handle.kill();
                 // SIGKILL cannot be ignored; this returns once Git is gone.
                 handle.wait().map_err(io)?;
                 let stderr = tail(&read_all(stderr).map_err(io)?);
