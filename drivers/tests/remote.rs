@@ -338,7 +338,9 @@ fn a_note_in_a_fanned_out_tree_is_appended_where_it_is() {
     assert_eq!(report.outcome, PushOutcome::Accepted);
     let tip = report.notes[0].clone();
     let listed = git(&fx.clone, &["ls-tree", "-r", "--name-only", tip.as_str()]);
-    assert_eq!(listed.lines().collect::<Vec<_>>(), vec![other_path, fanned]);
+    let mut expected = vec![other_path, fanned];
+    expected.sort();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), expected);
     let shown = git(
         &fx.server,
         &["notes", &format!("--ref={name}"), "show", object.as_str()],
