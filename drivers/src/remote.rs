@@ -4,6 +4,9 @@
 //!
 //! Every action answers with its [`Completion`]; Git trouble becomes a [`Fault`] with a plain
 //! message, never a panic.
+//!
+//! Needs Git 2.40 or later: `merge-tree --write-tree` (2.38) with `--merge-base` (2.40),
+//! `fetch --atomic` (2.31), `fetch --no-write-fetch-head` and `--no-auto-maintenance` (2.29).
 
 mod candidate;
 mod fetch;
