@@ -40,13 +40,24 @@ impl Context {
     pub fn discover(dir: Option<&Path>) -> Result<Context, BayResult> {
         let start = match dir {
             Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| failed(format!("the current folder cannot be read: {e}")))?,
+            None => std::env::current_dir()
+                .map_err(|e| failed(format!("the current folder cannot be read: {e}")))?,
         };
         let git = Git::in_dir(&start);
         let out = git
-            .cmd(["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"])
+            .cmd([
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+            ])
             .run()
-            .map_err(|_| failed(format!("{} is not inside a Git repository with a work tree", start.display())))?;
+            .map_err(|_| {
+                failed(format!(
+                    "{} is not inside a Git repository with a work tree",
+                    start.display()
+                ))
+            })?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let mut lines = text.lines();
         let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
@@ -69,9 +80,19 @@ impl Context {
             })?,
         };
         let bay_actor = std::env::var("BAY_ACTOR").ok();
-        let user = std::env::var("USER").ok().or_else(|| std::env::var("LOGNAME").ok());
+        let user = std::env::var("USER")
+            .ok()
+            .or_else(|| std::env::var("LOGNAME").ok());
         let (actor, actor_source) = actor::resolve(bay_actor.as_deref(), user.as_deref());
-        Ok(Context { top, common_dir, remote, main, actor, actor_source, view })
+        Ok(Context {
+            top,
+            common_dir,
+            remote,
+            main,
+            actor,
+            actor_source,
+            view,
+        })
     }
 
     pub fn git(&self) -> Git {
@@ -83,7 +104,9 @@ impl Context {
         match (named, &self.view) {
             (Some(text), _) => ChangeId::parse(text).map_err(|why| failed(why)),
             (None, Some(change)) => Ok(change.clone()),
-            (None, None) => Err(failed("name a change, or run this in a change's view".into())),
+            (None, None) => Err(failed(
+                "name a change, or run this in a change's view".into(),
+            )),
         }
     }
 
@@ -91,7 +114,9 @@ impl Context {
     pub fn config(&self, remote: &Refs) -> Result<Config, BayResult> {
         let main_ref = refs::main(&self.main);
         let Some(main) = remote.get(&main_ref) else {
-            return Err(missing(json!({ "looked_at": [format!("{}/{}", self.remote, self.main)], "why": "the remote has no main" })));
+            return Err(missing(
+                json!({ "looked_at": [format!("{}/{}", self.remote, self.main)], "why": "the remote has no main" }),
+            ));
         };
         let Some(text) = self.read_at(main, CONFIG_PATH)? else {
             return Err(missing(json!({
@@ -99,7 +124,8 @@ impl Context {
                 "why": "main has no .bay/config.toml",
             })));
         };
-        let config = Config::parse(&text).map_err(|e| failed(format!("{CONFIG_PATH} on main is invalid: {e}")))?;
+        let config = Config::parse(&text)
+            .map_err(|e| failed(format!("{CONFIG_PATH} on main is invalid: {e}")))?;
         let named = |key: &str, value: &Option<String>, here: &str| match value {
             Some(value) if value != here => Err(failed(format!(
                 "{CONFIG_PATH} on main says {key} = {value:?}, but this clone uses {here:?}; run bay install --{key} {value} here"
@@ -121,7 +147,9 @@ impl Context {
         if !out.success() {
             return Ok(None);
         }
-        String::from_utf8(out.stdout).map(Some).map_err(|_| failed(format!("{path} on main is not UTF-8 text")))
+        String::from_utf8(out.stdout)
+            .map(Some)
+            .map_err(|_| failed(format!("{path} on main is not UTF-8 text")))
     }
 }
 
@@ -133,16 +161,28 @@ fn config_value(git: &Git, key: &str) -> Option<String> {
 
 /// The remote's default branch: from `refs/remotes/<remote>/HEAD`, else by asking the remote.
 fn default_branch(git: &Git, remote: &str) -> Option<String> {
-    let local = git.cmd(["symbolic-ref", "--quiet", &format!("refs/remotes/{remote}/HEAD")]).output().ok()?;
+    let local = git
+        .cmd([
+            "symbolic-ref",
+            "--quiet",
+            &format!("refs/remotes/{remote}/HEAD"),
+        ])
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&local.stdout).trim().to_string();
     if let Some(branch) = text.strip_prefix(&format!("refs/remotes/{remote}/")) {
         return Some(branch.to_string());
     }
-    let asked = git.cmd(["ls-remote", "--symref", remote, "HEAD"]).output().ok()?;
-    String::from_utf8_lossy(&asked.stdout).lines().find_map(|line| {
-        let target = line.strip_prefix("ref: refs/heads/")?;
-        Some(target.split('\t').next()?.to_string())
-    })
+    let asked = git
+        .cmd(["ls-remote", "--symref", remote, "HEAD"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&asked.stdout)
+        .lines()
+        .find_map(|line| {
+            let target = line.strip_prefix("ref: refs/heads/")?;
+            Some(target.split('\t').next()?.to_string())
+        })
 }
 
 pub fn failed(why: String) -> BayResult {

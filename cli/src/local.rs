@@ -27,13 +27,21 @@ impl Local {
     pub fn new(context: &Context) -> Result<Local, String> {
         let repo = Repo::new(&context.top, &context.remote, &context.main)?;
         let views = Views::new(&context.top, &context.common_dir);
-        Ok(Local { repo, views, common_dir: context.common_dir.clone(), prefetched: Mutex::new(None) })
+        Ok(Local {
+            repo,
+            views,
+            common_dir: context.common_dir.clone(),
+            prefetched: Mutex::new(None),
+        })
     }
 
     /// Fetches now, and keeps the answer for the machine's first fetch.
     pub fn prefetch(&self) -> Result<Refs, String> {
         let refs = self.repo.fetch().map_err(|fault| fault.to_string())?;
-        *self.prefetched.lock().expect("the lock is never poisoned: nothing panics holding it") = Some(refs.clone());
+        *self
+            .prefetched
+            .lock()
+            .expect("the lock is never poisoned: nothing panics holding it") = Some(refs.clone());
         Ok(refs)
     }
 
@@ -45,7 +53,11 @@ impl Local {
 impl Execute for Local {
     fn execute(&self, action: Action) -> Completion {
         if matches!(action, Action::Fetch) {
-            let kept = self.prefetched.lock().expect("the lock is never poisoned").take();
+            let kept = self
+                .prefetched
+                .lock()
+                .expect("the lock is never poisoned")
+                .take();
             if let Some(refs) = kept {
                 return Completion::Fetched(Ok(refs));
             }
@@ -53,14 +65,26 @@ impl Execute for Local {
         match action {
             Action::RunCheck(run) => {
                 let env = |name: &str| std::env::var(name).ok();
-                Completion::CheckExited(run_check(&self.common_dir, &run, Sandbox::probe(), &env))
+                Completion::CheckExited(run_check(&self.common_dir, &run, &Sandbox::probe(), &env))
             }
-            Action::FreezeDraft { change, parent, .. } => Completion::DraftFrozen(self.views.freeze(&change, &parent)),
-            Action::RefreshDraft { change, draft, base, onto } => {
-                Completion::DraftRefreshed(self.views.refresh(&change, &draft, &base, &onto))
+            Action::FreezeDraft { change, parent, .. } => {
+                Completion::DraftFrozen(self.views.freeze(&change, &parent))
             }
-            Action::MakeView { change, paths, draft } => Completion::ViewMade(self.views.make(&change, &paths, &draft)),
-            other => self.repo.execute(&other).expect("the repository answers every action not matched above"),
+            Action::RefreshDraft {
+                change,
+                draft,
+                base,
+                onto,
+            } => Completion::DraftRefreshed(self.views.refresh(&change, &draft, &base, &onto)),
+            Action::MakeView {
+                change,
+                paths,
+                draft,
+            } => Completion::ViewMade(self.views.make(&change, &paths, &draft)),
+            other => self
+                .repo
+                .execute(&other)
+                .expect("the repository answers every action not matched above"),
         }
     }
 }

@@ -13,7 +13,12 @@ use clap::Parser;
 
 /// The merge layer for fleets of coding agents in one Git repository.
 #[derive(Parser, Debug)]
-#[command(name = "bay", version, disable_help_subcommand = true, max_term_width = 100)]
+#[command(
+    name = "bay",
+    version,
+    disable_help_subcommand = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// Run as if bay started in <PATH>, like `git -C`.
     #[arg(short = 'C', value_name = "PATH", global = true)]

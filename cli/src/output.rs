@@ -8,7 +8,8 @@ use bay_core::result::BayResult;
 
 /// Prints `result` as the CLI reference says, and returns the exit code it implies.
 pub fn emit(result: &BayResult, json: bool) -> ExitCode {
-    let document = serde_json::to_string(result).expect("a result is plain data and always serializes");
+    let document =
+        serde_json::to_string(result).expect("a result is plain data and always serializes");
     let to_terminal = std::io::stdout().is_terminal();
     let mut stdout = std::io::stdout().lock();
     // A closed pipe is the reader's choice; nothing useful can be done about it here.

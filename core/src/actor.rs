@@ -28,7 +28,8 @@ impl ActorSource {
 /// a name is kept to one line, since it goes into trailers and step documents.
 pub fn resolve(bay_actor: Option<&str>, user: Option<&str>) -> (String, ActorSource) {
     let clean = |name: Option<&str>| {
-        name.map(|n| n.split_whitespace().collect::<Vec<_>>().join(" ")).filter(|n| !n.is_empty())
+        name.map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|n| !n.is_empty())
     };
     if let Some(name) = clean(bay_actor) {
         return (name, ActorSource::Env);
@@ -45,10 +46,22 @@ mod tests {
 
     #[test]
     fn bay_actor_wins_then_the_user_then_agent() {
-        assert_eq!(resolve(Some("bot-7"), Some("ann")), ("bot-7".into(), ActorSource::Env));
-        assert_eq!(resolve(None, Some("ann")), ("ann".into(), ActorSource::UserDefault));
-        assert_eq!(resolve(Some("  "), Some("ann")), ("ann".into(), ActorSource::UserDefault));
+        assert_eq!(
+            resolve(Some("bot-7"), Some("ann")),
+            ("bot-7".into(), ActorSource::Env)
+        );
+        assert_eq!(
+            resolve(None, Some("ann")),
+            ("ann".into(), ActorSource::UserDefault)
+        );
+        assert_eq!(
+            resolve(Some("  "), Some("ann")),
+            ("ann".into(), ActorSource::UserDefault)
+        );
         assert_eq!(resolve(None, None), ("agent".into(), ActorSource::Default));
-        assert_eq!(resolve(Some("a\nb"), None), ("a b".into(), ActorSource::Env));
+        assert_eq!(
+            resolve(Some("a\nb"), None),
+            ("a b".into(), ActorSource::Env)
+        );
     }
 }

@@ -23,6 +23,7 @@
 //! as Git itself is gone. Only Git is killed, never its children: a server that is already
 //! applying a push must be left to finish, as it would be over a network.
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -282,16 +283,25 @@ impl Call<'_> {
         full_args.extend(self.args.iter().cloned());
         let mut expression = duct::cmd("git", full_args)
             .unchecked()
-            .env("LC_ALL", "C")
-            .env("LANG", "C")
-            .env("GIT_TERMINAL_PROMPT", "0")
             .stdout_file(stdout.try_clone().map_err(io)?)
             .stderr_file(stderr.try_clone().map_err(io)?);
+        // The whole change to the environment, one entry per name, so that no ordering of
+        // duct's nested `env`/`env_remove` decides which wins: the call's own variables win.
+        let mut changes: BTreeMap<OsString, Option<OsString>> = BTreeMap::new();
         for name in LOCATING_VARS {
-            expression = expression.env_remove(name);
+            changes.insert(name.into(), None);
+        }
+        for (name, value) in [("LC_ALL", "C"), ("LANG", "C"), ("GIT_TERMINAL_PROMPT", "0")] {
+            changes.insert(name.into(), Some(value.into()));
         }
         for (name, value) in &self.env {
-            expression = expression.env(name, value);
+            changes.insert(name.clone(), Some(value.clone()));
+        }
+        for (name, value) in changes {
+            expression = match value {
+                Some(value) => expression.env(name, value),
+                None => expression.env_remove(name),
+            };
         }
         expression = match &self.stdin {
             Some(bytes) => {
@@ -305,14 +315,18 @@ impl Call<'_> {
         let started = Instant::now();
         let handle = expression.start().map_err(io)?;
         // No output pipes and no stdin thread: waiting waits for Git alone.
-        let finished = handle
-            .wait_deadline(started + self.timeout)
-            .map_err(io)?
-            .map(|out| out.status);
+        let finished = match started.checked_add(self.timeout) {
+            Some(deadline) => handle.wait_deadline(deadline).map_err(io)?,
+            // A bound too large to be a moment is no bound.
+            None => Some(handle.wait().map_err(io)?),
+        }
+        .map(|out| out.status);
         let status = match finished {
             Some(status) => status,
             None => {
-                handle.kill().map_err(io)?;
+                // Git may have ended between the deadline and the kill; the kill then has
+                // nothing to do, and the call is still one that ran out of time.
+                let _ = handle.kill();
                 // SIGKILL cannot be ignored; this returns once Git is gone.
                 handle.wait().map_err(io)?;
                 let stderr = tail(&read_all(stderr).map_err(io)?);
@@ -442,6 +456,12 @@ mod tests {
             .text()
             .expect("a shell alias runs");
         assert_eq!(locale, "C C 0");
+        let index = git
+            .cmd(["-c", "alias.index=!echo $GIT_INDEX_FILE", "index"])
+            .env("GIT_INDEX_FILE", "/tmp/some-index")
+            .text()
+            .expect("a shell alias runs");
+        assert_eq!(index, "/tmp/some-index", "a call's own variable wins");
     }
 
     #[test]

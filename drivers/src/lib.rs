@@ -8,3 +8,4 @@ pub mod git;
 pub mod pump;
 pub mod remote;
 pub mod sandbox;
+pub mod views;

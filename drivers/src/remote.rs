@@ -1,1 +1,224 @@
-//! (being written)
+//! The remote-facing actions, executed with real Git in one clone: fetch, read steps, chains
+//! and files, push, and build a candidate. The in-memory model of the same semantics is
+//! `bay_sim::remote` and `bay_sim::world`; this driver must answer as they do.
+//!
+//! Every action answers with its [`Completion`]; Git trouble becomes a [`Fault`] with a plain
+//! message, never a panic.
+//!
+//! Needs Git 2.40 or later: `merge-tree --write-tree` (2.38) with `--merge-base` (2.40),
+//! `fetch --atomic` (2.31), `fetch --no-write-fetch-head` and `--no-auto-maintenance` (2.29).
+
+mod candidate;
+mod fetch;
+mod notes;
+mod push;
+mod read;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bay_core::git::Oid;
+use bay_core::machine::{Action, Completion, Fault};
+
+use crate::git::{Call, Git, GitError};
+
+pub use candidate::{MergeTree, merge_tree};
+pub use fetch::mirror_prefix;
+
+/// Who bay's commits (steps, notes, candidates) are by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity {
+            name: "bay".into(),
+            email: "bay@localhost".into(),
+        }
+    }
+}
+
+/// Time bounds on Git calls: local plumbing is quick, while a fetch or push waits on a network
+/// and a server's hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub local: Duration,
+    pub network: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            local: Duration::from_secs(60),
+            network: Duration::from_secs(300),
+        }
+    }
+}
+
+/// One clone of the shared repository, and how to reach the remote from it.
+#[derive(Debug)]
+pub struct Repo {
+    dir: PathBuf,
+    remote: String,
+    main: String,
+    identity: Identity,
+    bounds: Bounds,
+    /// The empty tree's id, the tree of every step commit; written once per clone.
+    empty_tree: OnceLock<Oid>,
+}
+
+impl Repo {
+    /// The clone at `dir` (a worktree or a bare repository), its configured remote `remote`
+    /// (a name such as `origin`, not a URL) and main's branch name `main`.
+    ///
+    /// The remote's name becomes part of local ref names (see [`mirror_prefix`]), so it must
+    /// be one ref-name component: no `/`, which would let one remote's mirror hold another's.
+    pub fn new(
+        dir: impl Into<PathBuf>,
+        remote: impl Into<String>,
+        main: impl Into<String>,
+    ) -> Result<Repo, String> {
+        let (remote, main) = (remote.into(), main.into());
+        if !is_component(&remote) {
+            return Err(format!(
+                "remote name {remote:?} cannot name refs: use a plain name such as origin"
+            ));
+        }
+        if !main.split('/').all(is_component) {
+            return Err(format!("{main:?} is not a branch name"));
+        }
+        Ok(Repo {
+            dir: dir.into(),
+            remote,
+            main,
+            identity: Identity::default(),
+            bounds: Bounds::default(),
+            empty_tree: OnceLock::new(),
+        })
+    }
+
+    pub fn with_identity(mut self, identity: Identity) -> Repo {
+        self.identity = identity;
+        self
+    }
+
+    pub fn with_bounds(mut self, bounds: Bounds) -> Repo {
+        self.bounds = bounds;
+        self
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn remote(&self) -> &str {
+        &self.remote
+    }
+
+    pub fn main(&self) -> &str {
+        &self.main
+    }
+
+    /// Executes `action` if it is one this driver does: the remote, reads and candidates.
+    /// `None` for the others (checks, drafts, views), which other parts of the driver run.
+    pub fn execute(&self, action: &Action) -> Option<Completion> {
+        Some(match action {
+            Action::Fetch => Completion::Fetched(self.fetch()),
+            Action::ReadSteps { oids } => Completion::StepsRead(self.read_steps(oids)),
+            Action::ReadChains { chains } => Completion::ChainsRead(self.read_chains(chains)),
+            Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::Push(plan) => Completion::Pushed(self.push(plan)),
+            Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
+            Action::RunCheck(_)
+            | Action::FreezeDraft { .. }
+            | Action::RefreshDraft { .. }
+            | Action::MakeView { .. } => return None,
+        })
+    }
+
+    /// Git on this clone, bounded for local work.
+    fn git(&self) -> Git {
+        Git::in_dir(&self.dir).with_timeout(self.bounds.local)
+    }
+
+    /// Git on this clone, bounded for talking to the remote.
+    fn net(&self) -> Git {
+        Git::in_dir(&self.dir).with_timeout(self.bounds.network)
+    }
+
+    /// A call that writes a commit as bay's identity, never signed (a signing prompt would hang).
+    fn as_identity<'g>(&self, call: Call<'g>) -> Call<'g> {
+        call.env("GIT_AUTHOR_NAME", &self.identity.name)
+            .env("GIT_AUTHOR_EMAIL", &self.identity.email)
+            .env("GIT_COMMITTER_NAME", &self.identity.name)
+            .env("GIT_COMMITTER_EMAIL", &self.identity.email)
+    }
+
+    /// `git commit-tree <tree> -p <parent>... -F -`, as bay's identity.
+    fn commit_tree(&self, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
+        let git = self.git();
+        let mut call = git.cmd(["commit-tree", "--no-gpg-sign", tree.as_str()]);
+        for parent in parents {
+            call = call.arg("-p").arg(parent.as_str());
+        }
+        let call = self
+            .as_identity(call)
+            .arg("-F")
+            .arg("-")
+            .stdin(message.as_bytes());
+        oid(&call.text()?)
+    }
+
+    /// The empty tree, written into this clone's object store once.
+    fn empty_tree(&self) -> Result<Oid, Fault> {
+        if let Some(tree) = self.empty_tree.get() {
+            return Ok(tree.clone());
+        }
+        let tree = oid(&self.git().cmd(["mktree"]).stdin(Vec::new()).text()?)?;
+        Ok(self.empty_tree.get_or_init(|| tree).clone())
+    }
+}
+
+impl From<GitError> for Fault {
+    fn from(error: GitError) -> Fault {
+        Fault(error.to_string())
+    }
+}
+
+/// An object id Git printed.
+fn oid(text: &str) -> Result<Oid, Fault> {
+    Oid::parse(text.trim()).map_err(|e| Fault(format!("git printed {e}")))
+}
+
+/// One ref-name component that needs no quoting anywhere bay puts it.
+fn is_component(text: &str) -> bool {
+    !text.is_empty()
+        && !text.starts_with(['.', '-'])
+        && !text.ends_with(".lock")
+        && !text.ends_with('.')
+        && !text.contains("..")
+        && !text.contains("@{")
+        && text
+            .chars()
+            .all(|c| !c.is_control() && !" ~^:?*[\\/".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_and_main_names_are_checked() {
+        assert!(Repo::new("/x", "origin", "main").is_ok());
+        assert!(Repo::new("/x", "origin", "release/v1").is_ok());
+        assert!(Repo::new("/x", "a/b", "main").is_err());
+        assert!(Repo::new("/x", "/srv/x.git", "main").is_err());
+        assert!(Repo::new("/x", "origin", "ma:in").is_err());
+        assert!(Repo::new("/x", "origin", "-main").is_err());
+        assert!(Repo::new("/x", "", "main").is_err());
+    }
+}

@@ -12,7 +12,8 @@ use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::machine::{Fault, Refreshed};
 
-use crate::git::{Git, GitError};
+use crate::git::Git;
+use crate::remote::merge_tree;
 
 /// The views of one clone.
 #[derive(Debug, Clone)]
@@ -23,20 +24,20 @@ pub struct Views {
     common_dir: PathBuf,
 }
 
-impl From<GitError> for Fault {
-    fn from(error: GitError) -> Fault {
-        Fault(error.to_string())
-    }
-}
-
 impl Views {
     pub fn new(clone: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Views {
-        Views { clone: clone.into(), common_dir: common_dir.into() }
+        Views {
+            clone: clone.into(),
+            common_dir: common_dir.into(),
+        }
     }
 
     /// Where the view of `change` lives.
     pub fn dir(&self, change: &ChangeId) -> PathBuf {
-        self.common_dir.join("bay").join("views").join(change.as_str())
+        self.common_dir
+            .join("bay")
+            .join("views")
+            .join(change.as_str())
     }
 
     fn clone_git(&self) -> Git {
@@ -50,7 +51,9 @@ impl Views {
                 .cmd(["rev-parse", "--path-format=absolute", "--git-common-dir"])
                 .run()
                 .ok()
-                .is_some_and(|out| Path::new(String::from_utf8_lossy(&out.stdout).trim()) == self.common_dir)
+                .is_some_and(|out| {
+                    Path::new(String::from_utf8_lossy(&out.stdout).trim()) == self.common_dir
+                })
     }
 
     /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
@@ -65,7 +68,8 @@ impl Views {
                 )));
             }
             let parent = dir.parent().expect("a view's folder has a parent");
-            std::fs::create_dir_all(parent).map_err(|e| Fault(format!("cannot make {}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Fault(format!("cannot make {}: {e}", parent.display())))?;
             self.clone_git()
                 .cmd(["worktree", "add", "--no-checkout", "--detach"])
                 .arg(&dir)
@@ -73,12 +77,17 @@ impl Views {
                 .run()?;
             let view = Git::in_dir(&dir);
             let patterns: Vec<String> = paths.iter().map(|p| pattern(p)).collect();
-            view.cmd(["sparse-checkout", "set", "--no-cone", "--"]).args(&patterns).run()?;
-            view.cmd(["config", "--worktree", "core.autocrlf", "false"]).run()?;
+            view.cmd(["sparse-checkout", "set", "--no-cone", "--"])
+                .args(&patterns)
+                .run()?;
+            view.cmd(["config", "--worktree", "core.autocrlf", "false"])
+                .run()?;
             view.cmd(["config", "--worktree", "core.eol", "lf"]).run()?;
         }
         // The view shows exactly the draft; its work was saved into that draft first.
-        Git::in_dir(&dir).cmd(["reset", "--quiet", "--hard", draft.as_str()]).run()?;
+        Git::in_dir(&dir)
+            .cmd(["reset", "--quiet", "--hard", draft.as_str()])
+            .run()?;
         Ok(dir.to_string_lossy().into_owned())
     }
 
@@ -93,7 +102,10 @@ impl Views {
         view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
         let tree = oid(&view.cmd(["write-tree"]).run()?.stdout)?;
         let head = oid(&view.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout)?;
-        let head_tree = oid(&view.cmd(["rev-parse", "--verify", "HEAD^{tree}"]).run()?.stdout)?;
+        let head_tree = oid(&view
+            .cmd(["rev-parse", "--verify", "HEAD^{tree}"])
+            .run()?
+            .stdout)?;
         let draft = if tree == head_tree {
             head.clone()
         } else {
@@ -102,35 +114,63 @@ impl Views {
         if draft == *parent || head == *parent {
             // The view grew from the recorded draft (or has nothing new): it is the draft.
             if draft != head {
-                view.cmd(["update-ref", "--no-deref", "HEAD", draft.as_str()]).run()?;
+                view.cmd(["update-ref", "--no-deref", "HEAD", draft.as_str()])
+                    .run()?;
             }
             return Ok(draft);
         }
         // The view grew from another draft than the record's latest (a draft saved on another
         // machine): carry its work over onto the recorded one, as a merge would.
         let merged = merge_tree(&view, &head, parent, &draft)?;
-        let onto = commit(&view, &merged.tree, &[parent], &format!("bay: draft of {change}\n"))?;
-        view.cmd(["update-ref", "--no-deref", "HEAD", onto.as_str()]).run()?;
+        let onto = commit(
+            &view,
+            &merged.tree,
+            &[parent],
+            &format!("bay: draft of {change}\n"),
+        )?;
+        view.cmd(["update-ref", "--no-deref", "HEAD", onto.as_str()])
+            .run()?;
         Ok(onto)
     }
 
     /// Brings `draft` (made on `base`) up to main at `onto`. Conflicting files keep Git's
     /// conflict markers for the agent to resolve; they are named in the result.
-    pub fn refresh(&self, change: &ChangeId, draft: &Oid, base: &Oid, onto: &Oid) -> Result<Refreshed, Fault> {
+    pub fn refresh(
+        &self,
+        change: &ChangeId,
+        draft: &Oid,
+        base: &Oid,
+        onto: &Oid,
+    ) -> Result<Refreshed, Fault> {
         let git = self.clone_git();
         if draft == base {
-            return Ok(Refreshed { draft: onto.clone(), conflicts: Vec::new() });
+            return Ok(Refreshed {
+                draft: onto.clone(),
+                conflicts: Vec::new(),
+            });
         }
         let merged = merge_tree(&git, base, onto, draft)?;
-        let refreshed = commit(&git, &merged.tree, &[onto], &format!("bay: draft of {change}, brought up to main\n"))?;
-        Ok(Refreshed { draft: refreshed, conflicts: merged.conflicts })
+        let refreshed = commit(
+            &git,
+            &merged.tree,
+            &[onto],
+            &format!("bay: draft of {change}, brought up to main\n"),
+        )?;
+        Ok(Refreshed {
+            draft: refreshed,
+            conflicts: merged.conflicts,
+        })
     }
 }
 
 /// A non-cone sparse pattern for one declared path: the file or the whole directory.
 fn pattern(path: &str) -> String {
     let trimmed = path.trim_matches('/');
-    if trimmed.is_empty() { "/*".to_string() } else { format!("/{trimmed}") }
+    if trimmed.is_empty() {
+        "/*".to_string()
+    } else {
+        format!("/{trimmed}")
+    }
 }
 
 fn oid(stdout: &[u8]) -> Result<Oid, Fault> {
@@ -152,29 +192,4 @@ fn commit(git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid,
         .arg("-")
         .run()?;
     oid(&out.stdout)
-}
-
-/// What `git merge-tree --write-tree` gives: the merged tree (with conflict markers in the
-/// files that conflict) and the conflicting paths.
-pub struct MergeTree {
-    pub tree: Oid,
-    pub conflicts: Vec<String>,
-}
-
-/// `git merge-tree --write-tree -z --merge-base=<base> <ours> <theirs>`. Exit 1 with no
-/// conflict named is a fault, never a conflict.
-pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<MergeTree, Fault> {
-    let out = git
-        .cmd(["merge-tree", "--write-tree", "-z", &format!("--merge-base={base}"), ours.as_str(), theirs.as_str()])
-        .output()?;
-    let conflicts = crate::remote::conflicted_paths(&out.stdout);
-    let first = out.stdout.split(|b| *b == 0).next().unwrap_or_default();
-    match (out.code, Oid::parse(&String::from_utf8_lossy(first))) {
-        (Some(0), Ok(tree)) => Ok(MergeTree { tree, conflicts: Vec::new() }),
-        (Some(1), Ok(tree)) if !conflicts.is_empty() => Ok(MergeTree { tree, conflicts }),
-        _ => Err(Fault(format!(
-            "git merge-tree of {theirs} onto {ours} failed: {}",
-            out.stderr.lines().last().unwrap_or("no message")
-        ))),
-    }
 }

@@ -9,7 +9,7 @@ use bay_core::check::{Verdict, judge};
 use bay_drivers::check::{STDOUT_CAP, stderr_log};
 use bay_drivers::sandbox::Sandbox;
 use serde_json::Value;
-use support::{Repo, both, bwrap, check, text, vars};
+use support::checks::{Repo, both, bwrap, check, text, vars};
 
 /// Saves its request in `$HOME`, prints its environment to stderr, and reports one passing
 /// unit about the candidate the request names.
@@ -112,7 +112,7 @@ fn the_adapter_runs_from_the_base_even_when_the_candidate_changes_it() {
         let spec = check(".bay/check.sh", &["./.bay//check.sh", ".bay/lib/"]);
         let exit = repo.run(spec, &candidate, &sandbox, &vars(&[]));
         assert_eq!(exit.infra, None, "{sandbox:?}");
-        let out = support::lines(&exit);
+        let out = support::checks::lines(&exit);
         assert_eq!(out["script"], "base", "{}", text(&exit));
         assert_eq!(out["helper"], "base");
         // The tree is the candidate's, whole; the adapter holds only the adapter paths.

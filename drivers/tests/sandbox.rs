@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bay_drivers::sandbox::Sandbox;
-use support::{Repo, bwrap, check, lines, text, vars};
+use support::checks::{Repo, bwrap, check, lines, text, vars};
 
 /// Prints `name:yes` or `name:no` for each thing it tries.
 const PROBE: &str = r#"#!/bin/sh

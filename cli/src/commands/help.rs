@@ -28,21 +28,48 @@ pub fn run(args: &Args) -> BayResult {
     }
     if commands.is_empty() {
         let mut detail = Map::new();
-        detail.insert("why".into(), Value::from(format!("no command named {}", args.commands.join(" "))));
-        return BayResult::failed(&format!("bay has no command named {}", args.commands.join(" ")));
+        detail.insert(
+            "why".into(),
+            Value::from(format!("no command named {}", args.commands.join(" "))),
+        );
+        return BayResult::failed(&format!(
+            "bay has no command named {}",
+            args.commands.join(" ")
+        ));
     }
     let mut detail = Map::new();
     detail.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
     detail.insert("commands".into(), Value::Array(commands));
-    detail.insert("global_flags".into(), Value::Array(root.get_arguments().filter(|a| a.is_global_set()).map(flag).collect()));
+    detail.insert(
+        "global_flags".into(),
+        Value::Array(
+            root.get_arguments()
+                .filter(|a| a.is_global_set())
+                .map(flag)
+                .collect(),
+        ),
+    );
     detail.insert(
         "decisions".into(),
-        Value::Array(Decision::ALL.iter().map(|d| json!({ "decision": d.as_str(), "exit_code": d.exit_code() })).collect()),
+        Value::Array(
+            Decision::ALL
+                .iter()
+                .map(|d| json!({ "decision": d.as_str(), "exit_code": d.exit_code() }))
+                .collect(),
+        ),
     );
-    detail.insert("usage_exit_code".into(), Value::from(bay_core::result::USAGE_EXIT_CODE));
+    detail.insert(
+        "usage_exit_code".into(),
+        Value::from(bay_core::result::USAGE_EXIT_CODE),
+    );
     detail.insert(
         "reasons".into(),
-        Value::Array(ReasonCode::ALL.iter().map(|code| json!(code.info())).collect()),
+        Value::Array(
+            ReasonCode::ALL
+                .iter()
+                .map(|code| json!(code.info()))
+                .collect(),
+        ),
     );
     detail.insert(
         "words".into(),
@@ -53,7 +80,8 @@ pub fn run(args: &Args) -> BayResult {
                 .collect(),
         ),
     );
-    let schema: Value = serde_json::from_str(bay_core::schema::RESULT).expect("the published schema is JSON");
+    let schema: Value =
+        serde_json::from_str(bay_core::schema::RESULT).expect("the published schema is JSON");
     detail.insert("schema".into(), schema);
     BayResult::ok(None, detail)
 }
@@ -65,7 +93,10 @@ fn describe(command: &clap::Command, name: &str) -> Value {
         .map(|(_, writes, never)| (*writes, *never))
         .unwrap_or(("nothing", "anything"));
     let mut usage = command.clone().bin_name(format!("bay {name}"));
-    let subcommands: Vec<Value> = command.get_subcommands().map(|sub| describe(sub, sub.get_name())).collect();
+    let subcommands: Vec<Value> = command
+        .get_subcommands()
+        .map(|sub| describe(sub, sub.get_name()))
+        .collect();
     json!({
         "name": name,
         "about": command.get_about().map(|a| a.to_string()),

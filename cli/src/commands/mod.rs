@@ -9,10 +9,17 @@ mod runner;
 mod start;
 mod status;
 
+use bay_core::config::Config;
+use bay_core::machine::{Machine, Refs};
 use bay_core::result::BayResult;
+use bay_core::time::Timestamp;
+use bay_drivers::clock;
+use bay_drivers::pump::{Driver, Stopped};
 use clap::Subcommand;
 
 use crate::Cli;
+use crate::context::{Context, failed};
+use crate::local::Local;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -44,8 +51,16 @@ pub const WRITES: [(&str, &str, &str); 7] = [
         "a request on the change's record and a queue place; with --wait, the checks' evidence and the merge into main",
         "your checkout's files",
     ),
-    ("abandon", "an abandon step on the change's record", "the view's files; main"),
-    ("status", "only fetched copies of the remote's refs", "your files; your branches; main"),
+    (
+        "abandon",
+        "an abandon step on the change's record",
+        "the view's files; main",
+    ),
+    (
+        "status",
+        "only fetched copies of the remote's refs",
+        "your files; your branches; main",
+    ),
     (
         "runner",
         "run: the merges of queued changes into main, with their evidence",
@@ -69,4 +84,69 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Help(args) => help::run(args),
         Command::Demo(args) => demo::run(cli, args),
     }
+}
+
+/// What a command has in hand before its machine runs: the clone, its driver with main fetched
+/// once, and the config committed on main.
+pub struct Prepared {
+    pub context: Context,
+    pub local: Local,
+    pub remote: Refs,
+    pub config: Config,
+    pub fetched_at: Timestamp,
+}
+
+/// Finds the clone, fetches once and reads the config on main.
+pub fn prepare(cli: &Cli) -> Result<Prepared, BayResult> {
+    let context = Context::discover(cli.dir.as_deref())?;
+    let local = Local::new(&context).map_err(failed)?;
+    let fetched_at = clock::now();
+    let remote = local
+        .prefetch()
+        .map_err(|why| failed(format!("could not fetch from {}: {why}", context.remote)))?;
+    let config = context.config(&remote)?;
+    Ok(Prepared {
+        context,
+        local,
+        remote,
+        config,
+        fetched_at,
+    })
+}
+
+/// Drives `machine` to its outcome with the real driver, and names when main was fetched.
+pub fn drive(
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+    fetched_at: Timestamp,
+) -> BayResult {
+    let result = match driver.pump(machine, &mut |_| false) {
+        Ok(result) => result,
+        Err(Stopped::Misuse(misuse)) => failed(format!(
+            "bay broke its own protocol ({misuse}); please report it"
+        )),
+        Err(Stopped::Asked) => failed("the command was stopped before it finished".into()),
+    };
+    with_fetch_time(result, fetched_at)
+}
+
+/// Fills in when this command fetched the main its result reflects.
+pub fn with_fetch_time(mut result: BayResult, fetched_at: Timestamp) -> BayResult {
+    if let Some(freshness) = result.freshness.as_mut() {
+        freshness.fetched_at = clock::rfc3339(fetched_at);
+    }
+    result
+}
+
+/// Adds who acted, and where the name came from, to a result.
+pub fn with_actor(mut result: BayResult, context: &Context) -> BayResult {
+    result.detail.insert(
+        "actor".into(),
+        serde_json::Value::from(context.actor.clone()),
+    );
+    result.detail.insert(
+        "actor_source".into(),
+        serde_json::Value::from(context.actor_source.as_str()),
+    );
+    result
 }

@@ -1,0 +1,82 @@
+//! `bay merge [<change>] [--wait[=<seconds>]]`.
+
+use std::time::{Duration, Instant};
+
+use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::runner::{RunMode, Runner};
+use bay_core::machine::status::{Status, StatusInput};
+use bay_core::result::{BayResult, Decision};
+use bay_drivers::clock;
+
+use super::runner::runner_config;
+use super::{drive, prepare, with_actor};
+use crate::Cli;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The change to merge; without one, the change of the view this runs in.
+    pub change: Option<String>,
+    /// Merge it here and return the outcome. With seconds, watch another runner merge it for
+    /// at most that long instead.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
+    pub wait: Option<u64>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> BayResult {
+    let prepared = match prepare(cli) {
+        Ok(prepared) => prepared,
+        Err(result) => return result,
+    };
+    let context = prepared.context.clone();
+    let change = match context.change(args.change.as_deref()) {
+        Ok(change) => change,
+        Err(result) => return result,
+    };
+    let input = MergeInput {
+        change: change.clone(),
+        actor: context.actor.clone(),
+        main: context.main.clone(),
+        entropy: clock::entropy(),
+    };
+    let mut driver = prepared.local.driver();
+    let queued = with_actor(
+        drive(
+            &mut driver,
+            &mut Merge::new(input, clock::now()),
+            prepared.fetched_at,
+        ),
+        &context,
+    );
+    let (Some(wait), Decision::Queued, Some(op)) =
+        (args.wait, queued.decision, queued.op_id.clone())
+    else {
+        return queued;
+    };
+    if wait == 0 {
+        // Run the operation here, as its runner, until it ends.
+        let cfg = runner_config(&context, &prepared.config, RunMode::Only(op), 10);
+        let mut runner = Runner::new(cfg, clock::now());
+        return with_actor(drive(&mut driver, &mut runner, clock::now()), &context);
+    }
+    // Watch another runner work it, for at most `wait` seconds.
+    let until = Instant::now() + Duration::from_secs(wait);
+    loop {
+        let fetched_at = clock::now();
+        let mut status = Status::new(
+            StatusInput {
+                change: Some(change.clone()),
+                main: context.main.clone(),
+            },
+            fetched_at,
+        );
+        let result = drive(&mut driver, &mut status, fetched_at);
+        let ended = result.state.is_some_and(|state| state.is_terminal())
+            || result.decision == Decision::Failed;
+        if ended || Instant::now() >= until {
+            return with_actor(result, &context);
+        }
+        std::thread::sleep(
+            Duration::from_secs(1).min(until.saturating_duration_since(Instant::now())),
+        );
+    }
+}

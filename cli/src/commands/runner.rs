@@ -1,0 +1,111 @@
+//! `bay runner run [--once] [--interval-s <n>]`: drive queued operations to an outcome here.
+
+use bay_core::config::Config;
+use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
+use bay_core::result::BayResult;
+use bay_drivers::clock;
+
+use super::{drive, prepare};
+use crate::Cli;
+use crate::context::Context;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: RunnerCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum RunnerCommand {
+    /// Drive queued operations: a pass every --interval-s seconds, or one with --once.
+    Run {
+        /// Make passes until nothing is left that this runner can do now, then exit.
+        #[arg(long)]
+        once: bool,
+        /// Seconds between passes when there is nothing to do.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+        interval_s: u64,
+    },
+}
+
+pub fn run(cli: &Cli, args: &Args) -> BayResult {
+    let RunnerCommand::Run { once, interval_s } = &args.command;
+    let prepared = match prepare(cli) {
+        Ok(prepared) => prepared,
+        Err(result) => return result,
+    };
+    let mode = if *once { RunMode::Once } else { RunMode::Loop };
+    let cfg = runner_config(&prepared.context, &prepared.config, mode, *interval_s);
+    let mut machine = Runner::new(cfg, clock::now());
+    drive(
+        &mut prepared.local.driver(),
+        &mut machine,
+        prepared.fetched_at,
+    )
+}
+
+/// A runner's configuration on this machine: timings from the config on main, the name and
+/// the environments it serves from this machine's Git config.
+pub fn runner_config(
+    context: &Context,
+    config: &Config,
+    mode: RunMode,
+    interval_s: u64,
+) -> RunnerConfig {
+    let mut cfg = RunnerConfig::new(runner_name(context), context.main.clone(), clock::entropy());
+    cfg.lease_ms = config.runner.lease_s.saturating_mul(1000);
+    cfg.heartbeat_ms = config.runner.heartbeat_s.saturating_mul(1000);
+    cfg.interval_ms = interval_s.max(1).saturating_mul(1000);
+    cfg.trailers = config.trailers.clone();
+    cfg.environments = served_environments(context);
+    cfg.mode = mode;
+    cfg
+}
+
+/// `bay.runnerName`, else the host's name, made safe to use in a ref name.
+fn runner_name(context: &Context) -> String {
+    let named = git_values(context, "bay.runnerName").into_iter().next();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok();
+    let raw = named.or(host).unwrap_or_else(|| "runner".to_string());
+    let safe: String = raw
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if safe.trim_matches('-').is_empty() {
+        "runner".to_string()
+    } else {
+        safe
+    }
+}
+
+/// `bay.checkEnvironment`: absent serves every environment; one empty value serves none.
+fn served_environments(context: &Context) -> Option<Vec<String>> {
+    let values = git_values(context, "bay.checkEnvironment");
+    if values.is_empty() {
+        return None;
+    }
+    Some(values.into_iter().filter(|v| !v.is_empty()).collect())
+}
+
+fn git_values(context: &Context, key: &str) -> Vec<String> {
+    context
+        .git()
+        .cmd(["config", "--get-all", key])
+        .output()
+        .map(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| l.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}

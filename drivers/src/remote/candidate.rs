@@ -1,0 +1,179 @@
+//! `Action::BuildCandidate`: merge a draft onto main with `git merge-tree --write-tree`, and
+//! write the candidate commit with main as its only parent.
+//!
+//! `merge-tree` exits 0 for a clean merge and 1 for conflicts, but it also exits 1, with
+//! nothing on stdout, when it cannot read an argument; so a conflict is believed only when
+//! the output names conflicted paths. Anything else is a fault, never a conflict: a conflict
+//! sends the change back to its agent, a fault is retried.
+
+use bay_core::git::{Oid, refs};
+use bay_core::machine::{BuildResult, CandidateSpec, Fault};
+
+use super::{Repo, oid};
+use crate::git::Git;
+
+impl Repo {
+    pub fn build_candidate(&self, spec: &CandidateSpec) -> Result<BuildResult, Fault> {
+        let merged = merge_tree(&self.git(), &spec.merge_base, &spec.base, &spec.draft)?;
+        if !merged.conflicts.is_empty() {
+            return Ok(BuildResult::Conflict {
+                paths: merged.conflicts,
+            });
+        }
+        let tree = merged.tree;
+        let base_tree = oid(&self
+            .git()
+            .cmd(["rev-parse", "--verify", &format!("{}^{{tree}}", spec.base)])
+            .text()?)?;
+        let changed_paths = self.changed_paths(&base_tree, &tree)?;
+        let commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
+        // Local only: keeps the candidate from garbage collection while its operation runs.
+        self.git()
+            .cmd([
+                "update-ref",
+                "-m",
+                "bay: candidate",
+                &refs::inflight(&spec.candidate.op),
+                commit.as_str(),
+            ])
+            .run()?;
+        Ok(BuildResult::Clean {
+            commit,
+            tree,
+            base_tree,
+            changed_paths,
+        })
+    }
+
+    /// The paths whose content (or presence) differs between two trees, sorted.
+    fn changed_paths(&self, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
+        let out = self
+            .git()
+            .cmd([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--no-renames",
+                from.as_str(),
+                to.as_str(),
+            ])
+            .run()?;
+        let mut paths: Vec<String> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+}
+
+/// What `git merge-tree --write-tree` gives: the merged tree (with conflict markers in the
+/// files that conflict) and the conflicted paths, empty for a clean merge.
+#[derive(Debug)]
+pub struct MergeTree {
+    pub tree: Oid,
+    pub conflicts: Vec<String>,
+}
+
+/// `git merge-tree --write-tree -z --merge-base=<base> <ours> <theirs>`.
+///
+/// `merge-tree` exits 1 for conflicts, and also, with nothing on stdout, when it cannot read
+/// an argument; so a conflict is believed only when the output names conflicted paths.
+/// Anything else is a fault, never a conflict: a conflict sends the change back to its
+/// agent, a fault is retried.
+pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<MergeTree, Fault> {
+    let out = git
+        .cmd([
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            &format!("--merge-base={base}"),
+            ours.as_str(),
+            theirs.as_str(),
+        ])
+        .output()?;
+    let failed = |why: &str| {
+        Fault(format!(
+            "git merge-tree of {theirs} onto {ours} {why}: {}",
+            crate::git::tail(out.stderr.as_bytes())
+        ))
+    };
+    let first = out.stdout.split(|&b| b == 0).next().unwrap_or_default();
+    let tree = Oid::parse(&String::from_utf8_lossy(first));
+    match (out.code, tree) {
+        (Some(0), Ok(tree)) => Ok(MergeTree {
+            tree,
+            conflicts: Vec::new(),
+        }),
+        (Some(1), Ok(tree)) => {
+            let conflicts = conflicted_paths(&out.stdout);
+            if conflicts.is_empty() {
+                Err(failed("failed without naming a conflict"))
+            } else {
+                Ok(MergeTree { tree, conflicts })
+            }
+        }
+        (Some(0 | 1), Err(_)) => Err(failed("printed no tree")),
+        (Some(code), _) => Err(failed(&format!("failed (exit {code})"))),
+        (None, _) => Err(failed("was ended by a signal")),
+    }
+}
+
+/// The conflicted paths in `merge-tree --write-tree -z` output: the paths of the conflicted
+/// entries (`<mode> <oid> <stage>\t<path>`), and the paths of the messages whose type is a
+/// conflict (a conflict can be reported without an entry). Each once, sorted.
+fn conflicted_paths(stdout: &[u8]) -> Vec<String> {
+    let mut fields = stdout
+        .split(|&b| b == 0)
+        .map(|f| String::from_utf8_lossy(f).into_owned());
+    let mut paths = Vec::new();
+    if fields.next().is_none_or(|tree| Oid::parse(&tree).is_err()) {
+        return paths;
+    }
+    // Conflicted entries, up to the empty field that starts the messages.
+    for field in fields.by_ref() {
+        if field.is_empty() {
+            break;
+        }
+        if let Some((_, path)) = field.split_once('\t') {
+            paths.push(path.to_string());
+        }
+    }
+    // Messages: `<count>`, that many paths, the type, the text.
+    while let Some(count) = fields.next() {
+        let Ok(count) = count.parse::<usize>() else {
+            break;
+        };
+        let named: Vec<String> = fields.by_ref().take(count).collect();
+        let kind = fields.next().unwrap_or_default();
+        let _text = fields.next();
+        if kind.starts_with("CONFLICT") {
+            paths.extend(named);
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicts_are_read_from_entries_and_messages() {
+        let tree = "5".repeat(40);
+        let out = format!(
+            "{tree}\0100644 de98 1\tf\0100644 4f21 2\tf\0100644 bdfb 3\tf\0\0\
+             1\0f\0Auto-merging\0Auto-merging f\n\0\
+             2\0a\0b\0CONFLICT (rename/rename)\0CONFLICT: ...\n\0"
+        );
+        assert_eq!(conflicted_paths(out.as_bytes()), vec!["a", "b", "f"]);
+        assert!(conflicted_paths(b"").is_empty());
+        assert!(conflicted_paths(format!("{tree}\0").as_bytes()).is_empty());
+    }
+}

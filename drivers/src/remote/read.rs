@@ -1,0 +1,281 @@
+//! The read actions: step messages, chains and files, through `git cat-file --batch` (one
+//! process for many objects) and `git rev-list` (one process for many chains).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bay_core::git::Oid;
+use bay_core::machine::{ChainQuery, ChainRead, Fault, RawStep};
+
+use super::{Repo, oid};
+
+/// One answer of `git cat-file --batch`.
+#[derive(Debug, PartialEq, Eq)]
+enum Object {
+    Found { kind: String, body: Vec<u8> },
+    Missing,
+}
+
+/// What a chain walk needs of a commit.
+#[derive(Debug)]
+struct CommitInfo {
+    first_parent: Option<Oid>,
+    message: String,
+}
+
+impl Repo {
+    /// The objects named by `names` (one per line of `cat-file --batch` input), in order.
+    fn cat_batch(&self, names: &[String]) -> Result<Vec<Object>, Fault> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut input = String::new();
+        for name in names {
+            if name.contains('\n') {
+                return Err(Fault(format!(
+                    "cannot look up {name:?}: it holds a newline"
+                )));
+            }
+            input.push_str(name);
+            input.push('\n');
+        }
+        let out = self.git().cmd(["cat-file", "--batch"]).stdin(input).run()?;
+        parse_batch(&out.stdout, names.len())
+    }
+
+    /// Each commit's message; ids that are not commits here are left out, as the simulator
+    /// leaves them out.
+    pub fn read_steps(&self, oids: &[Oid]) -> Result<Vec<RawStep>, Fault> {
+        let names: Vec<String> = oids.iter().map(|o| o.to_string()).collect();
+        let objects = self.cat_batch(&names)?;
+        let mut steps = Vec::with_capacity(oids.len());
+        for (oid, object) in oids.iter().zip(objects) {
+            if let Object::Found { kind, body } = object
+                && kind == "commit"
+            {
+                steps.push(RawStep {
+                    oid: oid.clone(),
+                    message: parse_commit(&body)?.message,
+                });
+            }
+        }
+        Ok(steps)
+    }
+
+    /// Walks every chain's first parents from its tip, stopping before its `known`.
+    ///
+    /// One `rev-list` lists every chain at once, excluding what each `known` already covers;
+    /// one `cat-file --batch` reads the commits. A chain whose walk was cut by an exclusion
+    /// other than meeting its own `known` (another chain's `known`, or a `known` off the
+    /// first-parent line) is walked again without exclusions, so the answer is exactly the
+    /// first-parent walk.
+    pub fn read_chains(&self, chains: &[ChainQuery]) -> Result<Vec<ChainRead>, Fault> {
+        let mut commits: BTreeMap<Oid, CommitInfo> = BTreeMap::new();
+        let tips: Vec<String> = chains.iter().map(|c| c.tip.to_string()).collect();
+        let known: BTreeSet<String> = chains
+            .iter()
+            .filter_map(|c| c.known.as_ref().map(|k| format!("^{k}")))
+            .collect();
+        self.load_walk(&tips, &known, &mut commits)?;
+        let mut reads = Vec::with_capacity(chains.len());
+        let mut cut = Vec::new();
+        for (index, query) in chains.iter().enumerate() {
+            match walk(query, &commits) {
+                Some(read) => reads.push(Some(read)),
+                None => {
+                    cut.push(index);
+                    reads.push(None);
+                }
+            }
+        }
+        if !cut.is_empty() {
+            let tips: Vec<String> = cut.iter().map(|&i| chains[i].tip.to_string()).collect();
+            self.load_walk(&tips, &BTreeSet::new(), &mut commits)?;
+            for index in cut {
+                let read = walk(&chains[index], &commits).ok_or_else(|| {
+                    Fault(format!(
+                        "the chain at {} could not be walked",
+                        chains[index].tip
+                    ))
+                })?;
+                reads[index] = Some(read);
+            }
+        }
+        Ok(reads.into_iter().flatten().collect())
+    }
+
+    /// Adds to `commits` every commit on the first-parent lines from `tips`, less `exclude`.
+    fn load_walk(
+        &self,
+        tips: &[String],
+        exclude: &BTreeSet<String>,
+        commits: &mut BTreeMap<Oid, CommitInfo>,
+    ) -> Result<(), Fault> {
+        if tips.is_empty() {
+            return Ok(());
+        }
+        let listed = self
+            .git()
+            .cmd(["rev-list", "--first-parent"])
+            .args(tips)
+            .args(exclude)
+            .arg("--")
+            .text()?;
+        let mut wanted = Vec::new();
+        for line in listed.lines() {
+            let id = oid(line)?;
+            if !commits.contains_key(&id) {
+                wanted.push(id);
+            }
+        }
+        let names: Vec<String> = wanted.iter().map(|o| o.to_string()).collect();
+        for (id, object) in wanted.into_iter().zip(self.cat_batch(&names)?) {
+            match object {
+                Object::Found { kind, body } if kind == "commit" => {
+                    commits.insert(id, parse_commit(&body)?);
+                }
+                _ => {
+                    return Err(Fault(format!(
+                        "{id} is listed by rev-list but not a commit"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes of `path` at `commit`; `None` when the path is not a file there, a fault
+    /// when the commit itself is missing.
+    pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
+        let names = [format!("{commit}^{{commit}}"), format!("{commit}:{path}")];
+        let mut objects = self.cat_batch(&names)?.into_iter();
+        match objects.next() {
+            Some(Object::Found { .. }) => {}
+            _ => return Err(Fault(format!("no commit {commit}"))),
+        }
+        match objects.next() {
+            Some(Object::Found { kind, body }) if kind == "blob" => Ok(Some(body)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The chain read for `query` from the loaded commits, or `None` when the walk runs into a
+/// commit that was not loaded (the listing was cut short before it).
+fn walk(query: &ChainQuery, commits: &BTreeMap<Oid, CommitInfo>) -> Option<ChainRead> {
+    let mut steps = Vec::new();
+    let mut at = Some(query.tip.clone());
+    let mut reached_known = false;
+    while let Some(id) = at {
+        if Some(&id) == query.known.as_ref() {
+            reached_known = true;
+            break;
+        }
+        let info = commits.get(&id)?;
+        steps.push(RawStep {
+            oid: id,
+            message: info.message.clone(),
+        });
+        at = info.first_parent.clone();
+    }
+    Some(ChainRead {
+        change: query.change.clone(),
+        tip: query.tip.clone(),
+        steps,
+        reached_known,
+    })
+}
+
+/// Splits `cat-file --batch` output into `count` answers.
+fn parse_batch(mut out: &[u8], count: usize) -> Result<Vec<Object>, Fault> {
+    let bad = |why: &str| {
+        Fault(format!(
+            "git cat-file --batch printed something unexpected: {why}"
+        ))
+    };
+    let mut objects = Vec::with_capacity(count);
+    for _ in 0..count {
+        let newline = out
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| bad("a header without its end"))?;
+        let header = String::from_utf8_lossy(&out[..newline]).into_owned();
+        out = &out[newline + 1..];
+        let fields: Vec<&str> = header.split(' ').collect();
+        match fields.as_slice() {
+            [_, "missing"] | [_, "ambiguous"] => objects.push(Object::Missing),
+            [_, kind, size] => {
+                let size: usize = size.parse().map_err(|_| bad(&header))?;
+                if out.len() < size + 1 || out[size] != b'\n' {
+                    return Err(bad("an object shorter than its size"));
+                }
+                objects.push(Object::Found {
+                    kind: kind.to_string(),
+                    body: out[..size].to_vec(),
+                });
+                out = &out[size + 1..];
+            }
+            _ => return Err(bad(&header)),
+        }
+    }
+    Ok(objects)
+}
+
+/// A commit object's first parent and its message (everything after the headers).
+fn parse_commit(body: &[u8]) -> Result<CommitInfo, Fault> {
+    let text = String::from_utf8_lossy(body);
+    let (headers, message) = match text.split_once("\n\n") {
+        Some((headers, message)) => (headers, message),
+        // A commit with an empty message has no blank line after its headers.
+        None => (text.trim_end_matches('\n'), ""),
+    };
+    let mut first_parent = None;
+    for line in headers.lines() {
+        if let Some(parent) = line.strip_prefix("parent ") {
+            first_parent = Some(oid(parent)?);
+            break;
+        }
+    }
+    Ok(CommitInfo {
+        first_parent,
+        message: message.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_output_splits_into_objects() {
+        let out = b"aaaa commit 5\nhello\nbbbb missing\ncccc blob 0\n\n";
+        let objects = parse_batch(out, 3).expect("well-formed");
+        assert_eq!(
+            objects,
+            vec![
+                Object::Found {
+                    kind: "commit".into(),
+                    body: b"hello".to_vec()
+                },
+                Object::Missing,
+                Object::Found {
+                    kind: "blob".into(),
+                    body: Vec::new()
+                },
+            ]
+        );
+        assert!(parse_batch(b"aaaa commit 9\nshort\n", 1).is_err());
+    }
+
+    #[test]
+    fn a_commit_gives_its_first_parent_and_exact_message() {
+        let p1 = "1".repeat(40);
+        let p2 = "2".repeat(40);
+        let body = format!(
+            "tree {}\nparent {p1}\nparent {p2}\nauthor a <a> 1 +0000\n\nsubject\n\nbody\n",
+            "4".repeat(40)
+        );
+        let info = parse_commit(body.as_bytes()).expect("a commit");
+        assert_eq!(info.first_parent.map(String::from), Some(p1));
+        assert_eq!(info.message, "subject\n\nbody\n");
+    }
+}

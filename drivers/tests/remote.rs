@@ -1,0 +1,566 @@
+//! The remote driver against real Git: a bare server and a clone in a temporary directory.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use bay_core::git::{Oid, refs};
+use bay_core::id::ChangeId;
+use bay_core::machine::{
+    Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, NewValue, NoteAdd,
+    PushOutcome, PushPlan, RefUpdate,
+};
+use bay_core::record::Step;
+use bay_drivers::remote::{Bounds, Repo};
+use support::remote::*;
+
+fn update(name: &str, expect: Expect, new: &Oid) -> RefUpdate {
+    RefUpdate {
+        name: name.into(),
+        expect,
+        new: NewValue::Oid(new.clone()),
+    }
+}
+
+fn plan(updates: Vec<RefUpdate>, atomic: bool) -> PushPlan {
+    PushPlan {
+        updates,
+        atomic,
+        ..PushPlan::default()
+    }
+}
+
+#[test]
+fn fetch_reports_remote_names_and_drops_pruned_refs() {
+    let fx = Fixture::new();
+    let a = fx.seed("refs/bay/queue/0000000001", &[("a", "1")], "a");
+    let b = fx.seed("refs/bay/changes/c7k2m4qa", &[("b", "1")], "b");
+    let n = fx.seed("refs/notes/bay/evidence/runner-1", &[], "notes");
+    // Not bay's: a plain branch, and a branch whose name starts with bay/.
+    fx.seed("refs/heads/topic", &[("t", "1")], "t");
+    fx.seed("refs/heads/bay/x", &[("x", "1")], "x");
+    // A local-only ref that no fetch may touch.
+    set_ref(&fx.clone, "refs/bay/inflight/c7k2m4qa.1", &a);
+
+    let Some(Completion::Fetched(Ok(seen))) = fx.repo.execute(&Action::Fetch) else {
+        panic!("the fetch failed");
+    };
+    let expected = [
+        ("refs/bay/changes/c7k2m4qa", &b),
+        ("refs/bay/queue/0000000001", &a),
+        ("refs/heads/main", &fx.main0),
+        ("refs/notes/bay/evidence/runner-1", &n),
+    ];
+    let expected: Vec<(String, Oid)> = expected
+        .iter()
+        .map(|(k, v)| (k.to_string(), (*v).clone()))
+        .collect();
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), expected);
+
+    git(
+        &fx.server,
+        &["update-ref", "-d", "refs/bay/queue/0000000001"],
+    );
+    let seen = fx.repo.fetch().expect("the second fetch works");
+    assert!(!seen.contains_key("refs/bay/queue/0000000001"));
+    assert_eq!(seen.len(), 3);
+    assert_eq!(
+        ref_value(&fx.clone, "refs/bay/inflight/c7k2m4qa.1"),
+        Some(a),
+        "a fetch leaves local refs/bay/* alone"
+    );
+    assert_eq!(ref_value(&fx.clone, "refs/bay/queue/0000000001"), None);
+}
+
+#[test]
+fn fetch_without_main_on_the_remote_is_a_fault() {
+    let fx = Fixture::new();
+    let repo = Repo::new(&fx.clone, "origin", "trunk").expect("valid names");
+    let fault = repo.fetch().expect_err("no trunk on the remote");
+    assert!(fault.0.contains("trunk"), "{fault}");
+}
+
+#[test]
+fn an_atomic_push_with_one_stale_lease_moves_nothing() {
+    let fx = Fixture::new();
+    let a = fx.seed("refs/bay/x", &[("a", "1")], "a");
+    let b = fx.seed("refs/bay/y", &[("b", "1")], "b");
+    let c = commit(&fx.clone, &[&fx.main0], &[("c", "1")], "c");
+    let report = fx.repo.push(&plan(
+        vec![
+            update("refs/bay/x", Expect::Is(a.clone()), &c),
+            update("refs/bay/y", Expect::Is(a.clone()), &c),
+        ],
+        true,
+    ));
+    assert_eq!(
+        report.outcome,
+        PushOutcome::Rejected {
+            refs: vec!["refs/bay/y".into()]
+        }
+    );
+    assert_eq!(fx.on_server("refs/bay/x"), Some(a.clone()));
+    assert_eq!(fx.on_server("refs/bay/y"), Some(b.clone()));
+
+    let report = fx.repo.push(&plan(
+        vec![
+            update("refs/bay/x", Expect::Is(a), &c),
+            update("refs/bay/y", Expect::Is(b), &c),
+        ],
+        true,
+    ));
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    assert_eq!(fx.on_server("refs/bay/x"), Some(c.clone()));
+    assert_eq!(fx.on_server("refs/bay/y"), Some(c));
+}
+
+#[test]
+fn create_only_succeeds_once() {
+    let fx = Fixture::new();
+    let c = commit(&fx.clone, &[&fx.main0], &[("c", "1")], "c");
+    let d = commit(&fx.clone, &[&fx.main0], &[("d", "1")], "d");
+    let name = refs::intent("abcd", 1);
+    let first = fx
+        .repo
+        .push(&plan(vec![update(&name, Expect::Absent, &c)], true));
+    assert_eq!(first.outcome, PushOutcome::Accepted);
+    let second = fx
+        .repo
+        .push(&plan(vec![update(&name, Expect::Absent, &d)], true));
+    assert_eq!(
+        second.outcome,
+        PushOutcome::Rejected {
+            refs: vec![name.clone()]
+        }
+    );
+    assert_eq!(fx.on_server(&name), Some(c));
+}
+
+#[test]
+fn a_push_that_is_not_atomic_applies_the_good_ref_only() {
+    let fx = Fixture::new();
+    let a = fx.seed("refs/bay/x", &[("a", "1")], "a");
+    let b = fx.seed("refs/bay/y", &[("b", "1")], "b");
+    let c = commit(&fx.clone, &[&fx.main0], &[("c", "1")], "c");
+    let report = fx.repo.push(&plan(
+        vec![
+            update("refs/bay/x", Expect::Is(a), &c),
+            update("refs/bay/y", Expect::Is(c.clone()), &c),
+        ],
+        false,
+    ));
+    assert_eq!(
+        report.outcome,
+        PushOutcome::Rejected {
+            refs: vec!["refs/bay/y".into()]
+        }
+    );
+    assert_eq!(fx.on_server("refs/bay/x"), Some(c));
+    assert_eq!(fx.on_server("refs/bay/y"), Some(b));
+}
+
+#[test]
+fn appended_steps_read_back_as_chains_and_known_stops_the_walk() {
+    let fx = Fixture::new();
+    let k = change("c7k2m4qa");
+    let first: Vec<Step> = (1..=3).map(|n| heartbeat(&k, n)).collect();
+    let push = PushPlan {
+        appends: vec![Append::on(
+            k.clone(),
+            None,
+            first.clone(),
+            Some(fx.main0.clone()),
+        )],
+        updates: vec![RefUpdate {
+            name: refs::queue(1),
+            expect: Expect::Absent,
+            new: NewValue::Step { append: 0, step: 0 },
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    let report = fx.repo.push(&push);
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    let written = report.steps[0].clone();
+    assert_eq!(written.len(), 3);
+    assert_eq!(fx.on_server(&refs::change(&k)), written.last().cloned());
+    assert_eq!(fx.on_server(&refs::queue(1)), Some(written[0].clone()));
+    // The first step carries main0 as its only parent (the chain is new); the rest chain.
+    let parents = git(
+        &fx.clone,
+        &["rev-list", "--parents", "-n1", written[0].as_str()],
+    );
+    assert_eq!(parents, format!("{} {}", written[0], fx.main0));
+    let tree = git(
+        &fx.clone,
+        &["rev-parse", &format!("{}^{{tree}}", written[2])],
+    );
+    assert_eq!(tree, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+
+    let tip = written[2].clone();
+    let reads = fx
+        .repo
+        .read_chains(&[ChainQuery {
+            change: k.clone(),
+            tip: tip.clone(),
+            known: None,
+        }])
+        .expect("the chain reads");
+    // Without `known` the walk runs on through the carried main commit to the root.
+    let oids: Vec<&Oid> = reads[0].steps.iter().map(|s| &s.oid).collect();
+    assert_eq!(oids, vec![&written[2], &written[1], &written[0], &fx.main0]);
+    assert!(!reads[0].reached_known);
+    let steps: Vec<Step> = reads[0].steps[..3]
+        .iter()
+        .map(|raw| Step::from_message(&raw.message).expect("a step message"))
+        .collect();
+    assert_eq!(steps, first.iter().rev().cloned().collect::<Vec<_>>());
+
+    let more: Vec<Step> = (4..=5).map(|n| heartbeat(&k, n)).collect();
+    let report = fx.repo.push(&PushPlan {
+        appends: vec![Append::on(k.clone(), Some(tip.clone()), more.clone(), None)],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    let new_tip = report.steps[0][1].clone();
+    let reads = fx
+        .repo
+        .read_chains(&[
+            ChainQuery {
+                change: k.clone(),
+                tip: new_tip.clone(),
+                known: Some(tip.clone()),
+            },
+            // The same chain from an older reader: the first query's exclusion cuts this walk
+            // short, and the driver must walk it again.
+            ChainQuery {
+                change: k.clone(),
+                tip: new_tip.clone(),
+                known: Some(written[0].clone()),
+            },
+            // A `known` the walk never meets.
+            ChainQuery {
+                change: k.clone(),
+                tip: tip.clone(),
+                known: Some(new_tip.clone()),
+            },
+        ])
+        .expect("the chains read");
+    let newer: Vec<Step> = reads[0]
+        .steps
+        .iter()
+        .map(|raw| Step::from_message(&raw.message).expect("a step message"))
+        .collect();
+    assert_eq!(newer, more.iter().rev().cloned().collect::<Vec<_>>());
+    assert!(reads[0].reached_known);
+    assert_eq!(reads[1].steps.len(), 4);
+    assert!(reads[1].reached_known);
+    assert_eq!(reads[2].steps.len(), 4, "tip, two more steps, main0");
+    assert!(!reads[2].reached_known);
+
+    // ReadSteps: the exact message; an id the clone does not have is left out.
+    let absent = Oid::parse(&"1".repeat(40)).expect("an id");
+    let raws = fx
+        .repo
+        .read_steps(&[new_tip.clone(), absent])
+        .expect("steps read");
+    assert_eq!(raws.len(), 1);
+    assert_eq!(raws[0].message, more[1].to_message());
+}
+
+#[test]
+fn notes_appended_twice_on_one_object_hold_both_records() {
+    let fx = Fixture::new();
+    let object = git(&fx.clone, &["rev-parse", &format!("{}^{{tree}}", fx.main0)]);
+    let object = oid(&object);
+    let name = refs::evidence("runner-1");
+    let note = |expect: Expect, record: &str| PushPlan {
+        notes: vec![NoteAdd {
+            producer: "runner-1".into(),
+            expect,
+            object: object.clone(),
+            record: record.into(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    let first = fx.repo.push(&note(Expect::Absent, r#"{"n":1}"#));
+    assert_eq!(first.outcome, PushOutcome::Accepted);
+    let tip = first.notes[0].clone();
+    let second = fx.repo.push(&note(Expect::Is(tip), r#"{"n":2}"#));
+    assert_eq!(second.outcome, PushOutcome::Accepted);
+    let shown = git(
+        &fx.server,
+        &["notes", &format!("--ref={name}"), "show", object.as_str()],
+    );
+    assert_eq!(shown, "{\"n\":1}\n{\"n\":2}");
+    let stale = fx.repo.push(&note(Expect::Absent, r#"{"n":3}"#));
+    assert_eq!(
+        stale.outcome,
+        PushOutcome::Rejected {
+            refs: vec![name.clone()]
+        }
+    );
+    assert_eq!(stale.notes.len(), 1, "the notes commit is reported anyway");
+}
+
+#[test]
+fn a_note_in_a_fanned_out_tree_is_appended_where_it_is() {
+    let fx = Fixture::new();
+    let object = fx.main0.clone();
+    let hex = object.as_str();
+    let fanned = format!("{}/{}", &hex[..2], &hex[2..]);
+    let other = "ab".repeat(20);
+    let other_path = format!("{}/{}", &other[..2], &other[2..]);
+    let notes = commit(
+        &fx.clone,
+        &[],
+        &[(&fanned, "old record\n"), (&other_path, "other\n")],
+        "notes",
+    );
+    let name = refs::evidence("runner-1");
+    git(
+        &fx.clone,
+        &["push", "-q", "origin", &format!("{notes}:{name}")],
+    );
+    let report = fx.repo.push(&PushPlan {
+        notes: vec![NoteAdd {
+            producer: "runner-1".into(),
+            expect: Expect::Is(notes),
+            object: object.clone(),
+            record: "new record".into(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    let tip = report.notes[0].clone();
+    let listed = git(&fx.clone, &["ls-tree", "-r", "--name-only", tip.as_str()]);
+    let mut expected = vec![other_path, fanned];
+    expected.sort();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), expected);
+    let shown = git(
+        &fx.server,
+        &["notes", &format!("--ref={name}"), "show", object.as_str()],
+    );
+    assert_eq!(shown, "old record\nnew record");
+
+    // A new object's note takes the same layout.
+    let later = fx.repo.push(&PushPlan {
+        notes: vec![NoteAdd {
+            producer: "runner-1".into(),
+            expect: Expect::Is(tip),
+            object: Oid::parse(&"cd".repeat(20)).expect("an id"),
+            record: "third".into(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    assert_eq!(later.outcome, PushOutcome::Accepted);
+    let listed = git(
+        &fx.clone,
+        &["ls-tree", "-r", "--name-only", later.notes[0].as_str()],
+    );
+    assert!(
+        listed.contains(&format!("cd/{}", "cd".repeat(19))),
+        "{listed}"
+    );
+}
+
+fn spec(base: &Oid, draft: &Oid, merge_base: &Oid) -> CandidateSpec {
+    CandidateSpec {
+        candidate: change("c7k2m4qa").op(1).candidate(1),
+        base: base.clone(),
+        draft: draft.clone(),
+        merge_base: merge_base.clone(),
+        message: "bay: candidate c7k2m4qa.1.1\n".into(),
+    }
+}
+
+#[test]
+fn merge_tree_clean_conflict_and_fault() {
+    let fx = Fixture::new();
+    let root = commit(
+        &fx.clone,
+        &[],
+        &[("f", "a\nb\nc\n"), ("g", "x\n"), ("dir/h", "h\n")],
+        "root",
+    );
+    let ours = commit(
+        &fx.clone,
+        &[&root],
+        &[("f", "A\nb\nc\n"), ("g", "x\n"), ("dir/h", "h\n")],
+        "ours",
+    );
+    let theirs = commit(
+        &fx.clone,
+        &[&root],
+        &[("f", "a\nb\nC\n"), ("dir/h", "h\n"), ("dir/new", "n\n")],
+        "theirs",
+    );
+    let Some(Completion::CandidateBuilt(Ok(built))) = fx
+        .repo
+        .execute(&Action::BuildCandidate(spec(&ours, &theirs, &root)))
+    else {
+        panic!("the clean merge failed");
+    };
+    let BuildResult::Clean {
+        commit: made,
+        tree,
+        base_tree,
+        changed_paths,
+    } = built
+    else {
+        panic!("a clean merge: {built:?}");
+    };
+    assert_eq!(changed_paths, vec!["dir/new", "f", "g"]);
+    assert_eq!(
+        base_tree.as_str(),
+        git(&fx.clone, &["rev-parse", &format!("{ours}^{{tree}}")])
+    );
+    assert_eq!(
+        git(&fx.clone, &["cat-file", "-p", &format!("{made}:f")]),
+        "A\nb\nC"
+    );
+    let parents = git(&fx.clone, &["rev-list", "--parents", "-n1", made.as_str()]);
+    assert_eq!(parents, format!("{made} {ours}"));
+    assert_eq!(
+        git(&fx.clone, &["rev-parse", &format!("{made}^{{tree}}")]),
+        tree.as_str()
+    );
+    assert_eq!(
+        ref_value(&fx.clone, "refs/bay/inflight/c7k2m4qa.1"),
+        Some(made)
+    );
+
+    let clash = commit(
+        &fx.clone,
+        &[&root],
+        &[("f", "Z\nb\nc\n"), ("dir/h", "other\n")],
+        "clash",
+    );
+    let conflict = fx
+        .repo
+        .build_candidate(&spec(&ours, &clash, &root))
+        .expect("a conflict is no fault");
+    // f conflicts by content; g is deleted on their side and untouched on ours: clean.
+    assert_eq!(
+        conflict,
+        BuildResult::Conflict {
+            paths: vec!["f".into()]
+        }
+    );
+    let both = commit(
+        &fx.clone,
+        &[&root],
+        &[("f", "Z\nb\nc\n"), ("g", "y\n"), ("dir/h", "h\n")],
+        "both",
+    );
+    let deleted = commit(&fx.clone, &[&root], &[("f", "a\nb\nc\n")], "deleted");
+    let conflict = fx
+        .repo
+        .build_candidate(&spec(&both, &deleted, &root))
+        .expect("modify/delete is a conflict");
+    assert_eq!(
+        conflict,
+        BuildResult::Conflict {
+            paths: vec!["g".into()]
+        }
+    );
+
+    let nosuch = Oid::parse(&"d".repeat(40)).expect("an id");
+    let fault = fx
+        .repo
+        .build_candidate(&spec(&ours, &theirs, &nosuch))
+        .expect_err("a missing merge base is a fault");
+    assert!(fault.0.contains("merge-tree"), "{fault}");
+    fx.repo
+        .build_candidate(&spec(&ours, &nosuch, &root))
+        .expect_err("a missing draft is a fault");
+}
+
+#[test]
+fn read_file_tells_absent_from_missing() {
+    let fx = Fixture::new();
+    let at = commit(&fx.clone, &[], &[("a/b.txt", "bee\n")], "files");
+    let read = |path: &str| fx.repo.read_file(&at, path);
+    assert_eq!(read("a/b.txt"), Ok(Some(b"bee\n".to_vec())));
+    assert_eq!(read("a/c.txt"), Ok(None));
+    assert_eq!(read("a"), Ok(None), "a directory is not a file");
+    let nosuch = Oid::parse(&"e".repeat(40)).expect("an id");
+    assert!(fx.repo.read_file(&nosuch, "a/b.txt").is_err());
+}
+
+#[test]
+fn a_push_to_no_repository_is_not_sent() {
+    let fx = Fixture::new();
+    git(
+        &fx.clone,
+        &[
+            "remote",
+            "add",
+            "gone",
+            &fx.dir.path().join("nosuch.git").to_string_lossy(),
+        ],
+    );
+    let repo = Repo::new(&fx.clone, "gone", "main").expect("valid names");
+    let report = repo.push(&plan(
+        vec![update("refs/bay/x", Expect::Absent, &fx.main0)],
+        true,
+    ));
+    assert!(
+        matches!(report.outcome, PushOutcome::NotSent(_)),
+        "{:?}",
+        report.outcome
+    );
+    assert!(repo.fetch().is_err());
+}
+
+#[test]
+fn a_push_killed_by_its_time_bound_is_unknown_yet_applied() {
+    let fx = Fixture::new();
+    let hook = fx.server.join("hooks").join("pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\nsleep 3\n").expect("the hook is written");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))
+        .expect("the hook is made executable");
+    let repo = Repo::new(&fx.clone, "origin", "main")
+        .expect("valid names")
+        .with_bounds(Bounds {
+            local: Duration::from_secs(30),
+            network: Duration::from_secs(1),
+        });
+    let k = change("c7k2m4qa");
+    let started = Instant::now();
+    let report = repo.push(&PushPlan {
+        appends: vec![Append::on(k.clone(), None, vec![heartbeat(&k, 1)], None)],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    let took = started.elapsed();
+    assert!(
+        matches!(report.outcome, PushOutcome::Unknown { .. }),
+        "{:?}",
+        report.outcome
+    );
+    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    let written = report.steps[0][0].clone();
+    // The server goes on and applies it: only reading the remote settles an unknown push.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while fx.on_server(&refs::change(&k)).is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(fx.on_server(&refs::change(&k)), Some(written));
+}
+
+#[test]
+fn other_actions_are_left_to_other_drivers() {
+    let fx = Fixture::new();
+    let action = Action::FreezeDraft {
+        change: ChangeId::parse("c7k2m4qa").expect("an id"),
+        parent: fx.main0.clone(),
+        base: fx.main0.clone(),
+    };
+    assert_eq!(fx.repo.execute(&action), None);
+}
