@@ -140,6 +140,26 @@ fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Va
             "Saved; bay checks this change and adds it to main next, so you can keep working."
                 .to_owned()
         }
+        None if detail.contains_key("view") => format!(
+            "The change is ready; edit its files in the folder{}, then submit it from there.",
+            quoted(names(detail, "view"))
+        ),
+        None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
+            "This change is given up; another agent may take it over, or you can start it again \
+             later."
+                .to_owned()
+        }
+        None if detail.contains_key("queue_depth") => {
+            let waiting = detail
+                .get("queue_depth")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            match waiting {
+                0 => "No change is waiting to be added to main; nothing to do.".to_owned(),
+                1 => "One change is waiting to be added to main; nothing to do.".to_owned(),
+                n => format!("There are {n} changes waiting to be added to main; nothing to do."),
+            }
+        }
         None => "Done; there is nothing more to do.".to_owned(),
         Some(OpState::Submitted) => {
             "This change is waiting for a runner to pick it up; nothing to do for now.".to_owned()
@@ -396,6 +416,43 @@ mod tests {
                     assert_clean(&sentence);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_start_an_abandon_and_a_queue_each_say_what_happened() {
+        let start = say(
+            Decision::Ok,
+            None,
+            None,
+            &object(json!({"view": "/repo/work/c7k2m4qa"})),
+        );
+        assert!(
+            start.contains("/repo/work/c7k2m4qa") && start.contains("submit"),
+            "{start}"
+        );
+        assert_clean(&start);
+        let abandoned = say(
+            Decision::Ok,
+            None,
+            None,
+            &object(json!({"abandoned": true})),
+        );
+        assert!(abandoned.contains("given up"), "{abandoned}");
+        assert_clean(&abandoned);
+        for (depth, words) in [
+            (0, "No change"),
+            (1, "One change"),
+            (3, "There are 3 changes"),
+        ] {
+            let queue = say(
+                Decision::Ok,
+                None,
+                None,
+                &object(json!({"queue_depth": depth})),
+            );
+            assert!(queue.starts_with(words), "{queue}");
+            assert_clean(&queue);
         }
     }
 
