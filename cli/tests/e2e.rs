@@ -1,0 +1,541 @@
+//! bay end to end: the `bay` binary, real `git`, real bare remotes, real sandboxed checks.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+#[test]
+fn a_change_started_edited_and_merged_by_a_runner_lands_once_with_its_evidence() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(
+        &ann,
+        "ann",
+        "greet warmly",
+        "src/greeting.txt",
+        "Hello, friend\n",
+    );
+    assert!(
+        view.starts_with(ann.join(".git/bay/views")),
+        "the view lives under the common Git directory"
+    );
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_eq!(status.doc["state"], "merged");
+    let timing = &status.doc["detail"]["operation"]["timing"];
+    assert!(
+        timing["merged_at"].is_u64() && timing["total_s"].is_u64(),
+        "{timing}"
+    );
+    assert_eq!(world.merges_of(&change), 1);
+    let marker = world
+        .remote_ref(&format!("refs/bay/landed/{change}"))
+        .expect("the marker");
+    let main = world.remote_ref("main").expect("main");
+    assert_eq!(marker, main, "the marker names the merged commit");
+    // The check's evidence sits on the merged tree, under the runner's producer name.
+    let tree = git_dir(&world.remote, &["rev-parse", "main^{tree}"])
+        .trim()
+        .to_string();
+    let note = git_dir(
+        &world.remote,
+        &[
+            "notes",
+            "--ref=refs/notes/bay/evidence/admin",
+            "show",
+            &tree,
+        ],
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(note.lines().next().expect("a record")).expect("JSON");
+    assert_eq!(record["verdict"], "pass");
+    assert_eq!(record["check"], "files");
+    assert_eq!(record["candidate"]["tree"], tree.as_str());
+    // The merged file holds the bytes the agent wrote.
+    assert_eq!(
+        git_dir(&world.remote, &["show", "main:src/greeting.txt"]),
+        "Hello, friend\n"
+    );
+}
+
+#[test]
+fn two_agents_racing_one_intent_get_one_change() {
+    let world = World::standard();
+    let clones: Vec<PathBuf> = ["ann", "bob", "cat"]
+        .iter()
+        .map(|name| world.clone_as(name))
+        .collect();
+    let children: Vec<_> = clones
+        .iter()
+        .zip(["ann", "bob", "cat"])
+        .map(|(clone, actor)| {
+            Command::new(BAY)
+                .arg("-C")
+                .arg(clone)
+                .args([
+                    "--json",
+                    "start",
+                    "fix the footer",
+                    "--paths",
+                    "src/greeting.txt",
+                ])
+                .env("BAY_ACTOR", actor)
+                .output()
+        })
+        .collect();
+    let changes: Vec<String> = children
+        .into_iter()
+        .map(|out| {
+            let out = out.expect("bay runs");
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a document");
+            assert_eq!(doc["decision"], "ok", "{doc}");
+            doc["change"].as_str().expect("a change").to_string()
+        })
+        .collect();
+    assert!(
+        changes.windows(2).all(|pair| pair[0] == pair[1]),
+        "one intent, one change: {changes:?}"
+    );
+    let intents = git_dir(
+        &world.remote,
+        &["for-each-ref", "--format=%(refname)", "refs/bay/intents"],
+    );
+    assert_eq!(intents.lines().count(), 1, "{intents}");
+}
+
+#[test]
+fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair_merges() {
+    let world = World::standard();
+    let (ann, bob) = (world.clone_as("ann"), world.clone_as("bob"));
+    let (first, _) = world.submit(&ann, "ann", "French", "src/greeting.txt", "Bonjour\n");
+    let (second, bob_view) = world.submit(&bob, "bob", "Spanish", "src/greeting.txt", "Hola\n");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(world.merges_of(&first), 1);
+    let refused = bay(&bob_view, "bob", &["status"]);
+    assert_eq!(refused.code, 10, "{refused:?}");
+    assert_eq!(refused.doc["reason"], "MERGE_CONFLICT");
+    assert_eq!(
+        refused.doc["detail"]["paths"],
+        serde_json::json!(["src/greeting.txt"])
+    );
+    assert!(refused.doc["next_step"].is_string() && refused.doc["allowed"].is_array());
+    // bob picks the change up: the view shows the conflict; he settles it and asks again.
+    let again = bay(&bob, "bob", &["start", &second]);
+    assert_eq!(
+        again.doc["detail"]["conflicts"],
+        serde_json::json!(["src/greeting.txt"]),
+        "{again:?}"
+    );
+    let marked = std::fs::read_to_string(bob_view.join("src/greeting.txt")).expect("the file");
+    assert!(marked.contains("<<<<<<<"), "{marked}");
+    write(&bob_view, "src/greeting.txt", "Bonjour\nHola\n");
+    assert_eq!(bay(&bob_view, "bob", &["merge"]).doc["decision"], "queued");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(world.merges_of(&second), 1);
+    assert_eq!(
+        git_dir(&world.remote, &["show", "main:src/greeting.txt"]),
+        "Bonjour\nHola\n"
+    );
+}
+
+#[test]
+fn a_check_that_reports_another_tree_gives_check_unknown() {
+    let lying = CHECK.replace(
+        r#""$commit" "$tree" "$count""#,
+        r#""$commit" "0000000000000000000000000000000000000000" "$count""#,
+    );
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", &lying, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "CHECK_UNKNOWN", "{status:?}");
+    assert_eq!(status.code, 10);
+    assert_eq!(world.merges_of(&change), 0);
+}
+
+#[test]
+fn merge_wait_with_no_runner_merges_here() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let start = bay(
+        &ann,
+        "ann",
+        &["start", "greet", "--paths", "src/greeting.txt"],
+    );
+    let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
+    write(&view, "src/greeting.txt", "Hi there\n");
+    let merged = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+    assert_eq!(merged.code, 0);
+    let change = start.doc["change"].as_str().expect("a change");
+    assert_eq!(world.merges_of(change), 1);
+    // Asking again changes nothing and says so.
+    let again = bay(&view, "ann", &["merge"]);
+    assert_eq!(again.doc["reason"], "CHANGE_ALREADY_MERGED", "{again:?}");
+    assert_eq!(world.merges_of(change), 1);
+}
+
+#[test]
+fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_merges_once() {
+    // The check waits for a file that only the test creates, so runner a is surely inside it.
+    let slow = CHECK.replace("request=$(cat)", "request=$(cat)\ntouch started\nwhile [ ! -e \"$HOME/../../../go\" ] && [ \"$BAY_SLOW\" = 1 ]; do sleep 0.1; done");
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy("env = [\"BAY_SLOW\"]\n"), false),
+        (".bay/check", &slow, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (change, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let mut a = Command::new(BAY)
+        .arg("-C")
+        .arg(&world.admin)
+        .args(["--json", "runner", "run", "--interval-s", "1"])
+        .env("BAY_SLOW", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runner a starts");
+    let checks = world.admin.join(".git/bay/check");
+    wait_until(Duration::from_secs(60), "runner a inside its check", || {
+        started(&checks)
+    });
+    a.kill().expect("kill -9 runner a");
+    a.wait().expect("runner a is gone");
+    let b = world.clone_as("b");
+    let pass = bay_with(
+        &b,
+        "runner",
+        &["runner", "run", "--once"],
+        &[("BAY_SLOW", "0")],
+    );
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.merges_of(&change), 1, "merged exactly once");
+    let claims: Vec<String> = world
+        .chain(&change)
+        .iter()
+        .filter(|step| step["kind"] == "claim")
+        .map(|step| step["by"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(claims, vec!["admin", "b"], "b took the claim over from a");
+    let outcome = world.chain(&change).last().cloned().expect("an outcome");
+    assert_eq!(
+        (outcome["kind"].as_str(), outcome["by"].as_str()),
+        (Some("outcome"), Some("b"))
+    );
+}
+
+/// Whether some check run under `dir` has started (it touches `started` in its tree).
+fn started(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|entry| entry.path().join("tree/started").exists())
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_runner_killed_during_its_push_leaves_no_double_merge_and_the_outcome_is_read_back() {
+    let world = World::standard();
+    // The remote holds every push that moves main until the test lets it go.
+    let gate = world.root.path().join("gate");
+    let arrived = world.root.path().join("arrived");
+    let hook = format!(
+        "#!/bin/sh\nwhile read old new ref; do\n  if [ \"$ref\" = refs/heads/main ]; then\n    touch {arrived}\n    while [ ! -e {gate} ]; do sleep 0.05; done\n  fi\ndone\n",
+        arrived = arrived.display(),
+        gate = gate.display()
+    );
+    write(&world.remote, "hooks/pre-receive", &hook);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            world.remote.join("hooks/pre-receive"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+    }
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let mut a = world.spawn_runner(&world.admin);
+    wait_until(
+        Duration::from_secs(60),
+        "runner a's merge push at the remote",
+        || arrived.exists(),
+    );
+    a.kill().expect("kill -9 runner a");
+    a.wait().expect("runner a is gone");
+    // The push a sent still lands, with nobody left to hear the reply.
+    write(world.root.path(), "gate", "");
+    wait_until(Duration::from_secs(30), "the held push to land", || {
+        world.merges_of(&change) == 1
+    });
+    let b = world.clone_as("b");
+    let pass = bay(&b, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.merges_of(&change), 1, "no double merge");
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+}
+
+#[test]
+fn a_check_sees_neither_home_nor_the_network_and_writes_only_its_candidate() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+    let port = listener.local_addr().expect("an address").port();
+    let secret_dir = tempfile::tempdir().expect("a home");
+    write(secret_dir.path(), "secret", "s3cret\n");
+    let home = secret_dir.path().display().to_string();
+    let outside = tempfile::tempdir().expect("a folder outside");
+    let probe = format!(
+        r#"#!/bin/sh
+request=$(cat)
+commit=$(printf '%s' "$request" | sed -n 's/.*"candidate":{{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\1/p')
+tree=$(printf '%s' "$request" | sed -n 's/.*"candidate":{{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\2/p')
+unit() {{ if [ "$2" = yes ]; then printf '{{"id":"%s","verdict":"product_failure","reason":"%s"}}' "$1" "$1"; else printf '{{"id":"%s","verdict":"pass"}}' "$1"; fi; }}
+if cat {home}/secret >/dev/null 2>&1; then home=yes; else home=no; fi
+if touch {outside}/escaped 2>/dev/null; then wrote=yes; else wrote=no; fi
+if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null; then net=yes; else net=no; fi
+if [ -e "$HOME/../../../../.git/config" ] || [ -e ../../../../config ]; then git=yes; else git=no; fi
+touch inside || exit 3
+printf '{{"schema":"bay.check.result/1","exercised":{{"commit":"%s","tree":"%s"}},"plan":{{"selected":4,"completed":4}},"checks":[%s,%s,%s,%s]}}\n' "$commit" "$tree" "$(unit read-home $home)" "$(unit write-outside $wrote)" "$(unit network $net)" "$(unit see-git $git)"
+"#,
+        home = home,
+        outside = outside.path().display(),
+    );
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            &policy("")
+                .replace("command = \".bay/check\"", "command = \".bay/probe\"")
+                .replace("adapter = [\".bay/check\"]", "adapter = [\".bay/probe\"]")
+                .replace(
+                    "path = [\"/usr/bin\", \"/bin\"]",
+                    "path = [\"/usr/bin\", \"/bin\"]\nnetwork = false",
+                ),
+            false,
+        ),
+        (".bay/probe", &probe, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let pass = bay_with(
+        &world.admin,
+        "runner",
+        &["runner", "run", "--once"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(pass.code, 0, "{pass:?}");
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(
+        status.doc["decision"], "merged",
+        "every probe found the door shut: {status:?}"
+    );
+    assert_eq!(world.merges_of(&change), 1);
+    assert!(!outside.path().join("escaped").exists());
+
+    // The same probes, with the sandbox turned off on purpose by the machine's owner, find
+    // every door open: the check fails on each, so the pass above was the sandbox's doing.
+    write(
+        secret_dir.path(),
+        ".gitconfig",
+        "[bay]\n\texecutorSandbox = none\n",
+    );
+    let bob = world.clone_as("bob");
+    let (second, view) = world.submit(&bob, "bob", "greet again", "src/greeting.txt", "Hey\n");
+    bay_with(
+        &world.admin,
+        "runner",
+        &["runner", "run", "--once"],
+        &[("HOME", &home)],
+    );
+    let status = bay(&view, "bob", &["status"]);
+    assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
+    assert_eq!(world.merges_of(&second), 0);
+    let tree = world
+        .chain(&second)
+        .iter()
+        .rev()
+        .find(|s| s["kind"] == "candidate")
+        .map(|s| s["tree"].clone());
+    let tree = tree
+        .and_then(|t| t.as_str().map(str::to_string))
+        .expect("a candidate tree");
+    let note = git_dir(
+        &world.remote,
+        &[
+            "notes",
+            "--ref=refs/notes/bay/evidence/admin",
+            "show",
+            &tree,
+        ],
+    );
+    for probe in ["read-home", "write-outside", "network", "see-git"] {
+        assert!(
+            note.contains(&format!(
+                "\"id\":\"{probe}\",\"verdict\":\"product_failure\""
+            )),
+            "{probe} passed without a sandbox: {note}"
+        );
+    }
+    drop(listener);
+}
+
+#[test]
+fn policy_missing_and_config_missing_are_named() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+    ]);
+    let ann = world.clone_as("ann");
+    let (_, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "POLICY_MISSING", "{status:?}");
+
+    let bare = World::new(&[("src/greeting.txt", "Hello\n", false)]);
+    let bob = bare.clone_as("bob");
+    let refused = bay(&bob, "bob", &["start", "greet", "--paths", "src"]);
+    assert_eq!(refused.doc["reason"], "CONFIG_MISSING", "{refused:?}");
+    assert_eq!(refused.code, 10);
+}
+
+#[test]
+fn an_invalid_policy_is_refused_naming_its_key_table_and_line() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy("colour = \"blue\"\n"), false),
+        (".bay/check", CHECK, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (_, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "POLICY_INVALID", "{status:?}");
+    let why = status.doc["detail"]["why"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("colour") && why.contains("[[check]]") && why.contains("line 11"),
+        "{why}"
+    );
+
+    // An invalid config fails every command with exit 20, naming the problem.
+    let broken = World::new(&[(".bay/config.toml", "[runner]\nlease_s = \"soon\"\n", false)]);
+    let failed = bay(&broken.admin, "x", &["status"]);
+    assert_eq!(failed.code, 20, "{failed:?}");
+    assert!(
+        failed.doc["detail"]["why"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lease_s")
+    );
+}
+
+#[test]
+fn abandon_is_only_for_the_holder_and_then_anyone_can_adopt() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let start = bay(&ann, "ann", &["start", "tidy", "--paths", "src/other.txt"]);
+    let change = start.doc["change"].as_str().expect("a change").to_string();
+    let refused = bay(&ann, "bob", &["abandon", &change]);
+    assert_eq!(refused.doc["reason"], "ABANDON_REFUSED", "{refused:?}");
+    let done = bay(&ann, "ann", &["abandon", &change]);
+    assert_eq!(done.doc["decision"], "ok", "{done:?}");
+    let adopted = bay(&ann, "bob", &["start", "tidy", "--paths", "src/other.txt"]);
+    assert_eq!(adopted.doc["change"], change.as_str());
+    assert_eq!(adopted.doc["detail"]["adopted"], true);
+}
+
+#[test]
+fn the_cli_speaks_json_through_a_pipe_and_a_sentence_with_usage_errors_apart() {
+    let world = World::standard();
+    // Through a pipe without --json: the document on stdout, the sentence on stderr.
+    let out = Command::new(BAY)
+        .arg("-C")
+        .arg(&world.admin)
+        .arg("status")
+        .output()
+        .expect("runs");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one document");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        doc["say"].as_str().expect("say")
+    );
+    // A usage error exits 2 with no document.
+    let usage = Command::new(BAY)
+        .args(["merge", "--wait=soon"])
+        .output()
+        .expect("runs");
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(usage.stdout.is_empty());
+    let version = Command::new(BAY).arg("--version").output().expect("runs");
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("bay "));
+    // Outside a repository: a failed result, exit 20.
+    let nowhere = tempfile::tempdir().expect("a folder");
+    let ran = bay(nowhere.path(), "ann", &["status"]);
+    assert_eq!(ran.code, 20);
+}
+
+#[test]
+fn help_json_lists_every_command_reason_word_and_the_schema() {
+    let nowhere = tempfile::tempdir().expect("a folder");
+    let help = bay(nowhere.path(), "ann", &["help"]);
+    let detail = &help.doc["detail"];
+    let commands: Vec<&str> = detail["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    for name in [
+        "start", "merge", "abandon", "status", "runner", "help", "demo",
+    ] {
+        assert!(commands.contains(&name), "{name} missing from {commands:?}");
+    }
+    for command in detail["commands"].as_array().expect("commands") {
+        assert!(
+            command["writes"].is_string() && command["never"].is_string(),
+            "{command}"
+        );
+    }
+    let merge = detail["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .find(|c| c["name"] == "merge")
+        .expect("merge");
+    let wait = merge["arguments"]
+        .as_array()
+        .expect("arguments")
+        .iter()
+        .find(|a| a["name"] == "--wait")
+        .expect("--wait");
+    assert_eq!(wait["value_optional"], true);
+    for code in bay_core::reason::ReasonCode::ALL {
+        let listed = detail["reasons"]
+            .as_array()
+            .expect("reasons")
+            .iter()
+            .find(|r| r["code"] == code.as_str());
+        let listed = listed.unwrap_or_else(|| panic!("{} missing", code.as_str()));
+        for field in ["allowed", "retry_when", "next_step", "transient"] {
+            assert!(!listed[field].is_null(), "{} has no {field}", code.as_str());
+        }
+    }
+    assert_eq!(detail["words"].as_array().map(Vec::len), Some(7));
+    assert_eq!(detail["schema"]["title"], "bay.result/1");
+}

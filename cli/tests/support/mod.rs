@@ -1,0 +1,293 @@
+//! A real bare remote and real clones in a temporary folder, and the `bay` binary run against
+//! them as agents and runners run it. Every document bay prints is held to its schema here.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BAY: &str = env!("CARGO_BIN_EXE_bay");
+
+/// A check that passes every file under `src/` that is not empty and has no conflict markers.
+pub const CHECK: &str = r#"#!/bin/sh
+request=$(cat)
+commit=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\1/p')
+tree=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\2/p')
+units=""
+count=0
+for file in $(find src -type f | sort); do
+  if [ -s "$file" ] && ! grep -q '^<<<<<<<' "$file"; then v='"pass"'; else v='"product_failure","reason":"bad file"'; fi
+  units="$units${units:+,}{\"id\":\"$file\",\"verdict\":$v}"
+  count=$((count + 1))
+done
+printf '{"schema":"bay.check.result/1","exercised":{"commit":"%s","tree":"%s"},"plan":{"selected":%d,"completed":%d},"checks":[%s]}\n' "$commit" "$tree" "$count" "$count" "$units"
+"#;
+
+/// A policy with one check, `check`, run by `.bay/check`.
+pub fn policy(extra: &str) -> String {
+    format!(
+        "revision = 1\n\n[[check]]\nid = \"files\"\nenvironment = \"any\"\ncommand = \".bay/check\"\nadapter = [\".bay/check\"]\nexpected_minimum = 1\ntimeout_s = 60\npath = [\"/usr/bin\", \"/bin\"]\n{extra}"
+    )
+}
+
+/// A short lease, so that tests of takeovers wait seconds, not a minute.
+pub const CONFIG: &str = "[runner]\nlease_s = 3\nheartbeat_s = 1\n";
+
+pub struct World {
+    pub root: tempfile::TempDir,
+    pub remote: PathBuf,
+    pub admin: PathBuf,
+}
+
+/// What one bay run gave.
+#[derive(Debug)]
+pub struct Ran {
+    pub doc: Value,
+    pub code: i32,
+    pub stderr: String,
+}
+
+impl World {
+    /// A remote whose main holds `files` (path, content, executable).
+    pub fn new(files: &[(&str, &str, bool)]) -> World {
+        let root = tempfile::Builder::new()
+            .prefix("bay-e2e-")
+            .tempdir()
+            .expect("a temporary folder");
+        let remote = root.path().join("remote.git");
+        git(
+            root.path(),
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch=main",
+                "remote.git",
+            ],
+        );
+        let world = World {
+            admin: root.path().join("admin"),
+            remote,
+            root,
+        };
+        world.clone_as("admin");
+        for (path, content, executable) in files {
+            write(&world.admin, path, content);
+            if *executable {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(
+                    world.admin.join(path),
+                    std::fs::Permissions::from_mode(0o755),
+                )
+                .expect("chmod");
+            }
+        }
+        git(&world.admin, &["add", "--all"]);
+        git(&world.admin, &["commit", "--quiet", "-m", "first"]);
+        git(&world.admin, &["push", "--quiet", "origin", "main"]);
+        world
+    }
+
+    /// The usual world: a greeting, the config, and a policy running `CHECK`.
+    pub fn standard() -> World {
+        World::new(&[
+            ("src/greeting.txt", "Hello\n", false),
+            ("src/other.txt", "Other\n", false),
+            (".bay/config.toml", CONFIG, false),
+            (".bay/policy.toml", &policy(""), false),
+            (".bay/check", CHECK, true),
+        ])
+    }
+
+    pub fn clone_as(&self, name: &str) -> PathBuf {
+        git(self.root.path(), &["clone", "--quiet", "remote.git", name]);
+        let dir = self.root.path().join(name);
+        git(&dir, &["config", "user.name", name]);
+        git(
+            &dir,
+            &["config", "user.email", &format!("{name}@test.invalid")],
+        );
+        git(&dir, &["config", "bay.runnerName", name]);
+        dir
+    }
+
+    /// Starts a change as `actor` in `clone`, writes `content` to `path` in its view, and asks
+    /// to merge it. Returns the change and the view.
+    pub fn submit(
+        &self,
+        clone: &Path,
+        actor: &str,
+        intent: &str,
+        path: &str,
+        content: &str,
+    ) -> (String, PathBuf) {
+        let start = bay(clone, actor, &["start", intent, "--paths", path]);
+        assert_eq!(start.code, 0, "{start:?}");
+        let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
+        write(&view, path, content);
+        let merge = bay(&view, actor, &["merge"]);
+        assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
+        (
+            start.doc["change"].as_str().expect("a change").to_string(),
+            view,
+        )
+    }
+
+    /// A ref's value on the remote.
+    pub fn remote_ref(&self, name: &str) -> Option<String> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(&self.remote)
+            .args(["rev-parse", "--verify", "--quiet", name])
+            .output()
+            .expect("git runs");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Main's commits on the remote, newest first, as `%H %s`, with their messages' bodies.
+    pub fn main_log(&self) -> Vec<String> {
+        let out = git_dir(
+            &self.remote,
+            &["log", "--first-parent", "--format=%H%x00%B%x01", "main"],
+        );
+        out.split('\u{1}')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// How many commits on main carry this change's id.
+    pub fn merges_of(&self, change: &str) -> usize {
+        let needle = format!("Change-Id: {change}");
+        self.main_log()
+            .iter()
+            .filter(|entry| entry.contains(&needle))
+            .count()
+    }
+
+    /// The steps of a change's chain on the remote, oldest first, as their JSON.
+    pub fn chain(&self, change: &str) -> Vec<Value> {
+        let out = git_dir(
+            &self.remote,
+            &[
+                "log",
+                "--first-parent",
+                "--reverse",
+                "--format=%B%x01",
+                &format!("refs/bay/changes/{change}"),
+            ],
+        );
+        out.split('\u{1}')
+            .filter_map(|message| {
+                message
+                    .trim()
+                    .split_once("\n\n")
+                    .map(|(_, body)| body.to_string())
+            })
+            .map(|body| serde_json::from_str(body.trim()).expect("a step document"))
+            .collect()
+    }
+
+    /// Starts a looping runner in `clone`, in the background.
+    pub fn spawn_runner(&self, clone: &Path) -> Child {
+        Command::new(BAY)
+            .arg("-C")
+            .arg(clone)
+            .args(["--json", "runner", "run", "--interval-s", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bay starts")
+    }
+}
+
+/// Runs bay as `actor` in `dir` with `--json`, and holds its document to the schema.
+pub fn bay(dir: &Path, actor: &str, args: &[&str]) -> Ran {
+    bay_with(dir, actor, args, &[])
+}
+
+pub fn bay_with(dir: &Path, actor: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut command = Command::new(BAY);
+    command
+        .arg("-C")
+        .arg(dir)
+        .arg("--json")
+        .args(args)
+        .env("BAY_ACTOR", actor);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().expect("bay runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "bay {args:?} printed no one document: {stdout:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        stdout.trim().lines().count(),
+        1,
+        "exactly one document on stdout"
+    );
+    let schema: Value = serde_json::from_str(bay_core::schema::RESULT).expect("the schema is JSON");
+    if let Err(errors) = bay_core::schema::validate(&schema, &doc) {
+        panic!("bay {args:?} printed a document outside bay.result/1: {errors:?}\n{doc}");
+    }
+    let code = out.status.code().expect("bay exits with a code");
+    Ran {
+        doc,
+        code,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn git_dir(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn write(dir: &Path, path: &str, content: &str) {
+    let file = dir.join(path);
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(file, content).expect("write");
+}
+
+/// Waits until `condition` holds, failing the test after `limit`. The wait is for an event
+/// in another process, never a guess at how long something takes.
+pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !condition() {
+        assert!(Instant::now() < until, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
