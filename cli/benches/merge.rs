@@ -1,0 +1,240 @@
+//! `cargo bench -p bay`: what a merge costs against the plumbing floor, and what an idle runner
+//! pass costs with little and with much history. Ratios, measured in one run on one machine;
+//! no test fails on them.
+//!
+//! - `merge --wait` under an `unchecked = true` policy, against the floor on the same
+//!   repository: one fetch, one merge-tree, one commit-tree, one atomic push. Goal: 1.5.
+//! - the `git` processes one `merge --wait` starts (counted through a `git` on PATH that logs).
+//! - one idle `bay runner run --once` pass with 2,000 ended changes against one with 10.
+//!   Goal: 1.2, because a pass must cost the same however much history there is.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BAY: &str = env!("CARGO_BIN_EXE_bay");
+const RUNS: usize = 9;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn bay(dir: &Path, args: &[&str], path: Option<&Path>) -> serde_json::Value {
+    let mut command = Command::new(BAY);
+    command.arg("-C").arg(dir).arg("--json").args(args).env("BAY_ACTOR", "bench");
+    if let Some(shim) = path {
+        let old = std::env::var("PATH").unwrap_or_default();
+        command.env("PATH", format!("{}:{old}", shim.display()));
+    }
+    let out = command.output().expect("bay runs");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("bay {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn write(path: &Path, content: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(path, content).expect("write");
+}
+
+/// A bare remote whose main holds an unchecked policy, and a clone of it.
+fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let remote = root.join(format!("{name}.git"));
+    git(root, &["init", "--quiet", "--bare", "--initial-branch=main", remote.to_str().expect("utf-8")]);
+    let clone = root.join(name);
+    git(root, &["clone", "--quiet", remote.to_str().expect("utf-8"), clone.to_str().expect("utf-8")]);
+    for (key, value) in [("user.name", "bench"), ("user.email", "bench@bench.invalid"), ("bay.runnerName", "bench")] {
+        git(&clone, &["config", key, value]);
+    }
+    for n in 0..50 {
+        write(&clone.join(format!("src/file{n}.txt")), &format!("line {n}\n"));
+    }
+    write(&clone.join(".bay/config.toml"), "[runner]\nlease_s = 60\n");
+    write(&clone.join(".bay/policy.toml"), "revision = 1\nunchecked = true\n");
+    git(&clone, &["add", "--all"]);
+    git(&clone, &["commit", "--quiet", "-m", "first"]);
+    git(&clone, &["push", "--quiet", "origin", "main"]);
+    (remote, clone)
+}
+
+/// One merge with plumbing alone: fetch, merge-tree, commit-tree, one atomic push.
+fn floor_once(clone: &Path, n: usize) -> Duration {
+    let base = git(clone, &["rev-parse", "origin/main"]);
+    let blob = Command::new("git")
+        .arg("-C")
+        .arg(clone)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(format!("floor {n}\n").as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("hash-object");
+    let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
+    let tree = git(clone, &["rev-parse", &format!("{base}^{{tree}}")]);
+    let index = clone.join(".git/bench-index");
+    let env_index = |args: &[&str]| {
+        let out = Command::new("git").arg("-C").arg(clone).args(args).env("GIT_INDEX_FILE", &index).output().expect("git");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    env_index(&["read-tree", &tree]);
+    env_index(&["update-index", "--add", "--cacheinfo", &format!("100644,{blob},src/floor.txt")]);
+    let draft_tree = env_index(&["write-tree"]);
+    let draft = git(clone, &["commit-tree", &draft_tree, "-p", &base, "-m", "draft"]);
+    // The timed part.
+    let started = Instant::now();
+    git(clone, &["fetch", "--quiet", "origin", "main"]);
+    let merged = git(clone, &["merge-tree", "--write-tree", &format!("--merge-base={base}"), &base, &draft]);
+    let merged_tree = merged.lines().next().expect("a tree").to_string();
+    let commit = git(clone, &["commit-tree", &merged_tree, "-p", &base, "-m", "merge"]);
+    git(clone, &["push", "--quiet", "--atomic", "--porcelain", &format!("--force-with-lease=refs/heads/main:{base}"), "origin", &format!("{commit}:refs/heads/main")]);
+    let elapsed = started.elapsed();
+    git(clone, &["fetch", "--quiet", "origin", "main"]);
+    elapsed
+}
+
+/// One `bay merge --wait` of a fresh one-file change; the start and the edit are not timed.
+fn merge_once(clone: &Path, n: usize, shim: Option<&Path>) -> Duration {
+    let start = bay(clone, &["start", &format!("bench change {n}"), "--paths", &format!("src/file{n}.txt")], None);
+    let view = PathBuf::from(start["detail"]["view"].as_str().expect("a view"));
+    write(&view.join(format!("src/file{n}.txt")), &format!("changed {n}\n"));
+    let started = Instant::now();
+    let merged = bay(&view, &["merge", "--wait"], shim);
+    let elapsed = started.elapsed();
+    assert_eq!(merged["decision"], "merged", "{merged}");
+    elapsed
+}
+
+/// A `git` on PATH that logs each call before running the real one.
+fn git_shim(root: &Path) -> (PathBuf, PathBuf) {
+    let dir = root.join("shim");
+    let log = root.join("git-calls.log");
+    let real = Command::new("sh").args(["-c", "command -v git"]).output().expect("sh");
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+    write(&dir.join("git"), &format!("#!/bin/sh\necho \"$1\" >> {}\nexec {real} \"$@\"\n", log.display()));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("git"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    (dir, log)
+}
+
+/// Ends `count` changes through bay itself would take minutes; plumbing makes the same records
+/// (chains, intents, queue places, markers) with one `git fast-import`.
+fn history(clone: &Path, count: usize) {
+    use bay_core::git::refs;
+    use bay_core::id::{ChangeId, intent_digest};
+    use bay_core::record::{Step, StepBody};
+    use bay_core::result::OpState;
+    use bay_core::time::Timestamp;
+    let base = bay_core::git::Oid::parse(&git(clone, &["rev-parse", "origin/main"])).expect("an id");
+    let mut script = String::new();
+    let mut mark = 0;
+    let existing = git(clone, &["for-each-ref", "--format=%(refname)", "refs/bay-mirror/origin/bay/queue"]);
+    let first_seq = existing.lines().count() as u64 + 1_000;
+    for n in 0..count {
+        let change = ChangeId::from_entropy([(n >> 24) as u8, (n >> 16) as u8, (n >> 8) as u8, n as u8, 0x5a]);
+        let intent = format!("old change {n}");
+        let seq = first_seq + n as u64;
+        let op = change.op(1);
+        let step = |body: StepBody| Step { change: change.clone(), at: Timestamp(1_000), by: "old".into(), nonce: n as u64, body };
+        let steps = [
+            step(StepBody::Start { intent: intent.clone(), actor: "old".into(), paths: vec!["src".into()], base: base.clone(), generation: 1, supersedes: None }),
+            step(StepBody::Request { op: op.clone(), draft: base.clone(), base: base.clone(), seq }),
+            step(StepBody::Claim { op: op.clone() }),
+            step(StepBody::Outcome { op: op.clone(), state: OpState::Blocked, reason: Some(bay_core::reason::ReasonCode::CheckFailed), detail: serde_json::json!({}) }),
+        ];
+        let mut previous: Option<usize> = None;
+        let mut request_mark = 0;
+        for (i, s) in steps.iter().enumerate() {
+            mark += 1;
+            let message = s.to_message();
+            script.push_str(&format!("commit refs/bay/changes/{change}\nmark :{mark}\ncommitter bay <bay@localhost> 1700000000 +0000\ndata {}\n{message}\n", message.len()));
+            match previous {
+                Some(p) => script.push_str(&format!("from :{p}\n")),
+                None => script.push_str("from 0000000000000000000000000000000000000000\n"),
+            }
+            script.push_str("deleteall\n\n");
+            previous = Some(mark);
+            if i == 0 {
+                script.push_str(&format!("reset {}\nfrom :{mark}\n\n", refs::intent(&intent_digest(&intent), 1)));
+            }
+            if i == 1 {
+                request_mark = mark;
+            }
+        }
+        script.push_str(&format!("reset {}\nfrom :{request_mark}\n\n", refs::queue(seq)));
+    }
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(clone)
+        .args(["fast-import", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    {
+        use std::io::Write;
+        child.stdin.take().expect("stdin").write_all(script.as_bytes()).expect("write");
+    }
+    assert!(child.wait().expect("fast-import").success());
+    git(clone, &["push", "--quiet", "origin", "refs/bay/*:refs/bay/*"]);
+}
+
+fn idle_pass(clone: &Path) -> Duration {
+    let started = Instant::now();
+    let pass = bay(clone, &["runner", "run", "--once"], None);
+    let elapsed = started.elapsed();
+    assert_eq!(pass["decision"], "ok", "{pass}");
+    elapsed
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let root = tempfile::Builder::new().prefix("bay-bench-").tempdir().expect("a folder");
+    let (_, clone) = repository(root.path(), "merge");
+    // Warm up both paths once, so caches and the first fetch do not count.
+    floor_once(&clone, 1000);
+    merge_once(&clone, 49, None);
+    let floor = median((0..RUNS).map(|n| floor_once(&clone, n)).collect());
+    let merge = median((0..RUNS).map(|n| merge_once(&clone, n, None)).collect());
+    let (shim, log) = git_shim(root.path());
+    merge_once(&clone, RUNS + 1, Some(&shim));
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut by_command: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for line in calls.lines() {
+        *by_command.entry(line).or_default() += 1;
+    }
+    println!("merge --wait (unchecked): {:.1} ms; plumbing floor: {:.1} ms; ratio {:.2} (goal 1.5)", ms(merge), ms(floor), ratio(merge, floor));
+    println!("git processes in one merge --wait: {} ({})", calls.lines().count(), by_command.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", "));
+
+    let (_, small) = repository(root.path(), "small");
+    history(&small, 10);
+    let (_, large) = repository(root.path(), "large");
+    history(&large, 2_000);
+    idle_pass(&small);
+    idle_pass(&large);
+    let small_pass = median((0..RUNS).map(|_| idle_pass(&small)).collect());
+    let large_pass = median((0..RUNS).map(|_| idle_pass(&large)).collect());
+    println!(
+        "idle runner pass: {:.1} ms with 10 ended changes, {:.1} ms with 2,000; ratio {:.2} (goal 1.2)",
+        ms(small_pass),
+        ms(large_pass),
+        ratio(large_pass, small_pass)
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+}
