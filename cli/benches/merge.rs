@@ -48,7 +48,12 @@ fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
     git(root, &["init", "--quiet", "--bare", "--initial-branch=main", remote.to_str().expect("utf-8")]);
     let clone = root.join(name);
     git(root, &["clone", "--quiet", remote.to_str().expect("utf-8"), clone.to_str().expect("utf-8")]);
-    for (key, value) in [("user.name", "bench"), ("user.email", "bench@bench.invalid"), ("bay.runnerName", "bench")] {
+    for (key, value) in [
+        ("user.name", "bench"),
+        ("user.email", "bench@bench.invalid"),
+        ("bay.runnerName", "bench"),
+        ("bay.main", "main"),
+    ] {
         git(&clone, &["config", key, value]);
     }
     for n in 0..50 {
@@ -119,15 +124,20 @@ fn git_shim(root: &Path) -> (PathBuf, PathBuf) {
     let log = root.join("git-calls.log");
     let real = Command::new("sh").args(["-c", "command -v git"]).output().expect("sh");
     let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
-    write(&dir.join("git"), &format!("#!/bin/sh\necho \"$1\" >> {}\nexec {real} \"$@\"\n", log.display()));
+    let shim = format!(
+        "#!/bin/sh\ncase \"$1\" in -C) echo \"$3\" ;; --git-dir=*) echo \"$2\" ;; *) echo \"$1\" ;; esac >> {}\nexec {real} \"$@\"\n",
+        log.display()
+    );
+    write(&dir.join("git"), &shim);
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.join("git"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     (dir, log)
 }
 
 /// Ends `count` changes through bay itself would take minutes; plumbing makes the same records
-/// (chains, intents, queue places, markers) with one `git fast-import`.
-fn history(clone: &Path, count: usize) {
+/// bay leaves (chains and intents; ended operations hold no queue place) with one
+/// `git fast-import`.
+fn history(remote: &Path, clone: &Path, count: usize) {
     use bay_core::git::refs;
     use bay_core::id::{ChangeId, intent_digest};
     use bay_core::record::{Step, StepBody};
@@ -136,8 +146,7 @@ fn history(clone: &Path, count: usize) {
     let base = bay_core::git::Oid::parse(&git(clone, &["rev-parse", "origin/main"])).expect("an id");
     let mut script = String::new();
     let mut mark = 0;
-    let existing = git(clone, &["for-each-ref", "--format=%(refname)", "refs/bay-mirror/origin/bay/queue"]);
-    let first_seq = existing.lines().count() as u64 + 1_000;
+    let first_seq = 1_000;
     for n in 0..count {
         let change = ChangeId::from_entropy([(n >> 24) as u8, (n >> 16) as u8, (n >> 8) as u8, n as u8, 0x5a]);
         let intent = format!("old change {n}");
@@ -169,11 +178,15 @@ fn history(clone: &Path, count: usize) {
                 request_mark = mark;
             }
         }
-        script.push_str(&format!("reset {}\nfrom :{request_mark}\n\n", refs::queue(seq)));
+        // An ended operation gave its queue place up; the last request stays named.
+        if n + 1 == count {
+            script.push_str(&format!("reset {}\nfrom :{request_mark}\n\n", refs::QUEUE_LAST));
+        }
     }
+    // Into the remote itself: a runner's clone holds only what it fetched.
     let mut child = Command::new("git")
-        .arg("-C")
-        .arg(clone)
+        .arg("--git-dir")
+        .arg(remote)
         .args(["fast-import", "--quiet"])
         .stdin(std::process::Stdio::piped())
         .spawn()
@@ -183,7 +196,6 @@ fn history(clone: &Path, count: usize) {
         child.stdin.take().expect("stdin").write_all(script.as_bytes()).expect("write");
     }
     assert!(child.wait().expect("fast-import").success());
-    git(clone, &["push", "--quiet", "origin", "refs/bay/*:refs/bay/*"]);
 }
 
 fn idle_pass(clone: &Path) -> Duration {
@@ -215,10 +227,10 @@ fn main() {
     println!("merge --wait (unchecked): {:.1} ms; plumbing floor: {:.1} ms; ratio {:.2} (goal 1.5)", ms(merge), ms(floor), ratio(merge, floor));
     println!("git processes in one merge --wait: {} ({})", calls.lines().count(), by_command.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", "));
 
-    let (_, small) = repository(root.path(), "small");
-    history(&small, 10);
-    let (_, large) = repository(root.path(), "large");
-    history(&large, 2_000);
+    let (small_remote, small) = repository(root.path(), "small");
+    history(&small_remote, &small, 10);
+    let (large_remote, large) = repository(root.path(), "large");
+    history(&large_remote, &large, 2_000);
     idle_pass(&small);
     idle_pass(&large);
     let small_pass = median((0..RUNS).map(|_| idle_pass(&small)).collect());

@@ -1,9 +1,9 @@
 //! The real driver for one clone: the remote and candidates through `git`, views as
 //! worktrees, checks in the sandbox. It answers each action and decides nothing.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use bay_core::machine::{Action, Completion, Refs};
+use bay_core::machine::{Action, Completion, FetchSpec, Refs};
 use bay_drivers::check::run_check;
 use bay_drivers::pump::{Driver, Execute};
 use bay_drivers::remote::Repo;
@@ -18,9 +18,6 @@ pub struct Local {
     repo: Repo,
     views: Views,
     common_dir: std::path::PathBuf,
-    /// A fetch this command already made, handed to the first `Fetch` its machine asks for, so
-    /// that reading the config and running the machine cost one fetch.
-    prefetched: Mutex<Option<Refs>>,
 }
 
 impl Local {
@@ -31,18 +28,12 @@ impl Local {
             repo,
             views,
             common_dir: context.common_dir.clone(),
-            prefetched: Mutex::new(None),
         })
     }
 
-    /// Fetches now, and keeps the answer for the machine's first fetch.
-    pub fn prefetch(&self) -> Result<Refs, String> {
-        let refs = self.repo.fetch().map_err(|fault| fault.to_string())?;
-        *self
-            .prefetched
-            .lock()
-            .expect("the lock is never poisoned: nothing panics holding it") = Some(refs.clone());
-        Ok(refs)
+    /// Fetches `spec` now, outside any machine (the command reads the config with it).
+    pub fn fetch(&self, spec: &FetchSpec) -> Result<Refs, String> {
+        self.repo.fetch(spec).map_err(|fault| fault.to_string())
     }
 
     pub fn driver(self) -> Driver<Local> {
@@ -52,16 +43,6 @@ impl Local {
 
 impl Execute for Local {
     fn execute(&self, action: Action) -> Completion {
-        if matches!(action, Action::Fetch) {
-            let kept = self
-                .prefetched
-                .lock()
-                .expect("the lock is never poisoned")
-                .take();
-            if let Some(refs) = kept {
-                return Completion::Fetched(Ok(refs));
-            }
-        }
         match action {
             Action::RunCheck(run) => {
                 let env = |name: &str| std::env::var(name).ok();

@@ -76,8 +76,8 @@ pub mod refs {
     pub const EVIDENCE: &str = "refs/notes/bay/evidence/";
     pub const INFLIGHT: &str = "refs/bay/inflight/";
 
-    /// The ref patterns a fetch brings in, besides main.
-    pub const FETCH_PATTERNS: [&str; 2] = ["refs/bay/*", "refs/notes/bay/*"];
+    /// Every namespace bay keeps its own records in; nothing else may write there.
+    pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
 
     pub fn main(name: &str) -> String {
         format!("refs/heads/{name}")
@@ -92,6 +92,11 @@ pub mod refs {
     pub fn landed(change: &ChangeId) -> String {
         format!("{LANDED}{change}")
     }
+
+    /// The last request that took a queue place. Every request moves it by compare-and-swap,
+    /// so places are handed out in increasing order even though ended places are deleted: a
+    /// request made from a stale view of the queue is refused, never placed below a newer one.
+    pub const QUEUE_LAST: &str = "refs/bay/queue/last";
 
     /// One queue place. Fixed width, so that the names sort in queue order.
     pub fn queue(seq: u64) -> String {
@@ -111,6 +116,37 @@ pub mod refs {
     /// A local-only ref that keeps an operation's candidate safe from garbage collection.
     pub fn inflight(op: &OpId) -> String {
         format!("{INFLIGHT}{op}")
+    }
+
+    /// Whether a fetch pattern names `name`: a pattern is an exact ref name, or a prefix
+    /// ending in `*`.
+    pub fn matches(pattern: &str, name: &str) -> bool {
+        match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        }
+    }
+
+    /// The fetch pattern of one change's chain. Change ids have a fixed length, so the prefix
+    /// names that one ref, and a missing ref is simply absent from the answer.
+    pub fn change_pattern(change: &ChangeId) -> String {
+        format!("{CHANGES}{change}*")
+    }
+
+    /// The fetch pattern of one change's merged marker.
+    pub fn landed_pattern(change: &ChangeId) -> String {
+        format!("{LANDED}{change}*")
+    }
+
+    /// The fetch pattern of every queue place.
+    pub const QUEUE_PATTERN: &str = "refs/bay/queue/*";
+
+    /// The fetch pattern of every evidence producer's notes.
+    pub const EVIDENCE_PATTERN: &str = "refs/notes/bay/evidence/*";
+
+    /// The fetch pattern of every generation of one intent.
+    pub fn intents_pattern(digest: &str) -> String {
+        format!("{INTENTS}{digest}/*")
     }
 
     /// The change id of a chain ref, if `name` is one.

@@ -127,7 +127,7 @@ impl Repo {
     /// `None` for the others (checks, drafts, views), which other parts of the driver run.
     pub fn execute(&self, action: &Action) -> Option<Completion> {
         Some(match action {
-            Action::Fetch => Completion::Fetched(self.fetch()),
+            Action::Fetch(spec) => Completion::Fetched(self.fetch(spec)),
             Action::ReadSteps { oids } => Completion::StepsRead(self.read_steps(oids)),
             Action::ReadChains { chains } => Completion::ChainsRead(self.read_chains(chains)),
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),

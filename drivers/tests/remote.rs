@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
-use bay_core::machine::{
+use bay_core::machine::{FetchSpec, 
     Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, NewValue, NoteAdd,
     PushOutcome, PushPlan, RefUpdate,
 };
@@ -21,6 +21,11 @@ fn update(name: &str, expect: Expect, new: &Oid) -> RefUpdate {
         expect,
         new: NewValue::Oid(new.clone()),
     }
+}
+
+/// Main and every ref of bay's.
+fn everything(main: &str) -> FetchSpec {
+    FetchSpec::new([format!("refs/heads/{main}"), "refs/bay/*".to_string(), "refs/notes/bay/*".to_string()])
 }
 
 fn plan(updates: Vec<RefUpdate>, atomic: bool) -> PushPlan {
@@ -43,7 +48,7 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
     // A local-only ref that no fetch may touch.
     set_ref(&fx.clone, "refs/bay/inflight/c7k2m4qa.1", &a);
 
-    let Some(Completion::Fetched(Ok(seen))) = fx.repo.execute(&Action::Fetch) else {
+    let Some(Completion::Fetched(Ok(seen))) = fx.repo.execute(&Action::Fetch(everything("main"))) else {
         panic!("the fetch failed");
     };
     let expected = [
@@ -62,7 +67,7 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
         &fx.server,
         &["update-ref", "-d", "refs/bay/queue/0000000001"],
     );
-    let seen = fx.repo.fetch().expect("the second fetch works");
+    let seen = fx.repo.fetch(&everything("main")).expect("the second fetch works");
     assert!(!seen.contains_key("refs/bay/queue/0000000001"));
     assert_eq!(seen.len(), 3);
     assert_eq!(
@@ -77,8 +82,23 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
 fn fetch_without_main_on_the_remote_is_a_fault() {
     let fx = Fixture::new();
     let repo = Repo::new(&fx.clone, "origin", "trunk").expect("valid names");
-    let fault = repo.fetch().expect_err("no trunk on the remote");
+    let fault = repo.fetch(&everything("trunk")).expect_err("no trunk on the remote");
     assert!(fault.0.contains("trunk"), "{fault}");
+}
+
+#[test]
+fn a_narrow_fetch_reports_only_what_it_names_and_a_missing_named_ref_is_no_fault() {
+    let fx = Fixture::new();
+    let a = fx.seed("refs/bay/changes/aaaaaaaa", &[("a", "1")], "a");
+    fx.seed("refs/bay/changes/bbbbbbbb", &[("b", "1")], "b");
+    fx.seed("refs/bay/queue/0000000001", &[("q", "1")], "q");
+    let spec = FetchSpec::new([
+        "refs/bay/changes/aaaaaaaa*".to_string(),
+        "refs/bay/changes/cccccccc*".to_string(),
+    ]);
+    let seen = fx.repo.fetch(&spec).expect("a missing named ref is simply absent");
+    let expected: Vec<(String, Oid)> = vec![("refs/bay/changes/aaaaaaaa".to_string(), a)];
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), expected);
 }
 
 #[test]
@@ -515,7 +535,7 @@ fn a_push_to_no_repository_is_not_sent() {
         "{:?}",
         report.outcome
     );
-    assert!(repo.fetch().is_err());
+    assert!(repo.fetch(&everything("main")).is_err());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
-use bay_core::machine::{
+use bay_core::machine::{FetchSpec, 
     BuildResult, CandidateSpec, ChainQuery, ChainRead, Fault, PushPlan, PushReport, RawStep,
     Refreshed, Refs,
 };
@@ -35,8 +35,9 @@ impl GitModel {
         root
     }
 
-    pub fn fetch(&self) -> Refs {
-        self.remote.refs.clone()
+    /// The refs a fetch names, as the remote holds them.
+    pub fn fetch(&self, spec: &FetchSpec) -> Refs {
+        self.remote.refs.iter().filter(|(name, _)| spec.covers(name)).map(|(n, o)| (n.clone(), o.clone())).collect()
     }
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {

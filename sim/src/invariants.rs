@@ -80,7 +80,8 @@ pub struct Checker {
     /// Changes with a bay merge on main, and the commit.
     merged_on_main: BTreeMap<ChangeId, Oid>,
     /// Every queue place ever made: seq to request step.
-    places: BTreeMap<u64, Oid>,
+    /// The queue places on the remote now, and the operation each holds.
+    places: BTreeMap<u64, OpId>,
     /// Every operation ever requested, with the time its request landed.
     pub submitted: BTreeMap<OpId, u64>,
     /// When each operation ended, by the remote's record.
@@ -144,13 +145,31 @@ impl Checker {
                 );
             } else if let Some(seq) = refs::parse_queue(&moved.name) {
                 match (&moved.old, &moved.new) {
-                    (None, Some(new)) => {
-                        self.places.insert(seq, new.clone());
+                    (None, Some(new)) => match store.step(new).as_deref().and_then(Step::op) {
+                        Some(op) => {
+                            self.places.insert(seq, op.clone());
+                        }
+                        None => self.violate(
+                            Invariant::NothingLost,
+                            at,
+                            format!("queue place {seq} holds no request"),
+                        ),
+                    },
+                    // A place goes only with its operation's end, in the same push.
+                    (Some(_), None) => {
+                        let live = self.places.remove(&seq).and_then(|op| self.state_of(&op)).filter(|s| !s.is_terminal());
+                        if let Some(state) = live {
+                            self.violate(
+                                Invariant::NothingLost,
+                                at,
+                                format!("queue place {seq} was removed while its operation was {}", state.as_str()),
+                            );
+                        }
                     }
                     _ => self.violate(
                         Invariant::NothingLost,
                         at,
-                        format!("queue place {seq} was moved or removed"),
+                        format!("queue place {seq} was moved"),
                     ),
                 }
             } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
@@ -294,9 +313,8 @@ impl Checker {
         let waiting: Vec<String> = self
             .places
             .range(..seq)
-            .filter_map(|(place, _)| self.op_at(*place))
-            .filter(|(_, state)| !state.is_terminal())
-            .map(|(other, _)| other.to_string())
+            .filter(|(_, other)| self.state_of(other).is_some_and(|state| !state.is_terminal()))
+            .map(|(_, other)| other.to_string())
             .collect();
         if !waiting.is_empty() {
             self.violate(
@@ -312,16 +330,10 @@ impl Checker {
         Some(record.op(op)?.seq)
     }
 
-    /// The operation at a queue place and its state, as the checker last read it.
-    fn op_at(&self, seq: u64) -> Option<(OpId, OpState)> {
-        self.chains.values().find_map(|chain| {
-            let record = chain.record.as_ref()?;
-            record
-                .ops
-                .iter()
-                .find(|op| op.seq == seq)
-                .map(|op| (op.id.clone(), op.state))
-        })
+    /// An operation's state, as the checker last read its chain.
+    fn state_of(&self, op: &OpId) -> Option<OpState> {
+        let record = self.chains.get(&op.change)?.record.as_ref()?;
+        Some(record.op(op)?.state)
     }
 
     /// S4 and S6 for a move of a chain, and bookkeeping of submissions and endings.
@@ -355,27 +367,35 @@ impl Checker {
                 ),
             );
         }
-        // S4: a runner may append to a claimed operation only while it holds the claim.
+        // S4: a runner writes to an operation only under the latest claim on it, its own. The
+        // steps the push added are those past what the old and new chains share (all of the
+        // new chain's own steps, when the push rewrote the chain).
         if let (Some(runner), Some(old)) = (pusher, old) {
-            let owner = before
+            let (old_line, _) = store.first_parents(old, None);
+            let (new_line, _) = store.first_parents(new, None);
+            let shared = old_line.iter().rev().zip(new_line.iter().rev()).take_while(|(a, b)| a == b).count();
+            let mut claimed: BTreeMap<OpId, String> = before
                 .as_ref()
                 .and_then(|b| b.record.as_ref())
-                .and_then(|r| r.live_op())
-                .and_then(|op| op.owner.clone());
-            if let Some(owner) = owner.filter(|owner| owner != runner) {
-                let (added, _) = store.first_parents(new, Some(old));
-                let first_added = added
-                    .last()
-                    .and_then(|oid| store.get(oid))
-                    .and_then(|c| Step::from_message(&c.message).ok());
-                let takes_over =
-                    matches!(first_added.map(|s| s.body), Some(StepBody::Claim { .. }));
-                if !takes_over {
+                .map(|r| r.ops.iter().filter_map(|op| Some((op.id.clone(), op.claimed_by.clone()?))).collect())
+                .unwrap_or_default();
+            for oid in new_line.iter().rev().skip(shared) {
+                let Some(step) = store.step(oid) else { continue };
+                let Some(op) = step.op() else { continue };
+                if step.by != runner {
+                    continue;
+                }
+                if matches!(step.body, StepBody::Claim { .. }) {
+                    claimed.insert(op.clone(), runner.to_string());
+                    continue;
+                }
+                if let Some(holder) = claimed.get(op).filter(|holder| *holder != runner) {
                     self.violate(
                         Invariant::Fencing,
                         at,
-                        format!("{runner} wrote to {change} while {owner} held its claim"),
+                        format!("{runner} wrote a {} to {op} after {holder} took its claim", step.kind()),
                     );
+                    break;
                 }
             }
         }

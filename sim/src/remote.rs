@@ -77,12 +77,12 @@ impl Remote {
     ) -> (PushReport, Applied) {
         let steps = write_objects(store, plan);
         let mut notes = Vec::with_capacity(plan.notes.len());
-        // (name, expect, new) for every ref the push moves.
-        let mut updates: Vec<(String, Expect, Oid)> = Vec::new();
+        // (name, expect, new) for every ref the push moves; `None` deletes it.
+        let mut updates: Vec<(String, Expect, Option<Oid>)> = Vec::new();
         for (append, written) in plan.appends.iter().zip(&steps) {
             let tip = written.last().cloned().or_else(|| append.parent.clone());
             if let Some(tip) = tip {
-                updates.push((refs::change(&append.change), append.expect.clone(), tip));
+                updates.push((refs::change(&append.change), append.expect.clone(), Some(tip)));
             }
         }
         for note in &plan.notes {
@@ -93,13 +93,14 @@ impl Remote {
             };
             let oid = notes_tips.write(store, parent, &note.object, &note.record);
             notes.push(oid.clone());
-            updates.push((name, note.expect.clone(), oid));
+            updates.push((name, note.expect.clone(), Some(oid)));
         }
         for update in &plan.updates {
             let new = match &update.new {
-                NewValue::Oid(oid) => Some(oid.clone()),
+                NewValue::Oid(oid) => Some(Some(oid.clone())),
+                NewValue::Delete => Some(None),
                 NewValue::Step { append, step } => {
-                    steps.get(*append).and_then(|s| s.get(*step)).cloned()
+                    steps.get(*append).and_then(|s| s.get(*step)).cloned().map(Some)
                 }
             };
             if let Some(new) = new {
@@ -117,12 +118,11 @@ impl Remote {
         } else {
             for (name, expect, new) in &updates {
                 if self.lease_holds(name, expect) {
-                    let old = self.refs.insert(name.clone(), new.clone());
-                    applied.moves.push(RefMove {
-                        name: name.clone(),
-                        old,
-                        new: Some(new.clone()),
-                    });
+                    let old = match new {
+                        Some(new) => self.refs.insert(name.clone(), new.clone()),
+                        None => self.refs.remove(name),
+                    };
+                    applied.moves.push(RefMove { name: name.clone(), old, new: new.clone() });
                 }
             }
             if stale.is_empty() {

@@ -622,7 +622,7 @@ impl World {
 
     fn execute(&mut self, host: usize, id: ActionId, action: Action) {
         match action {
-            Action::Fetch => {
+            Action::Fetch(spec) => {
                 let lat = self.latency();
                 let fail = self.cut_off(host)
                     || self
@@ -631,7 +631,7 @@ impl World {
                 let completion = if fail {
                     Completion::Fetched(Err(Fault("could not reach the remote".into())))
                 } else {
-                    Completion::Fetched(Ok(self.git.fetch()))
+                    Completion::Fetched(Ok(self.git.fetch(&spec)))
                 };
                 self.reply(host, id, lat, completion);
             }

@@ -56,7 +56,7 @@ impl Bench {
     /// Answers every action but a check run (checks are the test's to answer).
     fn answer(&mut self, action: &Action) -> Option<Completion> {
         Some(match action {
-            Action::Fetch => Completion::Fetched(Ok(self.git.fetch())),
+            Action::Fetch(spec) => Completion::Fetched(Ok(self.git.fetch(spec))),
             Action::ReadSteps { oids } => Completion::StepsRead(Ok(self.git.read_steps(oids))),
             Action::ReadChains { chains } => {
                 Completion::ChainsRead(Ok(self.git.read_chains(chains.clone())))
@@ -753,7 +753,7 @@ fn a_completion_for_an_action_never_issued_is_misuse() {
     // And for one issued, a completion of the wrong kind is misuse too.
     a.feed(Event::Tick);
     let (id, action) = a.runner.poll_action().expect("a pass fetches");
-    assert!(matches!(action, Action::Fetch));
+    assert!(matches!(action, Action::Fetch(_)));
     let wrong = Completion::DraftFrozen(Ok(Oid::parse(&"1".repeat(40)).expect("an id")));
     assert!(
         a.runner

@@ -4,7 +4,7 @@ use bay_core::machine::abandon::{Abandon, AbandonInput};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
-use super::{drive, prepare, with_actor};
+use super::{prepare, run_agent, with_actor};
 use crate::Cli;
 
 #[derive(clap::Args, Debug)]
@@ -14,27 +14,18 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
-    let prepared = match prepare(cli) {
+    let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let context = prepared.context.clone();
     let change = match context.change(args.change.as_deref()) {
         Ok(change) => change,
         Err(result) => return result,
     };
-    let input = AbandonInput {
-        change,
-        actor: context.actor.clone(),
-        entropy: clock::entropy(),
-    };
+    let input = AbandonInput { change, actor: context.actor.clone(), entropy: clock::entropy() };
     let mut machine = Abandon::new(input, clock::now());
-    with_actor(
-        drive(
-            &mut prepared.local.driver(),
-            &mut machine,
-            prepared.fetched_at,
-        ),
-        &context,
-    )
+    match run_agent(&context, &mut driver, &mut machine) {
+        Ok((result, _)) => with_actor(result, &context),
+        Err(result) => result,
+    }
 }

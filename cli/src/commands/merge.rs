@@ -9,7 +9,7 @@ use bay_core::result::{BayResult, Decision};
 use bay_drivers::clock;
 
 use super::runner::runner_config;
-use super::{drive, prepare, with_actor};
+use super::{drive, prepare, run_agent, with_actor};
 use crate::Cli;
 
 #[derive(clap::Args, Debug)]
@@ -23,11 +23,10 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
-    let prepared = match prepare(cli) {
+    let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let context = prepared.context.clone();
     let change = match context.change(args.change.as_deref()) {
         Ok(change) => change,
         Err(result) => return result,
@@ -38,23 +37,16 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         main: context.main.clone(),
         entropy: clock::entropy(),
     };
-    let mut driver = prepared.local.driver();
-    let queued = with_actor(
-        drive(
-            &mut driver,
-            &mut Merge::new(input, clock::now()),
-            prepared.fetched_at,
-        ),
-        &context,
-    );
-    let (Some(wait), Decision::Queued, Some(op)) =
-        (args.wait, queued.decision, queued.op_id.clone())
-    else {
+    let (queued, config) = match run_agent(&context, &mut driver, &mut Merge::new(input, clock::now())) {
+        Ok((result, config)) => (with_actor(result, &context), config),
+        Err(result) => return result,
+    };
+    let (Some(wait), Decision::Queued, Some(op)) = (args.wait, queued.decision, queued.op_id.clone()) else {
         return queued;
     };
     if wait == 0 {
         // Run the operation here, as its runner, until it ends.
-        let cfg = runner_config(&context, &prepared.config, RunMode::Only(op), 10);
+        let cfg = runner_config(&context, &config, RunMode::Only(op), 10);
         let mut runner = Runner::new(cfg, clock::now());
         return with_actor(drive(&mut driver, &mut runner, clock::now()), &context);
     }

@@ -10,7 +10,8 @@ mod start;
 mod status;
 
 use bay_core::config::Config;
-use bay_core::machine::{Machine, Refs};
+use bay_core::git::refs;
+use bay_core::machine::{Action, Completion, Event, FetchSpec, Machine, Refs};
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
 use bay_drivers::clock;
@@ -86,32 +87,42 @@ pub fn run(cli: &Cli) -> BayResult {
     }
 }
 
-/// What a command has in hand before its machine runs: the clone, its driver with main fetched
-/// once, and the config committed on main.
-pub struct Prepared {
-    pub context: Context,
-    pub local: Local,
-    pub remote: Refs,
-    pub config: Config,
-    pub fetched_at: Timestamp,
-}
-
-/// Finds the clone, fetches once and reads the config on main.
-pub fn prepare(cli: &Cli) -> Result<Prepared, BayResult> {
+/// Finds the clone and makes the driver that runs its machines.
+pub fn prepare(cli: &Cli) -> Result<(Context, Driver<Local>), BayResult> {
     let context = Context::discover(cli.dir.as_deref())?;
     let local = Local::new(&context).map_err(failed)?;
+    Ok((context, local.driver()))
+}
+
+/// Reads the config committed on main, with a fetch of main alone.
+pub fn config(context: &Context, driver: &Driver<Local>) -> Result<(Config, Timestamp), BayResult> {
     let fetched_at = clock::now();
-    let remote = local
-        .prefetch()
-        .map_err(|why| failed(format!("could not fetch from {}: {why}", context.remote)))?;
+    let spec = FetchSpec::new([refs::main(&context.main)]);
+    let remote = driver.executor().fetch(&spec).map_err(|why| fetch_failed(context, why))?;
+    Ok((context.config(&remote)?, fetched_at))
+}
+
+/// Runs an agent command's machine to its outcome. Its first action is a fetch; that one fetch
+/// also brings main, and the config committed there is checked before the machine goes on,
+/// so a command makes one fetch, not two.
+pub fn run_agent(context: &Context, driver: &mut Driver<Local>, machine: &mut dyn Machine) -> Result<(BayResult, Config), BayResult> {
+    let Some((id, Action::Fetch(spec))) = machine.poll_action() else {
+        return Err(failed("a command's machine did not begin with a fetch; please report it".into()));
+    };
+    let mut wide = spec.clone();
+    wide.patterns.push(refs::main(&context.main));
+    let fetched_at = clock::now();
+    let remote = driver.executor().fetch(&wide).map_err(|why| fetch_failed(context, why))?;
     let config = context.config(&remote)?;
-    Ok(Prepared {
-        context,
-        local,
-        remote,
-        config,
-        fetched_at,
-    })
+    let answer: Refs = remote.into_iter().filter(|(name, _)| spec.covers(name)).collect();
+    machine
+        .handle(clock::now(), Event::Done(id, Completion::Fetched(Ok(answer))))
+        .map_err(|misuse| failed(format!("bay broke its own protocol ({misuse}); please report it")))?;
+    Ok((drive(driver, machine, fetched_at), config))
+}
+
+fn fetch_failed(context: &Context, why: String) -> BayResult {
+    failed(format!("could not fetch from {}: {why}", context.remote))
 }
 
 /// Drives `machine` to its outcome with the real driver, and names when main was fetched.

@@ -5,7 +5,7 @@ use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
-use super::{drive, prepare};
+use super::{config, drive, prepare};
 use crate::Cli;
 use crate::context::Context;
 
@@ -30,18 +30,18 @@ pub enum RunnerCommand {
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
     let RunnerCommand::Run { once, interval_s } = &args.command;
-    let prepared = match prepare(cli) {
+    let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
+    let (config, fetched_at) = match config(&context, &driver) {
+        Ok(read) => read,
+        Err(result) => return result,
+    };
     let mode = if *once { RunMode::Once } else { RunMode::Loop };
-    let cfg = runner_config(&prepared.context, &prepared.config, mode, *interval_s);
+    let cfg = runner_config(&context, &config, mode, *interval_s);
     let mut machine = Runner::new(cfg, clock::now());
-    drive(
-        &mut prepared.local.driver(),
-        &mut machine,
-        prepared.fetched_at,
-    )
+    drive(&mut driver, &mut machine, fetched_at)
 }
 
 /// A runner's configuration on this machine: timings from the config on main, the name and

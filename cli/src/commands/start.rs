@@ -1,12 +1,10 @@
 //! `bay start <intent> --paths <path>...` and `bay start <change>`.
 
-use bay_core::git::refs;
-use bay_core::id::ChangeId;
 use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
-use super::{drive, prepare, with_actor};
+use super::{prepare, run_agent, with_actor};
 use crate::Cli;
 
 #[derive(clap::Args, Debug)]
@@ -23,21 +21,12 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
-    let prepared = match prepare(cli) {
+    let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    // A change id whose record is on the remote names that change; anything else is an intent.
-    let target = match ChangeId::parse(&args.target) {
-        Ok(change) if !args.new && prepared.remote.contains_key(&refs::change(&change)) => {
-            StartTarget::Change(change)
-        }
-        _ => StartTarget::Intent {
-            intent: args.target.clone(),
-            paths: args.paths.clone(),
-        },
-    };
-    let context = prepared.context.clone();
+    // Core reads the words as a change id when the remote has that change.
+    let target = StartTarget::Intent { intent: args.target.clone(), paths: args.paths.clone() };
     let input = StartInput {
         target,
         actor: context.actor.clone(),
@@ -46,12 +35,8 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         entropy: clock::entropy(),
     };
     let mut machine = Start::new(input, clock::now());
-    with_actor(
-        drive(
-            &mut prepared.local.driver(),
-            &mut machine,
-            prepared.fetched_at,
-        ),
-        &context,
-    )
+    match run_agent(&context, &mut driver, &mut machine) {
+        Ok((result, _)) => with_actor(result, &context),
+        Err(result) => result,
+    }
 }

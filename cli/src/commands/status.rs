@@ -4,7 +4,7 @@ use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
-use super::{drive, prepare};
+use super::{prepare, run_agent};
 use crate::Cli;
 
 #[derive(clap::Args, Debug)]
@@ -14,11 +14,10 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
-    let prepared = match prepare(cli) {
+    let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let context = &prepared.context;
     let change = match (&args.change, &context.view) {
         (None, None) => None,
         (named, _) => match context.change(named.as_deref()) {
@@ -26,14 +25,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
             Err(result) => return result,
         },
     };
-    let input = StatusInput {
-        change,
-        main: context.main.clone(),
-    };
+    let input = StatusInput { change, main: context.main.clone() };
     let mut machine = Status::new(input, clock::now());
-    drive(
-        &mut prepared.local.driver(),
-        &mut machine,
-        prepared.fetched_at,
-    )
+    match run_agent(&context, &mut driver, &mut machine) {
+        Ok((result, _)) => result,
+        Err(result) => result,
+    }
 }

@@ -1,13 +1,13 @@
 //! `bay abandon`: give a change up. Only the actor who holds the change may; a live operation
 //! ends with it, and another agent can then adopt the intent.
 
-use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
+use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
 use super::start::fault_of;
 use super::{
-    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse,
+    Action, ActionId, Append, FetchSpec, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse,
     Outbox, PushOutcome, PushPlan, PushReport, Refs,
 };
-use crate::git::Oid;
+use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
 use crate::record::StepBody;
@@ -56,8 +56,14 @@ impl Abandon {
             written: None,
             outcome: None,
         };
-        abandon.out.send(Action::Fetch, Purpose::Fetch);
+        let fetch = abandon.fetch();
+        abandon.out.send(fetch, Purpose::Fetch);
         abandon
+    }
+
+    /// The change's chain and the queue, whose place a live operation gives up.
+    fn fetch(&self) -> Action {
+        Action::Fetch(FetchSpec::new([refs::change_pattern(&self.input.change), refs::QUEUE_PATTERN.to_string()]))
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -131,6 +137,7 @@ impl Abandon {
                 vec![step],
                 None,
             )],
+            updates: record.live_op().and_then(|op| give_up_place(&self.remote, op.seq)).into_iter().collect(),
             atomic: true,
             ..PushPlan::default()
         };
@@ -148,7 +155,8 @@ impl Abandon {
                         serde_json::json!({ "why": "other writers kept moving the change" });
                     return self.refuse(ReasonCode::MergeRetryExhausted, detail);
                 }
-                self.out.send(Action::Fetch, Purpose::Fetch);
+                let fetch = self.fetch();
+                self.out.send(fetch, Purpose::Fetch);
             }
             PushOutcome::NotSent(fault) => {
                 self.fail(format!("the remote could not be reached: {fault}"))

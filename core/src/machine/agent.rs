@@ -1,7 +1,7 @@
 //! What the agent-side commands (`start`, `merge`, `abandon`) share: reading one change's
 //! record, writing steps with fresh nonces, and the bound on retries after a lost race.
 
-use super::{ChainRead, Refs};
+use super::{ChainRead, Expect, NewValue, RefUpdate, Refs};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::record::{ChangeRecord, Step, StepBody};
@@ -28,14 +28,13 @@ pub fn tip(remote: &Refs, change: &ChangeId) -> Option<Oid> {
     remote.get(&refs::change(change)).cloned()
 }
 
-/// The queue place a new request takes: one past the highest place on the remote.
-pub fn next_seq(remote: &Refs) -> u64 {
-    remote
-        .keys()
-        .filter_map(|name| refs::parse_queue(name))
-        .max()
-        .unwrap_or(0)
-        + 1
+
+/// The update that removes the queue place `seq` from `remote`, when the operation holding it
+/// ends in the same push; `None` if the place is already gone.
+pub fn give_up_place(remote: &Refs, seq: u64) -> Option<RefUpdate> {
+    let name = refs::queue(seq);
+    let oid = remote.get(&name)?.clone();
+    Some(RefUpdate { name, expect: Expect::Is(oid), new: NewValue::Delete })
 }
 
 /// A source of step nonces, from entropy the caller passed in.

@@ -23,9 +23,9 @@ pub struct ActionId(pub u64);
 /// Something a machine needs done.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Action {
-    /// Fetch main and every ref under `refs/bay/` and `refs/notes/bay/` from the remote, and
-    /// report their values (the remote's view, pruned of refs it no longer has).
-    Fetch,
+    /// Fetch the refs the spec names from the remote, and report the value of each that
+    /// exists there (a ref the remote no longer has is absent from the answer).
+    Fetch(FetchSpec),
     /// Read single step commits (for example the request a queue place points at).
     ReadSteps { oids: Vec<Oid> },
     /// Read chains: for each, the step commits from `tip` back along first parents, stopping
@@ -67,7 +67,7 @@ impl Action {
     /// A short name for traces.
     pub fn name(&self) -> &'static str {
         match self {
-            Action::Fetch => "fetch",
+            Action::Fetch(_) => "fetch",
             Action::ReadSteps { .. } => "read-steps",
             Action::ReadChains { .. } => "read-chains",
             Action::ReadFile { .. } => "read-file",
@@ -78,6 +78,33 @@ impl Action {
             Action::RefreshDraft { .. } => "refresh-draft",
             Action::MakeView { .. } => "make-view",
         }
+    }
+}
+
+/// The refs one fetch brings: each pattern an exact ref name or a prefix ending in `*`.
+/// Machines fetch only what they read, so a fetch costs the same however much history the
+/// remote holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct FetchSpec {
+    pub patterns: Vec<String>,
+}
+
+impl FetchSpec {
+    pub fn new(patterns: impl IntoIterator<Item = String>) -> FetchSpec {
+        FetchSpec { patterns: patterns.into_iter().collect() }
+    }
+
+    /// Whether this fetch speaks for `name`: its answer says whether the ref exists.
+    pub fn covers(&self, name: &str) -> bool {
+        self.patterns.iter().any(|pattern| crate::git::refs::matches(pattern, name))
+    }
+
+    /// Folds a fetch's answer into what a machine knows of the remote: every ref the spec
+    /// covers takes the answer's value, or goes when the answer lacks it; others stay.
+    pub fn apply(&self, known: &mut Refs, fetched: Refs) {
+        known.retain(|name, _| !self.covers(name));
+        known.extend(fetched.into_iter().filter(|(name, _)| self.covers(name)));
     }
 }
 
@@ -173,6 +200,8 @@ pub enum Expect {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum NewValue {
     Oid(Oid),
+    /// Delete the ref (a queue place whose operation ends in the same push).
+    Delete,
     /// The commit of step `step` of append `append` of the same plan.
     Step {
         append: usize,

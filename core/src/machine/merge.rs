@@ -5,16 +5,16 @@
 //! to the change) moves nothing, and the command starts over. Asking again with the same draft
 //! returns the operation already queued, so a retry never queues twice.
 
-use super::agent::{MAX_RACES, Nonces, fold_chain, next_seq, tip};
+use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
 use super::start::fault_of;
 use super::{
-    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, Expect, Machine,
+    Action, ActionId, Append, FetchSpec, ChainQuery, ChainRead, Completion, Deadline, Event, Expect, Machine,
     Misuse, NewValue, Outbox, PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, StepBody};
+use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -31,6 +31,7 @@ pub struct MergeInput {
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
+    ReadLast,
     ReadChain,
     Freeze,
     Request,
@@ -50,6 +51,8 @@ pub struct Merge {
     draft: Option<Oid>,
     /// A request step whose push's fate is unknown.
     written: Option<Oid>,
+    /// The queue place the request takes.
+    next_seq: u64,
     /// The request step in flight.
     pending: Option<crate::record::Step>,
     outcome: Option<BayResult>,
@@ -68,11 +71,22 @@ impl Merge {
             record: None,
             draft: None,
             written: None,
+            next_seq: 1,
             pending: None,
             outcome: None,
         };
-        merge.out.send(Action::Fetch, Purpose::Fetch);
+        let fetch = merge.fetch();
+        merge.out.send(fetch, Purpose::Fetch);
         merge
+    }
+
+    /// Main, the change's chain, and the queue, where the request takes a place.
+    fn fetch(&self) -> Action {
+        Action::Fetch(FetchSpec::new([
+            refs::main(&self.input.main),
+            refs::change_pattern(&self.input.change),
+            refs::QUEUE_PATTERN.to_string(),
+        ]))
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -98,11 +112,36 @@ impl Merge {
             );
             return self.finish(result);
         }
-        self.out.send(Action::Fetch, Purpose::Fetch);
+        let fetch = self.fetch();
+        self.out.send(fetch, Purpose::Fetch);
     }
 
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
+        // The next place follows the last request's, which that request's step names.
+        match self.remote.get(refs::QUEUE_LAST).cloned() {
+            Some(last) => {
+                self.out.send(Action::ReadSteps { oids: vec![last] }, Purpose::ReadLast);
+            }
+            None => {
+                self.next_seq = 1;
+                self.read_chain();
+            }
+        }
+    }
+
+    fn on_last(&mut self, steps: Vec<super::RawStep>) {
+        let last = steps.first().and_then(|raw| Step::from_message(&raw.message).ok());
+        match last.map(|step| step.body) {
+            Some(StepBody::Request { seq, .. }) => {
+                self.next_seq = seq + 1;
+                self.read_chain();
+            }
+            _ => self.fail(format!("{} does not name a request", refs::QUEUE_LAST)),
+        }
+    }
+
+    fn read_chain(&mut self) {
         let Some(tip) = tip(&self.remote, &self.input.change) else {
             return self.fail(format!("no change {} on the remote", self.input.change));
         };
@@ -179,7 +218,7 @@ impl Merge {
             return self.queued(&record);
         }
         let n = u32::try_from(record.ops.len() + 1).unwrap_or(u32::MAX);
-        let seq = next_seq(&self.remote);
+        let seq = self.next_seq;
         let body = StepBody::Request {
             op: record.change.op(n),
             draft: draft.clone(),
@@ -197,11 +236,25 @@ impl Merge {
                 vec![step],
                 Some(draft),
             )],
-            updates: vec![RefUpdate {
-                name: refs::queue(seq),
-                expect: Expect::Absent,
-                new: NewValue::Step { append: 0, step: 0 },
-            }],
+            // The request takes a new place; the operation it replaces gives its place up.
+            updates: [
+                RefUpdate {
+                    name: refs::queue(seq),
+                    expect: Expect::Absent,
+                    new: NewValue::Step { append: 0, step: 0 },
+                },
+                RefUpdate {
+                    name: refs::QUEUE_LAST.to_string(),
+                    expect: match self.remote.get(refs::QUEUE_LAST) {
+                        Some(last) => Expect::Is(last.clone()),
+                        None => Expect::Absent,
+                    },
+                    new: NewValue::Step { append: 0, step: 0 },
+                },
+            ]
+            .into_iter()
+            .chain(record.live_op().and_then(|op| give_up_place(&self.remote, op.seq)))
+            .collect(),
             atomic: true,
             ..PushPlan::default()
         };
@@ -258,6 +311,7 @@ impl Machine for Merge {
         }
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadLast, Completion::StepsRead(Ok(steps))) => self.on_last(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.request(draft),
             (Purpose::Request, Completion::Pushed(report)) => self.on_pushed(report),

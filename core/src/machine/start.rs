@@ -8,7 +8,7 @@
 
 use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
 use super::{
-    Action, ActionId, Append, ChainQuery, Completion, Deadline, Event, Expect, Machine, Misuse,
+    Action, ActionId, Append, FetchSpec, ChainQuery, Completion, Deadline, Event, Expect, Machine, Misuse,
     NewValue, Outbox, PushOutcome, PushPlan, RawStep, RefUpdate, Refreshed, Refs,
 };
 use crate::git::{Oid, refs};
@@ -43,6 +43,8 @@ pub struct StartInput {
 enum Purpose {
     Fetch,
     ReadIntent,
+    FetchChain,
+    FetchIntents,
     ReadChain,
     Freeze,
     Refresh,
@@ -62,6 +64,8 @@ pub struct Start {
     remote: Refs,
     /// The change picked up, as read.
     found: Option<(ChangeRecord, Oid)>,
+    /// The patterns of a fetch in flight after the first.
+    more: Option<FetchSpec>,
     /// The draft the view shows: the picked-up draft, brought up to main.
     view_draft: Option<Oid>,
     /// The start step this machine wrote, when its fate is unknown.
@@ -83,13 +87,15 @@ impl Start {
             races: 0,
             remote: Refs::new(),
             found: None,
+            more: None,
             view_draft: None,
             written: None,
             detail: serde_json::Map::new(),
             change: None,
             outcome: None,
         };
-        start.out.send(Action::Fetch, Purpose::Fetch);
+        let fetch = start.first_fetch();
+        start.out.send(fetch, Purpose::Fetch);
         start
     }
 
@@ -122,11 +128,61 @@ impl Start {
             );
         }
         self.found = None;
-        self.out.send(Action::Fetch, Purpose::Fetch);
+        let fetch = self.first_fetch();
+        self.out.send(fetch, Purpose::Fetch);
+    }
+
+    /// Main, and what names the change: the intent's generations, or the change's chain (and
+    /// the chain of a change this machine created, when its push went unanswered).
+    fn first_fetch(&self) -> Action {
+        let mut patterns = vec![refs::main(&self.input.main)];
+        match &self.input.target {
+            StartTarget::Intent { intent, .. } => {
+                patterns.push(refs::intents_pattern(&intent_digest(intent)));
+                // Words that are a change id may name that change.
+                if let Some(change) = self.named_change() {
+                    patterns.push(refs::change_pattern(&change));
+                }
+            }
+            StartTarget::Change(change) => patterns.push(refs::change_pattern(change)),
+        }
+        patterns.extend(self.change.iter().map(refs::change_pattern));
+        Action::Fetch(FetchSpec::new(patterns))
+    }
+
+    /// Fetches more of the remote before going on with `then`.
+    fn fetch_more(&mut self, patterns: Vec<String>, then: Purpose) {
+        let spec = FetchSpec::new(patterns);
+        self.more = Some(spec.clone());
+        self.out.send(Action::Fetch(spec), then);
+    }
+
+    fn on_more_fetched(&mut self, fetched: Refs, then: Purpose) {
+        if let Some(spec) = self.more.take() {
+            spec.apply(&mut self.remote, fetched);
+        }
+        match (then, self.change.clone()) {
+            (Purpose::FetchChain, Some(change)) => self.read_chain(change),
+            (Purpose::FetchIntents, _) => self.decide(),
+            _ => self.fail("a fetch answered out of turn".into()),
+        }
+    }
+
+    /// The change the words name, when they are a change id and `--new` was not asked for.
+    fn named_change(&self) -> Option<ChangeId> {
+        match &self.input.target {
+            StartTarget::Intent { intent, .. } if !self.input.new => ChangeId::parse(intent).ok(),
+            _ => None,
+        }
     }
 
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
+        // The argument is read as a change when it is a change id whose record is on the
+        // remote; otherwise it is an intent.
+        if let Some(change) = self.named_change().filter(|c| self.remote.contains_key(&refs::change(c))) {
+            self.input.target = StartTarget::Change(change);
+        }
         if self.main().is_none() {
             return self.fail(format!(
                 "the remote has no {}",
@@ -163,7 +219,10 @@ impl Start {
 
     fn on_intent_read(&mut self, steps: Vec<RawStep>) {
         match steps.first().map(|raw| Step::from_message(&raw.message)) {
-            Some(Ok(step)) => self.read_chain(step.change),
+            Some(Ok(step)) => {
+                self.change = Some(step.change.clone());
+                self.fetch_more(vec![refs::change_pattern(&step.change)], Purpose::FetchChain);
+            }
             _ => self.fail("the record of this intent cannot be read".into()),
         }
     }
@@ -195,6 +254,19 @@ impl Start {
             Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
         };
         let tip = read.tip.clone();
+        let by_id = matches!(self.input.target, StartTarget::Change(_));
+        let digest = intent_digest(&record.intent);
+        self.found = Some((record.clone(), tip));
+        if by_id && record.ended() {
+            // Whether a newer change holds the intent now decides what to say.
+            return self.fetch_more(vec![refs::intents_pattern(&digest)], Purpose::FetchIntents);
+        }
+        self.decide();
+    }
+
+    /// Picks the found change up, or opens the intent's next change, or refuses.
+    fn decide(&mut self) {
+        let (record, _) = self.found.clone().expect("a decision follows a found change");
         let newer = self.newer_generation(&record);
         let by_id = matches!(self.input.target, StartTarget::Change(_));
         if record.merged().is_some() || (record.ended() && (self.input.new || newer.is_some())) {
@@ -210,10 +282,6 @@ impl Start {
             let next = newer.unwrap_or(record.generation) + 1;
             return self.create(next, Some(record.change.clone()));
         }
-        if self.input.new && !by_id {
-            let next = newer.unwrap_or(record.generation) + 1;
-            return self.create(next, Some(record.change.clone()));
-        }
         // Pick it up: save the work in this machine's view, if it has one, then bring that
         // draft up to main, as this actor's.
         let action = Action::FreezeDraft {
@@ -221,7 +289,6 @@ impl Start {
             parent: record.current_draft().clone(),
             base: record.base.clone(),
         };
-        self.found = Some((record, tip));
         self.out.send(action, Purpose::Freeze);
     }
 
@@ -418,6 +485,9 @@ impl Machine for Start {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
+            (then @ (Purpose::FetchChain | Purpose::FetchIntents), Completion::Fetched(Ok(fetched))) => {
+                self.on_more_fetched(fetched, then)
+            }
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.on_frozen(draft),
             (Purpose::Refresh, Completion::DraftRefreshed(Ok(refreshed))) => {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::agent::fold_chain;
 use super::start::fault_of;
 use super::{
-    Action, ActionId, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse, Outbox,
+    Action, ActionId, FetchSpec, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse, Outbox,
     RawStep, Refs,
 };
 use crate::git::refs;
@@ -32,6 +32,7 @@ pub struct StatusInput {
 enum Purpose {
     Fetch,
     ReadPlaces,
+    FetchChains(FetchSpec),
     ReadChains,
 }
 
@@ -52,7 +53,12 @@ impl Status {
             remote: Refs::new(),
             outcome: None,
         };
-        status.out.send(Action::Fetch, Purpose::Fetch);
+        let mut patterns = vec![refs::main(&status.input.main)];
+        match &status.input.change {
+            Some(change) => patterns.push(refs::change_pattern(change)),
+            None => patterns.push(refs::QUEUE_PATTERN.to_string()),
+        }
+        status.out.send(Action::Fetch(FetchSpec::new(patterns)), Purpose::Fetch);
         status
     }
 
@@ -108,6 +114,17 @@ impl Status {
             .filter(|step| matches!(step.body, StepBody::Request { .. }))
             .map(|step| step.change)
             .collect();
+        if changes.is_empty() {
+            return self.finish(queue_result(Vec::new()));
+        }
+        let spec = FetchSpec::new(changes.iter().map(refs::change_pattern));
+        self.out.send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
+    }
+
+    fn on_chains_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        let changes: Vec<ChangeId> =
+            self.remote.keys().filter_map(|name| refs::parse_change(name)).collect();
         let chains: Vec<ChainQuery> = changes
             .into_iter()
             .filter_map(|change| {
@@ -192,6 +209,9 @@ impl Machine for Status {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadPlaces, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
+            (Purpose::FetchChains(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_chains_fetched(spec, fetched)
+            }
             (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
             (_, completion) => match fault_of(&completion) {
                 Some(fault) => {

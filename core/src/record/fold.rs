@@ -65,6 +65,8 @@ pub struct Operation {
     pub owner: Option<String>,
     /// How many claims were taken on it.
     pub claims: u32,
+    /// Who wrote the latest claim, whether or not it still holds.
+    pub claimed_by: Option<String>,
     /// When the first claim was written, on its writer's clock: the operation reached the head.
     pub first_claim_at: Option<Timestamp>,
     pub candidates: Vec<CandidateRec>,
@@ -249,6 +251,7 @@ impl ChangeRecord {
                     owner: None,
                     claims: 0,
                     first_claim_at: None,
+                    claimed_by: None,
                     candidates: Vec::new(),
                     checks: Vec::new(),
                     released: None,
@@ -260,6 +263,7 @@ impl ChangeRecord {
                 live.owner = Some(step.by.clone());
                 live.claims += 1;
                 live.first_claim_at.get_or_insert(step.at);
+                live.claimed_by = Some(step.by.clone());
                 live.state = OpState::Running;
             }
             StepBody::Heartbeat { op } => {

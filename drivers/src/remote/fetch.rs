@@ -1,5 +1,5 @@
-//! `Action::Fetch`: bring main, `refs/bay/*` and `refs/notes/bay/*` from the remote into a
-//! local mirror, and report them by their names on the remote.
+//! `Action::Fetch`: bring the refs a machine names from the remote into a local mirror, and
+//! report them by their names on the remote.
 //!
 //! The mirror lives under `refs/bay-mirror/<remote>/`, not under `refs/remotes/<remote>/`:
 //! a user's branch `bay/x` is fetched to `refs/remotes/<remote>/bay/x` by a plain `git fetch`,
@@ -7,8 +7,7 @@
 //! by the user's `git fetch --prune`. The mirror never touches local `refs/bay/*` either, where
 //! local-only refs (`refs/bay/inflight/*`) live.
 
-use bay_core::git::refs;
-use bay_core::machine::{Fault, Refs};
+use bay_core::machine::{Fault, FetchSpec, Refs};
 
 use super::{Repo, oid};
 
@@ -19,13 +18,19 @@ pub fn mirror_prefix(remote: &str) -> String {
 }
 
 impl Repo {
-    /// One `git fetch` (pruned, atomic) and one `git for-each-ref`.
-    pub fn fetch(&self) -> Result<Refs, Fault> {
+    /// One `git fetch` of the spec's refs (pruned within them, atomic), then one
+    /// `git for-each-ref` of what the mirror holds for them.
+    ///
+    /// Each pattern becomes a refspec into the mirror (`*` keeps its meaning, and a pattern
+    /// that names one ref with a trailing `*` is not an error when the ref is absent), so the
+    /// remote advertises only refs under the patterns' prefixes: a fetch costs what it
+    /// reads, not what the remote holds.
+    pub fn fetch(&self, spec: &FetchSpec) -> Result<Refs, Fault> {
         let mirror = mirror_prefix(&self.remote);
-        let main = refs::main(&self.main);
-        let mut refspecs = vec![format!("+{main}:{mirror}{}", strip(&main))];
-        for pattern in refs::FETCH_PATTERNS {
-            refspecs.push(format!("+{pattern}:{mirror}{}", strip(pattern)));
+        let refspecs: Vec<String> =
+            spec.patterns.iter().map(|pattern| format!("+{pattern}:{mirror}{}", strip(pattern))).collect();
+        if refspecs.is_empty() {
+            return Ok(Refs::new());
         }
         self.net()
             .cmd([
@@ -42,17 +47,24 @@ impl Repo {
             ])
             .args(&refspecs)
             .run()?;
+        // for-each-ref matches a pattern literally up to a slash, or as a glob whose `*` stops
+        // at a slash; so `dir/*` is asked as `dir`, and `name*` as itself.
+        let listed_patterns: Vec<String> = spec
+            .patterns
+            .iter()
+            .map(|pattern| {
+                let local = format!("{mirror}{}", strip(pattern));
+                match local.strip_suffix("/*") {
+                    Some(dir) => dir.to_string(),
+                    None => local,
+                }
+            })
+            .collect();
         let listed = self
             .git()
-            .cmd(["for-each-ref", "--format=%(objectname) %(refname)", &mirror])
+            .cmd(["for-each-ref", "--format=%(objectname) %(refname)"])
+            .args(&listed_patterns)
             .text()?;
-        let wanted: Vec<String> = std::iter::once(main)
-            .chain(
-                refs::FETCH_PATTERNS
-                    .iter()
-                    .map(|p| p.trim_end_matches('*').to_string()),
-            )
-            .collect();
         let mut seen = Refs::new();
         for line in listed.lines() {
             let (value, local) = line
@@ -62,15 +74,8 @@ impl Repo {
                 continue;
             };
             let name = format!("refs/{rest}");
-            // Only what this fetch mirrors: a stray ref under the mirror is no remote's.
-            let mirrored = wanted.iter().any(|w| {
-                if w.ends_with('/') {
-                    name.starts_with(w)
-                } else {
-                    &name == w
-                }
-            });
-            if mirrored {
+            // Only what this fetch names: a stray ref under the mirror is no remote's.
+            if spec.covers(&name) {
                 seen.insert(name, oid(value)?);
             }
         }
@@ -78,7 +83,7 @@ impl Repo {
     }
 }
 
-/// A ref name or pattern without its leading `refs/`.
+/// A remote ref name without its leading `refs/`.
 fn strip(name: &str) -> &str {
     name.strip_prefix("refs/").unwrap_or(name)
 }

@@ -46,7 +46,8 @@ const COLLATERAL: [&str; 2] = ["(atomic push failed)", "(atomic push failure)"];
 struct Update {
     name: String,
     expect: Expect,
-    new: Oid,
+    /// `None` deletes the ref.
+    new: Option<Oid>,
 }
 
 impl Repo {
@@ -81,16 +82,17 @@ impl Repo {
         ]);
         let mut refspecs = Vec::with_capacity(updates.len());
         for update in &updates {
+            let source = update.new.as_ref().map(Oid::to_string).unwrap_or_default();
             match &update.expect {
                 Expect::Is(old) => {
                     call = call.arg(format!("--force-with-lease={}:{old}", update.name));
-                    refspecs.push(format!("{}:{}", update.new, update.name));
+                    refspecs.push(format!("{source}:{}", update.name));
                 }
                 Expect::Absent => {
                     call = call.arg(format!("--force-with-lease={}:", update.name));
-                    refspecs.push(format!("{}:{}", update.new, update.name));
+                    refspecs.push(format!("{source}:{}", update.name));
                 }
-                Expect::Any => refspecs.push(format!("+{}:{}", update.new, update.name)),
+                Expect::Any => refspecs.push(format!("+{source}:{}", update.name)),
             }
         }
         let names: Vec<String> = updates.into_iter().map(|u| u.name).collect();
@@ -127,7 +129,7 @@ impl Repo {
                 updates.push(Update {
                     name: refs::change(&append.change),
                     expect: append.expect.clone(),
-                    new: tip.clone(),
+                    new: Some(tip.clone()),
                 });
             }
         }
@@ -139,7 +141,7 @@ impl Repo {
         for note in &plan.notes {
             let name = refs::evidence(&note.producer);
             let parent = match note_refs.get(&name) {
-                Some(&at) => Some(updates[at].new.clone()),
+                Some(&at) => updates[at].new.clone(),
                 None => match &note.expect {
                     Expect::Is(old) => Some(old.clone()),
                     Expect::Absent => None,
@@ -149,13 +151,13 @@ impl Repo {
             let commit = self.write_note(parent.as_ref(), &note.object, &note.record)?;
             notes.push(commit.clone());
             match note_refs.get(&name) {
-                Some(&at) => updates[at].new = commit,
+                Some(&at) => updates[at].new = Some(commit),
                 None => {
                     note_refs.insert(name.clone(), updates.len());
                     updates.push(Update {
                         name,
                         expect: note.expect.clone(),
-                        new: commit,
+                        new: Some(commit),
                     });
                 }
             }
@@ -165,7 +167,8 @@ impl Repo {
 
         for update in &plan.updates {
             let new = match &update.new {
-                NewValue::Oid(oid) => oid.clone(),
+                NewValue::Oid(oid) => Some(oid.clone()),
+                NewValue::Delete => None,
                 NewValue::Step { append, step } => report
                     .steps
                     .get(*append)
@@ -176,7 +179,8 @@ impl Repo {
                             "the plan moves {} to step {step} of append {append}, which it does not write",
                             update.name
                         ))
-                    })?,
+                    })
+                    .map(Some)?,
             };
             updates.push(Update {
                 name: update.name.clone(),

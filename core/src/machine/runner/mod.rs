@@ -27,7 +27,7 @@ pub use mutant::Mutant;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::agent::Nonces;
-use super::{Action, ActionId, Deadline, Event, Machine, Misuse, Outbox, Refs, Wake};
+use super::{Action, ActionId, FetchSpec, Deadline, Event, Machine, Misuse, Outbox, Refs, Wake};
 use crate::config::Trailers;
 use crate::git::Oid;
 use crate::id::{ChangeId, OpId};
@@ -104,7 +104,8 @@ impl RunnerConfig {
 /// What each action in flight was for.
 #[derive(Clone, Debug)]
 enum Purpose {
-    Fetch,
+    Fetch(FetchSpec),
+    FetchChains(FetchSpec),
     ReadPlaces,
     ReadChains,
     Claim {
@@ -247,7 +248,8 @@ impl Machine for Runner {
                     return Ok(());
                 };
                 match purpose {
-                    Purpose::Fetch => self.on_fetched(completion)?,
+                    Purpose::Fetch(spec) => self.on_fetched(spec, completion)?,
+                    Purpose::FetchChains(spec) => self.on_chains_fetched(spec, completion)?,
                     Purpose::ReadPlaces => self.on_places(completion)?,
                     Purpose::ReadChains => self.on_chains(completion)?,
                     Purpose::Claim { change, op, parent } => {

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::git::{Oid, refs};
-use crate::id::{ChangeId, OpId, intent_digest};
-use crate::machine::{
+use crate::id::{ChangeId, OpId};
+use crate::machine::{FetchSpec, 
     Action, Append, ChainQuery, ChainRead, Completion, Misuse, PushOutcome, PushPlan, RawStep,
 };
 use crate::record::{ChangeRecord, Step, StepBody};
@@ -49,9 +49,16 @@ enum Head {
 }
 
 impl Runner {
+    /// A pass fetches main, the queue and the evidence notes: what an idle pass reads, the
+    /// same however much history the remote holds. Chains come after, only those it needs.
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
-        self.out.send(Action::Fetch, Purpose::Fetch);
+        let spec = FetchSpec::new([
+            self.main_ref(),
+            refs::QUEUE_PATTERN.to_string(),
+            refs::EVIDENCE_PATTERN.to_string(),
+        ]);
+        self.out.send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
 
     /// Reads after a fault in a pass: rest, then try again.
@@ -60,13 +67,13 @@ impl Runner {
         self.rest(backoff);
     }
 
-    pub(super) fn on_fetched(&mut self, completion: Completion) -> Result<(), Misuse> {
+    pub(super) fn on_fetched(&mut self, spec: FetchSpec, completion: Completion) -> Result<(), Misuse> {
         let Completion::Fetched(result) = completion else {
             return Err(Misuse("a fetch answered with another completion".into()));
         };
         match result {
-            Ok(refs) => {
-                self.refs = refs;
+            Ok(fetched) => {
+                spec.apply(&mut self.refs, fetched);
                 self.read_places();
             }
             Err(_) => self.pass_failed(),
@@ -95,7 +102,7 @@ impl Runner {
             })
             .collect();
         if unread.is_empty() {
-            self.read_chains();
+            self.fetch_chains();
         } else {
             self.out
                 .send(Action::ReadSteps { oids: unread }, Purpose::ReadPlaces);
@@ -133,12 +140,13 @@ impl Runner {
                 self.places.insert(seq, Place { oid, op });
             }
         }
-        self.read_chains();
+        self.fetch_chains();
         Ok(())
     }
 
-    /// Reads every chain a pass needs whose tip moved since it was last read.
-    fn read_chains(&mut self) {
+    /// The changes a pass reads: those of the places above the floor, and the one this runner
+    /// works in `Only` mode.
+    fn wanted(&self) -> BTreeSet<ChangeId> {
         let mut wanted: BTreeSet<ChangeId> = self
             .places
             .range(self.floor + 1..)
@@ -147,6 +155,36 @@ impl Runner {
         if let RunMode::Only(op) = &self.cfg.mode {
             wanted.insert(op.change.clone());
         }
+        wanted
+    }
+
+    /// Fetches the chains of the changes the pass reads.
+    fn fetch_chains(&mut self) {
+        let wanted = self.wanted();
+        if wanted.is_empty() {
+            return self.decide();
+        }
+        let spec = FetchSpec::new(wanted.iter().map(refs::change_pattern));
+        self.out.send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
+    }
+
+    pub(super) fn on_chains_fetched(&mut self, spec: FetchSpec, completion: Completion) -> Result<(), Misuse> {
+        let Completion::Fetched(result) = completion else {
+            return Err(Misuse("a fetch answered with another completion".into()));
+        };
+        match result {
+            Ok(fetched) => {
+                spec.apply(&mut self.refs, fetched);
+                self.read_chains();
+            }
+            Err(_) => self.pass_failed(),
+        }
+        Ok(())
+    }
+
+    /// Reads every chain a pass needs whose tip moved since it was last read.
+    fn read_chains(&mut self) {
+        let wanted = self.wanted();
         let queries: Vec<ChainQuery> = wanted
             .into_iter()
             .filter_map(|change| {
@@ -420,26 +458,10 @@ impl Runner {
             let backoff = self.cfg.backoff_ms;
             return self.rest(backoff);
         };
-        let newer = self.newer_generation(&record);
         self.stage = Stage::Working;
         let work = Work::new(record, op, tip, base, self.now, self.cfg.heartbeat_ms);
         self.work = Some(work);
-        match newer {
-            Some(generation) => self.supersede(generation),
-            None => self.read_policy(),
-        }
-    }
-
-    /// A newer generation of the change's intent, if one was started: then this change no
-    /// longer holds its intent.
-    fn newer_generation(&self, record: &ChangeRecord) -> Option<u32> {
-        let digest = intent_digest(&record.intent);
-        self.refs
-            .keys()
-            .filter_map(|name| refs::parse_intent(name))
-            .filter(|(d, generation)| *d == digest && *generation > record.generation)
-            .map(|(_, generation)| generation)
-            .max()
+        self.read_policy();
     }
 
     /// For `merge --wait`: the result once the operation has ended.

@@ -7,7 +7,8 @@ use crate::check::{
 };
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
-use crate::machine::{
+use crate::machine::agent::give_up_place;
+use crate::machine::{FetchSpec, 
     Action, ActionId, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect,
     Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
@@ -33,7 +34,7 @@ pub(super) enum Purpose {
     },
     Write(Write),
     /// A fetch to learn why a write was refused.
-    Verify(Write),
+    Verify(Write, FetchSpec),
 }
 
 /// A chain write the work wants, built into a push only when no other chain write is in
@@ -173,14 +174,6 @@ impl Runner {
         );
     }
 
-    pub(super) fn supersede(&mut self, generation: u32) {
-        self.end(
-            OpState::Superseded,
-            Some(ReasonCode::ChangeSuperseded),
-            serde_json::json!({ "newer_generation": generation }),
-        );
-    }
-
     pub(super) fn work_tick(&mut self) {
         let now = self.now;
         let Some(work) = self.work.as_mut() else {
@@ -316,6 +309,7 @@ impl Runner {
                     });
                 }
                 if let Some(end) = end {
+                    plan.updates.extend(self.give_up_place(&work));
                     steps.push(self.step(
                         &change,
                         StepBody::Outcome {
@@ -356,8 +350,10 @@ impl Runner {
                     expect: Expect::Absent,
                     new: NewValue::Oid(built.commit),
                 });
+                plan.updates.extend(self.give_up_place(&work));
             }
             Write::End(end) => {
+                plan.updates.extend(self.give_up_place(&work));
                 steps.push(self.step(
                     &change,
                     StepBody::Outcome {
@@ -382,6 +378,13 @@ impl Runner {
         plan.appends
             .push(Append::on(change, Some(work.tip), steps, carry));
         plan
+    }
+
+    /// An ending operation gives its queue place up in the same push, so that the queue holds
+    /// only places whose operations have not ended.
+    fn give_up_place(&self, work: &Work) -> Option<RefUpdate> {
+        let seq = work.record.op(&work.op)?.seq;
+        give_up_place(&self.refs, seq)
     }
 
     fn check_spec(&self, index: usize) -> CheckSpec {
@@ -426,8 +429,8 @@ impl Runner {
                 self.on_heartbeat(report, parent)
             }
             (Purpose::Write(write), Completion::Pushed(report)) => self.on_written(write, report),
-            (Purpose::Verify(write), Completion::Fetched(result)) => {
-                self.on_verified(write, result)
+            (Purpose::Verify(write, spec), Completion::Fetched(result)) => {
+                self.on_verified(write, spec, result)
             }
             (purpose, completion) => {
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
@@ -723,7 +726,14 @@ impl Runner {
             }
             (PushOutcome::Rejected { .. }, _) => {
                 self.work_mut().writing = true;
-                self.send_work(Action::Fetch, Purpose::Verify(write));
+                let change = self.work_mut().record.change.clone();
+                let spec = FetchSpec::new([
+                    self.main_ref(),
+                    refs::change_pattern(&change),
+                    refs::landed_pattern(&change),
+                    refs::EVIDENCE_PATTERN.to_string(),
+                ]);
+                self.send_work(Action::Fetch(spec.clone()), Purpose::Verify(write, spec));
             }
             (PushOutcome::NotSent(_), _) => {
                 // Nothing reached the remote; the claim still stands. Try the pass again later.
@@ -791,14 +801,15 @@ impl Runner {
     fn on_verified(
         &mut self,
         write: Write,
+        spec: FetchSpec,
         result: Result<crate::machine::Refs, crate::machine::Fault>,
     ) {
         self.work_mut().writing = false;
-        let Ok(remote) = result else {
+        let Ok(fetched) = result else {
             let backoff = self.cfg.backoff_ms;
             return self.drop_work(backoff);
         };
-        self.refs = remote;
+        spec.apply(&mut self.refs, fetched);
         let work = self.work.clone().expect("verifying while working");
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
