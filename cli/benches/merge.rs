@@ -16,20 +16,35 @@ const BAY: &str = env!("CARGO_BIN_EXE_bay");
 const RUNS: usize = 9;
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn bay(dir: &Path, args: &[&str], path: Option<&Path>) -> serde_json::Value {
     let mut command = Command::new(BAY);
-    command.arg("-C").arg(dir).arg("--json").args(args).env("BAY_ACTOR", "bench");
+    command
+        .arg("-C")
+        .arg(dir)
+        .arg("--json")
+        .args(args)
+        .env("BAY_ACTOR", "bench");
     if let Some(shim) = path {
         let old = std::env::var("PATH").unwrap_or_default();
         command.env("PATH", format!("{}:{old}", shim.display()));
     }
     let out = command.output().expect("bay runs");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("bay {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("bay {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -45,9 +60,26 @@ fn write(path: &Path, content: &str) {
 /// A bare remote whose main holds an unchecked policy, and a clone of it.
 fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
     let remote = root.join(format!("{name}.git"));
-    git(root, &["init", "--quiet", "--bare", "--initial-branch=main", remote.to_str().expect("utf-8")]);
+    git(
+        root,
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch=main",
+            remote.to_str().expect("utf-8"),
+        ],
+    );
     let clone = root.join(name);
-    git(root, &["clone", "--quiet", remote.to_str().expect("utf-8"), clone.to_str().expect("utf-8")]);
+    git(
+        root,
+        &[
+            "clone",
+            "--quiet",
+            remote.to_str().expect("utf-8"),
+            clone.to_str().expect("utf-8"),
+        ],
+    );
     for (key, value) in [
         ("user.name", "bench"),
         ("user.email", "bench@bench.invalid"),
@@ -57,10 +89,16 @@ fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
         git(&clone, &["config", key, value]);
     }
     for n in 0..50 {
-        write(&clone.join(format!("src/file{n}.txt")), &format!("line {n}\n"));
+        write(
+            &clone.join(format!("src/file{n}.txt")),
+            &format!("line {n}\n"),
+        );
     }
     write(&clone.join(".bay/config.toml"), "[runner]\nlease_s = 60\n");
-    write(&clone.join(".bay/policy.toml"), "revision = 1\nunchecked = true\n");
+    write(
+        &clone.join(".bay/policy.toml"),
+        "revision = 1\nunchecked = true\n",
+    );
     git(&clone, &["add", "--all"]);
     git(&clone, &["commit", "--quiet", "-m", "first"]);
     git(&clone, &["push", "--quiet", "origin", "main"]);
@@ -79,7 +117,11 @@ fn floor_once(clone: &Path, n: usize) -> Duration {
         .spawn()
         .and_then(|mut child| {
             use std::io::Write;
-            child.stdin.take().expect("stdin").write_all(format!("floor {n}\n").as_bytes())?;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(format!("floor {n}\n").as_bytes())?;
             child.wait_with_output()
         })
         .expect("hash-object");
@@ -87,20 +129,57 @@ fn floor_once(clone: &Path, n: usize) -> Duration {
     let tree = git(clone, &["rev-parse", &format!("{base}^{{tree}}")]);
     let index = clone.join(".git/bench-index");
     let env_index = |args: &[&str]| {
-        let out = Command::new("git").arg("-C").arg(clone).args(args).env("GIT_INDEX_FILE", &index).output().expect("git");
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(clone)
+            .args(args)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .expect("git");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     env_index(&["read-tree", &tree]);
-    env_index(&["update-index", "--add", "--cacheinfo", &format!("100644,{blob},src/floor.txt")]);
+    env_index(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("100644,{blob},src/floor.txt"),
+    ]);
     let draft_tree = env_index(&["write-tree"]);
-    let draft = git(clone, &["commit-tree", &draft_tree, "-p", &base, "-m", "draft"]);
+    let draft = git(
+        clone,
+        &["commit-tree", &draft_tree, "-p", &base, "-m", "draft"],
+    );
     // The timed part.
     let started = Instant::now();
     git(clone, &["fetch", "--quiet", "origin", "main"]);
-    let merged = git(clone, &["merge-tree", "--write-tree", &format!("--merge-base={base}"), &base, &draft]);
+    let merged = git(
+        clone,
+        &[
+            "merge-tree",
+            "--write-tree",
+            &format!("--merge-base={base}"),
+            &base,
+            &draft,
+        ],
+    );
     let merged_tree = merged.lines().next().expect("a tree").to_string();
-    let commit = git(clone, &["commit-tree", &merged_tree, "-p", &base, "-m", "merge"]);
-    git(clone, &["push", "--quiet", "--atomic", "--porcelain", &format!("--force-with-lease=refs/heads/main:{base}"), "origin", &format!("{commit}:refs/heads/main")]);
+    let commit = git(
+        clone,
+        &["commit-tree", &merged_tree, "-p", &base, "-m", "merge"],
+    );
+    git(
+        clone,
+        &[
+            "push",
+            "--quiet",
+            "--atomic",
+            "--porcelain",
+            &format!("--force-with-lease=refs/heads/main:{base}"),
+            "origin",
+            &format!("{commit}:refs/heads/main"),
+        ],
+    );
     let elapsed = started.elapsed();
     git(clone, &["fetch", "--quiet", "origin", "main"]);
     elapsed
@@ -108,9 +187,21 @@ fn floor_once(clone: &Path, n: usize) -> Duration {
 
 /// One `bay merge --wait` of a fresh one-file change; the start and the edit are not timed.
 fn merge_once(clone: &Path, n: usize, shim: Option<&Path>) -> Duration {
-    let start = bay(clone, &["start", &format!("bench change {n}"), "--paths", &format!("src/file{n}.txt")], None);
+    let start = bay(
+        clone,
+        &[
+            "start",
+            &format!("bench change {n}"),
+            "--paths",
+            &format!("src/file{n}.txt"),
+        ],
+        None,
+    );
     let view = PathBuf::from(start["detail"]["view"].as_str().expect("a view"));
-    write(&view.join(format!("src/file{n}.txt")), &format!("changed {n}\n"));
+    write(
+        &view.join(format!("src/file{n}.txt")),
+        &format!("changed {n}\n"),
+    );
     let started = Instant::now();
     let merged = bay(&view, &["merge", "--wait"], shim);
     let elapsed = started.elapsed();
@@ -122,7 +213,10 @@ fn merge_once(clone: &Path, n: usize, shim: Option<&Path>) -> Duration {
 fn git_shim(root: &Path) -> (PathBuf, PathBuf) {
     let dir = root.join("shim");
     let log = root.join("git-calls.log");
-    let real = Command::new("sh").args(["-c", "command -v git"]).output().expect("sh");
+    let real = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh");
     let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
     let shim = format!(
         "#!/bin/sh\ncase \"$1\" in -C) echo \"$3\" ;; --git-dir=*) echo \"$2\" ;; *) echo \"$1\" ;; esac >> {}\nexec {real} \"$@\"\n",
@@ -130,7 +224,8 @@ fn git_shim(root: &Path) -> (PathBuf, PathBuf) {
     );
     write(&dir.join("git"), &shim);
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.join("git"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(dir.join("git"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
     (dir, log)
 }
 
@@ -143,21 +238,51 @@ fn history(remote: &Path, clone: &Path, count: usize) {
     use bay_core::record::{Step, StepBody};
     use bay_core::result::OpState;
     use bay_core::time::Timestamp;
-    let base = bay_core::git::Oid::parse(&git(clone, &["rev-parse", "origin/main"])).expect("an id");
+    let base =
+        bay_core::git::Oid::parse(&git(clone, &["rev-parse", "origin/main"])).expect("an id");
     let mut script = String::new();
     let mut mark = 0;
     let first_seq = 1_000;
     for n in 0..count {
-        let change = ChangeId::from_entropy([(n >> 24) as u8, (n >> 16) as u8, (n >> 8) as u8, n as u8, 0x5a]);
+        let change = ChangeId::from_entropy([
+            (n >> 24) as u8,
+            (n >> 16) as u8,
+            (n >> 8) as u8,
+            n as u8,
+            0x5a,
+        ]);
         let intent = format!("old change {n}");
         let seq = first_seq + n as u64;
         let op = change.op(1);
-        let step = |body: StepBody| Step { change: change.clone(), at: Timestamp(1_000), by: "old".into(), nonce: n as u64, body };
+        let step = |body: StepBody| Step {
+            change: change.clone(),
+            at: Timestamp(1_000),
+            by: "old".into(),
+            nonce: n as u64,
+            body,
+        };
         let steps = [
-            step(StepBody::Start { intent: intent.clone(), actor: "old".into(), paths: vec!["src".into()], base: base.clone(), generation: 1, supersedes: None }),
-            step(StepBody::Request { op: op.clone(), draft: base.clone(), base: base.clone(), seq }),
+            step(StepBody::Start {
+                intent: intent.clone(),
+                actor: "old".into(),
+                paths: vec!["src".into()],
+                base: base.clone(),
+                generation: 1,
+                supersedes: None,
+            }),
+            step(StepBody::Request {
+                op: op.clone(),
+                draft: base.clone(),
+                base: base.clone(),
+                seq,
+            }),
             step(StepBody::Claim { op: op.clone() }),
-            step(StepBody::Outcome { op: op.clone(), state: OpState::Blocked, reason: Some(bay_core::reason::ReasonCode::CheckFailed), detail: serde_json::json!({}) }),
+            step(StepBody::Outcome {
+                op: op.clone(),
+                state: OpState::Blocked,
+                reason: Some(bay_core::reason::ReasonCode::CheckFailed),
+                detail: serde_json::json!({}),
+            }),
         ];
         let mut previous: Option<usize> = None;
         let mut request_mark = 0;
@@ -172,7 +297,10 @@ fn history(remote: &Path, clone: &Path, count: usize) {
             script.push_str("deleteall\n\n");
             previous = Some(mark);
             if i == 0 {
-                script.push_str(&format!("reset {}\nfrom :{mark}\n\n", refs::intent(&intent_digest(&intent), 1)));
+                script.push_str(&format!(
+                    "reset {}\nfrom :{mark}\n\n",
+                    refs::intent(&intent_digest(&intent), 1)
+                ));
             }
             if i == 1 {
                 request_mark = mark;
@@ -180,7 +308,10 @@ fn history(remote: &Path, clone: &Path, count: usize) {
         }
         // An ended operation gave its queue place up; the last request stays named.
         if n + 1 == count {
-            script.push_str(&format!("reset {}\nfrom :{request_mark}\n\n", refs::QUEUE_LAST));
+            script.push_str(&format!(
+                "reset {}\nfrom :{request_mark}\n\n",
+                refs::QUEUE_LAST
+            ));
         }
     }
     // Into the remote itself: a runner's clone holds only what it fetched.
@@ -193,7 +324,12 @@ fn history(remote: &Path, clone: &Path, count: usize) {
         .expect("fast-import");
     {
         use std::io::Write;
-        child.stdin.take().expect("stdin").write_all(script.as_bytes()).expect("write");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(script.as_bytes())
+            .expect("write");
     }
     assert!(child.wait().expect("fast-import").success());
 }
@@ -210,7 +346,10 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let root = tempfile::Builder::new().prefix("bay-bench-").tempdir().expect("a folder");
+    let root = tempfile::Builder::new()
+        .prefix("bay-bench-")
+        .tempdir()
+        .expect("a folder");
     let (_, clone) = repository(root.path(), "merge");
     // Warm up both paths once, so caches and the first fetch do not count.
     floor_once(&clone, 1000);
@@ -224,8 +363,21 @@ fn main() {
     for line in calls.lines() {
         *by_command.entry(line).or_default() += 1;
     }
-    println!("merge --wait (unchecked): {:.1} ms; plumbing floor: {:.1} ms; ratio {:.2} (goal 1.5)", ms(merge), ms(floor), ratio(merge, floor));
-    println!("git processes in one merge --wait: {} ({})", calls.lines().count(), by_command.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", "));
+    println!(
+        "merge --wait (unchecked): {:.1} ms; plumbing floor: {:.1} ms; ratio {:.2} (goal 1.5)",
+        ms(merge),
+        ms(floor),
+        ratio(merge, floor)
+    );
+    println!(
+        "git processes in one merge --wait: {} ({})",
+        calls.lines().count(),
+        by_command
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 
     let (small_remote, small) = repository(root.path(), "small");
     history(&small_remote, &small, 10);

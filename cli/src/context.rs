@@ -102,7 +102,7 @@ impl Context {
     /// The change a command acts on: the one named, else the view's.
     pub fn change(&self, named: Option<&str>) -> Result<ChangeId, BayResult> {
         match (named, &self.view) {
-            (Some(text), _) => ChangeId::parse(text).map_err(|why| failed(why)),
+            (Some(text), _) => ChangeId::parse(text).map_err(failed),
             (None, Some(change)) => Ok(change.clone()),
             (None, None) => Err(failed(
                 "name a change, or run this in a change's view".into(),

@@ -738,7 +738,9 @@ fn lane_ref(
 
 /// Whether `name` lies under the refs bay keeps its own records in.
 fn is_bay_ref(name: &str) -> bool {
-    refs::BAY_NAMESPACES.iter().any(|prefix| name.starts_with(prefix))
+    refs::BAY_NAMESPACES
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// Matches a ref pattern with at most one `*`, which matches any run of characters.

@@ -2,7 +2,7 @@
 //! its own thread (a check may run for half an hour while heartbeats go on), feed back each
 //! completion, and tick when the machine's deadline comes.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use bay_core::machine::{Action, ActionId, Completion, Event, Machine, Misuse};
@@ -107,10 +107,7 @@ impl<E: Execute> Driver<E> {
         let received = match until {
             Some(until) => {
                 let timeout = until.saturating_duration_since(Instant::now());
-                match self.done_rx.recv_timeout(timeout) {
-                    Ok(done) => Some(done),
-                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-                }
+                self.done_rx.recv_timeout(timeout).ok()
             }
             None if self.in_flight > 0 => self.done_rx.recv().ok(),
             None => None,

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
-use bay_core::machine::{FetchSpec, 
-    Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, NewValue, NoteAdd,
-    PushOutcome, PushPlan, RefUpdate,
+use bay_core::machine::{
+    Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, FetchSpec,
+    NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
 };
 use bay_core::record::Step;
 use bay_drivers::remote::{Bounds, Repo};
@@ -25,7 +25,11 @@ fn update(name: &str, expect: Expect, new: &Oid) -> RefUpdate {
 
 /// Main and every ref of bay's.
 fn everything(main: &str) -> FetchSpec {
-    FetchSpec::new([format!("refs/heads/{main}"), "refs/bay/*".to_string(), "refs/notes/bay/*".to_string()])
+    FetchSpec::new([
+        format!("refs/heads/{main}"),
+        "refs/bay/*".to_string(),
+        "refs/notes/bay/*".to_string(),
+    ])
 }
 
 fn plan(updates: Vec<RefUpdate>, atomic: bool) -> PushPlan {
@@ -48,7 +52,8 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
     // A local-only ref that no fetch may touch.
     set_ref(&fx.clone, "refs/bay/inflight/c7k2m4qa.1", &a);
 
-    let Some(Completion::Fetched(Ok(seen))) = fx.repo.execute(&Action::Fetch(everything("main"))) else {
+    let Some(Completion::Fetched(Ok(seen))) = fx.repo.execute(&Action::Fetch(everything("main")))
+    else {
         panic!("the fetch failed");
     };
     let expected = [
@@ -67,7 +72,10 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
         &fx.server,
         &["update-ref", "-d", "refs/bay/queue/0000000001"],
     );
-    let seen = fx.repo.fetch(&everything("main")).expect("the second fetch works");
+    let seen = fx
+        .repo
+        .fetch(&everything("main"))
+        .expect("the second fetch works");
     assert!(!seen.contains_key("refs/bay/queue/0000000001"));
     assert_eq!(seen.len(), 3);
     assert_eq!(
@@ -82,7 +90,9 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
 fn fetch_without_main_on_the_remote_is_a_fault() {
     let fx = Fixture::new();
     let repo = Repo::new(&fx.clone, "origin", "trunk").expect("valid names");
-    let fault = repo.fetch(&everything("trunk")).expect_err("no trunk on the remote");
+    let fault = repo
+        .fetch(&everything("trunk"))
+        .expect_err("no trunk on the remote");
     assert!(fault.0.contains("trunk"), "{fault}");
 }
 
@@ -96,7 +106,10 @@ fn a_narrow_fetch_reports_only_what_it_names_and_a_missing_named_ref_is_no_fault
         "refs/bay/changes/aaaaaaaa*".to_string(),
         "refs/bay/changes/cccccccc*".to_string(),
     ]);
-    let seen = fx.repo.fetch(&spec).expect("a missing named ref is simply absent");
+    let seen = fx
+        .repo
+        .fetch(&spec)
+        .expect("a missing named ref is simply absent");
     let expected: Vec<(String, Oid)> = vec![("refs/bay/changes/aaaaaaaa".to_string(), a)];
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), expected);
 }

@@ -4,9 +4,9 @@
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
-use bay_core::machine::{FetchSpec, 
-    BuildResult, CandidateSpec, ChainQuery, ChainRead, Fault, PushPlan, PushReport, RawStep,
-    Refreshed, Refs,
+use bay_core::machine::{
+    BuildResult, CandidateSpec, ChainQuery, ChainRead, Fault, FetchSpec, PushPlan, PushReport,
+    RawStep, Refreshed, Refs,
 };
 
 use crate::remote::{Applied, NotesLog, Remote};
@@ -37,7 +37,12 @@ impl GitModel {
 
     /// The refs a fetch names, as the remote holds them.
     pub fn fetch(&self, spec: &FetchSpec) -> Refs {
-        self.remote.refs.iter().filter(|(name, _)| spec.covers(name)).map(|(n, o)| (n.clone(), o.clone())).collect()
+        self.remote
+            .refs
+            .iter()
+            .filter(|(name, _)| spec.covers(name))
+            .map(|(n, o)| (n.clone(), o.clone()))
+            .collect()
     }
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {

@@ -157,12 +157,19 @@ impl Checker {
                     },
                     // A place goes only with its operation's end, in the same push.
                     (Some(_), None) => {
-                        let live = self.places.remove(&seq).and_then(|op| self.state_of(&op)).filter(|s| !s.is_terminal());
+                        let live = self
+                            .places
+                            .remove(&seq)
+                            .and_then(|op| self.state_of(&op))
+                            .filter(|s| !s.is_terminal());
                         if let Some(state) = live {
                             self.violate(
                                 Invariant::NothingLost,
                                 at,
-                                format!("queue place {seq} was removed while its operation was {}", state.as_str()),
+                                format!(
+                                    "queue place {seq} was removed while its operation was {}",
+                                    state.as_str()
+                                ),
                             );
                         }
                     }
@@ -313,7 +320,10 @@ impl Checker {
         let waiting: Vec<String> = self
             .places
             .range(..seq)
-            .filter(|(_, other)| self.state_of(other).is_some_and(|state| !state.is_terminal()))
+            .filter(|(_, other)| {
+                self.state_of(other)
+                    .is_some_and(|state| !state.is_terminal())
+            })
             .map(|(_, other)| other.to_string())
             .collect();
         if !waiting.is_empty() {
@@ -373,14 +383,26 @@ impl Checker {
         if let (Some(runner), Some(old)) = (pusher, old) {
             let (old_line, _) = store.first_parents(old, None);
             let (new_line, _) = store.first_parents(new, None);
-            let shared = old_line.iter().rev().zip(new_line.iter().rev()).take_while(|(a, b)| a == b).count();
+            let shared = old_line
+                .iter()
+                .rev()
+                .zip(new_line.iter().rev())
+                .take_while(|(a, b)| a == b)
+                .count();
             let mut claimed: BTreeMap<OpId, String> = before
                 .as_ref()
                 .and_then(|b| b.record.as_ref())
-                .map(|r| r.ops.iter().filter_map(|op| Some((op.id.clone(), op.claimed_by.clone()?))).collect())
+                .map(|r| {
+                    r.ops
+                        .iter()
+                        .filter_map(|op| Some((op.id.clone(), op.claimed_by.clone()?)))
+                        .collect()
+                })
                 .unwrap_or_default();
             for oid in new_line.iter().rev().skip(shared) {
-                let Some(step) = store.step(oid) else { continue };
+                let Some(step) = store.step(oid) else {
+                    continue;
+                };
                 let Some(op) = step.op() else { continue };
                 if step.by != runner {
                     continue;
@@ -393,15 +415,35 @@ impl Checker {
                     self.violate(
                         Invariant::Fencing,
                         at,
-                        format!("{runner} wrote a {} to {op} after {holder} took its claim", step.kind()),
+                        format!(
+                            "{runner} wrote a {} to {op} after {holder} took its claim",
+                            step.kind()
+                        ),
                     );
                     break;
                 }
             }
         }
-        let record = store
-            .chain(new)
-            .and_then(|steps| ChangeRecord::fold(&steps).ok());
+        // S6: the record stays readable; a chain no reader can fold holds its operations for good.
+        let record = match store.chain(new).map(|steps| ChangeRecord::fold(&steps)) {
+            Some(Ok(record)) => Some(record),
+            Some(Err(error)) => {
+                self.violate(
+                    Invariant::NothingLost,
+                    at,
+                    format!("the chain of {change} no longer folds: {error}"),
+                );
+                None
+            }
+            None => {
+                self.violate(
+                    Invariant::NothingLost,
+                    at,
+                    format!("the chain of {change} holds a commit that is no step"),
+                );
+                None
+            }
+        };
         if let Some(record) = &record {
             for op in &record.ops {
                 self.submitted.entry(op.id.clone()).or_insert(at);

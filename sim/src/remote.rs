@@ -82,7 +82,11 @@ impl Remote {
         for (append, written) in plan.appends.iter().zip(&steps) {
             let tip = written.last().cloned().or_else(|| append.parent.clone());
             if let Some(tip) = tip {
-                updates.push((refs::change(&append.change), append.expect.clone(), Some(tip)));
+                updates.push((
+                    refs::change(&append.change),
+                    append.expect.clone(),
+                    Some(tip),
+                ));
             }
         }
         for note in &plan.notes {
@@ -99,9 +103,11 @@ impl Remote {
             let new = match &update.new {
                 NewValue::Oid(oid) => Some(Some(oid.clone())),
                 NewValue::Delete => Some(None),
-                NewValue::Step { append, step } => {
-                    steps.get(*append).and_then(|s| s.get(*step)).cloned().map(Some)
-                }
+                NewValue::Step { append, step } => steps
+                    .get(*append)
+                    .and_then(|s| s.get(*step))
+                    .cloned()
+                    .map(Some),
             };
             if let Some(new) = new {
                 updates.push((update.name.clone(), update.expect.clone(), new));
@@ -122,7 +128,11 @@ impl Remote {
                         Some(new) => self.refs.insert(name.clone(), new.clone()),
                         None => self.refs.remove(name),
                     };
-                    applied.moves.push(RefMove { name: name.clone(), old, new: new.clone() });
+                    applied.moves.push(RefMove {
+                        name: name.clone(),
+                        old,
+                        new: new.clone(),
+                    });
                 }
             }
             if stale.is_empty() {

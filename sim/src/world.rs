@@ -414,6 +414,17 @@ impl World {
     /// Runs to the end: every task done and every operation ended, or a violation, or the
     /// liveness bound.
     pub fn run(mut self, seed: u64) -> RunReport {
+        self.play();
+        self.report(seed)
+    }
+
+    /// Runs to the end and keeps the world, for a look at what it holds.
+    pub fn run_keep(mut self) -> World {
+        self.play();
+        self
+    }
+
+    fn play(&mut self) {
         while let Some(Reverse(next)) = self.queue.pop() {
             self.t = next.at;
             self.events += 1;
@@ -436,7 +447,6 @@ impl World {
                 break;
             }
         }
-        self.report(seed)
     }
 
     fn all_done(&self) -> bool {

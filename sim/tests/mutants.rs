@@ -69,7 +69,7 @@ mutant_test!(
     Mutant::SkipFencing,
     Invariant::Fencing,
     200,
-    [Pause]
+    [Pause, SlowCheck]
 );
 mutant_test!(
     any_tree_breaks_s5,

@@ -362,7 +362,11 @@ fn a_claim_is_taken_over_only_after_a_whole_lease_on_the_watchers_clock() {
     let (id, claim) = b
         .run_until(&mut bench, t0 + LEASE, &is_push)
         .expect("b takes over");
-    assert_eq!(kinds(push_plan(&claim)), vec!["claim"]);
+    assert_eq!(
+        kinds(push_plan(&claim)),
+        vec!["claim", "candidate"],
+        "the claim goes up with the candidate"
+    );
     let claimed = bench_push(&mut bench, &claim);
     let (b_check_id, b_check) = b
         .answer(&mut bench, id, claimed, &is_check)
@@ -428,7 +432,11 @@ fn a_tip_that_moves_restarts_the_watch() {
     let (id, claim) = b
         .run_until(&mut bench, 2 * LEASE, &is_push)
         .expect("a whole lease after the move");
-    assert_eq!(kinds(push_plan(&claim)), vec!["claim"]);
+    assert_eq!(
+        kinds(push_plan(&claim)),
+        vec!["claim", "candidate"],
+        "the claim goes up with the candidate"
+    );
     let _ = (check_id, id);
 }
 
@@ -780,10 +788,11 @@ fn a_runner_steps_are_all_leased_on_the_tip_they_extend() {
             is_push(action) || is_check(action)
         });
     }
-    assert!(
-        pushes.len() >= 4,
-        "claim, candidate, check, merge: {}",
-        pushes.len()
+    // The claim goes up with the candidate, and the last check with the merge.
+    let shapes: Vec<Vec<&str>> = pushes.iter().map(kinds).collect();
+    assert_eq!(
+        shapes,
+        vec![vec!["claim", "candidate"], vec!["check", "outcome"]]
     );
     for plan in &pushes {
         assert!(plan.atomic);
@@ -808,4 +817,40 @@ fn a_runner_steps_are_all_leased_on_the_tip_they_extend() {
         &bay_core::machine::Expect::Absent
     );
     let _ = StepBody::Abandon;
+}
+
+#[test]
+fn with_no_check_required_the_claim_the_candidate_and_the_merge_go_in_one_push() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, push) = a.run_until(&mut bench, 0, &is_push).expect("one push");
+    assert_eq!(
+        kinds(push_plan(&push)),
+        vec!["claim", "candidate", "outcome"]
+    );
+    let names: Vec<&str> = push_plan(&push)
+        .updates
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
+    assert!(names.contains(&refs::main(MAIN).as_str()), "{names:?}");
+    let applied = bench_push(&mut bench, &push);
+    assert!(
+        a.answer(&mut bench, id, applied, &is_push).is_none(),
+        "nothing more to push"
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert!(
+        bench
+            .git
+            .remote
+            .get(&refs::queue(op_seq(&bench, &op)))
+            .is_none(),
+        "the place is given up"
+    );
+}
+
+fn op_seq(bench: &Bench, op: &OpId) -> u64 {
+    bench.record(&op.change).op(op).expect("recorded").seq
 }

@@ -22,7 +22,11 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(change) => change,
         Err(result) => return result,
     };
-    let input = AbandonInput { change, actor: context.actor.clone(), entropy: clock::entropy() };
+    let input = AbandonInput {
+        change,
+        actor: context.actor.clone(),
+        entropy: clock::entropy(),
+    };
     let mut machine = Abandon::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {
         Ok((result, _)) => with_actor(result, &context),

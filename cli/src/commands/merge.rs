@@ -37,11 +37,14 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         main: context.main.clone(),
         entropy: clock::entropy(),
     };
-    let (queued, config) = match run_agent(&context, &mut driver, &mut Merge::new(input, clock::now())) {
-        Ok((result, config)) => (with_actor(result, &context), config),
-        Err(result) => return result,
-    };
-    let (Some(wait), Decision::Queued, Some(op)) = (args.wait, queued.decision, queued.op_id.clone()) else {
+    let (queued, config) =
+        match run_agent(&context, &mut driver, &mut Merge::new(input, clock::now())) {
+            Ok((result, config)) => (with_actor(result, &context), config),
+            Err(result) => return result,
+        };
+    let (Some(wait), Decision::Queued, Some(op)) =
+        (args.wait, queued.decision, queued.op_id.clone())
+    else {
         return queued;
     };
     if wait == 0 {

@@ -98,26 +98,48 @@ pub fn prepare(cli: &Cli) -> Result<(Context, Driver<Local>), BayResult> {
 pub fn config(context: &Context, driver: &Driver<Local>) -> Result<(Config, Timestamp), BayResult> {
     let fetched_at = clock::now();
     let spec = FetchSpec::new([refs::main(&context.main)]);
-    let remote = driver.executor().fetch(&spec).map_err(|why| fetch_failed(context, why))?;
+    let remote = driver
+        .executor()
+        .fetch(&spec)
+        .map_err(|why| fetch_failed(context, why))?;
     Ok((context.config(&remote)?, fetched_at))
 }
 
 /// Runs an agent command's machine to its outcome. Its first action is a fetch; that one fetch
 /// also brings main, and the config committed there is checked before the machine goes on,
 /// so a command makes one fetch, not two.
-pub fn run_agent(context: &Context, driver: &mut Driver<Local>, machine: &mut dyn Machine) -> Result<(BayResult, Config), BayResult> {
+pub fn run_agent(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+) -> Result<(BayResult, Config), BayResult> {
     let Some((id, Action::Fetch(spec))) = machine.poll_action() else {
-        return Err(failed("a command's machine did not begin with a fetch; please report it".into()));
+        return Err(failed(
+            "a command's machine did not begin with a fetch; please report it".into(),
+        ));
     };
     let mut wide = spec.clone();
     wide.patterns.push(refs::main(&context.main));
     let fetched_at = clock::now();
-    let remote = driver.executor().fetch(&wide).map_err(|why| fetch_failed(context, why))?;
+    let remote = driver
+        .executor()
+        .fetch(&wide)
+        .map_err(|why| fetch_failed(context, why))?;
     let config = context.config(&remote)?;
-    let answer: Refs = remote.into_iter().filter(|(name, _)| spec.covers(name)).collect();
+    let answer: Refs = remote
+        .into_iter()
+        .filter(|(name, _)| spec.covers(name))
+        .collect();
     machine
-        .handle(clock::now(), Event::Done(id, Completion::Fetched(Ok(answer))))
-        .map_err(|misuse| failed(format!("bay broke its own protocol ({misuse}); please report it")))?;
+        .handle(
+            clock::now(),
+            Event::Done(id, Completion::Fetched(Ok(answer))),
+        )
+        .map_err(|misuse| {
+            failed(format!(
+                "bay broke its own protocol ({misuse}); please report it"
+            ))
+        })?;
     Ok((drive(driver, machine, fetched_at), config))
 }
 

@@ -26,7 +26,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Err(result) => return result,
     };
     // Core reads the words as a change id when the remote has that change.
-    let target = StartTarget::Intent { intent: args.target.clone(), paths: args.paths.clone() };
+    let target = StartTarget::Intent {
+        intent: args.target.clone(),
+        paths: args.paths.clone(),
+    };
     let input = StartInput {
         target,
         actor: context.actor.clone(),

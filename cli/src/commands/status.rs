@@ -25,7 +25,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
             Err(result) => return result,
         },
     };
-    let input = StatusInput { change, main: context.main.clone() };
+    let input = StatusInput {
+        change,
+        main: context.main.clone(),
+    };
     let mut machine = Status::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {
         Ok((result, _)) => result,

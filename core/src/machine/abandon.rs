@@ -4,8 +4,8 @@
 use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
 use super::start::fault_of;
 use super::{
-    Action, ActionId, Append, FetchSpec, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse,
-    Outbox, PushOutcome, PushPlan, PushReport, Refs,
+    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, FetchSpec,
+    Machine, Misuse, Outbox, PushOutcome, PushPlan, PushReport, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -63,7 +63,10 @@ impl Abandon {
 
     /// The change's chain and the queue, whose place a live operation gives up.
     fn fetch(&self) -> Action {
-        Action::Fetch(FetchSpec::new([refs::change_pattern(&self.input.change), refs::QUEUE_PATTERN.to_string()]))
+        Action::Fetch(FetchSpec::new([
+            refs::change_pattern(&self.input.change),
+            refs::QUEUE_PATTERN.to_string(),
+        ]))
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -137,7 +140,11 @@ impl Abandon {
                 vec![step],
                 None,
             )],
-            updates: record.live_op().and_then(|op| give_up_place(&self.remote, op.seq)).into_iter().collect(),
+            updates: record
+                .live_op()
+                .and_then(|op| give_up_place(&self.remote, op.seq))
+                .into_iter()
+                .collect(),
             atomic: true,
             ..PushPlan::default()
         };

@@ -28,13 +28,16 @@ pub fn tip(remote: &Refs, change: &ChangeId) -> Option<Oid> {
     remote.get(&refs::change(change)).cloned()
 }
 
-
 /// The update that removes the queue place `seq` from `remote`, when the operation holding it
 /// ends in the same push; `None` if the place is already gone.
 pub fn give_up_place(remote: &Refs, seq: u64) -> Option<RefUpdate> {
     let name = refs::queue(seq);
     let oid = remote.get(&name)?.clone();
-    Some(RefUpdate { name, expect: Expect::Is(oid), new: NewValue::Delete })
+    Some(RefUpdate {
+        name,
+        expect: Expect::Is(oid),
+        new: NewValue::Delete,
+    })
 }
 
 /// A source of step nonces, from entropy the caller passed in.

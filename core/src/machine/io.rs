@@ -92,12 +92,16 @@ pub struct FetchSpec {
 
 impl FetchSpec {
     pub fn new(patterns: impl IntoIterator<Item = String>) -> FetchSpec {
-        FetchSpec { patterns: patterns.into_iter().collect() }
+        FetchSpec {
+            patterns: patterns.into_iter().collect(),
+        }
     }
 
     /// Whether this fetch speaks for `name`: its answer says whether the ref exists.
     pub fn covers(&self, name: &str) -> bool {
-        self.patterns.iter().any(|pattern| crate::git::refs::matches(pattern, name))
+        self.patterns
+            .iter()
+            .any(|pattern| crate::git::refs::matches(pattern, name))
     }
 
     /// Folds a fetch's answer into what a machine knows of the remote: every ref the spec

@@ -8,8 +8,9 @@
 use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
 use super::start::fault_of;
 use super::{
-    Action, ActionId, Append, FetchSpec, ChainQuery, ChainRead, Completion, Deadline, Event, Expect, Machine,
-    Misuse, NewValue, Outbox, PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
+    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, Expect,
+    FetchSpec, Machine, Misuse, NewValue, Outbox, PushOutcome, PushPlan, PushReport, RefUpdate,
+    Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -121,7 +122,8 @@ impl Merge {
         // The next place follows the last request's, which that request's step names.
         match self.remote.get(refs::QUEUE_LAST).cloned() {
             Some(last) => {
-                self.out.send(Action::ReadSteps { oids: vec![last] }, Purpose::ReadLast);
+                self.out
+                    .send(Action::ReadSteps { oids: vec![last] }, Purpose::ReadLast);
             }
             None => {
                 self.next_seq = 1;
@@ -131,7 +133,9 @@ impl Merge {
     }
 
     fn on_last(&mut self, steps: Vec<super::RawStep>) {
-        let last = steps.first().and_then(|raw| Step::from_message(&raw.message).ok());
+        let last = steps
+            .first()
+            .and_then(|raw| Step::from_message(&raw.message).ok());
         match last.map(|step| step.body) {
             Some(StepBody::Request { seq, .. }) => {
                 self.next_seq = seq + 1;
@@ -253,7 +257,11 @@ impl Merge {
                 },
             ]
             .into_iter()
-            .chain(record.live_op().and_then(|op| give_up_place(&self.remote, op.seq)))
+            .chain(
+                record
+                    .live_op()
+                    .and_then(|op| give_up_place(&self.remote, op.seq)),
+            )
             .collect(),
             atomic: true,
             ..PushPlan::default()

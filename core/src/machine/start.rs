@@ -8,8 +8,8 @@
 
 use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
 use super::{
-    Action, ActionId, Append, FetchSpec, ChainQuery, Completion, Deadline, Event, Expect, Machine, Misuse,
-    NewValue, Outbox, PushOutcome, PushPlan, RawStep, RefUpdate, Refreshed, Refs,
+    Action, ActionId, Append, ChainQuery, Completion, Deadline, Event, Expect, FetchSpec, Machine,
+    Misuse, NewValue, Outbox, PushOutcome, PushPlan, RawStep, RefUpdate, Refreshed, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -180,7 +180,10 @@ impl Start {
         self.remote = remote;
         // The argument is read as a change when it is a change id whose record is on the
         // remote; otherwise it is an intent.
-        if let Some(change) = self.named_change().filter(|c| self.remote.contains_key(&refs::change(c))) {
+        if let Some(change) = self
+            .named_change()
+            .filter(|c| self.remote.contains_key(&refs::change(c)))
+        {
             self.input.target = StartTarget::Change(change);
         }
         if self.main().is_none() {
@@ -221,7 +224,10 @@ impl Start {
         match steps.first().map(|raw| Step::from_message(&raw.message)) {
             Some(Ok(step)) => {
                 self.change = Some(step.change.clone());
-                self.fetch_more(vec![refs::change_pattern(&step.change)], Purpose::FetchChain);
+                self.fetch_more(
+                    vec![refs::change_pattern(&step.change)],
+                    Purpose::FetchChain,
+                );
             }
             _ => self.fail("the record of this intent cannot be read".into()),
         }
@@ -266,7 +272,10 @@ impl Start {
 
     /// Picks the found change up, or opens the intent's next change, or refuses.
     fn decide(&mut self) {
-        let (record, _) = self.found.clone().expect("a decision follows a found change");
+        let (record, _) = self
+            .found
+            .clone()
+            .expect("a decision follows a found change");
         let newer = self.newer_generation(&record);
         let by_id = matches!(self.input.target, StartTarget::Change(_));
         if record.merged().is_some() || (record.ended() && (self.input.new || newer.is_some())) {
@@ -485,9 +494,10 @@ impl Machine for Start {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
-            (then @ (Purpose::FetchChain | Purpose::FetchIntents), Completion::Fetched(Ok(fetched))) => {
-                self.on_more_fetched(fetched, then)
-            }
+            (
+                then @ (Purpose::FetchChain | Purpose::FetchIntents),
+                Completion::Fetched(Ok(fetched)),
+            ) => self.on_more_fetched(fetched, then),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.on_frozen(draft),
             (Purpose::Refresh, Completion::DraftRefreshed(Ok(refreshed))) => {

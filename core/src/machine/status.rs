@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use super::agent::fold_chain;
 use super::start::fault_of;
 use super::{
-    Action, ActionId, FetchSpec, ChainQuery, ChainRead, Completion, Deadline, Event, Machine, Misuse, Outbox,
-    RawStep, Refs,
+    Action, ActionId, ChainQuery, ChainRead, Completion, Deadline, Event, FetchSpec, Machine,
+    Misuse, Outbox, RawStep, Refs,
 };
 use crate::git::refs;
 use crate::id::ChangeId;
@@ -58,7 +58,9 @@ impl Status {
             Some(change) => patterns.push(refs::change_pattern(change)),
             None => patterns.push(refs::QUEUE_PATTERN.to_string()),
         }
-        status.out.send(Action::Fetch(FetchSpec::new(patterns)), Purpose::Fetch);
+        status
+            .out
+            .send(Action::Fetch(FetchSpec::new(patterns)), Purpose::Fetch);
         status
     }
 
@@ -118,13 +120,17 @@ impl Status {
             return self.finish(queue_result(Vec::new()));
         }
         let spec = FetchSpec::new(changes.iter().map(refs::change_pattern));
-        self.out.send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
+        self.out
+            .send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
     }
 
     fn on_chains_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
-        let changes: Vec<ChangeId> =
-            self.remote.keys().filter_map(|name| refs::parse_change(name)).collect();
+        let changes: Vec<ChangeId> = self
+            .remote
+            .keys()
+            .filter_map(|name| refs::parse_change(name))
+            .collect();
         let chains: Vec<ChainQuery> = changes
             .into_iter()
             .filter_map(|change| {

@@ -27,8 +27,11 @@ impl Repo {
     /// reads, not what the remote holds.
     pub fn fetch(&self, spec: &FetchSpec) -> Result<Refs, Fault> {
         let mirror = mirror_prefix(&self.remote);
-        let refspecs: Vec<String> =
-            spec.patterns.iter().map(|pattern| format!("+{pattern}:{mirror}{}", strip(pattern))).collect();
+        let refspecs: Vec<String> = spec
+            .patterns
+            .iter()
+            .map(|pattern| format!("+{pattern}:{mirror}{}", strip(pattern)))
+            .collect();
         if refspecs.is_empty() {
             return Ok(Refs::new());
         }

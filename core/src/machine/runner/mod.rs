@@ -27,7 +27,7 @@ pub use mutant::Mutant;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::agent::Nonces;
-use super::{Action, ActionId, FetchSpec, Deadline, Event, Machine, Misuse, Outbox, Refs, Wake};
+use super::{Action, ActionId, Deadline, Event, FetchSpec, Machine, Misuse, Outbox, Refs, Wake};
 use crate::config::Trailers;
 use crate::git::Oid;
 use crate::id::{ChangeId, OpId};
@@ -108,11 +108,7 @@ enum Purpose {
     FetchChains(FetchSpec),
     ReadPlaces,
     ReadChains,
-    Claim {
-        change: ChangeId,
-        op: OpId,
-        parent: Oid,
-    },
+
     /// An action of the current work.
     Work(work::Purpose),
 }
@@ -124,8 +120,6 @@ enum Stage {
     Idle,
     /// A pass is reading the remote.
     Passing,
-    /// A claim push is in flight.
-    Claiming,
     /// Working a claimed operation (see `work`).
     Working,
     /// Done (`Once` or `Only` modes).
@@ -252,9 +246,7 @@ impl Machine for Runner {
                     Purpose::FetchChains(spec) => self.on_chains_fetched(spec, completion)?,
                     Purpose::ReadPlaces => self.on_places(completion)?,
                     Purpose::ReadChains => self.on_chains(completion)?,
-                    Purpose::Claim { change, op, parent } => {
-                        self.on_claimed(change, op, parent, completion)?
-                    }
+
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }
             }
@@ -273,7 +265,7 @@ impl Machine for Runner {
                 why: self.idle_reason(),
             }),
             Stage::Working => self.work.as_ref().and_then(Work::deadline),
-            Stage::Passing | Stage::Claiming | Stage::Done => None,
+            Stage::Passing | Stage::Done => None,
         }
     }
 

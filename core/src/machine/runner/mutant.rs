@@ -20,8 +20,8 @@ pub enum Mutant {
     MergeNotAtomic,
     /// S3: after main moved, builds the new candidate but merges it on the old one's checks.
     ReuseChecksAfterMainMoved,
-    /// S4: writes its steps with no lease on its own last step, so a replaced runner still
-    /// writes (and merges).
+    /// S4: when a write is refused because the chain moved, takes the new tip and writes
+    /// again, so a replaced runner still writes (and merges) after its claim was taken over.
     SkipFencing,
     /// S5: takes a check result for another tree as if it were for the candidate.
     AcceptAnyTree,
@@ -47,11 +47,6 @@ impl Runner {
             let main = self.main_ref();
             for update in plan.updates.iter_mut().filter(|u| u.name == main) {
                 update.expect = Expect::Any;
-            }
-        }
-        if self.mutant_is(Mutant::SkipFencing) {
-            for append in &mut plan.appends {
-                append.expect = Expect::Any;
             }
         }
         if self.mutant_is(Mutant::RewriteHeartbeat) {
@@ -119,6 +114,24 @@ impl Runner {
             .and_then(|record| record.op(op))
             .and_then(|operation| operation.owner.as_ref())
             .is_some_and(|owner| owner != &self.cfg.runner)
+    }
+
+    /// Writes again on the chain's new tip instead of letting go.
+    pub(super) fn mutant_ignores_fence(
+        &mut self,
+        write: &super::work::Write,
+        tip: Option<Oid>,
+    ) -> bool {
+        if !self.mutant_is(Mutant::SkipFencing) {
+            return false;
+        }
+        let (Some(tip), Some(work)) = (tip, self.work.as_mut()) else {
+            return false;
+        };
+        work.tip = tip;
+        work.claimed = true;
+        self.write_again(write.clone());
+        true
     }
 
     pub(super) fn mutant_never_takes_over(&self) -> bool {

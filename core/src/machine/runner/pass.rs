@@ -5,9 +5,7 @@ use std::collections::BTreeSet;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
-use crate::machine::{FetchSpec, 
-    Action, Append, ChainQuery, ChainRead, Completion, Misuse, PushOutcome, PushPlan, RawStep,
-};
+use crate::machine::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, RawStep};
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -58,7 +56,8 @@ impl Runner {
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
         ]);
-        self.out.send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
+        self.out
+            .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
 
     /// Reads after a fault in a pass: rest, then try again.
@@ -67,7 +66,11 @@ impl Runner {
         self.rest(backoff);
     }
 
-    pub(super) fn on_fetched(&mut self, spec: FetchSpec, completion: Completion) -> Result<(), Misuse> {
+    pub(super) fn on_fetched(
+        &mut self,
+        spec: FetchSpec,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
         let Completion::Fetched(result) = completion else {
             return Err(Misuse("a fetch answered with another completion".into()));
         };
@@ -165,10 +168,15 @@ impl Runner {
             return self.decide();
         }
         let spec = FetchSpec::new(wanted.iter().map(refs::change_pattern));
-        self.out.send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
+        self.out
+            .send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
     }
 
-    pub(super) fn on_chains_fetched(&mut self, spec: FetchSpec, completion: Completion) -> Result<(), Misuse> {
+    pub(super) fn on_chains_fetched(
+        &mut self,
+        spec: FetchSpec,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
         let Completion::Fetched(result) = completion else {
             return Err(Misuse("a fetch answered with another completion".into()));
         };
@@ -329,11 +337,11 @@ impl Runner {
         match &operation.owner {
             None => {
                 self.watch = None;
-                self.claim(change, op, tip);
+                self.begin(record, op, tip, false);
             }
             Some(owner) if owner == &self.cfg.runner && self.is_mine(&change, &tip) => {
                 self.watch = None;
-                self.resume(record, op, tip);
+                self.begin(record, op, tip, true);
             }
             Some(_) => self.watch_or_take_over(change, op, tip),
         }
@@ -366,7 +374,10 @@ impl Runner {
                 }
                 if self.now.millis_since(watch.since) >= lease {
                     self.watch = None;
-                    return self.claim(change, op, tip);
+                    return match self.record(&change).cloned() {
+                        Some(record) => self.begin(record, op, tip, false),
+                        None => self.rest(0),
+                    };
                 }
             }
             _ => {
@@ -391,75 +402,28 @@ impl Runner {
         }
     }
 
-    /// Appends a claim step, leased on the tip the pass read.
-    fn claim(&mut self, change: ChangeId, op: OpId, tip: Oid) {
-        let step = self.step(&change, StepBody::Claim { op: op.clone() });
-        let plan = PushPlan {
-            appends: vec![Append::on(
-                change.clone(),
-                Some(tip.clone()),
-                vec![step],
-                None,
-            )],
-            atomic: true,
-            ..PushPlan::default()
-        };
-        self.stage = Stage::Claiming;
-        self.out.send(
-            Action::Push(plan),
-            Purpose::Claim {
-                change,
-                op,
-                parent: tip,
-            },
-        );
-    }
-
-    pub(super) fn on_claimed(
-        &mut self,
-        change: ChangeId,
-        op: OpId,
-        parent: Oid,
-        completion: Completion,
-    ) -> Result<(), Misuse> {
-        let Completion::Pushed(report) = completion else {
-            return Err(Misuse("a push answered with another completion".into()));
-        };
-        let written = report.steps.first().and_then(|steps| steps.last()).cloned();
-        match (report.outcome, written) {
-            (PushOutcome::Accepted, Some(tip)) => match self.record(&change).cloned() {
-                // The record as the pass read it: the claim extended exactly that tip.
-                Some(record) if self.chains.get(&change).is_some_and(|c| c.tip == parent) => {
-                    self.resume(record, op, tip)
-                }
-                _ => self.rest(0),
-            },
-            (PushOutcome::Unknown { .. }, Some(tip)) => {
-                // The claim may have landed: the next pass takes the work up if it did.
-                self.mine = Some((change, BTreeSet::from([tip])));
-                self.rest(0);
-            }
-            // Someone else moved the chain first; or nothing reached the remote.
-            (PushOutcome::Rejected { .. }, _) => self.rest(0),
-            _ => {
-                let backoff = self.cfg.backoff_ms;
-                self.rest(backoff);
-            }
-        }
-        Ok(())
-    }
-
-    /// Works `op` from scratch under a claim this runner holds at `tip`.
-    fn resume(&mut self, record: ChangeRecord, op: OpId, tip: Oid) {
+    /// Works `op` from scratch: under a claim this runner holds at `tip` (`claimed`), or
+    /// claiming it with the first write, leased on the `tip` the pass read. A runner reads the
+    /// policy and builds the candidate before it claims, so the claim goes up with what the
+    /// operation needs next: its candidate, or its whole merge when no check is required.
+    fn begin(&mut self, record: ChangeRecord, op: OpId, tip: Oid, claimed: bool) {
         let change = record.change.clone();
-        self.mine = Some((change, BTreeSet::from([tip.clone()])));
+        self.mine = claimed.then(|| (change, BTreeSet::from([tip.clone()])));
         let Some(base) = self.refs.get(&self.main_ref()).cloned() else {
             // No main on the remote: nothing can merge until someone makes it.
             let backoff = self.cfg.backoff_ms;
             return self.rest(backoff);
         };
         self.stage = Stage::Working;
-        let work = Work::new(record, op, tip, base, self.now, self.cfg.heartbeat_ms);
+        let work = Work::new(
+            record,
+            op,
+            tip,
+            claimed,
+            base,
+            self.now,
+            self.cfg.heartbeat_ms,
+        );
         self.work = Some(work);
         self.read_policy();
     }

@@ -8,9 +8,9 @@ use crate::check::{
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::machine::agent::give_up_place;
-use crate::machine::{FetchSpec, 
+use crate::machine::{
     Action, ActionId, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect,
-    Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+    FetchSpec, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
 use crate::policy::{CheckSpec, Policy};
 use crate::reason::ReasonCode;
@@ -32,23 +32,28 @@ pub(super) enum Purpose {
     Heartbeat {
         parent: Oid,
     },
-    Write(Write),
+    /// A chain write, and the steps it appends.
+    Write(Write, Vec<crate::record::Step>),
     /// A fetch to learn why a write was refused.
     Verify(Write, FetchSpec),
 }
 
 /// A chain write the work wants, built into a push only when no other chain write is in
-/// flight, so that each one leases on the tip the previous one made.
+/// flight, so that each one leases on the tip the previous one made. Every write also carries
+/// what is not recorded yet: the claim, and the candidate. So a runner claims with its first
+/// write, once it knows what the operation needs, and an operation that needs no check merges
+/// in one push.
 #[derive(Clone, Debug)]
 pub(super) enum Write {
-    Candidate,
-    /// A judged check; with `end`, the operation ends in the same push.
+    /// Only the claim and the candidate; the checks come next.
+    Record,
+    /// A judged check, then what follows it.
     Check {
         index: usize,
         verdict: Verdict,
         why: String,
         record: String,
-        end: Option<Ending>,
+        then: Then,
     },
     Merge,
     End(Ending),
@@ -56,6 +61,31 @@ pub(super) enum Write {
         reason: Option<ReasonCode>,
         why: String,
     },
+}
+
+/// What a recorded check leads to, in the same push.
+#[derive(Clone, Debug)]
+pub(super) enum Then {
+    /// The next check.
+    Continue,
+    /// The operation ends short of a merge.
+    End(Ending),
+    /// That was the last check: merge.
+    Merge,
+}
+
+impl Write {
+    /// Whether this push moves main.
+    fn merges(&self) -> bool {
+        matches!(
+            self,
+            Write::Merge
+                | Write::Check {
+                    then: Then::Merge,
+                    ..
+                }
+        )
+    }
 }
 
 /// How an operation ends short of a merge.
@@ -81,14 +111,16 @@ pub(super) struct Built {
 pub(super) struct Work {
     pub record: ChangeRecord,
     pub op: OpId,
-    /// The chain's tip as this runner last wrote it: every write leases on it.
+    /// The chain's tip as this runner last read or wrote it: every write leases on it.
     pub tip: Oid,
+    /// The claim is recorded (at `tip` or before it).
+    pub claimed: bool,
+    /// The current candidate is recorded.
+    pub recorded: bool,
     /// Main as the candidate is built on it.
     pub base: Oid,
     pub policy: Option<Policy>,
     pub built: Option<Built>,
-    /// Candidates of this operation so far, recorded or not.
-    pub attempts: u32,
     /// Checks that passed on the current candidate.
     pub passed: Vec<String>,
     /// Times main moved under a merge push in this work.
@@ -106,25 +138,26 @@ pub(super) struct Work {
 }
 
 impl Work {
+    /// Work on `op` of `record`, whose chain's tip is `tip`; `claimed` when this runner holds
+    /// the claim there already.
     pub fn new(
         record: ChangeRecord,
         op: OpId,
         tip: Oid,
+        claimed: bool,
         base: Oid,
         now: Timestamp,
         heartbeat_ms: u64,
     ) -> Work {
-        let attempts = record
-            .op(&op)
-            .map_or(0, |o| u32::try_from(o.candidates.len()).unwrap_or(u32::MAX));
         Work {
             record,
             op,
             tip,
+            claimed,
+            recorded: false,
             base,
             policy: None,
             built: None,
-            attempts,
             passed: Vec::new(),
             main_moved: 0,
             heartbeat_at: now.plus_millis(heartbeat_ms),
@@ -137,7 +170,7 @@ impl Work {
     }
 
     pub fn deadline(&self) -> Option<Deadline> {
-        let heartbeat = (!self.writing).then_some(Deadline {
+        let heartbeat = (self.claimed && !self.writing).then_some(Deadline {
             at: self.heartbeat_at,
             why: Wake::Heartbeat,
         });
@@ -192,7 +225,7 @@ impl Runner {
             }
         }
         let work = self.work_mut();
-        if !work.writing && now >= work.heartbeat_at {
+        if work.claimed && !work.writing && now >= work.heartbeat_at {
             self.heartbeat();
         }
     }
@@ -226,6 +259,12 @@ impl Runner {
         self.work_mut().tip.clone()
     }
 
+    /// Sends `write` again (for a mutant).
+    #[cfg(feature = "mutants")]
+    pub(super) fn write_again(&mut self, write: Write) {
+        self.write(write);
+    }
+
     /// Sends `write` now, or after the chain write in flight.
     fn write(&mut self, write: Write) {
         let work = self.work_mut();
@@ -237,7 +276,24 @@ impl Runner {
         let plan = self.plan(&write);
         #[cfg(feature = "mutants")]
         let plan = self.mutant_plan(plan);
-        self.send_work(Action::Push(plan), Purpose::Write(write));
+        let steps: Vec<crate::record::Step> =
+            plan.appends.iter().flat_map(|a| a.steps.clone()).collect();
+        // Never push a step the record would refuse: a chain no reader can fold would hold its
+        // operation for good.
+        let mut check = self.work_mut().record.clone();
+        if let Err(error) = steps.iter().try_for_each(|step| check.append(step)) {
+            self.work_mut().writing = false;
+            let why = format!(
+                "bay would have written a step its record refuses ({error}); please report it"
+            );
+            let claimed = self.work_mut().claimed;
+            return match write {
+                Write::Release { .. } => self.drop_work(self.cfg.backoff_ms),
+                _ if claimed => self.write(Write::Release { reason: None, why }),
+                _ => self.drop_work(self.cfg.backoff_ms),
+            };
+        }
+        self.send_work(Action::Push(plan), Purpose::Write(write, steps));
     }
 
     fn plan(&mut self, write: &Write) -> PushPlan {
@@ -253,31 +309,34 @@ impl Runner {
         };
         let mut steps = Vec::new();
         let mut carry = None;
-        match write {
-            Write::Candidate => {
-                let built = work
-                    .built
-                    .clone()
-                    .expect("a candidate is recorded after it is built");
-                steps.push(self.step(
-                    &change,
-                    StepBody::Candidate {
-                        op: op.clone(),
-                        candidate: built.id,
-                        base: work.base.clone(),
-                        base_tree: built.base_tree,
-                        commit: built.commit.clone(),
-                        tree: built.tree,
-                    },
-                ));
+        if !work.claimed {
+            steps.push(self.step(&change, StepBody::Claim { op: op.clone() }));
+        }
+        if let Some(built) = work.built.clone().filter(|_| !work.recorded) {
+            steps.push(self.step(
+                &change,
+                StepBody::Candidate {
+                    op: op.clone(),
+                    candidate: built.id,
+                    base: work.base.clone(),
+                    base_tree: built.base_tree,
+                    commit: built.commit.clone(),
+                    tree: built.tree,
+                },
+            ));
+            // The candidate's step keeps the candidate commit reachable as its second parent.
+            if steps.len() == 1 {
                 carry = Some(built.commit);
             }
+        }
+        match write {
+            Write::Record => {}
             Write::Check {
                 index,
                 verdict,
                 why,
                 record,
-                end,
+                then,
             } => {
                 let built = work
                     .built
@@ -308,62 +367,14 @@ impl Runner {
                         record: record.clone(),
                     });
                 }
-                if let Some(end) = end {
-                    plan.updates.extend(self.give_up_place(&work));
-                    steps.push(self.step(
-                        &change,
-                        StepBody::Outcome {
-                            op: op.clone(),
-                            state: end.state,
-                            reason: end.reason,
-                            detail: end.detail.clone(),
-                        },
-                    ));
+                match then {
+                    Then::Continue => {}
+                    Then::End(end) => self.push_ending(&work, &mut plan, &mut steps, end),
+                    Then::Merge => self.push_merge(&work, &mut plan, &mut steps),
                 }
             }
-            Write::Merge => {
-                let built = work
-                    .built
-                    .clone()
-                    .expect("a merge pushes a built candidate");
-                steps.push(self.step(
-                    &change,
-                    StepBody::Outcome {
-                        op: op.clone(),
-                        state: OpState::Merged,
-                        reason: None,
-                        detail: serde_json::json!({
-                            "candidate": built.id,
-                            "commit": built.commit,
-                            "tree": built.tree,
-                            "base": work.base,
-                        }),
-                    },
-                ));
-                plan.updates.push(RefUpdate {
-                    name: self.main_ref(),
-                    expect: Expect::Is(work.base.clone()),
-                    new: NewValue::Oid(built.commit.clone()),
-                });
-                plan.updates.push(RefUpdate {
-                    name: refs::landed(&change),
-                    expect: Expect::Absent,
-                    new: NewValue::Oid(built.commit),
-                });
-                plan.updates.extend(self.give_up_place(&work));
-            }
-            Write::End(end) => {
-                plan.updates.extend(self.give_up_place(&work));
-                steps.push(self.step(
-                    &change,
-                    StepBody::Outcome {
-                        op: op.clone(),
-                        state: end.state,
-                        reason: end.reason,
-                        detail: end.detail.clone(),
-                    },
-                ));
-            }
+            Write::Merge => self.push_merge(&work, &mut plan, &mut steps),
+            Write::End(end) => self.push_ending(&work, &mut plan, &mut steps, end),
             Write::Release { reason, why } => {
                 steps.push(self.step(
                     &change,
@@ -378,6 +389,66 @@ impl Runner {
         plan.appends
             .push(Append::on(change, Some(work.tip), steps, carry));
         plan
+    }
+
+    /// The outcome step of an ending short of a merge, and the queue place it gives up.
+    fn push_ending(
+        &mut self,
+        work: &Work,
+        plan: &mut PushPlan,
+        steps: &mut Vec<crate::record::Step>,
+        end: &Ending,
+    ) {
+        plan.updates.extend(self.give_up_place(work));
+        steps.push(self.step(
+            &work.record.change,
+            StepBody::Outcome {
+                op: work.op.clone(),
+                state: end.state,
+                reason: end.reason,
+                detail: end.detail.clone(),
+            },
+        ));
+    }
+
+    /// The merge: the merged outcome, main `base -> candidate` leased on `base`, the merged
+    /// marker (create-only), and the queue place given up, all in one atomic push.
+    fn push_merge(
+        &mut self,
+        work: &Work,
+        plan: &mut PushPlan,
+        steps: &mut Vec<crate::record::Step>,
+    ) {
+        let change = work.record.change.clone();
+        let built = work
+            .built
+            .clone()
+            .expect("a merge pushes a built candidate");
+        steps.push(self.step(
+            &change,
+            StepBody::Outcome {
+                op: work.op.clone(),
+                state: OpState::Merged,
+                reason: None,
+                detail: serde_json::json!({
+                    "candidate": built.id,
+                    "commit": built.commit,
+                    "tree": built.tree,
+                    "base": work.base,
+                }),
+            },
+        ));
+        plan.updates.push(RefUpdate {
+            name: self.main_ref(),
+            expect: Expect::Is(work.base.clone()),
+            new: NewValue::Oid(built.commit.clone()),
+        });
+        plan.updates.push(RefUpdate {
+            name: refs::landed(&change),
+            expect: Expect::Absent,
+            new: NewValue::Oid(built.commit),
+        });
+        plan.updates.extend(self.give_up_place(work));
     }
 
     /// An ending operation gives its queue place up in the same push, so that the queue holds
@@ -405,8 +476,17 @@ impl Runner {
         }));
     }
 
-    /// Gives the claim back after a fault, so another runner may claim at once.
+    /// Gives the claim back after a fault, so another runner may claim at once. Before the
+    /// claim is recorded there is nothing to give back: the work is dropped.
     fn release(&mut self, reason: Option<ReasonCode>, why: String) {
+        if !self.work_mut().claimed {
+            let wait = if reason == Some(ReasonCode::CheckUnavailable) {
+                self.cfg.interval_ms
+            } else {
+                self.cfg.backoff_ms
+            };
+            return self.drop_work(wait);
+        }
         self.write(Write::Release { reason, why });
     }
 
@@ -428,7 +508,9 @@ impl Runner {
             (Purpose::Heartbeat { parent }, Completion::Pushed(report)) => {
                 self.on_heartbeat(report, parent)
             }
-            (Purpose::Write(write), Completion::Pushed(report)) => self.on_written(write, report),
+            (Purpose::Write(write, steps), Completion::Pushed(report)) => {
+                self.on_written(write, steps, report)
+            }
             (Purpose::Verify(write, spec), Completion::Fetched(result)) => {
                 self.on_verified(write, spec, result)
             }
@@ -469,14 +551,16 @@ impl Runner {
     fn build(&mut self) {
         let trailers = self.cfg.trailers.clone();
         let work = self.work_mut();
-        work.attempts += 1;
         work.passed.clear();
         work.built = None;
-        let candidate = work.op.candidate(work.attempts);
         let operation = work
             .record
             .op(&work.op)
             .expect("the work's operation is in its record");
+        // Candidates are numbered as the record holds them: one built and never recorded
+        // (main moved before it went up) leaves no gap.
+        let attempt = u32::try_from(operation.candidates.len() + 1).unwrap_or(u32::MAX);
+        let candidate = work.op.candidate(attempt);
         let intent = one_line(&work.record.intent);
         let message = format!(
             "{intent}\n\nChange-Id: {change}\n{ik}: {intent}\n{ak}: {actor}\nBay-Op: {op}\nBay-Candidate: {candidate}\n",
@@ -519,7 +603,10 @@ impl Runner {
                     );
                 }
                 let work = self.work_mut();
-                let id = work.op.candidate(work.attempts);
+                let attempt = work.record.op(&work.op).map_or(1, |o| {
+                    u32::try_from(o.candidates.len() + 1).unwrap_or(u32::MAX)
+                });
+                let id = work.op.candidate(attempt);
                 work.built = Some(Built {
                     id,
                     commit,
@@ -527,7 +614,16 @@ impl Runner {
                     base_tree,
                     changed_paths,
                 });
-                self.write(Write::Candidate);
+                self.work_mut().recorded = false;
+                let unchecked = self.work_mut().policy.as_ref().is_some_and(|p| p.unchecked);
+                #[cfg(feature = "mutants")]
+                let unchecked = unchecked || self.mutant_reuses_checks();
+                // With no check to run, the claim, the candidate and the merge go in one push.
+                self.write(if unchecked {
+                    Write::Merge
+                } else {
+                    Write::Record
+                });
             }
         }
     }
@@ -623,30 +719,37 @@ impl Runner {
         }
     }
 
-    /// Records a judged check; a verdict other than `pass` ends the operation in the same push.
+    /// Records a judged check. A verdict other than `pass` ends the operation in the same push;
+    /// the last check's pass merges in the same push.
     fn judged(&mut self, index: usize, verdict: Verdict, why: String, record: String) {
-        let end = match verdict {
+        let required = {
+            let work = self.work.as_ref().expect("judging while working");
+            work.policy.as_ref().map_or(0, |p| p.required().len())
+        };
+        let failed = match verdict {
             Verdict::Pass => None,
-            Verdict::ProductFailure => Some((ReasonCode::CheckFailed, OpState::Blocked)),
-            Verdict::InfraFailure | Verdict::Unknown => {
-                Some((ReasonCode::CheckUnknown, OpState::Blocked))
-            }
-        }
-        .map(|(reason, state)| Ending {
-            state,
-            reason: Some(reason),
-            detail: serde_json::json!({
-                "check": self.check_spec(index).id,
-                "verdict": verdict,
-                "why": why,
+            Verdict::ProductFailure => Some(ReasonCode::CheckFailed),
+            Verdict::InfraFailure | Verdict::Unknown => Some(ReasonCode::CheckUnknown),
+        };
+        let then = match failed {
+            Some(reason) => Then::End(Ending {
+                state: OpState::Blocked,
+                reason: Some(reason),
+                detail: serde_json::json!({
+                    "check": self.check_spec(index).id,
+                    "verdict": verdict,
+                    "why": why,
+                }),
             }),
-        });
+            None if index + 1 >= required => Then::Merge,
+            None => Then::Continue,
+        };
         self.write(Write::Check {
             index,
             verdict,
             why,
             record,
-            end,
+            then,
         });
     }
 
@@ -679,6 +782,14 @@ impl Runner {
                 work.heartbeat_at = now.plus_millis(backoff);
                 self.send_deferred();
             }
+            // A mutant shrugs the refusal off and goes on working.
+            #[cfg(feature = "mutants")]
+            (PushOutcome::Rejected { .. }, _)
+                if self.cfg.mutant == Some(super::Mutant::SkipFencing) =>
+            {
+                self.work_mut().heartbeat_at = now.plus_millis(heartbeat_ms);
+                self.send_deferred();
+            }
             // Refused: the claim was taken over, or the change moved under it. Write nothing more.
             (PushOutcome::Rejected { .. }, _) => {
                 self.mine = None;
@@ -705,19 +816,40 @@ impl Runner {
     /// A write's fate is unknown: drop the work; the next pass reads which tip won and takes the
     /// work up again if either is this runner's.
     fn in_doubt(&mut self, written: Option<Oid>) {
-        if let (Some((_, tips)), Some(written)) = (self.mine.as_mut(), written) {
-            tips.insert(written);
+        let work = self.work_mut();
+        let (claimed, change) = (work.claimed, work.record.change.clone());
+        if let Some(written) = written {
+            match self.mine.as_mut() {
+                Some((_, tips)) if claimed => {
+                    tips.insert(written);
+                }
+                // The claim itself may have landed: only the tip it wrote would prove it.
+                _ => self.mine = Some((change, std::collections::BTreeSet::from([written]))),
+            }
         }
         self.drop_work(0);
     }
 
-    fn on_written(&mut self, write: Write, report: PushReport) {
+    fn on_written(&mut self, write: Write, steps: Vec<crate::record::Step>, report: PushReport) {
         let written = last_written(&report);
         self.work_mut().writing = false;
         match (report.outcome, written) {
             (PushOutcome::Accepted, Some(tip)) => {
-                self.work_mut().tip = tip.clone();
+                let change = self.work_mut().record.change.clone();
+                let work = self.work_mut();
+                work.tip = tip.clone();
+                work.recorded = true;
+                // What this runner wrote, folded in, keeps the record it holds true.
+                let folded = steps.iter().try_for_each(|step| work.record.append(step));
+                if !work.claimed {
+                    work.claimed = true;
+                    self.mine = Some((change, std::collections::BTreeSet::new()));
+                }
                 self.remember(tip);
+                if folded.is_err() {
+                    // The record refuses what was just written: never build on it.
+                    return self.drop_work(self.cfg.backoff_ms);
+                }
                 if let Some(note) = report.notes.first() {
                     self.refs
                         .insert(refs::evidence(&self.cfg.runner), note.clone());
@@ -747,32 +879,27 @@ impl Runner {
     /// Goes on after a write the remote accepted.
     fn after_write(&mut self, write: Write) {
         match write {
-            Write::Candidate => {
-                let unchecked = self.work_mut().policy.as_ref().is_some_and(|p| p.unchecked);
-                #[cfg(feature = "mutants")]
-                let unchecked = unchecked || self.mutant_reuses_checks();
-                if unchecked {
-                    self.write(Write::Merge)
-                } else {
-                    self.next_check()
-                }
-            }
+            Write::Record => self.next_check(),
             Write::Check {
                 index,
-                verdict: Verdict::Pass,
-                end: None,
+                then: Then::Continue,
                 ..
             } => {
                 let id = self.check_spec(index).id;
                 self.work_mut().passed.push(id);
                 self.next_check();
             }
-            Write::Merge => {
+            Write::Merge
+            | Write::Check {
+                then: Then::Merge, ..
+            } => {
                 self.merged += 1;
-                self.finished(OpState::Merged);
+                self.finished();
             }
-            Write::Check { end: Some(end), .. } | Write::End(end) => self.finished(end.state),
-            Write::Check { .. } => self.finished(OpState::Blocked),
+            Write::Check {
+                then: Then::End(_), ..
+            }
+            | Write::End(_) => self.finished(),
             Write::Release { reason, .. } => {
                 self.mine = None;
                 let wait = if reason == Some(ReasonCode::CheckUnavailable) {
@@ -786,13 +913,17 @@ impl Runner {
     }
 
     /// The operation ended by this runner's push.
-    fn finished(&mut self, state: OpState) {
+    fn finished(&mut self) {
         self.mine = None;
-        debug_assert!(state.is_terminal());
-        // The next pass reads the outcome back, so a `merge --wait` result is built from the
-        // record like every other reader's.
-        self.work = None;
+        let work = self.work.take().expect("an operation ends while working");
         self.out.forget_all();
+        if self.cfg.mode == super::RunMode::Only(work.op.clone()) {
+            // `merge --wait`: the result comes from the record, with this runner's own steps
+            // folded in, as every reader's does.
+            if let Some(op) = work.record.op(&work.op) {
+                return self.finish(crate::report::op_result(&work.record, op));
+            }
+        }
         self.stage = Stage::Idle;
         self.next_pass = self.now;
     }
@@ -815,13 +946,19 @@ impl Runner {
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
         let landed = self.refs.contains_key(&refs::landed(&change));
         if chain_moved || landed {
+            #[cfg(feature = "mutants")]
+            if !landed
+                && self.mutant_ignores_fence(&write, self.refs.get(&refs::change(&change)).cloned())
+            {
+                return;
+            }
             // Fenced: another writer moved the change. This runner writes nothing more to it.
             self.mine = None;
             return self.drop_work(0);
         }
         let main_now = self.refs.get(&self.main_ref()).cloned();
         match write {
-            Write::Merge if main_now.as_ref() != Some(&work.base) => {
+            write if write.merges() && main_now.as_ref() != Some(&work.base) => {
                 let Some(main_now) = main_now else {
                     return self.release(None, "main is gone from the remote".into());
                 };
