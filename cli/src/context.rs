@@ -33,6 +33,8 @@ pub struct Context {
     pub actor_source: ActorSource,
     /// The change whose view the command runs in, if it runs in one.
     pub view: Option<ChangeId>,
+    /// Every `bay.*` key of the Git config this clone sees, in order, read once.
+    pub settings: Vec<(String, String)>,
 }
 
 impl Context {
@@ -69,8 +71,16 @@ impl Context {
             .filter(|parent| *parent == common_dir.join("bay").join("views"))
             .and_then(|_| top.file_name())
             .and_then(|name| ChangeId::parse(&name.to_string_lossy()).ok());
-        let remote = config_value(&git, "bay.remote").unwrap_or_else(|| "origin".to_string());
-        let main = match config_value(&git, "bay.main") {
+        let settings = bay_settings(&git);
+        let setting = |key: &str| {
+            settings
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let remote = setting("bay.remote").unwrap_or_else(|| "origin".to_string());
+        let main = match setting("bay.main") {
             Some(main) => main,
             None => default_branch(&git, &remote).ok_or_else(|| {
                 missing(json!({
@@ -92,7 +102,17 @@ impl Context {
             actor,
             actor_source,
             view,
+            settings,
         })
+    }
+
+    /// Every value of a `bay.*` key, in the order Git lists them.
+    pub fn setting_values(&self, key: &str) -> Vec<String> {
+        self.settings
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 
     pub fn git(&self) -> Git {
@@ -153,10 +173,24 @@ impl Context {
     }
 }
 
-fn config_value(git: &Git, key: &str) -> Option<String> {
-    let out = git.cmd(["config", "--get", key]).output().ok()?;
-    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.success() && !value.is_empty()).then_some(value)
+/// Every `bay.*` key and value of the config this clone sees (system, global, local), in one
+/// call. Keys come lower-cased, as Git gives them.
+fn bay_settings(git: &Git) -> Vec<(String, String)> {
+    let Ok(out) = git
+        .cmd(["config", "--null", "--get-regexp", "^bay\\."])
+        .output()
+    else {
+        return Vec::new();
+    };
+    out.stdout
+        .split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .filter_map(|entry| {
+            let text = String::from_utf8_lossy(entry);
+            let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+            Some((key.to_string(), value.to_string()))
+        })
+        .collect()
 }
 
 /// The remote's default branch: from `refs/remotes/<remote>/HEAD`, else by asking the remote.

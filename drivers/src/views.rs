@@ -45,15 +45,23 @@ impl Views {
     }
 
     /// Whether `dir` is a worktree Git knows for this clone.
+    ///
+    /// A linked worktree's `.git` is a file naming its Git directory, which lies under the
+    /// common directory's `worktrees/`: reading it costs no process.
     fn is_view(&self, dir: &Path) -> bool {
-        dir.join(".git").is_file()
-            && Git::in_dir(dir)
-                .cmd(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-                .run()
-                .ok()
-                .is_some_and(|out| {
-                    Path::new(String::from_utf8_lossy(&out.stdout).trim()) == self.common_dir
-                })
+        let Ok(text) = std::fs::read_to_string(dir.join(".git")) else {
+            return false;
+        };
+        let Some(gitdir) = text.trim().strip_prefix("gitdir: ") else {
+            return false;
+        };
+        let gitdir = Path::new(gitdir);
+        let gitdir = if gitdir.is_absolute() {
+            gitdir.to_path_buf()
+        } else {
+            dir.join(gitdir)
+        };
+        gitdir.parent() == Some(self.common_dir.join("worktrees").as_path())
     }
 
     /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
@@ -101,11 +109,15 @@ impl Views {
         let view = Git::in_dir(&dir);
         view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
         let tree = oid(&view.cmd(["write-tree"]).run()?.stdout)?;
-        let head = oid(&view.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout)?;
-        let head_tree = oid(&view
-            .cmd(["rev-parse", "--verify", "HEAD^{tree}"])
-            .run()?
-            .stdout)?;
+        let both = view.cmd(["rev-parse", "HEAD", "HEAD^{tree}"]).run()?.stdout;
+        let text = String::from_utf8_lossy(&both);
+        let mut lines = text.lines();
+        let (Some(head), Some(head_tree)) = (lines.next(), lines.next()) else {
+            return Err(Fault(format!(
+                "git rev-parse did not name the view's HEAD: {text}"
+            )));
+        };
+        let (head, head_tree) = (oid(head.as_bytes())?, oid(head_tree.as_bytes())?);
         let draft = if tree == head_tree {
             head.clone()
         } else {

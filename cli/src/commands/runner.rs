@@ -64,7 +64,7 @@ pub fn runner_config(
 
 /// `bay.runnerName`, else the host's name, made safe to use in a ref name.
 fn runner_name(context: &Context) -> String {
-    let named = git_values(context, "bay.runnerName").into_iter().next();
+    let named = context.setting_values("bay.runnername").pop();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok();
@@ -89,23 +89,9 @@ fn runner_name(context: &Context) -> String {
 
 /// `bay.checkEnvironment`: absent serves every environment; one empty value serves none.
 fn served_environments(context: &Context) -> Option<Vec<String>> {
-    let values = git_values(context, "bay.checkEnvironment");
+    let values = context.setting_values("bay.checkenvironment");
     if values.is_empty() {
         return None;
     }
     Some(values.into_iter().filter(|v| !v.is_empty()).collect())
-}
-
-fn git_values(context: &Context, key: &str) -> Vec<String> {
-    context
-        .git()
-        .cmd(["config", "--get-all", key])
-        .output()
-        .map(|out| {
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(|l| l.trim().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
 }
