@@ -185,10 +185,10 @@ fn bay_settings(git: &Git) -> Vec<(String, String)> {
     out.stdout
         .split(|b| *b == 0)
         .filter(|entry| !entry.is_empty())
-        .filter_map(|entry| {
+        .map(|entry| {
             let text = String::from_utf8_lossy(entry);
             let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
-            Some((key.to_string(), value.to_string()))
+            (key.to_string(), value.to_string())
         })
         .collect()
 }
