@@ -10,6 +10,7 @@ mod context;
 mod local;
 mod output;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,5 +38,13 @@ pub struct Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = commands::run(&cli);
+    // Help at a terminal is a page for a person; everywhere else it is the document.
+    if matches!(cli.command, commands::Command::Help(_))
+        && !cli.json
+        && std::io::stdout().is_terminal()
+    {
+        print!("{}", commands::help_page(&result));
+        return ExitCode::SUCCESS;
+    }
     output::emit(&result, cli.json)
 }

@@ -114,13 +114,59 @@ fn is_builtin(arg: &clap::Arg) -> bool {
 
 fn flag(arg: &clap::Arg) -> Value {
     let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+    let value_name = arg
+        .get_value_names()
+        .and_then(|v| v.first())
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+    let name = match (arg.get_long(), arg.get_short()) {
+        (Some(long), _) => format!("--{long}"),
+        (None, Some(short)) => format!("-{short}"),
+        (None, None) => format!("<{value_name}>"),
+    };
     json!({
-        "name": arg.get_long().map(|l| format!("--{l}")).or_else(|| arg.get_short().map(|s| format!("-{s}"))).unwrap_or_else(|| format!("<{}>", arg.get_id().as_str().to_uppercase())),
+        "name": name,
         "short": arg.get_short().map(|s| format!("-{s}")),
         "positional": arg.is_positional(),
-        "value": takes_value.then(|| arg.get_value_names().and_then(|v| v.first()).map(|v| v.to_string()).unwrap_or_else(|| arg.get_id().as_str().to_uppercase())),
+        "value": takes_value.then_some(value_name),
         "value_optional": takes_value && arg.get_num_args().is_some_and(|n| n.min_values() == 0),
         "required": arg.is_required_set(),
         "help": arg.get_help().map(|h| h.to_string()),
     })
+}
+
+/// `bay help` at a terminal: the same contract, as a page for a person.
+pub fn page(result: &BayResult) -> String {
+    let mut out =
+        String::from("bay: the merge layer for fleets of coding agents in one Git repository.\n\n");
+    for command in result.detail["commands"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  {}\n",
+            command["usage"].as_str().unwrap_or_default()
+        ));
+        if let Some(about) = command["about"].as_str() {
+            out.push_str(&format!("      {about}\n"));
+        }
+        for arg in command["arguments"].as_array().into_iter().flatten() {
+            let name = arg["name"].as_str().unwrap_or_default();
+            let help = arg["help"].as_str().unwrap_or_default();
+            out.push_str(&format!("      {name:<22} {help}\n"));
+        }
+        for sub in command["subcommands"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "      {}: {}\n",
+                sub["usage"].as_str().unwrap_or_default(),
+                sub["about"].as_str().unwrap_or_default()
+            ));
+        }
+        out.push_str(&format!(
+            "      writes: {}\n      never writes: {}\n\n",
+            command["writes"].as_str().unwrap_or_default(),
+            command["never"].as_str().unwrap_or_default()
+        ));
+    }
+    out.push_str("Global: -C <PATH> runs as if bay started there; --json prints only the bay.result/1 document.\n");
+    out.push_str("Exit codes: 0 ok, merged or queued; 10 blocked; 20 failed; 2 usage error.\n");
+    out.push_str("bay help --json lists every reason code with its advice, the words results never use, and the schema.\n");
+    out
 }

@@ -75,6 +75,11 @@ pub const WRITES: [(&str, &str, &str); 7] = [
     ),
 ];
 
+/// `bay help` as a page for a person.
+pub fn help_page(result: &BayResult) -> String {
+    help::page(result)
+}
+
 pub fn run(cli: &Cli) -> BayResult {
     match &cli.command {
         Command::Start(args) => start::run(cli, args),
