@@ -39,8 +39,7 @@ echo "cap_eff:$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
 
 #[test]
 fn a_sandboxed_check_sees_only_its_own_directories() {
-    // Outside /tmp, which the sandbox replaces with its own, so that the work tree's path
-    // leads nowhere writable inside.
+    // Under the target directory, which need not be outside /tmp (CI may check out there).
     let repo = Repo::with_in(
         Path::new(env!("CARGO_TARGET_TMPDIR")),
         &[(".bay/check.sh", PROBE)],
@@ -73,9 +72,10 @@ fn a_sandboxed_check_sees_only_its_own_directories() {
     assert_eq!(exit.infra, None);
     let seen = lines(&exit);
     let out = text(&exit);
+    // A write to the work tree's path is judged on the host below: when the checkout lies
+    // under /tmp, the path leads into the sandbox's own /tmp, where a write lands harmlessly.
     for denied in [
         "secret",
-        "write_worktree",
         "write_adapter",
         "git_head",
         "git_config",
