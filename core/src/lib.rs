@@ -8,6 +8,8 @@
 
 pub mod check;
 pub mod config;
+#[cfg(feature = "arbitrary")]
+pub mod fuzzing;
 pub mod git;
 pub mod id;
 pub mod machine;
