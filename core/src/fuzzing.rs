@@ -26,7 +26,7 @@
 //! two runners and three queue places, so that fuzzed ids collide with the ones a machine
 //! asked about.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use serde_json::{Map, Value, json};
@@ -43,8 +43,8 @@ use crate::machine::merge::{Merge, MergeInput};
 use crate::machine::runner::{RunMode, Runner, RunnerConfig};
 use crate::machine::start::{Start, StartInput, StartTarget};
 use crate::machine::{
-    Action, ActionId, BuildResult, ChainQuery, ChainRead, Completion, Event, Expect, Fault,
-    Machine, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
+    Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
+    Fault, Machine, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use crate::policy::Policy;
 use crate::reason::ReasonCode;
@@ -648,65 +648,80 @@ fn assert_judgement(
             if judged.verdict != Verdict::Pass {
                 return;
             }
-            // A pass: every reason the judge could have had to refuse it must be absent.
-            assert!(clean_run, "pass for a run that did not finish: {exit:?}");
-            assert_eq!(exit.exit_code, Some(0), "pass for a run that errored");
-            let doc = doc.expect("pass without a readable result");
-            assert_eq!(doc.get("schema"), Some(&json!(RESULT_SCHEMA)));
-            assert!(
-                doc.get("unavailable").is_none_or(Value::is_null),
-                "pass beside unavailable"
-            );
-            let exercised = doc
-                .get("exercised")
-                .and_then(Value::as_object)
-                .expect("pass without exercised");
-            assert_eq!(
-                exercised.get("commit").and_then(Value::as_str),
-                Some(request.candidate.commit.as_str()),
-                "pass for another commit"
-            );
-            assert_eq!(
-                exercised.get("tree").and_then(Value::as_str),
-                Some(request.candidate.tree.as_str()),
-                "pass for another tree"
-            );
-            let units = doc
-                .get("checks")
-                .and_then(Value::as_array)
-                .expect("pass without a checks list");
-            assert_eq!(judged.units, units.len() as u64, "units miscounted");
-            assert!(
-                judged.units >= expected_minimum,
-                "pass with {} units, under the expected minimum {expected_minimum}",
-                judged.units
-            );
-            for unit in units {
-                assert_eq!(
-                    unit.get("verdict"),
-                    Some(&json!("pass")),
-                    "pass beside a unit that did not pass"
-                );
-                assert!(
-                    unit.get("reason")
-                        .and_then(Value::as_str)
-                        .is_none_or(|r| r.len() <= MAX_REASON_BYTES),
-                    "pass beside an oversized reason"
-                );
+            if let Err(why) = pass_warranted(request, expected_minimum, exit) {
+                panic!("the judge passed a run it must not: {why}");
             }
-            let plan = doc
-                .get("plan")
-                .and_then(Value::as_object)
-                .expect("pass without a plan");
-            let selected = plan.get("selected").and_then(Value::as_u64);
-            let completed = plan.get("completed").and_then(Value::as_u64);
-            assert!(
-                selected.is_some() && completed >= selected,
-                "pass with {completed:?} of {selected:?} units completed"
-            );
+            assert_eq!(Some(judged.units), reported_units(exit), "units miscounted");
             assert!(judged.failed.is_empty());
         }
     }
+}
+
+/// How many units a run's result lists, when it lists them.
+fn reported_units(exit: &CheckExit) -> Option<u64> {
+    let doc: Value = serde_json::from_slice(&exit.stdout).ok()?;
+    Some(doc.get("checks")?.as_array()?.len() as u64)
+}
+
+/// Why `exit` cannot be a pass for `request` with `expected_minimum`, read from the run's output
+/// without the judge; `Ok` when nothing forbids a pass.
+fn pass_warranted(
+    request: &CheckRequest,
+    expected_minimum: u64,
+    exit: &CheckExit,
+) -> std::result::Result<(), String> {
+    let refuse = |why: &str| Err(why.to_owned());
+    if exit.infra.is_some() || exit.timed_out {
+        return refuse("the run did not finish");
+    }
+    if exit.exit_code != Some(0) {
+        return refuse("the run errored");
+    }
+    if exit.stdout.len() > MAX_STDOUT_BYTES {
+        return refuse("the output is over the limit");
+    }
+    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&exit.stdout) else {
+        return refuse("no readable result");
+    };
+    if doc.get("schema") != Some(&json!(RESULT_SCHEMA)) {
+        return refuse("another schema");
+    }
+    if !doc.get("unavailable").is_none_or(Value::is_null) {
+        return refuse("the check answered unavailable");
+    }
+    let Some(exercised) = doc.get("exercised").and_then(Value::as_object) else {
+        return refuse("no exercised");
+    };
+    if exercised.get("commit").and_then(Value::as_str) != Some(request.candidate.commit.as_str()) {
+        return refuse("the result is for another commit");
+    }
+    if exercised.get("tree").and_then(Value::as_str) != Some(request.candidate.tree.as_str()) {
+        return refuse("the result is for another tree");
+    }
+    let Some(units) = doc.get("checks").and_then(Value::as_array) else {
+        return refuse("no checks list");
+    };
+    if (units.len() as u64) < expected_minimum {
+        return refuse("fewer units than the expected minimum");
+    }
+    for unit in units {
+        if unit.get("verdict") != Some(&json!("pass")) {
+            return refuse("a unit did not pass");
+        }
+        let reason = unit.get("reason").and_then(Value::as_str);
+        if reason.is_some_and(|r| r.len() > MAX_REASON_BYTES) {
+            return refuse("a unit's reason is over the limit");
+        }
+    }
+    let Some(plan) = doc.get("plan").and_then(Value::as_object) else {
+        return refuse("no plan");
+    };
+    let selected = plan.get("selected").and_then(Value::as_u64);
+    let completed = plan.get("completed").and_then(Value::as_u64);
+    if selected.is_none() || completed < selected {
+        return refuse("fewer units completed than selected");
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1230,6 +1245,10 @@ struct Driver {
     refs: Refs,
     /// The queue places read back so far, and the operation each names.
     places: Vec<(u64, OpId)>,
+    /// The commit of each candidate the machine recorded, by id, as its pushes said.
+    candidates: BTreeMap<CandidateId, Oid>,
+    /// Every check run answered: the run as asked for, and what the driver said it printed.
+    check_runs: Vec<(CheckRun, CheckExit)>,
     outcome: Option<BayResult>,
 }
 
@@ -1263,6 +1282,7 @@ impl Driver {
             );
             if let Action::Push(plan) = &action {
                 assert_leased(plan, role);
+                self.assert_passes_warranted(plan);
             }
             self.outstanding.push((id, action));
         }
@@ -1330,6 +1350,11 @@ impl Driver {
                 } else {
                     self.answer(u, &action, role)?
                 };
+                if let (Action::RunCheck(run), Completion::CheckExited(exit)) =
+                    (&action, &completion)
+                {
+                    self.check_runs.push((run.clone(), exit.clone()));
+                }
                 assert!(self.answered.insert(id));
                 // Of the right kind it is taken, of the wrong kind it may be refused; either
                 // way no panic, and the id is spent.
@@ -1365,6 +1390,43 @@ impl Driver {
         }
         self.drain(machine, role);
         Ok(())
+    }
+
+    /// A check step that says `pass` rests on a run the driver answered for that check, on
+    /// that candidate's commit, whose output warrants a pass against the request as sent.
+    fn assert_passes_warranted(&mut self, plan: &PushPlan) {
+        for step in plan.appends.iter().flat_map(|append| &append.steps) {
+            match &step.body {
+                StepBody::Candidate {
+                    candidate, commit, ..
+                } => {
+                    self.candidates.insert(candidate.clone(), commit.clone());
+                }
+                StepBody::Check {
+                    candidate,
+                    check,
+                    verdict: Verdict::Pass,
+                    ..
+                } => {
+                    let commit = self
+                        .candidates
+                        .get(candidate)
+                        .unwrap_or_else(|| panic!("a pass on {candidate}, never recorded"));
+                    let warranted = self.check_runs.iter().any(|(run, exit)| {
+                        &run.check.id == check
+                            && &run.candidate == commit
+                            && run.request.candidate.commit == *commit
+                            && pass_warranted(&run.request, run.check.expected_minimum, exit)
+                                .is_ok()
+                    });
+                    assert!(
+                        warranted,
+                        "a pass of {check} on {candidate} that no run answered warrants"
+                    );
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Feeds events until the input or the budget runs out.
