@@ -192,3 +192,81 @@ fn runner() {
 fn agent() {
     exercise("agent", fuzzing::agent, 6);
 }
+
+/// The scenario of `fuzz/regressions/agent/open-merge-queued-without-an-operation.bin`, spelt
+/// out as events, so that it does not depend on how the fuzz body reads its bytes. `bay merge`
+/// pushes a request; the push's fate is unknown and its report names the written step
+/// commit X. The chain read back then holds X but no request (X is the start step), and
+/// `Merge::queued` panics on a record with no operation instead of failing or retrying.
+/// An honest Git remote cannot give this answer (commit ids name their content), but a driver
+/// that misreports what it wrote can, and a machine must not panic on any events. Once fixed,
+/// drop `should_panic` and assert the outcome instead.
+#[test]
+#[should_panic(expected = "a queued change has an operation")]
+fn open_merge_queued_without_an_operation() {
+    use bay_core::git::{Oid, refs};
+    use bay_core::id::ChangeId;
+    use bay_core::machine::merge::{Merge, MergeInput};
+    use bay_core::machine::{
+        ChainRead, Completion, Event, Machine, PushOutcome, PushReport, RawStep, Refs,
+    };
+    use bay_core::record::{Step, StepBody};
+    use bay_core::time::Timestamp;
+
+    let oid = |n: u8| Oid::parse(&format!("{n:040x}")).expect("forty hex digits");
+    let change = ChangeId::from_entropy([0, 0, 0, 0, 1]);
+    let start = Step {
+        change: change.clone(),
+        at: Timestamp(1),
+        by: "alice".into(),
+        nonce: 7,
+        body: StepBody::Start {
+            intent: "fix the login".into(),
+            actor: "alice".into(),
+            paths: vec!["src/".into()],
+            base: oid(0),
+            generation: 1,
+            supersedes: None,
+        },
+    };
+    let mut remote = Refs::new();
+    remote.insert(refs::main("main"), oid(0));
+    remote.insert(refs::change(&change), oid(1));
+    let chain = ChainRead {
+        change: change.clone(),
+        tip: oid(1),
+        steps: vec![RawStep {
+            oid: oid(1),
+            message: start.to_message(),
+        }],
+        reached_known: false,
+    };
+    let input = MergeInput {
+        change,
+        actor: "alice".into(),
+        main: "main".into(),
+        entropy: 1,
+    };
+    let now = Timestamp(10);
+    let mut merge = Merge::new(input, now);
+    let answer = |merge: &mut Merge, completion: Completion| {
+        let (id, _) = merge.poll_action().expect("an action to answer");
+        assert!(merge.poll_action().is_none());
+        merge
+            .handle(now, Event::Done(id, completion))
+            .expect("an answer of the right kind");
+    };
+    answer(&mut merge, Completion::Fetched(Ok(remote.clone())));
+    answer(&mut merge, Completion::ChainsRead(Ok(vec![chain.clone()])));
+    answer(&mut merge, Completion::DraftFrozen(Ok(oid(2))));
+    let unknown = PushReport {
+        steps: vec![vec![oid(1)]],
+        notes: Vec::new(),
+        outcome: PushOutcome::Unknown {
+            why: "the connection dropped".into(),
+        },
+    };
+    answer(&mut merge, Completion::Pushed(unknown));
+    answer(&mut merge, Completion::Fetched(Ok(remote)));
+    answer(&mut merge, Completion::ChainsRead(Ok(vec![chain])));
+}
