@@ -9,6 +9,8 @@
 pub mod actor;
 pub mod check;
 pub mod config;
+#[cfg(feature = "arbitrary")]
+pub mod fuzzing;
 pub mod git;
 pub mod id;
 pub mod machine;

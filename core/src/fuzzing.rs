@@ -1,0 +1,1862 @@
+//! Fuzz bodies: one function per fuzz target, each taking the fuzzer's bytes and asserting
+//! bay's promises with `assert!`, so that a broken promise is a crash the fuzzer reports.
+//!
+//! The same bodies run three ways: under cargo-fuzz (`fuzz/fuzz_targets/*.rs`, each a
+//! one-liner), under `cargo test -p bay-core --features arbitrary` on the committed seeds,
+//! regressions and a fixed budget of generated inputs (`core/tests/fuzz_bodies.rs`), and from
+//! anything else that wants to throw bytes at core.
+//!
+//! The promises checked:
+//!
+//! - parsers: bad input never panics, and what they accept they keep whole: the parsed value
+//!   written back out parses to the same value, and agrees with a plain TOML reading;
+//! - judge: never `pass` for a result about another commit or tree, with fewer units than
+//!   `expected_minimum`, with a unit that did not pass, with fewer units completed than
+//!   selected, or for a run that errored, timed out or could not start;
+//! - record: a step read from a message writes back to a message that reads the same, and
+//!   folding a chain whole or step by step gives the same record (or the same refusal);
+//! - machines: any sequence of events (completions of every kind, for ids the machine issued,
+//!   never issued, or already heard back from; ticks; a clock that jumps either way) never
+//!   panics; a completion for an id the machine never issued, or one already answered, is
+//!   `Err(Misuse)`; every chain append is leased (`Expect::Is` on its parent, or `Absent` for
+//!   a new chain) and no ref update or note goes out without a lease; an outcome once given
+//!   stays.
+//!
+//! Worlds are tiny on purpose: four change ids, eight object ids, two actors, two intents,
+//! two runners and three queue places, so that fuzzed ids collide with the ones a machine
+//! asked about.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arbitrary::{Arbitrary, Result, Unstructured};
+use serde_json::{Map, Value, json};
+
+use crate::check::{
+    CheckExit, CheckRequest, CommitTree, EvidenceExtras, EvidenceRecord, Judgement,
+    MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA, Verdict, judge as judge_run,
+};
+use crate::config::Config;
+use crate::git::{Oid, refs};
+use crate::id::{CandidateId, ChangeId, OpId, intent_digest};
+use crate::machine::abandon::{Abandon, AbandonInput};
+use crate::machine::merge::{Merge, MergeInput};
+use crate::machine::runner::{RunMode, Runner, RunnerConfig};
+use crate::machine::start::{Start, StartInput, StartTarget};
+use crate::machine::{
+    Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
+    Fault, Machine, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
+};
+use crate::policy::Policy;
+use crate::reason::ReasonCode;
+use crate::record::{ChangeRecord, Step, StepBody};
+use crate::result::{BayResult, OpState};
+use crate::time::Timestamp;
+
+// ---------------------------------------------------------------------------------------------
+// The tiny world.
+
+/// The runner under test, and another one whose claims it may meet.
+const RUNNER: &str = "runner-a";
+const OTHER_RUNNER: &str = "runner-b";
+const ACTORS: [&str; 2] = ["alice", "bob"];
+const WRITERS: [&str; 4] = ["alice", "bob", RUNNER, OTHER_RUNNER];
+const INTENTS: [&str; 2] = ["fix the login", "add a test"];
+const MAIN: &str = "main";
+const QUEUE_PLACES: u64 = 3;
+/// Where every machine's clock starts.
+const EPOCH: Timestamp = Timestamp(1_700_000_000_000);
+/// At most this many events per input, so that one input stays fast.
+const MAX_EVENTS: usize = 200;
+
+/// Policies a runner may read at a base: valid ones of each shape, and broken ones.
+const POLICIES: [&str; 5] = [
+    "revision = 3\n\n[[check]]\nid = \"unit\"\nenvironment = \"linux\"\n\
+     command = \"scripts/check unit\"\nadapter = [\"scripts/check\"]\nexpected_minimum = 1\n\
+     timeout_s = 5\n",
+    "revision = 4\n\n[[check]]\nid = \"unit\"\nenvironment = \"linux\"\n\
+     command = \"scripts/check unit\"\nadapter = [\"scripts/\"]\nexpected_minimum = 2\n\
+     timeout_s = 5\n\n[[check]]\nid = \"e2e\"\nenvironment = \"mac\"\n\
+     command = \"scripts/check e2e\"\nadapter = [\"scripts/\"]\nexpected_minimum = 0\n\
+     timeout_s = 60\n",
+    "revision = 1\nunchecked = true\n",
+    "revision = \"five\"\n",
+    "revision = 2\n[[check]]\nid = \"unit\"\n",
+];
+
+fn oid(u: &mut Unstructured<'_>) -> Result<Oid> {
+    Oid::arbitrary(u)
+}
+
+fn change_id(u: &mut Unstructured<'_>) -> Result<ChangeId> {
+    ChangeId::arbitrary(u)
+}
+
+fn every_change() -> Vec<ChangeId> {
+    (0..=3)
+        .map(|n| ChangeId::from_entropy([0, 0, 0, 0, n]))
+        .collect()
+}
+
+fn op_id(u: &mut Unstructured<'_>, change: &ChangeId) -> Result<OpId> {
+    Ok(change.op(u.int_in_range(1..=3)?))
+}
+
+fn candidate_id(u: &mut Unstructured<'_>, op: &OpId) -> Result<CandidateId> {
+    Ok(op.candidate(u.int_in_range(1..=3)?))
+}
+
+fn pick<'a>(u: &mut Unstructured<'_>, items: &[&'a str]) -> Result<&'a str> {
+    Ok(*u.choose(items)?)
+}
+
+/// A short string: usually one of a few words, so that values collide, sometimes anything.
+fn word(u: &mut Unstructured<'_>, words: &[&str]) -> Result<String> {
+    if u.ratio(7, 8)? {
+        Ok(pick(u, words)?.to_owned())
+    } else {
+        String::arbitrary(u)
+    }
+}
+
+fn fault(u: &mut Unstructured<'_>) -> Result<Fault> {
+    Ok(Fault(word(u, &["network down", "git exited 128", ""])?))
+}
+
+/// `Err(fault)` one time in `one_in`.
+fn maybe_fault<T>(
+    u: &mut Unstructured<'_>,
+    one_in: u32,
+    ok: impl FnOnce(&mut Unstructured<'_>) -> Result<T>,
+) -> Result<std::result::Result<T, Fault>> {
+    if u.ratio(1, one_in)? {
+        Ok(Err(fault(u)?))
+    } else {
+        Ok(Ok(ok(u)?))
+    }
+}
+
+fn is_valid_id(op: &OpId) -> bool {
+    op.n >= 1
+}
+
+/// Whether every id in a step is one bay can write and read back (the derived `Arbitrary`
+/// of an id also makes counter 0, which no writer makes and no reader accepts).
+fn step_ids_are_valid(step: &Step) -> bool {
+    let op_ok = step.op().is_none_or(is_valid_id);
+    let candidate_ok = match &step.body {
+        StepBody::Candidate { candidate, .. } | StepBody::Check { candidate, .. } => {
+            candidate.attempt >= 1 && is_valid_id(&candidate.op)
+        }
+        _ => true,
+    };
+    op_ok && candidate_ok
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps and chains.
+
+/// What a chain generator remembers of the chain so far, to make its next step likely to fit.
+#[derive(Debug)]
+struct ChainState {
+    change: ChangeId,
+    actor: String,
+    ops: u32,
+    live: bool,
+    owner: Option<String>,
+    candidates: u32,
+    merged: bool,
+    abandoned: bool,
+    at: u64,
+}
+
+/// The kinds of step a chain generator can add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Move {
+    Adopt,
+    Checkpoint,
+    Request,
+    Claim,
+    Heartbeat,
+    Release,
+    Candidate,
+    Check,
+    Outcome,
+    Abandon,
+    Start,
+    Junk,
+}
+
+const EVERY_MOVE: [Move; 12] = [
+    Move::Adopt,
+    Move::Checkpoint,
+    Move::Request,
+    Move::Claim,
+    Move::Heartbeat,
+    Move::Release,
+    Move::Candidate,
+    Move::Check,
+    Move::Outcome,
+    Move::Abandon,
+    Move::Start,
+    Move::Junk,
+];
+
+impl ChainState {
+    fn new(change: ChangeId) -> ChainState {
+        ChainState {
+            change,
+            actor: ACTORS[0].to_owned(),
+            ops: 0,
+            live: false,
+            owner: None,
+            candidates: 0,
+            merged: false,
+            abandoned: false,
+            at: EPOCH.millis(),
+        }
+    }
+
+    /// A chain that already holds a start and one live request, to continue from.
+    fn midway(change: ChangeId) -> ChainState {
+        ChainState {
+            ops: 1,
+            live: true,
+            ..ChainState::new(change)
+        }
+    }
+
+    fn step(&mut self, u: &mut Unstructured<'_>, by: &str, body: StepBody) -> Result<Step> {
+        self.at += u.int_in_range(0..=5_000)?;
+        Ok(Step {
+            change: self.change.clone(),
+            at: Timestamp(self.at),
+            by: by.to_owned(),
+            nonce: u.arbitrary()?,
+            body,
+        })
+    }
+
+    fn start(&mut self, u: &mut Unstructured<'_>) -> Result<Step> {
+        let actor = pick(u, &ACTORS)?;
+        self.actor = actor.to_owned();
+        let body = StepBody::Start {
+            intent: word(u, &INTENTS)?,
+            actor: actor.to_owned(),
+            paths: vec![word(u, &["src/", "docs/", "README.md"])?],
+            base: oid(u)?,
+            generation: u.int_in_range(1..=2)?,
+            supersedes: if u.ratio(1, 4)? {
+                Some(change_id(u)?)
+            } else {
+                None
+            },
+        };
+        self.step(u, actor, body)
+    }
+
+    /// The moves the record's rules allow next.
+    fn legal(&self) -> Vec<Move> {
+        if self.merged {
+            return Vec::new();
+        }
+        let mut moves = vec![Move::Adopt, Move::Checkpoint];
+        if !self.abandoned {
+            moves.extend([Move::Request, Move::Request, Move::Abandon]);
+        }
+        if self.live {
+            match self.owner {
+                None => moves.extend([Move::Claim, Move::Claim, Move::Claim]),
+                Some(_) => {
+                    moves.extend([Move::Heartbeat, Move::Release, Move::Candidate]);
+                    moves.extend([Move::Candidate, Move::Outcome, Move::Outcome]);
+                    if self.candidates > 0 {
+                        moves.extend([Move::Check, Move::Check]);
+                    }
+                }
+            }
+        }
+        moves
+    }
+
+    /// A step the record's rules allow most of the time, and anything some of the time.
+    /// `places` are the queue places the remote holds, with the operation each names.
+    fn next(&mut self, u: &mut Unstructured<'_>, places: &[(u64, OpId)]) -> Result<Step> {
+        let legal = self.legal();
+        let chosen = if !legal.is_empty() && u.ratio(7, 8)? {
+            *u.choose(&legal)?
+        } else {
+            *u.choose(&EVERY_MOVE)?
+        };
+        let owner = self.owner.clone();
+        let op = self.change.op(self.ops.max(1));
+        let writer = |u: &mut Unstructured<'_>| -> Result<String> {
+            match &owner {
+                Some(owner) if u.ratio(15, 16)? => Ok(owner.clone()),
+                _ => Ok(pick(u, &WRITERS)?.to_owned()),
+            }
+        };
+        let step = match chosen {
+            Move::Adopt => {
+                let actor = pick(u, &ACTORS)?;
+                self.actor = actor.to_owned();
+                self.abandoned = false;
+                let body = StepBody::Adopt {
+                    actor: actor.to_owned(),
+                };
+                self.step(u, actor, body)?
+            }
+            Move::Checkpoint => {
+                let body = StepBody::Checkpoint {
+                    draft: oid(u)?,
+                    base: oid(u)?,
+                };
+                let actor = self.actor.clone();
+                self.step(u, &actor, body)?
+            }
+            Move::Request => {
+                self.ops += 1;
+                self.live = true;
+                self.owner = None;
+                self.candidates = 0;
+                let op = self.change.op(self.ops);
+                let named = places.iter().find(|(_, named)| named == &op);
+                let seq = match named {
+                    Some((seq, _)) if u.ratio(15, 16)? => *seq,
+                    _ => match u.choose(places) {
+                        Ok((seq, _)) if u.ratio(3, 4)? => *seq,
+                        _ => u.int_in_range(1..=QUEUE_PLACES)?,
+                    },
+                };
+                let body = StepBody::Request {
+                    op,
+                    draft: oid(u)?,
+                    base: oid(u)?,
+                    seq,
+                };
+                let actor = self.actor.clone();
+                self.step(u, &actor, body)?
+            }
+            Move::Claim => {
+                let runner = pick(u, &[RUNNER, OTHER_RUNNER])?;
+                self.owner = Some(runner.to_owned());
+                self.step(u, runner, StepBody::Claim { op })?
+            }
+            Move::Heartbeat => {
+                let by = writer(u)?;
+                self.step(u, &by, StepBody::Heartbeat { op })?
+            }
+            Move::Release => {
+                let by = writer(u)?;
+                self.owner = None;
+                let body = StepBody::Release {
+                    op,
+                    reason: Option::<ReasonCode>::arbitrary(u)?,
+                    why: word(u, &["could not build the candidate"])?,
+                };
+                self.step(u, &by, body)?
+            }
+            Move::Candidate => {
+                let by = writer(u)?;
+                self.candidates += 1;
+                let body = StepBody::Candidate {
+                    candidate: op.candidate(self.candidates),
+                    op,
+                    base: oid(u)?,
+                    base_tree: oid(u)?,
+                    commit: oid(u)?,
+                    tree: oid(u)?,
+                };
+                self.step(u, &by, body)?
+            }
+            Move::Check => {
+                let by = writer(u)?;
+                let candidate = if u.ratio(7, 8)? {
+                    op.candidate(self.candidates.max(1))
+                } else {
+                    candidate_id(u, &op)?
+                };
+                let body = StepBody::Check {
+                    candidate,
+                    op,
+                    check: word(u, &["unit", "e2e"])?,
+                    environment: word(u, &["linux", "mac"])?,
+                    verdict: Verdict::arbitrary(u)?,
+                    why: word(u, &["All 3 units passed on the candidate."])?,
+                };
+                self.step(u, &by, body)?
+            }
+            Move::Outcome => {
+                let by = writer(u)?;
+                self.owner = None;
+                self.live = false;
+                let state = if u.ratio(7, 8)? {
+                    let ending: &[OpState] = if self.candidates > 0 {
+                        &[
+                            OpState::Merged,
+                            OpState::Blocked,
+                            OpState::Failed,
+                            OpState::NoEffect,
+                        ]
+                    } else {
+                        &[OpState::Blocked, OpState::Failed, OpState::NoEffect]
+                    };
+                    *u.choose(ending)?
+                } else {
+                    *u.choose(&OpState::ALL)?
+                };
+                self.merged = state == OpState::Merged;
+                let body = StepBody::Outcome {
+                    op,
+                    state,
+                    reason: Option::<ReasonCode>::arbitrary(u)?,
+                    detail: json!({ "note": word(u, &["done"])? }),
+                };
+                self.step(u, &by, body)?
+            }
+            Move::Abandon => {
+                let actor = if u.ratio(7, 8)? {
+                    self.actor.clone()
+                } else {
+                    pick(u, &ACTORS)?.to_owned()
+                };
+                self.live = false;
+                self.owner = None;
+                self.abandoned = true;
+                self.step(u, &actor, StepBody::Abandon)?
+            }
+            Move::Start => self.start(u)?,
+            Move::Junk => {
+                // Anything at all, on this chain's change most of the time.
+                let mut step = Step::arbitrary(u)?;
+                if u.ratio(3, 4)? {
+                    step.change = self.change.clone();
+                }
+                step
+            }
+        };
+        Ok(step)
+    }
+
+    /// A chain of `len` steps after a start (most of the time), oldest first.
+    fn chain(
+        &mut self,
+        u: &mut Unstructured<'_>,
+        len: usize,
+        places: &[(u64, OpId)],
+    ) -> Result<Vec<Step>> {
+        let mut steps = Vec::with_capacity(len + 1);
+        if u.ratio(15, 16)? {
+            steps.push(self.start(u)?);
+        }
+        for _ in 0..len {
+            steps.push(self.next(u, places)?);
+        }
+        Ok(steps)
+    }
+}
+
+/// A step's commit message: what bay writes most of the time, else something broken.
+fn message(u: &mut Unstructured<'_>, step: &Step) -> Result<String> {
+    Ok(match u.int_in_range(0..=31)? {
+        0 => String::arbitrary(u)?,
+        1 => {
+            let text = step.to_message();
+            let cut = u.int_in_range(0..=text.len())?;
+            text.get(..cut).unwrap_or_default().to_owned()
+        }
+        _ => step.to_message(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Check results.
+
+/// A `bay.check.result/1` document about `request`'s candidate most of the time, with every
+/// field sometimes wrong, missing or of the wrong type.
+fn result_document(u: &mut Unstructured<'_>, request: &CheckRequest) -> Result<Vec<u8>> {
+    let mut doc = Map::new();
+    match u.int_in_range(0..=15)? {
+        0 => {}
+        1 => {
+            doc.insert("schema".into(), json!("bay.check.result/2"));
+        }
+        2 => {
+            doc.insert("schema".into(), json!(7));
+        }
+        _ => {
+            doc.insert("schema".into(), json!(RESULT_SCHEMA));
+        }
+    }
+    let candidate = &request.candidate;
+    let exercised = match u.int_in_range(0..=15)? {
+        0 => None,
+        1 => Some(json!("not an object")),
+        2 => Some(json!({ "commit": candidate.tree, "tree": candidate.commit })),
+        3 => Some(json!({ "commit": candidate.commit })),
+        4 => Some(json!({ "commit": oid(u)?, "tree": oid(u)? })),
+        5 => Some(json!({
+            "commit": candidate.commit.as_str().to_uppercase(),
+            "tree": candidate.tree,
+        })),
+        6 => Some(json!({ "commit": candidate.commit, "tree": oid(u)? })),
+        7 => Some(json!({ "commit": candidate.commit, "tree": [candidate.tree] })),
+        _ => Some(json!({ "commit": candidate.commit, "tree": candidate.tree })),
+    };
+    if let Some(exercised) = exercised {
+        doc.insert("exercised".into(), exercised);
+    }
+    if u.ratio(1, 16)? {
+        let reason = if u.ratio(3, 4)? {
+            json!(word(u, &["no GPU here"])?)
+        } else {
+            json!(null)
+        };
+        doc.insert("unavailable".into(), reason);
+    }
+    let count = |u: &mut Unstructured<'_>| -> Result<Value> {
+        Ok(match u.int_in_range(0..=15)? {
+            0 => json!(-1),
+            1 => json!(1.5),
+            2 => json!("3"),
+            3 => json!(u64::MAX),
+            _ => json!(u.int_in_range(0..=4u64)?),
+        })
+    };
+    if u.ratio(15, 16)? {
+        let mut plan = Map::new();
+        if u.ratio(31, 32)? {
+            plan.insert("selected".into(), count(u)?);
+        }
+        if u.ratio(31, 32)? {
+            plan.insert("completed".into(), count(u)?);
+        }
+        doc.insert("plan".into(), Value::Object(plan));
+    }
+    if u.ratio(15, 16)? {
+        let units = u.int_in_range(0..=4)?;
+        let mut list = Vec::with_capacity(units);
+        for index in 0..units {
+            if u.ratio(1, 32)? {
+                list.push(json!(index));
+                continue;
+            }
+            let mut unit = Map::new();
+            if u.ratio(31, 32)? {
+                unit.insert("id".into(), json!(word(u, &["t1", "t2", "t3"])?));
+            }
+            let verdict = match u.int_in_range(0..=11)? {
+                0 => json!("Pass"),
+                1 => json!("product_failure"),
+                2 => json!("infra_failure"),
+                3 => json!("unknown"),
+                4 => json!(null),
+                5 => json!(String::arbitrary(u)?),
+                _ => json!("pass"),
+            };
+            unit.insert("verdict".into(), verdict);
+            match u.int_in_range(0..=7)? {
+                0 => {
+                    unit.insert("reason".into(), json!(String::arbitrary(u)?));
+                }
+                1 => {
+                    let len = MAX_REASON_BYTES + u.int_in_range(0..=1)?;
+                    unit.insert("reason".into(), json!("r".repeat(len)));
+                }
+                2 => {
+                    unit.insert("reason".into(), json!(12));
+                }
+                _ => {}
+            }
+            list.push(Value::Object(unit));
+        }
+        doc.insert("checks".into(), Value::Array(list));
+    }
+    if u.ratio(1, 16)? {
+        doc.insert(String::arbitrary(u)?, json!(String::arbitrary(u)?));
+    }
+    let mut bytes =
+        serde_json::to_vec(&Value::Object(doc)).expect("a JSON value always serializes");
+    if u.ratio(1, 32)? {
+        let cut = u.int_in_range(0..=bytes.len())?;
+        bytes.truncate(cut);
+    }
+    Ok(bytes)
+}
+
+/// What a driver saw when it ran a check: a clean run most of the time.
+fn check_exit(u: &mut Unstructured<'_>, stdout: Vec<u8>) -> Result<CheckExit> {
+    Ok(CheckExit {
+        stdout,
+        exit_code: match u.int_in_range(0..=15)? {
+            0 => None,
+            1 => Some(1),
+            2 => Some(i32::arbitrary(u)?),
+            _ => Some(0),
+        },
+        timed_out: u.ratio(1, 32)?,
+        millis: u.int_in_range(0..=10_000)?,
+        infra: if u.ratio(1, 32)? {
+            Some(word(u, &["no sandbox", "the copy failed.\nretry"])?)
+        } else {
+            None
+        },
+    })
+}
+
+/// Checks one judgement against the promises, reading the run's output independently of the
+/// judge.
+fn assert_judgement(
+    request: &CheckRequest,
+    expected_minimum: u64,
+    exit: &CheckExit,
+    judgement: &Judgement,
+) {
+    let doc = match serde_json::from_slice::<Value>(&exit.stdout) {
+        Ok(Value::Object(doc)) if exit.stdout.len() <= MAX_STDOUT_BYTES => Some(doc),
+        _ => None,
+    };
+    let clean_run = exit.infra.is_none() && !exit.timed_out;
+    match judgement {
+        Judgement::Unavailable { reason } => {
+            let doc = doc.expect("unavailable comes only from a readable result");
+            assert!(clean_run, "unavailable from a run that did not finish");
+            assert_eq!(doc.get("schema"), Some(&json!(RESULT_SCHEMA)));
+            assert_eq!(doc.get("unavailable"), Some(&json!(reason)));
+            assert!(
+                !doc.contains_key("checks"),
+                "unavailable beside reported units"
+            );
+        }
+        Judgement::Judged(judged) => {
+            assert!(!judged.why.is_empty(), "a verdict without a why");
+            assert!(
+                !judged.why.contains('\n'),
+                "a why that is not one line: {:?}",
+                judged.why
+            );
+            assert!(
+                judged.failed.len() as u64 <= judged.units,
+                "more failed units than units"
+            );
+            assert!(
+                judged
+                    .failed
+                    .iter()
+                    .all(|unit| unit.verdict != Verdict::Pass),
+                "a passing unit listed as failed"
+            );
+            if judged.verdict != Verdict::Pass {
+                return;
+            }
+            if let Err(why) = pass_warranted(request, expected_minimum, exit) {
+                panic!("the judge passed a run it must not: {why}");
+            }
+            assert_eq!(Some(judged.units), reported_units(exit), "units miscounted");
+            assert!(judged.failed.is_empty());
+        }
+    }
+}
+
+/// How many units a run's result lists, when it lists them.
+fn reported_units(exit: &CheckExit) -> Option<u64> {
+    let doc: Value = serde_json::from_slice(&exit.stdout).ok()?;
+    Some(doc.get("checks")?.as_array()?.len() as u64)
+}
+
+/// Why `exit` cannot be a pass for `request` with `expected_minimum`, read from the run's output
+/// without the judge; `Ok` when nothing forbids a pass.
+fn pass_warranted(
+    request: &CheckRequest,
+    expected_minimum: u64,
+    exit: &CheckExit,
+) -> std::result::Result<(), String> {
+    let refuse = |why: &str| Err(why.to_owned());
+    if exit.infra.is_some() || exit.timed_out {
+        return refuse("the run did not finish");
+    }
+    if exit.exit_code != Some(0) {
+        return refuse("the run errored");
+    }
+    if exit.stdout.len() > MAX_STDOUT_BYTES {
+        return refuse("the output is over the limit");
+    }
+    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&exit.stdout) else {
+        return refuse("no readable result");
+    };
+    if doc.get("schema") != Some(&json!(RESULT_SCHEMA)) {
+        return refuse("another schema");
+    }
+    if !doc.get("unavailable").is_none_or(Value::is_null) {
+        return refuse("the check answered unavailable");
+    }
+    let Some(exercised) = doc.get("exercised").and_then(Value::as_object) else {
+        return refuse("no exercised");
+    };
+    if exercised.get("commit").and_then(Value::as_str) != Some(request.candidate.commit.as_str()) {
+        return refuse("the result is for another commit");
+    }
+    if exercised.get("tree").and_then(Value::as_str) != Some(request.candidate.tree.as_str()) {
+        return refuse("the result is for another tree");
+    }
+    let Some(units) = doc.get("checks").and_then(Value::as_array) else {
+        return refuse("no checks list");
+    };
+    if (units.len() as u64) < expected_minimum {
+        return refuse("fewer units than the expected minimum");
+    }
+    for unit in units {
+        if unit.get("verdict") != Some(&json!("pass")) {
+            return refuse("a unit did not pass");
+        }
+        let reason = unit.get("reason").and_then(Value::as_str);
+        if reason.is_some_and(|r| r.len() > MAX_REASON_BYTES) {
+            return refuse("a unit's reason is over the limit");
+        }
+    }
+    let Some(plan) = doc.get("plan").and_then(Value::as_object) else {
+        return refuse("no plan");
+    };
+    let selected = plan.get("selected").and_then(Value::as_u64);
+    let completed = plan.get("completed").and_then(Value::as_u64);
+    if selected.is_none() || completed < selected {
+        return refuse("fewer units completed than selected");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// policy
+
+/// `.bay/policy.toml` text: never a panic; an accepted policy keeps its meaning when written
+/// back out, agrees with a plain TOML reading, and obeys its own rules.
+pub fn policy(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let parsed = Policy::parse(&text);
+    assert_eq!(parsed, Policy::parse(&text), "parsing is deterministic");
+    match parsed {
+        Err(error) => assert_error_line(&text, error.0.line, &error.to_string()),
+        Ok(policy) => {
+            assert_policy_rules(&policy);
+            assert_policy_matches_toml(&policy, &text);
+            let written = policy_to_toml(&policy);
+            match Policy::parse(&written) {
+                Ok(again) => {
+                    assert_eq!(again, policy, "the policy lost data:\n{written}");
+                    assert_eq!(again.digest(), policy.digest());
+                }
+                Err(error) => {
+                    panic!("an accepted policy, written out, is refused: {error}\n{written}")
+                }
+            }
+            let json = serde_json::to_string(&policy).expect("a policy serializes");
+            let back: Policy = serde_json::from_str(&json).expect("a policy reads back");
+            assert_eq!(back, policy);
+        }
+    }
+}
+
+fn assert_error_line(text: &str, line: u32, shown: &str) {
+    let lines = text.split('\n').count();
+    assert!(
+        line >= 1 && line as usize <= lines,
+        "an error names line {line} of a {lines}-line text: {shown}"
+    );
+}
+
+fn assert_policy_rules(policy: &Policy) {
+    if policy.unchecked {
+        assert!(policy.checks.is_empty(), "unchecked beside a check");
+    } else {
+        assert!(!policy.checks.is_empty(), "no check and not unchecked");
+        assert!(
+            policy.checks.iter().any(|c| c.expected_minimum > 0),
+            "every check expects zero units"
+        );
+    }
+    let mut pairs = BTreeSet::new();
+    for check in &policy.checks {
+        assert!(!check.id.is_empty() && !check.environment.is_empty());
+        assert!(
+            pairs.insert((check.id.clone(), check.environment.clone())),
+            "a repeated id and environment"
+        );
+        assert!(check.timeout_s >= 1);
+        assert!(!check.adapter.is_empty());
+        for entry in &check.adapter {
+            assert!(
+                !entry.starts_with('/'),
+                "an absolute adapter path {entry:?}"
+            );
+            assert!(
+                !entry.split('/').any(|part| part == ".."),
+                "an adapter path that leaves the tree {entry:?}"
+            );
+        }
+        let program = check.command.split_whitespace().next();
+        assert!(program.is_some(), "a check with no program");
+        for dir in &check.path {
+            assert!(
+                dir.starts_with('/') && !dir.contains(':'),
+                "a bad PATH entry"
+            );
+        }
+        for name in &check.env {
+            assert!(
+                !crate::policy::RESERVED_ENV.contains(&name.as_str()),
+                "a reserved variable {name}"
+            );
+        }
+    }
+}
+
+/// The same text read by the plain TOML parser says the same things.
+fn assert_policy_matches_toml(policy: &Policy, text: &str) {
+    let table: toml::Table = match toml::from_str(text) {
+        Ok(table) => table,
+        Err(error) => panic!("bay accepted a policy that is not TOML: {error}"),
+    };
+    assert_eq!(
+        table.get("revision").and_then(toml::Value::as_integer),
+        Some(policy.revision),
+        "revision misread"
+    );
+    let checks: Vec<&toml::Table> = table
+        .get("check")
+        .and_then(toml::Value::as_array)
+        .map(|list| list.iter().filter_map(toml::Value::as_table).collect())
+        .unwrap_or_default();
+    assert_eq!(checks.len(), policy.checks.len(), "checks miscounted");
+    for (raw, check) in checks.iter().zip(&policy.checks) {
+        let string = |key: &str| {
+            raw.get(key)
+                .and_then(toml::Value::as_str)
+                .map(str::to_owned)
+        };
+        let strings = |key: &str| {
+            raw.get(key).and_then(toml::Value::as_array).map(|list| {
+                list.iter()
+                    .filter_map(toml::Value::as_str)
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+        };
+        let uint = |key: &str| {
+            raw.get(key)
+                .and_then(toml::Value::as_integer)
+                .and_then(|n| u64::try_from(n).ok())
+        };
+        assert_eq!(string("id").as_ref(), Some(&check.id));
+        assert_eq!(string("environment").as_ref(), Some(&check.environment));
+        assert_eq!(string("command").as_ref(), Some(&check.command));
+        assert_eq!(strings("adapter").as_ref(), Some(&check.adapter));
+        assert_eq!(uint("expected_minimum"), Some(check.expected_minimum));
+        if let Some(timeout) = raw.get("timeout_s") {
+            assert_eq!(
+                timeout.as_integer().and_then(|n| u64::try_from(n).ok()),
+                Some(check.timeout_s)
+            );
+        }
+        if raw.contains_key("path") {
+            assert_eq!(strings("path").as_ref(), Some(&check.path));
+        }
+        assert_eq!(strings("env").unwrap_or_default(), check.env);
+        assert_eq!(
+            raw.get("network")
+                .and_then(toml::Value::as_bool)
+                .unwrap_or(false),
+            check.network
+        );
+    }
+}
+
+fn uint_value(n: u64) -> toml::Value {
+    toml::Value::Integer(
+        i64::try_from(n).expect("a TOML integer fits in i64, so a parsed one does"),
+    )
+}
+
+fn strings_value(items: &[String]) -> toml::Value {
+    toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect())
+}
+
+/// The policy as TOML, every field spelt out.
+fn policy_to_toml(policy: &Policy) -> String {
+    let mut root = toml::Table::new();
+    root.insert("revision".into(), toml::Value::Integer(policy.revision));
+    root.insert("unchecked".into(), toml::Value::Boolean(policy.unchecked));
+    if !policy.checks.is_empty() {
+        let checks = policy
+            .checks
+            .iter()
+            .map(|check| {
+                let mut table = toml::Table::new();
+                table.insert("id".into(), toml::Value::String(check.id.clone()));
+                table.insert(
+                    "environment".into(),
+                    toml::Value::String(check.environment.clone()),
+                );
+                table.insert("command".into(), toml::Value::String(check.command.clone()));
+                table.insert("adapter".into(), strings_value(&check.adapter));
+                table.insert(
+                    "expected_minimum".into(),
+                    uint_value(check.expected_minimum),
+                );
+                table.insert("timeout_s".into(), uint_value(check.timeout_s));
+                table.insert("path".into(), strings_value(&check.path));
+                table.insert("env".into(), strings_value(&check.env));
+                table.insert("network".into(), toml::Value::Boolean(check.network));
+                toml::Value::Table(table)
+            })
+            .collect();
+        root.insert("check".into(), toml::Value::Array(checks));
+    }
+    toml::to_string(&root).expect("a TOML table always serializes")
+}
+
+// ---------------------------------------------------------------------------------------------
+// config
+
+/// `.bay/config.toml` text: never a panic; an accepted config keeps its meaning when written
+/// back out, agrees with a plain TOML reading, and obeys its own rules.
+pub fn config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let parsed = Config::parse(&text);
+    assert_eq!(parsed, Config::parse(&text), "parsing is deterministic");
+    match parsed {
+        Err(error) => assert_error_line(&text, error.0.line, &error.to_string()),
+        Ok(config) => {
+            let runner = &config.runner;
+            assert!(
+                runner.heartbeat_s < runner.lease_s,
+                "heartbeat not under lease"
+            );
+            assert!(
+                runner.takeover_s > runner.lease_s,
+                "takeover not over lease"
+            );
+            assert!((1..=16).contains(&runner.parallel_checks));
+            assert!(runner.submission_timeout_s >= 1);
+            assert!(
+                !config
+                    .trailers
+                    .intent
+                    .eq_ignore_ascii_case(&config.trailers.actor),
+                "one trailer for Intent and Actor"
+            );
+            let table: toml::Table = match toml::from_str(&text) {
+                Ok(table) => table,
+                Err(error) => panic!("bay accepted a config that is not TOML: {error}"),
+            };
+            let string = |key: &str| table.get(key).and_then(toml::Value::as_str);
+            assert_eq!(string("main"), config.main.as_deref(), "main misread");
+            assert_eq!(string("remote"), config.remote.as_deref(), "remote misread");
+            let written = config_to_toml(&config);
+            match Config::parse(&written) {
+                Ok(again) => assert_eq!(again, config, "the config lost data:\n{written}"),
+                Err(error) => {
+                    panic!("an accepted config, written out, is refused: {error}\n{written}")
+                }
+            }
+        }
+    }
+}
+
+/// The parts of the config bay acts on, as TOML.
+fn config_to_toml(config: &Config) -> String {
+    let mut root = toml::Table::new();
+    if let Some(main) = &config.main {
+        root.insert("main".into(), toml::Value::String(main.clone()));
+    }
+    if let Some(remote) = &config.remote {
+        root.insert("remote".into(), toml::Value::String(remote.clone()));
+    }
+    let mut trailers = toml::Table::new();
+    trailers.insert(
+        "intent".into(),
+        toml::Value::String(config.trailers.intent.clone()),
+    );
+    trailers.insert(
+        "actor".into(),
+        toml::Value::String(config.trailers.actor.clone()),
+    );
+    root.insert("trailers".into(), toml::Value::Table(trailers));
+    let r = &config.runner;
+    let mut runner = toml::Table::new();
+    if let Some(command) = &r.command {
+        runner.insert("command".into(), toml::Value::String(command.clone()));
+    }
+    runner.insert(
+        "submission_timeout_s".into(),
+        uint_value(r.submission_timeout_s),
+    );
+    if let Some(budget) = r.execution_budget_s {
+        runner.insert("execution_budget_s".into(), uint_value(budget));
+    }
+    runner.insert("lease_s".into(), uint_value(r.lease_s));
+    runner.insert("heartbeat_s".into(), uint_value(r.heartbeat_s));
+    runner.insert("takeover_s".into(), uint_value(r.takeover_s));
+    runner.insert("publish_window_s".into(), uint_value(r.publish_window_s));
+    runner.insert(
+        "parallel_checks".into(),
+        uint_value(u64::from(r.parallel_checks)),
+    );
+    root.insert("runner".into(), toml::Value::Table(runner));
+    toml::to_string(&root).expect("a TOML table always serializes")
+}
+
+// ---------------------------------------------------------------------------------------------
+// judge
+
+/// One check run, judged. The first byte picks the mode. Even: raw, where the next byte is
+/// the expected minimum, the one after it flags (bit 0 clear: the request's candidate is the
+/// one the result names, so that a real result can pass; bits 1-2: exit 0, 0, 1 or a signal;
+/// bits 3+4: timed out; bits 5+6: could not run), and the rest is stdout. Odd: a result
+/// document built field by field from the rest.
+pub fn judge(data: &[u8]) {
+    match data {
+        [mode, minimum, flags, stdout @ ..] if mode % 2 == 0 => {
+            judge_raw(u64::from(*minimum), *flags, stdout)
+        }
+        [_, rest @ ..] => {
+            let _ = judge_built(&mut Unstructured::new(rest));
+        }
+        [] => {}
+    }
+}
+
+fn judge_raw(expected_minimum: u64, flags: u8, stdout: &[u8]) {
+    let mut request = CheckRequest::arbitrary(&mut Unstructured::new(&[]))
+        .expect("a request builds from no data");
+    if flags & 1 == 0
+        && let Some(candidate) = exercised_in(stdout)
+    {
+        request.candidate = candidate;
+    }
+    let exit = CheckExit {
+        stdout: stdout.to_vec(),
+        exit_code: match (flags >> 1) & 3 {
+            0 | 1 => Some(0),
+            2 => Some(1),
+            _ => None,
+        },
+        timed_out: flags & 0b1_1000 == 0b1_1000,
+        millis: 1,
+        infra: (flags & 0b110_0000 == 0b110_0000).then(|| "no sandbox".to_owned()),
+    };
+    let extras = EvidenceExtras {
+        producer: RUNNER.to_owned(),
+        op: "aaaaaaaa.1".to_owned(),
+        candidate_id: "aaaaaaaa.1.1".to_owned(),
+        at: EPOCH,
+    };
+    judge_and_check(&request, expected_minimum, &exit, extras);
+}
+
+fn judge_built(u: &mut Unstructured<'_>) -> Result<()> {
+    let expected_minimum: u64 = match u.int_in_range(0..=7u8)? {
+        7 => u.arbitrary()?,
+        n => u64::from(n),
+    };
+    let request = CheckRequest::arbitrary(u)?;
+    let stdout = result_document(u, &request)?;
+    let exit = check_exit(u, stdout)?;
+    let extras = EvidenceExtras::arbitrary(u)?;
+    judge_and_check(&request, expected_minimum, &exit, extras);
+    Ok(())
+}
+
+fn judge_and_check(
+    request: &CheckRequest,
+    expected_minimum: u64,
+    exit: &CheckExit,
+    extras: EvidenceExtras,
+) {
+    let judgement = judge_run(request, expected_minimum, exit);
+    assert_eq!(
+        judgement,
+        judge_run(request, expected_minimum, exit),
+        "judging is deterministic"
+    );
+    assert_judgement(request, expected_minimum, exit, &judgement);
+    if let Judgement::Judged(judged) = &judgement {
+        let record = EvidenceRecord::new(request, judged, exit, extras);
+        let json = record.to_json();
+        assert_eq!(
+            EvidenceRecord::from_json(&json).as_ref(),
+            Ok(&record),
+            "the evidence record lost data"
+        );
+    }
+}
+
+/// The commit and tree a result says it exercised, when both are object ids.
+fn exercised_in(stdout: &[u8]) -> Option<CommitTree> {
+    let doc: Value = serde_json::from_slice(stdout).ok()?;
+    let exercised = doc.get("exercised")?;
+    let read = |key: &str| Oid::parse(exercised.get(key)?.as_str()?).ok();
+    Some(CommitTree {
+        commit: read("commit")?,
+        tree: read("tree")?,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// record
+
+/// Step messages and chains. The first byte picks the mode: a raw commit message (the rest,
+/// as text), one arbitrary step through its message, or a chain of steps folded whole and
+/// step by step.
+pub fn record(data: &[u8]) {
+    let Some((mode, rest)) = data.split_first() else {
+        return;
+    };
+    let mut u = Unstructured::new(rest);
+    match mode % 4 {
+        0 => {
+            if let Ok(step) = Step::from_message(&String::from_utf8_lossy(rest)) {
+                assert_message_round_trip(&step);
+            }
+        }
+        1 => {
+            let _ = one_step(&mut u);
+        }
+        _ => {
+            let _ = chain(&mut u);
+        }
+    }
+}
+
+fn one_step(u: &mut Unstructured<'_>) -> Result<()> {
+    let step = Step::arbitrary(u)?;
+    let read = Step::from_message(&step.to_message());
+    if step_ids_are_valid(&step) {
+        assert_eq!(read.as_ref(), Ok(&step), "a step lost data in its message");
+    } else {
+        assert!(read.is_err(), "a step with a zero counter was read back");
+    }
+    Ok(())
+}
+
+fn chain(u: &mut Unstructured<'_>) -> Result<()> {
+    let change = change_id(u)?;
+    let len = u.int_in_range(0..=12)?;
+    let places: Vec<(u64, OpId)> = (1..=QUEUE_PLACES).map(|seq| (seq, change.op(1))).collect();
+    let steps = ChainState::new(change).chain(u, len, &places)?;
+    assert_fold(&steps);
+    Ok(())
+}
+
+fn assert_message_round_trip(step: &Step) {
+    let message = step.to_message();
+    match Step::from_message(&message) {
+        Ok(again) => assert_eq!(&again, step, "a step lost data:\n{message}"),
+        Err(error) => panic!("bay wrote a step it cannot read: {error}\n{message}"),
+    }
+}
+
+/// Folds `steps` whole, step by step from every prefix, and through their messages: all must
+/// agree, and an accepted record must obey the record's rules.
+fn assert_fold(steps: &[Step]) {
+    let whole = ChangeRecord::fold(steps);
+    for step in steps.iter().filter(|step| step_ids_are_valid(step)) {
+        assert_message_round_trip(step);
+    }
+    if steps.iter().all(step_ids_are_valid) {
+        let read: Vec<Step> = steps
+            .iter()
+            .map(|s| Step::from_message(&s.to_message()).expect("a valid step reads back"))
+            .collect();
+        assert_eq!(
+            ChangeRecord::fold(&read),
+            whole,
+            "messages changed the fold"
+        );
+    }
+    for k in 1..=steps.len() {
+        let Ok(mut record) = ChangeRecord::fold(&steps[..k]) else {
+            continue;
+        };
+        let mut incremental = Ok(());
+        for step in &steps[k..] {
+            incremental = record.append(step);
+            if incremental.is_err() {
+                break;
+            }
+        }
+        match (&whole, incremental) {
+            (Ok(whole), Ok(())) => assert_eq!(&record, whole, "append differs from fold"),
+            (Err(whole), Err(error)) => assert_eq!(&error, whole, "append refused differently"),
+            (whole, incremental) => {
+                panic!("fold says {whole:?}, append from step {k} says {incremental:?}")
+            }
+        }
+    }
+    if let Ok(record) = &whole {
+        assert_record_rules(record, steps);
+    }
+}
+
+fn assert_record_rules(record: &ChangeRecord, steps: &[Step]) {
+    assert_eq!(record.steps, steps.len());
+    assert_eq!(Some(&record.change), steps.first().map(|s| &s.change));
+    let merged = record
+        .ops
+        .iter()
+        .filter(|op| op.state == OpState::Merged)
+        .count();
+    assert!(merged <= 1, "a change merged twice");
+    for (index, op) in record.ops.iter().enumerate() {
+        assert_eq!(op.id.change, record.change);
+        assert_eq!(op.id.n as usize, index + 1, "operations out of order");
+        if index + 1 < record.ops.len() {
+            assert!(op.state.is_terminal(), "an older operation still live");
+        }
+        assert_eq!(
+            op.owner.is_some(),
+            op.state == OpState::Running,
+            "owner and state disagree on {}",
+            op.id
+        );
+        if op.state == OpState::Merged {
+            assert!(!op.candidates.is_empty(), "merged with no candidate");
+        }
+        assert_eq!(op.outcome.is_some(), op.state.is_terminal());
+        for (attempt, candidate) in op.candidates.iter().enumerate() {
+            assert_eq!(candidate.id, op.id.candidate(attempt as u32 + 1));
+        }
+    }
+    if record.merged().is_some() {
+        assert!(record.ended());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driving machines.
+
+/// What a driver has seen of one machine: the ids it handed out and heard back, the actions
+/// not answered yet, and the clock.
+#[derive(Debug, Default)]
+struct Driver {
+    issued: BTreeSet<ActionId>,
+    answered: BTreeSet<ActionId>,
+    outstanding: Vec<(ActionId, Action)>,
+    now: Timestamp,
+    /// The remote's refs as the last plausible fetch gave them.
+    refs: Refs,
+    /// The queue places read back so far, and the operation each names.
+    places: Vec<(u64, OpId)>,
+    /// The commit of each candidate the machine recorded, by id, as its pushes said.
+    candidates: BTreeMap<CandidateId, Oid>,
+    /// Every check run answered: the run as asked for, and what the driver said it printed.
+    check_runs: Vec<(CheckRun, CheckExit)>,
+    outcome: Option<BayResult>,
+}
+
+/// Who is being driven, for the promises that differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Runner,
+    Agent,
+}
+
+impl Driver {
+    fn new() -> Driver {
+        Driver {
+            now: EPOCH,
+            ..Driver::default()
+        }
+    }
+
+    /// Drains the machine's actions, checking each, and its timeout and outcome.
+    fn drain<M: Machine>(&mut self, machine: &mut M, role: Role) {
+        let done = machine.outcome().is_some();
+        while let Some((id, action)) = machine.poll_action() {
+            assert!(
+                self.issued.insert(id),
+                "action id {} handed out twice",
+                id.0
+            );
+            assert!(
+                !done || role == Role::Runner,
+                "an action after the outcome: {action:?}"
+            );
+            if let Action::Push(plan) = &action {
+                assert_leased(plan, role);
+                self.assert_passes_warranted(plan);
+            }
+            self.outstanding.push((id, action));
+        }
+        let _ = machine.poll_timeout();
+        let outcome = machine.outcome().cloned();
+        if let Some(previous) = &self.outcome {
+            assert_eq!(outcome.as_ref(), Some(previous), "the outcome changed");
+        }
+        if let Some(result) = &outcome {
+            let json = serde_json::to_string(result).expect("a result serializes");
+            let back: BayResult = serde_json::from_str(&json).expect("a result reads back");
+            assert_eq!(&back, result, "the result lost data");
+        }
+        self.outcome = outcome;
+    }
+
+    fn advance(&mut self, u: &mut Unstructured<'_>, deadline: Option<Timestamp>) -> Result<()> {
+        let now = self.now.millis();
+        let next = match u.int_in_range(0..=15)? {
+            0..=5 => now.saturating_add(u.int_in_range(0..=1_000)?),
+            6..=9 => match deadline {
+                Some(at) => at.millis().saturating_add(u.int_in_range(0..=100)?),
+                None => now,
+            },
+            10..=12 => now.saturating_add(u.int_in_range(0..=120_000)?),
+            13 => now.saturating_sub(u.int_in_range(0..=120_000)?),
+            14 => u.arbitrary()?,
+            _ => now,
+        };
+        self.now = Timestamp(next);
+        Ok(())
+    }
+
+    /// An id this driver was never handed.
+    fn unissued(&self, u: &mut Unstructured<'_>) -> Result<ActionId> {
+        let top = self.issued.iter().next_back().map_or(0, |id| id.0);
+        let id = match u.int_in_range(0..=3)? {
+            0 => 0,
+            1 => u64::MAX,
+            2 => u.arbitrary()?,
+            _ => top.saturating_add(u.int_in_range(1..=3)?),
+        };
+        Ok(ActionId(id))
+    }
+
+    /// Feeds one event chosen from `u`, checking what the machine says back.
+    fn step<M: Machine>(
+        &mut self,
+        u: &mut Unstructured<'_>,
+        machine: &mut M,
+        role: Role,
+    ) -> Result<()> {
+        self.advance(u, machine.poll_timeout().map(|d| d.at))?;
+        let now = self.now;
+        match u.int_in_range(0..=19)? {
+            0..=3 => {
+                let result = machine.handle(now, Event::Tick);
+                assert!(result.is_ok(), "a tick refused: {result:?}");
+            }
+            choice @ 4..=16 if !self.outstanding.is_empty() => {
+                let index = u.choose_index(self.outstanding.len())?;
+                let (id, action) = self.outstanding.remove(index);
+                let completion = if choice == 16 {
+                    Completion::arbitrary(u)?
+                } else {
+                    self.answer(u, &action, role)?
+                };
+                if let (Action::RunCheck(run), Completion::CheckExited(exit)) =
+                    (&action, &completion)
+                {
+                    self.check_runs.push((run.clone(), exit.clone()));
+                }
+                assert!(self.answered.insert(id));
+                // Of the right kind it is taken, of the wrong kind it may be refused; either
+                // way no panic, and the id is spent.
+                let _ = machine.handle(now, Event::Done(id, completion));
+            }
+            17 if !self.answered.is_empty() => {
+                let index = u.choose_index(self.answered.len())?;
+                let id = *self
+                    .answered
+                    .iter()
+                    .nth(index)
+                    .expect("the index is in range");
+                let completion = Completion::arbitrary(u)?;
+                let result = machine.handle(now, Event::Done(id, completion));
+                assert!(
+                    result.is_err(),
+                    "a second completion for action {} was taken",
+                    id.0
+                );
+            }
+            _ => {
+                let id = self.unissued(u)?;
+                if !self.issued.contains(&id) {
+                    let completion = Completion::arbitrary(u)?;
+                    let result = machine.handle(now, Event::Done(id, completion));
+                    assert!(
+                        result.is_err(),
+                        "a completion for action {}, never issued, was taken",
+                        id.0
+                    );
+                }
+            }
+        }
+        self.drain(machine, role);
+        Ok(())
+    }
+
+    /// A check step that says `pass` rests on a run the driver answered for that check, on
+    /// that candidate's commit, whose output warrants a pass against the request as sent.
+    fn assert_passes_warranted(&mut self, plan: &PushPlan) {
+        for step in plan.appends.iter().flat_map(|append| &append.steps) {
+            match &step.body {
+                StepBody::Candidate {
+                    candidate, commit, ..
+                } => {
+                    self.candidates.insert(candidate.clone(), commit.clone());
+                }
+                StepBody::Check {
+                    candidate,
+                    check,
+                    verdict: Verdict::Pass,
+                    ..
+                } => {
+                    let commit = self
+                        .candidates
+                        .get(candidate)
+                        .unwrap_or_else(|| panic!("a pass on {candidate}, never recorded"));
+                    let warranted = self.check_runs.iter().any(|(run, exit)| {
+                        &run.check.id == check
+                            && &run.candidate == commit
+                            && run.request.candidate.commit == *commit
+                            && pass_warranted(&run.request, run.check.expected_minimum, exit)
+                                .is_ok()
+                    });
+                    assert!(
+                        warranted,
+                        "a pass of {check} on {candidate} that no run answered warrants"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Feeds events until the input or the budget runs out.
+    fn run<M: Machine>(&mut self, u: &mut Unstructured<'_>, machine: &mut M, role: Role) {
+        self.drain(machine, role);
+        for _ in 0..MAX_EVENTS {
+            if u.is_empty() || self.step(u, machine, role).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// A plausible answer to `action` from a remote of the tiny world, with faults.
+    fn answer(
+        &mut self,
+        u: &mut Unstructured<'_>,
+        action: &Action,
+        role: Role,
+    ) -> Result<Completion> {
+        Ok(match action {
+            Action::Fetch => {
+                let fetched = maybe_fault(u, 16, |u| self.fetch(u, role))?;
+                if let Ok(refs) = &fetched {
+                    self.refs = refs.clone();
+                }
+                Completion::Fetched(fetched)
+            }
+            Action::ReadSteps { oids } => {
+                let refs = self.refs.clone();
+                let read = maybe_fault(u, 16, |u| read_steps(u, oids, &refs, &mut self.places))?;
+                Completion::StepsRead(read)
+            }
+            Action::ReadChains { chains } => {
+                let places = self.places.clone();
+                Completion::ChainsRead(maybe_fault(u, 16, |u| read_chains(u, chains, &places))?)
+            }
+            Action::ReadFile { .. } => Completion::FileRead(maybe_fault(u, 16, |u| {
+                Ok(match u.int_in_range(0..=15)? {
+                    0 => None,
+                    1 => Some(Vec::<u8>::arbitrary(u)?),
+                    _ => Some(pick(u, &POLICIES)?.as_bytes().to_vec()),
+                })
+            })?),
+            Action::Push(plan) => Completion::Pushed(push_report(u, plan)?),
+            Action::BuildCandidate(_) => Completion::CandidateBuilt(maybe_fault(u, 16, |u| {
+                Ok(if u.ratio(1, 8)? {
+                    BuildResult::Conflict {
+                        paths: vec![word(u, &["src/a.rs"])?],
+                    }
+                } else {
+                    let base_tree = oid(u)?;
+                    BuildResult::Clean {
+                        commit: oid(u)?,
+                        tree: if u.ratio(1, 8)? {
+                            base_tree.clone()
+                        } else {
+                            oid(u)?
+                        },
+                        base_tree,
+                        changed_paths: vec![word(u, &["src/a.rs", "docs/b.md"])?],
+                    }
+                })
+            })?),
+            Action::RunCheck(run) => {
+                let stdout = result_document(u, &run.request)?;
+                Completion::CheckExited(check_exit(u, stdout)?)
+            }
+            Action::FreezeDraft { .. } => Completion::DraftFrozen(maybe_fault(u, 16, oid)?),
+            Action::RefreshDraft { .. } => Completion::DraftRefreshed(maybe_fault(u, 16, |u| {
+                Ok(Refreshed {
+                    draft: oid(u)?,
+                    conflicts: if u.ratio(1, 4)? {
+                        vec![word(u, &["src/a.rs"])?]
+                    } else {
+                        Vec::new()
+                    },
+                })
+            })?),
+            Action::MakeView { change, .. } => {
+                Completion::ViewMade(maybe_fault(u, 16, |_| Ok(format!("/views/{change}")))?)
+            }
+        })
+    }
+
+    /// The remote's refs: the last ones with a few changes most of the time, else fresh.
+    fn fetch(&mut self, u: &mut Unstructured<'_>, role: Role) -> Result<Refs> {
+        let names = ref_names(role);
+        if !self.refs.is_empty() && u.ratio(2, 3)? {
+            let mut remote = self.refs.clone();
+            for _ in 0..u.int_in_range(0..=2)? {
+                let name = u.choose(&names)?.clone();
+                if u.ratio(1, 3)? {
+                    remote.remove(&name);
+                } else {
+                    remote.insert(name, oid(u)?);
+                }
+            }
+            return Ok(remote);
+        }
+        let mut remote = Refs::new();
+        for name in names {
+            let keep = if name == refs::main(MAIN) {
+                u.ratio(15, 16)?
+            } else if name.starts_with(refs::CHANGES) || name.starts_with(refs::QUEUE) {
+                u.ratio(2, 3)?
+            } else {
+                u.ratio(1, 4)?
+            };
+            if keep {
+                remote.insert(name, oid(u)?);
+            }
+        }
+        if u.ratio(1, 16)? {
+            remote.insert(String::arbitrary(u)?, oid(u)?);
+        }
+        Ok(remote)
+    }
+}
+
+/// Every ref name the tiny world has.
+fn ref_names(role: Role) -> Vec<String> {
+    let mut names = vec![refs::main(MAIN)];
+    for change in every_change() {
+        names.push(refs::change(&change));
+        names.push(refs::landed(&change));
+    }
+    for seq in 1..=QUEUE_PLACES {
+        names.push(refs::queue(seq));
+    }
+    for intent in INTENTS {
+        for generation in 1..=2 {
+            names.push(refs::intent(&intent_digest(intent), generation));
+        }
+    }
+    if role == Role::Runner {
+        names.push(refs::evidence(RUNNER));
+    }
+    names
+}
+
+/// Queue places read back: request steps (of a first operation, mostly) whose place is the
+/// one their oid sits at, mostly. Remembers which operation each place names.
+fn read_steps(
+    u: &mut Unstructured<'_>,
+    oids: &[Oid],
+    remote: &Refs,
+    places: &mut Vec<(u64, OpId)>,
+) -> Result<Vec<RawStep>> {
+    let mut raw = Vec::with_capacity(oids.len());
+    for oid in oids {
+        if u.ratio(1, 16)? {
+            continue;
+        }
+        let seq = remote
+            .iter()
+            .find(|(name, value)| *value == oid && refs::parse_queue(name).is_some())
+            .and_then(|(name, _)| refs::parse_queue(name));
+        let seq = match seq {
+            Some(seq) if u.ratio(15, 16)? => seq,
+            _ => u.int_in_range(1..=QUEUE_PLACES)?,
+        };
+        let change = change_id(u)?;
+        let mut state = ChainState::new(change.clone());
+        let step = if u.ratio(15, 16)? {
+            let op = if u.ratio(3, 4)? {
+                change.op(1)
+            } else {
+                op_id(u, &change)?
+            };
+            places.retain(|(place, _)| *place != seq);
+            places.push((seq, op.clone()));
+            let body = StepBody::Request {
+                op,
+                draft: self::oid(u)?,
+                base: self::oid(u)?,
+                seq,
+            };
+            let actor = pick(u, &ACTORS)?;
+            state.step(u, actor, body)?
+        } else {
+            state.start(u)?
+        };
+        raw.push(RawStep {
+            oid: oid.clone(),
+            message: message(u, &step)?,
+        });
+    }
+    Ok(raw)
+}
+
+/// Chains read back, newest step first, their newest step at the asked tip.
+fn read_chains(
+    u: &mut Unstructured<'_>,
+    queries: &[ChainQuery],
+    places: &[(u64, OpId)],
+) -> Result<Vec<ChainRead>> {
+    let mut reads = Vec::with_capacity(queries.len());
+    for query in queries {
+        if u.ratio(1, 16)? {
+            continue;
+        }
+        let reached_known = query.known.is_some() && u.ratio(1, 2)?;
+        let change = if u.ratio(31, 32)? {
+            query.change.clone()
+        } else {
+            change_id(u)?
+        };
+        let steps = if reached_known {
+            let mut state = ChainState::midway(change.clone());
+            let len = u.int_in_range(0..=3)?;
+            (0..len)
+                .map(|_| state.next(u, places))
+                .collect::<Result<Vec<Step>>>()?
+        } else {
+            let len = u.int_in_range(0..=7)?;
+            ChainState::new(change.clone()).chain(u, len, places)?
+        };
+        let count = steps.len();
+        let mut raw = Vec::with_capacity(count);
+        for (index, step) in steps.iter().enumerate().rev() {
+            let oid = if index + 1 == count {
+                query.tip.clone()
+            } else {
+                oid(u)?
+            };
+            raw.push(RawStep {
+                oid,
+                message: message(u, step)?,
+            });
+        }
+        reads.push(ChainRead {
+            change,
+            tip: query.tip.clone(),
+            steps: raw,
+            reached_known,
+        });
+    }
+    Ok(reads)
+}
+
+/// What became of a push: accepted with a commit per step most of the time.
+fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> {
+    let outcome = match u.int_in_range(0..=15)? {
+        0..=2 => PushOutcome::Rejected {
+            refs: vec![word(u, &["refs/heads/main"])?],
+        },
+        3 => PushOutcome::Unknown {
+            why: word(u, &["the connection dropped"])?,
+        },
+        4 => PushOutcome::NotSent(fault(u)?),
+        _ => PushOutcome::Accepted,
+    };
+    let written = !matches!(outcome, PushOutcome::NotSent(_)) && u.ratio(15, 16)?;
+    let mut steps = Vec::new();
+    let mut notes = Vec::new();
+    if written {
+        for append in &plan.appends {
+            steps.push(
+                (0..append.steps.len())
+                    .map(|_| oid(u))
+                    .collect::<Result<Vec<Oid>>>()?,
+            );
+        }
+        for _ in &plan.notes {
+            notes.push(oid(u)?);
+        }
+    }
+    Ok(PushReport {
+        steps,
+        notes,
+        outcome,
+    })
+}
+
+/// The leases every push must carry.
+fn assert_leased(plan: &PushPlan, role: Role) {
+    assert!(plan.atomic, "a push that is not atomic: {plan:?}");
+    for append in &plan.appends {
+        let lease = match &append.parent {
+            Some(parent) => Expect::Is(parent.clone()),
+            None => Expect::Absent,
+        };
+        assert_eq!(
+            append.expect, lease,
+            "a chain append whose lease is not its parent: {append:?}"
+        );
+        if role == Role::Runner {
+            assert!(
+                append.parent.is_some(),
+                "a runner started a chain: {append:?}"
+            );
+        }
+        assert!(!append.steps.is_empty(), "an append with no step");
+        for step in &append.steps {
+            assert_eq!(step.change, append.change, "a step on another chain");
+        }
+    }
+    for update in &plan.updates {
+        assert_ne!(
+            update.expect,
+            Expect::Any,
+            "an unleased ref update: {update:?}"
+        );
+        if role == Role::Agent {
+            assert_eq!(
+                update.expect,
+                Expect::Absent,
+                "an agent moved a ref it did not create: {update:?}"
+            );
+        }
+        if update.name == refs::main(MAIN) {
+            assert!(
+                matches!(update.expect, Expect::Is(_)),
+                "main moved without a lease on its base"
+            );
+        }
+        if update.name.starts_with(refs::LANDED) {
+            assert_eq!(update.expect, Expect::Absent, "a merged marker moved");
+        }
+    }
+    for note in &plan.notes {
+        assert_ne!(note.expect, Expect::Any, "an unleased note: {note:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// runner and agent
+
+/// A runner fed any sequence of events: never a panic, every push leased, and completions for
+/// ids it never issued (or already heard back from) refused as misuse.
+pub fn runner(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let _ = runner_inner(&mut u);
+}
+
+fn runner_inner(u: &mut Unstructured<'_>) -> Result<()> {
+    let mut cfg = RunnerConfig::new(RUNNER, MAIN, u.arbitrary()?);
+    cfg.mode = match u.int_in_range(0..=3)? {
+        0 => RunMode::Once,
+        1 => {
+            let change = change_id(u)?;
+            RunMode::Only(op_id(u, &change)?)
+        }
+        _ => RunMode::Loop,
+    };
+    if u.ratio(1, 4)? {
+        cfg.environments = Some(vec![pick(u, &["linux", "mac"])?.to_owned()]);
+    }
+    let mut machine = Runner::new(cfg, EPOCH);
+    let mut driver = Driver::new();
+    driver.run(u, &mut machine, Role::Runner);
+    Ok(())
+}
+
+/// `bay start`, `bay merge` or `bay abandon` fed any sequence of events, with the runner's
+/// promises, and: an agent only creates refs, and once it has an outcome it keeps it and asks
+/// for nothing more.
+pub fn agent(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let _ = agent_inner(&mut u);
+}
+
+fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
+    let actor = pick(u, &ACTORS)?.to_owned();
+    let entropy: u64 = u.arbitrary()?;
+    let mut driver = Driver::new();
+    match u.int_in_range(0..=2)? {
+        0 => {
+            let target = if u.ratio(2, 3)? {
+                StartTarget::Intent {
+                    intent: word(u, &INTENTS)?,
+                    paths: vec![word(u, &["src/"])?],
+                }
+            } else {
+                StartTarget::Change(change_id(u)?)
+            };
+            let input = StartInput {
+                target,
+                actor,
+                main: MAIN.to_owned(),
+                new: u.ratio(1, 4)?,
+                entropy,
+            };
+            let mut machine = Start::new(input, EPOCH);
+            driver.run(u, &mut machine, Role::Agent);
+        }
+        1 => {
+            let input = MergeInput {
+                change: change_id(u)?,
+                actor,
+                main: MAIN.to_owned(),
+                entropy,
+            };
+            let mut machine = Merge::new(input, EPOCH);
+            driver.run(u, &mut machine, Role::Agent);
+        }
+        _ => {
+            let input = AbandonInput {
+                change: change_id(u)?,
+                actor,
+                entropy,
+            };
+            let mut machine = Abandon::new(input, EPOCH);
+            driver.run(u, &mut machine, Role::Agent);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_world_is_tiny() {
+        assert_eq!(every_change().len(), 4);
+        assert!(POLICIES[..3].iter().all(|text| Policy::parse(text).is_ok()));
+        assert!(
+            POLICIES[3..]
+                .iter()
+                .all(|text| Policy::parse(text).is_err())
+        );
+    }
+
+    #[test]
+    fn empty_input_does_nothing_wrong() {
+        for body in [policy, config, judge, record, runner, agent] {
+            body(&[]);
+            body(&[0]);
+            body(&[0xff; 64]);
+        }
+    }
+}
