@@ -193,17 +193,15 @@ fn agent() {
     exercise("agent", fuzzing::agent, 6);
 }
 
-/// The scenario of `fuzz/regressions/agent/open-merge-queued-without-an-operation.bin`, spelt
+/// The scenario of `fuzz/regressions/agent/merge-queued-without-an-operation.bin`, spelt
 /// out as events, so that it does not depend on how the fuzz body reads its bytes. `bay merge`
 /// pushes a request; the push's fate is unknown and its report names the written step
-/// commit X. The chain read back then holds X but no request (X is the start step), and
-/// `Merge::queued` panics on a record with no operation instead of failing or retrying.
-/// An honest Git remote cannot give this answer (commit ids name their content), but a driver
-/// that misreports what it wrote can, and a machine must not panic on any events. Once fixed,
-/// drop `should_panic` and assert the outcome instead.
+/// commit X. The chain read back then holds X but no request (X is the start step). An honest
+/// Git remote cannot give this answer (commit ids name their content), but a driver that
+/// misreports what it wrote can: the command fails, saying the answers disagree, and never
+/// panics (it once did, in `Merge::queued`).
 #[test]
-#[should_panic(expected = "a queued change has an operation")]
-fn open_merge_queued_without_an_operation() {
+fn merge_queued_without_an_operation_fails_without_a_panic() {
     use bay_core::git::{Oid, refs};
     use bay_core::id::ChangeId;
     use bay_core::machine::merge::{Merge, MergeInput};
@@ -269,4 +267,10 @@ fn open_merge_queued_without_an_operation() {
     answer(&mut merge, Completion::Pushed(unknown));
     answer(&mut merge, Completion::Fetched(Ok(remote)));
     answer(&mut merge, Completion::ChainsRead(Ok(vec![chain])));
+    let outcome = merge.outcome().expect("the command ended");
+    assert_eq!(
+        outcome.decision,
+        bay_core::result::Decision::Failed,
+        "{outcome:?}"
+    );
 }

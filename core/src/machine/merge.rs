@@ -298,7 +298,11 @@ impl Merge {
     }
 
     fn queued(&mut self, record: &ChangeRecord) {
-        let op = record.ops.last().expect("a queued change has an operation");
+        let Some(op) = record.ops.last() else {
+            // The step this command wrote is in the chain, yet the chain holds no request: the
+            // answers about the remote disagree with each other.
+            return self.fail("the remote's record shows no request after bay wrote one".into());
+        };
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
         let result = report::with_main(report::op_result(record, op), main.as_ref());
         self.finish(result);
