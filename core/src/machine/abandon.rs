@@ -2,10 +2,9 @@
 //! ends with it, and another agent can then adopt the intent.
 
 use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
-use super::start::fault_of;
 use super::{
-    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, FetchSpec,
-    Machine, Misuse, Outbox, PushOutcome, PushPlan, PushReport, Refs,
+    Action, Append, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan,
+    PushReport, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -30,7 +29,7 @@ enum Purpose {
     Write,
 }
 
-/// The `bay abandon` machine. Drive it as [`Machine`] says.
+/// The `bay abandon` machine. Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct Abandon {
     input: AbandonInput,
@@ -170,41 +169,17 @@ impl Abandon {
             }
         }
     }
-}
 
-impl Machine for Abandon {
-    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
-        self.now = now;
-        let Event::Done(id, completion) = event else {
-            return Ok(());
-        };
-        let Some(purpose) = self.out.complete(id)? else {
-            return Ok(());
-        };
-        if self.outcome.is_some() {
-            return Ok(());
-        }
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Write, Completion::Pushed(report)) => self.on_pushed(report),
-            (_, completion) => match fault_of(&completion) {
-                Some(fault) => self.fail(fault),
-                None => return Err(Misuse(format!("abandon got an unexpected {completion:?}"))),
-            },
+            (_, completion) => return Some(completion),
         }
-        Ok(())
-    }
-
-    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
-        self.out.poll()
-    }
-
-    fn poll_timeout(&self) -> Option<Deadline> {
         None
     }
-
-    fn outcome(&self) -> Option<&BayResult> {
-        self.outcome.as_ref()
-    }
 }
+
+super::agent::command_machine!(Abandon, "abandon");

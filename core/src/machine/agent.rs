@@ -68,3 +68,58 @@ impl Nonces {
         }
     }
 }
+
+/// The `Machine` impl every agent command shares: take a completion only for an action in
+/// flight and only while no result is out, hand it to the command's `on`, and turn a
+/// completion `on` did not take into a failed result (a fault) or a `Misuse` (a completion of
+/// the wrong kind). Each command holds `now`, `out`, `outcome`, `on` and `fail`.
+macro_rules! command_machine {
+    ($machine:ty, $name:literal) => {
+        impl $crate::machine::Machine for $machine {
+            fn handle(
+                &mut self,
+                now: $crate::time::Timestamp,
+                event: $crate::machine::Event,
+            ) -> Result<(), $crate::machine::Misuse> {
+                self.now = now;
+                let $crate::machine::Event::Done(id, completion) = event else {
+                    return Ok(());
+                };
+                let Some(purpose) = self.out.complete(id)? else {
+                    return Ok(());
+                };
+                if self.outcome.is_some() {
+                    return Ok(());
+                }
+                if let Some(completion) = self.on(purpose, completion) {
+                    match $crate::machine::start::fault_of(&completion) {
+                        Some(fault) => self.fail(fault),
+                        None => {
+                            return Err($crate::machine::Misuse(format!(
+                                "{} got an unexpected {completion:?}",
+                                $name
+                            )));
+                        }
+                    }
+                }
+                Ok(())
+            }
+
+            fn poll_action(
+                &mut self,
+            ) -> Option<($crate::machine::ActionId, $crate::machine::Action)> {
+                self.out.poll()
+            }
+
+            fn poll_timeout(&self) -> Option<$crate::machine::Deadline> {
+                None
+            }
+
+            fn outcome(&self) -> Option<&$crate::result::BayResult> {
+                self.outcome.as_ref()
+            }
+        }
+    };
+}
+
+pub(super) use command_machine;

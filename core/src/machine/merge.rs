@@ -6,11 +6,9 @@
 //! returns the operation already queued, so a retry never queues twice.
 
 use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
-use super::start::fault_of;
 use super::{
-    Action, ActionId, Append, ChainQuery, ChainRead, Completion, Deadline, Event, Expect,
-    FetchSpec, Machine, Misuse, NewValue, Outbox, PushOutcome, PushPlan, PushReport, RefUpdate,
-    Refs,
+    Action, Append, ChainQuery, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox,
+    PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -38,7 +36,7 @@ enum Purpose {
     Request,
 }
 
-/// The `bay merge` machine (without `--wait`). Drive it as [`Machine`] says.
+/// The `bay merge` machine (without `--wait`). Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct Merge {
     input: MergeInput,
@@ -307,43 +305,19 @@ impl Merge {
         let result = report::with_main(report::op_result(record, op), main.as_ref());
         self.finish(result);
     }
-}
 
-impl Machine for Merge {
-    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
-        self.now = now;
-        let Event::Done(id, completion) = event else {
-            return Ok(());
-        };
-        let Some(purpose) = self.out.complete(id)? else {
-            return Ok(());
-        };
-        if self.outcome.is_some() {
-            return Ok(());
-        }
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadLast, Completion::StepsRead(Ok(steps))) => self.on_last(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.request(draft),
             (Purpose::Request, Completion::Pushed(report)) => self.on_pushed(report),
-            (_, completion) => match fault_of(&completion) {
-                Some(fault) => self.fail(fault),
-                None => return Err(Misuse(format!("merge got an unexpected {completion:?}"))),
-            },
+            (_, completion) => return Some(completion),
         }
-        Ok(())
-    }
-
-    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
-        self.out.poll()
-    }
-
-    fn poll_timeout(&self) -> Option<Deadline> {
         None
     }
-
-    fn outcome(&self) -> Option<&BayResult> {
-        self.outcome.as_ref()
-    }
 }
+
+super::agent::command_machine!(Merge, "merge");

@@ -8,8 +8,8 @@
 
 use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
 use super::{
-    Action, ActionId, Append, ChainQuery, Completion, Deadline, Event, Expect, FetchSpec, Machine,
-    Misuse, NewValue, Outbox, PushOutcome, PushPlan, RawStep, RefUpdate, Refreshed, Refs,
+    Action, Append, ChainQuery, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
+    PushPlan, RawStep, RefUpdate, Refreshed, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -53,7 +53,7 @@ enum Purpose {
     View,
 }
 
-/// The `bay start` machine. Drive it as [`Machine`] says.
+/// The `bay start` machine. Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct Start {
     input: StartInput,
@@ -477,20 +477,9 @@ impl Start {
         );
         self.finish(result);
     }
-}
 
-impl Machine for Start {
-    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
-        self.now = now;
-        let Event::Done(id, completion) = event else {
-            return Ok(());
-        };
-        let Some(purpose) = self.out.complete(id)? else {
-            return Ok(());
-        };
-        if self.outcome.is_some() {
-            return Ok(());
-        }
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
@@ -507,26 +496,13 @@ impl Machine for Start {
                 self.on_pushed(purpose, report)
             }
             (Purpose::View, Completion::ViewMade(Ok(view))) => self.on_view(view),
-            (_, completion) => match fault_of(&completion) {
-                Some(fault) => self.fail(fault),
-                None => return Err(Misuse(format!("start got an unexpected {completion:?}"))),
-            },
+            (_, completion) => return Some(completion),
         }
-        Ok(())
-    }
-
-    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
-        self.out.poll()
-    }
-
-    fn poll_timeout(&self) -> Option<Deadline> {
         None
     }
-
-    fn outcome(&self) -> Option<&BayResult> {
-        self.outcome.as_ref()
-    }
 }
+
+super::agent::command_machine!(Start, "start");
 
 /// The fault a failed completion carries, as text.
 pub(super) fn fault_of(completion: &Completion) -> Option<String> {

@@ -6,11 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::agent::fold_chain;
-use super::start::fault_of;
-use super::{
-    Action, ActionId, ChainQuery, ChainRead, Completion, Deadline, Event, FetchSpec, Machine,
-    Misuse, Outbox, RawStep, Refs,
-};
+use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs};
 use crate::git::refs;
 use crate::id::ChangeId;
 use crate::record::{Step, StepBody};
@@ -36,20 +32,22 @@ enum Purpose {
     ReadChains,
 }
 
-/// The `bay status` machine. Drive it as [`Machine`] says.
+/// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct Status {
     input: StatusInput,
     out: Outbox<Purpose>,
+    now: Timestamp,
     remote: Refs,
     outcome: Option<BayResult>,
 }
 
 impl Status {
-    pub fn new(input: StatusInput, _now: Timestamp) -> Status {
+    pub fn new(input: StatusInput, now: Timestamp) -> Status {
         let mut status = Status {
             input,
             out: Outbox::default(),
+            now,
             remote: Refs::new(),
             outcome: None,
         };
@@ -68,6 +66,11 @@ impl Status {
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
         self.outcome = Some(report::with_main(result, main.as_ref()));
         self.out.forget_all();
+    }
+
+    fn fail(&mut self, why: String) {
+        let change = self.input.change.clone();
+        self.finish(report::failed(why, change.as_ref()));
     }
 
     fn on_fetched(&mut self, remote: Refs) {
@@ -183,6 +186,20 @@ impl Status {
         rows.sort_by_key(|(seq, _)| *seq);
         self.finish(queue_result(rows.into_iter().map(|(_, row)| row).collect()));
     }
+
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadPlaces, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
+            (Purpose::FetchChains(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_chains_fetched(spec, fetched)
+            }
+            (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
+            (_, completion) => return Some(completion),
+        }
+        None
+    }
 }
 
 /// The queue: every operation read, oldest place first, and how many have not ended.
@@ -201,44 +218,4 @@ fn queue_result(rows: Vec<Value>) -> BayResult {
     BayResult::ok(None, detail)
 }
 
-impl Machine for Status {
-    fn handle(&mut self, _now: Timestamp, event: Event) -> Result<(), Misuse> {
-        let Event::Done(id, completion) = event else {
-            return Ok(());
-        };
-        let Some(purpose) = self.out.complete(id)? else {
-            return Ok(());
-        };
-        if self.outcome.is_some() {
-            return Ok(());
-        }
-        match (purpose, completion) {
-            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
-            (Purpose::ReadPlaces, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
-            (Purpose::FetchChains(spec), Completion::Fetched(Ok(fetched))) => {
-                self.on_chains_fetched(spec, fetched)
-            }
-            (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
-            (_, completion) => match fault_of(&completion) {
-                Some(fault) => {
-                    let change = self.input.change.clone();
-                    self.finish(report::failed(fault, change.as_ref()));
-                }
-                None => return Err(Misuse(format!("status got an unexpected {completion:?}"))),
-            },
-        }
-        Ok(())
-    }
-
-    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
-        self.out.poll()
-    }
-
-    fn poll_timeout(&self) -> Option<Deadline> {
-        None
-    }
-
-    fn outcome(&self) -> Option<&BayResult> {
-        self.outcome.as_ref()
-    }
-}
+super::agent::command_machine!(Status, "status");

@@ -66,20 +66,31 @@ impl Runner {
         self.rest(backoff);
     }
 
-    pub(super) fn on_fetched(
-        &mut self,
-        spec: FetchSpec,
-        completion: Completion,
-    ) -> Result<(), Misuse> {
+    /// Folds a pass's fetch into what this runner knows of the remote; a failed fetch ends
+    /// the pass. Whether the pass goes on.
+    fn absorb_fetch(&mut self, spec: FetchSpec, completion: Completion) -> Result<bool, Misuse> {
         let Completion::Fetched(result) = completion else {
             return Err(Misuse("a fetch answered with another completion".into()));
         };
         match result {
             Ok(fetched) => {
                 spec.apply(&mut self.refs, fetched);
-                self.read_places();
+                Ok(true)
             }
-            Err(_) => self.pass_failed(),
+            Err(_) => {
+                self.pass_failed();
+                Ok(false)
+            }
+        }
+    }
+
+    pub(super) fn on_fetched(
+        &mut self,
+        spec: FetchSpec,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        if self.absorb_fetch(spec, completion)? {
+            self.read_places();
         }
         Ok(())
     }
@@ -177,15 +188,8 @@ impl Runner {
         spec: FetchSpec,
         completion: Completion,
     ) -> Result<(), Misuse> {
-        let Completion::Fetched(result) = completion else {
-            return Err(Misuse("a fetch answered with another completion".into()));
-        };
-        match result {
-            Ok(fetched) => {
-                spec.apply(&mut self.refs, fetched);
-                self.read_chains();
-            }
-            Err(_) => self.pass_failed(),
+        if self.absorb_fetch(spec, completion)? {
+            self.read_chains();
         }
         Ok(())
     }
