@@ -1,10 +1,10 @@
 //! `bay abandon`: give a change up. Only the actor who holds the change may; a live operation
 //! ends with it, and another agent can then adopt the intent.
 
-use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
+use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
 use super::{
-    Action, Append, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan,
-    PushReport, Refs,
+    Action, Append, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan, PushReport,
+    Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -85,29 +85,18 @@ impl Abandon {
 
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
-        let Some(tip) = tip(&self.remote, &self.input.change) else {
-            return self.fail(format!("no change {} on the remote", self.input.change));
-        };
-        let query = ChainQuery {
-            change: self.input.change.clone(),
-            tip,
-            known: None,
-        };
-        self.out.send(
-            Action::ReadChains {
-                chains: vec![query],
-            },
-            Purpose::ReadChain,
-        );
+        match read_chain(&self.remote, &self.input.change) {
+            Ok(read) => {
+                self.out.send(read, Purpose::ReadChain);
+            }
+            Err(why) => self.fail(why),
+        }
     }
 
     fn on_chain(&mut self, reads: Vec<ChainRead>) {
-        let Some(read) = reads.first() else {
-            return self.fail("the change's record came back empty".into());
-        };
-        let (record, oids) = match fold_chain(read) {
+        let (record, tip, oids) = match fold_one(&reads) {
             Ok(folded) => folded,
-            Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
+            Err(why) => return self.fail(why),
         };
         if self
             .written
@@ -135,7 +124,7 @@ impl Abandon {
         let plan = PushPlan {
             appends: vec![Append::on(
                 record.change.clone(),
-                Some(read.tip.clone()),
+                Some(tip),
                 vec![step],
                 None,
             )],

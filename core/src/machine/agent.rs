@@ -1,7 +1,7 @@
 //! What the agent-side commands (`start`, `merge`, `abandon`) share: reading one change's
 //! record, writing steps with fresh nonces, and the bound on retries after a lost race.
 
-use super::{ChainRead, Expect, NewValue, RefUpdate, Refs};
+use super::{Action, ChainQuery, ChainRead, Expect, NewValue, RefUpdate, Refs};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::record::{ChangeRecord, Step, StepBody};
@@ -21,6 +21,29 @@ pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, Vec<Oid>), String> 
     }
     let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string())?;
     Ok((record, oids))
+}
+
+/// The action that reads the whole chain of `change` at its tip on `remote`; the failure to say
+/// when the remote has no such change.
+pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
+    let tip = tip(remote, change).ok_or_else(|| format!("no change {change} on the remote"))?;
+    let query = ChainQuery {
+        change: change.clone(),
+        tip,
+        known: None,
+    };
+    Ok(Action::ReadChains {
+        chains: vec![query],
+    })
+}
+
+/// The one chain a command asked for, folded, with its tip and its steps' ids; the failure to
+/// say otherwise.
+pub fn fold_one(reads: &[ChainRead]) -> Result<(ChangeRecord, Oid, Vec<Oid>), String> {
+    let read = reads.first().ok_or("the change's record came back empty")?;
+    let (record, oids) =
+        fold_chain(read).map_err(|why| format!("the change's record cannot be read: {why}"))?;
+    Ok((record, read.tip.clone(), oids))
 }
 
 /// The chain tip of `change` on the remote, if it has one.

@@ -5,10 +5,10 @@
 //! to the change) moves nothing, and the command starts over. Asking again with the same draft
 //! returns the operation already queued, so a retry never queues twice.
 
-use super::agent::{MAX_RACES, Nonces, fold_chain, give_up_place, tip};
+use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
 use super::{
-    Action, Append, ChainQuery, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox,
-    PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
+    Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
+    PushPlan, PushReport, RefUpdate, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -144,29 +144,18 @@ impl Merge {
     }
 
     fn read_chain(&mut self) {
-        let Some(tip) = tip(&self.remote, &self.input.change) else {
-            return self.fail(format!("no change {} on the remote", self.input.change));
-        };
-        let query = ChainQuery {
-            change: self.input.change.clone(),
-            tip,
-            known: None,
-        };
-        self.out.send(
-            Action::ReadChains {
-                chains: vec![query],
-            },
-            Purpose::ReadChain,
-        );
+        match read_chain(&self.remote, &self.input.change) {
+            Ok(read) => {
+                self.out.send(read, Purpose::ReadChain);
+            }
+            Err(why) => self.fail(why),
+        }
     }
 
     fn on_chain(&mut self, reads: Vec<ChainRead>) {
-        let Some(read) = reads.first() else {
-            return self.fail("the change's record came back empty".into());
-        };
-        let (record, oids) = match fold_chain(read) {
+        let (record, tip, oids) = match fold_one(&reads) {
             Ok(folded) => folded,
-            Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
+            Err(why) => return self.fail(why),
         };
         if let Some(written) = self.written.take()
             && oids.contains(&written)
@@ -194,7 +183,6 @@ impl Merge {
             );
             return self.finish(result);
         }
-        let tip = read.tip.clone();
         let freeze = Action::FreezeDraft {
             change: record.change.clone(),
             parent: record.current_draft().clone(),

@@ -6,10 +6,10 @@
 //! words pick up the intent's open change. After the intent's change merged, a start opens the
 //! intent's next generation, which names the merged change as the one it supersedes.
 
-use super::agent::{MAX_RACES, Nonces, fold_chain, tip};
+use super::agent::{self, MAX_RACES, Nonces};
 use super::{
-    Action, Append, ChainQuery, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
-    PushPlan, RawStep, RefUpdate, Refreshed, Refs,
+    Action, Append, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome, PushPlan,
+    RawStep, RefUpdate, Refreshed, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -234,32 +234,20 @@ impl Start {
     }
 
     fn read_chain(&mut self, change: ChangeId) {
-        let Some(tip) = tip(&self.remote, &change) else {
-            return self.fail(format!("no change {change} on the remote"));
-        };
         self.change = Some(change.clone());
-        let query = ChainQuery {
-            change,
-            tip,
-            known: None,
-        };
-        self.out.send(
-            Action::ReadChains {
-                chains: vec![query],
-            },
-            Purpose::ReadChain,
-        );
+        match agent::read_chain(&self.remote, &change) {
+            Ok(read) => {
+                self.out.send(read, Purpose::ReadChain);
+            }
+            Err(why) => self.fail(why),
+        }
     }
 
     fn on_chain(&mut self, reads: Vec<super::ChainRead>) {
-        let Some(read) = reads.first() else {
-            return self.fail("the change's record came back empty".into());
-        };
-        let (record, _) = match fold_chain(read) {
+        let (record, tip, _) = match agent::fold_one(&reads) {
             Ok(folded) => folded,
-            Err(why) => return self.fail(format!("the change's record cannot be read: {why}")),
+            Err(why) => return self.fail(why),
         };
-        let tip = read.tip.clone();
         let by_id = matches!(self.input.target, StartTarget::Change(_));
         let digest = intent_digest(&record.intent);
         self.found = Some((record.clone(), tip));

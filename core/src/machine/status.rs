@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::agent::fold_chain;
+use super::agent::{fold_chain, fold_one, read_chain};
 use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs};
 use crate::git::refs;
 use crate::id::ChangeId;
@@ -76,24 +76,12 @@ impl Status {
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
         match self.input.change.clone() {
-            Some(change) => {
-                let Some(tip) = self.remote.get(&refs::change(&change)).cloned() else {
-                    let result =
-                        report::failed(format!("no change {change} on the remote"), Some(&change));
-                    return self.finish(result);
-                };
-                let query = ChainQuery {
-                    change,
-                    tip,
-                    known: None,
-                };
-                self.out.send(
-                    Action::ReadChains {
-                        chains: vec![query],
-                    },
-                    Purpose::ReadChains,
-                );
-            }
+            Some(change) => match read_chain(&self.remote, &change) {
+                Ok(read) => {
+                    self.out.send(read, Purpose::ReadChains);
+                }
+                Err(why) => self.fail(why),
+            },
             None => {
                 let mut places: Vec<_> = self
                     .remote
@@ -154,14 +142,10 @@ impl Status {
 
     fn on_chains(&mut self, reads: Vec<ChainRead>) {
         if self.input.change.is_some() {
-            let result = match reads.first().map(fold_chain) {
-                Some(Ok((record, _))) => report::status(&record),
-                Some(Err(why)) => {
-                    report::failed(format!("the change's record cannot be read: {why}"), None)
-                }
-                None => report::failed("the change's record came back empty".into(), None),
+            return match fold_one(&reads) {
+                Ok((record, _, _)) => self.finish(report::status(&record)),
+                Err(why) => self.fail(why),
             };
-            return self.finish(result);
         }
         let mut rows = Vec::new();
         for read in &reads {
