@@ -854,3 +854,136 @@ fn with_no_check_required_the_claim_the_candidate_and_the_merge_go_in_one_push()
 fn op_seq(bench: &Bench, op: &OpId) -> u64 {
     bench.record(&op.change).op(op).expect("recorded").seq
 }
+
+/// Runs a merge request and returns the machine, for its seed.
+fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
+    let target = StartTarget::Intent {
+        intent: intent.into(),
+        paths: vec!["src/".into()],
+    };
+    let mut start = Start::new(
+        StartInput {
+            target,
+            actor: "ann".into(),
+            main: MAIN.into(),
+            new: false,
+            entropy: 7,
+        },
+        Timestamp(1),
+    );
+    bench.run(&mut start);
+    let change = start
+        .outcome()
+        .and_then(|r| r.change.clone())
+        .expect("a change");
+    let blob = bench.git.store.blob(text);
+    bench
+        .views
+        .get_mut(&change)
+        .expect("a view")
+        .insert(path.to_string(), blob);
+    let mut merge = Merge::new(
+        MergeInput {
+            change,
+            actor: "ann".into(),
+            main: MAIN.into(),
+            entropy: 8,
+        },
+        Timestamp(2),
+    );
+    bench.run(&mut merge);
+    merge
+}
+
+#[test]
+fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let merge = request(&mut bench, "fix a", "src/a.txt", "a fixed\n");
+    let op = merge
+        .outcome()
+        .and_then(|r| r.op_id.clone())
+        .expect("queued");
+    let mut cfg = RunnerConfig::new("here", MAIN, 1);
+    cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
+    let mut runner = Runner::seeded(cfg, Timestamp(0), merge.seed().expect("a seed"));
+    runner.handle(Timestamp(0), Event::Tick).expect("a tick");
+    let mut actions = Vec::new();
+    while runner.outcome().is_none() {
+        let (id, action) = runner.poll_action().expect("an action");
+        actions.push(action.name());
+        let completion = bench.answer(&action).expect("no check");
+        runner
+            .handle(Timestamp(1), Event::Done(id, completion))
+            .expect("faithful");
+    }
+    assert_eq!(
+        actions,
+        vec!["read-file", "build-candidate", "push"],
+        "no fetch, no read of what the seed held"
+    );
+    assert_eq!(
+        runner.outcome().map(|r| r.decision),
+        Some(bay_core::result::Decision::Merged)
+    );
+    assert_eq!(bench.merges_of(&op.change), 1);
+}
+
+#[test]
+fn a_stale_seed_costs_a_refused_push_never_a_wrong_merge() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let merge = request(&mut bench, "fix a", "src/a.txt", "a fixed\n");
+    let op = merge
+        .outcome()
+        .and_then(|r| r.op_id.clone())
+        .expect("queued");
+    // After the request, someone pushes to main and another runner claims the operation.
+    bench.move_main();
+    let mut other = Rig::new("other", 0);
+    let (id, claim) = other
+        .run_until(&mut bench, 0, &is_push)
+        .expect("the other runner claims");
+    let mut held = claim.clone();
+    if let Action::Push(plan) = &mut held {
+        // Only its claim lands; it then goes silent.
+        plan.updates.clear();
+        plan.appends[0].steps.truncate(1);
+    }
+    let _ = (id, bench_push(&mut bench, &held));
+    let mut cfg = RunnerConfig::new("here", MAIN, 1);
+    cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
+    cfg.lease_ms = LEASE;
+    let mut runner = Runner::seeded(cfg, Timestamp(0), merge.seed().expect("a seed"));
+    runner.handle(Timestamp(0), Event::Tick).expect("a tick");
+    let mut clock = 0;
+    while runner.outcome().is_none() && clock < 10 * LEASE {
+        while let Some((id, action)) = runner.poll_action() {
+            let completion = bench.answer(&action).expect("no check");
+            runner
+                .handle(Timestamp(clock), Event::Done(id, completion))
+                .expect("faithful");
+        }
+        clock += 1_000;
+        runner
+            .handle(Timestamp(clock), Event::Tick)
+            .expect("a tick");
+    }
+    assert_eq!(
+        runner.outcome().map(|r| r.decision),
+        Some(bay_core::result::Decision::Merged)
+    );
+    assert_eq!(
+        bench.merges_of(&op.change),
+        1,
+        "merged once, on the main that was there"
+    );
+    let claims: Vec<String> = bench.record(&op.change).ops[0]
+        .claimed_by
+        .iter()
+        .cloned()
+        .collect();
+    assert_eq!(
+        claims,
+        vec!["here".to_string()],
+        "it took the silent claim over after a lease"
+    );
+}

@@ -37,20 +37,24 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         main: context.main.clone(),
         entropy: clock::entropy(),
     };
-    let (queued, config) =
-        match run_agent(&context, &mut driver, &mut Merge::new(input, clock::now())) {
-            Ok((result, config)) => (with_actor(result, &context), config),
-            Err(result) => return result,
-        };
+    let mut merge = Merge::new(input, clock::now());
+    let (queued, config) = match run_agent(&context, &mut driver, &mut merge) {
+        Ok((result, config)) => (with_actor(result, &context), config),
+        Err(result) => return result,
+    };
     let (Some(wait), Decision::Queued, Some(op)) =
         (args.wait, queued.decision, queued.op_id.clone())
     else {
         return queued;
     };
     if wait == 0 {
-        // Run the operation here, as its runner, until it ends.
+        // Run the operation here, as its runner, until it ends, starting from what the
+        // request was made on.
         let cfg = runner_config(&context, &config, RunMode::Only(op), 10);
-        let mut runner = Runner::new(cfg, clock::now());
+        let mut runner = match merge.seed() {
+            Some(seed) => Runner::seeded(cfg, clock::now(), seed),
+            None => Runner::new(cfg, clock::now()),
+        };
         return with_actor(drive(&mut driver, &mut runner, clock::now()), &context);
     }
     // Watch another runner work it, for at most `wait` seconds.

@@ -94,14 +94,14 @@ impl Abandon {
     }
 
     fn on_chain(&mut self, reads: Vec<ChainRead>) {
-        let (record, tip, oids) = match fold_one(&reads) {
+        let (record, tip, chain) = match fold_one(&reads) {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
         };
         if self
             .written
             .take()
-            .is_some_and(|written| oids.contains(&written))
+            .is_some_and(|written| chain.iter().any(|(oid, _)| *oid == written))
             || record.abandoned
         {
             return self.finish(report::abandoned(&record.change));

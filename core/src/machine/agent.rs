@@ -11,16 +11,21 @@ use crate::time::Timestamp;
 /// else wrote first. Each refusal means progress elsewhere, so a small bound suffices.
 pub const MAX_RACES: u32 = 8;
 
+/// A chain's steps as read, oldest first, each with its commit.
+pub type ReadSteps = Vec<(Oid, Step)>;
+
 /// Folds a whole chain read (newest step first) into its record, with every step's id.
-pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, Vec<Oid>), String> {
-    let mut steps = Vec::with_capacity(read.steps.len());
-    let mut oids = Vec::with_capacity(read.steps.len());
+pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, ReadSteps), String> {
+    let mut chain = Vec::with_capacity(read.steps.len());
     for raw in read.steps.iter().rev() {
-        steps.push(Step::from_message(&raw.message).map_err(|e| e.to_string())?);
-        oids.push(raw.oid.clone());
+        chain.push((
+            raw.oid.clone(),
+            Step::from_message(&raw.message).map_err(|e| e.to_string())?,
+        ));
     }
+    let steps: Vec<Step> = chain.iter().map(|(_, step)| step.clone()).collect();
     let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string())?;
-    Ok((record, oids))
+    Ok((record, chain))
 }
 
 /// The action that reads the whole chain of `change` at its tip on `remote`; the failure to say
@@ -37,9 +42,9 @@ pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
     })
 }
 
-/// The one chain a command asked for, folded, with its tip and its steps' ids; the failure to
-/// say otherwise.
-pub fn fold_one(reads: &[ChainRead]) -> Result<(ChangeRecord, Oid, Vec<Oid>), String> {
+/// The one chain a command asked for, folded, with its tip and its steps (oldest first, each
+/// with its commit); the failure to say otherwise.
+pub fn fold_one(reads: &[ChainRead]) -> Result<(ChangeRecord, Oid, ReadSteps), String> {
     let read = reads.first().ok_or("the change's record came back empty")?;
     let (record, oids) =
         fold_chain(read).map_err(|why| format!("the change's record cannot be read: {why}"))?;

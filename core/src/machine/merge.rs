@@ -6,6 +6,7 @@
 //! returns the operation already queued, so a retry never queues twice.
 
 use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
+use super::runner::Seed;
 use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
@@ -52,6 +53,8 @@ pub struct Merge {
     written: Option<Oid>,
     /// The queue place the request takes.
     next_seq: u64,
+    /// The change's chain as read, oldest step first, with the request once it is up.
+    chain: Vec<(Oid, Step)>,
     /// The request step in flight.
     pending: Option<crate::record::Step>,
     outcome: Option<BayResult>,
@@ -71,6 +74,7 @@ impl Merge {
             draft: None,
             written: None,
             next_seq: 1,
+            chain: Vec::new(),
             pending: None,
             outcome: None,
         };
@@ -153,12 +157,13 @@ impl Merge {
     }
 
     fn on_chain(&mut self, reads: Vec<ChainRead>) {
-        let (record, tip, oids) = match fold_one(&reads) {
+        let (record, tip, chain) = match fold_one(&reads) {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
         };
+        self.chain = chain;
         if let Some(written) = self.written.take()
-            && oids.contains(&written)
+            && self.chain.iter().any(|(oid, _)| *oid == written)
         {
             // The request whose reply was lost did land.
             return self.queued(&record);
@@ -267,6 +272,20 @@ impl Merge {
                     .pending
                     .take()
                     .expect("a request push carries its step");
+                if let (StepBody::Request { seq, .. }, Some(written)) = (&step.body, written) {
+                    // What the push did, so a runner started from this view reads none of it.
+                    for name in [
+                        refs::change(&self.input.change),
+                        refs::queue(*seq),
+                        refs::QUEUE_LAST.to_string(),
+                    ] {
+                        self.remote.insert(name, written.clone());
+                    }
+                    if let Some(old) = record.live_op() {
+                        self.remote.remove(&refs::queue(old.seq));
+                    }
+                    self.chain.push((written, step.clone()));
+                }
                 match record.append(&step) {
                     Ok(()) => self.queued(&record),
                     Err(e) => self.fail(format!("the request does not fit the record: {e}")),
@@ -281,6 +300,19 @@ impl Merge {
                 self.fail(format!("the remote could not be reached: {fault}"))
             }
         }
+    }
+
+    /// What this command knows of the remote once its request is up, for a runner that works
+    /// the operation next (`merge --wait`).
+    pub fn seed(&self) -> Option<Seed> {
+        self.outcome
+            .as_ref()
+            .filter(|r| r.decision == crate::result::Decision::Queued)?;
+        Some(Seed {
+            refs: self.remote.clone(),
+            change: self.input.change.clone(),
+            chain: self.chain.clone(),
+        })
     }
 
     fn queued(&mut self, record: &ChangeRecord) {

@@ -101,6 +101,18 @@ impl RunnerConfig {
     }
 }
 
+/// What a caller already knows of the remote, handed to a new runner so that its first pass
+/// reads nothing it knows: `merge --wait` hands over the view its request was made on. Every
+/// write is leased, so a view that went stale costs a refused push and a fresh pass, never
+/// safety.
+#[derive(Clone, Debug)]
+pub struct Seed {
+    pub refs: Refs,
+    /// One change whose chain the caller read, oldest step first, each with its commit.
+    pub change: ChangeId,
+    pub chain: Vec<(Oid, Step)>,
+}
+
 /// What each action in flight was for.
 #[derive(Clone, Debug)]
 enum Purpose {
@@ -149,6 +161,8 @@ pub struct Runner {
     /// of them at the tip takes the work up again.
     mine: Option<(ChangeId, BTreeSet<Oid>)>,
     next_pass: Timestamp,
+    /// A change whose chain came with a seed: the first pass does not fetch it.
+    seeded: Option<ChangeId>,
     outcome: Option<BayResult>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
@@ -172,9 +186,44 @@ impl Runner {
             work: None,
             mine: None,
             next_pass: now,
+            seeded: None,
             outcome: None,
             merged: 0,
         }
+    }
+
+    /// A runner whose first pass starts from `seed` instead of the remote.
+    pub fn seeded(cfg: RunnerConfig, now: Timestamp, seed: Seed) -> Runner {
+        let mut runner = Runner::new(cfg, now);
+        runner.refs = seed.refs;
+        if let Some((tip, _)) = seed.chain.last() {
+            let steps: Vec<Step> = seed.chain.iter().map(|(_, step)| step.clone()).collect();
+            let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string());
+            // The places whose request is in the chain need no read.
+            for (oid, step) in &seed.chain {
+                if let StepBody::Request { op, seq, .. } = &step.body
+                    && runner.refs.get(&crate::git::refs::queue(*seq)) == Some(oid)
+                {
+                    runner.places.insert(
+                        *seq,
+                        Place {
+                            oid: oid.clone(),
+                            op: Some(op.clone()),
+                        },
+                    );
+                }
+            }
+            runner.chains.insert(
+                seed.change.clone(),
+                Chain {
+                    tip: tip.clone(),
+                    steps: seed.chain,
+                    record,
+                },
+            );
+            runner.seeded = Some(seed.change);
+        }
+        runner
     }
 
     pub fn config(&self) -> &RunnerConfig {

@@ -51,6 +51,10 @@ impl Runner {
     /// same however much history the remote holds. Chains come after, only those it needs.
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
+        if self.seeded.is_some() {
+            // The first pass of a seeded runner starts from what it was handed.
+            return self.read_places();
+        }
         let spec = FetchSpec::new([
             self.main_ref(),
             refs::QUEUE_PATTERN.to_string(),
@@ -174,7 +178,13 @@ impl Runner {
 
     /// Fetches the chains of the changes the pass reads.
     fn fetch_chains(&mut self) {
-        let wanted = self.wanted();
+        let mut wanted = self.wanted();
+        if let Some(seeded) = self.seeded.take() {
+            wanted.remove(&seeded);
+            if wanted.is_empty() {
+                return self.read_chains();
+            }
+        }
         if wanted.is_empty() {
             return self.decide();
         }
