@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod git;
 pub mod id;
 pub mod machine;
+pub mod paths;
 pub mod policy;
 pub mod reason;
 pub mod record;

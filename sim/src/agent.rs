@@ -14,8 +14,8 @@ use bay_core::record::ChangeRecord;
 use bay_core::result::{BayResult, Decision, OpState};
 use bay_core::time::Timestamp;
 
+use crate::git_model::View;
 use crate::rng::Rng;
-use crate::store::Tree;
 use crate::world::{MAIN, Millis, PATHS, Role, World};
 use bay_core::git::refs;
 
@@ -66,7 +66,7 @@ pub struct Agent {
     pub actor: String,
     pub cmd: Option<Cmd>,
     /// The files of each change's view, as this agent edits them.
-    pub views: BTreeMap<ChangeId, Tree>,
+    pub views: BTreeMap<ChangeId, View>,
     rng: Rng,
     task: Option<Task>,
     done: bool,
@@ -266,7 +266,7 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
     let me = agent(world, host);
     let view = me.views.entry(change.clone()).or_default();
     for (path, blob) in blobs {
-        view.insert(path, blob);
+        view.files.insert(path, blob);
     }
 }
 

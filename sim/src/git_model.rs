@@ -4,9 +4,12 @@
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
+use bay_core::paths;
+use std::collections::BTreeMap;
+
 use bay_core::machine::{
-    BuildResult, CandidateSpec, ChainQuery, ChainRead, Fault, FetchSpec, PushPlan, PushReport,
-    RawStep, Refreshed, Refs,
+    Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Fault, FetchSpec,
+    PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 
 use crate::remote::{Applied, NotesLog, Remote};
@@ -35,14 +38,71 @@ impl GitModel {
         root
     }
 
-    /// The refs a fetch names, as the remote holds them.
-    pub fn fetch(&self, spec: &FetchSpec) -> Refs {
-        self.remote
+    /// The refs a fetch names, as the remote holds them; a fault, as in Git, when an exact
+    /// name (no `*`) names a ref the remote lacks.
+    pub fn fetch(&self, spec: &FetchSpec) -> Result<Refs, Fault> {
+        if let Some(missing) = spec
+            .patterns
+            .iter()
+            .find(|p| !p.ends_with('*') && !self.remote.refs.contains_key(*p))
+        {
+            return Err(Fault(format!("couldn't find remote ref {missing}")));
+        }
+        Ok(self
+            .remote
             .refs
             .iter()
             .filter(|(name, _)| spec.covers(name))
             .map(|(n, o)| (n.clone(), o.clone()))
-            .collect()
+            .collect())
+    }
+
+    /// Answers every action but a check run (`None`), at once and with no fault: what a
+    /// perfect network and a perfect disk would answer. `views` holds one machine's views.
+    pub fn answer(
+        &mut self,
+        action: &Action,
+        views: &mut BTreeMap<ChangeId, View>,
+    ) -> Option<Completion> {
+        Some(match action {
+            Action::Fetch(spec) => Completion::Fetched(self.fetch(spec)),
+            Action::ReadSteps { oids } => Completion::StepsRead(Ok(self.read_steps(oids))),
+            Action::ReadChains { chains } => {
+                Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
+            }
+            Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::Push(plan) => Completion::Pushed(self.push(plan).0),
+            Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
+            Action::FreezeDraft { change, parent, .. } => {
+                Completion::DraftFrozen(Ok(self.freeze(change, views.get(change), parent.clone())))
+            }
+            Action::RefreshDraft {
+                change,
+                draft,
+                base,
+                onto,
+            } => {
+                let refreshed = self.refresh(change, draft, base, onto);
+                if let Ok(refreshed) = &refreshed {
+                    let paths = views
+                        .get(change)
+                        .map(|v| v.paths.clone())
+                        .unwrap_or_default();
+                    views.insert(change.clone(), self.view_of(&refreshed.draft, &paths));
+                }
+                Completion::DraftRefreshed(refreshed)
+            }
+            Action::MakeView {
+                change,
+                paths,
+                draft,
+            } => {
+                let view = self.view_of(draft, paths);
+                views.entry(change.clone()).or_insert(view);
+                Completion::ViewMade(Ok(format!("sim://{change}")))
+            }
+            Action::RunCheck(_) => return None,
+        })
     }
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {
@@ -171,13 +231,19 @@ impl GitModel {
         Ok(Refreshed { draft, conflicts })
     }
 
-    /// Saves a view's files as a draft on `parent`; an unchanged view keeps `parent` itself,
-    /// so asking twice with the same work names the same draft.
-    pub fn freeze(&mut self, change: &ChangeId, view: Option<&Tree>, parent: Oid) -> Oid {
-        let files = view
-            .cloned()
-            .or_else(|| self.store.files(&parent).map(|f| (*f).clone()))
+    /// Saves a view as a draft on `parent`: the parent's files outside the view's paths, and
+    /// the view's own (a file the agent removed is gone). An unchanged view keeps `parent`
+    /// itself, so asking twice with the same work names the same draft. With no view on this
+    /// machine, the draft stays `parent`.
+    pub fn freeze(&mut self, change: &ChangeId, view: Option<&View>, parent: Oid) -> Oid {
+        let Some(view) = view else { return parent };
+        let mut files: Tree = self
+            .store
+            .files(&parent)
+            .map(|f| (*f).clone())
             .unwrap_or_default();
+        files.retain(|path, _| !paths::any_covers(&view.paths, path));
+        files.extend(view.files.iter().map(|(p, b)| (p.clone(), b.clone())));
         let tree = self.store.tree(files);
         if self.store.get(&parent).is_some_and(|c| c.tree == tree) {
             return parent;
@@ -186,11 +252,26 @@ impl GitModel {
             .commit(tree, vec![parent], &format!("draft of {change}\n"))
     }
 
-    /// The files of a commit, as a view starts with them.
-    pub fn view_of(&self, commit: &Oid) -> Tree {
-        self.store
+    /// The view of `commit` for a change that declared `paths`: the files they cover, as Git's
+    /// sparse checkout shows them.
+    pub fn view_of(&self, commit: &Oid, paths: &[String]) -> View {
+        let mut files: Tree = self
+            .store
             .files(commit)
             .map(|f| (*f).clone())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        files.retain(|path, _| paths::any_covers(paths, path));
+        View {
+            paths: paths.to_vec(),
+            files,
+        }
     }
+}
+
+/// A change's view on one machine: its declared paths, and the files in it as the agent left
+/// them. A view made by no `MakeView` (no paths) stands for edits alone, laid over the draft.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct View {
+    pub paths: Vec<String>,
+    pub files: Tree,
 }

@@ -30,6 +30,19 @@ pub struct Applied {
 #[derive(Debug, Default)]
 pub struct Remote {
     pub refs: BTreeMap<String, Oid>,
+    /// A deliberate break from Git's rules, for the test that shows the conformance suite
+    /// catches a model that drifts from Git.
+    #[cfg(feature = "flaws")]
+    pub flaw: Option<Flaw>,
+}
+
+/// Ways the model can be broken on purpose (feature `flaws`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flaw {
+    /// An atomic push applies the refs whose leases hold and refuses the others.
+    NonAtomicPush,
+    /// A create-only update overwrites a ref that exists.
+    CreateOverwrites,
 }
 
 /// The commits a plan writes, before any ref moves: what a client writes into its own object
@@ -59,9 +72,19 @@ impl Remote {
         self.refs.get(name)
     }
 
+    #[cfg(feature = "flaws")]
+    fn flawed(&self, flaw: Flaw) -> bool {
+        self.flaw == Some(flaw)
+    }
+
+    #[cfg(not(feature = "flaws"))]
+    fn flawed(&self, _: Flaw) -> bool {
+        false
+    }
+
     fn lease_holds(&self, name: &str, expect: &Expect) -> bool {
         match expect {
-            Expect::Absent => !self.refs.contains_key(name),
+            Expect::Absent => !self.refs.contains_key(name) || self.flawed(Flaw::CreateOverwrites),
             Expect::Is(oid) => self.refs.get(name) == Some(oid),
             Expect::Any => true,
         }
@@ -119,7 +142,8 @@ impl Remote {
             .map(|(name, _, _)| name.clone())
             .collect();
         let mut applied = Applied::default();
-        let outcome = if plan.atomic && !stale.is_empty() {
+        let atomic = plan.atomic && !self.flawed(Flaw::NonAtomicPush);
+        let outcome = if atomic && !stale.is_empty() {
             PushOutcome::Rejected { refs: stale }
         } else {
             for (name, expect, new) in &updates {

@@ -173,7 +173,8 @@ impl Store {
 
     /// A three-way merge path by path, as `git merge-tree` does for whole files: a path
     /// changed on one side only takes that side; changed the same way on both, either; changed
-    /// differently on both, a conflict.
+    /// differently on both, a conflict. A file where the other side made a directory is a
+    /// conflict on the file's path, as Git's file/directory conflict is.
     pub fn merge(base: &Tree, ours: &Tree, theirs: &Tree) -> Merged {
         let paths: BTreeSet<&String> = base
             .keys()
@@ -196,6 +197,19 @@ impl Store {
                 tree.insert(path.clone(), oid.clone());
             }
         }
+        // A file whose path is also a directory of another file: Git cannot write that tree.
+        for path in tree.keys() {
+            let dir = format!("{path}/");
+            if tree
+                .range(dir.clone()..)
+                .next()
+                .is_some_and(|(next, _)| next.starts_with(&dir))
+            {
+                conflicts.push(path.clone());
+            }
+        }
+        conflicts.sort();
+        conflicts.dedup();
         if conflicts.is_empty() {
             Merged::Clean(tree)
         } else {

@@ -641,7 +641,7 @@ impl World {
                 let completion = if fail {
                     Completion::Fetched(Err(Fault("could not reach the remote".into())))
                 } else {
-                    Completion::Fetched(Ok(self.git.fetch(&spec)))
+                    Completion::Fetched(self.git.fetch(&spec))
                 };
                 self.reply(host, id, lat, completion);
             }
@@ -681,22 +681,6 @@ impl World {
                     },
                 );
             }
-            Action::ReadSteps { oids } => {
-                let steps = self.git.read_steps(&oids);
-                self.reply(host, id, 1, Completion::StepsRead(Ok(steps)));
-            }
-            Action::ReadChains { chains } => {
-                let reads = self.git.read_chains(chains);
-                self.reply(host, id, 2, Completion::ChainsRead(Ok(reads)));
-            }
-            Action::ReadFile { commit, path } => {
-                let result = self.git.read_file(&commit, &path);
-                self.reply(host, id, 1, Completion::FileRead(result));
-            }
-            Action::BuildCandidate(spec) => {
-                let result = self.git.build(&spec);
-                self.reply(host, id, 5, Completion::CandidateBuilt(result));
-            }
             Action::RunCheck(run) => {
                 let behaviour = self.behaviour();
                 match checks::run(
@@ -713,49 +697,25 @@ impl World {
                     checks::Run::Silent => {}
                 }
             }
-            Action::FreezeDraft {
-                change,
-                parent,
-                base: _,
-            } => {
-                let view = match &self.hosts[host].role {
-                    Role::Agent(agent) => agent.views.get(&change).cloned(),
-                    Role::Runner { .. } => None,
+            local => {
+                // Local work: the model answers at once; only its duration is the world's.
+                let delay = match &local {
+                    Action::BuildCandidate(_) => 5,
+                    Action::RefreshDraft { .. } => 3,
+                    Action::ReadChains { .. } | Action::FreezeDraft { .. } => 2,
+                    Action::MakeView { .. } => 2,
+                    _ => 1,
                 };
-                let draft = self.git.freeze(&change, view.as_ref(), parent);
-                self.reply(host, id, 2, Completion::DraftFrozen(Ok(draft)));
-            }
-            Action::RefreshDraft {
-                change,
-                draft,
-                base,
-                onto,
-            } => {
-                let result = self.git.refresh(&change, &draft, &base, &onto);
-                if let Ok(refreshed) = &result {
-                    let files = self.git.view_of(&refreshed.draft);
-                    if let Role::Agent(agent) = &mut self.hosts[host].role {
-                        agent.views.insert(change, files);
-                    }
-                }
-                self.reply(host, id, 3, Completion::DraftRefreshed(result));
-            }
-            Action::MakeView {
-                change,
-                paths: _,
-                draft,
-            } => {
-                let files = self.git.view_of(&draft);
-                let name = self.hosts[host].name.clone();
-                if let Role::Agent(agent) = &mut self.hosts[host].role {
-                    agent.views.entry(change.clone()).or_insert(files);
-                }
-                self.reply(
-                    host,
-                    id,
-                    2,
-                    Completion::ViewMade(Ok(format!("sim://{name}/{change}"))),
-                );
+                let mut no_views = BTreeMap::new();
+                let views = match &mut self.hosts[host].role {
+                    Role::Agent(agent) => &mut agent.views,
+                    Role::Runner { .. } => &mut no_views,
+                };
+                let completion = self
+                    .git
+                    .answer(&local, views)
+                    .expect("the model answers all but checks, which are run above");
+                self.reply(host, id, delay, completion);
             }
         }
     }

@@ -17,8 +17,7 @@ use bay_core::reason::ReasonCode;
 use bay_core::record::{ChangeRecord, Step, StepBody};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
-use bay_sim::git_model::GitModel;
-use bay_sim::store::Tree;
+use bay_sim::git_model::{GitModel, View};
 
 const MAIN: &str = "main";
 const LEASE: u64 = 60_000;
@@ -28,7 +27,7 @@ const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"
 /// The remote and the agents' views.
 struct Bench {
     git: GitModel,
-    views: BTreeMap<ChangeId, Tree>,
+    views: BTreeMap<ChangeId, View>,
 }
 
 impl Bench {
@@ -55,33 +54,7 @@ impl Bench {
 
     /// Answers every action but a check run (checks are the test's to answer).
     fn answer(&mut self, action: &Action) -> Option<Completion> {
-        Some(match action {
-            Action::Fetch(spec) => Completion::Fetched(Ok(self.git.fetch(spec))),
-            Action::ReadSteps { oids } => Completion::StepsRead(Ok(self.git.read_steps(oids))),
-            Action::ReadChains { chains } => {
-                Completion::ChainsRead(Ok(self.git.read_chains(chains.clone())))
-            }
-            Action::ReadFile { commit, path } => {
-                Completion::FileRead(self.git.read_file(commit, path))
-            }
-            Action::Push(plan) => Completion::Pushed(self.git.push(plan).0),
-            Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.git.build(spec)),
-            Action::FreezeDraft { change, parent, .. } => Completion::DraftFrozen(Ok(self
-                .git
-                .freeze(change, self.views.get(change), parent.clone()))),
-            Action::RefreshDraft {
-                change,
-                draft,
-                base,
-                onto,
-            } => Completion::DraftRefreshed(self.git.refresh(change, draft, base, onto)),
-            Action::MakeView { change, draft, .. } => {
-                let files = self.git.view_of(draft);
-                self.views.insert(change.clone(), files);
-                Completion::ViewMade(Ok(format!("view of {change}")))
-            }
-            Action::RunCheck(_) => return None,
-        })
+        self.git.answer(action, &mut self.views)
     }
 
     /// Runs an agent command to its end.
@@ -123,6 +96,7 @@ impl Bench {
             self.views
                 .get_mut(&change)
                 .expect("the view exists")
+                .files
                 .insert(path.to_string(), blob);
         }
         let mut merge = Merge::new(
@@ -881,6 +855,7 @@ fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
         .views
         .get_mut(&change)
         .expect("a view")
+        .files
         .insert(path.to_string(), blob);
     let mut merge = Merge::new(
         MergeInput {

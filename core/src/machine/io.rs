@@ -24,7 +24,8 @@ pub struct ActionId(pub u64);
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Action {
     /// Fetch the refs the spec names from the remote, and report the value of each that
-    /// exists there (a ref the remote no longer has is absent from the answer).
+    /// exists there (a ref the remote no longer has is absent from the answer). A pattern
+    /// without `*` names a ref that must exist: Git fails the whole fetch when it does not.
     Fetch(FetchSpec),
     /// Read single step commits (for example the request a queue place points at).
     ReadSteps { oids: Vec<Oid> },
@@ -83,7 +84,9 @@ impl Action {
 
 /// The refs one fetch brings: each pattern an exact ref name or a prefix ending in `*`.
 /// Machines fetch only what they read, so a fetch costs the same however much history the
-/// remote holds.
+/// remote holds. An exact name is for a ref that must exist (main): when the remote lacks it
+/// the fetch is a fault, as in Git. A ref that may be absent is named with a trailing `*`
+/// (see `refs::change_pattern`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSpec {

@@ -110,7 +110,7 @@ pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<Mer
             conflicts: Vec::new(),
         }),
         (Some(1), Ok(tree)) => {
-            let conflicts = conflicted_paths(&out.stdout);
+            let conflicts = conflicted_paths(&out.stdout, &[ours, theirs]);
             if conflicts.is_empty() {
                 Err(failed("failed without naming a conflict"))
             } else {
@@ -126,7 +126,10 @@ pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<Mer
 /// The conflicted paths in `merge-tree --write-tree -z` output: the paths of the conflicted
 /// entries (`<mode> <oid> <stage>\t<path>`), and the paths of the messages whose type is a
 /// conflict (a conflict can be reported without an entry). Each once, sorted.
-fn conflicted_paths(stdout: &[u8]) -> Vec<String> {
+///
+/// In a file/directory conflict Git moves the file aside to `<path>~<side>`, naming the side
+/// by the id it was given: that name is no path of either side, so it is reported as `<path>`.
+fn conflicted_paths(stdout: &[u8], sides: &[&Oid]) -> Vec<String> {
     let mut fields = stdout
         .split(|&b| b == 0)
         .map(|f| String::from_utf8_lossy(f).into_owned());
@@ -155,6 +158,13 @@ fn conflicted_paths(stdout: &[u8]) -> Vec<String> {
             paths.extend(named);
         }
     }
+    for path in &mut paths {
+        for side in sides {
+            if let Some(moved) = path.strip_suffix(&format!("~{side}")) {
+                *path = moved.to_string();
+            }
+        }
+    }
     paths.sort();
     paths.dedup();
     paths
@@ -172,8 +182,20 @@ mod tests {
              1\0f\0Auto-merging\0Auto-merging f\n\0\
              2\0a\0b\0CONFLICT (rename/rename)\0CONFLICT: ...\n\0"
         );
-        assert_eq!(conflicted_paths(out.as_bytes()), vec!["a", "b", "f"]);
-        assert!(conflicted_paths(b"").is_empty());
-        assert!(conflicted_paths(format!("{tree}\0").as_bytes()).is_empty());
+        assert_eq!(conflicted_paths(out.as_bytes(), &[]), vec!["a", "b", "f"]);
+        assert!(conflicted_paths(b"", &[]).is_empty());
+        assert!(conflicted_paths(format!("{tree}\0").as_bytes(), &[]).is_empty());
+    }
+
+    #[test]
+    fn a_file_moved_aside_for_a_directory_is_named_by_its_own_path() {
+        let tree = "5".repeat(40);
+        let ours = Oid::parse(&"7".repeat(40)).expect("an id");
+        let moved = format!("d~{ours}");
+        let out = format!(
+            "{tree}\0100644 f73f 2\t{moved}\0\0\
+             2\0{moved}\0d\0CONFLICT (file/directory)\0CONFLICT (file/directory): ...\n\0"
+        );
+        assert_eq!(conflicted_paths(out.as_bytes(), &[&ours]), vec!["d"]);
     }
 }

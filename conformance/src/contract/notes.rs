@@ -1,0 +1,62 @@
+//! Evidence notes: records appended push after push, each leased on the notes ref's last
+//! commit, and read back in order from the remote; a note on a tree as on a commit.
+
+use bay_core::git::{Oid, refs};
+use bay_core::machine::{Expect, NoteAdd, PushPlan};
+
+use super::{Bench, Case};
+
+const PRODUCER: &str = "runner-1";
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("notes: records appended one push after another", |b| {
+            b.commit("A", &[], &[("file", "A")]);
+            b.commit("B", &[], &[("file", "B")]);
+            let (a, bb) = (b.oid("A"), b.oid("B"));
+            note(b, "1: ", Expect::Absent, &a, r#"{"run":1}"#);
+            let first = b.oid("1: note 0");
+            note(b, "2: ", Expect::Is(first), &a, r#"{"run":2}"#);
+            let second = b.oid("2: note 0");
+            note(b, "3: ", Expect::Is(second), &bb, r#"{"run":3}"#);
+            see_notes(b, "A", &a);
+            see_notes(b, "B", &bb);
+            b.see_refs(&[&refs::evidence(PRODUCER)]);
+        }),
+        Case::new("notes: a note on a tree", |b| {
+            b.commit("A", &[], &[("file", "A")]);
+            let a = b.oid("A");
+            let tree = b.tree(&a).expect("the arm holds the commit it made");
+            b.named(&tree, "tree of A");
+            note(b, "", Expect::Absent, &tree, r#"{"verdict":"pass"}"#);
+            see_notes(b, "tree of A", &tree);
+            see_notes(b, "A", &a);
+        }),
+        Case::new("notes: a stale lease writes nothing", |b| {
+            b.commit("A", &[], &[("file", "A")]);
+            let a = b.oid("A");
+            note(b, "1: ", Expect::Absent, &a, r#"{"run":1}"#);
+            note(b, "2: ", Expect::Absent, &a, r#"{"run":2}"#);
+            see_notes(b, "A", &a);
+        }),
+    ]
+}
+
+fn note(b: &mut Bench<'_>, prefix: &str, expect: Expect, object: &Oid, record: &str) {
+    let plan = PushPlan {
+        notes: vec![NoteAdd {
+            producer: PRODUCER.to_owned(),
+            expect,
+            object: object.clone(),
+            record: record.to_owned(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    b.push(&format!("{prefix}push"), prefix, plan);
+}
+
+fn see_notes(b: &mut Bench<'_>, label: &str, object: &Oid) {
+    let lines = b.notes(&refs::evidence(PRODUCER), object);
+    b.see(format!("notes on {label}"), lines.join(" | "));
+}

@@ -1,0 +1,142 @@
+//! Reads: step commits by id, a chain walked back along first parents (stopping at a step
+//! already known), and one file of a commit.
+
+use bay_core::git::Oid;
+use bay_core::machine::{Action, Append, ChainQuery, Completion, PushPlan, RawStep};
+use bay_core::record::Step;
+
+use super::{Bench, Case, change, heartbeat};
+
+/// An id no arm holds.
+const NOWHERE: &str = "0123456789abcdef0123456789abcdef01234567";
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("read: steps by id", |b| {
+            chain(b);
+            let oids = vec![b.oid("then step 0.1"), b.oid("step 0.0")];
+            let shown = steps(b, Action::ReadSteps { oids });
+            b.see("read", shown);
+        }),
+        Case::new("read: a step id no store holds", |b| {
+            chain(b);
+            let oids = vec![b.oid("then step 0.0"), nowhere()];
+            let shown = steps(b, Action::ReadSteps { oids });
+            b.see("read", shown);
+        }),
+        Case::new("read: a chain from its tip, walking first parents", |b| {
+            chain(b);
+            let read = chains(b, None);
+            b.see("whole chain", read);
+            let known = Some(b.oid("step 0.0"));
+            let read = chains(b, known);
+            b.see("from a known step", read);
+            let known = Some(b.oid("A"));
+            let read = chains(b, known);
+            b.see("known not in the chain", read);
+        }),
+        Case::new(
+            "read: a file, a missing file, a directory, a missing commit",
+            |b| {
+                b.commit("A", &[], &[("file", "A\n"), ("dir/inner", "in\n")]);
+                let a = b.oid("A");
+                for (label, commit, path) in [
+                    ("file", a.clone(), "file"),
+                    ("missing file", a.clone(), "nope"),
+                    ("directory", a.clone(), "dir"),
+                    ("file in a directory", a, "dir/inner"),
+                    ("missing commit", nowhere(), "file"),
+                ] {
+                    let shown = match b.execute(&Action::ReadFile {
+                        commit,
+                        path: path.to_owned(),
+                    }) {
+                        Completion::FileRead(Ok(Some(bytes))) => {
+                            format!("{:?}", String::from_utf8_lossy(&bytes))
+                        }
+                        Completion::FileRead(Ok(None)) => "absent".to_owned(),
+                        Completion::FileRead(Err(_)) => "fault".to_owned(),
+                        other => panic!("a file read answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
+    ]
+}
+
+fn nowhere() -> Oid {
+    Oid::parse(NOWHERE).expect("NOWHERE is an object id")
+}
+
+/// A chain of three steps on the remote, as bay writes one: a first step of its own, then two
+/// appended on it, the first of them carrying `A` (a draft, say) as its second parent.
+fn chain(b: &mut Bench<'_>) {
+    b.commit("A", &[], &[("file", "A")]);
+    let first = PushPlan {
+        appends: vec![Append::on(change(), None, vec![heartbeat(1)], None)],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    b.push("first push", "", first);
+    let (tip, carry) = (b.oid("step 0.0"), b.oid("A"));
+    let more = PushPlan {
+        appends: vec![Append::on(
+            change(),
+            Some(tip),
+            vec![heartbeat(2), heartbeat(3)],
+            Some(carry),
+        )],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    b.push("second push", "then ", more);
+}
+
+/// Each step read, as `<symbol>:<nonce>` when its message reads back as the step written.
+fn show_steps(b: &Bench<'_>, steps: &[RawStep]) -> String {
+    steps
+        .iter()
+        .map(|raw| {
+            let nonce = Step::from_message(&raw.message)
+                .map_or_else(|e| format!("unreadable ({e})"), |s| s.nonce.to_string());
+            format!("{}:{nonce}", b.show(&raw.oid))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn steps(b: &mut Bench<'_>, action: Action) -> String {
+    match b.execute(&action) {
+        Completion::StepsRead(Ok(steps)) => show_steps(b, &steps),
+        Completion::StepsRead(Err(_)) => "fault".to_owned(),
+        other => panic!("a step read answered {other:?}"),
+    }
+}
+
+fn chains(b: &mut Bench<'_>, known: Option<Oid>) -> String {
+    let query = ChainQuery {
+        change: change(),
+        tip: b.oid("then step 0.1"),
+        known,
+    };
+    match b.execute(&Action::ReadChains {
+        chains: vec![query],
+    }) {
+        Completion::ChainsRead(Ok(reads)) => reads
+            .iter()
+            .map(|read| {
+                format!(
+                    "{} tip {} [{}] reached known {}",
+                    read.change,
+                    b.show(&read.tip),
+                    show_steps(b, &read.steps),
+                    read.reached_known
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Completion::ChainsRead(Err(_)) => "fault".to_owned(),
+        other => panic!("a chain read answered {other:?}"),
+    }
+}

@@ -1,0 +1,87 @@
+//! Views: a change's sparse view shows exactly its declared paths, with the blobs' bytes; a
+//! saved draft holds the view's work over the files the view does not show; saving twice
+//! with nothing new names the same draft.
+
+use bay_core::git::Oid;
+use bay_core::machine::{Action, Completion};
+
+use super::{Bench, Case, change};
+
+const TREE: &[(&str, &str)] = &[
+    ("README", "top\n"),
+    ("docs/guide", "guide\n"),
+    ("src/a", "a\n"),
+    ("src/b", "b\r\n"),
+    ("src/deep/c", "c\n"),
+    ("srcx/d", "d\n"),
+];
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("view: shows exactly the declared paths", |b| {
+            b.commit("O", &[], TREE);
+            make(b, &["src/", "README"]);
+            let files = b.view_files(&change());
+            b.see("view", files);
+        }),
+        Case::new(
+            "view: a saved draft keeps what the view does not show",
+            |b| {
+                b.commit("O", &[], TREE);
+                make(b, &["src/"]);
+                let k = change();
+                b.edit_view(&k, "src/a", Some("a, edited\n"));
+                b.edit_view(&k, "src/b", None);
+                b.edit_view(&k, "src/new", Some("new\n"));
+                let draft = freeze(b, "draft", "O");
+                if let Some(draft) = draft {
+                    b.see_commit("draft", &draft);
+                    // The record now names the draft: saving again with nothing new is the same.
+                    freeze(b, "second save", "draft");
+                }
+            },
+        ),
+        Case::new("view: saving with nothing edited keeps the draft", |b| {
+            b.commit("O", &[], TREE);
+            make(b, &["src/"]);
+            freeze(b, "save", "O");
+        }),
+    ]
+}
+
+fn make(b: &mut Bench<'_>, paths: &[&str]) {
+    let action = Action::MakeView {
+        change: change(),
+        paths: paths.iter().map(|p| p.to_string()).collect(),
+        draft: b.oid("O"),
+    };
+    let made = match b.execute(&action) {
+        Completion::ViewMade(Ok(_)) => "made",
+        Completion::ViewMade(Err(_)) => "fault",
+        other => panic!("making a view answered {other:?}"),
+    };
+    b.see("make view", made);
+}
+
+/// Saves the view's work as a draft on `parent` (made on `O`), names it `name` (unless it
+/// already has a symbol) and records which it is.
+fn freeze(b: &mut Bench<'_>, name: &str, parent: &str) -> Option<Oid> {
+    let action = Action::FreezeDraft {
+        change: change(),
+        parent: b.oid(parent),
+        base: b.oid("O"),
+    };
+    match b.execute(&action) {
+        Completion::DraftFrozen(Ok(draft)) => {
+            b.named(&draft, name);
+            let shown = b.show(&draft);
+            b.see(format!("{name} is"), shown);
+            Some(draft)
+        }
+        Completion::DraftFrozen(Err(_)) => {
+            b.see(format!("{name} is"), "fault");
+            None
+        }
+        other => panic!("saving a draft answered {other:?}"),
+    }
+}

@@ -1,0 +1,48 @@
+//! What a change's declared paths cover: each names one file or one whole directory, from the
+//! top of the repository (`src/` and `src` both cover `src/a.rs`; `src/a.rs` covers only
+//! itself). A view shows exactly the files its change's paths cover; the driver says the same
+//! to Git as the non-cone sparse pattern `/<path>`.
+
+/// Whether `path` (a file's path in a tree, `/`-separated) lies under `declared`.
+pub fn covers(declared: &str, path: &str) -> bool {
+    let declared = declared.trim_matches('/');
+    if declared.is_empty() {
+        return true;
+    }
+    match path.strip_prefix(declared) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+/// Whether any of a change's declared paths covers `path`.
+pub fn any_covers(declared: &[String], path: &str) -> bool {
+    declared.iter().any(|d| covers(d, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_covers_what_lies_under_it_and_nothing_that_only_shares_its_prefix() {
+        assert!(covers("src/", "src/a.rs"));
+        assert!(covers("src", "src/deep/b.rs"));
+        assert!(!covers("src/", "srcs/a.rs"));
+        assert!(!covers("src/", "lib/src/a.rs"));
+    }
+
+    #[test]
+    fn a_file_covers_itself_only() {
+        assert!(covers("src/a.rs", "src/a.rs"));
+        assert!(!covers("src/a.rs", "src/a.rs.orig"));
+        assert!(!covers("src/a.rs", "src/b.rs"));
+    }
+
+    #[test]
+    fn the_top_covers_everything() {
+        assert!(covers("/", "README"));
+        assert!(any_covers(&["docs/".into(), "/".into()], "src/a.rs"));
+        assert!(!any_covers(&[], "src/a.rs"));
+    }
+}
