@@ -8,9 +8,10 @@ use bay_core::paths;
 use std::collections::BTreeMap;
 
 use bay_core::machine::{
-    Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Fault, FetchSpec,
-    PushPlan, PushReport, RawStep, Refreshed, Refs,
+    Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
+    Machine, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
+use bay_core::time::Timestamp;
 
 use crate::remote::{Applied, NotesLog, Remote};
 use crate::store::{Merged, Store, Tree};
@@ -103,6 +104,27 @@ impl GitModel {
             }
             Action::RunCheck(_) => return None,
         })
+    }
+
+    /// Runs an agent command to its end against the model at `now`, answering each action at
+    /// once.
+    pub fn run_command(
+        &mut self,
+        machine: &mut dyn Machine,
+        views: &mut BTreeMap<ChangeId, View>,
+        now: Timestamp,
+    ) {
+        while machine.outcome().is_none() {
+            let (id, action) = machine
+                .poll_action()
+                .expect("an agent command without an outcome waits on an action");
+            let completion = self
+                .answer(&action, views)
+                .expect("agent commands run no checks");
+            machine
+                .handle(now, Event::Done(id, completion))
+                .expect("the model answers each action once, in kind");
+        }
     }
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {

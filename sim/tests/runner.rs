@@ -59,15 +59,7 @@ impl Bench {
 
     /// Runs an agent command to its end.
     fn run(&mut self, machine: &mut dyn Machine) {
-        while machine.outcome().is_none() {
-            let (id, action) = machine
-                .poll_action()
-                .expect("an agent command waits on an action");
-            let completion = self.answer(&action).expect("agents run no checks");
-            machine
-                .handle(Timestamp(1), Event::Done(id, completion))
-                .expect("a faithful driver");
-        }
+        self.git.run_command(machine, &mut self.views, Timestamp(1));
     }
 
     /// Starts a change for `intent`, writes `edits` into its view, and asks to merge it.

@@ -26,11 +26,13 @@ pub mod status;
 pub use io::*;
 pub use outbox::Outbox;
 
+use serde::Serialize;
+
 use crate::result::BayResult;
 use crate::time::Timestamp;
 
 /// Why a machine wants to be woken: timeouts carry a reason so traces read well.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Wake {
     /// The next runner pass.
     Pass,
@@ -45,7 +47,7 @@ pub enum Wake {
 }
 
 /// A deadline on the machine's own clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Deadline {
     pub at: Timestamp,
     pub why: Wake,

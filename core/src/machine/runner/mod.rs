@@ -26,6 +26,8 @@ pub use mutant::Mutant;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use super::agent::Nonces;
 use super::{Action, ActionId, Deadline, Event, FetchSpec, Machine, Misuse, Outbox, Refs, Wake};
 use crate::config::Trailers;
@@ -39,7 +41,7 @@ use pass::{Chain, Place, Watch};
 use work::Work;
 
 /// How long a runner keeps going.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RunMode {
     /// Pass after pass, for ever (`bay runner run`).
     Loop,
@@ -49,8 +51,9 @@ pub enum RunMode {
     Only(OpId),
 }
 
-/// What a runner needs to know. Times are in milliseconds of the runner's own clock.
-#[derive(Clone, Debug)]
+/// What a runner needs to know. Times are in milliseconds of the runner's own clock. It is
+/// plain data, so that a golden trace can name the runner it was recorded with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunnerConfig {
     /// The runner's name: the `by` of its steps and the producer of its evidence.
     pub runner: String,
@@ -72,6 +75,7 @@ pub struct RunnerConfig {
     /// Entropy for step nonces.
     pub nonce_seed: u64,
     #[cfg(feature = "mutants")]
+    #[serde(skip)]
     pub mutant: Option<Mutant>,
 }
 
