@@ -11,9 +11,7 @@ use bay_conformance::trace::{self, Recorder, Trace};
 use bay_core::check::CheckExit;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
-use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::runner::{RunMode, RunnerConfig};
-use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::{Action, ActionId, Completion, Event, Machine, PushOutcome};
 use bay_core::result::Decision;
 use bay_core::time::Timestamp;
@@ -55,43 +53,8 @@ impl Scene {
 
     /// An agent starts a change, edits one file, and asks to merge: not traced, the runners are.
     fn submit(&mut self, intent: &str, path: &str, text: &str) -> OpId {
-        let mut start = Start::new(
-            StartInput {
-                target: StartTarget::Intent {
-                    intent: intent.into(),
-                    paths: vec!["src/".into()],
-                },
-                actor: "ann".into(),
-                main: MAIN.into(),
-                new: false,
-                entropy: 7,
-            },
-            Timestamp(1),
-        );
         self.git
-            .run_command(&mut start, &mut self.views, Timestamp(1));
-        let change = start
-            .outcome()
-            .and_then(|r| r.change.clone())
-            .expect("the start opened a change");
-        let blob = self.git.store.blob(text);
-        self.views
-            .get_mut(&change)
-            .expect("the start made a view")
-            .files
-            .insert(path.into(), blob);
-        let mut merge = Merge::new(
-            MergeInput {
-                change,
-                actor: "ann".into(),
-                main: MAIN.into(),
-                entropy: 8,
-            },
-            Timestamp(2),
-        );
-        self.git
-            .run_command(&mut merge, &mut self.views, Timestamp(2));
-        merge
+            .submit(&mut self.views, MAIN, intent, &[(path, text)])
             .outcome()
             .and_then(|r| r.op_id.clone())
             .expect("the merge queued an operation")

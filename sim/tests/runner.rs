@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use bay_core::check::CheckExit;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
-use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::merge::Merge;
 use bay_core::machine::runner::{Runner, RunnerConfig};
-use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, Machine, PushOutcome, PushPlan, PushReport,
 };
@@ -57,51 +56,10 @@ impl Bench {
         self.git.answer(action, &mut self.views)
     }
 
-    /// Runs an agent command to its end.
-    fn run(&mut self, machine: &mut dyn Machine) {
-        self.git.run_command(machine, &mut self.views, Timestamp(1));
-    }
-
     /// Starts a change for `intent`, writes `edits` into its view, and asks to merge it.
     fn submit(&mut self, intent: &str, edits: &[(&str, &str)]) -> OpId {
-        let target = StartTarget::Intent {
-            intent: intent.into(),
-            paths: vec!["src/".into()],
-        };
-        let mut start = Start::new(
-            StartInput {
-                target,
-                actor: "ann".into(),
-                main: MAIN.into(),
-                new: false,
-                entropy: 7,
-            },
-            Timestamp(1),
-        );
-        self.run(&mut start);
-        let change = start
-            .outcome()
-            .and_then(|r| r.change.clone())
-            .expect("the start opened a change");
-        for (path, text) in edits {
-            let blob = self.git.store.blob(text);
-            self.views
-                .get_mut(&change)
-                .expect("the view exists")
-                .files
-                .insert(path.to_string(), blob);
-        }
-        let mut merge = Merge::new(
-            MergeInput {
-                change,
-                actor: "ann".into(),
-                main: MAIN.into(),
-                entropy: 8,
-            },
-            Timestamp(2),
-        );
-        self.run(&mut merge);
-        merge
+        self.git
+            .submit(&mut self.views, MAIN, intent, edits)
             .outcome()
             .and_then(|r| r.op_id.clone())
             .expect("the merge queued an operation")
@@ -823,43 +781,9 @@ fn op_seq(bench: &Bench, op: &OpId) -> u64 {
 
 /// Runs a merge request and returns the machine, for its seed.
 fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
-    let target = StartTarget::Intent {
-        intent: intent.into(),
-        paths: vec!["src/".into()],
-    };
-    let mut start = Start::new(
-        StartInput {
-            target,
-            actor: "ann".into(),
-            main: MAIN.into(),
-            new: false,
-            entropy: 7,
-        },
-        Timestamp(1),
-    );
-    bench.run(&mut start);
-    let change = start
-        .outcome()
-        .and_then(|r| r.change.clone())
-        .expect("a change");
-    let blob = bench.git.store.blob(text);
     bench
-        .views
-        .get_mut(&change)
-        .expect("a view")
-        .files
-        .insert(path.to_string(), blob);
-    let mut merge = Merge::new(
-        MergeInput {
-            change,
-            actor: "ann".into(),
-            main: MAIN.into(),
-            entropy: 8,
-        },
-        Timestamp(2),
-    );
-    bench.run(&mut merge);
-    merge
+        .git
+        .submit(&mut bench.views, MAIN, intent, &[(path, text)])
 }
 
 #[test]
