@@ -12,6 +12,7 @@ pub mod config;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
 pub mod git;
+pub mod glob;
 pub mod id;
 pub mod machine;
 pub mod paths;
