@@ -6,207 +6,21 @@ use std::collections::BTreeMap;
 
 use bay_core::check::CheckExit;
 use bay_core::git::{Oid, refs};
-use bay_core::id::{ChangeId, OpId};
-use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::id::OpId;
+use bay_core::machine::merge::Merge;
 use bay_core::machine::runner::{Runner, RunnerConfig};
-use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, Machine, PushOutcome, PushPlan, PushReport,
 };
 use bay_core::reason::ReasonCode;
-use bay_core::record::{ChangeRecord, Step, StepBody};
+use bay_core::record::{Step, StepBody};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
-use bay_sim::git_model::GitModel;
-use bay_sim::store::Tree;
+use bay_sim::bench::{Bench, MAIN, passing_exit as pass};
 
-const MAIN: &str = "main";
 const LEASE: u64 = 60_000;
 const HEARTBEAT: u64 = 10_000;
 const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\n";
-
-/// The remote and the agents' views.
-struct Bench {
-    git: GitModel,
-    views: BTreeMap<ChangeId, Tree>,
-}
-
-impl Bench {
-    fn new(policy: Option<&str>) -> Bench {
-        let mut files = vec![("src/a.txt", "a\n"), ("src/b.txt", "b\n")];
-        if let Some(policy) = policy {
-            files.push((".bay/policy.toml", policy));
-        }
-        let mut git = GitModel::default();
-        git.init_main(MAIN, &files);
-        Bench {
-            git,
-            views: BTreeMap::new(),
-        }
-    }
-
-    fn main(&self) -> Oid {
-        self.git
-            .remote
-            .get(&refs::main(MAIN))
-            .cloned()
-            .expect("main exists")
-    }
-
-    /// Answers every action but a check run (checks are the test's to answer).
-    fn answer(&mut self, action: &Action) -> Option<Completion> {
-        Some(match action {
-            Action::Fetch(spec) => Completion::Fetched(Ok(self.git.fetch(spec))),
-            Action::ReadSteps { oids } => Completion::StepsRead(Ok(self.git.read_steps(oids))),
-            Action::ReadChains { chains } => {
-                Completion::ChainsRead(Ok(self.git.read_chains(chains.clone())))
-            }
-            Action::ReadFile { commit, path } => {
-                Completion::FileRead(self.git.read_file(commit, path))
-            }
-            Action::Push(plan) => Completion::Pushed(self.git.push(plan).0),
-            Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.git.build(spec)),
-            Action::FreezeDraft { change, parent, .. } => Completion::DraftFrozen(Ok(self
-                .git
-                .freeze(change, self.views.get(change), parent.clone()))),
-            Action::RefreshDraft {
-                change,
-                draft,
-                base,
-                onto,
-            } => Completion::DraftRefreshed(self.git.refresh(change, draft, base, onto)),
-            Action::MakeView { change, draft, .. } => {
-                let files = self.git.view_of(draft);
-                self.views.insert(change.clone(), files);
-                Completion::ViewMade(Ok(format!("view of {change}")))
-            }
-            Action::RunCheck(_) => return None,
-        })
-    }
-
-    /// Runs an agent command to its end.
-    fn run(&mut self, machine: &mut dyn Machine) {
-        while machine.outcome().is_none() {
-            let (id, action) = machine
-                .poll_action()
-                .expect("an agent command waits on an action");
-            let completion = self.answer(&action).expect("agents run no checks");
-            machine
-                .handle(Timestamp(1), Event::Done(id, completion))
-                .expect("a faithful driver");
-        }
-    }
-
-    /// Starts a change for `intent`, writes `edits` into its view, and asks to merge it.
-    fn submit(&mut self, intent: &str, edits: &[(&str, &str)]) -> OpId {
-        let target = StartTarget::Intent {
-            intent: intent.into(),
-            paths: vec!["src/".into()],
-        };
-        let mut start = Start::new(
-            StartInput {
-                target,
-                actor: "ann".into(),
-                main: MAIN.into(),
-                new: false,
-                entropy: 7,
-            },
-            Timestamp(1),
-        );
-        self.run(&mut start);
-        let change = start
-            .outcome()
-            .and_then(|r| r.change.clone())
-            .expect("the start opened a change");
-        for (path, text) in edits {
-            let blob = self.git.store.blob(text);
-            self.views
-                .get_mut(&change)
-                .expect("the view exists")
-                .insert(path.to_string(), blob);
-        }
-        let mut merge = Merge::new(
-            MergeInput {
-                change,
-                actor: "ann".into(),
-                main: MAIN.into(),
-                entropy: 8,
-            },
-            Timestamp(2),
-        );
-        self.run(&mut merge);
-        merge
-            .outcome()
-            .and_then(|r| r.op_id.clone())
-            .expect("the merge queued an operation")
-    }
-
-    fn record(&self, change: &ChangeId) -> ChangeRecord {
-        let tip = self
-            .git
-            .remote
-            .get(&refs::change(change))
-            .expect("the change exists");
-        let (oids, _) = self.git.store.first_parents(tip, None);
-        let steps: Vec<Step> = oids
-            .iter()
-            .rev()
-            .map(|oid| {
-                Step::from_message(&self.git.store.get(oid).expect("in the store").message)
-                    .expect("a step")
-            })
-            .collect();
-        ChangeRecord::fold(&steps).expect("an honest record")
-    }
-
-    fn state(&self, op: &OpId) -> (OpState, Option<ReasonCode>) {
-        let record = self.record(&op.change);
-        let op = record.op(op).expect("the operation is recorded");
-        (op.state, op.outcome.as_ref().and_then(|o| o.reason))
-    }
-
-    /// Commits made on main by bay merges of `change`.
-    fn merges_of(&self, change: &ChangeId) -> usize {
-        let (oids, _) = self.git.store.first_parents(&self.main(), None);
-        let needle = format!("Change-Id: {change}");
-        oids.iter()
-            .filter(|oid| {
-                self.git
-                    .store
-                    .get(oid)
-                    .is_some_and(|c| c.message.contains(&needle))
-            })
-            .count()
-    }
-
-    /// Someone pushes to main around bay.
-    fn move_main(&mut self) {
-        self.git
-            .remote
-            .outside_push(&mut self.git.store, MAIN, "src/z.txt", "outside\n");
-    }
-}
-
-/// A passing result for the candidate a check run names.
-fn pass(action: &Action) -> CheckExit {
-    let Action::RunCheck(run) = action else {
-        panic!("not a check run: {action:?}")
-    };
-    let candidate = &run.request.candidate;
-    let stdout = serde_json::json!({
-        "schema": "bay.check.result/1",
-        "exercised": { "commit": candidate.commit, "tree": candidate.tree },
-        "plan": { "selected": 3, "completed": 3 },
-        "checks": [{"id": "a", "verdict": "pass"}, {"id": "b", "verdict": "pass"}, {"id": "c", "verdict": "pass"}],
-    });
-    CheckExit {
-        stdout: stdout.to_string().into_bytes(),
-        exit_code: Some(0),
-        timed_out: false,
-        millis: 10,
-        infra: None,
-    }
-}
 
 /// One runner on its own clock.
 struct Rig {
@@ -857,42 +671,9 @@ fn op_seq(bench: &Bench, op: &OpId) -> u64 {
 
 /// Runs a merge request and returns the machine, for its seed.
 fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
-    let target = StartTarget::Intent {
-        intent: intent.into(),
-        paths: vec!["src/".into()],
-    };
-    let mut start = Start::new(
-        StartInput {
-            target,
-            actor: "ann".into(),
-            main: MAIN.into(),
-            new: false,
-            entropy: 7,
-        },
-        Timestamp(1),
-    );
-    bench.run(&mut start);
-    let change = start
-        .outcome()
-        .and_then(|r| r.change.clone())
-        .expect("a change");
-    let blob = bench.git.store.blob(text);
-    bench
-        .views
-        .get_mut(&change)
-        .expect("a view")
-        .insert(path.to_string(), blob);
-    let mut merge = Merge::new(
-        MergeInput {
-            change,
-            actor: "ann".into(),
-            main: MAIN.into(),
-            entropy: 8,
-        },
-        Timestamp(2),
-    );
-    bench.run(&mut merge);
-    merge
+    let change = bench.start(intent, 7);
+    bench.edit(&change, path, text);
+    bench.ask_to_merge(&change, 8)
 }
 
 #[test]
