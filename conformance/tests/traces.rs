@@ -5,59 +5,37 @@
 //! (a change of behaviour shows as a diff in review), and every committed trace to replay on
 //! a fresh core. `BAY_BLESS=1 cargo test -p bay-conformance --test traces` rewrites the files.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use bay_conformance::trace::{self, Recorder, Trace};
-use bay_core::check::CheckExit;
 use bay_core::git::{Oid, refs};
-use bay_core::id::{ChangeId, OpId};
+use bay_core::id::OpId;
 use bay_core::machine::runner::{RunMode, RunnerConfig};
 use bay_core::machine::{Action, ActionId, Completion, Event, Machine, PushOutcome};
 use bay_core::result::Decision;
 use bay_core::time::Timestamp;
-use bay_sim::git_model::{GitModel, View};
+use bay_sim::bench::{Bench, MAIN, passing_exit};
 
-const MAIN: &str = "main";
 const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\n";
 
 /// The model, the agents' views, and the recorded runners.
 struct Scene {
-    git: GitModel,
-    views: BTreeMap<ChangeId, View>,
+    bench: Bench,
     rec: Recorder,
     op: OpId,
 }
 
 impl Scene {
-    /// A remote whose main holds a policy with one check, and one change asking to merge.
+    /// A remote whose main holds a policy with one check, and one change asking to merge: the
+    /// agent is not traced, the runners are.
     fn new() -> Scene {
-        let mut git = GitModel::default();
-        git.init_main(
-            MAIN,
-            &[
-                ("src/a.txt", "a\n"),
-                ("src/b.txt", "b\n"),
-                ("checks/run", "#!/bin/sh\n"),
-                (".bay/policy.toml", POLICY),
-            ],
-        );
-        let mut scene = Scene {
-            git,
-            views: BTreeMap::new(),
+        let mut bench = Bench::new(Some(POLICY));
+        let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+        Scene {
+            bench,
             rec: Recorder::default(),
-            op: OpId::parse("aaaaaaaa.1").expect("an op id"),
-        };
-        scene.op = scene.submit("fix a", "src/a.txt", "a fixed\n");
-        scene
-    }
-
-    /// An agent starts a change, edits one file, and asks to merge: not traced, the runners are.
-    fn submit(&mut self, intent: &str, path: &str, text: &str) -> OpId {
-        self.git
-            .submit(&mut self.views, MAIN, intent, &[(path, text)])
-            .outcome()
-            .and_then(|r| r.op_id.clone())
-            .expect("the merge queued an operation")
+            op,
+        }
     }
 
     /// A runner for the scene's operation alone, on its own clock.
@@ -91,8 +69,8 @@ impl Scene {
                     continue;
                 }
                 let completion = self
-                    .git
-                    .answer(&action, &mut self.views)
+                    .bench
+                    .answer(&action)
                     .expect("the model answers all but checks");
                 inputs.push_back(Event::Done(id, completion));
             }
@@ -122,30 +100,16 @@ impl Scene {
     }
 }
 
-/// The check's answer to the run `id`: a pass of two units for the candidate `action` names,
-/// or, with `tree`, for that tree instead.
+/// The check's answer to the run `id`: an honest pass for the candidate `action` names, or,
+/// with `tree`, the same pass claimed for that tree instead.
 fn answer(id: ActionId, action: &Action, tree: Option<&Oid>) -> Event {
-    let Action::RunCheck(run) = action else {
-        panic!("not a check run: {action:?}")
-    };
-    let candidate = &run.request.candidate;
-    let tree = tree.unwrap_or(&candidate.tree);
-    let stdout = serde_json::json!({
-        "schema": "bay.check.result/1",
-        "exercised": { "commit": candidate.commit, "tree": tree },
-        "plan": { "selected": 2, "completed": 2 },
-        "checks": [{"id": "a", "verdict": "pass"}, {"id": "b", "verdict": "pass"}],
-    });
-    Event::Done(
-        id,
-        Completion::CheckExited(CheckExit {
-            stdout: stdout.to_string().into_bytes(),
-            exit_code: Some(0),
-            timed_out: false,
-            millis: 10,
-            infra: None,
-        }),
-    )
+    let mut exit = passing_exit(action);
+    if let (Some(tree), Action::RunCheck(run)) = (tree, action) {
+        let honest = run.request.candidate.tree.to_string();
+        let stdout = String::from_utf8_lossy(&exit.stdout).replace(&honest, tree.as_str());
+        exit.stdout = stdout.into_bytes();
+    }
+    Event::Done(id, Completion::CheckExited(exit))
 }
 
 fn is_merge_push(action: &Action) -> bool {
@@ -170,10 +134,12 @@ fn clean_merge() -> Trace {
 
 fn conflict() -> Trace {
     let mut scene = Scene::new();
-    scene
-        .git
-        .remote
-        .outside_push(&mut scene.git.store, MAIN, "src/a.txt", "a, elsewhere\n");
+    scene.bench.git.remote.outside_push(
+        &mut scene.bench.git.store,
+        MAIN,
+        "src/a.txt",
+        "a, elsewhere\n",
+    );
     scene.runner("runner-1", 1_000_000, 11);
     let held = scene.feed("runner-1", 1_000_000, Event::Tick, &nothing);
     assert!(held.is_empty(), "no check runs on a conflict: {held:?}");
@@ -192,9 +158,10 @@ fn main_moved() -> Trace {
     scene.runner("runner-1", 1_000_000, 11);
     let (id, check) = scene.tick_to_check("runner-1", 1_000_000);
     scene
+        .bench
         .git
         .remote
-        .outside_push(&mut scene.git.store, MAIN, "src/z.txt", "outside\n");
+        .outside_push(&mut scene.bench.git.store, MAIN, "src/z.txt", "outside\n");
     let held = scene.feed("runner-1", 1_000_100, answer(id, &check, None), &nothing);
     assert_eq!(held.len(), 1, "a new candidate is checked: {held:?}");
     let (id, check) = &held[0];
@@ -248,7 +215,7 @@ fn lost_reply() -> Trace {
         panic!("the merge push waits: {held:?}")
     };
     // The remote applies the merge; its reply never arrives.
-    let (mut report, _) = scene.git.push(plan);
+    let (mut report, _) = scene.bench.git.push(plan);
     report.outcome = PushOutcome::Unknown {
         why: "no reply".into(),
     };
@@ -279,7 +246,7 @@ fn lying_check() -> Trace {
     let mut scene = Scene::new();
     scene.runner("runner-1", 1_000_000, 11);
     let (id, check) = scene.tick_to_check("runner-1", 1_000_000);
-    let elsewhere = scene.git.store.blob("another tree");
+    let elsewhere = scene.bench.git.store.blob("another tree");
     scene.feed(
         "runner-1",
         1_000_100,

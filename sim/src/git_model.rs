@@ -7,8 +7,6 @@ use bay_core::id::ChangeId;
 use bay_core::paths;
 use std::collections::BTreeMap;
 
-use bay_core::machine::merge::{Merge, MergeInput};
-use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::{
     Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
     Machine, PushPlan, PushReport, RawStep, Refreshed, Refs,
@@ -127,51 +125,6 @@ impl GitModel {
                 .handle(now, Event::Done(id, completion))
                 .expect("the model answers each action once, in kind");
         }
-    }
-
-    /// A scripted agent, for scene tests: `ann` starts a change for `intent` on `src/`,
-    /// writes `edits` into its view and asks to merge it, against main branch `main`. Returns
-    /// the merge command, ended.
-    pub fn submit(
-        &mut self,
-        views: &mut BTreeMap<ChangeId, View>,
-        main: &str,
-        intent: &str,
-        edits: &[(&str, &str)],
-    ) -> Merge {
-        let mut start = Start::new(
-            StartInput {
-                target: StartTarget::Intent {
-                    intent: intent.into(),
-                    paths: vec!["src/".into()],
-                },
-                actor: "ann".into(),
-                main: main.into(),
-                new: false,
-                entropy: 7,
-            },
-            Timestamp(1),
-        );
-        self.run_command(&mut start, views, Timestamp(1));
-        let change = start
-            .outcome()
-            .and_then(|r| r.change.clone())
-            .expect("the start opened a change");
-        let view = views.entry(change.clone()).or_default();
-        for (path, text) in edits {
-            view.files.insert(path.to_string(), self.store.blob(text));
-        }
-        let mut merge = Merge::new(
-            MergeInput {
-                change,
-                actor: "ann".into(),
-                main: main.into(),
-                entropy: 8,
-            },
-            Timestamp(2),
-        );
-        self.run_command(&mut merge, views, Timestamp(2));
-        merge
     }
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {

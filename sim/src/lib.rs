@@ -5,6 +5,7 @@
 //! check's behaviour. [`run_seed`] runs one; the `bay-sim` binary runs many and reports.
 
 pub mod agent;
+pub mod bench;
 pub mod checks;
 pub mod faults;
 pub mod git_model;

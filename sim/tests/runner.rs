@@ -6,131 +6,21 @@ use std::collections::BTreeMap;
 
 use bay_core::check::CheckExit;
 use bay_core::git::{Oid, refs};
-use bay_core::id::{ChangeId, OpId};
+use bay_core::id::OpId;
 use bay_core::machine::merge::Merge;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, Machine, PushOutcome, PushPlan, PushReport,
 };
 use bay_core::reason::ReasonCode;
-use bay_core::record::{ChangeRecord, Step, StepBody};
+use bay_core::record::{Step, StepBody};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
-use bay_sim::git_model::{GitModel, View};
+use bay_sim::bench::{Bench, MAIN, passing_exit as pass};
 
-const MAIN: &str = "main";
 const LEASE: u64 = 60_000;
 const HEARTBEAT: u64 = 10_000;
 const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\n";
-
-/// The remote and the agents' views.
-struct Bench {
-    git: GitModel,
-    views: BTreeMap<ChangeId, View>,
-}
-
-impl Bench {
-    fn new(policy: Option<&str>) -> Bench {
-        let mut files = vec![("src/a.txt", "a\n"), ("src/b.txt", "b\n")];
-        if let Some(policy) = policy {
-            files.push((".bay/policy.toml", policy));
-        }
-        let mut git = GitModel::default();
-        git.init_main(MAIN, &files);
-        Bench {
-            git,
-            views: BTreeMap::new(),
-        }
-    }
-
-    fn main(&self) -> Oid {
-        self.git
-            .remote
-            .get(&refs::main(MAIN))
-            .cloned()
-            .expect("main exists")
-    }
-
-    /// Answers every action but a check run (checks are the test's to answer).
-    fn answer(&mut self, action: &Action) -> Option<Completion> {
-        self.git.answer(action, &mut self.views)
-    }
-
-    /// Starts a change for `intent`, writes `edits` into its view, and asks to merge it.
-    fn submit(&mut self, intent: &str, edits: &[(&str, &str)]) -> OpId {
-        self.git
-            .submit(&mut self.views, MAIN, intent, edits)
-            .outcome()
-            .and_then(|r| r.op_id.clone())
-            .expect("the merge queued an operation")
-    }
-
-    fn record(&self, change: &ChangeId) -> ChangeRecord {
-        let tip = self
-            .git
-            .remote
-            .get(&refs::change(change))
-            .expect("the change exists");
-        let (oids, _) = self.git.store.first_parents(tip, None);
-        let steps: Vec<Step> = oids
-            .iter()
-            .rev()
-            .map(|oid| {
-                Step::from_message(&self.git.store.get(oid).expect("in the store").message)
-                    .expect("a step")
-            })
-            .collect();
-        ChangeRecord::fold(&steps).expect("an honest record")
-    }
-
-    fn state(&self, op: &OpId) -> (OpState, Option<ReasonCode>) {
-        let record = self.record(&op.change);
-        let op = record.op(op).expect("the operation is recorded");
-        (op.state, op.outcome.as_ref().and_then(|o| o.reason))
-    }
-
-    /// Commits made on main by bay merges of `change`.
-    fn merges_of(&self, change: &ChangeId) -> usize {
-        let (oids, _) = self.git.store.first_parents(&self.main(), None);
-        let needle = format!("Change-Id: {change}");
-        oids.iter()
-            .filter(|oid| {
-                self.git
-                    .store
-                    .get(oid)
-                    .is_some_and(|c| c.message.contains(&needle))
-            })
-            .count()
-    }
-
-    /// Someone pushes to main around bay.
-    fn move_main(&mut self) {
-        self.git
-            .remote
-            .outside_push(&mut self.git.store, MAIN, "src/z.txt", "outside\n");
-    }
-}
-
-/// A passing result for the candidate a check run names.
-fn pass(action: &Action) -> CheckExit {
-    let Action::RunCheck(run) = action else {
-        panic!("not a check run: {action:?}")
-    };
-    let candidate = &run.request.candidate;
-    let stdout = serde_json::json!({
-        "schema": "bay.check.result/1",
-        "exercised": { "commit": candidate.commit, "tree": candidate.tree },
-        "plan": { "selected": 3, "completed": 3 },
-        "checks": [{"id": "a", "verdict": "pass"}, {"id": "b", "verdict": "pass"}, {"id": "c", "verdict": "pass"}],
-    });
-    CheckExit {
-        stdout: stdout.to_string().into_bytes(),
-        exit_code: Some(0),
-        timed_out: false,
-        millis: 10,
-        infra: None,
-    }
-}
 
 /// One runner on its own clock.
 struct Rig {
@@ -781,9 +671,9 @@ fn op_seq(bench: &Bench, op: &OpId) -> u64 {
 
 /// Runs a merge request and returns the machine, for its seed.
 fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
-    bench
-        .git
-        .submit(&mut bench.views, MAIN, intent, &[(path, text)])
+    let change = bench.start(intent, 7);
+    bench.edit(&change, path, text);
+    bench.ask_to_merge(&change, 8)
 }
 
 #[test]
