@@ -8,4 +8,5 @@ pub mod git;
 pub mod pump;
 pub mod remote;
 pub mod sandbox;
+pub mod scratch;
 pub mod views;

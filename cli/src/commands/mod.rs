@@ -5,6 +5,7 @@ mod abandon;
 mod demo;
 mod help;
 mod merge;
+mod plugin;
 mod runner;
 mod start;
 mod status;
@@ -34,6 +35,8 @@ pub enum Command {
     Status(status::Args),
     /// Drive queued operations to an outcome on this machine.
     Runner(runner::Args),
+    /// Test a check command against bay's contract cases; it changes nothing.
+    Plugin(plugin::Args),
     /// Every command, flag and reason code; with --json, the whole contract.
     Help(help::Args),
     /// Run bay on a throwaway remote: two agents, one runner, a real check.
@@ -41,7 +44,7 @@ pub enum Command {
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 7] = [
+pub const WRITES: [(&str, &str, &str); 8] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -67,6 +70,11 @@ pub const WRITES: [(&str, &str, &str); 7] = [
         "run: the merges of queued changes into main, with their evidence",
         "your checkout's files",
     ),
+    (
+        "plugin",
+        "test: a scratch repository in a temporary folder, removed when it ends",
+        "your files; anything bay keeps in the project's history",
+    ),
     ("help", "nothing", "anything"),
     (
         "demo",
@@ -87,6 +95,7 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Abandon(args) => abandon::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Runner(args) => runner::run(cli, args),
+        Command::Plugin(args) => plugin::run(cli, args),
         Command::Help(args) => help::run(args),
         Command::Demo(args) => demo::run(cli, args),
     }

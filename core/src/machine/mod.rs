@@ -19,6 +19,7 @@ mod agent;
 mod io;
 pub mod merge;
 mod outbox;
+pub mod plugin_test;
 pub mod runner;
 pub mod start;
 pub mod status;

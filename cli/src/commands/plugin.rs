@@ -1,0 +1,173 @@
+//! `bay plugin test check [--timeout-s] [--expected-minimum] [--path] [--env] [--with] --
+//! <command>...`: bay's contract cases against a check command, run as a runner runs it, on a
+//! scratch repository made from the files here. It changes nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bay_core::machine::plugin_test::{PluginTest, PluginTestInput};
+use bay_core::machine::{Action, Completion};
+use bay_core::policy::{CheckSpec, Policy};
+use bay_core::result::BayResult;
+use bay_drivers::check::run_check;
+use bay_drivers::clock;
+use bay_drivers::git::Git;
+use bay_drivers::pump::{Driver, Execute, Stopped};
+use bay_drivers::sandbox::Sandbox;
+use bay_drivers::scratch::{OTHER_PATH, Scratch};
+
+use crate::Cli;
+use crate::context::failed;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: PluginCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum PluginCommand {
+    /// Run bay's contract cases against a check command, as a runner would run it.
+    Test {
+        #[command(subcommand)]
+        kind: TestKind,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum TestKind {
+    /// A check command: `bay plugin test check [options] -- <command>...`.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// The check's time limit in seconds, as its `timeout_s`.
+    #[arg(long, value_name = "SECONDS", default_value_t = bay_core::policy::DEFAULT_TIMEOUT_S)]
+    timeout_s: u64,
+    /// The least units the check must report, as its `expected_minimum`.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    expected_minimum: u64,
+    /// A directory of the check's PATH, as its `path` (repeat it; absolute).
+    #[arg(long = "path", value_name = "DIR")]
+    path: Vec<String>,
+    /// A variable the check gets from this machine, as its `env` (repeat it).
+    #[arg(long = "env", value_name = "NAME")]
+    env: Vec<String>,
+    /// Another `adapter` path that the check reads (repeat it).
+    #[arg(long = "with", value_name = "PATH")]
+    with: Vec<String>,
+    /// The check's command: its program is a path in this repository.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> BayResult {
+    let PluginCommand::Test {
+        kind: TestKind::Check(check),
+    } = &args.command;
+    let spec = match check_spec(check) {
+        Ok(spec) => spec,
+        Err(result) => return result,
+    };
+    let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let folder = top(&here);
+    let scratch = match Scratch::of(&folder) {
+        Ok(scratch) => scratch,
+        Err(why) => return failed(why),
+    };
+    let input = PluginTestInput {
+        check: spec,
+        base: scratch.base.clone(),
+        candidate: scratch.candidate.clone(),
+        other: scratch.other.clone(),
+        other_path: OTHER_PATH.into(),
+    };
+    let mut machine = PluginTest::new(input, clock::now());
+    let mut driver = Driver::new(Arc::new(ScratchChecks {
+        git_dir: scratch.git_dir.clone(),
+    }));
+    match driver.pump(&mut machine, &mut |_| false) {
+        Ok(result) => result,
+        Err(Stopped::Misuse(misuse)) => failed(format!(
+            "bay broke its own protocol ({misuse}); please report it"
+        )),
+        Err(Stopped::Asked) => failed("the test was stopped before it finished".into()),
+    }
+}
+
+/// The check as a `[[check]]` entry would give it, read by the policy's own parser so that a
+/// flag is held to the rules of the key it stands for.
+fn check_spec(args: &CheckArgs) -> Result<CheckSpec, BayResult> {
+    if let Some(word) = args
+        .command
+        .iter()
+        .find(|w| w.is_empty() || w.contains(char::is_whitespace))
+    {
+        return Err(failed(format!(
+            "the command word {word:?} is empty or holds a space; a check's command is split at spaces, so give each word on its own"
+        )));
+    }
+    let program = &args.command[0];
+    let mut adapter = vec![program.clone()];
+    adapter.extend(args.with.iter().cloned());
+    let quoted = |items: &[String]| {
+        let items: Vec<String> = items.iter().map(|i| quote(i)).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let mut text = format!(
+        "revision = 1\n\n[[check]]\nid = \"plugin-test\"\nenvironment = \"here\"\ncommand = {}\nadapter = {}\nexpected_minimum = {}\ntimeout_s = {}\n",
+        quote(&args.command.join(" ")),
+        quoted(&adapter),
+        args.expected_minimum,
+        args.timeout_s,
+    );
+    if !args.path.is_empty() {
+        text.push_str(&format!("path = {}\n", quoted(&args.path)));
+    }
+    if !args.env.is_empty() {
+        text.push_str(&format!("env = {}\n", quoted(&args.env)));
+    }
+    let policy = Policy::parse(&text)
+        .map_err(|e| failed(format!("the flags do not make a valid check: {e}")))?;
+    policy
+        .checks
+        .into_iter()
+        .next()
+        .ok_or_else(|| failed("the flags made no check".into()))
+}
+
+/// A TOML basic string: JSON's escapes are TOML's.
+fn quote(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serializes")
+}
+
+/// The top of the repository `here` is in, or `here` itself outside one.
+fn top(here: &Path) -> PathBuf {
+    Git::in_dir(here)
+        .cmd(["rev-parse", "--show-toplevel"])
+        .text()
+        .map(|top| PathBuf::from(top.trim()))
+        .unwrap_or_else(|_| here.to_path_buf())
+}
+
+/// Runs the test's checks on the scratch repository, and nothing else.
+#[derive(Debug)]
+struct ScratchChecks {
+    git_dir: PathBuf,
+}
+
+impl Execute for ScratchChecks {
+    fn execute(&self, action: Action) -> Completion {
+        match action {
+            Action::RunCheck(run) => {
+                let env = |name: &str| std::env::var(name).ok();
+                Completion::CheckExited(run_check(&self.git_dir, &run, &Sandbox::probe(), &env))
+            }
+            other => panic!(
+                "bay plugin test asked for {}, which it never does",
+                other.name()
+            ),
+        }
+    }
+}
