@@ -115,6 +115,31 @@ impl Context {
             .collect()
     }
 
+    /// This machine's free-space floor in MiB (`bay.minFreeMiB`), if it sets one; the last
+    /// value wins, as Git's own settings do.
+    pub fn min_free_mib(&self) -> Result<Option<u64>, BayResult> {
+        match self.setting_values("bay.minfreemib").last() {
+            None => Ok(None),
+            Some(text) => text.trim().parse::<u64>().map(Some).map_err(|_| {
+                failed(format!(
+                    "bay.minFreeMiB is {text:?} in Git config; set it to a whole number of MiB,                      such as 2048, or unset it"
+                ))
+            }),
+        }
+    }
+
+    /// The free space where a view would go, measured against this machine's floor; `None`
+    /// when it sets none.
+    pub fn disk_space(&self) -> Result<Option<bay_core::disk::DiskSpace>, BayResult> {
+        let Some(floor) = self.min_free_mib()? else {
+            return Ok(None);
+        };
+        let views = self.common_dir.join("bay").join("views");
+        bay_drivers::disk::measure(&views, floor)
+            .map(Some)
+            .map_err(|why| failed(format!("cannot tell how much disk space is free: {why}")))
+    }
+
     pub fn git(&self) -> Git {
         Git::in_dir(&self.top)
     }
@@ -217,6 +242,19 @@ fn default_branch(git: &Git, remote: &str) -> Option<String> {
             let target = line.strip_prefix("ref: refs/heads/")?;
             Some(target.split('\t').next()?.to_string())
         })
+}
+
+/// A `bay.minFreeMiB` value read: a whole number of MiB.
+pub fn min_free_mib(value: Option<&str>) -> Result<Option<u64>, BayResult> {
+    match value {
+        None => Ok(None),
+        Some(text) => text.trim().parse::<u64>().map(Some).map_err(|_| {
+            failed(format!(
+                "bay.minFreeMiB is {text:?} in Git config; set it to a whole number of MiB, such \
+                 as 2048, or unset it"
+            ))
+        }),
+    }
 }
 
 pub fn failed(why: String) -> BayResult {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bay_core::machine::{Action, Completion, FetchSpec, Refs};
-use bay_drivers::check::run_check;
+use bay_drivers::check::{Host, run_check};
 use bay_drivers::pump::{Driver, Execute};
 use bay_drivers::remote::Repo;
 use bay_drivers::sandbox::Sandbox;
@@ -18,16 +18,19 @@ pub struct Local {
     repo: Repo,
     views: Views,
     common_dir: std::path::PathBuf,
+    /// This machine's free-space floor for checks (`bay.minFreeMiB`).
+    min_free_mib: Option<u64>,
 }
 
 impl Local {
-    pub fn new(context: &Context) -> Result<Local, String> {
+    pub fn new(context: &Context, min_free_mib: Option<u64>) -> Result<Local, String> {
         let repo = Repo::new(&context.top, &context.remote, &context.main)?;
         let views = Views::new(&context.top, &context.common_dir);
         Ok(Local {
             repo,
             views,
             common_dir: context.common_dir.clone(),
+            min_free_mib,
         })
     }
 
@@ -46,7 +49,12 @@ impl Execute for Local {
         match action {
             Action::RunCheck(run) => {
                 let env = |name: &str| std::env::var(name).ok();
-                Completion::CheckExited(run_check(&self.common_dir, &run, &Sandbox::probe(), &env))
+                let host = Host {
+                    sandbox: &Sandbox::probe(),
+                    env: &env,
+                    min_free_mib: self.min_free_mib,
+                };
+                Completion::CheckExited(run_check(&self.common_dir, &run, &host))
             }
             Action::FreezeDraft { change, parent, .. } => {
                 Completion::DraftFrozen(self.views.freeze(&change, &parent))

@@ -1816,6 +1816,7 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 main: MAIN.to_owned(),
                 new: u.ratio(1, 4)?,
                 entropy,
+                disk: None,
             };
             let mut machine = Start::new(input, EPOCH);
             driver.run(u, &mut machine, Role::Agent);

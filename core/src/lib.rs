@@ -9,6 +9,7 @@
 pub mod actor;
 pub mod check;
 pub mod config;
+pub mod disk;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
 pub mod git;

@@ -60,6 +60,7 @@ pub enum ReasonCode {
     WorkspaceIncomplete,
     SandboxAbsent,
     CheckEnvUnset,
+    DiskLow,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -82,7 +83,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 18] = [
+    pub const ALL: [ReasonCode; 19] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -101,6 +102,7 @@ impl ReasonCode {
         ReasonCode::WorkspaceIncomplete,
         ReasonCode::SandboxAbsent,
         ReasonCode::CheckEnvUnset,
+        ReasonCode::DiskLow,
     ];
 
     /// The code as it appears in a result.
@@ -124,6 +126,7 @@ impl ReasonCode {
             ReasonCode::WorkspaceIncomplete => "WORKSPACE_INCOMPLETE",
             ReasonCode::SandboxAbsent => "SANDBOX_ABSENT",
             ReasonCode::CheckEnvUnset => "CHECK_ENV_UNSET",
+            ReasonCode::DiskLow => "DISK_LOW",
         }
     }
 
@@ -377,6 +380,18 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     `bay doctor --role executor` again.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::DiskLow,
+        meaning: "This machine has less free disk space than its `bay.minFreeMiB` floor, so \
+                  `bay start` made no change and no view. `detail` names `free_mib`, \
+                  `floor_mib` and the `path`.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "disk_space_freed",
+        next_step: "Tell the user to free disk space on this machine, or lower \
+                    `bay.minFreeMiB`, then run the command again.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -405,6 +420,7 @@ mod tests {
             ReasonCode::WorkspaceIncomplete => 15,
             ReasonCode::SandboxAbsent => 16,
             ReasonCode::CheckEnvUnset => 17,
+            ReasonCode::DiskLow => 18,
         }
     }
 

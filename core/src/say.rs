@@ -130,6 +130,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              charge to set them for the runner, then test the machine again.",
             quoted(first_names(detail, &["variables", "variable", "env"]))
         ),
+        ReasonCode::DiskLow => format!(
+            "This machine is short of disk space{}, so nothing was made; free some space, or \
+             ask the person in charge to lower the floor, then run the command again.",
+            space_and_floor(detail)
+        ),
     }
 }
 
@@ -325,6 +330,15 @@ fn place_in_line(detail: &Map<String, Value>) -> String {
 }
 
 /// ` (git, needs 2.45 or newer)` from `detail.tool` and `detail.floor`, or what there is.
+/// ` (120 MiB free, 2048 MiB needed)` from `free_mib` and `floor_mib`, when both are numbers.
+fn space_and_floor(detail: &Map<String, Value>) -> String {
+    let number = |key: &str| detail.get(key).and_then(Value::as_u64);
+    match (number("free_mib"), number("floor_mib")) {
+        (Some(free), Some(floor)) => format!(" ({free} MiB free, {floor} MiB needed)"),
+        _ => String::new(),
+    }
+}
+
 fn tool_and_floor(detail: &Map<String, Value>) -> String {
     let tool = names(detail, "tool").into_iter().next();
     let floor = names(detail, "floor").into_iter().next();

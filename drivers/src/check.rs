@@ -28,19 +28,30 @@ use crate::sandbox::{Confinement, Sandbox};
 pub use layout::{CheckDirs, stderr_log};
 pub use process::STDOUT_CAP;
 
+/// What the machine running checks brings to each: its sandbox, its environment (read only
+/// for the variables a check's `env` names) and its free-space floor (`bay.minFreeMiB`).
+pub struct Host<'a> {
+    pub sandbox: &'a Sandbox,
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub min_free_mib: Option<u64>,
+}
+
+impl std::fmt::Debug for Host<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("sandbox", &self.sandbox)
+            .field("min_free_mib", &self.min_free_mib)
+            .finish()
+    }
+}
+
 /// Runs `run.check` on `run.candidate` and reports what happened.
 ///
 /// `git_dir` is the common Git directory (the one linked worktrees share); the check's files
 /// go under its `bay/check/<candidate>/`, fresh for each run, and its stderr to
-/// [`stderr_log`]. `env` reads the runner's environment, and only for the variables the
-/// check's `env` names.
-pub fn run_check(
-    git_dir: &Path,
-    run: &CheckRun,
-    sandbox: &Sandbox,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> CheckExit {
-    match try_run(git_dir, run, sandbox, env) {
+/// [`stderr_log`].
+pub fn run_check(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> CheckExit {
+    match try_run(git_dir, run, host) {
         Ok(exit) => exit,
         Err(reason) => CheckExit {
             infra: Some(reason),
@@ -49,18 +60,20 @@ pub fn run_check(
     }
 }
 
-fn try_run(
-    git_dir: &Path,
-    run: &CheckRun,
-    sandbox: &Sandbox,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<CheckExit, String> {
+fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit, String> {
     let check = &run.check;
     // Nothing is written, and nothing runs, before the driver knows it can run the check.
+    let sandbox = host.sandbox;
     if let Sandbox::Unavailable(reason) = sandbox {
         return Err(reason.clone());
     }
-    let passed = passed_variables(&check.env, env)?;
+    let passed = passed_variables(&check.env, host.env)?;
+    if let Some(floor) = host.min_free_mib {
+        let space = crate::disk::measure(&git_dir.join("bay").join("check"), floor)?;
+        if space.is_low() {
+            return Err(space.why_no_check());
+        }
+    }
     let (program, args) = split_command(&check.command)?;
 
     // The sandbox binds by absolute path, and the paths a check is told must not depend on

@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod clock;
+pub mod disk;
 pub mod git;
 pub mod pump;
 pub mod remote;

@@ -124,6 +124,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             main: MAIN.into(),
             new: false,
             entropy,
+            disk: None,
         };
         agent(world, host).cmd = Some(Cmd::Start(Start::new(input, now)));
         return None;
@@ -178,6 +179,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             main: MAIN.into(),
             new: false,
             entropy,
+            disk: None,
         };
         me.cmd = Some(Cmd::Start(Start::new(input, now)));
         return None;

@@ -74,6 +74,7 @@ impl Bench {
                 main: MAIN.into(),
                 new: false,
                 entropy,
+                disk: None,
             },
             Timestamp(1),
         );

@@ -104,7 +104,7 @@ pub fn run(cli: &Cli) -> BayResult {
 /// Finds the clone and makes the driver that runs its machines.
 pub fn prepare(cli: &Cli) -> Result<(Context, Driver<Local>), BayResult> {
     let context = Context::discover(cli.dir.as_deref())?;
-    let local = Local::new(&context).map_err(failed)?;
+    let local = Local::new(&context, context.min_free_mib()?).map_err(failed)?;
     Ok((context, local.driver()))
 }
 
@@ -127,6 +127,10 @@ pub fn run_agent(
     driver: &mut Driver<Local>,
     machine: &mut dyn Machine,
 ) -> Result<(BayResult, Config), BayResult> {
+    // A machine may refuse before it reads anything (a start below the disk floor).
+    if let Some(result) = machine.outcome() {
+        return Err(result.clone());
+    }
     let Some((id, Action::Fetch(spec))) = machine.poll_action() else {
         return Err(failed(
             "a command's machine did not begin with a fetch; please report it".into(),

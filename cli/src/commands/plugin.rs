@@ -9,7 +9,7 @@ use bay_core::machine::plugin_test::{PluginTest, PluginTestInput};
 use bay_core::machine::{Action, Completion};
 use bay_core::policy::{CheckSpec, Policy};
 use bay_core::result::BayResult;
-use bay_drivers::check::run_check;
+use bay_drivers::check::{Host, run_check};
 use bay_drivers::clock;
 use bay_drivers::git::Git;
 use bay_drivers::pump::{Driver, Execute, Stopped};
@@ -17,7 +17,7 @@ use bay_drivers::sandbox::Sandbox;
 use bay_drivers::scratch::{OTHER_PATH, Scratch};
 
 use crate::Cli;
-use crate::context::failed;
+use crate::context::{failed, min_free_mib};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -72,6 +72,14 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     };
     let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let folder = top(&here);
+    let floor = Git::in_dir(&here)
+        .cmd(["config", "--get", "bay.minFreeMiB"])
+        .text()
+        .ok();
+    let min_free_mib = match min_free_mib(floor.as_deref()) {
+        Ok(floor) => floor,
+        Err(result) => return result,
+    };
     let scratch = match Scratch::of(&folder) {
         Ok(scratch) => scratch,
         Err(why) => return failed(why),
@@ -86,6 +94,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     let mut machine = PluginTest::new(input, clock::now());
     let mut driver = Driver::new(Arc::new(ScratchChecks {
         git_dir: scratch.git_dir.clone(),
+        min_free_mib,
     }));
     match driver.pump(&mut machine, &mut |_| false) {
         Ok(result) => result,
@@ -155,6 +164,7 @@ fn top(here: &Path) -> PathBuf {
 #[derive(Debug)]
 struct ScratchChecks {
     git_dir: PathBuf,
+    min_free_mib: Option<u64>,
 }
 
 impl Execute for ScratchChecks {
@@ -162,7 +172,12 @@ impl Execute for ScratchChecks {
         match action {
             Action::RunCheck(run) => {
                 let env = |name: &str| std::env::var(name).ok();
-                Completion::CheckExited(run_check(&self.git_dir, &run, &Sandbox::probe(), &env))
+                let host = Host {
+                    sandbox: &Sandbox::probe(),
+                    env: &env,
+                    min_free_mib: self.min_free_mib,
+                };
+                Completion::CheckExited(run_check(&self.git_dir, &run, &host))
             }
             other => panic!(
                 "bay plugin test asked for {}, which it never does",

@@ -30,12 +30,17 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         intent: args.target.clone(),
         paths: args.paths.clone(),
     };
+    let disk = match context.disk_space() {
+        Ok(disk) => disk,
+        Err(result) => return result,
+    };
     let input = StartInput {
         target,
         actor: context.actor.clone(),
         main: context.main.clone(),
         new: args.new,
         entropy: clock::entropy(),
+        disk,
     };
     let mut machine = Start::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {

@@ -11,6 +11,7 @@ use super::{
     Action, Append, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome, PushPlan,
     RawStep, RefUpdate, Refreshed, Refs,
 };
+use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
 use crate::reason::ReasonCode;
@@ -37,6 +38,8 @@ pub struct StartInput {
     pub new: bool,
     /// Entropy for the change id and step nonces.
     pub entropy: u64,
+    /// Free space where the view would go, when this machine sets a floor (`bay.minFreeMiB`).
+    pub disk: Option<DiskSpace>,
 }
 
 #[derive(Clone, Debug)]
@@ -94,6 +97,11 @@ impl Start {
             change: None,
             outcome: None,
         };
+        // Below the machine's floor nothing is made, not even the change's record.
+        if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
+            start.refuse(ReasonCode::DiskLow, disk.detail());
+            return start;
+        }
         let fetch = start.first_fetch();
         start.out.send(fetch, Purpose::Fetch);
         start

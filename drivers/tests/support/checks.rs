@@ -13,7 +13,7 @@ use bay_core::check::{CheckExit, CheckRequest, CheckTarget, CommitTree, RequestI
 use bay_core::git::Oid;
 use bay_core::machine::CheckRun;
 use bay_core::policy::CheckSpec;
-use bay_drivers::check::{CheckDirs, run_check};
+use bay_drivers::check::{CheckDirs, Host, run_check};
 use bay_drivers::sandbox::Sandbox;
 use tempfile::TempDir;
 
@@ -173,9 +173,13 @@ impl Repo {
         vars: &BTreeMap<String, String>,
     ) -> CheckExit {
         let run = self.run_of(check, candidate);
-        run_check(&self.git_dir, &run, sandbox, &|name| {
-            vars.get(name).cloned()
-        })
+        let env = |name: &str| vars.get(name).cloned();
+        let host = Host {
+            sandbox,
+            env: &env,
+            min_free_mib: None,
+        };
+        run_check(&self.git_dir, &run, &host)
     }
 
     /// Where the check's files are for `candidate`.
