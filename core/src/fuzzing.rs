@@ -35,7 +35,7 @@ use crate::check::{
     CheckExit, CheckRequest, CommitTree, EvidenceExtras, EvidenceRecord, Judgement,
     MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA, Verdict, judge as judge_run,
 };
-use crate::config::Config;
+use crate::config::{Config, RunnerSettings};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, ChangeId, OpId, intent_digest};
 use crate::machine::abandon::{Abandon, AbandonInput};
@@ -1151,8 +1151,16 @@ pub fn config(data: &[u8]) {
                 runner.takeover_s > runner.lease_s,
                 "takeover not over lease"
             );
-            assert!((1..=16).contains(&runner.parallel_checks));
-            assert!(runner.submission_timeout_s >= 1);
+            assert_eq!(
+                *runner,
+                RunnerSettings {
+                    lease_s: runner.lease_s,
+                    heartbeat_s: runner.heartbeat_s,
+                    takeover_s: runner.lease_s.saturating_mul(2),
+                    ..RunnerSettings::default()
+                },
+                "a runner setting bay does not act on was read"
+            );
             assert!(
                 !config
                     .trailers
@@ -1164,6 +1172,20 @@ pub fn config(data: &[u8]) {
                 Ok(table) => table,
                 Err(error) => panic!("bay accepted a config that is not TOML: {error}"),
             };
+            for key in table.keys() {
+                assert!(
+                    ["main", "remote", "trailers", "runner"].contains(&key.as_str()),
+                    "bay accepted {key}, which it does not act on"
+                );
+            }
+            if let Some(runner) = table.get("runner").and_then(toml::Value::as_table) {
+                for key in runner.keys() {
+                    assert!(
+                        ["lease_s", "heartbeat_s"].contains(&key.as_str()),
+                        "bay accepted [runner] {key}, which it does not act on"
+                    );
+                }
+            }
             let string = |key: &str| table.get(key).and_then(toml::Value::as_str);
             assert_eq!(string("main"), config.main.as_deref(), "main misread");
             assert_eq!(string("remote"), config.remote.as_deref(), "remote misread");
@@ -1199,24 +1221,8 @@ fn config_to_toml(config: &Config) -> String {
     root.insert("trailers".into(), toml::Value::Table(trailers));
     let r = &config.runner;
     let mut runner = toml::Table::new();
-    if let Some(command) = &r.command {
-        runner.insert("command".into(), toml::Value::String(command.clone()));
-    }
-    runner.insert(
-        "submission_timeout_s".into(),
-        uint_value(r.submission_timeout_s),
-    );
-    if let Some(budget) = r.execution_budget_s {
-        runner.insert("execution_budget_s".into(), uint_value(budget));
-    }
     runner.insert("lease_s".into(), uint_value(r.lease_s));
     runner.insert("heartbeat_s".into(), uint_value(r.heartbeat_s));
-    runner.insert("takeover_s".into(), uint_value(r.takeover_s));
-    runner.insert("publish_window_s".into(), uint_value(r.publish_window_s));
-    runner.insert(
-        "parallel_checks".into(),
-        uint_value(u64::from(r.parallel_checks)),
-    );
     root.insert("runner".into(), toml::Value::Table(runner));
     toml::to_string(&root).expect("a TOML table always serializes")
 }
