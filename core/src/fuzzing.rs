@@ -35,7 +35,7 @@ use crate::check::{
     CheckExit, CheckRequest, CommitTree, EvidenceExtras, EvidenceRecord, Judgement,
     MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA, Verdict, judge as judge_run,
 };
-use crate::config::Config;
+use crate::config::{Config, RunnerSettings};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, ChangeId, OpId, intent_digest};
 use crate::machine::abandon::{Abandon, AbandonInput};
@@ -46,11 +46,12 @@ use crate::machine::{
     Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
     Fault, Machine, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
-use crate::policy::Policy;
+use crate::policy::{CHECK_NOT_YET, Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::result::{BayResult, OpState};
 use crate::time::Timestamp;
+use crate::time::is_calendar_date;
 
 // ---------------------------------------------------------------------------------------------
 // The tiny world.
@@ -769,27 +770,64 @@ fn assert_policy_rules(policy: &Policy) {
     } else {
         assert!(!policy.checks.is_empty(), "no check and not unchecked");
         assert!(
-            policy.checks.iter().any(|c| c.expected_minimum > 0),
-            "every check expects zero units"
+            policy.checks.iter().any(|c| c.stage == Stage::Pre
+                && c.expected_minimum > 0
+                && policy.quarantine_of(c).is_none()),
+            "no pre check that expects units stands unquarantined"
         );
     }
     let mut pairs = BTreeSet::new();
+    let mut stages = BTreeMap::new();
     for check in &policy.checks {
         assert!(!check.id.is_empty() && !check.environment.is_empty());
         assert!(
             pairs.insert((check.id.clone(), check.environment.clone())),
             "a repeated id and environment"
         );
+        assert_eq!(
+            *stages.entry(check.id.clone()).or_insert(check.stage),
+            check.stage,
+            "one id in both stages"
+        );
         assert!(check.timeout_s >= 1);
+        assert!(check.materialize_timeout_s >= 1);
+        assert!(check.retry_on_failure <= 5);
+        if check.stage == Stage::Post {
+            assert_eq!(check.retry_on_failure, 0, "a post check reruns");
+            assert!(!check.allow_flaky, "a post check allows flakes");
+            assert_eq!(check.baseline, None, "a post check has a baseline");
+        }
         assert!(!check.adapter.is_empty());
-        for entry in &check.adapter {
-            assert!(
-                !entry.starts_with('/'),
-                "an absolute adapter path {entry:?}"
-            );
+        let lists = [&check.paths, &check.when_paths, &check.producers];
+        for list in lists.into_iter().flatten() {
+            assert!(!list.is_empty(), "an empty optional list");
+            assert!(list.iter().all(|item| !item.is_empty()), "an empty entry");
+        }
+        for entry in check
+            .adapter
+            .iter()
+            .chain(check.paths.iter().flatten())
+            .chain(check.when_paths.iter().flatten())
+        {
+            assert!(!entry.starts_with('/'), "an absolute path {entry:?}");
             assert!(
                 !entry.split('/').any(|part| part == ".."),
-                "an adapter path that leaves the tree {entry:?}"
+                "a path that leaves the tree {entry:?}"
+            );
+        }
+        let inputs: BTreeSet<_> = check.inputs.iter().collect();
+        assert_eq!(inputs.len(), check.inputs.len(), "a repeated input");
+        let names: BTreeSet<_> = check.fixtures.iter().map(|f| &f.name).collect();
+        assert_eq!(names.len(), check.fixtures.len(), "a repeated fixture");
+        for fixture in &check.fixtures {
+            assert!(!fixture.name.is_empty() && !fixture.name.contains('@'));
+            assert!(
+                fixture.sha256.len() == 64
+                    && fixture
+                        .sha256
+                        .bytes()
+                        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+                "a bad fixture digest"
             );
         }
         let program = check.command.split_whitespace().next();
@@ -807,9 +845,32 @@ fn assert_policy_rules(policy: &Policy) {
             );
         }
     }
+    let mut set_aside = BTreeSet::new();
+    for entry in &policy.quarantine {
+        let pair = (entry.id.clone(), entry.environment.clone());
+        assert!(pairs.contains(&pair), "a quarantine of no check");
+        assert!(set_aside.insert(pair), "a check quarantined twice");
+        assert!(!entry.reason.is_empty());
+        assert_ne!(entry.owner.as_deref(), Some(""), "an empty owner");
+        if let QuarantineEnd::Date(date) = &entry.end {
+            assert!(is_calendar_date(date), "a bad end {date:?}");
+        }
+        if let Some(since) = &entry.since {
+            assert!(is_calendar_date(since), "a bad since {since:?}");
+        }
+    }
+    let limits = &policy.limits;
+    for cap in [
+        limits.max_file_mib,
+        limits.max_files,
+        limits.max_added_lines,
+    ] {
+        assert_ne!(cap, Some(0), "a zero cap");
+    }
 }
 
-/// The same text read by the plain TOML parser says the same things.
+/// The same text read by the plain TOML parser says the same things, and holds no key this
+/// bay refuses until it acts on it.
 fn assert_policy_matches_toml(policy: &Policy, text: &str) {
     let table: toml::Table = match toml::from_str(text) {
         Ok(table) => table,
@@ -820,6 +881,9 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
         Some(policy.revision),
         "revision misread"
     );
+    for key in TOP_NOT_YET {
+        assert!(!table.contains_key(key), "bay accepted [{key}]");
+    }
     let checks: Vec<&toml::Table> = table
         .get("check")
         .and_then(toml::Value::as_array)
@@ -845,6 +909,15 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
                 .and_then(toml::Value::as_integer)
                 .and_then(|n| u64::try_from(n).ok())
         };
+        let flag = |key: &str| raw.get(key).and_then(toml::Value::as_bool).unwrap_or(false);
+        for key in CHECK_NOT_YET {
+            assert!(!raw.contains_key(key), "bay accepted {key}");
+        }
+        assert_ne!(
+            string("kind").as_deref(),
+            Some("approval"),
+            "bay accepted an approval"
+        );
         assert_eq!(string("id").as_ref(), Some(&check.id));
         assert_eq!(string("environment").as_ref(), Some(&check.environment));
         assert_eq!(string("command").as_ref(), Some(&check.command));
@@ -860,13 +933,84 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
             assert_eq!(strings("path").as_ref(), Some(&check.path));
         }
         assert_eq!(strings("env").unwrap_or_default(), check.env);
+        assert_eq!(flag("network"), check.network);
+        let inputs: Vec<String> = check.inputs.iter().map(|i| i.as_str().to_owned()).collect();
         assert_eq!(
-            raw.get("network")
-                .and_then(toml::Value::as_bool)
-                .unwrap_or(false),
-            check.network
+            strings("inputs").unwrap_or_default(),
+            inputs,
+            "inputs misread"
         );
+        let fixtures: Vec<String> = check.fixtures.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            strings("fixtures").unwrap_or_default(),
+            fixtures,
+            "fixtures misread"
+        );
+        assert_eq!(strings("paths"), check.paths, "paths misread");
+        assert_eq!(
+            strings("when_paths"),
+            check.when_paths,
+            "when_paths misread"
+        );
+        assert_eq!(strings("producers"), check.producers, "producers misread");
+        assert_eq!(
+            string("materialize").is_some(),
+            check.materialize == Materialize::Changed,
+            "materialize misread"
+        );
+        assert_eq!(
+            uint("materialize_timeout_s").unwrap_or(crate::policy::DEFAULT_MATERIALIZE_TIMEOUT_S),
+            check.materialize_timeout_s
+        );
+        assert_eq!(
+            string("stage").unwrap_or_else(|| "pre".to_owned()),
+            check.stage.as_str(),
+            "stage misread"
+        );
+        assert_eq!(
+            uint("retry_on_failure").unwrap_or(0),
+            u64::from(check.retry_on_failure)
+        );
+        assert_eq!(flag("allow_flaky"), check.allow_flaky);
+        assert_eq!(string("baseline").is_some(), check.baseline.is_some());
     }
+    let entries: Vec<&toml::Table> = table
+        .get("quarantine")
+        .and_then(toml::Value::as_array)
+        .map(|list| list.iter().filter_map(toml::Value::as_table).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        entries.len(),
+        policy.quarantine.len(),
+        "quarantine miscounted"
+    );
+    for (raw, entry) in entries.iter().zip(&policy.quarantine) {
+        let string = |key: &str| {
+            raw.get(key)
+                .and_then(toml::Value::as_str)
+                .map(str::to_owned)
+        };
+        assert_eq!(string("id").as_ref(), Some(&entry.id));
+        assert_eq!(string("environment").as_ref(), Some(&entry.environment));
+        assert_eq!(string("reason").as_ref(), Some(&entry.reason));
+        assert_eq!(string("end"), Some(entry.end.to_string()));
+        assert_eq!(string("owner"), entry.owner);
+        assert_eq!(string("since"), entry.since);
+    }
+    let limits = table.get("limits").and_then(toml::Value::as_table);
+    let cap = |key: &str| {
+        limits
+            .and_then(|t| t.get(key))
+            .and_then(toml::Value::as_integer)
+            .and_then(|n| u64::try_from(n).ok())
+    };
+    assert!(
+        limits.is_none_or(|t| !t.contains_key("max_waiting_approvals")),
+        "bay accepted max_waiting_approvals"
+    );
+    assert_eq!(cap("max_file_mib"), policy.limits.max_file_mib);
+    assert_eq!(cap("max_files"), policy.limits.max_files);
+    assert_eq!(cap("max_added_lines"), policy.limits.max_added_lines);
 }
 
 fn uint_value(n: u64) -> toml::Value {
@@ -877,6 +1021,10 @@ fn uint_value(n: u64) -> toml::Value {
 
 fn strings_value(items: &[String]) -> toml::Value {
     toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect())
+}
+
+fn string_value(text: &str) -> toml::Value {
+    toml::Value::String(text.to_owned())
 }
 
 /// The policy as TOML, every field spelt out.
@@ -890,13 +1038,17 @@ fn policy_to_toml(policy: &Policy) -> String {
             .iter()
             .map(|check| {
                 let mut table = toml::Table::new();
-                table.insert("id".into(), toml::Value::String(check.id.clone()));
-                table.insert(
-                    "environment".into(),
-                    toml::Value::String(check.environment.clone()),
-                );
-                table.insert("command".into(), toml::Value::String(check.command.clone()));
+                table.insert("id".into(), string_value(&check.id));
+                table.insert("environment".into(), string_value(&check.environment));
+                table.insert("kind".into(), string_value("check"));
+                table.insert("command".into(), string_value(&check.command));
                 table.insert("adapter".into(), strings_value(&check.adapter));
+                let inputs: Vec<String> =
+                    check.inputs.iter().map(|i| i.as_str().to_owned()).collect();
+                table.insert("inputs".into(), strings_value(&inputs));
+                let fixtures: Vec<String> =
+                    check.fixtures.iter().map(ToString::to_string).collect();
+                table.insert("fixtures".into(), strings_value(&fixtures));
                 table.insert(
                     "expected_minimum".into(),
                     uint_value(check.expected_minimum),
@@ -905,11 +1057,75 @@ fn policy_to_toml(policy: &Policy) -> String {
                 table.insert("path".into(), strings_value(&check.path));
                 table.insert("env".into(), strings_value(&check.env));
                 table.insert("network".into(), toml::Value::Boolean(check.network));
+                if let Some(paths) = &check.paths {
+                    table.insert("paths".into(), strings_value(paths));
+                }
+                if check.materialize == Materialize::Changed {
+                    table.insert("materialize".into(), string_value("changed"));
+                }
+                table.insert(
+                    "materialize_timeout_s".into(),
+                    uint_value(check.materialize_timeout_s),
+                );
+                table.insert("stage".into(), string_value(check.stage.as_str()));
+                if let Some(globs) = &check.when_paths {
+                    table.insert("when_paths".into(), strings_value(globs));
+                }
+                if let Some(producers) = &check.producers {
+                    table.insert("producers".into(), strings_value(producers));
+                }
+                // A post check may not name these keys at all, not even with their defaults.
+                if check.stage == Stage::Pre {
+                    table.insert(
+                        "retry_on_failure".into(),
+                        uint_value(u64::from(check.retry_on_failure)),
+                    );
+                    table.insert(
+                        "allow_flaky".into(),
+                        toml::Value::Boolean(check.allow_flaky),
+                    );
+                }
+                if check.baseline.is_some() {
+                    table.insert("baseline".into(), string_value("base"));
+                }
                 toml::Value::Table(table)
             })
             .collect();
         root.insert("check".into(), toml::Value::Array(checks));
     }
+    if !policy.quarantine.is_empty() {
+        let entries = policy
+            .quarantine
+            .iter()
+            .map(|entry| {
+                let mut table = toml::Table::new();
+                table.insert("id".into(), string_value(&entry.id));
+                table.insert("environment".into(), string_value(&entry.environment));
+                table.insert("reason".into(), string_value(&entry.reason));
+                table.insert("end".into(), string_value(&entry.end.to_string()));
+                if let Some(owner) = &entry.owner {
+                    table.insert("owner".into(), string_value(owner));
+                }
+                if let Some(since) = &entry.since {
+                    table.insert("since".into(), string_value(since));
+                }
+                toml::Value::Table(table)
+            })
+            .collect();
+        root.insert("quarantine".into(), toml::Value::Array(entries));
+    }
+    let limits = &policy.limits;
+    let mut caps = toml::Table::new();
+    for (key, cap) in [
+        ("max_file_mib", limits.max_file_mib),
+        ("max_files", limits.max_files),
+        ("max_added_lines", limits.max_added_lines),
+    ] {
+        if let Some(cap) = cap {
+            caps.insert(key.into(), uint_value(cap));
+        }
+    }
+    root.insert("limits".into(), toml::Value::Table(caps));
     toml::to_string(&root).expect("a TOML table always serializes")
 }
 
@@ -917,7 +1133,8 @@ fn policy_to_toml(policy: &Policy) -> String {
 // config
 
 /// `.bay/config.toml` text: never a panic; an accepted config keeps its meaning when written
-/// back out, agrees with a plain TOML reading, and obeys its own rules.
+/// back out, agrees with a plain TOML reading, obeys its own rules, and holds only keys bay
+/// acts on.
 pub fn config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let parsed = Config::parse(&text);
@@ -934,8 +1151,16 @@ pub fn config(data: &[u8]) {
                 runner.takeover_s > runner.lease_s,
                 "takeover not over lease"
             );
-            assert!((1..=16).contains(&runner.parallel_checks));
-            assert!(runner.submission_timeout_s >= 1);
+            assert_eq!(
+                *runner,
+                RunnerSettings {
+                    lease_s: runner.lease_s,
+                    heartbeat_s: runner.heartbeat_s,
+                    takeover_s: runner.lease_s.saturating_mul(2),
+                    ..RunnerSettings::default()
+                },
+                "a runner setting bay does not act on was read"
+            );
             assert!(
                 !config
                     .trailers
@@ -947,6 +1172,20 @@ pub fn config(data: &[u8]) {
                 Ok(table) => table,
                 Err(error) => panic!("bay accepted a config that is not TOML: {error}"),
             };
+            for key in table.keys() {
+                assert!(
+                    ["main", "remote", "trailers", "runner"].contains(&key.as_str()),
+                    "bay accepted {key}, which it does not act on"
+                );
+            }
+            if let Some(runner) = table.get("runner").and_then(toml::Value::as_table) {
+                for key in runner.keys() {
+                    assert!(
+                        ["lease_s", "heartbeat_s"].contains(&key.as_str()),
+                        "bay accepted [runner] {key}, which it does not act on"
+                    );
+                }
+            }
             let string = |key: &str| table.get(key).and_then(toml::Value::as_str);
             assert_eq!(string("main"), config.main.as_deref(), "main misread");
             assert_eq!(string("remote"), config.remote.as_deref(), "remote misread");
@@ -982,24 +1221,8 @@ fn config_to_toml(config: &Config) -> String {
     root.insert("trailers".into(), toml::Value::Table(trailers));
     let r = &config.runner;
     let mut runner = toml::Table::new();
-    if let Some(command) = &r.command {
-        runner.insert("command".into(), toml::Value::String(command.clone()));
-    }
-    runner.insert(
-        "submission_timeout_s".into(),
-        uint_value(r.submission_timeout_s),
-    );
-    if let Some(budget) = r.execution_budget_s {
-        runner.insert("execution_budget_s".into(), uint_value(budget));
-    }
     runner.insert("lease_s".into(), uint_value(r.lease_s));
     runner.insert("heartbeat_s".into(), uint_value(r.heartbeat_s));
-    runner.insert("takeover_s".into(), uint_value(r.takeover_s));
-    runner.insert("publish_window_s".into(), uint_value(r.publish_window_s));
-    runner.insert(
-        "parallel_checks".into(),
-        uint_value(u64::from(r.parallel_checks)),
-    );
     root.insert("runner".into(), toml::Value::Table(runner));
     toml::to_string(&root).expect("a TOML table always serializes")
 }

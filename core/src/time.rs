@@ -43,8 +43,70 @@ impl Timestamp {
     }
 }
 
+/// Whether `text` is a calendar date written `YYYY-MM-DD`, in the proleptic Gregorian
+/// calendar: `2028-02-29` is one, `2026-02-29` and `2026-4-01` are not.
+pub fn is_calendar_date(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let shape = bytes.len() == 10
+        && bytes.iter().enumerate().all(|(i, &b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    if !shape {
+        return false;
+    }
+    let number = |from: usize, to: usize| {
+        bytes[from..to]
+            .iter()
+            .fold(0u32, |n, &b| n * 10 + u32::from(b - b'0'))
+    };
+    let (year, month, day) = (number(0, 4), number(5, 7), number(8, 10));
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
+}
+
 impl std::fmt::Display for Timestamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_dates_follow_the_calendar() {
+        for good in [
+            "2026-10-25",
+            "2028-02-29",
+            "2000-02-29",
+            "2026-04-30",
+            "0001-01-01",
+        ] {
+            assert!(is_calendar_date(good), "{good}");
+        }
+        for bad in [
+            "2026-02-29",
+            "1900-02-29",
+            "2026-04-31",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-01-00",
+            "2026-4-01",
+            "2026-04-01T00:00:00Z",
+            "2026/04/01",
+            "",
+            "２026-04-01",
+        ] {
+            assert!(!is_calendar_date(bad), "{bad}");
+        }
     }
 }

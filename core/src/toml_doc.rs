@@ -46,6 +46,55 @@ impl fmt::Display for TomlError {
 
 impl std::error::Error for TomlError {}
 
+/// What a refusal of a key bay defines but does not act on yet says after "`key` in table on
+/// line n".
+pub const NOT_YET: &str = "is part of bay, but this version of bay does not support it yet; \
+     remove it for now: bay refuses it rather than ignore it, because ignoring it would change \
+     what bay enforces";
+
+/// Keys and tables bay defines but this version does not act on yet, noted while a parser
+/// validates them.
+///
+/// A parser validates such a key as fully as any other, notes it here, and only once the whole
+/// file is otherwise valid refuses the first noted one in text order. So a wrong value gets its
+/// own precise error, and removing the refused key never uncovers another mistake behind it.
+#[derive(Debug, Default)]
+pub struct NotYet(Vec<TomlError>);
+
+impl NotYet {
+    /// Notes `key` of `table`, when the table holds it.
+    pub fn key(&mut self, table: &Table<'_, '_>, key: &str) {
+        if table.has(key) {
+            self.0.push(table.unsupported(key));
+        }
+    }
+
+    /// Notes every key of `child`, which is the table `key` of `parent`; an empty table is
+    /// noted by its own name, so that even `[table]` alone is refused.
+    pub fn table(&mut self, parent: &Table<'_, '_>, key: &str, child: &Table<'_, '_>) {
+        let keys = child.keys();
+        if keys.is_empty() {
+            self.key(parent, key);
+        }
+        for inner in keys {
+            self.key(child, inner.value);
+        }
+    }
+
+    /// Notes a refusal worded by the parser, such as one about a value rather than a key.
+    pub fn note(&mut self, error: TomlError) {
+        self.0.push(error);
+    }
+
+    /// Refuses the first noted key in text order, if any.
+    pub fn finish(self) -> Result<(), TomlError> {
+        match self.0.into_iter().min_by_key(|error| error.line) {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A value from an array, with the line it sits on: a long array spans lines, and an error
 /// about one entry should point at that entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,13 +276,9 @@ impl<'a, 'i> Table<'a, 'i> {
         }
     }
 
-    /// The error for a key bay defines but this version does not implement.
+    /// The error for a key or table bay defines but this version does not act on yet.
     pub fn unsupported(&self, key: &str) -> TomlError {
-        self.error(
-            key,
-            "is a key bay defines, but this version of bay does not support it; it is refused \
-             rather than ignored, because ignoring it would change what bay enforces",
-        )
+        self.error(key, NOT_YET)
     }
 
     /// The error for a key bay does not know at all.

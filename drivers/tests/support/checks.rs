@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use bay_core::check::{CheckExit, CheckRequest, CheckTarget, CommitTree, RequestInput};
 use bay_core::git::Oid;
 use bay_core::machine::CheckRun;
-use bay_core::policy::CheckSpec;
+use bay_core::policy::{CheckSpec, DEFAULT_MATERIALIZE_TIMEOUT_S, Materialize, Stage};
 use bay_drivers::check::{CheckDirs, Host, run_check};
 use bay_drivers::sandbox::Sandbox;
 use tempfile::TempDir;
@@ -201,6 +201,17 @@ pub fn check(command: &str, adapter: &[&str]) -> CheckSpec {
         path: vec!["/usr/local/bin".into(), "/usr/bin".into(), "/bin".into()],
         env: vec![],
         network: false,
+        inputs: vec![],
+        fixtures: vec![],
+        paths: None,
+        materialize: Materialize::Tree,
+        materialize_timeout_s: DEFAULT_MATERIALIZE_TIMEOUT_S,
+        stage: Stage::Pre,
+        when_paths: None,
+        producers: None,
+        retry_on_failure: 0,
+        allow_flaky: false,
+        baseline: None,
     }
 }
 
