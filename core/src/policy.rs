@@ -371,12 +371,6 @@ impl Policy {
         Ok(parse(text)?)
     }
 
-    /// The checks that must pass before a merge, in policy order. Every check this bay accepts
-    /// runs before merging, because `stage` and `when_paths` are not supported yet.
-    pub fn required(&self) -> &[CheckSpec] {
-        &self.checks
-    }
-
     /// The SHA-256 of the normalized policy, in lower-case hex, for records.
     ///
     /// It digests the parsed policy with its defaults filled in, never the text, so comments,
@@ -1886,7 +1880,6 @@ reuse_unsigned = true
                 max_added_lines: Some(5000),
             }
         );
-        assert_eq!(policy.required(), policy.checks.as_slice());
     }
 
     #[test]
@@ -3026,7 +3019,7 @@ reuse_unsigned = true
     fn unchecked_alone_merges_with_no_checks() {
         let policy = Policy::parse("revision = 3\nunchecked = true\n").expect("valid");
         assert!(policy.unchecked);
-        assert!(policy.required().is_empty());
+        assert!(policy.checks.is_empty());
         let error = refuse("revision = 3\nunchecked = 1\n");
         assert!(error.message.contains("true or false"), "{error}");
     }

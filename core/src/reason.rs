@@ -51,6 +51,7 @@ pub enum ReasonCode {
     PolicyInvalid,
     CheckFailed,
     CheckUnknown,
+    CheckFlaky,
     CheckUnavailable,
     ChangeAlreadyMerged,
     ChangeSuperseded,
@@ -83,7 +84,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 19] = [
+    pub const ALL: [ReasonCode; 20] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -93,6 +94,7 @@ impl ReasonCode {
         ReasonCode::PolicyInvalid,
         ReasonCode::CheckFailed,
         ReasonCode::CheckUnknown,
+        ReasonCode::CheckFlaky,
         ReasonCode::CheckUnavailable,
         ReasonCode::ChangeAlreadyMerged,
         ReasonCode::ChangeSuperseded,
@@ -117,6 +119,7 @@ impl ReasonCode {
             ReasonCode::PolicyInvalid => "POLICY_INVALID",
             ReasonCode::CheckFailed => "CHECK_FAILED",
             ReasonCode::CheckUnknown => "CHECK_UNKNOWN",
+            ReasonCode::CheckFlaky => "CHECK_FLAKY",
             ReasonCode::CheckUnavailable => "CHECK_UNAVAILABLE",
             ReasonCode::ChangeAlreadyMerged => "CHANGE_ALREADY_MERGED",
             ReasonCode::ChangeSuperseded => "CHANGE_SUPERSEDED",
@@ -281,6 +284,17 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
         transient: false,
     },
     ReasonInfo {
+        code: ReasonCode::CheckFlaky,
+        meaning: "One tree has both a `pass` and a `product_failure` for one check, and its \
+                  `[[check]]` does not set `allow_flaky`. `detail.checks` lists every run.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "check_fixed",
+        next_step: "Tell the user the check gives two answers for one tree; once it is fixed, \
+                    `bay merge` again. Never quarantine it yourself.",
+        transient: false,
+    },
+    ReasonInfo {
         code: ReasonCode::CheckUnavailable,
         meaning: "No machine serves the environment the check needs, or the check said no \
                   worker could run it. The wait never counts against a queue deadline.",
@@ -411,16 +425,17 @@ mod tests {
             ReasonCode::PolicyInvalid => 6,
             ReasonCode::CheckFailed => 7,
             ReasonCode::CheckUnknown => 8,
-            ReasonCode::CheckUnavailable => 9,
-            ReasonCode::ChangeAlreadyMerged => 10,
-            ReasonCode::ChangeSuperseded => 11,
-            ReasonCode::AbandonRefused => 12,
-            ReasonCode::ConfigMissing => 13,
-            ReasonCode::ToolBelowFloor => 14,
-            ReasonCode::WorkspaceIncomplete => 15,
-            ReasonCode::SandboxAbsent => 16,
-            ReasonCode::CheckEnvUnset => 17,
-            ReasonCode::DiskLow => 18,
+            ReasonCode::CheckFlaky => 9,
+            ReasonCode::CheckUnavailable => 10,
+            ReasonCode::ChangeAlreadyMerged => 11,
+            ReasonCode::ChangeSuperseded => 12,
+            ReasonCode::AbandonRefused => 13,
+            ReasonCode::ConfigMissing => 14,
+            ReasonCode::ToolBelowFloor => 15,
+            ReasonCode::WorkspaceIncomplete => 16,
+            ReasonCode::SandboxAbsent => 17,
+            ReasonCode::CheckEnvUnset => 18,
+            ReasonCode::DiskLow => 19,
         }
     }
 

@@ -91,6 +91,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              run again, or fix the change if the check cannot answer it.",
             quoted(check_names(detail))
         ),
+        ReasonCode::CheckFlaky => format!(
+            "A check gave two different answers for the same files{}, so this change waits; \
+             tell the person in charge, and submit it again once the check is fixed.",
+            quoted(check_names(detail))
+        ),
         ReasonCode::CheckUnavailable => format!(
             "No machine can run the checks for this change right now{}; it waits, and bay tries \
              again once a machine can.",

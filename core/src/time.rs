@@ -43,6 +43,25 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// The UTC calendar date of this instant, `YYYY-MM-DD` (the days-from-civil inverse of
+    /// the proleptic Gregorian calendar, exact for every date from 1970 on).
+    pub fn date(self) -> String {
+        let days = self.0 / 86_400_000;
+        // Shift the era to start on 0000-03-01, so that the leap day ends each year.
+        let z = days + 719_468;
+        let era = z / 146_097;
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + u64::from(month <= 2);
+        format!("{year:04}-{month:02}-{day:02}")
+    }
+}
+
 /// Whether `text` is a calendar date written `YYYY-MM-DD`, in the proleptic Gregorian
 /// calendar: `2028-02-29` is one, `2026-02-29` and `2026-4-01` are not.
 pub fn is_calendar_date(text: &str) -> bool {
@@ -81,6 +100,15 @@ impl std::fmt::Display for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instant_has_its_utc_date() {
+        assert_eq!(Timestamp(0).date(), "1970-01-01");
+        assert_eq!(Timestamp(86_399_999).date(), "1970-01-01");
+        assert_eq!(Timestamp(951_782_400_000).date(), "2000-02-29");
+        assert_eq!(Timestamp(1_795_969_686_396).date(), "2026-11-29");
+        assert_eq!(Timestamp(4_107_542_400_000).date(), "2100-03-01");
+    }
 
     #[test]
     fn calendar_dates_follow_the_calendar() {

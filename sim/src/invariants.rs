@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use bay_core::check::plan;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
 use bay_core::policy::Policy;
@@ -279,7 +280,37 @@ impl Checker {
                 );
             }
         };
-        for check in policy.required() {
+        // The checks its plan required: the same plan the runner makes, from the paths the
+        // merge changed and, when it changed the checks, its own policy.
+        let files = |commit: &Oid| {
+            store
+                .files(commit)
+                .map(|f| (*f).clone())
+                .unwrap_or_default()
+        };
+        let (before, after) = (files(base), files(merged));
+        let changed: Vec<String> = before
+            .keys()
+            .chain(after.keys())
+            .filter(|path| before.get(*path) != after.get(*path))
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let own = store
+            .read(merged, plan::POLICY_PATH)
+            .map(|text| Policy::parse(text).map_err(|e| e.to_string()));
+        let planned = match plan::plan(&policy, own, &changed, "1970-01-01") {
+            Ok(planned) => planned,
+            Err(why) => {
+                return self.violate(
+                    Invariant::MergedIsChecked,
+                    at,
+                    format!("{op} merged a change its plan refuses: {why}"),
+                );
+            }
+        };
+        for check in planned.runs.iter().map(|run| &run.spec) {
             let recorded = remote
                 .refs
                 .iter()

@@ -354,23 +354,39 @@ impl World {
         self.at(FAULT_PHASE_MS, Ev::Heal);
     }
 
-    /// The policy on main: usually checks, sometimes none required, rarely absent.
+    /// The policy on main: usually checks, sometimes none required, rarely absent; and the
+    /// rules that change what a runner does: a check required only for some paths, a post
+    /// check, reruns of failures with flaky merges allowed or refused, a quarantine.
     fn pick_policy(&mut self) -> Option<String> {
         let roll = self.rng.range(0, 99);
-        let check = |id: &str| {
+        let check = |id: &str, extra: &str| {
             format!(
-                "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\n"
+                "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\n{extra}\n"
             )
+        };
+        let policy = |checks: &[String], more: &str| {
+            Some(format!("revision = 1\n\n{}{more}", checks.concat()))
         };
         match roll {
             0..=2 => None,
             3..=9 => Some("revision = 1\nunchecked = true\n".to_string()),
-            10..=54 => Some(format!("revision = 1\n\n{}", check("unit"))),
-            _ => Some(format!(
-                "revision = 1\n\n{}\n{}",
-                check("unit"),
-                check("lint")
-            )),
+            10..=44 => policy(&[check("unit", "")], ""),
+            45..=59 => policy(
+                &[check("unit", ""), check("docs", "when_paths = [\"docs/\"]")],
+                "",
+            ),
+            60..=69 => policy(
+                &[
+                    check("unit", "retry_on_failure = 2\nallow_flaky = true"),
+                    check("deploy", "stage = \"post\""),
+                ],
+                "",
+            ),
+            70..=79 => policy(
+                &[check("unit", "retry_on_failure = 1"), check("lint", "")],
+                "[[quarantine]]\nid = \"lint\"\nenvironment = \"sim\"\nreason = \"red on main\"\nend = \"2030-01-01\"\nowner = \"sim\"\n",
+            ),
+            _ => policy(&[check("unit", ""), check("lint", "")], ""),
         }
     }
 

@@ -192,6 +192,23 @@ impl World {
             .collect()
     }
 
+    /// How many evidence records `producer` holds on the remote, over every object it noted.
+    pub fn evidence_lines(&self, producer: &str) -> usize {
+        let notes = format!("refs/notes/bay/evidence/{producer}");
+        if self.remote_ref(&notes).is_none() {
+            return 0;
+        }
+        git_dir(&self.remote, &["notes", "--ref", &notes, "list"])
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(1))
+            .map(|object| {
+                git_dir(&self.remote, &["notes", "--ref", &notes, "show", object])
+                    .lines()
+                    .count()
+            })
+            .sum()
+    }
+
     /// Starts a looping runner in `clone`, in the background.
     pub fn spawn_runner(&self, clone: &Path) -> Child {
         Command::new(BAY)

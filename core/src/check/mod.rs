@@ -16,6 +16,7 @@ use crate::git::Oid;
 
 mod evidence;
 mod judge;
+pub mod plan;
 mod request;
 
 pub use evidence::{EvidenceExtras, EvidenceRecord, EvidenceSchema};

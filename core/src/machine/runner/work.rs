@@ -1,6 +1,7 @@
 //! Working one claimed operation: policy, candidate, checks, and the merge push.
 
 use super::{Purpose as RunnerPurpose, Runner, Stage};
+use crate::check::plan::{self, AdapterFrom, Plan};
 use crate::check::{
     ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
     EvidenceRecord, Judgement, RequestInput, Verdict, judge,
@@ -18,14 +19,15 @@ use crate::record::{ChangeRecord, StepBody};
 use crate::result::OpState;
 use crate::time::Timestamp;
 
-/// Where the policy lives in main's tree.
-pub const POLICY_PATH: &str = ".bay/policy.toml";
+pub use crate::check::plan::POLICY_PATH;
 
 /// What a work action was for.
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
     ReadPolicy,
     Build,
+    /// The candidate's own policy, for a change that alters the checks.
+    ReadOwnPolicy,
     Check {
         index: usize,
     },
@@ -66,6 +68,8 @@ pub(super) enum Write {
 /// What a recorded check leads to, in the same push.
 #[derive(Clone, Debug)]
 pub(super) enum Then {
+    /// The same check again on the same tree (`retry_on_failure`).
+    Again,
     /// The next check.
     Continue,
     /// The operation ends short of a merge.
@@ -121,8 +125,16 @@ pub(super) struct Work {
     pub base: Oid,
     pub policy: Option<Policy>,
     pub built: Option<Built>,
-    /// Checks that passed on the current candidate.
-    pub passed: Vec<String>,
+    /// What the current candidate must pass.
+    pub plan: Option<Plan>,
+    /// How many of the plan's runs the current candidate has passed.
+    pub done: usize,
+    /// The runs of the current check so far on this candidate (`retry_on_failure`), each
+    /// `{verdict, why}`.
+    pub attempts: Vec<serde_json::Value>,
+    /// Checks that passed only after failing (`allow_flaky`), named in the merge's
+    /// `coverage_gaps` with every run.
+    pub flaky: Vec<serde_json::Value>,
     /// Times main moved under a merge push in this work.
     pub main_moved: u32,
     pub heartbeat_at: Timestamp,
@@ -158,7 +170,10 @@ impl Work {
             base,
             policy: None,
             built: None,
-            passed: Vec::new(),
+            plan: None,
+            done: 0,
+            attempts: Vec::new(),
+            flaky: Vec::new(),
             main_moved: 0,
             heartbeat_at: now.plus_millis(heartbeat_ms),
             writing: false,
@@ -219,7 +234,7 @@ impl Runner {
                 // so the check is unknown, never a pass. Its late answer is ignored.
                 work.check = None;
                 self.out.forget(id);
-                let index = self.work_mut().passed.len();
+                let index = self.work_mut().done;
                 let why = "The check ran past its time limit and never answered.".to_string();
                 return self.judged(index, Verdict::Unknown, why, String::new());
             }
@@ -368,7 +383,7 @@ impl Runner {
                     });
                 }
                 match then {
-                    Then::Continue => {}
+                    Then::Again | Then::Continue => {}
                     Then::End(end) => self.push_ending(&work, &mut plan, &mut steps, end),
                     Then::Merge => self.push_merge(&work, &mut plan, &mut steps),
                 }
@@ -430,12 +445,7 @@ impl Runner {
                 op: work.op.clone(),
                 state: OpState::Merged,
                 reason: None,
-                detail: serde_json::json!({
-                    "candidate": built.id,
-                    "commit": built.commit,
-                    "tree": built.tree,
-                    "base": work.base,
-                }),
+                detail: merged_detail(work, &built),
             },
         ));
         plan.updates.push(RefUpdate {
@@ -460,11 +470,11 @@ impl Runner {
 
     fn check_spec(&self, index: usize) -> CheckSpec {
         let work = self.work.as_ref().expect("checks run only while working");
-        let policy = work
-            .policy
+        let plan = work
+            .plan
             .as_ref()
-            .expect("checks run after the policy is read");
-        policy.required()[index].clone()
+            .expect("checks run after the plan is made");
+        plan.runs[index].spec.clone()
     }
 
     /// Ends the operation short of a merge.
@@ -480,14 +490,25 @@ impl Runner {
     /// claim is recorded there is nothing to give back: the work is dropped.
     fn release(&mut self, reason: Option<ReasonCode>, why: String) {
         if !self.work_mut().claimed {
-            let wait = if reason == Some(ReasonCode::CheckUnavailable) {
-                self.cfg.interval_ms
-            } else {
-                self.cfg.backoff_ms
-            };
-            return self.drop_work(wait);
+            return self.let_go(reason, why);
         }
         self.write(Write::Release { reason, why });
+    }
+
+    /// Lets go of the work after a release: try again after a while; but a `--once` run that
+    /// cannot run the head's check here has nothing more it can do now, and ends.
+    fn let_go(&mut self, reason: Option<ReasonCode>, why: String) {
+        if reason != Some(ReasonCode::CheckUnavailable) {
+            let backoff = self.cfg.backoff_ms;
+            return self.drop_work(backoff);
+        }
+        if self.cfg.mode == super::RunMode::Once {
+            let mut detail = serde_json::Map::new();
+            detail.insert("unavailable".into(), serde_json::Value::from(why));
+            return self.finish(crate::result::BayResult::ok(None, detail));
+        }
+        let interval = self.cfg.interval_ms;
+        self.drop_work(interval);
     }
 
     pub(super) fn on_work(
@@ -502,6 +523,7 @@ impl Runner {
         match (purpose, completion) {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
             (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
+            (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => self.on_own_policy(result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
                 self.on_check(id, index, exit)
             }
@@ -529,29 +551,27 @@ impl Runner {
                     serde_json::json!({ "path": POLICY_PATH, "base": self.work_mut().base });
                 self.end(OpState::Blocked, Some(ReasonCode::PolicyMissing), detail)
             }
-            Ok(Some(bytes)) => {
-                let parsed = std::str::from_utf8(&bytes)
-                    .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
-                    .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()));
-                match parsed {
-                    Ok(policy) => {
-                        self.work_mut().policy = Some(policy);
-                        self.build();
-                    }
-                    Err(why) => self.end(
-                        OpState::Blocked,
-                        Some(ReasonCode::PolicyInvalid),
-                        serde_json::json!({ "path": POLICY_PATH, "why": why }),
-                    ),
+            Ok(Some(bytes)) => match parse_policy(&bytes) {
+                Ok(policy) => {
+                    self.work_mut().policy = Some(policy);
+                    self.build();
                 }
-            }
+                Err(why) => self.end(
+                    OpState::Blocked,
+                    Some(ReasonCode::PolicyInvalid),
+                    serde_json::json!({ "path": POLICY_PATH, "why": why }),
+                ),
+            },
         }
     }
 
     fn build(&mut self) {
         let trailers = self.cfg.trailers.clone();
         let work = self.work_mut();
-        work.passed.clear();
+        work.plan = None;
+        work.done = 0;
+        work.attempts.clear();
+        work.flaky.clear();
         work.built = None;
         let operation = work
             .record
@@ -615,11 +635,59 @@ impl Runner {
                     changed_paths,
                 });
                 self.work_mut().recorded = false;
-                let unchecked = self.work_mut().policy.as_ref().is_some_and(|p| p.unchecked);
+                let work = self.work.as_ref().expect("building while working");
+                let policy = work
+                    .policy
+                    .as_ref()
+                    .expect("a candidate is built under a policy");
+                let built = work.built.as_ref().expect("just built");
+                if plan::changes_checks(policy, &built.changed_paths) {
+                    let commit = built.commit.clone();
+                    let read = Action::ReadFile {
+                        commit,
+                        path: POLICY_PATH.into(),
+                    };
+                    self.send_work(read, Purpose::ReadOwnPolicy);
+                    return;
+                }
+                self.planned(None);
+            }
+        }
+    }
+
+    fn on_own_policy(&mut self, result: Result<Option<Vec<u8>>, crate::machine::Fault>) {
+        match result {
+            Err(fault) => self.release(
+                None,
+                format!("could not read the change's own {POLICY_PATH}: {fault}"),
+            ),
+            Ok(bytes) => self.planned(bytes.map(|bytes| parse_policy(&bytes))),
+        }
+    }
+
+    /// Decides what the candidate must pass (`own` is the change's own policy, as
+    /// [`plan::plan`] takes it), then records the claim and the candidate; with nothing to
+    /// run, they go up with the merge in one push.
+    fn planned(&mut self, own: Option<Result<Policy, String>>) {
+        let work = self.work.as_ref().expect("planning while working");
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("a candidate is built under a policy");
+        let built = work.built.as_ref().expect("planning a built candidate");
+        let planned = plan::plan(policy, own, &built.changed_paths, &self.now.date());
+        match planned {
+            Err(why) => self.end(
+                OpState::Blocked,
+                Some(ReasonCode::PolicyInvalid),
+                serde_json::json!({ "path": POLICY_PATH, "why": why }),
+            ),
+            Ok(plan) => {
+                let nothing_to_run = plan.runs.is_empty();
                 #[cfg(feature = "mutants")]
-                let unchecked = unchecked || self.mutant_reuses_checks();
-                // With no check to run, the claim, the candidate and the merge go in one push.
-                self.write(if unchecked {
+                let nothing_to_run = nothing_to_run || self.mutant_reuses_checks();
+                self.work_mut().plan = Some(plan);
+                self.write(if nothing_to_run {
                     Write::Merge
                 } else {
                     Write::Record
@@ -635,16 +703,33 @@ impl Runner {
             .policy
             .as_ref()
             .expect("checks run after the policy is read");
-        let index = work.passed.len();
-        let Some(spec) = policy.required().get(index).cloned() else {
+        let index = work.done;
+        let plan = work
+            .plan
+            .as_ref()
+            .expect("checks run after the plan is made");
+        let Some(planned) = plan.runs.get(index).cloned() else {
             return self.write(Write::Merge);
         };
+        let spec = planned.spec;
         if let Some(served) = &self.cfg.environments
             && !served.contains(&spec.environment)
         {
             let why = format!(
                 "this runner does not serve the environment {}",
                 spec.environment
+            );
+            return self.unavailable(why);
+        }
+        if let Some(producers) = &spec.producers
+            && !producers.contains(&self.cfg.runner)
+        {
+            // Its record would not count: leave the check to a producer the policy names.
+            let why = format!(
+                "only {} may answer the check {}, and this runner is {}",
+                producers.join(", "),
+                spec.id,
+                self.cfg.runner
             );
             return self.unavailable(why);
         }
@@ -655,7 +740,7 @@ impl Runner {
                 environment: spec.environment.clone(),
                 timeout_s: spec.timeout_s,
                 expected_minimum: spec.expected_minimum,
-                fixtures: Vec::new(),
+                fixtures: spec.fixtures.iter().map(ToString::to_string).collect(),
             },
             policy_revision: policy.revision.to_string(),
             candidate: CommitTree {
@@ -678,10 +763,14 @@ impl Runner {
             .now
             .plus_secs(spec.timeout_s)
             .plus_millis(self.cfg.check_grace_ms);
+        let adapter_from = match planned.adapter_from {
+            AdapterFrom::Base => work.base.clone(),
+            AdapterFrom::Candidate => built.commit.clone(),
+        };
         let run = CheckRun {
             check: spec,
             request: request.clone(),
-            adapter_from: work.base.clone(),
+            adapter_from,
             candidate: built.commit,
         };
         let id = self.send_work(Action::RunCheck(Box::new(run)), Purpose::Check { index });
@@ -719,30 +808,62 @@ impl Runner {
         }
     }
 
-    /// Records a judged check. A verdict other than `pass` ends the operation in the same push;
-    /// the last check's pass merges in the same push.
+    /// Records a judged check, with what follows in the same push. A `product_failure` runs
+    /// again on the same tree while `retry_on_failure` allows; a pass after a failure is
+    /// flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a coverage gap); any
+    /// other verdict but `pass` ends the operation; the last run's pass merges.
     fn judged(&mut self, index: usize, verdict: Verdict, why: String, record: String) {
-        let required = {
-            let work = self.work.as_ref().expect("judging while working");
-            work.policy.as_ref().map_or(0, |p| p.required().len())
-        };
-        let failed = match verdict {
-            Verdict::Pass => None,
-            Verdict::ProductFailure => Some(ReasonCode::CheckFailed),
-            Verdict::InfraFailure | Verdict::Unknown => Some(ReasonCode::CheckUnknown),
-        };
-        let then = match failed {
-            Some(reason) => Then::End(Ending {
+        let spec = self.check_spec(index);
+        let work = self.work_mut();
+        let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
+        work.attempts
+            .push(serde_json::json!({ "verdict": verdict, "why": why }));
+        let failures = work
+            .attempts
+            .iter()
+            .filter(|run| run["verdict"] == Verdict::ProductFailure.as_str())
+            .count();
+        let runs = serde_json::Value::from(work.attempts.clone());
+        let blocked = |reason: ReasonCode, detail: serde_json::Value| {
+            Then::End(Ending {
                 state: OpState::Blocked,
                 reason: Some(reason),
-                detail: serde_json::json!({
-                    "check": self.check_spec(index).id,
-                    "verdict": verdict,
-                    "why": why,
+                detail,
+            })
+        };
+        let then = match verdict {
+            Verdict::ProductFailure if failures <= spec.retry_on_failure as usize => Then::Again,
+            Verdict::ProductFailure => blocked(
+                ReasonCode::CheckFailed,
+                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why, "runs": runs }),
+            ),
+            Verdict::InfraFailure | Verdict::Unknown => blocked(
+                ReasonCode::CheckUnknown,
+                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why }),
+            ),
+            Verdict::Pass if failures > 0 && !spec.allow_flaky => blocked(
+                ReasonCode::CheckFlaky,
+                serde_json::json!({
+                    "check": spec.id,
+                    "environment": spec.environment,
+                    "checks": runs,
                 }),
-            }),
-            None if index + 1 >= required => Then::Merge,
-            None => Then::Continue,
+            ),
+            Verdict::Pass => {
+                if failures > 0 {
+                    work.flaky.push(serde_json::json!({
+                        "check": spec.id,
+                        "environment": spec.environment,
+                        "flaky": true,
+                        "runs": runs,
+                    }));
+                }
+                if index + 1 >= required {
+                    Then::Merge
+                } else {
+                    Then::Continue
+                }
+            }
         };
         self.write(Write::Check {
             index,
@@ -881,12 +1002,15 @@ impl Runner {
         match write {
             Write::Record => self.next_check(),
             Write::Check {
-                index,
+                then: Then::Again, ..
+            } => self.next_check(),
+            Write::Check {
                 then: Then::Continue,
                 ..
             } => {
-                let id = self.check_spec(index).id;
-                self.work_mut().passed.push(id);
+                let work = self.work_mut();
+                work.done += 1;
+                work.attempts.clear();
                 self.next_check();
             }
             Write::Merge
@@ -900,14 +1024,9 @@ impl Runner {
                 then: Then::End(_), ..
             }
             | Write::End(_) => self.finished(),
-            Write::Release { reason, .. } => {
+            Write::Release { reason, why } => {
                 self.mine = None;
-                let wait = if reason == Some(ReasonCode::CheckUnavailable) {
-                    self.cfg.interval_ms
-                } else {
-                    self.cfg.backoff_ms
-                };
-                self.drop_work(wait);
+                self.let_go(reason, why);
             }
         }
     }
@@ -986,6 +1105,35 @@ impl Runner {
             }
         }
     }
+}
+
+/// What a merge's outcome names: the candidate, and what the plan spared or could not
+/// cover (`not_required`, `post_checks`, `coverage_gaps` with quarantines and flaky checks).
+fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
+    let mut detail = serde_json::Map::new();
+    detail.insert("candidate".into(), serde_json::json!(built.id));
+    detail.insert("commit".into(), serde_json::json!(built.commit));
+    detail.insert("tree".into(), serde_json::json!(built.tree));
+    detail.insert("base".into(), serde_json::json!(work.base));
+    if let Some(plan) = &work.plan {
+        detail.extend(plan.detail());
+    }
+    if !work.flaky.is_empty() {
+        let gaps = detail
+            .entry("coverage_gaps")
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let serde_json::Value::Array(gaps) = gaps {
+            gaps.extend(work.flaky.iter().cloned());
+        }
+    }
+    serde_json::Value::Object(detail)
+}
+
+/// A policy file's bytes, read.
+fn parse_policy(bytes: &[u8]) -> Result<Policy, String> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
+        .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()))
 }
 
 /// The last step commit a push wrote, if it wrote any.

@@ -1,0 +1,328 @@
+//! Which checks a candidate must pass, decided once from the policy at its base and the paths
+//! it changes: the runner runs exactly this plan, and the simulator's checker judges every
+//! merge by it.
+//!
+//! - A `post` check never blocks a merge; the result lists it under `post_checks`.
+//! - A check with `when_paths` is required only when the candidate changes a matching path;
+//!   otherwise it is listed under `not_required` with the reason.
+//! - A quarantined check is set aside, in force until a policy change removes it, and named
+//!   in `coverage_gaps` (with `overdue` once a dated end has passed).
+//! - A candidate that changes the policy or an `adapter` path requires every check, must raise
+//!   `revision`, and runs each check twice: with the base's `adapter` paths and with its own
+//!   (the checks of its own policy). Both runs must pass.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::glob;
+use crate::paths;
+use crate::policy::{CheckSpec, Policy, QuarantineEnd};
+
+/// Where the policy lives in a tree.
+pub const POLICY_PATH: &str = ".bay/policy.toml";
+
+/// Which commit a run takes its `adapter` paths from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdapterFrom {
+    /// The base: the check as main defines it.
+    Base,
+    /// The candidate: the check as the change redefines it.
+    Candidate,
+}
+
+/// One run the candidate must pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedRun {
+    pub spec: CheckSpec,
+    pub adapter_from: AdapterFrom,
+}
+
+/// What a candidate must pass, and what it is spared and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// In the order they run: the base policy's checks, then (for a policy change) the
+    /// candidate's own.
+    pub runs: Vec<PlannedRun>,
+    /// Checks not required here, each `{check, environment, reason}`.
+    pub not_required: Vec<Value>,
+    /// `post` checks, each `{check, environment}`.
+    pub post_checks: Vec<Value>,
+    /// Quarantined checks, as coverage gaps.
+    pub quarantined: Vec<Value>,
+}
+
+impl Plan {
+    /// The facts a merge result names: what was not required, what runs after the merge, and
+    /// the gaps in what was checked.
+    pub fn detail(&self) -> serde_json::Map<String, Value> {
+        let mut detail = serde_json::Map::new();
+        if !self.not_required.is_empty() {
+            detail.insert(
+                "not_required".into(),
+                Value::from(self.not_required.clone()),
+            );
+        }
+        if !self.post_checks.is_empty() {
+            detail.insert("post_checks".into(), Value::from(self.post_checks.clone()));
+        }
+        if !self.quarantined.is_empty() {
+            detail.insert(
+                "coverage_gaps".into(),
+                Value::from(self.quarantined.clone()),
+            );
+        }
+        detail
+    }
+}
+
+/// Whether a candidate changing `changed_paths` changes the policy or an `adapter` path of
+/// `policy`: then it must be judged by both its base's checks and its own.
+pub fn changes_checks(policy: &Policy, changed_paths: &[String]) -> bool {
+    changed_paths.iter().any(|path| {
+        path == POLICY_PATH
+            || policy
+                .checks
+                .iter()
+                .flat_map(|check| &check.adapter)
+                .any(|adapter| paths::covers(adapter, path))
+    })
+}
+
+/// The plan for a candidate on a base whose policy is `base`, changing `changed_paths`, on the
+/// UTC date `today`. `own` is the candidate's own policy, read when [`changes_checks`] says the
+/// candidate changes the checks: `None` when it has none, `Some(Err(why))` when it does not
+/// parse. `Err` is a `POLICY_INVALID` refusal, saying why.
+pub fn plan(
+    base: &Policy,
+    own: Option<Result<Policy, String>>,
+    changed_paths: &[String],
+    today: &str,
+) -> Result<Plan, String> {
+    let mut plan = Plan::default();
+    let redefines = changes_checks(base, changed_paths);
+    for check in &base.checks {
+        if !check.stage.is_pre() {
+            plan.post_checks.push(json!({
+                "check": check.id,
+                "environment": check.environment,
+            }));
+            continue;
+        }
+        if let Some(quarantine) = base
+            .quarantine
+            .iter()
+            .find(|q| q.id == check.id && q.environment == check.environment)
+        {
+            let mut gap = json!({
+                "check": check.id,
+                "environment": check.environment,
+                "quarantined": true,
+                "reason": quarantine.reason,
+                "end": quarantine.end.to_string(),
+            });
+            if let Some(owner) = &quarantine.owner {
+                gap["owner"] = Value::from(owner.clone());
+            }
+            if let Some(since) = &quarantine.since {
+                gap["since"] = Value::from(since.clone());
+            }
+            if let QuarantineEnd::Date(end) = &quarantine.end {
+                // Dates written YYYY-MM-DD order as text.
+                gap["overdue"] = Value::from(today > end.as_str());
+            }
+            plan.quarantined.push(gap);
+            continue;
+        }
+        if !redefines
+            && let Some(globs) = &check.when_paths
+            && !changed_paths
+                .iter()
+                .any(|path| glob::any_matches(globs, path))
+        {
+            plan.not_required.push(json!({
+                "check": check.id,
+                "environment": check.environment,
+                "reason": format!("the change touches no path of its when_paths ({})", globs.join(", ")),
+            }));
+            continue;
+        }
+        plan.runs.push(PlannedRun {
+            spec: check.clone(),
+            adapter_from: AdapterFrom::Base,
+        });
+    }
+    if redefines {
+        let own = match own {
+            None => {
+                return Err(format!(
+                    "the change removes {POLICY_PATH}; a repository without a policy merges nothing"
+                ));
+            }
+            Some(Err(why)) => return Err(format!("the change's own {POLICY_PATH}: {why}")),
+            Some(Ok(own)) => own,
+        };
+        if own.revision <= base.revision {
+            return Err(format!(
+                "the change alters the checks (the policy or an adapter path) but its revision is {}, not above main's {}; raise revision",
+                own.revision, base.revision
+            ));
+        }
+        plan.runs.extend(
+            own.checks
+                .iter()
+                .filter(|check| check.stage.is_pre())
+                .map(|check| PlannedRun {
+                    spec: check.clone(),
+                    adapter_from: AdapterFrom::Candidate,
+                }),
+        );
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(id: &str, extra: &str) -> String {
+        format!(
+            "[[check]]\nid = \"{id}\"\nenvironment = \"linux\"\ncommand = \"ci/{id}\"\nadapter = [\"ci/\"]\nexpected_minimum = 1\n{extra}"
+        )
+    }
+
+    fn policy(revision: i64, body: &str) -> Policy {
+        Policy::parse(&format!("revision = {revision}\n{body}")).expect("a valid policy")
+    }
+
+    fn ids(plan: &Plan) -> Vec<(String, AdapterFrom)> {
+        plan.runs
+            .iter()
+            .map(|r| (r.spec.id.clone(), r.adapter_from))
+            .collect()
+    }
+
+    fn changed(paths: &[&str]) -> Vec<String> {
+        paths.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn a_check_with_when_paths_runs_only_for_a_matching_change() {
+        let base = policy(
+            1,
+            &format!(
+                "{}{}",
+                check("unit", ""),
+                check("web", "when_paths = [\"web/\", \"package.json\"]\n")
+            ),
+        );
+        let plan = plan(&base, None, &changed(&["src/a.rs"]), "2026-01-01").expect("a plan");
+        assert_eq!(ids(&plan), vec![("unit".into(), AdapterFrom::Base)]);
+        assert_eq!(plan.not_required.len(), 1);
+        assert_eq!(plan.not_required[0]["check"], "web");
+        assert!(
+            plan.not_required[0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("web/"))
+        );
+        let plan = plan_of(&base, &["web/app.ts"]);
+        assert_eq!(ids(&plan).len(), 2);
+        assert!(plan.not_required.is_empty());
+    }
+
+    fn plan_of(base: &Policy, paths: &[&str]) -> Plan {
+        plan(base, None, &changed(paths), "2026-01-01").expect("a plan")
+    }
+
+    #[test]
+    fn a_post_check_never_runs_before_the_merge_and_is_listed() {
+        let base = policy(
+            1,
+            &format!(
+                "{}{}",
+                check("unit", ""),
+                check("deploy", "stage = \"post\"\n")
+            ),
+        );
+        let plan = plan_of(&base, &["src/a.rs"]);
+        assert_eq!(ids(&plan), vec![("unit".into(), AdapterFrom::Base)]);
+        assert_eq!(
+            plan.post_checks,
+            vec![json!({"check": "deploy", "environment": "linux"})]
+        );
+        assert!(plan.detail().contains_key("post_checks"));
+    }
+
+    #[test]
+    fn a_quarantined_check_is_set_aside_as_a_gap_overdue_after_its_end() {
+        let base = policy(
+            1,
+            &format!(
+                "{}{}[[quarantine]]\nid = \"e2e\"\nenvironment = \"linux\"\nreason = \"red on main\"\nend = \"2026-10-25\"\nowner = \"platform\"\nsince = \"2026-10-18\"\n",
+                check("unit", ""),
+                check("e2e", "")
+            ),
+        );
+        let before = plan(&base, None, &changed(&["src/a.rs"]), "2026-10-25").expect("a plan");
+        assert_eq!(ids(&before), vec![("unit".into(), AdapterFrom::Base)]);
+        assert_eq!(before.quarantined[0]["owner"], "platform");
+        assert_eq!(before.quarantined[0]["overdue"], false);
+        let after = plan(&base, None, &changed(&["src/a.rs"]), "2026-10-26").expect("a plan");
+        assert_eq!(
+            ids(&after),
+            vec![("unit".into(), AdapterFrom::Base)],
+            "still in force"
+        );
+        assert_eq!(after.quarantined[0]["overdue"], true);
+        assert!(after.detail().contains_key("coverage_gaps"));
+    }
+
+    #[test]
+    fn a_change_to_the_checks_runs_every_check_twice_under_a_raised_revision() {
+        let base = policy(
+            1,
+            &format!(
+                "{}{}",
+                check("unit", ""),
+                check("web", "when_paths = [\"web/\"]\n")
+            ),
+        );
+        for touched in [POLICY_PATH, "ci/unit", "ci/deep/helper"] {
+            assert!(changes_checks(&base, &changed(&[touched])), "{touched}");
+            let own = policy(2, &format!("{}{}", check("unit", ""), check("web", "")));
+            let plan =
+                plan(&base, Some(Ok(own)), &changed(&[touched]), "2026-01-01").expect("a plan");
+            assert_eq!(
+                ids(&plan),
+                vec![
+                    ("unit".into(), AdapterFrom::Base),
+                    ("web".into(), AdapterFrom::Base),
+                    ("unit".into(), AdapterFrom::Candidate),
+                    ("web".into(), AdapterFrom::Candidate),
+                ],
+                "every check, when_paths or not, with both adapters"
+            );
+        }
+        assert!(!changes_checks(&base, &changed(&["cis/x", "src/ci/unit"])));
+    }
+
+    #[test]
+    fn a_change_to_the_checks_is_refused_without_a_higher_revision_or_a_valid_policy() {
+        let base = policy(3, &check("unit", ""));
+        let touched = changed(&[POLICY_PATH]);
+        let same = plan(
+            &base,
+            Some(Ok(policy(3, &check("unit", "")))),
+            &touched,
+            "2026-01-01",
+        );
+        assert!(
+            same.expect_err("refused")
+                .contains("revision is 3, not above main's 3")
+        );
+        let broken = plan(&base, Some(Err("bad key".into())), &touched, "2026-01-01");
+        assert!(broken.expect_err("refused").contains("bad key"));
+        let gone = plan(&base, None, &touched, "2026-01-01");
+        assert!(gone.expect_err("refused").contains("removes"));
+    }
+}
