@@ -17,6 +17,10 @@ use bay_core::time::Timestamp;
 use crate::git_model::View;
 use crate::rng::Rng;
 use crate::world::{MAIN, Millis, PATHS, Role, World};
+use bay_core::check::plan::POLICY_PATH;
+
+/// A file under every simulated check's `adapter` directory.
+const ADAPTER_PATH: &str = "checks/run";
 use bay_core::git::refs;
 
 /// The command an agent is running.
@@ -202,6 +206,14 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         let last = world.intents.len() as u64 - 1;
         let index = agent(world, host).rng.range(0, last) as usize;
         world.intents[index].clone()
+    } else if agent(world, host).rng.chance(40) {
+        // Now and then a task tunes the checks themselves: the policy, with an adapter path.
+        let me = agent(world, host);
+        let mut paths = vec![POLICY_PATH.to_string()];
+        if me.rng.chance(500) {
+            paths.push(ADAPTER_PATH.to_string());
+        }
+        (format!("task {n}: tune the checks"), paths)
     } else {
         let me = agent(world, host);
         let first = me.rng.pick(&PATHS).to_string();
@@ -243,6 +255,8 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
     task.edits += 1;
     task.edit_pending = false;
     let bug = task.repairs == 0 && me.rng.chance(60);
+    // A policy edit raises its revision, but now and then forgets to.
+    let raise = !me.rng.chance(150);
     let mut contents = Vec::new();
     for path in &task.paths {
         let marker = if bug { " BUG" } else { "" };
@@ -257,6 +271,18 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
     // Now and then the edit only restores what main already holds: nothing new to merge.
     let same_as_main = me.rng.chance(50);
     let main = world.git.remote.get(&refs::main(MAIN)).cloned();
+    let policy = main
+        .as_ref()
+        .and_then(|main| world.git.store.read(main, POLICY_PATH))
+        .map(|text| tuned(text, raise));
+    for (path, text) in &mut contents {
+        if path == POLICY_PATH {
+            match &policy {
+                Some(policy) => *text = policy.clone(),
+                None => *text = "revision = 1\nunchecked = true\n".into(),
+            }
+        }
+    }
     let main_files = main.and_then(|main| world.git.store.files(&main));
     let blobs: Vec<(String, bay_core::git::Oid)> = contents
         .into_iter()
@@ -270,6 +296,26 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
     for (path, blob) in blobs {
         view.files.insert(path, blob);
     }
+}
+
+/// Main's policy with its revision raised (or, when `raise` is false, kept: a change the
+/// runner must refuse) and a comment that makes the edit new.
+fn tuned(policy: &str, raise: bool) -> String {
+    let mut out = String::new();
+    for line in policy.lines() {
+        match line
+            .strip_prefix("revision = ")
+            .and_then(|n| n.parse::<i64>().ok())
+        {
+            Some(revision) if raise => out.push_str(&format!("revision = {}\n", revision + 1)),
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("# tuned\n");
+    out
 }
 
 fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {

@@ -68,7 +68,7 @@ mutant_test!(
     skipped_fencing_breaks_s4,
     Mutant::SkipFencing,
     Invariant::Fencing,
-    200,
+    1000,
     [Pause, SlowCheck]
 );
 mutant_test!(
