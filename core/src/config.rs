@@ -86,6 +86,19 @@ impl Default for RunnerSettings {
     }
 }
 
+impl RunnerSettings {
+    /// The head's progress deadline in seconds: the execution budget (30 minutes when unset)
+    /// plus the publish window. Work on one operation past it gives the claim back.
+    pub fn progress_s(&self) -> u64 {
+        self.execution_budget_s
+            .unwrap_or(DEFAULT_BUDGET_S)
+            .saturating_add(self.publish_window_s)
+    }
+}
+
+/// What the queue deadline assumes when `[runner] execution_budget_s` is unset.
+const DEFAULT_BUDGET_S: u64 = 1800;
+
 /// Why a config was refused. Every bay command then fails with exit 20 and shows this, so it
 /// names the key, its table and its line whenever one is at fault.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,7 +171,12 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 2] = ["lease_s", "heartbeat_s"];
+const RUNNER_ACTED_ON: [&str; 4] = [
+    "lease_s",
+    "heartbeat_s",
+    "execution_budget_s",
+    "publish_window_s",
+];
 
 /// The `[runner]` keys that check entries early or together. They rest on evidence reuse.
 const THROUGHPUT_KEYS: [&str; 3] = ["ahead", "footprint_lanes", "batch"];
@@ -423,12 +441,12 @@ fn parse_runner(
         ));
     }
 
-    // Only the lease and the heartbeat are read into the settings; every other key is checked
-    // and then refused below, until bay acts on it.
+    // The lease, the heartbeat and the head's progress deadline are read into the settings;
+    // every other key is checked and then refused below, until bay acts on it.
     let defaults = RunnerSettings::default();
     optional_text(table, "command")?;
     table.uint("submission_timeout_s", 1..=ANY)?;
-    table.uint("execution_budget_s", 1..=ANY)?;
+    let execution_budget_s = table.uint("execution_budget_s", 1..=ANY)?;
     let lease_s = table.uint("lease_s", 1..=ANY)?.unwrap_or(defaults.lease_s);
     let heartbeat_s = table
         .uint("heartbeat_s", 1..=ANY)?
@@ -436,7 +454,9 @@ fn parse_runner(
     let takeover_s = table
         .uint("takeover_s", 1..=ANY)?
         .unwrap_or(lease_s.saturating_mul(2));
-    table.uint("publish_window_s", 0..=ANY)?;
+    let publish_window_s = table
+        .uint("publish_window_s", 0..=ANY)?
+        .unwrap_or(defaults.publish_window_s);
     table.bool("bisect_post")?;
     table.uint("ahead", 0..=16)?;
     table.bool("footprint_lanes")?;
@@ -479,6 +499,8 @@ fn parse_runner(
         lease_s,
         heartbeat_s,
         takeover_s: lease_s.saturating_mul(2),
+        execution_budget_s,
+        publish_window_s,
         ..defaults
     })
 }
@@ -1089,9 +1111,7 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "red in top level",
                 "agent in top level",
                 "submission_timeout_s in [runner]",
-                "execution_budget_s in [runner]",
                 "takeover_s in [runner]",
-                "publish_window_s in [runner]",
                 "bisect_post in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
@@ -1106,7 +1126,38 @@ window_s = 3600                    # keep an ended lane change's view for one ho
         assert_eq!(config.main.as_deref(), Some("main"));
         assert_eq!(config.remote.as_deref(), Some("origin"));
         assert_eq!(config.trailers, Trailers::default());
-        assert_eq!(config.runner, RunnerSettings::default());
+        assert_eq!(
+            config.runner,
+            RunnerSettings {
+                execution_budget_s: Some(1800),
+                ..RunnerSettings::default()
+            }
+        );
+    }
+
+    #[test]
+    fn the_head_s_progress_deadline_is_read() {
+        let config = accept(
+            "[runner]
+execution_budget_s = 600
+publish_window_s = 0
+",
+        );
+        assert_eq!(config.runner.execution_budget_s, Some(600));
+        assert_eq!(config.runner.publish_window_s, 0);
+        assert_eq!(config.runner.progress_s(), 600);
+        let default = RunnerSettings::default();
+        assert_eq!(
+            default.progress_s(),
+            1800 + 60,
+            "the deadline assumes 30 minutes"
+        );
+        let error = refuse(
+            "[runner]
+execution_budget_s = 0
+",
+        );
+        assert_eq!(place(&error), (Some("execution_budget_s"), "[runner]", 2));
     }
 
     #[test]
@@ -1227,9 +1278,7 @@ window_s = 3600                    # keep an ended lane change's view for one ho
         for (line, key) in [
             ("command = \"ci/submit\"", "command"),
             ("submission_timeout_s = 120", "submission_timeout_s"),
-            ("execution_budget_s = 1800", "execution_budget_s"),
             ("takeover_s = 120", "takeover_s"),
-            ("publish_window_s = 0", "publish_window_s"),
             ("bisect_post = false", "bisect_post"),
             ("ahead = 0", "ahead"),
             ("footprint_lanes = false", "footprint_lanes"),

@@ -62,6 +62,7 @@ pub enum ReasonCode {
     SandboxAbsent,
     CheckEnvUnset,
     DiskLow,
+    QueueDeadlineExceeded,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -84,7 +85,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 20] = [
+    pub const ALL: [ReasonCode; 21] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -105,6 +106,7 @@ impl ReasonCode {
         ReasonCode::SandboxAbsent,
         ReasonCode::CheckEnvUnset,
         ReasonCode::DiskLow,
+        ReasonCode::QueueDeadlineExceeded,
     ];
 
     /// The code as it appears in a result.
@@ -130,6 +132,7 @@ impl ReasonCode {
             ReasonCode::SandboxAbsent => "SANDBOX_ABSENT",
             ReasonCode::CheckEnvUnset => "CHECK_ENV_UNSET",
             ReasonCode::DiskLow => "DISK_LOW",
+            ReasonCode::QueueDeadlineExceeded => "QUEUE_DEADLINE_EXCEEDED",
         }
     }
 
@@ -406,6 +409,18 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     `bay.minFreeMiB`, then run the command again.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::QueueDeadlineExceeded,
+        meaning: "The progress deadline of the head (`[runner] execution_budget_s`, 30 minutes \
+                  when unset, plus `publish_window_s`) released this operation three times. A \
+                  wait for a machine that can run a check never counts.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair],
+        retry_when: "change_shrunk_or_budget_raised",
+        next_step: "Read `detail`, shrink or split the change in the view, then `bay merge` \
+                    again; or ask the user to raise the budget.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -436,6 +451,7 @@ mod tests {
             ReasonCode::SandboxAbsent => 17,
             ReasonCode::CheckEnvUnset => 18,
             ReasonCode::DiskLow => 19,
+            ReasonCode::QueueDeadlineExceeded => 20,
         }
     }
 

@@ -135,6 +135,10 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              charge to set them for the runner, then test the machine again.",
             quoted(first_names(detail, &["variables", "variable", "env"]))
         ),
+        ReasonCode::QueueDeadlineExceeded => "The checks for this change took too long three \
+                                              times, so it stopped waiting its turn; make the \
+                                              change smaller or split it, then submit it again."
+            .to_owned(),
         ReasonCode::DiskLow => format!(
             "This machine is short of disk space{}, so nothing was made; free some space, or \
              ask the person in charge to lower the floor, then run the command again.",

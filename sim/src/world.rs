@@ -66,6 +66,8 @@ pub const FAULT_PHASE_MS: Millis = 30 * 60_000;
 /// out, two passes, every check's time limit and grace, and a margin for pushes and builds.
 pub const PER_OP_BOUND_MS: Millis =
     LEASE_MS + 2 * INTERVAL_MS + MAX_CHECKS * (CHECK_TIMEOUT_S * 1000 + CHECK_GRACE_MS) + 30_000;
+/// A short progress deadline for the head, which slow checks (up to three leases) outrun.
+pub const PROGRESS_MS_SHORT: Millis = 90_000;
 /// The most required checks a simulated policy has.
 pub const MAX_CHECKS: u64 = 2;
 /// Paths agents edit: few, so changes collide.
@@ -251,6 +253,9 @@ pub struct World {
     pub next_task: usize,
     /// Intents agents work on now, which another agent may pick too.
     pub intents: Vec<(String, Vec<String>)>,
+    /// The head's progress deadline every runner of this seed uses (`[runner]
+    /// execution_budget_s` plus `publish_window_s` in the repository's config).
+    progress_ms: Millis,
     deadline: Option<Millis>,
     events: u64,
     wake_tokens: u64,
@@ -278,6 +283,7 @@ impl World {
             tasks_left: scenario.changes,
             next_task: 0,
             intents: Vec::new(),
+            progress_ms: RunnerConfig::new("", MAIN, 0).progress_ms,
             deadline: None,
             events: 0,
             wake_tokens: 0,
@@ -297,6 +303,10 @@ impl World {
         if let Some(policy) = self.pick_policy() {
             let blob = self.git.store.blob(&policy);
             files.insert(".bay/policy.toml".to_string(), blob);
+        }
+        // Some repositories give the head a budget that slow checks outrun.
+        if self.rng.chance(150) {
+            self.progress_ms = PROGRESS_MS_SHORT;
         }
         let tree = self.git.store.tree(files);
         let root = self
@@ -406,6 +416,7 @@ impl World {
         cfg.heartbeat_ms = HEARTBEAT_MS;
         cfg.interval_ms = INTERVAL_MS;
         cfg.check_grace_ms = CHECK_GRACE_MS;
+        cfg.progress_ms = self.progress_ms;
         cfg.trailers = Trailers::default();
         cfg.mode = RunMode::Loop;
         if let Some(tweak) = self.scenario.tweak {

@@ -32,11 +32,17 @@ struct Rig {
 
 impl Rig {
     fn new(name: &str, clock: u64) -> Rig {
+        Rig::with(name, clock, |_| {})
+    }
+
+    /// A rig whose runner's config `tweak` changes.
+    fn with(name: &str, clock: u64, tweak: impl FnOnce(&mut RunnerConfig)) -> Rig {
         let mut cfg = RunnerConfig::new(name, MAIN, clock);
         cfg.lease_ms = LEASE;
         cfg.heartbeat_ms = HEARTBEAT;
         cfg.interval_ms = 10_000;
         cfg.check_grace_ms = 5_000;
+        tweak(&mut cfg);
         Rig {
             runner: Runner::new(cfg, Timestamp(clock)),
             clock,
@@ -439,6 +445,34 @@ fn a_check_that_never_answers_is_unknown_at_its_deadline() {
         record.ops[0].checks[0].verdict,
         bay_core::check::Verdict::Unknown
     );
+}
+
+#[test]
+fn a_head_past_its_progress_deadline_gives_its_claim_back_and_the_third_time_is_blocked() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    // The checks never answer; the deadline (40 s) comes before their limit (100 s).
+    let mut a = Rig::with("a", 0, |cfg| cfg.progress_ms = 40_000);
+    let mut clock = 0;
+    let mut claims = 0;
+    while !bench.state(&op).0.is_terminal() && clock < 1_000_000 {
+        if a.run_until(&mut bench, clock, &is_check).is_some() {
+            claims += 1;
+        }
+        clock += HEARTBEAT / 2;
+    }
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::QueueDeadlineExceeded))
+    );
+    assert_eq!(claims, 3, "three runs of the check, one per claim");
+    let record = bench.record(&op.change);
+    assert_eq!(record.ops[0].deadline_releases, 2);
+    assert!(
+        record.ops[0].checks.is_empty(),
+        "no check answered, none is recorded"
+    );
+    assert_eq!(bench.merges_of(&op.change), 0);
 }
 
 #[test]

@@ -41,6 +41,8 @@ pub enum Wake {
     Heartbeat,
     /// A check ran past its time limit without an answer.
     CheckDeadline,
+    /// Work on the head ran past its progress deadline.
+    ProgressDeadline,
     /// A claim someone else holds may have gone silent for a whole lease.
     LeaseWatch,
     /// Try again after a fault.

@@ -73,6 +73,8 @@ pub struct Operation {
     pub checks: Vec<CheckRec>,
     /// Why the last claim was given back, if one was.
     pub released: Option<ReasonCode>,
+    /// How many times the head's progress deadline gave the claim back.
+    pub deadline_releases: u32,
     pub outcome: Option<OpOutcome>,
 }
 
@@ -255,6 +257,7 @@ impl ChangeRecord {
                     candidates: Vec::new(),
                     checks: Vec::new(),
                     released: None,
+                    deadline_releases: 0,
                     outcome: None,
                 });
             }
@@ -273,6 +276,9 @@ impl ChangeRecord {
                 let live = self.owned_mut(op, &step.by)?;
                 live.owner = None;
                 live.released = *reason;
+                if *reason == Some(ReasonCode::QueueDeadlineExceeded) {
+                    live.deadline_releases += 1;
+                }
                 live.state = OpState::Submitted;
             }
             StepBody::Candidate {

@@ -68,6 +68,10 @@ pub struct RunnerConfig {
     /// How long past a check's `timeout_s` the runner waits for the driver's answer before it
     /// judges the check `unknown` by itself.
     pub check_grace_ms: u64,
+    /// The head's progress deadline, from its first check: the execution budget plus the
+    /// publish window. Past it the claim goes back; the third time, `QUEUE_DEADLINE_EXCEEDED`.
+    #[serde(default = "default_progress_ms")]
+    pub progress_ms: u64,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -95,6 +99,7 @@ impl RunnerConfig {
             interval_ms: 10_000,
             backoff_ms: 2_000,
             check_grace_ms: 30_000,
+            progress_ms: default_progress_ms(),
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,
@@ -103,6 +108,13 @@ impl RunnerConfig {
             mutant: None,
         }
     }
+}
+
+/// The spec's default deadline: a 30-minute budget and a 60-second window.
+fn default_progress_ms() -> u64 {
+    crate::config::RunnerSettings::default()
+        .progress_s()
+        .saturating_mul(1000)
 }
 
 /// What a caller already knows of the remote, handed to a new runner so that its first pass

@@ -21,6 +21,9 @@ use crate::time::Timestamp;
 
 pub use crate::check::plan::POLICY_PATH;
 
+/// How many times the progress deadline gives an operation's claim back before it is blocked.
+const QUEUE_DEADLINE_RELEASES: u32 = 3;
+
 /// What a work action was for.
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
@@ -144,6 +147,9 @@ pub(super) struct Work {
     pub deferred: Option<Write>,
     /// The check in flight: its action, its deadline and the request it was sent.
     pub check: Option<(ActionId, Timestamp, CheckRequest)>,
+    /// The progress deadline, set when the first check starts: the wait before it (for a
+    /// machine that can run the check, say) never counts.
+    pub progress_until: Option<Timestamp>,
     /// The last heartbeat this work wrote and the parent it was given (for a mutant).
     #[cfg(feature = "mutants")]
     pub last_heartbeat_parent: Option<(Oid, Oid)>,
@@ -179,6 +185,7 @@ impl Work {
             writing: false,
             deferred: None,
             check: None,
+            progress_until: None,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
         }
@@ -193,10 +200,17 @@ impl Work {
             at: *at,
             why: Wake::CheckDeadline,
         });
-        match (heartbeat, check) {
-            (Some(h), Some(c)) => Some(if c.at < h.at { c } else { h }),
-            (h, c) => h.or(c),
-        }
+        let progress = self
+            .progress_until
+            .filter(|_| !self.writing)
+            .map(|at| Deadline {
+                at,
+                why: Wake::ProgressDeadline,
+            });
+        [heartbeat, check, progress]
+            .into_iter()
+            .flatten()
+            .min_by_key(|deadline| deadline.at)
     }
 }
 
@@ -240,9 +254,43 @@ impl Runner {
             }
         }
         let work = self.work_mut();
+        if !work.writing && work.progress_until.is_some_and(|until| now >= until) {
+            return self.past_deadline();
+        }
+        let work = self.work_mut();
         if work.claimed && !work.writing && now >= work.heartbeat_at {
             self.heartbeat();
         }
+    }
+
+    /// The head ran past its progress deadline: whatever is in flight is dropped and the claim
+    /// goes back, so the queue moves; the third time the operation is blocked.
+    fn past_deadline(&mut self) {
+        let work = self.work_mut();
+        work.progress_until = None;
+        if let Some((id, _, _)) = work.check.take() {
+            self.out.forget(id);
+        }
+        let work = self.work.as_ref().expect("past a deadline while working");
+        let releases = work
+            .record
+            .op(&work.op)
+            .map_or(0, |op| op.deadline_releases);
+        let seconds = self.cfg.progress_ms / 1000;
+        if releases + 1 >= QUEUE_DEADLINE_RELEASES {
+            return self.end(
+                OpState::Blocked,
+                Some(ReasonCode::QueueDeadlineExceeded),
+                serde_json::json!({
+                    "progress_deadline_s": seconds,
+                    "releases": releases + 1,
+                }),
+            );
+        }
+        self.release(
+            Some(ReasonCode::QueueDeadlineExceeded),
+            format!("the checks ran past the head's progress deadline of {seconds} s"),
+        );
     }
 
     fn heartbeat(&mut self) {
@@ -774,7 +822,10 @@ impl Runner {
             candidate: built.commit,
         };
         let id = self.send_work(Action::RunCheck(Box::new(run)), Purpose::Check { index });
-        self.work_mut().check = Some((id, deadline, request));
+        let progress = self.now.plus_millis(self.cfg.progress_ms);
+        let work = self.work_mut();
+        work.check = Some((id, deadline, request));
+        work.progress_until.get_or_insert(progress);
     }
 
     fn on_check(&mut self, id: ActionId, index: usize, exit: CheckExit) {
