@@ -196,8 +196,8 @@ fn a_runner_that_is_not_a_named_producer_leaves_the_check_waiting() {
     let (change, status) = run_one(&world, "src/greeting.txt", "Hi\n", &[]);
     assert_eq!(status["decision"], "queued", "{status}");
     assert_eq!(
-        status["detail"]["last_release"], "CHECK_UNAVAILABLE",
-        "{status}"
+        status["detail"]["operation"]["state"], "submitted",
+        "unclaimed, left to a producer: {status}"
     );
     assert_eq!(world.merges_of(&change), 0);
     // The producer the policy names answers it.

@@ -58,3 +58,55 @@ fn a_head_within_its_deadline_merges() {
     bay(&world.admin, "runner", &["runner", "run", "--once"]);
     assert_eq!(world.merges_of(&change), 1);
 }
+
+/// A world whose one check runs on the environment `gpu`.
+fn gpu_world(config: &str) -> World {
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", config, false),
+        (
+            ".bay/policy.toml",
+            &policy("").replace("environment = \"any\"", "environment = \"gpu\""),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+    ])
+}
+
+#[test]
+fn a_machine_that_does_not_serve_the_environment_leaves_the_check_to_one_that_does() {
+    let world = gpu_world(CONFIG);
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    git(&world.admin, &["config", "bay.checkEnvironment", "cpu"]);
+    for _ in 0..3 {
+        let pass = bay(&world.admin, "admin", &["runner", "run", "--once"]);
+        assert_eq!(pass.code, 0, "{pass:?}");
+        assert!(pass.doc["detail"]["unavailable"].is_string(), "{pass:?}");
+    }
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "queued", "{status:?}");
+    let claims = world
+        .chain(&change)
+        .iter()
+        .filter(|step| step["kind"] == "claim")
+        .count();
+    assert_eq!(claims, 0, "a machine that cannot end it never claims it");
+    assert_eq!(world.merges_of(&change), 0);
+
+    let gpu = world.clone_as("gpu");
+    git(&gpu, &["config", "bay.checkEnvironment", "gpu"]);
+    bay(&gpu, "gpu", &["runner", "run", "--once"]);
+    assert_eq!(world.merges_of(&change), 1);
+}
+
+#[test]
+fn one_empty_environment_serves_nothing() {
+    let world = gpu_world(CONFIG);
+    let ann = world.clone_as("ann");
+    let (change, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    git(&world.admin, &["config", "bay.checkEnvironment", ""]);
+    let pass = bay(&world.admin, "admin", &["runner", "run", "--once"]);
+    assert!(pass.doc["detail"]["unavailable"].is_string(), "{pass:?}");
+    assert_eq!(world.merges_of(&change), 0);
+}

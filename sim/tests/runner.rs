@@ -476,6 +476,31 @@ fn a_head_past_its_progress_deadline_gives_its_claim_back_and_the_third_time_is_
 }
 
 #[test]
+fn a_wait_for_a_machine_that_serves_the_check_never_counts_toward_the_deadline() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| {
+        cfg.progress_ms = 40_000;
+        cfg.environments = Some(vec!["elsewhere".into()]);
+    });
+    let mut clock = 0;
+    while clock < 10 * 40_000 {
+        assert!(
+            a.run_until(&mut bench, clock, &is_check).is_none(),
+            "no check runs here"
+        );
+        clock += HEARTBEAT;
+    }
+    assert_eq!(bench.state(&op).0, OpState::Submitted);
+    let record = bench.record(&op.change);
+    assert_eq!(
+        record.ops[0].claims, 0,
+        "a machine that cannot end it never claims it"
+    );
+    assert_eq!(record.ops[0].deadline_releases, 0);
+}
+
+#[test]
 fn an_unavailable_check_keeps_no_record_and_gives_the_claim_back() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);

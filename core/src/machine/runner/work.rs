@@ -731,6 +731,11 @@ impl Runner {
                 serde_json::json!({ "path": POLICY_PATH, "why": why }),
             ),
             Ok(plan) => {
+                // A run this machine may not do means the operation cannot end here: leave it,
+                // unclaimed, to a machine that can.
+                if let Some(why) = plan.runs.iter().find_map(|run| self.cannot_run(&run.spec)) {
+                    return self.unavailable(why);
+                }
                 let nothing_to_run = plan.runs.is_empty();
                 #[cfg(feature = "mutants")]
                 let nothing_to_run = nothing_to_run || self.mutant_reuses_checks();
@@ -760,27 +765,6 @@ impl Runner {
             return self.write(Write::Merge);
         };
         let spec = planned.spec;
-        if let Some(served) = &self.cfg.environments
-            && !served.contains(&spec.environment)
-        {
-            let why = format!(
-                "this runner does not serve the environment {}",
-                spec.environment
-            );
-            return self.unavailable(why);
-        }
-        if let Some(producers) = &spec.producers
-            && !producers.contains(&self.cfg.runner)
-        {
-            // Its record would not count: leave the check to a producer the policy names.
-            let why = format!(
-                "only {} may answer the check {}, and this runner is {}",
-                producers.join(", "),
-                spec.id,
-                self.cfg.runner
-            );
-            return self.unavailable(why);
-        }
         let built = work.built.clone().expect("checks run on a built candidate");
         let request = CheckRequest::build(RequestInput {
             target: CheckTarget {
@@ -923,6 +907,29 @@ impl Runner {
             record,
             then,
         });
+    }
+
+    /// Why this machine may not run `spec`: it does not serve the check's environment
+    /// (`bay.checkEnvironment`), or the policy names other `producers`, whose records alone
+    /// would count.
+    fn cannot_run(&self, spec: &CheckSpec) -> Option<String> {
+        if let Some(served) = &self.cfg.environments
+            && !served.contains(&spec.environment)
+        {
+            return Some(format!(
+                "this runner does not serve the environment {}",
+                spec.environment
+            ));
+        }
+        match &spec.producers {
+            Some(producers) if !producers.contains(&self.cfg.runner) => Some(format!(
+                "only {} may answer the check {}, and this runner is {}",
+                producers.join(", "),
+                spec.id,
+                self.cfg.runner
+            )),
+            _ => None,
+        }
     }
 
     /// No worker can run the check here: keep no record, give the claim back, and wait.
