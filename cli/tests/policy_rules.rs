@@ -246,3 +246,54 @@ fn a_change_to_a_check_must_raise_revision_and_passes_both_versions() {
         "one run per version of the check"
     );
 }
+
+/// A check with two units: `known` fails while `src/known-bug` exists, `new` while
+/// `src/new-bug` does.
+const TWO_UNITS: &str = r#"#!/bin/sh
+request=$(cat)
+commit=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\1/p')
+tree=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\2/p')
+known=pass; [ -e src/known-bug ] && known=product_failure
+new=pass; [ -e src/new-bug ] && new=product_failure
+printf '{"schema":"bay.check.result/1","exercised":{"commit":"%s","tree":"%s"},"plan":{"selected":2,"completed":2},"checks":[{"id":"known","verdict":"%s"},{"id":"new","verdict":"%s"}]}\n' "$commit" "$tree" "$known" "$new"
+"#;
+
+#[test]
+fn a_baseline_check_fails_a_change_only_on_failures_its_base_does_not_share() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("src/known-bug", "already broken on main\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            &policy("baseline = \"base\"\n")
+                .replace(".bay/check", ".bay/two-units")
+                .replace("expected_minimum = 1", "expected_minimum = 2"),
+            false,
+        ),
+        (".bay/two-units", TWO_UNITS, true),
+    ]);
+    // The failure main already has does not stop an unrelated change; the merge names it.
+    let (change, status) = run_one(&world, "src/greeting.txt", "Hi\n", &[]);
+    assert_eq!(status["decision"], "merged", "{status}");
+    let gap = &status["detail"]["coverage_gaps"][0];
+    assert_eq!(
+        gap["baseline_failures"],
+        serde_json::json!(["known"]),
+        "{status}"
+    );
+    assert_eq!(world.merges_of(&change), 1);
+
+    // A new failure does.
+    let bob = world.clone_as("bob");
+    let (broken, view) = world.submit(&bob, "bob", "break more", "src/new-bug", "new\n");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let status = bay(&view, "bob", &["status"]);
+    assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
+    assert_eq!(
+        status.doc["detail"]["new_failures"],
+        serde_json::json!(["new"]),
+        "{status:?}"
+    );
+    assert_eq!(world.merges_of(&broken), 0);
+}

@@ -65,10 +65,12 @@ pub enum Run {
     Silent,
 }
 
-/// Every honest pass of every check on every tree, over the whole run.
+/// Every honest pass of every check on every tree, and every run that reported a failure,
+/// over the whole run.
 #[derive(Debug, Default)]
 pub struct Truth {
     honest_passes: BTreeSet<(Oid, String)>,
+    failures: BTreeSet<(Oid, String)>,
     pub runs: u64,
 }
 
@@ -76,6 +78,12 @@ impl Truth {
     pub fn honestly_passed(&self, tree: &Oid, check: &str) -> bool {
         self.honest_passes
             .contains(&(tree.clone(), check.to_string()))
+    }
+
+    /// Whether some run of `check` on `tree` reported a `product_failure` (a real bug, or a
+    /// flake): what a `baseline = "base"` comparison may rest on.
+    pub fn failed_on(&self, tree: &Oid, check: &str) -> bool {
+        self.failures.contains(&(tree.clone(), check.to_string()))
     }
 }
 
@@ -130,6 +138,9 @@ pub fn run(
     };
     let honest = |millis: u64, truth: &mut Truth| {
         if bug {
+            truth
+                .failures
+                .insert((candidate.tree.clone(), run.check.id.clone()));
             let stdout = result(
                 "product_failure",
                 &candidate.tree,
@@ -175,6 +186,9 @@ pub fn run(
         },
         Behaviour::Lost => Run::Silent,
         Behaviour::Flaky => {
+            truth
+                .failures
+                .insert((candidate.tree.clone(), run.check.id.clone()));
             let stdout = result(
                 "product_failure",
                 &candidate.tree,

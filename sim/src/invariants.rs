@@ -310,16 +310,38 @@ impl Checker {
                 );
             }
         };
+        // The checks a baseline comparison let through, as the merge's outcome names them.
+        let outcome = remote
+            .get(&refs::change(&op.change))
+            .and_then(|tip| store.chain(tip))
+            .and_then(|steps| ChangeRecord::fold(&steps).ok())
+            .and_then(|record| record.op(op).and_then(|o| o.outcome.clone()));
+        let baseline_gap = |check: &str| {
+            outcome.as_ref().is_some_and(|outcome| {
+                outcome.detail["coverage_gaps"]
+                    .as_array()
+                    .is_some_and(|gaps| {
+                        gaps.iter().any(|gap| {
+                            gap["check"] == check && gap.get("baseline_failures").is_some()
+                        })
+                    })
+            })
+        };
+        let base_tree = store.get(base).map(|c| c.tree.clone());
         for check in planned.runs.iter().map(|run| &run.spec) {
-            let recorded = remote
-                .refs
-                .iter()
-                .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
-                .any(|(_, tip)| {
-                    notes
-                        .records(tip, &tree)
-                        .any(|record| records_pass(record, &check.id, &tree))
-                });
+            let evidence = |verdict: &str| {
+                remote
+                    .refs
+                    .iter()
+                    .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+                    .any(|(_, tip)| {
+                        notes
+                            .records(tip, &tree)
+                            .any(|record| records_verdict(record, &check.id, &tree, verdict))
+                    })
+            };
+            let baselined = check.baseline.is_some() && baseline_gap(&check.id);
+            let recorded = evidence("pass") || (baselined && evidence("product_failure"));
             if !recorded {
                 self.violate(
                     Invariant::MergedIsChecked,
@@ -331,7 +353,16 @@ impl Checker {
                     ),
                 );
             }
-            if !truth.honestly_passed(&tree, &check.id) {
+            // A pass rests on an honest pass; failures the base shares rest on a failure of
+            // the same check on the base.
+            let rests = if baselined {
+                base_tree
+                    .as_ref()
+                    .is_some_and(|base| truth.failed_on(base, &check.id))
+            } else {
+                truth.honestly_passed(&tree, &check.id)
+            };
+            if !rests {
                 self.violate(
                     Invariant::UnknownNeverPasses,
                     at,
@@ -557,11 +588,12 @@ fn bay_trailers(message: &str) -> Option<(ChangeId, OpId)> {
 }
 
 /// Whether an evidence record is a pass of `check` on `tree`.
-fn records_pass(record: &str, check: &str, tree: &Oid) -> bool {
+/// Whether an evidence record says `verdict` for `check` on `tree`.
+fn records_verdict(record: &str, check: &str, tree: &Oid, verdict: &str) -> bool {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(record) else {
         return false;
     };
     value["check"] == check
-        && value["verdict"] == "pass"
+        && value["verdict"] == verdict
         && value["candidate"]["tree"] == tree.as_str()
 }

@@ -366,7 +366,8 @@ impl World {
 
     /// The policy on main: usually checks, sometimes none required, rarely absent; and the
     /// rules that change what a runner does: a check required only for some paths, a post
-    /// check, reruns of failures with flaky merges allowed or refused, a quarantine.
+    /// check, reruns of failures with flaky merges allowed or refused, a quarantine, failures
+    /// judged against the base.
     fn pick_policy(&mut self) -> Option<String> {
         let roll = self.rng.range(0, 99);
         let check = |id: &str, extra: &str| {
@@ -396,6 +397,7 @@ impl World {
                 &[check("unit", "retry_on_failure = 1"), check("lint", "")],
                 "[[quarantine]]\nid = \"lint\"\nenvironment = \"sim\"\nreason = \"red on main\"\nend = \"2030-01-01\"\nowner = \"sim\"\n",
             ),
+            80..=89 => policy(&[check("unit", "baseline = \"base\"")], ""),
             _ => policy(&[check("unit", ""), check("lint", "")], ""),
         }
     }

@@ -72,6 +72,13 @@ mutant_test!(
     [Pause, SlowCheck]
 );
 mutant_test!(
+    baseline_without_the_base_breaks_s5,
+    Mutant::BaselineWithoutBase,
+    Invariant::UnknownNeverPasses,
+    200,
+    []
+);
+mutant_test!(
     any_tree_breaks_s5,
     Mutant::AcceptAnyTree,
     Invariant::UnknownNeverPasses,

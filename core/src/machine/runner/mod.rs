@@ -182,6 +182,10 @@ pub struct Runner {
     outcome: Option<BayResult>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
+    /// The base runs of `baseline = "base"` checks on one base tree, so that each runs once:
+    /// per (check, environment), the units that failed there, or `None` when the base run
+    /// gave no verdict to compare with.
+    baselines: Option<(Oid, work::Baselines)>,
 }
 
 impl Runner {
@@ -205,6 +209,7 @@ impl Runner {
             seeded: None,
             outcome: None,
             merged: 0,
+            baselines: None,
         }
     }
 

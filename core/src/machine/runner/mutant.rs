@@ -31,6 +31,9 @@ pub enum Mutant {
     SkipClaimedHead,
     /// Liveness: never takes over a silent claim.
     NeverTakeOver,
+    /// S5: takes every failure of a `baseline = "base"` check as one the base shares, without
+    /// running the check on the base.
+    BaselineWithoutBase,
 }
 
 impl Runner {
@@ -76,6 +79,12 @@ impl Runner {
         self.work
             .as_mut()
             .expect("heartbeats are sent only while working")
+    }
+
+    /// What the base failed, as the mutant that never runs the base pretends: everything.
+    pub(super) fn mutant_baseline(&self, failed: &[String]) -> Option<Vec<String>> {
+        self.mutant_is(Mutant::BaselineWithoutBase)
+            .then(|| failed.to_vec())
     }
 
     pub(super) fn mutant_reuses_checks(&self) -> bool {

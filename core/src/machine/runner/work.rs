@@ -1,5 +1,7 @@
 //! Working one claimed operation: policy, candidate, checks, and the merge push.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan};
 use crate::check::{
@@ -13,6 +15,7 @@ use crate::machine::{
     Action, ActionId, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect,
     FetchSpec, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
+use crate::policy::Baseline;
 use crate::policy::{CheckSpec, Policy};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, StepBody};
@@ -33,6 +36,11 @@ pub(super) enum Purpose {
     ReadOwnPolicy,
     Check {
         index: usize,
+    },
+    /// The base run of a `baseline = "base"` check whose run on the candidate failed.
+    Baseline {
+        index: usize,
+        run: Judged,
     },
     Heartbeat {
         parent: Oid,
@@ -95,6 +103,21 @@ impl Write {
     }
 }
 
+/// One judged run of a check on the candidate.
+#[derive(Clone, Debug)]
+pub(super) struct Judged {
+    pub verdict: Verdict,
+    pub why: String,
+    /// The evidence record, as JSON; empty when none is kept.
+    pub record: String,
+    /// The ids of the units that failed with `product_failure`.
+    pub failed: Vec<String>,
+}
+
+/// The base runs of one base tree: per (check, environment), the units that failed there, or
+/// `None` when the run gave no verdict to compare with.
+pub(super) type Baselines = BTreeMap<(String, String), Option<BTreeSet<String>>>;
+
 /// How an operation ends short of a merge.
 #[derive(Clone, Debug)]
 pub(super) struct Ending {
@@ -135,9 +158,10 @@ pub(super) struct Work {
     /// The runs of the current check so far on this candidate (`retry_on_failure`), each
     /// `{verdict, why}`.
     pub attempts: Vec<serde_json::Value>,
-    /// Checks that passed only after failing (`allow_flaky`), named in the merge's
-    /// `coverage_gaps` with every run.
-    pub flaky: Vec<serde_json::Value>,
+    /// What the merge's `coverage_gaps` must name besides the plan's: checks that passed only
+    /// after failing (`allow_flaky`), with every run, and failures the base shares
+    /// (`baseline_failures`).
+    pub gaps: Vec<serde_json::Value>,
     /// Times main moved under a merge push in this work.
     pub main_moved: u32,
     pub heartbeat_at: Timestamp,
@@ -179,7 +203,7 @@ impl Work {
             plan: None,
             done: 0,
             attempts: Vec::new(),
-            flaky: Vec::new(),
+            gaps: Vec::new(),
             main_moved: 0,
             heartbeat_at: now.plus_millis(heartbeat_ms),
             writing: false,
@@ -250,7 +274,15 @@ impl Runner {
                 self.out.forget(id);
                 let index = self.work_mut().done;
                 let why = "The check ran past its time limit and never answered.".to_string();
-                return self.judged(index, Verdict::Unknown, why, String::new());
+                return self.judged(
+                    index,
+                    Judged {
+                        verdict: Verdict::Unknown,
+                        why,
+                        record: String::new(),
+                        failed: Vec::new(),
+                    },
+                );
             }
         }
         let work = self.work_mut();
@@ -575,6 +607,9 @@ impl Runner {
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
                 self.on_check(id, index, exit)
             }
+            (Purpose::Baseline { index, run }, Completion::CheckExited(exit)) => {
+                self.on_baseline(id, index, run, exit)
+            }
             (Purpose::Heartbeat { parent }, Completion::Pushed(report)) => {
                 self.on_heartbeat(report, parent)
             }
@@ -619,7 +654,7 @@ impl Runner {
         work.plan = None;
         work.done = 0;
         work.attempts.clear();
-        work.flaky.clear();
+        work.gaps.clear();
         work.built = None;
         let operation = work
             .record
@@ -752,10 +787,6 @@ impl Runner {
     /// Runs the next required check, or merges when none is left.
     fn next_check(&mut self) {
         let work = self.work.as_ref().expect("checks run only while working");
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("checks run after the policy is read");
         let index = work.done;
         let plan = work
             .plan
@@ -766,31 +797,16 @@ impl Runner {
         };
         let spec = planned.spec;
         let built = work.built.clone().expect("checks run on a built candidate");
-        let request = CheckRequest::build(RequestInput {
-            target: CheckTarget {
-                id: spec.id.clone(),
-                environment: spec.environment.clone(),
-                timeout_s: spec.timeout_s,
-                expected_minimum: spec.expected_minimum,
-                fixtures: spec.fixtures.iter().map(ToString::to_string).collect(),
-            },
-            policy_revision: policy.revision.to_string(),
-            candidate: CommitTree {
-                commit: built.commit.clone(),
-                tree: built.tree.clone(),
-            },
-            base: CommitTree {
-                commit: work.base.clone(),
-                tree: built.base_tree.clone(),
-            },
-            changed_paths: built.changed_paths.clone(),
-            change: Some(ChangeContext {
-                id: work.record.change.clone(),
-                intent: work.record.intent.clone(),
-                actor: work.record.actor.clone(),
-                messages: Vec::new(),
-            }),
-        });
+        let candidate = CommitTree {
+            commit: built.commit.clone(),
+            tree: built.tree.clone(),
+        };
+        let base = CommitTree {
+            commit: work.base.clone(),
+            tree: built.base_tree.clone(),
+        };
+        let request = self.request_for(&spec, candidate, base, built.changed_paths.clone());
+        let work = self.work.as_ref().expect("checks run only while working");
         let deadline = self
             .now
             .plus_secs(spec.timeout_s)
@@ -810,6 +826,41 @@ impl Runner {
         let work = self.work_mut();
         work.check = Some((id, deadline, request));
         work.progress_until.get_or_insert(progress);
+    }
+
+    /// The request for one run of `spec` on `candidate`, made on `base`, about this work's
+    /// change under the base's policy.
+    fn request_for(
+        &self,
+        spec: &CheckSpec,
+        candidate: CommitTree,
+        base: CommitTree,
+        changed_paths: Vec<String>,
+    ) -> CheckRequest {
+        let work = self.work.as_ref().expect("checks run only while working");
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("checks run after the policy is read");
+        CheckRequest::build(RequestInput {
+            target: CheckTarget {
+                id: spec.id.clone(),
+                environment: spec.environment.clone(),
+                timeout_s: spec.timeout_s,
+                expected_minimum: spec.expected_minimum,
+                fixtures: spec.fixtures.iter().map(ToString::to_string).collect(),
+            },
+            policy_revision: policy.revision.to_string(),
+            candidate,
+            base,
+            changed_paths,
+            change: Some(ChangeContext {
+                id: work.record.change.clone(),
+                intent: work.record.intent.clone(),
+                actor: work.record.actor.clone(),
+                messages: Vec::new(),
+            }),
+        })
     }
 
     fn on_check(&mut self, id: ActionId, index: usize, exit: CheckExit) {
@@ -838,7 +889,21 @@ impl Runner {
                     at: self.now,
                 };
                 let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
-                self.judged(index, judged.verdict, judged.why, record);
+                let failed = judged
+                    .failed
+                    .iter()
+                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
+                    .map(|unit| unit.id.clone())
+                    .collect();
+                self.judged(
+                    index,
+                    Judged {
+                        verdict: judged.verdict,
+                        why: judged.why,
+                        record,
+                        failed,
+                    },
+                );
             }
         }
     }
@@ -847,8 +912,14 @@ impl Runner {
     /// again on the same tree while `retry_on_failure` allows; a pass after a failure is
     /// flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a coverage gap); any
     /// other verdict but `pass` ends the operation; the last run's pass merges.
-    fn judged(&mut self, index: usize, verdict: Verdict, why: String, record: String) {
+    fn judged(&mut self, index: usize, run: Judged) {
         let spec = self.check_spec(index);
+        let Judged {
+            verdict,
+            why,
+            record,
+            ..
+        } = run.clone();
         let work = self.work_mut();
         let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
         work.attempts
@@ -868,6 +939,9 @@ impl Runner {
         };
         let then = match verdict {
             Verdict::ProductFailure if failures <= spec.retry_on_failure as usize => Then::Again,
+            Verdict::ProductFailure if spec.baseline == Some(Baseline::Base) => {
+                return self.against_baseline(index, run);
+            }
             Verdict::ProductFailure => blocked(
                 ReasonCode::CheckFailed,
                 serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why, "runs": runs }),
@@ -886,7 +960,7 @@ impl Runner {
             ),
             Verdict::Pass => {
                 if failures > 0 {
-                    work.flaky.push(serde_json::json!({
+                    work.gaps.push(serde_json::json!({
                         "check": spec.id,
                         "environment": spec.environment,
                         "flaky": true,
@@ -905,6 +979,135 @@ impl Runner {
             verdict,
             why,
             record,
+            then,
+        });
+    }
+
+    /// A `baseline = "base"` check failed on the candidate: compare its failing units with the
+    /// same check's run on the base, run once per base tree.
+    fn against_baseline(&mut self, index: usize, run: Judged) {
+        let spec = self.check_spec(index);
+        let work = self.work.as_ref().expect("judging while working");
+        let built = work.built.clone().expect("checks run on a built candidate");
+        let key = (spec.id.clone(), spec.environment.clone());
+        #[cfg(feature = "mutants")]
+        if let Some(pretended) = self.mutant_baseline(&run.failed) {
+            return self.baseline_judged(index, run, Some(pretended.into_iter().collect()));
+        }
+        if let Some((tree, known)) = &self.baselines
+            && *tree == built.base_tree
+            && let Some(base) = known.get(&key)
+        {
+            let base = base.clone();
+            return self.baseline_judged(index, run, base);
+        }
+        let base = CommitTree {
+            commit: work.base.clone(),
+            tree: built.base_tree.clone(),
+        };
+        let request = self.request_for(&spec, base.clone(), base.clone(), Vec::new());
+        let deadline = self
+            .now
+            .plus_secs(spec.timeout_s)
+            .plus_millis(self.cfg.check_grace_ms);
+        let check = CheckRun {
+            check: spec,
+            request: request.clone(),
+            adapter_from: base.commit.clone(),
+            candidate: base.commit,
+        };
+        let id = self.send_work(
+            Action::RunCheck(Box::new(check)),
+            Purpose::Baseline { index, run },
+        );
+        self.work_mut().check = Some((id, deadline, request));
+    }
+
+    /// The base run answered: remember what failed there, and judge the candidate's failure.
+    fn on_baseline(&mut self, id: ActionId, index: usize, run: Judged, exit: CheckExit) {
+        let request = match self.work_mut().check.take() {
+            Some((current, _, request)) if current == id => request,
+            other => {
+                self.work_mut().check = other;
+                return;
+            }
+        };
+        let spec = self.check_spec(index);
+        let failing_on_base = match judge(&request, spec.expected_minimum, &exit) {
+            Judgement::Judged(judged) if judged.verdict == Verdict::ProductFailure => Some(
+                judged
+                    .failed
+                    .iter()
+                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
+                    .map(|unit| unit.id.clone())
+                    .collect::<BTreeSet<String>>(),
+            ),
+            Judgement::Judged(judged) if judged.verdict == Verdict::Pass => Some(BTreeSet::new()),
+            _ => None,
+        };
+        let tree = request.candidate.tree.clone();
+        let baselines = match &mut self.baselines {
+            Some((known, baselines)) if *known == tree => baselines,
+            slot => &mut slot.insert((tree, Baselines::new())).1,
+        };
+        baselines.insert(
+            (spec.id.clone(), spec.environment.clone()),
+            failing_on_base.clone(),
+        );
+        self.baseline_judged(index, run, failing_on_base);
+    }
+
+    /// Every unit that failed on the candidate also failed on the base: the failures are
+    /// pre-existing, the rest of the result is judged (it passed every other rule), and the
+    /// merge names them in `coverage_gaps` as `baseline_failures`. A new failure, or a base run
+    /// with no verdict to compare with, fails the check.
+    fn baseline_judged(&mut self, index: usize, run: Judged, base: Option<BTreeSet<String>>) {
+        let spec = self.check_spec(index);
+        let required = self.work_mut().plan.as_ref().map_or(0, |p| p.runs.len());
+        let failed: BTreeSet<String> = run.failed.iter().cloned().collect();
+        let (then, why) = match &base {
+            Some(base) if !failed.is_empty() && failed.is_subset(base) => {
+                let ids: Vec<&String> = failed.iter().collect();
+                self.work_mut().gaps.push(serde_json::json!({
+                    "check": spec.id,
+                    "environment": spec.environment,
+                    "baseline_failures": ids,
+                }));
+                let then = if index + 1 >= required {
+                    Then::Merge
+                } else {
+                    Then::Continue
+                };
+                (
+                    then,
+                    format!("{} Every failing unit also fails on the base.", run.why),
+                )
+            }
+            _ => {
+                let new: Vec<&String> = match &base {
+                    Some(base) => failed.difference(base).collect(),
+                    None => failed.iter().collect(),
+                };
+                let detail = serde_json::json!({
+                    "check": spec.id,
+                    "verdict": run.verdict,
+                    "why": run.why,
+                    "new_failures": new,
+                    "baseline": if base.is_some() { "compared" } else { "the base run gave no verdict" },
+                });
+                let then = Then::End(Ending {
+                    state: OpState::Blocked,
+                    reason: Some(ReasonCode::CheckFailed),
+                    detail,
+                });
+                (then, run.why.clone())
+            }
+        };
+        self.write(Write::Check {
+            index,
+            verdict: run.verdict,
+            why,
+            record: run.record,
             then,
         });
     }
@@ -1176,12 +1379,12 @@ fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
     if let Some(plan) = &work.plan {
         detail.extend(plan.detail());
     }
-    if !work.flaky.is_empty() {
+    if !work.gaps.is_empty() {
         let gaps = detail
             .entry("coverage_gaps")
             .or_insert_with(|| serde_json::Value::Array(Vec::new()));
         if let serde_json::Value::Array(gaps) = gaps {
-            gaps.extend(work.flaky.iter().cloned());
+            gaps.extend(work.gaps.iter().cloned());
         }
     }
     serde_json::Value::Object(detail)
