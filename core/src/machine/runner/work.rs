@@ -734,14 +734,14 @@ impl Runner {
             return self.unavailable(why);
         }
         let built = work.built.clone().expect("checks run on a built candidate");
+        let revision = work
+            .record
+            .op(&work.op)
+            .expect("the work's operation is in its record")
+            .draft
+            .clone();
         let request = CheckRequest::build(RequestInput {
-            target: CheckTarget {
-                id: spec.id.clone(),
-                environment: spec.environment.clone(),
-                timeout_s: spec.timeout_s,
-                expected_minimum: spec.expected_minimum,
-                fixtures: spec.fixtures.iter().map(ToString::to_string).collect(),
-            },
+            target: CheckTarget::of(&spec),
             policy_revision: policy.revision.to_string(),
             candidate: CommitTree {
                 commit: built.commit.clone(),
@@ -756,6 +756,7 @@ impl Runner {
                 id: work.record.change.clone(),
                 intent: work.record.intent.clone(),
                 actor: work.record.actor.clone(),
+                revision,
                 messages: Vec::new(),
             }),
         });
