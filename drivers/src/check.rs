@@ -1,9 +1,11 @@
 //! Running one check on one candidate: core's [`Action::RunCheck`], answered with the
 //! [`CheckExit`] of [`Completion::CheckExited`].
 //!
-//! The driver only runs and reports. It lays the candidate's tree and the base's `adapter`
-//! paths out under the common Git directory, starts the check in the sandbox with a fixed
-//! environment and the request on stdin, and hands back exactly what it saw; core judges it.
+//! The driver only runs and reports. It lays out, under the common Git directory, what core
+//! says the check sees of the candidate's tree, the base's `adapter` paths and, for a check
+//! that reads history, a Git directory to read it from; it starts the check in the sandbox with
+//! a fixed environment and the request on stdin, and hands back exactly what it saw; core
+//! judges it.
 //! Whenever the driver cannot run the check as the policy says (no sandbox, a missing `env`
 //! variable, a read path it must refuse, a copy that failed or ran past its
 //! `materialize_timeout_s`), nothing runs and the exit carries `infra` with the reason.

@@ -12,7 +12,7 @@ use bay_core::git::Oid;
 pub struct CheckDirs {
     /// `bay/check/<candidate>`: everything below, and the temporary indexes Git fills.
     pub root: PathBuf,
-    /// The candidate's whole tree; the check starts here and may write here.
+    /// What the check sees of the candidate's tree; the check starts here and may write here.
     pub tree: PathBuf,
     /// The `adapter` paths, from the base; read-only in the sandbox.
     pub adapter: PathBuf,
