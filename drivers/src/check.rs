@@ -28,7 +28,7 @@ use bay_core::check::{CheckExit, Shown};
 use bay_core::machine::CheckRun;
 
 use crate::sandbox::{Confinement, Sandbox};
-use materialize::Copy;
+use materialize::Copier;
 
 pub use layout::{CheckDirs, stderr_log};
 pub use process::STDOUT_CAP;
@@ -112,7 +112,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
             dirs.root.display()
         )
     })?;
-    let copy = Copy::new(&git_dir, &dirs, check.materialize_timeout_s);
+    let copy = Copier::new(&git_dir, &dirs, check.materialize_timeout_s);
     copy.candidate_tree(
         &run.candidate,
         &Shown::of(check, &run.request.changed_paths),

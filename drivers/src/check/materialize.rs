@@ -17,8 +17,8 @@ use bay_core::paths::normalize;
 use super::layout::CheckDirs;
 use crate::git::{Git, GitError};
 
-/// One copy of a check's files, and the time it may take.
-pub(super) struct Copy<'a> {
+/// Copies one check's files, in the time the copy may take.
+pub(super) struct Copier<'a> {
     /// The repository, by its common Git directory.
     repo: Git,
     git_dir: &'a Path,
@@ -28,11 +28,11 @@ pub(super) struct Copy<'a> {
     limit_s: u64,
 }
 
-impl<'a> Copy<'a> {
+impl<'a> Copier<'a> {
     /// A copy into `dirs` from the repository at `git_dir`, which must end within `limit_s`
     /// seconds from now.
-    pub(super) fn new(git_dir: &'a Path, dirs: &'a CheckDirs, limit_s: u64) -> Copy<'a> {
-        Copy {
+    pub(super) fn new(git_dir: &'a Path, dirs: &'a CheckDirs, limit_s: u64) -> Copier<'a> {
+        Copier {
             repo: Git::git_dir(git_dir),
             git_dir,
             dirs,
