@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use bay_core::actor::{self, ActorSource};
+use bay_core::check::read_path;
 use bay_core::config::Config;
 use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
@@ -15,6 +16,7 @@ use bay_core::machine::Refs;
 use bay_core::reason::ReasonCode;
 use bay_core::report;
 use bay_core::result::BayResult;
+use bay_drivers::check::ReadPaths;
 use bay_drivers::git::Git;
 use serde_json::json;
 
@@ -128,6 +130,19 @@ impl Context {
         }
     }
 
+    /// The directories this machine lets checks read (`bay.checkReadPath`), kept out of this
+    /// clone's work trees (the one here, and the main one beside the common Git directory) and
+    /// of bay's key files.
+    pub fn read_paths(&self) -> ReadPaths {
+        let mut trees = vec![self.top.clone()];
+        if self.common_dir.file_name() == Some(".git".as_ref())
+            && let Some(main) = self.common_dir.parent()
+        {
+            trees.push(main.to_path_buf());
+        }
+        read_paths(&self.settings, trees)
+    }
+
     /// The free space where a view would go, measured against this machine's floor; `None`
     /// when it sets none.
     pub fn disk_space(&self) -> Result<Option<bay_core::disk::DiskSpace>, BayResult> {
@@ -198,9 +213,31 @@ impl Context {
     }
 }
 
+/// `bay.checkReadPath` as `settings` give it, to be kept out of `trees` and of every key file
+/// that a `bay.*Key` setting names (`bay.agentKey`, `bay.producerKey`, ...).
+///
+/// A key setting that names no path (a key given inline) has no file to keep out.
+pub fn read_paths(settings: &[(String, String)], trees: Vec<PathBuf>) -> ReadPaths {
+    let home = std::env::var("HOME").ok();
+    let keys = settings
+        .iter()
+        .filter(|(key, _)| key.ends_with("key"))
+        .filter_map(|(_, value)| read_path::expand(value, home.as_deref()).ok())
+        .map(PathBuf::from);
+    let setting = read_path::SETTING.to_ascii_lowercase();
+    ReadPaths {
+        values: settings
+            .iter()
+            .filter(|(key, _)| *key == setting)
+            .map(|(_, value)| value.clone())
+            .collect(),
+        kept_out: trees.into_iter().chain(keys).collect(),
+    }
+}
+
 /// Every `bay.*` key and value of the config this clone sees (system, global, local), in one
 /// call. Keys come lower-cased, as Git gives them.
-fn bay_settings(git: &Git) -> Vec<(String, String)> {
+pub fn bay_settings(git: &Git) -> Vec<(String, String)> {
     let Ok(out) = git
         .cmd(["config", "--null", "--get-regexp", "^bay\\."])
         .output()

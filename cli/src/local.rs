@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bay_core::machine::{Action, Completion, FetchSpec, Refs};
-use bay_drivers::check::{Host, run_check};
+use bay_drivers::check::{Host, ReadPaths, run_check};
 use bay_drivers::pump::{Driver, Execute};
 use bay_drivers::remote::Repo;
 use bay_drivers::sandbox::Sandbox;
@@ -20,6 +20,8 @@ pub struct Local {
     common_dir: std::path::PathBuf,
     /// This machine's free-space floor for checks (`bay.minFreeMiB`).
     min_free_mib: Option<u64>,
+    /// The directories this machine lets checks read (`bay.checkReadPath`).
+    read_paths: ReadPaths,
 }
 
 impl Local {
@@ -31,6 +33,7 @@ impl Local {
             views,
             common_dir: context.common_dir.clone(),
             min_free_mib,
+            read_paths: context.read_paths(),
         })
     }
 
@@ -53,6 +56,7 @@ impl Execute for Local {
                     sandbox: &Sandbox::probe(),
                     env: &env,
                     min_free_mib: self.min_free_mib,
+                    read: &self.read_paths,
                 };
                 Completion::CheckExited(run_check(&self.common_dir, &run, &host))
             }

@@ -601,6 +601,11 @@ fn check_exit(u: &mut Unstructured<'_>, stdout: Vec<u8>) -> Result<CheckExit> {
         } else {
             None
         },
+        sandbox_read: if u.ratio(1, 16)? {
+            vec![word(u, &["/opt/cache", "/home/ci/.cache/pnpm"])?]
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -1265,6 +1270,7 @@ fn judge_raw(expected_minimum: u64, flags: u8, stdout: &[u8]) {
         timed_out: flags & 0b1_1000 == 0b1_1000,
         millis: 1,
         infra: (flags & 0b110_0000 == 0b110_0000).then(|| "no sandbox".to_owned()),
+        sandbox_read: Vec::new(),
     };
     let extras = EvidenceExtras {
         producer: RUNNER.to_owned(),

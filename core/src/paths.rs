@@ -20,6 +20,15 @@ pub fn any_covers(declared: &[String], path: &str) -> bool {
     declared.iter().any(|d| covers(d, path))
 }
 
+/// A repository path without empty and `.` parts, as the policy compares them: `./a//b/` is
+/// `a/b`. Git names files that way, so a path a person wrote matches the file Git lists.
+pub fn normalize(path: &str) -> String {
+    path.split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,6 +46,13 @@ mod tests {
         assert!(covers("src/a.rs", "src/a.rs"));
         assert!(!covers("src/a.rs", "src/a.rs.orig"));
         assert!(!covers("src/a.rs", "src/b.rs"));
+    }
+
+    #[test]
+    fn normalizing_drops_empty_and_dot_parts() {
+        assert_eq!(normalize("./a//b/"), "a/b");
+        assert_eq!(normalize("a/./b"), "a/b");
+        assert_eq!(normalize("./"), "");
     }
 
     #[test]

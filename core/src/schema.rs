@@ -472,7 +472,10 @@ mod tests {
 
     #[test]
     fn every_request_core_builds_meets_the_published_schema() {
-        use crate::check::{ChangeContext, CheckRequest, CheckTarget, CommitTree, RequestInput};
+        use crate::check::{
+            ChangeContext, CheckInput, CheckRequest, CheckTarget, CommitTree, Materialized,
+            RequestInput,
+        };
         use crate::git::Oid;
         let oid = |c: char| Oid::parse(&c.to_string().repeat(40)).expect("an id");
         let request = CheckRequest::build(RequestInput {
@@ -482,6 +485,8 @@ mod tests {
                 timeout_s: 60,
                 expected_minimum: 1,
                 fixtures: vec![],
+                inputs: vec![CheckInput::Commit, CheckInput::History],
+                materialized: Some(Materialized::Changed),
             },
             policy_revision: "3".into(),
             candidate: CommitTree {
@@ -497,11 +502,15 @@ mod tests {
                 id: crate::id::ChangeId::parse("c7k2m4qa").expect("valid"),
                 intent: "fix".into(),
                 actor: "ann".into(),
+                revision: oid('e'),
                 messages: vec!["one".into()],
             }),
         });
-        let doc: Value = serde_json::from_str(&request.to_json()).expect("JSON");
+        let sent = request.with_git_dir("/repo/.git/bay/check/a/git");
+        let doc: Value = serde_json::from_str(&sent.to_json()).expect("JSON");
         assert_eq!(validate(&parse(CHECK_REQUEST), &doc), Ok(()));
+        assert_eq!(doc["materialized"], "changed");
+        assert_eq!(doc["git"]["refs"]["revision"], "e".repeat(40));
     }
 
     #[test]

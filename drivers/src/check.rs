@@ -1,11 +1,14 @@
 //! Running one check on one candidate: core's [`Action::RunCheck`], answered with the
 //! [`CheckExit`] of [`Completion::CheckExited`].
 //!
-//! The driver only runs and reports. It lays the candidate's tree and the base's `adapter`
-//! paths out under the common Git directory, starts the check in the sandbox with a fixed
-//! environment and the request on stdin, and hands back exactly what it saw; core judges it.
+//! The driver only runs and reports. It lays out, under the common Git directory, what core
+//! says the check sees of the candidate's tree, the base's `adapter` paths and, for a check
+//! that reads history, a Git directory to read it from; it starts the check in the sandbox with
+//! a fixed environment and the request on stdin, and hands back exactly what it saw; core
+//! judges it.
 //! Whenever the driver cannot run the check as the policy says (no sandbox, a missing `env`
-//! variable, a copy that failed), nothing runs and the exit carries `infra` with the reason.
+//! variable, a read path it must refuse, a copy that failed or ran past its
+//! `materialize_timeout_s`), nothing runs and the exit carries `infra` with the reason.
 //!
 //! [`Action::RunCheck`]: bay_core::machine::Action::RunCheck
 //! [`Completion::CheckExited`]: bay_core::machine::Completion::CheckExited
@@ -20,20 +23,24 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bay_core::check::CheckExit;
+use bay_core::check::read_path::{self, SETTING as READ_PATH};
+use bay_core::check::{CheckExit, Shown};
 use bay_core::machine::CheckRun;
 
 use crate::sandbox::{Confinement, Sandbox};
+use materialize::Copier;
 
 pub use layout::{CheckDirs, stderr_log};
 pub use process::STDOUT_CAP;
 
 /// What the machine running checks brings to each: its sandbox, its environment (read only
-/// for the variables a check's `env` names) and its free-space floor (`bay.minFreeMiB`).
+/// for the variables a check's `env` names, and for `HOME`, which a read path under `~/` lies
+/// under), its free-space floor (`bay.minFreeMiB`) and the directories it lets checks read.
 pub struct Host<'a> {
     pub sandbox: &'a Sandbox,
     pub env: &'a dyn Fn(&str) -> Option<String>,
     pub min_free_mib: Option<u64>,
+    pub read: &'a ReadPaths,
 }
 
 impl std::fmt::Debug for Host<'_> {
@@ -41,8 +48,21 @@ impl std::fmt::Debug for Host<'_> {
         f.debug_struct("Host")
             .field("sandbox", &self.sandbox)
             .field("min_free_mib", &self.min_free_mib)
+            .field("read", &self.read)
             .finish()
     }
+}
+
+/// The directories this machine lets every check read (`bay.checkReadPath`), and the places
+/// no read path may reach.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadPaths {
+    /// Each value of `bay.checkReadPath`, as Git config gives it.
+    pub values: Vec<String>,
+    /// Besides the common Git directory, which holds the objects, the views and every check's
+    /// own folders: the repository's work trees and bay's key files. A read path over one would
+    /// hand a check what the sandbox is there to keep from it.
+    pub kept_out: Vec<PathBuf>,
 }
 
 /// Runs `run.check` on `run.candidate` and reports what happened.
@@ -84,6 +104,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
             git_dir.display()
         )
     })?;
+    let read_paths = read_binds(host.read, &git_dir, (host.env)("HOME").as_deref())?;
     let dirs = CheckDirs::of(&git_dir, &run.candidate);
     dirs.make_fresh().map_err(|e| {
         format!(
@@ -91,8 +112,27 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
             dirs.root.display()
         )
     })?;
-    materialize::candidate_tree(&git_dir, &dirs, &run.candidate)?;
-    materialize::adapter_paths(&git_dir, &dirs, &run.adapter_from, &check.adapter)?;
+    let copy = Copier::new(&git_dir, &dirs, check.materialize_timeout_s);
+    copy.candidate_tree(
+        &run.candidate,
+        &Shown::of(check, &run.request.changed_paths),
+    )?;
+    copy.adapter_paths(&run.adapter_from, &check.adapter)?;
+    let mut read = read_paths.clone();
+    let request = match &run.request.git {
+        None => run.request.clone(),
+        Some(_) => {
+            read.push(copy.history()?);
+            read.push(dirs.git.clone());
+            let dir = dirs.git.to_str().ok_or_else(|| {
+                format!(
+                    "the Git directory {} is not UTF-8, so a check request cannot name it",
+                    dirs.git.display()
+                )
+            })?;
+            run.request.with_git_dir(dir)
+        }
+    };
     let program = adapter_program(&dirs, &program)?;
 
     let log = stderr_log(&git_dir, &run.candidate, &check.id);
@@ -102,6 +142,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         adapter: &dirs.adapter,
         home: &dirs.home,
         tmp: &dirs.tmp,
+        read: &read,
         network: check.network,
     };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -112,14 +153,65 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         .stderr(stderr);
 
     let timeout = Duration::from_secs(check.timeout_s);
-    let ran = process::run(command, run.request.to_json().into_bytes(), timeout)?;
+    let ran = process::run(command, request.to_json().into_bytes(), timeout)?;
+    // Without a sandbox nothing is read-only, so the record names no read path.
+    let sandbox_read = match sandbox {
+        Sandbox::Bwrap(_) => read_paths
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
+        Sandbox::Off | Sandbox::Unavailable(_) => Vec::new(),
+    };
     Ok(CheckExit {
         stdout: ran.stdout,
         exit_code: ran.exit_code,
         timed_out: ran.timed_out,
         millis: ran.millis,
         infra: None,
+        sandbox_read,
     })
+}
+
+/// The machine's read paths that exist, each as the absolute path it names, or the reason no
+/// check can run here: a value that is neither absolute nor under `~/`, or one that overlaps
+/// the common Git directory `git_dir` or a place of `read.kept_out`, named.
+///
+/// A path missing on the machine is not bound, so a check cannot read it. Both the path as
+/// named and where its links lead are held against each place, as named and as resolved.
+fn read_binds(
+    read: &ReadPaths,
+    git_dir: &Path,
+    home: Option<&str>,
+) -> Result<Vec<PathBuf>, String> {
+    let mut places: Vec<PathBuf> = Vec::new();
+    for place in std::iter::once(git_dir).chain(read.kept_out.iter().map(PathBuf::as_path)) {
+        places.push(place.to_path_buf());
+        places.extend(std::fs::canonicalize(place));
+    }
+    let overlap = |value: &str, path: &str| match places
+        .iter()
+        .find(|place| read_path::overlaps(path, &place.to_string_lossy()))
+    {
+        Some(place) => Err(format!(
+            "{READ_PATH} {value:?} overlaps {}; a check never sees the repository, its views \
+             or bay's keys, so no check runs on this machine until the value names a \
+             directory outside them",
+            place.display()
+        )),
+        None => Ok(()),
+    };
+    let mut bound = Vec::new();
+    for value in &read.values {
+        // A missing path over a kept place is refused all the same: it may appear there later.
+        let named = read_path::expand(value, home)?;
+        overlap(value, &named)?;
+        let Ok(real) = std::fs::canonicalize(&named) else {
+            continue;
+        };
+        overlap(value, &real.to_string_lossy())?;
+        bound.push(PathBuf::from(named));
+    }
+    Ok(bound)
 }
 
 /// The value of each variable the check's `env` names, from the runner's environment.
@@ -181,7 +273,7 @@ fn split_command(command: &str) -> Result<(String, Vec<String>), String> {
 /// already refuses any other, and the driver does not rely on that alone.
 fn adapter_program(dirs: &CheckDirs, program: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::PermissionsExt;
-    let relative = materialize::normalize(program);
+    let relative = bay_core::paths::normalize(program);
     if program.starts_with('/') || relative.is_empty() || relative.split('/').any(|p| p == "..") {
         return Err(format!(
             "the check's program {program:?} is not a path inside the repository"

@@ -3,9 +3,11 @@
 //!
 //! A check is someone else's program run on a candidate nobody has reviewed yet, so it sees
 //! only an allow-list: the system directories a program needs to start, its candidate tree
-//! (read-write), its `adapter` paths (read-only), and a fresh `HOME` and `TMPDIR`. The machine's
-//! real `HOME`, the rest of the repository's `.git`, other views and keys are never bound, and
-//! the network is cut unless the check's own `[[check]]` entry (read from the base) asks for it.
+//! (read-write), its `adapter` paths (read-only), a fresh `HOME` and `TMPDIR`, and, read-only,
+//! the directories the machine's owner named with `bay.checkReadPath` and, for a check that
+//! reads history, its own Git directory and the repository's object store. The machine's real
+//! `HOME`, the rest of the repository's `.git`, other views and keys are never bound, and the
+//! network is cut unless the check's own `[[check]]` entry (read from the base) asks for it.
 //!
 //! The sandbox is never dropped silently. A machine where `bwrap` does not work gets
 //! [`Sandbox::Unavailable`], and every check there is `infra_failure` with a reason that says
@@ -49,6 +51,10 @@ pub struct Confinement<'a> {
     pub home: &'a Path,
     /// The fresh `TMPDIR`, read-write.
     pub tmp: &'a Path,
+    /// More directories, each bound read-only at its own path: the machine's read paths, and a
+    /// history-reading check's Git directory and object store. The caller has made sure that
+    /// each exists and overlaps none of the directories above.
+    pub read: &'a [PathBuf],
     /// The check's `network = true`: share the host's network instead of an empty one.
     pub network: bool,
 }
@@ -234,6 +240,16 @@ fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
             _ => {}
         }
     }
+    args.push(["--dev", "/dev"]);
+    args.push(["--proc", "/proc"]);
+    // An empty /tmp of its own, before the binds below, so that a repository or a read path
+    // kept under the host's /tmp is not hidden by it.
+    args.push(["--tmpfs", "/tmp"]);
+    for dir in place.read {
+        args.push([OsString::from("--ro-bind"), dir.into(), dir.into()]);
+    }
+    // The secrets are hidden after the read paths, so that a read path such as /etc cannot
+    // bring them back.
     for secret in ETC_SECRET_FILES {
         if Path::new(secret).exists() {
             args.push(["--ro-bind", "/dev/null", secret]);
@@ -258,11 +274,6 @@ fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
             ]);
         }
     }
-    args.push(["--dev", "/dev"]);
-    args.push(["--proc", "/proc"]);
-    // An empty /tmp of its own, before the binds below, so that a repository kept under the
-    // host's /tmp is not hidden by it.
-    args.push(["--tmpfs", "/tmp"]);
     args.push([
         OsString::from("--bind"),
         place.tree.into(),
@@ -340,6 +351,7 @@ mod tests {
             adapter: Path::new("/r/.git/bay/check/c/adapter"),
             home: Path::new("/r/.git/bay/check/c/home"),
             tmp: Path::new("/r/.git/bay/check/c/tmp"),
+            read: &[],
             network,
         };
         bwrap_args(&place)
@@ -376,6 +388,37 @@ mod tests {
                     "{arg} is bound"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn read_paths_are_bound_read_only_and_cannot_bring_a_secret_back() {
+        let read = [PathBuf::from("/etc"), PathBuf::from("/opt/cache")];
+        let place = Confinement {
+            tree: Path::new("/r/t"),
+            adapter: Path::new("/r/a"),
+            home: Path::new("/r/h"),
+            tmp: Path::new("/r/m"),
+            read: &read,
+            network: false,
+        };
+        let args: Vec<String> = bwrap_args(&place)
+            .into_iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        let at = |option: &[&str]| {
+            args.windows(option.len())
+                .rposition(|w| w == option)
+                .unwrap_or_else(|| panic!("{option:?} in {args:?}"))
+        };
+        let cache = at(&["--ro-bind", "/opt/cache", "/opt/cache"]);
+        let etc = at(&["--ro-bind", "/etc", "/etc"]);
+        assert!(
+            at(&["--tmpfs", "/tmp"]) < cache,
+            "a read path under /tmp stays seen"
+        );
+        if Path::new("/etc/shadow").exists() {
+            assert!(etc < at(&["--ro-bind", "/dev/null", "/etc/shadow"]));
         }
     }
 
@@ -417,6 +460,7 @@ mod tests {
             adapter: Path::new("/"),
             home: Path::new("/"),
             tmp: Path::new("/"),
+            read: &[],
             network: false,
         };
         let sandbox = Sandbox::Unavailable("no sandbox".into());

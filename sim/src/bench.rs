@@ -204,5 +204,6 @@ fn exit_with(action: &Action, first: &str, exit_code: i32) -> CheckExit {
         timed_out: false,
         millis: 10,
         infra: None,
+        sandbox_read: Vec::new(),
     }
 }

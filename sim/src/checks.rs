@@ -135,6 +135,7 @@ pub fn run(
         timed_out: false,
         millis,
         infra: None,
+        sandbox_read: Vec::new(),
     };
     let honest = |millis: u64, truth: &mut Truth| {
         if bug {
@@ -182,6 +183,7 @@ pub fn run(
                 timed_out: true,
                 millis: timeout_ms,
                 infra: None,
+                sandbox_read: Vec::new(),
             },
         },
         Behaviour::Lost => Run::Silent,

@@ -9,7 +9,7 @@ use bay_core::machine::plugin_test::{PluginTest, PluginTestInput};
 use bay_core::machine::{Action, Completion};
 use bay_core::policy::{CheckSpec, Policy};
 use bay_core::result::BayResult;
-use bay_drivers::check::{Host, run_check};
+use bay_drivers::check::{Host, ReadPaths, run_check};
 use bay_drivers::clock;
 use bay_drivers::git::Git;
 use bay_drivers::pump::{Driver, Execute, Stopped};
@@ -17,7 +17,7 @@ use bay_drivers::sandbox::Sandbox;
 use bay_drivers::scratch::{OTHER_PATH, Scratch};
 
 use crate::Cli;
-use crate::context::{failed, min_free_mib};
+use crate::context::{bay_settings, failed, min_free_mib, read_paths};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -80,6 +80,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(floor) => floor,
         Err(result) => return result,
     };
+    let read_paths = read_paths(&bay_settings(&Git::in_dir(&here)), vec![folder.clone()]);
     let scratch = match Scratch::of(&folder) {
         Ok(scratch) => scratch,
         Err(why) => return failed(why),
@@ -95,6 +96,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     let mut driver = Driver::new(Arc::new(ScratchChecks {
         git_dir: scratch.git_dir.clone(),
         min_free_mib,
+        read_paths,
     }));
     match driver.pump(&mut machine, &mut |_| false) {
         Ok(result) => result,
@@ -165,6 +167,9 @@ fn top(here: &Path) -> PathBuf {
 struct ScratchChecks {
     git_dir: PathBuf,
     min_free_mib: Option<u64>,
+    /// The machine's `bay.checkReadPath`, kept out of the folder under test as a runner keeps
+    /// it out of its clone.
+    read_paths: ReadPaths,
 }
 
 impl Execute for ScratchChecks {
@@ -176,6 +181,7 @@ impl Execute for ScratchChecks {
                     sandbox: &Sandbox::probe(),
                     env: &env,
                     min_free_mib: self.min_free_mib,
+                    read: &self.read_paths,
                 };
                 Completion::CheckExited(run_check(&self.git_dir, &run, &host))
             }

@@ -194,19 +194,25 @@ impl World {
 
     /// How many evidence records `producer` holds on the remote, over every object it noted.
     pub fn evidence_lines(&self, producer: &str) -> usize {
+        self.evidence(producer).len()
+    }
+
+    /// Every evidence record `producer` holds on the remote, one per line of its notes.
+    pub fn evidence(&self, producer: &str) -> Vec<Value> {
         let notes = format!("refs/notes/bay/evidence/{producer}");
         if self.remote_ref(&notes).is_none() {
-            return 0;
+            return Vec::new();
         }
         git_dir(&self.remote, &["notes", "--ref", &notes, "list"])
             .lines()
             .filter_map(|line| line.split_whitespace().nth(1))
-            .map(|object| {
+            .flat_map(|object| {
                 git_dir(&self.remote, &["notes", "--ref", &notes, "show", object])
                     .lines()
-                    .count()
+                    .map(|line| serde_json::from_str(line).expect("a record is JSON"))
+                    .collect::<Vec<Value>>()
             })
-            .sum()
+            .collect()
     }
 
     /// Starts a looping runner in `clone`, in the background.

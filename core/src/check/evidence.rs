@@ -55,6 +55,31 @@ pub struct EvidenceRecord {
     /// The producer's clock when it wrote the record; informational, never compared across
     /// machines.
     pub at: Timestamp,
+    /// What the record counts for: the exact tree, or (`commit`) only the exact commit. Left
+    /// out for a tree, so a record of a check that reads only its tree keeps its bytes.
+    #[serde(default, skip_serializing_if = "EvidenceKey::is_tree")]
+    pub key: EvidenceKey,
+    /// The machine's directories the sandbox let the check read, read-only; left out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_read: Vec<String>,
+}
+
+/// What one record counts for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvidenceKey {
+    /// Any commit with the candidate's tree.
+    #[default]
+    Tree,
+    /// Only the candidate's commit: the check read the commit or history, or saw only the
+    /// files the commit changes against its base.
+    Commit,
+}
+
+impl EvidenceKey {
+    fn is_tree(&self) -> bool {
+        *self == EvidenceKey::Tree
+    }
 }
 
 impl EvidenceRecord {
@@ -94,6 +119,12 @@ impl EvidenceRecord {
             op,
             candidate_id,
             at,
+            key: if request.keyed_by_commit() {
+                EvidenceKey::Commit
+            } else {
+                EvidenceKey::Tree
+            },
+            sandbox_read: exit.sandbox_read.clone(),
         }
     }
 
@@ -127,6 +158,8 @@ mod tests {
                 timeout_s: 600,
                 expected_minimum: 1,
                 fixtures: vec![],
+                inputs: vec![],
+                materialized: None,
             },
             policy_revision: "p7".into(),
             candidate: CommitTree {
@@ -167,6 +200,7 @@ mod tests {
             timed_out: false,
             millis: 1234,
             infra: None,
+            sandbox_read: vec![],
         };
         let judged = judge(&request, 1, &exit)
             .judged()
@@ -223,6 +257,20 @@ mod tests {
         assert!(json.contains(r#""selected":null,"completed":null,"failed":[]"#));
         assert!(json.contains(r#""exit_code":null"#));
         assert_eq!(EvidenceRecord::from_json(&json), Ok(record));
+    }
+
+    #[test]
+    fn a_commit_keyed_sandboxed_run_says_so_and_names_what_it_read() {
+        let (mut request, judged, mut exit) = failing_run();
+        request.materialized = Some(crate::check::Materialized::Changed);
+        exit.sandbox_read = vec!["/opt/cache".into()];
+        let json = EvidenceRecord::new(&request, &judged, &exit, extras()).to_json();
+        assert!(
+            json.ends_with(r#""at":1700000000123,"key":"commit","sandbox_read":["/opt/cache"]}"#),
+            "{json}"
+        );
+        let record = EvidenceRecord::from_json(&json).expect("it reads back");
+        assert_eq!(record.key, EvidenceKey::Commit);
     }
 
     #[test]

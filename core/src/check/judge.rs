@@ -38,6 +38,10 @@ pub struct CheckExit {
     /// Set when the driver could not run the check at all (it could not spawn it, an `env`
     /// variable was missing, there was no sandbox, the copy failed); the text says which.
     pub infra: Option<String>,
+    /// The machine's directories (`bay.checkReadPath`) the sandbox let the check read, each
+    /// bound read-only. Empty without a sandbox, where nothing is read-only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_read: Vec<String>,
 }
 
 /// The outcome of judging one run.

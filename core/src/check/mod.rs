@@ -17,17 +17,21 @@ use crate::git::Oid;
 mod evidence;
 mod judge;
 pub mod plan;
+pub mod read_path;
 mod request;
+mod shown;
 
-pub use evidence::{EvidenceExtras, EvidenceRecord, EvidenceSchema};
+pub use evidence::{EvidenceExtras, EvidenceKey, EvidenceRecord, EvidenceSchema};
 pub use judge::{
     CheckExit, JudgedCheck, Judgement, MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA,
     UnitReason, judge,
 };
 pub use request::{
-    ChangeContext, ChangeInfo, CheckInput, CheckRequest, CheckTarget, MAX_MESSAGES,
-    MAX_MESSAGES_BYTES, RequestInput, RequestPlan, RequestSchema, Requires,
+    ChangeContext, ChangeInfo, CheckInput, CheckRequest, CheckTarget, GitHistory, HistoryRefs,
+    MAX_MESSAGES, MAX_MESSAGES_BYTES, Materialized, RequestInput, RequestPlan, RequestSchema,
+    Requires,
 };
+pub use shown::Shown;
 
 /// One exact state of the repository: a commit and its tree.
 ///

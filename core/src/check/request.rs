@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CommitTree, schema_tag};
+use crate::git::Oid;
 use crate::id::ChangeId;
+use crate::policy::{self, CheckSpec, Materialize};
 
 /// At most this many of the change's own commit messages go to a check.
 pub const MAX_MESSAGES: usize = 50;
@@ -37,6 +39,29 @@ pub struct CheckTarget {
     pub expected_minimum: u64,
     /// Pinned fixtures, each `<name>@sha256:<hex>`, passed through as the policy gives them.
     pub fixtures: Vec<String>,
+    /// What the check reads beyond the tree: [`CheckInput::Commit`] or
+    /// [`CheckInput::History`], each at most once. The tree is always read, and not listed.
+    pub inputs: Vec<CheckInput>,
+    /// `Some` when the check gets only the changed files (`materialize = "changed"`).
+    pub materialized: Option<Materialized>,
+}
+
+impl CheckTarget {
+    /// The slice of a `[[check]]` entry that the request is built from.
+    pub fn of(check: &CheckSpec) -> CheckTarget {
+        CheckTarget {
+            id: check.id.clone(),
+            environment: check.environment.clone(),
+            timeout_s: check.timeout_s,
+            expected_minimum: check.expected_minimum,
+            fixtures: check.fixtures.iter().map(ToString::to_string).collect(),
+            inputs: check.inputs.iter().copied().map(CheckInput::from).collect(),
+            materialized: match check.materialize {
+                Materialize::Tree => None,
+                Materialize::Changed => Some(Materialized::Changed),
+            },
+        }
+    }
 }
 
 /// The change a request is about, when it is about exactly one change.
@@ -46,6 +71,9 @@ pub struct ChangeContext {
     pub id: ChangeId,
     pub intent: String,
     pub actor: String,
+    /// The change's own last commit (its draft), which a history-reading check lists the
+    /// change's commits up to.
+    pub revision: Oid,
     /// The change's own commit messages, oldest first. The request keeps only the newest that
     /// fit its bounds.
     pub messages: Vec<String>,
@@ -85,15 +113,59 @@ pub struct Requires {
     pub fixtures: Vec<String>,
 }
 
-/// What a check may read besides what every check gets.
-///
-/// Only the tree for now: reading the commit or history keys evidence by commit and needs a
-/// read-only Git directory in the request, which the drivers do not give yet.
+/// What a check may read: the tree always, and the commit or history when its policy says so.
+/// Reading either of the last two keys the check's evidence by commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "snake_case")]
 pub enum CheckInput {
     Tree,
+    /// The request's `base`, `change` and `messages`.
+    Commit,
+    /// The commit, and the repository's history through the request's `git`.
+    History,
+}
+
+impl From<policy::CheckInput> for CheckInput {
+    fn from(input: policy::CheckInput) -> CheckInput {
+        match input {
+            policy::CheckInput::Commit => CheckInput::Commit,
+            policy::CheckInput::History => CheckInput::History,
+        }
+    }
+}
+
+/// How the candidate was copied for the check, when it is not the whole tree of its `paths`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "snake_case")]
+pub enum Materialized {
+    /// Only the files the candidate changes against its base, plus the check's `paths`: the
+    /// check must not read a missing file as deleted.
+    Changed,
+}
+
+/// Where a history-reading check reads the repository's history, read-only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct GitHistory {
+    /// The temporary Git directory, an absolute path on the machine that runs the check. Only
+    /// the driver that makes it knows where that is, so the request core builds leaves it
+    /// empty and the driver names it with [`CheckRequest::with_git_dir`].
+    pub dir: String,
+    pub refs: HistoryRefs,
+}
+
+/// The commits a history-reading check starts from: `git log <base>..<revision>` lists the
+/// change's own commits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct HistoryRefs {
+    pub base: Oid,
+    pub candidate: Oid,
+    /// The change's draft; absent for a batch or a bisect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Oid>,
 }
 
 /// The change's id, intent and actor, as the request names them.
@@ -127,6 +199,12 @@ pub struct CheckRequest {
     /// [`MAX_MESSAGES_BYTES`]; absent otherwise.
     #[serde(default, skip_serializing_if = "is_false")]
     pub messages_truncated: bool,
+    /// `changed` when the check sees only the changed files; absent for the whole tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub materialized: Option<Materialized>,
+    /// Only with `inputs = ["history"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitHistory>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -149,11 +227,23 @@ impl CheckRequest {
         } = input;
         changed_paths.sort();
         changed_paths.dedup();
+        let git = target
+            .inputs
+            .contains(&CheckInput::History)
+            .then(|| GitHistory {
+                dir: String::new(),
+                refs: HistoryRefs {
+                    base: base.commit.clone(),
+                    candidate: candidate.commit.clone(),
+                    revision: change.as_ref().map(|c| c.revision.clone()),
+                },
+            });
         let (change, messages, messages_truncated) = match change {
             Some(ChangeContext {
                 id,
                 intent,
                 actor,
+                revision: _,
                 messages,
             }) => {
                 let (kept, truncated) = newest_messages(messages);
@@ -165,6 +255,8 @@ impl CheckRequest {
             }
             None => (None, None, false),
         };
+        let mut inputs = vec![CheckInput::Tree];
+        inputs.extend(target.inputs);
         CheckRequest {
             schema: RequestSchema,
             candidate,
@@ -178,12 +270,34 @@ impl CheckRequest {
                 fixtures: target.fixtures,
             },
             timeout_s: target.timeout_s,
-            inputs: vec![CheckInput::Tree],
+            inputs,
             base,
             change,
             messages,
             messages_truncated,
+            materialized: target.materialized,
+            git,
         }
+    }
+
+    /// This request with the history directory named `dir`, as the driver made it; a request
+    /// that gives no history is returned as it is.
+    pub fn with_git_dir(&self, dir: &str) -> CheckRequest {
+        let mut request = self.clone();
+        if let Some(git) = &mut request.git {
+            git.dir = dir.to_owned();
+        }
+        request
+    }
+
+    /// Whether the check's evidence counts only for the exact commit, never for another commit
+    /// with the same tree: it reads the commit or history, or what it saw depends on the base.
+    pub fn keyed_by_commit(&self) -> bool {
+        self.materialized.is_some()
+            || self
+                .inputs
+                .iter()
+                .any(|input| matches!(input, CheckInput::Commit | CheckInput::History))
     }
 
     /// The compact JSON the check reads on stdin.
@@ -236,6 +350,8 @@ mod tests {
                 timeout_s: 600,
                 expected_minimum: 1,
                 fixtures: vec![],
+                inputs: vec![],
+                materialized: None,
             },
             policy_revision: "p7".into(),
             candidate: CommitTree {
@@ -256,6 +372,7 @@ mod tests {
             id: ChangeId::parse("c7k2m4qa").expect("a valid id"),
             intent: "fix the login".into(),
             actor: "agent-1".into(),
+            revision: oid('e'),
             messages,
         }
     }
@@ -287,6 +404,67 @@ mod tests {
         );
         assert_eq!(request.to_json(), golden);
         assert_eq!(CheckRequest::from_json(&golden), Ok(request));
+    }
+
+    #[test]
+    fn history_lists_its_inputs_and_names_the_commits_to_read() {
+        let mut built = input(Some(change(vec![])));
+        built.target.inputs = vec![CheckInput::History];
+        let request = CheckRequest::build(built);
+        assert_eq!(request.inputs, [CheckInput::Tree, CheckInput::History]);
+        assert!(request.keyed_by_commit());
+        let json = request.with_git_dir("/g/bay/check/a/git").to_json();
+        let e = "e".repeat(40);
+        let a = "a".repeat(40);
+        let c = "c".repeat(40);
+        assert!(json.contains(r#""inputs":["tree","history"]"#), "{json}");
+        assert!(
+            json.ends_with(&format!(
+                r#""git":{{"dir":"/g/bay/check/a/git","refs":{{"base":"{c}","candidate":"{a}","revision":"{e}"}}}}}}"#
+            )),
+            "{json}"
+        );
+
+        // Only history gives a Git directory; commit keys by commit all the same.
+        let mut built = input(None);
+        built.target.inputs = vec![CheckInput::Commit];
+        let request = CheckRequest::build(built);
+        assert_eq!(request.git, None);
+        assert!(request.keyed_by_commit());
+        assert_eq!(request.with_git_dir("/x"), request);
+        assert!(request.to_json().contains(r#""inputs":["tree","commit"]"#));
+        assert!(!CheckRequest::build(input(None)).keyed_by_commit());
+    }
+
+    #[test]
+    fn a_changed_only_check_is_told_so_and_keyed_by_commit() {
+        let mut built = input(None);
+        built.target.materialized = Some(Materialized::Changed);
+        let request = CheckRequest::build(built);
+        assert!(request.keyed_by_commit());
+        assert!(request.to_json().ends_with(r#""materialized":"changed"}"#));
+        assert!(
+            !CheckRequest::build(input(None))
+                .to_json()
+                .contains("materialized")
+        );
+    }
+
+    #[test]
+    fn a_target_is_the_checks_own_slice_of_the_policy() {
+        let policy = crate::policy::Policy::parse(
+            "revision = 1\n[[check]]\nid = \"t\"\nenvironment = \"e\"\ncommand = \"c\"\n\
+             adapter = [\"c\"]\nexpected_minimum = 2\ntimeout_s = 9\ninputs = [\"history\", \"commit\"]\n\
+             materialize = \"changed\"\nfixtures = [\"f@sha256:{}\"]\n"
+                .replace("{}", &"0".repeat(64))
+                .as_str(),
+        )
+        .expect("a valid policy");
+        let target = CheckTarget::of(&policy.checks[0]);
+        assert_eq!(target.inputs, [CheckInput::History, CheckInput::Commit]);
+        assert_eq!(target.materialized, Some(Materialized::Changed));
+        assert_eq!((target.timeout_s, target.expected_minimum), (9, 2));
+        assert_eq!(target.fixtures, [format!("f@sha256:{}", "0".repeat(64))]);
     }
 
     #[test]

@@ -86,13 +86,7 @@ impl PluginTest {
         };
         let check = &self.input.check;
         CheckRequest::build(RequestInput {
-            target: CheckTarget {
-                id: check.id.clone(),
-                environment: check.environment.clone(),
-                timeout_s: check.timeout_s,
-                expected_minimum: check.expected_minimum,
-                fixtures: Vec::new(),
-            },
+            target: CheckTarget::of(check),
             policy_revision: "plugin-test".into(),
             candidate,
             base: self.input.base.clone(),

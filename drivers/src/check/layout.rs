@@ -12,7 +12,7 @@ use bay_core::git::Oid;
 pub struct CheckDirs {
     /// `bay/check/<candidate>`: everything below, and the temporary indexes Git fills.
     pub root: PathBuf,
-    /// The candidate's whole tree; the check starts here and may write here.
+    /// What the check sees of the candidate's tree; the check starts here and may write here.
     pub tree: PathBuf,
     /// The `adapter` paths, from the base; read-only in the sandbox.
     pub adapter: PathBuf,
@@ -20,6 +20,9 @@ pub struct CheckDirs {
     pub home: PathBuf,
     /// The check's `TMPDIR`, empty at the start of each run.
     pub tmp: PathBuf,
+    /// The Git directory a history-reading check reads history from, made only for one;
+    /// read-only in the sandbox.
+    pub git: PathBuf,
 }
 
 impl CheckDirs {
@@ -31,6 +34,7 @@ impl CheckDirs {
             adapter: root.join("adapter"),
             home: root.join("home"),
             tmp: root.join("tmp"),
+            git: root.join("git"),
             root,
         }
     }

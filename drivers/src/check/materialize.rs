@@ -1,122 +1,238 @@
-//! Writing a check's files out of Git: the candidate's whole tree, and the `adapter` paths of
-//! the base.
+//! Writing a check's files out of Git within the check's `materialize_timeout_s`: the part of
+//! the candidate's tree it sees, the `adapter` paths of the base, and, for a check that reads
+//! history, a Git directory of its own that reads the repository's objects.
 //!
-//! Both go through a temporary index (`read-tree`, then `checkout-index`) instead of `git
-//! archive`, so no archive of the whole tree is packed and unpacked, and the repository's own
-//! index and work tree are never touched.
+//! Files go through a temporary index (`read-tree`, then `checkout-index`) instead of `git
+//! archive`, so no archive of the whole tree is packed and unpacked, only the files the check
+//! sees are written, and the repository's own index and work tree are never touched.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use bay_core::check::Shown;
 use bay_core::git::Oid;
+use bay_core::paths::normalize;
 
 use super::layout::CheckDirs;
+use crate::git::{Git, GitError};
 
-/// Writes the tree of `candidate` into `dirs.tree`.
-pub(super) fn candidate_tree(
-    git_dir: &Path,
-    dirs: &CheckDirs,
-    candidate: &Oid,
-) -> Result<(), String> {
-    let index = dirs.tree_index();
-    git(
-        git_dir,
-        &index,
-        None,
-        &[OsString::from("read-tree"), candidate.as_str().into()],
-        None,
-    )
-    .map_err(|e| format!("could not read the tree of the candidate {candidate}: {e}"))?;
-    git(
-        git_dir,
-        &index,
-        Some(&dirs.tree),
-        &["checkout-index".into(), "--all".into(), "--force".into()],
-        None,
-    )
-    .map_err(|e| format!("could not write the tree of the candidate {candidate}: {e}"))?;
-    Ok(())
+/// Copies one check's files, in the time the copy may take.
+pub(super) struct Copier<'a> {
+    /// The repository, by its common Git directory.
+    repo: Git,
+    git_dir: &'a Path,
+    dirs: &'a CheckDirs,
+    /// When the copy must be done; `None` for a limit too far off to be a moment.
+    until: Option<Instant>,
+    limit_s: u64,
 }
 
-/// Writes the `adapter` paths of `base` into `dirs.adapter`: an entry ending in `/` is a whole
-/// directory, any other entry one file.
-///
-/// They come from the base and never from the candidate, so a change cannot rewrite the check
-/// that judges it. An entry the base does not hold is an error, named: a check run without one
-/// of the files that decide it would judge by other rules than the policy says.
-pub(super) fn adapter_paths(
-    git_dir: &Path,
-    dirs: &CheckDirs,
-    base: &Oid,
-    adapter: &[String],
-) -> Result<(), String> {
-    let index = dirs.adapter_index();
-    git(
-        git_dir,
-        &index,
-        None,
-        &["read-tree".into(), base.as_str().into()],
-        None,
-    )
-    .map_err(|e| format!("could not read the tree of the base {base}: {e}"))?;
+impl<'a> Copier<'a> {
+    /// A copy into `dirs` from the repository at `git_dir`, which must end within `limit_s`
+    /// seconds from now.
+    pub(super) fn new(git_dir: &'a Path, dirs: &'a CheckDirs, limit_s: u64) -> Copier<'a> {
+        Copier {
+            repo: Git::git_dir(git_dir),
+            git_dir,
+            dirs,
+            until: Instant::now().checked_add(Duration::from_secs(limit_s)),
+            limit_s,
+        }
+    }
 
-    let mut list: Vec<OsString> = ["--literal-pathspecs", "ls-files", "-z", "--stage", "--"]
-        .into_iter()
-        .map(OsString::from)
-        .collect();
-    let entries: Vec<(String, bool)> = adapter
-        .iter()
-        .map(|entry| (normalize(entry), entry.ends_with('/')))
-        .collect();
-    list.extend(entries.iter().map(|(path, _)| OsString::from(path)));
-    let listed = git(git_dir, &index, None, &list, None)
-        .map_err(|e| format!("could not list the adapter paths of the base {base}: {e}"))?;
+    /// Writes what the check sees of `candidate`'s tree into `dirs.tree`.
+    pub(super) fn candidate_tree(&self, candidate: &Oid, shown: &Shown) -> Result<(), String> {
+        let index = self.dirs.tree_index();
+        let doing = |what: &str| format!("could not {what} the tree of the candidate {candidate}");
+        self.git(
+            &self.repo,
+            Some(&index),
+            ["read-tree".into(), candidate.as_str().into()],
+            None,
+        )
+        .map_err(|e| format!("{}: {e}", doing("read")))?;
+        let written = match shown {
+            Shown::Whole => self.check_out(&index, &self.dirs.tree, None),
+            Shown::Part { .. } => {
+                let listed = self
+                    .list(&index, &[])
+                    .map_err(|e| format!("{}: {e}", doing("list")))?;
+                let files = staged_files(&listed)
+                    .into_iter()
+                    .filter(|file| std::str::from_utf8(file).is_ok_and(|path| shown.shows(path)))
+                    .collect();
+                self.check_out(&index, &self.dirs.tree, Some(files))
+            }
+        };
+        written.map_err(|e| format!("{}: {e}", doing("write")))
+    }
 
-    let files = staged_files(&listed);
-    let mut chosen: Vec<&[u8]> = Vec::new();
-    for (entry, (path, is_dir)) in adapter.iter().zip(&entries) {
-        let before = chosen.len();
-        for file in &files {
-            let wanted = if *is_dir {
-                file.strip_prefix(path.as_bytes())
-                    .is_some_and(|rest| rest.first() == Some(&b'/'))
-            } else {
-                *file == path.as_bytes()
-            };
-            if wanted {
-                chosen.push(file);
+    /// Writes the `adapter` paths of `base` into `dirs.adapter`: an entry ending in `/` is a
+    /// whole directory, any other entry one file.
+    ///
+    /// They come from the base and never from the candidate, so a change cannot rewrite the
+    /// check that judges it. An entry the base does not hold is an error, named: a check run
+    /// without one of the files that decide it would judge by other rules than the policy says.
+    pub(super) fn adapter_paths(&self, base: &Oid, adapter: &[String]) -> Result<(), String> {
+        let index = self.dirs.adapter_index();
+        self.git(
+            &self.repo,
+            Some(&index),
+            ["read-tree".into(), base.as_str().into()],
+            None,
+        )
+        .map_err(|e| format!("could not read the tree of the base {base}: {e}"))?;
+
+        let entries: Vec<(String, bool)> = adapter
+            .iter()
+            .map(|entry| (normalize(entry), entry.ends_with('/')))
+            .collect();
+        let pathspecs: Vec<&str> = entries.iter().map(|(path, _)| path.as_str()).collect();
+        let listed = self
+            .list(&index, &pathspecs)
+            .map_err(|e| format!("could not list the adapter paths of the base {base}: {e}"))?;
+
+        let files = staged_files(&listed);
+        let mut chosen: Vec<&[u8]> = Vec::new();
+        for (entry, (path, is_dir)) in adapter.iter().zip(&entries) {
+            let before = chosen.len();
+            for file in &files {
+                let wanted = if *is_dir {
+                    file.strip_prefix(path.as_bytes())
+                        .is_some_and(|rest| rest.first() == Some(&b'/'))
+                } else {
+                    *file == path.as_bytes()
+                };
+                if wanted {
+                    chosen.push(file);
+                }
+            }
+            if chosen.len() == before {
+                let kind = if *is_dir { "directory" } else { "file" };
+                return Err(format!(
+                    "the adapter path {entry:?} is not a {kind} in the base {base}, so the check \
+                     cannot run as the policy says"
+                ));
             }
         }
-        if chosen.len() == before {
-            let kind = if *is_dir { "directory" } else { "file" };
-            return Err(format!(
-                "the adapter path {entry:?} is not a {kind} in the base {base}, so the check \
-                 cannot run as the policy says"
-            ));
+        chosen.sort_unstable();
+        chosen.dedup();
+        self.check_out(&index, &self.dirs.adapter, Some(chosen))
+            .map_err(|e| format!("could not write the adapter paths of the base {base}: {e}"))
+    }
+
+    /// Makes `dirs.git`, an empty Git directory of the repository's object format that reads
+    /// every object of the repository through `objects/info/alternates`, and returns the object
+    /// store it reads, which the sandbox binds read-only beside it.
+    ///
+    /// The check reads history there and nothing else of the repository: no config, no hooks,
+    /// no refs, no index.
+    pub(super) fn history(&self) -> Result<PathBuf, String> {
+        let cannot = |e: &dyn std::fmt::Display| {
+            format!("could not make the Git directory that reads history: {e}")
+        };
+        let format = self
+            .git(
+                &self.repo,
+                None,
+                ["rev-parse".into(), "--show-object-format".into()],
+                None,
+            )
+            .map_err(|e| cannot(&e))?;
+        let format = String::from_utf8_lossy(&format).trim().to_owned();
+        self.git(
+            &Git::git_dir(&self.dirs.git),
+            None,
+            [
+                "init".into(),
+                "--bare".into(),
+                "--quiet".into(),
+                "--template=".into(),
+                format!("--object-format={format}").into(),
+            ],
+            None,
+        )
+        .map_err(|e| cannot(&e))?;
+        let objects = self.git_dir.join("objects");
+        let info = self.dirs.git.join("objects").join("info");
+        std::fs::create_dir_all(&info).map_err(|e| cannot(&e))?;
+        let mut alternates = objects.as_os_str().as_encoded_bytes().to_vec();
+        alternates.push(b'\n');
+        std::fs::write(info.join("alternates"), alternates).map_err(|e| cannot(&e))?;
+        Ok(objects)
+    }
+
+    /// `ls-files -z --stage` of `index`, limited to the literal `pathspecs` when there are any.
+    fn list(&self, index: &Path, pathspecs: &[&str]) -> Result<Vec<u8>, String> {
+        let mut args: Vec<OsString> = ["--literal-pathspecs", "ls-files", "-z", "--stage", "--"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        args.extend(pathspecs.iter().map(OsString::from));
+        self.git(&self.repo, Some(index), args, None)
+    }
+
+    /// Writes `files` of `index` (every file, for `None`) under `dir`.
+    fn check_out(&self, index: &Path, dir: &Path, files: Option<Vec<&[u8]>>) -> Result<(), String> {
+        let mut work_tree = OsString::from("--work-tree=");
+        work_tree.push(dir);
+        let mut args = vec![work_tree, "checkout-index".into(), "--force".into()];
+        let stdin = match files {
+            None => {
+                args.push("--all".into());
+                None
+            }
+            Some(files) => {
+                args.extend(["-z".into(), "--stdin".into()]);
+                let mut stdin = Vec::new();
+                for file in files {
+                    stdin.extend_from_slice(file);
+                    stdin.push(0);
+                }
+                Some(stdin)
+            }
+        };
+        self.git(&self.repo, Some(index), args, stdin).map(drop)
+    }
+
+    /// Runs one Git call, with `index` as its index if given, in the time the copy has left, and returns
+    /// its stdout. Running out of time is named by the policy key that set the limit.
+    fn git(
+        &self,
+        git: &Git,
+        index: Option<&Path>,
+        args: impl IntoIterator<Item = OsString>,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, String> {
+        let over = || {
+            format!(
+                "copying the candidate for the check ran past its materialize_timeout_s of {} s \
+                 and was stopped; raise materialize_timeout_s, or give the check less of the \
+                 tree with paths or materialize = \"changed\"",
+                self.limit_s
+            )
+        };
+        let left = match self.until {
+            Some(until) => until
+                .checked_duration_since(Instant::now())
+                .filter(|left| !left.is_zero())
+                .ok_or_else(over)?,
+            None => Duration::MAX,
+        };
+        let mut call = git.cmd(args).timeout(left);
+        if let Some(index) = index {
+            call = call.env("GIT_INDEX_FILE", index);
+        }
+        if let Some(stdin) = stdin {
+            call = call.stdin(stdin);
+        }
+        match call.run() {
+            Ok(out) => Ok(out.stdout),
+            Err(GitError::TimedOut { .. }) => Err(over()),
+            Err(error) => Err(error.to_string()),
         }
     }
-    chosen.sort_unstable();
-    chosen.dedup();
-
-    let mut stdin = Vec::new();
-    for file in chosen {
-        stdin.extend_from_slice(file);
-        stdin.push(0);
-    }
-    git(
-        git_dir,
-        &index,
-        Some(&dirs.adapter),
-        &[
-            "checkout-index".into(),
-            "--force".into(),
-            "-z".into(),
-            "--stdin".into(),
-        ],
-        Some(stdin),
-    )
-    .map_err(|e| format!("could not write the adapter paths of the base {base}: {e}"))?;
-    Ok(())
 }
 
 /// The paths of `ls-files -z --stage` output, as bytes (a file name need not be UTF-8),
@@ -130,66 +246,4 @@ fn staged_files(listed: &[u8]) -> Vec<&[u8]> {
             (!meta.starts_with(b"160000 ")).then_some(path)
         })
         .collect()
-}
-
-/// A repository path without empty and `.` parts, as the policy compares them: `./a//b/` is
-/// `a/b`.
-pub(super) fn normalize(path: &str) -> String {
-    path.split('/')
-        .filter(|part| !part.is_empty() && *part != ".")
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// Variables a parent Git process (a hook, an alias) may have set, which would point Git at
-/// another repository or object store than the one named here.
-const LOCATING_VARS: [&str; 7] = [
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-];
-
-/// Runs `git --git-dir=<git_dir> [--work-tree=<work_tree>] <args>` with `index` as its index
-/// and returns its stdout; the error holds its stderr.
-fn git(
-    git_dir: &Path,
-    index: &Path,
-    work_tree: Option<&Path>,
-    args: &[OsString],
-    stdin: Option<Vec<u8>>,
-) -> Result<Vec<u8>, String> {
-    let mut git_dir_flag = OsString::from("--git-dir=");
-    git_dir_flag.push(git_dir);
-    let mut full: Vec<OsString> = vec![git_dir_flag];
-    if let Some(work_tree) = work_tree {
-        let mut flag = OsString::from("--work-tree=");
-        flag.push(work_tree);
-        full.push(flag);
-    }
-    full.extend(args.iter().cloned());
-    let mut command = duct::cmd("git", full)
-        .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_INDEX_FILE", index);
-    for var in LOCATING_VARS {
-        command = command.env_remove(var);
-    }
-    command = command.stdout_capture().stderr_capture().unchecked();
-    command = match stdin {
-        Some(bytes) => command.stdin_bytes(bytes),
-        None => command.stdin_null(),
-    };
-    let out = command
-        .run()
-        .map_err(|e| format!("git could not be started: {e}"))?;
-    if out.status.success() {
-        Ok(out.stdout)
-    } else {
-        let said = String::from_utf8_lossy(&out.stderr);
-        Err(format!("git ended with {}: {}", out.status, said.trim()))
-    }
 }

@@ -9,11 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use bay_core::check::{CheckExit, CheckRequest, CheckTarget, CommitTree, RequestInput};
+use bay_core::check::{
+    ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, RequestInput,
+};
 use bay_core::git::Oid;
+use bay_core::id::ChangeId;
 use bay_core::machine::CheckRun;
 use bay_core::policy::{CheckSpec, DEFAULT_MATERIALIZE_TIMEOUT_S, Materialize, Stage};
-use bay_drivers::check::{CheckDirs, Host, run_check};
+use bay_drivers::check::{CheckDirs, Host, ReadPaths, run_check};
 use bay_drivers::sandbox::Sandbox;
 use tempfile::TempDir;
 
@@ -140,21 +143,33 @@ impl Repo {
         }
     }
 
-    /// The run of `check` on `candidate`, with the base's adapter.
+    /// The run of `check` on `candidate`, with the base's adapter, as a runner asks for it: the
+    /// paths the candidate changes as Git lists them, and the change whose draft is the
+    /// candidate.
     pub fn run_of(&self, check: CheckSpec, candidate: &Oid) -> CheckRun {
+        let changed = git(
+            &self.work,
+            &[
+                "diff",
+                "--name-only",
+                "--no-renames",
+                self.base.as_str(),
+                candidate.as_str(),
+            ],
+        );
         let request = CheckRequest::build(RequestInput {
-            target: CheckTarget {
-                id: check.id.clone(),
-                environment: check.environment.clone(),
-                timeout_s: check.timeout_s,
-                expected_minimum: check.expected_minimum,
-                fixtures: vec![],
-            },
+            target: CheckTarget::of(&check),
             policy_revision: "1".into(),
             candidate: self.commit_tree(candidate),
             base: self.commit_tree(&self.base),
-            changed_paths: vec![],
-            change: None,
+            changed_paths: changed.lines().map(str::to_owned).collect(),
+            change: Some(ChangeContext {
+                id: ChangeId::parse("c7k2m4qa").expect("a valid id"),
+                intent: "test".into(),
+                actor: "agent".into(),
+                revision: candidate.clone(),
+                messages: vec![],
+            }),
         });
         CheckRun {
             check,
@@ -172,12 +187,25 @@ impl Repo {
         sandbox: &Sandbox,
         vars: &BTreeMap<String, String>,
     ) -> CheckExit {
+        self.run_reading(check, candidate, sandbox, vars, &ReadPaths::default())
+    }
+
+    /// Runs `check` on `candidate` on a machine that lets checks read `read`.
+    pub fn run_reading(
+        &self,
+        check: CheckSpec,
+        candidate: &Oid,
+        sandbox: &Sandbox,
+        vars: &BTreeMap<String, String>,
+        read: &ReadPaths,
+    ) -> CheckExit {
         let run = self.run_of(check, candidate);
         let env = |name: &str| vars.get(name).cloned();
         let host = Host {
             sandbox,
             env: &env,
             min_free_mib: None,
+            read,
         };
         run_check(&self.git_dir, &run, &host)
     }

@@ -23,6 +23,8 @@ fn request() -> CheckRequest {
             timeout_s: 600,
             expected_minimum: 1,
             fixtures: vec![],
+            inputs: vec![],
+            materialized: None,
         },
         policy_revision: "p7".into(),
         candidate: CommitTree {
@@ -64,6 +66,7 @@ fn exit(stdout: impl Into<Vec<u8>>, exit_code: Option<i32>) -> CheckExit {
         timed_out: false,
         millis: 10,
         infra: None,
+        sandbox_read: vec![],
     }
 }
 
@@ -622,6 +625,7 @@ fn any_exit(stdout: Vec<u8>) -> impl Strategy<Value = CheckExit> {
             timed_out,
             millis,
             infra,
+            sandbox_read: vec![],
         })
 }
 
@@ -633,7 +637,7 @@ proptest! {
         timed_out: bool,
         minimum in 0u64..4,
     ) {
-        let run = CheckExit { stdout, exit_code, timed_out, millis: 0, infra: None };
+        let run = CheckExit { stdout, exit_code, timed_out, millis: 0, infra: None, sandbox_read: vec![] };
         let _ = judge(&request(), minimum, &run);
     }
 

@@ -842,14 +842,14 @@ impl Runner {
             .policy
             .as_ref()
             .expect("checks run after the policy is read");
+        let revision = work
+            .record
+            .op(&work.op)
+            .expect("the work's operation is in its record")
+            .draft
+            .clone();
         CheckRequest::build(RequestInput {
-            target: CheckTarget {
-                id: spec.id.clone(),
-                environment: spec.environment.clone(),
-                timeout_s: spec.timeout_s,
-                expected_minimum: spec.expected_minimum,
-                fixtures: spec.fixtures.iter().map(ToString::to_string).collect(),
-            },
+            target: CheckTarget::of(spec),
             policy_revision: policy.revision.to_string(),
             candidate,
             base,
@@ -858,6 +858,7 @@ impl Runner {
                 id: work.record.change.clone(),
                 intent: work.record.intent.clone(),
                 actor: work.record.actor.clone(),
+                revision,
                 messages: Vec::new(),
             }),
         })
