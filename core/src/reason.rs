@@ -62,6 +62,7 @@ pub enum ReasonCode {
     SandboxAbsent,
     CheckEnvUnset,
     DiskLow,
+    ChangeTooLarge,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -84,7 +85,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 20] = [
+    pub const ALL: [ReasonCode; 21] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -105,6 +106,7 @@ impl ReasonCode {
         ReasonCode::SandboxAbsent,
         ReasonCode::CheckEnvUnset,
         ReasonCode::DiskLow,
+        ReasonCode::ChangeTooLarge,
     ];
 
     /// The code as it appears in a result.
@@ -130,6 +132,7 @@ impl ReasonCode {
             ReasonCode::SandboxAbsent => "SANDBOX_ABSENT",
             ReasonCode::CheckEnvUnset => "CHECK_ENV_UNSET",
             ReasonCode::DiskLow => "DISK_LOW",
+            ReasonCode::ChangeTooLarge => "CHANGE_TOO_LARGE",
         }
     }
 
@@ -406,6 +409,21 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     `bay.minFreeMiB`, then run the command again.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ChangeTooLarge,
+        meaning: "The change is over a `[limits]` cap of the policy at its base: a file it adds \
+                  or changes is over `max_file_mib`, it touches more than `max_files` files, or \
+                  it adds more than `max_added_lines` lines (a binary file adds none). \
+                  `detail.exceeded` names each cap, its `max`, the `value` and up to five of \
+                  the largest `paths`. `bay merge` refuses it before it submits anything, and \
+                  the runner at the candidate build, before any check runs.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair],
+        retry_when: "change_within_limits",
+        next_step: "Keep large files elsewhere or split the change, then `bay merge` again; \
+                    never raise the limits to get it through.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -436,6 +454,7 @@ mod tests {
             ReasonCode::SandboxAbsent => 17,
             ReasonCode::CheckEnvUnset => 18,
             ReasonCode::DiskLow => 19,
+            ReasonCode::ChangeTooLarge => 20,
         }
     }
 
