@@ -283,7 +283,11 @@ mod tests {
         let caps: Vec<Cap> = over.exceeded.iter().map(|e| e.cap).collect();
         assert_eq!(caps, [Cap::MaxFileMib, Cap::MaxFiles, Cap::MaxAddedLines]);
         for exceeded in &over.exceeded {
-            assert_eq!(exceeded.paths, ["f8", "f7", "f6", "f5", "f4"], "{exceeded:?}");
+            assert_eq!(
+                exceeded.paths,
+                ["f8", "f7", "f6", "f5", "f4"],
+                "{exceeded:?}"
+            );
         }
         assert_eq!(over.exceeded[0].value, Measure::Mib(8.1));
         assert_eq!(over.exceeded[1].value, Measure::Count(8));

@@ -580,12 +580,17 @@ mod tests {
              into smaller changes, then submit each one."
         );
         assert_eq!(
-            too_large(json!([{"cap": "max_added_lines", "max": 5000, "value": 6001, "paths": ["a.rs"]}])),
+            too_large(
+                json!([{"cap": "max_added_lines", "max": 5000, "value": 6001, "paths": ["a.rs"]}])
+            ),
             "This change is too big to save here (it adds 6001 lines, over 5000); split it into \
              smaller changes, then submit each one."
         );
         let unread = too_large(json!([{"cap": "max_files", "value": "many"}]));
-        assert!(unread.contains("keep large files elsewhere or split it"), "{unread}");
+        assert!(
+            unread.contains("keep large files elsewhere or split it"),
+            "{unread}"
+        );
     }
 
     #[test]

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
+use bay_core::limits::PathStat;
 use bay_core::machine::{
     Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, FetchSpec,
     NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
 };
-use bay_core::limits::PathStat;
 use bay_core::record::Step;
 use bay_drivers::remote::{Bounds, Repo};
 use support::remote::*;
@@ -652,5 +652,8 @@ fn stats_measure_each_path_the_change_touches_against_its_base() {
     let same = fx.repo.read_stats(&base, &base).expect("no difference");
     assert!(same.is_empty());
     let nowhere = Oid::parse(&"0123456789abcdef".repeat(3)[..40]).expect("an id");
-    assert!(fx.repo.read_stats(&base, &nowhere).is_err(), "a missing commit is a fault");
+    assert!(
+        fx.repo.read_stats(&base, &nowhere).is_err(),
+        "a missing commit is a fault"
+    );
 }

@@ -55,9 +55,10 @@ impl Repo {
         after
             .into_iter()
             .map(|(path, after)| {
-                let lines = added.get(&path).copied().ok_or_else(|| {
-                    Fault(format!("git diff-tree counted no lines for {path:?}"))
-                })?;
+                let lines = added
+                    .get(&path)
+                    .copied()
+                    .ok_or_else(|| Fault(format!("git diff-tree counted no lines for {path:?}")))?;
                 let (bytes, added_lines) = match after {
                     After::Deleted => (None, lines),
                     After::Submodule => (Some(0), None),
@@ -85,16 +86,19 @@ impl Repo {
         let input: String = blobs.iter().map(|blob| format!("{blob}\n")).collect();
         let out = self
             .git()
-            .cmd(["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"])
+            .cmd([
+                "cat-file",
+                "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+            ])
             .stdin(input)
             .text()?;
         let mut sizes = BTreeMap::new();
         for line in out.lines() {
             match line.split(' ').collect::<Vec<_>>().as_slice() {
                 [name, "blob", size] => {
-                    let size = size.parse().map_err(|_| {
-                        Fault(format!("git cat-file printed the size {size:?}"))
-                    })?;
+                    let size = size
+                        .parse()
+                        .map_err(|_| Fault(format!("git cat-file printed the size {size:?}")))?;
                     sizes.insert(oid(name)?, size);
                 }
                 _ => return Err(Fault(format!("git cat-file cannot size {line:?}"))),
