@@ -6,7 +6,7 @@ use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::limits::PathStat;
 use bay_core::paths;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use bay_core::machine::{
     Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
@@ -180,28 +180,11 @@ impl GitModel {
             .map(|text| text.as_bytes().to_vec()))
     }
 
-    /// `git diff-tree --raw --numstat` and the new blobs' sizes: each path whose blob differs
-    /// between the two commits, sorted, with its size in `commit` (none when deleted) and the
-    /// lines it adds (none when either side is binary, as Git takes a text with a NUL byte in
-    /// its first 8,000 bytes).
+    /// `git diff-tree --raw --numstat` and the new blobs' sizes (see [`Store::stats`]).
     pub fn read_stats(&self, base: &Oid, commit: &Oid) -> Result<Vec<PathStat>, Fault> {
-        let (before, after) = (self.files(base)?, self.files(commit)?);
-        let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
-        let text = |tree: &Tree, path: &str| tree.get(path).and_then(|b| self.store.blob_text(b));
-        Ok(paths
-            .into_iter()
-            .filter(|path| before.get(*path) != after.get(*path))
-            .map(|path| {
-                let (old, new) = (text(&before, path), text(&after, path));
-                let binary = old.is_some_and(is_binary) || new.is_some_and(is_binary);
-                PathStat {
-                    path: path.clone(),
-                    bytes: new.map(|new| new.len() as u64),
-                    added_lines: (!binary)
-                        .then(|| added_lines(old.unwrap_or(""), new.unwrap_or(""))),
-                }
-            })
-            .collect())
+        self.store
+            .stats(base, commit)
+            .ok_or_else(|| Fault(format!("no commit {base} or no commit {commit}")))
     }
 
     fn files(&self, commit: &Oid) -> Result<std::sync::Arc<Tree>, Fault> {
@@ -316,46 +299,6 @@ impl GitModel {
             files,
         }
     }
-}
-
-/// Whether Git's diff takes `text` as binary: a NUL byte in its first 8,000 bytes.
-fn is_binary(text: &str) -> bool {
-    text.bytes().take(8_000).any(|b| b == 0)
-}
-
-/// The lines of `new` that a minimal line diff from `old` adds: every line of `new` outside a
-/// longest common subsequence of the two, a line's ending included (so a last line that gains
-/// its newline counts as added, as in Git). Git's own diff is minimal for files as small as the
-/// simulator's; for large ones its heuristics may count a few more.
-fn added_lines(old: &str, new: &str) -> u64 {
-    let old: Vec<&str> = old.split_inclusive('\n').collect();
-    let new: Vec<&str> = new.split_inclusive('\n').collect();
-    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let suffix = old[prefix..]
-        .iter()
-        .rev()
-        .zip(new[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let (old, new) = (
-        &old[prefix..old.len() - suffix],
-        &new[prefix..new.len() - suffix],
-    );
-    // The length of a longest common subsequence, one row at a time.
-    let mut row = vec![0usize; new.len() + 1];
-    for line in old {
-        let mut diagonal = 0;
-        for (j, other) in new.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if line == other {
-                diagonal + 1
-            } else {
-                above.max(row[j])
-            };
-            diagonal = above;
-        }
-    }
-    (new.len() - row[new.len()]) as u64
 }
 
 /// A change's view on one machine: its declared paths, and the files in it as the agent left

@@ -638,17 +638,22 @@ impl Runner {
                     base_tree,
                     changed_paths,
                 };
-                let policy = work
+                let unmeasured = work
                     .policy
                     .as_ref()
-                    .expect("a candidate is built under a policy");
-                if policy.limits.is_unset() {
+                    .expect("a candidate is built under a policy")
+                    .limits
+                    .is_unset();
+                let base = work.base.clone();
+                #[cfg(feature = "mutants")]
+                let unmeasured = unmeasured || self.mutant_ignores_limits();
+                if unmeasured {
                     return self.accept(built);
                 }
                 // The caps of the policy at the base judge the candidate against that base,
                 // before any check runs; a policy without caps costs no measuring.
                 let read = Action::ReadStats {
-                    base: work.base.clone(),
+                    base,
                     commit: built.commit.clone(),
                 };
                 self.send_work(read, Purpose::Stats(built));
