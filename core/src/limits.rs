@@ -132,10 +132,7 @@ fn over_lines(max: u64, stats: &[PathStat]) -> Option<Exceeded> {
 
 /// The paths `measure` weighs, heaviest first (ties by path, so the answer does not depend on
 /// the order the driver listed them in), at most [`MAX_PATHS`].
-fn largest<'s>(
-    stats: &'s [PathStat],
-    measure: impl Fn(&PathStat) -> Option<u64>,
-) -> Vec<(&'s str, u64)> {
+fn largest(stats: &[PathStat], measure: impl Fn(&PathStat) -> Option<u64>) -> Vec<(&str, u64)> {
     let mut weighed: Vec<(&str, u64)> = stats
         .iter()
         .filter_map(|stat| Some((stat.path.as_str(), measure(stat)?)))

@@ -43,7 +43,7 @@ impl Repo {
                 commit.as_str(),
             ])
             .run()?;
-        let (after, added) = parse_diff(&out.stdout)?;
+        let Diff { after, added } = parse_diff(&out.stdout)?;
         let blobs: Vec<&Oid> = after
             .values()
             .filter_map(|after| match after {
@@ -108,17 +108,22 @@ impl Repo {
     }
 }
 
-/// Each path's new side (from `--raw`) and the lines it adds (from `--numstat`, `None` for a
-/// binary file), in `diff-tree -z` output where both formats follow each other.
-#[allow(clippy::type_complexity)]
-fn parse_diff(
-    stdout: &[u8],
-) -> Result<(BTreeMap<String, After>, BTreeMap<String, Option<u64>>), Fault> {
+/// What `diff-tree --raw --numstat` says of each path.
+#[derive(Debug, Default)]
+struct Diff {
+    /// Its new side, from `--raw`.
+    after: BTreeMap<String, After>,
+    /// The lines it adds, from `--numstat`: `None` for a binary file.
+    added: BTreeMap<String, Option<u64>>,
+}
+
+/// Reads `diff-tree -z` output, where both formats follow each other.
+fn parse_diff(stdout: &[u8]) -> Result<Diff, Fault> {
     let bad = |why: String| Fault(format!("git diff-tree printed {why}"));
     let mut fields = stdout
         .split(|&b| b == 0)
         .map(|field| String::from_utf8_lossy(field).into_owned());
-    let (mut after, mut added) = (BTreeMap::new(), BTreeMap::new());
+    let mut diff = Diff::default();
     while let Some(field) = fields.next() {
         if field.is_empty() {
             continue;
@@ -139,7 +144,7 @@ fn parse_diff(
             } else {
                 After::Blob(oid(blob)?)
             };
-            after.insert(path, side);
+            diff.after.insert(path, side);
         } else {
             // `<added>\t<deleted>\t<path>`, with `-` for both when Git takes the file as binary.
             let mut parts = field.splitn(3, '\t');
@@ -155,10 +160,10 @@ fn parse_diff(
                         .map_err(|_| bad(format!("the count {field:?}")))?,
                 ),
             };
-            added.insert(path.to_owned(), lines);
+            diff.added.insert(path.to_owned(), lines);
         }
     }
-    Ok((after, added))
+    Ok(diff)
 }
 
 #[cfg(test)]
@@ -184,7 +189,7 @@ mod tests {
             "1\t0\tsub".into(),
         ];
         let out = fields.join("\0") + "\0";
-        let (after, added) = parse_diff(out.as_bytes()).expect("well-formed");
+        let Diff { after, added } = parse_diff(out.as_bytes()).expect("well-formed");
         assert_eq!(after["src/a.rs"], After::Blob(oid(&b).expect("an id")));
         assert_eq!(after["gone"], After::Deleted);
         assert_eq!(after["sub"], After::Submodule);
