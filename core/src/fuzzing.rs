@@ -38,6 +38,7 @@ use crate::check::{
 use crate::config::{Config, RunnerSettings};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, ChangeId, OpId, intent_digest};
+use crate::limits::PathStat;
 use crate::machine::abandon::{Abandon, AbandonInput};
 use crate::machine::merge::{Merge, MergeInput};
 use crate::machine::runner::{RunMode, Runner, RunnerConfig};
@@ -70,7 +71,7 @@ const EPOCH: Timestamp = Timestamp(1_700_000_000_000);
 const MAX_EVENTS: usize = 200;
 
 /// Policies a runner may read at a base: valid ones of each shape, and broken ones.
-const POLICIES: [&str; 5] = [
+const POLICIES: [&str; 6] = [
     "revision = 3\n\n[[check]]\nid = \"unit\"\nenvironment = \"linux\"\n\
      command = \"scripts/check unit\"\nadapter = [\"scripts/check\"]\nexpected_minimum = 1\n\
      timeout_s = 5\n",
@@ -80,6 +81,7 @@ const POLICIES: [&str; 5] = [
      command = \"scripts/check e2e\"\nadapter = [\"scripts/\"]\nexpected_minimum = 0\n\
      timeout_s = 60\n",
     "revision = 1\nunchecked = true\n",
+    "revision = 5\nunchecked = true\n\n[limits]\nmax_files = 1\nmax_added_lines = 40\n",
     "revision = \"five\"\n",
     "revision = 2\n[[check]]\nid = \"unit\"\n",
 ];
@@ -1704,6 +1706,18 @@ impl Driver {
                     _ => Some(pick(u, &POLICIES)?.as_bytes().to_vec()),
                 })
             })?),
+            Action::ReadStats { .. } => Completion::StatsRead(maybe_fault(u, 16, |u| {
+                let paths = ["assets/c.bin", "docs/b.md", "src/a.rs"];
+                let mut stats = Vec::new();
+                for path in &paths[..u.int_in_range(0..=3)?] {
+                    stats.push(PathStat {
+                        path: (*path).to_owned(),
+                        bytes: Option::<u16>::arbitrary(u)?.map(|kib| u64::from(kib) * 1024),
+                        added_lines: Option::<u8>::arbitrary(u)?.map(u64::from),
+                    });
+                }
+                Ok(stats)
+            })?),
             Action::Push(plan) => Completion::Pushed(push_report(u, plan)?),
             Action::BuildCandidate(_) => Completion::CandidateBuilt(maybe_fault(u, 16, |u| {
                 Ok(if u.ratio(1, 8)? {
@@ -2080,9 +2094,9 @@ mod tests {
     #[test]
     fn the_world_is_tiny() {
         assert_eq!(every_change().len(), 4);
-        assert!(POLICIES[..3].iter().all(|text| Policy::parse(text).is_ok()));
+        assert!(POLICIES[..4].iter().all(|text| Policy::parse(text).is_ok()));
         assert!(
-            POLICIES[3..]
+            POLICIES[4..]
                 .iter()
                 .all(|text| Policy::parse(text).is_err())
         );

@@ -15,6 +15,7 @@ pub mod fuzzing;
 pub mod git;
 pub mod glob;
 pub mod id;
+pub mod limits;
 pub mod machine;
 pub mod paths;
 pub mod policy;

@@ -63,6 +63,7 @@ pub enum ReasonCode {
     CheckEnvUnset,
     DiskLow,
     QueueDeadlineExceeded,
+    ChangeTooLarge,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -85,7 +86,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 21] = [
+    pub const ALL: [ReasonCode; 22] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -107,6 +108,7 @@ impl ReasonCode {
         ReasonCode::CheckEnvUnset,
         ReasonCode::DiskLow,
         ReasonCode::QueueDeadlineExceeded,
+        ReasonCode::ChangeTooLarge,
     ];
 
     /// The code as it appears in a result.
@@ -133,6 +135,7 @@ impl ReasonCode {
             ReasonCode::CheckEnvUnset => "CHECK_ENV_UNSET",
             ReasonCode::DiskLow => "DISK_LOW",
             ReasonCode::QueueDeadlineExceeded => "QUEUE_DEADLINE_EXCEEDED",
+            ReasonCode::ChangeTooLarge => "CHANGE_TOO_LARGE",
         }
     }
 
@@ -421,6 +424,21 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     again; or ask the user to raise the budget.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ChangeTooLarge,
+        meaning: "The change is over a `[limits]` cap of the policy at its base: a file it adds \
+                  or changes is over `max_file_mib`, it touches more than `max_files` files, or \
+                  it adds more than `max_added_lines` lines (a binary file adds none). \
+                  `detail.exceeded` names each cap, its `max`, the `value` and up to five of \
+                  the largest `paths`. `bay merge` refuses it before it submits anything, and \
+                  the runner at the candidate build, before any check runs.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair],
+        retry_when: "change_within_limits",
+        next_step: "Keep large files elsewhere or split the change, then `bay merge` again; \
+                    never raise the limits to get it through.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -452,6 +470,7 @@ mod tests {
             ReasonCode::CheckEnvUnset => 18,
             ReasonCode::DiskLow => 19,
             ReasonCode::QueueDeadlineExceeded => 20,
+            ReasonCode::ChangeTooLarge => 21,
         }
     }
 

@@ -144,6 +144,7 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              ask the person in charge to lower the floor, then run the command again.",
             space_and_floor(detail)
         ),
+        ReasonCode::ChangeTooLarge => too_large(detail),
     }
 }
 
@@ -348,6 +349,45 @@ fn space_and_floor(detail: &Map<String, Value>) -> String {
     }
 }
 
+/// The first cap `detail.exceeded` names, in the words of the specification's example: the
+/// largest file and its size for `max_file_mib`, the count for the others; then the step that
+/// fits it. Without a cap it can read, the sentence names both steps.
+fn too_large(detail: &Map<String, Value>) -> String {
+    let first = detail
+        .get("exceeded")
+        .and_then(Value::as_array)
+        .and_then(|caps| caps.first())
+        .and_then(Value::as_object);
+    let field = |key: &str| first.and_then(|cap| cap.get(key));
+    let cap = field("cap").and_then(Value::as_str);
+    let max = field("max").and_then(Value::as_u64);
+    let (mib, count) = (
+        field("value").and_then(Value::as_f64),
+        field("value").and_then(Value::as_u64),
+    );
+    let split = "split it into smaller changes, then submit each one";
+    match (cap, max, mib, count) {
+        (Some("max_file_mib"), Some(max), Some(mib), _) => {
+            let file = first
+                .and_then(|cap| names(cap, "paths").into_iter().next())
+                .unwrap_or_else(|| "a file".to_owned());
+            format!(
+                "This change is too big to save here ({file} is {mib:.1} MiB, over {max} MiB); \
+                 keep large files elsewhere, such as a shared drive."
+            )
+        }
+        (Some("max_files"), Some(max), _, Some(files)) => format!(
+            "This change is too big to save here (it touches {files} files, over {max}); {split}."
+        ),
+        (Some("max_added_lines"), Some(max), _, Some(lines)) => format!(
+            "This change is too big to save here (it adds {lines} lines, over {max}); {split}."
+        ),
+        _ => "This change is too big to save here; keep large files elsewhere or split it into \
+              smaller changes, then submit each one."
+            .to_owned(),
+    }
+}
+
 fn tool_and_floor(detail: &Map<String, Value>) -> String {
     let tool = names(detail, "tool").into_iter().next();
     let floor = names(detail, "floor").into_iter().next();
@@ -409,6 +449,7 @@ mod tests {
             "position": 3,
             "main_commit": "a1b2c3d",
             "why": "the remote did not answer",
+            "exceeded": [{"cap": "max_file_mib", "max": 10, "value": 48.0, "paths": ["assets/intro.mp4"]}],
         }))
     }
 
@@ -515,6 +556,45 @@ mod tests {
             &detail,
         );
         assert!(env.contains("(API_TOKEN)"), "{env}");
+    }
+
+    #[test]
+    fn a_change_too_large_names_its_first_cap_as_the_specification_does() {
+        let too_large = |exceeded: Value| {
+            let sentence = say(
+                Decision::Blocked,
+                Some(ReasonCode::ChangeTooLarge),
+                None,
+                &object(json!({ "exceeded": exceeded })),
+            );
+            assert_clean(&sentence);
+            sentence
+        };
+        assert_eq!(
+            too_large(json!([
+                {"cap": "max_file_mib", "max": 10, "value": 48.0, "paths": ["assets/intro.mp4", "b.bin"]},
+                {"cap": "max_files", "max": 1, "value": 2, "paths": ["assets/intro.mp4", "b.bin"]},
+            ])),
+            "This change is too big to save here (assets/intro.mp4 is 48.0 MiB, over 10 MiB); \
+             keep large files elsewhere, such as a shared drive."
+        );
+        assert_eq!(
+            too_large(json!([{"cap": "max_files", "max": 200, "value": 250, "paths": []}])),
+            "This change is too big to save here (it touches 250 files, over 200); split it \
+             into smaller changes, then submit each one."
+        );
+        assert_eq!(
+            too_large(
+                json!([{"cap": "max_added_lines", "max": 5000, "value": 6001, "paths": ["a.rs"]}])
+            ),
+            "This change is too big to save here (it adds 6001 lines, over 5000); split it into \
+             smaller changes, then submit each one."
+        );
+        let unread = too_large(json!([{"cap": "max_files", "value": "many"}]));
+        assert!(
+            unread.contains("keep large files elsewhere or split it"),
+            "{unread}"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The remote-facing actions, executed with real Git in one clone: fetch, read steps, chains
-//! and files, push, and build a candidate. The in-memory model of the same semantics is
+//! The remote-facing actions, executed with real Git in one clone: fetch, read steps, chains,
+//! files and a change's stats, push, and build a candidate. The in-memory model of the same semantics is
 //! `bay_sim::remote` and `bay_sim::world`; this driver must answer as they do.
 //!
 //! Every action answers with its [`Completion`]; Git trouble becomes a [`Fault`] with a plain
@@ -13,6 +13,7 @@ mod fetch;
 mod notes;
 mod push;
 mod read;
+mod stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -131,6 +132,9 @@ impl Repo {
             Action::ReadSteps { oids } => Completion::StepsRead(self.read_steps(oids)),
             Action::ReadChains { chains } => Completion::ChainsRead(self.read_chains(chains)),
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::ReadStats { base, commit } => {
+                Completion::StatsRead(self.read_stats(base, commit))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)

@@ -123,8 +123,10 @@ impl Views {
         } else {
             commit(&view, &tree, &[&head], &format!("bay: draft of {change}\n"))?
         };
-        if draft == *parent || head == *parent {
-            // The view grew from the recorded draft (or has nothing new): it is the draft.
+        if draft == *parent || head == *parent || is_ancestor(&view, parent, &head)? {
+            // The view grew from the recorded draft (or has nothing new): it is the draft. It
+            // may have grown through drafts saved and never recorded, such as one a `bay merge`
+            // refused before it wrote anything; the view's files are still all its work.
             if draft != head {
                 view.cmd(["update-ref", "--no-deref", "HEAD", draft.as_str()])
                     .run()?;
@@ -204,4 +206,25 @@ fn commit(git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid,
         .arg("-")
         .run()?;
     oid(&out.stdout)
+}
+
+/// Whether `ancestor` is `descendant` or one of its ancestors: `git merge-base --is-ancestor`,
+/// which exits 1 for no and anything else for a fault.
+fn is_ancestor(git: &Git, ancestor: &Oid, descendant: &Oid) -> Result<bool, Fault> {
+    let out = git
+        .cmd([
+            "merge-base",
+            "--is-ancestor",
+            ancestor.as_str(),
+            descendant.as_str(),
+        ])
+        .output()?;
+    match out.code {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(Fault(format!(
+            "git merge-base --is-ancestor {ancestor} {descendant} failed: {}",
+            crate::git::tail(out.stderr.as_bytes())
+        ))),
+    }
 }

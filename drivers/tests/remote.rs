@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
+use bay_core::limits::PathStat;
 use bay_core::machine::{
     Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, FetchSpec,
     NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
@@ -596,4 +597,63 @@ fn other_actions_are_left_to_other_drivers() {
         base: fx.main0.clone(),
     };
     assert_eq!(fx.repo.execute(&action), None);
+}
+
+#[test]
+fn stats_measure_each_path_the_change_touches_against_its_base() {
+    let fx = Fixture::new();
+    let base = commit(
+        &fx.clone,
+        &[],
+        &[
+            ("a.txt", "a\nb\n"),
+            ("same.txt", "same\n"),
+            ("gone.txt", "gone\n"),
+            ("image.bin", "x\0y"),
+        ],
+        "base",
+    );
+    let big = "line\n".repeat(300_000);
+    let change = commit(
+        &fx.clone,
+        &[&base],
+        &[
+            ("a.txt", "a\nc\nd\n"),
+            ("same.txt", "same\n"),
+            ("image.bin", "x\0zz"),
+            ("dir/new.txt", "new\n"),
+            ("no-newline.txt", "one\ntwo"),
+            ("big.txt", &big),
+        ],
+        "change",
+    );
+    let stat = |path: &str, bytes: Option<u64>, added_lines: Option<u64>| PathStat {
+        path: path.into(),
+        bytes,
+        added_lines,
+    };
+    let Some(Completion::StatsRead(Ok(stats))) = fx.repo.execute(&Action::ReadStats {
+        base: base.clone(),
+        commit: change.clone(),
+    }) else {
+        panic!("the stats could not be read");
+    };
+    assert_eq!(
+        stats,
+        vec![
+            stat("a.txt", Some(6), Some(2)),
+            stat("big.txt", Some(1_500_000), Some(300_000)),
+            stat("dir/new.txt", Some(4), Some(1)),
+            stat("gone.txt", None, Some(0)),
+            stat("image.bin", Some(4), None),
+            stat("no-newline.txt", Some(7), Some(2)),
+        ]
+    );
+    let same = fx.repo.read_stats(&base, &base).expect("no difference");
+    assert!(same.is_empty());
+    let nowhere = Oid::parse(&"0123456789abcdef".repeat(3)[..40]).expect("an id");
+    assert!(
+        fx.repo.read_stats(&base, &nowhere).is_err(),
+        "a missing commit is a fault"
+    );
 }

@@ -63,6 +63,9 @@ struct Task {
     edit_pending: bool,
     /// Ask to merge twice in a row, as an agent that retries would.
     retry_merge: bool,
+    /// The change was too large: from now on each edit is one line per path, as an agent that
+    /// split its work would make.
+    small: bool,
 }
 
 #[derive(Debug)]
@@ -166,15 +169,22 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
         }
         return Some(POLL_MS);
     }
+    let reason = operation.outcome.as_ref().and_then(|o| o.reason);
     let repairable = matches!(
-        operation.outcome.as_ref().and_then(|o| o.reason),
-        Some(ReasonCode::MergeConflict | ReasonCode::CheckFailed | ReasonCode::CheckUnknown)
+        reason,
+        Some(
+            ReasonCode::MergeConflict
+                | ReasonCode::CheckFailed
+                | ReasonCode::CheckUnknown
+                | ReasonCode::ChangeTooLarge
+        )
     );
     let me = agent(world, host);
     let task = me.task.as_mut().expect("a task is in hand");
     if operation.state == OpState::Blocked && repairable && task.repairs < MAX_REPAIRS {
         // Repair: pick the change up again (bringing in newer main), edit, merge again.
         task.repairs += 1;
+        task.small |= reason == Some(ReasonCode::ChangeTooLarge);
         task.op = None;
         let target = StartTarget::Change(change);
         let input = StartInput {
@@ -238,6 +248,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         edits: 0,
         edit_pending: false,
         retry_merge,
+        small: false,
     });
     Some(0)
 }
@@ -257,17 +268,27 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
     let bug = task.repairs == 0 && me.rng.chance(60);
     // A policy edit raises its revision, but now and then forgets to.
     let raise = !me.rng.chance(150);
-    let mut contents = Vec::new();
-    for path in &task.paths {
-        let marker = if bug { " BUG" } else { "" };
-        contents.push((
-            path.clone(),
-            format!(
-                "{} by {} edit {}{marker}\n",
-                task.intent, me.actor, task.edits
-            ),
-        ));
-    }
+    let marker = if bug { " BUG" } else { "" };
+    let line = format!(
+        "{} by {} edit {}{marker}",
+        task.intent, me.actor, task.edits
+    );
+    // Most edits are a line per path; some are long, and a few write a binary file, now and
+    // then one over a MiB: what `[limits]` caps.
+    let text = match me.rng.range(0, 99) {
+        _ if task.small => format!("{line}\n"),
+        0..=2 if me.rng.chance(300) => format!("\0{line}\n{}", "x".repeat(1_100_000)),
+        0..=2 => format!("\0{line}\n"),
+        3..=12 => (0..me.rng.range(5, 30))
+            .map(|n| format!("{line}, line {n}\n"))
+            .collect(),
+        _ => format!("{line}\n"),
+    };
+    let mut contents: Vec<(String, String)> = task
+        .paths
+        .iter()
+        .map(|path| (path.clone(), text.clone()))
+        .collect();
     // Now and then the edit only restores what main already holds: nothing new to merge.
     let same_as_main = me.rng.chance(50);
     let main = world.git.remote.get(&refs::main(MAIN)).cloned();
@@ -332,6 +353,11 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
         .outcome()
         .cloned()
         .expect("finished commands have an outcome");
+    if let (Cmd::Merge(_), Decision::Blocked, Some(reason)) = (&cmd, result.decision, result.reason)
+    {
+        *world.submit_refusals.entry(reason.as_str()).or_insert(0) += 1;
+    }
+    let me = agent(world, host);
     let Some(task) = me.task.as_mut() else {
         return 0;
     };
@@ -341,6 +367,15 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             task.op = None;
             task.edit_pending = true;
             // The agent takes a while to do its edit.
+            me.rng.range(EDIT_MS.0, EDIT_MS.1)
+        }
+        (Cmd::Merge(_), Decision::Blocked)
+            if result.reason == Some(ReasonCode::ChangeTooLarge) && task.repairs < MAX_REPAIRS =>
+        {
+            // Split the work: a smaller edit, then ask again.
+            task.repairs += 1;
+            task.small = true;
+            task.edit_pending = true;
             me.rng.range(EDIT_MS.0, EDIT_MS.1)
         }
         (Cmd::Merge(_), Decision::Queued) => {

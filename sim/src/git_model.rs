@@ -4,6 +4,7 @@
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
+use bay_core::limits::PathStat;
 use bay_core::paths;
 use std::collections::BTreeMap;
 
@@ -72,6 +73,9 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::ReadStats { base, commit } => {
+                Completion::StatsRead(self.read_stats(base, commit))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
             Action::FreezeDraft { change, parent, .. } => {
@@ -174,6 +178,13 @@ impl GitModel {
             .store
             .read(commit, path)
             .map(|text| text.as_bytes().to_vec()))
+    }
+
+    /// `git diff-tree --raw --numstat` and the new blobs' sizes (see [`Store::stats`]).
+    pub fn read_stats(&self, base: &Oid, commit: &Oid) -> Result<Vec<PathStat>, Fault> {
+        self.store
+            .stats(base, commit)
+            .ok_or_else(|| Fault(format!("no commit {base} or no commit {commit}")))
     }
 
     fn files(&self, commit: &Oid) -> Result<std::sync::Arc<Tree>, Fault> {

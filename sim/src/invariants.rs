@@ -34,7 +34,8 @@ pub enum Invariant {
     AppendOnlyMain,
     /// S2: each change merges at most once; its marker exists iff its one merge is on main.
     Once,
-    /// S3: every bay merge has passing evidence for every check its base's policy requires.
+    /// S3: every bay merge has passing evidence for every check its base's policy requires,
+    /// and is within that policy's `[limits]`.
     MergedIsChecked,
     /// S4: no push by a runner after its claim was taken over is accepted.
     Fencing,
@@ -245,7 +246,8 @@ impl Checker {
     }
 
     /// S3 and S5: the merged tree passed every check the policy at its base requires, by
-    /// recorded evidence (S3) that rests on an honest pass (S5).
+    /// recorded evidence (S3) that rests on an honest pass (S5); and it is within that
+    /// policy's caps, by the simulator's own measure of the merge against its base (S3).
     #[allow(clippy::too_many_arguments)]
     fn check_merge_evidence(
         &mut self,
@@ -280,6 +282,17 @@ impl Checker {
                 );
             }
         };
+        let stats = store.stats(base, merged).unwrap_or_default();
+        if let Some(too_large) = policy.limits.judge(&stats) {
+            self.violate(
+                Invariant::MergedIsChecked,
+                at,
+                format!(
+                    "{op} merged over the caps of its base's policy: {}",
+                    too_large.detail()
+                ),
+            );
+        }
         // The checks its plan required: the same plan the runner makes, from the paths the
         // merge changed and, when it changed the checks, its own policy.
         let files = |commit: &Oid| {

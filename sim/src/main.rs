@@ -251,6 +251,7 @@ fn summarize(
 ) -> ExitCode {
     let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
     let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -265,6 +266,9 @@ fn summarize(
                 }
                 for (reason, n) in &report.reasons {
                     *reasons.entry(reason).or_insert(0) += n;
+                }
+                for (reason, n) in &report.submit_refusals {
+                    *submit_refusals.entry(reason).or_insert(0) += n;
                 }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
@@ -307,6 +311,7 @@ fn summarize(
             "terminal": terminal,
             "outcomes": outcomes,
             "reasons": reasons,
+            "submit_refusals": submit_refusals,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -335,6 +340,11 @@ fn summarize(
             .map(|(code, n)| format!("{code} {n}"))
             .collect();
         println!("reasons: {}", reasons.join(", "));
+        let refusals: Vec<String> = submit_refusals
+            .iter()
+            .map(|(code, n)| format!("{code} {n}"))
+            .collect();
+        println!("refused at submit: {}", refusals.join(", "));
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use bay_core::git::Oid;
+use bay_core::limits::PathStat;
 use bay_core::record::Step;
 use sha2::{Digest, Sha256};
 
@@ -139,6 +140,33 @@ impl Store {
         self.blob_text(blob)
     }
 
+    /// What each path `commit` changes against `base` weighs, as the driver reads it from
+    /// `git diff-tree --raw --numstat`: every path whose blob differs, sorted, with its size in
+    /// `commit` (none when deleted) and the lines it adds (none when either side is binary, as
+    /// Git takes a text with a NUL byte in its first 8,000 bytes). `None` if a commit is
+    /// missing.
+    pub fn stats(&self, base: &Oid, commit: &Oid) -> Option<Vec<PathStat>> {
+        let (before, after) = (self.files(base)?, self.files(commit)?);
+        let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        let text = |tree: &Tree, path: &str| tree.get(path).and_then(|b| self.blob_text(b));
+        Some(
+            paths
+                .into_iter()
+                .filter(|path| before.get(*path) != after.get(*path))
+                .map(|path| {
+                    let (old, new) = (text(&before, path), text(&after, path));
+                    let binary = old.is_some_and(is_binary) || new.is_some_and(is_binary);
+                    PathStat {
+                        path: path.clone(),
+                        bytes: new.map(|new| new.len() as u64),
+                        added_lines: (!binary)
+                            .then(|| added_lines(old.unwrap_or(""), new.unwrap_or(""))),
+                    }
+                })
+                .collect(),
+        )
+    }
+
     /// Whether `ancestor` is reachable from `descendant` (itself included).
     pub fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> bool {
         let mut seen = BTreeSet::new();
@@ -221,6 +249,46 @@ impl Store {
     }
 }
 
+/// Whether Git's diff takes `text` as binary: a NUL byte in its first 8,000 bytes.
+fn is_binary(text: &str) -> bool {
+    text.bytes().take(8_000).any(|b| b == 0)
+}
+
+/// The lines of `new` that a minimal line diff from `old` adds: every line of `new` outside a
+/// longest common subsequence of the two, a line's ending included (so a last line that gains
+/// its newline counts as added, as in Git). Git's own diff is minimal for files as small as the
+/// simulator's; for large ones its heuristics may count a few more.
+fn added_lines(old: &str, new: &str) -> u64 {
+    let old: Vec<&str> = old.split_inclusive('\n').collect();
+    let new: Vec<&str> = new.split_inclusive('\n').collect();
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old, new) = (
+        &old[prefix..old.len() - suffix],
+        &new[prefix..new.len() - suffix],
+    );
+    // The length of a longest common subsequence, one row at a time.
+    let mut row = vec![0usize; new.len() + 1];
+    for line in old {
+        let mut diagonal = 0;
+        for (j, other) in new.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if line == other {
+                diagonal + 1
+            } else {
+                above.max(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    (new.len() - row[new.len()]) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +328,24 @@ mod tests {
         assert_eq!(merged["a"], ours["a"]);
         assert_eq!(merged["b"], theirs["b"]);
         assert_eq!(merged["d"], theirs["d"]);
+    }
+
+    #[test]
+    fn added_lines_are_the_new_lines_outside_a_longest_common_run() {
+        assert_eq!(added_lines("", "a\nb\n"), 2);
+        assert_eq!(added_lines("a\nb\n", ""), 0);
+        assert_eq!(added_lines("a\nb\nc\nd\n", "d\na\nb\nc\nx\n"), 2);
+        assert_eq!(
+            added_lines("end\n", "end"),
+            1,
+            "a lost newline changes the line"
+        );
+        assert_eq!(added_lines("same\n", "same\n"), 0);
+        assert!(is_binary("x\0y") && !is_binary("plain\n"));
+        assert!(
+            !is_binary(&format!("{}\0", "x".repeat(8_000))),
+            "only the first 8,000 bytes"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
+use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::Trailers;
 use bay_core::git::refs;
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
@@ -222,6 +223,8 @@ pub struct RunReport {
     pub outcomes: BTreeMap<&'static str, u64>,
     /// Ended operations by reason code.
     pub reasons: BTreeMap<&'static str, u64>,
+    /// `bay merge` refusals, which end no operation because none was queued, by reason code.
+    pub submit_refusals: BTreeMap<&'static str, u64>,
     pub merged: u64,
     pub ops: u64,
     pub virtual_ms: Millis,
@@ -256,6 +259,8 @@ pub struct World {
     /// The head's progress deadline every runner of this seed uses (`[runner]
     /// execution_budget_s` plus `publish_window_s` in the repository's config).
     progress_ms: Millis,
+    /// `bay merge` refusals so far, by reason code.
+    pub submit_refusals: BTreeMap<&'static str, u64>,
     deadline: Option<Millis>,
     events: u64,
     wake_tokens: u64,
@@ -284,6 +289,7 @@ impl World {
             next_task: 0,
             intents: Vec::new(),
             progress_ms: RunnerConfig::new("", MAIN, 0).progress_ms,
+            submit_refusals: BTreeMap::new(),
             deadline: None,
             events: 0,
             wake_tokens: 0,
@@ -302,7 +308,7 @@ impl World {
         }
         if let Some(policy) = self.pick_policy() {
             let blob = self.git.store.blob(&policy);
-            files.insert(".bay/policy.toml".to_string(), blob);
+            files.insert(POLICY_PATH.to_string(), blob);
         }
         // Some repositories give the head a budget that slow checks outrun.
         if self.rng.chance(150) {
@@ -367,8 +373,18 @@ impl World {
     /// The policy on main: usually checks, sometimes none required, rarely absent; and the
     /// rules that change what a runner does: a check required only for some paths, a post
     /// check, reruns of failures with flaky merges allowed or refused, a quarantine, failures
-    /// judged against the base.
+    /// judged against the base, and in some a `[limits]` cap that agents' larger edits go over.
     fn pick_policy(&mut self) -> Option<String> {
+        let limits = match self.rng.range(0, 99) {
+            0..=9 => "\n[limits]\nmax_files = 1\n",
+            10..=19 => "\n[limits]\nmax_added_lines = 12\n",
+            20..=29 => "\n[limits]\nmax_file_mib = 1\n",
+            _ => "",
+        };
+        self.pick_checks().map(|policy| policy + limits)
+    }
+
+    fn pick_checks(&mut self) -> Option<String> {
         let roll = self.rng.range(0, 99);
         let check = |id: &str, extra: &str| {
             format!(
@@ -503,6 +519,7 @@ impl World {
             violations: self.checker.violations,
             outcomes,
             reasons,
+            submit_refusals: self.submit_refusals,
             virtual_ms: self.t,
             events: self.events,
             trace_hash: self.trace.hash(),
@@ -988,17 +1005,42 @@ impl World {
         if self.healed {
             return;
         }
-        let path = *self.fault_rng.pick(&PATHS);
-        let content = format!("{path} edited outside bay at {}", self.t);
+        let (path, content) = self.outside_edit();
         let applied = self
             .git
             .remote
-            .outside_push(&mut self.git.store, MAIN, path, &content);
+            .outside_push(&mut self.git.store, MAIN, &path, &content);
         self.trace.note(self.t, usize::MAX, "outside-push", 0);
         self.checker
             .after_push(self.t, &self.git, &self.truth, &applied, None);
         let next = self.fault_rng.range(20_000, 120_000) / self.mix.intensity;
         self.after(next, Ev::OutsidePush);
+    }
+
+    /// What a person pushes to main around bay: an edit to a file agents edit too, or now and
+    /// then a cap added to a policy that had none, which the runner must then enforce on the
+    /// changes already queued under the old policy.
+    fn outside_edit(&mut self) -> (String, String) {
+        let main = self.git.remote.get(&refs::main(MAIN)).cloned();
+        let policy = main
+            .and_then(|main| self.git.store.read(&main, POLICY_PATH))
+            .filter(|policy| !policy.contains("[limits]"))
+            .map(str::to_owned);
+        match policy {
+            Some(policy) if self.fault_rng.chance(250) => {
+                let cap = self
+                    .fault_rng
+                    .pick(&["max_files = 1", "max_added_lines = 3"]);
+                (POLICY_PATH.into(), format!("{policy}\n[limits]\n{cap}\n"))
+            }
+            _ => {
+                let path = *self.fault_rng.pick(&PATHS);
+                (
+                    path.into(),
+                    format!("{path} edited outside bay at {}", self.t),
+                )
+            }
+        }
     }
 
     /// The faults stop: every runner is up, no pause or partition lasts, and from now on every

@@ -65,6 +65,13 @@ mutant_test!(
     [OutsidePush]
 );
 mutant_test!(
+    ignored_limits_break_s3,
+    Mutant::IgnoreLimits,
+    Invariant::MergedIsChecked,
+    200,
+    [OutsidePush]
+);
+mutant_test!(
     skipped_fencing_breaks_s4,
     Mutant::SkipFencing,
     Invariant::Fencing,

@@ -305,13 +305,18 @@ impl<'a> Bench<'a> {
 
     /// Records a commit's files, tree and parents, in symbols.
     pub fn see_commit(&mut self, fact: &str, commit: &Oid) {
-        let files = self.arm.files(commit);
-        let value = files.map_or("absent".to_owned(), |f| seen::files(&f));
-        self.see(format!("{fact} files"), value);
+        self.see_files(fact, commit);
         if let Some((_, parents)) = self.arm.shape(commit) {
             let parents: Vec<String> = parents.iter().map(|p| self.show(p)).collect();
             self.see(format!("{fact} parents"), parents.join(" "));
         }
+    }
+
+    /// Records a commit's files alone, where its parents are the driver's own business.
+    pub fn see_files(&mut self, fact: &str, commit: &Oid) {
+        let files = self.arm.files(commit);
+        let value = files.map_or("absent".to_owned(), |f| seen::files(&f));
+        self.see(format!("{fact} files"), value);
     }
 
     /// The tree of a commit, if the arm has the commit.

@@ -1,5 +1,6 @@
 //! Reads: step commits by id, a chain walked back along first parents (stopping at a step
-//! already known), and one file of a commit.
+//! already known), one file of a commit, and what each path of a change weighs against its
+//! base.
 
 use bay_core::git::Oid;
 use bay_core::machine::{Action, Append, ChainQuery, Completion, PushPlan, RawStep};
@@ -62,7 +63,58 @@ pub(super) fn cases() -> Vec<Case> {
                 }
             },
         ),
+        Case::new("read: the stats of a change against its base", |b| {
+            b.commit(
+                "A",
+                &[],
+                &[
+                    ("edited", "one\ntwo\nthree\n"),
+                    ("moved lines", "a\nb\nc\nd\n"),
+                    ("kept", "kept\n"),
+                    ("deleted", "gone\n"),
+                    ("deleted binary", "x\0y"),
+                    ("binary", "x\0y"),
+                    ("loses its newline", "end\n"),
+                ],
+            );
+            b.commit(
+                "B",
+                &["A"],
+                &[
+                    ("edited", "one\n2\nthree\nfour\n"),
+                    ("moved lines", "d\na\nb\nc\nx\n"),
+                    ("kept", "kept\n"),
+                    ("binary", "x\0zz"),
+                    ("now binary", "a\0"),
+                    ("loses its newline", "end"),
+                    ("dir/added", "new\nlines\n"),
+                ],
+            );
+            let (a, bb) = (b.oid("A"), b.oid("B"));
+            let shown = stats(b, a.clone(), bb.clone());
+            b.see("A to B", shown);
+            let shown = stats(b, bb, a.clone());
+            b.see("B to A", shown);
+            let shown = stats(b, a.clone(), a.clone());
+            b.see("A to A", shown);
+            let shown = stats(b, a, nowhere());
+            b.see("to a missing commit", shown);
+        }),
     ]
+}
+
+/// Each path as `<path>:<bytes>/<added lines>`, `-` for what is not there.
+fn stats(b: &mut Bench<'_>, base: Oid, commit: Oid) -> String {
+    let show = |n: Option<u64>| n.map_or("-".to_owned(), |n| n.to_string());
+    match b.execute(&Action::ReadStats { base, commit }) {
+        Completion::StatsRead(Ok(stats)) => stats
+            .iter()
+            .map(|s| format!("{}:{}/{}", s.path, show(s.bytes), show(s.added_lines)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Completion::StatsRead(Err(_)) => "fault".to_owned(),
+        other => panic!("a stats read answered {other:?}"),
+    }
 }
 
 fn nowhere() -> Oid {

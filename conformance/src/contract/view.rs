@@ -1,6 +1,7 @@
 //! Views: a change's sparse view shows exactly its declared paths, with the blobs' bytes; a
-//! saved draft holds the view's work over the files the view does not show; saving twice
-//! with nothing new names the same draft.
+//! saved draft holds the view's work over the files the view does not show, even after a
+//! draft that was saved and never recorded; saving twice with nothing new names the same
+//! draft.
 
 use bay_core::git::Oid;
 use bay_core::machine::{Action, Completion};
@@ -38,6 +39,22 @@ pub(super) fn cases() -> Vec<Case> {
                     b.see_commit("draft", &draft);
                     // The record now names the draft: saving again with nothing new is the same.
                     freeze(b, "second save", "draft");
+                }
+            },
+        ),
+        Case::new(
+            "view: a draft saved and never recorded is still the view's own work",
+            |b| {
+                b.commit("O", &[], TREE);
+                make(b, &["src/"]);
+                let k = change();
+                b.edit_view(&k, "src/a", Some("a, first\n"));
+                freeze(b, "first", "O");
+                // The record still names O (the request was refused, say); the view moves on.
+                b.edit_view(&k, "src/a", Some("a, second\n"));
+                b.edit_view(&k, "src/new", Some("new\n"));
+                if let Some(second) = freeze(b, "second", "O") {
+                    b.see_files("second", &second);
                 }
             },
         ),

@@ -21,6 +21,14 @@ use crate::policy::{CheckSpec, Policy, QuarantineEnd};
 /// Where the policy lives in a tree.
 pub const POLICY_PATH: &str = ".bay/policy.toml";
 
+/// A policy file's bytes, read: every reader of the policy at a base (the runner, and
+/// `bay merge` for `[limits]`) refuses the same files in the same words.
+pub fn parse_policy(bytes: &[u8]) -> Result<Policy, String> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
+        .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()))
+}
+
 /// Which commit a run takes its `adapter` paths from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::check::{CheckExit, CheckRequest};
 use crate::git::Oid;
 use crate::id::{CandidateId, ChangeId};
+use crate::limits::PathStat;
 use crate::policy::CheckSpec;
 use crate::record::Step;
 
@@ -34,6 +35,10 @@ pub enum Action {
     ReadChains { chains: Vec<ChainQuery> },
     /// Read one file of a commit's tree; absent is not an error.
     ReadFile { commit: Oid, path: String },
+    /// Measure, for `[limits]`, each path whose content, mode or presence differs between the
+    /// trees of `base` and `commit`: its size in `commit` (none when deleted) and the lines it
+    /// adds (none for a binary file). Asked only of a policy that sets a cap.
+    ReadStats { base: Oid, commit: Oid },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -72,6 +77,7 @@ impl Action {
             Action::ReadSteps { .. } => "read-steps",
             Action::ReadChains { .. } => "read-chains",
             Action::ReadFile { .. } => "read-file",
+            Action::ReadStats { .. } => "read-stats",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
@@ -325,6 +331,8 @@ pub enum Completion {
     StepsRead(Result<Vec<RawStep>, Fault>),
     ChainsRead(Result<Vec<ChainRead>, Fault>),
     FileRead(Result<Option<Vec<u8>>, Fault>),
+    /// One entry per path, sorted by path.
+    StatsRead(Result<Vec<PathStat>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),

@@ -1,5 +1,11 @@
 //! `bay merge`: freeze the draft, record the request with a queue place, and return `queued`.
 //!
+//! Before it writes anything, the draft is judged by the `[limits]` of the policy at its base,
+//! measured against that base: a change over a cap is refused `CHANGE_TOO_LARGE` and never
+//! queued. The policy is read once per draft; a policy that sets no cap costs no measuring, and
+//! one that is missing or invalid is left to the runner, which refuses it by the policy at the
+//! candidate's base.
+//!
 //! The request step and the queue place go up in one atomic push, leased on the chain's tip and
 //! create-only on the place: a lost race (another request took the place, or someone else wrote
 //! to the change) moves nothing, and the command starts over. Asking again with the same draft
@@ -11,8 +17,11 @@ use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
 };
+use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
+use crate::limits::PathStat;
+use crate::policy::Limits;
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
@@ -34,6 +43,10 @@ enum Purpose {
     ReadLast,
     ReadChain,
     Freeze,
+    /// The policy at the draft's base, for its `[limits]`.
+    Policy,
+    /// The draft's measures against its base, for these caps.
+    Stats(Limits),
     Request,
 }
 
@@ -49,6 +62,9 @@ pub struct Merge {
     record: Option<(ChangeRecord, Oid)>,
     /// The frozen draft, kept across races so a retry requests the same work.
     draft: Option<Oid>,
+    /// The base and draft found within the caps of the policy at that base, so a retry after
+    /// a lost race does not measure them again.
+    within_limits: Option<(Oid, Oid)>,
     /// A request step whose push's fate is unknown.
     written: Option<Oid>,
     /// The queue place the request takes.
@@ -72,6 +88,7 @@ impl Merge {
             remote: Refs::new(),
             record: None,
             draft: None,
+            within_limits: None,
             written: None,
             next_seq: 1,
             chain: Vec::new(),
@@ -212,6 +229,15 @@ impl Merge {
         if record.live_op().is_some_and(|op| op.draft == draft) {
             return self.queued(&record);
         }
+        let judged = (record.base.clone(), draft.clone());
+        if self.within_limits.as_ref() != Some(&judged) {
+            let read = Action::ReadFile {
+                commit: record.base.clone(),
+                path: POLICY_PATH.into(),
+            };
+            self.out.send(read, Purpose::Policy);
+            return;
+        }
         let n = u32::try_from(record.ops.len() + 1).unwrap_or(u32::MAX);
         let seq = self.next_seq;
         let body = StepBody::Request {
@@ -258,6 +284,54 @@ impl Merge {
             ..PushPlan::default()
         };
         self.out.send(Action::Push(plan), Purpose::Request);
+    }
+
+    /// The draft's base and the draft, as the request will name them.
+    fn base_and_draft(&self) -> (Oid, Oid) {
+        let (record, _) = self
+            .record
+            .as_ref()
+            .expect("the limits are judged after the record's read");
+        let draft = self
+            .draft
+            .clone()
+            .expect("the limits are judged on a draft");
+        (record.base.clone(), draft)
+    }
+
+    fn on_policy(&mut self, bytes: Option<Vec<u8>>) {
+        let limits = bytes
+            .and_then(|bytes| parse_policy(&bytes).ok())
+            .map(|policy| policy.limits)
+            .unwrap_or_default();
+        if limits.is_unset() {
+            return self.within();
+        }
+        let (base, commit) = self.base_and_draft();
+        self.out
+            .send(Action::ReadStats { base, commit }, Purpose::Stats(limits));
+    }
+
+    fn on_stats(&mut self, limits: &Limits, stats: &[PathStat]) {
+        match limits.judge(stats) {
+            Some(too_large) => {
+                let result = report::refused(
+                    ReasonCode::ChangeTooLarge,
+                    Some(&self.input.change),
+                    None,
+                    too_large.detail(),
+                );
+                self.finish(result);
+            }
+            None => self.within(),
+        }
+    }
+
+    /// The draft is within the caps at its base: request it.
+    fn within(&mut self) {
+        let (base, draft) = self.base_and_draft();
+        self.within_limits = Some((base, draft.clone()));
+        self.request(draft);
     }
 
     fn on_pushed(&mut self, report: PushReport) {
@@ -333,6 +407,10 @@ impl Merge {
             (Purpose::ReadLast, Completion::StepsRead(Ok(steps))) => self.on_last(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.request(draft),
+            (Purpose::Policy, Completion::FileRead(Ok(bytes))) => self.on_policy(bytes),
+            (Purpose::Stats(limits), Completion::StatsRead(Ok(stats))) => {
+                self.on_stats(&limits, &stats)
+            }
             (Purpose::Request, Completion::Pushed(report)) => self.on_pushed(report),
             (_, completion) => return Some(completion),
         }

@@ -507,6 +507,7 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::StepsRead(Err(f))
         | Completion::ChainsRead(Err(f))
         | Completion::FileRead(Err(f))
+        | Completion::StatsRead(Err(f))
         | Completion::CandidateBuilt(Err(f))
         | Completion::DraftFrozen(Err(f))
         | Completion::DraftRefreshed(Err(f))

@@ -20,6 +20,9 @@ pub enum Mutant {
     MergeNotAtomic,
     /// S3: after main moved, builds the new candidate but merges it on the old one's checks.
     ReuseChecksAfterMainMoved,
+    /// S3: never measures a candidate, so a change over a cap that main's policy gained after
+    /// the request merges.
+    IgnoreLimits,
     /// S4: when a write is refused because the chain moved, takes the new tip and writes
     /// again, so a replaced runner still writes (and merges) after its claim was taken over.
     SkipFencing,
@@ -90,6 +93,10 @@ impl Runner {
     pub(super) fn mutant_reuses_checks(&self) -> bool {
         self.mutant_is(Mutant::ReuseChecksAfterMainMoved)
             && self.work.as_ref().is_some_and(|w| w.main_moved > 0)
+    }
+
+    pub(super) fn mutant_ignores_limits(&self) -> bool {
+        self.mutant_is(Mutant::IgnoreLimits)
     }
 
     /// Judges against the tree the result claims instead of the candidate's.

@@ -3,13 +3,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Purpose as RunnerPurpose, Runner, Stage};
-use crate::check::plan::{self, AdapterFrom, Plan};
+use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::{
     ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
     EvidenceRecord, Judgement, RequestInput, Verdict, judge,
 };
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
+use crate::limits::PathStat;
 use crate::machine::agent::give_up_place;
 use crate::machine::{
     Action, ActionId, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect,
@@ -32,6 +33,9 @@ const QUEUE_DEADLINE_RELEASES: u32 = 3;
 pub(super) enum Purpose {
     ReadPolicy,
     Build,
+    /// The measures of a built candidate, judged by the base's `[limits]` before the
+    /// candidate becomes the work's.
+    Stats(Built),
     /// The candidate's own policy, for a change that alters the checks.
     ReadOwnPolicy,
     Check {
@@ -603,6 +607,7 @@ impl Runner {
         match (purpose, completion) {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
             (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
+            (Purpose::Stats(built), Completion::StatsRead(result)) => self.on_stats(built, result),
             (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => self.on_own_policy(result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
                 self.on_check(id, index, exit)
@@ -709,32 +714,78 @@ impl Runner {
                 let attempt = work.record.op(&work.op).map_or(1, |o| {
                     u32::try_from(o.candidates.len() + 1).unwrap_or(u32::MAX)
                 });
-                let id = work.op.candidate(attempt);
-                work.built = Some(Built {
-                    id,
+                let built = Built {
+                    id: work.op.candidate(attempt),
                     commit,
                     tree,
                     base_tree,
                     changed_paths,
-                });
-                self.work_mut().recorded = false;
-                let work = self.work.as_ref().expect("building while working");
-                let policy = work
+                };
+                let unmeasured = work
                     .policy
                     .as_ref()
-                    .expect("a candidate is built under a policy");
-                let built = work.built.as_ref().expect("just built");
-                if plan::changes_checks(policy, &built.changed_paths) {
-                    let commit = built.commit.clone();
-                    let read = Action::ReadFile {
-                        commit,
-                        path: POLICY_PATH.into(),
-                    };
-                    self.send_work(read, Purpose::ReadOwnPolicy);
-                    return;
+                    .expect("a candidate is built under a policy")
+                    .limits
+                    .is_unset();
+                let base = work.base.clone();
+                #[cfg(feature = "mutants")]
+                let unmeasured = unmeasured || self.mutant_ignores_limits();
+                if unmeasured {
+                    return self.accept(built);
                 }
-                self.planned(None);
+                // The caps of the policy at the base judge the candidate against that base,
+                // before any check runs; a policy without caps costs no measuring.
+                let read = Action::ReadStats {
+                    base,
+                    commit: built.commit.clone(),
+                };
+                self.send_work(read, Purpose::Stats(built));
             }
+        }
+    }
+
+    fn on_stats(&mut self, built: Built, result: Result<Vec<PathStat>, crate::machine::Fault>) {
+        let stats = match result {
+            Ok(stats) => stats,
+            Err(fault) => {
+                return self.release(None, format!("could not measure the candidate: {fault}"));
+            }
+        };
+        let work = self.work.as_ref().expect("measuring while working");
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("a candidate is built under a policy");
+        match policy.limits.judge(&stats) {
+            Some(too_large) => self.end(
+                OpState::Blocked,
+                Some(ReasonCode::ChangeTooLarge),
+                too_large.detail(),
+            ),
+            None => self.accept(built),
+        }
+    }
+
+    /// Takes a candidate within the caps as the work's, then reads its own policy when it
+    /// changes the checks, or plans at once.
+    fn accept(&mut self, built: Built) {
+        let work = self.work_mut();
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("a candidate is built under a policy");
+        let own_policy =
+            plan::changes_checks(policy, &built.changed_paths).then(|| Action::ReadFile {
+                commit: built.commit.clone(),
+                path: POLICY_PATH.into(),
+            });
+        work.built = Some(built);
+        work.recorded = false;
+        match own_policy {
+            Some(read) => {
+                self.send_work(read, Purpose::ReadOwnPolicy);
+            }
+            None => self.planned(None),
         }
     }
 
@@ -1389,13 +1440,6 @@ fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
         }
     }
     serde_json::Value::Object(detail)
-}
-
-/// A policy file's bytes, read.
-fn parse_policy(bytes: &[u8]) -> Result<Policy, String> {
-    std::str::from_utf8(bytes)
-        .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
-        .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()))
 }
 
 /// The last step commit a push wrote, if it wrote any.
