@@ -240,10 +240,17 @@ fn a_change_to_a_check_must_raise_revision_and_passes_both_versions() {
     let status = bay(&view, "ann", &["status"]);
     assert_eq!(status.doc["decision"], "merged", "{status:?}");
     assert_eq!(world.merges_of(&change), 1);
-    assert_eq!(
-        world.evidence_lines("admin"),
-        2,
-        "one run per version of the check"
+    let records = world.evidence("admin");
+    assert_eq!(records.len(), 2, "one run per version of the check");
+    // Each run's record names the check's definition, which what the adapter held decides.
+    let definitions: Vec<&str> = records
+        .iter()
+        .map(|r| r["definition"].as_str().expect("a definition digest"))
+        .collect();
+    assert!(definitions.iter().all(|d| d.len() == 64), "{definitions:?}");
+    assert_ne!(
+        definitions[0], definitions[1],
+        "main's check and the changed one"
     );
 }
 

@@ -608,6 +608,11 @@ fn check_exit(u: &mut Unstructured<'_>, stdout: Vec<u8>) -> Result<CheckExit> {
         } else {
             Vec::new()
         },
+        adapter: if u.ratio(1, 4)? {
+            vec![("checks/run".to_owned(), word(u, &["5a", "6b"])?.repeat(20))]
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -1273,12 +1278,14 @@ fn judge_raw(expected_minimum: u64, flags: u8, stdout: &[u8]) {
         millis: 1,
         infra: (flags & 0b110_0000 == 0b110_0000).then(|| "no sandbox".to_owned()),
         sandbox_read: Vec::new(),
+        adapter: Vec::new(),
     };
     let extras = EvidenceExtras {
         producer: RUNNER.to_owned(),
         op: "aaaaaaaa.1".to_owned(),
         candidate_id: "aaaaaaaa.1.1".to_owned(),
         at: EPOCH,
+        definition: String::new(),
     };
     judge_and_check(&request, expected_minimum, &exit, extras);
 }

@@ -117,7 +117,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         &run.candidate,
         &Shown::of(check, &run.request.changed_paths),
     )?;
-    copy.adapter_paths(&run.adapter_from, &check.adapter)?;
+    let adapter = copy.adapter_paths(&run.adapter_from, &check.adapter)?;
     let mut read = read_paths.clone();
     let request = match &run.request.git {
         None => run.request.clone(),
@@ -169,6 +169,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         millis: ran.millis,
         infra: None,
         sandbox_read,
+        adapter,
     })
 }
 

@@ -121,6 +121,23 @@ fn the_adapter_runs_from_the_base_even_when_the_candidate_changes_it() {
             "./.bay/check.sh ./.bay/lib/helper.sh ./.bay/unused.sh ./README ./src/new.txt "
         );
         assert_eq!(out["adapter"], "./.bay/check.sh ./.bay/lib/helper.sh ");
+        // The exit names each adapter file with the base's blob, for the check's definition.
+        let blob = |path: &str| {
+            let out = std::process::Command::new("git")
+                .arg("--git-dir")
+                .arg(&repo.git_dir)
+                .args(["rev-parse", &format!("{}:{path}", repo.base)])
+                .output()
+                .expect("git runs");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        assert_eq!(
+            exit.adapter,
+            vec![
+                (".bay/check.sh".to_owned(), blob(".bay/check.sh")),
+                (".bay/lib/helper.sh".to_owned(), blob(".bay/lib/helper.sh")),
+            ]
+        );
         assert_eq!(out["cwd"], repo.dirs(&candidate).tree.display().to_string());
         let tree_script = std::fs::read_to_string(repo.dirs(&candidate).tree.join(".bay/check.sh"))
             .expect("the candidate's script is in its tree");

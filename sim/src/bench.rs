@@ -205,5 +205,6 @@ fn exit_with(action: &Action, first: &str, exit_code: i32) -> CheckExit {
         millis: 10,
         infra: None,
         sandbox_read: Vec::new(),
+        adapter: Vec::new(),
     }
 }

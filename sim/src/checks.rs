@@ -136,6 +136,7 @@ pub fn run(
         millis,
         infra: None,
         sandbox_read: Vec::new(),
+        adapter: Vec::new(),
     };
     let honest = |millis: u64, truth: &mut Truth| {
         if bug {
@@ -184,6 +185,7 @@ pub fn run(
                 millis: timeout_ms,
                 infra: None,
                 sandbox_read: Vec::new(),
+                adapter: Vec::new(),
             },
         },
         Behaviour::Lost => Run::Silent,

@@ -513,7 +513,7 @@ fn an_unavailable_check_keeps_no_record_and_gives_the_claim_back() {
         timed_out: false,
         millis: 1,
         infra: None,
-        sandbox_read: Vec::new(),
+        ..CheckExit::default()
     };
     a.answer(&mut bench, id, Completion::CheckExited(exit), &|_| false);
     let record = bench.record(&op.change);

@@ -25,6 +25,8 @@ pub struct EvidenceExtras {
     pub op: String,
     pub candidate_id: String,
     pub at: Timestamp,
+    /// The check's definition digest (`check::definition::digest`).
+    pub definition: String,
 }
 
 /// One `bay.evidence/1` record. Serialized field order is the declaration order.
@@ -62,6 +64,10 @@ pub struct EvidenceRecord {
     /// The machine's directories the sandbox let the check read, read-only; left out when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sandbox_read: Vec<String>,
+    /// The check's definition digest: its keys that shape a run, and what its `adapter` files
+    /// held (`check::definition`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub definition: String,
 }
 
 /// What one record counts for.
@@ -98,6 +104,7 @@ impl EvidenceRecord {
             op,
             candidate_id,
             at,
+            definition,
         } = extras;
         EvidenceRecord {
             schema: EvidenceSchema,
@@ -125,6 +132,7 @@ impl EvidenceRecord {
                 EvidenceKey::Tree
             },
             sandbox_read: exit.sandbox_read.clone(),
+            definition,
         }
     }
 
@@ -181,6 +189,7 @@ mod tests {
             op: "c7k2m4qa.1".into(),
             candidate_id: "c7k2m4qa.1.1".into(),
             at: Timestamp(1_700_000_000_123),
+            definition: "d".repeat(64),
         }
     }
 
@@ -201,6 +210,7 @@ mod tests {
             millis: 1234,
             infra: None,
             sandbox_read: vec![],
+            adapter: vec![],
         };
         let judged = judge(&request, 1, &exit)
             .judged()

@@ -42,6 +42,10 @@ pub struct CheckExit {
     /// bound read-only. Empty without a sandbox, where nothing is read-only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sandbox_read: Vec<String>,
+    /// The `adapter` files the check ran with, each `(path, blob id)` as the driver laid them
+    /// out from the commit the policy names: what they held enters the check's definition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapter: Vec<(String, String)>,
 }
 
 /// The outcome of judging one run.

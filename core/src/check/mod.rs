@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::Oid;
 
+pub mod definition;
 mod evidence;
 mod judge;
 pub mod plan;

@@ -156,6 +156,7 @@ impl PluginTest {
                     op: String::new(),
                     candidate_id: String::new(),
                     at: self.now,
+                    definition: crate::check::definition::digest(&self.input.check, &exit.adapter),
                 };
                 let record = EvidenceRecord::new(request, judged, exit, extras);
                 serde_json::to_value(record).expect("a record serializes")

@@ -74,7 +74,13 @@ impl<'a> Copier<'a> {
     /// They come from the base and never from the candidate, so a change cannot rewrite the
     /// check that judges it. An entry the base does not hold is an error, named: a check run
     /// without one of the files that decide it would judge by other rules than the policy says.
-    pub(super) fn adapter_paths(&self, base: &Oid, adapter: &[String]) -> Result<(), String> {
+    /// Lays the `adapter` paths of `base` out in the check's adapter directory, and returns
+    /// each file written with its blob id, `(path, blob)`, for the check's definition.
+    pub(super) fn adapter_paths(
+        &self,
+        base: &Oid,
+        adapter: &[String],
+    ) -> Result<Vec<(String, String)>, String> {
         let index = self.dirs.adapter_index();
         self.git(
             &self.repo,
@@ -118,8 +124,14 @@ impl<'a> Copier<'a> {
         }
         chosen.sort_unstable();
         chosen.dedup();
+        let blobs = staged_blobs(&listed)
+            .into_iter()
+            .filter(|(path, _)| chosen.contains(path))
+            .map(|(path, blob)| (String::from_utf8_lossy(path).into_owned(), blob))
+            .collect();
         self.check_out(&index, &self.dirs.adapter, Some(chosen))
-            .map_err(|e| format!("could not write the adapter paths of the base {base}: {e}"))
+            .map_err(|e| format!("could not write the adapter paths of the base {base}: {e}"))?;
+        Ok(blobs)
     }
 
     /// Makes `dirs.git`, an empty Git directory of the repository's object format that reads
@@ -237,6 +249,19 @@ impl<'a> Copier<'a> {
 
 /// The paths of `ls-files -z --stage` output, as bytes (a file name need not be UTF-8),
 /// without submodules, which have no files to copy.
+/// Each file of an `ls-files -z --stage` listing with its blob id.
+fn staged_blobs(listed: &[u8]) -> Vec<(&[u8], String)> {
+    listed
+        .split(|b| *b == 0)
+        .filter_map(|record| {
+            let tab = record.iter().position(|b| *b == b'\t')?;
+            let meta = String::from_utf8_lossy(&record[..tab]);
+            let blob = meta.split(' ').nth(1)?.to_owned();
+            Some((&record[tab + 1..], blob))
+        })
+        .collect()
+}
+
 fn staged_files(listed: &[u8]) -> Vec<&[u8]> {
     listed
         .split(|b| *b == 0)

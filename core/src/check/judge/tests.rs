@@ -67,6 +67,7 @@ fn exit(stdout: impl Into<Vec<u8>>, exit_code: Option<i32>) -> CheckExit {
         millis: 10,
         infra: None,
         sandbox_read: vec![],
+        adapter: vec![],
     }
 }
 
@@ -626,6 +627,7 @@ fn any_exit(stdout: Vec<u8>) -> impl Strategy<Value = CheckExit> {
             millis,
             infra,
             sandbox_read: vec![],
+            adapter: vec![],
         })
 }
 
@@ -637,7 +639,7 @@ proptest! {
         timed_out: bool,
         minimum in 0u64..4,
     ) {
-        let run = CheckExit { stdout, exit_code, timed_out, millis: 0, infra: None, sandbox_read: vec![] };
+        let run = CheckExit { stdout, exit_code, timed_out, millis: 0, infra: None, sandbox_read: vec![], adapter: vec![] };
         let _ = judge(&request(), minimum, &run);
     }
 

@@ -939,6 +939,7 @@ impl Runner {
                         .map(|b| b.id.to_string())
                         .unwrap_or_default(),
                     at: self.now,
+                    definition: crate::check::definition::digest(&spec, &exit.adapter),
                 };
                 let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
                 let failed = judged
