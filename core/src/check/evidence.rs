@@ -233,12 +233,14 @@ mod tests {
                 r#""units":2,"selected":2,"completed":2,"#,
                 r#""failed":[{{"id":"t2","verdict":"product_failure","reason":"boom"}}],"#,
                 r#""millis":1234,"exit_code":1,"timed_out":false,"#,
-                r#""op":"c7k2m4qa.1","candidate_id":"c7k2m4qa.1.1","at":1700000000123}}"#,
+                r#""op":"c7k2m4qa.1","candidate_id":"c7k2m4qa.1.1","at":1700000000123,"#,
+                r#""definition":"{e}"}}"#,
             ),
             a = "a".repeat(40),
             b = "b".repeat(40),
             c = "c".repeat(40),
             d = "d".repeat(40),
+            e = "d".repeat(64),
             why = serde_json::to_string(&judged.why).expect("a string serializes"),
         );
         assert_eq!(record.to_json(), golden);
@@ -276,7 +278,7 @@ mod tests {
         exit.sandbox_read = vec!["/opt/cache".into()];
         let json = EvidenceRecord::new(&request, &judged, &exit, extras()).to_json();
         assert!(
-            json.ends_with(r#""at":1700000000123,"key":"commit","sandbox_read":["/opt/cache"]}"#),
+            json.contains(r#""at":1700000000123,"key":"commit","sandbox_read":["/opt/cache"],"#),
             "{json}"
         );
         let record = EvidenceRecord::from_json(&json).expect("it reads back");
