@@ -238,14 +238,17 @@ fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_me
 }
 
 /// Whether some check run under `dir` has started (it touches `started` in its tree).
+/// Whether a check wrote `started` in its tree: `<dir>/<candidate>/<slot>/tree/started`.
 fn started(dir: &std::path::Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|entry| entry.path().join("tree/started").exists())
-        })
-        .unwrap_or(false)
+    let entries = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    entries(dir)
+        .iter()
+        .flat_map(|candidate| entries(candidate))
+        .any(|slot| slot.join("tree/started").exists())
 }
 
 #[test]
@@ -308,7 +311,7 @@ unit() {{ if [ "$2" = yes ]; then printf '{{"id":"%s","verdict":"product_failure
 if cat {home}/secret >/dev/null 2>&1; then home=yes; else home=no; fi
 if touch {outside}/escaped 2>/dev/null; then wrote=yes; else wrote=no; fi
 if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null; then net=yes; else net=no; fi
-if [ -e "$HOME/../../../../.git/config" ] || [ -e ../../../../config ]; then git=yes; else git=no; fi
+if [ -e "$HOME/../../../../../.git/config" ] || [ -e ../../../../../config ]; then git=yes; else git=no; fi
 touch inside || exit 3
 printf '{{"schema":"bay.check.result/1","exercised":{{"commit":"%s","tree":"%s"}},"plan":{{"selected":4,"completed":4}},"checks":[%s,%s,%s,%s]}}\n' "$commit" "$tree" "$(unit read-home $home)" "$(unit write-outside $wrote)" "$(unit network $net)" "$(unit see-git $git)"
 "#,

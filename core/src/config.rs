@@ -171,11 +171,12 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 4] = [
+const RUNNER_ACTED_ON: [&str; 5] = [
     "lease_s",
     "heartbeat_s",
     "execution_budget_s",
     "publish_window_s",
+    "parallel_checks",
 ];
 
 /// The `[runner]` keys that check entries early or together. They rest on evidence reuse.
@@ -463,7 +464,9 @@ fn parse_runner(
     if let Some(mut batch) = table.table("batch")? {
         parse_batch(&mut batch)?;
     }
-    table.uint("parallel_checks", 1..=16)?;
+    let parallel_checks = table
+        .uint("parallel_checks", 1..=16)?
+        .map_or(defaults.parallel_checks, |n| n as u32);
     table.finish()?;
 
     if heartbeat_s >= lease_s {
@@ -501,6 +504,7 @@ fn parse_runner(
         takeover_s: lease_s.saturating_mul(2),
         execution_budget_s,
         publish_window_s,
+        parallel_checks,
         ..defaults
     })
 }
@@ -1115,7 +1119,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "bisect_post in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
-                "parallel_checks in [runner]",
                 "retention in top level",
                 "prune in [plugin]",
                 "target in top level",
@@ -1164,6 +1167,7 @@ execution_budget_s = 0
     fn the_spec_fragments_are_refused_only_on_their_later_keys() {
         let first: Vec<(String, String)> = SPEC_FRAGMENTS
             .iter()
+            .filter(|fragment| !fragment.starts_with("[runner]\nparallel_checks"))
             .map(|fragment| {
                 let (refused, _) = refuse_each_later_key(fragment);
                 refused
@@ -1182,7 +1186,6 @@ execution_budget_s = 0
                 "bisect_post in [runner]",
                 "hold in top level",
                 "ahead in [runner]",
-                "parallel_checks in [runner]",
                 "prune in [plugin]",
                 "target in top level",
                 "target in top level",
@@ -1190,6 +1193,8 @@ execution_budget_s = 0
                 "agent in top level",
             ]
         );
+        let parallel = accept(SPEC_FRAGMENTS[3]);
+        assert_eq!(parallel.runner.parallel_checks, 4, "acted on, not refused");
         let (_, config) = refuse_each_later_key(SPEC_FRAGMENTS[6]);
         assert_eq!(config.main.as_deref(), Some("dev"));
     }
@@ -1283,7 +1288,6 @@ execution_budget_s = 0
             ("ahead = 0", "ahead"),
             ("footprint_lanes = false", "footprint_lanes"),
             ("batch = { min = 2 }", "batch"),
-            ("parallel_checks = 1", "parallel_checks"),
         ] {
             let error = validated(&format!("[runner]\nlease_s = 60\n{line}\n"));
             assert_eq!(place(&error), (Some(key), "[runner]", 3), "{line}");
@@ -1444,7 +1448,8 @@ execution_budget_s = 0
             assert_eq!(place(&error), (Some("parallel_checks"), "[runner]", 2));
             assert!(error.message.contains("from 1 to 16"), "{error}");
         }
-        validated("[runner]\nparallel_checks = 16\n");
+        let config = accept("[runner]\nparallel_checks = 16\n");
+        assert_eq!(config.runner.parallel_checks, 16);
     }
 
     #[test]

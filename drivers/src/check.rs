@@ -105,7 +105,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         )
     })?;
     let read_paths = read_binds(host.read, &git_dir, (host.env)("HOME").as_deref())?;
-    let dirs = CheckDirs::of(&git_dir, &run.candidate);
+    let dirs = CheckDirs::of(&git_dir, &run.candidate, run.slot);
     dirs.make_fresh().map_err(|e| {
         format!(
             "could not make the check's directories under {}: {e}",
@@ -135,7 +135,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
     };
     let program = adapter_program(&dirs, &program)?;
 
-    let log = stderr_log(&git_dir, &run.candidate, &check.id);
+    let log = stderr_log(&git_dir, &run.candidate, &check.id, run.slot);
     let stderr = open_log(&log)?;
     let place = Confinement {
         tree: &dirs.tree,
@@ -336,6 +336,7 @@ mod tests {
         let dirs = CheckDirs::of(
             Path::new("/g"),
             &bay_core::git::Oid::parse(&"a".repeat(40)).expect("an oid"),
+            0,
         );
         let vars = fixed_environment(
             &dirs,

@@ -59,6 +59,7 @@ fn a_passing_check_gets_the_request_and_its_stdout_is_reported() {
             &std::fs::canonicalize(&repo.git_dir).expect("exists"),
             &candidate,
             "unit",
+            0,
         );
         let log = std::fs::read_to_string(log).expect("the stderr log exists");
         let dirs = repo.dirs(&candidate);

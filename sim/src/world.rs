@@ -259,6 +259,8 @@ pub struct World {
     /// The head's progress deadline every runner of this seed uses (`[runner]
     /// execution_budget_s` plus `publish_window_s` in the repository's config).
     progress_ms: Millis,
+    /// How many checks of a candidate every runner of this seed runs at once.
+    parallel_checks: u32,
     /// `bay merge` refusals so far, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
     deadline: Option<Millis>,
@@ -289,6 +291,7 @@ impl World {
             next_task: 0,
             intents: Vec::new(),
             progress_ms: RunnerConfig::new("", MAIN, 0).progress_ms,
+            parallel_checks: 1,
             submit_refusals: BTreeMap::new(),
             deadline: None,
             events: 0,
@@ -313,6 +316,10 @@ impl World {
         // Some repositories give the head a budget that slow checks outrun.
         if self.rng.chance(150) {
             self.progress_ms = PROGRESS_MS_SHORT;
+        }
+        // Some run a candidate's checks at once.
+        if self.rng.chance(300) {
+            self.parallel_checks = 2 + self.rng.range(0, 1) as u32;
         }
         let tree = self.git.store.tree(files);
         let root = self
@@ -435,6 +442,7 @@ impl World {
         cfg.interval_ms = INTERVAL_MS;
         cfg.check_grace_ms = CHECK_GRACE_MS;
         cfg.progress_ms = self.progress_ms;
+        cfg.parallel_checks = self.parallel_checks;
         cfg.trailers = Trailers::default();
         cfg.mode = RunMode::Loop;
         if let Some(tweak) = self.scenario.tweak {

@@ -500,6 +500,72 @@ fn a_wait_for_a_machine_that_serves_the_check_never_counts_toward_the_deadline()
     assert_eq!(record.ops[0].deadline_releases, 0);
 }
 
+/// Two checks, `unit` then `lint`.
+fn two_checks() -> String {
+    format!(
+        "{POLICY}\n{}",
+        POLICY
+            .replace("revision = 1\n\n", "")
+            .replace("\"unit\"", "\"lint\"")
+    )
+}
+
+#[test]
+fn parallel_checks_run_at_once_and_are_recorded_in_the_policy_s_order() {
+    let policy = two_checks();
+    let mut bench = Bench::new(Some(&policy));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| cfg.parallel_checks = 2);
+    let (unit_id, unit) = a.run_until(&mut bench, 0, &is_check).expect("unit runs");
+    let (lint_id, lint) = a.runner.poll_action().expect("lint runs at the same time");
+    assert!(is_check(&lint));
+    // lint answers first: nothing is recorded before unit's turn.
+    a.answer(
+        &mut bench,
+        lint_id,
+        Completion::CheckExited(pass(&lint)),
+        &|_| false,
+    );
+    assert!(bench.record(&op.change).ops[0].checks.is_empty());
+    a.answer(
+        &mut bench,
+        unit_id,
+        Completion::CheckExited(pass(&unit)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    let checks: Vec<String> = bench.record(&op.change).ops[0]
+        .checks
+        .iter()
+        .map(|c| c.check.clone())
+        .collect();
+    assert_eq!(checks, vec!["unit", "lint"], "in the policy's order");
+}
+
+#[test]
+fn a_failure_in_order_ends_the_operation_whatever_answers_later() {
+    let policy = two_checks();
+    let mut bench = Bench::new(Some(&policy));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| cfg.parallel_checks = 2);
+    let (unit_id, unit) = a.run_until(&mut bench, 0, &is_check).expect("unit runs");
+    let (lint_id, lint) = a.runner.poll_action().expect("lint runs at the same time");
+    a.answer(
+        &mut bench,
+        unit_id,
+        Completion::CheckExited(bay_sim::bench::failing_exit(&unit)),
+        &|_| false,
+    );
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::CheckFailed))
+    );
+    // lint's late answer changes nothing.
+    a.feed(Event::Done(lint_id, Completion::CheckExited(pass(&lint))));
+    assert!(a.runner.poll_action().is_none());
+    assert_eq!(bench.record(&op.change).ops[0].checks.len(), 1);
+}
+
 #[test]
 fn an_unavailable_check_keeps_no_record_and_gives_the_claim_back() {
     let mut bench = Bench::new(Some(POLICY));

@@ -238,6 +238,9 @@ pub struct CheckRun {
     /// The commit whose `adapter` paths run: the base, never the candidate.
     pub adapter_from: Oid,
     pub candidate: Oid,
+    /// Which of the candidate's runs this is: runs at once on one candidate each get their own
+    /// directory.
+    pub slot: u32,
 }
 
 /// A driver-side fault: the action could not be done (a network error, a Git error, a

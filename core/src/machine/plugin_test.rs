@@ -107,6 +107,7 @@ impl PluginTest {
             request,
             adapter_from: self.input.base.commit.clone(),
             candidate,
+            slot: run as u32,
         }));
         self.out.send(action, run);
     }

@@ -1,5 +1,5 @@
-//! Where one check's files live: `<common git dir>/bay/check/<candidate>/`, beside the
-//! repository's objects, so that every linked worktree's runner shares one place and a
+//! Where one check's files live: `<common git dir>/bay/check/<candidate>/<slot>/`, beside the
+//! repository's objects (each run at once on one candidate has its own slot), so that every linked worktree's runner shares one place and a
 //! large candidate is written on the same disk as the objects it comes from.
 
 use std::io;
@@ -10,7 +10,7 @@ use bay_core::git::Oid;
 /// The directories of one check run on one candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckDirs {
-    /// `bay/check/<candidate>`: everything below, and the temporary indexes Git fills.
+    /// `bay/check/<candidate>/<slot>`: everything below, and the temporary indexes Git fills.
     pub root: PathBuf,
     /// What the check sees of the candidate's tree; the check starts here and may write here.
     pub tree: PathBuf,
@@ -26,9 +26,13 @@ pub struct CheckDirs {
 }
 
 impl CheckDirs {
-    /// The directories for `candidate` under the common Git directory `git_dir`.
-    pub fn of(git_dir: &Path, candidate: &Oid) -> CheckDirs {
-        let root = git_dir.join("bay").join("check").join(candidate.as_str());
+    /// The directories for run `slot` on `candidate` under the common Git directory `git_dir`.
+    pub fn of(git_dir: &Path, candidate: &Oid, slot: u32) -> CheckDirs {
+        let root = git_dir
+            .join("bay")
+            .join("check")
+            .join(candidate.as_str())
+            .join(slot.to_string());
         CheckDirs {
             tree: root.join("tree"),
             adapter: root.join("adapter"),
@@ -60,11 +64,12 @@ impl CheckDirs {
     }
 }
 
-/// The file that keeps the stderr of check `check_id` on `candidate`, for people to read.
+/// The file that keeps the stderr of run `slot` of check `check_id` on `candidate`, for people
+/// to read.
 ///
 /// The check id comes from the policy and may hold any character, so everything but letters,
 /// digits, `.`, `_` and `-` becomes `_` in the file name.
-pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str) -> PathBuf {
+pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str, slot: u32) -> PathBuf {
     let id: String = check_id
         .chars()
         .map(|c| match c {
@@ -75,7 +80,7 @@ pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str) -> PathBuf {
     git_dir
         .join("bay")
         .join("logs")
-        .join(format!("check-{candidate}-{id}.stderr"))
+        .join(format!("check-{candidate}-{slot}-{id}.stderr"))
 }
 
 /// Removes `path` and everything below it, if it exists.

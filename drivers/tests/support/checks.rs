@@ -176,6 +176,7 @@ impl Repo {
             request,
             adapter_from: self.base.clone(),
             candidate: candidate.clone(),
+            slot: 0,
         }
     }
 
@@ -213,7 +214,7 @@ impl Repo {
     /// Where the check's files are for `candidate`.
     pub fn dirs(&self, candidate: &Oid) -> CheckDirs {
         let git_dir = std::fs::canonicalize(&self.git_dir).expect("the Git directory exists");
-        CheckDirs::of(&git_dir, candidate)
+        CheckDirs::of(&git_dir, candidate, 0)
     }
 }
 

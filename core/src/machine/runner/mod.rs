@@ -16,6 +16,7 @@
 //! fate is unknown, the runner drops what it holds in memory and lets the next pass read the
 //! truth from the remote: it never pushes blindly again.
 
+mod checks;
 mod pass;
 mod work;
 
@@ -72,6 +73,9 @@ pub struct RunnerConfig {
     /// publish window. Past it the claim goes back; the third time, `QUEUE_DEADLINE_EXCEEDED`.
     #[serde(default = "default_progress_ms")]
     pub progress_ms: u64,
+    /// How many of a candidate's checks run at once (`[runner] parallel_checks`, 1 to 16).
+    #[serde(default = "one")]
+    pub parallel_checks: u32,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -100,6 +104,7 @@ impl RunnerConfig {
             backoff_ms: 2_000,
             check_grace_ms: 30_000,
             progress_ms: default_progress_ms(),
+            parallel_checks: 1,
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,
@@ -108,6 +113,10 @@ impl RunnerConfig {
             mutant: None,
         }
     }
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The spec's default deadline: a 30-minute budget and a 60-second window.

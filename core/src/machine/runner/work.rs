@@ -3,20 +3,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Purpose as RunnerPurpose, Runner, Stage};
-use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
-use crate::check::{
-    ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
-    EvidenceRecord, Judgement, RequestInput, Verdict, judge,
-};
+use crate::check::plan::{self, Plan, parse_policy};
+use crate::check::{CheckRequest, Verdict};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::limits::PathStat;
 use crate::machine::agent::give_up_place;
 use crate::machine::{
-    Action, ActionId, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect,
-    FetchSpec, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+    Action, ActionId, Append, BuildResult, CandidateSpec, Completion, Deadline, Expect, FetchSpec,
+    Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
-use crate::policy::Baseline;
 use crate::policy::{CheckSpec, Policy};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, StepBody};
@@ -118,6 +114,16 @@ pub(super) struct Judged {
     pub failed: Vec<String>,
 }
 
+/// One check run in flight.
+#[derive(Clone, Debug)]
+pub(super) struct Running {
+    pub id: ActionId,
+    /// Its time limit plus the grace; past it, the run is `unknown`.
+    pub deadline: Timestamp,
+    /// The request it was sent, which its answer is judged against.
+    pub request: CheckRequest,
+}
+
 /// The base runs of one base tree: per (check, environment), the units that failed there, or
 /// `None` when the run gave no verdict to compare with.
 pub(super) type Baselines = BTreeMap<(String, String), Option<BTreeSet<String>>>;
@@ -173,8 +179,13 @@ pub(super) struct Work {
     pub writing: bool,
     /// A write waiting for the one in flight.
     pub deferred: Option<Write>,
-    /// The check in flight: its action, its deadline and the request it was sent.
-    pub check: Option<(ActionId, Timestamp, CheckRequest)>,
+    /// Check runs in flight, by the plan index they answer (a baseline run answers the index
+    /// whose failure it judges).
+    pub running: BTreeMap<usize, Running>,
+    /// Runs that answered before their turn to be recorded.
+    pub answered: BTreeMap<usize, Judged>,
+    /// The next plan index to start.
+    pub next_start: usize,
     /// The progress deadline, set when the first check starts: the wait before it (for a
     /// machine that can run the check, say) never counts.
     pub progress_until: Option<Timestamp>,
@@ -212,7 +223,9 @@ impl Work {
             heartbeat_at: now.plus_millis(heartbeat_ms),
             writing: false,
             deferred: None,
-            check: None,
+            running: BTreeMap::new(),
+            answered: BTreeMap::new(),
+            next_start: 0,
             progress_until: None,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
@@ -224,10 +237,14 @@ impl Work {
             at: self.heartbeat_at,
             why: Wake::Heartbeat,
         });
-        let check = self.check.as_ref().map(|(_, at, _)| Deadline {
-            at: *at,
-            why: Wake::CheckDeadline,
-        });
+        let check = self
+            .running
+            .values()
+            .map(|running| Deadline {
+                at: running.deadline,
+                why: Wake::CheckDeadline,
+            })
+            .min_by_key(|deadline| deadline.at);
         let progress = self
             .progress_until
             .filter(|_| !self.writing)
@@ -243,13 +260,13 @@ impl Work {
 }
 
 impl Runner {
-    fn work_mut(&mut self) -> &mut Work {
+    pub(super) fn work_mut(&mut self) -> &mut Work {
         self.work
             .as_mut()
             .expect("work actions are handled only while working")
     }
 
-    fn send_work(&mut self, action: Action, purpose: Purpose) -> ActionId {
+    pub(super) fn send_work(&mut self, action: Action, purpose: Purpose) -> ActionId {
         self.out.send(action, RunnerPurpose::Work(purpose))
     }
 
@@ -269,25 +286,30 @@ impl Runner {
         let Some(work) = self.work.as_mut() else {
             return;
         };
-        if let Some((id, at, _)) = &work.check {
-            let (id, at) = (*id, *at);
-            if now >= at {
-                // The driver should have killed the check at its time limit; it did not answer,
-                // so the check is unknown, never a pass. Its late answer is ignored.
-                work.check = None;
+        let late: Vec<(usize, ActionId)> = work
+            .running
+            .iter()
+            .filter(|(_, running)| now >= running.deadline)
+            .map(|(index, running)| (*index, running.id))
+            .collect();
+        if !late.is_empty() {
+            // The driver should have killed each at its time limit; none answered, so each is
+            // unknown, never a pass. A late answer is ignored.
+            for (index, id) in late {
                 self.out.forget(id);
-                let index = self.work_mut().done;
-                let why = "The check ran past its time limit and never answered.".to_string();
-                return self.judged(
+                let work = self.work_mut();
+                work.running.remove(&index);
+                work.answered.insert(
                     index,
                     Judged {
                         verdict: Verdict::Unknown,
-                        why,
+                        why: "The check ran past its time limit and never answered.".into(),
                         record: String::new(),
                         failed: Vec::new(),
                     },
                 );
             }
+            return self.advance();
         }
         let work = self.work_mut();
         if !work.writing && work.progress_until.is_some_and(|until| now >= until) {
@@ -304,7 +326,10 @@ impl Runner {
     fn past_deadline(&mut self) {
         let work = self.work_mut();
         work.progress_until = None;
-        if let Some((id, _, _)) = work.check.take() {
+        let ids: Vec<ActionId> = work.running.values().map(|r| r.id).collect();
+        work.running.clear();
+        work.answered.clear();
+        for id in ids {
             self.out.forget(id);
         }
         let work = self.work.as_ref().expect("past a deadline while working");
@@ -365,7 +390,7 @@ impl Runner {
     }
 
     /// Sends `write` now, or after the chain write in flight.
-    fn write(&mut self, write: Write) {
+    pub(super) fn write(&mut self, write: Write) {
         let work = self.work_mut();
         if work.writing {
             work.deferred = Some(write);
@@ -552,7 +577,7 @@ impl Runner {
         give_up_place(&self.refs, seq)
     }
 
-    fn check_spec(&self, index: usize) -> CheckSpec {
+    pub(super) fn check_spec(&self, index: usize) -> CheckSpec {
         let work = self.work.as_ref().expect("checks run only while working");
         let plan = work
             .plan
@@ -562,7 +587,12 @@ impl Runner {
     }
 
     /// Ends the operation short of a merge.
-    fn end(&mut self, state: OpState, reason: Option<ReasonCode>, detail: serde_json::Value) {
+    pub(super) fn end(
+        &mut self,
+        state: OpState,
+        reason: Option<ReasonCode>,
+        detail: serde_json::Value,
+    ) {
         self.write(Write::End(Ending {
             state,
             reason,
@@ -572,7 +602,7 @@ impl Runner {
 
     /// Gives the claim back after a fault, so another runner may claim at once. Before the
     /// claim is recorded there is nothing to give back: the work is dropped.
-    fn release(&mut self, reason: Option<ReasonCode>, why: String) {
+    pub(super) fn release(&mut self, reason: Option<ReasonCode>, why: String) {
         if !self.work_mut().claimed {
             return self.let_go(reason, why);
         }
@@ -658,6 +688,8 @@ impl Runner {
         let work = self.work_mut();
         work.plan = None;
         work.done = 0;
+        work.next_start = 0;
+        work.answered.clear();
         work.attempts.clear();
         work.gaps.clear();
         work.built = None;
@@ -835,364 +867,6 @@ impl Runner {
         }
     }
 
-    /// Runs the next required check, or merges when none is left.
-    fn next_check(&mut self) {
-        let work = self.work.as_ref().expect("checks run only while working");
-        let index = work.done;
-        let plan = work
-            .plan
-            .as_ref()
-            .expect("checks run after the plan is made");
-        let Some(planned) = plan.runs.get(index).cloned() else {
-            return self.write(Write::Merge);
-        };
-        let spec = planned.spec;
-        let built = work.built.clone().expect("checks run on a built candidate");
-        let candidate = CommitTree {
-            commit: built.commit.clone(),
-            tree: built.tree.clone(),
-        };
-        let base = CommitTree {
-            commit: work.base.clone(),
-            tree: built.base_tree.clone(),
-        };
-        let request = self.request_for(&spec, candidate, base, built.changed_paths.clone());
-        let work = self.work.as_ref().expect("checks run only while working");
-        let deadline = self
-            .now
-            .plus_secs(spec.timeout_s)
-            .plus_millis(self.cfg.check_grace_ms);
-        let adapter_from = match planned.adapter_from {
-            AdapterFrom::Base => work.base.clone(),
-            AdapterFrom::Candidate => built.commit.clone(),
-        };
-        let run = CheckRun {
-            check: spec,
-            request: request.clone(),
-            adapter_from,
-            candidate: built.commit,
-        };
-        let id = self.send_work(Action::RunCheck(Box::new(run)), Purpose::Check { index });
-        let progress = self.now.plus_millis(self.cfg.progress_ms);
-        let work = self.work_mut();
-        work.check = Some((id, deadline, request));
-        work.progress_until.get_or_insert(progress);
-    }
-
-    /// The request for one run of `spec` on `candidate`, made on `base`, about this work's
-    /// change under the base's policy.
-    fn request_for(
-        &self,
-        spec: &CheckSpec,
-        candidate: CommitTree,
-        base: CommitTree,
-        changed_paths: Vec<String>,
-    ) -> CheckRequest {
-        let work = self.work.as_ref().expect("checks run only while working");
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("checks run after the policy is read");
-        let revision = work
-            .record
-            .op(&work.op)
-            .expect("the work's operation is in its record")
-            .draft
-            .clone();
-        CheckRequest::build(RequestInput {
-            target: CheckTarget::of(spec),
-            policy_revision: policy.revision.to_string(),
-            candidate,
-            base,
-            changed_paths,
-            change: Some(ChangeContext {
-                id: work.record.change.clone(),
-                intent: work.record.intent.clone(),
-                actor: work.record.actor.clone(),
-                revision,
-                messages: Vec::new(),
-            }),
-        })
-    }
-
-    fn on_check(&mut self, id: ActionId, index: usize, exit: CheckExit) {
-        let request = match self.work_mut().check.take() {
-            Some((current, _, request)) if current == id => request,
-            other => {
-                self.work_mut().check = other;
-                return;
-            }
-        };
-        let spec = self.check_spec(index);
-        #[cfg(feature = "mutants")]
-        let request = self.mutant_request(request, &exit);
-        match judge(&request, spec.expected_minimum, &exit) {
-            Judgement::Unavailable { reason } => self.unavailable(reason),
-            Judgement::Judged(judged) => {
-                let work = self.work.as_ref().expect("judging while working");
-                let extras = EvidenceExtras {
-                    producer: self.cfg.runner.clone(),
-                    op: work.op.to_string(),
-                    candidate_id: work
-                        .built
-                        .as_ref()
-                        .map(|b| b.id.to_string())
-                        .unwrap_or_default(),
-                    at: self.now,
-                    definition: crate::check::definition::digest(&spec, &exit.adapter),
-                };
-                let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
-                let failed = judged
-                    .failed
-                    .iter()
-                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
-                    .map(|unit| unit.id.clone())
-                    .collect();
-                self.judged(
-                    index,
-                    Judged {
-                        verdict: judged.verdict,
-                        why: judged.why,
-                        record,
-                        failed,
-                    },
-                );
-            }
-        }
-    }
-
-    /// Records a judged check, with what follows in the same push. A `product_failure` runs
-    /// again on the same tree while `retry_on_failure` allows; a pass after a failure is
-    /// flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a coverage gap); any
-    /// other verdict but `pass` ends the operation; the last run's pass merges.
-    fn judged(&mut self, index: usize, run: Judged) {
-        let spec = self.check_spec(index);
-        let Judged {
-            verdict,
-            why,
-            record,
-            ..
-        } = run.clone();
-        let work = self.work_mut();
-        let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
-        work.attempts
-            .push(serde_json::json!({ "verdict": verdict, "why": why }));
-        let failures = work
-            .attempts
-            .iter()
-            .filter(|run| run["verdict"] == Verdict::ProductFailure.as_str())
-            .count();
-        let runs = serde_json::Value::from(work.attempts.clone());
-        let blocked = |reason: ReasonCode, detail: serde_json::Value| {
-            Then::End(Ending {
-                state: OpState::Blocked,
-                reason: Some(reason),
-                detail,
-            })
-        };
-        let then = match verdict {
-            Verdict::ProductFailure if failures <= spec.retry_on_failure as usize => Then::Again,
-            Verdict::ProductFailure if spec.baseline == Some(Baseline::Base) => {
-                return self.against_baseline(index, run);
-            }
-            Verdict::ProductFailure => blocked(
-                ReasonCode::CheckFailed,
-                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why, "runs": runs }),
-            ),
-            Verdict::InfraFailure | Verdict::Unknown => blocked(
-                ReasonCode::CheckUnknown,
-                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why }),
-            ),
-            Verdict::Pass if failures > 0 && !spec.allow_flaky => blocked(
-                ReasonCode::CheckFlaky,
-                serde_json::json!({
-                    "check": spec.id,
-                    "environment": spec.environment,
-                    "checks": runs,
-                }),
-            ),
-            Verdict::Pass => {
-                if failures > 0 {
-                    work.gaps.push(serde_json::json!({
-                        "check": spec.id,
-                        "environment": spec.environment,
-                        "flaky": true,
-                        "runs": runs,
-                    }));
-                }
-                if index + 1 >= required {
-                    Then::Merge
-                } else {
-                    Then::Continue
-                }
-            }
-        };
-        self.write(Write::Check {
-            index,
-            verdict,
-            why,
-            record,
-            then,
-        });
-    }
-
-    /// A `baseline = "base"` check failed on the candidate: compare its failing units with the
-    /// same check's run on the base, run once per base tree.
-    fn against_baseline(&mut self, index: usize, run: Judged) {
-        let spec = self.check_spec(index);
-        let work = self.work.as_ref().expect("judging while working");
-        let built = work.built.clone().expect("checks run on a built candidate");
-        let key = (spec.id.clone(), spec.environment.clone());
-        #[cfg(feature = "mutants")]
-        if let Some(pretended) = self.mutant_baseline(&run.failed) {
-            return self.baseline_judged(index, run, Some(pretended.into_iter().collect()));
-        }
-        if let Some((tree, known)) = &self.baselines
-            && *tree == built.base_tree
-            && let Some(base) = known.get(&key)
-        {
-            let base = base.clone();
-            return self.baseline_judged(index, run, base);
-        }
-        let base = CommitTree {
-            commit: work.base.clone(),
-            tree: built.base_tree.clone(),
-        };
-        let request = self.request_for(&spec, base.clone(), base.clone(), Vec::new());
-        let deadline = self
-            .now
-            .plus_secs(spec.timeout_s)
-            .plus_millis(self.cfg.check_grace_ms);
-        let check = CheckRun {
-            check: spec,
-            request: request.clone(),
-            adapter_from: base.commit.clone(),
-            candidate: base.commit,
-        };
-        let id = self.send_work(
-            Action::RunCheck(Box::new(check)),
-            Purpose::Baseline { index, run },
-        );
-        self.work_mut().check = Some((id, deadline, request));
-    }
-
-    /// The base run answered: remember what failed there, and judge the candidate's failure.
-    fn on_baseline(&mut self, id: ActionId, index: usize, run: Judged, exit: CheckExit) {
-        let request = match self.work_mut().check.take() {
-            Some((current, _, request)) if current == id => request,
-            other => {
-                self.work_mut().check = other;
-                return;
-            }
-        };
-        let spec = self.check_spec(index);
-        let failing_on_base = match judge(&request, spec.expected_minimum, &exit) {
-            Judgement::Judged(judged) if judged.verdict == Verdict::ProductFailure => Some(
-                judged
-                    .failed
-                    .iter()
-                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
-                    .map(|unit| unit.id.clone())
-                    .collect::<BTreeSet<String>>(),
-            ),
-            Judgement::Judged(judged) if judged.verdict == Verdict::Pass => Some(BTreeSet::new()),
-            _ => None,
-        };
-        let tree = request.candidate.tree.clone();
-        let baselines = match &mut self.baselines {
-            Some((known, baselines)) if *known == tree => baselines,
-            slot => &mut slot.insert((tree, Baselines::new())).1,
-        };
-        baselines.insert(
-            (spec.id.clone(), spec.environment.clone()),
-            failing_on_base.clone(),
-        );
-        self.baseline_judged(index, run, failing_on_base);
-    }
-
-    /// Every unit that failed on the candidate also failed on the base: the failures are
-    /// pre-existing, the rest of the result is judged (it passed every other rule), and the
-    /// merge names them in `coverage_gaps` as `baseline_failures`. A new failure, or a base run
-    /// with no verdict to compare with, fails the check.
-    fn baseline_judged(&mut self, index: usize, run: Judged, base: Option<BTreeSet<String>>) {
-        let spec = self.check_spec(index);
-        let required = self.work_mut().plan.as_ref().map_or(0, |p| p.runs.len());
-        let failed: BTreeSet<String> = run.failed.iter().cloned().collect();
-        let (then, why) = match &base {
-            Some(base) if !failed.is_empty() && failed.is_subset(base) => {
-                let ids: Vec<&String> = failed.iter().collect();
-                self.work_mut().gaps.push(serde_json::json!({
-                    "check": spec.id,
-                    "environment": spec.environment,
-                    "baseline_failures": ids,
-                }));
-                let then = if index + 1 >= required {
-                    Then::Merge
-                } else {
-                    Then::Continue
-                };
-                (
-                    then,
-                    format!("{} Every failing unit also fails on the base.", run.why),
-                )
-            }
-            _ => {
-                let new: Vec<&String> = match &base {
-                    Some(base) => failed.difference(base).collect(),
-                    None => failed.iter().collect(),
-                };
-                let detail = serde_json::json!({
-                    "check": spec.id,
-                    "verdict": run.verdict,
-                    "why": run.why,
-                    "new_failures": new,
-                    "baseline": if base.is_some() { "compared" } else { "the base run gave no verdict" },
-                });
-                let then = Then::End(Ending {
-                    state: OpState::Blocked,
-                    reason: Some(ReasonCode::CheckFailed),
-                    detail,
-                });
-                (then, run.why.clone())
-            }
-        };
-        self.write(Write::Check {
-            index,
-            verdict: run.verdict,
-            why,
-            record: run.record,
-            then,
-        });
-    }
-
-    /// Why this machine may not run `spec`: it does not serve the check's environment
-    /// (`bay.checkEnvironment`), or the policy names other `producers`, whose records alone
-    /// would count.
-    fn cannot_run(&self, spec: &CheckSpec) -> Option<String> {
-        if let Some(served) = &self.cfg.environments
-            && !served.contains(&spec.environment)
-        {
-            return Some(format!(
-                "this runner does not serve the environment {}",
-                spec.environment
-            ));
-        }
-        match &spec.producers {
-            Some(producers) if !producers.contains(&self.cfg.runner) => Some(format!(
-                "only {} may answer the check {}, and this runner is {}",
-                producers.join(", "),
-                spec.id,
-                self.cfg.runner
-            )),
-            _ => None,
-        }
-    }
-
-    /// No worker can run the check here: keep no record, give the claim back, and wait.
-    fn unavailable(&mut self, why: String) {
-        self.release(Some(ReasonCode::CheckUnavailable), why);
-    }
-
     fn on_heartbeat(&mut self, report: PushReport, parent: Oid) {
         let written = last_written(&report);
         let heartbeat_ms = self.cfg.heartbeat_ms;
@@ -1211,11 +885,11 @@ impl Runner {
                 #[cfg(not(feature = "mutants"))]
                 let _ = parent;
                 self.remember(tip);
-                self.send_deferred();
+                self.advance();
             }
             (PushOutcome::NotSent(_), _) => {
                 work.heartbeat_at = now.plus_millis(backoff);
-                self.send_deferred();
+                self.advance();
             }
             // A mutant shrugs the refusal off and goes on working.
             #[cfg(feature = "mutants")]
@@ -1223,7 +897,7 @@ impl Runner {
                 if self.cfg.mutant == Some(super::Mutant::SkipFencing) =>
             {
                 self.work_mut().heartbeat_at = now.plus_millis(heartbeat_ms);
-                self.send_deferred();
+                self.advance();
             }
             // Refused: the claim was taken over, or the change moved under it. Write nothing more.
             (PushOutcome::Rejected { .. }, _) => {
@@ -1234,7 +908,7 @@ impl Runner {
         }
     }
 
-    fn send_deferred(&mut self) {
+    pub(super) fn send_deferred(&mut self) {
         if let Some(write) = self.work_mut().deferred.take() {
             self.write(write);
         }
@@ -1314,10 +988,14 @@ impl Runner {
     /// Goes on after a write the remote accepted.
     fn after_write(&mut self, write: Write) {
         match write {
-            Write::Record => self.next_check(),
+            Write::Record => self.advance(),
             Write::Check {
                 then: Then::Again, ..
-            } => self.next_check(),
+            } => {
+                let done = self.work_mut().done;
+                self.start_run(done);
+                self.advance();
+            }
             Write::Check {
                 then: Then::Continue,
                 ..
@@ -1325,7 +1003,7 @@ impl Runner {
                 let work = self.work_mut();
                 work.done += 1;
                 work.attempts.clear();
-                self.next_check();
+                self.advance();
             }
             Write::Merge
             | Write::Check {

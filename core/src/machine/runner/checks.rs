@@ -1,0 +1,437 @@
+//! Running the plan's checks on one candidate: up to `[runner] parallel_checks` at once, each
+//! recorded in the plan's order; reruns, flaky checks and baseline comparisons.
+//!
+//! Answers can come in any order. Each waits in `answered` until every run before it is
+//! recorded, so the chain holds the checks in the policy's order and a failure ends the
+//! operation at the first failing run in that order. A `baseline = "base"` check runs alone,
+//! after the runs before it are recorded. When a check answers `unavailable`, no further check
+//! starts, nothing after it is recorded, and the claim goes back.
+
+use std::collections::BTreeSet;
+
+use super::Runner;
+use super::work::{Baselines, Ending, Judged, Purpose, Running, Then, Write};
+use crate::check::plan::AdapterFrom;
+use crate::check::{
+    ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
+    EvidenceRecord, Judgement, RequestInput, Verdict, judge,
+};
+use crate::machine::{Action, ActionId, CheckRun};
+use crate::policy::{Baseline, CheckSpec};
+use crate::reason::ReasonCode;
+use crate::result::OpState;
+
+impl Runner {
+    /// Starts runs of the plan, in order, while fewer than `parallel_checks` are in flight. A
+    /// baseline check starts only alone, once every run before it is recorded.
+    pub(super) fn start_checks(&mut self) {
+        let limit = self.cfg.parallel_checks.max(1) as usize;
+        loop {
+            let work = self.work.as_ref().expect("checks run only while working");
+            let Some(plan) = work.plan.as_ref().filter(|_| work.recorded) else {
+                return;
+            };
+            let index = work.next_start;
+            let Some(planned) = plan.runs.get(index) else {
+                return;
+            };
+            let alone = |spec: &CheckSpec| spec.baseline.is_some();
+            let running_alone = work
+                .running
+                .keys()
+                .any(|i| plan.runs.get(*i).is_some_and(|run| alone(&run.spec)));
+            if work.running.len() >= limit
+                || running_alone
+                || (alone(&planned.spec) && (index != work.done || !work.running.is_empty()))
+            {
+                return;
+            }
+            self.work_mut().next_start += 1;
+            self.start_run(index);
+        }
+    }
+
+    /// Sends run `index` of the plan on the candidate. The progress deadline starts with the
+    /// first run.
+    pub(super) fn start_run(&mut self, index: usize) {
+        let work = self.work.as_ref().expect("checks run only while working");
+        let plan = work
+            .plan
+            .as_ref()
+            .expect("checks run after the plan is made");
+        let planned = plan.runs[index].clone();
+        let spec = planned.spec;
+        let built = work.built.clone().expect("checks run on a built candidate");
+        let candidate = CommitTree {
+            commit: built.commit.clone(),
+            tree: built.tree.clone(),
+        };
+        let base = CommitTree {
+            commit: work.base.clone(),
+            tree: built.base_tree.clone(),
+        };
+        let adapter_from = match planned.adapter_from {
+            AdapterFrom::Base => work.base.clone(),
+            AdapterFrom::Candidate => built.commit.clone(),
+        };
+        let request = self.request_for(&spec, candidate, base, built.changed_paths.clone());
+        self.send_run(index, spec, request, adapter_from, Purpose::Check { index });
+    }
+
+    /// Sends one run of `spec` for `request`, in the slot of plan index `index`.
+    fn send_run(
+        &mut self,
+        index: usize,
+        spec: CheckSpec,
+        request: CheckRequest,
+        adapter_from: crate::git::Oid,
+        purpose: Purpose,
+    ) {
+        let deadline = self
+            .now
+            .plus_secs(spec.timeout_s)
+            .plus_millis(self.cfg.check_grace_ms);
+        let run = CheckRun {
+            check: spec,
+            candidate: request.candidate.commit.clone(),
+            request: request.clone(),
+            adapter_from,
+            slot: u32::try_from(index).unwrap_or(u32::MAX),
+        };
+        let id = self.send_work(Action::RunCheck(Box::new(run)), purpose);
+        let progress = self.now.plus_millis(self.cfg.progress_ms);
+        let work = self.work_mut();
+        work.running.insert(
+            index,
+            Running {
+                id,
+                deadline,
+                request,
+            },
+        );
+        work.progress_until.get_or_insert(progress);
+    }
+
+    /// Goes on with the checks when no chain write is in flight: a write waiting its turn
+    /// first, then the next run's answer in order, else more runs.
+    pub(super) fn advance(&mut self) {
+        let work = self.work_mut();
+        if work.writing {
+            return;
+        }
+        if work.deferred.is_some() {
+            return self.send_deferred();
+        }
+        let done = work.done;
+        if let Some(run) = work.answered.remove(&done) {
+            return self.judged(done, run);
+        }
+        self.start_checks();
+    }
+
+    /// The run in slot `index` answered with `exit`, if it is the one in flight there.
+    fn take_running(&mut self, index: usize, id: ActionId) -> Option<CheckRequest> {
+        let work = self.work_mut();
+        match work.running.get(&index) {
+            Some(running) if running.id == id => work.running.remove(&index).map(|r| r.request),
+            _ => None,
+        }
+    }
+
+    /// The request for one run of `spec` on `candidate`, made on `base`, about this work's
+    /// change under the base's policy.
+    fn request_for(
+        &self,
+        spec: &CheckSpec,
+        candidate: CommitTree,
+        base: CommitTree,
+        changed_paths: Vec<String>,
+    ) -> CheckRequest {
+        let work = self.work.as_ref().expect("checks run only while working");
+        let policy = work
+            .policy
+            .as_ref()
+            .expect("checks run after the policy is read");
+        let revision = work
+            .record
+            .op(&work.op)
+            .expect("the work's operation is in its record")
+            .draft
+            .clone();
+        CheckRequest::build(RequestInput {
+            target: CheckTarget::of(spec),
+            policy_revision: policy.revision.to_string(),
+            candidate,
+            base,
+            changed_paths,
+            change: Some(ChangeContext {
+                id: work.record.change.clone(),
+                intent: work.record.intent.clone(),
+                actor: work.record.actor.clone(),
+                revision,
+                messages: Vec::new(),
+            }),
+        })
+    }
+
+    pub(super) fn on_check(&mut self, id: ActionId, index: usize, exit: CheckExit) {
+        let Some(request) = self.take_running(index, id) else {
+            return;
+        };
+        let spec = self.check_spec(index);
+        #[cfg(feature = "mutants")]
+        let request = self.mutant_request(request, &exit);
+        match judge(&request, spec.expected_minimum, &exit) {
+            Judgement::Unavailable { reason } => self.unavailable(reason),
+            Judgement::Judged(judged) => {
+                let work = self.work.as_ref().expect("judging while working");
+                let extras = EvidenceExtras {
+                    producer: self.cfg.runner.clone(),
+                    op: work.op.to_string(),
+                    candidate_id: work
+                        .built
+                        .as_ref()
+                        .map(|b| b.id.to_string())
+                        .unwrap_or_default(),
+                    at: self.now,
+                    definition: crate::check::definition::digest(&spec, &exit.adapter),
+                };
+                let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
+                let failed = judged
+                    .failed
+                    .iter()
+                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
+                    .map(|unit| unit.id.clone())
+                    .collect();
+                let run = Judged {
+                    verdict: judged.verdict,
+                    why: judged.why,
+                    record,
+                    failed,
+                };
+                self.work_mut().answered.insert(index, run);
+                self.advance();
+            }
+        }
+    }
+
+    /// Records a judged check, with what follows in the same push. A `product_failure` runs
+    /// again on the same tree while `retry_on_failure` allows; a pass after a failure is
+    /// flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a coverage gap); any
+    /// other verdict but `pass` ends the operation; the last run's pass merges.
+    pub(super) fn judged(&mut self, index: usize, run: Judged) {
+        let spec = self.check_spec(index);
+        let Judged {
+            verdict,
+            why,
+            record,
+            ..
+        } = run.clone();
+        let work = self.work_mut();
+        let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
+        work.attempts
+            .push(serde_json::json!({ "verdict": verdict, "why": why }));
+        let failures = work
+            .attempts
+            .iter()
+            .filter(|run| run["verdict"] == Verdict::ProductFailure.as_str())
+            .count();
+        let runs = serde_json::Value::from(work.attempts.clone());
+        let blocked = |reason: ReasonCode, detail: serde_json::Value| {
+            Then::End(Ending {
+                state: OpState::Blocked,
+                reason: Some(reason),
+                detail,
+            })
+        };
+        let then = match verdict {
+            Verdict::ProductFailure if failures <= spec.retry_on_failure as usize => Then::Again,
+            Verdict::ProductFailure if spec.baseline == Some(Baseline::Base) => {
+                return self.against_baseline(index, run);
+            }
+            Verdict::ProductFailure => blocked(
+                ReasonCode::CheckFailed,
+                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why, "runs": runs }),
+            ),
+            Verdict::InfraFailure | Verdict::Unknown => blocked(
+                ReasonCode::CheckUnknown,
+                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why }),
+            ),
+            Verdict::Pass if failures > 0 && !spec.allow_flaky => blocked(
+                ReasonCode::CheckFlaky,
+                serde_json::json!({
+                    "check": spec.id,
+                    "environment": spec.environment,
+                    "checks": runs,
+                }),
+            ),
+            Verdict::Pass => {
+                if failures > 0 {
+                    work.gaps.push(serde_json::json!({
+                        "check": spec.id,
+                        "environment": spec.environment,
+                        "flaky": true,
+                        "runs": runs,
+                    }));
+                }
+                if index + 1 >= required {
+                    Then::Merge
+                } else {
+                    Then::Continue
+                }
+            }
+        };
+        self.write(Write::Check {
+            index,
+            verdict,
+            why,
+            record,
+            then,
+        });
+    }
+
+    /// A `baseline = "base"` check failed on the candidate: compare its failing units with the
+    /// same check's run on the base, run once per base tree.
+    fn against_baseline(&mut self, index: usize, run: Judged) {
+        let spec = self.check_spec(index);
+        let work = self.work.as_ref().expect("judging while working");
+        let built = work.built.clone().expect("checks run on a built candidate");
+        let key = (spec.id.clone(), spec.environment.clone());
+        #[cfg(feature = "mutants")]
+        if let Some(pretended) = self.mutant_baseline(&run.failed) {
+            return self.baseline_judged(index, run, Some(pretended.into_iter().collect()));
+        }
+        if let Some((tree, known)) = &self.baselines
+            && *tree == built.base_tree
+            && let Some(base) = known.get(&key)
+        {
+            let base = base.clone();
+            return self.baseline_judged(index, run, base);
+        }
+        let base = CommitTree {
+            commit: work.base.clone(),
+            tree: built.base_tree.clone(),
+        };
+        let request = self.request_for(&spec, base.clone(), base.clone(), Vec::new());
+        self.send_run(
+            index,
+            spec,
+            request,
+            base.commit,
+            Purpose::Baseline { index, run },
+        );
+    }
+
+    /// The base run answered: remember what failed there, and judge the candidate's failure.
+    pub(super) fn on_baseline(&mut self, id: ActionId, index: usize, run: Judged, exit: CheckExit) {
+        let Some(request) = self.take_running(index, id) else {
+            return;
+        };
+        let spec = self.check_spec(index);
+        let failing_on_base = match judge(&request, spec.expected_minimum, &exit) {
+            Judgement::Judged(judged) if judged.verdict == Verdict::ProductFailure => Some(
+                judged
+                    .failed
+                    .iter()
+                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
+                    .map(|unit| unit.id.clone())
+                    .collect::<BTreeSet<String>>(),
+            ),
+            Judgement::Judged(judged) if judged.verdict == Verdict::Pass => Some(BTreeSet::new()),
+            _ => None,
+        };
+        let tree = request.candidate.tree.clone();
+        let baselines = match &mut self.baselines {
+            Some((known, baselines)) if *known == tree => baselines,
+            slot => &mut slot.insert((tree, Baselines::new())).1,
+        };
+        baselines.insert(
+            (spec.id.clone(), spec.environment.clone()),
+            failing_on_base.clone(),
+        );
+        self.baseline_judged(index, run, failing_on_base);
+    }
+
+    /// Every unit that failed on the candidate also failed on the base: the failures are
+    /// pre-existing, the rest of the result is judged (it passed every other rule), and the
+    /// merge names them in `coverage_gaps` as `baseline_failures`. A new failure, or a base run
+    /// with no verdict to compare with, fails the check.
+    fn baseline_judged(&mut self, index: usize, run: Judged, base: Option<BTreeSet<String>>) {
+        let spec = self.check_spec(index);
+        let required = self.work_mut().plan.as_ref().map_or(0, |p| p.runs.len());
+        let failed: BTreeSet<String> = run.failed.iter().cloned().collect();
+        let (then, why) = match &base {
+            Some(base) if !failed.is_empty() && failed.is_subset(base) => {
+                let ids: Vec<&String> = failed.iter().collect();
+                self.work_mut().gaps.push(serde_json::json!({
+                    "check": spec.id,
+                    "environment": spec.environment,
+                    "baseline_failures": ids,
+                }));
+                let then = if index + 1 >= required {
+                    Then::Merge
+                } else {
+                    Then::Continue
+                };
+                (
+                    then,
+                    format!("{} Every failing unit also fails on the base.", run.why),
+                )
+            }
+            _ => {
+                let new: Vec<&String> = match &base {
+                    Some(base) => failed.difference(base).collect(),
+                    None => failed.iter().collect(),
+                };
+                let detail = serde_json::json!({
+                    "check": spec.id,
+                    "verdict": run.verdict,
+                    "why": run.why,
+                    "new_failures": new,
+                    "baseline": if base.is_some() { "compared" } else { "the base run gave no verdict" },
+                });
+                let then = Then::End(Ending {
+                    state: OpState::Blocked,
+                    reason: Some(ReasonCode::CheckFailed),
+                    detail,
+                });
+                (then, run.why.clone())
+            }
+        };
+        self.write(Write::Check {
+            index,
+            verdict: run.verdict,
+            why,
+            record: run.record,
+            then,
+        });
+    }
+
+    /// Why this machine may not run `spec`: it does not serve the check's environment
+    /// (`bay.checkEnvironment`), or the policy names other `producers`, whose records alone
+    /// would count.
+    pub(super) fn cannot_run(&self, spec: &CheckSpec) -> Option<String> {
+        if let Some(served) = &self.cfg.environments
+            && !served.contains(&spec.environment)
+        {
+            return Some(format!(
+                "this runner does not serve the environment {}",
+                spec.environment
+            ));
+        }
+        match &spec.producers {
+            Some(producers) if !producers.contains(&self.cfg.runner) => Some(format!(
+                "only {} may answer the check {}, and this runner is {}",
+                producers.join(", "),
+                spec.id,
+                self.cfg.runner
+            )),
+            _ => None,
+        }
+    }
+
+    /// No worker can run the check here: keep no record, give the claim back, and wait.
+    pub(super) fn unavailable(&mut self, why: String) {
+        self.release(Some(ReasonCode::CheckUnavailable), why);
+    }
+}
