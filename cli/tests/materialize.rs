@@ -65,6 +65,20 @@ fn a_changed_only_check_sees_exactly_the_changed_files_and_its_paths() {
         records[0]["key"], "commit",
         "what it saw depends on the base"
     );
+    // Its note hangs on the merged commit itself, never on a tree another commit could share.
+    let merged = git_dir(&world.remote, &["rev-parse", "main"])
+        .trim()
+        .to_owned();
+    let on_commit = git_dir(
+        &world.remote,
+        &[
+            "notes",
+            "--ref=refs/notes/bay/evidence/admin",
+            "show",
+            &merged,
+        ],
+    );
+    assert!(on_commit.contains("\"key\":\"commit\""), "{on_commit}");
 }
 
 #[test]

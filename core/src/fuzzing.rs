@@ -1163,12 +1163,19 @@ pub fn config(data: &[u8]) {
                 runner.takeover_s > runner.lease_s,
                 "takeover not over lease"
             );
+            assert!(
+                (1..=16).contains(&runner.parallel_checks),
+                "parallel_checks out of range"
+            );
             assert_eq!(
                 *runner,
                 RunnerSettings {
                     lease_s: runner.lease_s,
                     heartbeat_s: runner.heartbeat_s,
                     takeover_s: runner.lease_s.saturating_mul(2),
+                    execution_budget_s: runner.execution_budget_s,
+                    publish_window_s: runner.publish_window_s,
+                    parallel_checks: runner.parallel_checks,
                     ..RunnerSettings::default()
                 },
                 "a runner setting bay does not act on was read"
@@ -1193,7 +1200,14 @@ pub fn config(data: &[u8]) {
             if let Some(runner) = table.get("runner").and_then(toml::Value::as_table) {
                 for key in runner.keys() {
                     assert!(
-                        ["lease_s", "heartbeat_s"].contains(&key.as_str()),
+                        [
+                            "lease_s",
+                            "heartbeat_s",
+                            "execution_budget_s",
+                            "publish_window_s",
+                            "parallel_checks",
+                        ]
+                        .contains(&key.as_str()),
                         "bay accepted [runner] {key}, which it does not act on"
                     );
                 }
@@ -1235,6 +1249,14 @@ fn config_to_toml(config: &Config) -> String {
     let mut runner = toml::Table::new();
     runner.insert("lease_s".into(), uint_value(r.lease_s));
     runner.insert("heartbeat_s".into(), uint_value(r.heartbeat_s));
+    if let Some(budget) = r.execution_budget_s {
+        runner.insert("execution_budget_s".into(), uint_value(budget));
+    }
+    runner.insert("publish_window_s".into(), uint_value(r.publish_window_s));
+    runner.insert(
+        "parallel_checks".into(),
+        uint_value(u64::from(r.parallel_checks)),
+    );
     root.insert("runner".into(), toml::Value::Table(runner));
     toml::to_string(&root).expect("a TOML table always serializes")
 }

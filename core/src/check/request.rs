@@ -47,6 +47,12 @@ pub struct CheckTarget {
 }
 
 impl CheckTarget {
+    /// Whether this check's evidence counts only for the exact commit (see
+    /// [`CheckRequest::keyed_by_commit`]): its note then hangs on the commit, not the tree.
+    pub fn keyed_by_commit(&self) -> bool {
+        keyed_by_commit(&self.inputs, self.materialized)
+    }
+
     /// The slice of a `[[check]]` entry that the request is built from.
     pub fn of(check: &CheckSpec) -> CheckTarget {
         CheckTarget {
@@ -62,6 +68,15 @@ impl CheckTarget {
             },
         }
     }
+}
+
+/// Reading the commit or history, or seeing only what changed against the base, ties what a
+/// check saw to one commit.
+fn keyed_by_commit(inputs: &[CheckInput], materialized: Option<Materialized>) -> bool {
+    materialized.is_some()
+        || inputs
+            .iter()
+            .any(|input| matches!(input, CheckInput::Commit | CheckInput::History))
 }
 
 /// The change a request is about, when it is about exactly one change.
@@ -293,11 +308,7 @@ impl CheckRequest {
     /// Whether the check's evidence counts only for the exact commit, never for another commit
     /// with the same tree: it reads the commit or history, or what it saw depends on the base.
     pub fn keyed_by_commit(&self) -> bool {
-        self.materialized.is_some()
-            || self
-                .inputs
-                .iter()
-                .any(|input| matches!(input, CheckInput::Commit | CheckInput::History))
+        keyed_by_commit(&self.inputs, self.materialized)
     }
 
     /// The compact JSON the check reads on stdin.

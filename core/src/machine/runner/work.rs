@@ -484,10 +484,16 @@ impl Runner {
                         Some(tip) => Expect::Is(tip.clone()),
                         None => Expect::Absent,
                     };
+                    // A record that counts only for the exact commit hangs on the commit.
+                    let object = if crate::check::CheckTarget::of(&spec).keyed_by_commit() {
+                        built.commit.clone()
+                    } else {
+                        built.tree
+                    };
                     plan.notes.push(NoteAdd {
                         producer,
                         expect,
-                        object: built.tree,
+                        object,
                         record: record.clone(),
                     });
                 }
