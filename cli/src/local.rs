@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use bay_core::machine::{Action, Completion, FetchSpec, Refs};
-use bay_drivers::check::{Host, ReadPaths, run_check};
+use bay_drivers::check::MachineChecks;
 use bay_drivers::pump::{Driver, Execute};
 use bay_drivers::remote::Repo;
-use bay_drivers::sandbox::Sandbox;
 use bay_drivers::views::Views;
 
 use crate::context::Context;
@@ -17,11 +16,9 @@ use crate::context::Context;
 pub struct Local {
     repo: Repo,
     views: Views,
-    common_dir: std::path::PathBuf,
-    /// This machine's free-space floor for checks (`bay.minFreeMiB`).
-    min_free_mib: Option<u64>,
-    /// The directories this machine lets checks read (`bay.checkReadPath`).
-    read_paths: ReadPaths,
+    /// Checks on this clone, with this machine's floor (`bay.minFreeMiB`) and read paths
+    /// (`bay.checkReadPath`).
+    checks: MachineChecks,
 }
 
 impl Local {
@@ -31,9 +28,11 @@ impl Local {
         Ok(Local {
             repo,
             views,
-            common_dir: context.common_dir.clone(),
-            min_free_mib,
-            read_paths: context.read_paths(),
+            checks: MachineChecks {
+                git_dir: context.common_dir.clone(),
+                min_free_mib,
+                read_paths: context.read_paths(),
+            },
         })
     }
 
@@ -50,16 +49,7 @@ impl Local {
 impl Execute for Local {
     fn execute(&self, action: Action) -> Completion {
         match action {
-            Action::RunCheck(run) => {
-                let env = |name: &str| std::env::var(name).ok();
-                let host = Host {
-                    sandbox: &Sandbox::probe(),
-                    env: &env,
-                    min_free_mib: self.min_free_mib,
-                    read: &self.read_paths,
-                };
-                Completion::CheckExited(run_check(&self.common_dir, &run, &host))
-            }
+            Action::RunCheck(run) => Completion::CheckExited(self.checks.run(&run)),
             Action::FreezeDraft { change, parent, .. } => {
                 Completion::DraftFrozen(self.views.freeze(&change, &parent))
             }

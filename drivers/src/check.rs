@@ -65,6 +65,29 @@ pub struct ReadPaths {
     pub kept_out: Vec<PathBuf>,
 }
 
+/// The checks of one machine on one repository: its common Git directory, its free-space
+/// floor and its read paths. It runs each check with this process's environment and the
+/// sandbox the machine has.
+#[derive(Clone, Debug)]
+pub struct MachineChecks {
+    pub git_dir: PathBuf,
+    pub min_free_mib: Option<u64>,
+    pub read_paths: ReadPaths,
+}
+
+impl MachineChecks {
+    pub fn run(&self, run: &CheckRun) -> CheckExit {
+        let env = |name: &str| std::env::var(name).ok();
+        let host = Host {
+            sandbox: &Sandbox::probe(),
+            env: &env,
+            min_free_mib: self.min_free_mib,
+            read: &self.read_paths,
+        };
+        run_check(&self.git_dir, run, &host)
+    }
+}
+
 /// Runs `run.check` on `run.candidate` and reports what happened.
 ///
 /// `git_dir` is the common Git directory (the one linked worktrees share); the check's files

@@ -9,11 +9,10 @@ use bay_core::machine::plugin_test::{PluginTest, PluginTestInput};
 use bay_core::machine::{Action, Completion};
 use bay_core::policy::{CheckSpec, Policy};
 use bay_core::result::BayResult;
-use bay_drivers::check::{Host, ReadPaths, run_check};
+use bay_drivers::check::MachineChecks;
 use bay_drivers::clock;
 use bay_drivers::git::Git;
 use bay_drivers::pump::{Driver, Execute, Stopped};
-use bay_drivers::sandbox::Sandbox;
 use bay_drivers::scratch::{OTHER_PATH, Scratch};
 
 use crate::Cli;
@@ -93,11 +92,11 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         other_path: OTHER_PATH.into(),
     };
     let mut machine = PluginTest::new(input, clock::now());
-    let mut driver = Driver::new(Arc::new(ScratchChecks {
+    let mut driver = Driver::new(Arc::new(ScratchChecks(MachineChecks {
         git_dir: scratch.git_dir.clone(),
         min_free_mib,
         read_paths,
-    }));
+    })));
     match driver.pump(&mut machine, &mut |_| false) {
         Ok(result) => result,
         Err(Stopped::Misuse(misuse)) => failed(format!(
@@ -164,27 +163,12 @@ fn top(here: &Path) -> PathBuf {
 
 /// Runs the test's checks on the scratch repository, and nothing else.
 #[derive(Debug)]
-struct ScratchChecks {
-    git_dir: PathBuf,
-    min_free_mib: Option<u64>,
-    /// The machine's `bay.checkReadPath`, kept out of the folder under test as a runner keeps
-    /// it out of its clone.
-    read_paths: ReadPaths,
-}
+struct ScratchChecks(MachineChecks);
 
 impl Execute for ScratchChecks {
     fn execute(&self, action: Action) -> Completion {
         match action {
-            Action::RunCheck(run) => {
-                let env = |name: &str| std::env::var(name).ok();
-                let host = Host {
-                    sandbox: &Sandbox::probe(),
-                    env: &env,
-                    min_free_mib: self.min_free_mib,
-                    read: &self.read_paths,
-                };
-                Completion::CheckExited(run_check(&self.git_dir, &run, &host))
-            }
+            Action::RunCheck(run) => Completion::CheckExited(self.0.run(&run)),
             other => panic!(
                 "bay plugin test asked for {}, which it never does",
                 other.name()
