@@ -33,20 +33,9 @@ pub fn entropy() -> u64 {
 
 /// The clock as RFC 3339 UTC text, to the second, for people and for `freshness.fetched_at`.
 pub fn rfc3339(at: Timestamp) -> String {
-    let secs = at.secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let rest = at.secs() % 86_400;
     let (hour, minute, second) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    // Civil from days (Howard Hinnant's algorithm), for the proleptic Gregorian calendar.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+    format!("{}T{hour:02}:{minute:02}:{second:02}Z", at.date())
 }
 
 #[cfg(test)]
