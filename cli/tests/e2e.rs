@@ -545,7 +545,11 @@ fn a_view_holds_the_blobs_exact_bytes_whatever_core_autocrlf_says() {
     let world = World::new(&[
         ("src/greeting.txt", "Hello\nworld\n", false),
         (".bay/config.toml", CONFIG, false),
-        (".bay/policy.toml", "revision = 1\nunchecked = true\n", false),
+        (
+            ".bay/policy.toml",
+            "revision = 1\nunchecked = true\n",
+            false,
+        ),
     ]);
     let ann = world.clone_as("ann");
     git(&ann, &["config", "core.autocrlf", "true"]);
@@ -553,12 +557,25 @@ fn a_view_holds_the_blobs_exact_bytes_whatever_core_autocrlf_says() {
     git(&ann, &["rm", "--quiet", "--cached", "-r", "."]);
     git(&ann, &["reset", "--quiet", "--hard"]);
     let converted = std::fs::read(ann.join("src/greeting.txt")).expect("the file");
-    assert_eq!(converted, b"Hello\r\nworld\r\n", "autocrlf converts a plain checkout here");
-    let start = bay(&ann, "ann", &["start", "greet", "--paths", "src/greeting.txt"]);
+    assert_eq!(
+        converted, b"Hello\r\nworld\r\n",
+        "autocrlf converts a plain checkout here"
+    );
+    let start = bay(
+        &ann,
+        "ann",
+        &["start", "greet", "--paths", "src/greeting.txt"],
+    );
     let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
-    assert_eq!(std::fs::read(view.join("src/greeting.txt")).expect("the file"), b"Hello\nworld\n");
+    assert_eq!(
+        std::fs::read(view.join("src/greeting.txt")).expect("the file"),
+        b"Hello\nworld\n"
+    );
     write(&view, "src/greeting.txt", "Hello\nthere\n");
     let merged = bay(&view, "ann", &["merge", "--wait"]);
     assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
-    assert_eq!(git_dir(&world.remote, &["show", "main:src/greeting.txt"]), "Hello\nthere\n");
+    assert_eq!(
+        git_dir(&world.remote, &["show", "main:src/greeting.txt"]),
+        "Hello\nthere\n"
+    );
 }
