@@ -274,3 +274,27 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
         "{outcome:?}"
     );
 }
+
+/// The scenario of `fuzz/regressions/result/float-in-detail.bin`, spelt out. `bay start`
+/// reports a detail that is a bare number near the smallest normal double (so it is kept under
+/// `detail.value`); the document it prints must read back with the same number. serde_json's
+/// default parser read such numbers back one unit in the last place off, so core turns on its
+/// `float_roundtrip`. The other two numbers are ones the generated inputs met the same way.
+#[test]
+fn a_number_in_a_detail_reads_back_exactly() {
+    use bay_core::id::ChangeId;
+    use bay_core::report;
+    use bay_core::result::BayResult;
+
+    let change = ChangeId::from_entropy([0; 5]);
+    for number in [
+        1.059930465192205e-308,
+        -1.3751366309546377e135,
+        9.335744933994957e-17,
+    ] {
+        let result = report::started(&change, serde_json::json!(number), None);
+        let json = serde_json::to_string(&result).expect("a result serializes");
+        let back: BayResult = serde_json::from_str(&json).expect("a result reads back");
+        assert_eq!(back, result, "{json}");
+    }
+}
