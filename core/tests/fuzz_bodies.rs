@@ -298,3 +298,85 @@ fn a_number_in_a_detail_reads_back_exactly() {
         assert_eq!(back, result, "{json}");
     }
 }
+
+/// The scenario of `fuzz/regressions/result/deep-detail-not-an-object.bin`, spelt out. A
+/// writer leaves an outcome whose detail is a list nested as deep as a step reader takes. A
+/// result keeps a detail that is not an object under `detail.value`, one level deeper, so
+/// `bay status` printed a result that serde_json could not read back. bay writes no such
+/// outcome, and a step reader now refuses one; an object as deep still reads, and its status
+/// reads back.
+#[test]
+fn an_outcome_whose_detail_is_not_an_object_is_not_read() {
+    use bay_core::git::Oid;
+    use bay_core::id::ChangeId;
+    use bay_core::reason::ReasonCode;
+    use bay_core::record::{ChangeRecord, Step, StepBody};
+    use bay_core::report;
+    use bay_core::result::{BayResult, OpState};
+    use bay_core::time::Timestamp;
+    use serde_json::{Value, json};
+
+    let change = ChangeId::from_entropy([0, 0, 0, 0, 1]);
+    let op = change.op(1);
+    let step = |by: &str, body: StepBody| Step {
+        change: change.clone(),
+        at: Timestamp(1),
+        by: by.into(),
+        nonce: 7,
+        body,
+    };
+    let outcome = |detail: Value| {
+        step(
+            "runner-a",
+            StepBody::Outcome {
+                op: op.clone(),
+                state: OpState::Blocked,
+                reason: Some(ReasonCode::ConfigMissing),
+                detail,
+            },
+        )
+    };
+    // A step is one object around its detail, and a JSON reader takes 127 levels.
+    let nested =
+        |levels: usize, wrap: fn(Value) -> Value| (1..levels).fold(json!({}), |v, _| wrap(v));
+    let deep_list = nested(126, |inner| json!([inner]));
+    for detail in [deep_list, json!([1]), json!("done"), Value::Null] {
+        let message = outcome(detail).to_message();
+        assert!(Step::from_message(&message).is_err(), "{message}");
+    }
+
+    let oid = Oid::parse(&"a".repeat(40)).expect("forty hex digits");
+    let chain = [
+        step(
+            "alice",
+            StepBody::Start {
+                intent: "fix the login".into(),
+                actor: "alice".into(),
+                paths: vec!["src/".into()],
+                base: oid.clone(),
+                generation: 1,
+                supersedes: None,
+            },
+        ),
+        step(
+            "alice",
+            StepBody::Request {
+                op: op.clone(),
+                draft: oid.clone(),
+                base: oid,
+                seq: 1,
+            },
+        ),
+        step("runner-a", StepBody::Claim { op: op.clone() }),
+        outcome(nested(126, |inner| json!({ "detail": inner }))),
+    ];
+    let read: Vec<Step> = chain
+        .iter()
+        .map(|s| Step::from_message(&s.to_message()).expect("a step bay could write reads"))
+        .collect();
+    let record = ChangeRecord::fold(&read).expect("the chain folds");
+    let status = report::status(&record);
+    let json = serde_json::to_string(&status).expect("a result serializes");
+    let back: BayResult = serde_json::from_str(&json).expect("the status reads back");
+    assert_eq!(back, status);
+}
