@@ -155,7 +155,9 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 
 #[test]
 fn every_target_has_seeds() {
-    for target in ["policy", "config", "judge", "record", "runner", "agent"] {
+    for target in [
+        "policy", "config", "judge", "record", "runner", "agent", "result",
+    ] {
         assert!(
             !files("seeds", target).is_empty(),
             "fuzz/seeds/{target}/ holds no seed"
@@ -191,6 +193,11 @@ fn runner() {
 #[test]
 fn agent() {
     exercise("agent", fuzzing::agent, 6);
+}
+
+#[test]
+fn result() {
+    exercise("result", fuzzing::result, 7);
 }
 
 /// The scenario of `fuzz/regressions/agent/merge-queued-without-an-operation.bin`, spelt
