@@ -20,13 +20,18 @@
 //!   panics; a completion for an id the machine never issued, or one already answered, is
 //!   `Err(Misuse)`; every chain append is leased (`Expect::Is` on its parent, or `Absent` for
 //!   a new chain) and no ref update or note goes out without a lease; an outcome once given
-//!   stays.
+//!   stays;
+//! - results: a `bay.result/1` built the way commands build it, from hostile text, never
+//!   panics; its `say` repeats the document, stays on one line and says no listed word that
+//!   `detail` does not hand it; a reason brings its advice from the table; the JSON reads back
+//!   equal and meets the published schema.
 //!
 //! Worlds are tiny on purpose: four change ids, eight object ids, two actors, two intents,
 //! two runners and three queue places, so that fuzzed ids collide with the ones a machine
 //! asked about.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use serde_json::{Map, Value, json};
@@ -50,9 +55,13 @@ use crate::machine::{
 use crate::policy::{CHECK_NOT_YET, Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
-use crate::result::{BayResult, OpState};
+use crate::report;
+use crate::result::{BayResult, Decision, OpState, WaitingFor};
+use crate::say::say;
+use crate::schema;
 use crate::time::Timestamp;
 use crate::time::is_calendar_date;
+use crate::words::{WORDS, forbidden_word};
 
 // ---------------------------------------------------------------------------------------------
 // The tiny world.
@@ -1398,12 +1407,18 @@ fn one_step(u: &mut Unstructured<'_>) -> Result<()> {
 }
 
 fn chain(u: &mut Unstructured<'_>) -> Result<()> {
+    let steps = plausible_chain(u)?;
+    assert_fold(&steps);
+    Ok(())
+}
+
+/// A chain on one of the world's changes, as honest writers make it most of the time, with
+/// every queue place naming the change's first operation.
+fn plausible_chain(u: &mut Unstructured<'_>) -> Result<Vec<Step>> {
     let change = change_id(u)?;
     let len = u.int_in_range(0..=12)?;
     let places: Vec<(u64, OpId)> = (1..=QUEUE_PLACES).map(|seq| (seq, change.op(1))).collect();
-    let steps = ChainState::new(change).chain(u, len, &places)?;
-    assert_fold(&steps);
-    Ok(())
+    ChainState::new(change).chain(u, len, &places)
 }
 
 fn assert_message_round_trip(step: &Step) {
@@ -2116,6 +2131,425 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// result
+
+/// Names and texts in the shapes bay meets them: paths, checks, folders, intents, a fault's
+/// account (a file at a saved version, one of bay's own records), words that only share
+/// letters with a listed word, nothing, and two sentences.
+const TEXTS: [&str; 16] = [
+    "src/app.rs",
+    "docs/guide.md",
+    "unit-tests",
+    "linux-x86_64",
+    "API_TOKEN",
+    "2.45",
+    "/repo/work/c7k2m4qa",
+    "fix the login",
+    "the remote did not answer",
+    "cannot read a1b2c3d:.bay/config.toml",
+    "cannot write (refs/bay/changes/c7k2m4qa)",
+    "HEAD is detached",
+    "refresh the preview, then review it",
+    "",
+    " ",
+    "one thing. Then another",
+];
+
+/// Shapes a listed word comes in inside a name or a text; `{}` is the word.
+const LISTED_SHAPES: [&str; 6] = [
+    "{}",
+    "src/{}.rs",
+    "the {} failed",
+    "refs/bay/{}/c7k2m4qa",
+    "{}-tree",
+    "main_{}",
+];
+
+/// Characters that break a line or a terminal, and two that only look like they do.
+const BREAKERS: [char; 9] = [
+    '\n', '\r', '\t', '\0', '\u{7}', '\u{1b}', '\u{85}', '\u{2028}', '\u{a0}',
+];
+
+/// The `detail` keys `say` reads, and a few that commands write and `say` must leave alone,
+/// so that fuzzed details reach every sentence.
+const DETAIL_KEYS: [&str; 20] = [
+    "paths",
+    "check",
+    "checks",
+    "environment",
+    "superseded_by",
+    "tool",
+    "floor",
+    "sandbox",
+    "variables",
+    "variable",
+    "env",
+    "position",
+    "main_commit",
+    "view",
+    "abandoned",
+    "queue_depth",
+    "why",
+    "intent",
+    "actor",
+    "merged_op",
+];
+
+/// The longest text a huge run makes, in bytes: far past any name, small enough to stay fast.
+const HUGE_TEXT: usize = 1 << 16;
+
+/// How deep an outcome's detail may nest: past the depth a JSON reader accepts, so that the
+/// reader of step messages, not this generator, bounds what reaches a result.
+const MAX_NESTING: u32 = 130;
+
+/// One form of a listed word, in any case, in one of the shapes names take.
+fn listed_text(u: &mut Unstructured<'_>) -> Result<String> {
+    let entry = u.choose(&WORDS)?;
+    let form = *u.choose(entry.forms)?;
+    let form = if u.ratio(1, 3)? {
+        form.to_uppercase()
+    } else {
+        form.to_owned()
+    };
+    Ok(pick(u, &LISTED_SHAPES)?.replace("{}", &form))
+}
+
+/// Text from outside bay (an intent, a path, an actor, a check's name, a fault's account):
+/// usually a name in a shape bay meets, often one holding a listed word, and sometimes
+/// anything, a control character, two names run together, or a huge run.
+fn hostile_text(u: &mut Unstructured<'_>) -> Result<String> {
+    Ok(match u.int_in_range(0..=15)? {
+        0..=5 => pick(u, &TEXTS)?.to_owned(),
+        6..=8 => listed_text(u)?,
+        9..=10 => String::arbitrary(u)?,
+        11..=12 => {
+            // TEXTS are ASCII, so every byte offset is a character boundary.
+            let mut text = pick(u, &TEXTS)?.to_owned();
+            let at = u.int_in_range(0..=text.len())?;
+            text.insert(at, *u.choose(&BREAKERS)?);
+            text
+        }
+        13 => {
+            let piece = if u.ratio(1, 2)? {
+                listed_text(u)?
+            } else {
+                pick(u, &TEXTS)?.to_owned()
+            };
+            piece.repeat(u.int_in_range(1..=HUGE_TEXT / piece.len().max(1))?)
+        }
+        _ => {
+            let glue = pick(u, &[". ", "\n", ": ", "; ", "/", ""])?;
+            format!("{}{glue}{}", pick(u, &TEXTS)?, listed_text(u)?)
+        }
+    })
+}
+
+fn hostile_texts(u: &mut Unstructured<'_>) -> Result<Vec<String>> {
+    (0..u.int_in_range(0..=5)?)
+        .map(|_| hostile_text(u))
+        .collect()
+}
+
+/// A `detail` value: a name, a list of names, a list of objects naming themselves the way
+/// checks do, a number, a flag, or (while `depth` lasts) an object of its own.
+fn detail_value(u: &mut Unstructured<'_>, depth: u32) -> Result<Value> {
+    Ok(match u.int_in_range(0..=9)? {
+        0..=3 => Value::from(hostile_text(u)?),
+        4 => json!(hostile_texts(u)?),
+        5 => {
+            let named = (0..u.int_in_range(0..=4)?)
+                .map(|_| {
+                    let field = pick(u, &["check", "id", "path", "name", "reasons"])?;
+                    Ok(json!({ field: hostile_text(u)? }))
+                })
+                .collect::<Result<Vec<Value>>>()?;
+            Value::Array(named)
+        }
+        6 => Value::from(u64::arbitrary(u)?),
+        7 => {
+            if u.ratio(1, 2)? {
+                Value::from(i64::arbitrary(u)?)
+            } else {
+                // Not finite makes null.
+                Value::from(f64::arbitrary(u)?)
+            }
+        }
+        8 => Value::from(bool::arbitrary(u)?),
+        _ if depth > 0 => Value::Object(detail_map(u, depth - 1)?),
+        _ => Value::Null,
+    })
+}
+
+/// A `detail` object, keyed mostly by the keys `say` reads.
+fn detail_map(u: &mut Unstructured<'_>, depth: u32) -> Result<Map<String, Value>> {
+    let mut map = Map::new();
+    for _ in 0..u.int_in_range(0..=4)? {
+        let key = if u.ratio(7, 8)? {
+            pick(u, &DETAIL_KEYS)?.to_owned()
+        } else {
+            hostile_text(u)?
+        };
+        map.insert(key, detail_value(u, depth)?);
+    }
+    Ok(map)
+}
+
+/// An outcome's detail as any writer to the remote may leave it: an object most of the time,
+/// else any value, and sometimes nested past what a reader takes.
+fn outcome_detail(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut detail = if u.ratio(3, 4)? {
+        Value::Object(detail_map(u, 2)?)
+    } else {
+        detail_value(u, 2)?
+    };
+    if u.ratio(1, 8)? {
+        let in_lists = bool::arbitrary(u)?;
+        for _ in 0..u.int_in_range(0..=MAX_NESTING)? {
+            detail = if in_lists {
+                Value::Array(vec![detail])
+            } else {
+                json!({ "detail": detail })
+            };
+        }
+    }
+    Ok(detail)
+}
+
+/// `bay.result/1` documents built the way bay's commands build them, from hostile text: never
+/// a panic; `say` repeats the document, stays on one line and says no listed word that
+/// `detail` does not hand it; a reason brings its advice from the table; the JSON reads back
+/// equal and meets the published schema. The first byte picks the mode: even, one result from
+/// the constructors; odd, the results `bay status` and `bay merge` build from a chain.
+pub fn result(data: &[u8]) {
+    let Some((mode, rest)) = data.split_first() else {
+        return;
+    };
+    let mut u = Unstructured::new(rest);
+    let results = if mode % 2 == 0 {
+        built_result(&mut u).map(|result| vec![result])
+    } else {
+        record_results(&mut u)
+    };
+    for result in results.iter().flatten() {
+        assert_result(result);
+    }
+}
+
+/// One result from a constructor or a report helper, then named, dated and given a receipt
+/// the way commands do, each some of the time.
+fn built_result(u: &mut Unstructured<'_>) -> Result<BayResult> {
+    let change = ChangeId::from_entropy(u.arbitrary()?);
+    let mut result = match u.int_in_range(0..=6)? {
+        0 => {
+            let code = ReasonCode::arbitrary(u)?;
+            let about = u.ratio(3, 4)?.then_some(&change);
+            report::refused(code, about, None, detail_value(u, 2)?)
+        }
+        1 => report::failed(hostile_text(u)?, u.ratio(1, 2)?.then_some(&change)),
+        2 => {
+            let main = if u.ratio(1, 2)? { Some(oid(u)?) } else { None };
+            report::started(&change, detail_value(u, 2)?, main.as_ref())
+        }
+        3 => report::abandoned(&change),
+        4 => BayResult::ok(Option::<OpState>::arbitrary(u)?, detail_map(u, 2)?),
+        5 => BayResult::merged(detail_map(u, 2)?),
+        _ => BayResult::queued(OpState::arbitrary(u)?, WaitingFor::arbitrary(u)?),
+    };
+    if u.ratio(1, 3)? {
+        result = result.with_state(OpState::arbitrary(u)?);
+    }
+    let op = change.op(u.int_in_range(1..=u32::MAX)?);
+    result = match u.int_in_range(0..=2)? {
+        0 => result,
+        1 => result.with_op(op),
+        _ => result.with_candidate(op.candidate(u.int_in_range(1..=u32::MAX)?)),
+    };
+    if u.ratio(1, 2)? {
+        result = report::with_main(result, Some(&oid(u)?));
+    }
+    if u.ratio(1, 4)? {
+        result = result.with_freshness(&hostile_text(u)?, &hostile_text(u)?);
+    }
+    if u.ratio(1, 4)? {
+        result = result.with_receipt(&hostile_text(u)?);
+    }
+    if u.ratio(1, 4)? {
+        result.elapsed_s = Some(u.arbitrary()?);
+    }
+    if u.ratio(1, 4)? {
+        result.evidence = Some(hostile_texts(u)?);
+    }
+    Ok(result)
+}
+
+/// The results `bay status` and `bay merge` build from a change's chain: its status, and each
+/// operation's result with the main it reflects.
+fn record_results(u: &mut Unstructured<'_>) -> Result<Vec<BayResult>> {
+    let steps = hostile_chain(u)?;
+    let Ok(record) = ChangeRecord::fold(&steps) else {
+        return Ok(Vec::new());
+    };
+    let main = oid(u)?;
+    let mut results = vec![report::status(&record)];
+    for op in &record.ops {
+        results.push(report::with_main(
+            report::op_result(&record, op),
+            Some(&main),
+        ));
+    }
+    Ok(results)
+}
+
+/// A plausible chain with hostile text in it, read back through its messages up to the first
+/// that does not read, as commands read a chain. Every actor, runner, check and environment
+/// is renamed, the same way each time, so the chain keeps who owns what; intents, paths,
+/// whys and outcome details are replaced outright.
+fn hostile_chain(u: &mut Unstructured<'_>) -> Result<Vec<Step>> {
+    let mut names = BTreeMap::new();
+    let mut read = Vec::new();
+    for mut step in plausible_chain(u)? {
+        step.by = renamed(u, &mut names, &step.by)?;
+        match &mut step.body {
+            StepBody::Start {
+                intent,
+                actor,
+                paths,
+                ..
+            } => {
+                *intent = hostile_text(u)?;
+                *actor = renamed(u, &mut names, actor)?;
+                *paths = hostile_texts(u)?;
+            }
+            StepBody::Adopt { actor } => *actor = renamed(u, &mut names, actor)?,
+            StepBody::Release { why, .. } => *why = hostile_text(u)?,
+            StepBody::Check {
+                check,
+                environment,
+                why,
+                ..
+            } => {
+                *check = renamed(u, &mut names, check)?;
+                *environment = renamed(u, &mut names, environment)?;
+                *why = hostile_text(u)?;
+            }
+            StepBody::Outcome { detail, .. } => *detail = outcome_detail(u)?,
+            _ => {}
+        }
+        match Step::from_message(&step.to_message()) {
+            Ok(step) => read.push(step),
+            Err(_) => break,
+        }
+    }
+    Ok(read)
+}
+
+/// `name` as the chain renames it: the same hostile text every time it comes up.
+fn renamed(
+    u: &mut Unstructured<'_>,
+    names: &mut BTreeMap<String, String>,
+    name: &str,
+) -> Result<String> {
+    if let Some(new) = names.get(name) {
+        return Ok(new.clone());
+    }
+    let new = hostile_text(u)?;
+    names.insert(name.to_owned(), new.clone());
+    Ok(new)
+}
+
+/// `bay.result/1`'s published schema, read once.
+fn result_schema() -> &'static Value {
+    static PUBLISHED: OnceLock<Value> = OnceLock::new();
+    PUBLISHED
+        .get_or_init(|| serde_json::from_str(schema::RESULT).expect("the published schema is JSON"))
+}
+
+/// The listed words in `text`, each once.
+fn listed_words(text: &str) -> BTreeSet<&'static str> {
+    text.split(|c: char| !c.is_alphabetic())
+        .filter_map(forbidden_word)
+        .collect()
+}
+
+/// The text `say` may quote from `detail`: every string in it, as JSON writes it. This is how
+/// `say`'s own tests read a detail (a sentence must be clean when the detail's JSON is), with
+/// the keys left out, since `say` quotes no key.
+fn quotable(detail: &Map<String, Value>) -> String {
+    fn strings<'a>(value: &'a Value, out: &mut Vec<&'a Value>) {
+        match value {
+            Value::String(_) => out.push(value),
+            Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+            Value::Object(fields) => fields.values().for_each(|field| strings(field, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    detail.values().for_each(|value| strings(value, &mut found));
+    serde_json::to_string(&found).expect("strings serialize")
+}
+
+/// Checks one result against the promises.
+fn assert_result(result: &BayResult) {
+    let sentence = &result.say;
+    assert_eq!(
+        sentence,
+        &say(result.decision, result.reason, result.state, &result.detail),
+        "the sentence does not repeat the document"
+    );
+    assert!(
+        sentence.starts_with(char::is_uppercase) && sentence.ends_with('.'),
+        "not a sentence: {sentence:?}"
+    );
+    assert!(
+        !sentence.contains(char::is_control),
+        "a sentence that breaks the line: {sentence:?}"
+    );
+    let handed = listed_words(&quotable(&result.detail));
+    let own: Vec<&str> = listed_words(sentence)
+        .difference(&handed)
+        .copied()
+        .collect();
+    assert!(
+        own.is_empty(),
+        "the sentence says {own:?} of its own: {sentence:?}"
+    );
+    match result.reason {
+        Some(code) => {
+            let info = code.info();
+            assert_eq!(
+                result.decision, info.decision,
+                "{code} with another decision"
+            );
+            assert_eq!(result.allowed.as_deref(), Some(info.allowed));
+            assert_eq!(result.retry_when.as_deref(), Some(info.retry_when));
+            assert_eq!(result.next_step.as_deref(), Some(info.next_step));
+        }
+        None => {
+            assert_ne!(
+                result.decision,
+                Decision::Blocked,
+                "blocked without a reason"
+            );
+            assert!(
+                result.allowed.is_none()
+                    && result.retry_when.is_none()
+                    && result.next_step.is_none(),
+                "advice without a reason"
+            );
+        }
+    }
+    let json = serde_json::to_string(result).expect("a result serializes");
+    match serde_json::from_str::<BayResult>(&json) {
+        Ok(back) => assert_eq!(&back, result, "the result lost data:\n{json}"),
+        Err(error) => panic!("bay printed a result it cannot read: {error}\n{json}"),
+    }
+    let doc: Value = serde_json::from_str(&json).expect("a result that reads back is JSON");
+    if let Err(errors) = schema::validate(result_schema(), &doc) {
+        panic!("a result outside bay.result/1: {errors:?}\n{json}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2133,7 +2567,7 @@ mod tests {
 
     #[test]
     fn empty_input_does_nothing_wrong() {
-        for body in [policy, config, judge, record, runner, agent] {
+        for body in [policy, config, judge, record, runner, agent, result] {
             body(&[]);
             body(&[0]);
             body(&[0xff; 64]);

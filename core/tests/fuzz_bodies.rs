@@ -155,7 +155,9 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 
 #[test]
 fn every_target_has_seeds() {
-    for target in ["policy", "config", "judge", "record", "runner", "agent"] {
+    for target in [
+        "policy", "config", "judge", "record", "runner", "agent", "result",
+    ] {
         assert!(
             !files("seeds", target).is_empty(),
             "fuzz/seeds/{target}/ holds no seed"
@@ -191,6 +193,11 @@ fn runner() {
 #[test]
 fn agent() {
     exercise("agent", fuzzing::agent, 6);
+}
+
+#[test]
+fn result() {
+    exercise("result", fuzzing::result, 7);
 }
 
 /// The scenario of `fuzz/regressions/agent/merge-queued-without-an-operation.bin`, spelt
@@ -275,4 +282,110 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
         bay_core::result::Decision::Failed,
         "{outcome:?}"
     );
+}
+
+/// The scenario of `fuzz/regressions/result/float-in-detail.bin`, spelt out. `bay start`
+/// reports a detail that is a bare number near the smallest normal double (so it is kept under
+/// `detail.value`); the document it prints must read back with the same number. serde_json's
+/// default parser read such numbers back one unit in the last place off, so core turns on its
+/// `float_roundtrip`. The other two numbers are ones the generated inputs met the same way.
+#[test]
+fn a_number_in_a_detail_reads_back_exactly() {
+    use bay_core::id::ChangeId;
+    use bay_core::report;
+    use bay_core::result::BayResult;
+
+    let change = ChangeId::from_entropy([0; 5]);
+    for number in [
+        1.059930465192205e-308,
+        -1.3751366309546377e135,
+        9.335744933994957e-17,
+    ] {
+        let result = report::started(&change, serde_json::json!(number), None);
+        let json = serde_json::to_string(&result).expect("a result serializes");
+        let back: BayResult = serde_json::from_str(&json).expect("a result reads back");
+        assert_eq!(back, result, "{json}");
+    }
+}
+
+/// The scenario of `fuzz/regressions/result/deep-detail-not-an-object.bin`, spelt out. A
+/// writer leaves an outcome whose detail is a list nested as deep as a step reader takes. A
+/// result keeps a detail that is not an object under `detail.value`, one level deeper, so
+/// `bay status` printed a result that serde_json could not read back. bay writes no such
+/// outcome, and a step reader now refuses one; an object as deep still reads, and its status
+/// reads back.
+#[test]
+fn an_outcome_whose_detail_is_not_an_object_is_not_read() {
+    use bay_core::git::Oid;
+    use bay_core::id::ChangeId;
+    use bay_core::reason::ReasonCode;
+    use bay_core::record::{ChangeRecord, Step, StepBody};
+    use bay_core::report;
+    use bay_core::result::{BayResult, OpState};
+    use bay_core::time::Timestamp;
+    use serde_json::{Value, json};
+
+    let change = ChangeId::from_entropy([0, 0, 0, 0, 1]);
+    let op = change.op(1);
+    let step = |by: &str, body: StepBody| Step {
+        change: change.clone(),
+        at: Timestamp(1),
+        by: by.into(),
+        nonce: 7,
+        body,
+    };
+    let outcome = |detail: Value| {
+        step(
+            "runner-a",
+            StepBody::Outcome {
+                op: op.clone(),
+                state: OpState::Blocked,
+                reason: Some(ReasonCode::ConfigMissing),
+                detail,
+            },
+        )
+    };
+    // A step is one object around its detail, and a JSON reader takes 127 levels.
+    let nested =
+        |levels: usize, wrap: fn(Value) -> Value| (1..levels).fold(json!({}), |v, _| wrap(v));
+    let deep_list = nested(126, |inner| json!([inner]));
+    for detail in [deep_list, json!([1]), json!("done"), Value::Null] {
+        let message = outcome(detail).to_message();
+        assert!(Step::from_message(&message).is_err(), "{message}");
+    }
+
+    let oid = Oid::parse(&"a".repeat(40)).expect("forty hex digits");
+    let chain = [
+        step(
+            "alice",
+            StepBody::Start {
+                intent: "fix the login".into(),
+                actor: "alice".into(),
+                paths: vec!["src/".into()],
+                base: oid.clone(),
+                generation: 1,
+                supersedes: None,
+            },
+        ),
+        step(
+            "alice",
+            StepBody::Request {
+                op: op.clone(),
+                draft: oid.clone(),
+                base: oid,
+                seq: 1,
+            },
+        ),
+        step("runner-a", StepBody::Claim { op: op.clone() }),
+        outcome(nested(126, |inner| json!({ "detail": inner }))),
+    ];
+    let read: Vec<Step> = chain
+        .iter()
+        .map(|s| Step::from_message(&s.to_message()).expect("a step bay could write reads"))
+        .collect();
+    let record = ChangeRecord::fold(&read).expect("the chain folds");
+    let status = report::status(&record);
+    let json = serde_json::to_string(&status).expect("a result serializes");
+    let back: BayResult = serde_json::from_str(&json).expect("the status reads back");
+    assert_eq!(back, status);
 }

@@ -89,6 +89,7 @@ pub enum StepBody {
         state: OpState,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<ReasonCode>,
+        /// An object: it becomes the `detail` of the results that report the operation.
         #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_detail))]
         detail: serde_json::Value,
     },
@@ -183,6 +184,17 @@ impl Step {
                 wire.schema
             )));
         }
-        Ok(wire.step.into_owned())
+        let step = wire.step.into_owned();
+        if let StepBody::Outcome { detail, .. } = &step.body
+            && !detail.is_object()
+        {
+            // bay writes no other. A result could only keep another under a key of its own,
+            // one level deeper than the reader took it, which may be one level past what a
+            // JSON reader of the result takes.
+            return Err(StepParseError(
+                "an outcome's detail is not an object".into(),
+            ));
+        }
+        Ok(step)
     }
 }
