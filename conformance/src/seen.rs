@@ -70,6 +70,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::ChainsRead(r) => r.is_err(),
         Completion::FileRead(r) => r.is_err(),
         Completion::StatsRead(r) => r.is_err(),
+        Completion::NotesRead(r) => r.is_err(),
         Completion::CandidateBuilt(r) => r.is_err(),
         Completion::DraftFrozen(r) => r.is_err(),
         Completion::DraftRefreshed(r) => r.is_err(),

@@ -28,6 +28,9 @@ pub struct Config {
     pub remote: Option<String>,
     pub trailers: Trailers,
     pub runner: RunnerSettings,
+    /// `[policy] evidence_reuse = "exact-inputs"`: a pass recorded on exactly these inputs is
+    /// reused instead of run again (when the policy allows unsigned reuse).
+    pub evidence_reuse: bool,
 }
 
 /// The repository's own trailer keys for Intent and Actor. The other bay trailers have fixed
@@ -225,13 +228,9 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         parse_plugins(&mut table)?;
         later.table(&root, "plugin", &table);
     }
-    let reuse_off_line = match root.table("policy")? {
-        Some(mut table) => {
-            let off = parse_policy(&mut table)?;
-            later.key(&root, "policy");
-            off
-        }
-        None => None,
+    let (reuse, reuse_off_line) = match root.table("policy")? {
+        Some(mut table) => parse_policy(&mut table, &mut later)?,
+        None => (false, None),
     };
     if let Some(mut table) = root.table("hooks")? {
         table.check_keys(&HOOK_KEYS, &[])?;
@@ -292,6 +291,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         remote,
         trailers,
         runner,
+        evidence_reuse: reuse,
     })
 }
 
@@ -372,15 +372,22 @@ fn parse_plugins(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
     table.finish()
 }
 
-/// Returns the line of `evidence_reuse = "off"`, when the config turns reuse off.
-fn parse_policy(table: &mut Table<'_, '_>) -> Result<Option<u32>, TomlError> {
+/// `[policy]` of the config: whether evidence is reused (`evidence_reuse = "exact-inputs"`),
+/// and the line of `evidence_reuse = "off"`, when the config turns reuse off. A `profile` is
+/// checked, then refused until bay has completion profiles.
+fn parse_policy(
+    table: &mut Table<'_, '_>,
+    later: &mut NotYet,
+) -> Result<(bool, Option<u32>), TomlError> {
     table.check_keys(&["profile", "evidence_reuse"], &[])?;
     optional_text(table, "profile")?;
     let reuse = table.string("evidence_reuse")?;
     table.finish()?;
+    later.key(table, "profile");
     match reuse.as_deref() {
-        None | Some("exact-inputs") => Ok(None),
-        Some("off") => Ok(Some(table.line_of("evidence_reuse"))),
+        None => Ok((false, None)),
+        Some("exact-inputs") => Ok((true, None)),
+        Some("off") => Ok((false, Some(table.line_of("evidence_reuse")))),
         Some(other) => Err(table.error(
             "evidence_reuse",
             format!(
@@ -1109,7 +1116,7 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "notify in [plugin]",
                 "wake in [plugin]",
                 "runtime in [plugin]",
-                "policy in top level",
+                "profile in [policy]",
                 "hooks in top level",
                 "view in top level",
                 "red in top level",
@@ -1211,7 +1218,7 @@ execution_budget_s = 0
             (Some("red"), "top level", 1),
             "a whole table"
         );
-        for table in ["hooks", "view", "red", "retention", "policy", "plugin"] {
+        for table in ["hooks", "view", "red", "retention", "plugin"] {
             let error = validated(&format!("main = \"main\"\n\n[{table}]\n"));
             assert_eq!(
                 place(&error),
@@ -1505,7 +1512,16 @@ execution_budget_s = 0
             validated(&text.replace("\"off\"", "\"exact-inputs\""));
             validated(&text.replace("evidence_reuse = \"off\"\n", ""));
         }
-        validated("[policy]\nevidence_reuse = \"off\"\n[runner]\nparallel_checks = 4\n");
+        let config = accept("[policy]\nevidence_reuse = \"off\"\n[runner]\nparallel_checks = 4\n");
+        assert!(!config.evidence_reuse);
+        assert!(accept("[policy]\nevidence_reuse = \"exact-inputs\"\n").evidence_reuse);
+        assert!(
+            !accept("[policy]\n").evidence_reuse,
+            "left out, reuse is off"
+        );
+        let error =
+            validated("[policy]\nprofile = \"release\"\nevidence_reuse = \"exact-inputs\"\n");
+        assert_eq!(place(&error), (Some("profile"), "[policy]", 2));
         let error = refuse("[policy]\nevidence_reuse = \"sometimes\"\n");
         assert_eq!(place(&error), (Some("evidence_reuse"), "[policy]", 2));
     }

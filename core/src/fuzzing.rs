@@ -905,6 +905,19 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
     for key in TOP_NOT_YET {
         assert!(!table.contains_key(key), "bay accepted [{key}]");
     }
+    let signing = table.get("policy").and_then(toml::Value::as_table);
+    assert!(
+        signing.is_none_or(|t| !t.contains_key("signing")),
+        "bay accepted [policy] signing"
+    );
+    assert_eq!(
+        signing
+            .and_then(|t| t.get("reuse_unsigned"))
+            .and_then(toml::Value::as_bool)
+            .unwrap_or(false),
+        policy.reuse_unsigned,
+        "reuse_unsigned misread"
+    );
     let checks: Vec<&toml::Table> = table
         .get("check")
         .and_then(toml::Value::as_array)
@@ -1147,6 +1160,11 @@ fn policy_to_toml(policy: &Policy) -> String {
         }
     }
     root.insert("limits".into(), toml::Value::Table(caps));
+    if policy.reuse_unsigned {
+        let mut table = toml::Table::new();
+        table.insert("reuse_unsigned".into(), toml::Value::Boolean(true));
+        root.insert("policy".into(), toml::Value::Table(table));
+    }
     toml::to_string(&root).expect("a TOML table always serializes")
 }
 
@@ -1202,8 +1220,19 @@ pub fn config(data: &[u8]) {
             };
             for key in table.keys() {
                 assert!(
-                    ["main", "remote", "trailers", "runner"].contains(&key.as_str()),
+                    ["main", "remote", "trailers", "runner", "policy"].contains(&key.as_str()),
                     "bay accepted {key}, which it does not act on"
+                );
+            }
+            if let Some(policy) = table.get("policy").and_then(toml::Value::as_table) {
+                for key in policy.keys() {
+                    assert_eq!(key, "evidence_reuse", "bay accepted [policy] {key}");
+                }
+                let reuse = policy.get("evidence_reuse").and_then(toml::Value::as_str);
+                assert_eq!(
+                    reuse == Some("exact-inputs"),
+                    config.evidence_reuse,
+                    "evidence_reuse misread"
                 );
             }
             if let Some(runner) = table.get("runner").and_then(toml::Value::as_table) {
@@ -1267,6 +1296,14 @@ fn config_to_toml(config: &Config) -> String {
         uint_value(u64::from(r.parallel_checks)),
     );
     root.insert("runner".into(), toml::Value::Table(runner));
+    if config.evidence_reuse {
+        let mut policy = toml::Table::new();
+        policy.insert(
+            "evidence_reuse".into(),
+            toml::Value::String("exact-inputs".into()),
+        );
+        root.insert("policy".into(), toml::Value::Table(policy));
+    }
     toml::to_string(&root).expect("a TOML table always serializes")
 }
 
@@ -1749,6 +1786,13 @@ impl Driver {
                     1 => Some(Vec::<u8>::arbitrary(u)?),
                     _ => Some(pick(u, &POLICIES)?.as_bytes().to_vec()),
                 })
+            })?),
+            Action::ReadNotes { .. } => Completion::NotesRead(maybe_fault(u, 16, |u| {
+                let mut lines = Vec::new();
+                for _ in 0..u.int_in_range(0..=2)? {
+                    lines.push(word(u, &["{}", "not json", "{\"verdict\":\"pass\"}"])?);
+                }
+                Ok(lines)
             })?),
             Action::ReadStats { .. } => Completion::StatsRead(maybe_fault(u, 16, |u| {
                 let paths = ["assets/c.bin", "docs/b.md", "src/a.rs"];

@@ -40,6 +40,9 @@ pub struct Policy {
     /// Caps on the size of one change.
     #[serde(default, skip_serializing_if = "Limits::is_unset")]
     pub limits: Limits,
+    /// `[policy] reuse_unsigned`: evidence may be reused though no key registry signs it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reuse_unsigned: bool,
 }
 
 /// One `[[check]]`: a command that bay runs on a candidate, and what its result must show.
@@ -310,7 +313,7 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 /// Top-level tables this bay validates and then refuses, because it does not act on them yet.
-pub const TOP_NOT_YET: [&str; 6] = ["locks", "input", "dimension", "profile", "agent", "policy"];
+pub const TOP_NOT_YET: [&str; 5] = ["locks", "input", "dimension", "profile", "agent"];
 
 const CHECK_KEYS: &[&str] = &[
     "id",
@@ -513,9 +516,10 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
     if let Some(mut table) = root.table("agent")? {
         parse_agent(&mut table)?;
     }
-    if let Some(mut table) = root.table("policy")? {
-        parse_signing(&mut table)?;
-    }
+    let reuse_unsigned = match root.table("policy")? {
+        Some(mut table) => parse_signing(&mut table, &mut later)?,
+        None => false,
+    };
     for key in TOP_NOT_YET {
         later.key(&root, key);
     }
@@ -538,6 +542,7 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         checks: parsed.into_iter().filter_map(|check| check.spec).collect(),
         quarantine,
         limits,
+        reuse_unsigned,
     })
 }
 
@@ -1243,8 +1248,9 @@ fn parse_agent(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
     table.finish()
 }
 
-/// `[policy]` of the policy file: what a key registry signs.
-fn parse_signing(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+/// `[policy]` of the policy file: what a key registry signs (refused until bay has one), and
+/// whether evidence may be reused without one. Returns `reuse_unsigned`.
+fn parse_signing(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<bool, TomlError> {
     table.check_keys(&["signing", "reuse_unsigned"], &[])?;
     if let Some(signing) = table.string("signing")?
         && signing != "all"
@@ -1258,8 +1264,10 @@ fn parse_signing(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
             ),
         ));
     }
-    table.bool("reuse_unsigned")?;
-    table.finish()
+    let reuse_unsigned = table.bool("reuse_unsigned")?.unwrap_or(false);
+    table.finish()?;
+    later.key(table, "signing");
+    Ok(reuse_unsigned)
 }
 
 fn non_empty_string(table: &mut Table<'_, '_>, key: &str) -> Result<String, TomlError> {
@@ -1689,7 +1697,7 @@ reuse_unsigned = true
     /// `kind = "approval"`.
     fn later_keys() -> Vec<&'static str> {
         let mut keys: Vec<&str> = TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect();
-        keys.extend(["kind", "max_waiting_approvals"]);
+        keys.extend(["kind", "max_waiting_approvals", "signing"]);
         keys
     }
 
@@ -1947,6 +1955,7 @@ reuse_unsigned = true
                 Ok(policy) => {
                     assert_eq!(policy.checks.len(), 2);
                     assert_eq!(policy.quarantine.len(), 1);
+                    assert!(policy.reuse_unsigned, "[policy] reuse_unsigned is acted on");
                     break;
                 }
                 Err(error) => {
@@ -1970,7 +1979,7 @@ reuse_unsigned = true
                 "profile",
                 "dimension",
                 "agent",
-                "policy"
+                "signing"
             ]
         );
     }
@@ -2735,6 +2744,29 @@ reuse_unsigned = true
         );
         // A check with `when_paths` is still a pre check that bay runs, and counts.
         accept(&with_minimum("when_paths = [\"web/\"]\n"));
+    }
+
+    #[test]
+    fn reuse_unsigned_is_a_bool_and_off_by_default() {
+        assert!(!accept(&with_minimum("")).reuse_unsigned);
+        assert!(!accept(&beside("[policy]\n")).reuse_unsigned);
+        assert!(accept(&beside("[policy]\nreuse_unsigned = true\n")).reuse_unsigned);
+        for value in ["1", "\"true\"", "[]"] {
+            let text = beside(&format!("[policy]\nreuse_unsigned = {value}\n"));
+            let error = refuse(&text);
+            assert_eq!(
+                place(&error),
+                (
+                    Some("reuse_unsigned"),
+                    "[policy]",
+                    line_of(&text, "reuse_unsigned")
+                ),
+                "{value}"
+            );
+        }
+        let text = beside("[policy]\nsigning = \"all\"\nreuse_unsigned = true\n");
+        let error = refuse(&text);
+        assert_eq!(error.key.as_deref(), Some("signing"), "{error}");
     }
 
     #[test]

@@ -135,6 +135,9 @@ impl Repo {
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
+            Action::ReadNotes { notes, objects } => {
+                Completion::NotesRead(self.read_notes(notes, objects))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)

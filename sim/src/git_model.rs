@@ -76,6 +76,15 @@ impl GitModel {
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
+            Action::ReadNotes { notes, objects } => Completion::NotesRead(Ok(notes
+                .iter()
+                .flat_map(|tip| {
+                    objects
+                        .iter()
+                        .flat_map(|object| self.notes.records(tip, object))
+                })
+                .map(str::to_owned)
+                .collect())),
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
             Action::FreezeDraft { change, parent, .. } => {

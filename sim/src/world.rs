@@ -261,6 +261,8 @@ pub struct World {
     progress_ms: Millis,
     /// How many checks of a candidate every runner of this seed runs at once.
     parallel_checks: u32,
+    /// Whether runners reuse passes on exactly the same inputs (where the policy allows it).
+    evidence_reuse: bool,
     /// `bay merge` refusals so far, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
     deadline: Option<Millis>,
@@ -292,6 +294,7 @@ impl World {
             intents: Vec::new(),
             progress_ms: RunnerConfig::new("", MAIN, 0).progress_ms,
             parallel_checks: 1,
+            evidence_reuse: false,
             submit_refusals: BTreeMap::new(),
             deadline: None,
             events: 0,
@@ -321,6 +324,7 @@ impl World {
         if self.rng.chance(300) {
             self.parallel_checks = 2 + self.rng.range(0, 1) as u32;
         }
+        self.evidence_reuse = self.rng.chance(500);
         let tree = self.git.store.tree(files);
         let root = self
             .git
@@ -388,7 +392,13 @@ impl World {
             20..=29 => "\n[limits]\nmax_file_mib = 1\n",
             _ => "",
         };
-        self.pick_checks().map(|policy| policy + limits)
+        // Half the policies let unsigned evidence be reused.
+        let reuse = if self.rng.chance(500) {
+            "\n[policy]\nreuse_unsigned = true\n"
+        } else {
+            ""
+        };
+        self.pick_checks().map(|policy| policy + limits + reuse)
     }
 
     fn pick_checks(&mut self) -> Option<String> {
@@ -443,6 +453,7 @@ impl World {
         cfg.check_grace_ms = CHECK_GRACE_MS;
         cfg.progress_ms = self.progress_ms;
         cfg.parallel_checks = self.parallel_checks;
+        cfg.evidence_reuse = self.evidence_reuse;
         cfg.trailers = Trailers::default();
         cfg.mode = RunMode::Loop;
         if let Some(tweak) = self.scenario.tweak {

@@ -566,22 +566,94 @@ fn a_failure_in_order_ends_the_operation_whatever_answers_later() {
     assert_eq!(bench.record(&op.change).ops[0].checks.len(), 1);
 }
 
+/// The check's answer that no worker here can run it.
+fn unavailable_exit() -> CheckExit {
+    CheckExit {
+        stdout: br#"{"schema": "bay.check.result/1", "unavailable": "no worker"}"#.to_vec(),
+        exit_code: Some(0),
+        ..CheckExit::default()
+    }
+}
+
+/// Runs the first claim of the one operation: `unit` passes, then `lint` has no worker here,
+/// so the claim goes back with unit's pass on record. Returns lint's run.
+fn unit_passes_then_lint_is_unavailable(bench: &mut Bench, a: &mut Rig) -> Action {
+    let (id, unit) = a.run_until(bench, 0, &is_check).expect("unit runs");
+    let (id, lint) = a
+        .answer(bench, id, Completion::CheckExited(pass(&unit)), &is_check)
+        .expect("then lint");
+    a.answer(
+        bench,
+        id,
+        Completion::CheckExited(unavailable_exit()),
+        &|_| false,
+    );
+    lint
+}
+
+#[test]
+fn a_pass_on_exactly_the_same_inputs_is_reused_when_the_policy_allows_it() {
+    let policy = format!("{}\n[policy]\nreuse_unsigned = true\n", two_checks());
+    let mut bench = Bench::new(Some(&policy));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| cfg.evidence_reuse = true);
+    let lint = unit_passes_then_lint_is_unavailable(&mut bench, &mut a);
+    assert_eq!(bench.state(&op).0, OpState::Submitted);
+    // The next claim builds the same candidate: unit's pass stands, only lint runs.
+    let (id, again) = a
+        .run_until(&mut bench, 60_000, &is_check)
+        .expect("a check runs again");
+    let id_of = |action: &Action| match action {
+        Action::RunCheck(run) => run.check.id.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(id_of(&again), "lint", "unit is not run again");
+    assert_eq!(id_of(&lint), "lint");
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&again)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    let record = bench.record(&op.change);
+    let last: Vec<String> = record.ops[0]
+        .checks
+        .iter()
+        .filter(|c| c.candidate == record.ops[0].candidates[1].id)
+        .map(|c| format!("{}:{}", c.check, c.why.contains("did not run again")))
+        .collect();
+    assert_eq!(last, vec!["unit:true", "lint:false"]);
+}
+
+#[test]
+fn without_the_policy_s_leave_a_pass_is_never_reused() {
+    let mut bench = Bench::new(Some(&two_checks()));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| cfg.evidence_reuse = true);
+    unit_passes_then_lint_is_unavailable(&mut bench, &mut a);
+    let (_, again) = a
+        .run_until(&mut bench, 60_000, &is_check)
+        .expect("a check runs again");
+    assert!(
+        matches!(&again, Action::RunCheck(run) if run.check.id == "unit"),
+        "unit runs again"
+    );
+    assert_eq!(bench.state(&op).0, OpState::Running);
+}
+
 #[test]
 fn an_unavailable_check_keeps_no_record_and_gives_the_claim_back() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 0);
     let (id, _) = a.run_until(&mut bench, 0, &is_check).expect("a check runs");
-    let stdout = br#"{"schema": "bay.check.result/1", "unavailable": "no worker"}"#.to_vec();
-    let exit = CheckExit {
-        stdout,
-        exit_code: Some(0),
-        timed_out: false,
-        millis: 1,
-        infra: None,
-        ..CheckExit::default()
-    };
-    a.answer(&mut bench, id, Completion::CheckExited(exit), &|_| false);
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(unavailable_exit()),
+        &|_| false,
+    );
     let record = bench.record(&op.change);
     assert_eq!(record.ops[0].state, OpState::Submitted);
     assert_eq!(record.ops[0].released, Some(ReasonCode::CheckUnavailable));

@@ -117,7 +117,7 @@ fn stats(b: &mut Bench<'_>, base: Oid, commit: Oid) -> String {
     }
 }
 
-fn nowhere() -> Oid {
+pub(super) fn nowhere() -> Oid {
     Oid::parse(NOWHERE).expect("NOWHERE is an object id")
 }
 

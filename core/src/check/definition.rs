@@ -43,11 +43,12 @@ pub fn digest(spec: &CheckSpec, adapter: &[(String, String)]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::policy::Policy;
 
-    fn spec(extra: &str) -> CheckSpec {
+    /// The check `unit` of a one-check policy, with `extra` keys.
+    pub(in crate::check) fn spec(extra: &str) -> CheckSpec {
         Policy::parse(&format!(
             "revision = 1\n[[check]]\nid = \"unit\"\nenvironment = \"linux\"\ncommand = \"ci/run\"\nadapter = [\"ci/\"]\nexpected_minimum = 1\n{extra}"
         ))

@@ -20,6 +20,7 @@ mod judge;
 pub mod plan;
 pub mod read_path;
 mod request;
+pub mod reuse;
 mod shown;
 
 pub use evidence::{EvidenceExtras, EvidenceKey, EvidenceRecord, EvidenceSchema};

@@ -39,6 +39,9 @@ pub enum Action {
     /// trees of `base` and `commit`: its size in `commit` (none when deleted) and the lines it
     /// adds (none for a binary file). Asked only of a policy that sets a cap.
     ReadStats { base: Oid, commit: Oid },
+    /// Read the evidence records noted on each of `objects` in each notes commit of `notes`
+    /// (tips of `refs/notes/bay/evidence/*` as fetched): every line of every such note.
+    ReadNotes { notes: Vec<Oid>, objects: Vec<Oid> },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -78,6 +81,7 @@ impl Action {
             Action::ReadChains { .. } => "read-chains",
             Action::ReadFile { .. } => "read-file",
             Action::ReadStats { .. } => "read-stats",
+            Action::ReadNotes { .. } => "read-notes",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
@@ -336,6 +340,7 @@ pub enum Completion {
     FileRead(Result<Option<Vec<u8>>, Fault>),
     /// One entry per path, sorted by path.
     StatsRead(Result<Vec<PathStat>, Fault>),
+    NotesRead(Result<Vec<String>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),

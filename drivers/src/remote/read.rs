@@ -42,6 +42,35 @@ impl Repo {
         parse_batch(&out.stdout, names.len())
     }
 
+    /// Every line of the note on each of `objects` in each notes commit of `notes`. A notes
+    /// tree may fan its notes out into directories of two hex digits, so each object is looked
+    /// up flat and fanned one and two levels deep, all in one `cat-file --batch`.
+    pub fn read_notes(&self, notes: &[Oid], objects: &[Oid]) -> Result<Vec<String>, Fault> {
+        let mut names = Vec::new();
+        for tip in notes {
+            for object in objects {
+                let hex = object.as_str();
+                names.push(format!("{tip}:{hex}"));
+                names.push(format!("{tip}:{}/{}", &hex[..2], &hex[2..]));
+                names.push(format!("{tip}:{}/{}/{}", &hex[..2], &hex[2..4], &hex[4..]));
+            }
+        }
+        let found = self.cat_batch(&names)?;
+        Ok(found
+            .into_iter()
+            .filter_map(|object| match object {
+                Object::Found { kind, body } if kind == "blob" => Some(body),
+                _ => None,
+            })
+            .flat_map(|body| {
+                String::from_utf8_lossy(&body)
+                    .lines()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect())
+    }
+
     /// Each commit's message; ids that are not commits here are left out, as the simulator
     /// leaves them out.
     pub fn read_steps(&self, oids: &[Oid]) -> Result<Vec<RawStep>, Fault> {

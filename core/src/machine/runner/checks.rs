@@ -55,6 +55,21 @@ impl Runner {
     /// first run.
     pub(super) fn start_run(&mut self, index: usize) {
         let work = self.work.as_ref().expect("checks run only while working");
+        if let Some(producer) = work.reused.get(&index) {
+            // A pass on exactly these inputs stands: it answers without a run, and keeps the
+            // note it has.
+            let why = format!(
+                "A pass by {producer} on exactly these inputs stands; the check did not run again."
+            );
+            let run = Judged {
+                verdict: Verdict::Pass,
+                why,
+                record: String::new(),
+                failed: Vec::new(),
+            };
+            self.work_mut().answered.insert(index, run);
+            return;
+        }
         let plan = work
             .plan
             .as_ref()
@@ -127,6 +142,12 @@ impl Runner {
             return self.judged(done, run);
         }
         self.start_checks();
+        // A reused pass answers as soon as it starts.
+        let work = self.work_mut();
+        let done = work.done;
+        if let Some(run) = work.answered.remove(&done) {
+            self.judged(done, run);
+        }
     }
 
     /// The run in slot `index` answered with `exit`, if it is the one in flight there.

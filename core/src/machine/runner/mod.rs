@@ -76,6 +76,10 @@ pub struct RunnerConfig {
     /// How many of a candidate's checks run at once (`[runner] parallel_checks`, 1 to 16).
     #[serde(default = "one")]
     pub parallel_checks: u32,
+    /// `[policy] evidence_reuse = "exact-inputs"`: reuse a pass recorded on exactly a run's
+    /// inputs, where the policy at the base allows it (`reuse_unsigned`).
+    #[serde(default)]
+    pub evidence_reuse: bool,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -105,6 +109,7 @@ impl RunnerConfig {
             check_grace_ms: 30_000,
             progress_ms: default_progress_ms(),
             parallel_checks: 1,
+            evidence_reuse: false,
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,

@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Purpose as RunnerPurpose, Runner, Stage};
-use crate::check::plan::{self, Plan, parse_policy};
+use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
+use crate::check::reuse::reusable_pass;
 use crate::check::{CheckRequest, Verdict};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
@@ -34,6 +35,8 @@ pub(super) enum Purpose {
     Stats(Built),
     /// The candidate's own policy, for a change that alters the checks.
     ReadOwnPolicy,
+    /// The evidence on the candidate, for passes to reuse.
+    ReadNotes,
     Check {
         index: usize,
     },
@@ -186,6 +189,8 @@ pub(super) struct Work {
     pub answered: BTreeMap<usize, Judged>,
     /// The next plan index to start.
     pub next_start: usize,
+    /// Runs a pass recorded on exactly these inputs answers, by plan index: the producer.
+    pub reused: BTreeMap<usize, String>,
     /// The progress deadline, set when the first check starts: the wait before it (for a
     /// machine that can run the check, say) never counts.
     pub progress_until: Option<Timestamp>,
@@ -226,6 +231,7 @@ impl Work {
             running: BTreeMap::new(),
             answered: BTreeMap::new(),
             next_start: 0,
+            reused: BTreeMap::new(),
             progress_until: None,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
@@ -645,6 +651,7 @@ impl Runner {
             (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
             (Purpose::Stats(built), Completion::StatsRead(result)) => self.on_stats(built, result),
             (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => self.on_own_policy(result),
+            (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
                 self.on_check(id, index, exit)
             }
@@ -696,6 +703,7 @@ impl Runner {
         work.done = 0;
         work.next_start = 0;
         work.answered.clear();
+        work.reused.clear();
         work.attempts.clear();
         work.gaps.clear();
         work.built = None;
@@ -860,17 +868,73 @@ impl Runner {
                 if let Some(why) = plan.runs.iter().find_map(|run| self.cannot_run(&run.spec)) {
                     return self.unavailable(why);
                 }
-                let nothing_to_run = plan.runs.is_empty();
-                #[cfg(feature = "mutants")]
-                let nothing_to_run = nothing_to_run || self.mutant_reuses_checks();
+                let reuse = self.cfg.evidence_reuse
+                    && policy.reuse_unsigned
+                    && !plan.runs.is_empty()
+                    && plan
+                        .runs
+                        .iter()
+                        .all(|run| run.adapter_from == AdapterFrom::Base);
+                let (tree, commit) = (built.tree.clone(), built.commit.clone());
                 self.work_mut().plan = Some(plan);
-                self.write(if nothing_to_run {
-                    Write::Merge
-                } else {
-                    Write::Record
-                });
+                if reuse {
+                    let notes: Vec<Oid> = self
+                        .refs
+                        .iter()
+                        .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+                        .map(|(_, tip)| tip.clone())
+                        .collect();
+                    if !notes.is_empty() {
+                        let objects = vec![tree, commit];
+                        let read = Action::ReadNotes { notes, objects };
+                        self.send_work(read, Purpose::ReadNotes);
+                        return;
+                    }
+                }
+                self.record_plan();
             }
         }
+    }
+
+    /// The passes already recorded on exactly these inputs: each run they cover is taken as
+    /// answered, and not run again. A read that failed reuses nothing.
+    fn on_notes(&mut self, result: Result<Vec<String>, crate::machine::Fault>) {
+        let records = result.unwrap_or_default();
+        let work = self.work.as_ref().expect("reading notes while working");
+        let plan = work.plan.as_ref().expect("notes are read after the plan");
+        let built = work
+            .built
+            .as_ref()
+            .expect("notes are read for a built candidate");
+        let candidate = crate::check::CommitTree {
+            commit: built.commit.clone(),
+            tree: built.tree.clone(),
+        };
+        let reused: BTreeMap<usize, String> = plan
+            .runs
+            .iter()
+            .enumerate()
+            .filter_map(|(index, run)| {
+                reusable_pass(&records, &run.spec, &candidate, &built.base_tree)
+                    .map(|producer| (index, producer))
+            })
+            .collect();
+        self.work_mut().reused = reused;
+        self.record_plan();
+    }
+
+    /// Records the claim and the candidate, so that the checks can run; with nothing to run,
+    /// they go up with the merge in one push.
+    fn record_plan(&mut self) {
+        let work = self.work.as_ref().expect("planning while working");
+        let nothing_to_run = work.plan.as_ref().is_none_or(|p| p.runs.is_empty());
+        #[cfg(feature = "mutants")]
+        let nothing_to_run = nothing_to_run || self.mutant_reuses_checks();
+        self.write(if nothing_to_run {
+            Write::Merge
+        } else {
+            Write::Record
+        });
     }
 
     fn on_heartbeat(&mut self, report: PushReport, parent: Oid) {

@@ -1,0 +1,153 @@
+//! `[policy] evidence_reuse = "exact-inputs"` with real Git: a pass recorded on exactly a
+//! run's inputs stands for the next attempt at the same candidate, where the policy at the
+//! base allows unsigned reuse (`[policy] reuse_unsigned`).
+
+mod support;
+
+use serde_json::Value;
+use support::*;
+
+/// A check that has no worker (`unavailable`) until the file `$GATE/open` exists, then passes.
+const GATED: &str = r#"#!/bin/sh
+request=$(cat)
+commit=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\1/p')
+tree=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/\2/p')
+if [ ! -e "$GATE/open" ]; then
+  printf '{"schema":"bay.check.result/1","unavailable":"the gate is shut"}\n'
+  exit 0
+fi
+printf '{"schema":"bay.check.result/1","exercised":{"commit":"%s","tree":"%s"},"plan":{"selected":1,"completed":1},"checks":[{"id":"gate","verdict":"pass"}]}\n' "$commit" "$tree"
+"#;
+
+/// A remote whose policy runs `files` (the usual check) and then `gated`, with `policy_extra`
+/// after the checks, and whose config turns exact-inputs reuse on.
+fn gated_world(policy_extra: &str) -> World {
+    let check = |id: &str, program: &str| {
+        format!(
+            "\n[[check]]\nid = \"{id}\"\nenvironment = \"any\"\ncommand = \"{program}\"\nadapter = [\"{program}\"]\nexpected_minimum = 1\ntimeout_s = 60\nenv = [\"GATE\"]\n"
+        )
+    };
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            &format!("{CONFIG}\n[policy]\nevidence_reuse = \"exact-inputs\"\n"),
+            false,
+        ),
+        (
+            ".bay/policy.toml",
+            &format!(
+                "revision = 1\n{}{}{policy_extra}",
+                check("files", ".bay/check"),
+                check("gated", ".bay/gated")
+            ),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+        (".bay/gated", GATED, true),
+    ])
+}
+
+/// Submits one edit, then runs the runner twice: once with the gate shut (the first check
+/// passes, the second has no worker), once with it open. Returns the final status and how
+/// many records each check left, in policy order.
+fn run_twice(world: &World) -> (Value, usize, usize) {
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let (home, gate) = home_and_gate(world);
+    let env = [
+        ("HOME", home.to_str().expect("utf-8")),
+        ("GATE", gate.to_str().expect("utf-8")),
+    ];
+    let first = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    assert_eq!(first.code, 0, "{first:?}");
+    let waiting = bay(&view, "ann", &["status"]).doc;
+    assert_eq!(waiting["decision"], "queued", "{waiting}");
+    assert_eq!(world.merges_of(&change), 0);
+    assert_eq!(
+        count(world, "files"),
+        1,
+        "the first check ran and left its record"
+    );
+    assert_eq!(
+        count(world, "gated"),
+        0,
+        "an unavailable check keeps no record"
+    );
+
+    write(&gate, "open", "");
+    let second = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    assert_eq!(second.code, 0, "{second:?}");
+    let status = bay(&view, "ann", &["status"]).doc;
+    (status, count(world, "files"), count(world, "gated"))
+}
+
+/// A home whose Git config turns the sandbox off, so that the gated check sees the gate the
+/// test opens, and the gate folder, shut.
+fn home_and_gate(world: &World) -> (std::path::PathBuf, std::path::PathBuf) {
+    let home = world.root.path().join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    write(&home, ".gitconfig", "[bay]\n\texecutorSandbox = none\n");
+    let gate = world.root.path().join("gate");
+    std::fs::create_dir_all(&gate).expect("mkdir");
+    (home, gate)
+}
+
+/// How many pass records of `check` the remote holds, from any producer.
+fn count(world: &World, check: &str) -> usize {
+    world
+        .evidence("admin")
+        .iter()
+        .filter(|record| record["check"] == check && record["verdict"] == "pass")
+        .count()
+}
+
+#[test]
+fn a_pass_on_exactly_these_inputs_is_not_run_again() {
+    let world = gated_world("\n[policy]\nreuse_unsigned = true\n");
+    let (status, files, gated) = run_twice(&world);
+    assert_eq!(status["decision"], "merged", "{status}");
+    assert_eq!(
+        files, 1,
+        "the first pass stood: the check did not run again"
+    );
+    assert_eq!(gated, 1);
+}
+
+#[test]
+fn without_reuse_unsigned_in_the_policy_every_check_runs_again() {
+    let world = gated_world("");
+    let (status, files, gated) = run_twice(&world);
+    assert_eq!(status["decision"], "merged", "{status}");
+    assert_eq!(
+        files, 2,
+        "unsigned evidence is reused only where the policy says so"
+    );
+    assert_eq!(gated, 1);
+}
+
+#[test]
+fn a_pass_on_another_tree_is_never_reused() {
+    let world = gated_world("\n[policy]\nreuse_unsigned = true\n");
+    let ann = world.clone_as("ann");
+    world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    // The first change's candidate passed the same checks: other inputs than the second's.
+    let (home, gate) = home_and_gate(&world);
+    write(&gate, "open", "");
+    let env = [
+        ("HOME", home.to_str().expect("utf-8")),
+        ("GATE", gate.to_str().expect("utf-8")),
+    ];
+    let pass = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    let bob = world.clone_as("bob");
+    let (_, view) = world.submit(&bob, "bob", "bye", "src/bye.txt", "Bye\n");
+    bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    let status = bay(&view, "bob", &["status"]).doc;
+    assert_eq!(status["decision"], "merged", "{status}");
+    assert_eq!(
+        count(&world, "files"),
+        2,
+        "each candidate ran its own check"
+    );
+}

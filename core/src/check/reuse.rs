@@ -1,0 +1,144 @@
+//! Evidence reuse (`[policy] evidence_reuse = "exact-inputs"` in the config, with the policy's
+//! `reuse_unsigned = true` while bay has no key registry): a pass already recorded on exactly
+//! the inputs a run would have is not run again.
+//!
+//! Exactly the inputs: the same check and environment; the same tree (or, for a check whose
+//! evidence counts only for one commit, the same commit); and the same base tree, which pins
+//! the policy and the `adapter` files the check ran with (and with them its definition). A
+//! record from a producer the check's `producers` leaves out never counts.
+
+use super::{CheckTarget, CommitTree, EvidenceKey, EvidenceRecord, Verdict};
+use crate::git::Oid;
+use crate::policy::CheckSpec;
+
+/// The producer of a pass among `records` (each one note line) that a run of `spec` on
+/// `candidate`, made on a base whose tree is `base_tree`, may reuse.
+pub fn reusable_pass(
+    records: &[String],
+    spec: &CheckSpec,
+    candidate: &CommitTree,
+    base_tree: &Oid,
+) -> Option<String> {
+    let by_commit = CheckTarget::of(spec).keyed_by_commit();
+    records
+        .iter()
+        .filter_map(|line| EvidenceRecord::from_json(line).ok())
+        .find(|record| {
+            let same_input = if by_commit {
+                record.key == EvidenceKey::Commit && record.candidate.commit == candidate.commit
+            } else {
+                record.key == EvidenceKey::Tree && record.candidate.tree == candidate.tree
+            };
+            record.check == spec.id
+                && record.environment == spec.environment
+                && record.verdict == Verdict::Pass
+                && &record.base.tree == base_tree
+                && same_input
+                && spec
+                    .producers
+                    .as_ref()
+                    .is_none_or(|producers| producers.contains(&record.producer))
+        })
+        .map(|record| record.producer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::definition::tests::spec;
+    use crate::check::{CheckExit, CheckRequest, EvidenceExtras, RequestInput, judge};
+    use crate::time::Timestamp;
+
+    fn ct(commit: char, tree: char) -> CommitTree {
+        CommitTree {
+            commit: Oid::parse(&commit.to_string().repeat(40)).expect("an id"),
+            tree: Oid::parse(&tree.to_string().repeat(40)).expect("an id"),
+        }
+    }
+
+    /// A record of `spec` run on `candidate` (base `ct('b', 'c')`) by `producer`, passing or not.
+    fn record(spec: &CheckSpec, candidate: CommitTree, producer: &str, pass: bool) -> String {
+        let request = CheckRequest::build(RequestInput {
+            target: CheckTarget::of(spec),
+            policy_revision: "1".into(),
+            candidate: candidate.clone(),
+            base: ct('b', 'c'),
+            changed_paths: vec![],
+            change: None,
+        });
+        let verdict = if pass { "pass" } else { "product_failure" };
+        let stdout = serde_json::json!({
+            "schema": "bay.check.result/1",
+            "exercised": candidate,
+            "plan": {"selected": 1, "completed": 1},
+            "checks": [{"id": "u", "verdict": verdict}],
+        });
+        let exit = CheckExit {
+            stdout: stdout.to_string().into_bytes(),
+            exit_code: Some(0),
+            ..CheckExit::default()
+        };
+        let judged = judge(&request, 1, &exit).judged().cloned().expect("judged");
+        let extras = EvidenceExtras {
+            producer: producer.into(),
+            op: String::new(),
+            candidate_id: String::new(),
+            at: Timestamp(1),
+            definition: String::new(),
+        };
+        EvidenceRecord::new(&request, &judged, &exit, extras).to_json()
+    }
+
+    #[test]
+    fn a_pass_on_the_same_tree_and_base_is_reused() {
+        let spec = spec("");
+        let candidate = ct('a', 'd');
+        let records = vec![
+            "not a record".to_owned(),
+            record(&spec, candidate.clone(), "ci-1", true),
+        ];
+        let base_tree = ct('b', 'c').tree;
+        assert_eq!(
+            reusable_pass(&records, &spec, &candidate, &base_tree).as_deref(),
+            Some("ci-1")
+        );
+        // Another commit with the same tree counts for a tree-keyed check.
+        assert!(reusable_pass(&records, &spec, &ct('e', 'd'), &base_tree).is_some());
+    }
+
+    #[test]
+    fn anything_else_is_run_again() {
+        let spec = spec("");
+        let candidate = ct('a', 'd');
+        let base_tree = ct('b', 'c').tree;
+        let failing = vec![record(&spec, candidate.clone(), "ci-1", false)];
+        assert!(reusable_pass(&failing, &spec, &candidate, &base_tree).is_none());
+        let passing = vec![record(&spec, candidate.clone(), "ci-1", true)];
+        assert!(
+            reusable_pass(&passing, &spec, &ct('a', 'e'), &base_tree).is_none(),
+            "another tree"
+        );
+        assert!(
+            reusable_pass(&passing, &spec, &candidate, &ct('9', 'f').tree).is_none(),
+            "another base, so maybe another check"
+        );
+        let mut elsewhere = spec.clone();
+        elsewhere.environment = "mac".into();
+        assert!(reusable_pass(&passing, &elsewhere, &candidate, &base_tree).is_none());
+        let only_ci2 = self::spec("producers = [\"ci-2\"]\n");
+        assert!(
+            reusable_pass(&passing, &only_ci2, &candidate, &base_tree).is_none(),
+            "a producer the check does not accept"
+        );
+    }
+
+    #[test]
+    fn a_commit_keyed_pass_counts_only_for_its_commit() {
+        let spec = spec("inputs = [\"commit\"]\n");
+        let candidate = ct('a', 'd');
+        let base_tree = ct('b', 'c').tree;
+        let records = vec![record(&spec, candidate.clone(), "ci-1", true)];
+        assert!(reusable_pass(&records, &spec, &candidate, &base_tree).is_some());
+        assert!(reusable_pass(&records, &spec, &ct('e', 'd'), &base_tree).is_none());
+    }
+}
