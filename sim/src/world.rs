@@ -60,13 +60,18 @@ pub const LEASE_MS: Millis = 60_000;
 pub const HEARTBEAT_MS: Millis = 10_000;
 pub const INTERVAL_MS: Millis = 10_000;
 pub const CHECK_TIMEOUT_S: u64 = 120;
+/// Each simulated check's `materialize_timeout_s`: a runner waits out the copy's limit and the
+/// run's before it calls a check that never answers `unknown`.
+pub const MATERIALIZE_TIMEOUT_S: u64 = 30;
 const CHECK_GRACE_MS: Millis = 30_000;
 /// The longest the fault phase lasts.
 pub const FAULT_PHASE_MS: Millis = 30 * 60_000;
 /// The liveness bound for one operation after the faults stop: a lease to see a silent claim
 /// out, two passes, every check's time limit and grace, and a margin for pushes and builds.
 pub const PER_OP_BOUND_MS: Millis =
-    LEASE_MS + 2 * INTERVAL_MS + MAX_CHECKS * (CHECK_TIMEOUT_S * 1000 + CHECK_GRACE_MS) + 30_000;
+    LEASE_MS + 2 * INTERVAL_MS + MAX_CHECKS * CHECK_WAIT_MS + 30_000;
+/// The longest a runner waits for one check to answer.
+const CHECK_WAIT_MS: Millis = (MATERIALIZE_TIMEOUT_S + CHECK_TIMEOUT_S) * 1000 + CHECK_GRACE_MS;
 /// A short progress deadline for the head, which slow checks (up to three leases) outrun.
 pub const PROGRESS_MS_SHORT: Millis = 90_000;
 /// The most required checks a simulated policy has.
@@ -405,7 +410,7 @@ impl World {
         let roll = self.rng.range(0, 99);
         let check = |id: &str, extra: &str| {
             format!(
-                "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\n{extra}\n"
+                "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\nmaterialize_timeout_s = {MATERIALIZE_TIMEOUT_S}\n{extra}\n"
             )
         };
         let policy = |checks: &[String], more: &str| {

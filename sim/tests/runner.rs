@@ -20,7 +20,7 @@ use bay_sim::bench::{Bench, MAIN, passing_exit as pass};
 
 const LEASE: u64 = 60_000;
 const HEARTBEAT: u64 = 10_000;
-const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\n";
+const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\nmaterialize_timeout_s = 10\n";
 
 /// One runner on its own clock.
 struct Rig {
@@ -425,15 +425,16 @@ fn a_check_that_never_answers_is_unknown_at_its_deadline() {
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 0);
     a.run_until(&mut bench, 0, &is_check).expect("a check runs");
-    // Heartbeats keep going; the check never answers. timeout_s is 100, grace 5 seconds.
+    // Heartbeats keep going; the check never answers. materialize_timeout_s is 10, timeout_s
+    // 100, grace 5 seconds: the copy's limit counts apart from the run's.
     let mut clock = 0;
     while bench.state(&op).0 == OpState::Running && clock < 200_000 {
         clock += HEARTBEAT / 2;
         a.run_until(&mut bench, clock, &|_| false);
     }
     assert!(
-        clock >= 105_000,
-        "not before the time limit and its grace: {clock}"
+        clock >= 115_000,
+        "not before the copy's and the run's limits and the grace: {clock}"
     );
     assert_eq!(
         bench.state(&op),

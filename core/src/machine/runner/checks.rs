@@ -102,9 +102,12 @@ impl Runner {
         adapter_from: crate::git::Oid,
         purpose: Purpose,
     ) {
+        // The driver bounds the copy (`materialize_timeout_s`) and the run (`timeout_s`) each
+        // on its own; this deadline only catches a driver that never answers, so it waits out
+        // both, and a grace.
         let deadline = self
             .now
-            .plus_secs(spec.timeout_s)
+            .plus_secs(spec.materialize_timeout_s.saturating_add(spec.timeout_s))
             .plus_millis(self.cfg.check_grace_ms);
         let run = CheckRun {
             check: spec,
