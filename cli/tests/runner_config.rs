@@ -5,14 +5,19 @@ mod support;
 
 use support::*;
 
-/// The usual check, slowed down so that it outlasts a one-second budget.
-fn slow_check() -> String {
-    CHECK.replace("request=$(cat)", "request=$(cat)\nsleep 2")
+/// The usual check, slowed down so that it outlasts a one-second budget when `when` holds in
+/// the check's folder (a shell test; `true` always).
+fn slow_check(when: &str) -> String {
+    CHECK.replace(
+        "request=$(cat)",
+        &format!("request=$(cat)\n{when} && sleep 2"),
+    )
 }
 
-#[test]
-fn a_head_past_its_progress_deadline_three_times_is_blocked() {
-    let world = World::new(&[
+/// A remote whose head has a one-second budget and no publish window, and whose check is
+/// `check`.
+fn budget_world(check: &str) -> World {
+    World::new(&[
         ("src/greeting.txt", "Hello\n", false),
         (
             ".bay/config.toml",
@@ -20,8 +25,13 @@ fn a_head_past_its_progress_deadline_three_times_is_blocked() {
             false,
         ),
         (".bay/policy.toml", &policy(""), false),
-        (".bay/check", &slow_check(), true),
-    ]);
+        (".bay/check", check, true),
+    ])
+}
+
+#[test]
+fn a_head_past_its_progress_deadline_three_times_is_blocked() {
+    let world = budget_world(&slow_check("true"));
     let ann = world.clone_as("ann");
     let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
     let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
@@ -42,6 +52,41 @@ fn a_head_past_its_progress_deadline_three_times_is_blocked() {
 }
 
 #[test]
+fn a_head_past_its_deadline_lets_the_change_behind_it_merge_first() {
+    // Only a tree holding src/slow.txt makes the check outlast the budget.
+    let world = budget_world(&slow_check("[ -e src/slow.txt ]"));
+    let ann = world.clone_as("ann");
+    let (slow, view) = world.submit(&ann, "ann", "slow", "src/slow.txt", "slow\n");
+    let bob = world.clone_as("bob");
+    let (quick, _) = world.submit(&bob, "bob", "greet", "src/greeting.txt", "Hi\n");
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.merges_of(&quick), 1);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(
+        status.doc["reason"], "QUEUE_DEADLINE_EXCEEDED",
+        "{status:?}"
+    );
+    // The slow change lost its place the first time: the quick one merged before it ended.
+    let slow_chain = world.chain(&slow);
+    let first_release = slow_chain
+        .iter()
+        .find(|step| step["kind"] == "release")
+        .expect("a release");
+    assert!(first_release["behind"].is_u64(), "{first_release}");
+    let merged_at = world
+        .chain(&quick)
+        .iter()
+        .rev()
+        .find(|step| step["kind"] == "outcome")
+        .and_then(|step| step["at"].as_u64())
+        .expect("the quick change's outcome");
+    let ended_at = slow_chain.last().and_then(|step| step["at"].as_u64());
+    let ended_at = ended_at.expect("the slow change's last step");
+    assert!(merged_at < ended_at, "{merged_at} before {ended_at}");
+}
+
+#[test]
 fn a_head_within_its_deadline_merges() {
     let world = World::new(&[
         ("src/greeting.txt", "Hello\n", false),
@@ -51,7 +96,7 @@ fn a_head_within_its_deadline_merges() {
             false,
         ),
         (".bay/policy.toml", &policy(""), false),
-        (".bay/check", &slow_check(), true),
+        (".bay/check", &slow_check("true"), true),
     ]);
     let ann = world.clone_as("ann");
     let (change, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");

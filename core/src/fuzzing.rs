@@ -364,6 +364,7 @@ impl ChainState {
                     op,
                     reason: Option::<ReasonCode>::arbitrary(u)?,
                     why: word(u, &["could not build the candidate"])?,
+                    behind: Option::<u64>::arbitrary(u)?,
                 };
                 self.step(u, &by, body)?
             }

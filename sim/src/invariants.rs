@@ -12,7 +12,7 @@ use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
 use bay_core::policy::Policy;
 use bay_core::reason::ReasonCode;
-use bay_core::record::{ChangeRecord, Step, StepBody};
+use bay_core::record::{ChangeRecord, Operation, Step, StepBody};
 use bay_core::result::OpState;
 
 use crate::checks::Truth;
@@ -389,17 +389,21 @@ impl Checker {
         }
     }
 
-    /// S7: every queue place below the merged operation's has ended.
+    /// S7: every operation ahead of the merged one in queue order has ended: places in number
+    /// order, where one that lost its place at the head stands behind the place it names.
     fn check_order(&mut self, at: u64, op: &OpId) {
-        let Some(seq) = self.seq_of(op) else { return };
+        let Some(key) = self.operation(op).map(Operation::queue_key) else {
+            return;
+        };
         let waiting: Vec<String> = self
             .places
-            .range(..seq)
-            .filter(|(_, other)| {
-                self.state_of(other)
-                    .is_some_and(|state| !state.is_terminal())
+            .values()
+            .filter(|other| {
+                self.operation(other).is_some_and(|operation| {
+                    !operation.state.is_terminal() && operation.queue_key() < key
+                })
             })
-            .map(|(_, other)| other.to_string())
+            .map(ToString::to_string)
             .collect();
         if !waiting.is_empty() {
             self.violate(
@@ -410,9 +414,9 @@ impl Checker {
         }
     }
 
-    fn seq_of(&self, op: &OpId) -> Option<u64> {
-        let record = self.chains.get(&op.change)?.record.as_ref()?;
-        Some(record.op(op)?.seq)
+    /// An operation, as the checker last read its chain.
+    fn operation(&self, op: &OpId) -> Option<&Operation> {
+        self.chains.get(&op.change)?.record.as_ref()?.op(op)
     }
 
     /// An operation's state, as the checker last read its chain.

@@ -477,6 +477,47 @@ fn a_head_past_its_progress_deadline_gives_its_claim_back_and_the_third_time_is_
 }
 
 #[test]
+fn a_head_past_its_deadline_loses_its_place_to_the_operation_behind_it() {
+    let mut bench = Bench::new(Some(POLICY));
+    let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let second = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| cfg.progress_ms = 40_000);
+    a.run_until(&mut bench, 0, &is_check)
+        .expect("the head's check runs");
+    assert_eq!(bench.state(&first).0, OpState::Running);
+    // Its check never answers. Past the deadline, the next check to run is the second's.
+    let mut clock = 0;
+    let (id, check) = loop {
+        clock += HEARTBEAT / 2;
+        assert!(clock < 200_000, "no other check ran");
+        if let Some(run) = a.run_until(&mut bench, clock, &is_check) {
+            break run;
+        }
+    };
+    assert_eq!(
+        bench.state(&first).0,
+        OpState::Submitted,
+        "it gave its claim back"
+    );
+    assert_eq!(
+        bench.state(&second).0,
+        OpState::Running,
+        "the one behind it went first"
+    );
+    let lost = bench.record(&first.change).ops[0].clone();
+    let behind = bench.record(&second.change).ops[0].seq;
+    assert_eq!(lost.behind, Some(behind), "it queues behind the last place");
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&check)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&second), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&first.change), 0);
+}
+
+#[test]
 fn a_wait_for_a_machine_that_serves_the_check_never_counts_toward_the_deadline() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);

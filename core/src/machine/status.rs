@@ -154,7 +154,7 @@ impl Status {
             };
             if let Some(op) = record.ops.last() {
                 rows.push((
-                    op.seq,
+                    op.queue_key(),
                     serde_json::json!({
                         "op_id": op.id,
                         "change": record.change,
@@ -167,7 +167,7 @@ impl Status {
                 ));
             }
         }
-        rows.sort_by_key(|(seq, _)| *seq);
+        rows.sort_by_key(|(key, _)| *key);
         self.finish(queue_result(rows.into_iter().map(|(_, row)| row).collect()));
     }
 
@@ -186,7 +186,7 @@ impl Status {
     }
 }
 
-/// The queue: every operation read, oldest place first, and how many have not ended.
+/// The queue: every operation read, in queue order, and how many have not ended.
 fn queue_result(rows: Vec<Value>) -> BayResult {
     let live = rows
         .iter()

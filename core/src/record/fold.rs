@@ -75,7 +75,21 @@ pub struct Operation {
     pub released: Option<ReasonCode>,
     /// How many times the head's progress deadline gave the claim back.
     pub deadline_releases: u32,
+    /// The place it queues behind since it last lost its place at the head, if it did.
+    pub behind: Option<u64>,
     pub outcome: Option<OpOutcome>,
+}
+
+impl Operation {
+    /// Where the operation stands in the queue: places in order of number, but one that lost
+    /// its place at the head stands right behind the place it names, after any other that
+    /// lost its place behind the same one earlier in number order.
+    pub fn queue_key(&self) -> (u64, bool, u64) {
+        match self.behind {
+            Some(behind) => (behind, true, self.seq),
+            None => (self.seq, false, self.seq),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -258,6 +272,7 @@ impl ChangeRecord {
                     checks: Vec::new(),
                     released: None,
                     deadline_releases: 0,
+                    behind: None,
                     outcome: None,
                 });
             }
@@ -272,8 +287,23 @@ impl ChangeRecord {
             StepBody::Heartbeat { op } => {
                 self.owned_mut(op, &step.by)?;
             }
-            StepBody::Release { op, reason, .. } => {
+            StepBody::Release {
+                op, reason, behind, ..
+            } => {
                 let live = self.owned_mut(op, &step.by)?;
+                if let Some(behind) = *behind {
+                    // Losing a place only ever moves an operation back.
+                    if *reason != Some(ReasonCode::QueueDeadlineExceeded) {
+                        return Err("only a release past the deadline loses its place".into());
+                    }
+                    if behind < live.queue_key().0 {
+                        return Err(format!(
+                            "{op} may not move ahead to place {behind} from {}",
+                            live.queue_key().0
+                        ));
+                    }
+                    live.behind = Some(behind);
+                }
                 live.owner = None;
                 live.released = *reason;
                 if *reason == Some(ReasonCode::QueueDeadlineExceeded) {

@@ -63,6 +63,11 @@ pub enum StepBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<ReasonCode>,
         why: String,
+        /// The operation lost its place at the head (past its progress deadline): from now on
+        /// it queues right behind the place of this number, the last one taken when it lost
+        /// it, and ahead of any place taken after.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        behind: Option<u64>,
     },
     /// The owner built candidate `candidate`: `commit` (tree `tree`) on main at `base`.
     Candidate {

@@ -148,6 +148,7 @@ fn a_runner_writes_only_under_its_own_claim() {
             op: change().op(1),
             reason: None,
             why: "fault".into(),
+            behind: None,
         },
     );
     let record = fold(&[start(), request(1), claim("r1", 1), release, claim("r2", 1)])
@@ -339,6 +340,7 @@ fn any_step() -> impl Strategy<Value = Step> {
                 op: change().op(n),
                 reason: None,
                 why: String::new(),
+                behind: None,
             },
         ),
     })
@@ -356,4 +358,66 @@ proptest! {
             Err(error) => prop_assert!(error.step < steps.len().max(1)),
         }
     }
+}
+
+/// A release by `r1` of operation 1, for `reason`, that queues it behind `behind`.
+fn release_behind(reason: Option<ReasonCode>, behind: Option<u64>) -> Step {
+    step(
+        "r1",
+        StepBody::Release {
+            op: change().op(1),
+            reason,
+            why: "past the deadline".into(),
+            behind,
+        },
+    )
+}
+
+#[test]
+fn an_operation_past_its_deadline_loses_its_place_and_only_ever_moves_back() {
+    let deadline = Some(ReasonCode::QueueDeadlineExceeded);
+    let record = fold(&[start(), request(1), claim("r1", 1)]).expect("a claim");
+    assert_eq!(record.ops[0].queue_key(), (1, false, 1));
+    let lost = |behind, reason| {
+        fold(&[
+            start(),
+            request(1),
+            claim("r1", 1),
+            release_behind(reason, Some(behind)),
+        ])
+    };
+    let record = lost(7, deadline).expect("moved back behind place 7");
+    assert_eq!(record.ops[0].queue_key(), (7, true, 1));
+    assert!(
+        (7, true, 1) > (7, false, 7),
+        "behind the place it names, ahead of place 8"
+    );
+    assert!((7, true, 1) < (8, false, 8));
+    // Never ahead of where it stood, and only for a release past the deadline.
+    let again = fold(&[
+        start(),
+        request(1),
+        claim("r1", 1),
+        release_behind(deadline, Some(7)),
+        claim("r1", 1),
+        release_behind(deadline, Some(5)),
+    ]);
+    let error = again.expect_err("moving ahead is refused");
+    assert!(error.why.contains("may not move ahead"), "{error}");
+    let error = lost(7, None).expect_err("a plain release keeps its place");
+    assert!(
+        error.why.contains("only a release past the deadline"),
+        "{error}"
+    );
+    // A later plain release leaves the place it lost as it was.
+    let record = fold(&[
+        start(),
+        request(1),
+        claim("r1", 1),
+        release_behind(deadline, Some(7)),
+        claim("r1", 1),
+        release_behind(None, None),
+    ])
+    .expect("a plain release");
+    assert_eq!(record.ops[0].queue_key(), (7, true, 1));
 }

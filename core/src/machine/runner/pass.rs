@@ -271,31 +271,37 @@ impl Runner {
         );
     }
 
-    /// The state of a queue place's operation: `None` when it has ended or cannot be read.
-    fn live_state(&self, place: &Place) -> Option<(ChangeId, OpId)> {
+    /// A queue place's live operation and where it stands in the queue
+    /// (`Operation::queue_key`): `None` when it has ended or cannot be read.
+    fn live_state(&self, place: &Place) -> Option<(ChangeId, OpId, (u64, bool, u64))> {
         let op = place.op.as_ref()?;
         let chain = self.chains.get(&op.change)?;
         if self.refs.get(&refs::change(&op.change)) != Some(&chain.tip) {
             return None;
         }
         let record = chain.record.as_ref().ok()?;
-        let state = record.op(op)?.state;
-        (!state.is_terminal()).then(|| (op.change.clone(), op.clone()))
+        let operation = record.op(op)?;
+        (!operation.state.is_terminal())
+            .then(|| (op.change.clone(), op.clone(), operation.queue_key()))
     }
 
-    /// Finds the head, raising the floor over every place that ended before it.
+    /// Finds the head, the live operation first in queue order, raising the floor over every
+    /// place that ended before the first live one.
     fn find_head(&mut self) -> Head {
         let mut floor = self.floor;
         let mut ended_so_far = true;
+        let mut head: Option<((u64, bool, u64), ChangeId, OpId)> = None;
         for (seq, place) in self.places.range(self.floor + 1..) {
-            if let Some((change, op)) = self.live_state(place) {
+            if let Some((change, op, key)) = self.live_state(place) {
+                ended_so_far = false;
                 #[cfg(feature = "mutants")]
                 if self.mutant_skips_claimed_head(&change, &op) {
-                    ended_so_far = false;
                     continue;
                 }
-                self.floor = floor;
-                return Head::Op { change, op };
+                if head.as_ref().is_none_or(|(first, ..)| key < *first) {
+                    head = Some((key, change, op));
+                }
+                continue;
             }
             if ended_so_far && self.place_has_ended(place) {
                 floor = *seq;
@@ -304,7 +310,7 @@ impl Runner {
             }
         }
         self.floor = floor;
-        Head::Empty
+        head.map_or(Head::Empty, |(_, change, op)| Head::Op { change, op })
     }
 
     /// Ended for good: its chain was read at the remote's tip and the operation is over (or

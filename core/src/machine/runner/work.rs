@@ -76,6 +76,8 @@ pub(super) enum Write {
     Release {
         reason: Option<ReasonCode>,
         why: String,
+        /// Past the progress deadline, the place the operation now queues behind.
+        behind: Option<u64>,
     },
 }
 
@@ -327,8 +329,9 @@ impl Runner {
         }
     }
 
-    /// The head ran past its progress deadline: whatever is in flight is dropped and the claim
-    /// goes back, so the queue moves; the third time the operation is blocked.
+    /// The head ran past its progress deadline: whatever is in flight is dropped, the claim
+    /// goes back and the operation loses its place at the head, so the queue moves; the third
+    /// time the operation is blocked.
     fn past_deadline(&mut self) {
         let work = self.work_mut();
         work.progress_until = None;
@@ -354,10 +357,23 @@ impl Runner {
                 }),
             );
         }
-        self.release(
-            Some(ReasonCode::QueueDeadlineExceeded),
-            format!("the checks ran past the head's progress deadline of {seconds} s"),
-        );
+        let why = format!("the checks ran past the head's progress deadline of {seconds} s");
+        if !work.claimed {
+            return self.let_go(Some(ReasonCode::QueueDeadlineExceeded), why);
+        }
+        // It loses its place at the head: it queues behind every place taken so far, so the
+        // operations waiting behind it go first.
+        let behind = self
+            .refs
+            .keys()
+            .filter_map(|name| refs::parse_queue(name))
+            .chain(work.record.op(&work.op).map(|op| op.queue_key().0))
+            .max();
+        self.write(Write::Release {
+            reason: Some(ReasonCode::QueueDeadlineExceeded),
+            why,
+            behind,
+        });
     }
 
     fn heartbeat(&mut self) {
@@ -419,7 +435,11 @@ impl Runner {
             let claimed = self.work_mut().claimed;
             return match write {
                 Write::Release { .. } => self.drop_work(self.cfg.backoff_ms),
-                _ if claimed => self.write(Write::Release { reason: None, why }),
+                _ if claimed => self.write(Write::Release {
+                    reason: None,
+                    why,
+                    behind: None,
+                }),
                 _ => self.drop_work(self.cfg.backoff_ms),
             };
         }
@@ -511,13 +531,18 @@ impl Runner {
             }
             Write::Merge => self.push_merge(&work, &mut plan, &mut steps),
             Write::End(end) => self.push_ending(&work, &mut plan, &mut steps, end),
-            Write::Release { reason, why } => {
+            Write::Release {
+                reason,
+                why,
+                behind,
+            } => {
                 steps.push(self.step(
                     &change,
                     StepBody::Release {
                         op: op.clone(),
                         reason: *reason,
                         why: why.clone(),
+                        behind: *behind,
                     },
                 ));
             }
@@ -618,7 +643,11 @@ impl Runner {
         if !self.work_mut().claimed {
             return self.let_go(reason, why);
         }
-        self.write(Write::Release { reason, why });
+        self.write(Write::Release {
+            reason,
+            why,
+            behind: None,
+        });
     }
 
     /// Lets go of the work after a release: try again after a while; but a `--once` run that
@@ -1086,7 +1115,7 @@ impl Runner {
                 then: Then::End(_), ..
             }
             | Write::End(_) => self.finished(),
-            Write::Release { reason, why } => {
+            Write::Release { reason, why, .. } => {
                 self.mine = None;
                 self.let_go(reason, why);
             }
