@@ -290,8 +290,20 @@ fn a_baseline_check_fails_a_change_only_on_failures_its_base_does_not_share() {
         "{status}"
     );
     assert_eq!(world.merges_of(&change), 1);
+    // The check ran on the candidate, then once on the base, and both records are kept.
+    let first_main = git_dir(&world.remote, &["rev-parse", "main~1^{tree}"]);
+    let records = world.evidence("admin");
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["candidate"]["tree"] == first_main.trim()
+                && r["verdict"] == "product_failure"),
+        "the base run's record hangs on the base: {records:?}"
+    );
 
-    // A new failure does.
+    // A new failure does. Main is the merged candidate, so its own record is the base's:
+    // the check does not run on the base again.
     let bob = world.clone_as("bob");
     let (broken, view) = world.submit(&bob, "bob", "break more", "src/new-bug", "new\n");
     bay(&world.admin, "runner", &["runner", "run", "--once"]);
@@ -302,5 +314,35 @@ fn a_baseline_check_fails_a_change_only_on_failures_its_base_does_not_share() {
         serde_json::json!(["new"]),
         "{status:?}"
     );
+    let failed = &status.doc["detail"]["checks"][0];
+    assert_eq!(failed["check"], "files", "{status:?}");
+    assert_eq!(
+        failed["reasons"],
+        serde_json::json!([{"id": "new", "verdict": "product_failure"}]),
+        "only the new failure is a reason: {status:?}"
+    );
+    assert_eq!(failed["baseline_failures"], serde_json::json!(["known"]));
     assert_eq!(world.merges_of(&broken), 0);
+    assert_eq!(
+        world.evidence("admin").len(),
+        3,
+        "one more run, on the candidate; the base's own record stood"
+    );
+}
+
+#[test]
+fn a_failed_check_names_each_failing_unit_and_its_reason() {
+    let world = World::standard();
+    let (change, status) = run_one(&world, "src/greeting.txt", "", &[]);
+    assert_eq!(status["reason"], "CHECK_FAILED", "{status}");
+    let failed = &status["detail"]["checks"][0];
+    assert_eq!(failed["check"], "files", "{status}");
+    assert_eq!(failed["verdict"], "product_failure");
+    assert_eq!(
+        failed["reasons"],
+        serde_json::json!([{"id": "src/greeting.txt", "verdict": "product_failure", "reason": "bad file"}]),
+        "{status}"
+    );
+    assert!(failed.get("baseline_failures").is_none(), "{status}");
+    assert_eq!(world.merges_of(&change), 0);
 }

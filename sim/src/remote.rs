@@ -112,15 +112,22 @@ impl Remote {
                 ));
             }
         }
+        // Notes for one producer in one plan build on each other and move its ref once, under
+        // the first note's lease, as the Git driver writes them.
         for note in &plan.notes {
             let name = refs::evidence(&note.producer);
-            let parent = match &note.expect {
-                Expect::Is(oid) => Some(oid.clone()),
-                _ => self.refs.get(&name).cloned(),
+            let earlier = updates.iter().position(|(moved, ..)| *moved == name);
+            let parent = match (earlier, &note.expect) {
+                (Some(at), _) => updates[at].2.clone(),
+                (None, Expect::Is(oid)) => Some(oid.clone()),
+                (None, _) => self.refs.get(&name).cloned(),
             };
             let oid = notes_tips.write(store, parent, &note.object, &note.record);
             notes.push(oid.clone());
-            updates.push((name, note.expect.clone(), Some(oid)));
+            match earlier {
+                Some(at) => updates[at].2 = Some(oid),
+                None => updates.push((name, note.expect.clone(), Some(oid))),
+            }
         }
         for update in &plan.updates {
             let new = match &update.new {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use bay_core::check::CheckExit;
+use bay_core::check::{CheckExit, Verdict};
 use bay_core::git::{Oid, refs};
 use bay_core::id::OpId;
 use bay_core::machine::merge::Merge;
@@ -723,6 +723,39 @@ fn a_lying_check_blocks_with_check_unknown() {
         bench.state(&op),
         (OpState::Blocked, Some(ReasonCode::CheckUnknown))
     );
+    assert_eq!(bench.merges_of(&op.change), 0);
+}
+
+#[test]
+fn a_baseline_check_whose_base_run_gives_no_verdict_is_unknown_never_a_pass() {
+    let policy = format!("{POLICY}baseline = \"base\"\n");
+    let mut bench = Bench::new(Some(&policy));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, check) = a.run_until(&mut bench, 0, &is_check).expect("a check runs");
+    let failing = bay_sim::bench::failing_exit(&check);
+    let (id, on_base) = a
+        .answer(&mut bench, id, Completion::CheckExited(failing), &is_check)
+        .expect("the check runs on the base");
+    let (Action::RunCheck(candidate), Action::RunCheck(base)) = (&check, &on_base) else {
+        unreachable!()
+    };
+    assert_eq!(
+        base.request.candidate.tree, candidate.request.base.tree,
+        "the base run is of the base tree"
+    );
+    let garbage = CheckExit {
+        stdout: b"no result".to_vec(),
+        exit_code: Some(0),
+        ..CheckExit::default()
+    };
+    a.answer(&mut bench, id, Completion::CheckExited(garbage), &|_| false);
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::CheckUnknown))
+    );
+    let record = bench.record(&op.change);
+    assert_eq!(record.ops[0].checks[0].verdict, Verdict::Unknown);
     assert_eq!(bench.merges_of(&op.change), 0);
 }
 

@@ -41,6 +41,28 @@ pub(super) fn cases() -> Vec<Case> {
             note(b, "2: ", Expect::Absent, &a, r#"{"run":2}"#);
             see_notes(b, "A", &a);
         }),
+        Case::new("notes: two records of one producer in one push", |b| {
+            b.commit("A", &[], &[("file", "A")]);
+            b.commit("B", &[], &[("file", "B")]);
+            let (a, bb) = (b.oid("A"), b.oid("B"));
+            note(b, "1: ", Expect::Absent, &a, r#"{"run":1}"#);
+            let first = b.oid("1: note 0");
+            let add = |object: &Oid, record: &str| NoteAdd {
+                producer: PRODUCER.to_owned(),
+                expect: Expect::Is(first.clone()),
+                object: object.clone(),
+                record: record.to_owned(),
+            };
+            let plan = PushPlan {
+                notes: vec![add(&bb, r#"{"run":2}"#), add(&a, r#"{"run":3}"#)],
+                atomic: true,
+                ..PushPlan::default()
+            };
+            b.push("2: push", "2: ", plan);
+            see_notes(b, "A", &a);
+            see_notes(b, "B", &bb);
+            b.see_refs(&[&refs::evidence(PRODUCER)]);
+        }),
         Case::new(
             "notes: read on a tree and a commit, from two producers",
             |b| {

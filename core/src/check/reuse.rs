@@ -1,45 +1,88 @@
-//! Evidence reuse (`[policy] evidence_reuse = "exact-inputs"` in the config, with the policy's
-//! `reuse_unsigned = true` while bay has no key registry): a pass already recorded on exactly
-//! the inputs a run would have is not run again.
+//! Evidence reuse: a record already on the remote answers instead of a run.
 //!
-//! Exactly the inputs: the same check and environment; the same tree (or, for a check whose
-//! evidence counts only for one commit, the same commit); and the same base tree, which pins
-//! the policy and the `adapter` files the check ran with (and with them its definition). A
-//! record from a producer the check's `producers` leaves out never counts.
+//! - `[policy] evidence_reuse = "exact-inputs"` in the config, with the policy's
+//!   `reuse_unsigned = true` while bay has no key registry: a pass already recorded on exactly
+//!   the inputs a run would have is not run again. Exactly the inputs: the same check and
+//!   environment; the same tree (or, for a check whose evidence counts only for one commit,
+//!   the same commit); and the same base tree, which pins the policy and the `adapter` files
+//!   the check ran with (and with them its definition).
+//! - `baseline = "base"`: the base's own record of the check (made when the base was a
+//!   candidate, with the same definition) says what fails on the base, so the check need not
+//!   run there.
+//!
+//! A record from a producer the check's `producers` leaves out never counts.
 
-use super::{CheckTarget, CommitTree, EvidenceKey, EvidenceRecord, Verdict};
+use std::collections::BTreeSet;
+
+use super::{CheckTarget, CommitTree, EvidenceKey, EvidenceRecord, UnitReason, Verdict};
 use crate::git::Oid;
 use crate::policy::CheckSpec;
 
-/// The producer of a pass among `records` (each one note line) that a run of `spec` on
-/// `candidate`, made on a base whose tree is `base_tree`, may reuse.
+/// The records among `records` (each one note line) of `spec`'s check and environment, by a
+/// producer it allows, on exactly `target`: its tree, or its commit for a commit-keyed check.
+fn records_on<'a>(
+    records: &'a [String],
+    spec: &'a CheckSpec,
+    target: &'a CommitTree,
+) -> impl Iterator<Item = EvidenceRecord> + 'a {
+    let by_commit = CheckTarget::of(spec).keyed_by_commit();
+    records
+        .iter()
+        .filter_map(|line| EvidenceRecord::from_json(line).ok())
+        .filter(move |record| {
+            let on_target = if by_commit {
+                record.key == EvidenceKey::Commit && record.candidate.commit == target.commit
+            } else {
+                record.key == EvidenceKey::Tree && record.candidate.tree == target.tree
+            };
+            on_target
+                && record.check == spec.id
+                && record.environment == spec.environment
+                && spec
+                    .producers
+                    .as_ref()
+                    .is_none_or(|producers| producers.contains(&record.producer))
+        })
+}
+
+/// The producer of a pass among `records` that a run of `spec` on `candidate`, made on a base
+/// whose tree is `base_tree`, may reuse.
 pub fn reusable_pass(
     records: &[String],
     spec: &CheckSpec,
     candidate: &CommitTree,
     base_tree: &Oid,
 ) -> Option<String> {
-    let by_commit = CheckTarget::of(spec).keyed_by_commit();
-    records
-        .iter()
-        .filter_map(|line| EvidenceRecord::from_json(line).ok())
-        .find(|record| {
-            let same_input = if by_commit {
-                record.key == EvidenceKey::Commit && record.candidate.commit == candidate.commit
-            } else {
-                record.key == EvidenceKey::Tree && record.candidate.tree == candidate.tree
-            };
-            record.check == spec.id
-                && record.environment == spec.environment
-                && record.verdict == Verdict::Pass
-                && &record.base.tree == base_tree
-                && same_input
-                && spec
-                    .producers
-                    .as_ref()
-                    .is_none_or(|producers| producers.contains(&record.producer))
-        })
+    records_on(records, spec, candidate)
+        .find(|record| record.verdict == Verdict::Pass && &record.base.tree == base_tree)
         .map(|record| record.producer)
+}
+
+/// What `spec` fails on `base`, by the base's own records among `records` made with
+/// `definition` that pass or fail. A unit counts as failing there only when every such record
+/// fails it, so a base that flaked never hides a failure. `None` without such a record.
+pub fn failing_on_base(
+    records: &[String],
+    spec: &CheckSpec,
+    base: &CommitTree,
+    definition: &str,
+) -> Option<BTreeSet<String>> {
+    records_on(records, spec, base)
+        .filter(|record| {
+            record.definition == definition
+                && matches!(record.verdict, Verdict::Pass | Verdict::ProductFailure)
+        })
+        .map(|record| product_failures(&record.failed))
+        .reduce(|all, one| all.intersection(&one).cloned().collect())
+}
+
+/// The ids of the units that failed with `product_failure`.
+pub fn product_failures(failed: &[UnitReason]) -> BTreeSet<String> {
+    failed
+        .iter()
+        .filter(|unit| unit.verdict == Verdict::ProductFailure)
+        .map(|unit| unit.id.clone())
+        .collect()
 }
 
 #[cfg(test)]
@@ -140,5 +183,31 @@ mod tests {
         let records = vec![record(&spec, candidate.clone(), "ci-1", true)];
         assert!(reusable_pass(&records, &spec, &candidate, &base_tree).is_some());
         assert!(reusable_pass(&records, &spec, &ct('e', 'd'), &base_tree).is_none());
+    }
+
+    #[test]
+    fn the_base_s_own_records_say_what_fails_there() {
+        let spec = spec("baseline = \"base\"\n");
+        let base = ct('b', 'c');
+        let failing = record(&spec, base.clone(), "ci-1", false);
+        let passing = record(&spec, base.clone(), "ci-1", true);
+        let on = |records: &[String], definition: &str| {
+            failing_on_base(records, &spec, &base, definition)
+        };
+        let u = BTreeSet::from(["u".to_owned()]);
+        assert_eq!(on(std::slice::from_ref(&failing), ""), Some(u));
+        assert_eq!(
+            on(&[failing.clone(), passing], ""),
+            Some(BTreeSet::new()),
+            "a unit the base also passed is no pre-existing failure"
+        );
+        assert_eq!(
+            on(std::slice::from_ref(&failing), "another"),
+            None,
+            "another definition"
+        );
+        let elsewhere = record(&spec, ct('a', 'd'), "ci-1", false);
+        assert_eq!(on(&[elsewhere], ""), None, "a record of another tree");
+        assert_eq!(on(&[], ""), None);
     }
 }

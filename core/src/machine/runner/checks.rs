@@ -12,10 +12,12 @@ use std::collections::BTreeSet;
 use super::Runner;
 use super::work::{Baselines, Ending, Judged, Purpose, Running, Then, Write};
 use crate::check::plan::AdapterFrom;
+use crate::check::reuse::{failing_on_base, product_failures};
 use crate::check::{
     ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
-    EvidenceRecord, Judgement, RequestInput, Verdict, judge,
+    EvidenceRecord, JudgedCheck, Judgement, RequestInput, UnitReason, Verdict, judge,
 };
+use crate::git::Oid;
 use crate::machine::{Action, ActionId, CheckRun};
 use crate::policy::{Baseline, CheckSpec};
 use crate::reason::ReasonCode;
@@ -208,24 +210,12 @@ impl Runner {
         match judge(&request, spec.expected_minimum, &exit) {
             Judgement::Unavailable { reason } => self.unavailable(reason),
             Judgement::Judged(judged) => {
-                let work = self.work.as_ref().expect("judging while working");
-                let extras = EvidenceExtras {
-                    producer: self.cfg.runner.clone(),
-                    op: work.op.to_string(),
-                    candidate_id: work
-                        .built
-                        .as_ref()
-                        .map(|b| b.id.to_string())
-                        .unwrap_or_default(),
-                    at: self.now,
-                    definition: crate::check::definition::digest(&spec, &exit.adapter),
-                };
-                let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
+                let record = self.evidence(&spec, &request, &judged, &exit);
                 let failed = judged
                     .failed
                     .iter()
                     .filter(|unit| unit.verdict == Verdict::ProductFailure)
-                    .map(|unit| unit.id.clone())
+                    .cloned()
                     .collect();
                 let run = Judged {
                     verdict: judged.verdict,
@@ -237,6 +227,29 @@ impl Runner {
                 self.advance();
             }
         }
+    }
+
+    /// The evidence record of one judged run, as the note's JSON.
+    fn evidence(
+        &self,
+        spec: &CheckSpec,
+        request: &CheckRequest,
+        judged: &JudgedCheck,
+        exit: &CheckExit,
+    ) -> String {
+        let work = self.work.as_ref().expect("judging while working");
+        let extras = EvidenceExtras {
+            producer: self.cfg.runner.clone(),
+            op: work.op.to_string(),
+            candidate_id: work
+                .built
+                .as_ref()
+                .map(|b| b.id.to_string())
+                .unwrap_or_default(),
+            at: self.now,
+            definition: crate::check::definition::digest(spec, &exit.adapter),
+        };
+        EvidenceRecord::new(request, judged, exit, extras).to_json()
     }
 
     /// Records a judged check, with what follows in the same push. A `product_failure` runs
@@ -275,7 +288,13 @@ impl Runner {
             }
             Verdict::ProductFailure => blocked(
                 ReasonCode::CheckFailed,
-                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why, "runs": runs }),
+                serde_json::json!({
+                    "check": spec.id,
+                    "verdict": verdict,
+                    "why": why,
+                    "runs": runs,
+                    "checks": [failed_check(&spec, &run, run.failed.iter(), None)],
+                }),
             ),
             Verdict::InfraFailure | Verdict::Unknown => blocked(
                 ReasonCode::CheckUnknown,
@@ -310,32 +329,83 @@ impl Runner {
             verdict,
             why,
             record,
+            base_record: None,
             then,
         });
     }
 
     /// A `baseline = "base"` check failed on the candidate: compare its failing units with the
-    /// same check's run on the base, run once per base tree.
+    /// same check's result on the base. That is the base's own record of the check, when the
+    /// remote holds one made with the same definition; else the check runs once on the base
+    /// tree, and its record is kept.
     fn against_baseline(&mut self, index: usize, run: Judged) {
         let spec = self.check_spec(index);
-        let work = self.work.as_ref().expect("judging while working");
-        let built = work.built.clone().expect("checks run on a built candidate");
+        let base = self.base_of_work();
         let key = (spec.id.clone(), spec.environment.clone());
         #[cfg(feature = "mutants")]
         if let Some(pretended) = self.mutant_baseline(&run.failed) {
-            return self.baseline_judged(index, run, Some(pretended.into_iter().collect()));
+            return self.baseline_judged(index, run, Some(pretended.into_iter().collect()), None);
         }
         if let Some((tree, known)) = &self.baselines
-            && *tree == built.base_tree
-            && let Some(base) = known.get(&key)
+            && *tree == base.tree
+            && let Some(failing) = known.get(&key)
         {
-            let base = base.clone();
-            return self.baseline_judged(index, run, base);
+            let failing = failing.clone();
+            return self.baseline_judged(index, run, failing, None);
         }
-        let base = CommitTree {
+        let notes = self.evidence_tips();
+        if notes.is_empty() {
+            return self.run_base(index, run);
+        }
+        let objects = vec![base.tree, base.commit];
+        let read = Action::ReadNotes { notes, objects };
+        self.send_work(read, Purpose::BaseRecords { index, run });
+    }
+
+    /// The evidence on the base answered: the base's own records of the check, made with the
+    /// definition the candidate's run had, decide what fails there; without one, the check
+    /// runs on the base.
+    pub(super) fn on_base_records(
+        &mut self,
+        index: usize,
+        run: Judged,
+        records: Result<Vec<String>, crate::machine::Fault>,
+    ) {
+        let spec = self.check_spec(index);
+        let base = self.base_of_work();
+        let definition = EvidenceRecord::from_json(&run.record).map(|record| record.definition);
+        let found = match definition {
+            Ok(definition) => {
+                failing_on_base(&records.unwrap_or_default(), &spec, &base, &definition)
+            }
+            Err(_) => None,
+        };
+        match found {
+            Some(failing) => {
+                self.remember_base(&spec, base.tree, Some(failing.clone()));
+                self.baseline_judged(index, run, Some(failing), None);
+            }
+            None => self.run_base(index, run),
+        }
+    }
+
+    /// The base the candidate in hand was built on: main's commit and its tree.
+    fn base_of_work(&self) -> CommitTree {
+        let work = self.work.as_ref().expect("judging while working");
+        let built = work
+            .built
+            .as_ref()
+            .expect("checks run on a built candidate");
+        CommitTree {
             commit: work.base.clone(),
             tree: built.base_tree.clone(),
-        };
+        }
+    }
+
+    /// Runs the check once on the base tree, with the base's adapters.
+    fn run_base(&mut self, index: usize, run: Judged) {
+        let spec = self.check_spec(index);
+        let base = self.base_of_work();
         let request = self.request_for(&spec, base.clone(), base.clone(), Vec::new());
         self.send_run(
             index,
@@ -346,87 +416,123 @@ impl Runner {
         );
     }
 
-    /// The base run answered: remember what failed there, and judge the candidate's failure.
+    /// The base run answered: remember what failed there, keep its record on the base, and
+    /// judge the candidate's failure.
     pub(super) fn on_baseline(&mut self, id: ActionId, index: usize, run: Judged, exit: CheckExit) {
         let Some(request) = self.take_running(index, id) else {
             return;
         };
         let spec = self.check_spec(index);
-        let failing_on_base = match judge(&request, spec.expected_minimum, &exit) {
-            Judgement::Judged(judged) if judged.verdict == Verdict::ProductFailure => Some(
-                judged
-                    .failed
-                    .iter()
-                    .filter(|unit| unit.verdict == Verdict::ProductFailure)
-                    .map(|unit| unit.id.clone())
-                    .collect::<BTreeSet<String>>(),
-            ),
-            Judgement::Judged(judged) if judged.verdict == Verdict::Pass => Some(BTreeSet::new()),
-            _ => None,
+        let (failing, kept) = match judge(&request, spec.expected_minimum, &exit) {
+            Judgement::Judged(judged) => {
+                let failing = match judged.verdict {
+                    Verdict::ProductFailure => Some(product_failures(&judged.failed)),
+                    Verdict::Pass => Some(BTreeSet::new()),
+                    _ => None,
+                };
+                let record = self.evidence(&spec, &request, &judged, &exit);
+                let object = if CheckTarget::of(&spec).keyed_by_commit() {
+                    request.candidate.commit.clone()
+                } else {
+                    request.candidate.tree.clone()
+                };
+                (failing, Some((object, record)))
+            }
+            Judgement::Unavailable { reason } => return self.unavailable(reason),
         };
-        let tree = request.candidate.tree.clone();
+        self.remember_base(&spec, request.candidate.tree.clone(), failing.clone());
+        self.baseline_judged(index, run, failing, kept);
+    }
+
+    /// Remembers what `spec` failed on the base tree `tree`, so that it runs once per base.
+    fn remember_base(&mut self, spec: &CheckSpec, tree: Oid, failing: Option<BTreeSet<String>>) {
         let baselines = match &mut self.baselines {
             Some((known, baselines)) if *known == tree => baselines,
             slot => &mut slot.insert((tree, Baselines::new())).1,
         };
-        baselines.insert(
-            (spec.id.clone(), spec.environment.clone()),
-            failing_on_base.clone(),
-        );
-        self.baseline_judged(index, run, failing_on_base);
+        baselines.insert((spec.id.clone(), spec.environment.clone()), failing);
     }
 
     /// Every unit that failed on the candidate also failed on the base: the failures are
     /// pre-existing, the rest of the result is judged (it passed every other rule), and the
-    /// merge names them in `coverage_gaps` as `baseline_failures`. A new failure, or a base run
-    /// with no verdict to compare with, fails the check.
-    fn baseline_judged(&mut self, index: usize, run: Judged, base: Option<BTreeSet<String>>) {
+    /// merge names them in `coverage_gaps` as `baseline_failures`. A new failure fails the
+    /// check; a base run with no verdict to compare with makes the run `unknown`, never a pass.
+    fn baseline_judged(
+        &mut self,
+        index: usize,
+        run: Judged,
+        base: Option<BTreeSet<String>>,
+        kept: Option<(Oid, String)>,
+    ) {
         let spec = self.check_spec(index);
         let required = self.work_mut().plan.as_ref().map_or(0, |p| p.runs.len());
-        let failed: BTreeSet<String> = run.failed.iter().cloned().collect();
-        let (then, why) = match &base {
-            Some(base) if !failed.is_empty() && failed.is_subset(base) => {
-                let ids: Vec<&String> = failed.iter().collect();
-                self.work_mut().gaps.push(serde_json::json!({
-                    "check": spec.id,
-                    "environment": spec.environment,
-                    "baseline_failures": ids,
-                }));
-                let then = if index + 1 >= required {
-                    Then::Merge
-                } else {
-                    Then::Continue
-                };
-                (
-                    then,
-                    format!("{} Every failing unit also fails on the base.", run.why),
-                )
-            }
-            _ => {
-                let new: Vec<&String> = match &base {
-                    Some(base) => failed.difference(base).collect(),
-                    None => failed.iter().collect(),
-                };
-                let detail = serde_json::json!({
-                    "check": spec.id,
-                    "verdict": run.verdict,
-                    "why": run.why,
-                    "new_failures": new,
-                    "baseline": if base.is_some() { "compared" } else { "the base run gave no verdict" },
-                });
-                let then = Then::End(Ending {
-                    state: OpState::Blocked,
-                    reason: Some(ReasonCode::CheckFailed),
-                    detail,
-                });
-                (then, run.why.clone())
-            }
+        let Some(base) = base else {
+            let why = format!(
+                "{} The same check on the base gave no verdict to compare with, so the run is \
+                 unknown.",
+                run.why
+            );
+            let detail = serde_json::json!({
+                "check": spec.id,
+                "verdict": Verdict::Unknown,
+                "why": why,
+                "baseline": "the base run gave no verdict",
+            });
+            let then = Then::End(Ending {
+                state: OpState::Blocked,
+                reason: Some(ReasonCode::CheckUnknown),
+                detail,
+            });
+            return self.write(Write::Check {
+                index,
+                verdict: Verdict::Unknown,
+                why,
+                record: run.record,
+                base_record: kept,
+                then,
+            });
+        };
+        let (shared, new): (Vec<&UnitReason>, Vec<&UnitReason>) =
+            run.failed.iter().partition(|unit| base.contains(&unit.id));
+        let shared_ids: Vec<&String> = shared.iter().map(|unit| &unit.id).collect();
+        let (then, why) = if !run.failed.is_empty() && new.is_empty() {
+            self.work_mut().gaps.push(serde_json::json!({
+                "check": spec.id,
+                "environment": spec.environment,
+                "baseline_failures": shared_ids,
+            }));
+            let then = if index + 1 >= required {
+                Then::Merge
+            } else {
+                Then::Continue
+            };
+            (
+                then,
+                format!("{} Every failing unit also fails on the base.", run.why),
+            )
+        } else {
+            let new_ids: Vec<&String> = new.iter().map(|unit| &unit.id).collect();
+            let detail = serde_json::json!({
+                "check": spec.id,
+                "verdict": run.verdict,
+                "why": run.why,
+                "new_failures": new_ids,
+                "baseline": "compared",
+                "checks": [failed_check(&spec, &run, new.into_iter(), Some(&shared_ids))],
+            });
+            let then = Then::End(Ending {
+                state: OpState::Blocked,
+                reason: Some(ReasonCode::CheckFailed),
+                detail,
+            });
+            (then, run.why.clone())
         };
         self.write(Write::Check {
             index,
             verdict: run.verdict,
             why,
             record: run.record,
+            base_record: kept,
             then,
         });
     }
@@ -458,4 +564,26 @@ impl Runner {
     pub(super) fn unavailable(&mut self, why: String) {
         self.release(Some(ReasonCode::CheckUnavailable), why);
     }
+}
+
+/// One failed check as `detail.checks` lists it for `CHECK_FAILED`: its verdict, and under
+/// `reasons` each failed unit (with its reason when the check sent one); with a baseline,
+/// `reasons` holds only the new failures and `baseline_failures` the pre-existing ones.
+fn failed_check<'a>(
+    spec: &CheckSpec,
+    run: &Judged,
+    reasons: impl Iterator<Item = &'a UnitReason>,
+    baseline_failures: Option<&Vec<&String>>,
+) -> serde_json::Value {
+    let mut check = serde_json::json!({
+        "check": spec.id,
+        "environment": spec.environment,
+        "verdict": run.verdict,
+        "why": run.why,
+        "reasons": reasons.collect::<Vec<_>>(),
+    });
+    if let Some(shared) = baseline_failures {
+        check["baseline_failures"] = serde_json::json!(shared);
+    }
+    check
 }

@@ -6,6 +6,7 @@
 use super::Runner;
 use crate::check::CheckExit;
 use crate::check::CheckRequest;
+use crate::check::UnitReason;
 use crate::git::Oid;
 use crate::id::{ChangeId, OpId};
 use crate::machine::{Expect, PushPlan};
@@ -85,9 +86,9 @@ impl Runner {
     }
 
     /// What the base failed, as the mutant that never runs the base pretends: everything.
-    pub(super) fn mutant_baseline(&self, failed: &[String]) -> Option<Vec<String>> {
+    pub(super) fn mutant_baseline(&self, failed: &[UnitReason]) -> Option<Vec<String>> {
         self.mutant_is(Mutant::BaselineWithoutBase)
-            .then(|| failed.to_vec())
+            .then(|| failed.iter().map(|unit| unit.id.clone()).collect())
     }
 
     pub(super) fn mutant_reuses_checks(&self) -> bool {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::reuse::reusable_pass;
-use crate::check::{CheckRequest, Verdict};
+use crate::check::{CheckRequest, UnitReason, Verdict};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::limits::PathStat;
@@ -45,6 +45,11 @@ pub(super) enum Purpose {
         index: usize,
         run: Judged,
     },
+    /// The evidence on the base, for its own record of a `baseline = "base"` check.
+    BaseRecords {
+        index: usize,
+        run: Judged,
+    },
     Heartbeat {
         parent: Oid,
     },
@@ -69,6 +74,8 @@ pub(super) enum Write {
         verdict: Verdict,
         why: String,
         record: String,
+        /// The record of the check's run on the base, for the object it hangs on.
+        base_record: Option<(Oid, String)>,
         then: Then,
     },
     Merge,
@@ -115,8 +122,8 @@ pub(super) struct Judged {
     pub why: String,
     /// The evidence record, as JSON; empty when none is kept.
     pub record: String,
-    /// The ids of the units that failed with `product_failure`.
-    pub failed: Vec<String>,
+    /// The units that failed with `product_failure`, with the check's reasons.
+    pub failed: Vec<UnitReason>,
 }
 
 /// One check run in flight.
@@ -486,6 +493,7 @@ impl Runner {
                 verdict,
                 why,
                 record,
+                base_record,
                 then,
             } => {
                 let built = work
@@ -504,23 +512,25 @@ impl Runner {
                         why: why.clone(),
                     },
                 ));
-                if !record.is_empty() {
+                // A record that counts only for the exact commit hangs on the commit. Notes of
+                // one producer in one push build on each other, under the first one's lease.
+                let object = if crate::check::CheckTarget::of(&spec).keyed_by_commit() {
+                    built.commit.clone()
+                } else {
+                    built.tree
+                };
+                let kept = (!record.is_empty()).then(|| (object, record.clone()));
+                for (object, record) in base_record.iter().cloned().chain(kept) {
                     let producer = self.cfg.runner.clone();
                     let expect = match self.refs.get(&refs::evidence(&producer)) {
                         Some(tip) => Expect::Is(tip.clone()),
                         None => Expect::Absent,
                     };
-                    // A record that counts only for the exact commit hangs on the commit.
-                    let object = if crate::check::CheckTarget::of(&spec).keyed_by_commit() {
-                        built.commit.clone()
-                    } else {
-                        built.tree
-                    };
                     plan.notes.push(NoteAdd {
                         producer,
                         expect,
                         object,
-                        record: record.clone(),
+                        record,
                     });
                 }
                 match then {
@@ -686,6 +696,9 @@ impl Runner {
             }
             (Purpose::Baseline { index, run }, Completion::CheckExited(exit)) => {
                 self.on_baseline(id, index, run, exit)
+            }
+            (Purpose::BaseRecords { index, run }, Completion::NotesRead(records)) => {
+                self.on_base_records(index, run, records)
             }
             (Purpose::Heartbeat { parent }, Completion::Pushed(report)) => {
                 self.on_heartbeat(report, parent)
@@ -907,12 +920,7 @@ impl Runner {
                 let (tree, commit) = (built.tree.clone(), built.commit.clone());
                 self.work_mut().plan = Some(plan);
                 if reuse {
-                    let notes: Vec<Oid> = self
-                        .refs
-                        .iter()
-                        .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
-                        .map(|(_, tip)| tip.clone())
-                        .collect();
+                    let notes = self.evidence_tips();
                     if !notes.is_empty() {
                         let objects = vec![tree, commit];
                         let read = Action::ReadNotes { notes, objects };
@@ -923,6 +931,15 @@ impl Runner {
                 self.record_plan();
             }
         }
+    }
+
+    /// The tip of every producer's evidence notes, as the pass fetched them.
+    pub(super) fn evidence_tips(&self) -> Vec<Oid> {
+        self.refs
+            .iter()
+            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+            .map(|(_, tip)| tip.clone())
+            .collect()
     }
 
     /// The passes already recorded on exactly these inputs: each run they cover is taken as
