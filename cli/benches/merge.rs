@@ -269,6 +269,8 @@ fn history(remote: &Path, clone: &Path, count: usize) {
                 base: base.clone(),
                 generation: 1,
                 supersedes: None,
+                fixes: None,
+                reverts: None,
             }),
             step(StepBody::Request {
                 op: op.clone(),

@@ -48,6 +48,7 @@ use crate::machine::abandon::{Abandon, AbandonInput};
 use crate::machine::merge::{Merge, MergeInput};
 use crate::machine::runner::{RunMode, Runner, RunnerConfig};
 use crate::machine::start::{Start, StartInput, StartTarget};
+use crate::machine::undo::{Undo, UndoInput};
 use crate::machine::{
     Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
     Fault, Machine, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
@@ -258,6 +259,16 @@ impl ChainState {
             base: oid(u)?,
             generation: u.int_in_range(1..=2)?,
             supersedes: if u.ratio(1, 4)? {
+                Some(change_id(u)?)
+            } else {
+                None
+            },
+            fixes: if u.ratio(1, 8)? {
+                Some(change_id(u)?)
+            } else {
+                None
+            },
+            reverts: if u.ratio(1, 8)? {
                 Some(change_id(u)?)
             } else {
                 None
@@ -2120,7 +2131,7 @@ fn runner_inner(u: &mut Unstructured<'_>) -> Result<()> {
     Ok(())
 }
 
-/// `bay start`, `bay merge` or `bay abandon` fed any sequence of events, with the runner's
+/// `bay start`, `bay merge`, `bay abandon` or `bay undo` fed any sequence of events, with the runner's
 /// promises, and: an agent only creates refs, and once it has an outcome it keeps it and asks
 /// for nothing more.
 pub fn agent(data: &[u8]) {
@@ -2132,7 +2143,7 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
     let actor = pick(u, &ACTORS)?.to_owned();
     let entropy: u64 = u.arbitrary()?;
     let mut driver = Driver::new();
-    match u.int_in_range(0..=2)? {
+    match u.int_in_range(0..=3)? {
         0 => {
             let target = if u.ratio(2, 3)? {
                 StartTarget::Intent {
@@ -2147,6 +2158,11 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 actor,
                 main: MAIN.to_owned(),
                 new: u.ratio(1, 4)?,
+                fixes: if u.ratio(1, 4)? {
+                    Some(change_id(u)?)
+                } else {
+                    None
+                },
                 entropy,
                 disk: None,
             };
@@ -2163,13 +2179,24 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
             let mut machine = Merge::new(input, EPOCH);
             driver.run(u, &mut machine, Role::Agent);
         }
-        _ => {
+        2 => {
             let input = AbandonInput {
                 change: change_id(u)?,
                 actor,
                 entropy,
             };
             let mut machine = Abandon::new(input, EPOCH);
+            driver.run(u, &mut machine, Role::Agent);
+        }
+        _ => {
+            let input = UndoInput {
+                target: change_id(u)?,
+                actor,
+                main: MAIN.to_owned(),
+                entropy,
+                disk: None,
+            };
+            let mut machine = Undo::new(input, EPOCH);
             driver.run(u, &mut machine, Role::Agent);
         }
     }

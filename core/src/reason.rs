@@ -64,6 +64,7 @@ pub enum ReasonCode {
     DiskLow,
     QueueDeadlineExceeded,
     ChangeTooLarge,
+    ChangeNotMerged,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -86,7 +87,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 22] = [
+    pub const ALL: [ReasonCode; 23] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -109,6 +110,7 @@ impl ReasonCode {
         ReasonCode::DiskLow,
         ReasonCode::QueueDeadlineExceeded,
         ReasonCode::ChangeTooLarge,
+        ReasonCode::ChangeNotMerged,
     ];
 
     /// The code as it appears in a result.
@@ -136,6 +138,7 @@ impl ReasonCode {
             ReasonCode::DiskLow => "DISK_LOW",
             ReasonCode::QueueDeadlineExceeded => "QUEUE_DEADLINE_EXCEEDED",
             ReasonCode::ChangeTooLarge => "CHANGE_TOO_LARGE",
+            ReasonCode::ChangeNotMerged => "CHANGE_NOT_MERGED",
         }
     }
 
@@ -439,6 +442,16 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     never raise the limits to get it through.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ChangeNotMerged,
+        meaning: "`bay undo` or `bay start --fixes` named a change that is not on main.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "named_change_merged",
+        next_step: "Wait until the named change merges (`bay status <change>` shows its state), \
+                    then run the command again.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -471,6 +484,7 @@ mod tests {
             ReasonCode::DiskLow => 19,
             ReasonCode::QueueDeadlineExceeded => 20,
             ReasonCode::ChangeTooLarge => 21,
+            ReasonCode::ChangeNotMerged => 22,
         }
     }
 

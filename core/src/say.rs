@@ -145,6 +145,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
             space_and_floor(detail)
         ),
         ReasonCode::ChangeTooLarge => too_large(detail),
+        ReasonCode::ChangeNotMerged => format!(
+            "The change this names{} is not part of main, so there is nothing to undo or fix \
+             yet; wait until it is added, then run the command again.",
+            quoted(names(detail, "target"))
+        ),
     }
 }
 
@@ -159,6 +164,13 @@ fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Va
             "The change is ready; edit its files in the folder{}, then submit it from there.",
             quoted(names(detail, "view"))
         ),
+        None if detail.get("undo").and_then(Value::as_str) == Some("nothing to undo") => {
+            format!(
+                "The edits of the change{} are already gone from main, so there is nothing to \
+                 undo.",
+                quoted(names(detail, "reverts"))
+            )
+        }
         None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
             "This change is given up; another agent may take it over, or you can start it again \
              later."
@@ -504,6 +516,25 @@ mod tests {
         );
         assert!(abandoned.contains("given up"), "{abandoned}");
         assert_clean(&abandoned);
+        let nothing = say(
+            Decision::Ok,
+            None,
+            None,
+            &object(json!({"undo": "nothing to undo", "reverts": "c7k2m4qa"})),
+        );
+        assert!(
+            nothing.contains("c7k2m4qa") && nothing.contains("nothing to undo"),
+            "{nothing}"
+        );
+        assert_clean(&nothing);
+        let not_merged = say(
+            Decision::Blocked,
+            Some(ReasonCode::ChangeNotMerged),
+            None,
+            &object(json!({"target": "c7k2m4qa"})),
+        );
+        assert!(not_merged.contains("c7k2m4qa"), "{not_merged}");
+        assert_clean(&not_merged);
         for (depth, words) in [
             (0, "No change"),
             (1, "One change"),

@@ -232,6 +232,8 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
             base: oid(0),
             generation: 1,
             supersedes: None,
+            fixes: None,
+            reverts: None,
         },
     };
     let mut remote = Refs::new();
@@ -365,6 +367,8 @@ fn an_outcome_whose_detail_is_not_an_object_is_not_read() {
                 base: oid.clone(),
                 generation: 1,
                 supersedes: None,
+                fixes: None,
+                reverts: None,
             },
         ),
         step(

@@ -220,12 +220,14 @@ fn appended_steps_read_back_as_chains_and_known_stops_the_walk() {
     assert_eq!(written.len(), 3);
     assert_eq!(fx.on_server(&refs::change(&k)), written.last().cloned());
     assert_eq!(fx.on_server(&refs::queue(1)), Some(written[0].clone()));
-    // The first step carries main0 as its only parent (the chain is new); the rest chain.
-    let parents = git(
-        &fx.clone,
-        &["rev-list", "--parents", "-n1", written[0].as_str()],
+    // The chain is new: its first step has no parent, and main0 rides on the second as its
+    // second parent, so that the chain's first parents are its steps alone.
+    let parents = |step: &Oid| git(&fx.clone, &["rev-list", "--parents", "-n1", step.as_str()]);
+    assert_eq!(parents(&written[0]), written[0].to_string());
+    assert_eq!(
+        parents(&written[1]),
+        format!("{} {} {}", written[1], written[0], fx.main0)
     );
-    assert_eq!(parents, format!("{} {}", written[0], fx.main0));
     let tree = git(
         &fx.clone,
         &["rev-parse", &format!("{}^{{tree}}", written[2])],
@@ -241,9 +243,9 @@ fn appended_steps_read_back_as_chains_and_known_stops_the_walk() {
             known: None,
         }])
         .expect("the chain reads");
-    // Without `known` the walk runs on through the carried main commit to the root.
+    // Without `known` the walk runs to the chain's root, and never into the carried commit.
     let oids: Vec<&Oid> = reads[0].steps.iter().map(|s| &s.oid).collect();
-    assert_eq!(oids, vec![&written[2], &written[1], &written[0], &fx.main0]);
+    assert_eq!(oids, vec![&written[2], &written[1], &written[0]]);
     assert!(!reads[0].reached_known);
     let steps: Vec<Step> = reads[0].steps[..3]
         .iter()
@@ -291,7 +293,7 @@ fn appended_steps_read_back_as_chains_and_known_stops_the_walk() {
     assert!(reads[0].reached_known);
     assert_eq!(reads[1].steps.len(), 4);
     assert!(reads[1].reached_known);
-    assert_eq!(reads[2].steps.len(), 4, "tip, two more steps, main0");
+    assert_eq!(reads[2].steps.len(), 3, "the whole chain, to its root");
     assert!(!reads[2].reached_known);
 
     // ReadSteps: the exact message; an id the clone does not have is left out.

@@ -130,6 +130,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             actor,
             main: MAIN.into(),
             new: false,
+            fixes: None,
             entropy,
             disk: None,
         };
@@ -192,6 +193,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             actor,
             main: MAIN.into(),
             new: false,
+            fixes: None,
             entropy,
             disk: None,
         };

@@ -73,6 +73,7 @@ impl Bench {
                 actor: "ann".into(),
                 main: MAIN.into(),
                 new: false,
+                fixes: None,
                 entropy,
                 disk: None,
             },

@@ -55,7 +55,7 @@ pub fn write_objects(store: &mut Store, plan: &PushPlan) -> Vec<Vec<Oid>> {
         let mut parent = append.parent.clone();
         for (index, step) in append.steps.iter().enumerate() {
             let mut parents: Vec<Oid> = parent.iter().cloned().collect();
-            if index == 0 {
+            if index == append.carrier() {
                 parents.extend(append.carry.iter().cloned());
             }
             let oid = store.commit(empty.clone(), parents, &step.to_message());

@@ -2,20 +2,31 @@
 
 use std::time::{Duration, Instant};
 
+use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::runner::{RunMode, Runner};
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::{BayResult, Decision};
 use bay_drivers::clock;
+use bay_drivers::pump::Driver;
 
 use super::runner::runner_config;
 use super::{drive, prepare, run_agent, with_actor};
 use crate::Cli;
+use crate::context::Context;
+use crate::local::Local;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The change to merge; without one, the change of the view this runs in.
     pub change: Option<String>,
+    #[command(flatten)]
+    pub wait: Wait,
+}
+
+/// `--wait[=<seconds>]`, as `bay merge` and `bay undo` take it.
+#[derive(clap::Args, Debug)]
+pub struct Wait {
     /// Merge it here and return the outcome. With seconds, watch another runner merge it for
     /// at most that long instead.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
@@ -31,6 +42,17 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(change) => change,
         Err(result) => return result,
     };
+    merge_change(&context, &mut driver, change, args.wait.wait)
+}
+
+/// Asks for `change` to be merged; with `wait` 0 merges it here, with more watches another
+/// runner merge it for at most that many seconds. `bay undo` merges its change the same way.
+pub fn merge_change(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    change: ChangeId,
+    wait: Option<u64>,
+) -> BayResult {
     let input = MergeInput {
         change: change.clone(),
         actor: context.actor.clone(),
@@ -38,24 +60,23 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         entropy: clock::entropy(),
     };
     let mut merge = Merge::new(input, clock::now());
-    let (queued, config) = match run_agent(&context, &mut driver, &mut merge) {
-        Ok((result, config)) => (with_actor(result, &context), config),
+    let (queued, config) = match run_agent(context, driver, &mut merge) {
+        Ok((result, config)) => (with_actor(result, context), config),
         Err(result) => return result,
     };
-    let (Some(wait), Decision::Queued, Some(op)) =
-        (args.wait, queued.decision, queued.op_id.clone())
+    let (Some(wait), Decision::Queued, Some(op)) = (wait, queued.decision, queued.op_id.clone())
     else {
         return queued;
     };
     if wait == 0 {
         // Run the operation here, as its runner, until it ends, starting from what the
         // request was made on.
-        let cfg = runner_config(&context, &config, RunMode::Only(op), 10);
+        let cfg = runner_config(context, &config, RunMode::Only(op), 10);
         let mut runner = match merge.seed() {
             Some(seed) => Runner::seeded(cfg, clock::now(), seed),
             None => Runner::new(cfg, clock::now()),
         };
-        return with_actor(drive(&mut driver, &mut runner, clock::now()), &context);
+        return with_actor(drive(driver, &mut runner, clock::now()), context);
     }
     // Watch another runner work it, for at most `wait` seconds.
     let until = Instant::now() + Duration::from_secs(wait);
@@ -68,11 +89,11 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
             },
             fetched_at,
         );
-        let result = drive(&mut driver, &mut status, fetched_at);
+        let result = drive(driver, &mut status, fetched_at);
         let ended = result.state.is_some_and(|state| state.is_terminal())
             || result.decision == Decision::Failed;
         if ended || Instant::now() >= until {
-            return with_actor(result, &context);
+            return with_actor(result, context);
         }
         std::thread::sleep(
             Duration::from_secs(1).min(until.saturating_duration_since(Instant::now())),

@@ -9,6 +9,7 @@ mod plugin;
 mod runner;
 mod start;
 mod status;
+mod undo;
 
 use bay_core::config::Config;
 use bay_core::git::refs;
@@ -31,6 +32,8 @@ pub enum Command {
     Merge(merge::Args),
     /// Give a change up.
     Abandon(abandon::Args),
+    /// Take one merged change back out of main, with a new checked change.
+    Undo(undo::Args),
     /// What a change's operation is doing, or what the queue holds.
     Status(status::Args),
     /// Drive queued operations to an outcome on this machine.
@@ -44,7 +47,7 @@ pub enum Command {
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 8] = [
+pub const WRITES: [(&str, &str, &str); 9] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -59,6 +62,11 @@ pub const WRITES: [(&str, &str, &str); 8] = [
         "abandon",
         "an abandon step on the change's record",
         "the view's files; main",
+    ),
+    (
+        "undo",
+        "a new change on the remote that takes the merge back out, its view, and what merge writes for it",
+        "your checkout's files; main's history before it",
     ),
     (
         "status",
@@ -93,6 +101,7 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Start(args) => start::run(cli, args),
         Command::Merge(args) => merge::run(cli, args),
         Command::Abandon(args) => abandon::run(cli, args),
+        Command::Undo(args) => undo::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Runner(args) => runner::run(cli, args),
         Command::Plugin(args) => plugin::run(cli, args),

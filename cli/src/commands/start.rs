@@ -1,5 +1,6 @@
 //! `bay start <intent> --paths <path>...` and `bay start <change>`.
 
+use bay_core::id::ChangeId;
 use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
@@ -18,6 +19,9 @@ pub struct Args {
     /// Open the intent's next change instead of adopting its ended one.
     #[arg(long)]
     pub new: bool,
+    /// The merged change this one fixes: its merge names it in a `Fixes:` trailer.
+    #[arg(long, value_name = "CHANGE")]
+    pub fixes: Option<String>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
@@ -30,6 +34,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         intent: args.target.clone(),
         paths: args.paths.clone(),
     };
+    let fixes = match args.fixes.as_deref().map(ChangeId::parse).transpose() {
+        Ok(fixes) => fixes,
+        Err(why) => return BayResult::failed(&format!("--fixes names no change: {why}")),
+    };
     let disk = match context.disk_space() {
         Ok(disk) => disk,
         Err(result) => return result,
@@ -39,6 +47,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         actor: context.actor.clone(),
         main: context.main.clone(),
         new: args.new,
+        fixes,
         entropy: clock::entropy(),
         disk,
     };

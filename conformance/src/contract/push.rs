@@ -201,7 +201,14 @@ fn push_once(bench: &mut Bench<'_>, plan: &Plan) {
         bench.set(name, symbol);
     }
     let built = build(bench, plan);
-    bench.push("push", "", built);
+    let report = bench.push("push", "", built);
+    // Each step's parents: the chain's first parents are its steps alone, and a carried
+    // commit rides as the second parent of one step.
+    for (a, written) in report.steps.iter().enumerate() {
+        for (i, step) in written.iter().enumerate() {
+            bench.see_commit(&format!("step {a}.{i}"), step);
+        }
+    }
     let names = names(plan);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     bench.see_refs(&names);

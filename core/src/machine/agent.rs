@@ -51,6 +51,17 @@ pub fn fold_one(reads: &[ChainRead]) -> Result<(ChangeRecord, Oid, ReadSteps), S
     Ok((record, read.tip.clone(), oids))
 }
 
+/// The newest generation of `intent` on `remote`, and the start step its ref points at.
+pub fn latest_generation(remote: &Refs, intent: &str) -> Option<(u32, Oid)> {
+    let digest = crate::id::intent_digest(intent);
+    remote
+        .iter()
+        .filter_map(|(name, oid)| refs::parse_intent(name).map(|(d, g)| (d, g, oid)))
+        .filter(|(d, _, _)| *d == digest)
+        .max_by_key(|(_, generation, _)| *generation)
+        .map(|(_, generation, oid)| (generation, oid.clone()))
+}
+
 /// The chain tip of `change` on the remote, if it has one.
 pub fn tip(remote: &Refs, change: &ChangeId) -> Option<Oid> {
     remote.get(&refs::change(change)).cloned()

@@ -134,9 +134,9 @@ pub struct ChainQuery {
 }
 
 /// What one push writes and what it expects. The driver writes one commit per step (first
-/// parent: the previous step, or `expect` for the first; the first step's second parent:
-/// `carry`, which keeps a draft or candidate reachable), one notes commit per note, then
-/// pushes every ref with a lease on its expected value.
+/// parent: the previous step, or `expect` for the first; `carry`, which keeps a draft or
+/// candidate reachable, as the second parent of the step `Append::carrier` names), one notes
+/// commit per note, then pushes every ref with a lease on its expected value.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PushPlan {
     pub appends: Vec<Append>,
@@ -178,6 +178,13 @@ impl Append {
             steps,
             carry,
         }
+    }
+
+    /// The index of the step whose second parent is `carry`: the first step that extends a
+    /// parent, so that a chain's first parents are its steps alone. That is the first step,
+    /// or for a new chain the second (a new chain that carries a commit has two steps).
+    pub fn carrier(&self) -> usize {
+        usize::from(self.parent.is_none())
     }
 }
 

@@ -23,6 +23,7 @@ pub mod plugin_test;
 pub mod runner;
 pub mod start;
 pub mod status;
+pub mod undo;
 
 pub use io::*;
 pub use outbox::Outbox;

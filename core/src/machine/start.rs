@@ -36,6 +36,8 @@ pub struct StartInput {
     pub main: String,
     /// `--new`: open the intent's next change instead of adopting its ended one.
     pub new: bool,
+    /// `--fixes <change>`: the merged change a new change fixes.
+    pub fixes: Option<ChangeId>,
     /// Entropy for the change id and step nonces.
     pub entropy: u64,
     /// Free space where the view would go, when this machine sets a floor (`bay.minFreeMiB`).
@@ -155,6 +157,7 @@ impl Start {
             StartTarget::Change(change) => patterns.push(refs::change_pattern(change)),
         }
         patterns.extend(self.change.iter().map(refs::change_pattern));
+        patterns.extend(self.input.fixes.iter().map(refs::landed_pattern));
         Action::Fetch(FetchSpec::new(patterns))
     }
 
@@ -200,6 +203,16 @@ impl Start {
                 refs::main(&self.input.main)
             ));
         }
+        // A fix names a change on main: its merged marker says so.
+        if let Some(fixes) = &self.input.fixes
+            && !self.remote.contains_key(&refs::landed(fixes))
+        {
+            let main = self.main();
+            return self.refuse(
+                ReasonCode::ChangeNotMerged,
+                serde_json::json!({ "target": fixes, "main": main }),
+            );
+        }
         if let Some(written) = self.written.take() {
             // A start of ours whose reply was lost: it won if its step is where the intent points.
             if self.remote.values().any(|oid| oid == &written) {
@@ -209,15 +222,7 @@ impl Start {
         match self.input.target.clone() {
             StartTarget::Change(change) => self.read_chain(change),
             StartTarget::Intent { intent, .. } => {
-                let digest = intent_digest(&intent);
-                let latest = self
-                    .remote
-                    .iter()
-                    .filter_map(|(name, oid)| refs::parse_intent(name).map(|(d, g)| (d, g, oid)))
-                    .filter(|(d, _, _)| *d == digest)
-                    .max_by_key(|(_, generation, _)| *generation)
-                    .map(|(_, generation, oid)| (generation, oid.clone()));
-                match latest {
+                match agent::latest_generation(&self.remote, &intent) {
                     None => self.create(1, None),
                     Some((_, oid)) => {
                         self.out
@@ -382,6 +387,9 @@ impl Start {
             self.detail
                 .insert("supersedes".into(), serde_json::json!(old));
         }
+        if let Some(fixes) = &self.input.fixes {
+            self.detail.insert("fixes".into(), serde_json::json!(fixes));
+        }
         let body = StepBody::Start {
             intent: intent.clone(),
             actor: self.input.actor.clone(),
@@ -389,6 +397,8 @@ impl Start {
             base,
             generation,
             supersedes,
+            fixes: self.input.fixes.clone(),
+            reverts: None,
         };
         let actor = self.input.actor.clone();
         let step = self.nonces.step(&change, self.now, &actor, body);

@@ -40,6 +40,10 @@ pub struct ChangeRecord {
     pub paths: Vec<String>,
     pub generation: u32,
     pub supersedes: Option<ChangeId>,
+    /// The merged change it fixes, when it was started `--fixes`.
+    pub fixes: Option<ChangeId>,
+    /// The merged change it undoes, when `bay undo` opened it.
+    pub reverts: Option<ChangeId>,
     pub started_at: Timestamp,
     /// The latest draft and the main commit it was made on (the start's base until a draft
     /// is saved).
@@ -141,6 +145,8 @@ impl ChangeRecord {
             base,
             generation,
             supersedes,
+            fixes,
+            reverts,
         } = &first.body
         else {
             return Err(RecordError {
@@ -155,6 +161,8 @@ impl ChangeRecord {
             paths: paths.clone(),
             generation: *generation,
             supersedes: supersedes.clone(),
+            fixes: fixes.clone(),
+            reverts: reverts.clone(),
             started_at: first.at,
             draft: None,
             base: base.clone(),

@@ -41,6 +41,12 @@ pub enum StepBody {
         generation: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         supersedes: Option<ChangeId>,
+        /// The merged change this one fixes (`bay start --fixes`): its merge says `Fixes:`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fixes: Option<ChangeId>,
+        /// The merged change this one undoes (`bay undo`): its merge says `Reverts:`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reverts: Option<ChangeId>,
     },
     /// Another actor, or the same one after an abandon, took the change up again.
     Adopt { actor: String },

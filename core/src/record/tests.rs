@@ -35,6 +35,8 @@ fn start() -> Step {
             base: oid(1),
             generation: 1,
             supersedes: None,
+            fixes: None,
+            reverts: None,
         },
     )
 }

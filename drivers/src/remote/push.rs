@@ -109,13 +109,13 @@ impl Repo {
             let mut written: Vec<Oid> = Vec::with_capacity(append.steps.len());
             for (index, step) in append.steps.iter().enumerate() {
                 // As the simulator writes them: the previous step, or the append's parent,
-                // then (first step only) the carried commit.
+                // then (on the carrier step only) the carried commit.
                 let mut parents: Vec<&Oid> = written
                     .last()
                     .or(append.parent.as_ref())
                     .into_iter()
                     .collect();
-                if index == 0 {
+                if index == append.carrier() {
                     parents.extend(append.carry.as_ref());
                 }
                 written.push(self.commit_tree(&empty, &parents, &step.to_message())?);

@@ -758,7 +758,7 @@ impl Runner {
         let attempt = u32::try_from(operation.candidates.len() + 1).unwrap_or(u32::MAX);
         let candidate = work.op.candidate(attempt);
         let intent = one_line(&work.record.intent);
-        let message = format!(
+        let mut message = format!(
             "{intent}\n\nChange-Id: {change}\n{ik}: {intent}\n{ak}: {actor}\nBay-Op: {op}\nBay-Candidate: {candidate}\n",
             change = work.record.change,
             ik = trailers.intent,
@@ -766,6 +766,17 @@ impl Runner {
             actor = one_line(&operation.requested_by),
             op = work.op,
         );
+        // The lineage: what this change takes over, fixes or undoes (`bay status --lineage`).
+        let record = &work.record;
+        for (key, named) in [
+            ("Supersedes", &record.supersedes),
+            ("Fixes", &record.fixes),
+            ("Reverts", &record.reverts),
+        ] {
+            if let Some(named) = named {
+                message.push_str(&format!("{key}: {named}\n"));
+            }
+        }
         let spec = CandidateSpec {
             candidate,
             base: work.base.clone(),

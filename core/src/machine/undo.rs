@@ -1,0 +1,434 @@
+//! `bay undo <change>`: open a change that takes one merged change's edits back out of main.
+//!
+//! The merged marker `refs/bay/landed/<change>` names the merge commit on main; its record
+//! names the main commit it was made on. The reverse is that merge taken back onto current
+//! main: a three-way merge whose base is the merge commit and whose other side is the commit
+//! it was made on (`RefreshDraft`, which keeps conflict markers in the files). When the reverse
+//! leaves main as it is, the effect is already gone and nothing opens. Otherwise the undo
+//! opens the next generation of the intent `undo of <change>` (the change it supersedes named,
+//! an earlier undo still open refused), on the paths the merge touched, with the reverse as its
+//! first draft and `reverts` in its start, so that its merge carries `Reverts: <change>`. The
+//! merge itself is `bay merge`'s, run by the caller with the change this returns.
+
+use super::agent::{self, MAX_RACES, Nonces};
+use super::{
+    Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
+    PushPlan, PushReport, RawStep, RefUpdate, Refreshed, Refs,
+};
+use crate::disk::DiskSpace;
+use crate::git::{Oid, refs};
+use crate::id::{ChangeId, intent_digest};
+use crate::limits::PathStat;
+use crate::reason::ReasonCode;
+use crate::record::{Step, StepBody};
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug)]
+pub struct UndoInput {
+    /// The merged change to take back out.
+    pub target: ChangeId,
+    pub actor: String,
+    pub main: String,
+    /// Entropy for the undo change's id and step nonces.
+    pub entropy: u64,
+    /// Free space where the view would go, when this machine sets a floor (`bay.minFreeMiB`).
+    pub disk: Option<DiskSpace>,
+}
+
+/// The intent every undo of `target` shares, generation after generation.
+pub fn undo_intent(target: &ChangeId) -> String {
+    format!("undo of {target}")
+}
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    ReadTarget,
+    Touched,
+    Reverse,
+    Same,
+    ReadIntent,
+    FetchUndo,
+    ReadUndo,
+    Create,
+    View,
+}
+
+/// What the undo found of the merge it takes back.
+#[derive(Clone, Debug)]
+struct Merged {
+    /// The merge commit on main.
+    commit: Oid,
+    /// The main commit it was made on, its parent.
+    parent: Oid,
+}
+
+/// The `bay undo` machine. Drive it as [`Machine`](crate::machine::Machine) says.
+#[derive(Debug)]
+pub struct Undo {
+    input: UndoInput,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    nonces: Nonces,
+    races: u32,
+    remote: Refs,
+    merged: Option<Merged>,
+    /// The paths the merge touched: the undo change's paths.
+    paths: Vec<String>,
+    reverse: Option<Refreshed>,
+    /// The undo change, once its id is drawn.
+    change: ChangeId,
+    /// The generation it takes, and the earlier undo it supersedes.
+    generation: u32,
+    supersedes: Option<ChangeId>,
+    detail: serde_json::Map<String, serde_json::Value>,
+    outcome: Option<BayResult>,
+}
+
+impl Undo {
+    pub fn new(input: UndoInput, now: Timestamp) -> Undo {
+        let mut nonces = Nonces::new(input.entropy);
+        let entropy = nonces.next().to_be_bytes();
+        let change =
+            ChangeId::from_entropy([entropy[0], entropy[1], entropy[2], entropy[3], entropy[4]]);
+        let mut undo = Undo {
+            input,
+            out: Outbox::default(),
+            now,
+            nonces,
+            races: 0,
+            remote: Refs::new(),
+            merged: None,
+            paths: Vec::new(),
+            reverse: None,
+            change,
+            generation: 1,
+            supersedes: None,
+            detail: serde_json::Map::new(),
+            outcome: None,
+        };
+        undo.detail
+            .insert("reverts".into(), serde_json::json!(undo.input.target));
+        // Below the machine's floor nothing is made, not even the change's record.
+        if let Some(disk) = undo.input.disk.clone().filter(DiskSpace::is_low) {
+            undo.refuse(ReasonCode::DiskLow, None, disk.detail());
+            return undo;
+        }
+        undo.fetch();
+        undo
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        self.outcome = Some(result);
+        self.out.forget_all();
+    }
+
+    fn fail(&mut self, why: String) {
+        let result = report::failed(why, None);
+        self.finish(result);
+    }
+
+    fn refuse(
+        &mut self,
+        code: ReasonCode,
+        change: Option<ChangeId>,
+        mut detail: serde_json::Value,
+    ) {
+        if let Some(fields) = detail.as_object_mut() {
+            fields.extend(self.detail.clone());
+        }
+        let result = report::refused(code, change.as_ref(), None, detail);
+        self.finish(report::with_main(result, self.main().as_ref()));
+    }
+
+    fn main(&self) -> Option<Oid> {
+        self.remote.get(&refs::main(&self.input.main)).cloned()
+    }
+
+    /// Main, the undone change's marker and record, the undo intent's generations, and this
+    /// undo's own change (for a push whose reply was lost).
+    fn fetch(&mut self) {
+        let target = &self.input.target;
+        let spec = FetchSpec::new([
+            refs::main(&self.input.main),
+            refs::landed_pattern(target),
+            refs::change_pattern(target),
+            refs::intents_pattern(&intent_digest(&undo_intent(target))),
+            refs::change_pattern(&self.change),
+        ]);
+        self.out.send(Action::Fetch(spec), Purpose::Fetch);
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        let Some(main) = self.main() else {
+            return self.fail(format!(
+                "the remote has no {}",
+                refs::main(&self.input.main)
+            ));
+        };
+        if self.remote.contains_key(&refs::change(&self.change)) {
+            // The undo change this machine pushed went up, though its reply was lost.
+            return self.make_view();
+        }
+        let target = self.input.target.clone();
+        if !self.remote.contains_key(&refs::landed(&target)) {
+            return self.refuse(
+                ReasonCode::ChangeNotMerged,
+                None,
+                serde_json::json!({ "target": target, "main": main }),
+            );
+        }
+        match agent::read_chain(&self.remote, &target) {
+            Ok(read) => {
+                self.out.send(read, Purpose::ReadTarget);
+            }
+            Err(why) => self.fail(why),
+        }
+    }
+
+    /// The undone change's record names the commit its merge was made on.
+    fn on_target(&mut self, reads: Vec<ChainRead>) {
+        let (record, _, _) = match agent::fold_one(&reads) {
+            Ok(folded) => folded,
+            Err(why) => return self.fail(why),
+        };
+        let landed = self.remote[&refs::landed(&self.input.target)].clone();
+        let Some(candidate) = record
+            .merged()
+            .and_then(|op| op.candidates.iter().find(|c| c.commit == landed))
+        else {
+            return self.fail(format!(
+                "the record of {} does not name the merge its marker points at ({})",
+                self.input.target,
+                landed.short()
+            ));
+        };
+        let merged = Merged {
+            commit: landed.clone(),
+            parent: candidate.base.clone(),
+        };
+        let read = Action::ReadStats {
+            base: merged.parent.clone(),
+            commit: merged.commit.clone(),
+        };
+        self.merged = Some(merged);
+        self.out.send(read, Purpose::Touched);
+    }
+
+    /// The paths the merge touched; then the reverse, onto current main.
+    fn on_touched(&mut self, stats: Vec<PathStat>) {
+        self.paths = stats.into_iter().map(|stat| stat.path).collect();
+        let merged = self.merged.clone().expect("the merge was read");
+        let main = self.main().expect("main was checked after the fetch");
+        let reverse = Action::RefreshDraft {
+            change: self.change.clone(),
+            draft: merged.parent,
+            base: merged.commit,
+            onto: main,
+        };
+        self.out.send(reverse, Purpose::Reverse);
+    }
+
+    fn on_reverse(&mut self, reverse: Refreshed) {
+        let main = self.main().expect("main was checked after the fetch");
+        let clean = reverse.conflicts.is_empty();
+        let draft = reverse.draft.clone();
+        self.reverse = Some(reverse);
+        if clean {
+            // Is anything left to take out? The reverse of an effect already gone is main.
+            let read = Action::ReadStats {
+                base: main,
+                commit: draft,
+            };
+            self.out.send(read, Purpose::Same);
+            return;
+        }
+        self.generation_then_create();
+    }
+
+    fn on_same(&mut self, stats: Vec<PathStat>) {
+        if stats.is_empty() {
+            let mut detail = self.detail.clone();
+            detail.insert("undo".into(), serde_json::json!("nothing to undo"));
+            let result = BayResult::ok(None, detail);
+            return self.finish(report::with_main(result, self.main().as_ref()));
+        }
+        self.generation_then_create();
+    }
+
+    /// The undo intent's latest generation decides this one's: none is the first; an ended
+    /// one is superseded by the next; an open one is still to merge, and refuses this.
+    fn generation_then_create(&mut self) {
+        match agent::latest_generation(&self.remote, &undo_intent(&self.input.target)) {
+            None => {
+                self.generation = 1;
+                self.create();
+            }
+            Some((generation, oid)) => {
+                self.generation = generation + 1;
+                let read = Action::ReadSteps { oids: vec![oid] };
+                self.out.send(read, Purpose::ReadIntent);
+            }
+        }
+    }
+
+    fn on_intent(&mut self, steps: Vec<RawStep>) {
+        match steps.first().map(|raw| Step::from_message(&raw.message)) {
+            Some(Ok(step)) => {
+                self.supersedes = Some(step.change.clone());
+                let spec = FetchSpec::new([refs::change_pattern(&step.change)]);
+                self.out.send(Action::Fetch(spec), Purpose::FetchUndo);
+            }
+            _ => self.fail("the record of the earlier undo cannot be read".into()),
+        }
+    }
+
+    fn on_undo_fetched(&mut self, fetched: Refs) {
+        let earlier = self.supersedes.clone().expect("an earlier undo was named");
+        FetchSpec::new([refs::change_pattern(&earlier)]).apply(&mut self.remote, fetched);
+        match agent::read_chain(&self.remote, &earlier) {
+            Ok(read) => {
+                self.out.send(read, Purpose::ReadUndo);
+            }
+            Err(why) => self.fail(why),
+        }
+    }
+
+    fn on_undo(&mut self, reads: Vec<ChainRead>) {
+        let (record, _, _) = match agent::fold_one(&reads) {
+            Ok(folded) => folded,
+            Err(why) => return self.fail(why),
+        };
+        if !record.ended() {
+            return self.refuse(
+                ReasonCode::ChangeSuperseded,
+                Some(record.change.clone()),
+                serde_json::json!({ "superseded_by": record.change, "why": "an earlier undo of this change has not merged yet" }),
+            );
+        }
+        self.create();
+    }
+
+    /// Opens the undo change: its start and the reverse as its first draft, and the intent's
+    /// generation, in one atomic push.
+    fn create(&mut self) {
+        let main = self.main().expect("main was checked after the fetch");
+        let reverse = self.reverse.clone().expect("the reverse was built");
+        let actor = self.input.actor.clone();
+        let intent = undo_intent(&self.input.target);
+        let start = StepBody::Start {
+            intent: intent.clone(),
+            actor: actor.clone(),
+            paths: self.paths.clone(),
+            base: main.clone(),
+            generation: self.generation,
+            supersedes: self.supersedes.clone(),
+            fixes: None,
+            reverts: Some(self.input.target.clone()),
+        };
+        let checkpoint = StepBody::Checkpoint {
+            draft: reverse.draft.clone(),
+            base: main,
+        };
+        let steps = vec![
+            self.nonces.step(&self.change, self.now, &actor, start),
+            self.nonces.step(&self.change, self.now, &actor, checkpoint),
+        ];
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                self.change.clone(),
+                None,
+                steps,
+                Some(reverse.draft),
+            )],
+            updates: vec![RefUpdate {
+                name: refs::intent(&intent_digest(&intent), self.generation),
+                expect: Expect::Absent,
+                new: NewValue::Step { append: 0, step: 0 },
+            }],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.out.send(Action::Push(plan), Purpose::Create);
+    }
+
+    fn on_pushed(&mut self, report: PushReport) {
+        match report.outcome {
+            PushOutcome::Accepted => self.make_view(),
+            // Someone else wrote first, or the reply was lost: read again and decide anew
+            // (a push that did go up is found by its change).
+            PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
+                self.races += 1;
+                if self.races > MAX_RACES {
+                    return self.refuse(
+                        ReasonCode::MergeRetryExhausted,
+                        None,
+                        serde_json::json!({ "why": "other undos kept winning the race" }),
+                    );
+                }
+                self.supersedes = None;
+                self.fetch();
+            }
+            PushOutcome::NotSent(fault) => {
+                self.fail(format!("the remote could not be reached: {fault}"))
+            }
+        }
+    }
+
+    fn make_view(&mut self) {
+        let Some(reverse) = self.reverse.clone() else {
+            return self.fail("the undo change went up, but its reverse was not kept".into());
+        };
+        let action = Action::MakeView {
+            change: self.change.clone(),
+            paths: self.paths.clone(),
+            draft: reverse.draft,
+        };
+        self.out.send(action, Purpose::View);
+    }
+
+    fn on_view(&mut self, view: String) {
+        let reverse = self.reverse.clone().expect("a view shows the reverse");
+        self.detail.insert("view".into(), serde_json::json!(view));
+        self.detail
+            .insert("generation".into(), serde_json::json!(self.generation));
+        if let Some(earlier) = &self.supersedes {
+            self.detail
+                .insert("supersedes".into(), serde_json::json!(earlier));
+        }
+        let change = Some(self.change.clone());
+        if !reverse.conflicts.is_empty() {
+            return self.refuse(
+                ReasonCode::MergeConflict,
+                change,
+                serde_json::json!({ "conflicts": reverse.conflicts }),
+            );
+        }
+        let detail = serde_json::Value::Object(self.detail.clone());
+        let result = report::started(&self.change, detail, self.main().as_ref());
+        self.finish(result);
+    }
+
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadTarget, Completion::ChainsRead(Ok(reads))) => self.on_target(reads),
+            (Purpose::Touched, Completion::StatsRead(Ok(stats))) => self.on_touched(stats),
+            (Purpose::Reverse, Completion::DraftRefreshed(Ok(reverse))) => self.on_reverse(reverse),
+            (Purpose::Same, Completion::StatsRead(Ok(stats))) => self.on_same(stats),
+            (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent(steps),
+            (Purpose::FetchUndo, Completion::Fetched(Ok(fetched))) => self.on_undo_fetched(fetched),
+            (Purpose::ReadUndo, Completion::ChainsRead(Ok(reads))) => self.on_undo(reads),
+            (Purpose::Create, Completion::Pushed(report)) => self.on_pushed(report),
+            (Purpose::View, Completion::ViewMade(Ok(view))) => self.on_view(view),
+            (_, completion) => return Some(completion),
+        }
+        None
+    }
+}
+
+super::agent::command_machine!(Undo, "undo");
