@@ -9,6 +9,7 @@ use bay_core::machine::Machine;
 use bay_core::machine::abandon::{Abandon, AbandonInput};
 use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::start::{Start, StartInput, StartTarget};
+use bay_core::machine::undo::{Undo, UndoInput};
 use bay_core::reason::ReasonCode;
 use bay_core::record::ChangeRecord;
 use bay_core::result::{BayResult, Decision, OpState};
@@ -29,6 +30,7 @@ pub enum Cmd {
     Start(Start),
     Merge(Merge),
     Abandon(Abandon),
+    Undo(Undo),
 }
 
 impl Cmd {
@@ -37,6 +39,7 @@ impl Cmd {
             Cmd::Start(m) => m,
             Cmd::Merge(m) => m,
             Cmd::Abandon(m) => m,
+            Cmd::Undo(m) => m,
         }
     }
 
@@ -45,6 +48,7 @@ impl Cmd {
             Cmd::Start(m) => m,
             Cmd::Merge(m) => m,
             Cmd::Abandon(m) => m,
+            Cmd::Undo(m) => m,
         }
     }
 }
@@ -66,6 +70,8 @@ struct Task {
     /// The change was too large: from now on each edit is one line per path, as an agent that
     /// split its work would make.
     small: bool,
+    /// An undo of this merged change: `bay undo` opens the change, which merges unedited.
+    undo: Option<ChangeId>,
 }
 
 #[derive(Debug)]
@@ -120,6 +126,17 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
         return take_task(world, host);
     };
     let actor = agent(world, host).actor.clone();
+    if let (Some(target), None) = (&task.undo, &task.change) {
+        let input = UndoInput {
+            target: target.clone(),
+            actor,
+            main: MAIN.into(),
+            entropy,
+            disk: None,
+        };
+        agent(world, host).cmd = Some(Cmd::Undo(Undo::new(input, now)));
+        return None;
+    }
     let Some(change) = task.change.clone() else {
         let target = StartTarget::Intent {
             intent: task.intent.clone(),
@@ -213,6 +230,34 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
     world.tasks_left -= 1;
     world.next_task += 1;
     let n = world.next_task;
+    // Now and then a task takes a merged change back out of main: an undo, merged unedited
+    // and never repaired, so that its merge is exactly the reverse (S8).
+    let landed: Vec<ChangeId> = world
+        .git
+        .remote
+        .refs
+        .keys()
+        .filter_map(|name| name.strip_prefix(refs::LANDED))
+        .filter_map(|change| ChangeId::parse(change).ok())
+        .collect();
+    if !landed.is_empty() && agent(world, host).rng.chance(15) {
+        let me = agent(world, host);
+        let target = landed[me.rng.range(0, landed.len() as u64 - 1) as usize].clone();
+        me.task = Some(Task {
+            intent: format!("undo of {target}"),
+            paths: Vec::new(),
+            change: None,
+            op: None,
+            repairs: MAX_REPAIRS,
+            faults: 0,
+            edits: 0,
+            edit_pending: false,
+            retry_merge: false,
+            small: false,
+            undo: Some(target),
+        });
+        return Some(0);
+    }
     let shared = !world.intents.is_empty() && agent(world, host).rng.chance(250);
     let (intent, paths) = if shared {
         let last = world.intents.len() as u64 - 1;
@@ -251,6 +296,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         edit_pending: false,
         retry_merge,
         small: false,
+        undo: None,
     });
     Some(0)
 }
@@ -359,11 +405,27 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
     {
         *world.submit_refusals.entry(reason.as_str()).or_insert(0) += 1;
     }
+    if let Cmd::Undo(_) = &cmd {
+        let what = match (result.decision, &result.change, result.reason) {
+            (Decision::Ok, Some(_), _) => "opened",
+            (Decision::Ok, None, _) => "nothing to undo",
+            (_, _, Some(reason)) => reason.as_str(),
+            _ => "failed",
+        };
+        *world.undos.entry(what).or_insert(0) += 1;
+    }
     let me = agent(world, host);
     let Some(task) = me.task.as_mut() else {
         return 0;
     };
     match (&cmd, result.decision) {
+        (Cmd::Undo(_), Decision::Ok) if result.change.is_some() => {
+            // The undo change is open with the reverse as its draft: merge it as it is.
+            task.change = result.change.clone();
+            task.op = None;
+            task.edit_pending = false;
+            0
+        }
         (Cmd::Start(_), Decision::Ok) => {
             task.change = result.change.clone();
             task.op = None;

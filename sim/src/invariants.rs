@@ -45,6 +45,9 @@ pub enum Invariant {
     NothingLost,
     /// S7: merges follow queue order.
     Order,
+    /// S8: an undo's merge reverses exactly its target: every path it changes is one the undone
+    /// merge touched, set back to what it held before that merge.
+    UndoReverses,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -59,6 +62,7 @@ impl Invariant {
             Invariant::UnknownNeverPasses => "S5",
             Invariant::NothingLost => "S6",
             Invariant::Order => "S7",
+            Invariant::UndoReverses => "S8",
             Invariant::Liveness => "L",
         }
     }
@@ -90,6 +94,8 @@ pub struct Checker {
     pub ended: BTreeMap<OpId, (u64, OpState, Option<ReasonCode>)>,
     pub violations: Vec<Violation>,
     pub merges: u64,
+    /// Undo merges S8 checked.
+    pub undo_merges: u64,
 }
 
 impl Checker {
@@ -103,6 +109,7 @@ impl Checker {
             ended: BTreeMap::new(),
             violations: Vec::new(),
             merges: 0,
+            undo_merges: 0,
         }
     }
 
@@ -243,6 +250,66 @@ impl Checker {
         }
         self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
         self.check_order(at, &op);
+        self.check_undo(at, store, remote, &change, old, new);
+    }
+
+    /// S8: when the merged change undoes another (`reverts` in its start), each path the merge
+    /// changes is one the undone merge touched, and it now holds what that merge's parent held.
+    fn check_undo(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        change: &ChangeId,
+        old: &Oid,
+        new: &Oid,
+    ) {
+        let Some(target) = self
+            .chains
+            .get(change)
+            .and_then(|chain| chain.record.as_ref())
+            .and_then(|record| record.reverts.clone())
+        else {
+            return;
+        };
+        self.undo_merges += 1;
+        let Some(undone) = remote.refs.get(&refs::landed(&target)) else {
+            return self.violate(
+                Invariant::UndoReverses,
+                at,
+                format!("{change} undid {target}, which has no merge on main"),
+            );
+        };
+        let before = store
+            .get(undone)
+            .and_then(|commit| commit.parents.first().cloned());
+        let files = |commit: Option<&Oid>| {
+            commit
+                .and_then(|commit| store.files(commit))
+                .map(|files| (*files).clone())
+                .unwrap_or_default()
+        };
+        let (undone, before) = (files(Some(undone)), files(before.as_ref()));
+        let (base, merged) = (files(Some(old)), files(Some(new)));
+        let wrong: Vec<&String> = base
+            .keys()
+            .chain(merged.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|path| base.get(*path) != merged.get(*path))
+            .filter(|path| {
+                undone.get(*path) == before.get(*path) || merged.get(*path) != before.get(*path)
+            })
+            .collect();
+        if !wrong.is_empty() {
+            self.violate(
+                Invariant::UndoReverses,
+                at,
+                format!(
+                    "{change} undid {target} but changed {wrong:?} other than back to before it"
+                ),
+            );
+        }
     }
 
     /// S3 and S5: the merged tree passed every check the policy at its base requires, by

@@ -252,6 +252,7 @@ fn summarize(
     let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
     let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -269,6 +270,9 @@ fn summarize(
                 }
                 for (reason, n) in &report.submit_refusals {
                     *submit_refusals.entry(reason).or_insert(0) += n;
+                }
+                for (what, n) in &report.undos {
+                    *undos.entry(what).or_insert(0) += n;
                 }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
@@ -312,6 +316,7 @@ fn summarize(
             "outcomes": outcomes,
             "reasons": reasons,
             "submit_refusals": submit_refusals,
+            "undos": undos,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -345,6 +350,11 @@ fn summarize(
             .map(|(code, n)| format!("{code} {n}"))
             .collect();
         println!("refused at submit: {}", refusals.join(", "));
+        let undos: Vec<String> = undos
+            .iter()
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        println!("undos: {}", undos.join(", "));
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

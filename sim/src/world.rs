@@ -230,6 +230,9 @@ pub struct RunReport {
     pub reasons: BTreeMap<&'static str, u64>,
     /// `bay merge` refusals, which end no operation because none was queued, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
+    /// What `bay undo` gave (`opened`, `nothing to undo`, a reason code, `failed`), and how
+    /// many undo merges S8 checked (`merged`).
+    pub undos: BTreeMap<&'static str, u64>,
     pub merged: u64,
     pub ops: u64,
     pub virtual_ms: Millis,
@@ -270,6 +273,8 @@ pub struct World {
     evidence_reuse: bool,
     /// `bay merge` refusals so far, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
+    /// What `bay undo` gave so far.
+    pub undos: BTreeMap<&'static str, u64>,
     deadline: Option<Millis>,
     events: u64,
     wake_tokens: u64,
@@ -301,6 +306,7 @@ impl World {
             parallel_checks: 1,
             evidence_reuse: false,
             submit_refusals: BTreeMap::new(),
+            undos: BTreeMap::new(),
             deadline: None,
             events: 0,
             wake_tokens: 0,
@@ -544,6 +550,11 @@ impl World {
             outcomes,
             reasons,
             submit_refusals: self.submit_refusals,
+            undos: {
+                let mut undos = self.undos;
+                undos.insert("merged", self.checker.undo_merges);
+                undos
+            },
             virtual_ms: self.t,
             events: self.events,
             trace_hash: self.trace.hash(),

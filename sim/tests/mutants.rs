@@ -113,3 +113,10 @@ mutant_test!(
     200,
     [Crash]
 );
+mutant_test!(
+    whole_draft_breaks_s8,
+    Mutant::WholeDraft,
+    Invariant::UndoReverses,
+    2_000,
+    []
+);

@@ -38,6 +38,10 @@ pub enum Mutant {
     /// S5: takes every failure of a `baseline = "base"` check as one the base shares, without
     /// running the check on the base.
     BaselineWithoutBase,
+    /// S8: builds the candidate with current main as the merge base, so the draft's tree is
+    /// taken whole and whatever main gained since the draft's base is lost (for an undo: its
+    /// merge changes more than the undone merge touched).
+    WholeDraft,
 }
 
 impl Runner {
@@ -89,6 +93,15 @@ impl Runner {
     pub(super) fn mutant_baseline(&self, failed: &[UnitReason]) -> Option<Vec<String>> {
         self.mutant_is(Mutant::BaselineWithoutBase)
             .then(|| failed.iter().map(|unit| unit.id.clone()).collect())
+    }
+
+    /// The merge base a candidate is built on: the draft's own base, or for the mutant that
+    /// takes the draft whole, current main.
+    pub(super) fn mutant_merge_base(&self, merge_base: Oid) -> Oid {
+        match &self.work {
+            Some(work) if self.mutant_is(Mutant::WholeDraft) => work.base.clone(),
+            _ => merge_base,
+        }
     }
 
     pub(super) fn mutant_reuses_checks(&self) -> bool {

@@ -777,12 +777,18 @@ impl Runner {
                 message.push_str(&format!("{key}: {named}\n"));
             }
         }
+        let merge_base = operation.base.clone();
         let spec = CandidateSpec {
             candidate,
             base: work.base.clone(),
             draft: operation.draft.clone(),
-            merge_base: operation.base.clone(),
+            merge_base,
             message,
+        };
+        #[cfg(feature = "mutants")]
+        let spec = CandidateSpec {
+            merge_base: self.mutant_merge_base(spec.merge_base),
+            ..spec
         };
         self.send_work(Action::BuildCandidate(spec), Purpose::Build);
     }
