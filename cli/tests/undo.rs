@@ -79,6 +79,47 @@ fn an_undo_then_an_undo_of_the_undo_restores_each_tree() {
         "{message}"
     );
     assert!(message.contains(&format!("Reverts: {change}")), "{message}");
+
+    // The lineage lists each pair, newest first, from what the last fetch brought.
+    bay(&world.admin, "ann", &["status"]);
+    let lineage = bay(&world.admin, "ann", &["status", "--lineage"]);
+    assert_eq!(lineage.code, 0, "{lineage:?}");
+    let pairs: Vec<(String, String, String)> = lineage.doc["detail"]["lineage"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|pair| {
+            assert_eq!(pair["publication"], true, "{pair}");
+            let field = |key: &str| pair[key].as_str().unwrap_or_default().to_owned();
+            (field("change"), field("relation"), field("target"))
+        })
+        .collect();
+    let second_undo = again.doc["change"].as_str().expect("a change").to_owned();
+    let redo = redone.doc["change"].as_str().expect("a change").to_owned();
+    let pair = |a: &str, relation: &str, b: &str| (a.to_owned(), relation.to_owned(), b.to_owned());
+    assert_eq!(
+        pairs,
+        vec![
+            pair(&second_undo, "supersedes", &first_undo),
+            pair(&second_undo, "reverts", &change),
+            pair(&redo, "reverts", &first_undo),
+            pair(&first_undo, "reverts", &change),
+        ]
+    );
+    // A range reads part of main: here its newest merge alone.
+    let tip = git(
+        &world.admin,
+        &["rev-parse", "refs/bay-mirror/origin/heads/main"],
+    );
+    let range = format!("{}~1..{}", tip.trim(), tip.trim());
+    let part = bay(&world.admin, "ann", &["status", "--lineage", &range]);
+    assert_eq!(part.doc["detail"]["commits"], 1, "{part:?}");
+    assert_eq!(
+        part.doc["detail"]["lineage"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let bad = bay(&world.admin, "ann", &["status", "--lineage=--output=x"]);
+    assert_eq!(bad.code, 20, "{bad:?}");
 }
 
 #[test]
@@ -188,4 +229,10 @@ fn a_fix_names_the_merged_change_it_fixes() {
     assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
     let message = main_message(&world);
     assert!(message.contains(&format!("Fixes: {change}")), "{message}");
+    bay(&bob, "bob", &["status"]);
+    let lineage = bay(&bob, "bob", &["status", "--lineage"]).doc;
+    let fix = &lineage["detail"]["lineage"][0];
+    assert_eq!(fix["relation"], "fixes", "{lineage}");
+    assert_eq!(fix["target"], change.as_str());
+    assert_eq!(fix["change"], start.doc["change"]);
 }

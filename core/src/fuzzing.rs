@@ -1806,6 +1806,28 @@ impl Driver {
                 }
                 Ok(lines)
             })?),
+            Action::ReadLog { .. } => Completion::LogRead(maybe_fault(u, 16, |u| {
+                let mut commits = Vec::new();
+                for _ in 0..u.int_in_range(0..=3)? {
+                    let trailer = word(
+                        u,
+                        &[
+                            "Reverts: c7k2m4qa",
+                            "Fixes: not-an-id",
+                            "Supersedes: bhjokbll",
+                            "",
+                        ],
+                    )?;
+                    commits.push(RawStep {
+                        oid: oid(u)?,
+                        message: format!(
+                            "subject\n\nChange-Id: {}\nBay-Op: x\n{trailer}\n",
+                            change_id(u)?
+                        ),
+                    });
+                }
+                Ok(commits)
+            })?),
             Action::ReadStats { .. } => Completion::StatsRead(maybe_fault(u, 16, |u| {
                 let paths = ["assets/c.bin", "docs/b.md", "src/a.rs"];
                 let mut stats = Vec::new();

@@ -16,6 +16,7 @@ pub mod git;
 pub mod glob;
 pub mod id;
 pub mod limits;
+pub mod lineage;
 pub mod machine;
 pub mod paths;
 pub mod policy;

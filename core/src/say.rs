@@ -171,6 +171,23 @@ fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Va
                 quoted(names(detail, "reverts"))
             )
         }
+        None if detail.contains_key("lineage") => {
+            let pairs = detail
+                .get("lineage")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            match pairs {
+                0 => "Nothing on main in this range undoes, replaces or fixes an earlier change."
+                    .to_owned(),
+                1 => "One change on main in this range undoes, replaces or fixes an earlier \
+                      one; the details name both."
+                    .to_owned(),
+                n => format!(
+                    "Main names {n} pairs in this range where one change undoes, replaces or \
+                     fixes an earlier one; the details list them."
+                ),
+            }
+        }
         None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
             "This change is given up; another agent may take it over, or you can start it again \
              later."
@@ -516,6 +533,17 @@ mod tests {
         );
         assert!(abandoned.contains("given up"), "{abandoned}");
         assert_clean(&abandoned);
+        for (pairs, words) in [(0, "Nothing"), (1, "One change"), (3, "Main names 3")] {
+            let lineage: Vec<Value> = (0..pairs).map(|_| json!({})).collect();
+            let said = say(
+                Decision::Ok,
+                None,
+                None,
+                &object(json!({ "lineage": lineage })),
+            );
+            assert!(said.starts_with(words), "{said}");
+            assert_clean(&said);
+        }
         let nothing = say(
             Decision::Ok,
             None,

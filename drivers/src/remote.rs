@@ -138,6 +138,9 @@ impl Repo {
             Action::ReadNotes { notes, objects } => {
                 Completion::NotesRead(self.read_notes(notes, objects))
             }
+            Action::ReadLog { range, limit } => {
+                Completion::LogRead(self.read_log(range.as_deref(), *limit))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)

@@ -85,6 +85,9 @@ impl GitModel {
                 })
                 .map(str::to_owned)
                 .collect())),
+            Action::ReadLog { range, limit } => {
+                Completion::LogRead(self.read_log(range.as_deref(), *limit))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
             Action::FreezeDraft { change, parent, .. } => {
@@ -292,6 +295,56 @@ impl GitModel {
         }
         self.store
             .commit(tree, vec![parent], &format!("draft of {change}\n"))
+    }
+
+    /// The first-parent log of `range` (`<from>..<to>`, or one commit), or of main: newest
+    /// first, at most `limit`, leaving out every ancestor of `from`, as `git log
+    /// --first-parent` does. A name is a commit id or a ref the model holds.
+    fn read_log(&self, range: Option<&str>, limit: u32) -> Result<Vec<RawStep>, Fault> {
+        let resolve = |name: &str| {
+            Oid::parse(name)
+                .ok()
+                .filter(|oid| self.store.get(oid).is_some())
+                .or_else(|| self.remote.get(name).cloned())
+                .or_else(|| self.remote.get(&format!("refs/heads/{name}")).cloned())
+                .ok_or_else(|| Fault(format!("no commit {name}")))
+        };
+        let (from, to) = match range {
+            None => (
+                None,
+                resolve(&bay_core::git::refs::main(crate::world::MAIN))?,
+            ),
+            Some(range) => match range.split_once("..") {
+                Some((from, to)) => (Some(resolve(from)?), resolve(to)?),
+                None => (None, resolve(range)?),
+            },
+        };
+        let mut excluded = std::collections::BTreeSet::new();
+        let mut stack: Vec<Oid> = from.into_iter().collect();
+        while let Some(oid) = stack.pop() {
+            if excluded.insert(oid.clone())
+                && let Some(commit) = self.store.get(&oid)
+            {
+                stack.extend(commit.parents.iter().cloned());
+            }
+        }
+        let mut log = Vec::new();
+        let mut at = Some(to);
+        while let Some(oid) = at.filter(|oid| !excluded.contains(oid)) {
+            if log.len() >= limit as usize {
+                break;
+            }
+            let commit = self
+                .store
+                .get(&oid)
+                .ok_or_else(|| Fault(format!("no commit {oid}")))?;
+            log.push(RawStep {
+                oid: oid.clone(),
+                message: commit.message.to_string(),
+            });
+            at = commit.parents.first().cloned();
+        }
+        Ok(log)
     }
 
     /// The view of `commit` for a change that declared `paths`: the files they cover, as Git's

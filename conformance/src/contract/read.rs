@@ -63,6 +63,38 @@ pub(super) fn cases() -> Vec<Case> {
                 }
             },
         ),
+        Case::new(
+            "read: a first-parent log of main, of a range, cut at a limit",
+            |b| {
+                b.commit("A", &[], &[("file", "A")]);
+                b.commit("X", &[], &[("side", "X")]);
+                b.commit("B", &["A"], &[("file", "B")]);
+                b.commit("C", &["B", "X"], &[("file", "C"), ("side", "X")]);
+                b.set("refs/heads/main", "C");
+                b.see_fetch("fetch", &["refs/heads/main"]);
+                let range = |from: &str, to: &str| Some(format!("{}..{}", b.oid(from), b.oid(to)));
+                let ranges = [
+                    ("main", None, 10),
+                    ("main, at most 2", None, 2),
+                    ("A..C", range("A", "C"), 10),
+                    ("X..C", range("X", "C"), 10),
+                    ("one commit", Some(b.oid("B").to_string()), 10),
+                    ("a missing commit", Some(NOWHERE.to_owned()), 10),
+                ];
+                for (label, range, limit) in ranges {
+                    let shown = match b.execute(&Action::ReadLog { range, limit }) {
+                        Completion::LogRead(Ok(log)) => log
+                            .iter()
+                            .map(|commit| b.show(&commit.oid))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        Completion::LogRead(Err(_)) => "fault".to_owned(),
+                        other => panic!("a log read answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
         Case::new("read: the stats of a change against its base", |b| {
             b.commit(
                 "A",

@@ -42,6 +42,10 @@ pub enum Action {
     /// Read the evidence records noted on each of `objects` in each notes commit of `notes`
     /// (tips of `refs/notes/bay/evidence/*` as fetched): every line of every such note.
     ReadNotes { notes: Vec<Oid>, objects: Vec<Oid> },
+    /// Read the commits of a first-parent range from local refs only, never fetching: `range`
+    /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
+    /// Newest first, at most `limit`.
+    ReadLog { range: Option<String>, limit: u32 },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -82,6 +86,7 @@ impl Action {
             Action::ReadFile { .. } => "read-file",
             Action::ReadStats { .. } => "read-stats",
             Action::ReadNotes { .. } => "read-notes",
+            Action::ReadLog { .. } => "read-log",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
@@ -348,6 +353,7 @@ pub enum Completion {
     /// One entry per path, sorted by path.
     StatsRead(Result<Vec<PathStat>, Fault>),
     NotesRead(Result<Vec<String>, Fault>),
+    LogRead(Result<Vec<RawStep>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),

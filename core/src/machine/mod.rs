@@ -17,6 +17,7 @@
 pub mod abandon;
 mod agent;
 mod io;
+pub mod lineage;
 pub mod merge;
 mod outbox;
 pub mod plugin_test;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bay_core::git::Oid;
 use bay_core::machine::{ChainQuery, ChainRead, Fault, RawStep};
 
-use super::{Repo, oid};
+use super::{Repo, mirror_prefix, oid};
 
 /// One answer of `git cat-file --batch`.
 #[derive(Debug, PartialEq, Eq)]
@@ -174,6 +174,35 @@ impl Repo {
 
     /// The bytes of `path` at `commit`; `None` when the path is not a file there, a fault
     /// when the commit itself is missing.
+    /// The commits of a first-parent range, newest first, at most `limit`, from local refs
+    /// only: `range` as Git takes it, or main's mirror as the last fetch left it.
+    pub fn read_log(&self, range: Option<&str>, limit: u32) -> Result<Vec<RawStep>, Fault> {
+        let rev = match range {
+            Some(range) => range.to_owned(),
+            None => format!("{}heads/{}", mirror_prefix(&self.remote), self.main),
+        };
+        let out = self
+            .git()
+            .cmd(["log", "--first-parent", "-z", "--format=%H%n%B"])
+            .arg(format!("--max-count={limit}"))
+            .arg("--end-of-options")
+            .arg(&rev)
+            .arg("--")
+            .run()?;
+        out.stdout
+            .split(|byte| *byte == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let text = String::from_utf8_lossy(entry);
+                let (oid, message) = text.split_once('\n').unwrap_or((&text, ""));
+                Ok(RawStep {
+                    oid: Oid::parse(oid.trim()).map_err(Fault)?,
+                    message: message.to_owned(),
+                })
+            })
+            .collect()
+    }
+
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
         let names = [format!("{commit}^{{commit}}"), format!("{commit}:{path}")];
         let mut objects = self.cat_batch(&names)?.into_iter();
