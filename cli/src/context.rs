@@ -21,7 +21,7 @@ use bay_drivers::git::Git;
 use serde_json::json;
 
 /// Where the configuration and the policy live in main's tree.
-pub const CONFIG_PATH: &str = ".bay/config.toml";
+pub use bay_core::config::CONFIG_PATH;
 
 #[derive(Debug, Clone)]
 pub struct Context {

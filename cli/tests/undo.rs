@@ -8,16 +8,6 @@ use std::path::Path;
 use serde_json::Value;
 use support::*;
 
-/// Merges one edit of `path` as `actor` through a runner; returns the change.
-fn merged(world: &World, actor: &str, intent: &str, path: &str, content: &str) -> String {
-    let clone = world.clone_as(actor);
-    let (change, view) = world.submit(&clone, actor, intent, path, content);
-    bay(&world.admin, "runner", &["runner", "run", "--once"]);
-    let status = bay(&view, actor, &["status"]);
-    assert_eq!(status.doc["decision"], "merged", "{status:?}");
-    change
-}
-
 fn main_tree(world: &World) -> String {
     git_dir(&world.remote, &["rev-parse", "main^{tree}"])
         .trim()
@@ -40,7 +30,7 @@ fn undo(dir: &Path, change: &str, wait: bool) -> Ran {
 fn an_undo_then_an_undo_of_the_undo_restores_each_tree() {
     let world = World::standard();
     let before = main_tree(&world);
-    let change = merged(&world, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
     let after = main_tree(&world);
     assert_ne!(before, after);
 
@@ -150,8 +140,8 @@ fn an_undo_of_a_change_not_on_main_is_refused_and_opens_nothing() {
 #[test]
 fn an_undo_of_an_effect_already_gone_opens_nothing() {
     let world = World::standard();
-    let change = merged(&world, "ann", "greet", "src/greeting.txt", "Hi\n");
-    merged(&world, "bob", "greet back", "src/greeting.txt", "Hello\n");
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    world.merged("bob", "greet back", "src/greeting.txt", "Hello\n");
     let tip = git_dir(&world.remote, &["rev-parse", "main"]);
     let nothing = undo(&world.admin, &change, true);
     assert_eq!(nothing.code, 0, "{nothing:?}");
@@ -165,8 +155,8 @@ fn an_undo_of_an_effect_already_gone_opens_nothing() {
 #[test]
 fn an_undo_that_conflicts_leaves_its_view_for_repair() {
     let world = World::standard();
-    let change = merged(&world, "ann", "greet", "src/greeting.txt", "Hi\n");
-    merged(&world, "bob", "greet again", "src/greeting.txt", "Hey\n");
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    world.merged("bob", "greet again", "src/greeting.txt", "Hey\n");
     let conflict = undo(&world.admin, &change, true);
     assert_eq!(conflict.code, 10, "{conflict:?}");
     assert_eq!(conflict.doc["reason"], "MERGE_CONFLICT", "{conflict:?}");
@@ -191,7 +181,7 @@ fn an_undo_that_conflicts_leaves_its_view_for_repair() {
 #[test]
 fn a_second_undo_waits_for_the_first_to_merge() {
     let world = World::standard();
-    let change = merged(&world, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
     let first = undo(&world.admin, &change, false);
     assert_eq!(first.doc["decision"], "queued", "{first:?}");
     let first_undo = first.doc["change"].as_str().expect("a change").to_owned();
@@ -207,7 +197,7 @@ fn a_second_undo_waits_for_the_first_to_merge() {
 #[test]
 fn a_fix_names_the_merged_change_it_fixes() {
     let world = World::standard();
-    let change = merged(&world, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
     let bob = world.clone_as("bob");
     let refused = bay(
         &bob,

@@ -16,7 +16,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::git::refs;
-use crate::time::is_calendar_date;
+use crate::time::Timestamp;
 use crate::toml_doc::{Document, Located, NotYet, Table, TomlError, show_value};
 
 /// The parts of the config that bay acts on, with every default filled in.
@@ -31,6 +31,61 @@ pub struct Config {
     /// `[policy] evidence_reuse = "exact-inputs"`: a pass recorded on exactly these inputs is
     /// reused instead of run again (when the policy allows unsigned reuse).
     pub evidence_reuse: bool,
+    /// `[[hold]]` tables without a `target`: windows in which main takes only fixes and undos.
+    pub holds: Vec<Hold>,
+}
+
+/// Where main keeps its config.
+pub const CONFIG_PATH: &str = ".bay/config.toml";
+
+/// One `[[hold]]` of main: until `end`, only a change that carries `Fixes:` or `Reverts:`
+/// merges.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    pub end: Timestamp,
+    /// `end` as the config writes it.
+    pub end_text: String,
+    pub reason: String,
+}
+
+impl Config {
+    /// The hold of main in force at `now` (by the reader's own clock): the one that ends last.
+    pub fn hold_at(&self, now: Timestamp) -> Option<&Hold> {
+        self.holds
+            .iter()
+            .filter(|hold| hold.end > now)
+            .max_by_key(|hold| hold.end)
+    }
+
+    /// Main's config as read at one main commit: its bytes, or `None` when there is none (no
+    /// config holds nothing); text that does not parse is kept as why.
+    pub fn at_main(bytes: Option<&[u8]>) -> Result<Config, String> {
+        let Some(bytes) = bytes else {
+            return Ok(Config::default());
+        };
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("{CONFIG_PATH} at main: {e}"))?;
+        Config::parse(text).map_err(|e| format!("{CONFIG_PATH} at main: {e}"))
+    }
+}
+
+/// `detail.hold` for a change read against main's config (`Config::at_main`) at `now`: the
+/// hold in force (`source` `window`, its `reason` and `end`), or a config that cannot be read
+/// (`source` `config`), unless the change fixes or undoes another; `None` when nothing holds
+/// it.
+pub fn hold_on(
+    config: &Result<Config, String>,
+    now: Timestamp,
+    fixes_or_reverts: bool,
+) -> Option<serde_json::Value> {
+    if fixes_or_reverts {
+        return None;
+    }
+    match config {
+        Ok(config) => config.hold_at(now).map(|hold| {
+            serde_json::json!({ "source": "window", "reason": hold.reason, "end": hold.end_text })
+        }),
+        Err(why) => Some(serde_json::json!({ "source": "config", "reason": why })),
+    }
 }
 
 /// The repository's own trailer keys for Intent and Actor. The other bay trailers have fixed
@@ -273,14 +328,15 @@ fn parse(text: &str) -> Result<Config, TomlError> {
     };
     let mut targets = root.tables("target")?;
     let target_names = parse_targets(&mut targets, main.as_deref())?;
+    let mut holds = Vec::new();
     for hold in &mut root.tables("hold")? {
-        parse_hold(hold, &target_names)?;
+        holds.extend(parse_hold(hold, &target_names)?);
     }
     let mut lane_names = BTreeMap::new();
     for lane in &mut root.tables("lane")? {
         parse_lane(lane, &retention_window, main.as_deref(), &mut lane_names)?;
     }
-    for key in ["target", "hold", "lane"] {
+    for key in ["target", "lane"] {
         later.key(&root, key);
     }
     root.finish()?;
@@ -292,6 +348,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         trailers,
         runner,
         evidence_reuse: reuse,
+        holds,
     })
 }
 
@@ -675,32 +732,43 @@ fn parse_targets(
     Ok(names)
 }
 
-fn parse_hold(table: &mut Table<'_, '_>, targets: &BTreeSet<String>) -> Result<(), TomlError> {
+/// One `[[hold]]`: a hold of main, or `None` for a hold of a promotion target (whose targets
+/// are refused until bay has them).
+fn parse_hold(
+    table: &mut Table<'_, '_>,
+    targets: &BTreeSet<String>,
+) -> Result<Option<Hold>, TomlError> {
     table.check_keys(&["target", "end", "reason"], &[])?;
-    if let Some(target) = optional_text(table, "target")?
-        && !targets.contains(&target)
+    let target = optional_text(table, "target")?;
+    if let Some(target) = &target
+        && !targets.contains(target)
     {
         return Err(table.error(
             "target",
             format!(
                 "is {}, which no [[target]] declares; leave it out to hold main",
-                show_value(&target)
+                show_value(target)
             ),
         ));
     }
-    let end = table.required_string("end")?;
-    if !is_utc_second(&end) {
+    let end_text = table.required_string("end")?;
+    let Some(end) = crate::time::parse_utc_second(&end_text) else {
         return Err(table.error(
             "end",
             format!(
                 "is {}; it must be an RFC 3339 UTC time to the second, such as \
                  \"2026-12-24T00:00:00Z\"",
-                show_value(&end)
+                show_value(&end_text)
             ),
         ));
-    }
-    required_text(table, "reason")?;
-    table.finish()
+    };
+    let reason = required_text(table, "reason")?;
+    table.finish()?;
+    Ok(target.is_none().then_some(Hold {
+        end,
+        end_text,
+        reason,
+    }))
 }
 
 fn parse_lane(
@@ -848,30 +916,6 @@ fn repo_path_problem(path: &str) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// Whether `text` is an RFC 3339 UTC time to the second: `YYYY-MM-DDTHH:MM:SSZ`.
-fn is_utc_second(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    if bytes.len() != 20 || !text.is_char_boundary(10) || !is_calendar_date(&text[..10]) {
-        return false;
-    }
-    let shape = bytes[10..].iter().enumerate().all(|(i, &b)| match i {
-        0 => b == b'T',
-        3 | 6 => b == b':',
-        9 => b == b'Z',
-        _ => b.is_ascii_digit(),
-    });
-    if !shape {
-        return false;
-    }
-    let number = |from: usize, to: usize| {
-        bytes[from..to]
-            .iter()
-            .fold(0u32, |n, &b| n * 10 + u32::from(b - b'0'))
-    };
-    let (hour, minute, second) = (number(11, 13), number(14, 16), number(17, 19));
-    hour < 24 && minute < 60 && second < 60
 }
 
 #[cfg(test)]
@@ -1129,7 +1173,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "retention in top level",
                 "prune in [plugin]",
                 "target in top level",
-                "hold in top level",
                 "lane in top level",
             ]
         );
@@ -1191,7 +1234,7 @@ execution_budget_s = 0
             first,
             [
                 "bisect_post in [runner]",
-                "hold in top level",
+                "hold in [plugin]",
                 "ahead in [runner]",
                 "prune in [plugin]",
                 "target in top level",
@@ -1226,7 +1269,7 @@ execution_budget_s = 0
                 "an empty table too"
             );
         }
-        for table in ["target", "hold", "lane"] {
+        for table in ["target", "lane"] {
             let error = validated(&format!("main = \"main\"\n{table} = []\n"));
             assert_eq!(
                 place(&error),
@@ -1688,7 +1731,7 @@ execution_budget_s = 0
 
     #[test]
     fn holds_name_a_target_an_end_and_a_reason() {
-        validated("[[hold]]\nend = \"2028-02-29T23:59:59Z\"\nreason = \"leap\"\n");
+        accept("[[hold]]\nend = \"2028-02-29T23:59:59Z\"\nreason = \"leap\"\n");
         let error = refuse(
             "[[hold]]\ntarget = \"staging\"\nend = \"2026-12-24T00:00:00Z\"\nreason = \"r\"\n",
         );
@@ -1829,14 +1872,56 @@ execution_budget_s = 0
     }
 
     #[test]
-    fn utc_seconds_are_checked_by_the_calendar() {
-        assert!(is_utc_second("2000-02-29T00:00:00Z"));
-        assert!(!is_utc_second("1900-02-29T00:00:00Z"));
-        assert!(is_utc_second("2026-04-30T23:59:59Z"));
-        assert!(!is_utc_second("2026-04-31T00:00:00Z"));
-        assert!(!is_utc_second("2026-00-10T00:00:00Z"));
-        assert!(!is_utc_second("2026-01-10T00:60:00Z"));
-        assert!(!is_utc_second("2026-01-10T00:00:60Z"));
+    fn a_hold_keeps_all_but_fixes_and_undos_and_an_unreadable_config_holds_too() {
+        let held = Config::at_main(Some(
+            b"[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"freeze\"\n",
+        ));
+        let now = Timestamp::from_secs(1_800_000_000);
+        let hold = hold_on(&held, now, false).expect("held");
+        assert_eq!(hold["source"], "window");
+        assert_eq!(hold["reason"], "freeze");
+        assert_eq!(hold_on(&held, now, true), None, "a fix or an undo goes in");
+        let broken = Config::at_main(Some(b"[runner]\nnot_a_key = 1\n"));
+        let hold = hold_on(&broken, now, false).expect("an unreadable config holds main");
+        assert_eq!(hold["source"], "config");
+        assert!(
+            hold["reason"]
+                .as_str()
+                .is_some_and(|why| why.contains("not_a_key")),
+            "{hold}"
+        );
+        assert_eq!(
+            hold_on(&Config::at_main(None), now, false),
+            None,
+            "no config, no hold"
+        );
+        assert!(Config::at_main(Some(&[0xff, 0xfe])).is_err());
+    }
+
+    #[test]
+    fn a_hold_of_main_is_read_and_in_force_until_its_end() {
+        let config = accept(
+            "[[hold]]\nend = \"2026-12-24T00:00:00Z\"\nreason = \"the freeze\"\n\n[[hold]]\nend = \"2026-12-01T00:00:00Z\"\nreason = \"earlier\"\n",
+        );
+        assert_eq!(config.holds.len(), 2);
+        let end = crate::time::parse_utc_second("2026-12-24T00:00:00Z").expect("a time");
+        let before = Timestamp::from_secs(end.secs() - 1);
+        let hold = config.hold_at(before).expect("held until its end");
+        assert_eq!(
+            (hold.reason.as_str(), hold.end_text.as_str()),
+            ("the freeze", "2026-12-24T00:00:00Z")
+        );
+        assert_eq!(config.hold_at(end), None, "a hold ends at its end");
+        assert!(accept("").holds.is_empty());
+        // Ends in 1900 or on no real day are refused, naming the key.
+        for end in [
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-01-10T00:00:60Z",
+        ] {
+            let error = refuse(&format!("[[hold]]\nend = {end:?}\nreason = \"r\"\n"));
+            assert_eq!(error.key.as_deref(), Some("end"), "{end}");
+        }
     }
 
     fn mutate(text: &str, edits: &[(usize, u8, char)]) -> String {

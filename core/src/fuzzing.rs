@@ -1232,9 +1232,29 @@ pub fn config(data: &[u8]) {
             };
             for key in table.keys() {
                 assert!(
-                    ["main", "remote", "trailers", "runner", "policy"].contains(&key.as_str()),
+                    ["main", "remote", "trailers", "runner", "policy", "hold"]
+                        .contains(&key.as_str()),
                     "bay accepted {key}, which it does not act on"
                 );
+            }
+            // Every [[hold]] is one of main (targets are refused), read as written.
+            let holds = table.get("hold").and_then(toml::Value::as_array);
+            assert_eq!(
+                config.holds.len(),
+                holds.map_or(0, Vec::len),
+                "a hold was lost"
+            );
+            for (hold, written) in config.holds.iter().zip(holds.into_iter().flatten()) {
+                assert_eq!(
+                    crate::time::parse_utc_second(&hold.end_text),
+                    Some(hold.end),
+                    "a hold's end reads back"
+                );
+                assert_eq!(
+                    written.get("end").and_then(toml::Value::as_str),
+                    Some(hold.end_text.as_str())
+                );
+                assert!(!hold.reason.trim().is_empty(), "a hold says why");
             }
             if let Some(policy) = table.get("policy").and_then(toml::Value::as_table) {
                 for key in policy.keys() {
@@ -1315,6 +1335,19 @@ fn config_to_toml(config: &Config) -> String {
             toml::Value::String("exact-inputs".into()),
         );
         root.insert("policy".into(), toml::Value::Table(policy));
+    }
+    if !config.holds.is_empty() {
+        let holds = config
+            .holds
+            .iter()
+            .map(|hold| {
+                let mut table = toml::Table::new();
+                table.insert("end".into(), toml::Value::String(hold.end_text.clone()));
+                table.insert("reason".into(), toml::Value::String(hold.reason.clone()));
+                toml::Value::Table(table)
+            })
+            .collect();
+        root.insert("hold".into(), toml::Value::Array(holds));
     }
     toml::to_string(&root).expect("a TOML table always serializes")
 }

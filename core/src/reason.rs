@@ -65,6 +65,7 @@ pub enum ReasonCode {
     QueueDeadlineExceeded,
     ChangeTooLarge,
     ChangeNotMerged,
+    MainHeld,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -87,7 +88,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 23] = [
+    pub const ALL: [ReasonCode; 24] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -111,6 +112,7 @@ impl ReasonCode {
         ReasonCode::QueueDeadlineExceeded,
         ReasonCode::ChangeTooLarge,
         ReasonCode::ChangeNotMerged,
+        ReasonCode::MainHeld,
     ];
 
     /// The code as it appears in a result.
@@ -139,6 +141,7 @@ impl ReasonCode {
             ReasonCode::QueueDeadlineExceeded => "QUEUE_DEADLINE_EXCEEDED",
             ReasonCode::ChangeTooLarge => "CHANGE_TOO_LARGE",
             ReasonCode::ChangeNotMerged => "CHANGE_NOT_MERGED",
+            ReasonCode::MainHeld => "MAIN_HELD",
         }
     }
 
@@ -452,6 +455,19 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     then run the command again.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::MainHeld,
+        meaning: "Main is held, by a `[[hold]]` of main in its `.bay/config.toml` or by a config \
+                  bay cannot read at main's tip, and this change carries neither `Fixes:` nor \
+                  `Reverts:`. The operation stays queued without holding up the changes behind \
+                  it; `detail.hold` names the hold.",
+        decision: Decision::Queued,
+        allowed: &[Wait],
+        retry_when: "hold_cleared",
+        next_step: "Wait: the change stays queued and merges once the hold clears; `bay status` \
+                    shows the hold. Only fixes and undos merge now.",
+        transient: true,
+    },
 ];
 
 #[cfg(test)]
@@ -485,6 +501,7 @@ mod tests {
             ReasonCode::QueueDeadlineExceeded => 20,
             ReasonCode::ChangeTooLarge => 21,
             ReasonCode::ChangeNotMerged => 22,
+            ReasonCode::MainHeld => 23,
         }
     }
 
@@ -531,14 +548,18 @@ mod tests {
     }
 
     #[test]
-    fn only_main_moved_and_check_unavailable_are_transient_here() {
+    fn only_main_moved_check_unavailable_and_main_held_are_transient_here() {
         let transient: Vec<ReasonCode> = ReasonCode::ALL
             .into_iter()
             .filter(|c| c.is_transient())
             .collect();
         assert_eq!(
             transient,
-            [ReasonCode::MainMoved, ReasonCode::CheckUnavailable]
+            [
+                ReasonCode::MainMoved,
+                ReasonCode::CheckUnavailable,
+                ReasonCode::MainHeld
+            ]
         );
     }
 

@@ -291,10 +291,28 @@ impl BayResult {
         result.allowed = Some(info.allowed.to_vec());
         result.retry_when = Some(info.retry_when.to_owned());
         result.next_step = Some(info.next_step.to_owned());
-        if code == ReasonCode::Queued {
+        match code {
             // The code is the queue's own answer, so the wait is for the queue by definition.
-            result.waiting_for = Some(WaitingFor::Queue);
+            ReasonCode::Queued => result.waiting_for = Some(WaitingFor::Queue),
+            ReasonCode::MainHeld => result.waiting_for = Some(WaitingFor::Hold),
+            _ => {}
         }
+        result
+    }
+
+    /// The same operation's result, waiting on a hold of main (`MAIN_HELD`) that `hold`
+    /// describes, as `detail.hold`.
+    pub fn held(self, hold: Value) -> BayResult {
+        let mut detail = self.detail;
+        detail.insert("hold".into(), hold);
+        let mut result = BayResult::refusal(ReasonCode::MainHeld, detail);
+        result.op_id = self.op_id;
+        result.change = self.change;
+        result.candidate = self.candidate;
+        result.state = self.state;
+        result.elapsed_s = self.elapsed_s;
+        result.evidence = self.evidence;
+        result.freshness = self.freshness;
         result
     }
 

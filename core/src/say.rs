@@ -145,6 +145,18 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
             space_and_floor(detail)
         ),
         ReasonCode::ChangeTooLarge => too_large(detail),
+        ReasonCode::MainHeld => {
+            let why = detail
+                .get("hold")
+                .and_then(Value::as_object)
+                .map(|hold| names(hold, "reason"))
+                .unwrap_or_default();
+            format!(
+                "Main takes only fixes and undos for now{}; this change waits its turn and goes \
+                 in once that ends, so there is nothing to do.",
+                quoted(why)
+            )
+        }
         ReasonCode::ChangeNotMerged => format!(
             "The change this names{} is not part of main, so there is nothing to undo or fix \
              yet; wait until it is added, then run the command again.",

@@ -62,6 +62,49 @@ impl Timestamp {
     }
 }
 
+/// The instant an RFC 3339 UTC time to the second names, such as `2026-12-24T00:00:00Z`: a
+/// real calendar date, hours below 24, minutes and seconds below 60, the `Z` and nothing else.
+/// `None` for any other text, or a time before 1970.
+pub fn parse_utc_second(text: &str) -> Option<Timestamp> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 20 || !text.is_char_boundary(10) || !is_calendar_date(&text[..10]) {
+        return None;
+    }
+    let shape = bytes[10..].iter().enumerate().all(|(i, &b)| match i {
+        0 => b == b'T',
+        3 | 6 => b == b':',
+        9 => b == b'Z',
+        _ => b.is_ascii_digit(),
+    });
+    if !shape {
+        return None;
+    }
+    let number = |from: usize, to: usize| {
+        bytes[from..to]
+            .iter()
+            .fold(0u64, |n, &b| n * 10 + u64::from(b - b'0'))
+    };
+    let (hour, minute, second) = (number(11, 13), number(14, 16), number(17, 19));
+    if hour >= 24 || minute >= 60 || second >= 60 {
+        return None;
+    }
+    // Days from civil, the inverse of `Timestamp::date`, with the era starting in March.
+    let (year, month, day) = (number(0, 4), number(5, 7), number(8, 10));
+    let year = if month <= 2 {
+        year.checked_sub(1)?
+    } else {
+        year
+    };
+    let era = year / 400;
+    let yoe = year - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(Timestamp::from_secs(
+        days * 86_400 + hour * 3_600 + minute * 60 + second,
+    ))
+}
+
 /// Whether `text` is a calendar date written `YYYY-MM-DD`, in the proleptic Gregorian
 /// calendar: `2028-02-29` is one, `2026-02-29` and `2026-4-01` are not.
 pub fn is_calendar_date(text: &str) -> bool {
@@ -135,6 +178,42 @@ mod tests {
             "２026-04-01",
         ] {
             assert!(!is_calendar_date(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_utc_second_is_the_instant_it_names() {
+        assert_eq!(parse_utc_second("1970-01-01T00:00:00Z"), Some(Timestamp(0)));
+        assert_eq!(
+            parse_utc_second("2000-02-29T00:00:00Z"),
+            Some(Timestamp(951_782_400_000))
+        );
+        assert_eq!(
+            parse_utc_second("2100-03-01T00:00:00Z"),
+            Some(Timestamp(4_107_542_400_000))
+        );
+        assert_eq!(
+            parse_utc_second("2026-11-29T12:34:56Z"),
+            Some(Timestamp::from_secs(1_795_955_696))
+        );
+        // Every day of a leap span reads back through the calendar.
+        for day in 10_950..11_700u64 {
+            let at = Timestamp::from_secs(day * 86_400 + 3_723);
+            let text = format!("{}T01:02:03Z", at.date());
+            assert_eq!(parse_utc_second(&text), Some(at), "{text}");
+        }
+        for bad in [
+            "1969-12-31T23:59:59Z",
+            "2026-02-29T00:00:00Z",
+            "2026-12-24T24:00:00Z",
+            "2026-12-24T00:60:00Z",
+            "2026-12-24T00:00:60Z",
+            "2026-12-24T00:00:00+01:00",
+            "2026-12-24 00:00:00Z",
+            "2026-12-24",
+            "",
+        ] {
+            assert_eq!(parse_utc_second(bad), None, "{bad}");
         }
     }
 }

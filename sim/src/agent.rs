@@ -72,6 +72,8 @@ struct Task {
     small: bool,
     /// An undo of this merged change: `bay undo` opens the change, which merges unedited.
     undo: Option<ChangeId>,
+    /// A fix of this merged change (`bay start --fixes`), which a held main still takes.
+    fixes: Option<ChangeId>,
 }
 
 #[derive(Debug)]
@@ -147,7 +149,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             actor,
             main: MAIN.into(),
             new: false,
-            fixes: None,
+            fixes: task.fixes.clone(),
             entropy,
             disk: None,
         };
@@ -255,6 +257,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
             retry_merge: false,
             small: false,
             undo: Some(target),
+            fixes: None,
         });
         return Some(0);
     }
@@ -285,6 +288,14 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
     };
     world.intents.push((intent.clone(), paths.clone()));
     let retry_merge = agent(world, host).rng.chance(150);
+    // Now and then the work fixes a merged change.
+    let fixes = match landed.is_empty() {
+        false if agent(world, host).rng.chance(8) => {
+            let me = agent(world, host);
+            Some(landed[me.rng.range(0, landed.len() as u64 - 1) as usize].clone())
+        }
+        _ => None,
+    };
     agent(world, host).task = Some(Task {
         intent,
         paths,
@@ -297,6 +308,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         retry_merge,
         small: false,
         undo: None,
+        fixes,
     });
     Some(0)
 }

@@ -8,12 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bay_core::check::plan;
+use bay_core::config::{CONFIG_PATH, Config, hold_on};
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
 use bay_core::policy::Policy;
 use bay_core::reason::ReasonCode;
 use bay_core::record::{ChangeRecord, Operation, Step, StepBody};
 use bay_core::result::OpState;
+use bay_core::time::Timestamp;
 
 use crate::checks::Truth;
 use crate::git_model::GitModel;
@@ -48,6 +50,9 @@ pub enum Invariant {
     /// S8: an undo's merge reverses exactly its target: every path it changes is one the undone
     /// merge touched, set back to what it held before that merge.
     UndoReverses,
+    /// S9: a held main takes only fixes and undos: no bay merge of a change that carries
+    /// neither `Fixes:` nor `Reverts:` lands on a main whose config holds it.
+    HeldTakesFixes,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -63,6 +68,7 @@ impl Invariant {
             Invariant::NothingLost => "S6",
             Invariant::Order => "S7",
             Invariant::UndoReverses => "S8",
+            Invariant::HeldTakesFixes => "S9",
             Invariant::Liveness => "L",
         }
     }
@@ -96,6 +102,8 @@ pub struct Checker {
     pub merges: u64,
     /// Undo merges S8 checked.
     pub undo_merges: u64,
+    /// Merges S9 saw land on a held main.
+    pub held_merges: u64,
 }
 
 impl Checker {
@@ -110,6 +118,7 @@ impl Checker {
             violations: Vec::new(),
             merges: 0,
             undo_merges: 0,
+            held_merges: 0,
         }
     }
 
@@ -248,9 +257,32 @@ impl Checker {
                 ),
             );
         }
+        let held = held_at(store, old, at);
         self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
-        self.check_order(at, &op);
+        self.check_order(at, &op, held);
         self.check_undo(at, store, remote, &change, old, new);
+        self.check_hold(at, &change, held);
+    }
+
+    /// Whether `change` fixes or undoes another, by its record (`None` when it is unread).
+    fn fixes_or_reverts(&self, change: &ChangeId) -> Option<bool> {
+        self.chains
+            .get(change)
+            .and_then(|chain| chain.record.as_ref())
+            .map(|record| record.fixes.is_some() || record.reverts.is_some())
+    }
+
+    /// S9: the config at the merge's base holds main, and the change neither fixes nor undoes
+    /// another.
+    fn check_hold(&mut self, at: u64, change: &ChangeId, held: bool) {
+        self.held_merges += u64::from(held);
+        if held && self.fixes_or_reverts(change) != Some(true) {
+            self.violate(
+                Invariant::HeldTakesFixes,
+                at,
+                format!("{change} merged onto a held main, fixing and undoing nothing"),
+            );
+        }
     }
 
     /// S8: when the merged change undoes another (`reverts` in its start), each path the merge
@@ -457,8 +489,9 @@ impl Checker {
     }
 
     /// S7: every operation ahead of the merged one in queue order has ended: places in number
-    /// order, where one that lost its place at the head stands behind the place it names.
-    fn check_order(&mut self, at: u64, op: &OpId) {
+    /// order, where one that lost its place at the head stands behind the place it names. On
+    /// a held main, an operation the hold keeps waiting is passed over, and counts for nothing.
+    fn check_order(&mut self, at: u64, op: &OpId, held: bool) {
         let Some(key) = self.operation(op).map(Operation::queue_key) else {
             return;
         };
@@ -470,6 +503,7 @@ impl Checker {
                     !operation.state.is_terminal() && operation.queue_key() < key
                 })
             })
+            .filter(|other| !held || self.fixes_or_reverts(&other.change) == Some(true))
             .map(ToString::to_string)
             .collect();
         if !waiting.is_empty() {
@@ -680,4 +714,11 @@ fn records_verdict(record: &str, check: &str, tree: &Oid, verdict: &str) -> bool
     value["check"] == check
         && value["verdict"] == verdict
         && value["candidate"]["tree"] == tree.as_str()
+}
+
+/// Whether main's config at `base` holds main at `at` for a change that fixes and undoes
+/// nothing: a hold in force, or a config that cannot be read. No config holds nothing.
+fn held_at(store: &Store, base: &Oid, at: u64) -> bool {
+    let config = Config::at_main(store.read(base, CONFIG_PATH).map(str::as_bytes));
+    hold_on(&config, Timestamp(at), false).is_some()
 }

@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use bay_core::check::plan::POLICY_PATH;
-use bay_core::config::Trailers;
+use bay_core::config::{CONFIG_PATH, Trailers};
 use bay_core::git::refs;
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::machine::{
@@ -74,6 +74,8 @@ pub const PER_OP_BOUND_MS: Millis =
 const CHECK_WAIT_MS: Millis = (MATERIALIZE_TIMEOUT_S + CHECK_TIMEOUT_S) * 1000 + CHECK_GRACE_MS;
 /// A short progress deadline for the head, which slow checks (up to three leases) outrun.
 pub const PROGRESS_MS_SHORT: Millis = 90_000;
+/// A hold of main as a person writes it, to end long after any simulated run.
+const HOLD: &str = "[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"a freeze\"\n";
 /// The most required checks a simulated policy has.
 pub const MAX_CHECKS: u64 = 2;
 /// Paths agents edit: few, so changes collide.
@@ -230,8 +232,9 @@ pub struct RunReport {
     pub reasons: BTreeMap<&'static str, u64>,
     /// `bay merge` refusals, which end no operation because none was queued, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
-    /// What `bay undo` gave (`opened`, `nothing to undo`, a reason code, `failed`), and how
-    /// many undo merges S8 checked (`merged`).
+    /// What `bay undo` gave (`opened`, `nothing to undo`, a reason code, `failed`), how many
+    /// undo merges S8 checked (`merged`), and how many merges of fixes and undos S9 saw land
+    /// on a held main.
     pub undos: BTreeMap<&'static str, u64>,
     pub merged: u64,
     pub ops: u64,
@@ -553,6 +556,7 @@ impl World {
             undos: {
                 let mut undos = self.undos;
                 undos.insert("merged", self.checker.undo_merges);
+                undos.insert("merged onto a held main", self.checker.held_merges);
                 undos
             },
             virtual_ms: self.t,
@@ -1052,11 +1056,16 @@ impl World {
         self.after(next, Ev::OutsidePush);
     }
 
-    /// What a person pushes to main around bay: an edit to a file agents edit too, or now and
+    /// What a person pushes to main around bay: an edit to a file agents edit too; now and
     /// then a cap added to a policy that had none, which the runner must then enforce on the
-    /// changes already queued under the old policy.
+    /// changes already queued under the old policy; or a hold of main put in or taken out.
     fn outside_edit(&mut self) -> (String, String) {
         let main = self.git.remote.get(&refs::main(MAIN)).cloned();
+        if self.fault_rng.chance(12) {
+            let held = main.as_ref().is_some_and(|main| self.main_held(main));
+            let config = if held { "" } else { HOLD };
+            return (CONFIG_PATH.into(), config.into());
+        }
         let policy = main
             .and_then(|main| self.git.store.read(&main, POLICY_PATH))
             .filter(|policy| !policy.contains("[limits]"))
@@ -1078,11 +1087,30 @@ impl World {
         }
     }
 
-    /// The faults stop: every runner is up, no pause or partition lasts, and from now on every
-    /// submitted operation must end within the bound.
+    /// Whether main's config at `main` holds main, as a person left it.
+    fn main_held(&self, main: &bay_core::git::Oid) -> bool {
+        self.git
+            .store
+            .read(main, CONFIG_PATH)
+            .is_some_and(|config| config.contains("[[hold]]"))
+    }
+
+    /// The faults stop: every runner is up, no pause or partition lasts, main's hold (if a
+    /// person left one) ends, and from now on every submitted operation must end within the
+    /// bound.
     fn heal(&mut self) {
         if self.healed {
             return;
+        }
+        let main = self.git.remote.get(&refs::main(MAIN)).cloned();
+        if main.is_some_and(|main| self.main_held(&main)) {
+            let applied = self
+                .git
+                .remote
+                .outside_push(&mut self.git.store, MAIN, CONFIG_PATH, "");
+            self.trace.note(self.t, usize::MAX, "outside-push", 0);
+            self.checker
+                .after_push(self.t, &self.git, &self.truth, &applied, None);
         }
         self.healed = true;
         self.trace.note(self.t, usize::MAX, "heal", 0);

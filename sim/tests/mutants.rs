@@ -120,3 +120,10 @@ mutant_test!(
     2_000,
     []
 );
+mutant_test!(
+    ignored_holds_break_s9,
+    Mutant::IgnoreHolds,
+    Invariant::HeldTakesFixes,
+    1_000,
+    [OutsidePush]
+);

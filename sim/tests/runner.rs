@@ -959,7 +959,12 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
         .expect("queued");
     let mut cfg = RunnerConfig::new("here", MAIN, 1);
     cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
-    let mut runner = Runner::seeded(cfg, Timestamp(0), merge.seed().expect("a seed"));
+    // As `bay merge --wait` does: the config it read at the request's main comes along.
+    let seed = bay_core::machine::runner::Seed {
+        config: Some(bay_core::config::Config::default()),
+        ..merge.seed().expect("a seed")
+    };
+    let mut runner = Runner::seeded(cfg, Timestamp(0), seed);
     runner.handle(Timestamp(0), Event::Tick).expect("a tick");
     let mut actions = Vec::new();
     while runner.outcome().is_none() {

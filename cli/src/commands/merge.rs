@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
-use bay_core::machine::runner::{RunMode, Runner};
+use bay_core::machine::runner::{RunMode, Runner, Seed};
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::{BayResult, Decision};
 use bay_drivers::clock;
@@ -72,8 +72,16 @@ pub fn merge_change(
         // Run the operation here, as its runner, until it ends, starting from what the
         // request was made on.
         let cfg = runner_config(context, &config, RunMode::Only(op), 10);
+        // The config was read at the main the request saw: its holds need no second read.
         let mut runner = match merge.seed() {
-            Some(seed) => Runner::seeded(cfg, clock::now(), seed),
+            Some(seed) => Runner::seeded(
+                cfg,
+                clock::now(),
+                Seed {
+                    config: Some(config),
+                    ..seed
+                },
+            ),
             None => Runner::new(cfg, clock::now()),
         };
         return with_actor(drive(driver, &mut runner, clock::now()), context);

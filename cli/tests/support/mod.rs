@@ -135,6 +135,17 @@ impl World {
         )
     }
 
+    /// Merges one edit of `path` as `actor` (in a clone of that name) through a runner;
+    /// returns the change.
+    pub fn merged(&self, actor: &str, intent: &str, path: &str, content: &str) -> String {
+        let clone = self.clone_as(actor);
+        let (change, view) = self.submit(&clone, actor, intent, path, content);
+        bay(&self.admin, "runner", &["runner", "run", "--once"]);
+        let status = bay(&view, actor, &["status"]);
+        assert_eq!(status.doc["decision"], "merged", "{status:?}");
+        change
+    }
+
     /// A ref's value on the remote.
     pub fn remote_ref(&self, name: &str) -> Option<String> {
         let out = Command::new("git")

@@ -386,6 +386,7 @@ impl Merge {
             refs: self.remote.clone(),
             change: self.input.change.clone(),
             chain: self.chain.clone(),
+            config: None,
         })
     }
 

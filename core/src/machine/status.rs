@@ -7,9 +7,10 @@ use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
 use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs};
+use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::git::refs;
 use crate::id::ChangeId;
-use crate::record::{Step, StepBody};
+use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -30,6 +31,8 @@ enum Purpose {
     ReadPlaces,
     FetchChains(FetchSpec),
     ReadChains,
+    /// Main's config, for a hold that keeps the change's live operation waiting.
+    ReadConfig(Box<ChangeRecord>),
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -143,7 +146,7 @@ impl Status {
     fn on_chains(&mut self, reads: Vec<ChainRead>) {
         if self.input.change.is_some() {
             return match fold_one(&reads) {
-                Ok((record, _, _)) => self.finish(report::status(&record)),
+                Ok((record, _, _)) => self.one(record),
                 Err(why) => self.fail(why),
             };
         }
@@ -171,6 +174,32 @@ impl Status {
         self.finish(queue_result(rows.into_iter().map(|(_, row)| row).collect()));
     }
 
+    /// One change's status; a live operation first learns whether main is held for it.
+    fn one(&mut self, record: ChangeRecord) {
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        match (record.live_op(), main) {
+            (Some(_), Some(commit)) => {
+                let read = Action::ReadFile {
+                    commit,
+                    path: CONFIG_PATH.into(),
+                };
+                self.out.send(read, Purpose::ReadConfig(Box::new(record)));
+            }
+            _ => self.finish(report::status(&record)),
+        }
+    }
+
+    /// A held operation waits `MAIN_HELD`, and `detail.hold` says by what.
+    fn on_config(&mut self, record: &ChangeRecord, bytes: Option<Vec<u8>>) {
+        let config = Config::at_main(bytes.as_deref());
+        let fixes_or_reverts = record.fixes.is_some() || record.reverts.is_some();
+        let mut result = report::status(record);
+        if let Some(hold) = hold_on(&config, self.now, fixes_or_reverts) {
+            result = result.held(hold);
+        }
+        self.finish(result);
+    }
+
     /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
@@ -180,6 +209,9 @@ impl Status {
                 self.on_chains_fetched(spec, fetched)
             }
             (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
+            (Purpose::ReadConfig(record), Completion::FileRead(Ok(bytes))) => {
+                self.on_config(&record, bytes)
+            }
             (_, completion) => return Some(completion),
         }
         None

@@ -17,6 +17,7 @@
 //! truth from the remote: it never pushes blindly again.
 
 mod checks;
+mod hold;
 mod pass;
 mod work;
 
@@ -141,6 +142,9 @@ pub struct Seed {
     /// One change whose chain the caller read, oldest step first, each with its commit.
     pub change: ChangeId,
     pub chain: Vec<(Oid, Step)>,
+    /// Main's config as the caller read it at the main in `refs`, when it did: the runner
+    /// then knows main's holds without reading them again.
+    pub config: Option<crate::config::Config>,
 }
 
 /// What each action in flight was for.
@@ -150,6 +154,11 @@ enum Purpose {
     FetchChains(FetchSpec),
     ReadPlaces,
     ReadChains,
+    /// Main's config at `main`, for its holds.
+    ReadConfig {
+        main: Oid,
+        then: hold::Then,
+    },
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -200,6 +209,8 @@ pub struct Runner {
     /// per (check, environment), the units that failed there, or `None` when the base run
     /// gave no verdict to compare with.
     baselines: Option<(Oid, work::Baselines)>,
+    /// The holds main's config says of at one main commit, read once per commit.
+    holds: Option<(Oid, Result<crate::config::Config, String>)>,
 }
 
 impl Runner {
@@ -224,12 +235,16 @@ impl Runner {
             outcome: None,
             merged: 0,
             baselines: None,
+            holds: None,
         }
     }
 
     /// A runner whose first pass starts from `seed` instead of the remote.
     pub fn seeded(cfg: RunnerConfig, now: Timestamp, seed: Seed) -> Runner {
         let mut runner = Runner::new(cfg, now);
+        if let (Some(config), Some(main)) = (seed.config, seed.refs.get(&runner.main_ref())) {
+            runner.holds = Some((main.clone(), Ok(config)));
+        }
         runner.refs = seed.refs;
         if let Some((tip, _)) = seed.chain.last() {
             let steps: Vec<Step> = seed.chain.iter().map(|(_, step)| step.clone()).collect();
@@ -330,6 +345,7 @@ impl Machine for Runner {
                     Purpose::FetchChains(spec) => self.on_chains_fetched(spec, completion)?,
                     Purpose::ReadPlaces => self.on_places(completion)?,
                     Purpose::ReadChains => self.on_chains(completion)?,
+                    Purpose::ReadConfig { main, then } => self.on_config(main, then, completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }

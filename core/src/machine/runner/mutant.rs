@@ -38,6 +38,8 @@ pub enum Mutant {
     /// S5: takes every failure of a `baseline = "base"` check as one the base shares, without
     /// running the check on the base.
     BaselineWithoutBase,
+    /// S9: never sees a hold, so a held main takes any change.
+    IgnoreHolds,
     /// S8: builds the candidate with current main as the merge base, so the draft's tree is
     /// taken whole and whatever main gained since the draft's base is lost (for an undo: its
     /// merge changes more than the undone merge touched).
@@ -102,6 +104,10 @@ impl Runner {
             Some(work) if self.mutant_is(Mutant::WholeDraft) => work.base.clone(),
             _ => merge_base,
         }
+    }
+
+    pub(super) fn mutant_ignores_holds(&self) -> bool {
+        self.mutant_is(Mutant::IgnoreHolds)
     }
 
     pub(super) fn mutant_reuses_checks(&self) -> bool {

@@ -2,10 +2,12 @@
 
 use std::collections::BTreeSet;
 
+use super::hold::Then;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::machine::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, RawStep};
+use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -65,7 +67,7 @@ impl Runner {
     }
 
     /// Reads after a fault in a pass: rest, then try again.
-    fn pass_failed(&mut self) {
+    pub(super) fn pass_failed(&mut self) {
         let backoff = self.cfg.backoff_ms;
         self.rest(backoff);
     }
@@ -294,6 +296,10 @@ impl Runner {
         for (seq, place) in self.places.range(self.floor + 1..) {
             if let Some((change, op, key)) = self.live_state(place) {
                 ended_so_far = false;
+                // A held operation is passed over: it waits without holding up the others.
+                if self.record(&change).and_then(|r| self.held(r)).is_some() {
+                    continue;
+                }
                 #[cfg(feature = "mutants")]
                 if self.mutant_skips_claimed_head(&change, &op) {
                     continue;
@@ -326,11 +332,30 @@ impl Runner {
         }
     }
 
-    /// Acts on what the pass read.
-    fn decide(&mut self) {
+    /// Acts on what the pass read, once it knows whether main is held.
+    pub(super) fn decide(&mut self) {
         if let RunMode::Only(op) = &self.cfg.mode
             && let Some(result) = self.only_outcome(op)
         {
+            self.finish(result);
+            return;
+        }
+        if let Some(main) = self.refs.get(&self.main_ref()).cloned()
+            && !self.holds_known(&main, Then::Decide)
+        {
+            return;
+        }
+        if let RunMode::Only(op) = &self.cfg.mode
+            && let Some(record) = self.record(&op.change)
+            && let Some(hold) = self.held(record)
+        {
+            // `merge --wait` on a held main: the operation stays queued, and says why.
+            let result = crate::report::refused(
+                ReasonCode::MainHeld,
+                Some(&op.change),
+                record.op(op),
+                serde_json::json!({ "hold": hold }),
+            );
             self.finish(result);
             return;
         }

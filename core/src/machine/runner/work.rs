@@ -285,8 +285,18 @@ impl Runner {
         self.out.send(action, RunnerPurpose::Work(purpose))
     }
 
+    /// Reads the policy at the base the candidate is built on, once main there is known not
+    /// to be held for this change; held, the claim goes back (`MAIN_HELD`).
     pub(super) fn read_policy(&mut self) {
         let commit = self.work_mut().base.clone();
+        if !self.holds_known(&commit, super::hold::Then::Work) {
+            return;
+        }
+        let record = self.work_mut().record.clone();
+        if let Some(hold) = self.held(&record) {
+            let why = format!("main is held: {hold}");
+            return self.release(Some(ReasonCode::MainHeld), why);
+        }
         self.send_work(
             Action::ReadFile {
                 commit,
