@@ -271,6 +271,7 @@ fn history(remote: &Path, clone: &Path, count: usize) {
                 supersedes: None,
                 fixes: None,
                 reverts: None,
+                after: Vec::new(),
             }),
             step(StepBody::Request {
                 op: op.clone(),

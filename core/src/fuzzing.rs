@@ -273,6 +273,11 @@ impl ChainState {
             } else {
                 None
             },
+            after: if u.ratio(1, 8)? {
+                vec![change_id(u)?]
+            } else {
+                Vec::new()
+            },
         };
         self.step(u, actor, body)
     }
@@ -2217,6 +2222,11 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
                     Some(change_id(u)?)
                 } else {
                     None
+                },
+                after: if u.ratio(1, 4)? {
+                    vec![change_id(u)?]
+                } else {
+                    Vec::new()
                 },
                 entropy,
                 disk: None,

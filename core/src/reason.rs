@@ -66,6 +66,8 @@ pub enum ReasonCode {
     ChangeTooLarge,
     ChangeNotMerged,
     MainHeld,
+    DependencyPending,
+    DependencyAbandoned,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -88,7 +90,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 24] = [
+    pub const ALL: [ReasonCode; 26] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -113,6 +115,8 @@ impl ReasonCode {
         ReasonCode::ChangeTooLarge,
         ReasonCode::ChangeNotMerged,
         ReasonCode::MainHeld,
+        ReasonCode::DependencyPending,
+        ReasonCode::DependencyAbandoned,
     ];
 
     /// The code as it appears in a result.
@@ -142,6 +146,8 @@ impl ReasonCode {
             ReasonCode::ChangeTooLarge => "CHANGE_TOO_LARGE",
             ReasonCode::ChangeNotMerged => "CHANGE_NOT_MERGED",
             ReasonCode::MainHeld => "MAIN_HELD",
+            ReasonCode::DependencyPending => "DEPENDENCY_PENDING",
+            ReasonCode::DependencyAbandoned => "DEPENDENCY_ABANDONED",
         }
     }
 
@@ -468,6 +474,30 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     shows the hold. Only fixes and undos merge now.",
         transient: true,
     },
+    ReasonInfo {
+        code: ReasonCode::DependencyPending,
+        meaning: "The change was started with `--after`, and a change it names has not merged \
+                  yet. The operation stays queued without holding up the changes behind it; \
+                  `detail.pending` names each one.",
+        decision: Decision::Queued,
+        allowed: &[Wait],
+        retry_when: "dependencies_merged",
+        next_step: "Wait: the change merges after each change it names with `--after` merges; \
+                    `bay status <change>` shows them.",
+        transient: true,
+    },
+    ReasonInfo {
+        code: ReasonCode::DependencyAbandoned,
+        meaning: "A change named by `--after` was abandoned or superseded, so this change can \
+                  never merge as it is; `detail.ended` names it. One that ends `no_effect` \
+                  counts as merged.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair],
+        retry_when: "never",
+        next_step: "Run `bay abandon`, then `bay start <intent> --new` without that `--after`; \
+                    or restart the dropped change.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -502,6 +532,8 @@ mod tests {
             ReasonCode::ChangeTooLarge => 21,
             ReasonCode::ChangeNotMerged => 22,
             ReasonCode::MainHeld => 23,
+            ReasonCode::DependencyPending => 24,
+            ReasonCode::DependencyAbandoned => 25,
         }
     }
 
@@ -548,7 +580,7 @@ mod tests {
     }
 
     #[test]
-    fn only_main_moved_check_unavailable_and_main_held_are_transient_here() {
+    fn only_the_waits_bay_ends_on_its_own_are_transient() {
         let transient: Vec<ReasonCode> = ReasonCode::ALL
             .into_iter()
             .filter(|c| c.is_transient())
@@ -558,7 +590,8 @@ mod tests {
             [
                 ReasonCode::MainMoved,
                 ReasonCode::CheckUnavailable,
-                ReasonCode::MainHeld
+                ReasonCode::MainHeld,
+                ReasonCode::DependencyPending
             ]
         );
     }

@@ -295,17 +295,20 @@ impl BayResult {
             // The code is the queue's own answer, so the wait is for the queue by definition.
             ReasonCode::Queued => result.waiting_for = Some(WaitingFor::Queue),
             ReasonCode::MainHeld => result.waiting_for = Some(WaitingFor::Hold),
+            ReasonCode::DependencyPending => result.waiting_for = Some(WaitingFor::Dependencies),
             _ => {}
         }
         result
     }
 
-    /// The same operation's result, waiting on a hold of main (`MAIN_HELD`) that `hold`
-    /// describes, as `detail.hold`.
-    pub fn held(self, hold: Value) -> BayResult {
+    /// The same operation's result, waiting for what `code` names (a hold of main, changes
+    /// named by `--after`), with `more` added to its detail.
+    pub fn waiting_on(self, code: ReasonCode, more: Value) -> BayResult {
         let mut detail = self.detail;
-        detail.insert("hold".into(), hold);
-        let mut result = BayResult::refusal(ReasonCode::MainHeld, detail);
+        if let Value::Object(more) = more {
+            detail.extend(more);
+        }
+        let mut result = BayResult::refusal(code, detail);
         result.op_id = self.op_id;
         result.change = self.change;
         result.candidate = self.candidate;

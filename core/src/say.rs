@@ -157,6 +157,16 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
                 quoted(why)
             )
         }
+        ReasonCode::DependencyPending => format!(
+            "This change waits for the changes it needs first{}; it goes in after them, so \
+             there is nothing to do.",
+            quoted(names(detail, "pending"))
+        ),
+        ReasonCode::DependencyAbandoned => format!(
+            "A change this one needs first was dropped{}, so this one can never go in as it \
+             is; give it up and start again without it, or bring that change back.",
+            quoted(names(detail, "ended"))
+        ),
         ReasonCode::ChangeNotMerged => format!(
             "The change this names{} is not part of main, so there is nothing to undo or fix \
              yet; wait until it is added, then run the command again.",

@@ -234,6 +234,7 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
             supersedes: None,
             fixes: None,
             reverts: None,
+            after: Vec::new(),
         },
     };
     let mut remote = Refs::new();
@@ -369,6 +370,7 @@ fn an_outcome_whose_detail_is_not_an_object_is_not_read() {
                 supersedes: None,
                 fixes: None,
                 reverts: None,
+                after: Vec::new(),
             },
         ),
         step(

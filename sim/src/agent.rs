@@ -74,6 +74,8 @@ struct Task {
     undo: Option<ChangeId>,
     /// A fix of this merged change (`bay start --fixes`), which a held main still takes.
     fixes: Option<ChangeId>,
+    /// Changes that must merge first (`bay start --after`).
+    after: Vec<ChangeId>,
 }
 
 #[derive(Debug)]
@@ -150,6 +152,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             main: MAIN.into(),
             new: false,
             fixes: task.fixes.clone(),
+            after: task.after.clone(),
             entropy,
             disk: None,
         };
@@ -213,6 +216,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             main: MAIN.into(),
             new: false,
             fixes: None,
+            after: Vec::new(),
             entropy,
             disk: None,
         };
@@ -258,6 +262,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
             small: false,
             undo: Some(target),
             fixes: None,
+            after: Vec::new(),
         });
         return Some(0);
     }
@@ -296,6 +301,22 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         }
         _ => None,
     };
+    // Now and then it needs another agent's open change on main first.
+    let open: Vec<ChangeId> = world
+        .hosts
+        .iter()
+        .filter_map(|host| match &host.role {
+            Role::Agent(other) => other.task.as_ref().and_then(|t| t.change.clone()),
+            Role::Runner { .. } => None,
+        })
+        .collect();
+    let after = match open.is_empty() {
+        false if agent(world, host).rng.chance(6) => {
+            let me = agent(world, host);
+            vec![open[me.rng.range(0, open.len() as u64 - 1) as usize].clone()]
+        }
+        _ => Vec::new(),
+    };
     agent(world, host).task = Some(Task {
         intent,
         paths,
@@ -309,6 +330,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         small: false,
         undo: None,
         fixes,
+        after,
     });
     Some(0)
 }

@@ -74,6 +74,7 @@ impl Bench {
                 main: MAIN.into(),
                 new: false,
                 fixes: None,
+                after: Vec::new(),
                 entropy,
                 disk: None,
             },

@@ -53,6 +53,9 @@ pub enum Invariant {
     /// S9: a held main takes only fixes and undos: no bay merge of a change that carries
     /// neither `Fixes:` nor `Reverts:` lands on a main whose config holds it.
     HeldTakesFixes,
+    /// S10: a dependent never merges before what it names: each change named by `--after`
+    /// has merged, or ended `no_effect`, when the dependent lands.
+    AfterItsDependencies,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -69,6 +72,7 @@ impl Invariant {
             Invariant::Order => "S7",
             Invariant::UndoReverses => "S8",
             Invariant::HeldTakesFixes => "S9",
+            Invariant::AfterItsDependencies => "S10",
             Invariant::Liveness => "L",
         }
     }
@@ -104,6 +108,12 @@ pub struct Checker {
     pub undo_merges: u64,
     /// Merges S9 saw land on a held main.
     pub held_merges: u64,
+    /// When each operation was last claimed: what its runner knew then decides S7.
+    claimed_at: BTreeMap<OpId, u64>,
+    /// When each change merged.
+    merged_at: BTreeMap<ChangeId, u64>,
+    /// From when main was held, and from when it was not, as main moved.
+    held_since: Vec<(u64, bool)>,
 }
 
 impl Checker {
@@ -119,6 +129,9 @@ impl Checker {
             merges: 0,
             undo_merges: 0,
             held_merges: 0,
+            claimed_at: BTreeMap::new(),
+            merged_at: BTreeMap::new(),
+            held_since: Vec::new(),
         }
     }
 
@@ -258,10 +271,41 @@ impl Checker {
             );
         }
         let held = held_at(store, old, at);
+        self.merged_at.insert(change.clone(), at);
+        self.held_since.push((at, held_at(store, new, at)));
         self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
-        self.check_order(at, &op, held);
+        self.check_order(at, &op);
         self.check_undo(at, store, remote, &change, old, new);
         self.check_hold(at, &change, held);
+        self.check_dependencies(at, remote, &change);
+    }
+
+    /// Whether each change `change` names with `--after` has merged (its marker is on the
+    /// remote) or ended `no_effect`, by the checker's reading.
+    fn dependencies_met(&self, remote: &Remote, change: &ChangeId) -> bool {
+        let Some(record) = self.chains.get(change).and_then(|c| c.record.as_ref()) else {
+            return true;
+        };
+        record.after.iter().all(|first| {
+            remote.refs.contains_key(&refs::landed(first))
+                || self
+                    .chains
+                    .get(first)
+                    .and_then(|c| c.record.as_ref())
+                    .and_then(|r| r.ops.last())
+                    .is_some_and(|op| op.state == OpState::NoEffect)
+        })
+    }
+
+    /// S10: what the merged change named with `--after` is all on main (or ended `no_effect`).
+    fn check_dependencies(&mut self, at: u64, remote: &Remote, change: &ChangeId) {
+        if !self.dependencies_met(remote, change) {
+            self.violate(
+                Invariant::AfterItsDependencies,
+                at,
+                format!("{change} merged before a change it names with --after"),
+            );
+        }
     }
 
     /// Whether `change` fixes or undoes another, by its record (`None` when it is unread).
@@ -488,10 +532,53 @@ impl Checker {
         }
     }
 
+    /// Whether `other` may have looked waiting to a runner that read the remote between
+    /// `from` and `to`: main held at some time then (and it fixes and undoes nothing), or a
+    /// change it names with `--after` that had not merged (nor ended `no_effect`) by `from`.
+    /// A runner passes such an operation over.
+    fn waiting_between(&self, other: &OpId, from: u64, to: u64) -> bool {
+        let held_at_from = self
+            .held_since
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= from)
+            .is_some_and(|(_, held)| *held);
+        let held = held_at_from
+            || self
+                .held_since
+                .iter()
+                .any(|(at, held)| *held && (from..=to).contains(at));
+        if held && self.fixes_or_reverts(&other.change) != Some(true) {
+            return true;
+        }
+        let Some(record) = self
+            .chains
+            .get(&other.change)
+            .and_then(|c| c.record.as_ref())
+        else {
+            return false;
+        };
+        record.after.iter().any(|first| {
+            let merged = self.merged_at.get(first).is_some_and(|at| *at <= from);
+            let no_effect = self
+                .chains
+                .get(first)
+                .and_then(|c| c.record.as_ref())
+                .and_then(|r| r.ops.last())
+                .and_then(|op| self.ended.get(&op.id))
+                .is_some_and(|(at, state, _)| *state == OpState::NoEffect && *at <= from);
+            !merged && !no_effect
+        })
+    }
+
     /// S7: every operation ahead of the merged one in queue order has ended: places in number
-    /// order, where one that lost its place at the head stands behind the place it names. On
-    /// a held main, an operation the hold keeps waiting is passed over, and counts for nothing.
-    fn check_order(&mut self, at: u64, op: &OpId, held: bool) {
+    /// order, where one that lost its place at the head stands behind the place it names. One
+    /// that may have looked waiting (held, or for its dependencies) to the runner that claimed
+    /// the merged operation, which read the remote after its request and before its claim,
+    /// was passed over, and counts for nothing.
+    fn check_order(&mut self, at: u64, op: &OpId) {
+        let claimed = self.claimed_at.get(op).copied().unwrap_or(at);
+        let requested = self.submitted.get(op).copied().unwrap_or(claimed);
         let Some(key) = self.operation(op).map(Operation::queue_key) else {
             return;
         };
@@ -503,7 +590,7 @@ impl Checker {
                     !operation.state.is_terminal() && operation.queue_key() < key
                 })
             })
-            .filter(|other| !held || self.fixes_or_reverts(&other.change) == Some(true))
+            .filter(|other| !self.waiting_between(other, requested, claimed))
             .map(ToString::to_string)
             .collect();
         if !waiting.is_empty() {
@@ -625,7 +712,17 @@ impl Checker {
             }
         };
         if let Some(record) = &record {
+            let claims_before = |id: &OpId| {
+                before
+                    .as_ref()
+                    .and_then(|b| b.record.as_ref())
+                    .and_then(|r| r.op(id))
+                    .map_or(0, |op| op.claims)
+            };
             for op in &record.ops {
+                if op.claims > claims_before(&op.id) {
+                    self.claimed_at.insert(op.id.clone(), at);
+                }
                 self.submitted.entry(op.id.clone()).or_insert(at);
                 if op.state.is_terminal() {
                     let reason = op.outcome.as_ref().and_then(|o| o.reason);
@@ -674,7 +771,7 @@ impl Checker {
         let open: Vec<String> = self
             .submitted
             .keys()
-            .filter(|op| !self.ended.contains_key(*op))
+            .filter(|op| !self.ended.contains_key(*op) && !self.waits_on_open_change(op))
             .map(ToString::to_string)
             .collect();
         if !open.is_empty() && now >= deadline {
@@ -686,8 +783,45 @@ impl Checker {
         }
     }
 
+    /// Operations not ended, leaving out those that wait, as the specification says they
+    /// must, on a change they name with `--after` that is still open with nothing in the queue
+    /// (an agent left it blocked): none of them can end until someone acts.
     pub fn open_ops(&self) -> usize {
-        self.submitted.len() - self.ended.len()
+        self.submitted
+            .keys()
+            .filter(|op| !self.ended.contains_key(*op) && !self.waits_on_open_change(op))
+            .count()
+    }
+
+    /// Operations left waiting on a change that is open with nothing in the queue.
+    pub fn dependency_waits(&self) -> u64 {
+        self.submitted
+            .keys()
+            .filter(|op| !self.ended.contains_key(*op) && self.waits_on_open_change(op))
+            .count() as u64
+    }
+
+    /// Whether `op`'s change names with `--after` a change that is stuck: not merged, not
+    /// ended, and either with no live operation or waiting itself on a stuck change.
+    fn waits_on_open_change(&self, op: &OpId) -> bool {
+        self.stuck_behind(&op.change, &mut BTreeSet::new())
+    }
+
+    fn stuck_behind(&self, change: &ChangeId, seen: &mut BTreeSet<ChangeId>) -> bool {
+        let record = |change: &ChangeId| self.chains.get(change).and_then(|c| c.record.as_ref());
+        if !seen.insert(change.clone()) {
+            return false;
+        }
+        let Some(dependent) = record(change) else {
+            return false;
+        };
+        dependent.after.iter().any(|first| {
+            record(first).is_some_and(|r| {
+                !self.merged_at.contains_key(first)
+                    && !r.ended()
+                    && (r.live_op().is_none() || self.stuck_behind(first, seen))
+            })
+        })
     }
 }
 

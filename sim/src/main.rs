@@ -354,7 +354,7 @@ fn summarize(
             .iter()
             .map(|(what, n)| format!("{what} {n}"))
             .collect();
-        println!("undos: {}", undos.join(", "));
+        println!("undos, holds and dependencies: {}", undos.join(", "));
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

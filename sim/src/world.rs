@@ -536,6 +536,7 @@ impl World {
     }
 
     fn report(self, seed: u64) -> RunReport {
+        let waiting = self.checker.dependency_waits();
         let mut outcomes = BTreeMap::new();
         let mut reasons = BTreeMap::new();
         for (_, state, reason) in self.checker.ended.values() {
@@ -557,6 +558,7 @@ impl World {
                 let mut undos = self.undos;
                 undos.insert("merged", self.checker.undo_merges);
                 undos.insert("merged onto a held main", self.checker.held_merges);
+                undos.insert("dependents left waiting on an open change", waiting);
                 undos
             },
             virtual_ms: self.t,

@@ -75,7 +75,7 @@ mutant_test!(
     skipped_fencing_breaks_s4,
     Mutant::SkipFencing,
     Invariant::Fencing,
-    1000,
+    2000,
     [Pause, SlowCheck]
 );
 mutant_test!(
@@ -126,4 +126,11 @@ mutant_test!(
     Invariant::HeldTakesFixes,
     1_000,
     [OutsidePush]
+);
+mutant_test!(
+    ignored_dependencies_break_s10,
+    Mutant::IgnoreDependencies,
+    Invariant::AfterItsDependencies,
+    1_000,
+    []
 );

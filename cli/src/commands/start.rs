@@ -22,6 +22,10 @@ pub struct Args {
     /// The merged change this one fixes: its merge names it in a `Fixes:` trailer.
     #[arg(long, value_name = "CHANGE")]
     pub fixes: Option<String>,
+    /// A change that must merge first (repeat it for each): until then this one waits with
+    /// `DEPENDENCY_PENDING`, and its merge names each in a `Bay-After:` trailer.
+    #[arg(long, value_name = "CHANGE")]
+    pub after: Vec<String>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
@@ -38,6 +42,15 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(fixes) => fixes,
         Err(why) => return BayResult::failed(&format!("--fixes names no change: {why}")),
     };
+    let after = match args
+        .after
+        .iter()
+        .map(|text| ChangeId::parse(text))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(after) => after,
+        Err(why) => return BayResult::failed(&format!("--after names no change: {why}")),
+    };
     let disk = match context.disk_space() {
         Ok(disk) => disk,
         Err(result) => return result,
@@ -48,6 +61,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         main: context.main.clone(),
         new: args.new,
         fixes,
+        after,
         entropy: clock::entropy(),
         disk,
     };

@@ -38,6 +38,8 @@ pub struct StartInput {
     pub new: bool,
     /// `--fixes <change>`: the merged change a new change fixes.
     pub fixes: Option<ChangeId>,
+    /// `--after <change>...`: changes that must merge before a new change may.
+    pub after: Vec<ChangeId>,
     /// Entropy for the change id and step nonces.
     pub entropy: u64,
     /// Free space where the view would go, when this machine sets a floor (`bay.minFreeMiB`).
@@ -82,7 +84,9 @@ pub struct Start {
 }
 
 impl Start {
-    pub fn new(input: StartInput, now: Timestamp) -> Start {
+    pub fn new(mut input: StartInput, now: Timestamp) -> Start {
+        // A fix or a change that waits for others is new work: it never adopts an ended change.
+        input.new |= input.fixes.is_some() || !input.after.is_empty();
         let nonces = Nonces::new(input.entropy);
         let mut start = Start {
             input,
@@ -158,6 +162,7 @@ impl Start {
         }
         patterns.extend(self.change.iter().map(refs::change_pattern));
         patterns.extend(self.input.fixes.iter().map(refs::landed_pattern));
+        patterns.extend(self.input.after.iter().map(refs::change_pattern));
         Action::Fetch(FetchSpec::new(patterns))
     }
 
@@ -212,6 +217,17 @@ impl Start {
                 ReasonCode::ChangeNotMerged,
                 serde_json::json!({ "target": fixes, "main": main }),
             );
+        }
+        // Each change to wait for must be on the remote.
+        if let Some(missing) = self
+            .input
+            .after
+            .iter()
+            .find(|change| !self.remote.contains_key(&refs::change(change)))
+        {
+            return self.fail(format!(
+                "--after names {missing}, which is not on the remote; start it first"
+            ));
         }
         if let Some(written) = self.written.take() {
             // A start of ours whose reply was lost: it won if its step is where the intent points.
@@ -390,6 +406,10 @@ impl Start {
         if let Some(fixes) = &self.input.fixes {
             self.detail.insert("fixes".into(), serde_json::json!(fixes));
         }
+        if !self.input.after.is_empty() {
+            self.detail
+                .insert("after".into(), serde_json::json!(self.input.after));
+        }
         let body = StepBody::Start {
             intent: intent.clone(),
             actor: self.input.actor.clone(),
@@ -399,6 +419,7 @@ impl Start {
             supersedes,
             fixes: self.input.fixes.clone(),
             reverts: None,
+            after: self.input.after.clone(),
         };
         let actor = self.input.actor.clone();
         let step = self.nonces.step(&change, self.now, &actor, body);

@@ -10,6 +10,8 @@ use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawSte
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::git::refs;
 use crate::id::ChangeId;
+use crate::machine::runner::deps::{dependency, waiting};
+use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
 use crate::result::BayResult;
@@ -33,6 +35,9 @@ enum Purpose {
     ReadChains,
     /// Main's config, for a hold that keeps the change's live operation waiting.
     ReadConfig(Box<ChangeRecord>),
+    /// The changes its live operation waits for with `--after`: their markers and chains.
+    FetchAfter(Box<ChangeRecord>, FetchSpec),
+    ReadAfter(Box<ChangeRecord>),
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -42,6 +47,8 @@ pub struct Status {
     out: Outbox<Purpose>,
     now: Timestamp,
     remote: Refs,
+    /// What the change's live operation waits for with `--after`, once read.
+    waits: Option<Option<(ReasonCode, Value)>>,
     outcome: Option<BayResult>,
 }
 
@@ -52,6 +59,7 @@ impl Status {
             out: Outbox::default(),
             now,
             remote: Refs::new(),
+            waits: None,
             outcome: None,
         };
         let mut patterns = vec![refs::main(&status.input.main)];
@@ -174,8 +182,21 @@ impl Status {
         self.finish(queue_result(rows.into_iter().map(|(_, row)| row).collect()));
     }
 
-    /// One change's status; a live operation first learns whether main is held for it.
+    /// One change's status; a live operation first learns what it waits for with `--after`,
+    /// then whether main is held for it.
     fn one(&mut self, record: ChangeRecord) {
+        if record.live_op().is_some() && !record.after.is_empty() && self.waits.is_none() {
+            let spec = FetchSpec::new(
+                record
+                    .after
+                    .iter()
+                    .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
+            );
+            let fetch = Action::Fetch(spec.clone());
+            self.out
+                .send(fetch, Purpose::FetchAfter(Box::new(record), spec));
+            return;
+        }
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
         match (record.live_op(), main) {
             (Some(_), Some(commit)) => {
@@ -189,13 +210,58 @@ impl Status {
         }
     }
 
-    /// A held operation waits `MAIN_HELD`, and `detail.hold` says by what.
+    fn on_after_fetched(&mut self, record: ChangeRecord, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        let chains: Vec<ChainQuery> = record
+            .after
+            .iter()
+            .filter_map(|change| {
+                let tip = self.remote.get(&refs::change(change))?.clone();
+                Some(ChainQuery {
+                    change: change.clone(),
+                    tip,
+                    known: None,
+                })
+            })
+            .collect();
+        if chains.is_empty() {
+            return self.on_after(record, &[]);
+        }
+        self.out.send(
+            Action::ReadChains { chains },
+            Purpose::ReadAfter(Box::new(record)),
+        );
+    }
+
+    /// What the named changes are decides whether the operation waits for them.
+    fn on_after(&mut self, record: ChangeRecord, reads: &[ChainRead]) {
+        let records: Vec<(ChangeId, Option<ChangeRecord>)> = reads
+            .iter()
+            .map(|read| (read.change.clone(), fold_chain(read).ok().map(|(r, _)| r)))
+            .collect();
+        let waits = waiting(&record, |change| {
+            let read = records.iter().find(|(c, _)| c == change);
+            dependency(
+                self.remote.contains_key(&refs::landed(change)),
+                self.remote.contains_key(&refs::change(change)),
+                read.and_then(|(_, r)| r.as_ref()),
+            )
+        });
+        self.waits = Some(waits);
+        self.one(record);
+    }
+
+    /// A held operation waits `MAIN_HELD`, and `detail.hold` says by what; one whose named
+    /// changes have not merged waits `DEPENDENCY_PENDING` with `detail.pending`.
     fn on_config(&mut self, record: &ChangeRecord, bytes: Option<Vec<u8>>) {
         let config = Config::at_main(bytes.as_deref());
         let fixes_or_reverts = record.fixes.is_some() || record.reverts.is_some();
         let mut result = report::status(record);
+        if let Some(Some((code, detail))) = self.waits.clone() {
+            result = result.waiting_on(code, detail);
+        }
         if let Some(hold) = hold_on(&config, self.now, fixes_or_reverts) {
-            result = result.held(hold);
+            result = result.waiting_on(ReasonCode::MainHeld, serde_json::json!({ "hold": hold }));
         }
         self.finish(result);
     }
@@ -211,6 +277,12 @@ impl Status {
             (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
             (Purpose::ReadConfig(record), Completion::FileRead(Ok(bytes))) => {
                 self.on_config(&record, bytes)
+            }
+            (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_after_fetched(*record, spec, fetched)
+            }
+            (Purpose::ReadAfter(record), Completion::ChainsRead(Ok(reads))) => {
+                self.on_after(*record, &reads)
             }
             (_, completion) => return Some(completion),
         }

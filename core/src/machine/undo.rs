@@ -328,6 +328,7 @@ impl Undo {
             supersedes: self.supersedes.clone(),
             fixes: None,
             reverts: Some(self.input.target.clone()),
+            after: Vec::new(),
         };
         let checkpoint = StepBody::Checkpoint {
             draft: reverse.draft.clone(),

@@ -44,6 +44,8 @@ pub struct ChangeRecord {
     pub fixes: Option<ChangeId>,
     /// The merged change it undoes, when `bay undo` opened it.
     pub reverts: Option<ChangeId>,
+    /// The changes that must merge (or end `no_effect`) before it may, from `--after`.
+    pub after: Vec<ChangeId>,
     pub started_at: Timestamp,
     /// The latest draft and the main commit it was made on (the start's base until a draft
     /// is saved).
@@ -147,6 +149,7 @@ impl ChangeRecord {
             supersedes,
             fixes,
             reverts,
+            after,
         } = &first.body
         else {
             return Err(RecordError {
@@ -163,6 +166,7 @@ impl ChangeRecord {
             supersedes: supersedes.clone(),
             fixes: fixes.clone(),
             reverts: reverts.clone(),
+            after: after.clone(),
             started_at: first.at,
             draft: None,
             base: base.clone(),

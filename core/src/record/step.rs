@@ -47,6 +47,10 @@ pub enum StepBody {
         /// The merged change this one undoes (`bay undo`): its merge says `Reverts:`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reverts: Option<ChangeId>,
+        /// The changes that must merge first (`bay start --after`): its merge says
+        /// `Bay-After:` for each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        after: Vec<ChangeId>,
     },
     /// Another actor, or the same one after an abandon, took the change up again.
     Adopt { actor: String },

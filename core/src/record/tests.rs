@@ -37,6 +37,7 @@ fn start() -> Step {
             supersedes: None,
             fixes: None,
             reverts: None,
+            after: Vec::new(),
         },
     )
 }

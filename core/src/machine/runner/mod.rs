@@ -17,6 +17,7 @@
 //! truth from the remote: it never pushes blindly again.
 
 mod checks;
+pub mod deps;
 mod hold;
 mod pass;
 mod work;
@@ -211,6 +212,8 @@ pub struct Runner {
     baselines: Option<(Oid, work::Baselines)>,
     /// The holds main's config says of at one main commit, read once per commit.
     holds: Option<(Oid, Result<crate::config::Config, String>)>,
+    /// Whether this pass has read the changes live operations name with `--after`.
+    dependencies_read: bool,
 }
 
 impl Runner {
@@ -236,6 +239,7 @@ impl Runner {
             merged: 0,
             baselines: None,
             holds: None,
+            dependencies_read: false,
         }
     }
 

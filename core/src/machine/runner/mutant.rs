@@ -40,6 +40,8 @@ pub enum Mutant {
     BaselineWithoutBase,
     /// S9: never sees a hold, so a held main takes any change.
     IgnoreHolds,
+    /// S10: takes every change named by `--after` as merged.
+    IgnoreDependencies,
     /// S8: builds the candidate with current main as the merge base, so the draft's tree is
     /// taken whole and whatever main gained since the draft's base is lost (for an undo: its
     /// merge changes more than the undone merge touched).
@@ -104,6 +106,10 @@ impl Runner {
             Some(work) if self.mutant_is(Mutant::WholeDraft) => work.base.clone(),
             _ => merge_base,
         }
+    }
+
+    pub(super) fn mutant_ignores_dependencies(&self) -> bool {
+        self.mutant_is(Mutant::IgnoreDependencies)
     }
 
     pub(super) fn mutant_ignores_holds(&self) -> bool {

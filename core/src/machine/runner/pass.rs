@@ -10,6 +10,7 @@ use crate::machine::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Misus
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::result::BayResult;
+use crate::result::OpState;
 use crate::time::Timestamp;
 
 /// One queue place: the request step it points at, and that request's operation.
@@ -53,6 +54,7 @@ impl Runner {
     /// same however much history the remote holds. Chains come after, only those it needs.
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
+        self.dependencies_read = false;
         if self.seeded.is_some() {
             // The first pass of a seeded runner starts from what it was handed.
             return self.read_places();
@@ -175,6 +177,10 @@ impl Runner {
         if let RunMode::Only(op) = &self.cfg.mode {
             wanted.insert(op.change.clone());
         }
+        // And the changes they wait for, once the pass has fetched those.
+        if self.dependencies_read {
+            wanted.extend(self.dependencies());
+        }
         wanted
     }
 
@@ -296,8 +302,16 @@ impl Runner {
         for (seq, place) in self.places.range(self.floor + 1..) {
             if let Some((change, op, key)) = self.live_state(place) {
                 ended_so_far = false;
-                // A held operation is passed over: it waits without holding up the others.
-                if self.record(&change).and_then(|r| self.held(r)).is_some() {
+                // A held operation, or one whose dependencies are pending, is passed over: it
+                // waits without holding up the others.
+                let waiting = self.record(&change).is_some_and(|record| {
+                    self.held(record).is_some()
+                        || matches!(
+                            self.waiting_on(record),
+                            Some((ReasonCode::DependencyPending, _))
+                        )
+                });
+                if waiting {
                     continue;
                 }
                 #[cfg(feature = "mutants")]
@@ -343,6 +357,29 @@ impl Runner {
         if let Some(main) = self.refs.get(&self.main_ref()).cloned()
             && !self.holds_known(&main, Then::Decide)
         {
+            return;
+        }
+        // The changes live operations wait for: their markers and records, once a pass.
+        if !self.dependencies_read {
+            self.dependencies_read = true;
+            if let Some(spec) = self.dependencies_spec() {
+                self.out
+                    .send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
+                return;
+            }
+        }
+        if let RunMode::Only(op) = &self.cfg.mode
+            && let Some(record) = self.record(&op.change)
+            && let Some((ReasonCode::DependencyPending, detail)) = self.waiting_on(record)
+        {
+            // `merge --wait` before what it needs merged: the operation stays queued.
+            let result = crate::report::refused(
+                ReasonCode::DependencyPending,
+                Some(&op.change),
+                record.op(op),
+                detail,
+            );
+            self.finish(result);
             return;
         }
         if let RunMode::Only(op) = &self.cfg.mode
@@ -460,6 +497,7 @@ impl Runner {
             return self.rest(backoff);
         };
         self.stage = Stage::Working;
+        let waiting = self.waiting_on(&record);
         let work = Work::new(
             record,
             op,
@@ -470,6 +508,13 @@ impl Runner {
             self.cfg.heartbeat_ms,
         );
         self.work = Some(work);
+        if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {
+            return self.end(
+                OpState::Blocked,
+                Some(ReasonCode::DependencyAbandoned),
+                detail,
+            );
+        }
         self.read_policy();
     }
 

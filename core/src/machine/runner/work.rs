@@ -787,6 +787,9 @@ impl Runner {
                 message.push_str(&format!("{key}: {named}\n"));
             }
         }
+        for first in &record.after {
+            message.push_str(&format!("Bay-After: {first}\n"));
+        }
         let merge_base = operation.base.clone();
         let spec = CandidateSpec {
             candidate,

@@ -1,0 +1,128 @@
+//! Dependencies (`bay start --after`): an operation whose change names changes that must merge
+//! first waits, passed over at the head, until each has merged (or ended `no_effect`, which
+//! counts as merged); one that ended otherwise (abandoned, or left behind by its intent) ends
+//! the operation `DEPENDENCY_ABANDONED`. A pass reads the named changes' merged markers and
+//! records once per pass, only when some live operation names any.
+
+use std::collections::BTreeSet;
+
+use super::Runner;
+use crate::git::refs;
+use crate::id::ChangeId;
+use crate::machine::FetchSpec;
+use crate::reason::ReasonCode;
+use crate::record::ChangeRecord;
+use crate::result::OpState;
+
+impl Runner {
+    /// The changes named by `--after` in the records of the queue's live places.
+    pub(super) fn dependencies(&self) -> BTreeSet<ChangeId> {
+        self.places
+            .range(self.floor + 1..)
+            .filter_map(|(_, place)| place.op.as_ref())
+            .filter_map(|op| self.record(&op.change))
+            .filter(|record| record.live_op().is_some())
+            .flat_map(|record| record.after.iter().cloned())
+            .collect()
+    }
+
+    /// What a pass fetches for the named changes: each one's merged marker and chain.
+    pub(super) fn dependencies_spec(&self) -> Option<FetchSpec> {
+        let named = self.dependencies();
+        (!named.is_empty()).then(|| {
+            FetchSpec::new(
+                named
+                    .iter()
+                    .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
+            )
+        })
+    }
+
+    /// What `change` is, as this runner last read it.
+    fn dependency(&self, change: &ChangeId) -> Dependency {
+        let tip = self.refs.get(&refs::change(change));
+        let record = self
+            .chains
+            .get(change)
+            .filter(|chain| Some(&chain.tip) == tip)
+            .and_then(|chain| chain.record.as_ref().ok());
+        dependency(
+            self.refs.contains_key(&refs::landed(change)),
+            tip.is_some(),
+            record,
+        )
+    }
+
+    /// Why `record` may not merge yet for what it names with `--after` (see [`waiting`]).
+    pub(super) fn waiting_on(
+        &self,
+        record: &ChangeRecord,
+    ) -> Option<(ReasonCode, serde_json::Value)> {
+        #[cfg(feature = "mutants")]
+        if self.mutant_ignores_dependencies() {
+            return None;
+        }
+        waiting(record, |change| self.dependency(change))
+    }
+}
+
+/// What one named change is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dependency {
+    /// Merged, or ended `no_effect`.
+    Met,
+    /// Not ended yet, or not read yet.
+    Pending,
+    /// Ended without merging, or gone: it never will merge.
+    Ended,
+}
+
+/// What a named change is: its merged marker is on the remote (`landed`), its chain is
+/// (`exists`), and its record as read at the remote's tip (`None` when not read).
+pub fn dependency(landed: bool, exists: bool, record: Option<&ChangeRecord>) -> Dependency {
+    match record {
+        _ if landed => Dependency::Met,
+        _ if !exists => Dependency::Ended,
+        None => Dependency::Pending,
+        Some(record) if record.merged().is_some() => Dependency::Met,
+        Some(record)
+            if record
+                .ops
+                .last()
+                .is_some_and(|op| op.state == OpState::NoEffect) =>
+        {
+            Dependency::Met
+        }
+        Some(record) if record.ended() => Dependency::Ended,
+        Some(_) => Dependency::Pending,
+    }
+}
+
+/// Why `record` may not merge yet for what it names with `--after`, each judged by `of`:
+/// `DEPENDENCY_ABANDONED` with `ended`, else `DEPENDENCY_PENDING` with `pending`; `None` when
+/// every one is met.
+pub fn waiting(
+    record: &ChangeRecord,
+    of: impl Fn(&ChangeId) -> Dependency,
+) -> Option<(ReasonCode, serde_json::Value)> {
+    let named = |wanted: Dependency| -> Vec<&ChangeId> {
+        record
+            .after
+            .iter()
+            .filter(|change| of(change) == wanted)
+            .collect()
+    };
+    let (ended, pending) = (named(Dependency::Ended), named(Dependency::Pending));
+    if !ended.is_empty() {
+        return Some((
+            ReasonCode::DependencyAbandoned,
+            serde_json::json!({ "ended": ended }),
+        ));
+    }
+    (!pending.is_empty()).then(|| {
+        (
+            ReasonCode::DependencyPending,
+            serde_json::json!({ "pending": pending }),
+        )
+    })
+}
