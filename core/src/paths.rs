@@ -20,6 +20,14 @@ pub fn any_covers(declared: &[String], path: &str) -> bool {
     declared.iter().any(|d| covers(d, path))
 }
 
+/// Whether two changes' declared paths overlap: some path of one covers a path of the other.
+pub fn overlap(a: &[String], b: &[String]) -> bool {
+    a.iter().any(|x| {
+        b.iter()
+            .any(|y| covers(x, y.trim_matches('/')) || covers(y, x.trim_matches('/')))
+    })
+}
+
 /// A repository path without empty and `.` parts, as the policy compares them: `./a//b/` is
 /// `a/b`. Git names files that way, so a path a person wrote matches the file Git lists.
 pub fn normalize(path: &str) -> String {
@@ -60,5 +68,19 @@ mod tests {
         assert!(covers("/", "README"));
         assert!(any_covers(&["docs/".into(), "/".into()], "src/a.rs"));
         assert!(!any_covers(&[], "src/a.rs"));
+    }
+
+    #[test]
+    fn declared_paths_overlap_when_one_covers_the_other() {
+        let paths = |list: &[&str]| list.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+        assert!(overlap(&paths(&["src/"]), &paths(&["src/api.rs"])));
+        assert!(overlap(&paths(&["src/api.rs"]), &paths(&["src"])));
+        assert!(overlap(
+            &paths(&["docs/", "src/a"]),
+            &paths(&["src/a/b.rs"])
+        ));
+        assert!(!overlap(&paths(&["src/api"]), &paths(&["src/apis"])));
+        assert!(!overlap(&paths(&["src/"]), &paths(&["docs/"])));
+        assert!(!overlap(&paths(&[]), &paths(&["docs/"])));
     }
 }

@@ -20,6 +20,9 @@ use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
 
+/// The most main commits `detail.behind` counts.
+pub const MAX_BEHIND: u32 = 10_000;
+
 /// What to start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StartTarget {
@@ -58,6 +61,10 @@ enum Purpose {
     Create { generation: u32 },
     Save,
     View,
+    Behind,
+    Places,
+    FetchLive(FetchSpec),
+    ReadLive,
 }
 
 /// The `bay start` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -149,7 +156,11 @@ impl Start {
     /// Main, and what names the change: the intent's generations, or the change's chain (and
     /// the chain of a change this machine created, when its push went unanswered).
     fn first_fetch(&self) -> Action {
-        let mut patterns = vec![refs::main(&self.input.main)];
+        // The queue too: the live changes whose paths overlap this one's are named.
+        let mut patterns = vec![
+            refs::main(&self.input.main),
+            refs::QUEUE_PATTERN.to_string(),
+        ];
         match &self.input.target {
             StartTarget::Intent { intent, .. } => {
                 patterns.push(refs::intents_pattern(&intent_digest(intent)));
@@ -492,6 +503,114 @@ impl Start {
     fn on_view(&mut self, view: String) {
         self.detail
             .insert("view".into(), serde_json::Value::String(view));
+        // A change picked up again says how many main commits it missed.
+        let main = self.main().expect("main was checked after the fetch");
+        match &self.found {
+            Some((record, _)) if record.base != main => {
+                let read = Action::ReadLog {
+                    range: Some(format!("{}..{main}", record.base)),
+                    limit: MAX_BEHIND,
+                };
+                self.out.send(read, Purpose::Behind);
+            }
+            _ => self.read_places(),
+        }
+    }
+
+    fn on_behind(&mut self, missed: Vec<RawStep>) {
+        self.detail
+            .insert("behind".into(), serde_json::json!(missed.len()));
+        self.read_places();
+    }
+
+    /// The requests of the queue's places, for the live changes among them.
+    fn read_places(&mut self) {
+        let oids: Vec<Oid> = self
+            .remote
+            .iter()
+            .filter(|(name, _)| refs::parse_queue(name).is_some())
+            .map(|(_, oid)| oid.clone())
+            .collect();
+        if oids.is_empty() {
+            return self.done();
+        }
+        self.out.send(Action::ReadSteps { oids }, Purpose::Places);
+    }
+
+    fn on_places(&mut self, steps: Vec<RawStep>) {
+        let mine = self.change.clone();
+        let changes: std::collections::BTreeSet<ChangeId> = steps
+            .iter()
+            .filter_map(|raw| Step::from_message(&raw.message).ok())
+            .map(|step| step.change)
+            .filter(|change| Some(change) != mine.as_ref())
+            .collect();
+        if changes.is_empty() {
+            return self.done();
+        }
+        let spec = FetchSpec::new(changes.iter().map(refs::change_pattern));
+        self.out
+            .send(Action::Fetch(spec.clone()), Purpose::FetchLive(spec));
+    }
+
+    fn on_live_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        let mine = self.change.clone();
+        let chains: Vec<super::ChainQuery> = self
+            .remote
+            .iter()
+            .filter_map(|(name, tip)| {
+                let change = refs::parse_change(name)?;
+                (Some(&change) != mine.as_ref() && spec.covers(name)).then(|| super::ChainQuery {
+                    change,
+                    tip: tip.clone(),
+                    known: None,
+                })
+            })
+            .collect();
+        if chains.is_empty() {
+            return self.done();
+        }
+        self.out
+            .send(Action::ReadChains { chains }, Purpose::ReadLive);
+    }
+
+    /// Names every live change whose declared paths overlap this one's: it refuses nothing.
+    fn on_live(&mut self, reads: Vec<super::ChainRead>) {
+        let paths = self.paths();
+        let overlaps: Vec<serde_json::Value> = reads
+            .iter()
+            .filter_map(|read| agent::fold_chain(read).ok())
+            .map(|(record, _)| record)
+            .filter(|record| {
+                record.live_op().is_some() && crate::paths::overlap(&paths, &record.paths)
+            })
+            .map(|record| {
+                serde_json::json!({
+                    "change": record.change,
+                    "intent": record.intent,
+                    "actor": record.actor,
+                    "paths": record.paths,
+                })
+            })
+            .collect();
+        if !overlaps.is_empty() {
+            self.detail
+                .insert("overlaps".into(), serde_json::json!(overlaps));
+        }
+        self.done();
+    }
+
+    /// This change's declared paths.
+    fn paths(&self) -> Vec<String> {
+        match (&self.found, &self.input.target) {
+            (Some((record, _)), _) => record.paths.clone(),
+            (None, StartTarget::Intent { paths, .. }) => paths.clone(),
+            (None, StartTarget::Change(_)) => Vec::new(),
+        }
+    }
+
+    fn done(&mut self) {
         let change = self
             .change
             .clone()
@@ -523,6 +642,18 @@ impl Start {
                 self.on_pushed(purpose, report)
             }
             (Purpose::View, Completion::ViewMade(Ok(view))) => self.on_view(view),
+            (Purpose::Behind, Completion::LogRead(Ok(missed))) => self.on_behind(missed),
+            (Purpose::Places, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
+            (Purpose::FetchLive(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_live_fetched(spec, fetched)
+            }
+            (Purpose::ReadLive, Completion::ChainsRead(Ok(reads))) => self.on_live(reads),
+            // What the change meets is news, never a condition: a read that fails leaves it
+            // out, and the change and its view stand.
+            (Purpose::Behind, Completion::LogRead(Err(_))) => self.read_places(),
+            (Purpose::Places, Completion::StepsRead(Err(_)))
+            | (Purpose::FetchLive(_), Completion::Fetched(Err(_)))
+            | (Purpose::ReadLive, Completion::ChainsRead(Err(_))) => self.done(),
             (_, completion) => return Some(completion),
         }
         None
