@@ -1844,6 +1844,13 @@ impl Driver {
                 }
                 Ok(lines)
             })?),
+            Action::TestMerge { .. } => Completion::MergeTested(maybe_fault(u, 16, |u| {
+                Ok(if u.ratio(1, 3)? {
+                    vec![word(u, &["src/a.rs", "docs/b.md"])?]
+                } else {
+                    Vec::new()
+                })
+            })?),
             Action::ReadLog { .. } => Completion::LogRead(maybe_fault(u, 16, |u| {
                 let mut commits = Vec::new();
                 for _ in 0..u.int_in_range(0..=3)? {

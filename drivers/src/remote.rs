@@ -141,6 +141,9 @@ impl Repo {
             Action::ReadLog { range, limit } => {
                 Completion::LogRead(self.read_log(range.as_deref(), *limit))
             }
+            Action::TestMerge { onto, draft, base } => Completion::MergeTested(
+                candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
+            ),
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)

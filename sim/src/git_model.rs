@@ -88,6 +88,9 @@ impl GitModel {
             Action::ReadLog { range, limit } => {
                 Completion::LogRead(self.read_log(range.as_deref(), *limit))
             }
+            Action::TestMerge { onto, draft, base } => {
+                Completion::MergeTested(self.test_merge(onto, draft, base))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
             Action::FreezeDraft { change, parent, .. } => {
@@ -247,6 +250,15 @@ impl GitModel {
 
     /// Brings a draft up to `onto`; a conflicting path keeps the draft's side (a simulated
     /// agent resolves a conflict by redoing its edit).
+    /// The paths that conflict when `draft` (made on `base`) is merged onto `onto`.
+    fn test_merge(&self, onto: &Oid, draft: &Oid, base: &Oid) -> Result<Vec<String>, Fault> {
+        let (ours, theirs, ancestor) = (self.files(onto)?, self.files(draft)?, self.files(base)?);
+        Ok(match Store::merge(&ancestor, &ours, &theirs) {
+            Merged::Clean(_) => Vec::new(),
+            Merged::Conflict { paths, .. } => paths,
+        })
+    }
+
     pub fn refresh(
         &mut self,
         change: &ChangeId,

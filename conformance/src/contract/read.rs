@@ -95,6 +95,33 @@ pub(super) fn cases() -> Vec<Case> {
                 }
             },
         ),
+        Case::new(
+            "read: a test merge, clean, conflicting, and of a missing commit",
+            |b| {
+                b.commit("A", &[], &[("file", "a\n"), ("other", "o\n")]);
+                b.commit("B", &["A"], &[("file", "b\n"), ("other", "o\n")]);
+                b.commit("C", &["A"], &[("file", "c\n"), ("other", "o\n")]);
+                b.commit("D", &["A"], &[("file", "a\n"), ("other", "d\n")]);
+                let (a, bb) = (b.oid("A"), b.oid("B"));
+                for (label, draft) in [
+                    ("same lines", b.oid("C")),
+                    ("other lines", b.oid("D")),
+                    ("a missing commit", nowhere()),
+                ] {
+                    let test = Action::TestMerge {
+                        onto: bb.clone(),
+                        draft,
+                        base: a.clone(),
+                    };
+                    let shown = match b.execute(&test) {
+                        Completion::MergeTested(Ok(paths)) => paths.join(" "),
+                        Completion::MergeTested(Err(_)) => "fault".to_owned(),
+                        other => panic!("a test merge answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
         Case::new("read: the stats of a change against its base", |b| {
             b.commit(
                 "A",

@@ -42,6 +42,9 @@ pub enum Action {
     /// Read the evidence records noted on each of `objects` in each notes commit of `notes`
     /// (tips of `refs/notes/bay/evidence/*` as fetched): every line of every such note.
     ReadNotes { notes: Vec<Oid>, objects: Vec<Oid> },
+    /// Test-merge `draft` (made on main at `base`) onto `onto`, writing nothing anyone reads:
+    /// the paths that conflict, none when it merges cleanly.
+    TestMerge { onto: Oid, draft: Oid, base: Oid },
     /// Read the commits of a first-parent range from local refs only, never fetching: `range`
     /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
     /// Newest first, at most `limit`.
@@ -87,6 +90,7 @@ impl Action {
             Action::ReadStats { .. } => "read-stats",
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
+            Action::TestMerge { .. } => "test-merge",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
@@ -354,6 +358,7 @@ pub enum Completion {
     StatsRead(Result<Vec<PathStat>, Fault>),
     NotesRead(Result<Vec<String>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
+    MergeTested(Result<Vec<String>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
-use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs};
+use super::{Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, RawStep, Refs};
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::git::refs;
 use crate::id::ChangeId;
@@ -38,6 +38,8 @@ enum Purpose {
     /// The changes its live operation waits for with `--after`: their markers and chains.
     FetchAfter(Box<ChangeRecord>, FetchSpec),
     ReadAfter(Box<ChangeRecord>),
+    /// The operation's draft test-merged onto main, for the result made so far.
+    TestMerge(Box<BayResult>),
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -263,6 +265,34 @@ impl Status {
         if let Some(hold) = hold_on(&config, self.now, fixes_or_reverts) {
             result = result.waiting_on(ReasonCode::MainHeld, serde_json::json!({ "hold": hold }));
         }
+        // An operation no runner holds yet is test-merged onto main: a conflict found early is
+        // news for its agent, who can repair it before it reaches the head.
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        match (record.live_op(), main) {
+            (Some(op), Some(onto)) if op.owner.is_none() => {
+                let test = Action::TestMerge {
+                    onto,
+                    draft: op.draft.clone(),
+                    base: op.base.clone(),
+                };
+                self.out.send(test, Purpose::TestMerge(Box::new(result)));
+            }
+            _ => self.finish(result),
+        }
+    }
+
+    /// A conflict found early shows as `operation.conflict`, with `MERGE_CONFLICT` and the
+    /// paths; a clean test, or one that could not run, adds nothing.
+    fn on_tested(&mut self, mut result: BayResult, conflicts: Result<Vec<String>, Fault>) {
+        if let Ok(paths) = conflicts
+            && !paths.is_empty()
+            && let Some(Value::Object(operation)) = result.detail.get_mut("operation")
+        {
+            operation.insert(
+                "conflict".into(),
+                serde_json::json!({ "reason": ReasonCode::MergeConflict, "paths": paths }),
+            );
+        }
         self.finish(result);
     }
 
@@ -283,6 +313,9 @@ impl Status {
             }
             (Purpose::ReadAfter(record), Completion::ChainsRead(Ok(reads))) => {
                 self.on_after(*record, &reads)
+            }
+            (Purpose::TestMerge(result), Completion::MergeTested(tested)) => {
+                self.on_tested(*result, tested)
             }
             (_, completion) => return Some(completion),
         }
