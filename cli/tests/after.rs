@@ -4,37 +4,17 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use support::*;
-
-/// Starts a change as `actor` in `clone` with `extra` arguments and writes `content` to `path`
-/// in its view. Returns the change and its view.
-fn started(
-    clone: &Path,
-    actor: &str,
-    intent: &str,
-    path: &str,
-    content: &str,
-    extra: &[&str],
-) -> (String, PathBuf) {
-    let mut args = vec!["start", intent, "--paths", path];
-    args.extend_from_slice(extra);
-    let start = bay(clone, actor, &args);
-    assert_eq!(start.code, 0, "{start:?}");
-    let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
-    write(&view, path, content);
-    let change = start.doc["change"].as_str().expect("a change").to_owned();
-    (change, view)
-}
 
 /// Ann's change `api`, open and unrequested, and Bob's change that names it with `--after`,
 /// with its view.
 fn api_and_callers(world: &World) -> (PathBuf, String, PathBuf, String, PathBuf) {
     let ann = world.clone_as("ann");
-    let (api, _) = started(&ann, "ann", "the api", "src/api.txt", "api\n", &[]);
+    let (api, _) = world.edited(&ann, "ann", "the api", "src/api.txt", "api\n", &[]);
     let bob = world.clone_as("bob");
-    let (callers, view) = started(
+    let (callers, view) = world.edited(
         &bob,
         "bob",
         "the callers",

@@ -49,13 +49,7 @@ fn a_change_picked_up_again_counts_the_main_commits_it_missed() {
 fn a_queued_change_that_conflicts_with_main_says_so_before_it_reaches_the_head() {
     let world = World::standard();
     let ann = world.clone_as("ann");
-    let start = bay(
-        &ann,
-        "ann",
-        &["start", "greet", "--paths", "src/greeting.txt"],
-    );
-    let view = std::path::PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
-    write(&view, "src/greeting.txt", "Hi\n");
+    let (_, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
     // Main changes the same line meanwhile.
     world.merged("bob", "greet too", "src/greeting.txt", "Hey\n");
     let queued = bay(&view, "ann", &["merge"]);

@@ -123,16 +123,31 @@ impl World {
         path: &str,
         content: &str,
     ) -> (String, PathBuf) {
-        let start = bay(clone, actor, &["start", intent, "--paths", path]);
+        let (change, view) = self.edited(clone, actor, intent, path, content, &[]);
+        let merge = bay(&view, actor, &["merge"]);
+        assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
+        (change, view)
+    }
+
+    /// Starts a change as `actor` in `clone` on `path` (with `extra` arguments) and writes
+    /// `content` there in its view. Returns the change and the view.
+    pub fn edited(
+        &self,
+        clone: &Path,
+        actor: &str,
+        intent: &str,
+        path: &str,
+        content: &str,
+        extra: &[&str],
+    ) -> (String, PathBuf) {
+        let mut args = vec!["start", intent, "--paths", path];
+        args.extend_from_slice(extra);
+        let start = bay(clone, actor, &args);
         assert_eq!(start.code, 0, "{start:?}");
         let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
         write(&view, path, content);
-        let merge = bay(&view, actor, &["merge"]);
-        assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
-        (
-            start.doc["change"].as_str().expect("a change").to_string(),
-            view,
-        )
+        let change = start.doc["change"].as_str().expect("a change").to_string();
+        (change, view)
     }
 
     /// Merges one edit of `path` as `actor` (in a clone of that name) through a runner;
