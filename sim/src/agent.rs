@@ -295,7 +295,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
     let retry_merge = agent(world, host).rng.chance(150);
     // Now and then the work fixes a merged change.
     let fixes = match landed.is_empty() {
-        false if agent(world, host).rng.chance(8) => {
+        false if agent(world, host).rng.chance(3) => {
             let me = agent(world, host);
             Some(landed[me.rng.range(0, landed.len() as u64 - 1) as usize].clone())
         }

@@ -63,6 +63,16 @@ impl Bench {
 
     /// Starts a change for `intent` (declaring `src/`) as the actor `ann`.
     pub fn start(&mut self, intent: &str, entropy: u64) -> ChangeId {
+        self.start_fixing(intent, entropy, None)
+    }
+
+    /// Starts a change for `intent` that fixes `fixes`, when given (`bay start --fixes`).
+    pub fn start_fixing(
+        &mut self,
+        intent: &str,
+        entropy: u64,
+        fixes: Option<ChangeId>,
+    ) -> ChangeId {
         let target = StartTarget::Intent {
             intent: intent.into(),
             paths: vec!["src/".into()],
@@ -73,7 +83,7 @@ impl Bench {
                 actor: "ann".into(),
                 main: MAIN.into(),
                 new: false,
-                fixes: None,
+                fixes,
                 after: Vec::new(),
                 entropy,
                 disk: None,
@@ -163,6 +173,13 @@ impl Bench {
                     .is_some_and(|c| c.message.contains(&needle))
             })
             .count()
+    }
+
+    /// Someone commits `text` as `path` straight to main.
+    pub fn push_to_main(&mut self, path: &str, text: &str) {
+        self.git
+            .remote
+            .outside_push(&mut self.git.store, MAIN, path, text);
     }
 
     /// Someone pushes to main around bay.

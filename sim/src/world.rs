@@ -1063,7 +1063,7 @@ impl World {
     /// changes already queued under the old policy; or a hold of main put in or taken out.
     fn outside_edit(&mut self) -> (String, String) {
         let main = self.git.remote.get(&refs::main(MAIN)).cloned();
-        if self.fault_rng.chance(12) {
+        if self.fault_rng.chance(4) {
             let held = main.as_ref().is_some_and(|main| self.main_held(main));
             let config = if held { "" } else { HOLD };
             return (CONFIG_PATH.into(), config.into());

@@ -518,6 +518,46 @@ fn a_head_past_its_deadline_loses_its_place_to_the_operation_behind_it() {
 }
 
 #[test]
+fn a_held_main_takes_the_fix_and_passes_the_plain_change_over_until_the_hold_ends() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let first = bench.submit("first", &[("src/a.txt", "a2\n")]);
+    let mut a = Rig::new("a", 0);
+    a.run_until(&mut bench, 0, &|_| false);
+    assert_eq!(bench.state(&first).0, OpState::Merged);
+    bench.push_to_main(
+        ".bay/config.toml",
+        "[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"freeze\"\n",
+    );
+    let plain = bench.submit("plain", &[("src/b.txt", "b2\n")]);
+    let fix = bench.start_fixing("fix", 9, Some(first.change.clone()));
+    bench.edit(&fix, "src/a.txt", "a3\n");
+    let fix = bench
+        .ask_to_merge(&fix, 10)
+        .outcome()
+        .and_then(|r| r.op_id.clone())
+        .expect("queued");
+    a.run_until(&mut bench, 20_000, &|_| false);
+    assert_eq!(bench.state(&fix).0, OpState::Merged, "the fix goes in");
+    assert_eq!(
+        bench.state(&plain).0,
+        OpState::Submitted,
+        "the plain change waits"
+    );
+    assert_eq!(
+        bench.record(&plain.change).ops[0].claims,
+        0,
+        "passed over, never claimed"
+    );
+    bench.push_to_main(".bay/config.toml", "");
+    a.run_until(&mut bench, 40_000, &|_| false);
+    assert_eq!(
+        bench.state(&plain).0,
+        OpState::Merged,
+        "merged once the hold ends"
+    );
+}
+
+#[test]
 fn a_wait_for_a_machine_that_serves_the_check_never_counts_toward_the_deadline() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
