@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S7, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S10, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
