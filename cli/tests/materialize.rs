@@ -46,12 +46,14 @@ fn run_one(world: &World, path: &str, env: &[(&str, &str)]) -> Value {
     bay(&view, "ann", &["status"]).doc
 }
 
+/// A check that sees only the files the change touches, and `.lint.toml`, and is told what
+/// it should see in `EXPECTED`.
+const CHANGED_ONLY: &str =
+    "env = [\"EXPECTED\"]\nmaterialize = \"changed\"\npaths = [\".lint.toml\"]\n";
+
 #[test]
 fn a_changed_only_check_sees_exactly_the_changed_files_and_its_paths() {
-    let world = world(
-        SEEN,
-        "env = [\"EXPECTED\"]\nmaterialize = \"changed\"\npaths = [\".lint.toml\"]\n",
-    );
+    let world = world(SEEN, CHANGED_ONLY);
     let status = run_one(
         &world,
         "src/greeting.txt",
@@ -84,10 +86,7 @@ fn a_changed_only_check_sees_exactly_the_changed_files_and_its_paths() {
 #[test]
 fn a_check_that_sees_other_files_than_it_expects_blocks_the_merge() {
     // The same check, told to expect the whole tree, proves it was not given it.
-    let world = world(
-        SEEN,
-        "env = [\"EXPECTED\"]\nmaterialize = \"changed\"\npaths = [\".lint.toml\"]\n",
-    );
+    let world = world(SEEN, CHANGED_ONLY);
     let status = run_one(
         &world,
         "src/greeting.txt",

@@ -52,24 +52,20 @@ fn clone_with_check(world: &World, check: &str) -> std::path::PathBuf {
     ann
 }
 
+/// `bay plugin test check [flags] -- .bay/check` as ann in `ann`.
+fn test_check(ann: &Path, flags: &[&str]) -> Ran {
+    let mut args = vec!["plugin", "test", "check"];
+    args.extend_from_slice(flags);
+    args.extend(["--", ".bay/check"]);
+    bay(ann, "ann", &args)
+}
+
 #[test]
 fn an_honest_check_passes_every_case_and_nothing_changes() {
     let world = World::new(&[("src/greeting.txt", "Hello\n", false)]);
     let ann = clone_with_check(&world, CHECK);
     let before = snapshot(&ann);
-    let ran = bay(
-        &ann,
-        "ann",
-        &[
-            "plugin",
-            "test",
-            "check",
-            "--timeout-s",
-            "60",
-            "--",
-            ".bay/check",
-        ],
-    );
+    let ran = test_check(&ann, &["--timeout-s", "60"]);
     assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
     assert_eq!(ran.code, 0);
     assert_eq!(cases(&ran.doc).len(), 7);
@@ -91,11 +87,7 @@ fn a_check_that_names_another_tree_fails_the_test() {
     );
     let world = World::new(&[("src/greeting.txt", "Hello\n", false)]);
     let ann = clone_with_check(&world, &lying);
-    let ran = bay(
-        &ann,
-        "ann",
-        &["plugin", "test", "check", "--", ".bay/check"],
-    );
+    let ran = test_check(&ann, &[]);
     assert_eq!(ran.doc["decision"], "failed", "{ran:?}");
     assert_eq!(ran.code, 20);
     let failing = failing(&ran.doc);
@@ -122,11 +114,7 @@ fn a_check_that_logs_on_stdout_fails_noisy_stderr() {
     );
     let world = World::new(&[("src/greeting.txt", "Hello\n", false)]);
     let ann = clone_with_check(&world, &noisy);
-    let ran = bay(
-        &ann,
-        "ann",
-        &["plugin", "test", "check", "--", ".bay/check"],
-    );
+    let ran = test_check(&ann, &[]);
     assert_eq!(ran.code, 20, "{ran:?}");
     assert!(
         failing(&ran.doc).contains(&"noisy stderr".to_owned()),
@@ -138,19 +126,7 @@ fn a_check_that_logs_on_stdout_fails_noisy_stderr() {
 fn a_check_with_fewer_units_than_expected_fails_the_honest_case() {
     let world = World::new(&[("src/greeting.txt", "Hello\n", false)]);
     let ann = clone_with_check(&world, CHECK);
-    let ran = bay(
-        &ann,
-        "ann",
-        &[
-            "plugin",
-            "test",
-            "check",
-            "--expected-minimum",
-            "50",
-            "--",
-            ".bay/check",
-        ],
-    );
+    let ran = test_check(&ann, &["--expected-minimum", "50"]);
     assert_eq!(ran.code, 20, "{ran:?}");
     assert!(
         failing(&ran.doc).contains(&"an honest result".to_owned()),
@@ -162,19 +138,7 @@ fn a_check_with_fewer_units_than_expected_fails_the_honest_case() {
 fn a_flag_is_held_to_the_rules_of_its_key() {
     let world = World::new(&[("src/greeting.txt", "Hello\n", false)]);
     let ann = clone_with_check(&world, CHECK);
-    let ran = bay(
-        &ann,
-        "ann",
-        &[
-            "plugin",
-            "test",
-            "check",
-            "--path",
-            "bin",
-            "--",
-            ".bay/check",
-        ],
-    );
+    let ran = test_check(&ann, &["--path", "bin"]);
     assert_eq!(ran.doc["decision"], "failed", "{ran:?}");
     assert_eq!(ran.code, 20);
     let why = ran.doc["detail"]["why"].as_str().expect("a why");

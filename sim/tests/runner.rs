@@ -78,6 +78,17 @@ impl Rig {
         }
     }
 
+    /// Answers the check run `check` (action `id`) with an honest pass, and everything after
+    /// it, until the runner waits; returns what it then holds out, if anything.
+    fn answer_pass(
+        &mut self,
+        bench: &mut Bench,
+        id: ActionId,
+        check: &Action,
+    ) -> Option<(ActionId, Action)> {
+        self.answer(bench, id, Completion::CheckExited(pass(check)), &|_| false)
+    }
+
     /// Answers a held or stopped action.
     fn answer(
         &mut self,
@@ -139,12 +150,7 @@ fn an_honest_run_merges_the_checked_candidate_once() {
         Action::RunCheck(run) => run.request.candidate.tree.clone(),
         _ => unreachable!(),
     };
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&check)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &check);
     assert_eq!(bench.state(&op), (OpState::Merged, None));
     assert_eq!(bench.merges_of(&op.change), 1);
     let main_tree = bench.git.store.get(&bench.main()).map(|c| c.tree.clone());
@@ -193,12 +199,7 @@ fn a_claim_is_taken_over_only_after_a_whole_lease_on_the_watchers_clock() {
         .expect("b checks");
     // a wakes up and reports its check: its write is leased on its own last step, which is no
     // longer the tip, so the remote refuses it and a writes nothing more.
-    let next = a.answer(
-        &mut bench,
-        check_id,
-        Completion::CheckExited(pass(&check)),
-        &|_| false,
-    );
+    let next = a.answer_pass(&mut bench, check_id, &check);
     assert!(next.is_none());
     let record = bench.record(&op.change);
     let after_takeover: Vec<&str> = record.ops[0].checks.iter().map(|c| c.by.as_str()).collect();
@@ -207,12 +208,7 @@ fn a_claim_is_taken_over_only_after_a_whole_lease_on_the_watchers_clock() {
         "a's check was never recorded: {after_takeover:?}"
     );
     assert!(a.runner.working_on().is_none(), "a let go");
-    b.answer(
-        &mut bench,
-        b_check_id,
-        Completion::CheckExited(pass(&b_check)),
-        &|_| false,
-    );
+    b.answer_pass(&mut bench, b_check_id, &b_check);
     assert_eq!(bench.state(&op), (OpState::Merged, None));
     assert_eq!(bench.merges_of(&op.change), 1);
     let merger = bench.record(&op.change).ops[0]
@@ -325,12 +321,7 @@ fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
     let (id, check) = a
         .run_until(&mut bench, 1_000_100, &is_check)
         .expect("checked again");
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&check)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &check);
     assert_eq!(bench.state(&op), (OpState::Merged, None));
     assert_eq!(bench.merges_of(&op.change), 1);
 }
@@ -361,12 +352,7 @@ fn main_moving_during_the_merge_means_a_new_candidate_checked_again() {
         tree(&second),
         "the second run checks the new candidate"
     );
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&second)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &second);
     assert_eq!(bench.state(&op), (OpState::Merged, None));
     let main_tree = bench.git.store.get(&bench.main()).map(|c| c.tree.clone());
     assert_eq!(main_tree, Some(tree(&second)));
@@ -390,12 +376,7 @@ fn main_moving_twice_gives_the_claim_back_with_main_moved() {
         )
         .expect("again");
     bench.move_main();
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&second)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &second);
     let record = bench.record(&op.change);
     assert_eq!(record.ops[0].state, OpState::Submitted, "back in the queue");
     assert_eq!(record.ops[0].released, Some(ReasonCode::MainMoved));
@@ -507,12 +488,7 @@ fn a_head_past_its_deadline_loses_its_place_to_the_operation_behind_it() {
     let lost = bench.record(&first.change).ops[0].clone();
     let behind = bench.record(&second.change).ops[0].seq;
     assert_eq!(lost.behind, Some(behind), "it queues behind the last place");
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&check)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &check);
     assert_eq!(bench.state(&second), (OpState::Merged, None));
     assert_eq!(bench.merges_of(&first.change), 0);
 }
@@ -602,19 +578,9 @@ fn parallel_checks_run_at_once_and_are_recorded_in_the_policy_s_order() {
     let (lint_id, lint) = a.runner.poll_action().expect("lint runs at the same time");
     assert!(is_check(&lint));
     // lint answers first: nothing is recorded before unit's turn.
-    a.answer(
-        &mut bench,
-        lint_id,
-        Completion::CheckExited(pass(&lint)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, lint_id, &lint);
     assert!(bench.record(&op.change).ops[0].checks.is_empty());
-    a.answer(
-        &mut bench,
-        unit_id,
-        Completion::CheckExited(pass(&unit)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, unit_id, &unit);
     assert_eq!(bench.state(&op), (OpState::Merged, None));
     let checks: Vec<String> = bench.record(&op.change).ops[0]
         .checks
@@ -691,12 +657,7 @@ fn a_pass_on_exactly_the_same_inputs_is_reused_when_the_policy_allows_it() {
     };
     assert_eq!(id_of(&again), "lint", "unit is not run again");
     assert_eq!(id_of(&lint), "lint");
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&again)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &again);
     assert_eq!(bench.state(&op), (OpState::Merged, None));
     let record = bench.record(&op.change);
     let last: Vec<String> = record.ops[0]
@@ -853,12 +814,7 @@ fn a_conflict_with_main_names_the_paths() {
     let (id, check) = a
         .run_until(&mut bench, 0, &is_check)
         .expect("the first is checked");
-    a.answer(
-        &mut bench,
-        id,
-        Completion::CheckExited(pass(&check)),
-        &|_| false,
-    );
+    a.answer_pass(&mut bench, id, &check);
     assert_eq!(bench.state(&first).0, OpState::Merged);
     assert!(
         a.run_until(&mut bench, 20_000, &is_check).is_none(),
