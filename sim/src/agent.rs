@@ -248,7 +248,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         .collect();
     if !landed.is_empty() && agent(world, host).rng.chance(15) {
         let me = agent(world, host);
-        let target = landed[me.rng.range(0, landed.len() as u64 - 1) as usize].clone();
+        let target = me.rng.pick(&landed).clone();
         me.task = Some(Task {
             intent: format!("undo of {target}"),
             paths: Vec::new(),
@@ -297,7 +297,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
     let fixes = match landed.is_empty() {
         false if agent(world, host).rng.chance(3) => {
             let me = agent(world, host);
-            Some(landed[me.rng.range(0, landed.len() as u64 - 1) as usize].clone())
+            Some(me.rng.pick(&landed).clone())
         }
         _ => None,
     };
@@ -313,7 +313,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
     let after = match open.is_empty() {
         false if agent(world, host).rng.chance(6) => {
             let me = agent(world, host);
-            vec![open[me.rng.range(0, open.len() as u64 - 1) as usize].clone()]
+            vec![me.rng.pick(&open).clone()]
         }
         _ => Vec::new(),
     };

@@ -313,7 +313,7 @@ impl Checker {
         self.chains
             .get(change)
             .and_then(|chain| chain.record.as_ref())
-            .map(|record| record.fixes.is_some() || record.reverts.is_some())
+            .map(ChangeRecord::fixes_or_undoes)
     }
 
     /// S9: the config at the merge's base holds main, and the change neither fixes nor undoes

@@ -257,12 +257,11 @@ impl Status {
     /// changes have not merged waits `DEPENDENCY_PENDING` with `detail.pending`.
     fn on_config(&mut self, record: &ChangeRecord, bytes: Option<Vec<u8>>) {
         let config = Config::at_main(bytes.as_deref());
-        let fixes_or_reverts = record.fixes.is_some() || record.reverts.is_some();
         let mut result = report::status(record);
         if let Some(Some((code, detail))) = self.waits.clone() {
             result = result.waiting_on(code, detail);
         }
-        if let Some(hold) = hold_on(&config, self.now, fixes_or_reverts) {
+        if let Some(hold) = hold_on(&config, self.now, record.fixes_or_undoes()) {
             result = result.waiting_on(ReasonCode::MainHeld, serde_json::json!({ "hold": hold }));
         }
         // An operation no runner holds yet is test-merged onto main: a conflict found early is

@@ -218,6 +218,12 @@ impl ChangeRecord {
                 .is_some_and(|op| op.state == OpState::NoEffect)
     }
 
+    /// Whether the change fixes or undoes a merged change (`Fixes:`, `Reverts:`): the only
+    /// work a held main takes.
+    pub fn fixes_or_undoes(&self) -> bool {
+        self.fixes.is_some() || self.reverts.is_some()
+    }
+
     /// The draft a new request would merge: the latest saved draft, else the start's base.
     pub fn current_draft(&self) -> &Oid {
         self.draft.as_ref().unwrap_or(&self.base)

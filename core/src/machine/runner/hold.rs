@@ -81,7 +81,6 @@ impl Runner {
         if self.mutant_ignores_holds() {
             return None;
         }
-        let fixes_or_reverts = record.fixes.is_some() || record.reverts.is_some();
-        hold_on(&self.holds.as_ref()?.1, self.now, fixes_or_reverts)
+        hold_on(&self.holds.as_ref()?.1, self.now, record.fixes_or_undoes())
     }
 }
