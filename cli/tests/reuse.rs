@@ -127,19 +127,22 @@ fn without_reuse_unsigned_in_the_policy_every_check_runs_again() {
 }
 
 #[test]
-fn a_pass_on_another_tree_is_never_reused() {
+fn a_pass_on_another_tree_of_the_same_base_is_never_reused() {
     let world = gated_world("\n[policy]\nreuse_unsigned = true\n");
     let ann = world.clone_as("ann");
-    world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
-    // The first change's candidate passed the same checks: other inputs than the second's.
+    let (first, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
     let (home, gate) = home_and_gate(&world);
-    write(&gate, "open", "");
     let env = [
         ("HOME", home.to_str().expect("utf-8")),
         ("GATE", gate.to_str().expect("utf-8")),
     ];
-    let pass = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
-    assert_eq!(pass.code, 0, "{pass:?}");
+    // The first candidate passes `files`, then waits on the gate; main stays where it was.
+    bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    assert_eq!(count(&world, "files"), 1);
+    let abandoned = bay(&ann, "ann", &["abandon", &first]);
+    assert_eq!(abandoned.code, 0, "{abandoned:?}");
+    // Another change on the same base: same check, same base tree, another tree.
+    write(&gate, "open", "");
     let bob = world.clone_as("bob");
     let (_, view) = world.submit(&bob, "bob", "bye", "src/bye.txt", "Bye\n");
     bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
