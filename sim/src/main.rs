@@ -253,6 +253,7 @@ fn summarize(
     let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
+    let (mut held_merges, mut dependency_waits) = (0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -274,6 +275,8 @@ fn summarize(
                 for (what, n) in &report.undos {
                     *undos.entry(what).or_insert(0) += n;
                 }
+                held_merges += report.held_merges;
+                dependency_waits += report.dependency_waits;
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
                     code = code.max(if safety { 3 } else { 4 });
@@ -317,6 +320,8 @@ fn summarize(
             "reasons": reasons,
             "submit_refusals": submit_refusals,
             "undos": undos,
+            "held_merges": held_merges,
+            "dependency_waits": dependency_waits,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -354,7 +359,11 @@ fn summarize(
             .iter()
             .map(|(what, n)| format!("{what} {n}"))
             .collect();
-        println!("undos, holds and dependencies: {}", undos.join(", "));
+        println!("undos: {}", undos.join(", "));
+        println!(
+            "holds and dependencies: {held_merges} merges of fixes and undos onto a held main, \
+             {dependency_waits} dependents left waiting on an open change"
+        );
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

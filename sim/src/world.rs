@@ -232,10 +232,13 @@ pub struct RunReport {
     pub reasons: BTreeMap<&'static str, u64>,
     /// `bay merge` refusals, which end no operation because none was queued, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
-    /// What `bay undo` gave (`opened`, `nothing to undo`, a reason code, `failed`), how many
-    /// undo merges S8 checked (`merged`), and how many merges of fixes and undos S9 saw land
-    /// on a held main.
+    /// What `bay undo` gave (`opened`, `nothing to undo`, a reason code, `failed`), and how
+    /// many undo merges S8 checked (`merged`).
     pub undos: BTreeMap<&'static str, u64>,
+    /// Merges of fixes and undos S9 saw land on a held main.
+    pub held_merges: u64,
+    /// Dependents left waiting, as they must, on a change that is open with nothing queued.
+    pub dependency_waits: u64,
     pub merged: u64,
     pub ops: u64,
     pub virtual_ms: Millis,
@@ -557,10 +560,10 @@ impl World {
             undos: {
                 let mut undos = self.undos;
                 undos.insert("merged", self.checker.undo_merges);
-                undos.insert("merged onto a held main", self.checker.held_merges);
-                undos.insert("dependents left waiting on an open change", waiting);
                 undos
             },
+            held_merges: self.checker.held_merges,
+            dependency_waits: waiting,
             virtual_ms: self.t,
             events: self.events,
             trace_hash: self.trace.hash(),
