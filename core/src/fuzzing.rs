@@ -1851,6 +1851,16 @@ impl Driver {
                     Vec::new()
                 })
             })?),
+            Action::MergeBase { one, two } => {
+                Completion::MergeBaseFound(maybe_fault(u, 16, |u| {
+                    Ok(match u.int_in_range(0..=3)? {
+                        0 => None,
+                        1 => Some(one.clone()),
+                        2 => Some(two.clone()),
+                        _ => Some(oid(u)?),
+                    })
+                })?)
+            }
             Action::ReadLog { .. } => Completion::LogRead(maybe_fault(u, 16, |u| {
                 let mut commits = Vec::new();
                 for _ in 0..u.int_in_range(0..=3)? {

@@ -144,6 +144,9 @@ impl Repo {
             Action::TestMerge { onto, draft, base } => Completion::MergeTested(
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
             ),
+            Action::MergeBase { one, two } => {
+                Completion::MergeBaseFound(candidate::merge_base(&self.git(), one, two))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)

@@ -91,6 +91,12 @@ impl GitModel {
             Action::TestMerge { onto, draft, base } => {
                 Completion::MergeTested(self.test_merge(onto, draft, base))
             }
+            Action::MergeBase { one, two } => Completion::MergeBaseFound(
+                match [one, two].iter().find(|c| self.store.get(c).is_none()) {
+                    Some(missing) => Err(Fault(format!("no commit {missing}"))),
+                    None => Ok(self.store.merge_base(one, two)),
+                },
+            ),
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
             Action::FreezeDraft { change, parent, .. } => {

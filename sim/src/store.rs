@@ -55,6 +55,36 @@ fn hash(kind: &str, parts: &[&[u8]]) -> Oid {
 }
 
 impl Store {
+    /// A common ancestor of `one` and `two` nearest to `two`, breadth first; none when they
+    /// share no history. Git's best common ancestor is the same commit on the histories the
+    /// simulator makes (a contract case holds the two together).
+    pub fn merge_base(&self, one: &Oid, two: &Oid) -> Option<Oid> {
+        let behind_one = self.ancestors(one);
+        let mut seen = BTreeSet::new();
+        let mut next = std::collections::VecDeque::from([two.clone()]);
+        while let Some(oid) = next.pop_front() {
+            if behind_one.contains(&oid) {
+                return Some(oid);
+            }
+            if let Some(commit) = self.get(&oid).filter(|_| seen.insert(oid.clone())) {
+                next.extend(commit.parents.iter().cloned());
+            }
+        }
+        None
+    }
+
+    /// `oid` and every commit behind it.
+    fn ancestors(&self, oid: &Oid) -> BTreeSet<Oid> {
+        let mut seen = BTreeSet::new();
+        let mut next = vec![oid.clone()];
+        while let Some(oid) = next.pop() {
+            if let Some(commit) = self.get(&oid).filter(|_| seen.insert(oid.clone())) {
+                next.extend(commit.parents.iter().cloned());
+            }
+        }
+        seen
+    }
+
     pub fn blob(&mut self, content: &str) -> Oid {
         let oid = hash("blob", &[content.as_bytes()]);
         self.blobs

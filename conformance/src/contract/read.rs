@@ -122,6 +122,34 @@ pub(super) fn cases() -> Vec<Case> {
                 }
             },
         ),
+        Case::new(
+            "read: the merge base of a branch and main, of unrelated and of missing commits",
+            |b| {
+                b.commit("A", &[], &[("file", "a\n")]);
+                b.commit("B", &["A"], &[("file", "b\n")]);
+                b.commit("C", &["B"], &[("file", "c\n")]);
+                b.commit("F", &["B"], &[("side", "f\n")]);
+                b.commit("G", &["F", "C"], &[("side", "g\n")]);
+                b.commit("X", &[], &[("other", "x\n")]);
+                let pairs = [
+                    ("a branch off main", b.oid("F"), b.oid("C")),
+                    ("an ancestor", b.oid("A"), b.oid("C")),
+                    ("the same commit", b.oid("C"), b.oid("C")),
+                    ("a branch that merged main", b.oid("G"), b.oid("C")),
+                    ("no shared history", b.oid("X"), b.oid("C")),
+                    ("a missing commit", nowhere(), b.oid("C")),
+                ];
+                for (label, one, two) in pairs {
+                    let shown = match b.execute(&Action::MergeBase { one, two }) {
+                        Completion::MergeBaseFound(Ok(Some(base))) => b.show(&base),
+                        Completion::MergeBaseFound(Ok(None)) => "none".to_owned(),
+                        Completion::MergeBaseFound(Err(_)) => "fault".to_owned(),
+                        other => panic!("a merge base answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
         Case::new("read: the stats of a change against its base", |b| {
             b.commit(
                 "A",

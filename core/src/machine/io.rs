@@ -45,6 +45,9 @@ pub enum Action {
     /// Test-merge `draft` (made on main at `base`) onto `onto`, writing nothing anyone reads:
     /// the paths that conflict, none when it merges cleanly.
     TestMerge { onto: Oid, draft: Oid, base: Oid },
+    /// The best common ancestor of two commits, as `git merge-base` names it; none when they
+    /// share no history. `bay start --from` takes a branch's net change on main with it.
+    MergeBase { one: Oid, two: Oid },
     /// Read the commits of a first-parent range from local refs only, never fetching: `range`
     /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
     /// Newest first, at most `limit`.
@@ -91,6 +94,7 @@ impl Action {
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
             Action::TestMerge { .. } => "test-merge",
+            Action::MergeBase { .. } => "merge-base",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
@@ -359,6 +363,7 @@ pub enum Completion {
     NotesRead(Result<Vec<String>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
+    MergeBaseFound(Result<Option<Oid>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),

@@ -79,6 +79,22 @@ pub struct MergeTree {
     pub conflicts: Vec<String>,
 }
 
+/// The best common ancestor of two commits: `git merge-base` exits 1 with nothing on stdout
+/// when they share no history, and anything else that is not a success is a fault.
+pub fn merge_base(git: &Git, one: &Oid, two: &Oid) -> Result<Option<Oid>, Fault> {
+    let out = git
+        .cmd(["merge-base", one.as_str(), two.as_str()])
+        .output()?;
+    match out.code {
+        Some(0) => oid(&out.text()).map(Some),
+        Some(1) if out.stdout.is_empty() && out.stderr.trim().is_empty() => Ok(None),
+        _ => Err(Fault(format!(
+            "git merge-base {one} {two} failed: {}",
+            crate::git::tail(out.stderr.as_bytes())
+        ))),
+    }
+}
+
 /// `git merge-tree --write-tree -z --merge-base=<base> <ours> <theirs>`.
 ///
 /// `merge-tree` exits 1 for conflicts, and also, with nothing on stdout, when it cannot read
