@@ -159,6 +159,17 @@ impl Context {
         Git::in_dir(&self.top)
     }
 
+    /// The commit a local ref of this clone names, if it names one.
+    pub fn local_commit(&self, name: &str) -> Option<Oid> {
+        let spec = format!("{name}^{{commit}}");
+        let text = self
+            .git()
+            .cmd(["rev-parse", "--verify", "--quiet", &spec])
+            .text()
+            .ok()?;
+        Oid::parse(text.trim()).ok()
+    }
+
     /// The change a command acts on: the one named, else the view's.
     pub fn change(&self, named: Option<&str>) -> Result<ChangeId, BayResult> {
         match (named, &self.view) {

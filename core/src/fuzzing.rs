@@ -47,7 +47,7 @@ use crate::limits::PathStat;
 use crate::machine::abandon::{Abandon, AbandonInput};
 use crate::machine::merge::{Merge, MergeInput};
 use crate::machine::runner::{RunMode, Runner, RunnerConfig};
-use crate::machine::start::{Start, StartInput, StartTarget};
+use crate::machine::start::{Import, Start, StartInput, StartTarget};
 use crate::machine::undo::{Undo, UndoInput};
 use crate::machine::{
     Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
@@ -2247,6 +2247,17 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 },
                 entropy,
                 disk: None,
+                import: match u.int_in_range(0..=5)? {
+                    0 => Some(Import::Branch {
+                        name: word(u, &["feature", "refs/heads/x", "a..b", "*"])?,
+                        local: if u.arbitrary()? { Some(oid(u)?) } else { None },
+                    }),
+                    1 => Some(Import::Checkout {
+                        edits: oid(u)?,
+                        head: oid(u)?,
+                    }),
+                    _ => None,
+                },
             };
             let mut machine = Start::new(input, EPOCH);
             driver.run(u, &mut machine, Role::Agent);

@@ -68,6 +68,7 @@ pub enum ReasonCode {
     MainHeld,
     DependencyPending,
     DependencyAbandoned,
+    PathsUndeclared,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -90,7 +91,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 26] = [
+    pub const ALL: [ReasonCode; 27] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -117,6 +118,7 @@ impl ReasonCode {
         ReasonCode::MainHeld,
         ReasonCode::DependencyPending,
         ReasonCode::DependencyAbandoned,
+        ReasonCode::PathsUndeclared,
     ];
 
     /// The code as it appears in a result.
@@ -148,6 +150,7 @@ impl ReasonCode {
             ReasonCode::MainHeld => "MAIN_HELD",
             ReasonCode::DependencyPending => "DEPENDENCY_PENDING",
             ReasonCode::DependencyAbandoned => "DEPENDENCY_ABANDONED",
+            ReasonCode::PathsUndeclared => "PATHS_UNDECLARED",
         }
     }
 
@@ -498,6 +501,18 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     or restart the dropped change.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::PathsUndeclared,
+        meaning: "The work to take in (a branch named by `bay start --from`, or the edits of \
+                  `bay save` into an open change) changes paths the change does not declare. \
+                  Nothing was created or written; `detail.uncovered` names those paths.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "paths_declared",
+        next_step: "Run `bay start <intent> --from <branch>` again with `--paths` covering every \
+                    path in `detail.uncovered`; for a save, `bay abandon` the open change first.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -534,6 +549,7 @@ mod tests {
             ReasonCode::MainHeld => 23,
             ReasonCode::DependencyPending => 24,
             ReasonCode::DependencyAbandoned => 25,
+            ReasonCode::PathsUndeclared => 26,
         }
     }
 

@@ -172,6 +172,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              yet; wait until it is added, then run the command again.",
             quoted(names(detail, "target"))
         ),
+        ReasonCode::PathsUndeclared => format!(
+            "The work touches files this change does not list{}, so nothing was made; list \
+             them too, then run the command again.",
+            quoted(names(detail, "uncovered"))
+        ),
     }
 }
 

@@ -155,6 +155,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             after: task.after.clone(),
             entropy,
             disk: None,
+            import: None,
         };
         agent(world, host).cmd = Some(Cmd::Start(Start::new(input, now)));
         return None;
@@ -219,6 +220,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             after: Vec::new(),
             entropy,
             disk: None,
+            import: None,
         };
         me.cmd = Some(Cmd::Start(Start::new(input, now)));
         return None;

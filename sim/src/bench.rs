@@ -87,6 +87,7 @@ impl Bench {
                 after: Vec::new(),
                 entropy,
                 disk: None,
+                import: None,
             },
             Timestamp(1),
         );

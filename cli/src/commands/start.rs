@@ -1,7 +1,7 @@
 //! `bay start <intent> --paths <path>...` and `bay start <change>`.
 
 use bay_core::id::ChangeId;
-use bay_core::machine::start::{Start, StartInput, StartTarget};
+use bay_core::machine::start::{Import, Start, StartInput, StartTarget};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
@@ -26,6 +26,10 @@ pub struct Args {
     /// `DEPENDENCY_PENDING`, and its merge names each in a `Bay-After:` trailer.
     #[arg(long, value_name = "CHANGE")]
     pub after: Vec<String>,
+    /// Take in a branch made outside bay (a name or a full ref): its net change on main is the
+    /// first draft. The remote's branch wins over this clone's; `--paths` must cover it.
+    #[arg(long, value_name = "BRANCH")]
+    pub from: Option<String>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
@@ -55,6 +59,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(disk) => disk,
         Err(result) => return result,
     };
+    let import = args.from.as_ref().map(|name| Import::Branch {
+        name: name.clone(),
+        local: context.local_commit(&Import::branch_ref(name)),
+    });
     let input = StartInput {
         target,
         actor: context.actor.clone(),
@@ -64,6 +72,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         after,
         entropy: clock::entropy(),
         disk,
+        import,
     };
     let mut machine = Start::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {

@@ -5,6 +5,11 @@
 //! racing starts exactly one wins; the others read the winner's change and pick it up. The same
 //! words pick up the intent's open change. After the intent's change merged, a start opens the
 //! intent's next generation, which names the merged change as the one it supersedes.
+//!
+//! A start may take in work made outside bay ([`Import`]): a branch (`--from`) or the main
+//! checkout's edits (`bay save`). That work's net change on current main, taken with Git's
+//! merge base, becomes the change's first draft, written with its start in the same push; a
+//! conflict with main or a path the change does not declare refuses before anything is written.
 
 use super::agent::{self, MAX_RACES, Nonces};
 use super::{
@@ -14,6 +19,7 @@ use super::{
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
+use crate::limits::PathStat;
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
@@ -32,6 +38,54 @@ pub enum StartTarget {
     Change(ChangeId),
 }
 
+/// Work made outside bay that a start takes in as the change's first draft.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Import {
+    /// `--from <branch>`: a branch by name or full ref. The remote's branch wins over this
+    /// clone's; `local` is this clone's tip of it, read before the machine starts.
+    Branch { name: String, local: Option<Oid> },
+    /// `bay save`: the main checkout's edits, committed on `head` (never on a branch). The
+    /// change declares exactly the paths they touch, and no view is made.
+    Checkout { edits: Oid, head: Oid },
+}
+
+impl Import {
+    /// The ref a `--from` names on the remote: a full ref as given, a name as a branch.
+    pub fn branch_ref(name: &str) -> String {
+        if name.starts_with("refs/") {
+            name.to_owned()
+        } else {
+            format!("refs/heads/{name}")
+        }
+    }
+
+    /// Why `name` cannot name a branch to take in, if it cannot: the rules of
+    /// `git check-ref-format` that matter here, and no `*`, which bay's fetch reads as a glob.
+    pub fn refuse_name(name: &str) -> Option<String> {
+        let bad = name.is_empty()
+            || name.starts_with(['-', '/', '.'])
+            || name.ends_with(['/', '.'])
+            || name.ends_with(".lock")
+            || name.contains("..")
+            || name.contains("//")
+            || name.contains("@{")
+            || name
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
+        bad.then(|| format!("--from {name:?} is not a branch name Git takes"))
+    }
+}
+
+/// Imported work, brought up to one main commit.
+#[derive(Clone, Debug)]
+struct Imported {
+    /// The main commit it was brought up to.
+    main: Oid,
+    draft: Oid,
+    /// The paths its draft changes on that main.
+    paths: Vec<String>,
+}
+
 #[derive(Clone, Debug)]
 pub struct StartInput {
     pub target: StartTarget,
@@ -47,10 +101,15 @@ pub struct StartInput {
     pub entropy: u64,
     /// Free space where the view would go, when this machine sets a floor (`bay.minFreeMiB`).
     pub disk: Option<DiskSpace>,
+    /// Work made outside bay to take in as the first draft.
+    pub import: Option<Import>,
 }
 
 #[derive(Clone, Debug)]
 enum Purpose {
+    ImportBase,
+    ImportDraft,
+    ImportPaths(Oid),
     Fetch,
     ReadIntent,
     FetchChain,
@@ -84,6 +143,11 @@ pub struct Start {
     view_draft: Option<Oid>,
     /// The start step this machine wrote, when its fate is unknown.
     written: Option<Oid>,
+    /// The imported work's tip and, once built, its draft on main.
+    import_tip: Option<Oid>,
+    imported: Option<Imported>,
+    /// The id a change that takes work in will have: its draft is written before its start.
+    reserved: Option<ChangeId>,
     /// What the result will say, filled as the work goes.
     detail: serde_json::Map<String, serde_json::Value>,
     change: Option<ChangeId>,
@@ -92,8 +156,15 @@ pub struct Start {
 
 impl Start {
     pub fn new(mut input: StartInput, now: Timestamp) -> Start {
-        // A fix or a change that waits for others is new work: it never adopts an ended change.
-        input.new |= input.fixes.is_some() || !input.after.is_empty();
+        // A fix, a change that waits for others and a branch taken in are new work: none
+        // adopts an ended change.
+        input.new |= input.fixes.is_some()
+            || !input.after.is_empty()
+            || matches!(input.import, Some(Import::Branch { .. }));
+        let bad_name = match &input.import {
+            Some(Import::Branch { name, .. }) => Import::refuse_name(name),
+            _ => None,
+        };
         let nonces = Nonces::new(input.entropy);
         let mut start = Start {
             input,
@@ -106,6 +177,9 @@ impl Start {
             more: None,
             view_draft: None,
             written: None,
+            import_tip: None,
+            imported: None,
+            reserved: None,
             detail: serde_json::Map::new(),
             change: None,
             outcome: None,
@@ -113,6 +187,10 @@ impl Start {
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
             start.refuse(ReasonCode::DiskLow, disk.detail());
+            return start;
+        }
+        if let Some(why) = bad_name {
+            start.fail(why);
             return start;
         }
         let fetch = start.first_fetch();
@@ -174,6 +252,10 @@ impl Start {
         patterns.extend(self.change.iter().map(refs::change_pattern));
         patterns.extend(self.input.fixes.iter().map(refs::landed_pattern));
         patterns.extend(self.input.after.iter().map(refs::change_pattern));
+        // A trailing `*`: a branch the remote lacks is no fault, since this clone may hold it.
+        if let Some(Import::Branch { name, .. }) = &self.input.import {
+            patterns.push(format!("{}*", Import::branch_ref(name)));
+        }
         Action::Fetch(FetchSpec::new(patterns))
     }
 
@@ -246,6 +328,18 @@ impl Start {
                 return self.make_view();
             }
         }
+        // Imported work is brought up to the main just fetched before anything is decided.
+        let main = self.main();
+        if self.input.import.is_some()
+            && self.imported.as_ref().map(|i| Some(&i.main)) != Some(main.as_ref())
+        {
+            return self.import();
+        }
+        self.open();
+    }
+
+    /// Opens the intent's change, or picks the named one up.
+    fn open(&mut self) {
         match self.input.target.clone() {
             StartTarget::Change(change) => self.read_chain(change),
             StartTarget::Intent { intent, .. } => {
@@ -318,6 +412,22 @@ impl Start {
             }
             let next = newer.unwrap_or(record.generation) + 1;
             return self.create(next, Some(record.change.clone()));
+        }
+        // Imported work goes onto the open change as its next draft, when its paths allow.
+        if let Some(imported) = self.imported.clone() {
+            let uncovered = uncovered(&record.paths, &imported.paths);
+            if !uncovered.is_empty() {
+                self.change = Some(record.change.clone());
+                return self.refuse(
+                    ReasonCode::PathsUndeclared,
+                    serde_json::json!({ "uncovered": uncovered, "declared": record.paths }),
+                );
+            }
+            let refreshed = Refreshed {
+                draft: imported.draft,
+                conflicts: Vec::new(),
+            };
+            return self.on_refreshed(refreshed);
         }
         // Pick it up: save the work in this machine's view, if it has one, then bring that
         // draft up to main, as this actor's.
@@ -406,9 +516,7 @@ impl Start {
         let StartTarget::Intent { intent, paths } = self.input.target.clone() else {
             return self.fail("only an intent opens a new change".into());
         };
-        let entropy = self.nonces.next().to_be_bytes();
-        let change =
-            ChangeId::from_entropy([entropy[0], entropy[1], entropy[2], entropy[3], entropy[4]]);
+        let change = self.reserved.take().unwrap_or_else(|| self.new_id());
         let base = self.main().expect("main was checked after the fetch");
         if let Some(old) = &supersedes {
             self.detail
@@ -425,7 +533,7 @@ impl Start {
             intent: intent.clone(),
             actor: self.input.actor.clone(),
             paths,
-            base,
+            base: base.clone(),
             generation,
             supersedes,
             fixes: self.input.fixes.clone(),
@@ -433,9 +541,21 @@ impl Start {
             after: self.input.after.clone(),
         };
         let actor = self.input.actor.clone();
-        let step = self.nonces.step(&change, self.now, &actor, body);
+        let mut steps = vec![self.nonces.step(&change, self.now, &actor, body)];
+        // Imported work is the first draft, written with the start.
+        let carrier = self
+            .imported
+            .as_ref()
+            .map(|imported| imported.draft.clone());
+        if let Some(draft) = &carrier {
+            let checkpoint = StepBody::Checkpoint {
+                draft: draft.clone(),
+                base,
+            };
+            steps.push(self.nonces.step(&change, self.now, &actor, checkpoint));
+        }
         let plan = PushPlan {
-            appends: vec![Append::on(change.clone(), None, vec![step], None)],
+            appends: vec![Append::on(change.clone(), None, steps, carrier)],
             updates: vec![RefUpdate {
                 name: refs::intent(&intent_digest(&intent), generation),
                 expect: Expect::Absent,
@@ -486,10 +606,15 @@ impl Start {
                     return self.fail("a picked-up change was not read".into());
                 };
                 let change = self.change.clone().expect("a created change has an id");
-                (change, paths.clone(), main)
+                let draft = self.imported.as_ref().map_or(main, |i| i.draft.clone());
+                (change, paths.clone(), draft)
             }
         };
         self.change = Some(change.clone());
+        // A save merges from the main checkout: it makes no view.
+        if matches!(self.input.import, Some(Import::Checkout { .. })) {
+            return self.read_places();
+        }
         self.out.send(
             Action::MakeView {
                 change,
@@ -610,6 +735,134 @@ impl Start {
         }
     }
 
+    fn new_id(&mut self) -> ChangeId {
+        let entropy = self.nonces.next().to_be_bytes();
+        ChangeId::from_entropy([entropy[0], entropy[1], entropy[2], entropy[3], entropy[4]])
+    }
+
+    /// Finds where the imported work forks from main: a branch anywhere in main's history; a
+    /// checkout's `HEAD` must be on main itself, or it holds commits main lacks.
+    fn import(&mut self) {
+        let main = self.main().expect("main was checked after the fetch");
+        self.imported = None;
+        let tip = match self.input.import.clone() {
+            Some(Import::Branch { name, local }) => {
+                let remote = self.remote.get(&Import::branch_ref(&name)).cloned();
+                let source = if remote.is_some() { "remote" } else { "local" };
+                let Some(tip) = remote.or(local) else {
+                    return self.fail(format!(
+                        "no branch {name} on the remote or in this clone; push it, or name it as \
+                         `git branch` lists it"
+                    ));
+                };
+                self.detail.insert(
+                    "from".into(),
+                    serde_json::json!({ "branch": name, "source": source, "commit": tip }),
+                );
+                tip
+            }
+            Some(Import::Checkout { head, .. }) => head,
+            None => return self.fail("nothing to take in".into()),
+        };
+        self.import_tip = Some(tip.clone());
+        self.out.send(
+            Action::MergeBase {
+                one: tip,
+                two: main,
+            },
+            Purpose::ImportBase,
+        );
+    }
+
+    fn on_import_base(&mut self, base: Option<Oid>) {
+        let main = self.main().expect("main was checked after the fetch");
+        let tip = self
+            .import_tip
+            .clone()
+            .expect("a merge base follows an import");
+        let (draft, base) = match (self.input.import.clone(), base) {
+            (Some(Import::Branch { name, .. }), None) => {
+                return self.fail(format!(
+                    "the branch {name} shares no history with main, so it has no net change on it"
+                ));
+            }
+            (Some(Import::Branch { .. }), Some(base)) => (tip, base),
+            (Some(Import::Checkout { edits, head }), Some(base)) if base == head => (edits, head),
+            (Some(Import::Checkout { .. }), _) => {
+                return self.fail(
+                    "your HEAD holds commits that main lacks; merge them through bay first, or \
+                     check out main"
+                        .into(),
+                );
+            }
+            (None, _) => return self.fail("nothing to take in".into()),
+        };
+        let change = match self.reserved.clone() {
+            Some(change) => change,
+            None => {
+                let change = self.new_id();
+                self.reserved = Some(change.clone());
+                change
+            }
+        };
+        let action = Action::RefreshDraft {
+            change,
+            draft,
+            base,
+            onto: main,
+        };
+        self.out.send(action, Purpose::ImportDraft);
+    }
+
+    /// A conflict refuses before anything is written; a clean draft is measured for its paths.
+    fn on_import_draft(&mut self, refreshed: Refreshed) {
+        if !refreshed.conflicts.is_empty() {
+            let mut detail = self.detail.clone();
+            detail.insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
+            return self.refuse(ReasonCode::MergeConflict, serde_json::Value::Object(detail));
+        }
+        let main = self.main().expect("main was checked after the fetch");
+        let read = Action::ReadStats {
+            base: main,
+            commit: refreshed.draft.clone(),
+        };
+        self.out.send(read, Purpose::ImportPaths(refreshed.draft));
+    }
+
+    fn on_import_paths(&mut self, draft: Oid, stats: Vec<PathStat>) {
+        let paths: Vec<String> = stats.into_iter().map(|stat| stat.path).collect();
+        if paths.is_empty() {
+            let mut detail = self.detail.clone();
+            let nothing = match self.input.import {
+                Some(Import::Checkout { .. }) => "nothing to save",
+                _ => "the branch holds nothing main lacks",
+            };
+            detail.insert("nothing".into(), serde_json::json!(nothing));
+            let result = BayResult::ok(None, detail);
+            return self.finish(report::with_main(result, self.main().as_ref()));
+        }
+        let saving = matches!(self.input.import, Some(Import::Checkout { .. }));
+        let StartTarget::Intent {
+            paths: declared, ..
+        } = &mut self.input.target
+        else {
+            return self.fail("only an intent takes work in".into());
+        };
+        if saving {
+            // A save declares exactly what it changes.
+            *declared = paths.clone();
+        } else {
+            let uncovered = uncovered(declared, &paths);
+            if !uncovered.is_empty() {
+                let detail = serde_json::json!({ "uncovered": uncovered, "declared": declared });
+                return self.refuse(ReasonCode::PathsUndeclared, detail);
+            }
+        }
+        let main = self.main().expect("main was checked after the fetch");
+        self.imported = Some(Imported { main, draft, paths });
+        self.open();
+    }
+
     fn done(&mut self) {
         let change = self
             .change
@@ -628,6 +881,15 @@ impl Start {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ImportBase, Completion::MergeBaseFound(Ok(base))) => {
+                self.on_import_base(base)
+            }
+            (Purpose::ImportDraft, Completion::DraftRefreshed(Ok(refreshed))) => {
+                self.on_import_draft(refreshed)
+            }
+            (Purpose::ImportPaths(draft), Completion::StatsRead(Ok(stats))) => {
+                self.on_import_paths(draft, stats)
+            }
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
             (
                 then @ (Purpose::FetchChain | Purpose::FetchIntents),
@@ -662,6 +924,15 @@ impl Start {
 
 super::agent::command_machine!(Start, "start");
 
+/// The paths of `changed` that no path of `declared` covers.
+fn uncovered(declared: &[String], changed: &[String]) -> Vec<String> {
+    changed
+        .iter()
+        .filter(|path| !crate::paths::any_covers(declared, path))
+        .cloned()
+        .collect()
+}
+
 /// The fault a failed completion carries, as text.
 pub(super) fn fault_of(completion: &Completion) -> Option<String> {
     match completion {
@@ -678,5 +949,38 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::DraftRefreshed(Err(f))
         | Completion::ViewMade(Err(f)) => Some(f.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_branch_is_named_by_name_or_full_ref() {
+        assert_eq!(Import::branch_ref("feature"), "refs/heads/feature");
+        assert_eq!(Import::branch_ref("team/x"), "refs/heads/team/x");
+        assert_eq!(Import::branch_ref("refs/heads/x"), "refs/heads/x");
+    }
+
+    #[test]
+    fn names_git_would_refuse_or_bay_would_read_as_a_glob_are_refused() {
+        for good in ["feature", "team/x-1", "refs/heads/v1.2"] {
+            assert_eq!(Import::refuse_name(good), None, "{good}");
+        }
+        for bad in [
+            "", "-x", "/x", "x/", "x.lock", "a..b", "a//b", "a@{1}", "a b", "a*", "a?", "a[b",
+            "a~1", "a^", "a:b", "a\\b", ".x", "x.", "a\nb",
+        ] {
+            assert!(Import::refuse_name(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn uncovered_names_only_what_no_declared_path_covers() {
+        let declared = vec!["src/".to_owned(), "README.md".to_owned()];
+        let changed = ["src/a.rs", "README.md", "docs/b.md"].map(String::from);
+        assert_eq!(uncovered(&declared, &changed), vec!["docs/b.md".to_owned()]);
+        assert!(uncovered(&declared, &changed[..2]).is_empty());
     }
 }
