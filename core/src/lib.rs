@@ -24,6 +24,7 @@ pub mod reason;
 pub mod record;
 pub mod report;
 pub mod result;
+pub mod save;
 pub mod say;
 pub mod schema;
 pub mod time;

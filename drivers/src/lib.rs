@@ -3,6 +3,7 @@
 //! completions. It decides nothing: every choice is core's.
 
 pub mod check;
+pub mod checkout;
 pub mod clock;
 pub mod disk;
 pub mod git;

@@ -191,7 +191,7 @@ fn oid(stdout: &[u8]) -> Result<Oid, Fault> {
     Oid::parse(String::from_utf8_lossy(stdout).trim()).map_err(Fault)
 }
 
-fn commit(git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
+pub(crate) fn commit(git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
     let mut call = git.cmd(["commit-tree", tree.as_str()]);
     for parent in parents {
         call = call.arg("-p").arg(parent.as_str());

@@ -7,6 +7,7 @@ mod help;
 mod merge;
 mod plugin;
 mod runner;
+mod save;
 mod start;
 mod status;
 mod undo;
@@ -34,6 +35,8 @@ pub enum Command {
     Abandon(abandon::Args),
     /// Take one merged change back out of main, with a new checked change.
     Undo(undo::Args),
+    /// Merge the main checkout's edits as one change, then move the checkout to the merge.
+    Save(save::Args),
     /// What a change's operation is doing, or what the queue holds.
     Status(status::Args),
     /// Drive queued operations to an outcome on this machine.
@@ -47,7 +50,7 @@ pub enum Command {
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 9] = [
+pub const WRITES: [(&str, &str, &str); 10] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -67,6 +70,11 @@ pub const WRITES: [(&str, &str, &str); 9] = [
         "undo",
         "a new change on the remote that takes the merge back out, its view, and what merge writes for it",
         "your checkout's files; main's history before it",
+    ),
+    (
+        "save",
+        "a new change on the remote holding your checkout's edits, and what merge --wait writes for it; after the merge, your checkout's branch, index and files moved to it",
+        "a commit on your branch; any file while a save is refused",
     ),
     (
         "status",
@@ -102,6 +110,7 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Merge(args) => merge::run(cli, args),
         Command::Abandon(args) => abandon::run(cli, args),
         Command::Undo(args) => undo::run(cli, args),
+        Command::Save(args) => save::run(cli, args),
         Command::Status(args) => status::run(cli, args),
         Command::Runner(args) => runner::run(cli, args),
         Command::Plugin(args) => plugin::run(cli, args),

@@ -797,6 +797,15 @@ impl Start {
             }
             (None, _) => return self.fail("nothing to take in".into()),
         };
+        // Work that forks from main itself is its own net change: it stays the draft, message
+        // and all (a save's `--message`).
+        if base == main {
+            let refreshed = Refreshed {
+                draft,
+                conflicts: Vec::new(),
+            };
+            return self.on_import_draft(refreshed);
+        }
         let change = match self.reserved.clone() {
             Some(change) => change,
             None => {

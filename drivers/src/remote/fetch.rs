@@ -45,6 +45,8 @@ impl Repo {
                 "--no-auto-maintenance",
                 "--no-recurse-submodules",
                 "--no-show-forced-updates",
+                // No opportunistic update of `refs/remotes/<remote>/*`: those are the user's.
+                "--refmap=",
                 "--quiet",
                 &self.remote,
             ])

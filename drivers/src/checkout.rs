@@ -1,0 +1,215 @@
+//! The main checkout, for `bay save`: what is under way in it, its edits as a commit, and the
+//! move to the merge afterwards.
+//!
+//! The edits are read through a temporary index (a copy of the checkout's own, so Git's stat
+//! cache still serves), never the checkout's index: a save that is refused, or that fails,
+//! has changed no file, no index and no ref of the checkout.
+
+use std::path::{Path, PathBuf};
+
+use bay_core::git::Oid;
+use bay_core::machine::Fault;
+use bay_core::save::{After, Before};
+
+use crate::git::Git;
+
+/// The checkout's edits, committed on `HEAD` and on no branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub head: Oid,
+    /// Every changed, new and deleted file that Git does not ignore, over `HEAD`'s tree.
+    pub tree: Oid,
+    /// `tree` differs from `HEAD`'s.
+    pub changed: bool,
+}
+
+/// One checkout: its folder and the Git directory every worktree of the clone shares.
+#[derive(Clone, Debug)]
+pub struct Checkout {
+    top: PathBuf,
+    common_dir: PathBuf,
+}
+
+/// What a state file in a worktree's Git directory says is under way.
+const UNDER_WAY: [(&str, &str); 5] = [
+    ("MERGE_HEAD", "merge"),
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+];
+
+impl Checkout {
+    pub fn new(top: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Checkout {
+        Checkout {
+            top: top.into(),
+            common_dir: common_dir.into(),
+        }
+    }
+
+    fn git(&self) -> Git {
+        Git::in_dir(&self.top)
+    }
+
+    /// This worktree's own Git directory.
+    fn git_dir(&self) -> Result<PathBuf, Fault> {
+        let text = self.git().cmd(["rev-parse", "--absolute-git-dir"]).text()?;
+        Ok(PathBuf::from(text.trim()))
+    }
+
+    /// The facts `bay_core::save::refuse` judges, read without changing anything. The
+    /// submodules among the edits come from [`Checkout::snapshot`].
+    pub fn before(&self, in_view: bool) -> Result<Before, Fault> {
+        let git_dir = self.git_dir()?;
+        let main_worktree = same_dir(&git_dir, &self.common_dir);
+        let under_way = UNDER_WAY
+            .iter()
+            .find(|(file, _)| git_dir.join(file).exists())
+            .map(|(_, what)| (*what).to_owned());
+        let unmerged = self
+            .git()
+            .cmd(["diff", "--name-only", "--diff-filter=U", "-z"])
+            .run()?
+            .stdout;
+        Ok(Before {
+            in_view,
+            main_worktree,
+            under_way,
+            unmerged: split_z(&unmerged),
+            submodules: Vec::new(),
+        })
+    }
+
+    /// The checkout's edits as a tree over `HEAD`, and the submodules among them.
+    pub fn snapshot(&self) -> Result<(Snapshot, Vec<String>), Fault> {
+        let head = oid(&self.git().cmd(["rev-parse", "--verify", "HEAD"]).text()?)?;
+        let head_tree = oid(&self
+            .git()
+            .cmd(["rev-parse", "--verify", "HEAD^{tree}"])
+            .text()?)?;
+        let scratch = tempfile::Builder::new()
+            .prefix("bay-save-")
+            .tempdir_in(&self.common_dir)
+            .map_err(|e| Fault(format!("cannot make a scratch index: {e}")))?;
+        let index = scratch.path().join("index");
+        let own = self.git_dir()?.join("index");
+        if own.exists() {
+            std::fs::copy(&own, &index)
+                .map_err(|e| Fault(format!("cannot copy the index: {e}")))?;
+        } else {
+            self.with_index(&index, ["read-tree", "HEAD"])?;
+        }
+        self.with_index(&index, ["add", "--all"])?;
+        let tree = oid(&self.with_index(&index, ["write-tree"])?)?;
+        let raw = self
+            .git()
+            .cmd(["diff-tree", "-r", "-z", "--no-commit-id", "--raw"])
+            .args([head_tree.as_str(), tree.as_str()])
+            .run()?
+            .stdout;
+        let submodules = gitlinks(&raw);
+        let changed = tree != head_tree;
+        Ok((
+            Snapshot {
+                head,
+                tree,
+                changed,
+            },
+            submodules,
+        ))
+    }
+
+    fn with_index<const N: usize>(&self, index: &Path, args: [&str; N]) -> Result<String, Fault> {
+        Ok(self.git().cmd(args).env("GIT_INDEX_FILE", index).text()?)
+    }
+
+    /// Commits `snapshot` on its `HEAD`, on no branch, with `message`.
+    pub fn commit(&self, snapshot: &Snapshot, message: &str) -> Result<Oid, Fault> {
+        crate::views::commit(
+            &self.git(),
+            &snapshot.tree,
+            &[&snapshot.head],
+            &format!("{}\n", message.trim_end()),
+        )
+    }
+
+    /// The facts `bay_core::save::stays` judges, after a merge of `saved`.
+    pub fn after(&self, saved: &Snapshot) -> Result<After, Fault> {
+        let branch = self
+            .git()
+            .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .output()?;
+        let branch = branch.success().then(|| branch.text());
+        let (now, _) = self.snapshot()?;
+        Ok(After {
+            branch,
+            head_unchanged: now.head == saved.head,
+            files_unchanged: now.tree == saved.tree,
+        })
+    }
+
+    /// Moves `branch` from `from` to `to` (leased on `from`) and makes the index and files
+    /// `to`'s. Only called when the files hold exactly the saved edits, which `to` contains.
+    pub fn fast_forward(&self, branch: &str, from: &Oid, to: &Oid) -> Result<(), Fault> {
+        let name = format!("refs/heads/{branch}");
+        self.git()
+            .cmd(["update-ref", "-m", "bay save: fast-forward to the merge"])
+            .args([name.as_str(), to.as_str(), from.as_str()])
+            .run()?;
+        self.git()
+            .cmd(["read-tree", "--reset", "-u", to.as_str()])
+            .run()?;
+        Ok(())
+    }
+}
+
+/// Whether two paths name the same folder, however they are spelled.
+fn same_dir(one: &Path, two: &Path) -> bool {
+    match (one.canonicalize(), two.canonicalize()) {
+        (Ok(one), Ok(two)) => one == two,
+        _ => one == two,
+    }
+}
+
+fn split_z(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|b| *b == 0)
+        .filter(|part| !part.is_empty())
+        .map(|part| String::from_utf8_lossy(part).into_owned())
+        .collect()
+}
+
+/// The paths of a `diff-tree -r -z --raw` whose old or new mode is a gitlink.
+fn gitlinks(raw: &[u8]) -> Vec<String> {
+    let fields = split_z(raw);
+    fields
+        .chunks(2)
+        .filter(|pair| {
+            pair.first().is_some_and(|meta| {
+                // `:<old mode> <new mode> <old> <new> <status>`
+                let modes: Vec<&str> = meta.trim_start_matches(':').split(' ').take(2).collect();
+                modes.contains(&"160000")
+            })
+        })
+        .filter_map(|pair| pair.get(1).cloned())
+        .collect()
+}
+
+fn oid(text: &str) -> Result<Oid, Fault> {
+    Oid::parse(text.trim()).map_err(Fault)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gitlinks_are_read_from_either_side_of_a_raw_diff() {
+        let raw = b":000000 160000 0000 1111 A\0vendor/x\0:100644 100644 2222 3333 M\0src/a\0:160000 000000 4444 0000 D\0old/y\0";
+        assert_eq!(
+            gitlinks(raw),
+            vec!["vendor/x".to_owned(), "old/y".to_owned()]
+        );
+        assert!(gitlinks(b"").is_empty());
+    }
+}
