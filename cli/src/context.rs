@@ -159,12 +159,16 @@ impl Context {
         Git::in_dir(&self.top)
     }
 
-    /// The commit a local ref of this clone names, if it names one.
+    /// The commit a name (a ref, or an id) names in this clone, if it names one.
     pub fn local_commit(&self, name: &str) -> Option<Oid> {
-        let spec = format!("{name}^{{commit}}");
+        self.local_object(&format!("{name}^{{commit}}"))
+    }
+
+    /// The object a revision names in this clone, if it names one.
+    pub fn local_object(&self, revision: &str) -> Option<Oid> {
         let text = self
             .git()
-            .cmd(["rev-parse", "--verify", "--quiet", &spec])
+            .cmd(["rev-parse", "--verify", "--quiet", revision])
             .text()
             .ok()?;
         Oid::parse(text.trim()).ok()

@@ -33,6 +33,8 @@ pub struct Config {
     pub evidence_reuse: bool,
     /// `[[hold]]` tables without a `target`: windows in which main takes only fixes and undos.
     pub holds: Vec<Hold>,
+    /// `[red] window`, when set: how many first-parent main commits a red judgement reads.
+    pub red_window: Option<u32>,
 }
 
 /// Where main keeps its config.
@@ -49,6 +51,11 @@ pub struct Hold {
 }
 
 impl Config {
+    /// How many first-parent main commits a red judgement reads: `[red] window`, 50 unless set.
+    pub fn red_window(&self) -> u32 {
+        self.red_window.unwrap_or(crate::red::DEFAULT_WINDOW)
+    }
+
     /// The hold of main in force at `now` (by the reader's own clock): the one that ends last.
     pub fn hold_at(&self, now: Timestamp) -> Option<&Hold> {
         self.holds
@@ -301,12 +308,15 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         table.finish()?;
         later.key(&root, "view");
     }
-    if let Some(mut table) = root.table("red")? {
-        table.check_keys(&["window"], &[])?;
-        table.uint("window", 1..=10_000)?;
-        table.finish()?;
-        later.key(&root, "red");
-    }
+    let red_window = match root.table("red")? {
+        Some(mut table) => {
+            table.check_keys(&["window"], &[])?;
+            let window = table.uint("window", 1..=10_000)?;
+            table.finish()?;
+            window.and_then(|w| u32::try_from(w).ok())
+        }
+        None => None,
+    };
     if let Some(mut table) = root.table("agent")? {
         parse_agent(&mut table)?;
         later.key(&root, "agent");
@@ -349,6 +359,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         runner,
         evidence_reuse: reuse,
         holds,
+        red_window,
     })
 }
 
@@ -1163,7 +1174,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "profile in [policy]",
                 "hooks in top level",
                 "view in top level",
-                "red in top level",
                 "agent in top level",
                 "submission_timeout_s in [runner]",
                 "takeover_s in [runner]",
@@ -1251,17 +1261,17 @@ execution_budget_s = 0
 
     #[test]
     fn later_keys_are_refused_in_text_order_once_all_is_valid() {
-        let error = refuse("[red]\nwindow = 5\n[runner]\nlease_s = 0\n");
+        let error = refuse("[view]\nwarm_history = true\n[runner]\nlease_s = 0\n");
         assert_eq!(place(&error), (Some("lease_s"), "[runner]", 4));
-        let error = validated("[runner]\nlease_s = 30\nahead = 2\n[red]\nwindow = 5\n");
+        let error = validated("[runner]\nlease_s = 30\nahead = 2\n[view]\nwarm_history = true\n");
         assert_eq!(place(&error), (Some("ahead"), "[runner]", 3));
-        let error = validated("[red]\nwindow = 5\n[runner]\nahead = 2\n");
+        let error = validated("[view]\nwarm_history = true\n[runner]\nahead = 2\n");
         assert_eq!(
             place(&error),
-            (Some("red"), "top level", 1),
+            (Some("view"), "top level", 1),
             "a whole table"
         );
-        for table in ["hooks", "view", "red", "retention", "plugin"] {
+        for table in ["hooks", "view", "retention", "plugin"] {
             let error = validated(&format!("main = \"main\"\n\n[{table}]\n"));
             assert_eq!(
                 place(&error),
@@ -1610,8 +1620,10 @@ execution_budget_s = 0
 
     #[test]
     fn the_red_window_is_from_1_to_10000() {
-        validated("[red]\nwindow = 1\n");
-        validated("[red]\nwindow = 10000\n");
+        assert_eq!(accept("[red]\nwindow = 1\n").red_window(), 1);
+        assert_eq!(accept("[red]\nwindow = 10000\n").red_window(), 10_000);
+        assert_eq!(accept("").red_window(), crate::red::DEFAULT_WINDOW);
+        assert_eq!(accept("[red]\n").red_window(), crate::red::DEFAULT_WINDOW);
         for n in [0, 10_001] {
             assert_eq!(
                 place(&refuse(&format!("[red]\nwindow = {n}\n"))),

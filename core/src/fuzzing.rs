@@ -2715,6 +2715,126 @@ fn assert_result(result: &BayResult) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// red
+
+/// The red judgement over a window of main commits and the lines of the notes on them: a mix
+/// of post check records (on commits in and out of the window, of other checks, producers and
+/// kinds) and text that is no record. It must never panic, must be deterministic, and must
+/// never call a check red without a failure on the merge it names, nor block a change that
+/// fixes, undoes or supersedes the owner.
+pub fn red(data: &[u8]) {
+    let _ = red_inner(&mut Unstructured::new(data));
+}
+
+fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
+    use crate::check::Verdict;
+    use crate::red::{PostCheck, PostRecord, Red, TRUST};
+
+    let commits: Vec<Oid> = (0..u.int_in_range(0..=8u8)?)
+        .map(|n| Oid::parse(&format!("{n:02x}").repeat(20)).expect("hex"))
+        .collect();
+    let changes = every_change();
+    let mut window = Vec::new();
+    for commit in &commits {
+        let message = match u.int_in_range(0..=3u8)? {
+            0 => "outside bay\n".to_owned(),
+            1 => String::arbitrary(u)?,
+            _ => format!("merge\n\nChange-Id: {}\nBay-Op: x\n", u.choose(&changes)?),
+        };
+        window.push(RawStep {
+            oid: commit.clone(),
+            message,
+        });
+    }
+    let checks: Vec<PostCheck> = (0..u.int_in_range(1..=2u8)?)
+        .map(|n| PostCheck {
+            id: format!("post{n}"),
+            environment: "any".into(),
+            paths: (n == 1).then(|| vec!["src/**".to_owned()]),
+            producers: (n == 1).then(|| vec!["ci".to_owned()]),
+        })
+        .collect();
+    let verdicts = [
+        Verdict::Pass,
+        Verdict::ProductFailure,
+        Verdict::InfraFailure,
+        Verdict::Unknown,
+    ];
+    let mut lines = Vec::new();
+    for _ in 0..u.int_in_range(0..=12u8)? {
+        if u.ratio(1, 6)? {
+            lines.push(String::arbitrary(u)?);
+            continue;
+        }
+        let commit = if commits.is_empty() || u.ratio(1, 8)? {
+            oid(u)?
+        } else {
+            u.choose(&commits)?.clone()
+        };
+        let producer = word(u, &["ci", "other"])?;
+        lines.push(
+            PostRecord {
+                schema: crate::check::EvidenceSchema,
+                kind: word(u, &["check", "check", "review"])?,
+                id: PostRecord::id_of(&producer, &commit, &[], None),
+                producer,
+                check: word(u, &["post0", "post1", "pre"])?,
+                environment: word(u, &["any", "linux"])?,
+                verdict: *u.choose(&verdicts)?,
+                why: String::new(),
+                commit: commit.clone(),
+                tree: commit,
+                base_tree: None,
+                version: None,
+                inputs: Vec::new(),
+                trust: TRUST.into(),
+                at: EPOCH,
+            }
+            .to_json(),
+        );
+    }
+    let limit = u.int_in_range(1..=10u32)?;
+    let judged = Red::judge(&checks, &window, &lines, limit);
+    assert_eq!(
+        judged,
+        Red::judge(&checks, &window, &lines, limit),
+        "deterministic"
+    );
+    let records: Vec<PostRecord> = lines
+        .iter()
+        .filter_map(|line| PostRecord::from_json(line))
+        .collect();
+    for red in &judged.red {
+        assert!(
+            commits.contains(&red.first_failure),
+            "red names a merge of the window"
+        );
+        assert!(
+            records.iter().any(|r| r.commit == red.first_failure
+                && r.check == red.check.id
+                && r.verdict == Verdict::ProductFailure),
+            "red rests on a failure recorded on the merge it names"
+        );
+        assert!(
+            !judged.pending.iter().any(|p| p.check == red.check),
+            "a check is red or pending, never both"
+        );
+        let (_, owner) = red.owner();
+        if let Some(owner) = owner {
+            let every = vec![String::from("src/a.rs"), String::from("docs/b.md")];
+            assert!(
+                !judged
+                    .blocking(&every, std::slice::from_ref(&owner))
+                    .iter()
+                    .any(|blocking| blocking.check == red.check),
+                "the owner's fix is never blocked by its own red"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ pub mod paths;
 pub mod policy;
 pub mod reason;
 pub mod record;
+pub mod red;
 pub mod report;
 pub mod result;
 pub mod save;

@@ -70,6 +70,19 @@ pub fn pairs(commit: &Oid, message: &str) -> Vec<Pair> {
         .collect()
 }
 
+/// The change a commit merged, by its one `Change-Id:` trailer; `None` for a commit outside
+/// bay (none, or more than one).
+pub fn change_of(message: &str) -> Option<ChangeId> {
+    let mut ids = trailer_block(message)
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(key, _)| key.trim() == "Change-Id")
+        .map(|(_, value)| value.trim());
+    match (ids.next(), ids.next()) {
+        (Some(id), None) => ChangeId::parse(id).ok(),
+        _ => None,
+    }
+}
+
 /// The last paragraph of a message, where Git keeps trailers; nothing for a one-paragraph
 /// message, whose only paragraph is its subject.
 fn trailer_block(message: &str) -> impl Iterator<Item = &str> {

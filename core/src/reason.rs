@@ -69,6 +69,7 @@ pub enum ReasonCode {
     DependencyPending,
     DependencyAbandoned,
     PathsUndeclared,
+    MainRed,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -91,7 +92,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 27] = [
+    pub const ALL: [ReasonCode; 28] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -119,6 +120,7 @@ impl ReasonCode {
         ReasonCode::DependencyPending,
         ReasonCode::DependencyAbandoned,
         ReasonCode::PathsUndeclared,
+        ReasonCode::MainRed,
     ];
 
     /// The code as it appears in a result.
@@ -151,6 +153,7 @@ impl ReasonCode {
             ReasonCode::DependencyPending => "DEPENDENCY_PENDING",
             ReasonCode::DependencyAbandoned => "DEPENDENCY_ABANDONED",
             ReasonCode::PathsUndeclared => "PATHS_UNDECLARED",
+            ReasonCode::MainRed => "MAIN_RED",
         }
     }
 
@@ -513,6 +516,18 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     path in `detail.uncovered`; for a save, `bay abandon` the open change first.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::MainRed,
+        meaning: "A post check failed on main, on paths this change touches. `detail.red` names \
+                  each red check and the merge that owns it, and `detail.owners` those changes. \
+                  A fix, an undo or a supersede of the owner is never refused this.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Repair, Wait],
+        retry_when: "main_green",
+        next_step: "Wait for the owner's fix to the red paths and then `bay merge` again, or \
+                    fix it yourself with `bay start <intent> --fixes <owner>`.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -550,6 +565,7 @@ mod tests {
             ReasonCode::DependencyPending => 24,
             ReasonCode::DependencyAbandoned => 25,
             ReasonCode::PathsUndeclared => 26,
+            ReasonCode::MainRed => 27,
         }
     }
 

@@ -177,6 +177,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              them too, then run the command again.",
             quoted(names(detail, "uncovered"))
         ),
+        ReasonCode::MainRed => format!(
+            "A check that runs after changes go in found a problem on main, in files this change touches{}; \
+             wait for that to be fixed and send this change again, or fix it yourself.",
+            quoted(names(detail, "owners"))
+        ),
     }
 }
 

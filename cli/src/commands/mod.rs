@@ -3,6 +3,7 @@
 
 mod abandon;
 mod demo;
+mod evidence;
 mod help;
 mod merge;
 mod plugin;
@@ -43,6 +44,8 @@ pub enum Command {
     Runner(runner::Args),
     /// Test a check command against bay's contract cases; it changes nothing.
     Plugin(plugin::Args),
+    /// Record evidence as a producer outside bay, such as a post check's answer.
+    Evidence(evidence::Args),
     /// Every command, flag and reason code; with --json, the whole contract.
     Help(help::Args),
     /// Run bay on a throwaway remote: two agents, one runner, a real check.
@@ -50,7 +53,7 @@ pub enum Command {
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 10] = [
+pub const WRITES: [(&str, &str, &str); 11] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -91,6 +94,11 @@ pub const WRITES: [(&str, &str, &str); 10] = [
         "test: a scratch repository in a temporary folder, removed when it ends",
         "your files; anything bay keeps in the project's history",
     ),
+    (
+        "evidence",
+        "record: one record per named commit in this producer's notes ref on the remote, refs/notes/bay/evidence/<producer>",
+        "your files; main; any record already written",
+    ),
     ("help", "nothing", "anything"),
     (
         "demo",
@@ -114,6 +122,7 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Status(args) => status::run(cli, args),
         Command::Runner(args) => runner::run(cli, args),
         Command::Plugin(args) => plugin::run(cli, args),
+        Command::Evidence(args) => evidence::run(cli, args),
         Command::Help(args) => help::run(args),
         Command::Demo(args) => demo::run(cli, args),
     }

@@ -58,6 +58,7 @@ pub fn runner_config(
     cfg.progress_ms = config.runner.progress_s().saturating_mul(1000);
     cfg.parallel_checks = config.runner.parallel_checks;
     cfg.evidence_reuse = config.evidence_reuse;
+    cfg.red_window = config.red_window();
     cfg.interval_ms = interval_s.max(1).saturating_mul(1000);
     cfg.trailers = config.trailers.clone();
     cfg.environments = served_environments(context);

@@ -16,6 +16,7 @@
 
 pub mod abandon;
 mod agent;
+pub mod evidence;
 mod io;
 pub mod lineage;
 pub mod merge;

@@ -950,6 +950,7 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::ChainsRead(Err(f))
         | Completion::FileRead(Err(f))
         | Completion::StatsRead(Err(f))
+        | Completion::NotesRead(Err(f))
         | Completion::LogRead(Err(f))
         | Completion::MergeTested(Err(f))
         | Completion::MergeBaseFound(Err(f))

@@ -7,12 +7,14 @@ use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
 use super::{Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, RawStep, Refs};
+use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::git::refs;
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
+use crate::red::PostCheck;
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -40,6 +42,21 @@ enum Purpose {
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
+    /// Main's post checks, its red window, the evidence, the window and the notes on it: what
+    /// `detail.red` needs, for the result made so far.
+    RedPolicy(Box<BayResult>),
+    RedConfig(Box<Red>),
+    RedEvidence(Box<Red>, FetchSpec),
+    RedWindow(Box<Red>),
+    RedNotes(Box<Red>, Vec<RawStep>),
+}
+
+/// A result on its way to `detail.red`, with what is read so far.
+#[derive(Clone, Debug)]
+struct Red {
+    result: BayResult,
+    checks: Vec<PostCheck>,
+    window: u32,
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -75,7 +92,21 @@ impl Status {
         status
     }
 
+    /// Adds what main's post checks say (`detail.red`, `detail.red_pending`), then ends.
     fn finish(&mut self, result: BayResult) {
+        match self.remote.get(&refs::main(&self.input.main)).cloned() {
+            Some(commit) => {
+                let read = Action::ReadFile {
+                    commit,
+                    path: POLICY_PATH.into(),
+                };
+                self.out.send(read, Purpose::RedPolicy(Box::new(result)));
+            }
+            None => self.conclude(result),
+        }
+    }
+
+    fn conclude(&mut self, result: BayResult) {
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
         self.outcome = Some(report::with_main(result, main.as_ref()));
         self.out.forget_all();
@@ -83,7 +114,92 @@ impl Status {
 
     fn fail(&mut self, why: String) {
         let change = self.input.change.clone();
-        self.finish(report::failed(why, change.as_ref()));
+        self.conclude(report::failed(why, change.as_ref()));
+    }
+
+    /// A policy without post checks, or none that parses, has no red to show.
+    fn on_red_policy(&mut self, result: BayResult, bytes: Option<Vec<u8>>) {
+        let checks = bytes
+            .and_then(|bytes| parse_policy(&bytes).ok())
+            .map(|policy| PostCheck::of(&policy))
+            .unwrap_or_default();
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        match (checks.is_empty(), main) {
+            (false, Some(commit)) => {
+                let red = Red {
+                    result,
+                    checks,
+                    window: crate::red::DEFAULT_WINDOW,
+                };
+                let read = Action::ReadFile {
+                    commit,
+                    path: CONFIG_PATH.into(),
+                };
+                self.out.send(read, Purpose::RedConfig(Box::new(red)));
+            }
+            _ => self.conclude(result),
+        }
+    }
+
+    fn on_red_config(&mut self, mut red: Red, bytes: Option<Vec<u8>>) {
+        if let Ok(config) = Config::at_main(bytes.as_deref()) {
+            red.window = config.red_window();
+        }
+        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string()]);
+        self.out.send(
+            Action::Fetch(spec.clone()),
+            Purpose::RedEvidence(Box::new(red), spec),
+        );
+    }
+
+    fn on_red_evidence(&mut self, red: Red, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        let read = Action::ReadLog {
+            range: self
+                .remote
+                .get(&refs::main(&self.input.main))
+                .map(|main| main.as_str().to_owned()),
+            limit: red.window,
+        };
+        self.out.send(read, Purpose::RedWindow(Box::new(red)));
+    }
+
+    fn on_red_window(&mut self, red: Red, window: Vec<RawStep>) {
+        let notes: Vec<_> = self
+            .remote
+            .iter()
+            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+            .map(|(_, tip)| tip.clone())
+            .collect();
+        if notes.is_empty() {
+            return self.on_red_notes(red, &window, Vec::new());
+        }
+        let objects = window.iter().map(|raw| raw.oid.clone()).collect();
+        self.out.send(
+            Action::ReadNotes { notes, objects },
+            Purpose::RedNotes(Box::new(red), window),
+        );
+    }
+
+    fn on_red_notes(&mut self, red: Red, window: &[RawStep], lines: Vec<String>) {
+        let judged = crate::red::Red::judge(&red.checks, window, &lines, red.window);
+        let (reds, pending) = judged.detail();
+        let mut result = red.result;
+        result.detail.insert("red".into(), reds);
+        result.detail.insert("red_pending".into(), pending);
+        result
+            .detail
+            .insert("trust".into(), Value::from(crate::red::TRUST));
+        self.conclude(result);
+    }
+
+    /// Red that cannot be read is said so, never shown as green.
+    fn red_unread(&mut self, red: Red, fault: Fault) {
+        let mut result = red.result;
+        result
+            .detail
+            .insert("red".into(), serde_json::json!({ "unread": fault.0 }));
+        self.conclude(result);
     }
 
     fn on_fetched(&mut self, remote: Refs) {
@@ -316,6 +432,31 @@ impl Status {
             (Purpose::TestMerge(result), Completion::MergeTested(tested)) => {
                 self.on_tested(*result, tested)
             }
+            (Purpose::RedPolicy(result), Completion::FileRead(read)) => match read {
+                Ok(bytes) => self.on_red_policy(*result, bytes),
+                Err(fault) => {
+                    let mut result = *result;
+                    result
+                        .detail
+                        .insert("red".into(), serde_json::json!({ "unread": fault.0 }));
+                    self.conclude(result);
+                }
+            },
+            (Purpose::RedConfig(red), Completion::FileRead(read)) => {
+                self.on_red_config(*red, read.ok().flatten())
+            }
+            (Purpose::RedEvidence(red, spec), Completion::Fetched(fetched)) => match fetched {
+                Ok(fetched) => self.on_red_evidence(*red, spec, fetched),
+                Err(fault) => self.red_unread(*red, fault),
+            },
+            (Purpose::RedWindow(red), Completion::LogRead(window)) => match window {
+                Ok(window) => self.on_red_window(*red, window),
+                Err(fault) => self.red_unread(*red, fault),
+            },
+            (Purpose::RedNotes(red, window), Completion::NotesRead(lines)) => match lines {
+                Ok(lines) => self.on_red_notes(*red, &window, lines),
+                Err(fault) => self.red_unread(*red, fault),
+            },
             (_, completion) => return Some(completion),
         }
         None

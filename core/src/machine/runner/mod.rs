@@ -20,6 +20,7 @@ mod checks;
 pub mod deps;
 mod hold;
 mod pass;
+mod red;
 mod work;
 
 #[cfg(feature = "mutants")]
@@ -82,6 +83,9 @@ pub struct RunnerConfig {
     /// inputs, where the policy at the base allows it (`reuse_unsigned`).
     #[serde(default)]
     pub evidence_reuse: bool,
+    /// `[red] window`: how many first-parent main commits judge a red main.
+    #[serde(default = "red_window")]
+    pub red_window: u32,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -112,6 +116,7 @@ impl RunnerConfig {
             progress_ms: default_progress_ms(),
             parallel_checks: 1,
             evidence_reuse: false,
+            red_window: red_window(),
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,
@@ -124,6 +129,10 @@ impl RunnerConfig {
 
 fn one() -> u32 {
     1
+}
+
+fn red_window() -> u32 {
+    crate::red::DEFAULT_WINDOW
 }
 
 /// The spec's default deadline: a 30-minute budget and a 60-second window.

@@ -33,6 +33,12 @@ pub(super) enum Purpose {
     /// The measures of a built candidate, judged by the base's `[limits]` before the
     /// candidate becomes the work's.
     Stats(Built),
+    /// The evidence notes a red judgement reads, fetched afresh, for a built candidate.
+    RedEvidence(Built, FetchSpec),
+    /// The window of main a red judgement reads.
+    RedWindow(Built),
+    /// The evidence on that window.
+    RedNotes(Built, Vec<crate::machine::RawStep>),
     /// The candidate's own policy, for a change that alters the checks.
     ReadOwnPolicy,
     /// The evidence on the candidate, for passes to reuse.
@@ -699,6 +705,15 @@ impl Runner {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
             (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
             (Purpose::Stats(built), Completion::StatsRead(result)) => self.on_stats(built, result),
+            (Purpose::RedEvidence(built, spec), Completion::Fetched(result)) => {
+                self.on_red_evidence(built, spec, result)
+            }
+            (Purpose::RedWindow(built), Completion::LogRead(result)) => {
+                self.on_red_window(built, result)
+            }
+            (Purpose::RedNotes(built, window), Completion::NotesRead(result)) => {
+                self.on_red_notes(built, window, result)
+            }
             (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => self.on_own_policy(result),
             (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
@@ -849,7 +864,7 @@ impl Runner {
                 #[cfg(feature = "mutants")]
                 let unmeasured = unmeasured || self.mutant_ignores_limits();
                 if unmeasured {
-                    return self.accept(built);
+                    return self.judge_red(built);
                 }
                 // The caps of the policy at the base judge the candidate against that base,
                 // before any check runs; a policy without caps costs no measuring.
@@ -880,13 +895,13 @@ impl Runner {
                 Some(ReasonCode::ChangeTooLarge),
                 too_large.detail(),
             ),
-            None => self.accept(built),
+            None => self.judge_red(built),
         }
     }
 
     /// Takes a candidate within the caps as the work's, then reads its own policy when it
     /// changes the checks, or plans at once.
-    fn accept(&mut self, built: Built) {
+    pub(super) fn accept(&mut self, built: Built) {
         let work = self.work_mut();
         let policy = work
             .policy
