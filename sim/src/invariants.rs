@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S10, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S11, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -11,9 +11,11 @@ use bay_core::check::plan;
 use bay_core::config::{CONFIG_PATH, Config, hold_on};
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
+use bay_core::machine::RawStep;
 use bay_core::policy::Policy;
 use bay_core::reason::ReasonCode;
 use bay_core::record::{ChangeRecord, Operation, Step, StepBody};
+use bay_core::red::{DEFAULT_WINDOW, PostCheck, Red};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
 
@@ -56,6 +58,10 @@ pub enum Invariant {
     /// S10: a dependent never merges before what it names: each change named by `--after`
     /// has merged, or ended `no_effect`, when the dependent lands.
     AfterItsDependencies,
+    /// S11: a red main takes no change on its red paths but the owner's fixes, undos and
+    /// supersedes: no bay merge changes a path of a post check that the records on its base's
+    /// window call red, unless its change names the owner.
+    RedTakesOwnersFixes,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -73,6 +79,7 @@ impl Invariant {
             Invariant::UndoReverses => "S8",
             Invariant::HeldTakesFixes => "S9",
             Invariant::AfterItsDependencies => "S10",
+            Invariant::RedTakesOwnersFixes => "S11",
             Invariant::Liveness => "L",
         }
     }
@@ -114,6 +121,12 @@ pub struct Checker {
     merged_at: BTreeMap<ChangeId, u64>,
     /// From when main was held, and from when it was not, as main moved.
     held_since: Vec<(u64, bool)>,
+    /// When each post check record went up, in order.
+    post_records: Vec<u64>,
+    /// Merges S11 judged onto a main with red post checks, and those it could not judge
+    /// because a record arrived while their operation was in flight.
+    pub red_merges: u64,
+    pub red_unjudged: u64,
 }
 
 impl Checker {
@@ -131,6 +144,9 @@ impl Checker {
             held_merges: 0,
             claimed_at: BTreeMap::new(),
             merged_at: BTreeMap::new(),
+            post_records: Vec::new(),
+            red_merges: 0,
+            red_unjudged: 0,
             held_since: Vec::new(),
         }
     }
@@ -255,6 +271,10 @@ impl Checker {
             );
         }
         let Some(commit) = store.get(new) else { return };
+        // Every move of main says whether it is held from now on, a person's push included:
+        // a hold put in outside bay is one a runner may pass operations over for (S7).
+        let held = held_at(store, old, at);
+        self.held_since.push((at, held_at(store, new, at)));
         let Some((change, op)) = bay_trailers(&commit.message) else {
             return; // a commit from outside bay
         };
@@ -270,13 +290,12 @@ impl Checker {
                 ),
             );
         }
-        let held = held_at(store, old, at);
         self.merged_at.insert(change.clone(), at);
-        self.held_since.push((at, held_at(store, new, at)));
         self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
         self.check_order(at, &op);
         self.check_undo(at, store, remote, &change, old, new);
         self.check_hold(at, &change, held);
+        self.check_red(at, store, remote, notes, &change, &op, old, new);
         self.check_dependencies(at, remote, &change);
     }
 
@@ -314,6 +333,102 @@ impl Checker {
             .get(change)
             .and_then(|chain| chain.record.as_ref())
             .map(ChangeRecord::fixes_or_undoes)
+    }
+
+    /// A post check record went up at `at`.
+    pub fn post_recorded(&mut self, at: u64) {
+        self.post_records.push(at);
+    }
+
+    /// S11: no post check the records on the base's window call red covers a path the merge
+    /// changes, unless the change fixes, undoes or supersedes its owner. The runner judges red
+    /// after the request, so only records that went up before it count; a merge whose
+    /// operation saw a record arrive in flight is left unjudged, since a later record may
+    /// have cleared the red the runner then read.
+    #[allow(clippy::too_many_arguments)]
+    fn check_red(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        notes: &NotesLog,
+        change: &ChangeId,
+        op: &OpId,
+        old: &Oid,
+        new: &Oid,
+    ) {
+        let Some(policy) = store
+            .read(old, plan::POLICY_PATH)
+            .and_then(|text| Policy::parse(text).ok())
+        else {
+            return;
+        };
+        let checks = PostCheck::of(&policy);
+        if checks.is_empty() {
+            return;
+        }
+        let requested = self.submitted.get(op).copied().unwrap_or(0);
+        if self.post_records.iter().any(|t| *t > requested && *t <= at) {
+            self.red_unjudged += 1;
+            return;
+        }
+        let mut window = Vec::new();
+        let mut next = Some(old.clone());
+        while let Some(commit) = next.filter(|_| window.len() < DEFAULT_WINDOW as usize) {
+            let Some(read) = store.get(&commit) else {
+                break;
+            };
+            next = read.parents.first().cloned();
+            window.push(RawStep {
+                oid: commit,
+                message: read.message.to_string(),
+            });
+        }
+        let lines: Vec<String> = remote
+            .refs
+            .iter()
+            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+            .flat_map(|(_, tip)| {
+                window
+                    .iter()
+                    .flat_map(|raw| notes.records(tip, &raw.oid))
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let red = Red::judge(&checks, &window, &lines, DEFAULT_WINDOW);
+        if red.red.is_empty() {
+            return;
+        }
+        self.red_merges += 1;
+        let changed: Vec<String> = store
+            .stats(old, new)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|stat| stat.path)
+            .collect();
+        let exempt: Vec<ChangeId> = self
+            .chains
+            .get(change)
+            .and_then(|chain| chain.record.as_ref())
+            .map(|r| {
+                [&r.fixes, &r.reverts, &r.supersedes]
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(blocking) = red.blocking(&changed, &exempt).first() {
+            self.violate(
+                Invariant::RedTakesOwnersFixes,
+                at,
+                format!(
+                    "{change} merged onto a main where {} is red on paths it changes ({changed:?})",
+                    blocking.check.id
+                ),
+            );
+        }
     }
 
     /// S9: the config at the merge's base holds main, and the change neither fixes nor undoes

@@ -253,6 +253,7 @@ fn summarize(
     let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut red: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut held_merges, mut dependency_waits) = (0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
@@ -274,6 +275,9 @@ fn summarize(
                 }
                 for (what, n) in &report.undos {
                     *undos.entry(what).or_insert(0) += n;
+                }
+                for (what, n) in &report.red {
+                    *red.entry(what).or_insert(0) += n;
                 }
                 held_merges += report.held_merges;
                 dependency_waits += report.dependency_waits;
@@ -321,6 +325,7 @@ fn summarize(
             "submit_refusals": submit_refusals,
             "undos": undos,
             "held_merges": held_merges,
+            "red": red,
             "dependency_waits": dependency_waits,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
@@ -360,6 +365,8 @@ fn summarize(
             .map(|(what, n)| format!("{what} {n}"))
             .collect();
         println!("undos: {}", undos.join(", "));
+        let red: Vec<String> = red.iter().map(|(what, n)| format!("{what} {n}")).collect();
+        println!("red main: {}", red.join(", "));
         println!(
             "holds and dependencies: {held_merges} merges of fixes and undos onto a held main, \
              {dependency_waits} dependents left waiting on an open change"

@@ -8,13 +8,17 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
+use bay_core::check::Verdict as CheckVerdict;
 use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::{CONFIG_PATH, Trailers};
-use bay_core::git::refs;
+use bay_core::git::{Oid, refs};
+use bay_core::machine::evidence::{Merged, RecordEvidence, RecordInput};
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, Fault, Machine, PushOutcome, PushPlan, PushReport,
 };
+use bay_core::policy::Policy;
+use bay_core::red::PostCheck;
 use bay_core::time::Timestamp;
 
 use crate::agent::{Agent, Cmd};
@@ -180,6 +184,8 @@ enum Ev {
         host: usize,
     },
     OutsidePush,
+    /// A producer outside bay answers main's post check on main's tip.
+    PostAnswer,
     Heal,
 }
 
@@ -237,6 +243,9 @@ pub struct RunReport {
     pub undos: BTreeMap<&'static str, u64>,
     /// Merges of fixes and undos S9 saw land on a held main.
     pub held_merges: u64,
+    /// Post check answers recorded, how many failed, merges S11 judged onto a red main, and
+    /// merges it left unjudged because an answer arrived while their operation was in flight.
+    pub red: BTreeMap<&'static str, u64>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     pub merged: u64,
@@ -263,6 +272,10 @@ pub struct World {
     net_rng: Rng,
     check_rng: Rng,
     fault_rng: Rng,
+    /// The producer of post check answers: its own stream, so other draws stay as they were.
+    post_rng: Rng,
+    /// Post check answers recorded, and failed ones.
+    post_answers: BTreeMap<&'static str, u64>,
     pub trace: Trace,
     scenario: Scenario,
     /// Tasks not yet taken by an agent.
@@ -303,6 +316,9 @@ impl World {
             net_rng: rng.split(2),
             check_rng: rng.split(3),
             fault_rng: rng.split(4),
+            // Seeded apart from `rng`, so adding it changed no other draw of any seed.
+            post_rng: Rng::new(seed ^ 0x706f_7374_5f63_6921),
+            post_answers: BTreeMap::new(),
             rng,
             trace: Trace::new(scenario.full_trace),
             tasks_left: scenario.changes,
@@ -347,7 +363,7 @@ impl World {
             .git
             .store
             .commit(tree, Vec::new(), "The first version\n");
-        self.git.remote.refs.insert(refs::main(MAIN), root);
+        self.git.remote.refs.insert(refs::main(MAIN), root.clone());
 
         let drift = self.mix.has(FaultClass::Clock);
         for n in 0..self.scenario.runners {
@@ -395,6 +411,10 @@ impl World {
             let at = self.fault_rng.range(10_000, 60_000);
             self.at(at, Ev::OutsidePush);
         }
+        if !self.post_checks(&root).is_empty() {
+            let at = self.post_rng.range(20_000, 60_000);
+            self.at(at, Ev::PostAnswer);
+        }
         self.at(FAULT_PHASE_MS, Ev::Heal);
     }
 
@@ -439,7 +459,7 @@ impl World {
             60..=69 => policy(
                 &[
                     check("unit", "retry_on_failure = 2\nallow_flaky = true"),
-                    check("deploy", "stage = \"post\""),
+                    check("deploy", "stage = \"post\"\nwhen_paths = [\"src/\"]"),
                 ],
                 "",
             ),
@@ -563,6 +583,12 @@ impl World {
                 undos
             },
             held_merges: self.checker.held_merges,
+            red: {
+                let mut red = self.post_answers;
+                red.insert("merged onto red", self.checker.red_merges);
+                red.insert("unjudged", self.checker.red_unjudged);
+                red
+            },
             dependency_waits: waiting,
             virtual_ms: self.t,
             events: self.events,
@@ -595,6 +621,7 @@ impl World {
             Ev::Partition { host } => self.partition(host),
             Ev::ClockJump { host } => self.clock_jump(host),
             Ev::OutsidePush => self.outside_push(),
+            Ev::PostAnswer => self.post_answer(),
             Ev::Heal => self.heal(),
         }
     }
@@ -1090,6 +1117,80 @@ impl World {
                 )
             }
         }
+    }
+
+    /// The post checks of the policy at `main`.
+    fn post_checks(&self, main: &Oid) -> Vec<PostCheck> {
+        self.git
+            .store
+            .read(main, POLICY_PATH)
+            .and_then(|text| Policy::parse(text).ok())
+            .map(|policy| PostCheck::of(&policy))
+            .unwrap_or_default()
+    }
+
+    /// A producer outside bay runs main's post check on main's tip and records its answer with
+    /// the `bay evidence record` machine: a failure now and then, which turns main red on the
+    /// check's paths until a pass on a newer merge, or a fix, undo or supersede of the owner.
+    fn post_answer(&mut self) {
+        if self.healed {
+            return;
+        }
+        let main = self.git.remote.get(&refs::main(MAIN)).cloned();
+        let checks = main
+            .as_ref()
+            .map(|main| self.post_checks(main))
+            .unwrap_or_default();
+        let commit = main
+            .as_ref()
+            .and_then(|main| self.git.store.get(main))
+            .cloned();
+        if let (Some(main), Some(check), Some(commit)) = (main, checks.first(), commit) {
+            let failed = self.post_rng.chance(300);
+            let base_tree = commit
+                .parents
+                .first()
+                .and_then(|parent| self.git.store.get(parent))
+                .map(|parent| parent.tree.clone());
+            let input = RecordInput {
+                main: MAIN.into(),
+                producer: "post-ci".into(),
+                check: check.id.clone(),
+                environment: check.environment.clone(),
+                verdict: if failed {
+                    CheckVerdict::ProductFailure
+                } else {
+                    CheckVerdict::Pass
+                },
+                why: String::new(),
+                version: None,
+                inputs: Vec::new(),
+                commits: vec![Merged {
+                    commit: main,
+                    tree: commit.tree.clone(),
+                    base_tree,
+                }],
+            };
+            let mut machine = RecordEvidence::new(input, Timestamp(self.t));
+            self.git
+                .run_command(&mut machine, &mut BTreeMap::new(), Timestamp(self.t));
+            let recorded = machine
+                .outcome()
+                .and_then(|result| result.detail.get("recorded"))
+                .and_then(|ids| ids.as_array())
+                .is_some_and(|ids| !ids.is_empty());
+            if recorded {
+                self.checker.post_recorded(self.t);
+                *self.post_answers.entry("answers").or_insert(0) += 1;
+                if failed {
+                    *self.post_answers.entry("failures").or_insert(0) += 1;
+                }
+                self.trace
+                    .note(self.t, usize::MAX, "post-answer", u64::from(failed));
+            }
+        }
+        let next = self.post_rng.range(15_000, 60_000);
+        self.after(next, Ev::PostAnswer);
     }
 
     /// Whether main's config at `main` holds main, as a person left it.

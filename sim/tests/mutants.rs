@@ -128,6 +128,13 @@ mutant_test!(
     [OutsidePush]
 );
 mutant_test!(
+    ignored_red_breaks_s11,
+    Mutant::IgnoreRed,
+    Invariant::RedTakesOwnersFixes,
+    1_000,
+    []
+);
+mutant_test!(
     ignored_dependencies_break_s10,
     Mutant::IgnoreDependencies,
     Invariant::AfterItsDependencies,

@@ -42,6 +42,8 @@ pub enum Mutant {
     IgnoreHolds,
     /// S10: takes every change named by `--after` as merged.
     IgnoreDependencies,
+    /// S11: never judges red, so a change on a red post check's paths merges.
+    IgnoreRed,
     /// S8: builds the candidate with current main as the merge base, so the draft's tree is
     /// taken whole and whatever main gained since the draft's base is lost (for an undo: its
     /// merge changes more than the undone merge touched).
@@ -110,6 +112,10 @@ impl Runner {
 
     pub(super) fn mutant_ignores_dependencies(&self) -> bool {
         self.mutant_is(Mutant::IgnoreDependencies)
+    }
+
+    pub(super) fn mutant_ignores_red(&self) -> bool {
+        self.mutant_is(Mutant::IgnoreRed)
     }
 
     pub(super) fn mutant_ignores_holds(&self) -> bool {
