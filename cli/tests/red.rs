@@ -83,6 +83,7 @@ fn a_red_post_check_blocks_a_change_on_its_paths_and_lets_the_owners_fix_through
     record(&ci, &first, "pass");
     let (owner, merged) = merge_here(&world, "ann", "new greeting", "src/greeting.txt", &[]);
     assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+    assert_eq!(merged.doc["detail"]["trust"], "unsigned", "{merged:?}");
     let broken = main_tip(&world);
     let recorded = record(&ci, &broken, "product_failure");
     assert_eq!(recorded.doc["detail"]["trust"], "unsigned");

@@ -593,7 +593,7 @@ impl Runner {
                 op: work.op.clone(),
                 state: end.state,
                 reason: end.reason,
-                detail: end.detail.clone(),
+                detail: with_trust(end.detail.clone(), end.reason),
             },
         ));
     }
@@ -1279,7 +1279,21 @@ fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
             gaps.extend(work.gaps.iter().cloned());
         }
     }
+    detail.insert("trust".into(), serde_json::json!(crate::red::TRUST));
     serde_json::Value::Object(detail)
+}
+
+/// A check refusal says how far its evidence is trusted, as a merge does: `unsigned` while
+/// bay has no key registry.
+fn with_trust(mut detail: serde_json::Value, reason: Option<ReasonCode>) -> serde_json::Value {
+    let check = matches!(
+        reason,
+        Some(ReasonCode::CheckFailed | ReasonCode::CheckUnknown | ReasonCode::CheckFlaky)
+    );
+    if let (true, serde_json::Value::Object(map)) = (check, &mut detail) {
+        map.insert("trust".into(), serde_json::json!(crate::red::TRUST));
+    }
+    detail
 }
 
 /// The last step commit a push wrote, if it wrote any.
