@@ -64,6 +64,10 @@ impl Execute for Local {
                 paths,
                 draft,
             } => Completion::ViewMade(self.views.make(&change, &paths, &draft)),
+            Action::InspectViews { changes } => {
+                Completion::ViewsInspected(self.views.inspect(&changes))
+            }
+            Action::ReleaseView { change } => Completion::ViewReleased(self.views.release(&change)),
             other => self
                 .repo
                 .execute(&other)

@@ -2,8 +2,12 @@
 //! whose declared paths overlap it (`detail.overlaps`) and, when it picks a change up again,
 //! the main commits it missed (`detail.behind`); at `bay status`, a conflict with main found
 //! before the operation reaches the head (`operation.conflict`). None of them refuses anything.
+//! A start also releases clean views of changes that ended past the retention window
+//! (`detail.released_views`).
 
 mod support;
+
+use std::time::Duration;
 
 use support::*;
 
@@ -71,4 +75,67 @@ fn a_queued_change_that_conflicts_with_main_says_so_before_it_reaches_the_head()
         status.doc["detail"]["operation"]["conflict"].is_null(),
         "{status:?}"
     );
+}
+
+/// A start releases this machine's clean views of changes that ended `[retention] window_s` ago
+/// or more, and names them; a view with work in it stays, and so does every view of a change
+/// that ended more recently.
+#[test]
+fn a_start_releases_clean_views_of_changes_that_ended_past_the_retention_window() {
+    let config = format!("{CONFIG}\n[retention]\nwindow_s = 1\n");
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("src/other.txt", "Other\n", false),
+        ("docs/readme.md", "Read me\n", false),
+        (".bay/config.toml", &config, false),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", CHECK, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (done, done_view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
+    assert_eq!(
+        bay(&done_view, "ann", &["merge", "--wait"]).doc["decision"],
+        "merged"
+    );
+    let (kept, kept_view) = world.edited(&ann, "ann", "other", "src/other.txt", "More\n", &[]);
+    assert_eq!(
+        bay(&kept_view, "ann", &["merge", "--wait"]).doc["decision"],
+        "merged"
+    );
+    // Work left in an ended change's view keeps it.
+    write(&kept_view, "src/other.txt", "Even more\n");
+    let first = bay(&ann, "ann", &["start", "docs", "--paths", "docs/"]);
+    let open = first.doc["change"].as_str().expect("a change").to_owned();
+    // Once the window has passed, a start releases the clean view and names it.
+    let mut released = first.doc["detail"]["released_views"].clone();
+    wait_until(
+        Duration::from_secs(20),
+        "the retention window to pass",
+        || {
+            if released != serde_json::json!([]) {
+                return true;
+            }
+            let start = bay(&ann, "ann", &["start", &open]);
+            assert_eq!(start.code, 0, "{start:?}");
+            released = start.doc["detail"]["released_views"].clone();
+            false
+        },
+    );
+    assert_eq!(released, serde_json::json!([done]));
+    assert!(!done_view.exists(), "the released view is gone");
+    assert!(kept_view.exists(), "a view with work in it stays ({kept})");
+}
+
+#[test]
+fn a_view_of_a_change_that_ended_within_the_window_stays() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let (_, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
+    assert_eq!(
+        bay(&view, "ann", &["merge", "--wait"]).doc["decision"],
+        "merged"
+    );
+    let start = bay(&ann, "ann", &["start", "next", "--paths", "docs/"]);
+    assert_eq!(start.doc["detail"]["released_views"], serde_json::json!([]));
+    assert!(view.exists(), "a week has not passed");
 }

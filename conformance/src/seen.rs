@@ -78,6 +78,8 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::DraftFrozen(r) => r.is_err(),
         Completion::DraftRefreshed(r) => r.is_err(),
         Completion::ViewMade(r) => r.is_err(),
+        Completion::ViewsInspected(r) => r.is_err(),
+        Completion::ViewReleased(r) => r.is_err(),
         Completion::Pushed(_) | Completion::CheckExited(_) => false,
     };
     failed.then_some("fault")

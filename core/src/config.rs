@@ -20,7 +20,7 @@ use crate::time::Timestamp;
 use crate::toml_doc::{Document, Located, NotYet, Table, TomlError, show_value};
 
 /// The parts of the config that bay acts on, with every default filled in.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Config {
     /// The branch bay serves; it must match the clone's own setting, so bay never follows it.
     pub main: Option<String>,
@@ -35,6 +35,24 @@ pub struct Config {
     pub holds: Vec<Hold>,
     /// `[red] window`, when set: how many first-parent main commits a red judgement reads.
     pub red_window: Option<u32>,
+    /// `[retention] window_s`: how long an ended change keeps its clean view.
+    pub retention_window_s: u64,
+}
+
+impl Default for Config {
+    /// What an empty config says.
+    fn default() -> Config {
+        Config {
+            main: None,
+            remote: None,
+            trailers: Trailers::default(),
+            runner: RunnerSettings::default(),
+            evidence_reuse: false,
+            holds: Vec::new(),
+            red_window: None,
+            retention_window_s: DEFAULT_RETENTION_WINDOW_S,
+        }
+    }
 }
 
 /// Where main keeps its config.
@@ -328,7 +346,8 @@ fn parse(text: &str) -> Result<Config, TomlError> {
     let retention_window = match root.table("retention")? {
         Some(mut table) => {
             let window = parse_retention(&mut table)?;
-            later.key(&root, "retention");
+            // Markers are never compacted yet: the budget is checked, then refused by name.
+            later.key(&table, "ref_budget");
             window
         }
         None => RetentionWindow {
@@ -360,6 +379,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         evidence_reuse: reuse,
         holds,
         red_window,
+        retention_window_s: retention_window.seconds,
     })
 }
 
@@ -1180,7 +1200,7 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "bisect_post in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
-                "retention in top level",
+                "ref_budget in [retention]",
                 "prune in [plugin]",
                 "target in top level",
                 "lane in top level",
@@ -1271,7 +1291,7 @@ execution_budget_s = 0
             (Some("view"), "top level", 1),
             "a whole table"
         );
-        for table in ["hooks", "view", "retention", "plugin"] {
+        for table in ["hooks", "view", "plugin"] {
             let error = validated(&format!("main = \"main\"\n\n[{table}]\n"));
             assert_eq!(
                 place(&error),
@@ -1616,6 +1636,17 @@ execution_budget_s = 0
             place(&refuse("[plugin]\nnotify = \"scripts/n\"\n")).0,
             Some("notify")
         );
+    }
+
+    #[test]
+    fn the_retention_window_is_read_and_the_ref_budget_refused_until_later() {
+        assert_eq!(accept("").retention_window_s, 604_800);
+        assert_eq!(
+            accept("[retention]\nwindow_s = 60\n").retention_window_s,
+            60
+        );
+        let error = validated("[retention]\nwindow_s = 60\nref_budget = 5\n");
+        assert_eq!(place(&error), (Some("ref_budget"), "[retention]", 3));
     }
 
     #[test]

@@ -1851,6 +1851,25 @@ impl Driver {
                     Vec::new()
                 })
             })?),
+            Action::InspectViews { changes } => {
+                Completion::ViewsInspected(maybe_fault(u, 16, |u| {
+                    let mut facts = Vec::new();
+                    for change in changes {
+                        if u.ratio(3, 4)? {
+                            facts.push(crate::machine::ViewFacts {
+                                change: change.clone(),
+                                head: if u.arbitrary()? { Some(oid(u)?) } else { None },
+                                clean: u.arbitrary()?,
+                                locked: u.ratio(1, 8)?,
+                            });
+                        }
+                    }
+                    Ok(facts)
+                })?)
+            }
+            Action::ReleaseView { .. } => {
+                Completion::ViewReleased(maybe_fault(u, 16, |u| u.arbitrary())?)
+            }
             Action::MergeBase { one, two } => {
                 Completion::MergeBaseFound(maybe_fault(u, 16, |u| {
                     Ok(match u.int_in_range(0..=3)? {

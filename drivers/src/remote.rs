@@ -152,7 +152,9 @@ impl Repo {
             Action::RunCheck(_)
             | Action::FreezeDraft { .. }
             | Action::RefreshDraft { .. }
-            | Action::MakeView { .. } => return None,
+            | Action::MakeView { .. }
+            | Action::InspectViews { .. }
+            | Action::ReleaseView { .. } => return None,
         })
     }
 

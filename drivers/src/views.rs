@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
-use bay_core::machine::{Fault, Refreshed};
+use bay_core::machine::{Fault, Refreshed, ViewFacts};
 
 use crate::git::Git;
 use crate::remote::merge_tree;
@@ -49,19 +49,20 @@ impl Views {
     /// A linked worktree's `.git` is a file naming its Git directory, which lies under the
     /// common directory's `worktrees/`: reading it costs no process.
     fn is_view(&self, dir: &Path) -> bool {
-        let Ok(text) = std::fs::read_to_string(dir.join(".git")) else {
-            return false;
-        };
-        let Some(gitdir) = text.trim().strip_prefix("gitdir: ") else {
-            return false;
-        };
-        let gitdir = Path::new(gitdir);
+        self.admin_dir(dir).is_some()
+    }
+
+    /// The worktree's own Git directory under the common directory's `worktrees/`, when
+    /// `dir` is a worktree of this clone.
+    fn admin_dir(&self, dir: &Path) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(dir.join(".git")).ok()?;
+        let gitdir = Path::new(text.trim().strip_prefix("gitdir: ")?);
         let gitdir = if gitdir.is_absolute() {
             gitdir.to_path_buf()
         } else {
             dir.join(gitdir)
         };
-        gitdir.parent() == Some(self.common_dir.join("worktrees").as_path())
+        (gitdir.parent() == Some(self.common_dir.join("worktrees").as_path())).then_some(gitdir)
     }
 
     /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
@@ -97,6 +98,62 @@ impl Views {
             .cmd(["reset", "--quiet", "--hard", draft.as_str()])
             .run()?;
         Ok(dir.to_string_lossy().into_owned())
+    }
+
+    /// The changes with a folder under this clone's views, by name; the folder may be no
+    /// valid view (`inspect` leaves those out).
+    pub fn listed(&self) -> Vec<ChangeId> {
+        let Ok(entries) = std::fs::read_dir(self.common_dir.join("bay").join("views")) else {
+            return Vec::new();
+        };
+        let mut changes: Vec<ChangeId> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| ChangeId::parse(&entry.file_name().to_string_lossy()).ok())
+            .collect();
+        changes.sort();
+        changes
+    }
+
+    /// What each valid view of `changes` holds: its `HEAD`, whether `git status` sees edits or
+    /// untracked files (ignored files are not work), and whether its worktree is locked.
+    pub fn inspect(&self, changes: &[ChangeId]) -> Result<Vec<ViewFacts>, Fault> {
+        let mut facts = Vec::new();
+        for change in changes {
+            let dir = self.dir(change);
+            let Some(admin) = self.admin_dir(&dir) else {
+                continue;
+            };
+            let view = Git::in_dir(&dir);
+            let head = view
+                .cmd(["rev-parse", "--verify", "--quiet", "HEAD"])
+                .output()?;
+            let head = head.success().then(|| oid(&head.stdout)).transpose()?;
+            let status = view
+                .cmd(["status", "--porcelain", "--untracked-files=all", "-z"])
+                .run()?;
+            facts.push(ViewFacts {
+                change: change.clone(),
+                head,
+                clean: status.stdout.is_empty(),
+                locked: admin.join("locked").exists(),
+            });
+        }
+        Ok(facts)
+    }
+
+    /// Removes the view of `change`, never forcing: Git refuses a view with work in it or a
+    /// lock, and then the view stays.
+    pub fn release(&self, change: &ChangeId) -> Result<bool, Fault> {
+        let dir = self.dir(change);
+        if self.admin_dir(&dir).is_none() {
+            return Ok(false);
+        }
+        let out = self
+            .clone_git()
+            .cmd(["worktree", "remove"])
+            .arg(&dir)
+            .output()?;
+        Ok(out.success())
     }
 
     /// Saves the view's work as a draft on `parent`. With no view on this machine, or nothing

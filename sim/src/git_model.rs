@@ -127,6 +127,19 @@ impl GitModel {
                 views.entry(change.clone()).or_insert(view);
                 Completion::ViewMade(Ok(format!("sim://{change}")))
             }
+            Action::InspectViews { changes } => Completion::ViewsInspected(Ok(changes
+                .iter()
+                .filter(|change| views.contains_key(*change))
+                .map(|change| bay_core::machine::ViewFacts {
+                    change: change.clone(),
+                    head: None,
+                    clean: true,
+                    locked: false,
+                })
+                .collect())),
+            Action::ReleaseView { change } => {
+                Completion::ViewReleased(Ok(views.remove(change).is_some()))
+            }
             Action::RunCheck(_) => return None,
         })
     }

@@ -1,12 +1,18 @@
 //! `bay start <intent> --paths <path>...` and `bay start <change>`.
 
+use bay_core::config::Config;
 use bay_core::id::ChangeId;
+use bay_core::machine::release::{Release, ReleaseInput};
 use bay_core::machine::start::{Import, Start, StartInput, StartTarget};
-use bay_core::result::BayResult;
+use bay_core::result::{BayResult, Decision};
 use bay_drivers::clock;
+use bay_drivers::pump::Driver;
+use bay_drivers::views::Views;
 
-use super::{prepare, run_agent, with_actor};
+use super::{drive, prepare, run_agent, with_actor};
 use crate::Cli;
+use crate::context::Context;
+use crate::local::Local;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -76,7 +82,41 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     };
     let mut machine = Start::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {
-        Ok((result, _)) => with_actor(result, &context),
+        Ok((mut result, config)) => {
+            if result.decision == Decision::Ok && result.change.is_some() {
+                let released = release_views(&context, &mut driver, &config, &result);
+                result.detail.insert("released_views".into(), released);
+            }
+            with_actor(result, &context)
+        }
         Err(result) => result,
     }
+}
+
+/// Releases this machine's clean views of changes that ended `[retention] window_s` ago or
+/// more, keeping the view this runs in and the one the start made; names each released.
+fn release_views(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    config: &Config,
+    started: &BayResult,
+) -> serde_json::Value {
+    let views = Views::new(&context.top, &context.common_dir).listed();
+    let input = ReleaseInput {
+        views,
+        keep: started
+            .change
+            .iter()
+            .chain(&context.view)
+            .cloned()
+            .collect(),
+        retention_ms: config.retention_window_s.saturating_mul(1000),
+    };
+    let mut release = Release::new(input, clock::now());
+    let result = drive(driver, &mut release, clock::now());
+    result
+        .detail
+        .get("released_views")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!([]))
 }

@@ -80,6 +80,13 @@ pub enum Action {
         paths: Vec<String>,
         draft: Oid,
     },
+    /// What this machine's views of `changes` hold: for each that is a valid view, its `HEAD`,
+    /// whether it has edits or untracked files (ignored ones are not work), and whether it is
+    /// locked. A change with no valid view is left out.
+    InspectViews { changes: Vec<ChangeId> },
+    /// Remove the view of `change` as `git worktree remove` does, never forcing: `false` when
+    /// Git refuses.
+    ReleaseView { change: ChangeId },
 }
 
 impl Action {
@@ -101,6 +108,8 @@ impl Action {
             Action::FreezeDraft { .. } => "freeze-draft",
             Action::RefreshDraft { .. } => "refresh-draft",
             Action::MakeView { .. } => "make-view",
+            Action::InspectViews { .. } => "inspect-views",
+            Action::ReleaseView { .. } => "release-view",
         }
     }
 }
@@ -370,6 +379,19 @@ pub enum Completion {
     DraftFrozen(Result<Oid, Fault>),
     DraftRefreshed(Result<Refreshed, Fault>),
     ViewMade(Result<String, Fault>),
+    ViewsInspected(Result<Vec<ViewFacts>, Fault>),
+    ViewReleased(Result<bool, Fault>),
+}
+
+/// One view as `InspectViews` finds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct ViewFacts {
+    pub change: ChangeId,
+    pub head: Option<Oid>,
+    /// No edits and no untracked files.
+    pub clean: bool,
+    pub locked: bool,
 }
 
 /// An input to a machine.

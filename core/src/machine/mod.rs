@@ -22,6 +22,7 @@ pub mod lineage;
 pub mod merge;
 mod outbox;
 pub mod plugin_test;
+pub mod release;
 pub mod runner;
 pub mod start;
 pub mod status;

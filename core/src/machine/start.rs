@@ -957,7 +957,9 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::CandidateBuilt(Err(f))
         | Completion::DraftFrozen(Err(f))
         | Completion::DraftRefreshed(Err(f))
-        | Completion::ViewMade(Err(f)) => Some(f.to_string()),
+        | Completion::ViewMade(Err(f))
+        | Completion::ViewsInspected(Err(f))
+        | Completion::ViewReleased(Err(f)) => Some(f.to_string()),
         _ => None,
     }
 }

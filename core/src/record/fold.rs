@@ -53,6 +53,8 @@ pub struct ChangeRecord {
     pub base: Oid,
     pub ops: Vec<Operation>,
     pub abandoned: bool,
+    /// When it was abandoned, on the abandoning machine's clock.
+    pub abandoned_at: Option<Timestamp>,
     /// The number of steps folded.
     pub steps: usize,
 }
@@ -172,6 +174,7 @@ impl ChangeRecord {
             base: base.clone(),
             ops: Vec::new(),
             abandoned: false,
+            abandoned_at: None,
             steps: 1,
         };
         for (index, step) in steps_iter {
@@ -218,6 +221,30 @@ impl ChangeRecord {
                 .is_some_and(|op| op.state == OpState::NoEffect)
     }
 
+    /// When the change ended, by the clock of the machine that ended it; `None` while it has
+    /// not.
+    pub fn ended_at(&self) -> Option<Timestamp> {
+        if let Some(op) = self.merged() {
+            return op.outcome.as_ref().map(|outcome| outcome.at);
+        }
+        if self.abandoned {
+            return self.abandoned_at;
+        }
+        self.ops
+            .last()
+            .filter(|op| op.state == OpState::NoEffect)
+            .and_then(|op| op.outcome.as_ref())
+            .map(|outcome| outcome.at)
+    }
+
+    /// Every commit bay placed in the change's view: the start's base and each draft.
+    pub fn placed(&self) -> Vec<&Oid> {
+        let mut placed: Vec<&Oid> = vec![&self.base];
+        placed.extend(self.draft.iter());
+        placed.extend(self.ops.iter().map(|op| &op.draft));
+        placed
+    }
+
     /// Whether the change fixes or undoes a merged change (`Fixes:`, `Reverts:`): the only
     /// work a held main takes.
     pub fn fixes_or_undoes(&self) -> bool {
@@ -247,6 +274,7 @@ impl ChangeRecord {
                 self.refuse_if_merged("adopt")?;
                 self.actor = actor.clone();
                 self.abandoned = false;
+                self.abandoned_at = None;
             }
             StepBody::Checkpoint { draft, base } => {
                 self.refuse_if_merged("checkpoint")?;
@@ -416,6 +444,7 @@ impl ChangeRecord {
                 }
                 self.end_live_op(step, OpState::Superseded, ReasonCode::ChangeSuperseded);
                 self.abandoned = true;
+                self.abandoned_at = Some(step.at);
             }
         }
         Ok(())
