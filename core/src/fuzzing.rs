@@ -2109,9 +2109,14 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
             notes.push(oid(u)?);
         }
     }
+    let log = match (&plan.log, written) {
+        (Some(_), true) => Some(oid(u)?),
+        _ => None,
+    };
     Ok(PushReport {
         steps,
         notes,
+        log,
         outcome,
     })
 }
@@ -2120,12 +2125,9 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
 fn assert_leased(plan: &PushPlan, role: Role) {
     assert!(plan.atomic, "a push that is not atomic: {plan:?}");
     for append in &plan.appends {
-        let lease = match &append.parent {
-            Some(parent) => Expect::Is(parent.clone()),
-            None => Expect::Absent,
-        };
         assert_eq!(
-            append.expect, lease,
+            append.expect,
+            Expect::tip(append.parent.as_ref()),
             "a chain append whose lease is not its parent: {append:?}"
         );
         if role == Role::Runner {
@@ -2138,6 +2140,16 @@ fn assert_leased(plan: &PushPlan, role: Role) {
         for step in &append.steps {
             assert_eq!(step.change, append.change, "a step on another chain");
         }
+    }
+    if let Some(log) = &plan.log {
+        let lease = match &log.parent {
+            Some(parent) => Expect::Is(parent.clone()),
+            None => Expect::Absent,
+        };
+        assert_eq!(
+            log.expect, lease,
+            "a log append whose lease is not its parent: {log:?}"
+        );
     }
     for update in &plan.updates {
         assert_ne!(

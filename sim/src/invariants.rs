@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S10, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S11, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -56,6 +56,10 @@ pub enum Invariant {
     /// S10: a dependent never merges before what it names: each change named by `--after`
     /// has merged, or ended `no_effect`, when the dependent lands.
     AfterItsDependencies,
+    /// S11: a runner's log only grows, one event per push, and holds one event per operation
+    /// it ended: the operation ended as the event says, and a merge event names the commit
+    /// the merged marker names.
+    LogMatches,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -73,6 +77,7 @@ impl Invariant {
             Invariant::UndoReverses => "S8",
             Invariant::HeldTakesFixes => "S9",
             Invariant::AfterItsDependencies => "S10",
+            Invariant::LogMatches => "S11",
             Invariant::Liveness => "L",
         }
     }
@@ -114,6 +119,10 @@ pub struct Checker {
     merged_at: BTreeMap<ChangeId, u64>,
     /// From when main was held, and from when it was not, as main moved.
     held_since: Vec<(u64, bool)>,
+    /// Every operation some runner's log has an event for, and that runner.
+    logged: BTreeMap<OpId, String>,
+    /// Log events S11 checked.
+    pub events: u64,
 }
 
 impl Checker {
@@ -132,6 +141,8 @@ impl Checker {
             claimed_at: BTreeMap::new(),
             merged_at: BTreeMap::new(),
             held_since: Vec::new(),
+            logged: BTreeMap::new(),
+            events: 0,
         }
     }
 
@@ -210,6 +221,15 @@ impl Checker {
                         format!("queue place {seq} was moved"),
                     ),
                 }
+            } else if let Some(runner) = refs::parse_log(&moved.name) {
+                self.check_log_move(
+                    at,
+                    store,
+                    remote,
+                    runner,
+                    moved.old.as_ref(),
+                    moved.new.as_ref(),
+                );
             } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
                 && moved.old.is_some()
             {
@@ -747,6 +767,72 @@ impl Checker {
         self.chains.insert(change.clone(), ChainSeen { record });
     }
 
+    /// S11: one new event on the log's old tip, for an operation the remote's record ended
+    /// just so, that no log named before; a merge's names the marker's commit.
+    fn check_log_move(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        runner: &str,
+        old: Option<&Oid>,
+        new: Option<&Oid>,
+    ) {
+        let broken = |what: String| log_says(runner, what);
+        let Some(new) = new else {
+            return self.violate(Invariant::LogMatches, at, broken("was deleted".into()));
+        };
+        let Some(commit) = store.get(new) else {
+            return self.violate(Invariant::LogMatches, at, broken("names no commit".into()));
+        };
+        if commit.parents.first() != old {
+            return self.violate(Invariant::LogMatches, at, broken("was rewritten".into()));
+        }
+        let event = match bay_core::event::BayEvent::from_message(&commit.message) {
+            Ok(event) => event,
+            Err(why) => return self.violate(Invariant::LogMatches, at, broken(why)),
+        };
+        self.events += 1;
+        let Some(op) = event.op.clone() else {
+            return self.violate(
+                Invariant::LogMatches,
+                at,
+                broken("an event names no op".into()),
+            );
+        };
+        if let Some(earlier) = self.logged.insert(op.clone(), runner.to_string()) {
+            return self.violate(
+                Invariant::LogMatches,
+                at,
+                broken(format!("logs {op} again, after the log of {earlier}")),
+            );
+        }
+        let ended = self
+            .state_of(&op)
+            .and_then(bay_core::event::EventKind::of_end);
+        if ended != Some(event.kind) {
+            return self.violate(
+                Invariant::LogMatches,
+                at,
+                broken(format!(
+                    "says {op} ended {:?}, the record says {ended:?}",
+                    event.kind
+                )),
+            );
+        }
+        let marker = remote.get(&refs::landed(&op.change));
+        if event.kind == bay_core::event::EventKind::Merged && event.commit.as_ref() != marker {
+            self.violate(
+                Invariant::LogMatches,
+                at,
+                broken(format!(
+                    "says {op} merged as {:?}, the marker says {marker:?}",
+                    event.commit
+                )),
+            );
+        }
+    }
+
     /// S2: the merged marker exists iff the change's merge is on main.
     fn check_markers(&mut self, at: u64, remote: &Remote) {
         let markers: BTreeSet<ChangeId> = remote
@@ -855,4 +941,9 @@ fn records_verdict(record: &str, check: &str, tree: &Oid, verdict: &str) -> bool
 fn held_at(store: &Store, base: &Oid, at: u64) -> bool {
     let config = Config::at_main(store.read(base, CONFIG_PATH).map(str::as_bytes));
     hold_on(&config, Timestamp(at), false).is_some()
+}
+
+/// What S11 says of one runner's log.
+fn log_says(runner: &str, what: String) -> String {
+    format!("the log of {runner} {what}")
 }

@@ -253,7 +253,7 @@ fn summarize(
     let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
-    let (mut held_merges, mut dependency_waits) = (0u64, 0u64);
+    let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -276,6 +276,7 @@ fn summarize(
                     *undos.entry(what).or_insert(0) += n;
                 }
                 held_merges += report.held_merges;
+                logged += report.logged;
                 dependency_waits += report.dependency_waits;
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
@@ -322,6 +323,7 @@ fn summarize(
             "undos": undos,
             "held_merges": held_merges,
             "dependency_waits": dependency_waits,
+            "logged": logged,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -364,6 +366,7 @@ fn summarize(
             "holds and dependencies: {held_merges} merges of fixes and undos onto a held main, \
              {dependency_waits} dependents left waiting on an open change"
         );
+        println!("runner logs: {logged} events, each checked against its outcome (S11)");
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

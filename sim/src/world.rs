@@ -237,6 +237,8 @@ pub struct RunReport {
     pub undos: BTreeMap<&'static str, u64>,
     /// Merges of fixes and undos S9 saw land on a held main.
     pub held_merges: u64,
+    /// Runner log events S11 checked.
+    pub logged: u64,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     pub merged: u64,
@@ -563,6 +565,7 @@ impl World {
                 undos
             },
             held_merges: self.checker.held_merges,
+            logged: self.checker.events,
             dependency_waits: waiting,
             virtual_ms: self.t,
             events: self.events,
@@ -743,6 +746,7 @@ impl World {
                     let report = PushReport {
                         steps: Vec::new(),
                         notes: Vec::new(),
+                        log: None,
                         outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
                     };
                     return self.reply(host, id, lat, Completion::Pushed(report));
@@ -853,6 +857,7 @@ impl World {
             let report = PushReport {
                 steps: Vec::new(),
                 notes: Vec::new(),
+                log: None,
                 outcome: PushOutcome::Unknown {
                     why: "the connection broke".into(),
                 },

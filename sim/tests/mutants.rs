@@ -134,3 +134,10 @@ mutant_test!(
     1_000,
     []
 );
+mutant_test!(
+    log_wrong_commit_breaks_s11,
+    Mutant::LogWrongCommit,
+    Invariant::LogMatches,
+    200,
+    []
+);

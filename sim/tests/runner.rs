@@ -310,6 +310,7 @@ fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
     let lost = PushReport {
         steps,
         notes: Vec::new(),
+        log: None,
         outcome: PushOutcome::Unknown {
             why: "broken".into(),
         },

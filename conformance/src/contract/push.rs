@@ -245,6 +245,7 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
                 record: format!("{{\"n\":{i}}}"),
             })
             .collect(),
+        log: None,
         updates: plan
             .updates
             .iter()
@@ -291,6 +292,7 @@ fn reply_lost(bench: &mut Bench<'_>) {
     let plan = PushPlan {
         appends: vec![Append::on(change(), None, vec![heartbeat(1)], None)],
         notes: vec![],
+        log: None,
         updates: vec![
             RefUpdate {
                 name: MAIN.to_owned(),

@@ -150,6 +150,9 @@ pub struct ChainQuery {
 pub struct PushPlan {
     pub appends: Vec<Append>,
     pub notes: Vec<NoteAdd>,
+    /// An event appended to a runner's log, with the push that ends its operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogAdd>,
     pub updates: Vec<RefUpdate>,
     /// All refs or none. bay's own pushes are always atomic.
     pub atomic: bool,
@@ -176,10 +179,7 @@ impl Append {
         steps: Vec<Step>,
         carry: Option<Oid>,
     ) -> Append {
-        let expect = match &parent {
-            Some(tip) => Expect::Is(tip.clone()),
-            None => Expect::Absent,
-        };
+        let expect = Expect::tip(parent.as_ref());
         Append {
             change,
             parent,
@@ -194,6 +194,31 @@ impl Append {
     /// or for a new chain the second (a new chain that carries a commit has two steps).
     pub fn carrier(&self) -> usize {
         usize::from(self.parent.is_none())
+    }
+}
+
+/// One `bay.event/1` commit appended to `refs/bay/log/<runner>`: an empty tree, `parent` (the
+/// log's tip, none for a new log) as its only parent, and `message` (`BayEvent::to_message`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct LogAdd {
+    pub runner: String,
+    pub parent: Option<Oid>,
+    /// Always exactly `parent` (or `Absent`), so that an event never overwrites another.
+    pub expect: Expect,
+    pub message: String,
+}
+
+impl LogAdd {
+    /// An event for `runner`'s log, on the tip `parent`, leased on it.
+    pub fn on(runner: &str, parent: Option<Oid>, message: String) -> LogAdd {
+        let expect = Expect::tip(parent.as_ref());
+        LogAdd {
+            runner: runner.to_string(),
+            parent,
+            expect,
+            message,
+        }
     }
 }
 
@@ -226,6 +251,16 @@ pub enum Expect {
     /// No lease at all. bay never writes this; only the test-only mutants do, to show that
     /// the simulator catches what a missing lease lets through.
     Any,
+}
+
+impl Expect {
+    /// The lease of an append on `tip`: that exact tip, or none yet (create-only).
+    pub fn tip(tip: Option<&Oid>) -> Expect {
+        match tip {
+            Some(tip) => Expect::Is(tip.clone()),
+            None => Expect::Absent,
+        }
+    }
 }
 
 /// The value a ref update writes.
@@ -343,6 +378,9 @@ pub struct PushReport {
     pub steps: Vec<Vec<Oid>>,
     /// The notes commit written for each note (empty if nothing was written).
     pub notes: Vec<Oid>,
+    /// The log commit written for the plan's event, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<Oid>,
     pub outcome: PushOutcome,
 }
 

@@ -46,11 +46,21 @@ pub enum Mutant {
     /// taken whole and whatever main gained since the draft's base is lost (for an undo: its
     /// merge changes more than the undone merge touched).
     WholeDraft,
+    /// S11: the merge event in the runner's log names the base, not the commit main moved to.
+    LogWrongCommit,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// The event a mutant writes to its log instead of the true one.
+    pub(super) fn mutant_event(&self, mut event: crate::event::BayEvent) -> crate::event::BayEvent {
+        if self.mutant_is(Mutant::LogWrongCommit) && event.base.is_some() {
+            event.commit = event.base.clone();
+        }
+        event
     }
 
     /// Removes the leases and flags a mutant does without.

@@ -59,11 +59,14 @@ impl Runner {
             // The first pass of a seeded runner starts from what it was handed.
             return self.read_places();
         }
-        let spec = FetchSpec::new([
+        let mut spec = FetchSpec::new([
             self.main_ref(),
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
         ]);
+        if !self.log_known {
+            spec.patterns.push(refs::log_pattern(&self.cfg.runner));
+        }
         self.out
             .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
@@ -82,6 +85,7 @@ impl Runner {
         };
         match result {
             Ok(fetched) => {
+                self.log_known |= spec.covers(&refs::log(&self.cfg.runner));
                 spec.apply(&mut self.refs, fetched);
                 Ok(true)
             }
