@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 
 use bay_core::check::{CheckExit, Verdict};
+use bay_core::event::BayEvent;
 use bay_core::git::{Oid, refs};
 use bay_core::id::OpId;
 use bay_core::machine::merge::Merge;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
-    Action, ActionId, Completion, Event, Machine, PushOutcome, PushPlan, PushReport,
+    Action, ActionId, Completion, Event, LogAdd, Machine, PushOutcome, PushPlan, PushReport,
 };
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
@@ -1041,5 +1042,84 @@ fn a_stale_seed_costs_a_refused_push_never_a_wrong_merge() {
         claims,
         vec!["here".to_string()],
         "it took the silent claim over after a lease"
+    );
+}
+
+/// The events on runner `name`'s log on the remote, newest first.
+fn log_events(bench: &Bench, name: &str) -> Vec<BayEvent> {
+    let mut events = Vec::new();
+    let mut at = bench.git.remote.get(&refs::log(name)).cloned();
+    while let Some(oid) = at {
+        let commit = bench.git.store.get(&oid).expect("a log commit is stored");
+        events.push(BayEvent::from_message(&commit.message).expect("a log commit is an event"));
+        at = commit.parents.first().cloned();
+    }
+    events
+}
+
+fn is_fetch(action: &Action) -> bool {
+    matches!(action, Action::Fetch(_))
+}
+
+#[test]
+fn a_stale_log_lease_refuses_the_merge_push_which_goes_again_on_the_logs_new_tip() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a check runs");
+    // Another process under the same runner name ends something meanwhile.
+    let other = BayEvent::outside_merge(&bench.main(), "outside", "elsewhere", Timestamp(1));
+    let (report, _) = bench.git.push(&PushPlan {
+        log: Some(LogAdd::on("a", None, other.to_message())),
+        atomic: true,
+        ..PushPlan::default()
+    });
+    let other_tip = report.log.expect("the other process's event is written");
+    let (merge_id, merge) = a
+        .answer(
+            &mut bench,
+            id,
+            Completion::CheckExited(pass(&check)),
+            &is_merge_push,
+        )
+        .expect("a merges");
+    let refused = bench_push(&mut bench, &merge);
+    assert!(matches!(
+        refused,
+        Completion::Pushed(PushReport {
+            outcome: PushOutcome::Rejected { .. },
+            ..
+        })
+    ));
+    assert_eq!(bench.merges_of(&op.change), 0, "nothing moved");
+    let (again_id, again) = a
+        .answer(&mut bench, merge_id, refused, &is_merge_push)
+        .expect("the same merge goes again, with no new candidate or check");
+    let log = push_plan(&again).log.clone().expect("with its event");
+    assert_eq!(log.parent, Some(other_tip), "on the log's new tip");
+    let accepted = bench_push(&mut bench, &again);
+    a.answer(&mut bench, again_id, accepted, &|_| false);
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&op.change), 1);
+    let events = log_events(&bench, "a");
+    assert_eq!(events.len(), 2, "one event each: {events:?}");
+    assert_eq!(events[0].op.as_ref(), Some(&op));
+    assert_eq!(
+        events[0].commit,
+        Some(bench.main()),
+        "the merge names main's new commit"
+    );
+    // Later passes read no log: an idle runner's cost does not grow with it.
+    let (_, fetch) = a
+        .run_until(&mut bench, 1_100_000, &is_fetch)
+        .expect("a pass fetches");
+    let Action::Fetch(spec) = fetch else {
+        unreachable!()
+    };
+    assert!(
+        spec.patterns.iter().all(|p| !p.starts_with(refs::LOG)),
+        "an idle pass fetched a log: {spec:?}"
     );
 }
