@@ -90,6 +90,31 @@ impl Rig {
         self.answer(bench, id, Completion::CheckExited(pass(check)), &|_| false)
     }
 
+    /// Runs the first pass at 1,000,000, answers its check with a pass, and returns the
+    /// merge push it then holds out.
+    fn checked_merge(&mut self, bench: &mut Bench) -> (ActionId, Action) {
+        let (id, check) = self
+            .run_until(bench, 1_000_000, &is_check)
+            .expect("a check runs");
+        self.merge_after(bench, id, &check)
+    }
+
+    /// Answers the check run `check` (action `id`) with a pass and returns the merge push.
+    fn merge_after(
+        &mut self,
+        bench: &mut Bench,
+        id: ActionId,
+        check: &Action,
+    ) -> (ActionId, Action) {
+        self.answer(
+            bench,
+            id,
+            Completion::CheckExited(pass(check)),
+            &is_merge_push,
+        )
+        .expect("a merges")
+    }
+
     /// Answers a held or stopped action.
     fn answer(
         &mut self,
@@ -135,18 +160,25 @@ fn push_plan(action: &Action) -> &PushPlan {
     }
 }
 
-fn is_merge_push(action: &Action) -> bool {
-    matches!(action, Action::Push(plan) if plan.updates.iter().any(|u| u.name == refs::main(MAIN)))
-}
-
-#[test]
-fn an_honest_run_merges_the_checked_candidate_once() {
+/// A bench with one change submitted, and runner `a` whose first pass holds out the check
+/// run on its candidate (action `id`).
+fn one_change_checking() -> (Bench, OpId, Rig, ActionId, Action) {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
     let (id, check) = a
         .run_until(&mut bench, 1_000_000, &is_check)
         .expect("a check runs");
+    (bench, op, a, id, check)
+}
+
+fn is_merge_push(action: &Action) -> bool {
+    matches!(action, Action::Push(plan) if plan.updates.iter().any(|u| u.name == refs::main(MAIN)))
+}
+
+#[test]
+fn an_honest_run_merges_the_checked_candidate_once() {
+    let (mut bench, op, mut a, id, check) = one_change_checking();
     let checked_tree = match &check {
         Action::RunCheck(run) => run.request.candidate.tree.clone(),
         _ => unreachable!(),
@@ -262,17 +294,7 @@ fn a_lost_reply_to_the_merge_is_read_back_never_pushed_again() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
-    let (id, check) = a
-        .run_until(&mut bench, 1_000_000, &is_check)
-        .expect("a check runs");
-    let (merge_id, merge) = a
-        .answer(
-            &mut bench,
-            id,
-            Completion::CheckExited(pass(&check)),
-            &is_merge_push,
-        )
-        .expect("a merges");
+    let (merge_id, merge) = a.checked_merge(&mut bench);
     // The push lands, and its reply is lost.
     let (mut report, _) = bench.git.push(push_plan(&merge));
     assert_eq!(report.outcome, PushOutcome::Accepted);
@@ -295,17 +317,7 @@ fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
-    let (id, check) = a
-        .run_until(&mut bench, 1_000_000, &is_check)
-        .expect("a check runs");
-    let (merge_id, merge) = a
-        .answer(
-            &mut bench,
-            id,
-            Completion::CheckExited(pass(&check)),
-            &is_merge_push,
-        )
-        .expect("a merges");
+    let (merge_id, merge) = a.checked_merge(&mut bench);
     // The connection broke before the remote applied anything.
     let steps = bay_sim::remote::write_objects(&mut bench.git.store, push_plan(&merge));
     let lost = PushReport {
@@ -1063,12 +1075,7 @@ fn is_fetch(action: &Action) -> bool {
 
 #[test]
 fn a_stale_log_lease_refuses_the_merge_push_which_goes_again_on_the_logs_new_tip() {
-    let mut bench = Bench::new(Some(POLICY));
-    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
-    let mut a = Rig::new("a", 1_000_000);
-    let (id, check) = a
-        .run_until(&mut bench, 1_000_000, &is_check)
-        .expect("a check runs");
+    let (mut bench, op, mut a, id, check) = one_change_checking();
     // Another process under the same runner name ends something meanwhile.
     let other = BayEvent::outside_merge(&bench.main(), "outside", "elsewhere", Timestamp(1));
     let (report, _) = bench.git.push(&PushPlan {
@@ -1077,14 +1084,7 @@ fn a_stale_log_lease_refuses_the_merge_push_which_goes_again_on_the_logs_new_tip
         ..PushPlan::default()
     });
     let other_tip = report.log.expect("the other process's event is written");
-    let (merge_id, merge) = a
-        .answer(
-            &mut bench,
-            id,
-            Completion::CheckExited(pass(&check)),
-            &is_merge_push,
-        )
-        .expect("a merges");
+    let (merge_id, merge) = a.merge_after(&mut bench, id, &check);
     let refused = bench_push(&mut bench, &merge);
     assert!(matches!(
         refused,
