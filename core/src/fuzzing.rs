@@ -1873,6 +1873,23 @@ impl Driver {
                 }
                 Ok(commits)
             })?),
+            Action::ReadHistory { .. } => Completion::HistoryRead(maybe_fault(u, 16, |u| {
+                let mut commits = Vec::new();
+                for _ in 0..u.int_in_range(0..=3)? {
+                    let parents = (0..u.int_in_range(0..=2)?)
+                        .map(|_| oid(u))
+                        .collect::<Result<Vec<Oid>>>()?;
+                    commits.push(crate::machine::MainCommit {
+                        oid: oid(u)?,
+                        off_first_parent: u64::from(parents.len() > 1),
+                        parents,
+                        at: Timestamp(u.arbitrary()?),
+                        committer: "someone <s@example>".into(),
+                        message: format!("subject\n\nChange-Id: {}\nBay-Op: x\n", change_id(u)?),
+                    });
+                }
+                Ok(commits)
+            })?),
             Action::ReadStats { .. } => Completion::StatsRead(maybe_fault(u, 16, |u| {
                 let paths = ["assets/c.bin", "docs/b.md", "src/a.rs"];
                 let mut stats = Vec::new();

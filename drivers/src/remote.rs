@@ -141,6 +141,9 @@ impl Repo {
             Action::ReadLog { range, limit } => {
                 Completion::LogRead(self.read_log(range.as_deref(), *limit))
             }
+            Action::ReadHistory { from, to, limit } => {
+                Completion::HistoryRead(self.read_history(from.as_ref(), to, *limit))
+            }
             Action::TestMerge { onto, draft, base } => Completion::MergeTested(
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
             ),

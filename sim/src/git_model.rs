@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use bay_core::machine::{
     Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
-    Machine, PushPlan, PushReport, RawStep, Refreshed, Refs,
+    Machine, MainCommit, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use bay_core::time::Timestamp;
 
@@ -73,6 +73,9 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::ReadHistory { from, to, limit } => {
+                Completion::HistoryRead(self.read_history(from.as_ref(), to, *limit))
+            }
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
@@ -331,15 +334,7 @@ impl GitModel {
                 None => (None, resolve(range)?),
             },
         };
-        let mut excluded = std::collections::BTreeSet::new();
-        let mut stack: Vec<Oid> = from.into_iter().collect();
-        while let Some(oid) = stack.pop() {
-            if excluded.insert(oid.clone())
-                && let Some(commit) = self.store.get(&oid)
-            {
-                stack.extend(commit.parents.iter().cloned());
-            }
-        }
+        let excluded = self.ancestors(from);
         let mut log = Vec::new();
         let mut at = Some(to);
         while let Some(oid) = at.filter(|oid| !excluded.contains(oid)) {
@@ -357,6 +352,58 @@ impl GitModel {
             at = commit.parents.first().cloned();
         }
         Ok(log)
+    }
+
+    /// `commit` and every commit it reaches, none for `None`.
+    fn ancestors(&self, commit: Option<Oid>) -> std::collections::BTreeSet<Oid> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack: Vec<Oid> = commit.into_iter().collect();
+        while let Some(oid) = stack.pop() {
+            if seen.insert(oid.clone())
+                && let Some(commit) = self.store.get(&oid)
+            {
+                stack.extend(commit.parents.iter().cloned());
+            }
+        }
+        seen
+    }
+
+    /// Main's first-parent line after `from` up to `to`, oldest first, at most `limit`, as
+    /// `ReadHistory` answers. The model keeps no committer or time: those read as empty.
+    fn read_history(
+        &self,
+        from: Option<&Oid>,
+        to: &Oid,
+        limit: u32,
+    ) -> Result<Vec<MainCommit>, Fault> {
+        let range = bay_core::machine::history_range(from, to);
+        let mut log = self.read_log(Some(&range), u32::MAX)?;
+        log.reverse();
+        log.truncate(limit as usize);
+        log.into_iter()
+            .map(|raw| {
+                let commit = self
+                    .store
+                    .get(&raw.oid)
+                    .ok_or_else(|| Fault(format!("no commit {}", raw.oid)))?;
+                let off_first_parent = match commit.parents.first() {
+                    Some(first) if commit.parents.len() > 1 => {
+                        let line = self.ancestors(Some(first.clone()));
+                        let brought = self.ancestors(Some(raw.oid.clone()));
+                        brought.difference(&line).count().saturating_sub(1) as u64
+                    }
+                    _ => 0,
+                };
+                Ok(MainCommit {
+                    oid: raw.oid,
+                    parents: commit.parents.clone(),
+                    at: Timestamp(0),
+                    committer: String::new(),
+                    message: raw.message,
+                    off_first_parent,
+                })
+            })
+            .collect()
     }
 
     /// The view of `commit` for a change that declared `paths`: the files they cover, as Git's

@@ -15,6 +15,7 @@ use crate::id::{CandidateId, ChangeId};
 use crate::limits::PathStat;
 use crate::policy::CheckSpec;
 use crate::record::Step;
+use crate::time::Timestamp;
 
 /// Names one action; its completion must carry the same id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -49,6 +50,14 @@ pub enum Action {
     /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
     /// Newest first, at most `limit`.
     ReadLog { range: Option<String>, limit: u32 },
+    /// Read main's first-parent line after `from` up to `to` (all of it when `from` is
+    /// `None`) from local objects, never fetching: oldest first, at most `limit` commits. A
+    /// `from` this clone lacks is a fault.
+    ReadHistory {
+        from: Option<Oid>,
+        to: Oid,
+        limit: u32,
+    },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -90,6 +99,7 @@ impl Action {
             Action::ReadStats { .. } => "read-stats",
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
+            Action::ReadHistory { .. } => "read-history",
             Action::TestMerge { .. } => "test-merge",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
@@ -313,6 +323,30 @@ impl std::fmt::Display for Fault {
 /// The remote's refs, as one fetch saw them.
 pub type Refs = BTreeMap<String, Oid>;
 
+/// The range of `ReadHistory` as Git takes it: `<from>..<to>`, or `<to>` alone.
+pub fn history_range(from: Option<&Oid>, to: &Oid) -> String {
+    match from {
+        Some(from) => format!("{from}..{to}"),
+        None => to.to_string(),
+    }
+}
+
+/// One commit of main's first-parent line, as `ReadHistory` reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct MainCommit {
+    pub oid: Oid,
+    pub parents: Vec<Oid>,
+    /// The committer time, as Git records it (the committer's clock).
+    pub at: Timestamp,
+    /// The committer, `Name <email>`.
+    pub committer: String,
+    pub message: String,
+    /// For a commit with more than one parent: how many commits it brought in that its first
+    /// parent lacks (the commits off the first-parent line). Zero otherwise.
+    pub off_first_parent: u64,
+}
+
 /// One step commit as read: its id and message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -396,6 +430,7 @@ pub enum Completion {
     StatsRead(Result<Vec<PathStat>, Fault>),
     NotesRead(Result<Vec<String>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
+    HistoryRead(Result<Vec<MainCommit>, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),

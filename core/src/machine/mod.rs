@@ -22,6 +22,7 @@ pub mod merge;
 mod outbox;
 pub mod plugin_test;
 pub mod runner;
+pub mod since;
 pub mod start;
 pub mod status;
 pub mod undo;

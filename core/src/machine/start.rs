@@ -671,6 +671,7 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::FileRead(Err(f))
         | Completion::StatsRead(Err(f))
         | Completion::LogRead(Err(f))
+        | Completion::HistoryRead(Err(f))
         | Completion::MergeTested(Err(f))
         | Completion::CandidateBuilt(Err(f))
         | Completion::DraftFrozen(Err(f))

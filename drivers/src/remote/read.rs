@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bay_core::git::Oid;
-use bay_core::machine::{ChainQuery, ChainRead, Fault, RawStep};
+use bay_core::machine::{ChainQuery, ChainRead, Fault, MainCommit, RawStep};
+use bay_core::time::Timestamp;
 
 use super::{Repo, mirror_prefix, oid};
 
@@ -201,6 +202,105 @@ impl Repo {
                 })
             })
             .collect()
+    }
+
+    /// Main's first-parent line after `from` up to `to`, oldest first, at most `limit`: one
+    /// `rev-list` for the ids (so the oldest come first whatever the limit), one `log
+    /// --no-walk` for what they say, and for each commit with more than one parent one
+    /// `rev-list --count` of what it brought in. A `from` this clone lacks fails `rev-list`.
+    pub fn read_history(
+        &self,
+        from: Option<&Oid>,
+        to: &Oid,
+        limit: u32,
+    ) -> Result<Vec<MainCommit>, Fault> {
+        let range = bay_core::machine::history_range(from, to);
+        let ids = self
+            .git()
+            .cmd([
+                "rev-list",
+                "--first-parent",
+                "--reverse",
+                "--end-of-options",
+            ])
+            .arg(&range)
+            .arg("--")
+            .run()?
+            .text();
+        let ids: Vec<&str> = ids.split_whitespace().take(limit as usize).collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self
+            .git()
+            .cmd([
+                "log",
+                "--no-walk=unsorted",
+                "-z",
+                "--format=%H %P%n%ct%n%cn <%ce>%n%B",
+            ])
+            .arg("--end-of-options")
+            .args(&ids)
+            .arg("--")
+            .run()?;
+        let mut commits = Vec::with_capacity(ids.len());
+        for entry in out
+            .stdout
+            .split(|byte| *byte == 0)
+            .filter(|e| !e.is_empty())
+        {
+            let text = String::from_utf8_lossy(entry);
+            let mut lines = text.splitn(4, '\n');
+            let (Some(ids), Some(time), Some(committer)) =
+                (lines.next(), lines.next(), lines.next())
+            else {
+                return Err(Fault(format!(
+                    "git log printed a commit bay cannot read: {text:?}"
+                )));
+            };
+            let mut ids = ids
+                .split_whitespace()
+                .map(|id| Oid::parse(id).map_err(Fault));
+            let oid = ids
+                .next()
+                .ok_or_else(|| Fault("git log printed no commit id".into()))??;
+            let parents = ids.collect::<Result<Vec<Oid>, Fault>>()?;
+            let secs: u64 = time
+                .trim()
+                .parse()
+                .map_err(|_| Fault(format!("git log printed no commit time: {time:?}")))?;
+            let off_first_parent = match parents.first() {
+                Some(first) if parents.len() > 1 => self.brought_in(&oid, first)?,
+                _ => 0,
+            };
+            commits.push(MainCommit {
+                oid,
+                parents,
+                at: Timestamp::from_secs(secs),
+                committer: committer.to_string(),
+                message: lines.next().unwrap_or("").to_string(),
+                off_first_parent,
+            });
+        }
+        Ok(commits)
+    }
+
+    /// How many commits the merge `merge` brought in that its first parent lacks.
+    fn brought_in(&self, merge: &Oid, first: &Oid) -> Result<u64, Fault> {
+        let count = self
+            .git()
+            .cmd(["rev-list", "--count", "--end-of-options"])
+            .arg(merge.to_string())
+            .arg(format!("^{first}"))
+            .arg("--")
+            .run()?
+            .text();
+        let count: u64 = count
+            .trim()
+            .parse()
+            .map_err(|_| Fault(format!("git rev-list --count printed {count:?}")))?;
+        // The merge itself is not off the line.
+        Ok(count.saturating_sub(1))
     }
 
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {

@@ -1,0 +1,179 @@
+//! The runner's log and `bay status --since` with real Git: each operation a runner ends is one
+//! `bay.event/1` commit on `refs/bay/log/<runner>` on the remote, and `--since` lists the merges
+//! and events after a cursor, merges made outside bay included.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use support::*;
+
+/// `bay status --since [<cursor>]` (and `--merged`) in `dir`; the answer, which must be ok.
+fn since(dir: &Path, cursor: Option<&str>, merged: bool) -> Value {
+    let mut args = vec!["status", "--since"];
+    args.extend(cursor);
+    if merged {
+        args.push("--merged");
+    }
+    let ran = bay(dir, "ann", &args);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
+    ran.doc["detail"].clone()
+}
+
+fn cursor(detail: &Value) -> String {
+    detail["cursor"].as_str().expect("a cursor").to_string()
+}
+
+fn list<'a>(detail: &'a Value, key: &str) -> &'a Vec<Value> {
+    detail[key].as_array().expect("a list")
+}
+
+/// Commits `content` to `path` in a fresh clone and pushes it to main with plain Git.
+fn push_around_bay(world: &World, path: &str, content: &str) -> String {
+    let clone = world.clone_as("carol");
+    write(&clone, path, content);
+    git(
+        &clone,
+        &["commit", "--quiet", "--all", "-m", "edit around bay"],
+    );
+    git(&clone, &["push", "--quiet", "origin", "main"]);
+    git(&clone, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn the_log_holds_one_event_per_end_and_since_lists_what_came_after_each_cursor() {
+    let world = World::standard();
+    let start = since(&world.admin, None, false);
+    assert_eq!(
+        list(&start, "merges").len(),
+        0,
+        "a first call lists nothing"
+    );
+    assert_eq!(list(&start, "events").len(), 0);
+    let first = cursor(&start);
+
+    // One change merges; another fails its check (an empty file) and is refused.
+    let ann = world.clone_as("ann");
+    let (good, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let bob = world.clone_as("bob");
+    let (bad, _) = world.submit(&bob, "bob", "empty", "src/empty.txt", "");
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+
+    let events = log_events(&world, "admin");
+    assert_eq!(events.len(), 2, "one event each: {events:?}");
+    let merged = events
+        .iter()
+        .find(|(_, e)| e["change"] == good.as_str())
+        .expect("the merge's event");
+    let refused = events
+        .iter()
+        .find(|(_, e)| e["change"] == bad.as_str())
+        .expect("the refusal's event");
+    assert_eq!(
+        merged.0,
+        format!("bay: {good}.1 merged"),
+        "named by its op id"
+    );
+    assert_eq!(merged.1["kind"], "merged");
+    assert_eq!(merged.1["actor"], "ann");
+    let marker = world
+        .remote_ref(&format!("refs/bay/landed/{good}"))
+        .expect("the marker");
+    assert_eq!(merged.1["commit"], marker.as_str());
+    assert_eq!(refused.1["kind"], "refused");
+    assert_eq!(refused.1["code"], "CHECK_FAILED");
+    assert_eq!(refused.1["actor"], "bob");
+
+    let after_first = since(&world.admin, Some(&first), false);
+    let merges = list(&after_first, "merges");
+    assert_eq!(merges.len(), 1, "{after_first}");
+    assert_eq!(merges[0]["commit"], marker.as_str());
+    assert_eq!(merges[0]["change"], good.as_str());
+    assert_eq!(merges[0]["actor"], "ann");
+    assert_eq!(merges[0]["outside_bay"], false);
+    let ids: Vec<&Value> = list(&after_first, "events")
+        .iter()
+        .map(|e| &e["id"])
+        .collect();
+    assert_eq!(ids.len(), 2, "{after_first}");
+    assert!(ids.contains(&&merged.1["id"]) && ids.contains(&&refused.1["id"]));
+    assert_eq!(after_first["more"], false);
+    let second = cursor(&after_first);
+
+    // After one more merge, the second cursor lists exactly it and its event.
+    let third = world.merged("dan", "other", "src/other.txt", "Another\n");
+    let after_second = since(&world.admin, Some(&second), false);
+    let merges = list(&after_second, "merges");
+    assert_eq!(merges.len(), 1, "{after_second}");
+    assert_eq!(merges[0]["change"], third.as_str());
+    let events = list(&after_second, "events");
+    assert_eq!(events.len(), 1, "{after_second}");
+    assert_eq!(events[0]["change"], third.as_str());
+    assert_eq!(events[0]["kind"], "merged");
+    assert_eq!(events[0]["commit"], merges[0]["commit"]);
+
+    // `--merged` lists the same merges, and no events.
+    let merged_only = since(&world.admin, Some(&second), true);
+    assert_eq!(list(&merged_only, "merges"), list(&after_second, "merges"));
+    assert!(merged_only.get("events").is_none(), "{merged_only}");
+}
+
+#[test]
+fn a_plain_push_to_main_shows_as_outside_bay_with_its_event() {
+    let world = World::standard();
+    let start = cursor(&since(&world.admin, None, true));
+    let commit = push_around_bay(&world, "src/other.txt", "Edited by hand\n");
+
+    let merged = since(&world.admin, Some(&start), true);
+    let merges = list(&merged, "merges");
+    assert_eq!(merges.len(), 1, "{merged}");
+    assert_eq!(merges[0]["commit"], commit.as_str());
+    assert_eq!(merges[0]["outside_bay"], true);
+    assert_eq!(merges[0]["merged_as"], "outside");
+    assert_eq!(merges[0]["subject"], "edit around bay");
+    assert_eq!(merged["off_first_parent"], 0);
+
+    let all = since(&world.admin, Some(&start), false);
+    let events = list(&all, "events");
+    assert_eq!(events.len(), 1, "{all}");
+    assert_eq!(events[0]["kind"], "outside_merge");
+    assert_eq!(events[0]["commit"], commit.as_str());
+    assert_eq!(events[0]["merged_as"], "outside");
+}
+
+#[test]
+fn a_cursor_bay_did_not_return_is_a_usage_error() {
+    let world = World::standard();
+    let good = cursor(&since(&world.admin, None, false));
+    let tampered = format!("{}0", &good[..good.len() - 1]);
+    for bad in ["garbage", tampered.as_str()] {
+        let out = Command::new(BAY)
+            .arg("-C")
+            .arg(&world.admin)
+            .args(["status", "--json", "--since", bad])
+            .output()
+            .expect("bay runs");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("not a cursor bay returned"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_cursor_whose_main_commit_this_clone_lacks_fails_saying_to_start_over() {
+    let world = World::standard();
+    let lacking = bay_core::machine::since::Cursor {
+        main: bay_core::git::Oid::parse(&"e".repeat(40)).expect("an id"),
+        logs: Default::default(),
+    }
+    .encode();
+    push_around_bay(&world, "src/other.txt", "moved\n");
+    let ran = bay(&world.admin, "ann", &["status", "--since", &lacking]);
+    assert_eq!(ran.code, 20, "{ran:?}");
+    let why = ran.doc["detail"]["why"].as_str().unwrap_or_default();
+    assert!(why.contains("without a cursor"), "{ran:?}");
+}

@@ -1,0 +1,309 @@
+use super::*;
+use crate::event::{Ended, EventKind};
+use crate::id::OpId;
+use crate::machine::{Event, Machine};
+use crate::result::OpState;
+
+fn oid(n: u64) -> Oid {
+    Oid::parse(&format!("{n:040x}")).expect("forty hex digits")
+}
+
+fn change(text: &str) -> ChangeId {
+    ChangeId::parse(text).expect("a change id")
+}
+
+fn bay_commit(n: u64, change: &str) -> MainCommit {
+    MainCommit {
+        oid: oid(n),
+        parents: vec![oid(n - 1)],
+        at: Timestamp(n * 1000),
+        committer: "bay <bay@example>".into(),
+        message: format!(
+            "fix {change}\n\nChange-Id: {change}\nIntent: fix\nActor: ann\nBay-Op: {change}.1\nBay-Candidate: {change}.1.1\n"
+        ),
+        off_first_parent: 0,
+    }
+}
+
+fn outside_commit(n: u64, parents: usize, message: &str) -> MainCommit {
+    MainCommit {
+        oid: oid(n),
+        parents: (0..parents as u64).map(|p| oid(n - 1 + p * 1000)).collect(),
+        at: Timestamp(n * 1000),
+        committer: "Bob <bob@example>".into(),
+        message: message.into(),
+        off_first_parent: if parents > 1 { 3 } else { 0 },
+    }
+}
+
+fn event_step(n: u64, of: &str, state: OpState) -> RawStep {
+    let change = change(of);
+    let op = OpId {
+        change: change.clone(),
+        n: 1,
+    };
+    let event = BayEvent::ended(Ended {
+        runner: "r1",
+        change: &change,
+        op: &op,
+        actor: "ann",
+        at: Timestamp(n),
+        state,
+        code: None,
+        merge: None,
+    })
+    .expect("an end");
+    RawStep {
+        oid: oid(10_000 + n),
+        message: event.to_message(),
+    }
+}
+
+fn input(merged_only: bool, change: Option<&str>) -> SinceInput {
+    SinceInput {
+        main: "main".into(),
+        cursor: None,
+        merged_only,
+        change: change.map(self::change),
+    }
+}
+
+fn remote_with_log(tip: u64) -> Refs {
+    Refs::from([
+        ("refs/heads/main".to_string(), oid(1)),
+        (refs::log("r1"), oid(tip)),
+    ])
+}
+
+/// A machine given the cursor (`main`, `logs`), whose fetch `remote` answered.
+fn fetched_from(main: Oid, logs: BTreeMap<String, Oid>, merged_only: bool, remote: Refs) -> Since {
+    let mut machine = Since::new(
+        SinceInput {
+            cursor: Some(Cursor { main, logs }),
+            ..input(merged_only, None)
+        },
+        Timestamp(0),
+    );
+    let (fetch, _) = machine.poll_action().expect("a fetch");
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(fetch, Completion::Fetched(Ok(remote))),
+        )
+        .expect("a fetch answer");
+    machine
+}
+
+#[test]
+fn a_cursor_reads_back_as_it_was_written() {
+    let cursor = Cursor {
+        main: oid(7),
+        logs: BTreeMap::from([("r1".to_string(), oid(8)), ("r-2".to_string(), oid(9))]),
+    };
+    let text = cursor.encode();
+    assert!(text.starts_with("c1"));
+    assert_eq!(Cursor::decode(&text), Ok(cursor));
+}
+
+#[test]
+fn a_cursor_bay_did_not_return_is_refused_saying_what_to_do() {
+    let good = Cursor {
+        main: oid(7),
+        logs: BTreeMap::new(),
+    }
+    .encode();
+    let (data, sum) = good.split_once('-').expect("a checksum");
+    let tampered = format!("{}0-{sum}", &data[..data.len() - 1]);
+    for bad in [
+        "",
+        "garbage",
+        "c1zz-00",
+        "c1abc-00",
+        &format!("{data}-0000000000000000"),
+        &tampered,
+        &format!("c1{}-{}", hex(b"not an oid\n"), checksum("not an oid\n")),
+    ] {
+        let why = Cursor::decode(bad).expect_err(bad);
+        assert!(why.contains("not a cursor bay returned"), "{why}");
+        assert!(why.contains("without a cursor"), "{why}");
+    }
+}
+
+#[test]
+fn a_commit_without_exactly_one_change_id_is_outside_bay_and_says_how_it_came() {
+    let history = vec![
+        bay_commit(2, "aaaaaaaa"),
+        outside_commit(3, 1, "typo"),
+        outside_commit(4, 2, "Merge pull request #9"),
+        outside_commit(
+            5,
+            1,
+            "two\n\nChange-Id: aaaaaaaa\nChange-Id: bbbbbbbb\nBay-Op: aaaaaaaa.1\n",
+        ),
+    ];
+    let detail = list(
+        &history,
+        &BTreeMap::new(),
+        &oid(5),
+        BTreeMap::new(),
+        &input(false, None),
+    );
+    let merges = detail["merges"].as_array().expect("merges");
+    assert_eq!(merges.len(), 4);
+    assert_eq!(merges[0]["outside_bay"], false);
+    assert_eq!(merges[0]["change"], "aaaaaaaa");
+    assert_eq!(merges[0]["actor"], "ann");
+    assert_eq!(merges[0]["base"], json!(oid(1)));
+    assert_eq!(merges[1]["merged_as"], "outside");
+    assert_eq!(merges[2]["merged_as"], "merge");
+    assert_eq!(
+        merges[3]["outside_bay"], true,
+        "two Change-Ids are no bay merge"
+    );
+    assert_eq!(detail["off_first_parent"], 3);
+    let events = detail["events"].as_array().expect("events");
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds, ["outside_merge"; 3]);
+    assert_eq!(events[0]["id"], format!("outside_merge.{}", oid(3)));
+    assert_eq!(detail["more"], false);
+    let cursor = Cursor::decode(detail["cursor"].as_str().expect("a cursor")).expect("ours");
+    assert_eq!(cursor.main, oid(5));
+}
+
+#[test]
+fn at_most_500_merges_are_listed_and_the_cursor_goes_on_after_the_last() {
+    let history: Vec<MainCommit> = (2..2 + MAX_LISTED as u64 + 1)
+        .map(|n| bay_commit(n, "aaaaaaaa"))
+        .collect();
+    let tip = history.last().expect("commits").oid.clone();
+    let detail = list(
+        &history,
+        &BTreeMap::new(),
+        &tip,
+        BTreeMap::new(),
+        &input(true, None),
+    );
+    assert_eq!(detail["merges"].as_array().map(Vec::len), Some(MAX_LISTED));
+    assert_eq!(detail["more"], true);
+    assert!(detail.get("events").is_none(), "--merged lists no events");
+    let cursor = Cursor::decode(detail["cursor"].as_str().expect("a cursor")).expect("ours");
+    assert_eq!(cursor.main, history[MAX_LISTED - 1].oid);
+}
+
+#[test]
+fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
+    let commits: Vec<RawStep> = (0..MAX_LISTED as u64 + 2)
+        .map(|n| {
+            let of = if n % 2 == 0 { "aaaaaaaa" } else { "bbbbbbbb" };
+            event_step(n, of, OpState::Blocked)
+        })
+        .collect();
+    let logs = BTreeMap::from([("r1".to_string(), commits.clone())]);
+    let all = list(&[], &logs, &oid(1), BTreeMap::new(), &input(false, None));
+    assert_eq!(all["events"].as_array().map(Vec::len), Some(MAX_LISTED));
+    assert_eq!(all["more"], true);
+    let cursor = Cursor::decode(all["cursor"].as_str().expect("a cursor")).expect("ours");
+    assert_eq!(cursor.logs["r1"], commits[MAX_LISTED - 1].oid);
+
+    let view = list(
+        &[],
+        &logs,
+        &oid(1),
+        BTreeMap::new(),
+        &input(false, Some("bbbbbbbb")),
+    );
+    let events = view["events"].as_array().expect("events");
+    assert_eq!(events.len(), (MAX_LISTED + 2) / 2);
+    assert!(events.iter().all(|e| e["change"] == "bbbbbbbb"));
+    assert!(
+        events
+            .iter()
+            .all(|e| e["kind"] == EventKind::Refused.as_str())
+    );
+    assert_eq!(view["more"], false);
+}
+
+#[test]
+fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
+    let logs = BTreeMap::from([("r1".to_string(), oid(50))]);
+    let remote = Refs::from([
+        ("refs/heads/main".to_string(), oid(3)),
+        (refs::log("r1"), oid(51)),
+    ]);
+    let mut machine = fetched_from(oid(1), logs, false, remote);
+    let (history, read) = machine.poll_action().expect("main's history");
+    assert_eq!(
+        read,
+        Action::ReadHistory {
+            from: Some(oid(1)),
+            to: oid(3),
+            limit: MAX_LISTED as u32 + 1
+        }
+    );
+    let (log, read) = machine.poll_action().expect("the log");
+    assert_eq!(
+        read,
+        Action::ReadLog {
+            range: Some(format!("{}..{}", oid(50), oid(51))),
+            limit: MAX_LOG_READ
+        }
+    );
+    assert!(machine.poll_action().is_none());
+    let commits = vec![bay_commit(2, "aaaaaaaa"), bay_commit(3, "bbbbbbbb")];
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(history, Completion::HistoryRead(Ok(commits))),
+        )
+        .expect("history");
+    let mut merged = event_step(1, "bbbbbbbb", OpState::Merged);
+    merged.oid = oid(51);
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(log, Completion::LogRead(Ok(vec![merged]))),
+        )
+        .expect("log");
+    let result = machine.outcome().expect("done");
+    assert_eq!(result.detail["merges"].as_array().map(Vec::len), Some(2));
+    assert_eq!(result.detail["events"].as_array().map(Vec::len), Some(1));
+    let next = Cursor::decode(result.detail["cursor"].as_str().expect("a cursor")).expect("ours");
+    assert_eq!(next.main, oid(3));
+    assert_eq!(next.logs["r1"], oid(51));
+}
+
+#[test]
+fn a_cursor_whose_main_commit_this_clone_lacks_fails_saying_to_start_over() {
+    let remote = Refs::from([("refs/heads/main".to_string(), oid(3))]);
+    let mut machine = fetched_from(oid(1), BTreeMap::new(), true, remote);
+    let (history, _) = machine.poll_action().expect("main's history");
+    let fault = crate::machine::Fault("bad revision".into());
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(history, Completion::HistoryRead(Err(fault))),
+        )
+        .expect("a fault");
+    let result = machine.outcome().expect("done");
+    let text = serde_json::to_string(result).expect("a result");
+    assert!(text.contains("without a cursor"), "{text}");
+}
+
+#[test]
+fn a_first_call_outside_a_view_lists_nothing_and_returns_a_starting_cursor() {
+    let mut machine = Since::new(input(false, None), Timestamp(0));
+    let (fetch, _) = machine.poll_action().expect("a fetch");
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(fetch, Completion::Fetched(Ok(remote_with_log(40)))),
+        )
+        .expect("a fetch answer");
+    assert!(machine.poll_action().is_none(), "nothing more to read");
+    let result = machine.outcome().expect("done");
+    assert_eq!(result.detail["merges"], json!([]));
+    assert_eq!(result.detail["events"], json!([]));
+    let cursor = Cursor::decode(result.detail["cursor"].as_str().expect("a cursor")).expect("ours");
+    assert_eq!(cursor.main, oid(1));
+    assert_eq!(cursor.logs["r1"], oid(40));
+}
