@@ -177,3 +177,26 @@ fn a_cursor_whose_main_commit_this_clone_lacks_fails_saying_to_start_over() {
     let why = ran.doc["detail"]["why"].as_str().unwrap_or_default();
     assert!(why.contains("without a cursor"), "{ran:?}");
 }
+
+#[test]
+fn help_lists_since_with_an_optional_cursor_and_merged() {
+    let nowhere = tempfile::tempdir().expect("a folder");
+    let help = bay(nowhere.path(), "ann", &["help", "status"]);
+    let status = &help.doc["detail"]["commands"][0];
+    assert_eq!(status["name"], "status", "{help:?}");
+    let flag = |name: &str| {
+        list(status, "arguments")
+            .iter()
+            .find(|a| a["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} missing from {status}"))
+    };
+    assert_eq!(flag("--since")["value_optional"], true);
+    assert_eq!(flag("--since")["value"], "CURSOR");
+    assert_eq!(flag("--merged")["value"], Value::Null);
+    let runner = bay(nowhere.path(), "ann", &["help", "runner"]);
+    let writes = runner.doc["detail"]["commands"][0]["writes"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(writes.contains("refs/bay/log/<runner>"), "{writes}");
+}
