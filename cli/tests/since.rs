@@ -200,3 +200,46 @@ fn help_lists_since_with_an_optional_cursor_and_merged() {
         .unwrap_or_default();
     assert!(writes.contains("refs/bay/log/<runner>"), "{writes}");
 }
+
+#[test]
+fn plain_status_names_the_commits_that_went_around_bay_within_the_red_window() {
+    let world = World::standard();
+    world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    let commit = push_around_bay(&world, "src/other.txt", "Edited by hand\n");
+
+    let status = bay(&world.admin, "ann", &["status"]);
+    assert_eq!(status.code, 0, "{status:?}");
+    let unattributed = &status.doc["detail"]["unattributed"];
+    assert_eq!(unattributed["window"], 50, "{unattributed}");
+    assert_eq!(unattributed["count"], 1, "{unattributed}");
+    assert_eq!(
+        unattributed["through_bay"], 1,
+        "the commit that added the config is not read"
+    );
+    assert_eq!(
+        unattributed["by_writer"][0]["writer"],
+        "carol <carol@test.invalid>"
+    );
+    assert_eq!(unattributed["merges"][0]["commit"], commit.as_str());
+    assert_eq!(unattributed["merges"][0]["merged_as"], "outside");
+    assert_eq!(unattributed["merges"][0]["subject"], "edit around bay");
+
+    // A window of one reads only the newest commit: a bay merge after the outside push.
+    let clone = world.clone_as("erin");
+    write(
+        &clone,
+        ".bay/config.toml",
+        &format!("{CONFIG}[red]\nwindow = 1\n"),
+    );
+    git(
+        &clone,
+        &["commit", "--quiet", "--all", "-m", "a red window of one"],
+    );
+    git(&clone, &["push", "--quiet", "origin", "main"]);
+    world.merged("dan", "other", "src/other.txt", "Again\n");
+    let narrow = bay(&world.admin, "ann", &["status"]);
+    let unattributed = &narrow.doc["detail"]["unattributed"];
+    assert_eq!(unattributed["window"], 1, "{unattributed}");
+    assert_eq!(unattributed["count"], 0, "{unattributed}");
+    assert_eq!(unattributed["through_bay"], 1, "{unattributed}");
+}

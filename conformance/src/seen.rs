@@ -73,6 +73,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::NotesRead(r) => r.is_err(),
         Completion::LogRead(r) => r.is_err(),
         Completion::HistoryRead(r) => r.is_err(),
+        Completion::AddedRead(r) => r.is_err(),
         Completion::MergeTested(r) => r.is_err(),
         Completion::CandidateBuilt(r) => r.is_err(),
         Completion::DraftFrozen(r) => r.is_err(),

@@ -33,7 +33,13 @@ pub struct Config {
     pub evidence_reuse: bool,
     /// `[[hold]]` tables without a `target`: windows in which main takes only fixes and undos.
     pub holds: Vec<Hold>,
+    /// `[red] window`: how many first-parent main commits the unattributed judgement reads.
+    #[serde(default)]
+    pub red_window: Option<u32>,
 }
+
+/// The spec's default `[red] window`.
+pub const RED_WINDOW: u32 = 50;
 
 /// Where main keeps its config.
 pub const CONFIG_PATH: &str = ".bay/config.toml";
@@ -301,12 +307,15 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         table.finish()?;
         later.key(&root, "view");
     }
-    if let Some(mut table) = root.table("red")? {
-        table.check_keys(&["window"], &[])?;
-        table.uint("window", 1..=10_000)?;
-        table.finish()?;
-        later.key(&root, "red");
-    }
+    let red_window = match root.table("red")? {
+        Some(mut table) => {
+            table.check_keys(&["window"], &[])?;
+            let window = table.uint("window", 1..=10_000)?;
+            table.finish()?;
+            window.map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        }
+        None => None,
+    };
     if let Some(mut table) = root.table("agent")? {
         parse_agent(&mut table)?;
         later.key(&root, "agent");
@@ -349,6 +358,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         runner,
         evidence_reuse: reuse,
         holds,
+        red_window,
     })
 }
 
@@ -1163,7 +1173,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "profile in [policy]",
                 "hooks in top level",
                 "view in top level",
-                "red in top level",
                 "agent in top level",
                 "submission_timeout_s in [runner]",
                 "takeover_s in [runner]",
@@ -1251,17 +1260,17 @@ execution_budget_s = 0
 
     #[test]
     fn later_keys_are_refused_in_text_order_once_all_is_valid() {
-        let error = refuse("[red]\nwindow = 5\n[runner]\nlease_s = 0\n");
+        let error = refuse("[view]\nwarm_history = true\n[runner]\nlease_s = 0\n");
         assert_eq!(place(&error), (Some("lease_s"), "[runner]", 4));
-        let error = validated("[runner]\nlease_s = 30\nahead = 2\n[red]\nwindow = 5\n");
+        let error = validated("[runner]\nlease_s = 30\nahead = 2\n[view]\nwarm_history = true\n");
         assert_eq!(place(&error), (Some("ahead"), "[runner]", 3));
-        let error = validated("[red]\nwindow = 5\n[runner]\nahead = 2\n");
+        let error = validated("[view]\nwarm_history = true\n[runner]\nahead = 2\n");
         assert_eq!(
             place(&error),
-            (Some("red"), "top level", 1),
+            (Some("view"), "top level", 1),
             "a whole table"
         );
-        for table in ["hooks", "view", "red", "retention", "plugin"] {
+        for table in ["hooks", "view", "retention", "plugin"] {
             let error = validated(&format!("main = \"main\"\n\n[{table}]\n"));
             assert_eq!(
                 place(&error),
@@ -1610,8 +1619,9 @@ execution_budget_s = 0
 
     #[test]
     fn the_red_window_is_from_1_to_10000() {
-        validated("[red]\nwindow = 1\n");
-        validated("[red]\nwindow = 10000\n");
+        assert_eq!(accept("[red]\nwindow = 1\n").red_window, Some(1));
+        assert_eq!(accept("[red]\nwindow = 10000\n").red_window, Some(10_000));
+        assert_eq!(accept("").red_window, None, "the default is the reader's");
         for n in [0, 10_001] {
             assert_eq!(
                 place(&refuse(&format!("[red]\nwindow = {n}\n"))),

@@ -1873,7 +1873,10 @@ impl Driver {
                 }
                 Ok(commits)
             })?),
-            Action::ReadHistory { .. } => Completion::HistoryRead(maybe_fault(u, 16, |u| {
+            Action::ReadAdded { .. } => Completion::AddedRead(maybe_fault(u, 16, |u| {
+                Option::<u8>::arbitrary(u)?.map(|_| oid(u)).transpose()
+            })?),
+            Action::ReadHistory(_) => Completion::HistoryRead(maybe_fault(u, 16, |u| {
                 let mut commits = Vec::new();
                 for _ in 0..u.int_in_range(0..=3)? {
                     let parents = (0..u.int_in_range(0..=2)?)

@@ -141,8 +141,9 @@ impl Repo {
             Action::ReadLog { range, limit } => {
                 Completion::LogRead(self.read_log(range.as_deref(), *limit))
             }
-            Action::ReadHistory { from, to, limit } => {
-                Completion::HistoryRead(self.read_history(from.as_ref(), to, *limit))
+            Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
+            Action::ReadAdded { commit, path } => {
+                Completion::AddedRead(self.read_added(commit, path))
             }
             Action::TestMerge { onto, draft, base } => Completion::MergeTested(
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),

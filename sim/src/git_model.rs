@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use bay_core::machine::{
     Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
-    Machine, MainCommit, PushPlan, PushReport, RawStep, Refreshed, Refs,
+    HistoryQuery, Machine, MainCommit, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use bay_core::time::Timestamp;
 
@@ -73,8 +73,9 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
-            Action::ReadHistory { from, to, limit } => {
-                Completion::HistoryRead(self.read_history(from.as_ref(), to, *limit))
+            Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
+            Action::ReadAdded { commit, path } => {
+                Completion::AddedRead(Ok(self.added(commit, path)))
             }
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
@@ -354,6 +355,16 @@ impl GitModel {
         Ok(log)
     }
 
+    /// The newest commit on `commit`'s first-parent line that added `path`.
+    fn added(&self, commit: &Oid, path: &str) -> Option<Oid> {
+        let (line, _) = self.store.first_parents(commit, None);
+        line.into_iter().find(|oid| {
+            let parent = self.store.get(oid).and_then(|c| c.parents.first().cloned());
+            self.store.read(oid, path).is_some()
+                && parent.is_none_or(|parent| self.store.read(&parent, path).is_none())
+        })
+    }
+
     /// `commit` and every commit it reaches, none for `None`.
     fn ancestors(&self, commit: Option<Oid>) -> std::collections::BTreeSet<Oid> {
         let mut seen = std::collections::BTreeSet::new();
@@ -368,18 +379,9 @@ impl GitModel {
         seen
     }
 
-    /// Main's first-parent line after `from` up to `to`, oldest first, at most `limit`, as
-    /// `ReadHistory` answers. The model keeps no committer or time: those read as empty.
-    fn read_history(
-        &self,
-        from: Option<&Oid>,
-        to: &Oid,
-        limit: u32,
-    ) -> Result<Vec<MainCommit>, Fault> {
-        let range = bay_core::machine::history_range(from, to);
-        let mut log = self.read_log(Some(&range), u32::MAX)?;
-        log.reverse();
-        log.truncate(limit as usize);
+    /// The commits `query` names, oldest first, as `ReadHistory` answers. The model keeps no committer or time: those read as empty.
+    fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
+        let log = query.pick(self.read_log(Some(&query.range()), u32::MAX)?);
         log.into_iter()
             .map(|raw| {
                 let commit = self

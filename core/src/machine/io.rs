@@ -50,14 +50,12 @@ pub enum Action {
     /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
     /// Newest first, at most `limit`.
     ReadLog { range: Option<String>, limit: u32 },
-    /// Read main's first-parent line after `from` up to `to` (all of it when `from` is
-    /// `None`) from local objects, never fetching: oldest first, at most `limit` commits. A
-    /// `from` this clone lacks is a fault.
-    ReadHistory {
-        from: Option<Oid>,
-        to: Oid,
-        limit: u32,
-    },
+    /// Read a stretch of main's first-parent line from local objects, never fetching (see
+    /// [`HistoryQuery`]).
+    ReadHistory(HistoryQuery),
+    /// Find, on `commit`'s first-parent line in local objects, the newest commit that added
+    /// `path` (holds it where its first parent does not); none when no commit did.
+    ReadAdded { commit: Oid, path: String },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -99,7 +97,8 @@ impl Action {
             Action::ReadStats { .. } => "read-stats",
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
-            Action::ReadHistory { .. } => "read-history",
+            Action::ReadHistory(_) => "read-history",
+            Action::ReadAdded { .. } => "read-added",
             Action::TestMerge { .. } => "test-merge",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
@@ -323,11 +322,39 @@ impl std::fmt::Display for Fault {
 /// The remote's refs, as one fetch saw them.
 pub type Refs = BTreeMap<String, Oid>;
 
-/// The range of `ReadHistory` as Git takes it: `<from>..<to>`, or `<to>` alone.
-pub fn history_range(from: Option<&Oid>, to: &Oid) -> String {
-    match from {
-        Some(from) => format!("{from}..{to}"),
-        None => to.to_string(),
+/// Main's first-parent line after `from` up to `to` (all of it when `from` is `None`): at most
+/// `limit` commits, the oldest of the range (or the newest, when `newest`), listed oldest
+/// first. A `from` the clone lacks is a fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct HistoryQuery {
+    pub from: Option<Oid>,
+    pub to: Oid,
+    pub limit: u32,
+    pub newest: bool,
+}
+
+impl HistoryQuery {
+    /// The range as Git takes it: `<from>..<to>`, or `<to>` alone.
+    pub fn range(&self) -> String {
+        match &self.from {
+            Some(from) => format!("{from}..{}", self.to),
+            None => self.to.to_string(),
+        }
+    }
+
+    /// The query's commits out of the whole range read newest first, as Git's first-parent
+    /// walk gives them: oldest first.
+    pub fn pick<T>(&self, mut newest_first: Vec<T>) -> Vec<T> {
+        let limit = self.limit as usize;
+        if self.newest {
+            newest_first.truncate(limit);
+            newest_first.reverse();
+        } else {
+            newest_first.reverse();
+            newest_first.truncate(limit);
+        }
+        newest_first
     }
 }
 
@@ -431,6 +458,7 @@ pub enum Completion {
     NotesRead(Result<Vec<String>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
     HistoryRead(Result<Vec<MainCommit>, Fault>),
+    AddedRead(Result<Option<Oid>, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::agent::{fold_one, read_chain};
-use super::{Action, Completion, FetchSpec, MainCommit, Outbox, RawStep, Refs};
+use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, RawStep, Refs};
 use crate::event::BayEvent;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -218,11 +218,12 @@ impl Since {
     fn read(&mut self, from: Option<Oid>) {
         let main = self.main_tip().expect("main was fetched");
         if from.as_ref() != Some(&main) {
-            let read = Action::ReadHistory {
+            let read = Action::ReadHistory(HistoryQuery {
                 from,
                 to: main,
                 limit: MAX_LISTED as u32 + 1,
-            };
+                newest: false,
+            });
             self.out.send(read, Purpose::History);
             self.pending += 1;
         }
@@ -412,6 +413,47 @@ fn outside_event(commit: &MainCommit) -> Option<Value> {
     }
     let event = BayEvent::outside_merge(&commit.oid, merged_as(commit), subject(commit), commit.at);
     Some(serde_json::to_value(event).expect("an event serializes"))
+}
+
+/// `detail.unattributed` of `bay status`: of `commits` (main's newest first-parent commits in
+/// the window, oldest first), those that did not merge through bay, counted per committer and
+/// listed newest first, beside how many did.
+pub fn unattributed(window: u32, commits: &[MainCommit]) -> Value {
+    let outside: Vec<&MainCommit> = commits
+        .iter()
+        .rev()
+        .filter(|commit| bay_merge(&commit.message).is_none())
+        .collect();
+    let mut writers: BTreeMap<&str, u64> = BTreeMap::new();
+    for commit in &outside {
+        *writers.entry(commit.committer.as_str()).or_default() += 1;
+    }
+    let mut by_writer: Vec<(&str, u64)> = writers.into_iter().collect();
+    by_writer.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let merges: Vec<Value> = outside
+        .iter()
+        .map(|commit| {
+            json!({
+                "commit": commit.oid,
+                "base": commit.parents.first(),
+                "at": commit.at,
+                "subject": subject(commit),
+                "merged_as": merged_as(commit),
+                "merged_count": commit.off_first_parent,
+            })
+        })
+        .collect();
+    json!({
+        "window": window,
+        "count": outside.len(),
+        "by_writer": by_writer
+            .iter()
+            .map(|(writer, count)| json!({ "writer": writer, "count": count }))
+            .collect::<Vec<_>>(),
+        "through_bay": commits.len() - outside.len(),
+        "merges": merges,
+        "off_first_parent": outside.iter().map(|c| c.off_first_parent).sum::<u64>(),
+    })
 }
 
 #[cfg(test)]

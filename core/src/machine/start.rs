@@ -672,6 +672,7 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::StatsRead(Err(f))
         | Completion::LogRead(Err(f))
         | Completion::HistoryRead(Err(f))
+        | Completion::AddedRead(Err(f))
         | Completion::MergeTested(Err(f))
         | Completion::CandidateBuilt(Err(f))
         | Completion::DraftFrozen(Err(f))

@@ -6,15 +6,16 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
+use super::since::unattributed;
 use super::{Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, RawStep, Refs};
-use crate::config::{CONFIG_PATH, Config, hold_on};
-use crate::git::refs;
+use crate::config::{CONFIG_PATH, Config, RED_WINDOW, hold_on};
+use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
-use crate::result::BayResult;
+use crate::result::{BayResult, Decision};
 use crate::time::Timestamp;
 
 /// How many of the newest queue places a status without a change reads.
@@ -40,6 +41,11 @@ enum Purpose {
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
+    /// Main's config, for `[red] window`, then the commit that added it, then main's newest
+    /// commits after it: `detail.unattributed` of the result made so far.
+    Window(Box<BayResult>),
+    Added(Box<BayResult>, u32),
+    Unattributed(Box<BayResult>, u32),
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -51,6 +57,8 @@ pub struct Status {
     remote: Refs,
     /// What the change's live operation waits for with `--after`, once read.
     waits: Option<Option<(ReasonCode, Value)>>,
+    /// Whether main's commits outside bay were read for the result.
+    unattributed_read: bool,
     outcome: Option<BayResult>,
 }
 
@@ -62,6 +70,7 @@ impl Status {
             now,
             remote: Refs::new(),
             waits: None,
+            unattributed_read: false,
             outcome: None,
         };
         let mut patterns = vec![refs::main(&status.input.main)];
@@ -75,10 +84,67 @@ impl Status {
         status
     }
 
+    /// Ends with `result`, once it names main's commits outside bay: a result that did not
+    /// fail first reads them (`detail.unattributed`).
     fn finish(&mut self, result: BayResult) {
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
-        self.outcome = Some(report::with_main(result, main.as_ref()));
-        self.out.forget_all();
+        match main {
+            Some(commit) if !self.unattributed_read && result.decision != Decision::Failed => {
+                self.unattributed_read = true;
+                let read = Action::ReadFile {
+                    commit,
+                    path: CONFIG_PATH.into(),
+                };
+                self.out.send(read, Purpose::Window(Box::new(result)));
+            }
+            _ => {
+                self.outcome = Some(report::with_main(result, main.as_ref()));
+                self.out.forget_all();
+            }
+        }
+    }
+
+    /// `[red] window` from main's config (50 by default, and for a config that cannot be read),
+    /// then the commit that added the config.
+    fn on_window(&mut self, result: BayResult, bytes: Option<Vec<u8>>) {
+        let window = Config::at_main(bytes.as_deref())
+            .ok()
+            .and_then(|config| config.red_window)
+            .unwrap_or(RED_WINDOW);
+        let main = self.main_tip();
+        let read = Action::ReadAdded {
+            commit: main,
+            path: CONFIG_PATH.into(),
+        };
+        self.out
+            .send(read, Purpose::Added(Box::new(result), window));
+    }
+
+    fn on_added(&mut self, result: BayResult, window: u32, added: Option<Oid>) {
+        let read = Action::ReadHistory(super::HistoryQuery {
+            from: added,
+            to: self.main_tip(),
+            limit: window,
+            newest: true,
+        });
+        self.out
+            .send(read, Purpose::Unattributed(Box::new(result), window));
+    }
+
+    fn main_tip(&self) -> Oid {
+        self.remote
+            .get(&refs::main(&self.input.main))
+            .cloned()
+            .expect("unattributed commits are read only once main was fetched")
+    }
+
+    /// `detail.unattributed`, or `{unread}` with the reason when main could not be read.
+    fn with_unattributed(&mut self, mut result: BayResult, unattributed: Result<Value, Fault>) {
+        let value = unattributed.unwrap_or_else(|fault| {
+            serde_json::json!({ "unread": format!("bay could not read main's history: {fault}") })
+        });
+        result.detail.insert("unattributed".into(), value);
+        self.finish(result);
     }
 
     fn fail(&mut self, why: String) {
@@ -315,6 +381,19 @@ impl Status {
             }
             (Purpose::TestMerge(result), Completion::MergeTested(tested)) => {
                 self.on_tested(*result, tested)
+            }
+            (Purpose::Window(result), Completion::FileRead(read)) => {
+                self.on_window(*result, read.ok().flatten())
+            }
+            (Purpose::Added(result, window), Completion::AddedRead(Ok(added))) => {
+                self.on_added(*result, window, added)
+            }
+            (Purpose::Added(result, _), Completion::AddedRead(Err(fault))) => {
+                self.with_unattributed(*result, Err(fault))
+            }
+            (Purpose::Unattributed(result, window), Completion::HistoryRead(read)) => {
+                let value = read.map(|commits| unattributed(window, &commits));
+                self.with_unattributed(*result, value)
             }
             (_, completion) => return Some(completion),
         }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bay_core::git::Oid;
-use bay_core::machine::{ChainQuery, ChainRead, Fault, MainCommit, RawStep};
+use bay_core::machine::{ChainQuery, ChainRead, Fault, HistoryQuery, MainCommit, RawStep};
 use bay_core::time::Timestamp;
 
 use super::{Repo, mirror_prefix, oid};
@@ -204,30 +204,18 @@ impl Repo {
             .collect()
     }
 
-    /// Main's first-parent line after `from` up to `to`, oldest first, at most `limit`: one
-    /// `rev-list` for the ids (so the oldest come first whatever the limit), one `log
+    /// The commits `query` names, oldest first: one `rev-list` for the ids, one `log
     /// --no-walk` for what they say, and for each commit with more than one parent one
     /// `rev-list --count` of what it brought in. A `from` this clone lacks fails `rev-list`.
-    pub fn read_history(
-        &self,
-        from: Option<&Oid>,
-        to: &Oid,
-        limit: u32,
-    ) -> Result<Vec<MainCommit>, Fault> {
-        let range = bay_core::machine::history_range(from, to);
+    pub fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
         let ids = self
             .git()
-            .cmd([
-                "rev-list",
-                "--first-parent",
-                "--reverse",
-                "--end-of-options",
-            ])
-            .arg(&range)
+            .cmd(["rev-list", "--first-parent", "--end-of-options"])
+            .arg(query.range())
             .arg("--")
             .run()?
             .text();
-        let ids: Vec<&str> = ids.split_whitespace().take(limit as usize).collect();
+        let ids = query.pick(ids.split_whitespace().collect());
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -283,6 +271,29 @@ impl Repo {
             });
         }
         Ok(commits)
+    }
+
+    /// The newest commit on `commit`'s first-parent line that added `path`, if one did.
+    pub fn read_added(&self, commit: &Oid, path: &str) -> Result<Option<Oid>, Fault> {
+        let out = self
+            .git()
+            .cmd([
+                "log",
+                "--first-parent",
+                "--diff-filter=A",
+                "--format=%H",
+                "-n1",
+            ])
+            .arg("--end-of-options")
+            .arg(commit.to_string())
+            .arg("--")
+            .arg(path)
+            .run()?
+            .text();
+        match out.trim() {
+            "" => Ok(None),
+            id => Oid::parse(id).map(Some).map_err(Fault),
+        }
     }
 
     /// How many commits the merge `merge` brought in that its first parent lacks.

@@ -234,11 +234,12 @@ fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
     let (history, read) = machine.poll_action().expect("main's history");
     assert_eq!(
         read,
-        Action::ReadHistory {
+        Action::ReadHistory(HistoryQuery {
             from: Some(oid(1)),
             to: oid(3),
-            limit: MAX_LISTED as u32 + 1
-        }
+            limit: MAX_LISTED as u32 + 1,
+            newest: false,
+        })
     );
     let (log, read) = machine.poll_action().expect("the log");
     assert_eq!(
@@ -306,4 +307,38 @@ fn a_first_call_outside_a_view_lists_nothing_and_returns_a_starting_cursor() {
     let cursor = Cursor::decode(result.detail["cursor"].as_str().expect("a cursor")).expect("ours");
     assert_eq!(cursor.main, oid(1));
     assert_eq!(cursor.logs["r1"], oid(40));
+}
+
+#[test]
+fn unattributed_counts_what_went_around_bay_per_writer_newest_first() {
+    let mut merge = outside_commit(5, 2, "Merge pull request #9");
+    merge.committer = "Ann <ann@example>".into();
+    let commits = vec![
+        bay_commit(2, "aaaaaaaa"),
+        outside_commit(3, 1, "typo"),
+        outside_commit(4, 1, "another"),
+        merge,
+    ];
+    let value = unattributed(50, &commits);
+    assert_eq!(value["window"], 50);
+    assert_eq!(value["count"], 3);
+    assert_eq!(value["through_bay"], 1);
+    assert_eq!(
+        value["by_writer"],
+        json!([
+            { "writer": "Bob <bob@example>", "count": 2 },
+            { "writer": "Ann <ann@example>", "count": 1 },
+        ])
+    );
+    let merges = value["merges"].as_array().expect("merges");
+    let listed: Vec<&Value> = merges.iter().map(|m| &m["commit"]).collect();
+    assert_eq!(
+        listed,
+        [&json!(oid(5)), &json!(oid(4)), &json!(oid(3))],
+        "newest first"
+    );
+    assert_eq!(merges[0]["merged_as"], "merge");
+    assert_eq!(merges[0]["merged_count"], 3);
+    assert_eq!(merges[1]["merged_as"], "outside");
+    assert_eq!(value["off_first_parent"], 3);
 }
