@@ -967,6 +967,13 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
         .outcome()
         .and_then(|r| r.op_id.clone())
         .expect("queued");
+    // This runner name logged an end before, so its log has a tip the seed does not hold.
+    let earlier = BayEvent::outside_merge(&bench.main(), "outside", "earlier", Timestamp(1));
+    bench.git.push(&PushPlan {
+        log: Some(LogAdd::on("here", None, earlier.to_message())),
+        atomic: true,
+        ..PushPlan::default()
+    });
     let mut cfg = RunnerConfig::new("here", MAIN, 1);
     cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
     // As `bay merge --wait` does: the config it read at the request's main comes along.
@@ -987,8 +994,14 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
     }
     assert_eq!(
         actions,
-        vec!["read-file", "build-candidate", "push"],
-        "no fetch, no read of what the seed held"
+        vec!["fetch", "read-file", "build-candidate", "push"],
+        "no read of what the seed held: only its own log's tip, which no seed holds, so the \
+         one push lands"
+    );
+    assert_eq!(
+        log_events(&bench, "here").len(),
+        2,
+        "its event follows the earlier one"
     );
     assert_eq!(
         runner.outcome().map(|r| r.decision),

@@ -56,7 +56,15 @@ impl Runner {
         self.stage = Stage::Passing;
         self.dependencies_read = false;
         if self.seeded.is_some() {
-            // The first pass of a seeded runner starts from what it was handed.
+            // The first pass of a seeded runner starts from what it was handed, and reads only
+            // its own log's tip, which no seed holds: the push that ends the operation appends
+            // to it, and a guess would cost a refused push.
+            if !self.log_known {
+                let spec = FetchSpec::new([refs::log_pattern(&self.cfg.runner)]);
+                self.out
+                    .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
+                return;
+            }
             return self.read_places();
         }
         let mut spec = FetchSpec::new([
