@@ -143,6 +143,29 @@ fn a_plain_push_to_main_shows_as_outside_bay_with_its_event() {
     assert_eq!(events[0]["kind"], "outside_merge");
     assert_eq!(events[0]["commit"], commit.as_str());
     assert_eq!(events[0]["merged_as"], "outside");
+
+    // A merge of a side branch of two commits: one row, the two commits off the line counted.
+    let next = cursor(&merged);
+    let clone = world.clone_as("frank");
+    git(&clone, &["checkout", "--quiet", "-b", "side"]);
+    for n in ["one", "two"] {
+        write(&clone, "src/side.txt", n);
+        git(&clone, &["add", "--all"]);
+        git(&clone, &["commit", "--quiet", "-m", n]);
+    }
+    git(&clone, &["checkout", "--quiet", "main"]);
+    write(&clone, "src/greeting.txt", "Hello from main\n");
+    git(&clone, &["commit", "--quiet", "--all", "-m", "on main"]);
+    git(
+        &clone,
+        &["merge", "--quiet", "--no-ff", "-m", "merge side", "side"],
+    );
+    git(&clone, &["push", "--quiet", "origin", "main"]);
+    let merged = since(&world.admin, Some(&next), true);
+    let merges = list(&merged, "merges");
+    let how: Vec<&Value> = merges.iter().map(|m| &m["merged_as"]).collect();
+    assert_eq!(how, ["outside", "merge"], "{merged}");
+    assert_eq!(merged["off_first_parent"], 2, "{merged}");
 }
 
 #[test]
@@ -242,4 +265,32 @@ fn plain_status_names_the_commits_that_went_around_bay_within_the_red_window() {
     assert_eq!(unattributed["window"], 1, "{unattributed}");
     assert_eq!(unattributed["count"], 0, "{unattributed}");
     assert_eq!(unattributed["through_bay"], 1, "{unattributed}");
+}
+
+#[test]
+fn in_a_view_since_starts_at_the_change_s_base_and_lists_only_its_events() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let (mine, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let bob = world.clone_as("bob");
+    let (theirs, _) = world.submit(&bob, "bob", "other", "src/other.txt", "Other too\n");
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(log_events(&world, "admin").len(), 2);
+
+    let detail = since(&view, None, false);
+    assert_eq!(detail["change"], mine.as_str(), "{detail}");
+    let changes: Vec<&Value> = list(&detail, "merges")
+        .iter()
+        .map(|m| &m["change"])
+        .collect();
+    assert_eq!(
+        changes,
+        [mine.as_str(), theirs.as_str()],
+        "every merge since its base"
+    );
+    let events = list(&detail, "events");
+    assert_eq!(events.len(), 1, "only its own: {detail}");
+    assert_eq!(events[0]["change"], mine.as_str());
+    assert_eq!(events[0]["kind"], "merged");
 }
