@@ -294,3 +294,53 @@ fn in_a_view_since_starts_at_the_change_s_base_and_lists_only_its_events() {
     assert_eq!(events[0]["change"], mine.as_str());
     assert_eq!(events[0]["kind"], "merged");
 }
+
+#[test]
+fn a_merge_outside_bay_that_hides_a_bay_merge_is_named_and_the_bay_merge_listed_with_via() {
+    let world = World::standard();
+    // A clone from before the bay merge works on, then merges main in with its own commit as
+    // the first parent, as a forge merge can, and pushes: the bay merge is off the line.
+    let forge = world.clone_as("forge");
+    let start = cursor(&since(&world.admin, None, false));
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    write(&forge, "src/other.txt", "Forge work\n");
+    git(&forge, &["commit", "--quiet", "--all", "-m", "forge work"]);
+    git(
+        &forge,
+        &[
+            "pull",
+            "--quiet",
+            "--no-rebase",
+            "--no-edit",
+            "origin",
+            "main",
+        ],
+    );
+    git(&forge, &["push", "--quiet", "origin", "main"]);
+    let merge = git(&forge, &["rev-parse", "HEAD"]).trim().to_string();
+
+    let detail = since(&world.admin, Some(&start), false);
+    let merges = list(&detail, "merges");
+    let rows: Vec<(&Value, &Value)> = merges.iter().map(|m| (&m["change"], &m["via"])).collect();
+    assert_eq!(rows.len(), 3, "{detail}");
+    assert_eq!(
+        rows[1],
+        (&Value::from(change.as_str()), &Value::from(merge.as_str()))
+    );
+    assert_eq!(merges[2]["merged_as"], "merge");
+    let not_linear: Vec<&Value> = list(&detail, "events")
+        .iter()
+        .filter(|e| e["kind"] == "main_not_linear")
+        .collect();
+    assert_eq!(not_linear.len(), 1, "{detail}");
+    assert_eq!(not_linear[0]["commit"], merge.as_str());
+
+    let status = bay(&world.admin, "ann", &["status"]);
+    let warnings = status.doc["detail"]["warnings"]
+        .as_array()
+        .expect("warnings");
+    assert_eq!(warnings[0]["warning"], "main_not_linear", "{status:?}");
+    let unattributed = &status.doc["detail"]["unattributed"];
+    assert_eq!(unattributed["merges_off_first_parent"], 1, "{unattributed}");
+    assert_eq!(unattributed["through_bay"], 1, "{unattributed}");
+}

@@ -31,6 +31,9 @@ pub enum EventKind {
     /// A main commit that did not merge through bay (listed by `status --since`, never
     /// written to a log).
     OutsideMerge,
+    /// A merge outside bay that put bay merges off main's first-parent line (listed by
+    /// `status --since`, never written to a log).
+    MainNotLinear,
 }
 
 impl EventKind {
@@ -42,6 +45,7 @@ impl EventKind {
             EventKind::Superseded => "superseded",
             EventKind::NoEffect => "no_effect",
             EventKind::OutsideMerge => "outside_merge",
+            EventKind::MainNotLinear => "main_not_linear",
         }
     }
 
@@ -94,6 +98,14 @@ pub struct BayEvent {
     pub merged_as: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// A merge that put bay merges off the line: its parents, how many bay merges, and
+    /// whether bay stopped reading behind it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<Oid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merges_off_first_parent: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped: Option<bool>,
 }
 
 /// What a runner knows when it ends an operation.
@@ -128,6 +140,9 @@ impl BayEvent {
             code: end.code,
             merged_as: None,
             subject: None,
+            parents: Vec::new(),
+            merges_off_first_parent: None,
+            capped: None,
         })
     }
 
@@ -147,6 +162,33 @@ impl BayEvent {
             code: None,
             merged_as: Some(merged_as.into()),
             subject: Some(subject.into()),
+            parents: Vec::new(),
+            merges_off_first_parent: None,
+            capped: None,
+        }
+    }
+
+    /// A `main_not_linear` event for `commit`, a merge outside bay that put `hidden` bay
+    /// merges off the line; `capped` when bay stopped reading behind it. Named by the commit,
+    /// so each such merge is one event.
+    pub fn not_linear(commit: &crate::machine::MainCommit, hidden: u64, capped: bool) -> BayEvent {
+        BayEvent {
+            schema: EVENT_SCHEMA.into(),
+            id: format!("main_not_linear.{}", commit.oid),
+            kind: EventKind::MainNotLinear,
+            change: None,
+            op: None,
+            runner: None,
+            at: commit.at,
+            actor: None,
+            commit: Some(commit.oid.clone()),
+            base: None,
+            code: None,
+            merged_as: None,
+            subject: Some(commit.message.lines().next().unwrap_or("").to_string()),
+            parents: commit.parents.clone(),
+            merges_off_first_parent: Some(hidden),
+            capped: Some(capped),
         }
     }
 

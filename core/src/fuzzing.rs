@@ -1889,6 +1889,7 @@ impl Driver {
                         at: Timestamp(u.arbitrary()?),
                         committer: "someone <s@example>".into(),
                         message: format!("subject\n\nChange-Id: {}\nBay-Op: x\n", change_id(u)?),
+                        brought: Vec::new(),
                     });
                 }
                 Ok(commits)

@@ -379,33 +379,51 @@ impl GitModel {
         seen
     }
 
-    /// The commits `query` names, oldest first, as `ReadHistory` answers. The model keeps no committer or time: those read as empty.
+    /// The commits `query` names, oldest first, as `ReadHistory` answers, each merge with what
+    /// it brought in (in id order: the model keeps no time). The model keeps no committer or
+    /// time: those read as empty.
     fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
         let log = query.pick(self.read_log(Some(&query.range()), u32::MAX)?);
         log.into_iter()
             .map(|raw| {
-                let commit = self
-                    .store
-                    .get(&raw.oid)
-                    .ok_or_else(|| Fault(format!("no commit {}", raw.oid)))?;
-                let off_first_parent = match commit.parents.first() {
-                    Some(first) if commit.parents.len() > 1 => {
-                        let line = self.ancestors(Some(first.clone()));
-                        let brought = self.ancestors(Some(raw.oid.clone()));
-                        brought.difference(&line).count().saturating_sub(1) as u64
-                    }
-                    _ => 0,
-                };
-                Ok(MainCommit {
-                    oid: raw.oid,
-                    parents: commit.parents.clone(),
-                    at: Timestamp(0),
-                    committer: String::new(),
-                    message: raw.message,
-                    off_first_parent,
-                })
+                let mut commit = self.main_commit(&raw.oid)?;
+                if let Some(first) = commit.parents.first().cloned()
+                    && commit.parents.len() > 1
+                {
+                    let line = self.ancestors(Some(first));
+                    let brought: Vec<Oid> = self
+                        .ancestors(Some(raw.oid.clone()))
+                        .difference(&line)
+                        .filter(|oid| **oid != raw.oid)
+                        .cloned()
+                        .collect();
+                    commit.off_first_parent = brought.len() as u64;
+                    commit.brought = brought
+                        .iter()
+                        .take(bay_core::machine::BROUGHT_READ)
+                        .map(|oid| self.main_commit(oid))
+                        .collect::<Result<_, _>>()?;
+                }
+                Ok(commit)
             })
             .collect()
+    }
+
+    /// One commit as a history read gives it, with nothing brought in.
+    fn main_commit(&self, oid: &Oid) -> Result<MainCommit, Fault> {
+        let commit = self
+            .store
+            .get(oid)
+            .ok_or_else(|| Fault(format!("no commit {oid}")))?;
+        Ok(MainCommit {
+            oid: oid.clone(),
+            parents: commit.parents.clone(),
+            at: Timestamp(0),
+            committer: String::new(),
+            message: commit.message.to_string(),
+            off_first_parent: 0,
+            brought: Vec::new(),
+        })
     }
 
     /// The view of `commit` for a change that declared `paths`: the files they cover, as Git's

@@ -372,7 +372,14 @@ pub struct MainCommit {
     /// For a commit with more than one parent: how many commits it brought in that its first
     /// parent lacks (the commits off the first-parent line). Zero otherwise.
     pub off_first_parent: u64,
+    /// The newest of those commits, at most [`BROUGHT_READ`], newest first (each with nothing
+    /// brought in of its own): where a bay merge that the merge put off the line is found.
+    #[serde(default)]
+    pub brought: Vec<MainCommit>,
 }
+
+/// The most commits a history read reads behind one merge; `capped` says when it stopped.
+pub const BROUGHT_READ: usize = 500;
 
 /// One step commit as read: its id and message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

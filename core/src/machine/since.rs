@@ -324,7 +324,17 @@ fn list(
         Some(last) if more => last.oid.clone(),
         _ => main.clone(),
     };
-    let merges: Vec<Value> = listed.iter().map(merge_row).collect();
+    // A bay merge that a merge outside bay put off the line comes just before that merge,
+    // with `via` naming it; it rides with that merge, outside the count of 500.
+    let mut merges = Vec::new();
+    for commit in listed {
+        for hidden in bay_merges_off_line(commit).rev() {
+            let mut row = merge_row(hidden);
+            row["via"] = json!(commit.oid);
+            merges.push(row);
+        }
+        merges.push(merge_row(commit));
+    }
     let off_first_parent: u64 = listed.iter().map(|c| c.off_first_parent).sum();
 
     let mut events = Vec::new();
@@ -349,6 +359,18 @@ fn list(
         if input.change.is_none() {
             events.extend(listed.iter().filter_map(outside_event));
         }
+        // Each merge that put bay merges off the line, once; in a view, when one is its change.
+        events.extend(
+            listed
+                .iter()
+                .filter(|commit| match &input.change {
+                    Some(change) => bay_merges_off_line(commit).any(|hidden| {
+                        bay_merge(&hidden.message).is_some_and(|(c, _)| &c == change)
+                    }),
+                    None => true,
+                })
+                .filter_map(not_linear_event),
+        );
     }
     let cursor = Cursor {
         main: main_cursor,
@@ -366,6 +388,30 @@ fn list(
         detail.insert("change".into(), json!(change));
     }
     detail
+}
+
+/// The bay merges `commit` (a merge outside bay) brought in off the first-parent line, as
+/// read (newest first).
+fn bay_merges_off_line(commit: &MainCommit) -> impl DoubleEndedIterator<Item = &MainCommit> {
+    commit
+        .brought
+        .iter()
+        .filter(|side| bay_merge(&side.message).is_some())
+}
+
+/// Whether the read behind `commit` stopped before it read every commit it brought in.
+fn capped(commit: &MainCommit) -> bool {
+    (commit.brought.len() as u64) < commit.off_first_parent
+}
+
+/// The `main_not_linear` event of a merge outside bay that put bay merges off the line.
+fn not_linear_event(commit: &MainCommit) -> Option<Value> {
+    let hidden = bay_merges_off_line(commit).count() as u64;
+    if hidden == 0 || bay_merge(&commit.message).is_some() {
+        return None;
+    }
+    let event = BayEvent::not_linear(commit, hidden, capped(commit));
+    Some(serde_json::to_value(event).expect("an event serializes"))
 }
 
 /// How a commit outside bay reached main: `merge` with more than one parent, else `outside`.
@@ -439,10 +485,14 @@ pub fn unattributed(window: u32, commits: &[MainCommit]) -> Value {
                 "at": commit.at,
                 "subject": subject(commit),
                 "merged_as": merged_as(commit),
+                "merged": commit.brought.iter().take(MERGED_LISTED).map(|c| &c.oid).collect::<Vec<_>>(),
                 "merged_count": commit.off_first_parent,
+                "merges_off_first_parent": bay_merges_off_line(commit).count(),
             })
         })
         .collect();
+    // A bay merge put off the line still merged through bay: it counts at the merge.
+    let hidden: usize = outside.iter().map(|c| bay_merges_off_line(c).count()).sum();
     json!({
         "window": window,
         "count": outside.len(),
@@ -450,11 +500,36 @@ pub fn unattributed(window: u32, commits: &[MainCommit]) -> Value {
             .iter()
             .map(|(writer, count)| json!({ "writer": writer, "count": count }))
             .collect::<Vec<_>>(),
-        "through_bay": commits.len() - outside.len(),
+        "through_bay": commits.len() - outside.len() + hidden,
         "merges": merges,
         "off_first_parent": outside.iter().map(|c| c.off_first_parent).sum::<u64>(),
+        "merges_off_first_parent": hidden,
+        "landings_off_first_parent_capped": outside.iter().any(|c| capped(c)),
     })
 }
+
+/// `detail.warnings` of `bay status`: `main_not_linear` for each merge outside bay in the window
+/// that put bay merges off main's first-parent line, newest first.
+pub fn not_linear_warnings(commits: &[MainCommit]) -> Vec<Value> {
+    commits
+        .iter()
+        .rev()
+        .filter_map(not_linear_event)
+        .map(|mut event| {
+            json!({
+                "warning": "main_not_linear",
+                "commit": event["commit"].take(),
+                "parents": event["parents"].take(),
+                "merges_off_first_parent": event["merges_off_first_parent"].take(),
+                "capped": event["capped"].take(),
+                "hint": "require linear history for main on your host, so only fast-forward pushes reach it",
+            })
+        })
+        .collect()
+}
+
+/// The most commits a row of `unattributed` names under `merged`.
+const MERGED_LISTED: usize = 20;
 
 #[cfg(test)]
 mod tests;

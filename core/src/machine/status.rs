@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
-use super::since::unattributed;
+use super::since::{not_linear_warnings, unattributed};
 use super::{Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, RawStep, Refs};
 use crate::config::{CONFIG_PATH, Config, RED_WINDOW, hold_on};
 use crate::git::{Oid, refs};
@@ -391,7 +391,15 @@ impl Status {
             (Purpose::Added(result, _), Completion::AddedRead(Err(fault))) => {
                 self.with_unattributed(*result, Err(fault))
             }
-            (Purpose::Unattributed(result, window), Completion::HistoryRead(read)) => {
+            (Purpose::Unattributed(mut result, window), Completion::HistoryRead(read)) => {
+                if let Ok(commits) = &read {
+                    let warnings = not_linear_warnings(commits);
+                    if !warnings.is_empty() {
+                        result
+                            .detail
+                            .insert("warnings".into(), Value::Array(warnings));
+                    }
+                }
                 let value = read.map(|commits| unattributed(window, &commits));
                 self.with_unattributed(*result, value)
             }

@@ -23,6 +23,49 @@ struct CommitInfo {
     message: String,
 }
 
+/// What `git log` prints of each commit a history read names: ids and parents, committer
+/// time, committer, message.
+const COMMIT_FORMAT: &str = "--format=%H %P%n%ct%n%cn <%ce>%n%B";
+
+/// The most commits read behind one merge that brought commits in off the first-parent line.
+pub const BROUGHT_READ: usize = bay_core::machine::BROUGHT_READ;
+
+/// Commits as `git log -z` prints them in [`COMMIT_FORMAT`].
+fn parse_commits(stdout: &[u8]) -> Result<Vec<MainCommit>, Fault> {
+    let mut commits = Vec::new();
+    for entry in stdout.split(|byte| *byte == 0).filter(|e| !e.is_empty()) {
+        let text = String::from_utf8_lossy(entry);
+        let mut lines = text.splitn(4, '\n');
+        let (Some(ids), Some(time), Some(committer)) = (lines.next(), lines.next(), lines.next())
+        else {
+            return Err(Fault(format!(
+                "git log printed a commit bay cannot read: {text:?}"
+            )));
+        };
+        let mut ids = ids
+            .split_whitespace()
+            .map(|id| Oid::parse(id).map_err(Fault));
+        let oid = ids
+            .next()
+            .ok_or_else(|| Fault("git log printed no commit id".into()))??;
+        let parents = ids.collect::<Result<Vec<Oid>, Fault>>()?;
+        let secs: u64 = time
+            .trim()
+            .parse()
+            .map_err(|_| Fault(format!("git log printed no commit time: {time:?}")))?;
+        commits.push(MainCommit {
+            oid,
+            parents,
+            at: Timestamp::from_secs(secs),
+            committer: committer.to_string(),
+            message: lines.next().unwrap_or("").to_string(),
+            off_first_parent: 0,
+            brought: Vec::new(),
+        });
+    }
+    Ok(commits)
+}
+
 impl Repo {
     /// The objects named by `names` (one per line of `cat-file --batch` input), in order.
     fn cat_batch(&self, names: &[String]) -> Result<Vec<Object>, Fault> {
@@ -221,56 +264,39 @@ impl Repo {
         }
         let out = self
             .git()
-            .cmd([
-                "log",
-                "--no-walk=unsorted",
-                "-z",
-                "--format=%H %P%n%ct%n%cn <%ce>%n%B",
-            ])
+            .cmd(["log", "--no-walk=unsorted", "-z", COMMIT_FORMAT])
             .arg("--end-of-options")
             .args(&ids)
             .arg("--")
             .run()?;
-        let mut commits = Vec::with_capacity(ids.len());
-        for entry in out
-            .stdout
-            .split(|byte| *byte == 0)
-            .filter(|e| !e.is_empty())
-        {
-            let text = String::from_utf8_lossy(entry);
-            let mut lines = text.splitn(4, '\n');
-            let (Some(ids), Some(time), Some(committer)) =
-                (lines.next(), lines.next(), lines.next())
-            else {
-                return Err(Fault(format!(
-                    "git log printed a commit bay cannot read: {text:?}"
-                )));
-            };
-            let mut ids = ids
-                .split_whitespace()
-                .map(|id| Oid::parse(id).map_err(Fault));
-            let oid = ids
-                .next()
-                .ok_or_else(|| Fault("git log printed no commit id".into()))??;
-            let parents = ids.collect::<Result<Vec<Oid>, Fault>>()?;
-            let secs: u64 = time
-                .trim()
-                .parse()
-                .map_err(|_| Fault(format!("git log printed no commit time: {time:?}")))?;
-            let off_first_parent = match parents.first() {
-                Some(first) if parents.len() > 1 => self.brought_in(&oid, first)?,
-                _ => 0,
-            };
-            commits.push(MainCommit {
-                oid,
-                parents,
-                at: Timestamp::from_secs(secs),
-                committer: committer.to_string(),
-                message: lines.next().unwrap_or("").to_string(),
-                off_first_parent,
-            });
+        let mut commits = parse_commits(&out.stdout)?;
+        for commit in &mut commits {
+            if let Some(first) = commit.parents.first().cloned()
+                && commit.parents.len() > 1
+            {
+                commit.off_first_parent = self.brought_in(&commit.oid, &first)?;
+                commit.brought = self.read_brought(&commit.oid, &first)?;
+            }
         }
         Ok(commits)
+    }
+
+    /// The newest commits (at most [`BROUGHT_READ`]) the merge `merge` brought in that its
+    /// first parent `first` lacks.
+    fn read_brought(&self, merge: &Oid, first: &Oid) -> Result<Vec<MainCommit>, Fault> {
+        let out = self
+            .git()
+            .cmd(["log", "-z", COMMIT_FORMAT])
+            .arg(format!("--max-count={}", BROUGHT_READ + 1))
+            .arg("--end-of-options")
+            .arg(merge.to_string())
+            .arg(format!("^{first}"))
+            .arg("--")
+            .run()?;
+        let mut brought = parse_commits(&out.stdout)?;
+        brought.retain(|commit| &commit.oid != merge);
+        brought.truncate(BROUGHT_READ);
+        Ok(brought)
     }
 
     /// The newest commit on `commit`'s first-parent line that added `path`, if one did.

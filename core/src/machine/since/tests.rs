@@ -22,6 +22,7 @@ fn bay_commit(n: u64, change: &str) -> MainCommit {
             "fix {change}\n\nChange-Id: {change}\nIntent: fix\nActor: ann\nBay-Op: {change}.1\nBay-Candidate: {change}.1.1\n"
         ),
         off_first_parent: 0,
+        brought: Vec::new(),
     }
 }
 
@@ -33,6 +34,7 @@ fn outside_commit(n: u64, parents: usize, message: &str) -> MainCommit {
         committer: "Bob <bob@example>".into(),
         message: message.into(),
         off_first_parent: if parents > 1 { 3 } else { 0 },
+        brought: Vec::new(),
     }
 }
 
@@ -341,4 +343,97 @@ fn unattributed_counts_what_went_around_bay_per_writer_newest_first() {
     assert_eq!(merges[0]["merged_count"], 3);
     assert_eq!(merges[1]["merged_as"], "outside");
     assert_eq!(value["off_first_parent"], 3);
+}
+
+/// A merge outside bay (parents: an outside commit, then a bay merge it put off the line).
+fn hiding_merge() -> (MainCommit, MainCommit) {
+    let hidden = bay_commit(20, "cccccccc");
+    let mut merge = outside_commit(6, 2, "Merge branch main of the forge");
+    merge.parents = vec![oid(5), hidden.oid.clone()];
+    merge.off_first_parent = 1;
+    merge.brought = vec![hidden.clone()];
+    (merge, hidden)
+}
+
+#[test]
+fn a_bay_merge_put_off_the_line_is_listed_with_via_and_its_merge_is_not_linear() {
+    let (merge, hidden) = hiding_merge();
+    let history = vec![outside_commit(5, 1, "local"), merge.clone()];
+    let detail = list(
+        &history,
+        &BTreeMap::new(),
+        &oid(6),
+        BTreeMap::new(),
+        &input(false, None),
+    );
+    let merges = list_of(&detail, "merges");
+    let commits: Vec<&Value> = merges.iter().map(|m| &m["commit"]).collect();
+    assert_eq!(
+        commits,
+        [&json!(oid(5)), &json!(hidden.oid), &json!(merge.oid)]
+    );
+    assert_eq!(merges[1]["via"], json!(merge.oid));
+    assert_eq!(merges[1]["change"], "cccccccc");
+    assert_eq!(merges[1]["outside_bay"], false);
+    let events = list_of(&detail, "events");
+    let not_linear: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "main_not_linear")
+        .collect();
+    assert_eq!(not_linear.len(), 1, "{detail:?}");
+    assert_eq!(not_linear[0]["merges_off_first_parent"], 1);
+    assert_eq!(not_linear[0]["capped"], false);
+    let schema: Value = serde_json::from_str(crate::schema::EVENT).expect("the schema");
+    for event in events {
+        crate::schema::validate(&schema, event).expect("every event fits bay.event/1");
+    }
+
+    // In a view, only when the hidden merge is its change; never with --merged.
+    let view = |change| {
+        list(
+            &history,
+            &BTreeMap::new(),
+            &oid(6),
+            BTreeMap::new(),
+            &input(false, Some(change)),
+        )
+    };
+    assert_eq!(list_of(&view("cccccccc"), "events").len(), 1);
+    assert_eq!(list_of(&view("dddddddd"), "events").len(), 0);
+    let merged_only = list(
+        &history,
+        &BTreeMap::new(),
+        &oid(6),
+        BTreeMap::new(),
+        &input(true, None),
+    );
+    assert!(merged_only.get("events").is_none());
+}
+
+#[test]
+fn unattributed_counts_a_bay_merge_put_off_the_line_at_its_merge_and_warns() {
+    let (mut merge, hidden) = hiding_merge();
+    merge.off_first_parent = 2;
+    let commits = vec![outside_commit(5, 1, "local"), merge.clone()];
+    let value = unattributed(50, &commits);
+    assert_eq!(value["count"], 2);
+    assert_eq!(
+        value["through_bay"], 1,
+        "the hidden bay merge counts at its merge"
+    );
+    assert_eq!(value["merges_off_first_parent"], 1);
+    assert_eq!(
+        value["landings_off_first_parent_capped"], true,
+        "one of two read"
+    );
+    assert_eq!(value["merges"][0]["merged"], json!([hidden.oid]));
+    let warnings = not_linear_warnings(&commits);
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0]["warning"], "main_not_linear");
+    assert_eq!(warnings[0]["commit"], json!(merge.oid));
+    assert_eq!(warnings[0]["parents"], json!(merge.parents));
+}
+
+fn list_of<'a>(detail: &'a Map<String, Value>, key: &str) -> &'a Vec<Value> {
+    detail[key].as_array().expect("a list")
 }
