@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::agent::{fold_one, read_chain};
-use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, RawStep, Refs};
+use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, Refs};
 use crate::event::BayEvent;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -23,9 +23,6 @@ use crate::time::Timestamp;
 
 /// The most merges, and the most events, one answer lists; `more` says when more follow.
 pub const MAX_LISTED: usize = 500;
-
-/// The most commits read from one runner's log in one answer.
-pub const MAX_LOG_READ: u32 = 10_000;
 
 /// What the cursor's text starts with: the version of its encoding.
 const CURSOR_PREFIX: &str = "c1";
@@ -142,7 +139,7 @@ pub struct Since {
     pending: usize,
     history: Vec<MainCommit>,
     /// Each log's new commits, oldest first, by runner.
-    logs: BTreeMap<String, Vec<RawStep>>,
+    logs: BTreeMap<String, Vec<MainCommit>>,
     /// Where each log on the remote is read from: the next cursor's tip of it when none of
     /// its new events is listed.
     starts: BTreeMap<String, Oid>,
@@ -246,14 +243,14 @@ impl Since {
                 if start.as_ref() == Some(&tip) {
                     continue;
                 }
-                let range = match start {
-                    Some(start) => format!("{start}..{tip}"),
-                    None => tip.to_string(),
-                };
-                let read = Action::ReadLog {
-                    range: Some(range),
-                    limit: MAX_LOG_READ,
-                };
+                // The oldest events after the cursor, one more than an answer lists, so that
+                // `more` is known: a log is one first-parent line, as main is.
+                let read = Action::ReadHistory(HistoryQuery {
+                    from: start,
+                    to: tip,
+                    limit: MAX_LISTED as u32 + 1,
+                    newest: false,
+                });
                 self.out.send(read, Purpose::Log(runner));
                 self.pending += 1;
             }
@@ -293,8 +290,7 @@ impl Since {
                 "this repository cannot read main after the cursor's main commit ({fault}); \
                  run `bay status --since` again without a cursor"
             )),
-            (Purpose::Log(runner), Completion::LogRead(Ok(mut commits))) => {
-                commits.reverse();
+            (Purpose::Log(runner), Completion::HistoryRead(Ok(commits))) => {
                 self.logs.insert(runner, commits);
                 self.pending -= 1;
                 self.maybe_done();
@@ -313,7 +309,7 @@ super::agent::command_machine!(Since, "status --since");
 /// right after the last merge and event listed.
 fn list(
     history: &[MainCommit],
-    logs: &BTreeMap<String, Vec<RawStep>>,
+    logs: &BTreeMap<String, Vec<MainCommit>>,
     main: &Oid,
     mut cursor_logs: BTreeMap<String, Oid>,
     input: &SinceInput,
@@ -340,7 +336,9 @@ fn list(
     let mut events = Vec::new();
     if !input.merged_only {
         'logs: for (runner, commits) in logs {
-            for raw in commits {
+            // Each log was read one past what an answer lists: past that, more follow.
+            more |= commits.len() > MAX_LISTED;
+            for raw in commits.iter().take(MAX_LISTED) {
                 let event = BayEvent::from_message(&raw.message).ok();
                 let wanted = event.as_ref().filter(|event| match &input.change {
                     Some(change) => event.names(change),

@@ -38,7 +38,7 @@ fn outside_commit(n: u64, parents: usize, message: &str) -> MainCommit {
     }
 }
 
-fn event_step(n: u64, of: &str, state: OpState) -> RawStep {
+fn event_step(n: u64, of: &str, state: OpState) -> MainCommit {
     let change = change(of);
     let op = OpId {
         change: change.clone(),
@@ -55,9 +55,14 @@ fn event_step(n: u64, of: &str, state: OpState) -> RawStep {
         merge: None,
     })
     .expect("an end");
-    RawStep {
+    MainCommit {
         oid: oid(10_000 + n),
+        parents: vec![oid(10_000 + n - 1)],
+        at: Timestamp(n),
+        committer: "r1 <r1@example>".into(),
         message: event.to_message(),
+        off_first_parent: 0,
+        brought: Vec::new(),
     }
 }
 
@@ -194,7 +199,7 @@ fn at_most_500_merges_are_listed_and_the_cursor_goes_on_after_the_last() {
 
 #[test]
 fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
-    let commits: Vec<RawStep> = (0..MAX_LISTED as u64 + 2)
+    let commits: Vec<MainCommit> = (1..MAX_LISTED as u64 + 3)
         .map(|n| {
             let of = if n % 2 == 0 { "aaaaaaaa" } else { "bbbbbbbb" };
             event_step(n, of, OpState::Blocked)
@@ -215,13 +220,31 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         &input(false, Some("bbbbbbbb")),
     );
     let events = view["events"].as_array().expect("events");
-    assert_eq!(events.len(), (MAX_LISTED + 2) / 2);
+    assert_eq!(events.len(), MAX_LISTED / 2, "its own among the 500 read");
     assert!(events.iter().all(|e| e["change"] == "bbbbbbbb"));
     assert!(
         events
             .iter()
             .all(|e| e["kind"] == EventKind::Refused.as_str())
     );
+    assert_eq!(view["more"], true, "the log holds more than was read");
+    let cursor = Cursor::decode(view["cursor"].as_str().expect("a cursor")).expect("ours");
+    assert_eq!(
+        cursor.logs["r1"],
+        commits[MAX_LISTED - 1].oid,
+        "on after what was read"
+    );
+
+    // A log read whole lists every event of the view's and says no more.
+    let short = BTreeMap::from([("r1".to_string(), commits[..10].to_vec())]);
+    let view = list(
+        &[],
+        &short,
+        &oid(1),
+        BTreeMap::new(),
+        &input(false, Some("bbbbbbbb")),
+    );
+    assert_eq!(view["events"].as_array().map(Vec::len), Some(5));
     assert_eq!(view["more"], false);
 }
 
@@ -246,10 +269,12 @@ fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
     let (log, read) = machine.poll_action().expect("the log");
     assert_eq!(
         read,
-        Action::ReadLog {
-            range: Some(format!("{}..{}", oid(50), oid(51))),
-            limit: MAX_LOG_READ
-        }
+        Action::ReadHistory(HistoryQuery {
+            from: Some(oid(50)),
+            to: oid(51),
+            limit: MAX_LISTED as u32 + 1,
+            newest: false,
+        })
     );
     assert!(machine.poll_action().is_none());
     let commits = vec![bay_commit(2, "aaaaaaaa"), bay_commit(3, "bbbbbbbb")];
@@ -264,7 +289,7 @@ fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
     machine
         .handle(
             Timestamp(0),
-            Event::Done(log, Completion::LogRead(Ok(vec![merged]))),
+            Event::Done(log, Completion::HistoryRead(Ok(vec![merged]))),
         )
         .expect("log");
     let result = machine.outcome().expect("done");
