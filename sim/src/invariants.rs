@@ -56,9 +56,9 @@ pub enum Invariant {
     /// S10: a dependent never merges before what it names: each change named by `--after`
     /// has merged, or ended `no_effect`, when the dependent lands.
     AfterItsDependencies,
-    /// S11: a runner's log only grows, one event per push, and holds one event per operation
-    /// it ended: the operation ended as the event says, and a merge event names the commit
-    /// the merged marker names.
+    /// S11: a runner's log only grows, one event per push, and holds exactly one event per
+    /// operation it ended, written with the end: the operation ended as the event says, and a
+    /// merge event names the commit the merged marker names.
     LogMatches,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
@@ -121,6 +121,9 @@ pub struct Checker {
     held_since: Vec<(u64, bool)>,
     /// Every operation some runner's log has an event for, and that runner.
     logged: BTreeMap<OpId, String>,
+    /// Operations a runner's outcome step ended in the push being checked: each must have its
+    /// event by the end of that push.
+    ended_by_runner: Vec<OpId>,
     /// Log events S11 checked.
     pub events: u64,
 }
@@ -142,6 +145,7 @@ impl Checker {
             merged_at: BTreeMap::new(),
             held_since: Vec::new(),
             logged: BTreeMap::new(),
+            ended_by_runner: Vec::new(),
             events: 0,
         }
     }
@@ -241,6 +245,17 @@ impl Checker {
             }
         }
         self.check_markers(at, remote);
+        // S11: the event of an end a runner wrote rides in the same push.
+        for op in std::mem::take(&mut self.ended_by_runner) {
+            if !self.logged.contains_key(&op) {
+                let runner = pusher.unwrap_or_default();
+                self.violate(
+                    Invariant::LogMatches,
+                    at,
+                    format!("{runner} ended {op} and its log has no event of it"),
+                );
+            }
+        }
     }
 
     /// S1, S3, S5 and S7 for a move of main.
@@ -693,6 +708,9 @@ impl Checker {
                 let Some(op) = step.op() else { continue };
                 if step.by != runner {
                     continue;
+                }
+                if matches!(step.body, StepBody::Outcome { .. }) {
+                    self.ended_by_runner.push(op.clone());
                 }
                 if matches!(step.body, StepBody::Claim { .. }) {
                     claimed.insert(op.clone(), runner.to_string());

@@ -135,6 +135,13 @@ mutant_test!(
     []
 );
 mutant_test!(
+    an_end_without_its_event_breaks_s11,
+    Mutant::LogNothing,
+    Invariant::LogMatches,
+    200,
+    []
+);
+mutant_test!(
     log_wrong_commit_breaks_s11,
     Mutant::LogWrongCommit,
     Invariant::LogMatches,

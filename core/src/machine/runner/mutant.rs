@@ -48,6 +48,8 @@ pub enum Mutant {
     WholeDraft,
     /// S11: the merge event in the runner's log names the base, not the commit main moved to.
     LogWrongCommit,
+    /// S11: ends operations without an event in its log.
+    LogNothing,
 }
 
 impl Runner {
@@ -67,6 +69,9 @@ impl Runner {
     pub(super) fn mutant_plan(&self, mut plan: PushPlan) -> PushPlan {
         if self.mutant_is(Mutant::MergeNotAtomic) {
             plan.atomic = false;
+        }
+        if self.mutant_is(Mutant::LogNothing) {
+            plan.log = None;
         }
         if self.mutant_is(Mutant::MainWithoutLease) {
             let main = self.main_ref();
