@@ -270,7 +270,9 @@ impl Since {
             self.starts.clone(),
             &self.input,
         );
-        self.finish(BayResult::ok(None, listing));
+        let mut result = BayResult::ok(None, listing);
+        result.say = sentence(&result.detail);
+        self.finish(result);
     }
 
     /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
@@ -410,6 +412,46 @@ fn not_linear_event(commit: &MainCommit) -> Option<Value> {
     }
     let event = BayEvent::not_linear(commit, hidden, capped(commit));
     Some(serde_json::to_value(event).expect("an event serializes"))
+}
+
+/// The plain sentence of an answer: how many versions reached main and how many events, and
+/// where to go on from.
+fn sentence(detail: &Map<String, Value>) -> String {
+    let count = |key: &str| {
+        detail
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    let outside = detail
+        .get("merges")
+        .and_then(Value::as_array)
+        .map_or(0, |rows| {
+            rows.iter().filter(|r| r["outside_bay"] == true).count()
+        });
+    let many = |n: usize, one: &str, more: &str| format!("{n} {}", if n == 1 { one } else { more });
+    let mut text = format!(
+        "{} main",
+        many(
+            count("merges"),
+            "saved version reached",
+            "saved versions reached"
+        )
+    );
+    if outside > 0 {
+        text.push_str(&format!(" ({outside} of them outside bay)"));
+    }
+    if detail.contains_key("events") {
+        let events = many(count("events"), "event was", "events were");
+        text.push_str(&format!(" and {events} listed"));
+    }
+    text.push_str(" since the cursor; ");
+    if detail.get("more") == Some(&Value::Bool(true)) {
+        text.push_str("more follow: run it again with detail.cursor now.");
+    } else {
+        text.push_str("pass detail.cursor to --since next time.");
+    }
+    text
 }
 
 /// How a commit outside bay reached main: `merge` with more than one parent, else `outside`.

@@ -148,13 +148,7 @@ fn a_commit_without_exactly_one_change_id_is_outside_bay_and_says_how_it_came() 
             "two\n\nChange-Id: aaaaaaaa\nChange-Id: bbbbbbbb\nBay-Op: aaaaaaaa.1\n",
         ),
     ];
-    let detail = list(
-        &history,
-        &BTreeMap::new(),
-        &oid(5),
-        BTreeMap::new(),
-        &input(false, None),
-    );
+    let detail = main_only(&history, 5, input(false, None));
     let merges = detail["merges"].as_array().expect("merges");
     assert_eq!(merges.len(), 4);
     assert_eq!(merges[0]["outside_bay"], false);
@@ -384,13 +378,7 @@ fn hiding_merge() -> (MainCommit, MainCommit) {
 fn a_bay_merge_put_off_the_line_is_listed_with_via_and_its_merge_is_not_linear() {
     let (merge, hidden) = hiding_merge();
     let history = vec![outside_commit(5, 1, "local"), merge.clone()];
-    let detail = list(
-        &history,
-        &BTreeMap::new(),
-        &oid(6),
-        BTreeMap::new(),
-        &input(false, None),
-    );
+    let detail = main_only(&history, 6, input(false, None));
     let merges = list_of(&detail, "merges");
     let commits: Vec<&Value> = merges.iter().map(|m| &m["commit"]).collect();
     assert_eq!(
@@ -414,24 +402,10 @@ fn a_bay_merge_put_off_the_line_is_listed_with_via_and_its_merge_is_not_linear()
     }
 
     // In a view, only when the hidden merge is its change; never with --merged.
-    let view = |change| {
-        list(
-            &history,
-            &BTreeMap::new(),
-            &oid(6),
-            BTreeMap::new(),
-            &input(false, Some(change)),
-        )
-    };
+    let view = |change| main_only(&history, 6, input(false, Some(change)));
     assert_eq!(list_of(&view("cccccccc"), "events").len(), 1);
     assert_eq!(list_of(&view("dddddddd"), "events").len(), 0);
-    let merged_only = list(
-        &history,
-        &BTreeMap::new(),
-        &oid(6),
-        BTreeMap::new(),
-        &input(true, None),
-    );
+    let merged_only = main_only(&history, 6, input(true, None));
     assert!(merged_only.get("events").is_none());
 }
 
@@ -461,4 +435,30 @@ fn unattributed_counts_a_bay_merge_put_off_the_line_at_its_merge_and_warns() {
 
 fn list_of<'a>(detail: &'a Map<String, Value>, key: &str) -> &'a Vec<Value> {
     detail[key].as_array().expect("a list")
+}
+
+#[test]
+fn the_sentence_counts_what_came_and_says_where_to_go_on_in_plain_words() {
+    let history = vec![bay_commit(2, "aaaaaaaa"), outside_commit(3, 1, "typo")];
+    let detail = main_only(&history, 3, input(false, None));
+    let text = sentence(&detail);
+    assert_eq!(
+        text,
+        "2 saved versions reached main (1 of them outside bay) and 1 event was listed since \
+         the cursor; pass detail.cursor to --since next time."
+    );
+    assert_eq!(crate::words::forbidden_word(&text), None);
+    let merged_only = main_only(&history, 3, input(true, None));
+    assert!(!sentence(&merged_only).contains("events"));
+}
+
+/// The listing of `history` alone (no logs, no earlier cursor) with main at `oid(main)`.
+fn main_only(history: &[MainCommit], main: u64, input: SinceInput) -> Map<String, Value> {
+    list(
+        history,
+        &BTreeMap::new(),
+        &oid(main),
+        BTreeMap::new(),
+        &input,
+    )
 }
