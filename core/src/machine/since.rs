@@ -288,10 +288,12 @@ impl Since {
                 self.pending -= 1;
                 self.maybe_done();
             }
-            (Purpose::History, Completion::HistoryRead(Err(fault))) => self.fail(format!(
-                "this repository cannot read main after the cursor's main commit ({fault}); \
-                 run `bay status --since` again without a cursor"
-            )),
+            (Purpose::History | Purpose::Log(_), Completion::HistoryRead(Err(fault))) => {
+                self.fail(format!(
+                    "this repository cannot read main or a runner's log after the cursor \
+                     ({fault}); run `bay status --since` again without a cursor"
+                ))
+            }
             (Purpose::Log(runner), Completion::HistoryRead(Ok(commits))) => {
                 self.logs.insert(runner, commits);
                 self.pending -= 1;

@@ -244,12 +244,7 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
 
 #[test]
 fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
-    let logs = BTreeMap::from([("r1".to_string(), oid(50))]);
-    let remote = Refs::from([
-        ("refs/heads/main".to_string(), oid(3)),
-        (refs::log("r1"), oid(51)),
-    ]);
-    let mut machine = fetched_from(oid(1), logs, false, remote);
+    let mut machine = one_log_moved(oid(1));
     let (history, read) = machine.poll_action().expect("main's history");
     assert_eq!(
         read,
@@ -299,16 +294,7 @@ fn a_cursor_whose_main_commit_this_clone_lacks_fails_saying_to_start_over() {
     let remote = Refs::from([("refs/heads/main".to_string(), oid(3))]);
     let mut machine = fetched_from(oid(1), BTreeMap::new(), true, remote);
     let (history, _) = machine.poll_action().expect("main's history");
-    let fault = crate::machine::Fault("bad revision".into());
-    machine
-        .handle(
-            Timestamp(0),
-            Event::Done(history, Completion::HistoryRead(Err(fault))),
-        )
-        .expect("a fault");
-    let result = machine.outcome().expect("done");
-    let text = serde_json::to_string(result).expect("a result");
-    assert!(text.contains("without a cursor"), "{text}");
+    fails_saying_to_start_over(&mut machine, history);
 }
 
 #[test]
@@ -461,4 +447,38 @@ fn main_only(history: &[MainCommit], main: u64, input: SinceInput) -> Map<String
         BTreeMap::new(),
         &input,
     )
+}
+
+#[test]
+fn a_cursor_whose_log_tip_this_clone_lacks_fails_saying_to_start_over() {
+    let mut machine = one_log_moved(oid(3));
+    let (log, read) = machine
+        .poll_action()
+        .expect("the log alone: main did not move");
+    assert!(matches!(read, Action::ReadHistory(HistoryQuery { to, .. }) if to == oid(51)));
+    fails_saying_to_start_over(&mut machine, log);
+}
+
+/// A machine whose cursor names main at `main` and log `r1` at 50, and whose fetch found main
+/// at 3 and the log at 51.
+fn one_log_moved(main: Oid) -> Since {
+    let logs = BTreeMap::from([("r1".to_string(), oid(50))]);
+    let remote = Refs::from([
+        ("refs/heads/main".to_string(), oid(3)),
+        (refs::log("r1"), oid(51)),
+    ]);
+    fetched_from(main, logs, false, remote)
+}
+
+/// Answers the read `id` with a fault; the command must fail, saying to start over.
+fn fails_saying_to_start_over(machine: &mut Since, id: crate::machine::ActionId) {
+    let fault = crate::machine::Fault("bad revision".into());
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(id, Completion::HistoryRead(Err(fault))),
+        )
+        .expect("a fault");
+    let text = serde_json::to_string(machine.outcome().expect("done")).expect("a result");
+    assert!(text.contains("without a cursor"), "{text}");
 }
