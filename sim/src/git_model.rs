@@ -74,9 +74,11 @@ impl GitModel {
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
             Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
-            Action::ReadAdded { commit, path } => {
-                Completion::AddedRead(Ok(self.added(commit, path)))
-            }
+            Action::ReadAdded {
+                commit,
+                path,
+                within,
+            } => Completion::AddedRead(Ok(self.added(commit, path, *within))),
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
@@ -355,10 +357,11 @@ impl GitModel {
         Ok(log)
     }
 
-    /// The newest commit on `commit`'s first-parent line that added `path`.
-    fn added(&self, commit: &Oid, path: &str) -> Option<Oid> {
+    /// The newest of the newest `within` commits on `commit`'s first-parent line that added
+    /// `path`.
+    fn added(&self, commit: &Oid, path: &str, within: u32) -> Option<Oid> {
         let (line, _) = self.store.first_parents(commit, None);
-        line.into_iter().find(|oid| {
+        line.into_iter().take(within as usize).find(|oid| {
             let parent = self.store.get(oid).and_then(|c| c.parents.first().cloned());
             self.store.read(oid, path).is_some()
                 && parent.is_none_or(|parent| self.store.read(&parent, path).is_none())

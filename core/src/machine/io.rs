@@ -53,9 +53,14 @@ pub enum Action {
     /// Read a stretch of main's first-parent line from local objects, never fetching (see
     /// [`HistoryQuery`]).
     ReadHistory(HistoryQuery),
-    /// Find, on `commit`'s first-parent line in local objects, the newest commit that added
-    /// `path` (holds it where its first parent does not); none when no commit did.
-    ReadAdded { commit: Oid, path: String },
+    /// Find, among the newest `within` commits of `commit`'s first-parent line in local
+    /// objects, the newest that added `path` (holds it where its first parent does not); none
+    /// when none of them did. Bounded, so that its cost does not grow with main's history.
+    ReadAdded {
+        commit: Oid,
+        path: String,
+        within: u32,
+    },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the

@@ -112,9 +112,11 @@ impl Status {
             .and_then(|config| config.red_window)
             .unwrap_or(RED_WINDOW);
         let main = self.main_tip();
+        // A config added before the window leaves the window whole: look only within it.
         let read = Action::ReadAdded {
             commit: main,
             path: CONFIG_PATH.into(),
+            within: window,
         };
         self.out
             .send(read, Purpose::Added(Box::new(result), window));

@@ -299,8 +299,23 @@ impl Repo {
         Ok(brought)
     }
 
-    /// The newest commit on `commit`'s first-parent line that added `path`, if one did.
-    pub fn read_added(&self, commit: &Oid, path: &str) -> Result<Option<Oid>, Fault> {
+    /// The newest of the newest `within` commits on `commit`'s first-parent line that added
+    /// `path`, if one did: one `rev-list` to bound the walk, one `log` within it.
+    pub fn read_added(&self, commit: &Oid, path: &str, within: u32) -> Result<Option<Oid>, Fault> {
+        // The first commit past the newest `within` bounds the walk below.
+        let line = self
+            .git()
+            .cmd(["rev-list", "--first-parent"])
+            .arg(format!("--max-count={}", u64::from(within) + 1))
+            .arg("--end-of-options")
+            .arg(commit.to_string())
+            .arg("--")
+            .run()?
+            .text();
+        let range = match line.split_whitespace().nth(within as usize) {
+            Some(past) => format!("{past}..{commit}"),
+            None => commit.to_string(),
+        };
         let out = self
             .git()
             .cmd([
@@ -311,7 +326,7 @@ impl Repo {
                 "-n1",
             ])
             .arg("--end-of-options")
-            .arg(commit.to_string())
+            .arg(range)
             .arg("--")
             .arg(path)
             .run()?
