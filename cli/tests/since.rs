@@ -172,7 +172,10 @@ fn a_plain_push_to_main_shows_as_outside_bay_with_its_event() {
 fn a_cursor_bay_did_not_return_is_a_usage_error() {
     let world = World::standard();
     let good = cursor(&since(&world.admin, None, false));
-    let tampered = format!("{}0", &good[..good.len() - 1]);
+    // One hex digit of the cursor's body changed to another: its checksum no longer matches.
+    let mut tampered: Vec<char> = good.chars().collect();
+    tampered[2] = if tampered[2] == '0' { '1' } else { '0' };
+    let tampered: String = tampered.into_iter().collect();
     for bad in ["garbage", tampered.as_str()] {
         let out = Command::new(BAY)
             .arg("-C")
