@@ -72,6 +72,8 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::StatsRead(r) => r.is_err(),
         Completion::NotesRead(r) => r.is_err(),
         Completion::LogRead(r) => r.is_err(),
+        Completion::HistoryRead(r) => r.is_err(),
+        Completion::AddedRead(r) => r.is_err(),
         Completion::MergeTested(r) => r.is_err(),
         Completion::MergeBaseFound(r) => r.is_err(),
         Completion::CandidateBuilt(r) => r.is_err(),

@@ -1902,6 +1902,27 @@ impl Driver {
                 }
                 Ok(commits)
             })?),
+            Action::ReadAdded { .. } => Completion::AddedRead(maybe_fault(u, 16, |u| {
+                Option::<u8>::arbitrary(u)?.map(|_| oid(u)).transpose()
+            })?),
+            Action::ReadHistory(_) => Completion::HistoryRead(maybe_fault(u, 16, |u| {
+                let mut commits = Vec::new();
+                for _ in 0..u.int_in_range(0..=3)? {
+                    let parents = (0..u.int_in_range(0..=2)?)
+                        .map(|_| oid(u))
+                        .collect::<Result<Vec<Oid>>>()?;
+                    commits.push(crate::machine::MainCommit {
+                        oid: oid(u)?,
+                        off_first_parent: u64::from(parents.len() > 1),
+                        parents,
+                        at: Timestamp(u.arbitrary()?),
+                        committer: "someone <s@example>".into(),
+                        message: format!("subject\n\nChange-Id: {}\nBay-Op: x\n", change_id(u)?),
+                        brought: Vec::new(),
+                    });
+                }
+                Ok(commits)
+            })?),
             Action::ReadStats { .. } => Completion::StatsRead(maybe_fault(u, 16, |u| {
                 let paths = ["assets/c.bin", "docs/b.md", "src/a.rs"];
                 let mut stats = Vec::new();
@@ -2138,9 +2159,14 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
             notes.push(oid(u)?);
         }
     }
+    let log = match (&plan.log, written) {
+        (Some(_), true) => Some(oid(u)?),
+        _ => None,
+    };
     Ok(PushReport {
         steps,
         notes,
+        log,
         outcome,
     })
 }
@@ -2149,12 +2175,9 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
 fn assert_leased(plan: &PushPlan, role: Role) {
     assert!(plan.atomic, "a push that is not atomic: {plan:?}");
     for append in &plan.appends {
-        let lease = match &append.parent {
-            Some(parent) => Expect::Is(parent.clone()),
-            None => Expect::Absent,
-        };
         assert_eq!(
-            append.expect, lease,
+            append.expect,
+            Expect::tip(append.parent.as_ref()),
             "a chain append whose lease is not its parent: {append:?}"
         );
         if role == Role::Runner {
@@ -2167,6 +2190,16 @@ fn assert_leased(plan: &PushPlan, role: Role) {
         for step in &append.steps {
             assert_eq!(step.change, append.change, "a step on another chain");
         }
+    }
+    if let Some(log) = &plan.log {
+        let lease = match &log.parent {
+            Some(parent) => Expect::Is(parent.clone()),
+            None => Expect::Absent,
+        };
+        assert_eq!(
+            log.expect, lease,
+            "a log append whose lease is not its parent: {log:?}"
+        );
     }
     for update in &plan.updates {
         assert_ne!(

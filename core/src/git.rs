@@ -75,6 +75,7 @@ pub mod refs {
     pub const LANDED: &str = "refs/bay/landed/";
     pub const EVIDENCE: &str = "refs/notes/bay/evidence/";
     pub const INFLIGHT: &str = "refs/bay/inflight/";
+    pub const LOG: &str = "refs/bay/log/";
 
     /// Every namespace bay keeps its own records in; nothing else may write there.
     pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
@@ -111,6 +112,27 @@ pub mod refs {
     /// Evidence notes written by one producer.
     pub fn evidence(producer: &str) -> String {
         format!("{EVIDENCE}{producer}")
+    }
+
+    /// One runner's log: one `bay.event/1` commit per operation it ended, appended in the
+    /// push that ends it.
+    pub fn log(runner: &str) -> String {
+        format!("{LOG}{runner}")
+    }
+
+    /// The fetch pattern of one runner's log. A runner may not have written one yet, so the
+    /// pattern ends in `*` and a missing log is simply absent; other runners' logs whose names
+    /// it prefixes are left for the reader to ignore by exact name.
+    pub fn log_pattern(runner: &str) -> String {
+        format!("{LOG}{runner}*")
+    }
+
+    /// The fetch pattern of every runner's log.
+    pub const LOG_PATTERN: &str = "refs/bay/log/*";
+
+    /// The runner whose log `name` is, if it is one.
+    pub fn parse_log(name: &str) -> Option<&str> {
+        name.strip_prefix(LOG).filter(|runner| !runner.is_empty())
     }
 
     /// A local-only ref that keeps an operation's candidate safe from garbage collection.

@@ -10,6 +10,7 @@ pub mod actor;
 pub mod check;
 pub mod config;
 pub mod disk;
+pub mod event;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
 pub mod git;

@@ -73,14 +73,31 @@ pub fn pairs(commit: &Oid, message: &str) -> Vec<Pair> {
 /// The change a commit merged, by its one `Change-Id:` trailer; `None` for a commit outside
 /// bay (none, or more than one).
 pub fn change_of(message: &str) -> Option<ChangeId> {
-    let mut ids = trailer_block(message)
+    bay_merge(message).map(|(change, _)| change)
+}
+
+/// What a main commit's trailers say of the merge that made it: its change, when it carries
+/// exactly one `Change-Id:` (any other commit did not merge through bay), and its actor: the
+/// trailer the runner writes just before `Bay-Op:`, whatever key the repository names it by.
+pub fn bay_merge(message: &str) -> Option<(ChangeId, Option<String>)> {
+    let lines: Vec<&str> = trailer_block(message).collect();
+    let ids: Vec<&str> = lines
+        .iter()
         .filter_map(|line| line.split_once(':'))
         .filter(|(key, _)| key.trim() == "Change-Id")
-        .map(|(_, value)| value.trim());
-    match (ids.next(), ids.next()) {
-        (Some(id), None) => ChangeId::parse(id).ok(),
-        _ => None,
-    }
+        .map(|(_, value)| value.trim())
+        .collect();
+    let [id] = ids.as_slice() else {
+        return None;
+    };
+    let change = ChangeId::parse(id).ok()?;
+    let actor = lines
+        .iter()
+        .position(|line| line.starts_with("Bay-Op:"))
+        .and_then(|at| at.checked_sub(1))
+        .and_then(|at| lines[at].split_once(':'))
+        .map(|(_, value)| value.trim().to_string());
+    Some((change, actor))
 }
 
 /// The last paragraph of a message, where Git keeps trailers; nothing for a one-paragraph

@@ -14,6 +14,7 @@ use serde_json::Value;
 pub const RESULT: &str = include_str!("../../schemas/bay.result.schema.json");
 pub const CHECK_REQUEST: &str = include_str!("../../schemas/bay.check.request.schema.json");
 pub const CHECK_RESULT: &str = include_str!("../../schemas/bay.check.result.schema.json");
+pub const EVENT: &str = include_str!("../../schemas/bay.event.schema.json");
 
 /// Keywords that describe and do not constrain.
 const ANNOTATIONS: [&str; 5] = ["$schema", "$id", "title", "description", "$defs"];

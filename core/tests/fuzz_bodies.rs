@@ -272,6 +272,7 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
     let unknown = PushReport {
         steps: vec![vec![oid(1)]],
         notes: Vec::new(),
+        log: None,
         outcome: PushOutcome::Unknown {
             why: "the connection dropped".into(),
         },

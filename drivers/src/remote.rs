@@ -141,6 +141,12 @@ impl Repo {
             Action::ReadLog { range, limit } => {
                 Completion::LogRead(self.read_log(range.as_deref(), *limit))
             }
+            Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
+            Action::ReadAdded {
+                commit,
+                path,
+                within,
+            } => Completion::AddedRead(self.read_added(commit, path, *within)),
             Action::TestMerge { onto, draft, base } => Completion::MergeTested(
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
             ),

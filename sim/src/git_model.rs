@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use bay_core::machine::{
     Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
-    Machine, PushPlan, PushReport, RawStep, Refreshed, Refs,
+    HistoryQuery, Machine, MainCommit, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use bay_core::time::Timestamp;
 
@@ -73,6 +73,12 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
+            Action::ReadAdded {
+                commit,
+                path,
+                within,
+            } => Completion::AddedRead(Ok(self.added(commit, path, *within))),
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
@@ -350,15 +356,7 @@ impl GitModel {
                 None => (None, resolve(range)?),
             },
         };
-        let mut excluded = std::collections::BTreeSet::new();
-        let mut stack: Vec<Oid> = from.into_iter().collect();
-        while let Some(oid) = stack.pop() {
-            if excluded.insert(oid.clone())
-                && let Some(commit) = self.store.get(&oid)
-            {
-                stack.extend(commit.parents.iter().cloned());
-            }
-        }
+        let excluded = self.ancestors(from);
         let mut log = Vec::new();
         let mut at = Some(to);
         while let Some(oid) = at.filter(|oid| !excluded.contains(oid)) {
@@ -376,6 +374,78 @@ impl GitModel {
             at = commit.parents.first().cloned();
         }
         Ok(log)
+    }
+
+    /// The newest of the newest `within` commits on `commit`'s first-parent line that added
+    /// `path`.
+    fn added(&self, commit: &Oid, path: &str, within: u32) -> Option<Oid> {
+        let (line, _) = self.store.first_parents(commit, None);
+        line.into_iter().take(within as usize).find(|oid| {
+            let parent = self.store.get(oid).and_then(|c| c.parents.first().cloned());
+            self.store.read(oid, path).is_some()
+                && parent.is_none_or(|parent| self.store.read(&parent, path).is_none())
+        })
+    }
+
+    /// `commit` and every commit it reaches, none for `None`.
+    fn ancestors(&self, commit: Option<Oid>) -> std::collections::BTreeSet<Oid> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack: Vec<Oid> = commit.into_iter().collect();
+        while let Some(oid) = stack.pop() {
+            if seen.insert(oid.clone())
+                && let Some(commit) = self.store.get(&oid)
+            {
+                stack.extend(commit.parents.iter().cloned());
+            }
+        }
+        seen
+    }
+
+    /// The commits `query` names, oldest first, as `ReadHistory` answers, each merge with what
+    /// it brought in (in id order: the model keeps no time). The model keeps no committer or
+    /// time: those read as empty.
+    fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
+        let log = query.pick(self.read_log(Some(&query.range()), u32::MAX)?);
+        log.into_iter()
+            .map(|raw| {
+                let mut commit = self.main_commit(&raw.oid)?;
+                if let Some(first) = commit.parents.first().cloned()
+                    && commit.parents.len() > 1
+                {
+                    let line = self.ancestors(Some(first));
+                    let brought: Vec<Oid> = self
+                        .ancestors(Some(raw.oid.clone()))
+                        .difference(&line)
+                        .filter(|oid| **oid != raw.oid)
+                        .cloned()
+                        .collect();
+                    commit.off_first_parent = brought.len() as u64;
+                    commit.brought = brought
+                        .iter()
+                        .take(bay_core::machine::BROUGHT_READ)
+                        .map(|oid| self.main_commit(oid))
+                        .collect::<Result<_, _>>()?;
+                }
+                Ok(commit)
+            })
+            .collect()
+    }
+
+    /// One commit as a history read gives it, with nothing brought in.
+    fn main_commit(&self, oid: &Oid) -> Result<MainCommit, Fault> {
+        let commit = self
+            .store
+            .get(oid)
+            .ok_or_else(|| Fault(format!("no commit {oid}")))?;
+        Ok(MainCommit {
+            oid: oid.clone(),
+            parents: commit.parents.clone(),
+            at: Timestamp(0),
+            committer: String::new(),
+            message: commit.message.to_string(),
+            off_first_parent: 0,
+            brought: Vec::new(),
+        })
     }
 
     /// The view of `commit` for a change that declared `paths`: the files they cover, as Git's

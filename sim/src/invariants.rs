@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S11, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S12, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -62,6 +62,10 @@ pub enum Invariant {
     /// supersedes: no bay merge changes a path of a post check that the records on its base's
     /// window call red, unless its change names the owner.
     RedTakesOwnersFixes,
+    /// S12: a runner's log only grows, one event per push, and holds exactly one event per
+    /// operation it ended, written with the end: the operation ended as the event says, and a
+    /// merge event names the commit the merged marker names.
+    LogMatches,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -80,6 +84,7 @@ impl Invariant {
             Invariant::HeldTakesFixes => "S9",
             Invariant::AfterItsDependencies => "S10",
             Invariant::RedTakesOwnersFixes => "S11",
+            Invariant::LogMatches => "S12",
             Invariant::Liveness => "L",
         }
     }
@@ -127,6 +132,13 @@ pub struct Checker {
     /// because a record arrived while their operation was in flight.
     pub red_merges: u64,
     pub red_unjudged: u64,
+    /// Every operation some runner's log has an event for, and that runner.
+    logged: BTreeMap<OpId, String>,
+    /// Operations a runner's outcome step ended in the push being checked: each must have its
+    /// event by the end of that push.
+    ended_by_runner: Vec<OpId>,
+    /// Log events S12 checked.
+    pub events: u64,
 }
 
 impl Checker {
@@ -148,6 +160,9 @@ impl Checker {
             red_merges: 0,
             red_unjudged: 0,
             held_since: Vec::new(),
+            logged: BTreeMap::new(),
+            ended_by_runner: Vec::new(),
+            events: 0,
         }
     }
 
@@ -226,6 +241,15 @@ impl Checker {
                         format!("queue place {seq} was moved"),
                     ),
                 }
+            } else if let Some(runner) = refs::parse_log(&moved.name) {
+                self.check_log_move(
+                    at,
+                    store,
+                    remote,
+                    runner,
+                    moved.old.as_ref(),
+                    moved.new.as_ref(),
+                );
             } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
                 && moved.old.is_some()
             {
@@ -237,6 +261,17 @@ impl Checker {
             }
         }
         self.check_markers(at, remote);
+        // S12: the event of an end a runner wrote rides in the same push.
+        for op in std::mem::take(&mut self.ended_by_runner) {
+            if !self.logged.contains_key(&op) {
+                let runner = pusher.unwrap_or_default();
+                self.violate(
+                    Invariant::LogMatches,
+                    at,
+                    format!("{runner} ended {op} and its log has no event of it"),
+                );
+            }
+        }
     }
 
     /// S1, S3, S5 and S7 for a move of main.
@@ -789,6 +824,9 @@ impl Checker {
                 if step.by != runner {
                     continue;
                 }
+                if matches!(step.body, StepBody::Outcome { .. }) {
+                    self.ended_by_runner.push(op.clone());
+                }
                 if matches!(step.body, StepBody::Claim { .. }) {
                     claimed.insert(op.clone(), runner.to_string());
                     continue;
@@ -860,6 +898,72 @@ impl Checker {
             }
         }
         self.chains.insert(change.clone(), ChainSeen { record });
+    }
+
+    /// S12: one new event on the log's old tip, for an operation the remote's record ended
+    /// just so, that no log named before; a merge's names the marker's commit.
+    fn check_log_move(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        runner: &str,
+        old: Option<&Oid>,
+        new: Option<&Oid>,
+    ) {
+        let broken = |what: String| log_says(runner, what);
+        let Some(new) = new else {
+            return self.violate(Invariant::LogMatches, at, broken("was deleted".into()));
+        };
+        let Some(commit) = store.get(new) else {
+            return self.violate(Invariant::LogMatches, at, broken("names no commit".into()));
+        };
+        if commit.parents.first() != old {
+            return self.violate(Invariant::LogMatches, at, broken("was rewritten".into()));
+        }
+        let event = match bay_core::event::BayEvent::from_message(&commit.message) {
+            Ok(event) => event,
+            Err(why) => return self.violate(Invariant::LogMatches, at, broken(why)),
+        };
+        self.events += 1;
+        let Some(op) = event.op.clone() else {
+            return self.violate(
+                Invariant::LogMatches,
+                at,
+                broken("an event names no op".into()),
+            );
+        };
+        if let Some(earlier) = self.logged.insert(op.clone(), runner.to_string()) {
+            return self.violate(
+                Invariant::LogMatches,
+                at,
+                broken(format!("logs {op} again, after the log of {earlier}")),
+            );
+        }
+        let ended = self
+            .state_of(&op)
+            .and_then(bay_core::event::EventKind::of_end);
+        if ended != Some(event.kind) {
+            return self.violate(
+                Invariant::LogMatches,
+                at,
+                broken(format!(
+                    "says {op} ended {:?}, the record says {ended:?}",
+                    event.kind
+                )),
+            );
+        }
+        let marker = remote.get(&refs::landed(&op.change));
+        if event.kind == bay_core::event::EventKind::Merged && event.commit.as_ref() != marker {
+            self.violate(
+                Invariant::LogMatches,
+                at,
+                broken(format!(
+                    "says {op} merged as {:?}, the marker says {marker:?}",
+                    event.commit
+                )),
+            );
+        }
     }
 
     /// S2: the merged marker exists iff the change's merge is on main.
@@ -970,4 +1074,9 @@ fn records_verdict(record: &str, check: &str, tree: &Oid, verdict: &str) -> bool
 fn held_at(store: &Store, base: &Oid, at: u64) -> bool {
     let config = Config::at_main(store.read(base, CONFIG_PATH).map(str::as_bytes));
     hold_on(&config, Timestamp(at), false).is_some()
+}
+
+/// What S12 says of one runner's log.
+fn log_says(runner: &str, what: String) -> String {
+    format!("the log of {runner} {what}")
 }

@@ -254,7 +254,7 @@ fn summarize(
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
-    let (mut held_merges, mut dependency_waits) = (0u64, 0u64);
+    let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -280,6 +280,7 @@ fn summarize(
                     *red.entry(what).or_insert(0) += n;
                 }
                 held_merges += report.held_merges;
+                logged += report.logged;
                 dependency_waits += report.dependency_waits;
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
@@ -327,6 +328,7 @@ fn summarize(
             "held_merges": held_merges,
             "red": red,
             "dependency_waits": dependency_waits,
+            "logged": logged,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -371,6 +373,7 @@ fn summarize(
             "holds and dependencies: {held_merges} merges of fixes and undos onto a held main, \
              {dependency_waits} dependents left waiting on an open change"
         );
+        println!("runner logs: {logged} events, each checked against its outcome (S12)");
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

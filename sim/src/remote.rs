@@ -129,6 +129,17 @@ impl Remote {
                 None => updates.push((name, note.expect.clone(), Some(oid))),
             }
         }
+        // The event on the runner's log, as the Git driver writes it.
+        let log = plan.log.as_ref().map(|log| {
+            let empty = store.tree(Tree::new());
+            let oid = store.commit(empty, log.parent.iter().cloned().collect(), &log.message);
+            updates.push((
+                refs::log(&log.runner),
+                log.expect.clone(),
+                Some(oid.clone()),
+            ));
+            oid
+        });
         for update in &plan.updates {
             let new = match &update.new {
                 NewValue::Oid(oid) => Some(Some(oid.clone())),
@@ -176,6 +187,7 @@ impl Remote {
             PushReport {
                 steps,
                 notes,
+                log,
                 outcome,
             },
             applied,

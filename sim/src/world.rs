@@ -246,6 +246,8 @@ pub struct RunReport {
     /// Post check answers recorded, how many failed, merges S11 judged onto a red main, and
     /// merges it left unjudged because an answer arrived while their operation was in flight.
     pub red: BTreeMap<&'static str, u64>,
+    /// Runner log events S12 checked.
+    pub logged: u64,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     pub merged: u64,
@@ -589,6 +591,7 @@ impl World {
                 red.insert("unjudged", self.checker.red_unjudged);
                 red
             },
+            logged: self.checker.events,
             dependency_waits: waiting,
             virtual_ms: self.t,
             events: self.events,
@@ -770,6 +773,7 @@ impl World {
                     let report = PushReport {
                         steps: Vec::new(),
                         notes: Vec::new(),
+                        log: None,
                         outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
                     };
                     return self.reply(host, id, lat, Completion::Pushed(report));
@@ -880,6 +884,7 @@ impl World {
             let report = PushReport {
                 steps: Vec::new(),
                 notes: Vec::new(),
+                log: None,
                 outcome: PushOutcome::Unknown {
                     why: "the connection broke".into(),
                 },

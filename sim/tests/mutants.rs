@@ -141,3 +141,17 @@ mutant_test!(
     1_000,
     []
 );
+mutant_test!(
+    an_end_without_its_event_breaks_s12,
+    Mutant::LogNothing,
+    Invariant::LogMatches,
+    200,
+    []
+);
+mutant_test!(
+    log_wrong_commit_breaks_s12,
+    Mutant::LogWrongCommit,
+    Invariant::LogMatches,
+    200,
+    []
+);

@@ -655,6 +655,7 @@ impl World {
             Some(false) => PushReport {
                 steps: bay_sim::remote::write_objects(&mut git.store, plan),
                 notes: Vec::new(),
+                log: None,
                 outcome: lost,
             },
         };

@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 
 use bay_core::check::{CheckExit, Verdict};
+use bay_core::event::BayEvent;
 use bay_core::git::{Oid, refs};
 use bay_core::id::OpId;
 use bay_core::machine::merge::Merge;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
-    Action, ActionId, Completion, Event, Machine, PushOutcome, PushPlan, PushReport,
+    Action, ActionId, Completion, Event, LogAdd, Machine, PushOutcome, PushPlan, PushReport,
 };
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
@@ -89,6 +90,31 @@ impl Rig {
         self.answer(bench, id, Completion::CheckExited(pass(check)), &|_| false)
     }
 
+    /// Runs the first pass at 1,000,000, answers its check with a pass, and returns the
+    /// merge push it then holds out.
+    fn checked_merge(&mut self, bench: &mut Bench) -> (ActionId, Action) {
+        let (id, check) = self
+            .run_until(bench, 1_000_000, &is_check)
+            .expect("a check runs");
+        self.merge_after(bench, id, &check)
+    }
+
+    /// Answers the check run `check` (action `id`) with a pass and returns the merge push.
+    fn merge_after(
+        &mut self,
+        bench: &mut Bench,
+        id: ActionId,
+        check: &Action,
+    ) -> (ActionId, Action) {
+        self.answer(
+            bench,
+            id,
+            Completion::CheckExited(pass(check)),
+            &is_merge_push,
+        )
+        .expect("a merges")
+    }
+
     /// Answers a held or stopped action.
     fn answer(
         &mut self,
@@ -134,18 +160,25 @@ fn push_plan(action: &Action) -> &PushPlan {
     }
 }
 
-fn is_merge_push(action: &Action) -> bool {
-    matches!(action, Action::Push(plan) if plan.updates.iter().any(|u| u.name == refs::main(MAIN)))
-}
-
-#[test]
-fn an_honest_run_merges_the_checked_candidate_once() {
+/// A bench with one change submitted, and runner `a` whose first pass holds out the check
+/// run on its candidate (action `id`).
+fn one_change_checking() -> (Bench, OpId, Rig, ActionId, Action) {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
     let (id, check) = a
         .run_until(&mut bench, 1_000_000, &is_check)
         .expect("a check runs");
+    (bench, op, a, id, check)
+}
+
+fn is_merge_push(action: &Action) -> bool {
+    matches!(action, Action::Push(plan) if plan.updates.iter().any(|u| u.name == refs::main(MAIN)))
+}
+
+#[test]
+fn an_honest_run_merges_the_checked_candidate_once() {
+    let (mut bench, op, mut a, id, check) = one_change_checking();
     let checked_tree = match &check {
         Action::RunCheck(run) => run.request.candidate.tree.clone(),
         _ => unreachable!(),
@@ -261,17 +294,7 @@ fn a_lost_reply_to_the_merge_is_read_back_never_pushed_again() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
-    let (id, check) = a
-        .run_until(&mut bench, 1_000_000, &is_check)
-        .expect("a check runs");
-    let (merge_id, merge) = a
-        .answer(
-            &mut bench,
-            id,
-            Completion::CheckExited(pass(&check)),
-            &is_merge_push,
-        )
-        .expect("a merges");
+    let (merge_id, merge) = a.checked_merge(&mut bench);
     // The push lands, and its reply is lost.
     let (mut report, _) = bench.git.push(push_plan(&merge));
     assert_eq!(report.outcome, PushOutcome::Accepted);
@@ -294,22 +317,13 @@ fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
-    let (id, check) = a
-        .run_until(&mut bench, 1_000_000, &is_check)
-        .expect("a check runs");
-    let (merge_id, merge) = a
-        .answer(
-            &mut bench,
-            id,
-            Completion::CheckExited(pass(&check)),
-            &is_merge_push,
-        )
-        .expect("a merges");
+    let (merge_id, merge) = a.checked_merge(&mut bench);
     // The connection broke before the remote applied anything.
     let steps = bay_sim::remote::write_objects(&mut bench.git.store, push_plan(&merge));
     let lost = PushReport {
         steps,
         notes: Vec::new(),
+        log: None,
         outcome: PushOutcome::Unknown {
             why: "broken".into(),
         },
@@ -953,6 +967,13 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
         .outcome()
         .and_then(|r| r.op_id.clone())
         .expect("queued");
+    // This runner name logged an end before, so its log has a tip the seed does not hold.
+    let earlier = BayEvent::outside_merge(&bench.main(), "outside", "earlier", Timestamp(1));
+    bench.git.push(&PushPlan {
+        log: Some(LogAdd::on("here", None, earlier.to_message())),
+        atomic: true,
+        ..PushPlan::default()
+    });
     let mut cfg = RunnerConfig::new("here", MAIN, 1);
     cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
     // As `bay merge --wait` does: the config it read at the request's main comes along.
@@ -973,8 +994,14 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
     }
     assert_eq!(
         actions,
-        vec!["read-file", "build-candidate", "push"],
-        "no fetch, no read of what the seed held"
+        vec!["fetch", "read-file", "build-candidate", "push"],
+        "no read of what the seed held: only its own log's tip, which no seed holds, so the \
+         one push lands"
+    );
+    assert_eq!(
+        log_events(&bench, "here").len(),
+        2,
+        "its event follows the earlier one"
     );
     assert_eq!(
         runner.outcome().map(|r| r.decision),
@@ -1040,5 +1067,72 @@ fn a_stale_seed_costs_a_refused_push_never_a_wrong_merge() {
         claims,
         vec!["here".to_string()],
         "it took the silent claim over after a lease"
+    );
+}
+
+/// The events on runner `name`'s log on the remote, newest first.
+fn log_events(bench: &Bench, name: &str) -> Vec<BayEvent> {
+    let mut events = Vec::new();
+    let mut at = bench.git.remote.get(&refs::log(name)).cloned();
+    while let Some(oid) = at {
+        let commit = bench.git.store.get(&oid).expect("a log commit is stored");
+        events.push(BayEvent::from_message(&commit.message).expect("a log commit is an event"));
+        at = commit.parents.first().cloned();
+    }
+    events
+}
+
+fn is_fetch(action: &Action) -> bool {
+    matches!(action, Action::Fetch(_))
+}
+
+#[test]
+fn a_stale_log_lease_refuses_the_merge_push_which_goes_again_on_the_logs_new_tip() {
+    let (mut bench, op, mut a, id, check) = one_change_checking();
+    // Another process under the same runner name ends something meanwhile.
+    let other = BayEvent::outside_merge(&bench.main(), "outside", "elsewhere", Timestamp(1));
+    let (report, _) = bench.git.push(&PushPlan {
+        log: Some(LogAdd::on("a", None, other.to_message())),
+        atomic: true,
+        ..PushPlan::default()
+    });
+    let other_tip = report.log.expect("the other process's event is written");
+    let (merge_id, merge) = a.merge_after(&mut bench, id, &check);
+    let refused = bench_push(&mut bench, &merge);
+    assert!(matches!(
+        refused,
+        Completion::Pushed(PushReport {
+            outcome: PushOutcome::Rejected { .. },
+            ..
+        })
+    ));
+    assert_eq!(bench.merges_of(&op.change), 0, "nothing moved");
+    let (again_id, again) = a
+        .answer(&mut bench, merge_id, refused, &is_merge_push)
+        .expect("the same merge goes again, with no new candidate or check");
+    let log = push_plan(&again).log.clone().expect("with its event");
+    assert_eq!(log.parent, Some(other_tip), "on the log's new tip");
+    let accepted = bench_push(&mut bench, &again);
+    a.answer(&mut bench, again_id, accepted, &|_| false);
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.merges_of(&op.change), 1);
+    let events = log_events(&bench, "a");
+    assert_eq!(events.len(), 2, "one event each: {events:?}");
+    assert_eq!(events[0].op.as_ref(), Some(&op));
+    assert_eq!(
+        events[0].commit,
+        Some(bench.main()),
+        "the merge names main's new commit"
+    );
+    // Later passes read no log: an idle runner's cost does not grow with it.
+    let (_, fetch) = a
+        .run_until(&mut bench, 1_100_000, &is_fetch)
+        .expect("a pass fetches");
+    let Action::Fetch(spec) = fetch else {
+        unreachable!()
+    };
+    assert!(
+        spec.patterns.iter().all(|p| !p.starts_with(refs::LOG)),
+        "an idle pass fetched a log: {spec:?}"
     );
 }

@@ -61,7 +61,7 @@ pub const WRITES: [(&str, &str, &str); 11] = [
     ),
     (
         "merge",
-        "a request on the change's record and a queue place; with --wait, the checks' evidence and the merge into main",
+        "a request on the change's record and a queue place; with --wait, the checks' evidence, the merge into main and its event on refs/bay/log/<runner>",
         "your checkout's files",
     ),
     (
@@ -86,7 +86,7 @@ pub const WRITES: [(&str, &str, &str); 11] = [
     ),
     (
         "runner",
-        "run: the merges of queued changes into main, with their evidence",
+        "run: the merges of queued changes into main, with their evidence, and one bay.event/1 per operation it ends on refs/bay/log/<runner>",
         "your checkout's files",
     ),
     (

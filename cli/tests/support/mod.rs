@@ -340,3 +340,35 @@ pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bo
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The `bay.event/1` documents on runner `runner`'s log on the remote, oldest first, each held
+/// to the event schema, with each commit's subject.
+pub fn log_events(world: &World, runner: &str) -> Vec<(String, Value)> {
+    let name = format!("refs/bay/log/{runner}");
+    if world.remote_ref(&name).is_none() {
+        return Vec::new();
+    }
+    let out = git_dir(
+        &world.remote,
+        &[
+            "log",
+            "--reverse",
+            "--first-parent",
+            "--format=%B%x01",
+            &name,
+        ],
+    );
+    let schema: Value = serde_json::from_str(bay_core::schema::EVENT).expect("the schema is JSON");
+    out.split('\u{1}')
+        .map(str::trim)
+        .filter(|message| !message.is_empty())
+        .map(|message| {
+            let (subject, body) = message.split_once("\n\n").expect("a subject and a body");
+            let event: Value = serde_json::from_str(body).expect("the body is JSON");
+            if let Err(errors) = bay_core::schema::validate(&schema, &event) {
+                panic!("an event outside bay.event/1: {errors:?}\n{event}");
+            }
+            (subject.to_string(), event)
+        })
+        .collect()
+}

@@ -284,8 +284,8 @@ impl<'a> Bench<'a> {
         report
     }
 
-    /// Names the commits a push wrote (`<prefix>step <append>.<step>`, `<prefix>note <i>`)
-    /// and records its outcome.
+    /// Names the commits a push wrote (`<prefix>step <append>.<step>`, `<prefix>note <i>`,
+    /// `<prefix>event`) and records its outcome.
     fn see_push(&mut self, label: &str, prefix: &str, report: &PushReport) {
         for (a, written) in report.steps.iter().enumerate() {
             for (i, oid) in written.iter().enumerate() {
@@ -294,6 +294,9 @@ impl<'a> Bench<'a> {
         }
         for (i, oid) in report.notes.iter().enumerate() {
             self.named(oid, &format!("{prefix}note {i}"));
+        }
+        if let Some(oid) = &report.log {
+            self.named(oid, &format!("{prefix}event"));
         }
         self.see(format!("{label} outcome"), seen::outcome(&report.outcome));
         let counts: Vec<String> = report.steps.iter().map(|s| s.len().to_string()).collect();

@@ -5,7 +5,7 @@
 //! file) and pushes one plan; it sees the outcome, what the push wrote, and every ref it names.
 
 use bay_core::git::refs;
-use bay_core::machine::{Append, Expect, NewValue, NoteAdd, PushPlan, RefUpdate};
+use bay_core::machine::{Append, Expect, LogAdd, NewValue, NoteAdd, PushPlan, RefUpdate};
 
 use super::{Bench, Case, change, heartbeat};
 
@@ -33,6 +33,8 @@ struct Plan {
     /// Notes by producer `runner-1` on object `A`, each with its lease.
     notes: Vec<Lease>,
     updates: Vec<(String, Lease, New)>,
+    /// An event on runner `runner-1`'s log, on the tip its lease names (`Absent`: a new log).
+    log: Option<Lease>,
     atomic: bool,
 }
 
@@ -49,6 +51,10 @@ fn notes_ref() -> String {
     refs::evidence("runner-1")
 }
 
+fn log_ref() -> String {
+    refs::log("runner-1")
+}
+
 fn update(name: &str, lease: Lease, new: New) -> (String, Lease, New) {
     (name.to_owned(), lease, new)
 }
@@ -63,6 +69,7 @@ fn refs_only(
         append: None,
         notes: vec![],
         updates,
+        log: None,
         atomic,
     }
 }
@@ -134,6 +141,7 @@ pub(super) fn cases() -> Vec<Case> {
                 append: Some((None, 2, Some("A"))),
                 notes: vec![],
                 updates: vec![update(PLACE, Absent, Step(0, 1))],
+                log: None,
                 atomic: true,
             },
         ),
@@ -144,6 +152,7 @@ pub(super) fn cases() -> Vec<Case> {
                 append: Some((Some("B"), 1, None)),
                 notes: vec![],
                 updates: vec![update(PLACE, Absent, Step(0, 0))],
+                log: None,
                 atomic: true,
             },
         ),
@@ -157,6 +166,29 @@ pub(super) fn cases() -> Vec<Case> {
                     update(MAIN, Is("B"), Sym("C")),
                     update("refs/bay/landed/c7k2m4qa", Absent, Step(0, 1)),
                 ],
+                log: None,
+                atomic: true,
+            },
+        ),
+        (
+            "push: a first log event, with a merge beside it",
+            Plan {
+                initial: vec![(MAIN.to_owned(), "B")],
+                append: None,
+                notes: vec![],
+                updates: vec![update(MAIN, Is("B"), Sym("C"))],
+                log: Some(Absent),
+                atomic: true,
+            },
+        ),
+        (
+            "push: a log event on a stale tip fails the merge beside it",
+            Plan {
+                initial: vec![(MAIN.to_owned(), "B"), (log_ref(), "A")],
+                append: None,
+                notes: vec![],
+                updates: vec![update(MAIN, Is("B"), Sym("C"))],
+                log: Some(Is("B")),
                 atomic: true,
             },
         ),
@@ -167,6 +199,7 @@ pub(super) fn cases() -> Vec<Case> {
                 append: None,
                 notes: vec![Absent],
                 updates: vec![],
+                log: None,
                 atomic: true,
             },
         ),
@@ -177,6 +210,7 @@ pub(super) fn cases() -> Vec<Case> {
                 append: None,
                 notes: vec![Is("B")],
                 updates: vec![update(X, Absent, Sym("C"))],
+                log: None,
                 atomic: true,
             },
         ),
@@ -208,6 +242,9 @@ fn push_once(bench: &mut Bench<'_>, plan: &Plan) {
         for (i, step) in written.iter().enumerate() {
             bench.see_commit(&format!("step {a}.{i}"), step);
         }
+    }
+    if let Some(event) = &report.log {
+        bench.see_commit("log", event);
     }
     let names = names(plan);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -245,6 +282,18 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
                 record: format!("{{\"n\":{i}}}"),
             })
             .collect(),
+        log: plan.log.as_ref().map(|l| {
+            let parent = match l {
+                Lease::Is(s) => Some(bench.oid(s)),
+                Lease::Absent | Lease::Any => None,
+            };
+            LogAdd {
+                runner: "runner-1".into(),
+                parent,
+                expect: lease(l),
+                message: "bay: c7k2m4qa.1 merged\n\n{}\n".into(),
+            }
+        }),
         updates: plan
             .updates
             .iter()
@@ -275,6 +324,9 @@ fn names(plan: &Plan) -> Vec<String> {
     if !plan.notes.is_empty() {
         names.push(notes_ref());
     }
+    if plan.log.is_some() {
+        names.push(log_ref());
+    }
     names.sort();
     names.dedup();
     names
@@ -291,6 +343,7 @@ fn reply_lost(bench: &mut Bench<'_>) {
     let plan = PushPlan {
         appends: vec![Append::on(change(), None, vec![heartbeat(1)], None)],
         notes: vec![],
+        log: None,
         updates: vec![
             RefUpdate {
                 name: MAIN.to_owned(),

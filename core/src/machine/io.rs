@@ -15,6 +15,7 @@ use crate::id::{CandidateId, ChangeId};
 use crate::limits::PathStat;
 use crate::policy::CheckSpec;
 use crate::record::Step;
+use crate::time::Timestamp;
 
 /// Names one action; its completion must carry the same id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -52,6 +53,17 @@ pub enum Action {
     /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
     /// Newest first, at most `limit`.
     ReadLog { range: Option<String>, limit: u32 },
+    /// Read a stretch of main's first-parent line from local objects, never fetching (see
+    /// [`HistoryQuery`]).
+    ReadHistory(HistoryQuery),
+    /// Find, among the newest `within` commits of `commit`'s first-parent line in local
+    /// objects, the newest that added `path` (holds it where its first parent does not); none
+    /// when none of them did. Bounded, so that its cost does not grow with main's history.
+    ReadAdded {
+        commit: Oid,
+        path: String,
+        within: u32,
+    },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -100,6 +112,8 @@ impl Action {
             Action::ReadStats { .. } => "read-stats",
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
+            Action::ReadHistory(_) => "read-history",
+            Action::ReadAdded { .. } => "read-added",
             Action::TestMerge { .. } => "test-merge",
             Action::MergeBase { .. } => "merge-base",
             Action::Push(_) => "push",
@@ -163,6 +177,9 @@ pub struct ChainQuery {
 pub struct PushPlan {
     pub appends: Vec<Append>,
     pub notes: Vec<NoteAdd>,
+    /// An event appended to a runner's log, with the push that ends its operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogAdd>,
     pub updates: Vec<RefUpdate>,
     /// All refs or none. bay's own pushes are always atomic.
     pub atomic: bool,
@@ -189,10 +206,7 @@ impl Append {
         steps: Vec<Step>,
         carry: Option<Oid>,
     ) -> Append {
-        let expect = match &parent {
-            Some(tip) => Expect::Is(tip.clone()),
-            None => Expect::Absent,
-        };
+        let expect = Expect::tip(parent.as_ref());
         Append {
             change,
             parent,
@@ -207,6 +221,31 @@ impl Append {
     /// or for a new chain the second (a new chain that carries a commit has two steps).
     pub fn carrier(&self) -> usize {
         usize::from(self.parent.is_none())
+    }
+}
+
+/// One `bay.event/1` commit appended to `refs/bay/log/<runner>`: an empty tree, `parent` (the
+/// log's tip, none for a new log) as its only parent, and `message` (`BayEvent::to_message`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct LogAdd {
+    pub runner: String,
+    pub parent: Option<Oid>,
+    /// Always exactly `parent` (or `Absent`), so that an event never overwrites another.
+    pub expect: Expect,
+    pub message: String,
+}
+
+impl LogAdd {
+    /// An event for `runner`'s log, on the tip `parent`, leased on it.
+    pub fn on(runner: &str, parent: Option<Oid>, message: String) -> LogAdd {
+        let expect = Expect::tip(parent.as_ref());
+        LogAdd {
+            runner: runner.to_string(),
+            parent,
+            expect,
+            message,
+        }
     }
 }
 
@@ -239,6 +278,16 @@ pub enum Expect {
     /// No lease at all. bay never writes this; only the test-only mutants do, to show that
     /// the simulator catches what a missing lease lets through.
     Any,
+}
+
+impl Expect {
+    /// The lease of an append on `tip`: that exact tip, or none yet (create-only).
+    pub fn tip(tip: Option<&Oid>) -> Expect {
+        match tip {
+            Some(tip) => Expect::Is(tip.clone()),
+            None => Expect::Absent,
+        }
+    }
 }
 
 /// The value a ref update writes.
@@ -290,6 +339,65 @@ impl std::fmt::Display for Fault {
 
 /// The remote's refs, as one fetch saw them.
 pub type Refs = BTreeMap<String, Oid>;
+
+/// Main's first-parent line after `from` up to `to` (all of it when `from` is `None`): at most
+/// `limit` commits, the oldest of the range (or the newest, when `newest`), listed oldest
+/// first. A `from` the clone lacks is a fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct HistoryQuery {
+    pub from: Option<Oid>,
+    pub to: Oid,
+    pub limit: u32,
+    pub newest: bool,
+}
+
+impl HistoryQuery {
+    /// The range as Git takes it: `<from>..<to>`, or `<to>` alone.
+    pub fn range(&self) -> String {
+        match &self.from {
+            Some(from) => format!("{from}..{}", self.to),
+            None => self.to.to_string(),
+        }
+    }
+
+    /// The query's commits out of the whole range read newest first, as Git's first-parent
+    /// walk gives them: oldest first.
+    pub fn pick<T>(&self, mut newest_first: Vec<T>) -> Vec<T> {
+        let limit = self.limit as usize;
+        if self.newest {
+            newest_first.truncate(limit);
+            newest_first.reverse();
+        } else {
+            newest_first.reverse();
+            newest_first.truncate(limit);
+        }
+        newest_first
+    }
+}
+
+/// One commit of main's first-parent line, as `ReadHistory` reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct MainCommit {
+    pub oid: Oid,
+    pub parents: Vec<Oid>,
+    /// The committer time, as Git records it (the committer's clock).
+    pub at: Timestamp,
+    /// The committer, `Name <email>`.
+    pub committer: String,
+    pub message: String,
+    /// For a commit with more than one parent: how many commits it brought in that its first
+    /// parent lacks (the commits off the first-parent line). Zero otherwise.
+    pub off_first_parent: u64,
+    /// The newest of those commits, at most [`BROUGHT_READ`], newest first (each with nothing
+    /// brought in of its own): where a bay merge that the merge put off the line is found.
+    #[serde(default)]
+    pub brought: Vec<MainCommit>,
+}
+
+/// The most commits a history read reads behind one merge; `capped` says when it stopped.
+pub const BROUGHT_READ: usize = 500;
 
 /// One step commit as read: its id and message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -356,6 +464,9 @@ pub struct PushReport {
     pub steps: Vec<Vec<Oid>>,
     /// The notes commit written for each note (empty if nothing was written).
     pub notes: Vec<Oid>,
+    /// The log commit written for the plan's event, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<Oid>,
     pub outcome: PushOutcome,
 }
 
@@ -371,6 +482,8 @@ pub enum Completion {
     StatsRead(Result<Vec<PathStat>, Fault>),
     NotesRead(Result<Vec<String>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
+    HistoryRead(Result<Vec<MainCommit>, Fault>),
+    AddedRead(Result<Option<Oid>, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
     MergeBaseFound(Result<Option<Oid>, Fault>),
     Pushed(PushReport),

@@ -24,6 +24,7 @@ mod outbox;
 pub mod plugin_test;
 pub mod release;
 pub mod runner;
+pub mod since;
 pub mod start;
 pub mod status;
 pub mod undo;

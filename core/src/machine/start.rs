@@ -952,6 +952,8 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::StatsRead(Err(f))
         | Completion::NotesRead(Err(f))
         | Completion::LogRead(Err(f))
+        | Completion::HistoryRead(Err(f))
+        | Completion::AddedRead(Err(f))
         | Completion::MergeTested(Err(f))
         | Completion::MergeBaseFound(Err(f))
         | Completion::CandidateBuilt(Err(f))

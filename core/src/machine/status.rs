@@ -6,17 +6,18 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
+use super::since::{not_linear_warnings, unattributed};
 use super::{Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, RawStep, Refs};
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
-use crate::git::refs;
+use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::red::PostCheck;
 use crate::report;
-use crate::result::BayResult;
+use crate::result::{BayResult, Decision};
 use crate::time::Timestamp;
 
 /// How many of the newest queue places a status without a change reads.
@@ -49,6 +50,11 @@ enum Purpose {
     RedEvidence(Box<Red>, FetchSpec),
     RedWindow(Box<Red>),
     RedNotes(Box<Red>, Vec<RawStep>),
+    /// Main's config, for `[red] window`, then the commit that added it, then main's newest
+    /// commits after it: `detail.unattributed` of the result made so far.
+    Window(Box<BayResult>),
+    Added(Box<BayResult>, u32),
+    Unattributed(Box<BayResult>, u32),
 }
 
 /// A result on its way to `detail.red`, with what is read so far.
@@ -68,6 +74,8 @@ pub struct Status {
     remote: Refs,
     /// What the change's live operation waits for with `--after`, once read.
     waits: Option<Option<(ReasonCode, Value)>>,
+    /// Whether main's commits outside bay were read for the result.
+    unattributed_read: bool,
     outcome: Option<BayResult>,
 }
 
@@ -79,6 +87,7 @@ impl Status {
             now,
             remote: Refs::new(),
             waits: None,
+            unattributed_read: false,
             outcome: None,
         };
         let mut patterns = vec![refs::main(&status.input.main)];
@@ -108,8 +117,66 @@ impl Status {
 
     fn conclude(&mut self, result: BayResult) {
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        match main {
+            Some(commit) if !self.unattributed_read && result.decision != Decision::Failed => {
+                self.unattributed_read = true;
+                let read = Action::ReadFile {
+                    commit,
+                    path: CONFIG_PATH.into(),
+                };
+                self.out.send(read, Purpose::Window(Box::new(result)));
+            }
+            _ => self.end(result),
+        }
+    }
+
+    fn end(&mut self, result: BayResult) {
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
         self.outcome = Some(report::with_main(result, main.as_ref()));
         self.out.forget_all();
+    }
+
+    /// `[red] window` from main's config (50 by default, and for a config that cannot be read),
+    /// then the commit that added the config.
+    fn on_window(&mut self, result: BayResult, bytes: Option<Vec<u8>>) {
+        let window = Config::at_main(bytes.as_deref())
+            .map_or(crate::red::DEFAULT_WINDOW, |config| config.red_window());
+        let main = self.main_tip();
+        // A config added before the window leaves the window whole: look only within it.
+        let read = Action::ReadAdded {
+            commit: main,
+            path: CONFIG_PATH.into(),
+            within: window,
+        };
+        self.out
+            .send(read, Purpose::Added(Box::new(result), window));
+    }
+
+    fn on_added(&mut self, result: BayResult, window: u32, added: Option<Oid>) {
+        let read = Action::ReadHistory(super::HistoryQuery {
+            from: added,
+            to: self.main_tip(),
+            limit: window,
+            newest: true,
+        });
+        self.out
+            .send(read, Purpose::Unattributed(Box::new(result), window));
+    }
+
+    fn main_tip(&self) -> Oid {
+        self.remote
+            .get(&refs::main(&self.input.main))
+            .cloned()
+            .expect("unattributed commits are read only once main was fetched")
+    }
+
+    /// `detail.unattributed`, or `{unread}` with the reason when main could not be read.
+    fn with_unattributed(&mut self, mut result: BayResult, unattributed: Result<Value, Fault>) {
+        let value = unattributed.unwrap_or_else(|fault| {
+            serde_json::json!({ "unread": format!("bay could not read main's history: {fault}") })
+        });
+        result.detail.insert("unattributed".into(), value);
+        self.end(result);
     }
 
     fn fail(&mut self, why: String) {
@@ -457,6 +524,27 @@ impl Status {
                 Ok(lines) => self.on_red_notes(*red, &window, lines),
                 Err(fault) => self.red_unread(*red, fault),
             },
+            (Purpose::Window(result), Completion::FileRead(read)) => {
+                self.on_window(*result, read.ok().flatten())
+            }
+            (Purpose::Added(result, window), Completion::AddedRead(Ok(added))) => {
+                self.on_added(*result, window, added)
+            }
+            (Purpose::Added(result, _), Completion::AddedRead(Err(fault))) => {
+                self.with_unattributed(*result, Err(fault))
+            }
+            (Purpose::Unattributed(mut result, window), Completion::HistoryRead(read)) => {
+                if let Ok(commits) = &read {
+                    let warnings = not_linear_warnings(commits);
+                    if !warnings.is_empty() {
+                        result
+                            .detail
+                            .insert("warnings".into(), Value::Array(warnings));
+                    }
+                }
+                let value = read.map(|commits| unattributed(window, &commits));
+                self.with_unattributed(*result, value)
+            }
             (_, completion) => return Some(completion),
         }
         None

@@ -56,6 +56,7 @@ impl Repo {
         let mut report = PushReport {
             steps: Vec::new(),
             notes: Vec::new(),
+            log: None,
             outcome: PushOutcome::Accepted,
         };
         let updates = match self.write(plan, &mut report) {
@@ -164,6 +165,18 @@ impl Repo {
         }
         report.steps = steps;
         report.notes = notes;
+
+        // The event on the runner's log: one commit on the log's tip, leased on it.
+        if let Some(log) = &plan.log {
+            let parents: Vec<&Oid> = log.parent.iter().collect();
+            let commit = self.commit_tree(&empty, &parents, &log.message)?;
+            report.log = Some(commit.clone());
+            updates.push(Update {
+                name: refs::log(&log.runner),
+                expect: log.expect.clone(),
+                new: Some(commit),
+            });
+        }
 
         for update in &plan.updates {
             let new = match &update.new {

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bay_core::git::Oid;
-use bay_core::machine::{ChainQuery, ChainRead, Fault, RawStep};
+use bay_core::machine::{ChainQuery, ChainRead, Fault, HistoryQuery, MainCommit, RawStep};
+use bay_core::time::Timestamp;
 
 use super::{Repo, mirror_prefix, oid};
 
@@ -20,6 +21,49 @@ enum Object {
 struct CommitInfo {
     first_parent: Option<Oid>,
     message: String,
+}
+
+/// What `git log` prints of each commit a history read names: ids and parents, committer
+/// time, committer, message.
+const COMMIT_FORMAT: &str = "--format=%H %P%n%ct%n%cn <%ce>%n%B";
+
+/// The most commits read behind one merge that brought commits in off the first-parent line.
+pub const BROUGHT_READ: usize = bay_core::machine::BROUGHT_READ;
+
+/// Commits as `git log -z` prints them in [`COMMIT_FORMAT`].
+fn parse_commits(stdout: &[u8]) -> Result<Vec<MainCommit>, Fault> {
+    let mut commits = Vec::new();
+    for entry in stdout.split(|byte| *byte == 0).filter(|e| !e.is_empty()) {
+        let text = String::from_utf8_lossy(entry);
+        let mut lines = text.splitn(4, '\n');
+        let (Some(ids), Some(time), Some(committer)) = (lines.next(), lines.next(), lines.next())
+        else {
+            return Err(Fault(format!(
+                "git log printed a commit bay cannot read: {text:?}"
+            )));
+        };
+        let mut ids = ids
+            .split_whitespace()
+            .map(|id| Oid::parse(id).map_err(Fault));
+        let oid = ids
+            .next()
+            .ok_or_else(|| Fault("git log printed no commit id".into()))??;
+        let parents = ids.collect::<Result<Vec<Oid>, Fault>>()?;
+        let secs: u64 = time
+            .trim()
+            .parse()
+            .map_err(|_| Fault(format!("git log printed no commit time: {time:?}")))?;
+        commits.push(MainCommit {
+            oid,
+            parents,
+            at: Timestamp::from_secs(secs),
+            committer: committer.to_string(),
+            message: lines.next().unwrap_or("").to_string(),
+            off_first_parent: 0,
+            brought: Vec::new(),
+        });
+    }
+    Ok(commits)
 }
 
 impl Repo {
@@ -201,6 +245,114 @@ impl Repo {
                 })
             })
             .collect()
+    }
+
+    /// The commits `query` names, oldest first: one `rev-list` for the ids, one `log
+    /// --no-walk` for what they say, and for each commit with more than one parent one
+    /// `rev-list --count` of what it brought in. A `from` this clone lacks fails `rev-list`.
+    pub fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
+        let ids = self
+            .git()
+            .cmd(["rev-list", "--first-parent", "--end-of-options"])
+            .arg(query.range())
+            .arg("--")
+            .run()?
+            .text();
+        let ids = query.pick(ids.split_whitespace().collect());
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self
+            .git()
+            .cmd(["log", "--no-walk=unsorted", "-z", COMMIT_FORMAT])
+            .arg("--end-of-options")
+            .args(&ids)
+            .arg("--")
+            .run()?;
+        let mut commits = parse_commits(&out.stdout)?;
+        for commit in &mut commits {
+            if let Some(first) = commit.parents.first().cloned()
+                && commit.parents.len() > 1
+            {
+                commit.off_first_parent = self.brought_in(&commit.oid, &first)?;
+                commit.brought = self.read_brought(&commit.oid, &first)?;
+            }
+        }
+        Ok(commits)
+    }
+
+    /// The newest commits (at most [`BROUGHT_READ`]) the merge `merge` brought in that its
+    /// first parent `first` lacks.
+    fn read_brought(&self, merge: &Oid, first: &Oid) -> Result<Vec<MainCommit>, Fault> {
+        let out = self
+            .git()
+            .cmd(["log", "-z", COMMIT_FORMAT])
+            .arg(format!("--max-count={}", BROUGHT_READ + 1))
+            .arg("--end-of-options")
+            .arg(merge.to_string())
+            .arg(format!("^{first}"))
+            .arg("--")
+            .run()?;
+        let mut brought = parse_commits(&out.stdout)?;
+        brought.retain(|commit| &commit.oid != merge);
+        brought.truncate(BROUGHT_READ);
+        Ok(brought)
+    }
+
+    /// The newest of the newest `within` commits on `commit`'s first-parent line that added
+    /// `path`, if one did: one `rev-list` to bound the walk, one `log` within it.
+    pub fn read_added(&self, commit: &Oid, path: &str, within: u32) -> Result<Option<Oid>, Fault> {
+        // The first commit past the newest `within` bounds the walk below.
+        let line = self
+            .git()
+            .cmd(["rev-list", "--first-parent"])
+            .arg(format!("--max-count={}", u64::from(within) + 1))
+            .arg("--end-of-options")
+            .arg(commit.to_string())
+            .arg("--")
+            .run()?
+            .text();
+        let range = match line.split_whitespace().nth(within as usize) {
+            Some(past) => format!("{past}..{commit}"),
+            None => commit.to_string(),
+        };
+        let out = self
+            .git()
+            .cmd([
+                "log",
+                "--first-parent",
+                "--diff-filter=A",
+                "--format=%H",
+                "-n1",
+            ])
+            .arg("--end-of-options")
+            .arg(range)
+            .arg("--")
+            .arg(path)
+            .run()?
+            .text();
+        match out.trim() {
+            "" => Ok(None),
+            id => Oid::parse(id).map(Some).map_err(Fault),
+        }
+    }
+
+    /// How many commits the merge `merge` brought in that its first parent lacks.
+    fn brought_in(&self, merge: &Oid, first: &Oid) -> Result<u64, Fault> {
+        let count = self
+            .git()
+            .cmd(["rev-list", "--count", "--end-of-options"])
+            .arg(merge.to_string())
+            .arg(format!("^{first}"))
+            .arg("--")
+            .run()?
+            .text();
+        let count: u64 = count
+            .trim()
+            .parse()
+            .map_err(|_| Fault(format!("git rev-list --count printed {count:?}")))?;
+        // The merge itself is not off the line.
+        Ok(count.saturating_sub(1))
     }
 
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {

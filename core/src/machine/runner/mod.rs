@@ -223,6 +223,11 @@ pub struct Runner {
     holds: Option<(Oid, Result<crate::config::Config, String>)>,
     /// Whether this pass has read the changes live operations name with `--after`.
     dependencies_read: bool,
+    /// Whether `refs` holds this runner's log tip as the remote has it: the push that ends an
+    /// operation appends to the log leased on that tip. Fetched once (by the first pass, and
+    /// again after a push whose fate is unknown), then followed through this runner's own
+    /// pushes, so an idle pass never reads a log.
+    log_known: bool,
 }
 
 impl Runner {
@@ -249,6 +254,7 @@ impl Runner {
             baselines: None,
             holds: None,
             dependencies_read: false,
+            log_known: false,
         }
     }
 

@@ -48,6 +48,10 @@ pub enum Mutant {
     /// taken whole and whatever main gained since the draft's base is lost (for an undo: its
     /// merge changes more than the undone merge touched).
     WholeDraft,
+    /// S12: the merge event in the runner's log names the base, not the commit main moved to.
+    LogWrongCommit,
+    /// S12: ends operations without an event in its log.
+    LogNothing,
 }
 
 impl Runner {
@@ -55,10 +59,21 @@ impl Runner {
         self.cfg.mutant == Some(mutant)
     }
 
+    /// The event a mutant writes to its log instead of the true one.
+    pub(super) fn mutant_event(&self, mut event: crate::event::BayEvent) -> crate::event::BayEvent {
+        if self.mutant_is(Mutant::LogWrongCommit) && event.base.is_some() {
+            event.commit = event.base.clone();
+        }
+        event
+    }
+
     /// Removes the leases and flags a mutant does without.
     pub(super) fn mutant_plan(&self, mut plan: PushPlan) -> PushPlan {
         if self.mutant_is(Mutant::MergeNotAtomic) {
             plan.atomic = false;
+        }
+        if self.mutant_is(Mutant::LogNothing) {
+            plan.log = None;
         }
         if self.mutant_is(Mutant::MainWithoutLease) {
             let main = self.main_ref();

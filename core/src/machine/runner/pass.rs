@@ -56,14 +56,25 @@ impl Runner {
         self.stage = Stage::Passing;
         self.dependencies_read = false;
         if self.seeded.is_some() {
-            // The first pass of a seeded runner starts from what it was handed.
+            // The first pass of a seeded runner starts from what it was handed, and reads only
+            // its own log's tip, which no seed holds: the push that ends the operation appends
+            // to it, and a guess would cost a refused push.
+            if !self.log_known {
+                let spec = FetchSpec::new([refs::log_pattern(&self.cfg.runner)]);
+                self.out
+                    .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
+                return;
+            }
             return self.read_places();
         }
-        let spec = FetchSpec::new([
+        let mut spec = FetchSpec::new([
             self.main_ref(),
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
         ]);
+        if !self.log_known {
+            spec.patterns.push(refs::log_pattern(&self.cfg.runner));
+        }
         self.out
             .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
@@ -82,6 +93,7 @@ impl Runner {
         };
         match result {
             Ok(fetched) => {
+                self.log_known |= spec.covers(&refs::log(&self.cfg.runner));
                 spec.apply(&mut self.refs, fetched);
                 Ok(true)
             }

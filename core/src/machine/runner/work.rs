@@ -6,13 +6,14 @@ use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::reuse::reusable_pass;
 use crate::check::{CheckRequest, UnitReason, Verdict};
+use crate::event::{BayEvent, Ended};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::limits::PathStat;
 use crate::machine::agent::give_up_place;
 use crate::machine::{
     Action, ActionId, Append, BuildResult, CandidateSpec, Completion, Deadline, Expect, FetchSpec,
-    Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+    LogAdd, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
 use crate::policy::{CheckSpec, Policy};
 use crate::reason::ReasonCode;
@@ -108,6 +109,19 @@ pub(super) enum Then {
 }
 
 impl Write {
+    /// Whether this push ends the operation, and so appends its event to the log.
+    fn ends(&self) -> bool {
+        matches!(
+            self,
+            Write::Merge
+                | Write::End(_)
+                | Write::Check {
+                    then: Then::Merge | Then::End(_),
+                    ..
+                }
+        )
+    }
+
     /// Whether this push moves main.
     fn merges(&self) -> bool {
         matches!(
@@ -596,6 +610,33 @@ impl Runner {
                 detail: with_trust(end.detail.clone(), end.reason),
             },
         ));
+        plan.log = self.log_event(work, end.state, end.reason, None);
+    }
+
+    /// The event of an operation's end, for this runner's log, leased on the log's tip as
+    /// this runner knows it: appended in the push that ends the operation, so the event exists
+    /// exactly when the outcome does.
+    fn log_event(
+        &self,
+        work: &Work,
+        state: OpState,
+        code: Option<ReasonCode>,
+        merge: Option<(&Oid, &Oid)>,
+    ) -> Option<LogAdd> {
+        let event = BayEvent::ended(Ended {
+            runner: &self.cfg.runner,
+            change: &work.record.change,
+            op: &work.op,
+            actor: &work.record.actor,
+            at: self.now,
+            state,
+            code,
+            merge,
+        })?;
+        #[cfg(feature = "mutants")]
+        let event = self.mutant_event(event);
+        let tip = self.refs.get(&refs::log(&self.cfg.runner)).cloned();
+        Some(LogAdd::on(&self.cfg.runner, tip, event.to_message()))
     }
 
     /// The merge: the merged outcome, main `base -> candidate` leased on `base`, the merged
@@ -628,9 +669,15 @@ impl Runner {
         plan.updates.push(RefUpdate {
             name: refs::landed(&change),
             expect: Expect::Absent,
-            new: NewValue::Oid(built.commit),
+            new: NewValue::Oid(built.commit.clone()),
         });
         plan.updates.extend(self.give_up_place(work));
+        plan.log = self.log_event(
+            work,
+            OpState::Merged,
+            None,
+            Some((&built.commit, &work.base)),
+        );
     }
 
     /// An ending operation gives its queue place up in the same push, so that the queue holds
@@ -1086,6 +1133,8 @@ impl Runner {
     /// A write's fate is unknown: drop the work; the next pass reads which tip won and takes the
     /// work up again if either is this runner's.
     fn in_doubt(&mut self, written: Option<Oid>) {
+        // The push may have appended to the log: read its tip again before the next end.
+        self.log_known = false;
         let work = self.work_mut();
         let (claimed, change) = (work.claimed, work.record.change.clone());
         if let Some(written) = written {
@@ -1124,6 +1173,9 @@ impl Runner {
                     self.refs
                         .insert(refs::evidence(&self.cfg.runner), note.clone());
                 }
+                if let Some(event) = report.log {
+                    self.refs.insert(refs::log(&self.cfg.runner), event);
+                }
                 self.after_write(write);
             }
             (PushOutcome::Rejected { .. }, _) => {
@@ -1134,6 +1186,7 @@ impl Runner {
                     refs::change_pattern(&change),
                     refs::landed_pattern(&change),
                     refs::EVIDENCE_PATTERN.to_string(),
+                    refs::log_pattern(&self.cfg.runner),
                 ]);
                 self.send_work(Action::Fetch(spec.clone()), Purpose::Verify(write, spec));
             }
@@ -1212,7 +1265,11 @@ impl Runner {
             let backoff = self.cfg.backoff_ms;
             return self.drop_work(backoff);
         };
+        let log = refs::log(&self.cfg.runner);
+        let log_before = self.refs.get(&log).cloned();
         spec.apply(&mut self.refs, fetched);
+        self.log_known = true;
+        let log_moved = self.refs.get(&log) != log_before.as_ref();
         let work = self.work.clone().expect("verifying while working");
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
@@ -1250,6 +1307,10 @@ impl Runner {
                     );
                 }
             }
+            // Only this runner's log moved (another process under the same name, or a log this
+            // runner had not read): write the same again on the log's new tip. The chain and
+            // main are as they were, so nothing else changes.
+            write if log_moved && write.ends() => self.write(write),
             // The chain did not move, so the refusal came from elsewhere (our evidence notes were
             // behind, or the remote refused for its own reasons): drop and let the pass retry.
             _ => {

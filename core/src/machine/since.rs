@@ -1,0 +1,577 @@
+//! `bay status --since [<cursor>] [--merged]`: what changed after a cursor. It fetches main and
+//! every runner's log, then lists the merges into main after the cursor's main commit
+//! (first-parent, a commit without exactly one `Change-Id:` marked `outside_bay`) and the
+//! `bay.event/1` events each log gained after the cursor's tip of it. It writes nothing.
+//!
+//! The cursor is opaque to its reader: bay's own encoding of main's commit and each log's tip,
+//! with a checksum, so a cursor bay did not return is refused before anything is read.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::agent::{fold_one, read_chain};
+use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, Refs};
+use crate::event::BayEvent;
+use crate::git::{Oid, refs};
+use crate::id::ChangeId;
+use crate::lineage::bay_merge;
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+/// The most merges, and the most events, one answer lists; `more` says when more follow.
+pub const MAX_LISTED: usize = 500;
+
+/// What the cursor's text starts with: the version of its encoding.
+const CURSOR_PREFIX: &str = "c1";
+
+/// Where a `--since` answer stopped: main's commit and each runner log's tip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub main: Oid,
+    pub logs: BTreeMap<String, Oid>,
+}
+
+impl Cursor {
+    /// The cursor as text: `c1`, the hex of its lines, `-`, and 16 hex digits of their SHA-256.
+    pub fn encode(&self) -> String {
+        let payload = self.payload();
+        format!(
+            "{CURSOR_PREFIX}{}-{}",
+            hex(payload.as_bytes()),
+            checksum(&payload)
+        )
+    }
+
+    fn payload(&self) -> String {
+        let mut payload = format!("{}\n", self.main);
+        for (runner, tip) in &self.logs {
+            payload.push_str(&format!("{runner} {tip}\n"));
+        }
+        payload
+    }
+
+    /// Reads a cursor bay returned; anything else is refused, saying what to do.
+    pub fn decode(text: &str) -> Result<Cursor, String> {
+        let refuse = |why: &str| {
+            format!(
+                "{text:?} is not a cursor bay returned ({why}); pass detail.cursor as \
+                 `bay status --since` printed it, or run it without a cursor to start over"
+            )
+        };
+        let body = text
+            .strip_prefix(CURSOR_PREFIX)
+            .ok_or_else(|| refuse("it does not start as one"))?;
+        let (data, sum) = body
+            .split_once('-')
+            .ok_or_else(|| refuse("it has no checksum"))?;
+        let bytes = unhex(data).ok_or_else(|| refuse("it is not hex"))?;
+        let payload = String::from_utf8(bytes).map_err(|_| refuse("it is not text"))?;
+        if checksum(&payload) != sum {
+            return Err(refuse("its checksum does not match"));
+        }
+        let mut lines = payload.lines();
+        let main = lines
+            .next()
+            .and_then(|line| Oid::parse(line).ok())
+            .ok_or_else(|| refuse("it names no main commit"))?;
+        let mut logs = BTreeMap::new();
+        for line in lines {
+            let (runner, tip) = line
+                .split_once(' ')
+                .ok_or_else(|| refuse("a log line is broken"))?;
+            let tip = Oid::parse(tip).map_err(|_| refuse("a log tip is not a commit id"))?;
+            logs.insert(runner.to_string(), tip);
+        }
+        Ok(Cursor { main, logs })
+    }
+}
+
+fn checksum(payload: &str) -> String {
+    hex(&Sha256::digest(payload.as_bytes())[..8])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
+        .collect()
+}
+
+#[derive(Clone, Debug)]
+pub struct SinceInput {
+    pub main: String,
+    /// The cursor a previous answer returned; `None` starts: outside a view from now, in a
+    /// view from the change's base.
+    pub cursor: Option<Cursor>,
+    /// `--merged`: merges only, no events.
+    pub merged_only: bool,
+    /// The change of the view it runs in: only events about it are listed.
+    pub change: Option<ChangeId>,
+}
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    /// The view's change, for its base.
+    ReadChange,
+    History,
+    Log(String),
+}
+
+/// The `bay status --since` machine. Drive it as [`Machine`](crate::machine::Machine) says.
+#[derive(Debug)]
+pub struct Since {
+    input: SinceInput,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    remote: Refs,
+    /// Reads still in flight.
+    pending: usize,
+    history: Vec<MainCommit>,
+    /// Each log's new commits, oldest first, by runner.
+    logs: BTreeMap<String, Vec<MainCommit>>,
+    /// Where each log on the remote is read from: the next cursor's tip of it when none of
+    /// its new events is listed.
+    starts: BTreeMap<String, Oid>,
+    outcome: Option<BayResult>,
+}
+
+impl Since {
+    pub fn new(input: SinceInput, now: Timestamp) -> Since {
+        let mut patterns = vec![refs::main(&input.main)];
+        if !input.merged_only {
+            patterns.push(refs::LOG_PATTERN.to_string());
+        }
+        if let (Some(change), None) = (&input.change, &input.cursor) {
+            patterns.push(refs::change_pattern(change));
+        }
+        let mut since = Since {
+            input,
+            out: Outbox::default(),
+            now,
+            remote: Refs::new(),
+            pending: 0,
+            history: Vec::new(),
+            logs: BTreeMap::new(),
+            starts: BTreeMap::new(),
+            outcome: None,
+        };
+        since
+            .out
+            .send(Action::Fetch(FetchSpec::new(patterns)), Purpose::Fetch);
+        since
+    }
+
+    fn main_tip(&self) -> Option<Oid> {
+        self.remote.get(&refs::main(&self.input.main)).cloned()
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        let main = self.main_tip();
+        self.outcome = Some(report::with_main(result, main.as_ref()));
+        self.out.forget_all();
+    }
+
+    fn fail(&mut self, why: String) {
+        let failed = report::failed(why, self.input.change.as_ref());
+        self.finish(failed);
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        let Some(main) = self.main_tip() else {
+            return self.fail(format!(
+                "main ({}) is not on the remote; check bay.main and the remote",
+                self.input.main
+            ));
+        };
+        match (&self.input.cursor, &self.input.change) {
+            (Some(cursor), _) => {
+                let from = cursor.main.clone();
+                self.read(Some(from));
+            }
+            (None, Some(change)) => match read_chain(&self.remote, change) {
+                Ok(read) => {
+                    self.out.send(read, Purpose::ReadChange);
+                }
+                Err(why) => self.fail(why),
+            },
+            // A first call outside a view lists nothing and returns a starting cursor.
+            (None, None) => self.read(Some(main)),
+        }
+    }
+
+    /// Reads main after `from` and each log after the cursor's tip of it.
+    fn read(&mut self, from: Option<Oid>) {
+        let main = self.main_tip().expect("main was fetched");
+        if from.as_ref() != Some(&main) {
+            let read = Action::ReadHistory(HistoryQuery {
+                from,
+                to: main,
+                limit: MAX_LISTED as u32 + 1,
+                newest: false,
+            });
+            self.out.send(read, Purpose::History);
+            self.pending += 1;
+        }
+        if !self.input.merged_only {
+            let tips: Vec<(String, Oid)> = self
+                .remote
+                .iter()
+                .filter_map(|(name, tip)| Some((refs::parse_log(name)?.to_string(), tip.clone())))
+                .collect();
+            for (runner, tip) in tips {
+                let start = match (&self.input.cursor, &self.input.change) {
+                    (Some(cursor), _) => cursor.logs.get(&runner).cloned(),
+                    // A view with no cursor reads each whole log, for its change's events.
+                    (None, Some(_)) => None,
+                    (None, None) => Some(tip.clone()),
+                };
+                if let Some(start) = &start {
+                    self.starts.insert(runner.clone(), start.clone());
+                }
+                if start.as_ref() == Some(&tip) {
+                    continue;
+                }
+                // The oldest events after the cursor, one more than an answer lists, so that
+                // `more` is known: a log is one first-parent line, as main is.
+                let read = Action::ReadHistory(HistoryQuery {
+                    from: start,
+                    to: tip,
+                    limit: MAX_LISTED as u32 + 1,
+                    newest: false,
+                });
+                self.out.send(read, Purpose::Log(runner));
+                self.pending += 1;
+            }
+        }
+        self.maybe_done();
+    }
+
+    fn maybe_done(&mut self) {
+        if self.pending > 0 {
+            return;
+        }
+        let main = self.main_tip().expect("main was fetched");
+        let listing = list(
+            &self.history,
+            &self.logs,
+            &main,
+            self.starts.clone(),
+            &self.input,
+        );
+        let mut result = BayResult::ok(None, listing);
+        result.say = sentence(&result.detail);
+        self.finish(result);
+    }
+
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::ReadChange, Completion::ChainsRead(Ok(reads))) => match fold_one(&reads) {
+                Ok((record, _, _)) => self.read(Some(record.base)),
+                Err(why) => self.fail(why),
+            },
+            (Purpose::History, Completion::HistoryRead(Ok(commits))) => {
+                self.history = commits;
+                self.pending -= 1;
+                self.maybe_done();
+            }
+            (Purpose::History | Purpose::Log(_), Completion::HistoryRead(Err(fault))) => {
+                self.fail(format!(
+                    "this repository cannot read main or a runner's log after the cursor \
+                     ({fault}); run `bay status --since` again without a cursor"
+                ))
+            }
+            (Purpose::Log(runner), Completion::HistoryRead(Ok(commits))) => {
+                self.logs.insert(runner, commits);
+                self.pending -= 1;
+                self.maybe_done();
+            }
+            (_, completion) => return Some(completion),
+        }
+        None
+    }
+}
+
+super::agent::command_machine!(Since, "status --since");
+
+/// The `detail` of one answer: the merges after the cursor (oldest first, at most
+/// [`MAX_LISTED`]), the events (at most as many, each log oldest first, logs by runner name),
+/// `more` when either stopped early, `off_first_parent`, and the next cursor, which goes on
+/// right after the last merge and event listed.
+fn list(
+    history: &[MainCommit],
+    logs: &BTreeMap<String, Vec<MainCommit>>,
+    main: &Oid,
+    mut cursor_logs: BTreeMap<String, Oid>,
+    input: &SinceInput,
+) -> Map<String, Value> {
+    let listed = &history[..history.len().min(MAX_LISTED)];
+    let mut more = history.len() > MAX_LISTED;
+    let main_cursor = match listed.last() {
+        Some(last) if more => last.oid.clone(),
+        _ => main.clone(),
+    };
+    // A bay merge that a merge outside bay put off the line comes just before that merge,
+    // with `via` naming it; it rides with that merge, outside the count of 500.
+    let mut merges = Vec::new();
+    for commit in listed {
+        for hidden in bay_merges_off_line(commit).rev() {
+            let mut row = merge_row(hidden);
+            row["via"] = json!(commit.oid);
+            merges.push(row);
+        }
+        merges.push(merge_row(commit));
+    }
+    let off_first_parent: u64 = listed.iter().map(|c| c.off_first_parent).sum();
+
+    let mut events = Vec::new();
+    if !input.merged_only {
+        'logs: for (runner, commits) in logs {
+            // Each log was read one past what an answer lists: past that, more follow.
+            more |= commits.len() > MAX_LISTED;
+            for raw in commits.iter().take(MAX_LISTED) {
+                let event = BayEvent::from_message(&raw.message).ok();
+                let wanted = event.as_ref().filter(|event| match &input.change {
+                    Some(change) => event.names(change),
+                    None => true,
+                });
+                if let Some(event) = wanted {
+                    if events.len() == MAX_LISTED {
+                        more = true;
+                        break 'logs;
+                    }
+                    events.push(serde_json::to_value(event).expect("an event serializes"));
+                }
+                cursor_logs.insert(runner.clone(), raw.oid.clone());
+            }
+        }
+        if input.change.is_none() {
+            events.extend(listed.iter().filter_map(outside_event));
+        }
+        // Each merge that put bay merges off the line, once; in a view, when one is its change.
+        events.extend(
+            listed
+                .iter()
+                .filter(|commit| match &input.change {
+                    Some(change) => bay_merges_off_line(commit).any(|hidden| {
+                        bay_merge(&hidden.message).is_some_and(|(c, _)| &c == change)
+                    }),
+                    None => true,
+                })
+                .filter_map(not_linear_event),
+        );
+    }
+    let cursor = Cursor {
+        main: main_cursor,
+        logs: cursor_logs,
+    };
+    let mut detail = Map::new();
+    detail.insert("cursor".into(), json!(cursor.encode()));
+    detail.insert("merges".into(), json!(merges));
+    if !input.merged_only {
+        detail.insert("events".into(), json!(events));
+    }
+    detail.insert("more".into(), json!(more));
+    detail.insert("off_first_parent".into(), json!(off_first_parent));
+    if let Some(change) = &input.change {
+        detail.insert("change".into(), json!(change));
+    }
+    detail
+}
+
+/// The bay merges `commit` (a merge outside bay) brought in off the first-parent line, as
+/// read (newest first).
+fn bay_merges_off_line(commit: &MainCommit) -> impl DoubleEndedIterator<Item = &MainCommit> {
+    commit
+        .brought
+        .iter()
+        .filter(|side| bay_merge(&side.message).is_some())
+}
+
+/// Whether the read behind `commit` stopped before it read every commit it brought in.
+fn capped(commit: &MainCommit) -> bool {
+    (commit.brought.len() as u64) < commit.off_first_parent
+}
+
+/// The `main_not_linear` event of a merge outside bay that put bay merges off the line.
+fn not_linear_event(commit: &MainCommit) -> Option<Value> {
+    let hidden = bay_merges_off_line(commit).count() as u64;
+    if hidden == 0 || bay_merge(&commit.message).is_some() {
+        return None;
+    }
+    let event = BayEvent::not_linear(commit, hidden, capped(commit));
+    Some(serde_json::to_value(event).expect("an event serializes"))
+}
+
+/// The plain sentence of an answer: how many versions reached main and how many events, and
+/// where to go on from.
+fn sentence(detail: &Map<String, Value>) -> String {
+    let count = |key: &str| {
+        detail
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    let outside = detail
+        .get("merges")
+        .and_then(Value::as_array)
+        .map_or(0, |rows| {
+            rows.iter().filter(|r| r["outside_bay"] == true).count()
+        });
+    let many = |n: usize, one: &str, more: &str| format!("{n} {}", if n == 1 { one } else { more });
+    let mut text = format!(
+        "{} main",
+        many(
+            count("merges"),
+            "saved version reached",
+            "saved versions reached"
+        )
+    );
+    if outside > 0 {
+        text.push_str(&format!(" ({outside} of them outside bay)"));
+    }
+    if detail.contains_key("events") {
+        let events = many(count("events"), "event was", "events were");
+        text.push_str(&format!(" and {events} listed"));
+    }
+    text.push_str(" since the cursor; ");
+    if detail.get("more") == Some(&Value::Bool(true)) {
+        text.push_str("more follow: run it again with detail.cursor now.");
+    } else {
+        text.push_str("pass detail.cursor to --since next time.");
+    }
+    text
+}
+
+/// How a commit outside bay reached main: `merge` with more than one parent, else `outside`.
+fn merged_as(commit: &MainCommit) -> &'static str {
+    if commit.parents.len() > 1 {
+        "merge"
+    } else {
+        "outside"
+    }
+}
+
+fn subject(commit: &MainCommit) -> &str {
+    commit.message.lines().next().unwrap_or("")
+}
+
+/// One merge as listed: a bay merge names its change and actor; any other commit is
+/// `outside_bay` with how it got there.
+fn merge_row(commit: &MainCommit) -> Value {
+    let base = commit.parents.first();
+    match bay_merge(&commit.message) {
+        Some((change, actor)) => json!({
+            "commit": commit.oid,
+            "base": base,
+            "change": change,
+            "actor": actor,
+            "at": commit.at,
+            "outside_bay": false,
+        }),
+        None => json!({
+            "commit": commit.oid,
+            "base": base,
+            "at": commit.at,
+            "subject": subject(commit),
+            "outside_bay": true,
+            "merged_as": merged_as(commit),
+            "committer": commit.committer,
+        }),
+    }
+}
+
+/// The `outside_merge` event of a main commit that did not merge through bay.
+fn outside_event(commit: &MainCommit) -> Option<Value> {
+    if bay_merge(&commit.message).is_some() {
+        return None;
+    }
+    let event = BayEvent::outside_merge(&commit.oid, merged_as(commit), subject(commit), commit.at);
+    Some(serde_json::to_value(event).expect("an event serializes"))
+}
+
+/// `detail.unattributed` of `bay status`: of `commits` (main's newest first-parent commits in
+/// the window, oldest first), those that did not merge through bay, counted per committer and
+/// listed newest first, beside how many did.
+pub fn unattributed(window: u32, commits: &[MainCommit]) -> Value {
+    let outside: Vec<&MainCommit> = commits
+        .iter()
+        .rev()
+        .filter(|commit| bay_merge(&commit.message).is_none())
+        .collect();
+    let mut writers: BTreeMap<&str, u64> = BTreeMap::new();
+    for commit in &outside {
+        *writers.entry(commit.committer.as_str()).or_default() += 1;
+    }
+    let mut by_writer: Vec<(&str, u64)> = writers.into_iter().collect();
+    by_writer.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let merges: Vec<Value> = outside
+        .iter()
+        .map(|commit| {
+            json!({
+                "commit": commit.oid,
+                "base": commit.parents.first(),
+                "at": commit.at,
+                "subject": subject(commit),
+                "merged_as": merged_as(commit),
+                "merged": commit.brought.iter().take(MERGED_LISTED).map(|c| &c.oid).collect::<Vec<_>>(),
+                "merged_count": commit.off_first_parent,
+                "merges_off_first_parent": bay_merges_off_line(commit).count(),
+            })
+        })
+        .collect();
+    // A bay merge put off the line still merged through bay: it counts at the merge.
+    let hidden: usize = outside.iter().map(|c| bay_merges_off_line(c).count()).sum();
+    json!({
+        "window": window,
+        "count": outside.len(),
+        "by_writer": by_writer
+            .iter()
+            .map(|(writer, count)| json!({ "writer": writer, "count": count }))
+            .collect::<Vec<_>>(),
+        "through_bay": commits.len() - outside.len() + hidden,
+        "merges": merges,
+        "off_first_parent": outside.iter().map(|c| c.off_first_parent).sum::<u64>(),
+        "merges_off_first_parent": hidden,
+        "landings_off_first_parent_capped": outside.iter().any(|c| capped(c)),
+    })
+}
+
+/// `detail.warnings` of `bay status`: `main_not_linear` for each merge outside bay in the window
+/// that put bay merges off main's first-parent line, newest first.
+pub fn not_linear_warnings(commits: &[MainCommit]) -> Vec<Value> {
+    commits
+        .iter()
+        .rev()
+        .filter_map(not_linear_event)
+        .map(|mut event| {
+            json!({
+                "warning": "main_not_linear",
+                "commit": event["commit"].take(),
+                "parents": event["parents"].take(),
+                "merges_off_first_parent": event["merges_off_first_parent"].take(),
+                "capped": event["capped"].take(),
+                "hint": "require linear history for main on your host, so only fast-forward pushes reach it",
+            })
+        })
+        .collect()
+}
+
+/// The most commits a row of `unattributed` names under `merged`.
+const MERGED_LISTED: usize = 20;
+
+#[cfg(test)]
+mod tests;
