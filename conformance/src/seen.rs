@@ -77,7 +77,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::DraftFrozen(r) => r.is_err(),
         Completion::DraftRefreshed(r) => r.is_err(),
         Completion::ViewMade(r) => r.is_err(),
-        Completion::Pushed(_) | Completion::CheckExited(_) => false,
+        Completion::Pushed(_) | Completion::CheckExited(_) | Completion::PluginExited(_) => false,
     };
     failed.then_some("fault")
 }

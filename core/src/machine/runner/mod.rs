@@ -160,6 +160,10 @@ enum Purpose {
         main: Oid,
         then: hold::Then,
     },
+    /// The hold plugin, asked whether main is held now.
+    AskHold {
+        then: hold::Ask,
+    },
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -212,6 +216,9 @@ pub struct Runner {
     baselines: Option<(Oid, work::Baselines)>,
     /// The holds main's config says of at one main commit, read once per commit.
     holds: Option<(Oid, Result<crate::config::Config, String>)>,
+    /// The hold plugin's last answer in this pass, `None` until it is asked: why main is
+    /// held, or `None` when it is not.
+    plugin_answer: Option<Option<String>>,
     /// Whether this pass has read the changes live operations name with `--after`.
     dependencies_read: bool,
 }
@@ -239,6 +246,7 @@ impl Runner {
             merged: 0,
             baselines: None,
             holds: None,
+            plugin_answer: None,
             dependencies_read: false,
         }
     }
@@ -350,6 +358,7 @@ impl Machine for Runner {
                     Purpose::ReadPlaces => self.on_places(completion)?,
                     Purpose::ReadChains => self.on_chains(completion)?,
                     Purpose::ReadConfig { main, then } => self.on_config(main, then, completion)?,
+                    Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }

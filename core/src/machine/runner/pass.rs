@@ -55,6 +55,8 @@ impl Runner {
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
         self.dependencies_read = false;
+        // The hold plugin answers for now: each pass that needs its answer asks again.
+        self.plugin_answer = None;
         if self.seeded.is_some() {
             // The first pass of a seeded runner starts from what it was handed.
             return self.read_places();
@@ -380,6 +382,17 @@ impl Runner {
                 detail,
             );
             self.finish(result);
+            return;
+        }
+        // The hold plugin is asked only for an operation the pass would take on now.
+        let head = match &self.cfg.mode {
+            RunMode::Only(op) => self.record(&op.change).cloned(),
+            _ => match self.find_head() {
+                Head::Op { change, .. } => self.record(&change).cloned(),
+                Head::Empty => None,
+            },
+        };
+        if self.asking_before_decide(head.as_ref()) {
             return;
         }
         if let RunMode::Only(op) = &self.cfg.mode
