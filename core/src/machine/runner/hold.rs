@@ -114,14 +114,17 @@ impl Runner {
     }
 
     /// Whether the pass must ask the hold plugin before it decides: main's config sets one,
-    /// this pass has not asked it yet, and the operation the pass would take on (for `merge
-    /// --wait`, its own) fixes and undoes nothing and is held by nothing else. Asks it if so.
-    pub(super) fn asking_before_decide(&mut self, head: Option<&ChangeRecord>) -> bool {
+    /// this pass has not asked it yet, and an operation the pass would take on (the head, and
+    /// for `merge --wait` its own) fixes and undoes nothing and is held by nothing else. Asks
+    /// it if so.
+    pub(super) fn asking_before_decide(&mut self, heads: &[ChangeRecord]) -> bool {
         let Some(main) = self.refs.get(&self.main_ref()).cloned() else {
             return false;
         };
         let ask = self.plugin_answer.is_none()
-            && head.is_some_and(|record| self.held(record).is_none() && !record.fixes_or_undoes());
+            && heads
+                .iter()
+                .any(|record| self.held(record).is_none() && !record.fixes_or_undoes());
         match self.hold_plugin(&main).filter(|_| ask) {
             Some(plugin) => {
                 self.ask_plugin(&plugin, main, Ask::Decide);

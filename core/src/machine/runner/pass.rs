@@ -384,15 +384,16 @@ impl Runner {
             self.finish(result);
             return;
         }
-        // The hold plugin is asked only for an operation the pass would take on now.
-        let head = match &self.cfg.mode {
-            RunMode::Only(op) => self.record(&op.change).cloned(),
-            _ => match self.find_head() {
-                Head::Op { change, .. } => self.record(&change).cloned(),
-                Head::Empty => None,
-            },
+        // The hold plugin is asked only for an operation the pass would take on now: the head
+        // (which for `merge --wait` must wait when it is another's), or `merge --wait`'s own.
+        let mut heads: Vec<ChangeRecord> = match self.find_head() {
+            Head::Op { change, .. } => self.record(&change).cloned().into_iter().collect(),
+            Head::Empty => Vec::new(),
         };
-        if self.asking_before_decide(head.as_ref()) {
+        if let RunMode::Only(op) = &self.cfg.mode {
+            heads.extend(self.record(&op.change).cloned());
+        }
+        if self.asking_before_decide(&heads) {
             return;
         }
         if let RunMode::Only(op) = &self.cfg.mode
