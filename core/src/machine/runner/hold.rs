@@ -107,6 +107,10 @@ impl Runner {
 
     /// The hold plugin main's config at `main` sets, when the holds known are of `main`.
     fn hold_plugin(&self, main: &Oid) -> Option<HoldPlugin> {
+        #[cfg(feature = "mutants")]
+        if self.mutant_ignores_hold_plugin() {
+            return None;
+        }
         match &self.holds {
             Some((at, Ok(config))) if at == main => config.hold_plugin.clone(),
             _ => None,
