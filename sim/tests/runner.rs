@@ -493,6 +493,19 @@ fn a_head_past_its_deadline_loses_its_place_to_the_operation_behind_it() {
     assert_eq!(bench.merges_of(&first.change), 0);
 }
 
+/// Queues a plain change, then a fix of `first` (merged): the plain one is ahead.
+fn plain_then_fix(bench: &mut Bench, first: &OpId) -> (OpId, OpId) {
+    let plain = bench.submit("plain", &[("src/b.txt", "b2\n")]);
+    let fix = bench.start_fixing("fix", 9, Some(first.change.clone()));
+    bench.edit(&fix, "src/a.txt", "a3\n");
+    let fix = bench
+        .ask_to_merge(&fix, 10)
+        .outcome()
+        .and_then(|r| r.op_id.clone())
+        .expect("queued");
+    (plain, fix)
+}
+
 #[test]
 fn a_held_main_takes_the_fix_and_passes_the_plain_change_over_until_the_hold_ends() {
     let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
@@ -504,14 +517,7 @@ fn a_held_main_takes_the_fix_and_passes_the_plain_change_over_until_the_hold_end
         ".bay/config.toml",
         "[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"freeze\"\n",
     );
-    let plain = bench.submit("plain", &[("src/b.txt", "b2\n")]);
-    let fix = bench.start_fixing("fix", 9, Some(first.change.clone()));
-    bench.edit(&fix, "src/a.txt", "a3\n");
-    let fix = bench
-        .ask_to_merge(&fix, 10)
-        .outcome()
-        .and_then(|r| r.op_id.clone())
-        .expect("queued");
+    let (plain, fix) = plain_then_fix(&mut bench, &first);
     a.run_until(&mut bench, 20_000, &|_| false);
     assert_eq!(bench.state(&fix).0, OpState::Merged, "the fix goes in");
     assert_eq!(
@@ -566,14 +572,7 @@ fn the_hold_plugin_is_asked_for_an_ordinary_head_and_again_before_the_push_that_
     );
 
     // A plain change at the head: the pass asks the plugin, from main's tip, with `status`.
-    let plain = bench.submit("plain", &[("src/b.txt", "b2\n")]);
-    let fix = bench.start_fixing("fix", 9, Some(first.change.clone()));
-    bench.edit(&fix, "src/a.txt", "a3\n");
-    let fix = bench
-        .ask_to_merge(&fix, 10)
-        .outcome()
-        .and_then(|r| r.op_id.clone())
-        .expect("queued");
+    let (plain, fix) = plain_then_fix(&mut bench, &first);
     let (id, ask) = a
         .run_until(&mut bench, 20_000, &is_plugin)
         .expect("the pass asks the plugin");
