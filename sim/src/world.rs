@@ -361,7 +361,9 @@ impl World {
             net_rng: rng.split(2),
             check_rng: rng.split(3),
             fault_rng: rng.split(4),
-            plugin_rng: rng.split(5),
+            // A stream of its own, so that a seed without a plugin runs as it did before there
+            // was one.
+            plugin_rng: Rng::new(seed).split(5),
             plugin: None,
             rng,
             trace: Trace::new(scenario.full_trace),
