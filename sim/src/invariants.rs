@@ -313,13 +313,13 @@ impl Checker {
         let plugin = plugin_at(store, old);
         let requested = self.submitted.get(&op).copied().unwrap_or(at);
         let plugin_held = plugin && self.plugin_held_throughout(requested, at);
-        self.held_merges += u64::from(!held && plugin && self.plugin_held_at(at));
+        let held_now = held || (plugin && self.plugin_held_at(at));
         self.merged_at.insert(change.clone(), at);
         self.held_since.push((at, held_at(store, new, at)));
         self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
         self.check_order(at, &op);
         self.check_undo(at, store, remote, &change, old, new);
-        self.check_hold(at, &change, held || plugin_held);
+        self.check_hold(at, &change, held || plugin_held, held_now);
         self.check_dependencies(at, remote, &change);
     }
 
@@ -359,11 +359,13 @@ impl Checker {
             .map(ChangeRecord::fixes_or_undoes)
     }
 
-    /// S9: the config at the merge's base holds main, and the change neither fixes nor undoes
-    /// another.
-    fn check_hold(&mut self, at: u64, change: &ChangeId, held: bool) {
-        self.held_merges += u64::from(held);
-        if held && self.fixes_or_reverts(change) != Some(true) {
+    /// S9: the config at the merge's base holds main (`held`: by a window, or by a plugin that
+    /// held it all along), and the change neither fixes nor undoes another. A fix or undo that
+    /// lands while main is held (`held_now`) is counted.
+    fn check_hold(&mut self, at: u64, change: &ChangeId, held: bool, held_now: bool) {
+        let fixes = self.fixes_or_reverts(change) == Some(true);
+        self.held_merges += u64::from(held_now && fixes);
+        if held && !fixes {
             self.violate(
                 Invariant::HeldTakesFixes,
                 at,

@@ -254,6 +254,8 @@ fn summarize(
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut held_merges, mut dependency_waits) = (0u64, 0u64);
+    // Seeds with a hold plugin, its runs, and its answers that held main.
+    let mut plugin = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -277,6 +279,9 @@ fn summarize(
                 }
                 held_merges += report.held_merges;
                 dependency_waits += report.dependency_waits;
+                if let Some((runs, held)) = report.plugin {
+                    plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
+                }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
                     code = code.max(if safety { 3 } else { 4 });
@@ -321,6 +326,7 @@ fn summarize(
             "submit_refusals": submit_refusals,
             "undos": undos,
             "held_merges": held_merges,
+            "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "dependency_waits": dependency_waits,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
@@ -363,6 +369,10 @@ fn summarize(
         println!(
             "holds and dependencies: {held_merges} merges of fixes and undos onto a held main, \
              {dependency_waits} dependents left waiting on an open change"
+        );
+        println!(
+            "hold plugin: set in {} seeds, asked {} times, {} answers held main",
+            plugin.0, plugin.1, plugin.2
         );
         println!("violations: {}", failures.len());
         println!(

@@ -292,6 +292,9 @@ pub struct RunReport {
     pub undos: BTreeMap<&'static str, u64>,
     /// Merges of fixes and undos S9 saw land on a held main.
     pub held_merges: u64,
+    /// Whether main's config set a hold plugin, how many times runners asked it, and how many
+    /// of its answers held main.
+    pub plugin: Option<(u64, u64)>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     pub merged: u64,
@@ -335,6 +338,8 @@ pub struct World {
     /// The hold plugin's answer now, when main's config sets one (`HOLD_PLUGIN`, for good).
     pub plugin: Option<PluginAnswer>,
     plugin_rng: Rng,
+    /// The hold plugin's runs so far, and those whose answer held main.
+    plugin_runs: (u64, u64),
     /// `bay merge` refusals so far, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
     /// What `bay undo` gave so far.
@@ -365,6 +370,7 @@ impl World {
             // was one.
             plugin_rng: Rng::new(seed).split(5),
             plugin: None,
+            plugin_runs: (0, 0),
             rng,
             trace: Trace::new(scenario.full_trace),
             tasks_left: scenario.changes,
@@ -639,6 +645,7 @@ impl World {
                 undos
             },
             held_merges: self.checker.held_merges,
+            plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             virtual_ms: self.t,
             events: self.events,
@@ -876,6 +883,8 @@ impl World {
                 };
                 self.trace
                     .note(self.t, host, "plugin-run", u64::from(answer.holds()));
+                self.plugin_runs.0 += 1;
+                self.plugin_runs.1 += u64::from(answer.holds());
                 self.reply(host, id, millis, Completion::PluginExited(exit));
             }
             local => {
