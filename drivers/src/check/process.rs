@@ -45,9 +45,7 @@ pub(crate) fn run(
         .stdout(Stdio::piped())
         .process_group(0);
     let start = Instant::now();
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("the program could not be started: {e}"))?;
+    let mut child = spawn(&mut command)?;
     let group = child.id();
 
     // The request goes in from a thread of its own: a check that never reads stdin would
@@ -89,6 +87,29 @@ pub(crate) fn run(
         timed_out,
         millis,
     })
+}
+
+/// How many times a program just written out is started before "text file busy" is taken
+/// as its answer.
+const BUSY_TRIES: u32 = 5;
+
+/// Starts `command`. A program the driver has just written (a plugin from main's tip) can be
+/// "text file busy" for a moment, while a process another thread forks still holds the
+/// written file open until it executes; that passes, so the start is tried again.
+fn spawn(command: &mut Command) -> Result<Child, String> {
+    let mut tries = 1;
+    loop {
+        match command.spawn() {
+            Ok(child) => return Ok(child),
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < BUSY_TRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(POLL);
+            }
+            Err(error) => return Err(format!("the program could not be started: {error}")),
+        }
+    }
 }
 
 /// Waits for `child` until `deadline`; at the deadline, kills its whole process group.
