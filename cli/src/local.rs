@@ -1,5 +1,5 @@
 //! The real driver for one clone: the remote and candidates through `git`, views as
-//! worktrees, checks in the sandbox. It answers each action and decides nothing.
+//! worktrees, checks in the sandbox, plugins from main's tip. It answers each action and decides nothing.
 
 use std::sync::Arc;
 
@@ -50,6 +50,10 @@ impl Execute for Local {
     fn execute(&self, action: Action) -> Completion {
         match action {
             Action::RunCheck(run) => Completion::CheckExited(self.checks.run(&run)),
+            Action::RunPlugin(run) => {
+                let env = |name: &str| std::env::var(name).ok();
+                Completion::PluginExited(bay_drivers::plugin::run(&self.repo, &run, &env))
+            }
             Action::FreezeDraft { change, parent, .. } => {
                 Completion::DraftFrozen(self.views.freeze(&change, &parent))
             }

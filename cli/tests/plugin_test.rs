@@ -144,3 +144,57 @@ fn a_flag_is_held_to_the_rules_of_its_key() {
     let why = ran.doc["detail"]["why"].as_str().expect("a why");
     assert!(why.contains("`path`") && why.contains("\"bin\""), "{why}");
 }
+
+/// `bay plugin test hold -- scripts/bay-hold` as ann in `ann`, with `flags` first.
+fn test_hold(ann: &Path, flags: &[&str]) -> Ran {
+    let mut args = vec!["plugin", "test", "hold"];
+    args.extend_from_slice(flags);
+    args.extend(["--", "scripts/bay-hold"]);
+    bay(ann, "ann", &args)
+}
+
+#[test]
+fn a_hold_plugin_not_yet_committed_is_asked_status_and_its_answer_judged() {
+    let world = World::new(&[("src/greeting.txt", "Hello\n", false)]);
+    let ann = world.clone_as("ann");
+    let before = snapshot(&ann);
+    for (answer, held) in [
+        (r#"{"held": false}"#, false),
+        (r#"{"held": true, "reason": "incident 7"}"#, true),
+        ("not json", true),
+    ] {
+        write_program(
+            &ann,
+            "scripts/bay-hold",
+            &format!("#!/bin/sh\n[ \"$1\" = status ] || exit 9\nprintf '%s\\n' '{answer}'\n"),
+        );
+        let ran = test_hold(&ann, &[]);
+        assert_eq!(
+            (ran.doc["decision"].as_str(), ran.code),
+            (Some("ok"), 0),
+            "{ran:?}"
+        );
+        assert_eq!(ran.doc["detail"]["held"], held, "{answer}: {ran:?}");
+        if held {
+            assert_eq!(ran.doc["detail"]["hold"]["source"], "plugin", "{ran:?}");
+        }
+    }
+    let ran = test_hold(&ann, &[]);
+    let reason = ran.doc["detail"]["hold"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("the hold plugin's answer is not") && reason.ends_with("counts as held"),
+        "{ran:?}"
+    );
+    let refused = test_hold(&ann, &["--timeout-s", "121"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(
+        refused.doc["say"]
+            .as_str()
+            .is_some_and(|say| say.contains("timeout_s")),
+        "{refused:?}"
+    );
+    std::fs::remove_dir_all(ann.join("scripts")).expect("remove the plugin");
+    assert_eq!(snapshot(&ann), before, "the repository is as it was");
+}

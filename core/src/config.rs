@@ -4,7 +4,8 @@
 //! bay reads the file only from main, so a change never sets the rules it runs under. An
 //! unknown key is refused, naming the key, its table and its line.
 //!
-//! bay acts on `main`, `remote`, `[trailers]`, and `[runner] lease_s` and `heartbeat_s`. Every
+//! bay acts on `main`, `remote`, `[trailers]`, `[plugin.hold]`, and `[runner] lease_s` and
+//! `heartbeat_s`. Every
 //! other key the specification defines is checked here as fully as those, so a wrong value gets
 //! its own error, and then refused by name (see [`NotYet`]) until bay acts on it: a hold that
 //! does not hold, or a lane whose changes merge, would be worse than a clear refusal. `[runner]
@@ -37,6 +38,8 @@ pub struct Config {
     pub red_window: Option<u32>,
     /// `[retention] window_s`: how long an ended change keeps its clean view.
     pub retention_window_s: u64,
+    /// `[plugin.hold]` with a `command`: a program that says whether main is held now.
+    pub hold_plugin: Option<HoldPlugin>,
 }
 
 impl Default for Config {
@@ -51,9 +54,25 @@ impl Default for Config {
             holds: Vec::new(),
             red_window: None,
             retention_window_s: DEFAULT_RETENTION_WINDOW_S,
+            hold_plugin: None,
         }
     }
 }
+
+/// The hold plugin: bay runs `program` (a file in the repository, taken from main's tip) with
+/// `args` and then `status`, and reads whether main is held from its answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldPlugin {
+    /// The command's first word: a path in the repository.
+    pub program: String,
+    /// The command's other words.
+    pub args: Vec<String>,
+    /// How long the program may run before it is killed and main counts as held.
+    pub timeout_s: u64,
+}
+
+/// `[plugin.hold] timeout_s` when the config leaves it out.
+pub const HOLD_PLUGIN_TIMEOUT_S: u64 = 10;
 
 /// Where main keeps its config.
 pub const CONFIG_PATH: &str = ".bay/config.toml";
@@ -304,9 +323,16 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         Some(mut table) => parse_trailers(&mut table)?,
         None => Trailers::default(),
     };
+    let mut hold_plugin = None;
     if let Some(mut table) = root.table("plugin")? {
-        parse_plugins(&mut table)?;
-        later.table(&root, "plugin", &table);
+        hold_plugin = parse_plugins(&mut table)?;
+        // The hold plugin is acted on; every other plugin is refused until bay runs it.
+        if table.keys().is_empty() {
+            later.key(&root, "plugin");
+        }
+        for (name, _, _) in PLUGINS.iter().filter(|(name, _, _)| *name != "hold") {
+            later.key(&table, name);
+        }
     }
     let (reuse, reuse_off_line) = match root.table("policy")? {
         Some(mut table) => parse_policy(&mut table, &mut later)?,
@@ -380,6 +406,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         holds,
         red_window,
         retention_window_s: retention_window.seconds,
+        hold_plugin,
     })
 }
 
@@ -445,19 +472,44 @@ fn parse_trailers(table: &mut Table<'_, '_>) -> Result<Trailers, TomlError> {
     Ok(Trailers { intent, actor })
 }
 
-fn parse_plugins(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+/// `[plugin]`: every plugin table is checked; only `[plugin.hold]` is returned, as the one
+/// bay runs.
+fn parse_plugins(table: &mut Table<'_, '_>) -> Result<Option<HoldPlugin>, TomlError> {
     let names: Vec<&str> = PLUGINS.iter().map(|(name, _, _)| *name).collect();
     table.check_keys(&names, &[])?;
+    let mut hold = None;
     for (name, low, high) in PLUGINS {
         let Some(mut plugin) = table.table(name)? else {
             continue;
         };
         plugin.check_keys(&["command", "timeout_s"], &[])?;
-        optional_text(&mut plugin, "command")?;
-        plugin.uint("timeout_s", *low..=*high)?;
+        let command = optional_text(&mut plugin, "command")?;
+        let timeout_s = plugin.uint("timeout_s", *low..=*high)?;
+        if *name == "hold"
+            && let Some(command) = command
+        {
+            let mut words = command.split_whitespace().map(str::to_owned);
+            let program = words.next().unwrap_or_default();
+            if let Some(problem) = repo_path_problem(&program) {
+                return Err(plugin.error(
+                    "command",
+                    format!(
+                        "names the program {}, which {problem}; its first word is a path in \
+                         the repository, run from main's tip",
+                        show_value(&program)
+                    ),
+                ));
+            }
+            hold = Some(HoldPlugin {
+                program,
+                args: words.collect(),
+                timeout_s: timeout_s.unwrap_or(HOLD_PLUGIN_TIMEOUT_S),
+            });
+        }
         plugin.finish()?;
     }
-    table.finish()
+    table.finish()?;
+    Ok(hold)
 }
 
 /// `[policy]` of the config: whether evidence is reused (`evidence_reuse = "exact-inputs"`),
@@ -1247,7 +1299,10 @@ execution_budget_s = 0
     fn the_spec_fragments_are_refused_only_on_their_later_keys() {
         let first: Vec<(String, String)> = SPEC_FRAGMENTS
             .iter()
-            .filter(|fragment| !fragment.starts_with("[runner]\nparallel_checks"))
+            .filter(|fragment| {
+                !fragment.starts_with("[runner]\nparallel_checks")
+                    && !fragment.contains("[plugin.hold]")
+            })
             .map(|fragment| {
                 let (refused, _) = refuse_each_later_key(fragment);
                 refused
@@ -1264,7 +1319,6 @@ execution_budget_s = 0
             first,
             [
                 "bisect_post in [runner]",
-                "hold in [plugin]",
                 "ahead in [runner]",
                 "prune in [plugin]",
                 "target in top level",
@@ -1272,6 +1326,13 @@ execution_budget_s = 0
                 "lane in top level",
                 "agent in top level",
             ]
+        );
+        let held = accept(SPEC_FRAGMENTS[1]);
+        assert_eq!(held.holds.len(), 1, "acted on, not refused");
+        assert_eq!(
+            held.hold_plugin
+                .map(|plugin| (plugin.program, plugin.timeout_s)),
+            Some(("scripts/bay-hold".to_owned(), 10))
         );
         let parallel = accept(SPEC_FRAGMENTS[3]);
         assert_eq!(parallel.runner.parallel_checks, 4, "acted on, not refused");
@@ -1610,7 +1671,15 @@ execution_budget_s = 0
         ];
         for (plugin, low, high) in cases {
             let text = |n: i64| format!("[plugin.{plugin}]\ncommand = \"p\"\ntimeout_s = {n}\n");
-            validated(&text(low));
+            // The hold plugin is acted on; the others are checked, then refused as not yet.
+            let in_range = |text: &str| {
+                if plugin == "hold" {
+                    accept(text);
+                } else {
+                    validated(text);
+                }
+            };
+            in_range(&text(low));
             let error = refuse(&text(low - 1));
             assert_eq!(
                 place(&error),
@@ -1618,7 +1687,7 @@ execution_budget_s = 0
             );
             match high {
                 Some(high) => {
-                    validated(&text(high));
+                    in_range(&text(high));
                     let error = refuse(&text(high + 1));
                     assert!(
                         error.message.contains(&format!("from 1 to {high}")),
@@ -1626,7 +1695,7 @@ execution_budget_s = 0
                     );
                 }
                 None => {
-                    validated(&text(1_000_000));
+                    in_range(&text(1_000_000));
                 }
             }
         }
@@ -2021,5 +2090,55 @@ execution_budget_s = 0
             let without = format!("[runner]\nlease_s = {lease}\nheartbeat_s = {heartbeat}\n");
             prop_assert_eq!(Config::parse(&without).is_ok(), heartbeat < lease);
         }
+    }
+
+    #[test]
+    fn the_hold_plugin_is_acted_on_and_the_other_plugins_are_still_refused() {
+        let config = accept("[plugin.hold]\ncommand = \"scripts/bay-hold  --quiet\"\n");
+        assert_eq!(
+            config.hold_plugin,
+            Some(HoldPlugin {
+                program: "scripts/bay-hold".into(),
+                args: vec!["--quiet".into()],
+                timeout_s: HOLD_PLUGIN_TIMEOUT_S,
+            })
+        );
+        let timed = accept("[plugin.hold]\ncommand = \"h\"\ntimeout_s = 120\n");
+        assert_eq!(timed.hold_plugin.map(|plugin| plugin.timeout_s), Some(120));
+        assert_eq!(
+            accept("[plugin.hold]\ntimeout_s = 5\n").hold_plugin,
+            None,
+            "no command, no plugin"
+        );
+        assert_eq!(accept("").hold_plugin, None);
+
+        for (text, line) in [
+            ("[plugin.hold]\ncommand = \"h\"\ntimeout_s = 0\n", 3),
+            ("\n[plugin.hold]\ntimeout_s = 121\ncommand = \"h\"\n", 3),
+        ] {
+            let error = refuse(text);
+            assert_eq!(
+                place(&error),
+                (Some("timeout_s"), "[plugin.hold]", line),
+                "{text}"
+            );
+            assert!(error.message.contains("from 1 to 120"), "{error}");
+        }
+        for program in ["/usr/bin/hold", "../hold", "scripts/../../hold"] {
+            let error = refuse(&format!("[plugin.hold]\ncommand = \"{program} x\"\n"));
+            assert_eq!(place(&error), (Some("command"), "[plugin.hold]", 2));
+            assert!(error.message.contains(program), "{error}");
+        }
+        let error = refuse("[plugin.hold]\ncommand = \"  \"\n");
+        assert_eq!(place(&error), (Some("command"), "[plugin.hold]", 2));
+
+        // Beside an acted-on hold plugin, each other plugin is refused by name, on its line.
+        for other in ["notify", "wake", "runtime", "prune"] {
+            let error = validated(&format!(
+                "[plugin.hold]\ncommand = \"h\"\n\n[plugin.{other}]\ncommand = \"p\"\n"
+            ));
+            assert_eq!(place(&error), (Some(other), "[plugin]", 4), "{other}");
+        }
+        assert_eq!(validated("[plugin]\n").key.as_deref(), Some("plugin"));
     }
 }

@@ -51,7 +51,7 @@ use crate::machine::start::{Import, Start, StartInput, StartTarget};
 use crate::machine::undo::{Undo, UndoInput};
 use crate::machine::{
     Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
-    Fault, Machine, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
+    Fault, Machine, PluginExit, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use crate::policy::{CHECK_NOT_YET, Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
 use crate::reason::ReasonCode;
@@ -613,6 +613,56 @@ fn result_document(u: &mut Unstructured<'_>, request: &CheckRequest) -> Result<V
 }
 
 /// What a driver saw when it ran a check: a clean run most of the time.
+/// A hold plugin's run: mostly a plain answer either way, sometimes a failure or garbage.
+fn plugin_exit(u: &mut Unstructured<'_>) -> Result<PluginExit> {
+    Ok(match u.int_in_range(0..=7)? {
+        0 => PluginExit::TimedOut,
+        1 => PluginExit::NotStarted("no such program".into()),
+        2 => PluginExit::arbitrary(u)?,
+        n => PluginExit::Exited {
+            code: Some(0),
+            stdout: if n % 2 == 0 {
+                br#"{"held": false}"#.to_vec()
+            } else {
+                br#"{"held": true, "reason": "incident"}"#.to_vec()
+            },
+        },
+    })
+}
+
+/// The hold plugin's judge: never panics; "not held" only for a clean exit whose bounded
+/// stdout is one JSON object with `held` false; a reason stays on one bounded line.
+pub fn hold(data: &[u8]) {
+    let exit = match data {
+        [0, rest @ ..] => PluginExit::Exited {
+            code: Some(0),
+            stdout: rest.to_vec(),
+        },
+        _ => match PluginExit::arbitrary(&mut Unstructured::new(data)) {
+            Ok(exit) => exit,
+            Err(_) => return,
+        },
+    };
+    match crate::plugin::judge_hold(&exit) {
+        None => {
+            let PluginExit::Exited {
+                code: Some(0),
+                stdout,
+            } = &exit
+            else {
+                panic!("a run that failed cleared the hold: {exit:?}");
+            };
+            assert!(stdout.len() <= crate::plugin::MAX_ANSWER_BYTES);
+            let value: Value = serde_json::from_slice(stdout).expect("not held only on JSON");
+            assert_eq!(value["held"], Value::Bool(false), "{value}");
+        }
+        Some(reason) => {
+            assert!(reason.chars().count() <= crate::plugin::MAX_REASON_CHARS);
+            assert!(!reason.chars().any(char::is_control), "{reason:?}");
+        }
+    }
+}
+
 fn check_exit(u: &mut Unstructured<'_>, stdout: Vec<u8>) -> Result<CheckExit> {
     Ok(CheckExit {
         stdout,
@@ -1237,8 +1287,10 @@ pub fn config(data: &[u8]) {
             };
             for key in table.keys() {
                 assert!(
-                    ["main", "remote", "trailers", "runner", "policy", "hold"]
-                        .contains(&key.as_str()),
+                    [
+                        "main", "remote", "trailers", "runner", "policy", "hold", "plugin"
+                    ]
+                    .contains(&key.as_str()),
                     "bay accepted {key}, which it does not act on"
                 );
             }
@@ -1260,6 +1312,35 @@ pub fn config(data: &[u8]) {
                     Some(hold.end_text.as_str())
                 );
                 assert!(!hold.reason.trim().is_empty(), "a hold says why");
+            }
+            // Of the plugins only the hold plugin is acted on, read as written.
+            let plugin = table.get("plugin").and_then(toml::Value::as_table);
+            for key in plugin.into_iter().flat_map(toml::Table::keys) {
+                assert_eq!(key, "hold", "bay accepted [plugin.{key}]");
+            }
+            let hold = plugin
+                .and_then(|plugin| plugin.get("hold"))
+                .and_then(toml::Value::as_table);
+            let command = hold
+                .and_then(|hold| hold.get("command"))
+                .and_then(toml::Value::as_str);
+            match (&config.hold_plugin, command) {
+                (None, None) => {}
+                (Some(read), Some(command)) => {
+                    let words: Vec<&str> = command.split_whitespace().collect();
+                    assert_eq!(words.first(), Some(&read.program.as_str()));
+                    assert_eq!(words[1..], read.args, "the hold plugin's words misread");
+                    assert!(
+                        (1..=120).contains(&read.timeout_s),
+                        "timeout_s out of range"
+                    );
+                    assert!(
+                        !read.program.starts_with('/')
+                            && !read.program.split('/').any(|p| p == ".."),
+                        "a hold plugin outside the repository"
+                    );
+                }
+                (read, written) => panic!("the hold plugin misread: {read:?} from {written:?}"),
             }
             if let Some(policy) = table.get("policy").and_then(toml::Value::as_table) {
                 for key in policy.keys() {
@@ -1340,6 +1421,17 @@ fn config_to_toml(config: &Config) -> String {
             toml::Value::String("exact-inputs".into()),
         );
         root.insert("policy".into(), toml::Value::Table(policy));
+    }
+    if let Some(plugin) = &config.hold_plugin {
+        let mut hold = toml::Table::new();
+        let words: Vec<&str> = std::iter::once(plugin.program.as_str())
+            .chain(plugin.args.iter().map(String::as_str))
+            .collect();
+        hold.insert("command".into(), toml::Value::String(words.join(" ")));
+        hold.insert("timeout_s".into(), uint_value(plugin.timeout_s));
+        let mut plugins = toml::Table::new();
+        plugins.insert("hold".into(), toml::Value::Table(hold));
+        root.insert("plugin".into(), toml::Value::Table(plugins));
     }
     if !config.holds.is_empty() {
         let holds = config
@@ -1830,6 +1922,19 @@ impl Driver {
                 let places = self.places.clone();
                 Completion::ChainsRead(maybe_fault(u, 16, |u| read_chains(u, chains, &places))?)
             }
+            // Main's config: none, a hold plugin, or a hold window, so the runner asks the plugin.
+            Action::ReadFile { path, .. } if path == crate::config::CONFIG_PATH => {
+                Completion::FileRead(maybe_fault(u, 16, |u| {
+                    Ok(match u.int_in_range(0..=3)? {
+                        0 => None,
+                        1 => Some(Vec::<u8>::arbitrary(u)?),
+                        2 => Some(
+                            b"[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"r\"\n".to_vec(),
+                        ),
+                        _ => Some(b"[plugin.hold]\ncommand = \"scripts/bay-hold\"\n".to_vec()),
+                    })
+                })?)
+            }
             Action::ReadFile { .. } => Completion::FileRead(maybe_fault(u, 16, |u| {
                 Ok(match u.int_in_range(0..=15)? {
                     0 => None,
@@ -1959,6 +2064,7 @@ impl Driver {
                 let stdout = result_document(u, &run.request)?;
                 Completion::CheckExited(check_exit(u, stdout)?)
             }
+            Action::RunPlugin(_) => Completion::PluginExited(plugin_exit(u)?),
             Action::FreezeDraft { .. } => Completion::DraftFrozen(maybe_fault(u, 16, oid)?),
             Action::RefreshDraft { .. } => Completion::DraftRefreshed(maybe_fault(u, 16, |u| {
                 Ok(Refreshed {

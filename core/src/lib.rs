@@ -20,6 +20,7 @@ pub mod limits;
 pub mod lineage;
 pub mod machine;
 pub mod paths;
+pub mod plugin;
 pub mod policy;
 pub mod reason;
 pub mod record;

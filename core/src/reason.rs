@@ -469,9 +469,9 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
     },
     ReasonInfo {
         code: ReasonCode::MainHeld,
-        meaning: "Main is held, by a `[[hold]]` of main in its `.bay/config.toml` or by a config \
-                  bay cannot read at main's tip, and this change carries neither `Fixes:` nor \
-                  `Reverts:`. The operation stays queued without holding up the changes behind \
+        meaning: "Main is held, by a `[[hold]]` of main in its `.bay/config.toml`, by the hold \
+                  plugin (it answers held, or nothing bay can read), or by a config bay cannot \
+                  read at main's tip, and this change carries neither `Fixes:` nor `Reverts:`. The operation stays queued without holding up the changes behind \
                   it; `detail.hold` names the hold.",
         decision: Decision::Queued,
         allowed: &[Wait],

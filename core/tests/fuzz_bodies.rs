@@ -156,7 +156,7 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 #[test]
 fn every_target_has_seeds() {
     for target in [
-        "policy", "config", "judge", "record", "runner", "agent", "result", "red",
+        "policy", "config", "judge", "record", "runner", "agent", "result", "red", "hold",
     ] {
         assert!(
             !files("seeds", target).is_empty(),
@@ -400,4 +400,9 @@ fn an_outcome_whose_detail_is_not_an_object_is_not_read() {
 #[test]
 fn red() {
     exercise("red", fuzzing::red, 8);
+}
+
+#[test]
+fn hold() {
+    exercise("hold", fuzzing::hold, 9);
 }

@@ -15,7 +15,7 @@
 
 mod layout;
 mod materialize;
-mod process;
+pub(crate) mod process;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -176,7 +176,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         .stderr(stderr);
 
     let timeout = Duration::from_secs(check.timeout_s);
-    let ran = process::run(command, request.to_json().into_bytes(), timeout)?;
+    let ran = process::run(command, request.to_json().into_bytes(), timeout, STDOUT_CAP)?;
     // Without a sandbox nothing is read-only, so the record names no read path.
     let sandbox_read = match sandbox {
         Sandbox::Bwrap(_) => read_paths

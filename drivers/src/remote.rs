@@ -125,7 +125,8 @@ impl Repo {
     }
 
     /// Executes `action` if it is one this driver does: the remote, reads and candidates.
-    /// `None` for the others (checks, drafts, views), which other parts of the driver run.
+    /// `None` for the others (checks, plugins, drafts, views), which other parts of the driver
+    /// run.
     pub fn execute(&self, action: &Action) -> Option<Completion> {
         Some(match action {
             Action::Fetch(spec) => Completion::Fetched(self.fetch(spec)),
@@ -156,6 +157,7 @@ impl Repo {
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)
+            | Action::RunPlugin(_)
             | Action::FreezeDraft { .. }
             | Action::RefreshDraft { .. }
             | Action::MakeView { .. }

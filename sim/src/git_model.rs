@@ -59,7 +59,7 @@ impl GitModel {
             .collect())
     }
 
-    /// Answers every action but a check run (`None`), at once and with no fault: what a
+    /// Answers every action but a check or plugin run (`None`), at once and with no fault: what a
     /// perfect network and a perfect disk would answer. `views` holds one machine's views.
     pub fn answer(
         &mut self,
@@ -146,7 +146,7 @@ impl GitModel {
             Action::ReleaseView { change } => {
                 Completion::ViewReleased(Ok(views.remove(change).is_some()))
             }
-            Action::RunCheck(_) => return None,
+            Action::RunCheck(_) | Action::RunPlugin(_) => return None,
         })
     }
 

@@ -53,7 +53,9 @@ pub enum Invariant {
     /// merge touched, set back to what it held before that merge.
     UndoReverses,
     /// S9: a held main takes only fixes and undos: no bay merge of a change that carries
-    /// neither `Fixes:` nor `Reverts:` lands on a main whose config holds it.
+    /// neither `Fixes:` nor `Reverts:` lands on a main whose config holds it, or whose hold
+    /// plugin answered "held" (or nothing readable) all the time from the operation's request
+    /// to its merge, in which any runner must have asked it.
     HeldTakesFixes,
     /// S10: a dependent never merges before what it names: each change named by `--after`
     /// has merged, or ended `no_effect`, when the dependent lands.
@@ -139,6 +141,8 @@ pub struct Checker {
     ended_by_runner: Vec<OpId>,
     /// Log events S12 checked.
     pub events: u64,
+    /// From when the hold plugin (when main's config sets one) holds main, and from when not.
+    plugin_held_since: Vec<(u64, bool)>,
 }
 
 impl Checker {
@@ -163,7 +167,40 @@ impl Checker {
             logged: BTreeMap::new(),
             ended_by_runner: Vec::new(),
             events: 0,
+            plugin_held_since: Vec::new(),
         }
+    }
+
+    /// The world's hold plugin answers from `at` on: holding main, or not.
+    pub fn plugin_answers(&mut self, at: u64, held: bool) {
+        self.plugin_held_since.push((at, held));
+    }
+
+    /// Whether the hold plugin answered "held" at `at`.
+    fn plugin_held_at(&self, at: u64) -> bool {
+        self.plugin_held_since
+            .iter()
+            .rev()
+            .find(|(since, _)| *since <= at)
+            .is_some_and(|(_, held)| *held)
+    }
+
+    /// Whether the hold plugin answered "held" at some moment from `from` to `to`.
+    fn plugin_held_within(&self, from: u64, to: u64) -> bool {
+        self.plugin_held_at(from)
+            || self
+                .plugin_held_since
+                .iter()
+                .any(|(at, held)| *held && (from..=to).contains(at))
+    }
+
+    /// Whether the hold plugin answered "held" at every moment from `from` to `to`.
+    fn plugin_held_throughout(&self, from: u64, to: u64) -> bool {
+        self.plugin_held_at(from)
+            && !self
+                .plugin_held_since
+                .iter()
+                .any(|(at, held)| !*held && (from..=to).contains(at))
     }
 
     fn violate(&mut self, invariant: Invariant, at: u64, what: String) {
@@ -325,11 +362,17 @@ impl Checker {
                 ),
             );
         }
+        // Every push that moves main asks the plugin first, after the request landed: one that
+        // held main all that time cannot have let an ordinary change through.
+        let plugin = plugin_at(store, old);
+        let requested = self.submitted.get(&op).copied().unwrap_or(at);
+        let plugin_held = plugin && self.plugin_held_throughout(requested, at);
+        let held_now = held || (plugin && self.plugin_held_at(at));
         self.merged_at.insert(change.clone(), at);
         self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
         self.check_order(at, &op);
         self.check_undo(at, store, remote, &change, old, new);
-        self.check_hold(at, &change, held);
+        self.check_hold(at, &change, held || plugin_held, held_now);
         self.check_red(at, store, remote, notes, &change, &op, old, new);
         self.check_dependencies(at, remote, &change);
     }
@@ -466,11 +509,13 @@ impl Checker {
         }
     }
 
-    /// S9: the config at the merge's base holds main, and the change neither fixes nor undoes
-    /// another.
-    fn check_hold(&mut self, at: u64, change: &ChangeId, held: bool) {
-        self.held_merges += u64::from(held);
-        if held && self.fixes_or_reverts(change) != Some(true) {
+    /// S9: the config at the merge's base holds main (`held`: by a window, or by a plugin that
+    /// held it all along), and the change neither fixes nor undoes another. A fix or undo that
+    /// lands while main is held (`held_now`) is counted.
+    fn check_hold(&mut self, at: u64, change: &ChangeId, held: bool, held_now: bool) {
+        let fixes = self.fixes_or_reverts(change) == Some(true);
+        self.held_merges += u64::from(held_now && fixes);
+        if held && !fixes {
             self.violate(
                 Invariant::HeldTakesFixes,
                 at,
@@ -697,7 +742,8 @@ impl Checker {
             || self
                 .held_since
                 .iter()
-                .any(|(at, held)| *held && (from..=to).contains(at));
+                .any(|(at, held)| *held && (from..=to).contains(at))
+            || self.plugin_held_within(from, to);
         if held && self.fixes_or_reverts(&other.change) != Some(true) {
             return true;
         }
@@ -1067,6 +1113,13 @@ fn records_verdict(record: &str, check: &str, tree: &Oid, verdict: &str) -> bool
     value["check"] == check
         && value["verdict"] == verdict
         && value["candidate"]["tree"] == tree.as_str()
+}
+
+/// Whether main's config at `base` sets a hold plugin, which a runner asks before it merges
+/// onto `base`.
+fn plugin_at(store: &Store, base: &Oid) -> bool {
+    Config::at_main(store.read(base, CONFIG_PATH).map(str::as_bytes))
+        .is_ok_and(|config| config.hold_plugin.is_some())
 }
 
 /// Whether main's config at `base` holds main at `at` for a change that fixes and undoes

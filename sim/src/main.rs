@@ -255,6 +255,8 @@ fn summarize(
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
+    // Seeds with a hold plugin, its runs, and its answers that held main.
+    let mut plugin = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -282,6 +284,9 @@ fn summarize(
                 held_merges += report.held_merges;
                 logged += report.logged;
                 dependency_waits += report.dependency_waits;
+                if let Some((runs, held)) = report.plugin {
+                    plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
+                }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
                     code = code.max(if safety { 3 } else { 4 });
@@ -327,6 +332,7 @@ fn summarize(
             "undos": undos,
             "held_merges": held_merges,
             "red": red,
+            "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "dependency_waits": dependency_waits,
             "logged": logged,
             "events": events,
@@ -374,6 +380,10 @@ fn summarize(
              {dependency_waits} dependents left waiting on an open change"
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
+        println!(
+            "hold plugin: set in {} seeds, asked {} times, {} answers held main",
+            plugin.0, plugin.1, plugin.2
+        );
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"

@@ -15,7 +15,8 @@ use bay_core::git::{Oid, refs};
 use bay_core::machine::evidence::{Merged, RecordEvidence, RecordInput};
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::machine::{
-    Action, ActionId, Completion, Event, Fault, Machine, PushOutcome, PushPlan, PushReport,
+    Action, ActionId, Completion, Event, Fault, Machine, PluginExit, PushOutcome, PushPlan,
+    PushReport,
 };
 use bay_core::policy::Policy;
 use bay_core::red::PostCheck;
@@ -80,6 +81,58 @@ const CHECK_WAIT_MS: Millis = (MATERIALIZE_TIMEOUT_S + CHECK_TIMEOUT_S) * 1000 +
 pub const PROGRESS_MS_SHORT: Millis = 90_000;
 /// A hold of main as a person writes it, to end long after any simulated run.
 const HOLD: &str = "[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"a freeze\"\n";
+/// The hold plugin some seeds configure on main. Its answers are the world's to script
+/// ([`PluginAnswer`]); the program's bytes only need to be on main.
+const HOLD_PLUGIN: &str = "[plugin.hold]\ncommand = \"scripts/bay-hold\"\ntimeout_s = 5\n";
+const HOLD_PLUGIN_PROGRAM: &str = "scripts/bay-hold";
+
+/// What the scripted hold plugin answers now. Every answer but `Clear` holds main: the last
+/// three are answers bay cannot read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PluginAnswer {
+    /// `{"held": false}`.
+    Clear,
+    /// `{"held": true, "reason": ...}`.
+    Held,
+    /// Not the answer's JSON.
+    Garbage,
+    /// A non-zero exit.
+    Fails,
+    /// No exit before `timeout_s`.
+    Hangs,
+}
+
+impl PluginAnswer {
+    const ALL: [PluginAnswer; 5] = [
+        PluginAnswer::Clear,
+        PluginAnswer::Held,
+        PluginAnswer::Garbage,
+        PluginAnswer::Fails,
+        PluginAnswer::Hangs,
+    ];
+
+    pub fn holds(self) -> bool {
+        self != PluginAnswer::Clear
+    }
+
+    /// How the scripted program's run ends, and after how long.
+    fn exit(self, timeout_s: u64) -> (Millis, PluginExit) {
+        let exited = |code: i32, stdout: &str| PluginExit::Exited {
+            code: Some(code),
+            stdout: stdout.as_bytes().to_vec(),
+        };
+        match self {
+            PluginAnswer::Clear => (20, exited(0, "{\"held\": false}\n")),
+            PluginAnswer::Held => (
+                20,
+                exited(0, "{\"held\": true, \"reason\": \"an incident\"}"),
+            ),
+            PluginAnswer::Garbage => (20, exited(0, "<html>busy</html>")),
+            PluginAnswer::Fails => (20, exited(2, "")),
+            PluginAnswer::Hangs => (timeout_s * 1000, PluginExit::TimedOut),
+        }
+    }
+}
 /// The most required checks a simulated policy has.
 pub const MAX_CHECKS: u64 = 2;
 /// Paths agents edit: few, so changes collide.
@@ -186,6 +239,8 @@ enum Ev {
     OutsidePush,
     /// A producer outside bay answers main's post check on main's tip.
     PostAnswer,
+    /// The scripted hold plugin changes its answer.
+    PluginFlip,
     Heal,
 }
 
@@ -248,6 +303,9 @@ pub struct RunReport {
     pub red: BTreeMap<&'static str, u64>,
     /// Runner log events S12 checked.
     pub logged: u64,
+    /// Whether main's config set a hold plugin, how many times runners asked it, and how many
+    /// of its answers held main.
+    pub plugin: Option<(u64, u64)>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     pub merged: u64,
@@ -292,6 +350,11 @@ pub struct World {
     parallel_checks: u32,
     /// Whether runners reuse passes on exactly the same inputs (where the policy allows it).
     evidence_reuse: bool,
+    /// The hold plugin's answer now, when main's config sets one (`HOLD_PLUGIN`, for good).
+    pub plugin: Option<PluginAnswer>,
+    plugin_rng: Rng,
+    /// The hold plugin's runs so far, and those whose answer held main.
+    plugin_runs: (u64, u64),
     /// `bay merge` refusals so far, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
     /// What `bay undo` gave so far.
@@ -321,6 +384,11 @@ impl World {
             // Seeded apart from `rng`, so adding it changed no other draw of any seed.
             post_rng: Rng::new(seed ^ 0x706f_7374_5f63_6921),
             post_answers: BTreeMap::new(),
+            // A stream of its own, so that a seed without a plugin runs as it did before there
+            // was one.
+            plugin_rng: Rng::new(seed).split(5),
+            plugin: None,
+            plugin_runs: (0, 0),
             rng,
             trace: Trace::new(scenario.full_trace),
             tasks_left: scenario.changes,
@@ -360,6 +428,20 @@ impl World {
             self.parallel_checks = 2 + self.rng.range(0, 1) as u32;
         }
         self.evidence_reuse = self.rng.chance(500);
+        // Some repositories ask a hold plugin, whose answer flips while the faults last.
+        if self.plugin_rng.chance(300) {
+            for (path, text) in [
+                (CONFIG_PATH, HOLD_PLUGIN),
+                (HOLD_PLUGIN_PROGRAM, "#!/bin/sh\n"),
+            ] {
+                let blob = self.git.store.blob(text);
+                files.insert(path.to_string(), blob);
+            }
+            self.plugin = Some(PluginAnswer::Clear);
+            self.checker.plugin_answers(0, false);
+            let at = self.plugin_rng.range(5_000, 60_000);
+            self.at(at, Ev::PluginFlip);
+        }
         let tree = self.git.store.tree(files);
         let root = self
             .git
@@ -592,6 +674,7 @@ impl World {
                 red
             },
             logged: self.checker.events,
+            plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             virtual_ms: self.t,
             events: self.events,
@@ -625,6 +708,7 @@ impl World {
             Ev::ClockJump { host } => self.clock_jump(host),
             Ev::OutsidePush => self.outside_push(),
             Ev::PostAnswer => self.post_answer(),
+            Ev::PluginFlip => self.plugin_flip(),
             Ev::Heal => self.heal(),
         }
     }
@@ -817,6 +901,22 @@ impl World {
                     }
                     checks::Run::Silent => {}
                 }
+            }
+            Action::RunPlugin(run) => {
+                // The program's bytes are main's; its answer is the world's script.
+                let answer = self.plugin.unwrap_or(PluginAnswer::Fails);
+                let (millis, exit) = match self.git.store.read(&run.commit, &run.program) {
+                    Some(_) => answer.exit(run.timeout_s),
+                    None => (
+                        1,
+                        PluginExit::NotStarted(format!("no {} there", run.program)),
+                    ),
+                };
+                self.trace
+                    .note(self.t, host, "plugin-run", u64::from(answer.holds()));
+                self.plugin_runs.0 += 1;
+                self.plugin_runs.1 += u64::from(answer.holds());
+                self.reply(host, id, millis, Completion::PluginExited(exit));
             }
             local => {
                 // Local work: the model answers at once; only its duration is the world's.
@@ -1101,7 +1201,10 @@ impl World {
         if self.fault_rng.chance(4) {
             let held = main.as_ref().is_some_and(|main| self.main_held(main));
             let config = if held { "" } else { HOLD };
-            return (CONFIG_PATH.into(), config.into());
+            return (
+                CONFIG_PATH.into(),
+                format!("{}{config}", self.plugin_config()),
+            );
         }
         let policy = main
             .and_then(|main| self.git.store.read(&main, POLICY_PATH))
@@ -1198,6 +1301,38 @@ impl World {
         self.after(next, Ev::PostAnswer);
     }
 
+    /// Main's config apart from its holds: the hold plugin, when the seed set one.
+    fn plugin_config(&self) -> &'static str {
+        if self.plugin.is_some() {
+            HOLD_PLUGIN
+        } else {
+            ""
+        }
+    }
+
+    /// The hold plugin answers otherwise from now on: clear half the time, else one of the
+    /// answers that hold main, until the faults stop.
+    fn plugin_flip(&mut self) {
+        if self.healed || self.plugin.is_none() {
+            return;
+        }
+        let answer = if self.plugin_rng.chance(500) {
+            PluginAnswer::Clear
+        } else {
+            *self.plugin_rng.pick(&PluginAnswer::ALL[1..])
+        };
+        self.set_plugin(answer);
+        let next = self.plugin_rng.range(10_000, 120_000);
+        self.after(next, Ev::PluginFlip);
+    }
+
+    fn set_plugin(&mut self, answer: PluginAnswer) {
+        self.plugin = Some(answer);
+        self.checker.plugin_answers(self.t, answer.holds());
+        self.trace
+            .note(self.t, usize::MAX, "plugin-flip", u64::from(answer.holds()));
+    }
+
     /// Whether main's config at `main` holds main, as a person left it.
     fn main_held(&self, main: &bay_core::git::Oid) -> bool {
         self.git
@@ -1207,18 +1342,22 @@ impl World {
     }
 
     /// The faults stop: every runner is up, no pause or partition lasts, main's hold (if a
-    /// person left one) ends, and from now on every submitted operation must end within the
+    /// person left one) ends, the hold plugin answers clear, and from now on every submitted operation must end within the
     /// bound.
     fn heal(&mut self) {
         if self.healed {
             return;
         }
         let main = self.git.remote.get(&refs::main(MAIN)).cloned();
+        if self.plugin.is_some() {
+            self.set_plugin(PluginAnswer::Clear);
+        }
         if main.is_some_and(|main| self.main_held(&main)) {
-            let applied = self
-                .git
-                .remote
-                .outside_push(&mut self.git.store, MAIN, CONFIG_PATH, "");
+            let config = self.plugin_config();
+            let applied =
+                self.git
+                    .remote
+                    .outside_push(&mut self.git.store, MAIN, CONFIG_PATH, config);
             self.trace.note(self.t, usize::MAX, "outside-push", 0);
             self.checker
                 .after_push(self.t, &self.git, &self.truth, &applied, None);

@@ -135,6 +135,13 @@ mutant_test!(
     []
 );
 mutant_test!(
+    an_ignored_hold_plugin_breaks_s9,
+    Mutant::IgnoreHoldPlugin,
+    Invariant::HeldTakesFixes,
+    1_000,
+    []
+);
+mutant_test!(
     ignored_dependencies_break_s10,
     Mutant::IgnoreDependencies,
     Invariant::AfterItsDependencies,

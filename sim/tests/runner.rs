@@ -11,7 +11,8 @@ use bay_core::id::OpId;
 use bay_core::machine::merge::Merge;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
-    Action, ActionId, Completion, Event, LogAdd, Machine, PushOutcome, PushPlan, PushReport,
+    Action, ActionId, Completion, Event, LogAdd, Machine, PluginExit, PushOutcome, PushPlan,
+    PushReport,
 };
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
@@ -507,6 +508,19 @@ fn a_head_past_its_deadline_loses_its_place_to_the_operation_behind_it() {
     assert_eq!(bench.merges_of(&first.change), 0);
 }
 
+/// Queues a plain change, then a fix of `first` (merged): the plain one is ahead.
+fn plain_then_fix(bench: &mut Bench, first: &OpId) -> (OpId, OpId) {
+    let plain = bench.submit("plain", &[("src/b.txt", "b2\n")]);
+    let fix = bench.start_fixing("fix", 9, Some(first.change.clone()));
+    bench.edit(&fix, "src/a.txt", "a3\n");
+    let fix = bench
+        .ask_to_merge(&fix, 10)
+        .outcome()
+        .and_then(|r| r.op_id.clone())
+        .expect("queued");
+    (plain, fix)
+}
+
 #[test]
 fn a_held_main_takes_the_fix_and_passes_the_plain_change_over_until_the_hold_ends() {
     let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
@@ -518,14 +532,7 @@ fn a_held_main_takes_the_fix_and_passes_the_plain_change_over_until_the_hold_end
         ".bay/config.toml",
         "[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"freeze\"\n",
     );
-    let plain = bench.submit("plain", &[("src/b.txt", "b2\n")]);
-    let fix = bench.start_fixing("fix", 9, Some(first.change.clone()));
-    bench.edit(&fix, "src/a.txt", "a3\n");
-    let fix = bench
-        .ask_to_merge(&fix, 10)
-        .outcome()
-        .and_then(|r| r.op_id.clone())
-        .expect("queued");
+    let (plain, fix) = plain_then_fix(&mut bench, &first);
     a.run_until(&mut bench, 20_000, &|_| false);
     assert_eq!(bench.state(&fix).0, OpState::Merged, "the fix goes in");
     assert_eq!(
@@ -544,6 +551,122 @@ fn a_held_main_takes_the_fix_and_passes_the_plain_change_over_until_the_hold_end
         bench.state(&plain).0,
         OpState::Merged,
         "merged once the hold ends"
+    );
+}
+
+fn is_plugin(action: &Action) -> bool {
+    matches!(action, Action::RunPlugin(_))
+}
+
+/// The hold plugin exits 0 having printed `stdout`.
+fn plugin_says(stdout: &str) -> Completion {
+    Completion::PluginExited(PluginExit::Exited {
+        code: Some(0),
+        stdout: stdout.as_bytes().to_vec(),
+    })
+}
+
+const PLUGIN_HELD: &str = r#"{"held": true, "reason": "incident"}"#;
+const PLUGIN_CLEAR: &str = r#"{"held": false}"#;
+
+#[test]
+fn the_hold_plugin_is_asked_for_an_ordinary_head_and_again_before_the_push_that_merges_it() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let first = bench.submit("first", &[("src/a.txt", "a2\n")]);
+    let mut a = Rig::new("a", 0);
+    a.run_until(&mut bench, 0, &|_| false);
+    assert_eq!(bench.state(&first).0, OpState::Merged);
+    bench.push_to_main("scripts/bay-hold", "#!/bin/sh\n");
+    bench.push_to_main(
+        ".bay/config.toml",
+        "[plugin.hold]\ncommand = \"scripts/bay-hold --team infra\"\ntimeout_s = 3\n",
+    );
+    assert!(
+        a.run_until(&mut bench, 10_000, &is_plugin).is_none(),
+        "an idle pass asks nothing"
+    );
+
+    // A plain change at the head: the pass asks the plugin, from main's tip, with `status`.
+    let (plain, fix) = plain_then_fix(&mut bench, &first);
+    let (id, ask) = a
+        .run_until(&mut bench, 20_000, &is_plugin)
+        .expect("the pass asks the plugin");
+    let Action::RunPlugin(run) = &ask else {
+        unreachable!()
+    };
+    assert_eq!(
+        (run.commit.clone(), run.program.as_str(), run.timeout_s),
+        (bench.main(), "scripts/bay-hold", 3)
+    );
+    assert_eq!(run.args, ["--team", "infra", "status"]);
+    // Held: the plain change is passed over and the fix merges, with no second question.
+    assert!(
+        a.answer(&mut bench, id, plugin_says(PLUGIN_HELD), &is_plugin)
+            .is_none()
+    );
+    assert_eq!(bench.state(&fix).0, OpState::Merged, "the fix goes in");
+    assert_eq!(bench.state(&plain).0, OpState::Submitted);
+    assert_eq!(bench.record(&plain.change).ops[0].claims, 0, "passed over");
+
+    // An answer bay cannot read holds main too: garbage at the pass, then a timeout before
+    // the push that would merge.
+    let (id, _) = a.run_until(&mut bench, 40_000, &is_plugin).expect("asked");
+    assert!(
+        a.answer(&mut bench, id, plugin_says("<html>"), &is_plugin)
+            .is_none()
+    );
+    assert_eq!(bench.state(&plain).0, OpState::Submitted);
+    let (id, _) = a.run_until(&mut bench, 60_000, &is_plugin).expect("asked");
+    let (id, _) = a
+        .answer(&mut bench, id, plugin_says(PLUGIN_CLEAR), &is_plugin)
+        .expect("asked again before the push that merges");
+    let timed_out = Completion::PluginExited(PluginExit::TimedOut);
+    assert!(a.answer(&mut bench, id, timed_out, &is_plugin).is_none());
+    assert_eq!(bench.state(&plain).0, OpState::Submitted, "nothing pushed");
+    assert_eq!(bench.merges_of(&plain.change), 0);
+
+    // Clear twice: it merges.
+    let (id, _) = a.run_until(&mut bench, 80_000, &is_plugin).expect("asked");
+    let (id, _) = a
+        .answer(&mut bench, id, plugin_says(PLUGIN_CLEAR), &is_plugin)
+        .expect("asked again");
+    a.answer(&mut bench, id, plugin_says(PLUGIN_CLEAR), &is_plugin);
+    assert_eq!(bench.state(&plain).0, OpState::Merged);
+}
+
+#[test]
+fn a_claimed_change_gives_its_claim_back_when_the_plugin_holds_main_before_the_merge_push() {
+    let mut bench = Bench::new(Some(POLICY));
+    bench.push_to_main("scripts/bay-hold", "#!/bin/sh\n");
+    bench.push_to_main(
+        ".bay/config.toml",
+        "[plugin.hold]\ncommand = \"scripts/bay-hold\"\n",
+    );
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, _) = a.run_until(&mut bench, 0, &is_plugin).expect("asked");
+    let (id, check) = a
+        .answer(&mut bench, id, plugin_says(PLUGIN_CLEAR), &is_check)
+        .expect("the check runs");
+    // The check passes while the plugin turns to held: the push that merges is never sent.
+    let (id_ask, _) = a
+        .answer(
+            &mut bench,
+            id,
+            Completion::CheckExited(pass(&check)),
+            &is_plugin,
+        )
+        .expect("asked before the push that merges");
+    assert!(
+        a.answer(&mut bench, id_ask, plugin_says(PLUGIN_HELD), &is_plugin)
+            .is_none()
+    );
+    assert_eq!(bench.merges_of(&op.change), 0);
+    let operation = &bench.record(&op.change).ops[0];
+    assert_eq!(
+        (operation.state, operation.claims, operation.released),
+        (OpState::Submitted, 1, Some(ReasonCode::MainHeld)),
+        "the claim went back, saying why"
     );
 }
 

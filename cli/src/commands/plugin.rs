@@ -1,6 +1,10 @@
 //! `bay plugin test check [--timeout-s] [--expected-minimum] [--path] [--env] [--with] --
 //! <command>...`: bay's contract cases against a check command, run as a runner runs it, on a
 //! scratch repository made from the files here. It changes nothing.
+//!
+//! `bay plugin test hold [--timeout-s] -- <command>...`: asks a hold plugin `status` as a
+//! runner asks it (its program from a commit of the files here, committed or not, with only
+//! `PATH` and `HOME`), and says whether bay reads its answer as holding main.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,6 +41,18 @@ pub enum PluginCommand {
 pub enum TestKind {
     /// A check command: `bay plugin test check [options] -- <command>...`.
     Check(CheckArgs),
+    /// A hold plugin: `bay plugin test hold [--timeout-s <s>] -- <command>...`.
+    Hold(HoldArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HoldArgs {
+    /// How long the plugin may take, as `[plugin.hold] timeout_s` (1 to 120).
+    #[arg(long, value_name = "SECONDS", default_value_t = bay_core::config::HOLD_PLUGIN_TIMEOUT_S)]
+    timeout_s: u64,
+    /// The plugin's command: its program is a path in this repository.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -62,9 +78,11 @@ pub struct CheckArgs {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
-    let PluginCommand::Test {
-        kind: TestKind::Check(check),
-    } = &args.command;
+    let PluginCommand::Test { kind } = &args.command;
+    let check = match kind {
+        TestKind::Check(check) => check,
+        TestKind::Hold(hold) => return test_hold(cli, hold),
+    };
     let spec = match check_spec(check) {
         Ok(spec) => spec,
         Err(result) => return result,
@@ -109,15 +127,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
 /// The check as a `[[check]]` entry would give it, read by the policy's own parser so that a
 /// flag is held to the rules of the key it stands for.
 fn check_spec(args: &CheckArgs) -> Result<CheckSpec, BayResult> {
-    if let Some(word) = args
-        .command
-        .iter()
-        .find(|w| w.is_empty() || w.contains(char::is_whitespace))
-    {
-        return Err(failed(format!(
-            "the command word {word:?} is empty or holds a space; a check's command is split at spaces, so give each word on its own"
-        )));
-    }
+    plain_words(&args.command)?;
     let program = &args.command[0];
     let mut adapter = vec![program.clone()];
     adapter.extend(args.with.iter().cloned());
@@ -145,6 +155,65 @@ fn check_spec(args: &CheckArgs) -> Result<CheckSpec, BayResult> {
         .into_iter()
         .next()
         .ok_or_else(|| failed("the flags made no check".into()))
+}
+
+/// Runs the hold plugin once, as a runner would before it takes on an ordinary change, on a
+/// scratch commit of the files here; `detail` says whether bay reads the answer as held, why,
+/// and what `detail.hold` would then name.
+fn test_hold(cli: &Cli, args: &HoldArgs) -> BayResult {
+    if let Err(result) = plain_words(&args.command) {
+        return result;
+    }
+    // The flags make the config a repository would commit, read by the config's own parser.
+    let text = format!(
+        "[plugin.hold]\ncommand = {}\ntimeout_s = {}\n",
+        quote(&args.command.join(" ")),
+        args.timeout_s
+    );
+    let plugin = match bay_core::config::Config::parse(&text) {
+        Ok(config) => config.hold_plugin,
+        Err(error) => {
+            return failed(format!(
+                "the flags do not make a valid [plugin.hold]: {error}"
+            ));
+        }
+    };
+    let Some(plugin) = plugin else {
+        return failed("the command is empty; give the plugin's program after --".into());
+    };
+    let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let scratch = match Scratch::of(&top(&here)) {
+        Ok(scratch) => scratch,
+        Err(why) => return failed(why),
+    };
+    let repo = match bay_drivers::remote::Repo::new(&scratch.git_dir, "origin", "main") {
+        Ok(repo) => repo,
+        Err(why) => return failed(why),
+    };
+    let call = bay_core::plugin::hold_call(&plugin, &scratch.base.commit);
+    let env = |name: &str| std::env::var(name).ok();
+    let exit = bay_drivers::plugin::run(&repo, &call, &env);
+    let held = bay_core::plugin::judge_hold(&exit);
+    let mut detail = serde_json::Map::new();
+    detail.insert("held".into(), serde_json::Value::Bool(held.is_some()));
+    if let Some(reason) = &held {
+        detail.insert("hold".into(), bay_core::plugin::plugin_hold(reason));
+    }
+    BayResult::ok(None, detail)
+}
+
+/// Refuses a command word that is empty or holds a space: a plugin's command is split at
+/// spaces, so each word must come on its own.
+fn plain_words(command: &[String]) -> Result<(), BayResult> {
+    match command
+        .iter()
+        .find(|w| w.is_empty() || w.contains(char::is_whitespace))
+    {
+        Some(word) => Err(failed(format!(
+            "the command word {word:?} is empty or holds a space; a plugin's command is split at spaces, so give each word on its own"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A TOML basic string: JSON's escapes are TOML's.

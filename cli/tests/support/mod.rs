@@ -74,14 +74,10 @@ impl World {
         };
         world.clone_as("admin");
         for (path, content, executable) in files {
-            write(&world.admin, path, content);
             if *executable {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(
-                    world.admin.join(path),
-                    std::fs::Permissions::from_mode(0o755),
-                )
-                .expect("chmod");
+                write_program(&world.admin, path, content);
+            } else {
+                write(&world.admin, path, content);
             }
         }
         git(&world.admin, &["add", "--all"]);
@@ -329,6 +325,14 @@ pub fn write(dir: &Path, path: &str, content: &str) {
     let file = dir.join(path);
     std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
     std::fs::write(file, content).expect("write");
+}
+
+/// Writes `content` to `path` under `dir`, executable, as a script Git keeps with mode 100755.
+pub fn write_program(dir: &Path, path: &str, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    write(dir, path, content);
+    std::fs::set_permissions(dir.join(path), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
 }
 
 /// Waits until `condition` holds, failing the test after `limit`. The wait is for an event

@@ -71,6 +71,9 @@ pub enum Action {
     BuildCandidate(CandidateSpec),
     /// Run one check on a candidate, in the sandbox, with the request on stdin.
     RunCheck(Box<CheckRun>),
+    /// Run a plugin's program, taken from a commit's tree, and report how it ended and what
+    /// it printed (see [`PluginRun`]). No sandbox: a plugin is the repository's own program.
+    RunPlugin(PluginRun),
     /// Save the work in the change's view as a draft commit: parent `parent`, made on main
     /// at `base`.
     FreezeDraft {
@@ -119,6 +122,7 @@ impl Action {
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
+            Action::RunPlugin(_) => "run-plugin",
             Action::FreezeDraft { .. } => "freeze-draft",
             Action::RefreshDraft { .. } => "refresh-draft",
             Action::MakeView { .. } => "make-view",
@@ -325,6 +329,35 @@ pub struct CheckRun {
     pub slot: u32,
 }
 
+/// One run of a plugin: the file `program` of `commit`'s tree (never a working tree, so a
+/// change cannot rewrite the plugin that judges it), written out executable and run as
+/// `<program> <args...>` with `stdin`, in an empty directory, with only `PATH` and `HOME` of
+/// the driver's environment. At `timeout_s` the driver kills its whole process group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct PluginRun {
+    pub commit: Oid,
+    /// A path in the repository.
+    pub program: String,
+    pub args: Vec<String>,
+    pub stdin: Vec<u8>,
+    pub timeout_s: u64,
+}
+
+/// How a plugin's run ended. The driver reports; core judges (for the hold plugin,
+/// `crate::plugin::judge_hold`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum PluginExit {
+    /// The program ended by itself: its exit code (`None` when a signal ended it) and its
+    /// stdout, of which the driver keeps at most `crate::plugin::STDOUT_CAP` bytes.
+    Exited { code: Option<i32>, stdout: Vec<u8> },
+    /// It ran past `timeout_s` and was killed.
+    TimedOut,
+    /// It never ran: the program is not in the commit, or could not be written or started.
+    NotStarted(String),
+}
+
 /// A driver-side fault: the action could not be done (a network error, a Git error, a
 /// missing program). Never a refusal: faults become outcomes only through the machine.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -489,6 +522,7 @@ pub enum Completion {
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),
+    PluginExited(PluginExit),
     DraftFrozen(Result<Oid, Fault>),
     DraftRefreshed(Result<Refreshed, Fault>),
     ViewMade(Result<String, Fault>),

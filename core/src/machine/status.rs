@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
 use super::since::{not_linear_warnings, unattributed};
-use super::{Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, RawStep, Refs};
+use super::{
+    Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, PluginExit, RawStep, Refs,
+};
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::git::{Oid, refs};
@@ -38,6 +40,9 @@ enum Purpose {
     ReadChains,
     /// Main's config, for a hold that keeps the change's live operation waiting.
     ReadConfig(Box<ChangeRecord>),
+    /// The hold plugin main's config sets, asked whether main is held now, for the result made
+    /// so far.
+    AskHold(Box<ChangeRecord>, Box<BayResult>),
     /// The changes its live operation waits for with `--after`: their markers and chains.
     FetchAfter(Box<ChangeRecord>, FetchSpec),
     ReadAfter(Box<ChangeRecord>),
@@ -446,11 +451,42 @@ impl Status {
         }
         if let Some(hold) = hold_on(&config, self.now, record.fixes_or_undoes()) {
             result = result.waiting_on(ReasonCode::MainHeld, serde_json::json!({ "hold": hold }));
+        } else if let (Ok(config), Some(main)) = (&config, self.main())
+            && let Some(plugin) = config.hold_plugin.as_ref()
+            && !record.fixes_or_undoes()
+        {
+            // No window holds main: the plugin, run from main's tip as a runner runs it, says
+            // whether it holds main now.
+            let run = Action::RunPlugin(crate::plugin::hold_call(plugin, &main));
+            let purpose = Purpose::AskHold(Box::new(record.clone()), Box::new(result));
+            self.out.send(run, purpose);
+            return;
         }
+        self.test_merge(record, result);
+    }
+
+    /// `detail.hold` names the hold plugin's hold when it holds main, or gives no answer bay
+    /// can read.
+    fn on_hold_answer(&mut self, record: &ChangeRecord, result: BayResult, exit: &PluginExit) {
+        let result = match crate::plugin::judge_hold(exit) {
+            Some(reason) => result.waiting_on(
+                ReasonCode::MainHeld,
+                serde_json::json!({ "hold": crate::plugin::plugin_hold(&reason) }),
+            ),
+            None => result,
+        };
+        self.test_merge(record, result);
+    }
+
+    fn main(&self) -> Option<crate::git::Oid> {
+        self.remote.get(&refs::main(&self.input.main)).cloned()
+    }
+
+    /// The result so far, once an operation no runner holds is test-merged onto main.
+    fn test_merge(&mut self, record: &ChangeRecord, result: BayResult) {
         // An operation no runner holds yet is test-merged onto main: a conflict found early is
         // news for its agent, who can repair it before it reaches the head.
-        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
-        match (record.live_op(), main) {
+        match (record.live_op(), self.main()) {
             (Some(op), Some(onto)) if op.owner.is_none() => {
                 let test = Action::TestMerge {
                     onto,
@@ -489,6 +525,9 @@ impl Status {
             (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
             (Purpose::ReadConfig(record), Completion::FileRead(Ok(bytes))) => {
                 self.on_config(&record, bytes)
+            }
+            (Purpose::AskHold(record, result), Completion::PluginExited(exit)) => {
+                self.on_hold_answer(&record, *result, &exit)
             }
             (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_after_fetched(*record, spec, fetched)

@@ -1,5 +1,5 @@
-//! Running one check process: the request on stdin, stdout captured up to a cap, a time limit
-//! that ends the whole process group.
+//! Running one process for a check or a plugin: its input on stdin, stdout captured up to a
+//! cap, a time limit that ends the whole process group.
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -20,7 +20,7 @@ const STDOUT_GRACE: Duration = Duration::from_secs(2);
 
 /// What became of one check process.
 #[derive(Debug)]
-pub(super) struct Ran {
+pub(crate) struct Ran {
     pub stdout: Vec<u8>,
     /// `None` when a signal ended the process (including the driver's kill at the timeout).
     pub exit_code: Option<i32>,
@@ -29,19 +29,23 @@ pub(super) struct Ran {
 }
 
 /// Starts `command` in a process group of its own, writes `stdin` to it, and waits for it for
-/// at most `timeout`, then kills the group. `Err` means it could not be started.
+/// at most `timeout`, then kills the group. It keeps at most `cap` bytes of stdout (a check's
+/// is [`STDOUT_CAP`]). `Err` means it could not be started.
 ///
 /// The caller sets `command`'s stderr; this function sets its stdin and stdout.
-pub(super) fn run(mut command: Command, stdin: Vec<u8>, timeout: Duration) -> Result<Ran, String> {
+pub(crate) fn run(
+    mut command: Command,
+    stdin: Vec<u8>,
+    timeout: Duration,
+    cap: usize,
+) -> Result<Ran, String> {
     use std::os::unix::process::CommandExt;
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .process_group(0);
     let start = Instant::now();
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("the check could not be started: {e}"))?;
+    let mut child = spawn(&mut command)?;
     let group = child.id();
 
     // The request goes in from a thread of its own: a check that never reads stdin would
@@ -57,7 +61,7 @@ pub(super) fn run(mut command: Command, stdin: Vec<u8>, timeout: Duration) -> Re
     if let Some(pipe) = child.stdout.take() {
         let kept = Arc::clone(&stdout);
         std::thread::spawn(move || {
-            read_capped(pipe, &kept);
+            read_capped(pipe, &kept, cap);
             let _ = ended.send(());
         });
     }
@@ -85,6 +89,29 @@ pub(super) fn run(mut command: Command, stdin: Vec<u8>, timeout: Duration) -> Re
     })
 }
 
+/// How many times a program just written out is started before "text file busy" is taken
+/// as its answer.
+const BUSY_TRIES: u32 = 5;
+
+/// Starts `command`. A program the driver has just written (a plugin from main's tip) can be
+/// "text file busy" for a moment, while a process another thread forks still holds the
+/// written file open until it executes; that passes, so the start is tried again.
+fn spawn(command: &mut Command) -> Result<Child, String> {
+    let mut tries = 1;
+    loop {
+        match command.spawn() {
+            Ok(child) => return Ok(child),
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < BUSY_TRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(POLL);
+            }
+            Err(error) => return Err(format!("the program could not be started: {error}")),
+        }
+    }
+}
+
 /// Waits for `child` until `deadline`; at the deadline, kills its whole process group.
 /// Returns the exit status and whether the deadline ended it.
 fn wait(
@@ -95,7 +122,7 @@ fn wait(
     loop {
         if let Some(status) = child
             .try_wait()
-            .map_err(|e| format!("could not wait for the check: {e}"))?
+            .map_err(|e| format!("could not wait for the program: {e}"))?
         {
             return Ok((status, false));
         }
@@ -108,7 +135,7 @@ fn wait(
                 }
                 let status = child
                     .wait()
-                    .map_err(|e| format!("could not wait for the killed check: {e}"))?;
+                    .map_err(|e| format!("could not wait for the killed program: {e}"))?;
                 return Ok((status, true));
             }
             Some(deadline) => std::thread::sleep(POLL.min(deadline - now)),
@@ -130,10 +157,10 @@ fn kill_group(group: u32) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// Reads `pipe` to its end into `kept`, keeping at most [`STDOUT_CAP`] bytes. The rest is
-/// read and dropped, so that a check printing too much is not stuck on a full pipe until its
+/// Reads `pipe` to its end into `kept`, keeping at most `cap` bytes. The rest is read and
+/// dropped, so that a program printing too much is not stuck on a full pipe until its
 /// timeout.
-fn read_capped(mut pipe: impl Read, kept: &Mutex<Vec<u8>>) {
+fn read_capped(mut pipe: impl Read, kept: &Mutex<Vec<u8>>, cap: usize) {
     let mut chunk = [0u8; 64 * 1024];
     loop {
         let n = match pipe.read(&mut chunk) {
@@ -146,7 +173,7 @@ fn read_capped(mut pipe: impl Read, kept: &Mutex<Vec<u8>>) {
             Ok(kept) => kept,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let room = STDOUT_CAP - kept.len();
+        let room = cap.saturating_sub(kept.len());
         kept.extend_from_slice(&chunk[..n.min(room)]);
     }
 }

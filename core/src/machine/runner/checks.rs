@@ -136,7 +136,8 @@ impl Runner {
     /// first, then the next run's answer in order, else more runs.
     pub(super) fn advance(&mut self) {
         let work = self.work_mut();
-        if work.writing {
+        // While the hold plugin is asked about the push that moves main, nothing else starts.
+        if work.writing || work.asking.is_some() {
             return;
         }
         if work.deferred.is_some() {

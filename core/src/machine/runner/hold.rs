@@ -5,11 +5,19 @@
 //!
 //! Holds are read from main's tip only, once per main commit: a hold removed there ends at
 //! once, and an idle pass reads nothing more.
+//!
+//! The hold plugin (`[plugin.hold]` in that config) answers for now, not for a commit, so it
+//! is asked again: at most once a pass, and only when the pass would pick an operation that
+//! neither fixes nor undoes (an idle pass, or one with only fixes to merge, runs nothing); and
+//! again right before each push that moves main, since the answer may have changed while the
+//! checks ran. An answer that cannot be read holds main (see [`crate::plugin::judge_hold`]).
 
-use super::{Purpose, Runner};
-use crate::config::{CONFIG_PATH, Config, hold_on};
+use super::{Purpose, Runner, work::Write};
+use crate::config::{CONFIG_PATH, Config, HoldPlugin, hold_on};
 use crate::git::Oid;
-use crate::machine::{Action, Completion, Fault, Misuse};
+use crate::machine::{Action, ActionId, Completion, Fault, Misuse};
+use crate::plugin::{hold_call, judge_hold, plugin_hold};
+use crate::reason::ReasonCode;
 use crate::record::ChangeRecord;
 
 /// What to go on with once the config at a main commit is read.
@@ -19,6 +27,15 @@ pub(super) enum Then {
     Decide,
     /// The claimed work's policy read, on the main it builds on.
     Work,
+}
+
+/// What to go on with once the hold plugin answers.
+#[derive(Clone, Debug)]
+pub(super) enum Ask {
+    /// The pass's decision at the head.
+    Decide,
+    /// The work's push that moves main.
+    Push(Write),
 }
 
 impl Runner {
@@ -81,6 +98,105 @@ impl Runner {
         if self.mutant_ignores_holds() {
             return None;
         }
-        hold_on(&self.holds.as_ref()?.1, self.now, record.fixes_or_undoes())
+        let fixes_or_undoes = record.fixes_or_undoes();
+        hold_on(&self.holds.as_ref()?.1, self.now, fixes_or_undoes).or_else(|| {
+            let reason = self.plugin_answer.as_ref()?.as_ref()?;
+            (!fixes_or_undoes).then(|| plugin_hold(reason))
+        })
+    }
+
+    /// The hold plugin main's config at `main` sets, when the holds known are of `main`.
+    fn hold_plugin(&self, main: &Oid) -> Option<HoldPlugin> {
+        #[cfg(feature = "mutants")]
+        if self.mutant_ignores_hold_plugin() {
+            return None;
+        }
+        match &self.holds {
+            Some((at, Ok(config))) if at == main => config.hold_plugin.clone(),
+            _ => None,
+        }
+    }
+
+    /// Whether the pass must ask the hold plugin before it decides: main's config sets one,
+    /// this pass has not asked it yet, and an operation the pass would take on (the head, and
+    /// for `merge --wait` its own) fixes and undoes nothing and is held by nothing else. Asks
+    /// it if so.
+    pub(super) fn asking_before_decide(&mut self, heads: &[ChangeRecord]) -> bool {
+        let Some(main) = self.refs.get(&self.main_ref()).cloned() else {
+            return false;
+        };
+        let ask = self.plugin_answer.is_none()
+            && heads
+                .iter()
+                .any(|record| self.held(record).is_none() && !record.fixes_or_undoes());
+        match self.hold_plugin(&main).filter(|_| ask) {
+            Some(plugin) => {
+                self.ask_plugin(&plugin, main, Ask::Decide);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `write`, a push that moves main, must wait for the hold plugin's answer first;
+    /// asks it if so. A change that fixes or undoes another is never held, so nothing is asked.
+    pub(super) fn asking_before_push(&mut self, write: &Write) -> bool {
+        let work = self
+            .work
+            .as_ref()
+            .expect("a push is asked for while working");
+        if work.cleared || work.record.fixes_or_undoes() {
+            return false;
+        }
+        let base = work.base.clone();
+        match self.hold_plugin(&base) {
+            Some(plugin) => {
+                let id = self.ask_plugin(&plugin, base, Ask::Push(write.clone()));
+                self.work_mut().asking = Some(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn ask_plugin(&mut self, plugin: &HoldPlugin, main: Oid, then: Ask) -> ActionId {
+        let run = Action::RunPlugin(hold_call(plugin, &main));
+        self.out.send(run, Purpose::AskHold { then })
+    }
+
+    pub(super) fn on_hold_answer(
+        &mut self,
+        id: ActionId,
+        then: Ask,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        let Completion::PluginExited(exit) = completion else {
+            return Err(Misuse(
+                "a hold plugin run answered with another completion".into(),
+            ));
+        };
+        let held = judge_hold(&exit);
+        self.plugin_answer = Some(held.clone());
+        match then {
+            Ask::Decide => self.decide(),
+            Ask::Push(write) => {
+                let Some(work) = self.work.as_mut().filter(|w| w.asking == Some(id)) else {
+                    // The work moved on (past its deadline, say): this answer clears nothing.
+                    return Ok(());
+                };
+                work.asking = None;
+                match held {
+                    Some(reason) => {
+                        let why = format!("main is held: {}", plugin_hold(&reason));
+                        self.release(Some(ReasonCode::MainHeld), why);
+                    }
+                    None => {
+                        work.cleared = true;
+                        self.write(write);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -169,6 +169,10 @@ enum Purpose {
         main: Oid,
         then: hold::Then,
     },
+    /// The hold plugin, asked whether main is held now.
+    AskHold {
+        then: hold::Ask,
+    },
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -221,6 +225,9 @@ pub struct Runner {
     baselines: Option<(Oid, work::Baselines)>,
     /// The holds main's config says of at one main commit, read once per commit.
     holds: Option<(Oid, Result<crate::config::Config, String>)>,
+    /// The hold plugin's last answer in this pass, `None` until it is asked: why main is
+    /// held, or `None` when it is not.
+    plugin_answer: Option<Option<String>>,
     /// Whether this pass has read the changes live operations name with `--after`.
     dependencies_read: bool,
     /// Whether `refs` holds this runner's log tip as the remote has it: the push that ends an
@@ -253,6 +260,7 @@ impl Runner {
             merged: 0,
             baselines: None,
             holds: None,
+            plugin_answer: None,
             dependencies_read: false,
             log_known: false,
         }
@@ -365,6 +373,7 @@ impl Machine for Runner {
                     Purpose::ReadPlaces => self.on_places(completion)?,
                     Purpose::ReadChains => self.on_chains(completion)?,
                     Purpose::ReadConfig { main, then } => self.on_config(main, then, completion)?,
+                    Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }

@@ -40,6 +40,8 @@ pub enum Mutant {
     BaselineWithoutBase,
     /// S9: never sees a hold, so a held main takes any change.
     IgnoreHolds,
+    /// S9: never asks the hold plugin, as a runner that predates it.
+    IgnoreHoldPlugin,
     /// S10: takes every change named by `--after` as merged.
     IgnoreDependencies,
     /// S11: never judges red, so a change on a red post check's paths merges.
@@ -135,6 +137,10 @@ impl Runner {
 
     pub(super) fn mutant_ignores_holds(&self) -> bool {
         self.mutant_is(Mutant::IgnoreHolds)
+    }
+
+    pub(super) fn mutant_ignores_hold_plugin(&self) -> bool {
+        self.mutant_is(Mutant::IgnoreHoldPlugin)
     }
 
     pub(super) fn mutant_reuses_checks(&self) -> bool {

@@ -55,6 +55,8 @@ impl Runner {
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
         self.dependencies_read = false;
+        // The hold plugin answers for now: each pass that needs its answer asks again.
+        self.plugin_answer = None;
         if self.seeded.is_some() {
             // The first pass of a seeded runner starts from what it was handed, and reads only
             // its own log's tip, which no seed holds: the push that ends the operation appends
@@ -392,6 +394,18 @@ impl Runner {
                 detail,
             );
             self.finish(result);
+            return;
+        }
+        // The hold plugin is asked only for an operation the pass would take on now: the head
+        // (which for `merge --wait` must wait when it is another's), or `merge --wait`'s own.
+        let mut heads: Vec<ChangeRecord> = match self.find_head() {
+            Head::Op { change, .. } => self.record(&change).cloned().into_iter().collect(),
+            Head::Empty => Vec::new(),
+        };
+        if let RunMode::Only(op) = &self.cfg.mode {
+            heads.extend(self.record(&op.change).cloned());
+        }
+        if self.asking_before_decide(&heads) {
             return;
         }
         if let RunMode::Only(op) = &self.cfg.mode

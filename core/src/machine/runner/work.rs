@@ -223,6 +223,10 @@ pub(super) struct Work {
     /// The progress deadline, set when the first check starts: the wait before it (for a
     /// machine that can run the check, say) never counts.
     pub progress_until: Option<Timestamp>,
+    /// The hold plugin's run asked before the push that moves main, while it is out.
+    pub asking: Option<ActionId>,
+    /// The hold plugin answered "not held" for the push that moves main, which goes out next.
+    pub cleared: bool,
     /// The last heartbeat this work wrote and the parent it was given (for a mutant).
     #[cfg(feature = "mutants")]
     pub last_heartbeat_parent: Option<(Oid, Oid)>,
@@ -262,6 +266,8 @@ impl Work {
             next_start: 0,
             reused: BTreeMap::new(),
             progress_until: None,
+            asking: None,
+            cleared: false,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
         }
@@ -372,7 +378,12 @@ impl Runner {
     fn past_deadline(&mut self) {
         let work = self.work_mut();
         work.progress_until = None;
-        let ids: Vec<ActionId> = work.running.values().map(|r| r.id).collect();
+        let ids: Vec<ActionId> = work
+            .running
+            .values()
+            .map(|r| r.id)
+            .chain(work.asking.take())
+            .collect();
         work.running.clear();
         work.answered.clear();
         for id in ids {
@@ -455,6 +466,14 @@ impl Runner {
             work.deferred = Some(write);
             return;
         }
+        // Each push that moves main goes out only on the hold plugin's "not held", asked anew.
+        if write.merges() {
+            if self.asking_before_push(&write) {
+                return;
+            }
+            self.work_mut().cleared = false;
+        }
+        let work = self.work_mut();
         work.writing = true;
         let plan = self.plan(&write);
         #[cfg(feature = "mutants")]
