@@ -39,7 +39,9 @@ pub struct Config {
     /// `[retention] window_s`: how long an ended change keeps its clean view.
     pub retention_window_s: u64,
     /// `[plugin.hold]` with a `command`: a program that says whether main is held now.
-    pub hold_plugin: Option<HoldPlugin>,
+    pub hold_plugin: Option<PluginCommand>,
+    /// `[plugin.notify]` with a `command`: a program the runner hands each event it writes.
+    pub notify_plugin: Option<PluginCommand>,
 }
 
 impl Default for Config {
@@ -55,24 +57,30 @@ impl Default for Config {
             red_window: None,
             retention_window_s: DEFAULT_RETENTION_WINDOW_S,
             hold_plugin: None,
+            notify_plugin: None,
         }
     }
 }
 
-/// The hold plugin: bay runs `program` (a file in the repository, taken from main's tip) with
-/// `args` and then `status`, and reads whether main is held from its answer.
+/// A plugin's command: bay runs `program` (a file in the repository, taken from main's tip)
+/// with `args`. The hold plugin is then asked `status` and says whether main is held; the
+/// notify plugin gets one `bay.event/1` on stdin.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HoldPlugin {
+pub struct PluginCommand {
     /// The command's first word: a path in the repository.
     pub program: String,
     /// The command's other words.
     pub args: Vec<String>,
-    /// How long the program may run before it is killed and main counts as held.
+    /// How long the program may run before it is killed: then main counts as held, or the
+    /// notice as lost.
     pub timeout_s: u64,
 }
 
 /// `[plugin.hold] timeout_s` when the config leaves it out.
 pub const HOLD_PLUGIN_TIMEOUT_S: u64 = 10;
+
+/// `[plugin.notify] timeout_s` when the config leaves it out.
+pub const NOTIFY_PLUGIN_TIMEOUT_S: u64 = 5;
 
 /// Where main keeps its config.
 pub const CONFIG_PATH: &str = ".bay/config.toml";
@@ -248,6 +256,9 @@ const HOOK_KEYS: [&str; 3] = [
 ];
 
 /// Each plugin with the range of its `timeout_s`, in seconds.
+/// The plugins bay runs; the others are checked, then refused by name.
+const ACTED_ON_PLUGINS: [&str; 2] = ["hold", "notify"];
+
 const PLUGINS: &[(&str, u64, u64)] = &[
     ("notify", 1, ANY),
     ("wake", 1, ANY),
@@ -323,14 +334,18 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         Some(mut table) => parse_trailers(&mut table)?,
         None => Trailers::default(),
     };
-    let mut hold_plugin = None;
+    let (mut hold_plugin, mut notify_plugin) = (None, None);
     if let Some(mut table) = root.table("plugin")? {
-        hold_plugin = parse_plugins(&mut table)?;
-        // The hold plugin is acted on; every other plugin is refused until bay runs it.
+        (hold_plugin, notify_plugin) = parse_plugins(&mut table)?;
+        // The hold and notify plugins are acted on; every other plugin is refused until bay
+        // runs it.
         if table.keys().is_empty() {
             later.key(&root, "plugin");
         }
-        for (name, _, _) in PLUGINS.iter().filter(|(name, _, _)| *name != "hold") {
+        for (name, _, _) in PLUGINS
+            .iter()
+            .filter(|(name, _, _)| !ACTED_ON_PLUGINS.contains(name))
+        {
             later.key(&table, name);
         }
     }
@@ -407,6 +422,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         red_window,
         retention_window_s: retention_window.seconds,
         hold_plugin,
+        notify_plugin,
     })
 }
 
@@ -474,10 +490,13 @@ fn parse_trailers(table: &mut Table<'_, '_>) -> Result<Trailers, TomlError> {
 
 /// `[plugin]`: every plugin table is checked; only `[plugin.hold]` is returned, as the one
 /// bay runs.
-fn parse_plugins(table: &mut Table<'_, '_>) -> Result<Option<HoldPlugin>, TomlError> {
+/// The hold plugin and the notify plugin, each when its table names a command.
+type ActedOn = (Option<PluginCommand>, Option<PluginCommand>);
+
+fn parse_plugins(table: &mut Table<'_, '_>) -> Result<ActedOn, TomlError> {
     let names: Vec<&str> = PLUGINS.iter().map(|(name, _, _)| *name).collect();
     table.check_keys(&names, &[])?;
-    let mut hold = None;
+    let (mut hold, mut notify) = (None, None);
     for (name, low, high) in PLUGINS {
         let Some(mut plugin) = table.table(name)? else {
             continue;
@@ -485,7 +504,7 @@ fn parse_plugins(table: &mut Table<'_, '_>) -> Result<Option<HoldPlugin>, TomlEr
         plugin.check_keys(&["command", "timeout_s"], &[])?;
         let command = optional_text(&mut plugin, "command")?;
         let timeout_s = plugin.uint("timeout_s", *low..=*high)?;
-        if *name == "hold"
+        if ACTED_ON_PLUGINS.contains(name)
             && let Some(command) = command
         {
             let mut words = command.split_whitespace().map(str::to_owned);
@@ -500,16 +519,20 @@ fn parse_plugins(table: &mut Table<'_, '_>) -> Result<Option<HoldPlugin>, TomlEr
                     ),
                 ));
             }
-            hold = Some(HoldPlugin {
+            let (slot, default_timeout_s) = match *name {
+                "hold" => (&mut hold, HOLD_PLUGIN_TIMEOUT_S),
+                _ => (&mut notify, NOTIFY_PLUGIN_TIMEOUT_S),
+            };
+            *slot = Some(PluginCommand {
                 program,
                 args: words.collect(),
-                timeout_s: timeout_s.unwrap_or(HOLD_PLUGIN_TIMEOUT_S),
+                timeout_s: timeout_s.unwrap_or(default_timeout_s),
             });
         }
         plugin.finish()?;
     }
     table.finish()?;
-    Ok(hold)
+    Ok((hold, notify))
 }
 
 /// `[policy]` of the config: whether evidence is reused (`evidence_reuse = "exact-inputs"`),
@@ -1227,10 +1250,10 @@ window_s = 3600                    # keep an ended lane change's view for one ho
     #[test]
     fn the_spec_example_is_refused_only_on_its_later_keys() {
         let error = validated(SPEC_EXAMPLE);
-        assert_eq!(place(&error), (Some("notify"), "[plugin]", 9));
+        assert_eq!(place(&error), (Some("wake"), "[plugin]", 12));
         assert_eq!(
             error.to_string(),
-            format!("`notify` in [plugin] on line 9 {NOT_YET}")
+            format!("`wake` in [plugin] on line 12 {NOT_YET}")
         );
         let (refused, config) = refuse_each_later_key(SPEC_EXAMPLE);
         let refused: Vec<String> = refused
@@ -1240,7 +1263,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
         assert_eq!(
             refused,
             [
-                "notify in [plugin]",
                 "wake in [plugin]",
                 "runtime in [plugin]",
                 "profile in [policy]",
@@ -1671,9 +1693,10 @@ execution_budget_s = 0
         ];
         for (plugin, low, high) in cases {
             let text = |n: i64| format!("[plugin.{plugin}]\ncommand = \"p\"\ntimeout_s = {n}\n");
-            // The hold plugin is acted on; the others are checked, then refused as not yet.
+            // The hold and notify plugins are acted on; the others are checked, then refused as
+            // not yet.
             let in_range = |text: &str| {
-                if plugin == "hold" {
+                if ACTED_ON_PLUGINS.contains(&plugin) {
                     accept(text);
                 } else {
                     validated(text);
@@ -2093,11 +2116,27 @@ execution_budget_s = 0
     }
 
     #[test]
+    fn the_notify_plugin_is_acted_on_with_five_seconds_by_default() {
+        let config = accept("[plugin.notify]\ncommand = \"scripts/notify --json\"\n");
+        assert_eq!(
+            config.notify_plugin,
+            Some(PluginCommand {
+                program: "scripts/notify".into(),
+                args: vec!["--json".into()],
+                timeout_s: NOTIFY_PLUGIN_TIMEOUT_S,
+            })
+        );
+        assert_eq!(NOTIFY_PLUGIN_TIMEOUT_S, 5);
+        let error = refuse("[plugin.notify]\ncommand = \"/bin/notify\"\n");
+        assert_eq!(place(&error), (Some("command"), "[plugin.notify]", 2));
+    }
+
+    #[test]
     fn the_hold_plugin_is_acted_on_and_the_other_plugins_are_still_refused() {
         let config = accept("[plugin.hold]\ncommand = \"scripts/bay-hold  --quiet\"\n");
         assert_eq!(
             config.hold_plugin,
-            Some(HoldPlugin {
+            Some(PluginCommand {
                 program: "scripts/bay-hold".into(),
                 args: vec!["--quiet".into()],
                 timeout_s: HOLD_PLUGIN_TIMEOUT_S,
@@ -2132,8 +2171,9 @@ execution_budget_s = 0
         let error = refuse("[plugin.hold]\ncommand = \"  \"\n");
         assert_eq!(place(&error), (Some("command"), "[plugin.hold]", 2));
 
-        // Beside an acted-on hold plugin, each other plugin is refused by name, on its line.
-        for other in ["notify", "wake", "runtime", "prune"] {
+        // Beside an acted-on hold plugin, each plugin bay does not run is refused by name, on
+        // its line.
+        for other in ["wake", "runtime", "prune"] {
             let error = validated(&format!(
                 "[plugin.hold]\ncommand = \"h\"\n\n[plugin.{other}]\ncommand = \"p\"\n"
             ));

@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 
-use crate::config::HoldPlugin;
+use crate::config::PluginCommand;
 use crate::git::Oid;
 use crate::machine::{PluginExit, PluginRun};
 
@@ -28,7 +28,7 @@ pub const STDOUT_CAP: usize = MAX_ANSWER_BYTES + 1;
 pub const MAX_REASON_CHARS: usize = 200;
 
 /// The run that asks `plugin` whether main is held, with its program from main's tip `main`.
-pub fn hold_call(plugin: &HoldPlugin, main: &Oid) -> PluginRun {
+pub fn hold_call(plugin: &PluginCommand, main: &Oid) -> PluginRun {
     let mut args = plugin.args.clone();
     args.push(HOLD_STATUS.to_owned());
     PluginRun {
@@ -36,6 +36,18 @@ pub fn hold_call(plugin: &HoldPlugin, main: &Oid) -> PluginRun {
         program: plugin.program.clone(),
         args,
         stdin: Vec::new(),
+        timeout_s: plugin.timeout_s,
+    }
+}
+
+/// The run that hands the notify plugin one event (`bay.event/1`, as JSON) on stdin, with its
+/// program from main's tip `main`. Its exit says delivered (0) or lost; bay never retries.
+pub fn notify_call(plugin: &PluginCommand, main: &Oid, event: &str) -> PluginRun {
+    PluginRun {
+        commit: main.clone(),
+        program: plugin.program.clone(),
+        args: plugin.args.clone(),
+        stdin: event.as_bytes().to_vec(),
         timeout_s: plugin.timeout_s,
     }
 }
@@ -208,7 +220,7 @@ mod tests {
 
     #[test]
     fn the_plugin_is_asked_status_after_its_own_words() {
-        let plugin = HoldPlugin {
+        let plugin = PluginCommand {
             program: "scripts/bay-hold".into(),
             args: vec!["--team".into(), "infra".into()],
             timeout_s: 7,

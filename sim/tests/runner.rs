@@ -1259,3 +1259,41 @@ fn a_stale_log_lease_refuses_the_merge_push_which_goes_again_on_the_logs_new_tip
         "an idle pass fetched a log: {spec:?}"
     );
 }
+
+/// The notify plugin gets each event the runner writes, once, on stdin, from main's tip; an
+/// answer that says lost sends nothing again.
+#[test]
+fn each_event_the_runner_writes_goes_to_the_notify_plugin_once_and_is_never_sent_again() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    bench.push_to_main("scripts/notify", "#!/bin/sh\n");
+    bench.push_to_main(
+        ".bay/config.toml",
+        "[plugin.notify]\ncommand = \"scripts/notify --quiet\"\n",
+    );
+    let tip = bench.main();
+    let first = bench.submit("first", &[("src/a.txt", "a2\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, notice) = a
+        .run_until(&mut bench, 0, &is_plugin)
+        .expect("the merge's event goes to the plugin");
+    assert_eq!(bench.state(&first).0, OpState::Merged, "after the merge");
+    let Action::RunPlugin(run) = &notice else {
+        unreachable!()
+    };
+    assert_eq!(
+        (run.commit.clone(), run.program.as_str(), run.timeout_s),
+        (tip, "scripts/notify", 5)
+    );
+    assert_eq!(run.args, ["--quiet"]);
+    let event: serde_json::Value = serde_json::from_slice(&run.stdin).expect("an event");
+    assert_eq!(event["schema"], "bay.event/1");
+    assert_eq!(event["kind"], "merged");
+    assert_eq!(event["op"], first.to_string());
+    // Lost: nothing is sent again, and an idle runner asks nothing.
+    let lost = Completion::PluginExited(PluginExit::Exited {
+        code: Some(1),
+        stdout: Vec::new(),
+    });
+    assert!(a.answer(&mut bench, id, lost, &is_plugin).is_none());
+    assert!(a.run_until(&mut bench, 60_000, &is_plugin).is_none());
+}

@@ -62,7 +62,17 @@ impl<P> Outbox<P> {
 
     /// Gives up on every action in flight.
     pub fn forget_all(&mut self) {
-        let ids: Vec<ActionId> = self.in_flight.keys().copied().collect();
+        self.forget_all_but(|_| false);
+    }
+
+    /// Gives up on every action in flight whose purpose `keep` does not keep.
+    pub fn forget_all_but(&mut self, keep: impl Fn(&P) -> bool) {
+        let ids: Vec<ActionId> = self
+            .in_flight
+            .iter()
+            .filter(|(_, purpose)| !keep(purpose))
+            .map(|(id, _)| *id)
+            .collect();
         for id in ids {
             self.forget(id);
         }

@@ -13,7 +13,7 @@
 //! checks ran. An answer that cannot be read holds main (see [`crate::plugin::judge_hold`]).
 
 use super::{Purpose, Runner, work::Write};
-use crate::config::{CONFIG_PATH, Config, HoldPlugin, hold_on};
+use crate::config::{CONFIG_PATH, Config, PluginCommand, hold_on};
 use crate::git::Oid;
 use crate::machine::{Action, ActionId, Completion, Fault, Misuse};
 use crate::plugin::{hold_call, judge_hold, plugin_hold};
@@ -106,7 +106,7 @@ impl Runner {
     }
 
     /// The hold plugin main's config at `main` sets, when the holds known are of `main`.
-    fn hold_plugin(&self, main: &Oid) -> Option<HoldPlugin> {
+    fn hold_plugin(&self, main: &Oid) -> Option<PluginCommand> {
         #[cfg(feature = "mutants")]
         if self.mutant_ignores_hold_plugin() {
             return None;
@@ -159,7 +159,7 @@ impl Runner {
         }
     }
 
-    fn ask_plugin(&mut self, plugin: &HoldPlugin, main: Oid, then: Ask) -> ActionId {
+    fn ask_plugin(&mut self, plugin: &PluginCommand, main: Oid, then: Ask) -> ActionId {
         let run = Action::RunPlugin(hold_call(plugin, &main));
         self.out.send(run, Purpose::AskHold { then })
     }

@@ -19,6 +19,7 @@
 mod checks;
 pub mod deps;
 mod hold;
+mod notify;
 mod pass;
 mod red;
 mod work;
@@ -173,6 +174,9 @@ enum Purpose {
     AskHold {
         then: hold::Ask,
     },
+    /// The notify plugin, handed an event this runner wrote. Delivered or lost, it is never
+    /// sent again; it outlives the work and the runner's own end, which waits for it.
+    Notify,
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -217,6 +221,8 @@ pub struct Runner {
     /// A change whose chain came with a seed: the first pass does not fetch it.
     seeded: Option<ChangeId>,
     outcome: Option<BayResult>,
+    /// The outcome of a runner that finished while a notice was still in flight.
+    finishing: Option<BayResult>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
     /// The base runs of `baseline = "base"` checks on one base tree, so that each runs once:
@@ -257,6 +263,7 @@ impl Runner {
             next_pass: now,
             seeded: None,
             outcome: None,
+            finishing: None,
             merged: 0,
             baselines: None,
             holds: None,
@@ -339,15 +346,47 @@ impl Runner {
     /// remote holds is the truth; the next pass reads it.
     fn drop_work(&mut self, after_ms: u64) {
         self.work = None;
-        self.out.forget_all();
+        self.forget_all_but_notices();
         self.rest(after_ms);
     }
 
+    /// Ends the runner with `result`, once every notice it handed the notify plugin is done.
     fn finish(&mut self, result: BayResult) {
-        self.outcome = Some(result);
         self.work = None;
-        self.out.forget_all();
+        self.forget_all_but_notices();
         self.stage = Stage::Done;
+        if self.notices_in_flight() {
+            self.finishing = Some(result);
+        } else {
+            self.outcome = Some(result);
+        }
+    }
+
+    fn forget_all_but_notices(&mut self) {
+        self.out
+            .forget_all_but(|purpose| matches!(purpose, Purpose::Notify));
+    }
+
+    fn notices_in_flight(&self) -> bool {
+        self.out
+            .in_flight()
+            .any(|purpose| matches!(purpose, Purpose::Notify))
+    }
+
+    /// A notice is done, delivered or lost: nothing is retried. The last one lets a runner
+    /// that finished meanwhile end.
+    fn on_notified(&mut self, completion: crate::machine::Completion) -> Result<(), Misuse> {
+        let crate::machine::Completion::PluginExited(_) = completion else {
+            return Err(Misuse(
+                "a notify plugin run answered with another completion".into(),
+            ));
+        };
+        if !self.notices_in_flight()
+            && let Some(result) = self.finishing.take()
+        {
+            self.outcome = Some(result);
+        }
+        Ok(())
     }
 
     /// The record of `change` as last read, if it is readable.
@@ -374,6 +413,7 @@ impl Machine for Runner {
                     Purpose::ReadChains => self.on_chains(completion)?,
                     Purpose::ReadConfig { main, then } => self.on_config(main, then, completion)?,
                     Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
+                    Purpose::Notify => self.on_notified(completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }

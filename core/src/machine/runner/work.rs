@@ -227,6 +227,8 @@ pub(super) struct Work {
     pub asking: Option<ActionId>,
     /// The hold plugin answered "not held" for the push that moves main, which goes out next.
     pub cleared: bool,
+    /// The log message of the event the push in flight appends, if it appends one.
+    pub event: Option<String>,
     /// The last heartbeat this work wrote and the parent it was given (for a mutant).
     #[cfg(feature = "mutants")]
     pub last_heartbeat_parent: Option<(Oid, Oid)>,
@@ -268,6 +270,7 @@ impl Work {
             progress_until: None,
             asking: None,
             cleared: false,
+            event: None,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
         }
@@ -478,6 +481,8 @@ impl Runner {
         let plan = self.plan(&write);
         #[cfg(feature = "mutants")]
         let plan = self.mutant_plan(plan);
+        // The event this push appends to the log, for the notify plugin once it is accepted.
+        self.work_mut().event = plan.log.as_ref().map(|log| log.message.clone());
         let steps: Vec<crate::record::Step> =
             plan.appends.iter().flat_map(|a| a.steps.clone()).collect();
         // Never push a step the record would refuse: a chain no reader can fold would hold its
@@ -1194,6 +1199,7 @@ impl Runner {
                 }
                 if let Some(event) = report.log {
                     self.refs.insert(refs::log(&self.cfg.runner), event);
+                    self.notify();
                 }
                 self.after_write(write);
             }
@@ -1260,7 +1266,7 @@ impl Runner {
     fn finished(&mut self) {
         self.mine = None;
         let work = self.work.take().expect("an operation ends while working");
-        self.out.forget_all();
+        self.forget_all_but_notices();
         if self.cfg.mode == super::RunMode::Only(work.op.clone()) {
             // `merge --wait`: the result comes from the record, with this runner's own steps
             // folded in, as every reader's does.
