@@ -6,18 +6,17 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, read_chain};
+use super::red_read::{RedRead, RedStep};
 use super::since::{not_linear_warnings, unattributed};
 use super::{
     Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, PluginExit, RawStep, Refs,
 };
-use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
-use crate::red::PostCheck;
 use crate::report;
 use crate::result::{BayResult, Decision};
 use crate::time::Timestamp;
@@ -48,26 +47,13 @@ enum Purpose {
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
-    /// Main's post checks, its red window, the evidence, the window and the notes on it: what
-    /// `detail.red` needs, for the result made so far.
-    RedPolicy(Box<BayResult>),
-    RedConfig(Box<Red>),
-    RedEvidence(Box<Red>, FetchSpec),
-    RedWindow(Box<Red>),
-    RedNotes(Box<Red>, Vec<RawStep>),
+    /// Main's red, read for the result made so far (`detail.red`, `detail.red_pending`).
+    Red(Box<(BayResult, RedRead)>),
     /// Main's config, for `[red] window`, then the commit that added it, then main's newest
     /// commits after it: `detail.unattributed` of the result made so far.
     Window(Box<BayResult>),
     Added(Box<BayResult>, u32),
     Unattributed(Box<BayResult>, u32),
-}
-
-/// A result on its way to `detail.red`, with what is read so far.
-#[derive(Clone, Debug)]
-struct Red {
-    result: BayResult,
-    checks: Vec<PostCheck>,
-    window: u32,
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -109,12 +95,10 @@ impl Status {
     /// Adds what main's post checks say (`detail.red`, `detail.red_pending`), then ends.
     fn finish(&mut self, result: BayResult) {
         match self.remote.get(&refs::main(&self.input.main)).cloned() {
-            Some(commit) => {
-                let read = Action::ReadFile {
-                    commit,
-                    path: POLICY_PATH.into(),
-                };
-                self.out.send(read, Purpose::RedPolicy(Box::new(result)));
+            Some(main) => {
+                let (reader, read) = RedRead::start(main);
+                self.out
+                    .send(read, Purpose::Red(Box::new((result, reader))));
             }
             None => self.conclude(result),
         }
@@ -189,89 +173,38 @@ impl Status {
         self.conclude(report::failed(why, change.as_ref()));
     }
 
-    /// A policy without post checks, or none that parses, has no red to show.
-    fn on_red_policy(&mut self, result: BayResult, bytes: Option<Vec<u8>>) {
-        let checks = bytes
-            .and_then(|bytes| parse_policy(&bytes).ok())
-            .map(|policy| PostCheck::of(&policy))
-            .unwrap_or_default();
-        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
-        match (checks.is_empty(), main) {
-            (false, Some(commit)) => {
-                let red = Red {
-                    result,
-                    checks,
-                    window: crate::red::DEFAULT_WINDOW,
-                };
-                let read = Action::ReadFile {
-                    commit,
-                    path: CONFIG_PATH.into(),
-                };
-                self.out.send(read, Purpose::RedConfig(Box::new(red)));
+    /// One step of reading main's red; a done read adds `detail.red` and `detail.red_pending`
+    /// with `trust`, and one that could not read says `detail.red.unread`, never green.
+    fn on_red(
+        &mut self,
+        mut result: BayResult,
+        mut reader: RedRead,
+        completion: Completion,
+    ) -> Option<Completion> {
+        match reader.on(completion, &mut self.remote) {
+            Err(completion) => return Some(completion),
+            Ok(RedStep::Ask(action)) => {
+                self.out
+                    .send(action, Purpose::Red(Box::new((result, reader))));
             }
-            _ => self.conclude(result),
+            Ok(RedStep::Done(None)) => self.conclude(result),
+            Ok(RedStep::Done(Some(red))) => {
+                let (reds, pending) = red.detail();
+                result.detail.insert("red".into(), reds);
+                result.detail.insert("red_pending".into(), pending);
+                result
+                    .detail
+                    .insert("trust".into(), Value::from(crate::red::TRUST));
+                self.conclude(result);
+            }
+            Ok(RedStep::Unread(why)) => {
+                result
+                    .detail
+                    .insert("red".into(), serde_json::json!({ "unread": why }));
+                self.conclude(result);
+            }
         }
-    }
-
-    fn on_red_config(&mut self, mut red: Red, bytes: Option<Vec<u8>>) {
-        if let Ok(config) = Config::at_main(bytes.as_deref()) {
-            red.window = config.red_window();
-        }
-        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string()]);
-        self.out.send(
-            Action::Fetch(spec.clone()),
-            Purpose::RedEvidence(Box::new(red), spec),
-        );
-    }
-
-    fn on_red_evidence(&mut self, red: Red, spec: FetchSpec, fetched: Refs) {
-        spec.apply(&mut self.remote, fetched);
-        let read = Action::ReadLog {
-            range: self
-                .remote
-                .get(&refs::main(&self.input.main))
-                .map(|main| main.as_str().to_owned()),
-            limit: red.window,
-        };
-        self.out.send(read, Purpose::RedWindow(Box::new(red)));
-    }
-
-    fn on_red_window(&mut self, red: Red, window: Vec<RawStep>) {
-        let notes: Vec<_> = self
-            .remote
-            .iter()
-            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
-            .map(|(_, tip)| tip.clone())
-            .collect();
-        if notes.is_empty() {
-            return self.on_red_notes(red, &window, Vec::new());
-        }
-        let objects = window.iter().map(|raw| raw.oid.clone()).collect();
-        self.out.send(
-            Action::ReadNotes { notes, objects },
-            Purpose::RedNotes(Box::new(red), window),
-        );
-    }
-
-    fn on_red_notes(&mut self, red: Red, window: &[RawStep], lines: Vec<String>) {
-        let judged = crate::red::Red::judge(&red.checks, window, &lines, red.window);
-        let (reds, pending) = judged.detail();
-        let mut result = red.result;
-        result.detail.insert("red".into(), reds);
-        result.detail.insert("red_pending".into(), pending);
-        result
-            .detail
-            .insert("trust".into(), Value::from(crate::red::TRUST));
-        self.conclude(result);
-    }
-
-    /// Red that cannot be read is said so, never shown as green.
-    fn red_unread(&mut self, red: Red, fault: Fault) {
-        let mut result = red.result;
-        result
-            .detail
-            .insert("red".into(), serde_json::json!({ "unread": fault.0 }));
-        self.conclude(result);
+        None
     }
 
     fn on_fetched(&mut self, remote: Refs) {
@@ -538,31 +471,10 @@ impl Status {
             (Purpose::TestMerge(result), Completion::MergeTested(tested)) => {
                 self.on_tested(*result, tested)
             }
-            (Purpose::RedPolicy(result), Completion::FileRead(read)) => match read {
-                Ok(bytes) => self.on_red_policy(*result, bytes),
-                Err(fault) => {
-                    let mut result = *result;
-                    result
-                        .detail
-                        .insert("red".into(), serde_json::json!({ "unread": fault.0 }));
-                    self.conclude(result);
-                }
-            },
-            (Purpose::RedConfig(red), Completion::FileRead(read)) => {
-                self.on_red_config(*red, read.ok().flatten())
+            (Purpose::Red(red), completion) => {
+                let (result, reader) = *red;
+                return self.on_red(result, reader, completion);
             }
-            (Purpose::RedEvidence(red, spec), Completion::Fetched(fetched)) => match fetched {
-                Ok(fetched) => self.on_red_evidence(*red, spec, fetched),
-                Err(fault) => self.red_unread(*red, fault),
-            },
-            (Purpose::RedWindow(red), Completion::LogRead(window)) => match window {
-                Ok(window) => self.on_red_window(*red, window),
-                Err(fault) => self.red_unread(*red, fault),
-            },
-            (Purpose::RedNotes(red, window), Completion::NotesRead(lines)) => match lines {
-                Ok(lines) => self.on_red_notes(*red, &window, lines),
-                Err(fault) => self.red_unread(*red, fault),
-            },
             (Purpose::Window(result), Completion::FileRead(read)) => {
                 self.on_window(*result, read.ok().flatten())
             }
