@@ -58,6 +58,18 @@ fn record(clone: &Path, commit: &str, verdict: &str) -> Ran {
     ran
 }
 
+/// The owner's fix on the red paths, which merges through the red.
+fn fix_of(world: &World, owner: &str) {
+    let (_, fix) = merge_here(
+        world,
+        "dan",
+        "fix the greeting",
+        "src/greeting.txt",
+        &["--fixes", owner],
+    );
+    assert_eq!(fix.doc["decision"], "merged", "{fix:?}");
+}
+
 fn main_tip(world: &World) -> String {
     world.remote_ref("refs/heads/main").expect("main")
 }
@@ -122,14 +134,7 @@ fn a_red_post_check_blocks_a_change_on_its_paths_and_lets_the_owners_fix_through
     assert_eq!(docs.doc["decision"], "merged", "{docs:?}");
 
     // The owner's fix merges through the red.
-    let (_, fix) = merge_here(
-        &world,
-        "dan",
-        "fix the greeting",
-        "src/greeting.txt",
-        &["--fixes", &owner],
-    );
-    assert_eq!(fix.doc["decision"], "merged", "{fix:?}");
+    fix_of(&world, &owner);
 
     // A pass on a newer merge turns main green, and the refused change goes in.
     record(&ci, &main_tip(&world), "pass");
@@ -191,4 +196,64 @@ fn a_record_that_differs_under_one_id_is_refused_and_other_kinds_need_keys() {
     );
     assert_eq!(review.doc["decision"], "failed", "{review:?}");
     assert_eq!(review.code, 20);
+}
+
+/// `bay status --since` lists `main_red` when a post check turns main red after the cursor,
+/// and `main_red_cleared` once it clears; each event is a `bay.event/1`.
+#[test]
+fn status_since_lists_main_red_and_main_red_cleared_after_the_cursor() {
+    let world = world();
+    let ci = world.clone_as("ci");
+    let since = |cursor: Option<&str>| {
+        let mut args = vec!["status", "--since"];
+        args.extend(cursor);
+        let ran = bay(&ci, "ci", &args);
+        assert_eq!(ran.code, 0, "{ran:?}");
+        ran
+    };
+    let start = since(None);
+    let cursor = start.doc["detail"]["cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    assert_eq!(
+        start.doc["detail"]["red_pending"][0]["check"], "smoke",
+        "{start:?}"
+    );
+
+    let (owner, merged) = merge_here(&world, "ann", "new greeting", "src/greeting.txt", &[]);
+    assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+    record(&ci, &main_tip(&world), "product_failure");
+    let turned = since(Some(&cursor));
+    let red_events = |ran: &Ran, kind: &str| -> Vec<serde_json::Value> {
+        ran.doc["detail"]["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|event| event["kind"] == kind)
+            .cloned()
+            .collect()
+    };
+    let red = red_events(&turned, "main_red");
+    assert_eq!(red.len(), 1, "{turned:?}");
+    assert_eq!(red[0]["check"], "smoke");
+    assert_eq!(red[0]["change"], owner.as_str());
+    let schema: serde_json::Value =
+        serde_json::from_str(bay_core::schema::EVENT).expect("the schema is JSON");
+    bay_core::schema::validate(&schema, &red[0]).expect("a bay.event/1");
+    // The same red again is no news.
+    let cursor = turned.doc["detail"]["cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    let quiet = since(Some(&cursor));
+    assert!(red_events(&quiet, "main_red").is_empty(), "{quiet:?}");
+
+    fix_of(&world, &owner);
+    record(&ci, &main_tip(&world), "pass");
+    let cleared = since(Some(&cursor));
+    let gone = red_events(&cleared, "main_red_cleared");
+    assert_eq!(gone.len(), 1, "{cleared:?}");
+    assert_eq!(gone[0]["check"], "smoke");
+    bay_core::schema::validate(&schema, &gone[0]).expect("a bay.event/1");
 }

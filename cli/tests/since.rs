@@ -195,6 +195,7 @@ fn a_cursor_whose_main_commit_this_clone_lacks_fails_saying_to_start_over() {
     let lacking = bay_core::machine::since::Cursor {
         main: bay_core::git::Oid::parse(&"e".repeat(40)).expect("an id"),
         logs: Default::default(),
+        reds: Default::default(),
     }
     .encode();
     push_around_bay(&world, "src/other.txt", "moved\n");

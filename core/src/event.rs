@@ -34,6 +34,10 @@ pub enum EventKind {
     /// A merge outside bay that put bay merges off main's first-parent line (listed by
     /// `status --since`, never written to a log).
     MainNotLinear,
+    /// A post check turned main red (listed by `status --since`, never written to a log).
+    MainRed,
+    /// A post check that was red is no longer (listed by `status --since`).
+    MainRedCleared,
 }
 
 impl EventKind {
@@ -46,6 +50,8 @@ impl EventKind {
             EventKind::NoEffect => "no_effect",
             EventKind::OutsideMerge => "outside_merge",
             EventKind::MainNotLinear => "main_not_linear",
+            EventKind::MainRed => "main_red",
+            EventKind::MainRedCleared => "main_red_cleared",
         }
     }
 
@@ -106,6 +112,11 @@ pub struct BayEvent {
     pub merges_off_first_parent: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capped: Option<bool>,
+    /// A red post check: its id and environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
 }
 
 /// What a runner knows when it ends an operation.
@@ -143,28 +154,46 @@ impl BayEvent {
             parents: Vec::new(),
             merges_off_first_parent: None,
             capped: None,
+            check: None,
+            environment: None,
         })
     }
 
     /// An `outside_merge` event for a main commit that did not merge through bay.
     pub fn outside_merge(commit: &Oid, merged_as: &str, subject: &str, at: Timestamp) -> BayEvent {
         BayEvent {
+            commit: Some(commit.clone()),
+            merged_as: Some(merged_as.into()),
+            subject: Some(subject.into()),
+            ..BayEvent::about(
+                format!("outside_merge.{commit}"),
+                EventKind::OutsideMerge,
+                at,
+            )
+        }
+    }
+
+    /// An event of `kind` named `id`, about nothing yet: every optional field left out.
+    fn about(id: String, kind: EventKind, at: Timestamp) -> BayEvent {
+        BayEvent {
             schema: EVENT_SCHEMA.into(),
-            id: format!("outside_merge.{commit}"),
-            kind: EventKind::OutsideMerge,
+            id,
+            kind,
             change: None,
             op: None,
             runner: None,
             at,
             actor: None,
-            commit: Some(commit.clone()),
+            commit: None,
             base: None,
             code: None,
-            merged_as: Some(merged_as.into()),
-            subject: Some(subject.into()),
+            merged_as: None,
+            subject: None,
             parents: Vec::new(),
             merges_off_first_parent: None,
             capped: None,
+            check: None,
+            environment: None,
         }
     }
 
@@ -172,23 +201,14 @@ impl BayEvent {
     /// merges off the line; `capped` when bay stopped reading behind it. Named by the commit,
     /// so each such merge is one event.
     pub fn not_linear(commit: &crate::machine::MainCommit, hidden: u64, capped: bool) -> BayEvent {
+        let id = format!("main_not_linear.{}", commit.oid);
         BayEvent {
-            schema: EVENT_SCHEMA.into(),
-            id: format!("main_not_linear.{}", commit.oid),
-            kind: EventKind::MainNotLinear,
-            change: None,
-            op: None,
-            runner: None,
-            at: commit.at,
-            actor: None,
             commit: Some(commit.oid.clone()),
-            base: None,
-            code: None,
-            merged_as: None,
             subject: Some(commit.message.lines().next().unwrap_or("").to_string()),
             parents: commit.parents.clone(),
             merges_off_first_parent: Some(hidden),
             capped: Some(capped),
+            ..BayEvent::about(id, EventKind::MainNotLinear, commit.at)
         }
     }
 
@@ -214,6 +234,27 @@ impl BayEvent {
             return Err(format!("schema {:?}, not {EVENT_SCHEMA}", event.schema));
         }
         Ok(event)
+    }
+
+    /// A `main_red` or `main_red_cleared` event: post check `check` in `environment` turned
+    /// red at merge `commit` (of `change`, when bay merged it), or is no longer. Named by the
+    /// check and that merge, so each turn is one event.
+    pub fn red(
+        kind: EventKind,
+        check: &str,
+        environment: &str,
+        commit: &Oid,
+        change: Option<&ChangeId>,
+        at: Timestamp,
+    ) -> BayEvent {
+        let id = format!("{}.{check}.{environment}.{commit}", kind.as_str());
+        BayEvent {
+            change: change.cloned(),
+            commit: Some(commit.clone()),
+            check: Some(check.into()),
+            environment: Some(environment.into()),
+            ..BayEvent::about(id, kind, at)
+        }
     }
 
     /// Whether this event is about `change`.

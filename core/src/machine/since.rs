@@ -4,19 +4,25 @@
 //! `bay.event/1` events each log gained after the cursor's tip of it. It writes nothing.
 //!
 //! The cursor is opaque to its reader: bay's own encoding of main's commit and each log's tip,
-//! with a checksum, so a cursor bay did not return is refused before anything is read.
+//! with a checksum, so a cursor bay did not return is refused before anything is read. It also
+//! keeps the post checks that were red then: red is judged anew on each read (never stored on
+//! the remote), and a check red now and not then is a `main_red` event, one red then and not
+//! now a `main_red_cleared`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::agent::{fold_one, read_chain};
+use super::red_read::{RedRead, RedStep};
 use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, Refs};
 use crate::event::BayEvent;
+use crate::event::EventKind;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::lineage::bay_merge;
+use crate::red::Red;
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -27,12 +33,26 @@ pub const MAX_LISTED: usize = 500;
 /// What the cursor's text starts with: the version of its encoding.
 const CURSOR_PREFIX: &str = "c1";
 
-/// Where a `--since` answer stopped: main's commit and each runner log's tip.
+/// Where a `--since` answer stopped: main's commit, each runner log's tip, and the post checks
+/// red then.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cursor {
     pub main: Oid,
     pub logs: BTreeMap<String, Oid>,
+    pub reds: BTreeSet<RedMark>,
 }
+
+/// One red post check, by the merge of its first failure: the same check red again at
+/// another merge is another turn.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RedMark {
+    pub check: String,
+    pub environment: String,
+    pub merge: Oid,
+}
+
+/// What a red line of the cursor's payload starts with; a runner's name never does.
+const RED_LINE: &str = "!red\t";
 
 impl Cursor {
     /// The cursor as text: `c1`, the hex of its lines, `-`, and 16 hex digits of their SHA-256.
@@ -49,6 +69,12 @@ impl Cursor {
         let mut payload = format!("{}\n", self.main);
         for (runner, tip) in &self.logs {
             payload.push_str(&format!("{runner} {tip}\n"));
+        }
+        for red in &self.reds {
+            payload.push_str(&format!(
+                "{RED_LINE}{}\t{}\t{}\n",
+                red.check, red.environment, red.merge
+            ));
         }
         payload
     }
@@ -78,14 +104,30 @@ impl Cursor {
             .and_then(|line| Oid::parse(line).ok())
             .ok_or_else(|| refuse("it names no main commit"))?;
         let mut logs = BTreeMap::new();
+        let mut reds = BTreeSet::new();
         for line in lines {
+            if let Some(red) = line.strip_prefix(RED_LINE) {
+                let mut fields = red.split('\t');
+                let (Some(check), Some(environment), Some(merge), None) =
+                    (fields.next(), fields.next(), fields.next(), fields.next())
+                else {
+                    return Err(refuse("a red line is broken"));
+                };
+                let merge = Oid::parse(merge).map_err(|_| refuse("a red merge is no commit"))?;
+                reds.insert(RedMark {
+                    check: check.into(),
+                    environment: environment.into(),
+                    merge,
+                });
+                continue;
+            }
             let (runner, tip) = line
                 .split_once(' ')
                 .ok_or_else(|| refuse("a log line is broken"))?;
             let tip = Oid::parse(tip).map_err(|_| refuse("a log tip is not a commit id"))?;
             logs.insert(runner.to_string(), tip);
         }
-        Ok(Cursor { main, logs })
+        Ok(Cursor { main, logs, reds })
     }
 }
 
@@ -122,10 +164,23 @@ pub struct SinceInput {
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
-    /// The view's change, for its base.
+    /// The view's change, for its base and its declared paths.
     ReadChange,
     History,
     Log(String),
+    /// Main's red, judged now.
+    Red(Box<RedRead>),
+}
+
+/// What the read of main's red gave.
+#[derive(Clone, Debug)]
+enum RedNow {
+    /// Not read: `--merged`, or still in flight.
+    Unasked,
+    /// Main's policy names no post check.
+    NoPostChecks,
+    Judged(Red),
+    Unread(String),
 }
 
 /// The `bay status --since` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -143,6 +198,9 @@ pub struct Since {
     /// Where each log on the remote is read from: the next cursor's tip of it when none of
     /// its new events is listed.
     starts: BTreeMap<String, Oid>,
+    red: RedNow,
+    /// The view's change's declared paths, once read: only red on them is its news.
+    paths: Option<Vec<String>>,
     outcome: Option<BayResult>,
 }
 
@@ -152,7 +210,7 @@ impl Since {
         if !input.merged_only {
             patterns.push(refs::LOG_PATTERN.to_string());
         }
-        if let (Some(change), None) = (&input.change, &input.cursor) {
+        if let Some(change) = &input.change {
             patterns.push(refs::change_pattern(change));
         }
         let mut since = Since {
@@ -164,6 +222,8 @@ impl Since {
             history: Vec::new(),
             logs: BTreeMap::new(),
             starts: BTreeMap::new(),
+            red: RedNow::Unasked,
+            paths: None,
             outcome: None,
         };
         since
@@ -195,17 +255,23 @@ impl Since {
                 self.input.main
             ));
         };
+        if !self.input.merged_only {
+            let (reader, read) = RedRead::start(main.clone());
+            self.out.send(read, Purpose::Red(Box::new(reader)));
+            self.pending += 1;
+        }
         match (&self.input.cursor, &self.input.change) {
-            (Some(cursor), _) => {
-                let from = cursor.main.clone();
-                self.read(Some(from));
-            }
-            (None, Some(change)) => match read_chain(&self.remote, change) {
+            (_, Some(change)) => match read_chain(&self.remote, change) {
                 Ok(read) => {
                     self.out.send(read, Purpose::ReadChange);
+                    self.pending += 1;
                 }
                 Err(why) => self.fail(why),
             },
+            (Some(cursor), None) => {
+                let from = cursor.main.clone();
+                self.read(Some(from));
+            }
             // A first call outside a view lists nothing and returns a starting cursor.
             (None, None) => self.read(Some(main)),
         }
@@ -263,24 +329,118 @@ impl Since {
             return;
         }
         let main = self.main_tip().expect("main was fetched");
-        let listing = list(
+        let then = self.input.cursor.as_ref().map(|cursor| cursor.reds.clone());
+        let (reds, red_events) = self.red_news(then.as_ref());
+        let mut listing = list(
             &self.history,
             &self.logs,
             &main,
             self.starts.clone(),
+            reds,
             &self.input,
         );
+        if let Some(Value::Array(events)) = listing.get_mut("events") {
+            events.extend(red_events);
+        }
+        match &self.red {
+            RedNow::Judged(red) => {
+                let pending = red.detail().1;
+                listing.insert("red_pending".into(), pending);
+            }
+            RedNow::Unread(why) => {
+                listing.insert("red_unread".into(), json!(why));
+            }
+            RedNow::Unasked | RedNow::NoPostChecks => {}
+        }
         let mut result = BayResult::ok(None, listing);
         result.say = sentence(&result.detail);
         self.finish(result);
+    }
+
+    /// The red checks the next cursor keeps, and the red events since `then` (the cursor's):
+    /// `main_red` for each red now and not then, `main_red_cleared` for each red then and not
+    /// now. In a view, only red on the change's declared paths; without a cursor, a view is
+    /// told what is red now, and a first call outside a view nothing. Red that could not be
+    /// read keeps what the cursor held, to judge it again next time.
+    fn red_news(&self, then: Option<&BTreeSet<RedMark>>) -> (BTreeSet<RedMark>, Vec<Value>) {
+        let held = then.cloned().unwrap_or_default();
+        let red = match &self.red {
+            RedNow::Judged(red) => red,
+            RedNow::NoPostChecks => return (BTreeSet::new(), Vec::new()),
+            RedNow::Unasked | RedNow::Unread(_) => return (held, Vec::new()),
+        };
+        let mut now = BTreeSet::new();
+        let mut owners = BTreeMap::new();
+        for check in &red.red {
+            let touches = self.paths.as_ref().is_none_or(|paths| check.touches(paths));
+            if !touches {
+                continue;
+            }
+            let mark = RedMark {
+                check: check.check.id.clone(),
+                environment: check.check.environment.clone(),
+                merge: check.first_failure.clone(),
+            };
+            owners.insert(mark.clone(), check.owner().1);
+            now.insert(mark);
+        }
+        let listed = then.is_some() || self.input.change.is_some();
+        if !listed {
+            return (now, Vec::new());
+        }
+        let event = |kind: EventKind, mark: &RedMark, change: Option<&ChangeId>| {
+            let event = BayEvent::red(
+                kind,
+                &mark.check,
+                &mark.environment,
+                &mark.merge,
+                change,
+                self.now,
+            );
+            serde_json::to_value(event).expect("an event serializes")
+        };
+        let mut events: Vec<Value> = now
+            .difference(&held)
+            .map(|mark| event(EventKind::MainRed, mark, owners[mark].as_ref()))
+            .collect();
+        events.extend(
+            held.difference(&now)
+                .map(|mark| event(EventKind::MainRedCleared, mark, None)),
+        );
+        (now, events)
+    }
+
+    fn on_red(&mut self, mut reader: RedRead, completion: Completion) -> Option<Completion> {
+        match reader.on(completion, &mut self.remote) {
+            Err(completion) => return Some(completion),
+            Ok(RedStep::Ask(action)) => {
+                self.out.send(action, Purpose::Red(Box::new(reader)));
+                return None;
+            }
+            Ok(RedStep::Done(None)) => self.red = RedNow::NoPostChecks,
+            Ok(RedStep::Done(Some(red))) => self.red = RedNow::Judged(red),
+            Ok(RedStep::Unread(why)) => self.red = RedNow::Unread(why),
+        }
+        self.pending -= 1;
+        self.maybe_done();
+        None
     }
 
     /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::Red(reader), completion) => return self.on_red(*reader, completion),
             (Purpose::ReadChange, Completion::ChainsRead(Ok(reads))) => match fold_one(&reads) {
-                Ok((record, _, _)) => self.read(Some(record.base)),
+                Ok((record, _, _)) => {
+                    self.pending -= 1;
+                    self.paths = Some(record.paths.clone());
+                    let from = match &self.input.cursor {
+                        Some(cursor) => cursor.main.clone(),
+                        None => record.base,
+                    };
+                    self.read(Some(from))
+                }
                 Err(why) => self.fail(why),
             },
             (Purpose::History, Completion::HistoryRead(Ok(commits))) => {
@@ -316,6 +476,7 @@ fn list(
     logs: &BTreeMap<String, Vec<MainCommit>>,
     main: &Oid,
     mut cursor_logs: BTreeMap<String, Oid>,
+    reds: BTreeSet<RedMark>,
     input: &SinceInput,
 ) -> Map<String, Value> {
     let listed = &history[..history.len().min(MAX_LISTED)];
@@ -377,6 +538,7 @@ fn list(
     let cursor = Cursor {
         main: main_cursor,
         logs: cursor_logs,
+        reds,
     };
     let mut detail = Map::new();
     detail.insert("cursor".into(), json!(cursor.encode()));

@@ -86,7 +86,11 @@ fn remote_with_log(tip: u64) -> Refs {
 fn fetched_from(main: Oid, logs: BTreeMap<String, Oid>, merged_only: bool, remote: Refs) -> Since {
     let mut machine = Since::new(
         SinceInput {
-            cursor: Some(Cursor { main, logs }),
+            cursor: Some(Cursor {
+                main,
+                logs,
+                reds: BTreeSet::new(),
+            }),
             ..input(merged_only, None)
         },
         Timestamp(0),
@@ -106,6 +110,11 @@ fn a_cursor_reads_back_as_it_was_written() {
     let cursor = Cursor {
         main: oid(7),
         logs: BTreeMap::from([("r1".to_string(), oid(8)), ("r-2".to_string(), oid(9))]),
+        reds: BTreeSet::from([RedMark {
+            check: "smoke test".into(),
+            environment: "linux".into(),
+            merge: oid(6),
+        }]),
     };
     let text = cursor.encode();
     assert!(text.starts_with("c1"));
@@ -117,6 +126,7 @@ fn a_cursor_bay_did_not_return_is_refused_saying_what_to_do() {
     let good = Cursor {
         main: oid(7),
         logs: BTreeMap::new(),
+        reds: BTreeSet::new(),
     }
     .encode();
     let (data, sum) = good.split_once('-').expect("a checksum");
@@ -182,6 +192,7 @@ fn at_most_500_merges_are_listed_and_the_cursor_goes_on_after_the_last() {
         &BTreeMap::new(),
         &tip,
         BTreeMap::new(),
+        BTreeSet::new(),
         &input(true, None),
     );
     assert_eq!(detail["merges"].as_array().map(Vec::len), Some(MAX_LISTED));
@@ -200,7 +211,14 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         })
         .collect();
     let logs = BTreeMap::from([("r1".to_string(), commits.clone())]);
-    let all = list(&[], &logs, &oid(1), BTreeMap::new(), &input(false, None));
+    let all = list(
+        &[],
+        &logs,
+        &oid(1),
+        BTreeMap::new(),
+        BTreeSet::new(),
+        &input(false, None),
+    );
     assert_eq!(all["events"].as_array().map(Vec::len), Some(MAX_LISTED));
     assert_eq!(all["more"], true);
     let cursor = Cursor::decode(all["cursor"].as_str().expect("a cursor")).expect("ours");
@@ -211,6 +229,7 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         &logs,
         &oid(1),
         BTreeMap::new(),
+        BTreeSet::new(),
         &input(false, Some("bbbbbbbb")),
     );
     let events = view["events"].as_array().expect("events");
@@ -236,15 +255,35 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         &short,
         &oid(1),
         BTreeMap::new(),
+        BTreeSet::new(),
         &input(false, Some("bbbbbbbb")),
     );
     assert_eq!(view["events"].as_array().map(Vec::len), Some(5));
     assert_eq!(view["more"], false);
 }
 
+/// Answers the red read's first action, main's policy, with none: no post check to judge.
+fn no_policy(machine: &mut Since) {
+    let (id, read) = machine.poll_action().expect("the red read");
+    assert_eq!(
+        read,
+        Action::ReadFile {
+            commit: machine.main_tip().expect("main"),
+            path: crate::check::plan::POLICY_PATH.into(),
+        }
+    );
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(id, Completion::FileRead(Ok(None))),
+        )
+        .expect("a policy answer");
+}
+
 #[test]
 fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
     let mut machine = one_log_moved(oid(1));
+    no_policy(&mut machine);
     let (history, read) = machine.poll_action().expect("main's history");
     assert_eq!(
         read,
@@ -307,6 +346,7 @@ fn a_first_call_outside_a_view_lists_nothing_and_returns_a_starting_cursor() {
             Event::Done(fetch, Completion::Fetched(Ok(remote_with_log(40)))),
         )
         .expect("a fetch answer");
+    no_policy(&mut machine);
     assert!(machine.poll_action().is_none(), "nothing more to read");
     let result = machine.outcome().expect("done");
     assert_eq!(result.detail["merges"], json!([]));
@@ -445,6 +485,7 @@ fn main_only(history: &[MainCommit], main: u64, input: SinceInput) -> Map<String
         &BTreeMap::new(),
         &oid(main),
         BTreeMap::new(),
+        BTreeSet::new(),
         &input,
     )
 }
@@ -452,6 +493,7 @@ fn main_only(history: &[MainCommit], main: u64, input: SinceInput) -> Map<String
 #[test]
 fn a_cursor_whose_log_tip_this_clone_lacks_fails_saying_to_start_over() {
     let mut machine = one_log_moved(oid(3));
+    no_policy(&mut machine);
     let (log, read) = machine
         .poll_action()
         .expect("the log alone: main did not move");
