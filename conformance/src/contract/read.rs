@@ -150,6 +150,34 @@ pub(super) fn cases() -> Vec<Case> {
                 }
             },
         ),
+        Case::new(
+            "read: the chains a clone holds from its fetches, under a prefix",
+            |b| {
+                chain(b);
+                b.set("refs/heads/main", "A");
+                b.see_fetch("fetch", &["refs/heads/main", "refs/bay/changes/*"]);
+                for (label, prefix, limit) in [
+                    ("changes", "refs/bay/changes/", 10),
+                    ("none held", "refs/bay/log/", 10),
+                    ("at most none", "refs/bay/changes/", 0),
+                ] {
+                    let read = Action::ReadHeld {
+                        prefix: prefix.to_owned(),
+                        limit,
+                    };
+                    let shown = match b.execute(&read) {
+                        Completion::HeldRead(Ok(refs)) => refs
+                            .iter()
+                            .map(|(name, oid)| format!("{name}={}", b.show(oid)))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        Completion::HeldRead(Err(_)) => "fault".to_owned(),
+                        other => panic!("a held read answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
         Case::new("read: the stats of a change against its base", |b| {
             b.commit(
                 "A",
