@@ -12,6 +12,7 @@ use super::{
 };
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
+use crate::flow::FLOW_CHAINS;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
@@ -30,6 +31,10 @@ pub struct StatusInput {
     /// The change to report on; `None` reports the queue.
     pub change: Option<ChangeId>,
     pub main: String,
+    /// Whether the result ends with `detail.flow`: plain `bay status` shows it, while a
+    /// command that only watches one operation end (`bay merge` waiting on another runner)
+    /// leaves out reads it would not show.
+    pub flow: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -60,6 +65,10 @@ enum Purpose {
     Window(Box<BayResult>),
     Added(Box<BayResult>, u32),
     Unattributed(Box<BayResult>, u32),
+    /// The change chains this clone holds, then their records: `detail.flow` of the result
+    /// made so far.
+    FlowHeld(Box<BayResult>),
+    FlowChains(Box<BayResult>),
 }
 
 /// A result on its way to `detail.red`, with what is read so far.
@@ -131,8 +140,61 @@ impl Status {
                 };
                 self.out.send(read, Purpose::Window(Box::new(result)));
             }
-            _ => self.end(result),
+            _ => self.read_flow(result),
         }
+    }
+
+    /// Reads the flow of work from the change chains this clone's fetches brought (the newest
+    /// [`FLOW_CHAINS`] of them), never fetching more: the flow costs a status no network, and
+    /// no more however many changes the remote holds. A failed status shows none.
+    fn read_flow(&mut self, result: BayResult) {
+        if !self.input.flow || result.decision == Decision::Failed {
+            return self.end(result);
+        }
+        let read = Action::ReadHeld {
+            prefix: refs::CHANGES.into(),
+            limit: FLOW_CHAINS,
+        };
+        self.out.send(read, Purpose::FlowHeld(Box::new(result)));
+    }
+
+    fn on_flow_held(&mut self, result: BayResult, held: Refs) {
+        let chains: Vec<ChainQuery> = held
+            .into_iter()
+            .filter_map(|(name, tip)| {
+                Some(ChainQuery {
+                    change: refs::parse_change(&name)?,
+                    tip,
+                    known: None,
+                })
+            })
+            .collect();
+        if chains.is_empty() {
+            return self.with_flow(result, Ok(Vec::new()));
+        }
+        self.out.send(
+            Action::ReadChains { chains },
+            Purpose::FlowChains(Box::new(result)),
+        );
+    }
+
+    /// `detail.flow` from the chains read (a chain that does not fold is left out, as the
+    /// queue's rows leave it out), or `{unread}` with the reason.
+    fn with_flow(&mut self, mut result: BayResult, reads: Result<Vec<ChainRead>, Fault>) {
+        let value = match reads {
+            Ok(reads) => {
+                let records: Vec<ChangeRecord> = reads
+                    .iter()
+                    .filter_map(|read| fold_chain(read).ok().map(|(record, _)| record))
+                    .collect();
+                // bay does not act on `[agent] max_live_changes` yet (the policy refuses it by
+                // name), so no actor has a limit.
+                crate::flow::flow(&records, self.now, None)
+            }
+            Err(fault) => crate::flow::unread(&fault.0),
+        };
+        result.detail.insert("flow".into(), value);
+        self.end(result);
     }
 
     fn end(&mut self, result: BayResult) {
@@ -181,7 +243,7 @@ impl Status {
             serde_json::json!({ "unread": format!("bay could not read main's history: {fault}") })
         });
         result.detail.insert("unattributed".into(), value);
-        self.end(result);
+        self.read_flow(result);
     }
 
     fn fail(&mut self, why: String) {
@@ -583,6 +645,13 @@ impl Status {
                 }
                 let value = read.map(|commits| unattributed(window, &commits));
                 self.with_unattributed(*result, value)
+            }
+            (Purpose::FlowHeld(result), Completion::HeldRead(held)) => match held {
+                Ok(held) => self.on_flow_held(*result, held),
+                Err(fault) => self.with_flow(*result, Err(fault)),
+            },
+            (Purpose::FlowChains(result), Completion::ChainsRead(reads)) => {
+                self.with_flow(*result, reads)
             }
             (_, completion) => return Some(completion),
         }

@@ -121,6 +121,6 @@ impl Repo {
 }
 
 /// A remote ref name without its leading `refs/`.
-fn strip(name: &str) -> &str {
+pub(super) fn strip(name: &str) -> &str {
     name.strip_prefix("refs/").unwrap_or(name)
 }
