@@ -676,3 +676,69 @@ fn queue_result(rows: Vec<Value>) -> BayResult {
 }
 
 super::agent::command_machine!(Status, "status");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{Event, Machine};
+
+    /// Runs a queue status to its end against a remote whose main is one commit and whose
+    /// queue is empty, answering the held read with `held`; returns the result and the names
+    /// of the actions asked, in order.
+    fn run(flow: bool, held: Result<Refs, Fault>) -> (BayResult, Vec<&'static str>) {
+        let main = Oid::parse(&"1".repeat(40)).expect("an id");
+        let input = StatusInput {
+            change: None,
+            main: "main".into(),
+            flow,
+        };
+        let now = Timestamp::from_secs(1_000);
+        let mut status = Status::new(input, now);
+        let mut asked = Vec::new();
+        while status.outcome().is_none() {
+            let (id, action) = status.poll_action().expect("a status waits on an action");
+            asked.push(action.name());
+            let completion = match action {
+                Action::Fetch(_) => {
+                    Completion::Fetched(Ok(Refs::from([("refs/heads/main".into(), main.clone())])))
+                }
+                Action::ReadSteps { .. } => Completion::StepsRead(Ok(Vec::new())),
+                Action::ReadFile { .. } => Completion::FileRead(Ok(None)),
+                Action::ReadAdded { .. } => Completion::AddedRead(Ok(None)),
+                Action::ReadHistory(_) => Completion::HistoryRead(Ok(Vec::new())),
+                Action::ReadHeld { .. } => Completion::HeldRead(held.clone()),
+                other => panic!("a queue status asked {other:?}"),
+            };
+            status
+                .handle(now, Event::Done(id, completion))
+                .expect("each action answered once, in kind");
+        }
+        (status.outcome().expect("ended").clone(), asked)
+    }
+
+    #[test]
+    fn flow_that_cannot_be_read_says_why_and_the_status_stands() {
+        let (result, asked) = run(true, Err(Fault("the disk is gone".into())));
+        assert_eq!(result.decision, Decision::Ok);
+        let unread = result.detail["flow"]["unread"].as_str().expect("unread");
+        assert!(unread.contains("the disk is gone"), "{unread}");
+        assert!(result.detail["flow"].get("live").is_none());
+        assert_eq!(asked.iter().filter(|name| **name == "fetch").count(), 1);
+    }
+
+    #[test]
+    fn a_clone_holding_no_chain_shows_an_empty_flow_without_fetching() {
+        let (result, asked) = run(true, Ok(Refs::new()));
+        assert_eq!(result.detail["flow"]["live"], 0);
+        assert!(result.detail["flow"]["oldest_live"].is_null());
+        assert_eq!(asked.last(), Some(&"read-held"));
+        assert_eq!(asked.iter().filter(|name| **name == "fetch").count(), 1);
+    }
+
+    #[test]
+    fn a_status_without_flow_never_reads_what_the_clone_holds() {
+        let (result, asked) = run(false, Ok(Refs::new()));
+        assert!(result.detail.get("flow").is_none());
+        assert!(!asked.contains(&"read-held"));
+    }
+}
