@@ -104,3 +104,32 @@ fn a_status_that_watches_one_change_in_merge_shows_no_flow_but_plain_status_of_i
     assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
     assert!(merge.doc["detail"]["flow"].is_null(), "{merge:?}");
 }
+
+#[test]
+fn a_change_merged_elsewhere_ends_in_the_flow_once_this_clone_holds_the_runners_log() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let bob = world.clone_as("bob");
+    let (bobs, _) = world.submit(&bob, "bob", "bob's", "src/other.txt", "More\n");
+    // Ann's status reads the queue, and so holds bob's chain as it stands: queued.
+    let flow = flow_of(&ann, "ann");
+    assert_eq!(flow["live"], 1, "{flow}");
+    assert_eq!(flow["oldest_live"]["change"], bobs.as_str(), "{flow}");
+    // A runner elsewhere merges it. Ann's queue no longer names it, so her chain stays old.
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.merges_of(&bobs), 1);
+    let flow = flow_of(&ann, "ann");
+    assert_eq!(
+        flow["live"], 1,
+        "what the clone holds, nothing fetched: {flow}"
+    );
+    // `status --since` fetches the runner logs; from then on the flow reads the merge there.
+    let since = bay(&ann, "ann", &["status", "--since"]);
+    assert_eq!(since.code, 0, "{since:?}");
+    let flow = flow_of(&ann, "ann");
+    assert_eq!(flow["live"], 0, "{flow}");
+    assert_eq!(flow["merged"], 1, "{flow}");
+    assert_eq!(flow["cycle_time_s"]["merged"], 1, "{flow}");
+    assert!(flow["oldest_live"].is_null(), "{flow}");
+}

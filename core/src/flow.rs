@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use crate::event::{BayEvent, EventKind};
 use crate::id::ChangeId;
-use crate::record::ChangeRecord;
+use crate::record::{ChangeRecord, OpOutcome};
 use crate::report::check_runs;
 use crate::time::Timestamp;
 
@@ -15,6 +16,11 @@ use crate::time::Timestamp;
 /// the cost of a status stays bounded however many changes the clone ever fetched. Older
 /// chains rarely hold a live change or a merge of the last 30 days.
 pub const FLOW_CHAINS: u32 = 200;
+
+/// How many runner logs this clone holds, the most recently written first, the flow reads,
+/// and how many of the newest events of each: bounded as the chains are.
+pub const FLOW_LOGS: u32 = 50;
+pub const FLOW_EVENTS: u32 = 500;
 
 /// `merged` counts the merges of this window.
 pub const MERGED_WINDOW_MS: u64 = 7 * 24 * 3600 * 1000;
@@ -51,14 +57,62 @@ fn live(record: &ChangeRecord, superseded: &BTreeSet<&ChangeId>) -> bool {
     !record.ended() && !superseded.contains(&record.change)
 }
 
-/// `detail.flow` from `records` (one per change; a change read twice counts once) at the
-/// reader's `now`. `limit` is `[agent] max_live_changes`, or `None` where no policy sets one.
-pub fn flow(records: &[ChangeRecord], now: Timestamp, limit: Option<u64>) -> Value {
+/// Folds the ends the runner logs report into the records: a chain this clone read before
+/// its operation ended (another machine merged it since) ends as its log says, at the event's
+/// time, on the runner's clock like the outcome step it stands for. Only the latest operation,
+/// and only while the chain has not ended it itself, so a log never rewrites what a chain says.
+fn with_ends(records: &[ChangeRecord], ends: &[BayEvent]) -> Vec<ChangeRecord> {
+    let mut records = records.to_vec();
+    for record in &mut records {
+        let Some(op) = record.ops.last_mut().filter(|op| !op.state.is_terminal()) else {
+            continue;
+        };
+        let end = ends.iter().find_map(|event| {
+            let state = event.kind.end_state()?;
+            (event.op.as_ref() == Some(&op.id)).then_some((state, event))
+        });
+        if let Some((state, event)) = end {
+            op.owner = None;
+            op.state = state;
+            op.outcome = Some(OpOutcome {
+                state,
+                reason: event.code,
+                detail: json!({ "from_log": event.runner }),
+                by: event.runner.clone().unwrap_or_default(),
+                at: event.at,
+            });
+        }
+    }
+    records
+}
+
+/// `detail.flow` from `records` (one per change; a change read twice counts once) and the
+/// `ends` the runner logs report, at the reader's `now`. A merge a log reports for a change
+/// whose chain is not read counts in `merged`, but is not timed: its start is unknown. `limit`
+/// is `[agent] max_live_changes`, or `None` where no policy sets one.
+pub fn flow(
+    records: &[ChangeRecord],
+    ends: &[BayEvent],
+    now: Timestamp,
+    limit: Option<u64>,
+) -> Value {
+    let records = with_ends(records, ends);
     let mut seen = BTreeSet::new();
     let records: Vec<&ChangeRecord> = records
         .iter()
         .filter(|record| seen.insert(&record.change))
         .collect();
+    // Merges in the logs alone, once per change, with how long ago each was.
+    let mut logged: BTreeMap<&ChangeId, u64> = BTreeMap::new();
+    for event in ends.iter().filter(|event| event.kind == EventKind::Merged) {
+        if let Some(change) = event
+            .change
+            .as_ref()
+            .filter(|change| !seen.contains(change))
+        {
+            logged.insert(change, now.millis_since(event.at));
+        }
+    }
     let superseded: BTreeSet<&ChangeId> = records
         .iter()
         .filter_map(|record| record.supersedes.as_ref())
@@ -83,7 +137,9 @@ pub fn flow(records: &[ChangeRecord], now: Timestamp, limit: Option<u64>) -> Val
         .collect();
     let merged_7d = merges
         .iter()
-        .filter(|(_, _, ago)| *ago <= MERGED_WINDOW_MS)
+        .map(|(_, _, ago)| ago)
+        .chain(logged.values())
+        .filter(|ago| **ago <= MERGED_WINDOW_MS)
         .count();
     let timed: Vec<_> = merges
         .iter()

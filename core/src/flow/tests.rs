@@ -176,7 +176,7 @@ proptest! {
 
 #[test]
 fn nothing_read_is_an_empty_flow_with_nulls() {
-    let flow = flow(&[], Timestamp::from_secs(1_000), None);
+    let flow = flow(&[], &[], Timestamp::from_secs(1_000), None);
     assert_eq!(flow["live"], 0);
     assert_eq!(flow["by_actor"], serde_json::json!([]));
     assert_eq!(flow["merged"], 0);
@@ -210,7 +210,7 @@ fn merged(n: u8, actor: &str, start_s: u64) -> Chain {
 #[test]
 fn a_merge_is_counted_and_timed_from_its_steps() {
     let records = [merged(1, "ann", NOW_S - DAY_S).record()];
-    let flow = flow(&records, Timestamp::from_secs(NOW_S), None);
+    let flow = flow(&records, &[], Timestamp::from_secs(NOW_S), None);
     assert_eq!(flow["live"], 0);
     assert_eq!(flow["merged"], 1);
     assert_eq!(
@@ -236,7 +236,7 @@ fn windows_split_merges_by_age() {
         merged(2, "bob", NOW_S - 10 * DAY_S).record(),
         merged(3, "cyd", NOW_S - 35 * DAY_S).record(),
     ];
-    let flow = flow(&records, Timestamp::from_secs(NOW_S), None);
+    let flow = flow(&records, &[], Timestamp::from_secs(NOW_S), None);
     assert_eq!(flow["merged"], 1, "only the merge of the last 7 days");
     assert_eq!(
         flow["cycle_time_s"]["merged"], 2,
@@ -253,7 +253,7 @@ fn an_unchecked_merge_adds_no_check_run() {
         .claim(NOW_S - 390)
         .candidate(NOW_S - 380)
         .end(NOW_S - 370, OpState::Merged);
-    let flow = flow(&[chain.record()], Timestamp::from_secs(NOW_S), None);
+    let flow = flow(&[chain.record()], &[], Timestamp::from_secs(NOW_S), None);
     assert_eq!(flow["cycle_time_s"]["merged"], 1);
     assert_eq!(flow["check_time_s"], Value::Null);
 }
@@ -275,7 +275,7 @@ fn live_changes_are_counted_per_actor_with_the_oldest_named() {
         .iter()
         .map(|chain| chain.record())
         .collect();
-    let flow = flow(&records, Timestamp::from_secs(NOW_S), Some(3));
+    let flow = flow(&records, &[], Timestamp::from_secs(NOW_S), Some(3));
     assert_eq!(flow["live"], 3);
     assert_eq!(
         flow["by_actor"],
@@ -298,7 +298,7 @@ fn a_superseded_change_and_a_change_read_twice_count_once_or_not_at_all() {
         *supersedes = Some(old.change.clone());
     }
     let records = [old.record(), newer.record(), newer.record()];
-    let flow = flow(&records, Timestamp::from_secs(NOW_S), None);
+    let flow = flow(&records, &[], Timestamp::from_secs(NOW_S), None);
     assert_eq!(flow["live"], 1);
     assert_eq!(flow["oldest_live"]["change"], newer.change.to_string());
 }
@@ -306,7 +306,64 @@ fn a_superseded_change_and_a_change_read_twice_count_once_or_not_at_all() {
 #[test]
 fn a_step_from_a_clock_ahead_of_the_reader_never_makes_a_negative_time() {
     let records = [merged(1, "ann", NOW_S + 50).record()];
-    let flow = flow(&records, Timestamp::from_secs(NOW_S), None);
+    let flow = flow(&records, &[], Timestamp::from_secs(NOW_S), None);
     assert_eq!(flow["merged"], 1);
     assert_eq!(flow["cycle_time_s"]["p50"], 200);
+}
+
+/// The event a runner's log holds for the end of `change`'s first operation.
+fn logged_end(change: &ChangeId, state: OpState, at_s: u64) -> BayEvent {
+    let op = change.op(1);
+    crate::event::BayEvent::ended(crate::event::Ended {
+        runner: "far-runner",
+        change,
+        op: &op,
+        actor: "ann",
+        at: Timestamp::from_secs(at_s),
+        state,
+        code: None,
+        merge: None,
+    })
+    .expect("an end")
+}
+
+#[test]
+fn a_log_ends_a_chain_read_before_its_operation_ended() {
+    let mut stale = Chain::start(1, "ann", NOW_S - 1_000);
+    stale.request(NOW_S - 900);
+    let records = [stale.record()];
+    let ends = [logged_end(&stale.change, OpState::Merged, NOW_S - 400)];
+    let flow = flow(&records, &ends, Timestamp::from_secs(NOW_S), None);
+    assert_eq!(flow["live"], 0, "{flow}");
+    assert_eq!(flow["merged"], 1);
+    assert_eq!(
+        flow["cycle_time_s"],
+        serde_json::json!({"p50": 600, "p90": 600, "merged": 1})
+    );
+    // The chain never saw the claim, so it carries no wait.
+    assert_eq!(flow["queue_wait_s"], Value::Null);
+}
+
+#[test]
+fn a_log_never_rewrites_an_end_the_chain_holds_and_counts_merges_of_unread_chains() {
+    let mut failed = Chain::start(1, "ann", NOW_S - 1_000);
+    failed
+        .request(NOW_S - 900)
+        .claim(NOW_S - 890)
+        .end(NOW_S - 880, OpState::Failed);
+    let unread = ChangeId::from_entropy([9, 9, 9, 9, 9]);
+    let ends = [
+        logged_end(&failed.change, OpState::Merged, NOW_S - 100),
+        logged_end(&unread, OpState::Merged, NOW_S - 50),
+        logged_end(&unread, OpState::Merged, NOW_S - 40),
+        logged_end(&unread, OpState::Failed, NOW_S - 30),
+    ];
+    let flow = flow(&[failed.record()], &ends, Timestamp::from_secs(NOW_S), None);
+    assert_eq!(flow["live"], 1, "a failed operation leaves its change live");
+    assert_eq!(flow["merged"], 1, "the unread change's merge, once");
+    assert_eq!(
+        flow["cycle_time_s"],
+        Value::Null,
+        "no start to time it from"
+    );
 }

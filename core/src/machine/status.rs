@@ -12,7 +12,8 @@ use super::{
 };
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
-use crate::flow::FLOW_CHAINS;
+use crate::event::BayEvent;
+use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
@@ -68,7 +69,19 @@ enum Purpose {
     /// The change chains this clone holds, then their records: `detail.flow` of the result
     /// made so far.
     FlowHeld(Box<BayResult>),
-    FlowChains(Box<BayResult>),
+    FlowLogs(Box<FlowRead>),
+    FlowLog(Box<FlowRead>),
+    FlowChains(Box<FlowRead>),
+}
+
+/// A result on its way to `detail.flow`, with what is read so far: the chains to read, the
+/// logs still to read, and the ends read from logs.
+#[derive(Clone, Debug)]
+struct FlowRead {
+    result: BayResult,
+    chains: Vec<ChainQuery>,
+    logs: Vec<Oid>,
+    ends: Vec<BayEvent>,
 }
 
 /// A result on its way to `detail.red`, with what is read so far.
@@ -144,9 +157,10 @@ impl Status {
         }
     }
 
-    /// Reads the flow of work from the change chains this clone's fetches brought (the newest
-    /// [`FLOW_CHAINS`] of them), never fetching more: the flow costs a status no network, and
-    /// no more however many changes the remote holds. A failed status shows none.
+    /// Reads the flow of work from the change chains and runner logs this clone's fetches
+    /// brought (the newest [`FLOW_CHAINS`] chains, the newest [`FLOW_EVENTS`] events of the
+    /// newest [`FLOW_LOGS`] logs), never fetching more: the flow costs a status no network,
+    /// and no more however many changes the remote holds. A failed status shows none.
     fn read_flow(&mut self, result: BayResult) {
         if !self.input.flow || result.decision == Decision::Failed {
             return self.end(result);
@@ -158,6 +172,7 @@ impl Status {
         self.out.send(read, Purpose::FlowHeld(Box::new(result)));
     }
 
+    /// The chains held; then the logs held.
     fn on_flow_held(&mut self, result: BayResult, held: Refs) {
         let chains: Vec<ChainQuery> = held
             .into_iter()
@@ -169,18 +184,53 @@ impl Status {
                 })
             })
             .collect();
-        if chains.is_empty() {
-            return self.with_flow(result, Ok(Vec::new()));
+        let flow = FlowRead {
+            result,
+            chains,
+            logs: Vec::new(),
+            ends: Vec::new(),
+        };
+        let read = Action::ReadHeld {
+            prefix: refs::LOG.into(),
+            limit: FLOW_LOGS,
+        };
+        self.out.send(read, Purpose::FlowLogs(Box::new(flow)));
+    }
+
+    /// Reads the next log's newest events, one log at a time; then the chains.
+    fn next_flow_read(&mut self, mut flow: FlowRead) {
+        if let Some(tip) = flow.logs.pop() {
+            let read = Action::ReadLog {
+                range: Some(tip.to_string()),
+                limit: FLOW_EVENTS,
+            };
+            self.out.send(read, Purpose::FlowLog(Box::new(flow)));
+            return;
         }
+        if flow.chains.is_empty() {
+            return self.with_flow(flow, Ok(Vec::new()));
+        }
+        let chains = std::mem::take(&mut flow.chains);
         self.out.send(
             Action::ReadChains { chains },
-            Purpose::FlowChains(Box::new(result)),
+            Purpose::FlowChains(Box::new(flow)),
         );
     }
 
+    /// The ends a log reports; a commit that is no event is no end.
+    fn on_flow_log(&mut self, mut flow: FlowRead, events: Vec<RawStep>) {
+        flow.ends.extend(
+            events
+                .iter()
+                .filter_map(|raw| BayEvent::from_message(&raw.message).ok())
+                .filter(|event| event.kind.end_state().is_some()),
+        );
+        self.next_flow_read(flow);
+    }
+
     /// `detail.flow` from the chains read (a chain that does not fold is left out, as the
-    /// queue's rows leave it out), or `{unread}` with the reason.
-    fn with_flow(&mut self, mut result: BayResult, reads: Result<Vec<ChainRead>, Fault>) {
+    /// queue's rows leave it out) and the logs' ends, or `{unread}` with the reason.
+    fn with_flow(&mut self, flow: FlowRead, reads: Result<Vec<ChainRead>, Fault>) {
         let value = match reads {
             Ok(reads) => {
                 let records: Vec<ChangeRecord> = reads
@@ -189,12 +239,18 @@ impl Status {
                     .collect();
                 // bay does not act on `[agent] max_live_changes` yet (the policy refuses it by
                 // name), so no actor has a limit.
-                crate::flow::flow(&records, self.now, None)
+                crate::flow::flow(&records, &flow.ends, self.now, None)
             }
             Err(fault) => crate::flow::unread(&fault.0),
         };
+        let mut result = flow.result;
         result.detail.insert("flow".into(), value);
         self.end(result);
+    }
+
+    /// The flow unread, with the reason.
+    fn flow_unread(&mut self, flow: FlowRead, fault: Fault) {
+        self.with_flow(flow, Err(fault));
     }
 
     fn end(&mut self, result: BayResult) {
@@ -648,10 +704,27 @@ impl Status {
             }
             (Purpose::FlowHeld(result), Completion::HeldRead(held)) => match held {
                 Ok(held) => self.on_flow_held(*result, held),
-                Err(fault) => self.with_flow(*result, Err(fault)),
+                Err(fault) => {
+                    let mut result = *result;
+                    result
+                        .detail
+                        .insert("flow".into(), crate::flow::unread(&fault.0));
+                    self.end(result);
+                }
             },
-            (Purpose::FlowChains(result), Completion::ChainsRead(reads)) => {
-                self.with_flow(*result, reads)
+            (Purpose::FlowLogs(mut flow), Completion::HeldRead(held)) => match held {
+                Ok(held) => {
+                    flow.logs = held.into_values().collect();
+                    self.next_flow_read(*flow)
+                }
+                Err(fault) => self.flow_unread(*flow, fault),
+            },
+            (Purpose::FlowLog(flow), Completion::LogRead(read)) => match read {
+                Ok(events) => self.on_flow_log(*flow, events),
+                Err(fault) => self.flow_unread(*flow, fault),
+            },
+            (Purpose::FlowChains(flow), Completion::ChainsRead(reads)) => {
+                self.with_flow(*flow, reads)
             }
             (_, completion) => return Some(completion),
         }
