@@ -1,6 +1,7 @@
-//! `detail.flow` of `bay status`: the flow of work, measured from the change records a clone
-//! holds. Nothing here is stored: every figure is computed again from the steps' own times
-//! (each the `at` of the step that recorded it, on its writer's clock) and the reader's `now`.
+//! `detail.flow` of `bay status`: the flow of work, measured from the change records and the
+//! runner logs' ends a clone holds. Nothing here is stored: every figure is computed again
+//! from the steps' own times (each the `at` of the step or event that recorded it, on its
+//! writer's clock) and the reader's `now`, so no figure can disagree with the records.
 
 use std::collections::{BTreeMap, BTreeSet};
 
