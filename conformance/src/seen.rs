@@ -74,6 +74,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::LogRead(r) => r.is_err(),
         Completion::HistoryRead(r) => r.is_err(),
         Completion::AddedRead(r) => r.is_err(),
+        Completion::HeldRead(r) => r.is_err(),
         Completion::MergeTested(r) => r.is_err(),
         Completion::MergeBaseFound(r) => r.is_err(),
         Completion::CandidateBuilt(r) => r.is_err(),

@@ -55,6 +55,22 @@ impl EventKind {
         }
     }
 
+    /// The state an operation ended in, by the event that reports its end; none for a kind
+    /// that reports no operation's end.
+    pub const fn end_state(self) -> Option<OpState> {
+        match self {
+            EventKind::Merged => Some(OpState::Merged),
+            EventKind::Refused => Some(OpState::Blocked),
+            EventKind::Failed => Some(OpState::Failed),
+            EventKind::Superseded => Some(OpState::Superseded),
+            EventKind::NoEffect => Some(OpState::NoEffect),
+            EventKind::OutsideMerge
+            | EventKind::MainNotLinear
+            | EventKind::MainRed
+            | EventKind::MainRedCleared => None,
+        }
+    }
+
     /// The kind of event that reports an operation ending in `state`; none for a state that
     /// is not an end.
     pub const fn of_end(state: OpState) -> Option<EventKind> {

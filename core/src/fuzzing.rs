@@ -2007,6 +2007,17 @@ impl Driver {
                 }
                 Ok(commits)
             })?),
+            // What the clone holds is what the world's last answered fetch brought.
+            Action::ReadHeld { prefix, limit } => {
+                let held = self
+                    .refs
+                    .iter()
+                    .filter(|(name, _)| name.starts_with(prefix.as_str()))
+                    .take(*limit as usize)
+                    .map(|(name, oid)| (name.clone(), oid.clone()))
+                    .collect();
+                Completion::HeldRead(maybe_fault(u, 16, |_| Ok(held))?)
+            }
             Action::ReadAdded { .. } => Completion::AddedRead(maybe_fault(u, 16, |u| {
                 Option::<u8>::arbitrary(u)?.map(|_| oid(u)).transpose()
             })?),

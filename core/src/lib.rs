@@ -11,6 +11,7 @@ pub mod check;
 pub mod config;
 pub mod disk;
 pub mod event;
+pub mod flow;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
 pub mod git;

@@ -6,8 +6,9 @@ use serde_json::{Map, Value};
 use crate::git::Oid;
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, Operation};
+use crate::record::{ChangeRecord, CheckRec, Operation};
 use crate::result::{BayResult, OpState, WaitingFor};
+use crate::time::Timestamp;
 
 fn object(value: Value) -> Map<String, Value> {
     match value {
@@ -106,6 +107,29 @@ pub fn with_main(result: BayResult, main: Option<&Oid>) -> BayResult {
     }
 }
 
+/// Each check run of `op` with the moment it started: a check runs from the step before it (its
+/// candidate, or the check recorded before it on that candidate) to its own, each time on its
+/// writer's clock. `operation.timing` and `detail.flow` both time runs this way, so the two
+/// never disagree about one run.
+pub fn check_runs(op: &Operation) -> impl Iterator<Item = (&CheckRec, Timestamp)> {
+    op.checks.iter().map(|check| {
+        let started = op
+            .checks
+            .iter()
+            .filter(|c| c.candidate == check.candidate && c.at <= check.at && *c != check)
+            .map(|c| c.at)
+            .chain(
+                op.candidates
+                    .iter()
+                    .filter(|c| c.id == check.candidate)
+                    .map(|c| c.at),
+            )
+            .max()
+            .unwrap_or(check.at);
+        (check, started)
+    })
+}
+
 /// `operation.timing` of an ended operation, in Unix seconds, from the times its steps carry
 /// (each on its writer's clock; never a clock read now). A field whose source is missing is
 /// left out.
@@ -128,23 +152,9 @@ pub fn timing(op: &Operation) -> Option<Value> {
         "ended_at"
     };
     timing.insert(end_key.into(), Value::from(outcome.at.secs()));
-    // A check runs from the step before it (its candidate, or the check before) to its own.
     let mut checks = Vec::new();
     let mut check_ms = 0;
-    for check in &op.checks {
-        let started = op
-            .checks
-            .iter()
-            .filter(|c| c.candidate == check.candidate && c.at <= check.at && c != &check)
-            .map(|c| c.at)
-            .chain(
-                op.candidates
-                    .iter()
-                    .filter(|c| c.id == check.candidate)
-                    .map(|c| c.at),
-            )
-            .max()
-            .unwrap_or(check.at);
+    for (check, started) in check_runs(op) {
         check_ms += check.at.millis_since(started);
         checks.push(serde_json::json!({
             "check": check.check,

@@ -148,6 +148,9 @@ impl Repo {
                 path,
                 within,
             } => Completion::AddedRead(self.read_added(commit, path, *within)),
+            Action::ReadHeld { prefix, limit } => {
+                Completion::HeldRead(self.read_held(prefix, *limit))
+            }
             Action::TestMerge { onto, draft, base } => Completion::MergeTested(
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
             ),

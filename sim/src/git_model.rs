@@ -79,6 +79,9 @@ impl GitModel {
                 path,
                 within,
             } => Completion::AddedRead(Ok(self.added(commit, path, *within))),
+            Action::ReadHeld { prefix, limit } => {
+                Completion::HeldRead(Ok(self.read_held(prefix, *limit)))
+            }
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
@@ -173,6 +176,32 @@ impl GitModel {
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {
         self.remote.push(&mut self.store, plan, &mut self.notes)
+    }
+
+    /// The remote's refs under `prefix`, the newest tips first (by the `at` of the step a tip
+    /// records, for want of commit times in the model's store), at most `limit`. The model
+    /// keeps no clone's mirror apart from the remote, as its `ReadLog` of main does not: every
+    /// machine reads what the remote holds, as if it had just fetched it.
+    pub fn read_held(&self, prefix: &str, limit: u32) -> Refs {
+        let mut held: Vec<(u64, &String, &Oid)> = self
+            .remote
+            .refs
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(name, oid)| {
+                let at = self
+                    .store
+                    .get(oid)
+                    .and_then(|commit| bay_core::record::Step::from_message(&commit.message).ok())
+                    .map_or(0, |step| step.at.millis());
+                (at, name, oid)
+            })
+            .collect();
+        held.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        held.into_iter()
+            .take(limit as usize)
+            .map(|(_, name, oid)| (name.clone(), oid.clone()))
+            .collect()
     }
 
     pub fn read_steps(&self, oids: &[Oid]) -> Vec<RawStep> {

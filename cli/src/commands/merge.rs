@@ -94,6 +94,7 @@ pub fn merge_change(
             StatusInput {
                 change: Some(change.clone()),
                 main: context.main.clone(),
+                flow: false,
             },
             fetched_at,
         );

@@ -84,6 +84,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     let input = StatusInput {
         change,
         main: context.main.clone(),
+        flow: true,
     };
     let mut machine = Status::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {

@@ -150,6 +150,25 @@ pub(super) fn cases() -> Vec<Case> {
                 }
             },
         ),
+        Case::new(
+            "read: the chains a clone holds from its fetches, under a prefix",
+            |b| {
+                chain(b);
+                // An accepted push leaves its refs held, as a fetch would.
+                let pushed = held(b, "refs/bay/changes/", 10);
+                b.see("held after its own pushes", pushed);
+                b.set("refs/heads/main", "A");
+                b.see_fetch("fetch", &["refs/heads/main", "refs/bay/changes/*"]);
+                for (label, prefix, limit) in [
+                    ("changes", "refs/bay/changes/", 10),
+                    ("none held", "refs/bay/log/", 10),
+                    ("at most none", "refs/bay/changes/", 0),
+                ] {
+                    let shown = held(b, prefix, limit);
+                    b.see(label, shown);
+                }
+            },
+        ),
         Case::new("read: the stats of a change against its base", |b| {
             b.commit(
                 "A",
@@ -188,6 +207,23 @@ pub(super) fn cases() -> Vec<Case> {
             b.see("to a missing commit", shown);
         }),
     ]
+}
+
+/// The refs the arm's clone holds under `prefix`, as `<name>=<symbol>`.
+fn held(b: &mut Bench<'_>, prefix: &str, limit: u32) -> String {
+    let read = Action::ReadHeld {
+        prefix: prefix.to_owned(),
+        limit,
+    };
+    match b.execute(&read) {
+        Completion::HeldRead(Ok(refs)) => refs
+            .iter()
+            .map(|(name, oid)| format!("{name}={}", b.show(oid)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Completion::HeldRead(Err(_)) => "fault".to_owned(),
+        other => panic!("a held read answered {other:?}"),
+    }
 }
 
 /// Each path as `<path>:<bytes>/<added lines>`, `-` for what is not there.

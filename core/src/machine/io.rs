@@ -64,6 +64,11 @@ pub enum Action {
         path: String,
         within: u32,
     },
+    /// List the refs this clone holds from its earlier fetches whose names on the remote start
+    /// with `prefix` (such as `refs/bay/changes/`), never fetching: at most `limit`, those
+    /// whose tips were committed last, named as on the remote. What a reader that must not
+    /// reach the network (the flow of `bay status`) knows of the remote.
+    ReadHeld { prefix: String, limit: u32 },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -117,6 +122,7 @@ impl Action {
             Action::ReadLog { .. } => "read-log",
             Action::ReadHistory(_) => "read-history",
             Action::ReadAdded { .. } => "read-added",
+            Action::ReadHeld { .. } => "read-held",
             Action::TestMerge { .. } => "test-merge",
             Action::MergeBase { .. } => "merge-base",
             Action::Push(_) => "push",
@@ -517,6 +523,7 @@ pub enum Completion {
     LogRead(Result<Vec<RawStep>, Fault>),
     HistoryRead(Result<Vec<MainCommit>, Fault>),
     AddedRead(Result<Option<Oid>, Fault>),
+    HeldRead(Result<Refs, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
     MergeBaseFound(Result<Option<Oid>, Fault>),
     Pushed(PushReport),

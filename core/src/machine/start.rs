@@ -954,6 +954,7 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::LogRead(Err(f))
         | Completion::HistoryRead(Err(f))
         | Completion::AddedRead(Err(f))
+        | Completion::HeldRead(Err(f))
         | Completion::MergeTested(Err(f))
         | Completion::MergeBaseFound(Err(f))
         | Completion::CandidateBuilt(Err(f))

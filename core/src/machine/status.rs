@@ -12,6 +12,8 @@ use super::{
     Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, PluginExit, RawStep, Refs,
 };
 use crate::config::{CONFIG_PATH, Config, hold_on};
+use crate::event::BayEvent;
+use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
@@ -29,6 +31,10 @@ pub struct StatusInput {
     /// The change to report on; `None` reports the queue.
     pub change: Option<ChangeId>,
     pub main: String,
+    /// Whether the result ends with `detail.flow`: plain `bay status` shows it, while a
+    /// command that only watches one operation end (`bay merge` waiting on another runner)
+    /// leaves out reads it would not show.
+    pub flow: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -54,6 +60,22 @@ enum Purpose {
     Window(Box<BayResult>),
     Added(Box<BayResult>, u32),
     Unattributed(Box<BayResult>, u32),
+    /// The change chains this clone holds, then their records: `detail.flow` of the result
+    /// made so far.
+    FlowHeld(Box<BayResult>),
+    FlowLogs(Box<FlowRead>),
+    FlowLog(Box<FlowRead>),
+    FlowChains(Box<FlowRead>),
+}
+
+/// A result on its way to `detail.flow`, with what is read so far: the chains to read, the
+/// logs still to read, and the ends read from logs.
+#[derive(Clone, Debug)]
+struct FlowRead {
+    result: BayResult,
+    chains: Vec<ChainQuery>,
+    logs: Vec<Oid>,
+    ends: Vec<BayEvent>,
 }
 
 /// The `bay status` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -115,8 +137,104 @@ impl Status {
                 };
                 self.out.send(read, Purpose::Window(Box::new(result)));
             }
-            _ => self.end(result),
+            _ => self.read_flow(result),
         }
+    }
+
+    /// Reads the flow of work from the change chains and runner logs this clone's fetches
+    /// brought (the newest [`FLOW_CHAINS`] chains, the newest [`FLOW_EVENTS`] events of the
+    /// newest [`FLOW_LOGS`] logs), never fetching more: the flow costs a status no network,
+    /// and no more however many changes the remote holds. A failed status shows none.
+    fn read_flow(&mut self, result: BayResult) {
+        if !self.input.flow || result.decision == Decision::Failed {
+            return self.end(result);
+        }
+        let read = Action::ReadHeld {
+            prefix: refs::CHANGES.into(),
+            limit: FLOW_CHAINS,
+        };
+        self.out.send(read, Purpose::FlowHeld(Box::new(result)));
+    }
+
+    /// The chains held; then the logs held.
+    fn on_flow_held(&mut self, result: BayResult, held: Refs) {
+        let chains: Vec<ChainQuery> = held
+            .into_iter()
+            .filter_map(|(name, tip)| {
+                Some(ChainQuery {
+                    change: refs::parse_change(&name)?,
+                    tip,
+                    known: None,
+                })
+            })
+            .collect();
+        let flow = FlowRead {
+            result,
+            chains,
+            logs: Vec::new(),
+            ends: Vec::new(),
+        };
+        let read = Action::ReadHeld {
+            prefix: refs::LOG.into(),
+            limit: FLOW_LOGS,
+        };
+        self.out.send(read, Purpose::FlowLogs(Box::new(flow)));
+    }
+
+    /// Reads the next log's newest events, one log at a time; then the chains.
+    fn next_flow_read(&mut self, mut flow: FlowRead) {
+        if let Some(tip) = flow.logs.pop() {
+            let read = Action::ReadLog {
+                range: Some(tip.to_string()),
+                limit: FLOW_EVENTS,
+            };
+            self.out.send(read, Purpose::FlowLog(Box::new(flow)));
+            return;
+        }
+        if flow.chains.is_empty() {
+            return self.with_flow(flow, Ok(Vec::new()));
+        }
+        let chains = std::mem::take(&mut flow.chains);
+        self.out.send(
+            Action::ReadChains { chains },
+            Purpose::FlowChains(Box::new(flow)),
+        );
+    }
+
+    /// The ends a log reports; a commit that is no event is no end.
+    fn on_flow_log(&mut self, mut flow: FlowRead, events: Vec<RawStep>) {
+        flow.ends.extend(
+            events
+                .iter()
+                .filter_map(|raw| BayEvent::from_message(&raw.message).ok())
+                .filter(|event| event.kind.end_state().is_some()),
+        );
+        self.next_flow_read(flow);
+    }
+
+    /// `detail.flow` from the chains read (a chain that does not fold is left out, as the
+    /// queue's rows leave it out) and the logs' ends, or `{unread}` with the reason.
+    fn with_flow(&mut self, flow: FlowRead, reads: Result<Vec<ChainRead>, Fault>) {
+        let value = match reads {
+            Ok(reads) => {
+                let records: Vec<ChangeRecord> = reads
+                    .iter()
+                    .filter_map(|read| fold_chain(read).ok().map(|(record, _)| record))
+                    .collect();
+                // bay does not act on `[agent] max_live_changes` yet (the policy refuses it by
+                // name), so no actor has a limit.
+                crate::flow::flow(&records, &flow.ends, self.now, None)
+            }
+            Err(fault) => crate::flow::unread(&fault.0),
+        };
+        let mut result = flow.result;
+        result.detail.insert("flow".into(), value);
+        self.end(result);
+    }
+
+    /// The flow unread, with the reason.
+    fn flow_unread(&mut self, flow: FlowRead, fault: Fault) {
+        self.with_flow(flow, Err(fault));
     }
 
     fn end(&mut self, result: BayResult) {
@@ -165,7 +283,7 @@ impl Status {
             serde_json::json!({ "unread": format!("bay could not read main's history: {fault}") })
         });
         result.detail.insert("unattributed".into(), value);
-        self.end(result);
+        self.read_flow(result);
     }
 
     fn fail(&mut self, why: String) {
@@ -496,6 +614,30 @@ impl Status {
                 let value = read.map(|commits| unattributed(window, &commits));
                 self.with_unattributed(*result, value)
             }
+            (Purpose::FlowHeld(result), Completion::HeldRead(held)) => match held {
+                Ok(held) => self.on_flow_held(*result, held),
+                Err(fault) => {
+                    let mut result = *result;
+                    result
+                        .detail
+                        .insert("flow".into(), crate::flow::unread(&fault.0));
+                    self.end(result);
+                }
+            },
+            (Purpose::FlowLogs(mut flow), Completion::HeldRead(held)) => match held {
+                Ok(held) => {
+                    flow.logs = held.into_values().collect();
+                    self.next_flow_read(*flow)
+                }
+                Err(fault) => self.flow_unread(*flow, fault),
+            },
+            (Purpose::FlowLog(flow), Completion::LogRead(read)) => match read {
+                Ok(events) => self.on_flow_log(*flow, events),
+                Err(fault) => self.flow_unread(*flow, fault),
+            },
+            (Purpose::FlowChains(flow), Completion::ChainsRead(reads)) => {
+                self.with_flow(*flow, reads)
+            }
             (_, completion) => return Some(completion),
         }
         None
@@ -519,3 +661,69 @@ fn queue_result(rows: Vec<Value>) -> BayResult {
 }
 
 super::agent::command_machine!(Status, "status");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{Event, Machine};
+
+    /// Runs a queue status to its end against a remote whose main is one commit and whose
+    /// queue is empty, answering the held read with `held`; returns the result and the names
+    /// of the actions asked, in order.
+    fn run(flow: bool, held: Result<Refs, Fault>) -> (BayResult, Vec<&'static str>) {
+        let main = Oid::parse(&"1".repeat(40)).expect("an id");
+        let input = StatusInput {
+            change: None,
+            main: "main".into(),
+            flow,
+        };
+        let now = Timestamp::from_secs(1_000);
+        let mut status = Status::new(input, now);
+        let mut asked = Vec::new();
+        while status.outcome().is_none() {
+            let (id, action) = status.poll_action().expect("a status waits on an action");
+            asked.push(action.name());
+            let completion = match action {
+                Action::Fetch(_) => {
+                    Completion::Fetched(Ok(Refs::from([("refs/heads/main".into(), main.clone())])))
+                }
+                Action::ReadSteps { .. } => Completion::StepsRead(Ok(Vec::new())),
+                Action::ReadFile { .. } => Completion::FileRead(Ok(None)),
+                Action::ReadAdded { .. } => Completion::AddedRead(Ok(None)),
+                Action::ReadHistory(_) => Completion::HistoryRead(Ok(Vec::new())),
+                Action::ReadHeld { .. } => Completion::HeldRead(held.clone()),
+                other => panic!("a queue status asked {other:?}"),
+            };
+            status
+                .handle(now, Event::Done(id, completion))
+                .expect("each action answered once, in kind");
+        }
+        (status.outcome().expect("ended").clone(), asked)
+    }
+
+    #[test]
+    fn flow_that_cannot_be_read_says_why_and_the_status_stands() {
+        let (result, asked) = run(true, Err(Fault("the disk is gone".into())));
+        assert_eq!(result.decision, Decision::Ok);
+        let unread = result.detail["flow"]["unread"].as_str().expect("unread");
+        assert!(unread.contains("the disk is gone"), "{unread}");
+        assert!(result.detail["flow"].get("live").is_none());
+        assert_eq!(asked.iter().filter(|name| **name == "fetch").count(), 1);
+    }
+
+    #[test]
+    fn a_clone_holding_no_chain_shows_an_empty_flow_without_fetching() {
+        let (result, asked) = run(true, Ok(Refs::new()));
+        assert_eq!(result.detail["flow"]["live"], 0);
+        assert!(result.detail["flow"]["oldest_live"].is_null());
+        assert_eq!(asked.last(), Some(&"read-held"));
+        assert_eq!(asked.iter().filter(|name| **name == "fetch").count(), 1);
+    }
+
+    #[test]
+    fn a_status_without_flow_never_reads_what_the_clone_holds() {
+        let (result, asked) = run(false, Ok(Refs::new()));
+        assert!(result.detail.get("flow").is_none());
+        assert!(!asked.contains(&"read-held"));
+    }
+}

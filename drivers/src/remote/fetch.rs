@@ -70,6 +70,39 @@ impl Repo {
             .cmd(["for-each-ref", "--format=%(objectname) %(refname)"])
             .args(&listed_patterns)
             .text()?;
+        // Only what this fetch names: a stray ref under the mirror is no remote's.
+        self.listed_refs(&listed, |name| spec.covers(name))
+    }
+
+    /// `Action::ReadHeld`: one `git for-each-ref` of the mirror under `prefix` (a remote ref
+    /// name ending in `/`), newest committed tip first, at most `limit`. It never fetches: it
+    /// says what this clone's earlier fetches brought.
+    pub fn read_held(&self, prefix: &str, limit: u32) -> Result<Refs, Fault> {
+        let Some(dir) = prefix.strip_suffix('/') else {
+            return Err(Fault(format!("{prefix:?} does not end in /")));
+        };
+        if limit == 0 {
+            // Git takes `--count=0` as no count at all.
+            return Ok(Refs::new());
+        }
+        let pattern = format!("{}{}", mirror_prefix(&self.remote), strip(dir));
+        let listed = self
+            .git()
+            .cmd([
+                "for-each-ref",
+                "--sort=-committerdate",
+                "--format=%(objectname) %(refname)",
+            ])
+            .arg(format!("--count={limit}"))
+            .arg(pattern)
+            .text()?;
+        self.listed_refs(&listed, |name| name.starts_with(prefix))
+    }
+
+    /// The refs `git for-each-ref --format='%(objectname) %(refname)'` listed in the mirror,
+    /// by their names on the remote, keeping those `keep` takes.
+    fn listed_refs(&self, listed: &str, keep: impl Fn(&str) -> bool) -> Result<Refs, Fault> {
+        let mirror = mirror_prefix(&self.remote);
         let mut seen = Refs::new();
         for line in listed.lines() {
             let (value, local) = line
@@ -79,8 +112,7 @@ impl Repo {
                 continue;
             };
             let name = format!("refs/{rest}");
-            // Only what this fetch names: a stray ref under the mirror is no remote's.
-            if spec.covers(&name) {
+            if keep(&name) {
                 seen.insert(name, oid(value)?);
             }
         }
@@ -89,6 +121,6 @@ impl Repo {
 }
 
 /// A remote ref name without its leading `refs/`.
-fn strip(name: &str) -> &str {
+pub(super) fn strip(name: &str) -> &str {
     name.strip_prefix("refs/").unwrap_or(name)
 }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use bay_core::git::{Oid, refs};
 use bay_core::machine::{Expect, Fault, NewValue, PushOutcome, PushPlan, PushReport};
 
-use super::{Repo, fetch::mirror_prefix};
+use super::{Repo, fetch::mirror_prefix, fetch::strip};
 use crate::git::{GitError, Output, tail};
 
 /// Messages of a push that failed before it sent anything (Git runs with `LC_ALL=C`).
@@ -96,10 +96,35 @@ impl Repo {
                 Expect::Any => refspecs.push(format!("+{source}:{}", update.name)),
             }
         }
-        let names: Vec<String> = updates.into_iter().map(|u| u.name).collect();
+        let names: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
         let result = call.arg(&self.remote).args(refspecs).output();
         report.outcome = classify(result, &names);
+        if report.outcome == PushOutcome::Accepted {
+            self.mirror_pushed(&updates);
+        }
         report
+    }
+
+    /// After an accepted push, the mirror takes each ref's new value, as `git push` moves a
+    /// remote-tracking branch: the remote held exactly these values then, so what a clone
+    /// holds includes its own writes (an abandon, a merge) without a fetch to learn them
+    /// (`Action::ReadHeld` reads the mirror and never fetches). A failure here is left alone:
+    /// the mirror is a cache, and the next fetch of those refs sets it right.
+    fn mirror_pushed(&self, updates: &[Update]) {
+        let mirror = mirror_prefix(&self.remote);
+        let mut script = String::new();
+        for update in updates {
+            let local = format!("{mirror}{}", strip(&update.name));
+            match &update.new {
+                Some(new) => script.push_str(&format!("update {local} {new}\n")),
+                None => script.push_str(&format!("delete {local}\n")),
+            }
+        }
+        let _ = self
+            .git()
+            .cmd(["update-ref", "--stdin"])
+            .stdin(script.into_bytes())
+            .run();
     }
 
     /// Writes the step and notes commits into `report`, and lists every ref update.
@@ -215,11 +240,7 @@ impl Repo {
 
     /// The value the last fetch saw for remote ref `name`, if it saw one.
     fn mirrored(&self, name: &str) -> Result<Option<Oid>, Fault> {
-        let local = format!(
-            "{}{}",
-            mirror_prefix(&self.remote),
-            name.strip_prefix("refs/").unwrap_or(name)
-        );
+        let local = format!("{}{}", mirror_prefix(&self.remote), strip(name));
         let out = self
             .git()
             .cmd(["rev-parse", "--verify", "--quiet", &local])

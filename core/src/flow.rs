@@ -1,0 +1,202 @@
+//! `detail.flow` of `bay status`: the flow of work, measured from the change records and the
+//! runner logs' ends a clone holds. Nothing here is stored: every figure is computed again
+//! from the steps' own times (each the `at` of the step or event that recorded it, on its
+//! writer's clock) and the reader's `now`, so no figure can disagree with the records.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::event::{BayEvent, EventKind};
+use crate::id::ChangeId;
+use crate::record::{ChangeRecord, OpOutcome};
+use crate::report::check_runs;
+use crate::time::Timestamp;
+
+/// How many change chains, the most recently written first, `bay status` reads for the flow:
+/// the cost of a status stays bounded however many changes the clone ever fetched. Older
+/// chains rarely hold a live change or a merge of the last 30 days.
+pub const FLOW_CHAINS: u32 = 200;
+
+/// How many runner logs this clone holds, the most recently written first, the flow reads,
+/// and how many of the newest events of each: bounded as the chains are.
+pub const FLOW_LOGS: u32 = 50;
+pub const FLOW_EVENTS: u32 = 500;
+
+/// `merged` counts the merges of this window.
+pub const MERGED_WINDOW_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// `cycle_time_s`, `queue_wait_s` and `check_time_s` time the merges of this window.
+pub const TIMED_WINDOW_MS: u64 = 30 * 24 * 3600 * 1000;
+
+/// The 50th and 90th percentiles of `values` by nearest rank (the smallest value with at
+/// least that share of the values at or below it), so each is one of the values: `None`
+/// when there are none.
+pub fn p50_p90(values: &[u64]) -> Option<(u64, u64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let rank = |percent: usize| {
+        let n = sorted.len();
+        // ceil(percent * n / 100), at least 1: the index is that rank less one.
+        let rank = (percent * n).div_ceil(100).max(1);
+        sorted[rank - 1]
+    };
+    (!sorted.is_empty()).then(|| (rank(50), rank(90)))
+}
+
+/// `{p50, p90, <count_key>: n}`, or `null` when nothing was measured.
+fn percentiles(values: &[u64], count_key: &str) -> Value {
+    match p50_p90(values) {
+        Some((p50, p90)) => json!({ "p50": p50, "p90": p90, count_key: values.len() }),
+        None => Value::Null,
+    }
+}
+
+/// Whether a change is live: it has not merged, ended `no_effect` or been abandoned, and no
+/// change the reader holds supersedes it.
+fn live(record: &ChangeRecord, superseded: &BTreeSet<&ChangeId>) -> bool {
+    !record.ended() && !superseded.contains(&record.change)
+}
+
+/// Folds the ends the runner logs report into the records: a chain this clone read before
+/// its operation ended (another machine merged it since) ends as its log says, at the event's
+/// time, on the runner's clock like the outcome step it stands for. Only the latest operation,
+/// and only while the chain has not ended it itself, so a log never rewrites what a chain says.
+fn with_ends(records: &[ChangeRecord], ends: &[BayEvent]) -> Vec<ChangeRecord> {
+    let mut records = records.to_vec();
+    for record in &mut records {
+        let Some(op) = record.ops.last_mut().filter(|op| !op.state.is_terminal()) else {
+            continue;
+        };
+        let end = ends.iter().find_map(|event| {
+            let state = event.kind.end_state()?;
+            (event.op.as_ref() == Some(&op.id)).then_some((state, event))
+        });
+        if let Some((state, event)) = end {
+            op.owner = None;
+            op.state = state;
+            op.outcome = Some(OpOutcome {
+                state,
+                reason: event.code,
+                detail: json!({ "from_log": event.runner }),
+                by: event.runner.clone().unwrap_or_default(),
+                at: event.at,
+            });
+        }
+    }
+    records
+}
+
+/// `detail.flow` from `records` (one per change; a change read twice counts once) and the
+/// `ends` the runner logs report, at the reader's `now`. A merge a log reports for a change
+/// whose chain is not read counts in `merged`, but is not timed: its start is unknown. `limit`
+/// is `[agent] max_live_changes`, or `None` where no policy sets one.
+pub fn flow(
+    records: &[ChangeRecord],
+    ends: &[BayEvent],
+    now: Timestamp,
+    limit: Option<u64>,
+) -> Value {
+    let records = with_ends(records, ends);
+    let mut seen = BTreeSet::new();
+    let records: Vec<&ChangeRecord> = records
+        .iter()
+        .filter(|record| seen.insert(&record.change))
+        .collect();
+    // Merges in the logs alone, once per change, with how long ago each was.
+    let mut logged: BTreeMap<&ChangeId, u64> = BTreeMap::new();
+    for event in ends.iter().filter(|event| event.kind == EventKind::Merged) {
+        if let Some(change) = event
+            .change
+            .as_ref()
+            .filter(|change| !seen.contains(change))
+        {
+            logged.insert(change, now.millis_since(event.at));
+        }
+    }
+    let superseded: BTreeSet<&ChangeId> = records
+        .iter()
+        .filter_map(|record| record.supersedes.as_ref())
+        .collect();
+    let live: Vec<&ChangeRecord> = records
+        .iter()
+        .copied()
+        .filter(|record| live(record, &superseded))
+        .collect();
+    let mut by_actor: BTreeMap<&str, usize> = BTreeMap::new();
+    for record in &live {
+        *by_actor.entry(record.actor.as_str()).or_default() += 1;
+    }
+    // The merges, each with when it merged (a clock ahead of the reader's counts as now).
+    let merges: Vec<(&ChangeRecord, &crate::record::Operation, u64)> = records
+        .iter()
+        .filter_map(|record| {
+            let op = record.merged()?;
+            let at = op.outcome.as_ref()?.at;
+            Some((*record, op, now.millis_since(at)))
+        })
+        .collect();
+    let merged_7d = merges
+        .iter()
+        .map(|(_, _, ago)| ago)
+        .chain(logged.values())
+        .filter(|ago| **ago <= MERGED_WINDOW_MS)
+        .count();
+    let timed: Vec<_> = merges
+        .iter()
+        .filter(|(_, _, ago)| *ago <= TIMED_WINDOW_MS)
+        .collect();
+    let cycle: Vec<u64> = timed
+        .iter()
+        .filter_map(|(record, op, _)| {
+            let merged_at = op.outcome.as_ref()?.at;
+            Some(merged_at.millis_since(record.started_at) / 1000)
+        })
+        .collect();
+    let waits: Vec<u64> = timed
+        .iter()
+        .filter_map(|(_, op, _)| Some(op.first_claim_at?.millis_since(op.requested_at) / 1000))
+        .collect();
+    // Every check run of a timed change, in any of its operations: an unchecked merge has none.
+    let checks: Vec<u64> = timed
+        .iter()
+        .flat_map(|(record, _, _)| record.ops.iter())
+        .flat_map(check_runs)
+        .map(|(check, started)| check.at.millis_since(started) / 1000)
+        .collect();
+    let oldest = live
+        .iter()
+        .min_by_key(|record| (record.started_at, &record.change))
+        .map_or(Value::Null, |record| {
+            json!({
+                "change": record.change,
+                "intent": record.intent,
+                "actor": record.actor,
+                "started_at": record.started_at.secs(),
+                "age_s": now.millis_since(record.started_at) / 1000,
+            })
+        });
+    json!({
+        "live": live.len(),
+        "by_actor": by_actor
+            .into_iter()
+            .map(|(actor, n)| json!({ "actor": actor, "live": n, "limit": limit }))
+            .collect::<Vec<_>>(),
+        "merged": merged_7d,
+        "cycle_time_s": percentiles(&cycle, "merged"),
+        "queue_wait_s": percentiles(&waits, "merged"),
+        "check_time_s": percentiles(&checks, "runs"),
+        "oldest_live": oldest,
+        // bay has no approvals yet, so no change waits for one.
+        "waiting_approval": { "count": 0, "oldest": null, "age_s": null },
+    })
+}
+
+/// `detail.flow` when the records could not be read: the reason, and no figure that would
+/// look like an empty flow.
+pub fn unread(why: &str) -> Value {
+    json!({ "unread": format!("bay could not read the change records this clone holds: {why}") })
+}
+
+#[cfg(test)]
+mod tests;
