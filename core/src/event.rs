@@ -154,24 +154,14 @@ impl BayEvent {
     pub fn ended(end: Ended<'_>) -> Option<BayEvent> {
         let kind = EventKind::of_end(end.state)?;
         Some(BayEvent {
-            schema: EVENT_SCHEMA.into(),
-            id: format!("{}.{}", end.op, kind.as_str()),
-            kind,
             change: Some(end.change.clone()),
             op: Some(end.op.clone()),
             runner: Some(end.runner.to_string()),
-            at: end.at,
             actor: Some(end.actor.to_string()),
             commit: end.merge.map(|(commit, _)| commit.clone()),
             base: end.merge.map(|(_, base)| base.clone()),
             code: end.code,
-            merged_as: None,
-            subject: None,
-            parents: Vec::new(),
-            merges_off_first_parent: None,
-            capped: None,
-            check: None,
-            environment: None,
+            ..BayEvent::about(format!("{}.{}", end.op, kind.as_str()), kind, end.at)
         })
     }
 
