@@ -155,6 +155,12 @@ fn a_failure_then_a_pass_is_flaky_and_refused_unless_allowed() {
             assert_eq!(gap["flaky"], true, "{status}");
             assert_eq!(gap["runs"].as_array().map(Vec::len), Some(2), "{status}");
             assert_eq!(world.merges_of(&change), 1);
+            // Status counts the check's flaky merges over the red window.
+            assert_eq!(
+                status["detail"]["flakes"],
+                serde_json::json!([{ "check": "files", "environment": "any", "merges": 1 }]),
+                "{status}"
+            );
         } else {
             assert_eq!(status["reason"], "CHECK_FLAKY", "{status}");
             let runs = status["detail"]["checks"].as_array().expect("every run");
@@ -162,6 +168,11 @@ fn a_failure_then_a_pass_is_flaky_and_refused_unless_allowed() {
             assert_eq!(runs[0]["verdict"], "product_failure");
             assert_eq!(runs[1]["verdict"], "pass");
             assert_eq!(world.merges_of(&change), 0);
+            assert_eq!(
+                status["detail"]["flakes"],
+                serde_json::json!([]),
+                "{status}"
+            );
         }
         // Every run is kept as evidence on the candidate's tree.
         let records = world.evidence_lines("admin");

@@ -192,6 +192,50 @@ pub fn flow(
     })
 }
 
+/// `detail.flakes`: for each check, how many of `records`' merges within the red window
+/// (`window`, main's commits there, a merge hidden behind an outside merge included) merged
+/// with that check flaky (`allow_flaky`: a failure, then a pass, named in `coverage_gaps`).
+/// It makes a check that flakes visible before anyone quarantines it.
+pub fn flakes(records: &[ChangeRecord], window: &BTreeSet<crate::git::Oid>) -> Value {
+    let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for outcome in records
+        .iter()
+        .filter_map(|record| record.merged())
+        .filter_map(|op| op.outcome.as_ref())
+    {
+        let in_window = outcome.detail["commit"]
+            .as_str()
+            .and_then(|commit| crate::git::Oid::parse(commit).ok())
+            .is_some_and(|commit| window.contains(&commit));
+        if !in_window {
+            continue;
+        }
+        let gaps = outcome.detail["coverage_gaps"].as_array();
+        for gap in gaps
+            .into_iter()
+            .flatten()
+            .filter(|gap| gap["flaky"] == true)
+        {
+            let (Some(check), Some(environment)) =
+                (gap["check"].as_str(), gap["environment"].as_str())
+            else {
+                continue;
+            };
+            *counts
+                .entry((check.to_owned(), environment.to_owned()))
+                .or_default() += 1;
+        }
+    }
+    Value::Array(
+        counts
+            .into_iter()
+            .map(|((check, environment), merges)| {
+                json!({ "check": check, "environment": environment, "merges": merges })
+            })
+            .collect(),
+    )
+}
+
 /// `detail.flow` when the records could not be read: the reason, and no figure that would
 /// look like an empty flow.
 pub fn unread(why: &str) -> Value {

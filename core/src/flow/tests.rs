@@ -367,3 +367,46 @@ fn a_log_never_rewrites_an_end_the_chain_holds_and_counts_merges_of_unread_chain
         "no start to time it from"
     );
 }
+
+/// A merged chain whose outcome names merge commit `commit` and these coverage gaps.
+fn merged_with(n: u8, commit: Oid, gaps: serde_json::Value) -> ChangeRecord {
+    let mut chain = Chain::start(n, "ann", 10);
+    chain.request(20).claim(30).candidate(40);
+    let op = chain.change.op(1);
+    chain.push(
+        "runner",
+        50,
+        StepBody::Outcome {
+            op,
+            state: OpState::Merged,
+            reason: None,
+            detail: serde_json::json!({ "commit": commit, "coverage_gaps": gaps }),
+        },
+    );
+    chain.record()
+}
+
+#[test]
+fn flakes_count_each_check_s_flaky_merges_in_the_window_only() {
+    let flaky = |check: &str| json!({ "check": check, "environment": "linux", "flaky": true });
+    let records = vec![
+        merged_with(1, oid(4), json!([flaky("unit")])),
+        merged_with(2, oid(6), json!([flaky("unit"), flaky("lint")])),
+        // Outside the window, and a gap that is no flake: neither counts.
+        merged_with(3, oid(7), json!([flaky("unit")])),
+        merged_with(
+            4,
+            oid(8),
+            json!([{ "check": "unit", "environment": "linux", "baseline_failures": [] }]),
+        ),
+    ];
+    let window = BTreeSet::from([oid(4), oid(6), oid(8)]);
+    assert_eq!(
+        flakes(&records, &window),
+        json!([
+            { "check": "lint", "environment": "linux", "merges": 1 },
+            { "check": "unit", "environment": "linux", "merges": 2 },
+        ])
+    );
+    assert_eq!(flakes(&records, &BTreeSet::new()), json!([]));
+}

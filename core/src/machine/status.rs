@@ -89,6 +89,9 @@ pub struct Status {
     waits: Option<Option<(ReasonCode, Value)>>,
     /// Whether main's commits outside bay were read for the result.
     unattributed_read: bool,
+    /// Main's commits in the red window, as the unattributed read found them: the merges
+    /// `detail.flakes` counts.
+    window: Option<BTreeSet<Oid>>,
     outcome: Option<BayResult>,
 }
 
@@ -101,6 +104,7 @@ impl Status {
             remote: Refs::new(),
             waits: None,
             unattributed_read: false,
+            window: None,
             outcome: None,
         };
         let mut patterns = vec![refs::main(&status.input.main)];
@@ -215,12 +219,17 @@ impl Status {
     /// `detail.flow` from the chains read (a chain that does not fold is left out, as the
     /// queue's rows leave it out) and the logs' ends, or `{unread}` with the reason.
     fn with_flow(&mut self, flow: FlowRead, reads: Result<Vec<ChainRead>, Fault>) {
+        let mut flakes = None;
         let value = match reads {
             Ok(reads) => {
                 let records: Vec<ChangeRecord> = reads
                     .iter()
                     .filter_map(|read| fold_chain(read).ok().map(|(record, _)| record))
                     .collect();
+                flakes = self
+                    .window
+                    .as_ref()
+                    .map(|window| crate::flow::flakes(&records, window));
                 // bay does not act on `[agent] max_live_changes` yet (the policy refuses it by
                 // name), so no actor has a limit.
                 crate::flow::flow(&records, &flow.ends, self.now, None)
@@ -229,6 +238,9 @@ impl Status {
         };
         let mut result = flow.result;
         result.detail.insert("flow".into(), value);
+        if let Some(flakes) = flakes {
+            result.detail.insert("flakes".into(), flakes);
+        }
         self.end(result);
     }
 
@@ -604,6 +616,13 @@ impl Status {
             }
             (Purpose::Unattributed(mut result, window), Completion::HistoryRead(read)) => {
                 if let Ok(commits) = &read {
+                    self.window = Some(
+                        commits
+                            .iter()
+                            .flat_map(|commit| std::iter::once(commit).chain(&commit.brought))
+                            .map(|commit| commit.oid.clone())
+                            .collect(),
+                    );
                     let warnings = not_linear_warnings(commits);
                     if !warnings.is_empty() {
                         result
