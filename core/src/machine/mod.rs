@@ -22,7 +22,7 @@ pub mod lineage;
 pub mod merge;
 mod outbox;
 pub mod plugin_test;
-mod red_read;
+pub(crate) mod red_read;
 pub mod release;
 pub mod runner;
 pub mod since;

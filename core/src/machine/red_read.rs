@@ -57,6 +57,20 @@ impl RedRead {
         (reader, read)
     }
 
+    /// Starts past the policy and the config, which the caller read already (the runner reads
+    /// the policy at the base it builds on, and takes `[red] window` with its config): the first
+    /// action fetches the evidence notes afresh.
+    pub fn with_checks(main: Oid, checks: Vec<PostCheck>, window: u32) -> (RedRead, Action) {
+        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string()]);
+        let reader = RedRead {
+            main,
+            stage: Stage::Evidence(spec.clone()),
+            checks,
+            window,
+        };
+        (reader, Action::Fetch(spec))
+    }
+
     /// Takes the completion of the last action asked; `remote` gains the evidence tips fetched.
     /// A completion of another kind is given back: a driver bug, for the command to refuse.
     pub fn on(&mut self, completion: Completion, remote: &mut Refs) -> Result<RedStep, Completion> {

@@ -1,15 +1,17 @@
 //! A red main, judged on each candidate before its checks: when the policy at the base names
-//! post checks, the runner fetches the evidence notes afresh, reads the newest `[red] window`
-//! first-parent commits of the base and the notes on them, and `red::Red` says which post checks are red. A candidate that
+//! post checks, the runner reads the base's red with the same reader `bay status` uses
+//! (`machine::red_read`: the evidence notes fetched afresh, the newest `[red] window`
+//! first-parent commits of the base and the notes on them), and `red::Red` says which post
+//! checks are red. A candidate that
 //! changes paths of a red check ends `MAIN_RED`, unless its change fixes, undoes or supersedes
 //! the change that owns the red. Nothing of it is stored: the next candidate reads it again.
 
 use super::Runner;
 use super::work::{Built, Purpose};
-use crate::git::refs;
-use crate::machine::{Action, Fault, FetchSpec, RawStep, Refs};
+use crate::machine::red_read::{RedRead, RedStep};
+use crate::machine::{Completion, Misuse};
 use crate::reason::ReasonCode;
-use crate::red::{self, PostCheck, Red};
+use crate::red::{self, PostCheck};
 use crate::result::OpState;
 
 impl Runner {
@@ -27,69 +29,39 @@ impl Runner {
         if unjudged {
             return self.accept(built);
         }
-        // Records arrive at any time, and a runner seeded by `merge --wait` has fetched none.
-        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string()]);
-        self.send_work(
-            Action::Fetch(spec.clone()),
-            Purpose::RedEvidence(built, spec),
+        // Records arrive at any time, and a runner seeded by `merge --wait` has fetched none:
+        // the reader fetches the evidence afresh.
+        let (reader, fetch) = RedRead::with_checks(
+            work.base.clone(),
+            PostCheck::of(policy),
+            self.cfg.red_window,
         );
+        self.send_work(fetch, Purpose::Red(built, Box::new(reader)));
     }
 
-    pub(super) fn on_red_evidence(
+    /// One step of the red read; once judged, a candidate on a red check's paths ends
+    /// `MAIN_RED` unless its change fixes, undoes or supersedes the owner.
+    pub(super) fn on_red(
         &mut self,
         built: Built,
-        spec: FetchSpec,
-        fetched: Result<Refs, Fault>,
-    ) {
-        match fetched {
-            Ok(fetched) => spec.apply(&mut self.refs, fetched),
-            Err(fault) => return self.red_unread(fault),
-        }
-        let base = self
-            .work
-            .as_ref()
-            .expect("judging red while working")
-            .base
-            .clone();
-        let read = Action::ReadLog {
-            range: Some(base.as_str().to_owned()),
-            limit: self.cfg.red_window,
-        };
-        self.send_work(read, Purpose::RedWindow(built));
-    }
-
-    pub(super) fn on_red_window(&mut self, built: Built, window: Result<Vec<RawStep>, Fault>) {
-        let window = match window {
-            Ok(window) => window,
-            Err(fault) => return self.red_unread(fault),
-        };
-        let notes = self.evidence_tips();
-        if notes.is_empty() {
-            return self.on_red_notes(built, window, Ok(Vec::new()));
-        }
-        let objects = window.iter().map(|raw| raw.oid.clone()).collect();
-        self.send_work(
-            Action::ReadNotes { notes, objects },
-            Purpose::RedNotes(built, window),
-        );
-    }
-
-    pub(super) fn on_red_notes(
-        &mut self,
-        built: Built,
-        window: Vec<RawStep>,
-        lines: Result<Vec<String>, Fault>,
-    ) {
-        let lines = match lines {
-            Ok(lines) => lines,
-            Err(fault) => return self.red_unread(fault),
+        mut reader: RedRead,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        let red = match reader.on(completion, &mut self.refs) {
+            Err(other) => {
+                return Err(Misuse(format!("a red read answered with {other:?}")));
+            }
+            Ok(RedStep::Ask(action)) => {
+                self.send_work(action, Purpose::Red(built, Box::new(reader)));
+                return Ok(());
+            }
+            Ok(RedStep::Unread(why)) => {
+                self.release(None, format!("could not judge whether main is red: {why}"));
+                return Ok(());
+            }
+            Ok(RedStep::Done(red)) => red.unwrap_or_default(),
         };
         let work = self.work.as_ref().expect("judging red while working");
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("a candidate is built under a policy");
-        let red = Red::judge(&PostCheck::of(policy), &window, &lines, self.cfg.red_window);
         let record = &work.record;
         let exempt: Vec<_> = [&record.fixes, &record.reverts, &record.supersedes]
             .into_iter()
@@ -98,17 +70,11 @@ impl Runner {
             .collect();
         let blocking = red.blocking(&built.changed_paths, &exempt);
         if blocking.is_empty() {
-            return self.accept(built);
+            self.accept(built);
+        } else {
+            let detail = red::refusal_detail(&blocking);
+            self.end(OpState::Blocked, Some(ReasonCode::MainRed), detail);
         }
-        let detail = red::refusal_detail(&blocking);
-        self.end(OpState::Blocked, Some(ReasonCode::MainRed), detail);
-    }
-
-    /// Red that cannot be judged is never read as green: the claim goes back, to try again.
-    fn red_unread(&mut self, fault: Fault) {
-        self.release(
-            None,
-            format!("could not judge whether main is red: {fault}"),
-        );
+        Ok(())
     }
 }

@@ -34,12 +34,8 @@ pub(super) enum Purpose {
     /// The measures of a built candidate, judged by the base's `[limits]` before the
     /// candidate becomes the work's.
     Stats(Built),
-    /// The evidence notes a red judgement reads, fetched afresh, for a built candidate.
-    RedEvidence(Built, FetchSpec),
-    /// The window of main a red judgement reads.
-    RedWindow(Built),
-    /// The evidence on that window.
-    RedNotes(Built, Vec<crate::machine::RawStep>),
+    /// A step of judging the base's red, for a built candidate.
+    Red(Built, Box<crate::machine::red_read::RedRead>),
     /// The candidate's own policy, for a change that alters the checks.
     ReadOwnPolicy,
     /// The evidence on the candidate, for passes to reuse.
@@ -776,14 +772,8 @@ impl Runner {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
             (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
             (Purpose::Stats(built), Completion::StatsRead(result)) => self.on_stats(built, result),
-            (Purpose::RedEvidence(built, spec), Completion::Fetched(result)) => {
-                self.on_red_evidence(built, spec, result)
-            }
-            (Purpose::RedWindow(built), Completion::LogRead(result)) => {
-                self.on_red_window(built, result)
-            }
-            (Purpose::RedNotes(built, window), Completion::NotesRead(result)) => {
-                self.on_red_notes(built, window, result)
+            (Purpose::Red(built, reader), completion) => {
+                return self.on_red(built, *reader, completion);
             }
             (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => self.on_own_policy(result),
             (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(result),
