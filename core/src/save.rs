@@ -7,6 +7,9 @@
 
 use serde_json::{Value, json};
 
+/// What `detail.nothing` says of a save whose checkout holds nothing main lacks.
+pub const NOTHING_TO_SAVE: &str = "nothing to save";
+
 /// What the driver read of the checkout before a save.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

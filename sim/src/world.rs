@@ -1265,11 +1265,14 @@ impl World {
                 producer: "post-ci".into(),
                 check: check.id.clone(),
                 environment: check.environment.clone(),
+                kind: "check".into(),
                 verdict: if failed {
                     CheckVerdict::ProductFailure
                 } else {
                     CheckVerdict::Pass
-                },
+                }
+                .as_str()
+                .into(),
                 why: String::new(),
                 version: None,
                 inputs: Vec::new(),

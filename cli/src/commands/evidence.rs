@@ -2,8 +2,7 @@
 //! --environment <environment> [--input <key>=<value>] [--version <version>] [--why <text>]`:
 //! a post check's answer on merged commits, written by a producer outside bay.
 
-use bay_core::check::Verdict;
-use bay_core::machine::evidence::{Merged, RecordEvidence, RecordInput};
+use bay_core::machine::evidence::{Merged, RecordEvidence, RecordInput, flags};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
@@ -82,51 +81,27 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     }
 }
 
-/// Everything of the record but its commits, checked as the flags give it.
+/// Everything of the record but its commits; core judges the flags before any commit is
+/// resolved.
 fn record_input(context: &Context, args: &RecordArgs) -> Result<RecordInput, String> {
-    if args.kind != "check" {
-        return Err(format!(
-            "--kind {} needs a key registry, which this bay does not have yet; only \
-             `--kind check` records a post check's answer",
-            args.kind
-        ));
-    }
-    let verdict = match args.verdict.as_str() {
-        "pass" => Verdict::Pass,
-        "product_failure" => Verdict::ProductFailure,
-        "infra_failure" => Verdict::InfraFailure,
-        "unknown" => Verdict::Unknown,
-        other => {
-            return Err(format!(
-                "--verdict {other} is not one of pass, product_failure, infra_failure, unknown"
-            ));
-        }
-    };
-    let inputs = args
-        .inputs
-        .iter()
-        .map(|pair| {
-            pair.split_once('=')
-                .filter(|(key, _)| !key.is_empty())
-                .map(|(key, value)| (key.to_owned(), value.to_owned()))
-                .ok_or_else(|| format!("--input {pair} is not <key>=<value>"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let producer = context
         .setting_values("bay.producername")
         .pop()
         .unwrap_or_else(|| context.actor.clone());
-    Ok(RecordInput {
+    let input = RecordInput {
         main: context.main.clone(),
         producer,
+        kind: args.kind.clone(),
+        verdict: args.verdict.clone(),
         check: args.check.clone().unwrap_or_default(),
         environment: args.environment.clone().unwrap_or_default(),
-        verdict,
         why: args.why.clone().unwrap_or_default(),
         version: args.version.clone(),
-        inputs,
+        inputs: args.inputs.clone(),
         commits: Vec::new(),
-    })
+    };
+    flags(&input)?;
+    Ok(input)
 }
 
 /// A commit this clone holds, with its tree and its first parent's.

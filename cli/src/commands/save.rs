@@ -38,7 +38,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
             let mut result = BayResult::ok(None, Default::default());
             result
                 .detail
-                .insert("nothing".into(), "nothing to save".into());
+                .insert("nothing".into(), save::NOTHING_TO_SAVE.into());
             return with_actor(result, &context);
         }
         Err(result) => return with_actor(result, &context),

@@ -24,16 +24,21 @@ pub struct Merged {
     pub base_tree: Option<Oid>,
 }
 
+/// The call as given: the words of its flags are judged here, not by the command line.
 #[derive(Clone, Debug)]
 pub struct RecordInput {
     pub main: String,
     pub producer: String,
+    /// `--kind`: only `check` is written without keys.
+    pub kind: String,
+    /// `--verdict`, one of the four words exactly.
+    pub verdict: String,
     pub check: String,
     pub environment: String,
-    pub verdict: Verdict,
     pub why: String,
     pub version: Option<String>,
-    pub inputs: Vec<(String, String)>,
+    /// `--input`, each `<key>=<value>`.
+    pub inputs: Vec<String>,
     pub commits: Vec<Merged>,
 }
 
@@ -48,6 +53,9 @@ enum Purpose {
 #[derive(Debug)]
 pub struct RecordEvidence {
     input: RecordInput,
+    /// The verdict and inputs, once the flags are read.
+    verdict: Verdict,
+    inputs: Vec<(String, String)>,
     out: Outbox<Purpose>,
     now: Timestamp,
     races: u32,
@@ -63,6 +71,8 @@ impl RecordEvidence {
     pub fn new(input: RecordInput, now: Timestamp) -> RecordEvidence {
         let mut machine = RecordEvidence {
             input,
+            verdict: Verdict::Unknown,
+            inputs: Vec::new(),
             out: Outbox::default(),
             now,
             races: 0,
@@ -71,7 +81,12 @@ impl RecordEvidence {
             unchanged: Vec::new(),
             outcome: None,
         };
-        if let Some(why) = machine.refusal() {
+        let read = flags(&machine.input).and_then(|(verdict, inputs)| {
+            machine.verdict = verdict;
+            machine.inputs = inputs;
+            machine.refusal().map_or(Ok(()), Err)
+        });
+        if let Err(why) = read {
             machine.fail(why);
             return machine;
         }
@@ -122,19 +137,19 @@ impl RecordEvidence {
                 id: PostRecord::id_of(
                     &input.producer,
                     &merged.commit,
-                    &input.inputs,
+                    &self.inputs,
                     input.version.as_deref(),
                 ),
                 producer: input.producer.clone(),
                 check: input.check.clone(),
                 environment: input.environment.clone(),
-                verdict: input.verdict,
+                verdict: self.verdict,
                 why: input.why.clone(),
                 commit: merged.commit.clone(),
                 tree: merged.tree.clone(),
                 base_tree: merged.base_tree.clone(),
                 version: input.version.clone(),
-                inputs: input.inputs.clone(),
+                inputs: self.inputs.clone(),
                 trust: TRUST.into(),
                 at: self.now,
             })
@@ -278,6 +293,35 @@ impl RecordEvidence {
 
 super::agent::command_machine!(RecordEvidence, "evidence record");
 
+/// The verdict and the inputs the flags give, or why they do not make a check record. The
+/// command line asks it before it resolves any commit, so a bad flag fails first.
+pub fn flags(input: &RecordInput) -> Result<(Verdict, Vec<(String, String)>), String> {
+    if input.kind != "check" {
+        return Err(format!(
+            "--kind {} needs a key registry, which this bay does not have yet; only \
+             `--kind check` records a post check's answer",
+            input.kind
+        ));
+    }
+    let verdict = Verdict::parse(&input.verdict).ok_or_else(|| {
+        format!(
+            "--verdict {} is not one of pass, product_failure, infra_failure, unknown",
+            input.verdict
+        )
+    })?;
+    let inputs = input
+        .inputs
+        .iter()
+        .map(|pair| {
+            pair.split_once('=')
+                .filter(|(key, _)| !key.is_empty())
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .ok_or_else(|| format!("--input {pair} is not <key>=<value>"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((verdict, inputs))
+}
+
 /// A producer's name goes into a ref name: letters, digits, `-` and `_` only.
 pub fn producer_name_ok(name: &str) -> bool {
     !name.is_empty()
@@ -285,4 +329,44 @@ pub fn producer_name_ok(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(kind: &str, verdict: &str, inputs: &[&str]) -> RecordInput {
+        RecordInput {
+            main: "main".into(),
+            producer: "ci".into(),
+            kind: kind.into(),
+            verdict: verdict.into(),
+            check: "smoke".into(),
+            environment: "linux".into(),
+            why: String::new(),
+            version: None,
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            commits: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_flags_make_a_check_record_or_say_which_one_does_not() {
+        let (verdict, inputs) =
+            flags(&input("check", "product_failure", &["os=linux", "v="])).expect("good flags");
+        assert_eq!(verdict, Verdict::ProductFailure);
+        assert_eq!(
+            inputs,
+            vec![("os".into(), "linux".into()), ("v".into(), String::new())]
+        );
+        for (bad, said) in [
+            (input("review", "pass", &[]), "--kind review"),
+            (input("check", "Pass", &[]), "--verdict Pass"),
+            (input("check", "pass", &["=x"]), "--input =x"),
+            (input("check", "pass", &["nokey"]), "--input nokey"),
+        ] {
+            let why = flags(&bad).expect_err("refused");
+            assert!(why.contains(said), "{why}");
+        }
+    }
 }

@@ -843,7 +843,7 @@ impl Start {
         if paths.is_empty() {
             let mut detail = self.detail.clone();
             let nothing = match self.input.import {
-                Some(Import::Checkout { .. }) => "nothing to save",
+                Some(Import::Checkout { .. }) => crate::save::NOTHING_TO_SAVE,
                 _ => "the branch holds nothing main lacks",
             };
             detail.insert("nothing".into(), serde_json::json!(nothing));
