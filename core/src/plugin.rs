@@ -13,6 +13,10 @@ use crate::config::PluginCommand;
 use crate::git::Oid;
 use crate::machine::{PluginExit, PluginRun};
 
+/// The only variables of the runner's environment a plugin gets, the hold plugin and the
+/// notify plugin alike: what a plugin sees is decided here, and the driver passes just these.
+pub const PLUGIN_ENV: [&str; 2] = ["PATH", "HOME"];
+
 /// The word bay asks the hold plugin with.
 pub const HOLD_STATUS: &str = "status";
 

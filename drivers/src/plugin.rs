@@ -17,13 +17,10 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bay_core::machine::{PluginExit, PluginRun};
-use bay_core::plugin::STDOUT_CAP;
+use bay_core::plugin::{PLUGIN_ENV, STDOUT_CAP};
 
 use crate::check::process;
 use crate::remote::Repo;
-
-/// The only variables of the driver's environment a plugin gets.
-pub const PASSED: [&str; 2] = ["PATH", "HOME"];
 
 /// Runs `run`'s program from `repo`, with `env` as the driver's environment.
 pub fn run(repo: &Repo, run: &PluginRun, env: &dyn Fn(&str) -> Option<String>) -> PluginExit {
@@ -62,7 +59,11 @@ fn try_run(
         .args(&run.args)
         .current_dir(&work)
         .env_clear()
-        .envs(PASSED.iter().filter_map(|name| Some((name, env(name)?))))
+        .envs(
+            PLUGIN_ENV
+                .iter()
+                .filter_map(|name| Some((name, env(name)?))),
+        )
         .stderr(Stdio::null());
     let timeout = Duration::from_secs(run.timeout_s);
     let ran = process::run(command, run.stdin.clone(), timeout, STDOUT_CAP)?;
