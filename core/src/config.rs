@@ -179,6 +179,9 @@ pub struct RunnerSettings {
     pub publish_window_s: u64,
     /// How many of a candidate's checks one runner runs at once, 1 to 16.
     pub parallel_checks: u32,
+    /// Whether a runner narrows a red post check's suspect range to one merge by running the
+    /// check on its midpoints (`bisect_post`).
+    pub bisect_post: bool,
 }
 
 impl Default for RunnerSettings {
@@ -192,6 +195,7 @@ impl Default for RunnerSettings {
             takeover_s: 2 * DEFAULT_LEASE_S,
             publish_window_s: 60,
             parallel_checks: 1,
+            bisect_post: false,
         }
     }
 }
@@ -284,8 +288,9 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 5] = [
+const RUNNER_ACTED_ON: [&str; 6] = [
     "lease_s",
+    "bisect_post",
     "heartbeat_s",
     "execution_budget_s",
     "publish_window_s",
@@ -628,7 +633,7 @@ fn parse_runner(
     let publish_window_s = table
         .uint("publish_window_s", 0..=ANY)?
         .unwrap_or(defaults.publish_window_s);
-    table.bool("bisect_post")?;
+    let bisect_post = table.bool("bisect_post")?.unwrap_or(defaults.bisect_post);
     table.uint("ahead", 0..=16)?;
     table.bool("footprint_lanes")?;
     if let Some(mut batch) = table.table("batch")? {
@@ -675,6 +680,7 @@ fn parse_runner(
         execution_budget_s,
         publish_window_s,
         parallel_checks,
+        bisect_post,
         ..defaults
     })
 }
@@ -1271,7 +1277,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "agent in top level",
                 "submission_timeout_s in [runner]",
                 "takeover_s in [runner]",
-                "bisect_post in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
                 "ref_budget in [retention]",
@@ -1323,6 +1328,7 @@ execution_budget_s = 0
             .iter()
             .filter(|fragment| {
                 !fragment.starts_with("[runner]\nparallel_checks")
+                    && !fragment.starts_with("[runner]\nbisect_post")
                     && !fragment.contains("[plugin.hold]")
             })
             .map(|fragment| {
@@ -1340,7 +1346,6 @@ execution_budget_s = 0
         assert_eq!(
             first,
             [
-                "bisect_post in [runner]",
                 "ahead in [runner]",
                 "prune in [plugin]",
                 "target in top level",
@@ -1355,6 +1360,10 @@ execution_budget_s = 0
             held.hold_plugin
                 .map(|plugin| (plugin.program, plugin.timeout_s)),
             Some(("scripts/bay-hold".to_owned(), 10))
+        );
+        assert!(
+            accept(SPEC_FRAGMENTS[0]).runner.bisect_post,
+            "acted on, not refused"
         );
         let parallel = accept(SPEC_FRAGMENTS[3]);
         assert_eq!(parallel.runner.parallel_checks, 4, "acted on, not refused");
@@ -1447,7 +1456,6 @@ execution_budget_s = 0
             ("command = \"ci/submit\"", "command"),
             ("submission_timeout_s = 120", "submission_timeout_s"),
             ("takeover_s = 120", "takeover_s"),
-            ("bisect_post = false", "bisect_post"),
             ("ahead = 0", "ahead"),
             ("footprint_lanes = false", "footprint_lanes"),
             ("batch = { min = 2 }", "batch"),
@@ -1455,6 +1463,14 @@ execution_budget_s = 0
             let error = validated(&format!("[runner]\nlease_s = 60\n{line}\n"));
             assert_eq!(place(&error), (Some(key), "[runner]", 3), "{line}");
         }
+    }
+
+    #[test]
+    fn bisect_post_is_acted_on_off_by_default_and_typed() {
+        assert!(!accept("[runner]\nlease_s = 60\n").runner.bisect_post);
+        assert!(accept("[runner]\nbisect_post = true\n").runner.bisect_post);
+        let error = refuse("[runner]\n\nbisect_post = \"yes\"\n");
+        assert_eq!(place(&error), (Some("bisect_post"), "[runner]", 3));
     }
 
     #[test]

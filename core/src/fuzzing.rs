@@ -1942,6 +1942,9 @@ impl Driver {
                     _ => Some(pick(u, &POLICIES)?.as_bytes().to_vec()),
                 })
             })?),
+            Action::ReadTrees { commits } => Completion::TreesRead(maybe_fault(u, 16, |u| {
+                commits.iter().map(|_| oid(u)).collect()
+            })?),
             Action::ReadNotes { .. } => Completion::NotesRead(maybe_fault(u, 16, |u| {
                 let mut lines = Vec::new();
                 for _ in 0..u.int_in_range(0..=2)? {

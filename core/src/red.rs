@@ -155,14 +155,27 @@ struct Merge {
     change: Option<ChangeId>,
 }
 
+/// The records of `check` on `commit`.
+fn records_on<'r>(
+    check: &'r PostCheck,
+    commit: &'r Oid,
+    records: &'r [PostRecord],
+) -> impl Iterator<Item = &'r PostRecord> {
+    records
+        .iter()
+        .filter(move |record| &record.commit == commit && check.answers(record))
+}
+
+fn verdicts_on(check: &PostCheck, commit: &Oid, records: &[PostRecord]) -> Vec<Verdict> {
+    records_on(check, commit, records)
+        .map(|record| record.verdict)
+        .collect()
+}
+
 /// A post check's answer on one merge: a failure wins over a pass on the same commit; a run
 /// without a verdict (`unknown`, `infra_failure`) answers nothing.
 fn answer(check: &PostCheck, commit: &Oid, records: &[PostRecord]) -> Option<Verdict> {
-    let verdicts: Vec<Verdict> = records
-        .iter()
-        .filter(|record| &record.commit == commit && check.answers(record))
-        .map(|record| record.verdict)
-        .collect();
+    let verdicts = verdicts_on(check, commit, records);
     if verdicts.contains(&Verdict::ProductFailure) {
         Some(Verdict::ProductFailure)
     } else if verdicts.contains(&Verdict::Pass) {
@@ -170,6 +183,57 @@ fn answer(check: &PostCheck, commit: &Oid, records: &[PostRecord]) -> Option<Ver
     } else {
         None
     }
+}
+
+/// The input a runner's bisect puts on each record it writes (`[runner] bisect_post`), so
+/// that its runs are told apart from other answers, and the rerun from the midpoint runs.
+pub const BISECT_INPUT: &str = "bay.bisect";
+
+/// Which run of a bisect a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BisectRun {
+    /// A run on a midpoint of the suspect range.
+    Midpoint,
+    /// The run on the one merge left, again, to rule out a flake.
+    Rerun,
+}
+
+impl BisectRun {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BisectRun::Midpoint => "run",
+            BisectRun::Rerun => "rerun",
+        }
+    }
+
+    /// The inputs of a record this run writes.
+    pub fn inputs(self) -> Vec<(String, String)> {
+        vec![(BISECT_INPUT.to_owned(), self.as_str().to_owned())]
+    }
+
+    fn of(record: &PostRecord) -> Option<BisectRun> {
+        record
+            .inputs
+            .iter()
+            .find(|(key, _)| key == BISECT_INPUT)
+            .and_then(|(_, value)| match value.as_str() {
+                "run" => Some(BisectRun::Midpoint),
+                "rerun" => Some(BisectRun::Rerun),
+                _ => None,
+            })
+    }
+}
+
+/// What bisect runs say of one red check's range (its last pass, its first failure and the
+/// merges between): read from the records, like the red itself, never stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bisect {
+    /// Bisect runs recorded on the range.
+    pub runs: u32,
+    /// Whether the one merge left was run again.
+    pub reran: bool,
+    /// A bisect run gave no verdict: the bisect stops there.
+    pub undecided: bool,
 }
 
 /// One red post check.
@@ -187,6 +251,9 @@ pub struct RedCheck {
     pub culprit: Option<(Oid, Option<ChangeId>)>,
     /// Each answered merge from the pass up to the newest failure, oldest first.
     pub verdicts: Vec<(Oid, Verdict)>,
+    /// The one merge left, when it both passed and failed: a flake, which names no culprit.
+    pub flaky: Option<Oid>,
+    pub bisect: Bisect,
 }
 
 impl RedCheck {
@@ -197,6 +264,42 @@ impl RedCheck {
             .first()
             .cloned()
             .unwrap_or((self.first_failure.clone(), None))
+    }
+
+    /// The next run a bisect makes, if any: the midpoint of a range of two merges or more with
+    /// a pass below it, or, once one merge is left by a bisect, that merge again. Nothing after
+    /// a run without a verdict, after the rerun, or on a flake. Each midpoint halves the range,
+    /// so a range of n merges costs at most log2(n), rounded up, runs and the rerun.
+    pub fn bisect_next(&self) -> Option<(Oid, BisectRun)> {
+        if self.bisect.undecided || self.last_pass.is_none() || self.flaky.is_some() {
+            return None;
+        }
+        match self.suspects.len() {
+            0 => None,
+            1 if self.bisect.runs > 0 && !self.bisect.reran => {
+                Some((self.suspects[0].0.clone(), BisectRun::Rerun))
+            }
+            1 => None,
+            // Newest first: the first failure is at 0, so the midpoint is never it.
+            n => Some((self.suspects[n / 2].0.clone(), BisectRun::Midpoint)),
+        }
+    }
+
+    /// What `detail.red[].bisect` says: `null` before any bisect run.
+    fn bisect_detail(&self) -> Value {
+        if self.bisect.runs == 0 {
+            return Value::Null;
+        }
+        let state = if self.bisect.undecided {
+            "undecided"
+        } else if self.flaky.is_some() {
+            "flaky"
+        } else if self.culprit.is_some() && self.bisect.reran {
+            "confirmed"
+        } else {
+            "narrowing"
+        };
+        json!({ "runs": self.bisect.runs, "state": state, "flaky": self.flaky })
     }
 
     /// Whether a change of `paths` touches this red.
@@ -227,6 +330,7 @@ impl RedCheck {
                 "merges": self.suspects.iter().map(|(commit, _)| commit).collect::<Vec<_>>(),
             },
             "culprit": culprit,
+            "bisect": self.bisect_detail(),
         })
     }
 }
@@ -286,7 +390,7 @@ impl Red {
                     beyond_window: full,
                 }),
                 Some((_, Verdict::Pass)) => {}
-                Some(_) => red.red.push(red_check(check, &merges, &answered)),
+                Some(_) => red.red.push(red_check(check, &merges, &answered, &records)),
             }
         }
         red
@@ -326,8 +430,14 @@ pub fn refusal_detail(blocking: &[&RedCheck]) -> Value {
     })
 }
 
-/// A red check from its answers (window positions, newest first; the first is a failure).
-fn red_check(check: &PostCheck, merges: &[Merge], answered: &[(usize, Verdict)]) -> RedCheck {
+/// A red check from its answers (window positions, newest first; the first is a failure) and
+/// the records they come from.
+fn red_check(
+    check: &PostCheck,
+    merges: &[Merge],
+    answered: &[(usize, Verdict)],
+    records: &[PostRecord],
+) -> RedCheck {
     let pass = answered
         .iter()
         .find(|(_, verdict)| *verdict == Verdict::Pass);
@@ -342,7 +452,29 @@ fn red_check(check: &PostCheck, merges: &[Merge], answered: &[(usize, Verdict)])
         .iter()
         .map(|merge| (merge.commit.clone(), merge.change.clone()))
         .collect();
-    let culprit = (pass.is_some() && suspects.len() == 1).then(|| suspects[0].clone());
+    let flaky = (pass.is_some() && suspects.len() == 1)
+        .then(|| suspects[0].0.clone())
+        .filter(|commit| {
+            let verdicts = verdicts_on(check, commit, records);
+            verdicts.contains(&Verdict::Pass) && verdicts.contains(&Verdict::ProductFailure)
+        });
+    let culprit =
+        (pass.is_some() && suspects.len() == 1 && flaky.is_none()).then(|| suspects[0].clone());
+    // The range's records that a bisect wrote: on the pass, the first failure and between.
+    let range_end = pass.map_or(merges.len(), |(at, _)| *at + 1);
+    let mut bisect = Bisect::default();
+    for merge in &merges[first_at..range_end] {
+        for record in records_on(check, &merge.commit, records) {
+            match BisectRun::of(record) {
+                None => {}
+                Some(run) => {
+                    bisect.runs += 1;
+                    bisect.reran |= run == BisectRun::Rerun;
+                    bisect.undecided |= !record.verdict.is_decided();
+                }
+            }
+        }
+    }
     let mut verdicts: Vec<(Oid, Verdict)> = answered
         .iter()
         .take(above_pass.len() + usize::from(pass.is_some()))
@@ -356,6 +488,8 @@ fn red_check(check: &PostCheck, merges: &[Merge], answered: &[(usize, Verdict)])
         suspects,
         culprit,
         verdicts,
+        flaky,
+        bisect,
     }
 }
 
@@ -409,6 +543,113 @@ mod tests {
             at: Timestamp(1),
         }
         .to_json()
+    }
+
+    /// A record a runner's bisect writes.
+    fn bisect_record(commit: u8, verdict: Verdict, run: BisectRun) -> String {
+        let mut record = PostRecord::from_json(&record(commit, verdict)).expect("a record");
+        record.producer = "runner-1".into();
+        record.inputs = run.inputs();
+        record.id = PostRecord::id_of("runner-1", &oid(commit), &record.inputs, None);
+        record.to_json()
+    }
+
+    /// Bisects a window of `n` merges, newest first, whose merge `broken` and every newer one
+    /// fail; the newest fails and the oldest passes. The red check at the end, and the runs.
+    fn bisect(n: u8, broken: u8, flaky_rerun: bool) -> (RedCheck, Vec<(Oid, BisectRun)>) {
+        let mut lines = vec![
+            record(0, Verdict::ProductFailure),
+            record(n - 1, Verdict::Pass),
+        ];
+        let mut runs = Vec::new();
+        loop {
+            let red = Red::judge(&[smoke(None)], &window(n), &lines, 50);
+            let check = red.red[0].clone();
+            let Some((commit, run)) = check.bisect_next() else {
+                return (check, runs);
+            };
+            let at = (0..n)
+                .find(|i| oid(*i) == commit)
+                .expect("a merge of the window");
+            let fails = at <= broken && !(flaky_rerun && run == BisectRun::Rerun);
+            let verdict = if fails {
+                Verdict::ProductFailure
+            } else {
+                Verdict::Pass
+            };
+            assert!(runs.len() < 64, "the bisect must end");
+            runs.push((commit, run));
+            lines.push(bisect_record(at, verdict, run));
+        }
+    }
+
+    #[test]
+    fn a_bisect_names_the_merge_that_broke_it_in_log2_runs_and_a_rerun() {
+        for n in 3..=17u8 {
+            // The suspects are every merge above the pass: n - 1 of them.
+            let suspects = u32::from(n - 1);
+            let bound = suspects.next_power_of_two().trailing_zeros() + 1;
+            for broken in 0..n - 1 {
+                let (check, runs) = bisect(n, broken, false);
+                assert_eq!(
+                    check.culprit.as_ref().map(|c| c.0.clone()),
+                    Some(oid(broken))
+                );
+                assert_eq!(check.owner().1, Some(change(broken)));
+                assert!(
+                    runs.len() as u32 <= bound,
+                    "{n} merges, broken at {broken}: {} runs, bound {bound}",
+                    runs.len()
+                );
+                assert_eq!(runs.last().map(|r| r.1), Some(BisectRun::Rerun));
+                assert!(check.bisect.runs >= 1);
+                assert_eq!(check.detail()["bisect"]["state"], "confirmed");
+                // Each midpoint is a merge no answer had yet: never the ends, never twice.
+                let midpoints: Vec<&Oid> = runs
+                    .iter()
+                    .filter(|r| r.1 == BisectRun::Midpoint)
+                    .map(|r| &r.0)
+                    .collect();
+                let unique: std::collections::BTreeSet<&Oid> = midpoints.iter().copied().collect();
+                assert_eq!(unique.len(), midpoints.len());
+                assert!(!unique.contains(&oid(0)) && !unique.contains(&oid(n - 1)));
+            }
+        }
+    }
+
+    #[test]
+    fn a_rerun_that_passes_marks_the_merge_flaky_and_names_no_culprit() {
+        let (check, runs) = bisect(6, 2, true);
+        assert_eq!(check.culprit, None);
+        assert_eq!(check.flaky, Some(oid(2)));
+        assert_eq!(check.bisect_next(), None, "the bisect is over");
+        assert_eq!(runs.iter().filter(|r| r.1 == BisectRun::Rerun).count(), 1);
+        assert_eq!(check.detail()["bisect"]["state"], "flaky");
+        assert_eq!(check.detail()["culprit"], Value::Null);
+    }
+
+    #[test]
+    fn a_bisect_needs_two_merges_and_a_pass_and_stops_at_a_run_without_verdict() {
+        // One merge above the pass: the evidence pins it; nothing to bisect or rerun.
+        let lines = [record(0, Verdict::ProductFailure), record(1, Verdict::Pass)];
+        let red = Red::judge(&[smoke(None)], &window(3), &lines, 50);
+        assert_eq!(red.red[0].bisect_next(), None);
+        assert_eq!(red.red[0].detail()["bisect"], Value::Null);
+        // No pass in the window.
+        let lines = [record(0, Verdict::ProductFailure)];
+        let red = Red::judge(&[smoke(None)], &window(4), &lines, 50);
+        assert_eq!(red.red[0].bisect_next(), None);
+        // A midpoint run that answered unknown stops it, undecided.
+        let mut lines = vec![record(0, Verdict::ProductFailure), record(5, Verdict::Pass)];
+        let red = Red::judge(&[smoke(None)], &window(6), &lines, 50);
+        let (midpoint, run) = red.red[0].bisect_next().expect("a range to bisect");
+        assert_eq!(run, BisectRun::Midpoint);
+        let at = (0..6).find(|i| oid(*i) == midpoint).expect("in the window");
+        lines.push(bisect_record(at, Verdict::Unknown, run));
+        let red = Red::judge(&[smoke(None)], &window(6), &lines, 50);
+        assert_eq!(red.red[0].bisect_next(), None);
+        assert_eq!(red.red[0].detail()["bisect"]["state"], "undecided");
+        assert_eq!(red.red[0].culprit, None);
     }
 
     #[test]

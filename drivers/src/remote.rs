@@ -136,6 +136,7 @@ impl Repo {
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
+            Action::ReadTrees { commits } => Completion::TreesRead(self.read_trees(commits)),
             Action::ReadNotes { notes, objects } => {
                 Completion::NotesRead(self.read_notes(notes, objects))
             }

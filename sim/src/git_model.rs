@@ -85,6 +85,7 @@ impl GitModel {
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
+            Action::ReadTrees { commits } => Completion::TreesRead(self.read_trees(commits)),
             Action::ReadNotes { notes, objects } => Completion::NotesRead(Ok(notes
                 .iter()
                 .flat_map(|tip| {
@@ -247,6 +248,19 @@ impl GitModel {
             .store
             .read(commit, path)
             .map(|text| text.as_bytes().to_vec()))
+    }
+
+    /// Each commit's tree, in order; a missing commit is a fault.
+    pub fn read_trees(&self, commits: &[Oid]) -> Result<Vec<Oid>, Fault> {
+        commits
+            .iter()
+            .map(|commit| {
+                self.store
+                    .get(commit)
+                    .map(|c| c.tree.clone())
+                    .ok_or_else(|| Fault(format!("no commit {commit}")))
+            })
+            .collect()
     }
 
     /// `git diff-tree --raw --numstat` and the new blobs' sizes (see [`Store::stats`]).

@@ -123,6 +123,34 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
         Case::new(
+            "read: the trees of commits, in order, and a missing commit",
+            |b| {
+                b.commit("A", &[], &[("file", "a\n")]);
+                b.commit("B", &["A"], &[("file", "b\n")]);
+                b.commit("C", &["B"], &[("file", "a\n")]);
+                let (a, bb, c) = (b.oid("A"), b.oid("B"), b.oid("C"));
+                for (label, commits) in [
+                    ("three commits", vec![a.clone(), bb.clone(), c.clone()]),
+                    ("one missing", vec![a, nowhere()]),
+                ] {
+                    let shown = match b.execute(&Action::ReadTrees { commits }) {
+                        // Tree ids are each arm's own; which commits share one is not.
+                        Completion::TreesRead(Ok(trees)) => trees
+                            .iter()
+                            .map(|tree| {
+                                let first = trees.iter().position(|t| t == tree).unwrap_or(0);
+                                format!("tree#{first}")
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        Completion::TreesRead(Err(_)) => "fault".to_owned(),
+                        other => panic!("a tree read answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
+        Case::new(
             "read: the merge base of a branch and main, of unrelated and of missing commits",
             |b| {
                 b.commit("A", &[], &[("file", "a\n")]);

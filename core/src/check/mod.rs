@@ -76,6 +76,11 @@ impl Verdict {
         }
     }
 
+    /// Whether it says anything of the change: a pass or a product failure.
+    pub const fn is_decided(self) -> bool {
+        matches!(self, Verdict::Pass | Verdict::ProductFailure)
+    }
+
     /// Reads one of the four words exactly; anything else (other case, padding, synonyms) is
     /// not a verdict, because a check that misspells one has not said what it meant.
     pub fn parse(text: &str) -> Option<Verdict> {

@@ -40,6 +40,10 @@ pub enum Action {
     /// trees of `base` and `commit`: its size in `commit` (none when deleted) and the lines it
     /// adds (none for a binary file). Asked only of a policy that sets a cap.
     ReadStats { base: Oid, commit: Oid },
+    /// Read the tree of each of `commits`, in order, from local objects; a commit this clone
+    /// lacks is a fault. A bisect's check request names a merge's exact tree and its first
+    /// parent's.
+    ReadTrees { commits: Vec<Oid> },
     /// Read the evidence records noted on each of `objects` in each notes commit of `notes`
     /// (tips of `refs/notes/bay/evidence/*` as fetched): every line of every such note.
     ReadNotes { notes: Vec<Oid>, objects: Vec<Oid> },
@@ -118,6 +122,7 @@ impl Action {
             Action::ReadChains { .. } => "read-chains",
             Action::ReadFile { .. } => "read-file",
             Action::ReadStats { .. } => "read-stats",
+            Action::ReadTrees { .. } => "read-trees",
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
             Action::ReadHistory(_) => "read-history",
@@ -520,6 +525,7 @@ pub enum Completion {
     /// One entry per path, sorted by path.
     StatsRead(Result<Vec<PathStat>, Fault>),
     NotesRead(Result<Vec<String>, Fault>),
+    TreesRead(Result<Vec<Oid>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
     HistoryRead(Result<Vec<MainCommit>, Fault>),
     AddedRead(Result<Option<Oid>, Fault>),

@@ -355,6 +355,25 @@ impl Repo {
         Ok(count.saturating_sub(1))
     }
 
+    /// The tree of each commit, in order, from one `cat-file --batch`; a commit this clone
+    /// lacks is a fault.
+    pub fn read_trees(&self, commits: &[Oid]) -> Result<Vec<Oid>, Fault> {
+        let names: Vec<String> = commits.iter().map(|c| format!("{c}^{{commit}}")).collect();
+        let objects = self.cat_batch(&names)?;
+        commits
+            .iter()
+            .zip(objects)
+            .map(|(commit, object)| match object {
+                Object::Found { body, .. } => String::from_utf8_lossy(&body)
+                    .lines()
+                    .next()
+                    .and_then(|line| line.strip_prefix("tree "))
+                    .map_or_else(|| Err(Fault(format!("commit {commit} names no tree"))), oid),
+                Object::Missing => Err(Fault(format!("no commit {commit}"))),
+            })
+            .collect()
+    }
+
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
         let names = [format!("{commit}^{{commit}}"), format!("{commit}:{path}")];
         let mut objects = self.cat_batch(&names)?.into_iter();
