@@ -24,36 +24,9 @@ fn world() -> World {
     ])
 }
 
-/// `smoke`'s answer on `commit`, as the producer `ci` records it from `clone`.
-fn answer(clone: &Path, commit: &str, verdict: &str) -> Ran {
-    bay_with(
-        clone,
-        "ci",
-        &[
-            "evidence",
-            "record",
-            "--kind",
-            "check",
-            "--verdict",
-            verdict,
-            "--commit",
-            commit,
-            "--check",
-            "smoke",
-            "--environment",
-            "any",
-        ],
-        &[
-            ("GIT_CONFIG_COUNT", "1"),
-            ("GIT_CONFIG_KEY_0", "bay.producerName"),
-            ("GIT_CONFIG_VALUE_0", "ci"),
-        ],
-    )
-}
-
-/// [`answer`], which must be taken.
+/// [`smoke_answer`], which must be taken.
 fn record(clone: &Path, commit: &str, verdict: &str) -> Ran {
-    let ran = answer(clone, commit, verdict);
+    let ran = smoke_answer(clone, commit, verdict);
     assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
     ran
 }
@@ -172,7 +145,7 @@ fn a_record_that_differs_under_one_id_is_refused_and_other_kinds_need_keys() {
     let ci = world.clone_as("ci");
     let tip = main_tip(&world);
     record(&ci, &tip, "pass");
-    let differs = answer(&ci, &tip, "product_failure");
+    let differs = smoke_answer(&ci, &tip, "product_failure");
     assert_eq!(differs.doc["decision"], "failed", "{differs:?}");
     assert!(
         differs.doc["detail"]["why"]

@@ -2945,11 +2945,16 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
             u.choose(&commits)?.clone()
         };
         let producer = word(u, &["ci", "other"])?;
+        let inputs = match u.int_in_range(0..=3u8)? {
+            0 => crate::red::BisectRun::Midpoint.inputs(),
+            1 => crate::red::BisectRun::Rerun.inputs(),
+            _ => Vec::new(),
+        };
         lines.push(
             PostRecord {
                 schema: crate::check::EvidenceSchema,
                 kind: word(u, &["check", "check", "review"])?,
-                id: PostRecord::id_of(&producer, &commit, &[], None),
+                id: PostRecord::id_of(&producer, &commit, &inputs, None),
                 producer,
                 check: word(u, &["post0", "post1", "pre"])?,
                 environment: word(u, &["any", "linux"])?,
@@ -2959,7 +2964,7 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 tree: commit,
                 base_tree: None,
                 version: None,
-                inputs: Vec::new(),
+                inputs,
                 trust: TRUST.into(),
                 at: EPOCH,
             }
@@ -3002,6 +3007,27 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
                     .any(|blocking| blocking.check == red.check),
                 "the owner's fix is never blocked by its own red"
             );
+        }
+        if let Some((commit, run)) = red.bisect_next() {
+            let at = red.suspects.iter().position(|(c, _)| *c == commit);
+            assert!(at.is_some(), "a bisect runs only a suspect merge");
+            assert!(
+                red.last_pass.is_some(),
+                "a bisect needs a pass below its range"
+            );
+            match run {
+                crate::red::BisectRun::Midpoint => assert!(
+                    at != Some(0) && red.suspects.len() >= 2,
+                    "a midpoint is never the first failure"
+                ),
+                crate::red::BisectRun::Rerun => assert!(
+                    red.suspects.len() == 1 && !red.bisect.reran,
+                    "the rerun is of the one merge left, once"
+                ),
+            }
+        }
+        if red.flaky.is_some() {
+            assert!(red.culprit.is_none(), "a flake names no culprit");
         }
     }
     Ok(())

@@ -211,7 +211,8 @@ impl BisectRun {
         vec![(BISECT_INPUT.to_owned(), self.as_str().to_owned())]
     }
 
-    fn of(record: &PostRecord) -> Option<BisectRun> {
+    /// Which bisect run wrote `record`, if one did.
+    pub fn of(record: &PostRecord) -> Option<BisectRun> {
         record
             .inputs
             .iter()

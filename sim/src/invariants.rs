@@ -1,9 +1,11 @@
-//! The safety invariants S1 to S12, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S13, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
 //! fold, but judges merges against the simulator's ground truth of check runs, never against
 //! what a runner claims.
+
+mod bisect;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,6 +70,9 @@ pub enum Invariant {
     /// operation it ended, written with the end: the operation ended as the event says, and a
     /// merge event names the commit the merged marker names.
     LogMatches,
+    /// S13: a bisect halves a red post check's suspect range with each midpoint run, and reruns
+    /// only the one failed merge left right above a pass (see `invariants::bisect`).
+    BisectHalves,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -87,6 +92,7 @@ impl Invariant {
             Invariant::AfterItsDependencies => "S10",
             Invariant::RedTakesOwnersFixes => "S11",
             Invariant::LogMatches => "S12",
+            Invariant::BisectHalves => "S13",
             Invariant::Liveness => "L",
         }
     }
@@ -143,6 +149,8 @@ pub struct Checker {
     pub events: u64,
     /// From when the hold plugin (when main's config sets one) holds main, and from when not.
     plugin_held_since: Vec<(u64, bool)>,
+    /// What S13 keeps.
+    pub bisect: bisect::BisectWatch,
 }
 
 impl Checker {
@@ -168,6 +176,7 @@ impl Checker {
             ended_by_runner: Vec::new(),
             events: 0,
             plugin_held_since: Vec::new(),
+            bisect: bisect::BisectWatch::default(),
         }
     }
 
@@ -284,6 +293,16 @@ impl Checker {
                     store,
                     remote,
                     runner,
+                    moved.old.as_ref(),
+                    moved.new.as_ref(),
+                );
+            } else if let Some(producer) = moved.name.strip_prefix(refs::EVIDENCE) {
+                self.check_bisect(
+                    at,
+                    store,
+                    remote,
+                    notes,
+                    producer,
                     moved.old.as_ref(),
                     moved.new.as_ref(),
                 );
@@ -414,8 +433,9 @@ impl Checker {
     }
 
     /// A post check record went up at `at`.
-    pub fn post_recorded(&mut self, at: u64) {
+    pub fn post_recorded(&mut self, at: u64, producer: &str) {
         self.post_records.push(at);
+        self.evidence_pushed(at, producer);
     }
 
     /// S11: no post check the records on the base's window call red covers a path the merge

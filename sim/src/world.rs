@@ -350,6 +350,8 @@ pub struct World {
     parallel_checks: u32,
     /// Whether runners reuse passes on exactly the same inputs (where the policy allows it).
     evidence_reuse: bool,
+    /// Whether runners bisect a red post check (`[runner] bisect_post`).
+    bisect_post: bool,
     /// The hold plugin's answer now, when main's config sets one (`HOLD_PLUGIN`, for good).
     pub plugin: Option<PluginAnswer>,
     plugin_rng: Rng,
@@ -397,6 +399,7 @@ impl World {
             progress_ms: RunnerConfig::new("", MAIN, 0).progress_ms,
             parallel_checks: 1,
             evidence_reuse: false,
+            bisect_post: false,
             submit_refusals: BTreeMap::new(),
             undos: BTreeMap::new(),
             deadline: None,
@@ -448,6 +451,11 @@ impl World {
             .store
             .commit(tree, Vec::new(), "The first version\n");
         self.git.remote.refs.insert(refs::main(MAIN), root.clone());
+        // Half the runners of a post check bisect it; drawn from its own stream, so that
+        // every other draw stays as it was.
+        if !self.post_checks(&root).is_empty() {
+            self.bisect_post = self.post_rng.chance(500);
+        }
 
         let drift = self.mix.has(FaultClass::Clock);
         for n in 0..self.scenario.runners {
@@ -575,6 +583,7 @@ impl World {
         cfg.progress_ms = self.progress_ms;
         cfg.parallel_checks = self.parallel_checks;
         cfg.evidence_reuse = self.evidence_reuse;
+        cfg.bisect_post = self.bisect_post;
         cfg.trailers = Trailers::default();
         cfg.mode = RunMode::Loop;
         if let Some(tweak) = self.scenario.tweak {
@@ -671,6 +680,9 @@ impl World {
                 let mut red = self.post_answers;
                 red.insert("merged onto red", self.checker.red_merges);
                 red.insert("unjudged", self.checker.red_unjudged);
+                red.insert("bisect runs", self.checker.bisect.runs);
+                red.insert("bisect reruns", self.checker.bisect.reruns);
+                red.insert("bisect unjudged", self.checker.bisect.unjudged);
                 red
             },
             logged: self.checker.events,
@@ -919,6 +931,13 @@ impl World {
                 self.reply(host, id, millis, Completion::PluginExited(exit));
             }
             local => {
+                if let (Action::ReadTrees { .. }, Role::Runner { .. }) =
+                    (&local, &self.hosts[host].role)
+                {
+                    // Only a bisect reads trees: S13 judges its run against what it read.
+                    let name = self.hosts[host].name.clone();
+                    self.checker.bisect_read(&name, self.t);
+                }
                 // Local work: the model answers at once; only its duration is the world's.
                 let delay = match &local {
                     Action::BuildCandidate(_) => 5,
@@ -1291,7 +1310,7 @@ impl World {
                 .and_then(|ids| ids.as_array())
                 .is_some_and(|ids| !ids.is_empty());
             if recorded {
-                self.checker.post_recorded(self.t);
+                self.checker.post_recorded(self.t, "post-ci");
                 *self.post_answers.entry("answers").or_insert(0) += 1;
                 if failed {
                     *self.post_answers.entry("failures").or_insert(0) += 1;

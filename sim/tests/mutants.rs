@@ -162,3 +162,33 @@ mutant_test!(
     200,
     []
 );
+
+#[test]
+fn a_linear_bisect_breaks_s13() {
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.mutant = Some(Mutant::BisectLinear);
+        cfg.bisect_post = true;
+    }
+    // A linear walk differs from halving only on a range of four merges or more, so agents
+    // merge more changes than usual.
+    let scenario = Scenario {
+        changes: 24,
+        allowed: Default::default(),
+        tweak: Some(tweak),
+        ..Scenario::default()
+    };
+    let caught = (0..1_500u64).find(|seed| {
+        run_seed(*seed, &scenario)
+            .violations
+            .iter()
+            .any(|v| v.invariant == Invariant::BisectHalves)
+    });
+    assert!(
+        caught.is_some(),
+        "a linear bisect was not caught as S13 within 1,500 seeds"
+    );
+    eprintln!(
+        "BisectLinear: caught as S13 at seed {}",
+        caught.unwrap_or_default()
+    );
+}

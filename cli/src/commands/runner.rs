@@ -59,6 +59,7 @@ pub fn runner_config(
     cfg.parallel_checks = config.runner.parallel_checks;
     cfg.evidence_reuse = config.evidence_reuse;
     cfg.red_window = config.red_window();
+    cfg.bisect_post = config.runner.bisect_post;
     cfg.interval_ms = interval_s.max(1).saturating_mul(1000);
     cfg.trailers = config.trailers.clone();
     cfg.environments = served_environments(context);

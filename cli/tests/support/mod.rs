@@ -376,3 +376,31 @@ pub fn log_events(world: &World, runner: &str) -> Vec<(String, Value)> {
         })
         .collect()
 }
+
+/// The post check `smoke`'s answer on `commit` in the environment `any`, as the producer `ci`
+/// outside bay records it from `clone` with `bay evidence record`.
+pub fn smoke_answer(clone: &Path, commit: &str, verdict: &str) -> Ran {
+    bay_with(
+        clone,
+        "ci",
+        &[
+            "evidence",
+            "record",
+            "--kind",
+            "check",
+            "--verdict",
+            verdict,
+            "--commit",
+            commit,
+            "--check",
+            "smoke",
+            "--environment",
+            "any",
+        ],
+        &[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "bay.producerName"),
+            ("GIT_CONFIG_VALUE_0", "ci"),
+        ],
+    )
+}

@@ -10,6 +10,7 @@ use super::{Action, Completion, Fault, FetchSpec, RawStep, Refs};
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config};
 use crate::git::{Oid, refs};
+use crate::policy::Policy;
 use crate::red::{PostCheck, Red};
 
 /// What the reader does next.
@@ -38,6 +39,8 @@ pub struct RedRead {
     main: Oid,
     stage: Stage,
     checks: Vec<PostCheck>,
+    /// Main's policy, when the reader read it: a bisect runs the post checks it names.
+    policy: Option<Policy>,
     window: u32,
 }
 
@@ -52,6 +55,7 @@ impl RedRead {
             main,
             stage: Stage::Policy,
             checks: Vec::new(),
+            policy: None,
             window: crate::red::DEFAULT_WINDOW,
         };
         (reader, read)
@@ -66,6 +70,7 @@ impl RedRead {
             main,
             stage: Stage::Evidence(spec.clone()),
             checks,
+            policy: None,
             window,
         };
         (reader, Action::Fetch(spec))
@@ -78,13 +83,11 @@ impl RedRead {
         Ok(match (self.stage.clone(), completion) {
             (Stage::Policy, Completion::FileRead(read)) => {
                 // A policy that is absent or invalid names no post check it could judge.
-                self.checks = match read {
-                    Ok(bytes) => bytes
-                        .and_then(|bytes| parse_policy(&bytes).ok())
-                        .map(|policy| PostCheck::of(&policy))
-                        .unwrap_or_default(),
+                self.policy = match read {
+                    Ok(bytes) => bytes.and_then(|bytes| parse_policy(&bytes).ok()),
                     Err(fault) => return Ok(unread(fault)),
                 };
+                self.checks = self.policy.as_ref().map(PostCheck::of).unwrap_or_default();
                 if self.checks.is_empty() {
                     return Ok(RedStep::Done(None));
                 }
@@ -135,6 +138,11 @@ impl RedRead {
             },
             (_, other) => return Err(other),
         })
+    }
+
+    /// Main's policy, once the reader has read it itself ([`RedRead::start`]).
+    pub fn policy(&self) -> Option<&Policy> {
+        self.policy.as_ref()
     }
 
     fn judge(&self, window: &[RawStep], lines: &[String]) -> Red {

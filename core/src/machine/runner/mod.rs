@@ -16,6 +16,7 @@
 //! fate is unknown, the runner drops what it holds in memory and lets the next pass read the
 //! truth from the remote: it never pushes blindly again.
 
+mod bisect;
 mod checks;
 pub mod deps;
 mod hold;
@@ -87,6 +88,9 @@ pub struct RunnerConfig {
     /// `[red] window`: how many first-parent main commits judge a red main.
     #[serde(default = "red_window")]
     pub red_window: u32,
+    /// `[runner] bisect_post`: with nothing to merge, narrow a red post check's suspect range.
+    #[serde(default)]
+    pub bisect_post: bool,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -118,6 +122,7 @@ impl RunnerConfig {
             parallel_checks: 1,
             evidence_reuse: false,
             red_window: red_window(),
+            bisect_post: false,
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,
@@ -177,6 +182,8 @@ enum Purpose {
     /// The notify plugin, handed an event this runner wrote. Delivered or lost, it is never
     /// sent again; it outlives the work and the runner's own end, which waits for it.
     Notify,
+    /// An action of a bisect of a red post check.
+    Bisect(bisect::Purpose),
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -236,6 +243,10 @@ pub struct Runner {
     plugin_answer: Option<Option<String>>,
     /// Whether this pass has read the changes live operations name with `--after`.
     dependencies_read: bool,
+    /// Whether this pass has looked for a red post check to bisect.
+    bisected: bool,
+    /// When a bisect's check run in flight is given up, if one is.
+    bisect_deadline: Option<Timestamp>,
     /// Whether `refs` holds this runner's log tip as the remote has it: the push that ends an
     /// operation appends to the log leased on that tip. Fetched once (by the first pass, and
     /// again after a push whose fate is unknown), then followed through this runner's own
@@ -269,6 +280,8 @@ impl Runner {
             holds: None,
             plugin_answer: None,
             dependencies_read: false,
+            bisected: false,
+            bisect_deadline: None,
             log_known: false,
         }
     }
@@ -414,6 +427,7 @@ impl Machine for Runner {
                     Purpose::ReadConfig { main, then } => self.on_config(main, then, completion)?,
                     Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
                     Purpose::Notify => self.on_notified(completion)?,
+                    Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }
@@ -433,7 +447,11 @@ impl Machine for Runner {
                 why: self.idle_reason(),
             }),
             Stage::Working => self.work.as_ref().and_then(Work::deadline),
-            Stage::Passing | Stage::Done => None,
+            Stage::Passing => self.bisect_deadline.map(|at| Deadline {
+                at,
+                why: Wake::CheckDeadline,
+            }),
+            Stage::Done => None,
         }
     }
 
@@ -447,6 +465,7 @@ impl Runner {
         match self.stage {
             Stage::Idle if self.now >= self.next_pass => self.start_pass(),
             Stage::Working => self.work_tick(),
+            Stage::Passing => self.bisect_tick(),
             _ => {}
         }
     }

@@ -54,6 +54,9 @@ pub enum Mutant {
     LogWrongCommit,
     /// S12: ends operations without an event in its log.
     LogNothing,
+    /// S13: bisects by walking up from the oldest suspect, one merge a run, instead of
+    /// halving the range.
+    BisectLinear,
 }
 
 impl Runner {
@@ -129,6 +132,20 @@ impl Runner {
 
     pub(super) fn mutant_ignores_dependencies(&self) -> bool {
         self.mutant_is(Mutant::IgnoreDependencies)
+    }
+
+    /// The oldest suspect instead of the midpoint, for [`Mutant::BisectLinear`].
+    pub(super) fn mutant_bisect_linear(
+        &self,
+        check: &crate::red::RedCheck,
+        next: (Oid, crate::red::BisectRun),
+    ) -> (Oid, crate::red::BisectRun) {
+        match (self.mutant_is(Mutant::BisectLinear), check.suspects.last()) {
+            (true, Some((oldest, _))) if next.1 == crate::red::BisectRun::Midpoint => {
+                (oldest.clone(), next.1)
+            }
+            _ => next,
+        }
     }
 
     pub(super) fn mutant_ignores_red(&self) -> bool {

@@ -55,6 +55,7 @@ impl Runner {
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
         self.dependencies_read = false;
+        self.bisected = false;
         // The hold plugin answers for now: each pass that needs its answer asks again.
         self.plugin_answer = None;
         if self.seeded.is_some() {
@@ -425,7 +426,7 @@ impl Runner {
         let head = self.find_head();
         let Head::Op { change, op } = head else {
             self.watch = None;
-            return self.idle_or_done();
+            return self.bisect_or_rest();
         };
         if let RunMode::Only(only) = &self.cfg.mode
             && only != &op
@@ -456,7 +457,7 @@ impl Runner {
     }
 
     /// With nothing to do now: rest until the next pass, or end a `--once` run.
-    fn idle_or_done(&mut self) {
+    pub(super) fn idle_or_done(&mut self) {
         if self.cfg.mode == RunMode::Once {
             let result = BayResult::ok(None, serde_json::Map::new());
             self.finish(result);
