@@ -2008,6 +2008,15 @@ impl Driver {
                 Ok(commits)
             })?),
             // What the clone holds is what the world's last answered fetch brought.
+            Action::ReadSeen { names } => {
+                let mut seen = std::collections::BTreeMap::new();
+                for name in names {
+                    if u.arbitrary()? {
+                        seen.insert(name.clone(), crate::time::Timestamp(u.arbitrary()?));
+                    }
+                }
+                Completion::SeenRead(maybe_fault(u, 16, |_| Ok(seen))?)
+            }
             Action::ReadHeld { prefix, limit } => {
                 let held = self
                     .refs
@@ -2280,10 +2289,15 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
         (Some(_), true) => Some(oid(u)?),
         _ => None,
     };
+    let presence = match (&plan.presence, written) {
+        (Some(_), true) => Some(oid(u)?),
+        _ => None,
+    };
     Ok(PushReport {
         steps,
         notes,
         log,
+        presence,
         outcome,
     })
 }

@@ -68,6 +68,9 @@ pub enum Invariant {
     /// operation it ended, written with the end: the operation ended as the event says, and a
     /// merge event names the commit the merged marker names.
     LogMatches,
+    /// S13: a runner's presence names it, reads back, and goes up at most once per heartbeat
+    /// on its own clock (within one incarnation: a restarted runner remembers nothing).
+    PresencePerHeartbeat,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -87,6 +90,7 @@ impl Invariant {
             Invariant::AfterItsDependencies => "S10",
             Invariant::RedTakesOwnersFixes => "S11",
             Invariant::LogMatches => "S12",
+            Invariant::PresencePerHeartbeat => "S13",
             Invariant::Liveness => "L",
         }
     }
@@ -143,6 +147,10 @@ pub struct Checker {
     pub events: u64,
     /// From when the hold plugin (when main's config sets one) holds main, and from when not.
     plugin_held_since: Vec<(u64, bool)>,
+    /// Per runner incarnation, the `last_pass` (its own clock) of its last presence.
+    presences: BTreeMap<(String, u64), Timestamp>,
+    /// Presences S13 checked.
+    pub presences_checked: u64,
 }
 
 impl Checker {
@@ -168,6 +176,8 @@ impl Checker {
             ended_by_runner: Vec::new(),
             events: 0,
             plugin_held_since: Vec::new(),
+            presences: BTreeMap::new(),
+            presences_checked: 0,
         }
     }
 
@@ -209,6 +219,57 @@ impl Checker {
             at,
             what,
         });
+    }
+
+    /// S13, for a push by runner `pusher` in its `incarnation` whose heartbeat is
+    /// `heartbeat_ms`: each presence it moved names it, reads back, and comes a heartbeat or
+    /// more after the last one this incarnation wrote, by its own clock.
+    pub fn presence_pushed(
+        &mut self,
+        at: u64,
+        store: &Store,
+        applied: &Applied,
+        pusher: &str,
+        incarnation: u64,
+        heartbeat_ms: u64,
+    ) {
+        for moved in &applied.moves {
+            let Some(runner) = refs::parse_executor(&moved.name) else {
+                continue;
+            };
+            self.presences_checked += 1;
+            let read = moved
+                .new
+                .as_ref()
+                .and_then(|oid| store.get(oid))
+                .ok_or_else(|| "gone".to_string())
+                .and_then(|commit| bay_core::presence::Presence::from_message(&commit.message));
+            let presence = match read {
+                Ok(presence) if presence.runner == runner && runner == pusher => presence,
+                other => {
+                    self.violate(
+                        Invariant::PresencePerHeartbeat,
+                        at,
+                        format!("{pusher} wrote {} as {other:?}", moved.name),
+                    );
+                    continue;
+                }
+            };
+            let key = (pusher.to_string(), incarnation);
+            if let Some(last) = self.presences.insert(key, presence.last_pass)
+                && presence.last_pass.millis_since(last) < heartbeat_ms
+            {
+                self.violate(
+                    Invariant::PresencePerHeartbeat,
+                    at,
+                    format!(
+                        "{pusher} wrote its presence at {} on its clock, less than a heartbeat after {}",
+                        presence.last_pass.millis(),
+                        last.millis()
+                    ),
+                );
+            }
+        }
     }
 
     /// Checks every invariant a push (or an outside push) could break. `pusher` is the runner

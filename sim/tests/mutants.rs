@@ -162,3 +162,10 @@ mutant_test!(
     200,
     []
 );
+mutant_test!(
+    a_presence_every_pass_breaks_s13,
+    Mutant::PresenceEveryPass,
+    Invariant::PresencePerHeartbeat,
+    200,
+    []
+);

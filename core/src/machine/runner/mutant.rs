@@ -54,11 +54,18 @@ pub enum Mutant {
     LogWrongCommit,
     /// S12: ends operations without an event in its log.
     LogNothing,
+    /// S13: writes its presence every pass, whatever the heartbeat.
+    PresenceEveryPass,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// Whether the presence goes up however recently the last one did.
+    pub(super) fn mutant_presence_every_pass(&self) -> bool {
+        self.mutant_is(Mutant::PresenceEveryPass)
     }
 
     /// The event a mutant writes to its log instead of the true one.
