@@ -7,6 +7,9 @@
 //! - the `git` processes one `merge --wait` starts (counted through a `git` on PATH that logs).
 //! - one idle `bay runner run --once` pass with 2,000 ended changes against one with 10.
 //!   Goal: 1.2, because a pass must cost the same however much history there is.
+//! - the same, for the pass that writes the runner's presence (at most once a heartbeat): a
+//!   push, whose cost grows with the refs the remote advertises to it. No goal; shown so that
+//!   the cost is seen.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -337,6 +340,18 @@ fn history(remote: &Path, clone: &Path, count: usize) {
     assert!(child.wait().expect("fast-import").success());
 }
 
+/// An idle pass of a runner that has never run here, so it writes its presence: a push, which
+/// hears every ref the remote advertises.
+fn presence_pass(clone: &Path, n: usize) -> Duration {
+    git(
+        clone,
+        &["config", "bay.runnerName", &format!("bench-presence-{n}")],
+    );
+    let elapsed = idle_pass(clone);
+    git(clone, &["config", "bay.runnerName", "bench"]);
+    elapsed
+}
+
 fn idle_pass(clone: &Path) -> Duration {
     let started = Instant::now();
     let pass = bay(clone, &["runner", "run", "--once"], None);
@@ -395,6 +410,15 @@ fn main() {
         ms(small_pass),
         ms(large_pass),
         ratio(large_pass, small_pass)
+    );
+    let small_presence = median((0..RUNS).map(|n| presence_pass(&small, n)).collect());
+    let large_presence = median((0..RUNS).map(|n| presence_pass(&large, n)).collect());
+    println!(
+        "idle pass that writes its presence (once a heartbeat): {:.1} ms with 10 ended changes, \
+         {:.1} ms with 2,000; ratio {:.2}",
+        ms(small_presence),
+        ms(large_presence),
+        ratio(large_presence, small_presence)
     );
 }
 

@@ -76,6 +76,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::HistoryRead(r) => r.is_err(),
         Completion::AddedRead(r) => r.is_err(),
         Completion::HeldRead(r) => r.is_err(),
+        Completion::SeenRead(r) => r.is_err(),
         Completion::MergeTested(r) => r.is_err(),
         Completion::MergeBaseFound(r) => r.is_err(),
         Completion::CandidateBuilt(r) => r.is_err(),

@@ -1270,6 +1270,7 @@ pub fn config(data: &[u8]) {
                     execution_budget_s: runner.execution_budget_s,
                     publish_window_s: runner.publish_window_s,
                     parallel_checks: runner.parallel_checks,
+                    bisect_post: runner.bisect_post,
                     ..RunnerSettings::default()
                 },
                 "a runner setting bay does not act on was read"
@@ -1362,6 +1363,7 @@ pub fn config(data: &[u8]) {
                             "execution_budget_s",
                             "publish_window_s",
                             "parallel_checks",
+                            "bisect_post",
                         ]
                         .contains(&key.as_str()),
                         "bay accepted [runner] {key}, which it does not act on"
@@ -1413,6 +1415,7 @@ fn config_to_toml(config: &Config) -> String {
         "parallel_checks".into(),
         uint_value(u64::from(r.parallel_checks)),
     );
+    runner.insert("bisect_post".into(), toml::Value::Boolean(r.bisect_post));
     root.insert("runner".into(), toml::Value::Table(runner));
     if config.evidence_reuse {
         let mut policy = toml::Table::new();
@@ -2011,6 +2014,15 @@ impl Driver {
                 Ok(commits)
             })?),
             // What the clone holds is what the world's last answered fetch brought.
+            Action::ReadSeen { names } => {
+                let mut seen = std::collections::BTreeMap::new();
+                for name in names {
+                    if u.arbitrary()? {
+                        seen.insert(name.clone(), crate::time::Timestamp(u.arbitrary()?));
+                    }
+                }
+                Completion::SeenRead(maybe_fault(u, 16, |_| Ok(seen))?)
+            }
             Action::ReadHeld { prefix, limit } => {
                 let held = self
                     .refs
@@ -2283,10 +2295,15 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
         (Some(_), true) => Some(oid(u)?),
         _ => None,
     };
+    let presence = match (&plan.presence, written) {
+        (Some(_), true) => Some(oid(u)?),
+        _ => None,
+    };
     Ok(PushReport {
         steps,
         notes,
         log,
+        presence,
         outcome,
     })
 }

@@ -76,6 +76,7 @@ pub mod refs {
     pub const EVIDENCE: &str = "refs/notes/bay/evidence/";
     pub const INFLIGHT: &str = "refs/bay/inflight/";
     pub const LOG: &str = "refs/bay/log/";
+    pub const EXECUTOR: &str = "refs/bay/executor/";
 
     /// Every namespace bay keeps its own records in; nothing else may write there.
     pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
@@ -133,6 +134,27 @@ pub mod refs {
     /// The runner whose log `name` is, if it is one.
     pub fn parse_log(name: &str) -> Option<&str> {
         name.strip_prefix(LOG).filter(|runner| !runner.is_empty())
+    }
+
+    /// One runner's presence: a single commit, replaced at most once per heartbeat, whose
+    /// message is the `bay.presence/1` document (`crate::presence`).
+    pub fn executor(runner: &str) -> String {
+        format!("{EXECUTOR}{runner}")
+    }
+
+    /// The fetch pattern of one runner's presence, absent or not; as for a log, other
+    /// runners' presences whose names it prefixes are left for the reader to ignore.
+    pub fn executor_pattern(runner: &str) -> String {
+        format!("{EXECUTOR}{runner}*")
+    }
+
+    /// The fetch pattern of every runner's presence.
+    pub const EXECUTOR_PATTERN: &str = "refs/bay/executor/*";
+
+    /// The runner whose presence `name` is, if it is one.
+    pub fn parse_executor(name: &str) -> Option<&str> {
+        name.strip_prefix(EXECUTOR)
+            .filter(|runner| !runner.is_empty())
     }
 
     /// A local-only ref that keeps an operation's candidate safe from garbage collection.

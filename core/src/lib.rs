@@ -23,6 +23,7 @@ pub mod machine;
 pub mod paths;
 pub mod plugin;
 pub mod policy;
+pub mod presence;
 pub mod reason;
 pub mod record;
 pub mod red;

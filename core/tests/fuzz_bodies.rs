@@ -273,6 +273,7 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
         steps: vec![vec![oid(1)]],
         notes: Vec::new(),
         log: None,
+        presence: None,
         outcome: PushOutcome::Unknown {
             why: "the connection dropped".into(),
         },

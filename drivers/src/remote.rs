@@ -152,6 +152,7 @@ impl Repo {
             Action::ReadHeld { prefix, limit } => {
                 Completion::HeldRead(self.read_held(prefix, *limit))
             }
+            Action::ReadSeen { names } => Completion::SeenRead(self.read_seen(names)),
             Action::TestMerge { onto, draft, base } => Completion::MergeTested(
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
             ),

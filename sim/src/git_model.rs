@@ -22,6 +22,11 @@ pub struct GitModel {
     pub store: Store,
     pub remote: Remote,
     pub notes: NotesLog,
+    /// The model's clock, which its owner sets: when the remote took each ref's value, by
+    /// it, is what `ReadSeen` answers.
+    pub clock: Timestamp,
+    /// Each ref's value and when the remote took it (see [`GitModel::read_seen`]).
+    took: BTreeMap<String, (Oid, Timestamp)>,
 }
 
 impl GitModel {
@@ -82,6 +87,7 @@ impl GitModel {
             Action::ReadHeld { prefix, limit } => {
                 Completion::HeldRead(Ok(self.read_held(prefix, *limit)))
             }
+            Action::ReadSeen { names } => Completion::SeenRead(Ok(self.read_seen(names))),
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
@@ -177,6 +183,29 @@ impl GitModel {
 
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {
         self.remote.push(&mut self.store, plan, &mut self.notes)
+    }
+
+    /// `ReadSeen`: the model keeps no clone's mirror apart from the remote (as for
+    /// `read_held`), so a ref's value was first seen when the remote took it, which the model
+    /// learns the first time it is asked about that value, at its clock then. A ref the remote
+    /// lacks is left out.
+    pub fn read_seen(&mut self, names: &[String]) -> BTreeMap<String, Timestamp> {
+        let mut seen = BTreeMap::new();
+        for name in names {
+            let Some(value) = self.remote.refs.get(name) else {
+                continue;
+            };
+            let clock = self.clock;
+            let took = self
+                .took
+                .entry(name.clone())
+                .or_insert_with(|| (value.clone(), clock));
+            if &took.0 != value {
+                *took = (value.clone(), clock);
+            }
+            seen.insert(name.clone(), took.1);
+        }
+        seen
     }
 
     /// The remote's refs under `prefix`, the newest tips first (by the `at` of the step a tip

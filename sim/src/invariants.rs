@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S13, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S14, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -73,6 +73,9 @@ pub enum Invariant {
     /// S13: a bisect halves a red post check's suspect range with each midpoint run, and reruns
     /// only the one failed merge left right above a pass (see `invariants::bisect`).
     BisectHalves,
+    /// S14: a runner's presence names it, reads back, and goes up at most once per heartbeat
+    /// on its own clock (within one incarnation: a restarted runner remembers nothing).
+    PresencePerHeartbeat,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -93,6 +96,7 @@ impl Invariant {
             Invariant::RedTakesOwnersFixes => "S11",
             Invariant::LogMatches => "S12",
             Invariant::BisectHalves => "S13",
+            Invariant::PresencePerHeartbeat => "S14",
             Invariant::Liveness => "L",
         }
     }
@@ -151,6 +155,10 @@ pub struct Checker {
     plugin_held_since: Vec<(u64, bool)>,
     /// What S13 keeps.
     pub bisect: bisect::BisectWatch,
+    /// Per runner incarnation, the `last_pass` (its own clock) of its last presence.
+    presences: BTreeMap<(String, u64), Timestamp>,
+    /// Presences S14 checked.
+    pub presences_checked: u64,
 }
 
 impl Checker {
@@ -177,6 +185,8 @@ impl Checker {
             events: 0,
             plugin_held_since: Vec::new(),
             bisect: bisect::BisectWatch::default(),
+            presences: BTreeMap::new(),
+            presences_checked: 0,
         }
     }
 
@@ -218,6 +228,57 @@ impl Checker {
             at,
             what,
         });
+    }
+
+    /// S14, for a push by runner `pusher` in its `incarnation` whose heartbeat is
+    /// `heartbeat_ms`: each presence it moved names it, reads back, and comes a heartbeat or
+    /// more after the last one this incarnation wrote, by its own clock.
+    pub fn presence_pushed(
+        &mut self,
+        at: u64,
+        store: &Store,
+        applied: &Applied,
+        pusher: &str,
+        incarnation: u64,
+        heartbeat_ms: u64,
+    ) {
+        for moved in &applied.moves {
+            let Some(runner) = refs::parse_executor(&moved.name) else {
+                continue;
+            };
+            self.presences_checked += 1;
+            let read = moved
+                .new
+                .as_ref()
+                .and_then(|oid| store.get(oid))
+                .ok_or_else(|| "gone".to_string())
+                .and_then(|commit| bay_core::presence::Presence::from_message(&commit.message));
+            let presence = match read {
+                Ok(presence) if presence.runner == runner && runner == pusher => presence,
+                other => {
+                    self.violate(
+                        Invariant::PresencePerHeartbeat,
+                        at,
+                        format!("{pusher} wrote {} as {other:?}", moved.name),
+                    );
+                    continue;
+                }
+            };
+            let key = (pusher.to_string(), incarnation);
+            if let Some(last) = self.presences.insert(key, presence.last_pass)
+                && presence.last_pass.millis_since(last) < heartbeat_ms
+            {
+                self.violate(
+                    Invariant::PresencePerHeartbeat,
+                    at,
+                    format!(
+                        "{pusher} wrote its presence at {} on its clock, less than a heartbeat after {}",
+                        presence.last_pass.millis(),
+                        last.millis()
+                    ),
+                );
+            }
+        }
     }
 
     /// Checks every invariant a push (or an outside push) could break. `pusher` is the runner

@@ -255,6 +255,7 @@ fn summarize(
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
+    let mut presences = 0u64;
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
@@ -283,6 +284,7 @@ fn summarize(
                 }
                 held_merges += report.held_merges;
                 logged += report.logged;
+                presences += report.presences;
                 dependency_waits += report.dependency_waits;
                 if let Some((runs, held)) = report.plugin {
                     plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
@@ -335,6 +337,7 @@ fn summarize(
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "dependency_waits": dependency_waits,
             "logged": logged,
+            "presences": presences,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -380,6 +383,7 @@ fn summarize(
              {dependency_waits} dependents left waiting on an open change"
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
+        println!("runner presences: {presences}, each a heartbeat after the last (S14)");
         println!(
             "hold plugin: set in {} seeds, asked {} times, {} answers held main",
             plugin.0, plugin.1, plugin.2

@@ -140,6 +140,17 @@ impl Remote {
             ));
             oid
         });
+        // A runner's presence, as the Git driver writes it: one commit with no parent.
+        let presence = plan.presence.as_ref().map(|presence| {
+            let empty = store.tree(Tree::new());
+            let oid = store.commit(empty, Vec::new(), &presence.message);
+            updates.push((
+                refs::executor(&presence.runner),
+                presence.expect.clone(),
+                Some(oid.clone()),
+            ));
+            oid
+        });
         for update in &plan.updates {
             let new = match &update.new {
                 NewValue::Oid(oid) => Some(Some(oid.clone())),
@@ -188,6 +199,7 @@ impl Remote {
                 steps,
                 notes,
                 log,
+                presence,
                 outcome,
             },
             applied,

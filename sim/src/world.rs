@@ -303,6 +303,8 @@ pub struct RunReport {
     pub red: BTreeMap<&'static str, u64>,
     /// Runner log events S12 checked.
     pub logged: u64,
+    /// Presences S14 checked.
+    pub presences: u64,
     /// Whether main's config set a hold plugin, how many times runners asked it, and how many
     /// of its answers held main.
     pub plugin: Option<(u64, u64)>,
@@ -686,6 +688,7 @@ impl World {
                 red
             },
             logged: self.checker.events,
+            presences: self.checker.presences_checked,
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             virtual_ms: self.t,
@@ -870,6 +873,7 @@ impl World {
                         steps: Vec::new(),
                         notes: Vec::new(),
                         log: None,
+                        presence: None,
                         outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
                     };
                     return self.reply(host, id, lat, Completion::Pushed(report));
@@ -1004,6 +1008,7 @@ impl World {
                 steps: Vec::new(),
                 notes: Vec::new(),
                 log: None,
+                presence: None,
                 outcome: PushOutcome::Unknown {
                     why: "the connection broke".into(),
                 },
@@ -1029,6 +1034,16 @@ impl World {
             .note(self.t, host, "push-applied", applied.moves.len() as u64);
         self.checker
             .after_push(self.t, &self.git, &self.truth, &applied, pusher.as_deref());
+        if let Some(pusher) = &pusher {
+            self.checker.presence_pushed(
+                self.t,
+                &self.git.store,
+                &applied,
+                pusher,
+                u64::from(incarnation),
+                HEARTBEAT_MS,
+            );
+        }
         if fate == Fate::AppliedNoReply {
             report.outcome = PushOutcome::Unknown {
                 why: "no reply".into(),

@@ -192,3 +192,11 @@ fn a_linear_bisect_breaks_s13() {
         caught.unwrap_or_default()
     );
 }
+
+mutant_test!(
+    a_presence_every_pass_breaks_s14,
+    Mutant::PresenceEveryPass,
+    Invariant::PresencePerHeartbeat,
+    200,
+    []
+);

@@ -617,6 +617,10 @@ impl World {
                     }
                     Completion::Fetched(fetched)
                 }
+                // A presence is no write of the queue's: it goes up as it is.
+                Action::Push(plan) if plan.presence.is_some() => {
+                    Completion::Pushed(self.bench.git.push(plan).0)
+                }
                 Action::Push(plan) => self.push(r, plan),
                 other => self.bench.answer(other).expect("only checks are held"),
             };
@@ -656,6 +660,7 @@ impl World {
                 steps: bay_sim::remote::write_objects(&mut git.store, plan),
                 notes: Vec::new(),
                 log: None,
+                presence: None,
                 outcome: lost,
             },
         };

@@ -142,8 +142,9 @@ fn is_check(action: &Action) -> bool {
     matches!(action, Action::RunCheck(_))
 }
 
+/// A push of the work: a presence, which goes up beside it, is not one.
 fn is_push(action: &Action) -> bool {
-    matches!(action, Action::Push(_))
+    matches!(action, Action::Push(plan) if plan.presence.is_none())
 }
 
 /// The steps a push appends, by kind.
@@ -325,6 +326,7 @@ fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
         steps,
         notes: Vec::new(),
         log: None,
+        presence: None,
         outcome: PushOutcome::Unknown {
             why: "broken".into(),
         },

@@ -64,16 +64,22 @@ pub fn runner_config(
     cfg.trailers = config.trailers.clone();
     cfg.environments = served_environments(context);
     cfg.mode = mode;
+    cfg.machine = host().unwrap_or_default().trim().to_string();
+    cfg.version = env!("CARGO_PKG_VERSION").to_string();
     cfg
+}
+
+/// This host's name, if it can be read.
+fn host() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
 }
 
 /// `bay.runnerName`, else the host's name, made safe to use in a ref name.
 fn runner_name(context: &Context) -> String {
     let named = context.setting_values("bay.runnername").pop();
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .ok();
-    let raw = named.or(host).unwrap_or_else(|| "runner".to_string());
+    let raw = named.or_else(host).unwrap_or_else(|| "runner".to_string());
     let safe: String = raw
         .trim()
         .chars()

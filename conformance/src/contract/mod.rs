@@ -8,6 +8,7 @@
 mod candidate;
 mod fetch;
 mod notes;
+mod presence;
 mod push;
 mod read;
 mod view;
@@ -56,6 +57,7 @@ pub fn cases() -> Vec<Case> {
         read::cases(),
         candidate::cases(),
         notes::cases(),
+        presence::cases(),
         view::cases(),
     ]
     .concat()
@@ -297,6 +299,9 @@ impl<'a> Bench<'a> {
         }
         if let Some(oid) = &report.log {
             self.named(oid, &format!("{prefix}event"));
+        }
+        if let Some(oid) = &report.presence {
+            self.named(oid, &format!("{prefix}presence"));
         }
         self.see(format!("{label} outcome"), seen::outcome(&report.outcome));
         let counts: Vec<String> = report.steps.iter().map(|s| s.len().to_string()).collect();

@@ -294,6 +294,7 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
                 message: "bay: c7k2m4qa.1 merged\n\n{}\n".into(),
             }
         }),
+        presence: None,
         updates: plan
             .updates
             .iter()
@@ -344,6 +345,7 @@ fn reply_lost(bench: &mut Bench<'_>) {
         appends: vec![Append::on(change(), None, vec![heartbeat(1)], None)],
         notes: vec![],
         log: None,
+        presence: None,
         updates: vec![
             RefUpdate {
                 name: MAIN.to_owned(),

@@ -73,6 +73,11 @@ pub enum Action {
     /// whose tips were committed last, named as on the remote. What a reader that must not
     /// reach the network (the flow of `bay status`) knows of the remote.
     ReadHeld { prefix: String, limit: u32 },
+    /// For each remote ref name, when (on this machine's clock) this clone's copy of the ref
+    /// first held the value it holds now, as recorded when the fetch or push that moved it
+    /// there did so; a ref with no such record is left out. Never fetches. It ages a runner's
+    /// presence on the reader's clock alone (`crate::presence`).
+    ReadSeen { names: Vec<String> },
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -128,6 +133,7 @@ impl Action {
             Action::ReadHistory(_) => "read-history",
             Action::ReadAdded { .. } => "read-added",
             Action::ReadHeld { .. } => "read-held",
+            Action::ReadSeen { .. } => "read-seen",
             Action::TestMerge { .. } => "test-merge",
             Action::MergeBase { .. } => "merge-base",
             Action::Push(_) => "push",
@@ -195,6 +201,9 @@ pub struct PushPlan {
     /// An event appended to a runner's log, with the push that ends its operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<LogAdd>,
+    /// A runner's presence, replacing `refs/bay/executor/<runner>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence: Option<PresenceAdd>,
     pub updates: Vec<RefUpdate>,
     /// All refs or none. bay's own pushes are always atomic.
     pub atomic: bool,
@@ -262,6 +271,17 @@ impl LogAdd {
             message,
         }
     }
+}
+
+/// One `bay.presence/1` commit that replaces `refs/bay/executor/<runner>`: an empty tree, no
+/// parent (a presence keeps no history), and `message` (`Presence::to_message`), leased on
+/// the tip the runner knows (or `Absent` when it knows none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct PresenceAdd {
+    pub runner: String,
+    pub expect: Expect,
+    pub message: String,
 }
 
 /// One evidence record, as a note on `object` under `refs/notes/bay/evidence/<producer>`.
@@ -511,6 +531,9 @@ pub struct PushReport {
     /// The log commit written for the plan's event, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<Oid>,
+    /// The presence commit written for the plan's presence, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence: Option<Oid>,
     pub outcome: PushOutcome,
 }
 
@@ -530,6 +553,7 @@ pub enum Completion {
     HistoryRead(Result<Vec<MainCommit>, Fault>),
     AddedRead(Result<Option<Oid>, Fault>),
     HeldRead(Result<Refs, Fault>),
+    SeenRead(Result<BTreeMap<String, Timestamp>, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
     MergeBaseFound(Result<Option<Oid>, Fault>),
     Pushed(PushReport),

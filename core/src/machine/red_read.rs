@@ -78,7 +78,11 @@ impl RedRead {
 
     /// Takes the completion of the last action asked; `remote` gains the evidence tips fetched.
     /// A completion of another kind is given back: a driver bug, for the command to refuse.
-    pub fn on(&mut self, completion: Completion, remote: &mut Refs) -> Result<RedStep, Completion> {
+    pub fn on(
+        &mut self,
+        completion: Completion,
+        remote: &mut Refs,
+    ) -> Result<RedStep, Box<Completion>> {
         let unread = |fault: Fault| RedStep::Unread(fault.0);
         Ok(match (self.stage.clone(), completion) {
             (Stage::Policy, Completion::FileRead(read)) => {
@@ -136,7 +140,7 @@ impl RedRead {
                 Ok(lines) => RedStep::Done(Some(self.judge(&window, &lines))),
                 Err(fault) => unread(fault),
             },
-            (_, other) => return Err(other),
+            (_, other) => return Err(Box::new(other)),
         })
     }
 

@@ -412,7 +412,7 @@ impl Since {
 
     fn on_red(&mut self, mut reader: RedRead, completion: Completion) -> Option<Completion> {
         match reader.on(completion, &mut self.remote) {
-            Err(completion) => return Some(completion),
+            Err(completion) => return Some(*completion),
             Ok(RedStep::Ask(action)) => {
                 self.out.send(action, Purpose::Red(Box::new(reader)));
                 return None;

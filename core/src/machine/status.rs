@@ -1,7 +1,7 @@
 //! `bay status [<change>]`: what a change's operation is doing, or what the queue holds.
 //! It reads the remote and writes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -17,6 +17,7 @@ use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::machine::runner::deps::{dependency, waiting};
+use crate::presence::{Judged, PRESENCES_READ, Presence, judge, no_live_runner};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
@@ -53,6 +54,10 @@ enum Purpose {
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
+    /// The presences of runners the fetch brought, then when this clone first held each: the
+    /// `no_live_runner` warning of the result made so far.
+    Presences(Box<BayResult>),
+    Seen(Box<BayResult>, Vec<RawStep>),
     /// Main's red, read for the result made so far (`detail.red`, `detail.red_pending`).
     Red(Box<(BayResult, RedRead)>),
     /// Main's config, for `[red] window`, then the commit that added it, then main's newest
@@ -92,6 +97,11 @@ pub struct Status {
     /// Main's commits in the red window, as the unattributed read found them: the merges
     /// `detail.flakes` counts.
     window: Option<BTreeSet<Oid>>,
+    /// How many operations the status found waiting: live ones among the queue places it
+    /// read, or the change's own.
+    waiting: u64,
+    /// Whether the runners' presences were judged for the result.
+    presences_read: bool,
     outcome: Option<BayResult>,
 }
 
@@ -105,6 +115,8 @@ impl Status {
             waits: None,
             unattributed_read: false,
             window: None,
+            waiting: 0,
+            presences_read: false,
             outcome: None,
         };
         let mut patterns = vec![refs::main(&status.input.main)];
@@ -112,14 +124,25 @@ impl Status {
             Some(change) => patterns.push(refs::change_pattern(change)),
             None => patterns.push(refs::QUEUE_PATTERN.to_string()),
         }
+        if status.input.flow {
+            // Plain `bay status` judges whether a runner runs, from the same fetch.
+            patterns.push(refs::EXECUTOR_PATTERN.to_string());
+        }
         status
             .out
             .send(Action::Fetch(FetchSpec::new(patterns)), Purpose::Fetch);
         status
     }
 
-    /// Adds what main's post checks say (`detail.red`, `detail.red_pending`), then ends.
+    /// Warns `no_live_runner` when operations wait and no runner is fresh, then adds what
+    /// main's post checks say (`detail.red`, `detail.red_pending`), then ends.
     fn finish(&mut self, result: BayResult) {
+        if self.input.flow && !self.presences_read && result.decision != Decision::Failed {
+            self.presences_read = true;
+            if self.waiting > 0 {
+                return self.read_presences(result);
+            }
+        }
         match self.remote.get(&refs::main(&self.input.main)).cloned() {
             Some(main) => {
                 let (reader, read) = RedRead::start(main);
@@ -128,6 +151,67 @@ impl Status {
             }
             None => self.conclude(result),
         }
+    }
+
+    /// Reads the newest [`PRESENCES_READ`] presences the fetch brought (none read when none
+    /// came).
+    fn read_presences(&mut self, result: BayResult) {
+        let oids: Vec<Oid> = self.presences().into_iter().map(|(_, oid)| oid).collect();
+        if oids.is_empty() {
+            return self.with_presences(result, &[], &BTreeMap::new());
+        }
+        self.out.send(
+            Action::ReadSteps { oids },
+            Purpose::Presences(Box::new(result)),
+        );
+    }
+
+    /// The presences the fetch brought, by runner, at most [`PRESENCES_READ`].
+    fn presences(&self) -> Vec<(String, Oid)> {
+        self.remote
+            .iter()
+            .filter_map(|(name, oid)| Some((refs::parse_executor(name)?.to_string(), oid.clone())))
+            .take(PRESENCES_READ)
+            .collect()
+    }
+
+    fn on_presences(&mut self, result: BayResult, read: Vec<RawStep>) {
+        let names = self
+            .presences()
+            .into_iter()
+            .map(|(runner, _)| refs::executor(&runner))
+            .collect();
+        self.out.send(
+            Action::ReadSeen { names },
+            Purpose::Seen(Box::new(result), read),
+        );
+    }
+
+    /// Judges each presence on this clone's clock, from when this clone first held it, and
+    /// warns when operations wait and none is fresh. The warning refuses nothing.
+    fn with_presences(
+        &mut self,
+        mut result: BayResult,
+        read: &[RawStep],
+        seen: &BTreeMap<String, Timestamp>,
+    ) {
+        let judged: Vec<Judged> = self
+            .presences()
+            .into_iter()
+            .map(|(runner, oid)| {
+                let presence = read
+                    .iter()
+                    .find(|raw| raw.oid == oid)
+                    .ok_or_else(|| "its commit could not be read".to_string())
+                    .and_then(|raw| Presence::from_message(&raw.message));
+                let first_seen = seen.get(&refs::executor(&runner)).copied();
+                judge(&runner, &presence, first_seen, self.now)
+            })
+            .collect();
+        if let Some(warning) = no_live_runner(self.waiting, &judged) {
+            add_warnings(&mut result, vec![warning]);
+        }
+        self.finish(result);
     }
 
     fn conclude(&mut self, result: BayResult) {
@@ -312,7 +396,7 @@ impl Status {
         completion: Completion,
     ) -> Option<Completion> {
         match reader.on(completion, &mut self.remote) {
-            Err(completion) => return Some(completion),
+            Err(completion) => return Some(*completion),
             Ok(RedStep::Ask(action)) => {
                 self.out
                     .send(action, Purpose::Red(Box::new((result, reader))));
@@ -432,12 +516,15 @@ impl Status {
             }
         }
         rows.sort_by_key(|(key, _)| *key);
-        self.finish(queue_result(rows.into_iter().map(|(_, row)| row).collect()));
+        let result = queue_result(rows.into_iter().map(|(_, row)| row).collect());
+        self.waiting = result.detail["queue_depth"].as_u64().unwrap_or(0);
+        self.finish(result);
     }
 
     /// One change's status; a live operation first learns what it waits for with `--after`,
     /// then whether main is held for it.
     fn one(&mut self, record: ChangeRecord) {
+        self.waiting = u64::from(record.live_op().is_some());
         if record.live_op().is_some() && !record.after.is_empty() && self.waits.is_none() {
             let spec = FetchSpec::new(
                 record
@@ -601,6 +688,13 @@ impl Status {
             (Purpose::TestMerge(result), Completion::MergeTested(tested)) => {
                 self.on_tested(*result, tested)
             }
+            (Purpose::Presences(result), Completion::StepsRead(read)) => {
+                // Presences that cannot be read are judged so, never left out.
+                self.on_presences(*result, read.unwrap_or_default())
+            }
+            (Purpose::Seen(result, read), Completion::SeenRead(seen)) => {
+                self.with_presences(*result, &read, &seen.unwrap_or_default())
+            }
             (Purpose::Red(red), completion) => {
                 let (result, reader) = *red;
                 return self.on_red(result, reader, completion);
@@ -623,12 +717,7 @@ impl Status {
                             .map(|commit| commit.oid.clone())
                             .collect(),
                     );
-                    let warnings = not_linear_warnings(commits);
-                    if !warnings.is_empty() {
-                        result
-                            .detail
-                            .insert("warnings".into(), Value::Array(warnings));
-                    }
+                    add_warnings(&mut result, not_linear_warnings(commits));
                 }
                 let value = read.map(|commits| unattributed(window, &commits));
                 self.with_unattributed(*result, value)
@@ -663,14 +752,31 @@ impl Status {
     }
 }
 
+/// Adds `warnings` to the result's one `detail.warnings` array.
+fn add_warnings(result: &mut BayResult, warnings: Vec<Value>) {
+    if warnings.is_empty() {
+        return;
+    }
+    let entry = result
+        .detail
+        .entry("warnings")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(all) = entry {
+        all.extend(warnings);
+    }
+}
+
+/// The states of an operation that has not ended.
+const LIVE_STATES: [&str; 4] = ["submitted", "admitted", "running", "checked"];
+
 /// The queue: every operation read, in queue order, and how many have not ended.
 fn queue_result(rows: Vec<Value>) -> BayResult {
     let live = rows
         .iter()
         .filter(|row| {
-            row["state"].as_str().is_some_and(|state| {
-                ["submitted", "admitted", "running", "checked"].contains(&state)
-            })
+            row["state"]
+                .as_str()
+                .is_some_and(|state| LIVE_STATES.contains(&state))
         })
         .count();
     let mut detail = Map::new();

@@ -7,7 +7,11 @@
 //! by the user's `git fetch --prune`. The mirror never touches local `refs/bay/*` either, where
 //! local-only refs (`refs/bay/inflight/*`) live.
 
+use std::collections::BTreeMap;
+
+use bay_core::git::refs;
 use bay_core::machine::{Fault, FetchSpec, Refs};
+use bay_core::time::Timestamp;
 
 use super::{Repo, oid};
 
@@ -35,8 +39,12 @@ impl Repo {
         if refspecs.is_empty() {
             return Ok(Refs::new());
         }
+        // A fetch of runners' presences keeps Git's reflog of each ref it moves: the record,
+        // on this clone's clock, of when the fetch first brought each tip (`read_seen`).
+        let reflog = spec.patterns.iter().any(|p| p.starts_with(refs::EXECUTOR));
         self.net()
-            .cmd([
+            .cmd(keeping_reflog(reflog))
+            .args([
                 "fetch",
                 "--prune",
                 "--atomic",
@@ -99,6 +107,53 @@ impl Repo {
         self.listed_refs(&listed, |name| name.starts_with(prefix))
     }
 
+    /// `Action::ReadSeen`: for each remote ref, the newest entry of its mirror's reflog, when
+    /// that entry set the value the mirror holds now: the moment, on this clone's clock, the
+    /// fetch or push that brought that value wrote it. A ref with no reflog, or whose newest
+    /// entry is not its value, is left out. Git records whole seconds.
+    pub fn read_seen(&self, names: &[String]) -> Result<BTreeMap<String, Timestamp>, Fault> {
+        let mirror = mirror_prefix(&self.remote);
+        let mut seen = BTreeMap::new();
+        for name in names {
+            let local = format!("{mirror}{}", strip(name));
+            let value = self
+                .git()
+                .cmd(["rev-parse", "--verify", "--quiet", &local])
+                .output()?;
+            if !value.success() {
+                continue;
+            }
+            let value = value.text();
+            let newest = self
+                .git()
+                .cmd([
+                    "reflog",
+                    "show",
+                    "-n",
+                    "1",
+                    "--date=unix",
+                    "--format=%H %gd",
+                    &local,
+                ])
+                .output()?;
+            if !newest.success() {
+                continue;
+            }
+            let newest = newest.text();
+            // `<oid> <ref>@{<unix seconds>}`
+            let at = newest
+                .split_once(' ')
+                .filter(|(oid, _)| *oid == value.trim())
+                .and_then(|(_, selector)| selector.rsplit_once("@{"))
+                .and_then(|(_, secs)| secs.strip_suffix('}'))
+                .and_then(|secs| secs.parse::<u64>().ok());
+            if let Some(secs) = at {
+                seen.insert(name.clone(), Timestamp::from_secs(secs));
+            }
+        }
+        Ok(seen)
+    }
+
     /// The refs `git for-each-ref --format='%(objectname) %(refname)'` listed in the mirror,
     /// by their names on the remote, keeping those `keep` takes.
     fn listed_refs(&self, listed: &str, keep: impl Fn(&str) -> bool) -> Result<Refs, Fault> {
@@ -117,6 +172,15 @@ impl Repo {
             }
         }
         Ok(seen)
+    }
+}
+
+/// The options that make Git keep a reflog of every ref a command moves, when `keep`.
+pub(super) fn keeping_reflog(keep: bool) -> &'static [&'static str] {
+    if keep {
+        &["-c", "core.logAllRefUpdates=always"]
+    } else {
+        &[]
     }
 }
 

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use bay_core::git::{Oid, refs};
 use bay_core::machine::{Expect, Fault, NewValue, PushOutcome, PushPlan, PushReport};
 
-use super::{Repo, fetch::mirror_prefix, fetch::strip};
+use super::{Repo, fetch::keeping_reflog, fetch::mirror_prefix, fetch::strip};
 use crate::git::{GitError, Output, tail};
 
 /// Messages of a push that failed before it sent anything (Git runs with `LC_ALL=C`).
@@ -57,6 +57,7 @@ impl Repo {
             steps: Vec::new(),
             notes: Vec::new(),
             log: None,
+            presence: None,
             outcome: PushOutcome::Accepted,
         };
         let updates = match self.write(plan, &mut report) {
@@ -120,9 +121,12 @@ impl Repo {
                 None => script.push_str(&format!("delete {local}\n")),
             }
         }
+        // A presence's mirror keeps its reflog, as a fetch of it does (`read_seen`).
+        let reflog = updates.iter().any(|u| u.name.starts_with(refs::EXECUTOR));
         let _ = self
             .git()
-            .cmd(["update-ref", "--stdin"])
+            .cmd(keeping_reflog(reflog))
+            .args(["update-ref", "--stdin"])
             .stdin(script.into_bytes())
             .run();
     }
@@ -199,6 +203,17 @@ impl Repo {
             updates.push(Update {
                 name: refs::log(&log.runner),
                 expect: log.expect.clone(),
+                new: Some(commit),
+            });
+        }
+
+        // A presence: one commit with no parent, replacing the runner's, leased on the tip.
+        if let Some(presence) = &plan.presence {
+            let commit = self.commit_tree(&empty, &[], &presence.message)?;
+            report.presence = Some(commit.clone());
+            updates.push(Update {
+                name: refs::executor(&presence.runner),
+                expect: presence.expect.clone(),
                 new: Some(commit),
             });
         }

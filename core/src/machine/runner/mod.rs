@@ -22,6 +22,7 @@ pub mod deps;
 mod hold;
 mod notify;
 mod pass;
+mod presence;
 mod red;
 mod work;
 
@@ -97,6 +98,11 @@ pub struct RunnerConfig {
     pub environments: Option<Vec<String>>,
     /// Entropy for step nonces.
     pub nonce_seed: u64,
+    /// The host this runner runs on and its bay version, for its presence.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub machine: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
     #[cfg(feature = "mutants")]
     #[serde(skip)]
     pub mutant: Option<Mutant>,
@@ -127,6 +133,8 @@ impl RunnerConfig {
             mode: RunMode::Loop,
             environments: None,
             nonce_seed,
+            machine: String::new(),
+            version: String::new(),
             #[cfg(feature = "mutants")]
             mutant: None,
         }
@@ -184,6 +192,11 @@ enum Purpose {
     Notify,
     /// An action of a bisect of a red post check.
     Bisect(bisect::Purpose),
+    /// This runner's presence, pushed. Like a notice it outlives the work, and a runner that
+    /// finishes waits for it.
+    Presence,
+    /// The presence an earlier run of this runner left, read once.
+    PresenceRead,
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -252,6 +265,15 @@ pub struct Runner {
     /// again after a push whose fate is unknown), then followed through this runner's own
     /// pushes, so an idle pass never reads a log.
     log_known: bool,
+    /// Whether `refs` holds this runner's presence tip as the remote has it: fetched by the
+    /// first pass and after a presence push that did not go through, then followed through
+    /// this runner's own pushes, so a pass fetches nothing more for it.
+    presence_known: bool,
+    /// When this runner last pushed its presence, on its own clock, or an earlier run of it
+    /// did: at most once per heartbeat.
+    presence_at: Option<Timestamp>,
+    /// Whether this runner read the presence an earlier run of it left.
+    presence_read: bool,
 }
 
 impl Runner {
@@ -283,6 +305,9 @@ impl Runner {
             bisected: false,
             bisect_deadline: None,
             log_known: false,
+            presence_known: false,
+            presence_at: None,
+            presence_read: false,
         }
     }
 
@@ -377,13 +402,13 @@ impl Runner {
 
     fn forget_all_but_notices(&mut self) {
         self.out
-            .forget_all_but(|purpose| matches!(purpose, Purpose::Notify));
+            .forget_all_but(|purpose| matches!(purpose, Purpose::Notify | Purpose::Presence));
     }
 
     fn notices_in_flight(&self) -> bool {
         self.out
             .in_flight()
-            .any(|purpose| matches!(purpose, Purpose::Notify))
+            .any(|purpose| matches!(purpose, Purpose::Notify | Purpose::Presence))
     }
 
     /// A notice is done, delivered or lost: nothing is retried. The last one lets a runner
@@ -394,12 +419,17 @@ impl Runner {
                 "a notify plugin run answered with another completion".into(),
             ));
         };
+        self.end_if_finishing();
+        Ok(())
+    }
+
+    /// A runner that finished while notices or a presence were in flight ends with the last.
+    fn end_if_finishing(&mut self) {
         if !self.notices_in_flight()
             && let Some(result) = self.finishing.take()
         {
             self.outcome = Some(result);
         }
-        Ok(())
     }
 
     /// The record of `change` as last read, if it is readable.
@@ -428,6 +458,8 @@ impl Machine for Runner {
                     Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
                     Purpose::Notify => self.on_notified(completion)?,
                     Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
+                    Purpose::Presence => self.on_presence(completion)?,
+                    Purpose::PresenceRead => self.on_earlier_presence(completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }

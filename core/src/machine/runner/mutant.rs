@@ -57,11 +57,18 @@ pub enum Mutant {
     /// S13: bisects by walking up from the oldest suspect, one merge a run, instead of
     /// halving the range.
     BisectLinear,
+    /// S14: writes its presence every pass, whatever the heartbeat.
+    PresenceEveryPass,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// Whether the presence goes up however recently the last one did.
+    pub(super) fn mutant_presence_every_pass(&self) -> bool {
+        self.mutant_is(Mutant::PresenceEveryPass)
     }
 
     /// The event a mutant writes to its log instead of the true one.

@@ -78,6 +78,9 @@ impl Runner {
         if !self.log_known {
             spec.patterns.push(refs::log_pattern(&self.cfg.runner));
         }
+        if !self.presence_known && self.says_presence() {
+            spec.patterns.push(refs::executor_pattern(&self.cfg.runner));
+        }
         self.out
             .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
@@ -97,6 +100,7 @@ impl Runner {
         match result {
             Ok(fetched) => {
                 self.log_known |= spec.covers(&refs::log(&self.cfg.runner));
+                self.presence_known |= spec.covers(&refs::executor(&self.cfg.runner));
                 spec.apply(&mut self.refs, fetched);
                 Ok(true)
             }
@@ -112,14 +116,14 @@ impl Runner {
         spec: FetchSpec,
         completion: Completion,
     ) -> Result<(), Misuse> {
-        if self.absorb_fetch(spec, completion)? {
+        if self.absorb_fetch(spec, completion)? && !self.read_earlier_presence() {
             self.read_places();
         }
         Ok(())
     }
 
     /// Reads the request of every queue place above the floor not read yet.
-    fn read_places(&mut self) {
+    pub(super) fn read_places(&mut self) {
         let live: BTreeSet<u64> = self
             .refs
             .keys()
@@ -424,6 +428,7 @@ impl Runner {
             return;
         }
         let head = self.find_head();
+        self.present_pass(&head);
         let Head::Op { change, op } = head else {
             self.watch = None;
             return self.bisect_or_rest();
@@ -454,6 +459,28 @@ impl Runner {
             }
             Some(_) => self.watch_or_take_over(change, op, tip),
         }
+    }
+
+    /// The presence of this pass: the live places it found, and the head it takes on (one no
+    /// one holds, or that this runner holds).
+    fn present_pass(&mut self, head: &Head) {
+        let depth = self
+            .places
+            .range(self.floor + 1..)
+            .filter(|(_, place)| self.live_state(place).is_some())
+            .count();
+        let holding = match head {
+            Head::Op { change, op } => self
+                .record(change)
+                .and_then(|record| record.op(op))
+                .filter(|operation| match &operation.owner {
+                    None => true,
+                    Some(owner) => owner == &self.cfg.runner,
+                })
+                .map(|_| op.clone()),
+            Head::Empty => None,
+        };
+        self.present(holding, depth as u64);
     }
 
     /// With nothing to do now: rest until the next pass, or end a `--once` run.

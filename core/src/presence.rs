@@ -1,0 +1,249 @@
+//! A runner's presence, `refs/bay/executor/<runner>`: what each pass says of the runner (its
+//! version, machine, environments, last pass, held operation and queue depth), written at most
+//! once per heartbeat as one commit with no parent, and how a reader judges it.
+//!
+//! A reader never compares the runner's clock with its own. A presence's age is how long ago,
+//! on the reader's clock, this clone first held that presence's commit (`Action::ReadSeen`),
+//! plus its age inside the presence by the writer's clock, which is none: the pass that
+//! writes it is the pass it names. A clone that never recorded when it first held a presence
+//! cannot age it, and takes it as stale: a wrong clock or a lost record can only make a runner
+//! look older, never fresher.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::id::OpId;
+use crate::time::Timestamp;
+
+pub const PRESENCE_SCHEMA: &str = "bay.presence/1";
+
+/// The most presences a status reads (the newest ones the fetch brought).
+pub const PRESENCES_READ: usize = 50;
+
+/// What one pass of a runner says of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Presence {
+    pub schema: String,
+    pub runner: String,
+    /// The host the runner runs on.
+    pub machine: String,
+    /// The runner's bay version.
+    pub bay: String,
+    /// The environments it serves; `None` serves every one.
+    pub environments: Option<Vec<String>>,
+    /// When the pass ran, on the runner's own clock (informational only).
+    pub last_pass: Timestamp,
+    /// The operation the runner took on in that pass (the head it claims, or holds already),
+    /// if any: it may work it long after, writing nothing meanwhile.
+    pub holding: Option<OpId>,
+    /// How many queue places the pass found live.
+    pub queue_depth: u64,
+    /// The runner's own pass interval, lease and progress deadline: what its staleness is
+    /// judged by.
+    pub interval_ms: u64,
+    pub lease_ms: u64,
+    pub progress_ms: u64,
+}
+
+impl Presence {
+    /// The commit message: a subject that reads well in `git log`, then the document.
+    pub fn to_message(&self) -> String {
+        let body = serde_json::to_string(self).expect("a presence serializes: plain data");
+        format!("bay: presence {}\n\n{body}\n", self.runner)
+    }
+
+    pub fn from_message(message: &str) -> Result<Presence, String> {
+        let (_, body) = message
+            .split_once("\n\n")
+            .ok_or_else(|| "no body after the subject".to_string())?;
+        let presence: Presence = serde_json::from_str(body.trim()).map_err(|e| e.to_string())?;
+        if presence.schema != PRESENCE_SCHEMA {
+            return Err(format!(
+                "schema {:?}, not {PRESENCE_SCHEMA}",
+                presence.schema
+            ));
+        }
+        Ok(presence)
+    }
+
+    /// How old the presence may grow before its runner is stale: three of its own intervals
+    /// or one lease, whichever is longer, and while it holds an operation the progress
+    /// deadline on top, since a runner writes nothing mid-operation.
+    pub fn stale_after_ms(&self) -> u64 {
+        let idle = self.interval_ms.saturating_mul(3).max(self.lease_ms);
+        match self.holding {
+            Some(_) => idle.saturating_add(self.progress_ms),
+            None => idle,
+        }
+    }
+}
+
+/// One presence as a reader judged it: its row, and whether its runner is fresh.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judged {
+    pub row: Value,
+    pub fresh: bool,
+}
+
+/// Judges the presence of `runner` as read (`Err` with why it cannot be read), first held by
+/// this clone at `first_seen` on the reader's clock, at the reader's `now`. A clock that went
+/// back since counts as now, never as a negative age.
+pub fn judge(
+    runner: &str,
+    read: &Result<Presence, String>,
+    first_seen: Option<Timestamp>,
+    now: Timestamp,
+) -> Judged {
+    let presence = match read {
+        Ok(presence) => presence,
+        Err(why) => {
+            return Judged {
+                row: json!({ "runner": runner, "readable": false, "why": why, "stale": true }),
+                fresh: false,
+            };
+        }
+    };
+    let age_ms = first_seen.map(|seen| now.millis_since(seen));
+    let fresh = age_ms.is_some_and(|age| age < presence.stale_after_ms());
+    Judged {
+        row: json!({
+            "runner": runner,
+            "machine": presence.machine,
+            "bay": presence.bay,
+            "environments": presence.environments,
+            "last_pass": presence.last_pass.secs(),
+            "holding": presence.holding,
+            "queue_depth": presence.queue_depth,
+            "age_s": age_ms.map(|age| age / 1000),
+            "stale": !fresh,
+        }),
+        fresh,
+    }
+}
+
+/// `no_live_runner` when operations wait and no runner is fresh; it refuses nothing.
+pub fn no_live_runner(waiting: u64, runners: &[Judged]) -> Option<Value> {
+    if waiting == 0 || runners.iter().any(|judged| judged.fresh) {
+        return None;
+    }
+    let rows: Vec<Value> = runners.iter().map(|judged| judged.row.clone()).collect();
+    Some(json!({
+        "warning": "no_live_runner",
+        "waiting": waiting,
+        "runners": rows,
+        "hint": "no runner is fresh, so queued operations wait: start one with `bay runner run`, or run `bay merge --wait` to run an operation here",
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn presence(holding: bool) -> Presence {
+        Presence {
+            schema: PRESENCE_SCHEMA.into(),
+            runner: "r1".into(),
+            machine: "box".into(),
+            bay: "0.1.0".into(),
+            environments: None,
+            // Far ahead of any reader's clock below: the writer's clock never counts.
+            last_pass: Timestamp::from_secs(9_000_000),
+            holding: holding.then(|| crate::id::ChangeId::parse("c7k2m4qa").expect("an id").op(1)),
+            queue_depth: 2,
+            interval_ms: 30_000,
+            lease_ms: 60_000,
+            progress_ms: 600_000,
+        }
+    }
+
+    fn fresh_at(presence: &Presence, first_seen: Option<u64>, now: u64) -> bool {
+        let judged = judge(
+            "r1",
+            &Ok(presence.clone()),
+            first_seen.map(Timestamp::from_secs),
+            Timestamp::from_secs(now),
+        );
+        assert_eq!(judged.row["stale"], !judged.fresh);
+        judged.fresh
+    }
+
+    #[test]
+    fn three_intervals_when_longer_than_the_lease() {
+        let idle = presence(false);
+        assert_eq!(idle.stale_after_ms(), 90_000);
+        assert!(fresh_at(&idle, Some(1_000), 1_089));
+        assert!(!fresh_at(&idle, Some(1_000), 1_090));
+    }
+
+    #[test]
+    fn the_lease_when_longer_than_three_intervals() {
+        let quick = Presence {
+            interval_ms: 5_000,
+            ..presence(false)
+        };
+        assert_eq!(quick.stale_after_ms(), 60_000);
+        assert!(fresh_at(&quick, Some(1_000), 1_059));
+        assert!(!fresh_at(&quick, Some(1_000), 1_060));
+    }
+
+    #[test]
+    fn holding_an_operation_adds_the_progress_deadline() {
+        let busy = presence(true);
+        assert_eq!(busy.stale_after_ms(), 690_000);
+        assert!(fresh_at(&busy, Some(1_000), 1_689));
+        assert!(!fresh_at(&busy, Some(1_000), 1_690));
+    }
+
+    #[test]
+    fn only_the_readers_clock_counts() {
+        // The writer's `last_pass` is far ahead of the reader: it changes nothing.
+        let idle = presence(false);
+        let behind = Presence {
+            last_pass: Timestamp::from_secs(1),
+            ..idle.clone()
+        };
+        for p in [&idle, &behind] {
+            assert!(fresh_at(p, Some(1_000), 1_010));
+            assert!(!fresh_at(p, Some(1_000), 2_000));
+        }
+        // A reader's clock that went back counts as now: age 0, never negative.
+        let judged = judge(
+            "r1",
+            &Ok(idle.clone()),
+            Some(Timestamp::from_secs(1_000)),
+            Timestamp::from_secs(900),
+        );
+        assert_eq!(judged.row["age_s"], 0);
+        // Never recorded when it was first seen: it cannot be aged, and looks stale.
+        assert!(!fresh_at(&idle, None, 1_000));
+    }
+
+    #[test]
+    fn the_warning_needs_waiting_operations_and_no_fresh_runner() {
+        let fresh = judge(
+            "r1",
+            &Ok(presence(false)),
+            Some(Timestamp::from_secs(10)),
+            Timestamp::from_secs(20),
+        );
+        let stale = judge("r2", &Err("no body".into()), None, Timestamp::from_secs(20));
+        assert_eq!(stale.row["readable"], false);
+        assert!(no_live_runner(0, &[]).is_none());
+        assert!(no_live_runner(3, &[fresh.clone(), stale.clone()]).is_none());
+        let warning = no_live_runner(3, std::slice::from_ref(&stale)).expect("a warning");
+        assert_eq!(warning["warning"], "no_live_runner");
+        assert_eq!(warning["waiting"], 3);
+        assert_eq!(warning["runners"][0]["runner"], "r2");
+        let none = no_live_runner(1, &[]).expect("no runner at all");
+        assert_eq!(none["runners"], json!([]));
+    }
+
+    #[test]
+    fn a_presence_reads_back_from_its_message() {
+        let p = presence(true);
+        let message = p.to_message();
+        assert!(message.starts_with("bay: presence r1\n\n"));
+        assert_eq!(Presence::from_message(&message), Ok(p));
+        assert!(Presence::from_message("bay: presence r1\n\n{}").is_err());
+    }
+}
