@@ -111,15 +111,26 @@ impl Bench {
     /// Runs `bay merge` on `change` to its end and returns the machine (for its outcome and
     /// its seed).
     pub fn ask_to_merge(&mut self, change: &ChangeId, entropy: u64) -> Merge {
-        let mut merge = Merge::new(
-            MergeInput {
-                change: change.clone(),
-                actor: "ann".into(),
-                main: MAIN.into(),
-                entropy,
-            },
-            Timestamp(2),
-        );
+        self.ask_to_merge_then_run(change, entropy, None)
+    }
+
+    /// [`Bench::ask_to_merge`] as `bay merge --wait` does, when `runner` works it next.
+    pub fn ask_to_merge_then_run(
+        &mut self,
+        change: &ChangeId,
+        entropy: u64,
+        runner: Option<&str>,
+    ) -> Merge {
+        let input = MergeInput {
+            change: change.clone(),
+            actor: "ann".into(),
+            main: MAIN.into(),
+            entropy,
+        };
+        let mut merge = match runner {
+            Some(runner) => Merge::then_run_as(input, Timestamp(2), runner),
+            None => Merge::new(input, Timestamp(2)),
+        };
         self.run(&mut merge);
         merge
     }

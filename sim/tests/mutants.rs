@@ -75,7 +75,7 @@ mutant_test!(
     skipped_fencing_breaks_s4,
     Mutant::SkipFencing,
     Invariant::Fencing,
-    2000,
+    4000,
     [Pause, SlowCheck]
 );
 mutant_test!(

@@ -1084,21 +1084,13 @@ fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
     bench.ask_to_merge(&change, 8)
 }
 
-#[test]
-fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
-    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
-    let merge = request(&mut bench, "fix a", "src/a.txt", "a fixed\n");
+/// A seeded runner named "here", which logged an end before, works the request `merge`
+/// made: the actions it sends, and the bench after.
+fn seeded_run(bench: &mut Bench, merge: &Merge) -> (OpId, Vec<&'static str>, Runner) {
     let op = merge
         .outcome()
         .and_then(|r| r.op_id.clone())
         .expect("queued");
-    // This runner name logged an end before, so its log has a tip the seed does not hold.
-    let earlier = BayEvent::outside_merge(&bench.main(), "outside", "earlier", Timestamp(1));
-    bench.git.push(&PushPlan {
-        log: Some(LogAdd::on("here", None, earlier.to_message())),
-        atomic: true,
-        ..PushPlan::default()
-    });
     let mut cfg = RunnerConfig::new("here", MAIN, 1);
     cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
     // As `bay merge --wait` does: the config it read at the request's main comes along.
@@ -1117,6 +1109,26 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
             .handle(Timestamp(1), Event::Done(id, completion))
             .expect("faithful");
     }
+    (op, actions, runner)
+}
+
+/// A bench where the runner "here" logged an end before, so its log has a tip.
+fn bench_with_earlier_log() -> Bench {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let earlier = BayEvent::outside_merge(&bench.main(), "outside", "earlier", Timestamp(1));
+    bench.git.push(&PushPlan {
+        log: Some(LogAdd::on("here", None, earlier.to_message())),
+        atomic: true,
+        ..PushPlan::default()
+    });
+    bench
+}
+
+#[test]
+fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
+    let mut bench = bench_with_earlier_log();
+    let merge = request(&mut bench, "fix a", "src/a.txt", "a fixed\n");
+    let (op, actions, runner) = seeded_run(&mut bench, &merge);
     assert_eq!(
         actions,
         vec!["fetch", "read-file", "build-candidate", "push"],
@@ -1128,6 +1140,22 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
         2,
         "its event follows the earlier one"
     );
+    assert_eq!(
+        runner.outcome().map(|r| r.decision),
+        Some(bay_core::result::Decision::Merged)
+    );
+    assert_eq!(bench.merges_of(&op.change), 1);
+}
+
+#[test]
+fn a_request_that_fetched_its_runner_s_log_hands_it_over_and_the_runner_fetches_nothing() {
+    let mut bench = bench_with_earlier_log();
+    let change = bench.start("fix a", 7);
+    bench.edit(&change, "src/a.txt", "a fixed\n");
+    let merge = bench.ask_to_merge_then_run(&change, 8, Some("here"));
+    let (op, actions, runner) = seeded_run(&mut bench, &merge);
+    assert_eq!(actions, vec!["read-file", "build-candidate", "push"]);
+    assert_eq!(log_events(&bench, "here").len(), 2);
     assert_eq!(
         runner.outcome().map(|r| r.decision),
         Some(bay_core::result::Decision::Merged)

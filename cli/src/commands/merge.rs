@@ -10,7 +10,7 @@ use bay_core::result::{BayResult, Decision};
 use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
-use super::runner::runner_config;
+use super::runner::{runner_config, runner_name};
 use super::{drive, prepare, run_agent, with_actor};
 use crate::Cli;
 use crate::context::Context;
@@ -59,7 +59,11 @@ pub fn merge_change(
         main: context.main.clone(),
         entropy: clock::entropy(),
     };
-    let mut merge = Merge::new(input, clock::now());
+    // Merged here, by this machine's runner: the request's fetch brings that runner's log too.
+    let mut merge = match wait {
+        Some(0) => Merge::then_run_as(input, clock::now(), &runner_name(context)),
+        _ => Merge::new(input, clock::now()),
+    };
     let (queued, config) = match run_agent(context, driver, &mut merge) {
         Ok((result, config)) => (with_actor(result, context), config),
         Err(result) => return result,

@@ -77,7 +77,7 @@ fn host() -> Option<String> {
 }
 
 /// `bay.runnerName`, else the host's name, made safe to use in a ref name.
-fn runner_name(context: &Context) -> String {
+pub fn runner_name(context: &Context) -> String {
     let named = context.setting_values("bay.runnername").pop();
     let raw = named.or_else(host).unwrap_or_else(|| "runner".to_string());
     let safe: String = raw

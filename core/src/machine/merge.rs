@@ -73,11 +73,24 @@ pub struct Merge {
     chain: Vec<(Oid, Step)>,
     /// The request step in flight.
     pending: Option<crate::record::Step>,
+    /// The runner that works the operation next in this process (`merge --wait`), whose log
+    /// tip each fetch brings along, so that the runner need not fetch it itself.
+    runner: Option<String>,
     outcome: Option<BayResult>,
 }
 
 impl Merge {
     pub fn new(input: MergeInput, now: Timestamp) -> Merge {
+        Merge::start(input, now, None)
+    }
+
+    /// A merge whose operation the runner `runner` works next, in this process: its fetches
+    /// also bring that runner's log tip, handed over with the [`Seed`].
+    pub fn then_run_as(input: MergeInput, now: Timestamp, runner: &str) -> Merge {
+        Merge::start(input, now, Some(runner.to_owned()))
+    }
+
+    fn start(input: MergeInput, now: Timestamp, runner: Option<String>) -> Merge {
         let nonces = Nonces::new(input.entropy);
         let mut merge = Merge {
             input,
@@ -93,6 +106,7 @@ impl Merge {
             next_seq: 1,
             chain: Vec::new(),
             pending: None,
+            runner,
             outcome: None,
         };
         let fetch = merge.fetch();
@@ -100,13 +114,17 @@ impl Merge {
         merge
     }
 
-    /// Main, the change's chain, and the queue, where the request takes a place.
+    /// Main, the change's chain, and the queue, where the request takes a place; and the log
+    /// of the runner that works it next, if one does.
     fn fetch(&self) -> Action {
-        Action::Fetch(FetchSpec::new([
+        let mut spec = FetchSpec::new([
             refs::main(&self.input.main),
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
-        ]))
+        ]);
+        spec.patterns
+            .extend(self.runner.as_deref().map(refs::log_pattern));
+        Action::Fetch(spec)
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -387,6 +405,7 @@ impl Merge {
             change: self.input.change.clone(),
             chain: self.chain.clone(),
             config: None,
+            log_of: self.runner.clone(),
         })
     }
 

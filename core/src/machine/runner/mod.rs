@@ -169,6 +169,9 @@ pub struct Seed {
     /// Main's config as the caller read it at the main in `refs`, when it did: the runner
     /// then knows main's holds without reading them again.
     pub config: Option<crate::config::Config>,
+    /// The runner whose log tip `refs` holds as the caller fetched it: a runner of that name
+    /// need not fetch it.
+    pub log_of: Option<String>,
 }
 
 /// What each action in flight was for.
@@ -318,6 +321,7 @@ impl Runner {
             runner.holds = Some((main.clone(), Ok(config)));
         }
         runner.refs = seed.refs;
+        runner.log_known = seed.log_of.as_deref() == Some(runner.cfg.runner.as_str());
         if let Some((tip, _)) = seed.chain.last() {
             let steps: Vec<Step> = seed.chain.iter().map(|(_, step)| step.clone()).collect();
             let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string());
