@@ -136,8 +136,8 @@ impl Repo {
 
     /// Walks every chain's first parents from its tip, stopping before its `known`.
     ///
-    /// One `rev-list` lists every chain at once, excluding what each `known` already covers;
-    /// one `cat-file --batch` reads the commits. A chain whose walk was cut by an exclusion
+    /// One `git log` lists and reads every chain at once, excluding what each `known` already
+    /// covers. A chain whose walk was cut by an exclusion
     /// other than meeting its own `known` (another chain's `known`, or a `known` off the
     /// first-parent line) is walked again without exclusions, so the answer is exactly the
     /// first-parent walk.
@@ -186,32 +186,34 @@ impl Repo {
         if tips.is_empty() {
             return Ok(());
         }
-        let listed = self
+        // One `git log` lists and reads the commits at once: each as its id, its parents
+        // and its message, NUL-separated.
+        let out = self
             .git()
-            .cmd(["rev-list", "--first-parent"])
+            .cmd([
+                "log",
+                "--no-show-signature",
+                "--first-parent",
+                "-z",
+                "--format=%H %P%n%B",
+            ])
             .args(tips)
             .args(exclude)
             .arg("--")
-            .text()?;
-        let mut wanted = Vec::new();
-        for line in listed.lines() {
-            let id = oid(line)?;
-            if !commits.contains_key(&id) {
-                wanted.push(id);
+            .run()?;
+        for entry in out.stdout.split(|byte| *byte == 0) {
+            if entry.is_empty() {
+                continue;
             }
-        }
-        let names: Vec<String> = wanted.iter().map(|o| o.to_string()).collect();
-        for (id, object) in wanted.into_iter().zip(self.cat_batch(&names)?) {
-            match object {
-                Object::Found { kind, body } if kind == "commit" => {
-                    commits.insert(id, parse_commit(&body)?);
-                }
-                _ => {
-                    return Err(Fault(format!(
-                        "{id} is listed by rev-list but not a commit"
-                    )));
-                }
-            }
+            let text = String::from_utf8_lossy(entry);
+            let (ids, message) = text.split_once('\n').unwrap_or((&text, ""));
+            let mut ids = ids.split(' ').filter(|id| !id.is_empty());
+            let id = oid(ids.next().unwrap_or_default())?;
+            let first_parent = ids.next().map(oid).transpose()?;
+            commits.entry(id).or_insert_with(|| CommitInfo {
+                first_parent,
+                message: message.to_owned(),
+            });
         }
         Ok(())
     }
@@ -227,7 +229,13 @@ impl Repo {
         };
         let out = self
             .git()
-            .cmd(["log", "--first-parent", "-z", "--format=%H%n%B"])
+            .cmd([
+                "log",
+                "--no-show-signature",
+                "--first-parent",
+                "-z",
+                "--format=%H%n%B",
+            ])
             .arg(format!("--max-count={limit}"))
             .arg("--end-of-options")
             .arg(&rev)
