@@ -17,7 +17,7 @@ use crate::time::Timestamp;
 
 pub const PRESENCE_SCHEMA: &str = "bay.presence/1";
 
-/// The most presences a status reads (the newest ones the fetch brought).
+/// The most presences a status reads: the first by runner name that the fetch brought.
 pub const PRESENCES_READ: usize = 50;
 
 /// What one pass of a runner says of it.

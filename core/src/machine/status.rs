@@ -153,7 +153,7 @@ impl Status {
         }
     }
 
-    /// Reads the newest [`PRESENCES_READ`] presences the fetch brought (none read when none
+    /// Reads the first [`PRESENCES_READ`] presences the fetch brought, by runner name (none read when none
     /// came).
     fn read_presences(&mut self, result: BayResult) {
         let oids: Vec<Oid> = self.presences().into_iter().map(|(_, oid)| oid).collect();
