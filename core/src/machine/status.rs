@@ -153,8 +153,8 @@ impl Status {
         }
     }
 
-    /// Reads the first [`PRESENCES_READ`] presences the fetch brought, by runner name (none read when none
-    /// came).
+    /// Reads the first [`PRESENCES_READ`] presences the fetch brought, by runner name (none
+    /// read when none came).
     fn read_presences(&mut self, result: BayResult) {
         let oids: Vec<Oid> = self.presences().into_iter().map(|(_, oid)| oid).collect();
         if oids.is_empty() {
