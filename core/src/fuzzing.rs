@@ -3050,6 +3050,42 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
     Ok(())
 }
 
+/// A runner's presence, as `bay status` reads it from any runner's ref, and its judgement:
+/// never a panic; a presence that reads writes back the same; a runner is fresh only when
+/// the presence reads, this clone saw it first, and it is younger than its staleness on this
+/// clone's clock; and `no_live_runner` is said exactly when the one runner is not fresh.
+pub fn presence(data: &[u8]) {
+    use crate::presence::{Presence, judge, no_live_runner};
+    let (head, rest) = data.split_at(data.len().min(17));
+    let read = Presence::from_message(&String::from_utf8_lossy(rest));
+    if let Ok(presence) = &read {
+        assert_eq!(
+            Presence::from_message(&presence.to_message()).as_ref(),
+            Ok(presence),
+            "a presence reads back as written"
+        );
+    }
+    let mut u = Unstructured::new(head);
+    let first_seen = Option::<Timestamp>::arbitrary(&mut u).unwrap_or(None);
+    let now = Timestamp::arbitrary(&mut u).unwrap_or(Timestamp(0));
+    let judged = judge("r1", &read, first_seen, now);
+    assert_eq!(judged.row["stale"], Value::Bool(!judged.fresh));
+    match (&read, first_seen) {
+        (Ok(presence), Some(seen)) => assert_eq!(
+            judged.fresh,
+            now.millis_since(seen) < presence.stale_after_ms(),
+            "fresh only within its staleness, on this clone's clock"
+        ),
+        _ => assert!(!judged.fresh, "unread or never seen is never fresh"),
+    }
+    let warning = no_live_runner(1, std::slice::from_ref(&judged));
+    assert_eq!(warning.is_some(), !judged.fresh);
+    assert!(
+        no_live_runner(0, &[judged]).is_none(),
+        "nothing waits: no warning"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

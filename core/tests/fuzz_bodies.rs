@@ -157,6 +157,7 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 fn every_target_has_seeds() {
     for target in [
         "policy", "config", "judge", "record", "runner", "agent", "result", "red", "hold",
+        "presence",
     ] {
         assert!(
             !files("seeds", target).is_empty(),
@@ -406,4 +407,9 @@ fn red() {
 #[test]
 fn hold() {
     exercise("hold", fuzzing::hold, 9);
+}
+
+#[test]
+fn presence() {
+    exercise("presence", fuzzing::presence, 10);
 }
