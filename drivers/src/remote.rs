@@ -27,21 +27,7 @@ use crate::git::{Call, Git, GitError};
 pub use candidate::{MergeTree, merge_tree};
 pub use fetch::mirror_prefix;
 
-/// Who bay's commits (steps, notes, candidates) are by.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
-    pub name: String,
-    pub email: String,
-}
-
-impl Default for Identity {
-    fn default() -> Self {
-        Identity {
-            name: "bay".into(),
-            email: "bay@localhost".into(),
-        }
-    }
-}
+pub use crate::objects::Identity;
 
 /// Time bounds on Git calls: local plumbing is quick, while a fetch or push waits on a network
 /// and a server's hooks.
