@@ -11,7 +11,8 @@ use bay_core::git::Oid;
 use bay_core::machine::Fault;
 use bay_core::save::{After, Before};
 
-use crate::git::Git;
+use crate::git::{Git, Location};
+use crate::objects::{Identity, Objects};
 
 /// The checkout's edits, committed on `HEAD` and on no branch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub struct Snapshot {
 pub struct Checkout {
     top: PathBuf,
     common_dir: PathBuf,
+    /// Where the saved edits' commit is written.
+    objects: Objects,
 }
 
 /// What a state file in a worktree's Git directory says is under way.
@@ -41,9 +44,11 @@ const UNDER_WAY: [(&str, &str); 5] = [
 
 impl Checkout {
     pub fn new(top: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Checkout {
+        let common_dir = common_dir.into();
         Checkout {
             top: top.into(),
-            common_dir: common_dir.into(),
+            objects: Objects::new(Location::GitDir(common_dir.clone())),
+            common_dir,
         }
     }
 
@@ -125,8 +130,9 @@ impl Checkout {
 
     /// Commits `snapshot` on its `HEAD`, on no branch, with `message`.
     pub fn commit(&self, snapshot: &Snapshot, message: &str) -> Result<Oid, Fault> {
-        crate::views::commit(
+        self.objects.commit(
             &self.git(),
+            &Identity::default(),
             &snapshot.tree,
             &[&snapshot.head],
             &format!("{}\n", message.trim_end()),

@@ -7,6 +7,7 @@ pub mod checkout;
 pub mod clock;
 pub mod disk;
 pub mod git;
+pub mod objects;
 pub mod plugin;
 pub mod pump;
 pub mod remote;

@@ -22,26 +22,13 @@ use std::time::Duration;
 use bay_core::git::Oid;
 use bay_core::machine::{Action, Completion, Fault};
 
-use crate::git::{Call, Git, GitError};
+use crate::git::{Git, GitError, Location};
+use crate::objects::Objects;
 
 pub use candidate::{MergeTree, merge_tree};
 pub use fetch::mirror_prefix;
 
-/// Who bay's commits (steps, notes, candidates) are by.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
-    pub name: String,
-    pub email: String,
-}
-
-impl Default for Identity {
-    fn default() -> Self {
-        Identity {
-            name: "bay".into(),
-            email: "bay@localhost".into(),
-        }
-    }
-}
+pub use crate::objects::Identity;
 
 /// Time bounds on Git calls: local plumbing is quick, while a fetch or push waits on a network
 /// and a server's hooks.
@@ -68,6 +55,8 @@ pub struct Repo {
     main: String,
     identity: Identity,
     bounds: Bounds,
+    /// Where the commits and blobs bay writes go.
+    objects: Objects,
     /// The empty tree's id, the tree of every step commit; written once per clone.
     empty_tree: OnceLock<Oid>,
 }
@@ -92,8 +81,10 @@ impl Repo {
         if !main.split('/').all(is_component) {
             return Err(format!("{main:?} is not a branch name"));
         }
+        let dir = dir.into();
         Ok(Repo {
-            dir: dir.into(),
+            objects: Objects::new(Location::Dir(dir.clone())),
+            dir,
             remote,
             main,
             identity: Identity::default(),
@@ -181,27 +172,10 @@ impl Repo {
         Git::in_dir(&self.dir).with_timeout(self.bounds.network)
     }
 
-    /// A call that writes a commit as bay's identity, never signed (a signing prompt would hang).
-    fn as_identity<'g>(&self, call: Call<'g>) -> Call<'g> {
-        call.env("GIT_AUTHOR_NAME", &self.identity.name)
-            .env("GIT_AUTHOR_EMAIL", &self.identity.email)
-            .env("GIT_COMMITTER_NAME", &self.identity.name)
-            .env("GIT_COMMITTER_EMAIL", &self.identity.email)
-    }
-
-    /// `git commit-tree <tree> -p <parent>... -F -`, as bay's identity.
+    /// The commit of `tree` on `parents` with `message`, as bay's identity.
     fn commit_tree(&self, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
-        let git = self.git();
-        let mut call = git.cmd(["commit-tree", "--no-gpg-sign", tree.as_str()]);
-        for parent in parents {
-            call = call.arg("-p").arg(parent.as_str());
-        }
-        let call = self
-            .as_identity(call)
-            .arg("-F")
-            .arg("-")
-            .stdin(message.as_bytes());
-        oid(&call.text()?)
+        self.objects
+            .commit(&self.git(), &self.identity, tree, parents, message)
     }
 
     /// The empty tree, written into this clone's object store once.
@@ -209,7 +183,7 @@ impl Repo {
         if let Some(tree) = self.empty_tree.get() {
             return Ok(tree.clone());
         }
-        let tree = oid(&self.git().cmd(["mktree"]).stdin(Vec::new()).text()?)?;
+        let tree = self.objects.empty_tree(&self.git())?;
         Ok(self.empty_tree.get_or_init(|| tree).clone())
     }
 }

@@ -8,7 +8,8 @@ use bay_core::check::CommitTree;
 use bay_core::git::Oid;
 use tempfile::TempDir;
 
-use crate::git::Git;
+use crate::git::{Git, Location};
+use crate::objects::{Identity, Objects};
 
 /// The file the second candidate adds, so that its tree differs from the first's.
 pub const OTHER_PATH: &str = ".bay-plugin-test/another-tree";
@@ -40,6 +41,12 @@ impl Scratch {
             .run()
             .map_err(|e| e.to_string())?;
         let git = Git::git_dir(&git_dir);
+        let objects = Objects::new(Location::GitDir(git_dir.clone()));
+        let commit = |tree: &Oid, parents: &[&Oid], message: &str| {
+            objects
+                .commit(&git, &Identity::default(), tree, parents, message)
+                .map_err(|e| e.to_string())
+        };
         let index = dir.path().join("index");
         git.cmd(["--work-tree"])
             .arg(folder)
@@ -48,24 +55,18 @@ impl Scratch {
             .run()
             .map_err(|e| format!("cannot read the files of {}: {e}", folder.display()))?;
         let tree = text(git.cmd(["write-tree"]).env("GIT_INDEX_FILE", &index))?;
-        let base = commit(&git, &tree, None, "bay plugin test: base")?;
-        let candidate = commit(&git, &tree, Some(&base), "bay plugin test: candidate")?;
-        let blob = text(
-            git.cmd(["hash-object", "-w", "--stdin"])
-                .stdin(b"a second candidate's own file\n".to_vec()),
-        )?;
+        let base = commit(&tree, &[], "bay plugin test: base\n")?;
+        let candidate = commit(&tree, &[&base], "bay plugin test: candidate\n")?;
+        let blob = objects
+            .blob(&git, b"a second candidate's own file\n".to_vec())
+            .map_err(|e| e.to_string())?;
         git.cmd(["update-index", "--add", "--cacheinfo"])
             .arg(format!("100644,{blob},{OTHER_PATH}"))
             .env("GIT_INDEX_FILE", &index)
             .run()
             .map_err(|e| e.to_string())?;
         let other_tree = text(git.cmd(["write-tree"]).env("GIT_INDEX_FILE", &index))?;
-        let other = commit(
-            &git,
-            &other_tree,
-            Some(&base),
-            "bay plugin test: another tree",
-        )?;
+        let other = commit(&other_tree, &[&base], "bay plugin test: another tree\n")?;
         Ok(Scratch {
             _dir: dir,
             git_dir,
@@ -88,20 +89,6 @@ impl Scratch {
 fn text(call: crate::git::Call<'_>) -> Result<Oid, String> {
     let out = call.text().map_err(|e| e.to_string())?;
     Oid::parse(out.trim()).map_err(|e| format!("git printed {e}"))
-}
-
-fn commit(git: &Git, tree: &Oid, parent: Option<&Oid>, message: &str) -> Result<Oid, String> {
-    let mut call = git.cmd(["commit-tree", "--no-gpg-sign", tree.as_str()]);
-    if let Some(parent) = parent {
-        call = call.arg("-p").arg(parent.as_str());
-    }
-    text(
-        call.args(["-m", message])
-            .env("GIT_AUTHOR_NAME", "bay")
-            .env("GIT_AUTHOR_EMAIL", "bay@localhost")
-            .env("GIT_COMMITTER_NAME", "bay")
-            .env("GIT_COMMITTER_EMAIL", "bay@localhost"),
-    )
 }
 
 #[cfg(test)]

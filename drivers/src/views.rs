@@ -12,7 +12,8 @@ use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::machine::{Fault, Refreshed, ViewFacts};
 
-use crate::git::Git;
+use crate::git::{Git, Location};
+use crate::objects::{Identity, Objects, linked_git_dir};
 use crate::remote::merge_tree;
 
 /// The views of one clone.
@@ -22,13 +23,17 @@ pub struct Views {
     clone: PathBuf,
     /// The Git directory every worktree shares.
     common_dir: PathBuf,
+    /// Where drafts are written.
+    objects: Objects,
 }
 
 impl Views {
     pub fn new(clone: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Views {
+        let common_dir = common_dir.into();
         Views {
             clone: clone.into(),
-            common_dir: common_dir.into(),
+            objects: Objects::new(Location::GitDir(common_dir.clone())),
+            common_dir,
         }
     }
 
@@ -44,6 +49,12 @@ impl Views {
         Git::in_dir(&self.clone)
     }
 
+    /// A draft commit, by bay.
+    fn commit(&self, git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
+        self.objects
+            .commit(git, &Identity::default(), tree, parents, message)
+    }
+
     /// Whether `dir` is a worktree Git knows for this clone.
     ///
     /// A linked worktree's `.git` is a file naming its Git directory, which lies under the
@@ -55,13 +66,7 @@ impl Views {
     /// The worktree's own Git directory under the common directory's `worktrees/`, when
     /// `dir` is a worktree of this clone.
     fn admin_dir(&self, dir: &Path) -> Option<PathBuf> {
-        let text = std::fs::read_to_string(dir.join(".git")).ok()?;
-        let gitdir = Path::new(text.trim().strip_prefix("gitdir: ")?);
-        let gitdir = if gitdir.is_absolute() {
-            gitdir.to_path_buf()
-        } else {
-            dir.join(gitdir)
-        };
+        let gitdir = linked_git_dir(dir)?;
         (gitdir.parent() == Some(self.common_dir.join("worktrees").as_path())).then_some(gitdir)
     }
 
@@ -178,7 +183,7 @@ impl Views {
         let draft = if tree == head_tree {
             head.clone()
         } else {
-            commit(&view, &tree, &[&head], &format!("bay: draft of {change}\n"))?
+            self.commit(&view, &tree, &[&head], &format!("bay: draft of {change}\n"))?
         };
         if draft == *parent || head == *parent || is_ancestor(&view, parent, &head)? {
             // The view grew from the recorded draft (or has nothing new): it is the draft. It
@@ -193,7 +198,7 @@ impl Views {
         // The view grew from another draft than the record's latest (a draft saved on another
         // machine): carry its work over onto the recorded one, as a merge would.
         let merged = merge_tree(&view, &head, parent, &draft)?;
-        let onto = commit(
+        let onto = self.commit(
             &view,
             &merged.tree,
             &[parent],
@@ -221,7 +226,7 @@ impl Views {
             });
         }
         let merged = merge_tree(&git, base, onto, draft)?;
-        let refreshed = commit(
+        let refreshed = self.commit(
             &git,
             &merged.tree,
             &[onto],
@@ -246,23 +251,6 @@ fn pattern(path: &str) -> String {
 
 fn oid(stdout: &[u8]) -> Result<Oid, Fault> {
     Oid::parse(String::from_utf8_lossy(stdout).trim()).map_err(Fault)
-}
-
-pub(crate) fn commit(git: &Git, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
-    let mut call = git.cmd(["commit-tree", tree.as_str()]);
-    for parent in parents {
-        call = call.arg("-p").arg(parent.as_str());
-    }
-    let out = call
-        .env("GIT_AUTHOR_NAME", "bay")
-        .env("GIT_AUTHOR_EMAIL", "bay@localhost")
-        .env("GIT_COMMITTER_NAME", "bay")
-        .env("GIT_COMMITTER_EMAIL", "bay@localhost")
-        .stdin(message.as_bytes().to_vec())
-        .arg("-F")
-        .arg("-")
-        .run()?;
-    oid(&out.stdout)
 }
 
 /// Whether `ancestor` is `descendant` or one of its ancestors: `git merge-base --is-ancestor`,

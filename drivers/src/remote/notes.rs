@@ -52,11 +52,7 @@ impl Repo {
         }
         text.extend_from_slice(record.trim_end().as_bytes());
         text.push(b'\n');
-        let blob = oid(&self
-            .git()
-            .cmd(["hash-object", "-w", "--stdin"])
-            .stdin(text)
-            .text()?)?;
+        let blob = self.objects.blob(&self.git(), text)?;
         let (mode, path) = match existing {
             Some(entry) => (entry.mode.clone(), entry.path.clone()),
             None => ("100644".to_string(), fanned(object, fanout(&entries))),
