@@ -50,6 +50,13 @@ fn bay(dir: &Path, args: &[&str], path: Option<&Path>) -> serde_json::Value {
         .unwrap_or_else(|_| panic!("bay {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// The medians of `RUNS` runs of two things, the two alternated, so that a machine busy for a
+/// while slows both alike.
+fn paired(mut run: impl FnMut(usize) -> (Duration, Duration)) -> (Duration, Duration) {
+    let (a, b): (Vec<Duration>, Vec<Duration>) = (0..RUNS).map(&mut run).unzip();
+    (median(a), median(b))
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -372,8 +379,7 @@ fn main() {
     // Warm up both paths once, so caches and the first fetch do not count.
     floor_once(&clone, 1000);
     merge_once(&clone, 49, None);
-    let floor = median((0..RUNS).map(|n| floor_once(&clone, n)).collect());
-    let merge = median((0..RUNS).map(|n| merge_once(&clone, n, None)).collect());
+    let (floor, merge) = paired(|n| (floor_once(&clone, n), merge_once(&clone, n, None)));
     let (shim, log) = git_shim(root.path());
     merge_once(&clone, RUNS + 1, Some(&shim));
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
@@ -403,16 +409,15 @@ fn main() {
     history(&large_remote, &large, 2_000);
     idle_pass(&small);
     idle_pass(&large);
-    let small_pass = median((0..RUNS).map(|_| idle_pass(&small)).collect());
-    let large_pass = median((0..RUNS).map(|_| idle_pass(&large)).collect());
+    let (small_pass, large_pass) = paired(|_| (idle_pass(&small), idle_pass(&large)));
     println!(
         "idle runner pass: {:.1} ms with 10 ended changes, {:.1} ms with 2,000; ratio {:.2} (goal 1.2)",
         ms(small_pass),
         ms(large_pass),
         ratio(large_pass, small_pass)
     );
-    let small_presence = median((0..RUNS).map(|n| presence_pass(&small, n)).collect());
-    let large_presence = median((0..RUNS).map(|n| presence_pass(&large, n)).collect());
+    let (small_presence, large_presence) =
+        paired(|n| (presence_pass(&small, n), presence_pass(&large, n)));
     println!(
         "idle pass that writes its presence (once a heartbeat): {:.1} ms with 10 ended changes, \
          {:.1} ms with 2,000; ratio {:.2}",
