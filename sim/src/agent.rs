@@ -8,6 +8,7 @@ use bay_core::id::{ChangeId, OpId};
 use bay_core::machine::Machine;
 use bay_core::machine::abandon::{Abandon, AbandonInput};
 use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::runner::{RunMode, Runner};
 use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::undo::{Undo, UndoInput};
 use bay_core::reason::ReasonCode;
@@ -31,6 +32,9 @@ pub enum Cmd {
     Merge(Merge),
     Abandon(Abandon),
     Undo(Undo),
+    /// `bay merge --wait`, past its request: the operation's own runner, started from what the
+    /// request was made on.
+    Wait(Box<Runner>),
 }
 
 impl Cmd {
@@ -40,6 +44,7 @@ impl Cmd {
             Cmd::Merge(m) => m,
             Cmd::Abandon(m) => m,
             Cmd::Undo(m) => m,
+            Cmd::Wait(m) => m.as_mut(),
         }
     }
 
@@ -49,6 +54,7 @@ impl Cmd {
             Cmd::Merge(m) => m,
             Cmd::Abandon(m) => m,
             Cmd::Undo(m) => m,
+            Cmd::Wait(m) => m.as_ref(),
         }
     }
 }
@@ -76,6 +82,8 @@ struct Task {
     fixes: Option<ChangeId>,
     /// Changes that must merge first (`bay start --after`).
     after: Vec<ChangeId>,
+    /// Ask to merge with `bay merge --wait`: run the operation here, as its runner.
+    wait: bool,
 }
 
 #[derive(Debug)]
@@ -170,7 +178,12 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             main: MAIN.into(),
             entropy,
         };
-        agent(world, host).cmd = Some(Cmd::Merge(Merge::new(input, now)));
+        // `merge --wait` fetches the log of the runner it goes on as: this host's.
+        let merge = match task.wait {
+            true => Merge::then_run_as(input, now, &world.hosts[host].name),
+            false => Merge::new(input, now),
+        };
+        agent(world, host).cmd = Some(Cmd::Merge(merge));
         return None;
     };
     // Waiting on the operation: look at the remote's record, as `bay status` would.
@@ -265,6 +278,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
             undo: Some(target),
             fixes: None,
             after: Vec::new(),
+            wait: false,
         });
         return Some(0);
     }
@@ -333,8 +347,21 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         undo: None,
         fixes,
         after,
+        wait: world.wait_rng.chance(250),
     });
     Some(0)
+}
+
+/// Goes on with `bay merge --wait` past the request: the operation's own runner, named as this
+/// host, started from what the request was made on.
+fn wait_here(world: &mut World, host: usize, op: OpId, seed: bay_core::machine::runner::Seed) {
+    let name = world.hosts[host].name.clone();
+    let now = world.hosts[host].clock.local(world.t);
+    let cfg = world.runner_config(&name, RunMode::Only(op));
+    *world.waits.entry("ran").or_insert(0) += 1;
+    // Replies still on their way to the request's machine are its own, never the runner's.
+    world.hosts[host].incarnation += 1;
+    agent(world, host).cmd = Some(Cmd::Wait(Box::new(Runner::seeded(cfg, now, seed))));
 }
 
 fn finish_task(world: &mut World, host: usize) {
@@ -478,14 +505,28 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             task.edit_pending = true;
             me.rng.range(EDIT_MS.0, EDIT_MS.1)
         }
-        (Cmd::Merge(_), Decision::Queued) => {
+        (Cmd::Merge(merge), Decision::Queued) => {
             if task.retry_merge {
                 // Ask again at once: the same draft must give back the same operation.
                 task.retry_merge = false;
                 return 0;
             }
             task.op = result.op_id.clone();
-            POLL_MS
+            match (task.wait, task.op.clone(), merge.seed()) {
+                (true, Some(op), Some(seed)) => {
+                    wait_here(world, host, op, seed);
+                    0
+                }
+                _ => POLL_MS,
+            }
+        }
+        (Cmd::Wait(_), decision) => {
+            // The operation ended, or waits on what it cannot merge before (a held main, a
+            // change it names): the agent looks at it as it does after `bay merge`. Replies
+            // still on their way to the runner are its own, never the next command's.
+            *world.waits.entry(decision.as_str()).or_insert(0) += 1;
+            world.hosts[host].incarnation += 1;
+            0
         }
         (Cmd::Abandon(_), _) => {
             finish_task(world, host);

@@ -253,6 +253,7 @@ fn summarize(
     let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
     let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut waits: BTreeMap<&str, u64> = BTreeMap::new();
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
@@ -278,6 +279,9 @@ fn summarize(
                 }
                 for (what, n) in &report.undos {
                     *undos.entry(what).or_insert(0) += n;
+                }
+                for (what, n) in &report.waits {
+                    *waits.entry(what).or_insert(0) += n;
                 }
                 for (what, n) in &report.red {
                     *red.entry(what).or_insert(0) += n;
@@ -332,6 +336,7 @@ fn summarize(
             "reasons": reasons,
             "submit_refusals": submit_refusals,
             "undos": undos,
+            "waits": waits,
             "held_merges": held_merges,
             "red": red,
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
@@ -376,6 +381,11 @@ fn summarize(
             .map(|(what, n)| format!("{what} {n}"))
             .collect();
         println!("undos: {}", undos.join(", "));
+        let waits: Vec<String> = waits
+            .iter()
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        println!("merge --wait: {}", waits.join(", "));
         let red: Vec<String> = red.iter().map(|(what, n)| format!("{what} {n}")).collect();
         println!("red main: {}", red.join(", "));
         println!(

@@ -296,6 +296,8 @@ pub struct RunReport {
     /// What `bay undo` gave (`opened`, `nothing to undo`, a reason code, `failed`), and how
     /// many undo merges S8 checked (`merged`).
     pub undos: BTreeMap<&'static str, u64>,
+    /// What `bay merge --wait` gave: the runs started (`ran`), and each one's decision.
+    pub waits: BTreeMap<&'static str, u64>,
     /// Merges of fixes and undos S9 saw land on a held main.
     pub held_merges: u64,
     /// Post check answers recorded, how many failed, merges S11 judged onto a red main, and
@@ -363,6 +365,11 @@ pub struct World {
     pub submit_refusals: BTreeMap<&'static str, u64>,
     /// What `bay undo` gave so far.
     pub undos: BTreeMap<&'static str, u64>,
+    /// What `bay merge --wait` gave so far.
+    pub waits: BTreeMap<&'static str, u64>,
+    /// Which tasks end in `bay merge --wait`: its own stream, so that other draws stay as
+    /// they were.
+    pub wait_rng: Rng,
     deadline: Option<Millis>,
     events: u64,
     wake_tokens: u64,
@@ -403,6 +410,8 @@ impl World {
             evidence_reuse: false,
             bisect_post: false,
             submit_refusals: BTreeMap::new(),
+            waits: BTreeMap::new(),
+            wait_rng: Rng::new(seed ^ 0x7761_6974_5f68_6572),
             undos: BTreeMap::new(),
             deadline: None,
             events: 0,
@@ -577,6 +586,12 @@ impl World {
     }
 
     fn new_runner(&mut self, name: &str, clock: &Clock) -> Runner {
+        let cfg = self.runner_config(name, RunMode::Loop);
+        Runner::new(cfg, clock.local(self.t))
+    }
+
+    /// The configuration every runner of this world runs with, named `name`, in `mode`.
+    pub fn runner_config(&mut self, name: &str, mode: RunMode) -> RunnerConfig {
         let mut cfg = RunnerConfig::new(name, MAIN, self.rng.next_u64());
         cfg.lease_ms = LEASE_MS;
         cfg.heartbeat_ms = HEARTBEAT_MS;
@@ -587,11 +602,11 @@ impl World {
         cfg.evidence_reuse = self.evidence_reuse;
         cfg.bisect_post = self.bisect_post;
         cfg.trailers = Trailers::default();
-        cfg.mode = RunMode::Loop;
+        cfg.mode = mode;
         if let Some(tweak) = self.scenario.tweak {
             tweak(&mut cfg);
         }
-        Runner::new(cfg, clock.local(self.t))
+        cfg
     }
 
     fn at(&mut self, at: Millis, ev: Ev) {
@@ -672,6 +687,7 @@ impl World {
             outcomes,
             reasons,
             submit_refusals: self.submit_refusals,
+            waits: self.waits,
             undos: {
                 let mut undos = self.undos;
                 undos.insert("merged", self.checker.undo_merges);
@@ -1026,9 +1042,12 @@ impl World {
             );
         }
         let (mut report, applied) = self.git.push(&plan);
-        let pusher = match self.hosts[host].role {
+        // A runner pushes, or an agent's `merge --wait`, which runs as a runner of its name.
+        let pusher = match &self.hosts[host].role {
             Role::Runner { .. } => Some(self.hosts[host].name.clone()),
-            Role::Agent(_) => None,
+            Role::Agent(agent) => {
+                matches!(agent.cmd, Some(Cmd::Wait(_))).then(|| self.hosts[host].name.clone())
+            }
         };
         self.trace
             .note(self.t, host, "push-applied", applied.moves.len() as u64);
@@ -1081,6 +1100,10 @@ impl World {
 
     fn agent_finished(&mut self, host: usize) {
         let delay = crate::agent::finished(self, host);
+        // `merge --wait` goes on as a runner, in the same command.
+        if matches!(&self.hosts[host].role, Role::Agent(agent) if agent.cmd.is_some()) {
+            self.settle(host);
+        }
         self.after(delay, Ev::AgentStep { host });
     }
 
