@@ -168,6 +168,11 @@ fn a_check_that_reports_another_tree_gives_check_unknown() {
 #[test]
 fn merge_wait_with_no_runner_merges_here() {
     let world = World::standard();
+    // The remote keeps a reflog of every ref, so the test can count the pushes to the chain.
+    git_dir(
+        &world.remote,
+        &["config", "core.logAllRefUpdates", "always"],
+    );
     let ann = world.clone_as("ann");
     let start = bay(
         &ann,
@@ -181,6 +186,19 @@ fn merge_wait_with_no_runner_merges_here() {
     assert_eq!(merged.code, 0);
     let change = start.doc["change"].as_str().expect("a change");
     assert_eq!(world.merges_of(change), 1);
+    // With nothing queued ahead, the request went up with the runner's claim: the start, the
+    // request with the claim and its candidate, and the check's record with the merge moved
+    // the chain (a request of its own would have been a fourth).
+    let pushes = git_dir(
+        &world.remote,
+        &[
+            "reflog",
+            "show",
+            "--format=%H",
+            &format!("refs/bay/changes/{change}"),
+        ],
+    );
+    assert_eq!(pushes.lines().count(), 3, "{pushes}");
     // Asking again changes nothing and says so.
     let again = bay(&view, "ann", &["merge"]);
     assert_eq!(again.doc["reason"], "CHANGE_ALREADY_MERGED", "{again:?}");

@@ -2066,6 +2066,9 @@ impl Driver {
                 }
                 Ok(stats)
             })?),
+            Action::WriteSteps(append) => Completion::StepsWritten(maybe_fault(u, 16, |u| {
+                append.steps.iter().map(|_| oid(u)).collect()
+            })?),
             Action::Push(plan) => Completion::Pushed(push_report(u, plan)?),
             Action::BuildCandidate(_) => Completion::CandidateBuilt(maybe_fault(u, 16, |u| {
                 Ok(if u.ratio(1, 8)? {
@@ -2458,8 +2461,20 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 main: MAIN.to_owned(),
                 entropy,
             };
-            let mut machine = Merge::new(input, EPOCH);
+            // As `bay merge` does, or `merge --wait`, whose runner may carry the request.
+            let mut machine = match u.int_in_range(0..=2u8)? {
+                0 => Merge::new(input, EPOCH),
+                carried => Merge::then_run_as(input, EPOCH, "runner-1", carried == 2),
+            };
             driver.run(u, &mut machine, Role::Agent);
+            if let Some(request) = machine.seed().and_then(|seed| seed.request) {
+                let carried = machine.seed().map(|seed| seed.refs).unwrap_or_default();
+                assert_eq!(
+                    carried.get(&refs::change(&request.change)),
+                    Some(&request.step),
+                    "the runner's view holds the request it must carry"
+                );
+            }
         }
         2 => {
             let input = AbandonInput {

@@ -150,6 +150,7 @@ impl Repo {
             Action::MergeBase { one, two } => {
                 Completion::MergeBaseFound(candidate::merge_base(&self.git(), one, two))
             }
+            Action::WriteSteps(append) => Completion::StepsWritten(self.write_steps(append)),
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::RunCheck(_)

@@ -84,6 +84,8 @@ struct Task {
     after: Vec<ChangeId>,
     /// Ask to merge with `bay merge --wait`: run the operation here, as its runner.
     wait: bool,
+    /// The runner could not carry the request: ask for it on its own, as the CLI does.
+    uncarried: bool,
 }
 
 #[derive(Debug)]
@@ -180,7 +182,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
         };
         // `merge --wait` fetches the log of the runner it goes on as: this host's.
         let merge = match task.wait {
-            true => Merge::then_run_as(input, now, &world.hosts[host].name),
+            true => Merge::then_run_as(input, now, &world.hosts[host].name, !task.uncarried),
             false => Merge::new(input, now),
         };
         agent(world, host).cmd = Some(Cmd::Merge(merge));
@@ -279,6 +281,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
             fixes: None,
             after: Vec::new(),
             wait: false,
+            uncarried: false,
         });
         return Some(0);
     }
@@ -348,6 +351,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         fixes,
         after,
         wait: world.wait_rng.chance(250),
+        uncarried: false,
     });
     Some(0)
 }
@@ -359,6 +363,9 @@ fn wait_here(world: &mut World, host: usize, op: OpId, seed: bay_core::machine::
     let now = world.hosts[host].clock.local(world.t);
     let cfg = world.runner_config(&name, RunMode::Only(op));
     *world.waits.entry("ran").or_insert(0) += 1;
+    if seed.request.is_some() {
+        *world.waits.entry("carrying the request").or_insert(0) += 1;
+    }
     // Replies still on their way to the request's machine are its own, never the runner's.
     world.hosts[host].incarnation += 1;
     agent(world, host).cmd = Some(Cmd::Wait(Box::new(Runner::seeded(cfg, now, seed))));
@@ -520,11 +527,19 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
                 _ => POLL_MS,
             }
         }
-        (Cmd::Wait(_), decision) => {
+        (Cmd::Wait(runner), decision) => {
             // The operation ended, or waits on what it cannot merge before (a held main, a
-            // change it names): the agent looks at it as it does after `bay merge`. Replies
-            // still on their way to the runner are its own, never the next command's.
-            *world.waits.entry(decision.as_str()).or_insert(0) += 1;
+            // change it names): the agent looks at it as it does after `bay merge`. A request
+            // the runner could not carry is asked for again, on its own. Replies still on
+            // their way to the runner are its own, never the next command's.
+            let what = if runner.request_dropped() {
+                task.op = None;
+                task.uncarried = true;
+                "request not carried"
+            } else {
+                decision.as_str()
+            };
+            *world.waits.entry(what).or_insert(0) += 1;
             world.hosts[host].incarnation += 1;
             0
         }

@@ -114,12 +114,13 @@ impl Bench {
         self.ask_to_merge_then_run(change, entropy, None)
     }
 
-    /// [`Bench::ask_to_merge`] as `bay merge --wait` does, when `runner` works it next.
+    /// [`Bench::ask_to_merge`] as `bay merge --wait` does, when `runner` works it next (and
+    /// may carry the request, when `.1`).
     pub fn ask_to_merge_then_run(
         &mut self,
         change: &ChangeId,
         entropy: u64,
-        runner: Option<&str>,
+        runner: Option<(&str, bool)>,
     ) -> Merge {
         let input = MergeInput {
             change: change.clone(),
@@ -128,7 +129,7 @@ impl Bench {
             entropy,
         };
         let mut merge = match runner {
-            Some(runner) => Merge::then_run_as(input, Timestamp(2), runner),
+            Some((runner, carried)) => Merge::then_run_as(input, Timestamp(2), runner, carried),
             None => Merge::new(input, Timestamp(2)),
         };
         self.run(&mut merge);

@@ -113,6 +113,9 @@ impl GitModel {
                     None => Ok(self.store.merge_base(one, two)),
                 },
             ),
+            Action::WriteSteps(append) => {
+                Completion::StepsWritten(Ok(crate::remote::write_steps(&mut self.store, append)))
+            }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
             Action::FreezeDraft { change, parent, .. } => {

@@ -124,6 +124,9 @@ pub struct Checker {
     places: BTreeMap<u64, OpId>,
     /// Every operation ever requested, with the time its request landed.
     pub submitted: BTreeMap<OpId, u64>,
+    /// Requests `merge --wait` wrote for its runner to carry, and when: its runner reads the
+    /// remote from then on, before the request lands with its first write.
+    written_requests: BTreeMap<OpId, u64>,
     /// When each operation ended, by the remote's record.
     pub ended: BTreeMap<OpId, (u64, OpState, Option<ReasonCode>)>,
     pub violations: Vec<Violation>,
@@ -169,6 +172,7 @@ impl Checker {
             merged_on_main: BTreeMap::new(),
             places: BTreeMap::new(),
             submitted: BTreeMap::new(),
+            written_requests: BTreeMap::new(),
             ended: BTreeMap::new(),
             violations: Vec::new(),
             merges: 0,
@@ -445,7 +449,7 @@ impl Checker {
         // Every push that moves main asks the plugin first, after the request landed: one that
         // held main all that time cannot have let an ordinary change through.
         let plugin = plugin_at(store, old);
-        let requested = self.submitted.get(&op).copied().unwrap_or(at);
+        let requested = self.requested_at(&op).unwrap_or(at);
         let plugin_held = plugin && self.plugin_held_throughout(requested, at);
         let held_now = held || (plugin && self.plugin_held_at(at));
         self.merged_at.insert(change.clone(), at);
@@ -494,6 +498,19 @@ impl Checker {
     }
 
     /// A post check record went up at `at`.
+    /// `merge --wait` wrote the request of `op` at `at`, for its runner to carry.
+    pub fn request_written(&mut self, op: OpId, at: u64) {
+        self.written_requests.entry(op).or_insert(at);
+    }
+
+    /// When `op`'s runner could first have read the remote for it: when its request landed,
+    /// or was written for its runner to carry, whichever came first.
+    fn requested_at(&self, op: &OpId) -> Option<u64> {
+        let landed = self.submitted.get(op).copied();
+        let written = self.written_requests.get(op).copied();
+        landed.into_iter().chain(written).min()
+    }
+
     pub fn post_recorded(&mut self, at: u64, producer: &str) {
         self.post_records.push(at);
         self.evidence_pushed(at, producer);
@@ -526,7 +543,7 @@ impl Checker {
         if checks.is_empty() {
             return;
         }
-        let requested = self.submitted.get(op).copied().unwrap_or(0);
+        let requested = self.requested_at(op).unwrap_or(0);
         if self.post_records.iter().any(|t| *t > requested && *t <= at) {
             self.red_unjudged += 1;
             return;
@@ -855,7 +872,7 @@ impl Checker {
     /// was passed over, and counts for nothing.
     fn check_order(&mut self, at: u64, op: &OpId) {
         let claimed = self.claimed_at.get(op).copied().unwrap_or(at);
-        let requested = self.submitted.get(op).copied().unwrap_or(claimed);
+        let requested = self.requested_at(op).unwrap_or(claimed);
         let Some(key) = self.operation(op).map(Operation::queue_key) else {
             return;
         };

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use bay_core::git::{Oid, refs};
-use bay_core::machine::{Expect, NewValue, PushOutcome, PushPlan, PushReport};
+use bay_core::machine::{Append, Expect, NewValue, PushOutcome, PushPlan, PushReport};
 
 use crate::store::{Store, Tree};
 
@@ -48,23 +48,28 @@ pub enum Flaw {
 /// The commits a plan writes, before any ref moves: what a client writes into its own object
 /// database before it pushes.
 pub fn write_objects(store: &mut Store, plan: &PushPlan) -> Vec<Vec<Oid>> {
+    plan.appends
+        .iter()
+        .map(|append| write_steps(store, append))
+        .collect()
+}
+
+/// The step commits of one append, each on the one before (or on the append's parent), the
+/// carried commit on the carrier step: what a push writes, and `Action::WriteSteps`.
+pub fn write_steps(store: &mut Store, append: &Append) -> Vec<Oid> {
     let empty = store.tree(Tree::new());
-    let mut steps = Vec::with_capacity(plan.appends.len());
-    for append in &plan.appends {
-        let mut written = Vec::with_capacity(append.steps.len());
-        let mut parent = append.parent.clone();
-        for (index, step) in append.steps.iter().enumerate() {
-            let mut parents: Vec<Oid> = parent.iter().cloned().collect();
-            if index == append.carrier() {
-                parents.extend(append.carry.iter().cloned());
-            }
-            let oid = store.commit(empty.clone(), parents, &step.to_message());
-            written.push(oid.clone());
-            parent = Some(oid);
+    let mut written = Vec::with_capacity(append.steps.len());
+    let mut parent = append.parent.clone();
+    for (index, step) in append.steps.iter().enumerate() {
+        let mut parents: Vec<Oid> = parent.iter().cloned().collect();
+        if index == append.carrier() {
+            parents.extend(append.carry.iter().cloned());
         }
-        steps.push(written);
+        let oid = store.commit(empty.clone(), parents, &step.to_message());
+        written.push(oid.clone());
+        parent = Some(oid);
     }
-    steps
+    written
 }
 
 impl Remote {

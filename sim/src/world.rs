@@ -951,6 +951,13 @@ impl World {
                 self.reply(host, id, millis, Completion::PluginExited(exit));
             }
             local => {
+                if let Action::WriteSteps(append) = &local {
+                    // A request written for its runner to carry: S7, S9 and S11 time the
+                    // operation from here.
+                    for op in append.steps.iter().filter_map(|step| step.op()) {
+                        self.checker.request_written(op.clone(), self.t);
+                    }
+                }
                 if let (Action::ReadTrees { .. }, Role::Runner { .. }) =
                     (&local, &self.hosts[host].role)
                 {

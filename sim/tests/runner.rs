@@ -1063,14 +1063,16 @@ fn with_no_check_required_the_claim_the_candidate_and_the_merge_go_in_one_push()
         "nothing more to push"
     );
     assert_eq!(bench.state(&op), (OpState::Merged, None));
-    assert!(
-        bench
-            .git
-            .remote
-            .get(&refs::queue(op_seq(&bench, &op)))
-            .is_none(),
-        "the place is given up"
-    );
+    assert!(place_of(&bench, &op).is_none(), "the place is given up");
+}
+
+/// The queue place of `op` on the remote, if it holds one.
+fn place_of(bench: &Bench, op: &OpId) -> Option<Oid> {
+    bench
+        .git
+        .remote
+        .get(&refs::queue(op_seq(bench, op)))
+        .cloned()
 }
 
 fn op_seq(bench: &Bench, op: &OpId) -> u64 {
@@ -1087,29 +1089,26 @@ fn request(bench: &mut Bench, intent: &str, path: &str, text: &str) -> Merge {
 /// A seeded runner named "here", which logged an end before, works the request `merge`
 /// made: the actions it sends, and the bench after.
 fn seeded_run(bench: &mut Bench, merge: &Merge) -> (OpId, Vec<&'static str>, Runner) {
+    let (op, mut runner) = wait_runner(merge);
+    let actions = run_to_end(bench, &mut runner);
+    (op, actions, runner)
+}
+
+/// The runner `merge --wait` starts after `merge`: named "here", in `Only` mode, seeded from
+/// the request's view with the config the request read, as the command hands it over.
+fn wait_runner(merge: &Merge) -> (OpId, Runner) {
     let op = merge
         .outcome()
         .and_then(|r| r.op_id.clone())
         .expect("queued");
     let mut cfg = RunnerConfig::new("here", MAIN, 1);
     cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
-    // As `bay merge --wait` does: the config it read at the request's main comes along.
+    cfg.lease_ms = LEASE;
     let seed = bay_core::machine::runner::Seed {
         config: Some(bay_core::config::Config::default()),
         ..merge.seed().expect("a seed")
     };
-    let mut runner = Runner::seeded(cfg, Timestamp(0), seed);
-    runner.handle(Timestamp(0), Event::Tick).expect("a tick");
-    let mut actions = Vec::new();
-    while runner.outcome().is_none() {
-        let (id, action) = runner.poll_action().expect("an action");
-        actions.push(action.name());
-        let completion = bench.answer(&action).expect("no check");
-        runner
-            .handle(Timestamp(1), Event::Done(id, completion))
-            .expect("faithful");
-    }
-    (op, actions, runner)
+    (op, Runner::seeded(cfg, Timestamp(0), seed))
 }
 
 /// A bench where the runner "here" logged an end before, so its log has a tip.
@@ -1150,9 +1149,7 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
 #[test]
 fn a_request_that_fetched_its_runner_s_log_hands_it_over_and_the_runner_fetches_nothing() {
     let mut bench = bench_with_earlier_log();
-    let change = bench.start("fix a", 7);
-    bench.edit(&change, "src/a.txt", "a fixed\n");
-    let merge = bench.ask_to_merge_then_run(&change, 8, Some("here"));
+    let (_, merge) = wait_request(&mut bench, false);
     let (op, actions, runner) = seeded_run(&mut bench, &merge);
     assert_eq!(actions, vec!["read-file", "build-candidate", "push"]);
     assert_eq!(log_events(&bench, "here").len(), 2);
@@ -1161,6 +1158,104 @@ fn a_request_that_fetched_its_runner_s_log_hands_it_over_and_the_runner_fetches_
         Some(bay_core::result::Decision::Merged)
     );
     assert_eq!(bench.merges_of(&op.change), 1);
+}
+
+/// Runs the seeded runner `runner` until it ends or ten leases pass, ticking a second at a
+/// time; the names of the actions it sent.
+fn run_to_end(bench: &mut Bench, runner: &mut Runner) -> Vec<&'static str> {
+    runner.handle(Timestamp(0), Event::Tick).expect("a tick");
+    let (mut clock, mut actions) = (0, Vec::new());
+    while runner.outcome().is_none() && clock < 10 * LEASE {
+        while let Some((id, action)) = runner.poll_action() {
+            actions.push(action.name());
+            let completion = bench.answer(&action).expect("no check");
+            runner
+                .handle(Timestamp(clock), Event::Done(id, completion))
+                .expect("faithful");
+        }
+        clock += 1_000;
+        runner
+            .handle(Timestamp(clock), Event::Tick)
+            .expect("a tick");
+    }
+    actions
+}
+
+/// `bay merge --wait` of a new change's edit, up to its runner's start (see
+/// [`Merge::then_run_as`]).
+fn wait_request(bench: &mut Bench, carried: bool) -> (bay_core::id::ChangeId, Merge) {
+    let change = bench.start("fix a", 7);
+    bench.edit(&change, "src/a.txt", "a fixed\n");
+    let merge = bench.ask_to_merge_then_run(&change, 8, Some(("here", carried)));
+    (change, merge)
+}
+
+/// [`wait_runner`] for a request written and not pushed, as on an empty queue.
+fn carried_runner(merge: &Merge) -> (OpId, Runner) {
+    let carried = merge.seed().is_some_and(|seed| seed.request.is_some());
+    assert!(carried, "nothing queued ahead: the request is carried");
+    wait_runner(merge)
+}
+
+#[test]
+fn a_carried_request_goes_up_with_the_merge_in_one_push() {
+    let mut bench = bench_with_earlier_log();
+    let (change, merge) = wait_request(&mut bench, true);
+    assert_eq!(
+        bench.record(&change).ops.len(),
+        0,
+        "the request is written, not pushed"
+    );
+    let (op, mut runner) = carried_runner(&merge);
+    let actions = run_to_end(&mut bench, &mut runner);
+    assert_eq!(actions, vec!["read-file", "build-candidate", "push"]);
+    assert_eq!(
+        runner.outcome().map(|r| r.decision),
+        Some(bay_core::result::Decision::Merged)
+    );
+    assert!(!runner.request_dropped());
+    assert_eq!(bench.merges_of(&op.change), 1);
+    let record = bench.record(&op.change);
+    assert_eq!(record.op(&op).map(|o| o.state), Some(OpState::Merged));
+    assert!(
+        place_of(&bench, &op).is_none(),
+        "a place taken and given up in one push never exists"
+    );
+    let last = bench.git.remote.get(refs::QUEUE_LAST).cloned();
+    let request = bench
+        .git
+        .store
+        .step(&last.expect("the queue's last request"))
+        .and_then(|step| step.op().cloned());
+    assert_eq!(request, Some(op), "the queue's last request is this one");
+}
+
+#[test]
+fn a_carried_request_that_loses_a_race_never_goes_up_and_is_asked_again() {
+    let mut bench = bench_with_earlier_log();
+    let (change, merge) = wait_request(&mut bench, true);
+    let (op, mut runner) = carried_runner(&merge);
+    // Meanwhile another agent's request takes the queue's next place.
+    let other = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    run_to_end(&mut bench, &mut runner);
+    assert!(runner.request_dropped(), "{:?}", runner.outcome());
+    assert_eq!(bench.merges_of(&op.change), 0);
+    assert!(
+        bench.record(&change).op(&op).is_none(),
+        "the request never went up"
+    );
+    assert_eq!(
+        bench.state(&other),
+        (OpState::Submitted, None),
+        "the other request keeps its place"
+    );
+    // Asked again on its own, it queues behind the other.
+    let again = bench.ask_to_merge_then_run(&change, 9, Some(("here", true)));
+    assert!(
+        again.seed().is_some_and(|seed| seed.request.is_none()),
+        "something is queued ahead: the request goes up on its own"
+    );
+    assert_eq!(bench.record(&change).ops.len(), 1);
 }
 
 #[test]
@@ -1188,20 +1283,7 @@ fn a_stale_seed_costs_a_refused_push_never_a_wrong_merge() {
     cfg.mode = bay_core::machine::runner::RunMode::Only(op.clone());
     cfg.lease_ms = LEASE;
     let mut runner = Runner::seeded(cfg, Timestamp(0), merge.seed().expect("a seed"));
-    runner.handle(Timestamp(0), Event::Tick).expect("a tick");
-    let mut clock = 0;
-    while runner.outcome().is_none() && clock < 10 * LEASE {
-        while let Some((id, action)) = runner.poll_action() {
-            let completion = bench.answer(&action).expect("no check");
-            runner
-                .handle(Timestamp(clock), Event::Done(id, completion))
-                .expect("faithful");
-        }
-        clock += 1_000;
-        runner
-            .handle(Timestamp(clock), Event::Tick)
-            .expect("a tick");
-    }
+    run_to_end(&mut bench, &mut runner);
     assert_eq!(
         runner.outcome().map(|r| r.decision),
         Some(bay_core::result::Decision::Merged)

@@ -53,43 +53,23 @@ pub fn merge_change(
     change: ChangeId,
     wait: Option<u64>,
 ) -> BayResult {
-    let input = MergeInput {
-        change: change.clone(),
-        actor: context.actor.clone(),
-        main: context.main.clone(),
-        entropy: clock::entropy(),
-    };
-    // Merged here, by this machine's runner: the request's fetch brings that runner's log too.
-    let mut merge = match wait {
-        Some(0) => Merge::then_run_as(input, clock::now(), &runner_name(context)),
-        _ => Merge::new(input, clock::now()),
-    };
-    let (queued, config) = match run_agent(context, driver, &mut merge) {
-        Ok((result, config)) => (with_actor(result, context), config),
+    if wait == Some(0) {
+        // The runner carries the request in its first write when nothing is queued ahead; a
+        // request it could not carry is asked for again, on its own.
+        let (result, dropped) = merge_here(context, driver, &change, true);
+        if !dropped {
+            return result;
+        }
+        return merge_here(context, driver, &change, false).0;
+    }
+    let mut merge = Merge::new(merge_input(context, &change), clock::now());
+    let queued = match run_agent(context, driver, &mut merge) {
+        Ok((result, _)) => with_actor(result, context),
         Err(result) => return result,
     };
-    let (Some(wait), Decision::Queued, Some(op)) = (wait, queued.decision, queued.op_id.clone())
-    else {
+    let (Some(wait), Decision::Queued) = (wait, queued.decision) else {
         return queued;
     };
-    if wait == 0 {
-        // Run the operation here, as its runner, until it ends, starting from what the
-        // request was made on.
-        let cfg = runner_config(context, &config, RunMode::Only(op), 10);
-        // The config was read at the main the request saw: its holds need no second read.
-        let mut runner = match merge.seed() {
-            Some(seed) => Runner::seeded(
-                cfg,
-                clock::now(),
-                Seed {
-                    config: Some(config),
-                    ..seed
-                },
-            ),
-            None => Runner::new(cfg, clock::now()),
-        };
-        return with_actor(drive(driver, &mut runner, clock::now()), context);
-    }
     // Watch another runner work it, for at most `wait` seconds.
     let until = Instant::now() + Duration::from_secs(wait);
     loop {
@@ -112,4 +92,49 @@ pub fn merge_change(
             Duration::from_secs(1).min(until.saturating_duration_since(Instant::now())),
         );
     }
+}
+
+fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
+    MergeInput {
+        change: change.clone(),
+        actor: context.actor.clone(),
+        main: context.main.clone(),
+        entropy: clock::entropy(),
+    }
+}
+
+/// `merge --wait`: asks for `change` to be merged and runs its operation here, as its runner,
+/// starting from what the request was made on; with `carried`, the runner's first write may
+/// carry the request. The result, and whether the request never went up.
+fn merge_here(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    change: &ChangeId,
+    carried: bool,
+) -> (BayResult, bool) {
+    let input = merge_input(context, change);
+    // The request's fetch brings this machine's runner's log tip too.
+    let mut merge = Merge::then_run_as(input, clock::now(), &runner_name(context), carried);
+    let (queued, config) = match run_agent(context, driver, &mut merge) {
+        Ok((result, config)) => (with_actor(result, context), config),
+        Err(result) => return (result, false),
+    };
+    let (Decision::Queued, Some(op)) = (queued.decision, queued.op_id.clone()) else {
+        return (queued, false);
+    };
+    let cfg = runner_config(context, &config, RunMode::Only(op), 10);
+    // The config was read at the main the request saw: its holds need no second read.
+    let mut runner = match merge.seed() {
+        Some(seed) => Runner::seeded(
+            cfg,
+            clock::now(),
+            Seed {
+                config: Some(config),
+                ..seed
+            },
+        ),
+        None => Runner::new(cfg, clock::now()),
+    };
+    let result = with_actor(drive(driver, &mut runner, clock::now()), context);
+    (result, runner.request_dropped())
 }

@@ -3,7 +3,7 @@
 //! base.
 
 use bay_core::git::Oid;
-use bay_core::machine::{Action, Append, ChainQuery, Completion, PushPlan, RawStep};
+use bay_core::machine::{Action, Append, ChainQuery, Completion, Expect, PushPlan, RawStep};
 use bay_core::record::Step;
 
 use super::{Bench, Case, change, heartbeat};
@@ -120,6 +120,37 @@ pub(super) fn cases() -> Vec<Case> {
                     };
                     b.see(label, shown);
                 }
+            },
+        ),
+        Case::new(
+            "write: steps written without a push, then pushed under a later append's lease",
+            |b| {
+                chain(b);
+                let tip = b.oid("then step 0.1");
+                let carry = b.oid("A");
+                let append =
+                    Append::on(change(), Some(tip.clone()), vec![heartbeat(4)], Some(carry));
+                let written = match b.execute(&Action::WriteSteps(append)) {
+                    Completion::StepsWritten(Ok(written)) => written,
+                    other => panic!("a step write answered {other:?}"),
+                };
+                b.see("written", written.len().to_string());
+                b.named(&written[0], "written 0");
+                b.see_fetch("remote before the push", &["refs/bay/changes/*"]);
+                // The written step is no tip yet: a later append builds on it, leased on the
+                // tip the remote holds, and one push carries both.
+                let mut later =
+                    Append::on(change(), Some(written[0].clone()), vec![heartbeat(5)], None);
+                later.expect = Expect::Is(tip);
+                let plan = PushPlan {
+                    appends: vec![later],
+                    atomic: true,
+                    ..PushPlan::default()
+                };
+                b.push("carrying push", "carried ", plan);
+                b.see_refs(&[&bay_core::git::refs::change(&change())]);
+                let read = chains_from(b, b.oid("carried step 0.0"), None);
+                b.see("chain", read);
             },
         ),
         Case::new(
@@ -318,9 +349,15 @@ fn steps(b: &mut Bench<'_>, action: Action) -> String {
 }
 
 fn chains(b: &mut Bench<'_>, known: Option<Oid>) -> String {
+    let tip = b.oid("then step 0.1");
+    chains_from(b, tip, known)
+}
+
+/// The change's chain read from `tip`, stopping before `known`.
+fn chains_from(b: &mut Bench<'_>, tip: Oid, known: Option<Oid>) -> String {
     let query = ChainQuery {
         change: change(),
-        tip: b.oid("then step 0.1"),
+        tip,
         known,
     };
     match b.execute(&Action::ReadChains {

@@ -78,6 +78,11 @@ pub enum Action {
     /// there did so; a ref with no such record is left out. Never fetches. It ages a runner's
     /// presence on the reader's clock alone (`crate::presence`).
     ReadSeen { names: Vec<String> },
+    /// Write the step commits of `append` into this clone's object store as a push would
+    /// (each on the one before, the carried commit on the carrier), and push nothing: their
+    /// ids, in order. `merge --wait` writes its request so, and its runner pushes it with the
+    /// merge.
+    WriteSteps(Append),
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
@@ -136,6 +141,7 @@ impl Action {
             Action::ReadSeen { .. } => "read-seen",
             Action::TestMerge { .. } => "test-merge",
             Action::MergeBase { .. } => "merge-base",
+            Action::WriteSteps(_) => "write-steps",
             Action::Push(_) => "push",
             Action::BuildCandidate(_) => "build-candidate",
             Action::RunCheck(_) => "run-check",
@@ -556,6 +562,7 @@ pub enum Completion {
     SeenRead(Result<BTreeMap<String, Timestamp>, Fault>),
     MergeTested(Result<Vec<String>, Fault>),
     MergeBaseFound(Result<Option<Oid>, Fault>),
+    StepsWritten(Result<Vec<Oid>, Fault>),
     Pushed(PushReport),
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),

@@ -12,7 +12,7 @@
 //! returns the operation already queued, so a retry never queues twice.
 
 use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
-use super::runner::Seed;
+use super::runner::{Seed, UnpushedRequest};
 use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
@@ -48,6 +48,9 @@ enum Purpose {
     /// The draft's measures against its base, for these caps.
     Stats(Limits),
     Request,
+    /// The request step written into the clone's store for the runner to carry, and the push
+    /// it would have been.
+    WriteRequest(Box<PushPlan>),
 }
 
 /// The `bay merge` machine (without `--wait`). Drive it as [`Machine`](crate::machine::Machine) says.
@@ -76,21 +79,27 @@ pub struct Merge {
     /// The runner that works the operation next in this process (`merge --wait`), whose log
     /// tip each fetch brings along, so that the runner need not fetch it itself.
     runner: Option<String>,
+    /// Whether that runner may carry the request in its first write (see
+    /// `runner::UnpushedRequest`), and the request written so, once it is.
+    carried: bool,
+    unpushed: Option<UnpushedRequest>,
     outcome: Option<BayResult>,
 }
 
 impl Merge {
     pub fn new(input: MergeInput, now: Timestamp) -> Merge {
-        Merge::start(input, now, None)
+        Merge::start(input, now, None, false)
     }
 
     /// A merge whose operation the runner `runner` works next, in this process: its fetches
-    /// also bring that runner's log tip, handed over with the [`Seed`].
-    pub fn then_run_as(input: MergeInput, now: Timestamp, runner: &str) -> Merge {
-        Merge::start(input, now, Some(runner.to_owned()))
+    /// also bring that runner's log tip, handed over with the [`Seed`]. With `carried`, when
+    /// nothing is queued ahead, the request is written and not pushed, for the runner's first
+    /// write to carry.
+    pub fn then_run_as(input: MergeInput, now: Timestamp, runner: &str, carried: bool) -> Merge {
+        Merge::start(input, now, Some(runner.to_owned()), carried)
     }
 
-    fn start(input: MergeInput, now: Timestamp, runner: Option<String>) -> Merge {
+    fn start(input: MergeInput, now: Timestamp, runner: Option<String>, carried: bool) -> Merge {
         let nonces = Nonces::new(input.entropy);
         let mut merge = Merge {
             input,
@@ -107,6 +116,8 @@ impl Merge {
             chain: Vec::new(),
             pending: None,
             runner,
+            carried,
+            unpushed: None,
             outcome: None,
         };
         let fetch = merge.fetch();
@@ -301,7 +312,48 @@ impl Merge {
             atomic: true,
             ..PushPlan::default()
         };
+        if self.carried && record.after.is_empty() && self.nothing_queued_ahead(&record) {
+            let write = Action::WriteSteps(plan.appends[0].clone());
+            self.out.send(write, Purpose::WriteRequest(Box::new(plan)));
+            return;
+        }
         self.out.send(Action::Push(plan), Purpose::Request);
+    }
+
+    /// Whether the queue, as fetched, holds no place but the one this change's own operation
+    /// gives up: the request would be the head at once.
+    fn nothing_queued_ahead(&self, record: &ChangeRecord) -> bool {
+        let own = record.live_op().map(|op| op.seq);
+        self.remote
+            .keys()
+            .filter_map(|name| refs::parse_queue(name))
+            .all(|seq| Some(seq) == own)
+    }
+
+    /// The request step is in the clone's store: the runner carries it, so this command sees
+    /// the remote as if it were up. A step that could not be written is pushed as usual.
+    fn on_request_written(&mut self, plan: PushPlan, written: Result<Vec<Oid>, super::Fault>) {
+        let Some(step) = written.ok().and_then(|oids| oids.first().cloned()) else {
+            self.out.send(Action::Push(plan), Purpose::Request);
+            return;
+        };
+        let append = &plan.appends[0];
+        let op = self
+            .pending
+            .as_ref()
+            .and_then(|step| match &step.body {
+                StepBody::Request { op, .. } => Some(op.clone()),
+                _ => None,
+            })
+            .expect("a request write carries its request step");
+        self.unpushed = Some(UnpushedRequest::new(
+            append.change.clone(),
+            op,
+            step.clone(),
+            append.parent.clone(),
+            plan.updates.clone(),
+        ));
+        self.requested(step);
     }
 
     /// The draft's base and the draft, as the request will name them.
@@ -355,34 +407,10 @@ impl Merge {
     fn on_pushed(&mut self, report: PushReport) {
         let written = report.steps.first().and_then(|s| s.last()).cloned();
         match report.outcome {
-            PushOutcome::Accepted => {
-                let (mut record, _) = self
-                    .record
-                    .clone()
-                    .expect("a push follows the record's read");
-                let step = self
-                    .pending
-                    .take()
-                    .expect("a request push carries its step");
-                if let (StepBody::Request { seq, .. }, Some(written)) = (&step.body, written) {
-                    // What the push did, so a runner started from this view reads none of it.
-                    for name in [
-                        refs::change(&self.input.change),
-                        refs::queue(*seq),
-                        refs::QUEUE_LAST.to_string(),
-                    ] {
-                        self.remote.insert(name, written.clone());
-                    }
-                    if let Some(old) = record.live_op() {
-                        self.remote.remove(&refs::queue(old.seq));
-                    }
-                    self.chain.push((written, step.clone()));
-                }
-                match record.append(&step) {
-                    Ok(()) => self.queued(&record),
-                    Err(e) => self.fail(format!("the request does not fit the record: {e}")),
-                }
-            }
+            PushOutcome::Accepted => match written {
+                Some(written) => self.requested(written),
+                None => self.fail("the remote took the request and named no step".into()),
+            },
             PushOutcome::Rejected { .. } => self.again(),
             PushOutcome::Unknown { .. } => {
                 self.written = written;
@@ -391,6 +419,33 @@ impl Merge {
             PushOutcome::NotSent(fault) => {
                 self.fail(format!("the remote could not be reached: {fault}"))
             }
+        }
+    }
+
+    /// The request step `written` is up (or written for the runner to carry): the remote as the
+    /// push left it, so a runner started from this view reads none of it, and the result.
+    fn requested(&mut self, written: Oid) {
+        let (mut record, _) = self
+            .record
+            .clone()
+            .expect("a request follows the record's read");
+        let step = self.pending.take().expect("a request carries its step");
+        if let StepBody::Request { seq, .. } = &step.body {
+            for name in [
+                refs::change(&self.input.change),
+                refs::queue(*seq),
+                refs::QUEUE_LAST.to_string(),
+            ] {
+                self.remote.insert(name, written.clone());
+            }
+            if let Some(old) = record.live_op() {
+                self.remote.remove(&refs::queue(old.seq));
+            }
+            self.chain.push((written, step.clone()));
+        }
+        match record.append(&step) {
+            Ok(()) => self.queued(&record),
+            Err(e) => self.fail(format!("the request does not fit the record: {e}")),
         }
     }
 
@@ -406,6 +461,7 @@ impl Merge {
             chain: self.chain.clone(),
             config: None,
             log_of: self.runner.clone(),
+            request: self.unpushed.clone(),
         })
     }
 
@@ -432,6 +488,9 @@ impl Merge {
                 self.on_stats(&limits, &stats)
             }
             (Purpose::Request, Completion::Pushed(report)) => self.on_pushed(report),
+            (Purpose::WriteRequest(plan), Completion::StepsWritten(written)) => {
+                self.on_request_written(*plan, written)
+            }
             (_, completion) => return Some(completion),
         }
         None

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use bay_core::git::{Oid, refs};
-use bay_core::machine::{Expect, Fault, NewValue, PushOutcome, PushPlan, PushReport};
+use bay_core::machine::{Append, Expect, Fault, NewValue, PushOutcome, PushPlan, PushReport};
 
 use super::{Repo, fetch::keeping_reflog, fetch::mirror_prefix, fetch::strip};
 use crate::git::{GitError, Output, tail};
@@ -131,27 +131,34 @@ impl Repo {
             .run();
     }
 
+    /// `Action::WriteSteps`, and the steps of each append a push writes: each step commit on
+    /// the one before, or on the append's parent, and (on the carrier step only) the carried
+    /// commit, as the simulator writes them.
+    pub fn write_steps(&self, append: &Append) -> Result<Vec<Oid>, Fault> {
+        let empty = self.empty_tree()?;
+        let mut written: Vec<Oid> = Vec::with_capacity(append.steps.len());
+        for (index, step) in append.steps.iter().enumerate() {
+            let mut parents: Vec<&Oid> = written
+                .last()
+                .or(append.parent.as_ref())
+                .into_iter()
+                .collect();
+            if index == append.carrier() {
+                parents.extend(append.carry.as_ref());
+            }
+            written.push(self.commit_tree(&empty, &parents, &step.to_message())?);
+        }
+        Ok(written)
+    }
+
     /// Writes the step and notes commits into `report`, and lists every ref update.
     fn write(&self, plan: &PushPlan, report: &mut PushReport) -> Result<Vec<Update>, Fault> {
         let empty = self.empty_tree()?;
-        let mut steps = Vec::with_capacity(plan.appends.len());
-        for append in &plan.appends {
-            let mut written: Vec<Oid> = Vec::with_capacity(append.steps.len());
-            for (index, step) in append.steps.iter().enumerate() {
-                // As the simulator writes them: the previous step, or the append's parent,
-                // then (on the carrier step only) the carried commit.
-                let mut parents: Vec<&Oid> = written
-                    .last()
-                    .or(append.parent.as_ref())
-                    .into_iter()
-                    .collect();
-                if index == append.carrier() {
-                    parents.extend(append.carry.as_ref());
-                }
-                written.push(self.commit_tree(&empty, &parents, &step.to_message())?);
-            }
-            steps.push(written);
-        }
+        let steps = plan
+            .appends
+            .iter()
+            .map(|append| self.write_steps(append))
+            .collect::<Result<Vec<_>, Fault>>()?;
 
         let mut updates = Vec::new();
         for (append, written) in plan.appends.iter().zip(&steps) {

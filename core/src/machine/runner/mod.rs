@@ -24,6 +24,7 @@ mod notify;
 mod pass;
 mod presence;
 mod red;
+mod request;
 mod work;
 
 #[cfg(feature = "mutants")]
@@ -45,6 +46,7 @@ use crate::result::BayResult;
 use crate::time::Timestamp;
 
 use pass::{Chain, Place, Watch};
+pub use request::UnpushedRequest;
 use work::Work;
 
 /// How long a runner keeps going.
@@ -172,6 +174,9 @@ pub struct Seed {
     /// The runner whose log tip `refs` holds as the caller fetched it: a runner of that name
     /// need not fetch it.
     pub log_of: Option<String>,
+    /// The request the caller wrote and did not push, for this runner's first write to carry;
+    /// `refs` and `chain` hold it as if it were up.
+    pub request: Option<UnpushedRequest>,
 }
 
 /// What each action in flight was for.
@@ -263,6 +268,12 @@ pub struct Runner {
     bisected: bool,
     /// When a bisect's check run in flight is given up, if one is.
     bisect_deadline: Option<Timestamp>,
+    /// A request handed over unpushed, until a write carrying it lands (see `request`).
+    request: Option<UnpushedRequest>,
+    /// Whether a pass read the remote since `request` was handed over.
+    request_tested: bool,
+    /// Whether this runner ended with `request` never up.
+    request_dropped: bool,
     /// Whether `refs` holds this runner's log tip as the remote has it: the push that ends an
     /// operation appends to the log leased on that tip. Fetched once (by the first pass, and
     /// again after a push whose fate is unknown), then followed through this runner's own
@@ -307,6 +318,9 @@ impl Runner {
             dependencies_read: false,
             bisected: false,
             bisect_deadline: None,
+            request: None,
+            request_tested: false,
+            request_dropped: false,
             log_known: false,
             presence_known: false,
             presence_at: None,
@@ -322,6 +336,7 @@ impl Runner {
         }
         runner.refs = seed.refs;
         runner.log_known = seed.log_of.as_deref() == Some(runner.cfg.runner.as_str());
+        runner.request = seed.request;
         if let Some((tip, _)) = seed.chain.last() {
             let steps: Vec<Step> = seed.chain.iter().map(|(_, step)| step.clone()).collect();
             let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string());
@@ -394,6 +409,7 @@ impl Runner {
 
     /// Ends the runner with `result`, once every notice it handed the notify plugin is done.
     fn finish(&mut self, result: BayResult) {
+        self.request_dropped = self.request.is_some();
         self.work = None;
         self.forget_all_but_notices();
         self.stage = Stage::Done;

@@ -70,6 +70,8 @@ impl Runner {
             }
             return self.read_places();
         }
+        // From here on a request handed over unpushed is judged by what the remote holds.
+        self.request_tested = self.request.is_some();
         let mut spec = FetchSpec::new([
             self.main_ref(),
             refs::QUEUE_PATTERN.to_string(),
@@ -367,6 +369,9 @@ impl Runner {
 
     /// Acts on what the pass read, once it knows whether main is held.
     pub(super) fn decide(&mut self) {
+        if self.request_settled() {
+            return;
+        }
         if let RunMode::Only(op) = &self.cfg.mode
             && let Some(result) = self.only_outcome(op)
         {

@@ -475,6 +475,7 @@ impl Runner {
         let work = self.work_mut();
         work.writing = true;
         let plan = self.plan(&write);
+        let plan = self.with_request(plan);
         #[cfg(feature = "mutants")]
         let plan = self.mutant_plan(plan);
         // The event this push appends to the log, for the notify plugin once it is accepted.
@@ -1168,6 +1169,8 @@ impl Runner {
         self.work_mut().writing = false;
         match (report.outcome, written) {
             (PushOutcome::Accepted, Some(tip)) => {
+                // A request this write carried is up with it.
+                self.request = None;
                 let change = self.work_mut().record.change.clone();
                 let work = self.work_mut();
                 work.tip = tip.clone();

@@ -1,0 +1,219 @@
+//! A request that rides with its runner's first push (`bay merge --wait`).
+//!
+//! `merge --wait` runs the operation it requests itself, so when the queue holds nothing ahead
+//! of it, the request need not go up in a push of its own: `merge` writes the request step into
+//! the clone's store and hands it over unpushed, and this runner carries it in its first write
+//! (the claim, or the whole merge when no check is required). That write is leased on what the
+//! remote held under the request: the chain's tip, no place at the request's sequence number,
+//! the queue's last request. So either the request and the runner's write land together, or
+//! neither does, and the remote never holds a request its runner did not see through.
+//!
+//! Until then this runner works from a view with the request in it. A write that does not land
+//! sends the runner back to the remote, which then holds no request: the runner ends, says so
+//! ([`Runner::request_dropped`]), and `merge --wait` asks again with a request of its own.
+
+use super::{RunMode, Runner};
+use crate::git::Oid;
+use crate::id::{ChangeId, OpId};
+use crate::machine::{Append, Expect, NewValue, PushPlan, RefUpdate};
+
+/// A request step written in the clone's store and not pushed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnpushedRequest {
+    pub change: ChangeId,
+    pub op: OpId,
+    /// The request step's commit.
+    pub step: Oid,
+    /// The chain's tip on the remote under the request (`None` for a new chain).
+    pub under: Option<Oid>,
+    /// What the request does to the queue, leased on what the remote holds: its new place, the
+    /// queue's last request, and the place of an operation it replaces.
+    pub updates: Vec<RefUpdate>,
+}
+
+impl UnpushedRequest {
+    /// The request's `updates` with the step's commit for the step they name.
+    pub fn new(
+        change: ChangeId,
+        op: OpId,
+        step: Oid,
+        under: Option<Oid>,
+        updates: Vec<RefUpdate>,
+    ) -> UnpushedRequest {
+        let updates = updates
+            .into_iter()
+            .map(|update| RefUpdate {
+                new: match update.new {
+                    NewValue::Step { .. } => NewValue::Oid(step.clone()),
+                    other => other,
+                },
+                ..update
+            })
+            .collect();
+        UnpushedRequest {
+            change,
+            op,
+            step,
+            under,
+            updates,
+        }
+    }
+
+    /// `plan` with the request in it: the append on the request's step leased on the tip
+    /// under it, and the queue's updates. A place the request takes and the plan gives up in
+    /// the same push never exists.
+    pub fn carried_by(&self, mut plan: PushPlan) -> PushPlan {
+        let lease = Expect::tip(self.under.as_ref());
+        match plan
+            .appends
+            .iter_mut()
+            .find(|a| a.change == self.change && a.parent.as_ref() == Some(&self.step))
+        {
+            Some(append) => append.expect = lease,
+            None => plan.appends.push(Append {
+                change: self.change.clone(),
+                parent: Some(self.step.clone()),
+                expect: lease,
+                steps: Vec::new(),
+                carry: None,
+            }),
+        }
+        for update in &self.updates {
+            match plan.updates.iter().position(|u| u.name == update.name) {
+                Some(at) if plan.updates[at].new == NewValue::Delete => {
+                    plan.updates.remove(at);
+                }
+                Some(at) => plan.updates[at].expect = update.expect.clone(),
+                None => plan.updates.push(update.clone()),
+            }
+        }
+        plan
+    }
+}
+
+impl Runner {
+    /// Whether this runner ended without the request it was handed ever going up: `merge
+    /// --wait` must then ask again, with a request of its own.
+    pub fn request_dropped(&self) -> bool {
+        self.request_dropped
+    }
+
+    /// `plan`, carrying the unpushed request while it has not landed.
+    pub(super) fn with_request(&self, plan: PushPlan) -> PushPlan {
+        match &self.request {
+            Some(request) => request.carried_by(plan),
+            None => plan,
+        }
+    }
+
+    /// A pass read the remote, not the view the request was handed over with (a write that
+    /// carried it did not land, or the work stopped short of a write): the request landed (its
+    /// operation is in the record), or it did not, and the runner ends. Whether it ended.
+    pub(super) fn request_settled(&mut self) -> bool {
+        let (Some(request), true, RunMode::Only(op)) =
+            (&self.request, self.request_tested, &self.cfg.mode)
+        else {
+            return false;
+        };
+        let Some(record) = self.record(&request.change) else {
+            return false;
+        };
+        if record.op(op).is_some() {
+            self.request = None;
+            return false;
+        }
+        let result = crate::report::failed(
+            "the request did not go up with its runner's first write; ask again".into(),
+            Some(&request.change),
+        );
+        self.finish(result);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::refs;
+
+    fn oid(n: u8) -> Oid {
+        Oid::parse(&format!("{n:02x}").repeat(20)).expect("hex")
+    }
+
+    fn request() -> UnpushedRequest {
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        UnpushedRequest::new(
+            change.clone(),
+            change.op(1),
+            oid(1),
+            Some(oid(0)),
+            vec![
+                RefUpdate {
+                    name: refs::queue(7),
+                    expect: Expect::Absent,
+                    new: NewValue::Step { append: 0, step: 0 },
+                },
+                RefUpdate {
+                    name: refs::QUEUE_LAST.into(),
+                    expect: Expect::Is(oid(9)),
+                    new: NewValue::Step { append: 0, step: 0 },
+                },
+            ],
+        )
+    }
+
+    /// A runner's write on the request's step, with `updates`.
+    fn on_request(request: &UnpushedRequest, updates: Vec<RefUpdate>) -> PushPlan {
+        PushPlan {
+            appends: vec![Append::on(
+                request.change.clone(),
+                Some(request.step.clone()),
+                Vec::new(),
+                None,
+            )],
+            updates,
+            atomic: true,
+            ..PushPlan::default()
+        }
+    }
+
+    #[test]
+    fn the_first_write_is_leased_under_the_request_and_takes_its_place() {
+        let request = request();
+        let carried = request.carried_by(on_request(&request, Vec::new()));
+        assert_eq!(carried.appends[0].expect, Expect::Is(oid(0)));
+        assert_eq!(carried.appends[0].parent, Some(oid(1)));
+        let names: Vec<&str> = carried.updates.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, [refs::queue(7).as_str(), refs::QUEUE_LAST]);
+        assert!(
+            carried
+                .updates
+                .iter()
+                .all(|u| u.new == NewValue::Oid(oid(1)))
+        );
+    }
+
+    #[test]
+    fn a_place_taken_and_given_up_in_one_push_never_exists() {
+        let request = request();
+        let gives_up = RefUpdate {
+            name: refs::queue(7),
+            expect: Expect::Is(oid(1)),
+            new: NewValue::Delete,
+        };
+        let carried = request.carried_by(on_request(&request, vec![gives_up]));
+        let names: Vec<&str> = carried.updates.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, [refs::QUEUE_LAST]);
+        assert_eq!(carried.updates[0].expect, Expect::Is(oid(9)));
+    }
+
+    #[test]
+    fn a_plan_with_no_step_on_the_request_still_carries_it() {
+        let request = request();
+        let carried = request.carried_by(PushPlan::default());
+        assert_eq!(carried.appends.len(), 1);
+        assert_eq!(carried.appends[0].parent, Some(oid(1)));
+        assert_eq!(carried.appends[0].expect, Expect::Is(oid(0)));
+        assert!(carried.appends[0].steps.is_empty());
+    }
+}
