@@ -1130,9 +1130,9 @@ fn a_runner_started_from_the_request_s_view_reads_none_of_it_and_merges() {
     let (op, actions, runner) = seeded_run(&mut bench, &merge);
     assert_eq!(
         actions,
-        vec!["fetch", "read-file", "build-candidate", "push"],
-        "no read of what the seed held: only its own log's tip, which no seed holds, so the \
-         one push lands"
+        vec!["fetch", "build-candidate", "push"],
+        "no read of what the seed held (the policy included): only its own log's tip, which \
+         no seed holds, so the one push lands"
     );
     assert_eq!(
         log_events(&bench, "here").len(),
@@ -1151,7 +1151,7 @@ fn a_request_that_fetched_its_runner_s_log_hands_it_over_and_the_runner_fetches_
     let mut bench = bench_with_earlier_log();
     let (_, merge) = wait_request(&mut bench, false);
     let (op, actions, runner) = seeded_run(&mut bench, &merge);
-    assert_eq!(actions, vec!["read-file", "build-candidate", "push"]);
+    assert_eq!(actions, vec!["build-candidate", "push"]);
     assert_eq!(log_events(&bench, "here").len(), 2);
     assert_eq!(
         runner.outcome().map(|r| r.decision),
@@ -1208,7 +1208,7 @@ fn a_carried_request_goes_up_with_the_merge_in_one_push() {
     );
     let (op, mut runner) = carried_runner(&merge);
     let actions = run_to_end(&mut bench, &mut runner);
-    assert_eq!(actions, vec!["read-file", "build-candidate", "push"]);
+    assert_eq!(actions, vec!["build-candidate", "push"]);
     assert_eq!(
         runner.outcome().map(|r| r.decision),
         Some(bay_core::result::Decision::Merged)

@@ -83,6 +83,9 @@ pub struct Merge {
     /// `runner::UnpushedRequest`), and the request written so, once it is.
     carried: bool,
     unpushed: Option<UnpushedRequest>,
+    /// The policy as read at the draft's base, for its `[limits]`: handed over with the seed,
+    /// so that a runner building on that same commit need not read it again.
+    policy: Option<(Oid, Option<Vec<u8>>)>,
     outcome: Option<BayResult>,
 }
 
@@ -118,6 +121,7 @@ impl Merge {
             runner,
             carried,
             unpushed: None,
+            policy: None,
             outcome: None,
         };
         let fetch = merge.fetch();
@@ -370,6 +374,8 @@ impl Merge {
     }
 
     fn on_policy(&mut self, bytes: Option<Vec<u8>>) {
+        let (base, _) = self.base_and_draft();
+        self.policy = Some((base, bytes.clone()));
         let limits = bytes
             .and_then(|bytes| parse_policy(&bytes).ok())
             .map(|policy| policy.limits)
@@ -462,6 +468,7 @@ impl Merge {
             config: None,
             log_of: self.runner.clone(),
             request: self.unpushed.clone(),
+            policy: self.policy.clone(),
         })
     }
 

@@ -177,6 +177,9 @@ pub struct Seed {
     /// The request the caller wrote and did not push, for this runner's first write to carry;
     /// `refs` and `chain` hold it as if it were up.
     pub request: Option<UnpushedRequest>,
+    /// `.bay/policy.toml` as the caller read it at a commit (`None` when absent there): a
+    /// candidate built on that commit takes it without reading it again.
+    pub policy: Option<(Oid, Option<Vec<u8>>)>,
 }
 
 /// What each action in flight was for.
@@ -274,6 +277,8 @@ pub struct Runner {
     request_tested: bool,
     /// Whether this runner ended with `request` never up.
     request_dropped: bool,
+    /// The policy a seed brought, at its commit, until the first candidate takes it.
+    seed_policy: Option<(Oid, Option<Vec<u8>>)>,
     /// Whether `refs` holds this runner's log tip as the remote has it: the push that ends an
     /// operation appends to the log leased on that tip. Fetched once (by the first pass, and
     /// again after a push whose fate is unknown), then followed through this runner's own
@@ -321,6 +326,7 @@ impl Runner {
             request: None,
             request_tested: false,
             request_dropped: false,
+            seed_policy: None,
             log_known: false,
             presence_known: false,
             presence_at: None,
@@ -337,6 +343,7 @@ impl Runner {
         runner.refs = seed.refs;
         runner.log_known = seed.log_of.as_deref() == Some(runner.cfg.runner.as_str());
         runner.request = seed.request;
+        runner.seed_policy = seed.policy;
         if let Some((tip, _)) = seed.chain.last() {
             let steps: Vec<Step> = seed.chain.iter().map(|(_, step)| step.clone()).collect();
             let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string());

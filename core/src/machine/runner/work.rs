@@ -322,6 +322,10 @@ impl Runner {
             let why = format!("main is held: {hold}");
             return self.release(Some(ReasonCode::MainHeld), why);
         }
+        // The policy the seed brought, read at this very commit, is the policy there.
+        if let Some((_, bytes)) = self.seed_policy.take().filter(|(at, _)| *at == commit) {
+            return self.on_policy(Ok(bytes));
+        }
         self.send_work(
             Action::ReadFile {
                 commit,
