@@ -59,7 +59,52 @@ pub struct PostRecord {
     pub at: Timestamp,
 }
 
+/// What one answer of a post check says, apart from the merge it answers on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub producer: String,
+    pub check: String,
+    pub environment: String,
+    pub verdict: Verdict,
+    pub why: String,
+    pub version: Option<String>,
+    pub inputs: Vec<(String, String)>,
+}
+
 impl PostRecord {
+    /// The record of `answer` on the merged `commit` (its tree, and its first parent's tree),
+    /// written at `at`: unsigned, under the id what names it gives.
+    pub fn of(
+        answer: &Answer,
+        commit: &Oid,
+        tree: &Oid,
+        base_tree: Option<&Oid>,
+        at: Timestamp,
+    ) -> PostRecord {
+        PostRecord {
+            schema: EvidenceSchema,
+            kind: "check".into(),
+            id: PostRecord::id_of(
+                &answer.producer,
+                commit,
+                &answer.inputs,
+                answer.version.as_deref(),
+            ),
+            producer: answer.producer.clone(),
+            check: answer.check.clone(),
+            environment: answer.environment.clone(),
+            verdict: answer.verdict,
+            why: answer.why.clone(),
+            commit: commit.clone(),
+            tree: tree.clone(),
+            base_tree: base_tree.cloned(),
+            version: answer.version.clone(),
+            inputs: answer.inputs.clone(),
+            trust: TRUST.into(),
+            at,
+        }
+    }
+
     /// The record's id, from what names it.
     pub fn id_of(
         producer: &str,

@@ -8,9 +8,9 @@
 
 use super::agent::MAX_RACES;
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
-use crate::check::{EvidenceSchema, Verdict};
+use crate::check::Verdict;
 use crate::git::{Oid, refs};
-use crate::red::{MAX_RECORD_BYTES, PostRecord, TRUST};
+use crate::red::{Answer, MAX_RECORD_BYTES, PostRecord, TRUST};
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -128,30 +128,21 @@ impl RecordEvidence {
     /// One record per commit.
     fn records(&self) -> Vec<PostRecord> {
         let input = &self.input;
+        let answer = Answer {
+            producer: input.producer.clone(),
+            check: input.check.clone(),
+            environment: input.environment.clone(),
+            verdict: self.verdict,
+            why: input.why.clone(),
+            version: input.version.clone(),
+            inputs: self.inputs.clone(),
+        };
         input
             .commits
             .iter()
-            .map(|merged| PostRecord {
-                schema: EvidenceSchema,
-                kind: "check".into(),
-                id: PostRecord::id_of(
-                    &input.producer,
-                    &merged.commit,
-                    &self.inputs,
-                    input.version.as_deref(),
-                ),
-                producer: input.producer.clone(),
-                check: input.check.clone(),
-                environment: input.environment.clone(),
-                verdict: self.verdict,
-                why: input.why.clone(),
-                commit: merged.commit.clone(),
-                tree: merged.tree.clone(),
-                base_tree: merged.base_tree.clone(),
-                version: input.version.clone(),
-                inputs: self.inputs.clone(),
-                trust: TRUST.into(),
-                at: self.now,
+            .map(|merged| {
+                let base_tree = merged.base_tree.as_ref();
+                PostRecord::of(&answer, &merged.commit, &merged.tree, base_tree, self.now)
             })
             .collect()
     }

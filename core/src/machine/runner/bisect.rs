@@ -9,7 +9,6 @@
 //! whose record did not go up is simply run again.
 
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
-use crate::check::EvidenceSchema;
 use crate::check::{CheckRequest, CheckTarget, CommitTree, Judgement, RequestInput, judge};
 use crate::git::{Oid, refs};
 use crate::machine::red_read::{RedRead, RedStep};
@@ -17,7 +16,7 @@ use crate::machine::{
     Action, CheckRun, Completion, Expect, Misuse, NoteAdd, PushOutcome, PushPlan,
 };
 use crate::policy::{CheckSpec, Policy};
-use crate::red::{BisectRun, PostRecord, RedCheck, TRUST};
+use crate::red::{Answer, BisectRun, PostRecord, RedCheck};
 
 /// One bisect run: the check, the merge it runs on, and that merge's first parent.
 #[derive(Clone, Debug)]
@@ -153,8 +152,8 @@ impl Runner {
         }
     }
 
-    /// The first red check this runner may bisect, and its next run: only a check of an
-    /// environment this machine serves, whose `producers`, when it names any, name this runner.
+    /// The first red check this runner may bisect, and its next run: only a check this runner
+    /// may run (`cannot_run`: an environment it serves, `producers` that name it).
     fn next_target(&self, policy: &Policy, red: &[RedCheck]) -> Option<Target> {
         red.iter().find_map(|check| {
             let next = check.bisect_next()?;
@@ -162,22 +161,11 @@ impl Runner {
             let next = self.mutant_bisect_linear(check, next);
             let (commit, run) = next;
             let post = &check.check;
-            let served = self
-                .cfg
-                .environments
-                .as_ref()
-                .is_none_or(|served| served.contains(&post.environment));
-            let named = post
-                .producers
-                .as_ref()
-                .is_none_or(|producers| producers.contains(&self.cfg.runner));
-            if !served || !named {
-                return None;
-            }
             let spec = policy
                 .checks
                 .iter()
-                .find(|spec| spec.id == post.id && spec.environment == post.environment)?;
+                .find(|spec| spec.id == post.id && spec.environment == post.environment)
+                .filter(|spec| self.cannot_run(spec).is_none())?;
             Some(Target {
                 spec: spec.clone(),
                 policy_revision: policy.revision.to_string(),
@@ -206,14 +194,8 @@ impl Runner {
             changed_paths,
             change: None,
         });
-        // The driver bounds the copy and the run; this only catches a driver that never
-        // answers, as for a candidate's checks.
-        let spec = &target.spec;
-        let deadline = self
-            .now
-            .plus_secs(spec.materialize_timeout_s.saturating_add(spec.timeout_s))
-            .plus_millis(self.cfg.check_grace_ms);
-        self.bisect_deadline = Some(deadline);
+        // Only for a driver that never answers, as for a candidate's checks.
+        self.bisect_deadline = Some(self.check_deadline(&target.spec));
         let run = CheckRun {
             check: target.spec.clone(),
             request: request.clone(),
@@ -236,28 +218,17 @@ impl Runner {
             parent_tree,
         } = exact;
         let producer = self.cfg.runner.clone();
-        let inputs = target.run.inputs();
-        let record = PostRecord {
-            schema: EvidenceSchema,
-            kind: "check".into(),
-            id: PostRecord::id_of(&producer, &target.commit, &inputs, None),
+        let answer = Answer {
             producer: producer.clone(),
             check: target.spec.id,
             environment: target.spec.environment,
             verdict,
             why,
-            commit: target.commit.clone(),
-            tree,
-            base_tree: Some(parent_tree),
             version: None,
-            inputs,
-            trust: TRUST.into(),
-            at: self.now,
+            inputs: target.run.inputs(),
         };
-        let expect = match self.refs.get(&refs::evidence(&producer)) {
-            Some(tip) => Expect::Is(tip.clone()),
-            None => Expect::Absent,
-        };
+        let record = PostRecord::of(&answer, &target.commit, &tree, Some(&parent_tree), self.now);
+        let expect = Expect::tip(self.refs.get(&refs::evidence(&producer)));
         let plan = PushPlan {
             notes: vec![NoteAdd {
                 producer,

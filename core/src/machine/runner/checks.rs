@@ -104,13 +104,7 @@ impl Runner {
         adapter_from: crate::git::Oid,
         purpose: Purpose,
     ) {
-        // The driver bounds the copy (`materialize_timeout_s`) and the run (`timeout_s`) each
-        // on its own; this deadline only catches a driver that never answers, so it waits out
-        // both, and a grace.
-        let deadline = self
-            .now
-            .plus_secs(spec.materialize_timeout_s.saturating_add(spec.timeout_s))
-            .plus_millis(self.cfg.check_grace_ms);
+        let deadline = self.check_deadline(&spec);
         let run = CheckRun {
             check: spec,
             candidate: request.candidate.commit.clone(),
@@ -130,6 +124,15 @@ impl Runner {
             },
         );
         work.progress_until.get_or_insert(progress);
+    }
+
+    /// When a run of `spec` started now is given up. The driver bounds the copy
+    /// (`materialize_timeout_s`) and the run (`timeout_s`) each on its own; this deadline only
+    /// catches a driver that never answers, so it waits out both, and a grace.
+    pub(super) fn check_deadline(&self, spec: &CheckSpec) -> crate::time::Timestamp {
+        self.now
+            .plus_secs(spec.materialize_timeout_s.saturating_add(spec.timeout_s))
+            .plus_millis(self.cfg.check_grace_ms)
     }
 
     /// Goes on with the checks when no chain write is in flight: a write waiting its turn
