@@ -20,6 +20,8 @@ use bay_drivers::check::ReadPaths;
 use bay_drivers::git::Git;
 use serde_json::json;
 
+use crate::local::Local;
+
 /// Where the configuration and the policy live in main's tree.
 pub use bay_core::config::CONFIG_PATH;
 
@@ -185,15 +187,16 @@ impl Context {
         }
     }
 
-    /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it.
-    pub fn config(&self, remote: &Refs) -> Result<Config, BayResult> {
+    /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it, read
+    /// through `local`'s reader.
+    pub fn config(&self, remote: &Refs, local: &Local) -> Result<Config, BayResult> {
         let main_ref = refs::main(&self.main);
         let Some(main) = remote.get(&main_ref) else {
             return Err(missing(
                 json!({ "looked_at": [format!("{}/{}", self.remote, self.main)], "why": "the remote has no main" }),
             ));
         };
-        let Some(text) = self.read_at(main, CONFIG_PATH)? else {
+        let Some(text) = read_text(local, main, CONFIG_PATH)? else {
             return Err(missing(json!({
                 "looked_at": [format!("{}/{}:{CONFIG_PATH}", self.remote, self.main)],
                 "why": "main has no .bay/config.toml",
@@ -211,21 +214,19 @@ impl Context {
         named("remote", &config.remote, &self.remote)?;
         Ok(config)
     }
+}
 
-    /// A file at a commit, as text; `None` when absent.
-    fn read_at(&self, commit: &Oid, path: &str) -> Result<Option<String>, BayResult> {
-        let out = self
-            .git()
-            .cmd(["cat-file", "blob", &format!("{commit}:{path}")])
-            .output()
-            .map_err(|e| failed(format!("could not read {path}: {e}")))?;
-        if !out.success() {
-            return Ok(None);
-        }
-        String::from_utf8(out.stdout)
-            .map(Some)
-            .map_err(|_| failed(format!("{path} on main is not UTF-8 text")))
-    }
+/// A file at a commit, as text; `None` when absent.
+fn read_text(local: &Local, commit: &Oid, path: &str) -> Result<Option<String>, BayResult> {
+    let Some(bytes) = local
+        .read_file(commit, path)
+        .map_err(|e| failed(format!("could not read {path}: {e}")))?
+    else {
+        return Ok(None);
+    };
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| failed(format!("{path} on main is not UTF-8 text")))
 }
 
 /// `bay.checkReadPath` as `settings` give it, to be kept out of `trees` and of every key file

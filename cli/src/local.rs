@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bay_core::git::Oid;
 use bay_core::machine::{Action, Completion, FetchSpec, Refs};
 use bay_drivers::check::MachineChecks;
 use bay_drivers::pump::{Driver, Execute};
@@ -24,7 +25,7 @@ pub struct Local {
 impl Local {
     pub fn new(context: &Context, min_free_mib: Option<u64>) -> Result<Local, String> {
         let repo = Repo::new(&context.top, &context.remote, &context.main)?;
-        let views = Views::new(&context.top, &context.common_dir);
+        let views = Views::new(&context.top, &context.common_dir).with_reader(repo.reader());
         Ok(Local {
             repo,
             views,
@@ -39,6 +40,13 @@ impl Local {
     /// Fetches `spec` now, outside any machine (the command reads the config with it).
     pub fn fetch(&self, spec: &FetchSpec) -> Result<Refs, String> {
         self.repo.fetch(spec).map_err(|fault| fault.to_string())
+    }
+
+    /// A file at `commit`, `None` when the commit has no such file.
+    pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, String> {
+        self.repo
+            .read_file(commit, path)
+            .map_err(|fault| fault.to_string())
     }
 
     pub fn driver(self) -> Driver<Local> {

@@ -258,16 +258,8 @@ impl Call<'_> {
         text
     }
 
-    /// Runs the call and accepts any exit status. `Err` only when Git could not run or ran past
-    /// its bound.
-    pub fn output(self) -> Result<Output, GitError> {
-        let command = self.describe();
-        let io = |error: std::io::Error| GitError::Io {
-            command: command.clone(),
-            error: error.to_string(),
-        };
-        let stdout = tempfile::tempfile().map_err(io)?;
-        let stderr = tempfile::tempfile().map_err(io)?;
+    /// The arguments after `git`: the repository option, then the call's own.
+    fn full_args(&self) -> Vec<OsString> {
         let mut full_args: Vec<OsString> = Vec::with_capacity(self.args.len() + 2);
         match &self.git.location {
             Location::Dir(dir) => {
@@ -281,12 +273,12 @@ impl Call<'_> {
             }
         }
         full_args.extend(self.args.iter().cloned());
-        let mut expression = duct::cmd("git", full_args)
-            .unchecked()
-            .stdout_file(stdout.try_clone().map_err(io)?)
-            .stderr_file(stderr.try_clone().map_err(io)?);
-        // The whole change to the environment, one entry per name, so that no ordering of
-        // duct's nested `env`/`env_remove` decides which wins: the call's own variables win.
+        full_args
+    }
+
+    /// The whole change to the environment, one entry per name (`None` removes it), so that no
+    /// ordering of nested settings decides which wins: the call's own variables win.
+    fn environment(&self) -> BTreeMap<OsString, Option<OsString>> {
         let mut changes: BTreeMap<OsString, Option<OsString>> = BTreeMap::new();
         for name in LOCATING_VARS {
             changes.insert(name.into(), None);
@@ -297,7 +289,51 @@ impl Call<'_> {
         for (name, value) in &self.env {
             changes.insert(name.clone(), Some(value.clone()));
         }
-        for (name, value) in changes {
+        changes
+    }
+
+    /// Starts the call as a long-lived process that bay talks to through pipes: stdin and
+    /// stdout are pipes, stderr goes to an unnamed temporary file (returned, to be read when
+    /// the process fails). The caller bounds each exchange itself and kills the process when
+    /// one runs past its bound; [`Call::stdin`] and [`Call::timeout`] do not apply.
+    pub fn spawn_piped(self) -> Result<(std::process::Child, File), GitError> {
+        let command = self.describe();
+        let io = |error: std::io::Error| GitError::Io {
+            command: command.clone(),
+            error: error.to_string(),
+        };
+        let stderr = tempfile::tempfile().map_err(io)?;
+        let mut process = std::process::Command::new("git");
+        process
+            .args(self.full_args())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr.try_clone().map_err(io)?);
+        for (name, value) in self.environment() {
+            match value {
+                Some(value) => process.env(name, value),
+                None => process.env_remove(name),
+            };
+        }
+        let child = process.spawn().map_err(io)?;
+        Ok((child, stderr))
+    }
+
+    /// Runs the call and accepts any exit status. `Err` only when Git could not run or ran past
+    /// its bound.
+    pub fn output(self) -> Result<Output, GitError> {
+        let command = self.describe();
+        let io = |error: std::io::Error| GitError::Io {
+            command: command.clone(),
+            error: error.to_string(),
+        };
+        let stdout = tempfile::tempfile().map_err(io)?;
+        let stderr = tempfile::tempfile().map_err(io)?;
+        let mut expression = duct::cmd("git", self.full_args())
+            .unchecked()
+            .stdout_file(stdout.try_clone().map_err(io)?)
+            .stderr_file(stderr.try_clone().map_err(io)?);
+        for (name, value) in self.environment() {
             expression = match value {
                 Some(value) => expression.env(name, value),
                 None => expression.env_remove(name),

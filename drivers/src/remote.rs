@@ -16,7 +16,7 @@ mod read;
 mod stats;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bay_core::git::Oid;
@@ -24,6 +24,7 @@ use bay_core::machine::{Action, Completion, Fault};
 
 use crate::git::{Git, GitError, Location};
 use crate::objects::Objects;
+use crate::reader::Reader;
 
 pub use candidate::{MergeTree, merge_tree};
 pub use fetch::mirror_prefix;
@@ -59,6 +60,8 @@ pub struct Repo {
     objects: Objects,
     /// The empty tree's id, the tree of every step commit; written once per clone.
     empty_tree: OnceLock<Oid>,
+    /// Every object read, through one process; shared with the clone's views.
+    reader: Arc<Reader>,
 }
 
 impl Repo {
@@ -84,12 +87,15 @@ impl Repo {
         let dir = dir.into();
         Ok(Repo {
             objects: Objects::new(Location::Dir(dir.clone())),
-            dir,
             remote,
             main,
             identity: Identity::default(),
             bounds: Bounds::default(),
             empty_tree: OnceLock::new(),
+            reader: Arc::new(Reader::new(
+                Git::in_dir(&dir).with_timeout(Bounds::default().local),
+            )),
+            dir,
         })
     }
 
@@ -100,7 +106,13 @@ impl Repo {
 
     pub fn with_bounds(mut self, bounds: Bounds) -> Repo {
         self.bounds = bounds;
+        self.reader = Arc::new(Reader::new(self.git()));
         self
+    }
+
+    /// The reader of this clone's objects, for the other parts of the driver to share.
+    pub fn reader(&self) -> Arc<Reader> {
+        Arc::clone(&self.reader)
     }
 
     pub fn dir(&self) -> &Path {

@@ -7,6 +7,7 @@
 //! start the view works offline; saving a draft reads only local objects.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
@@ -14,7 +15,9 @@ use bay_core::machine::{Fault, Refreshed, ViewFacts};
 
 use crate::git::{Git, Location};
 use crate::objects::{Identity, Objects, linked_git_dir};
+use crate::reader::Reader;
 use crate::remote::merge_tree;
+use crate::trees;
 
 /// The views of one clone.
 #[derive(Debug, Clone)]
@@ -25,6 +28,8 @@ pub struct Views {
     common_dir: PathBuf,
     /// Where drafts are written.
     objects: Objects,
+    /// How objects are read; the clone's one reader when [`Views::with_reader`] gives it.
+    reader: Arc<Reader>,
 }
 
 impl Views {
@@ -33,8 +38,16 @@ impl Views {
         Views {
             clone: clone.into(),
             objects: Objects::new(Location::GitDir(common_dir.clone())),
+            reader: Arc::new(Reader::new(Git::git_dir(common_dir.clone()))),
             common_dir,
         }
+    }
+
+    /// The same views, reading objects through `reader` (any reader of this clone: objects are
+    /// read by id, the same in every worktree).
+    pub fn with_reader(mut self, reader: Arc<Reader>) -> Views {
+        self.reader = reader;
+        self
     }
 
     /// Where the view of `change` lives.
@@ -68,6 +81,20 @@ impl Views {
     fn admin_dir(&self, dir: &Path) -> Option<PathBuf> {
         let gitdir = linked_git_dir(dir)?;
         (gitdir.parent() == Some(self.common_dir.join("worktrees").as_path())).then_some(gitdir)
+    }
+
+    /// The commit the view at `dir` (`git` in it) has checked out. A view's HEAD is detached,
+    /// so its file in the worktree's own Git directory holds the id, and reading it costs no
+    /// process; anything else there is left to Git to resolve.
+    fn head(&self, dir: &Path, git: &Git) -> Result<Oid, Fault> {
+        let detached = self
+            .admin_dir(dir)
+            .and_then(|admin| std::fs::read_to_string(admin.join("HEAD")).ok())
+            .and_then(|text| Oid::parse(text.trim_end_matches('\n')).ok());
+        match detached {
+            Some(head) => Ok(head),
+            None => oid(&git.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout),
+        }
     }
 
     /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
@@ -171,15 +198,10 @@ impl Views {
         let view = Git::in_dir(&dir);
         view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
         let tree = oid(&view.cmd(["write-tree"]).run()?.stdout)?;
-        let both = view.cmd(["rev-parse", "HEAD", "HEAD^{tree}"]).run()?.stdout;
-        let text = String::from_utf8_lossy(&both);
-        let mut lines = text.lines();
-        let (Some(head), Some(head_tree)) = (lines.next(), lines.next()) else {
-            return Err(Fault(format!(
-                "git rev-parse did not name the view's HEAD: {text}"
-            )));
-        };
-        let (head, head_tree) = (oid(head.as_bytes())?, oid(head_tree.as_bytes())?);
+        let head = self.head(&dir, &view)?;
+        let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
+            .pop()
+            .ok_or_else(|| Fault(format!("no tree for the view's HEAD {head}")))?;
         let draft = if tree == head_tree {
             head.clone()
         } else {

@@ -143,7 +143,7 @@ pub fn config(context: &Context, driver: &Driver<Local>) -> Result<(Config, Time
         .executor()
         .fetch(&spec)
         .map_err(|why| fetch_failed(context, why))?;
-    Ok((context.config(&remote)?, fetched_at))
+    Ok((context.config(&remote, driver.executor())?, fetched_at))
 }
 
 /// Runs an agent command's machine to its outcome. Its first action is a fetch; that one fetch
@@ -170,7 +170,7 @@ pub fn run_agent(
         .executor()
         .fetch(&wide)
         .map_err(|why| fetch_failed(context, why))?;
-    let config = context.config(&remote)?;
+    let config = context.config(&remote, driver.executor())?;
     let answer: Refs = remote
         .into_iter()
         .filter(|(name, _)| spec.covers(name))

@@ -21,11 +21,11 @@ impl Repo {
             });
         }
         let tree = merged.tree;
-        let base_tree = oid(&self
-            .git()
-            .cmd(["rev-parse", "--verify", &format!("{}^{{tree}}", spec.base)])
-            .text()?)?;
-        let changed_paths = self.changed_paths(&base_tree, &tree)?;
+        let base_tree = self
+            .read_trees(std::slice::from_ref(&spec.base))?
+            .pop()
+            .ok_or_else(|| Fault(format!("no tree for main at {}", spec.base)))?;
+        let changed_paths = crate::trees::changed_paths(&self.reader, &base_tree, &tree)?;
         let commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
         // Local only: keeps the candidate from garbage collection while its operation runs.
         self.git()
@@ -43,31 +43,6 @@ impl Repo {
             base_tree,
             changed_paths,
         })
-    }
-
-    /// The paths whose content (or presence) differs between two trees, sorted.
-    fn changed_paths(&self, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
-        let out = self
-            .git()
-            .cmd([
-                "diff-tree",
-                "-r",
-                "-z",
-                "--name-only",
-                "--no-renames",
-                from.as_str(),
-                to.as_str(),
-            ])
-            .run()?;
-        let mut paths: Vec<String> = out
-            .stdout
-            .split(|&b| b == 0)
-            .filter(|p| !p.is_empty())
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
-        paths.sort();
-        paths.dedup();
-        Ok(paths)
     }
 }
 

@@ -10,6 +10,7 @@ use bay_core::git::Oid;
 use bay_core::machine::Fault;
 
 use super::{Repo, oid};
+use crate::reader::Object;
 
 /// The message of every notes commit bay writes, as `git notes append` writes it.
 pub const NOTES_MESSAGE: &str = "Notes added by 'git notes append'\n";
@@ -39,12 +40,10 @@ impl Repo {
             .iter()
             .find(|e| e.path.replace('/', "") == object.as_str());
         let mut text = match existing {
-            Some(entry) => {
-                self.git()
-                    .cmd(["cat-file", "blob", entry.blob.as_str()])
-                    .run()?
-                    .stdout
-            }
+            Some(entry) => match self.reader.read(&[entry.blob.to_string()])?.pop() {
+                Some(Object::Found { body, .. }) => body,
+                _ => return Err(Fault(format!("the note blob {} is missing", entry.blob))),
+            },
             None => Vec::new(),
         };
         if !text.is_empty() && !text.ends_with(b"\n") {

@@ -1,5 +1,7 @@
-//! The read actions: step messages, chains and files, through `git cat-file --batch` (one
-//! process for many objects) and `git rev-list` (one process for many chains).
+//! The read actions: step messages, chains and files, through the clone's [`Reader`] (one
+//! process for every object read) and `git log` (one process for many chains).
+//!
+//! [`Reader`]: crate::reader::Reader
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,13 +10,7 @@ use bay_core::machine::{ChainQuery, ChainRead, Fault, HistoryQuery, MainCommit, 
 use bay_core::time::Timestamp;
 
 use super::{Repo, mirror_prefix, oid};
-
-/// One answer of `git cat-file --batch`.
-#[derive(Debug, PartialEq, Eq)]
-enum Object {
-    Found { kind: String, body: Vec<u8> },
-    Missing,
-}
+use crate::reader::Object;
 
 /// What a chain walk needs of a commit.
 #[derive(Debug)]
@@ -67,28 +63,14 @@ fn parse_commits(stdout: &[u8]) -> Result<Vec<MainCommit>, Fault> {
 }
 
 impl Repo {
-    /// The objects named by `names` (one per line of `cat-file --batch` input), in order.
+    /// The objects named by `names` (each from an object id), in order.
     fn cat_batch(&self, names: &[String]) -> Result<Vec<Object>, Fault> {
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut input = String::new();
-        for name in names {
-            if name.contains('\n') {
-                return Err(Fault(format!(
-                    "cannot look up {name:?}: it holds a newline"
-                )));
-            }
-            input.push_str(name);
-            input.push('\n');
-        }
-        let out = self.git().cmd(["cat-file", "--batch"]).stdin(input).run()?;
-        parse_batch(&out.stdout, names.len())
+        Ok(self.reader.read(names)?)
     }
 
     /// Every line of the note on each of `objects` in each notes commit of `notes`. A notes
     /// tree may fan its notes out into directories of two hex digits, so each object is looked
-    /// up flat and fanned one and two levels deep, all in one `cat-file --batch`.
+    /// up flat and fanned one and two levels deep, all in one read.
     pub fn read_notes(&self, notes: &[Oid], objects: &[Oid]) -> Result<Vec<String>, Fault> {
         let mut names = Vec::new();
         for tip in notes {
@@ -366,20 +348,7 @@ impl Repo {
     /// The tree of each commit, in order, from one `cat-file --batch`; a commit this clone
     /// lacks is a fault.
     pub fn read_trees(&self, commits: &[Oid]) -> Result<Vec<Oid>, Fault> {
-        let names: Vec<String> = commits.iter().map(|c| format!("{c}^{{commit}}")).collect();
-        let objects = self.cat_batch(&names)?;
-        commits
-            .iter()
-            .zip(objects)
-            .map(|(commit, object)| match object {
-                Object::Found { body, .. } => String::from_utf8_lossy(&body)
-                    .lines()
-                    .next()
-                    .and_then(|line| line.strip_prefix("tree "))
-                    .map_or_else(|| Err(Fault(format!("commit {commit} names no tree"))), oid),
-                Object::Missing => Err(Fault(format!("no commit {commit}"))),
-            })
-            .collect()
+        crate::trees::of_commits(&self.reader, commits)
     }
 
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
@@ -422,41 +391,6 @@ fn walk(query: &ChainQuery, commits: &BTreeMap<Oid, CommitInfo>) -> Option<Chain
     })
 }
 
-/// Splits `cat-file --batch` output into `count` answers.
-fn parse_batch(mut out: &[u8], count: usize) -> Result<Vec<Object>, Fault> {
-    let bad = |why: &str| {
-        Fault(format!(
-            "git cat-file --batch printed something unexpected: {why}"
-        ))
-    };
-    let mut objects = Vec::with_capacity(count);
-    for _ in 0..count {
-        let newline = out
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| bad("a header without its end"))?;
-        let header = String::from_utf8_lossy(&out[..newline]).into_owned();
-        out = &out[newline + 1..];
-        let fields: Vec<&str> = header.split(' ').collect();
-        match fields.as_slice() {
-            [_, "missing"] | [_, "ambiguous"] => objects.push(Object::Missing),
-            [_, kind, size] => {
-                let size: usize = size.parse().map_err(|_| bad(&header))?;
-                if out.len() < size + 1 || out[size] != b'\n' {
-                    return Err(bad("an object shorter than its size"));
-                }
-                objects.push(Object::Found {
-                    kind: kind.to_string(),
-                    body: out[..size].to_vec(),
-                });
-                out = &out[size + 1..];
-            }
-            _ => return Err(bad(&header)),
-        }
-    }
-    Ok(objects)
-}
-
 /// A commit object's first parent and its message (everything after the headers).
 fn parse_commit(body: &[u8]) -> Result<CommitInfo, Fault> {
     let text = String::from_utf8_lossy(body);
@@ -481,27 +415,6 @@ fn parse_commit(body: &[u8]) -> Result<CommitInfo, Fault> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn batch_output_splits_into_objects() {
-        let out = b"aaaa commit 5\nhello\nbbbb missing\ncccc blob 0\n\n";
-        let objects = parse_batch(out, 3).expect("well-formed");
-        assert_eq!(
-            objects,
-            vec![
-                Object::Found {
-                    kind: "commit".into(),
-                    body: b"hello".to_vec()
-                },
-                Object::Missing,
-                Object::Found {
-                    kind: "blob".into(),
-                    body: Vec::new()
-                },
-            ]
-        );
-        assert!(parse_batch(b"aaaa commit 9\nshort\n", 1).is_err());
-    }
 
     #[test]
     fn a_commit_gives_its_first_parent_and_exact_message() {

@@ -1,0 +1,277 @@
+//! Tree objects, read through the clone's [`Reader`]: their entries, and the paths two trees
+//! differ in, as `git diff-tree -r --name-only --no-renames` lists them, without its process.
+//!
+//! A tree object is a sequence of entries `<mode in octal> <name>\0<id as raw bytes>`, the id
+//! as long as the repository's ids (20 bytes for SHA-1, 32 for SHA-256). Two trees are
+//! compared level by level: entries with the same mode and id are the same whole subtree and
+//! are not read, so a change costs one exchange per directory level it touches.
+
+use std::collections::BTreeMap;
+
+use bay_core::git::Oid;
+use bay_core::machine::Fault;
+
+use crate::reader::{Object, Reader};
+
+/// The mode of a subtree entry.
+const TREE_MODE: &str = "40000";
+
+/// One entry of a tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub mode: String,
+    pub id: Oid,
+}
+
+impl Entry {
+    fn is_tree(&self) -> bool {
+        self.mode == TREE_MODE
+    }
+}
+
+/// The entries of a tree object's body, by name. `id_len` is the length of an id in bytes.
+pub fn parse(body: &[u8], id_len: usize) -> Result<BTreeMap<Vec<u8>, Entry>, Fault> {
+    let bad = || Fault("a tree object bay cannot read".to_string());
+    let mut entries = BTreeMap::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|&b| b == b' ').ok_or_else(bad)?;
+        let mode = std::str::from_utf8(&rest[..space]).map_err(|_| bad())?;
+        rest = &rest[space + 1..];
+        let nul = rest.iter().position(|&b| b == 0).ok_or_else(bad)?;
+        let name = rest[..nul].to_vec();
+        rest = &rest[nul + 1..];
+        if rest.len() < id_len || mode.is_empty() || name.is_empty() {
+            return Err(bad());
+        }
+        let hex: String = rest[..id_len].iter().map(|b| format!("{b:02x}")).collect();
+        rest = &rest[id_len..];
+        let id = Oid::parse(&hex).map_err(|_| bad())?;
+        entries.insert(
+            name,
+            Entry {
+                mode: mode.to_string(),
+                id,
+            },
+        );
+    }
+    Ok(entries)
+}
+
+/// The trees `ids` name, in order; an id that is not a tree here is a fault.
+fn read_trees(reader: &Reader, ids: &[Oid]) -> Result<Vec<BTreeMap<Vec<u8>, Entry>>, Fault> {
+    let names: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    let objects = reader.read(&names)?;
+    ids.iter()
+        .zip(objects)
+        .map(|(id, object)| match object {
+            Object::Found { kind, body } if kind == "tree" => parse(&body, id.as_str().len() / 2),
+            _ => Err(Fault(format!("{id} is not a tree in this clone"))),
+        })
+        .collect()
+}
+
+/// The tree of each of `commits`, in order; a commit missing here is a fault.
+pub fn of_commits(reader: &Reader, commits: &[Oid]) -> Result<Vec<Oid>, Fault> {
+    let names: Vec<String> = commits.iter().map(|c| format!("{c}^{{commit}}")).collect();
+    let objects = reader.read(&names)?;
+    commits
+        .iter()
+        .zip(objects)
+        .map(|(commit, object)| match object {
+            Object::Found { body, .. } => String::from_utf8_lossy(&body)
+                .lines()
+                .next()
+                .and_then(|line| line.strip_prefix("tree "))
+                .and_then(|id| Oid::parse(id).ok())
+                .ok_or_else(|| Fault(format!("commit {commit} names no tree"))),
+            Object::Missing => Err(Fault(format!("no commit {commit}"))),
+        })
+        .collect()
+}
+
+/// The paths whose content, mode or presence differs between the trees `from` and `to`,
+/// sorted and each once: every changed file (blob, symlink or submodule), never a directory.
+/// A file that became a directory is listed with every file under the directory.
+pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
+    let mut changed = Vec::new();
+    // Pairs of subtrees still to compare, with the path that leads to them; `None` is a side
+    // without a tree there.
+    let mut level: Vec<(Vec<u8>, Option<Oid>, Option<Oid>)> =
+        vec![(Vec::new(), Some(from.clone()), Some(to.clone()))];
+    while !level.is_empty() {
+        let ids: Vec<Oid> = level
+            .iter()
+            .flat_map(|(_, a, b)| [a.clone(), b.clone()])
+            .flatten()
+            .collect();
+        let mut read = read_trees(reader, &ids)?.into_iter();
+        let mut next = Vec::new();
+        for (prefix, a, b) in level {
+            let a = match a {
+                Some(_) => read.next().unwrap_or_default(),
+                None => BTreeMap::new(),
+            };
+            let b = match b {
+                Some(_) => read.next().unwrap_or_default(),
+                None => BTreeMap::new(),
+            };
+            let names: std::collections::BTreeSet<&Vec<u8>> = a.keys().chain(b.keys()).collect();
+            for name in names {
+                let (old, new) = (a.get(name), b.get(name));
+                if old == new {
+                    continue;
+                }
+                let mut path = prefix.clone();
+                if !path.is_empty() {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(name);
+                let subtree =
+                    |entry: Option<&Entry>| entry.filter(|e| e.is_tree()).map(|e| e.id.clone());
+                let leaf = |entry: Option<&Entry>| entry.is_some_and(|e| !e.is_tree());
+                if leaf(old) || leaf(new) {
+                    changed.push(path.clone());
+                }
+                let (old_tree, new_tree) = (subtree(old), subtree(new));
+                if old_tree.is_some() || new_tree.is_some() {
+                    next.push((path, old_tree, new_tree));
+                }
+            }
+        }
+        level = next;
+    }
+    let mut paths: Vec<String> = changed
+        .into_iter()
+        .map(|p| String::from_utf8_lossy(&p).into_owned())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::Git;
+
+    /// A tree made with Git from `files` (path, mode, content; a `160000` content is the
+    /// submodule's commit id).
+    fn tree(git: &Git, files: &[(&str, &str, &str)]) -> Oid {
+        let index = tempfile::NamedTempFile::new().expect("an index file");
+        std::fs::remove_file(index.path()).expect("an empty place");
+        for (path, mode, content) in files {
+            let id = if *mode == "160000" {
+                content.to_string()
+            } else {
+                git.cmd(["hash-object", "-w", "--stdin"])
+                    .stdin(content.as_bytes().to_vec())
+                    .text()
+                    .expect("hash-object")
+            };
+            git.cmd(["update-index", "--add", "--cacheinfo"])
+                .arg(format!("{mode},{id},{path}"))
+                .env("GIT_INDEX_FILE", index.path())
+                .run()
+                .expect("update-index");
+        }
+        let text = git
+            .cmd(["write-tree"])
+            .env("GIT_INDEX_FILE", index.path())
+            .text()
+            .expect("write-tree");
+        Oid::parse(&text).expect("an id")
+    }
+
+    fn diff_tree(git: &Git, from: &Oid, to: &Oid) -> Vec<String> {
+        let out = git
+            .cmd(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
+            .args([from.as_str(), to.as_str()])
+            .run()
+            .expect("diff-tree");
+        let mut paths: Vec<String> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
+    #[test]
+    fn the_paths_are_the_ones_git_diff_tree_lists() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let git = Git::in_dir(dir.path());
+        git.cmd(["init", "-q", "--bare"]).run().expect("git init");
+        let module = "1".repeat(40);
+        let before = tree(
+            &git,
+            &[
+                ("a.txt", "100644", "a\n"),
+                ("same/deep/x", "100644", "x\n"),
+                ("tool", "100644", "#!/bin/sh\n"),
+                ("becomes/dir", "100644", "file, then dir\n"),
+                ("dir-then-file/inner", "100644", "in\n"),
+                ("dir-then-file/other", "100644", "in\n"),
+                ("gone/one", "100644", "1\n"),
+                ("link", "120000", "a.txt"),
+                ("module", "160000", &module),
+                ("spaced name/z", "100644", "z\n"),
+            ],
+        );
+        let after = tree(
+            &git,
+            &[
+                ("a.txt", "100644", "a, changed\n"),
+                ("same/deep/x", "100644", "x\n"),
+                ("tool", "100755", "#!/bin/sh\n"),
+                ("becomes/dir/now", "100644", "inside\n"),
+                ("dir-then-file", "100644", "a file now\n"),
+                ("link", "120000", "b.txt"),
+                ("module", "160000", &"2".repeat(40)),
+                ("new/deep/file", "100644", "new\n"),
+                ("spaced name/z", "100644", "z, changed\n"),
+            ],
+        );
+        let reader = Reader::new(git.clone());
+        for (from, to) in [(&before, &after), (&after, &before), (&before, &before)] {
+            assert_eq!(
+                changed_paths(&reader, from, to).expect("a diff"),
+                diff_tree(&git, from, to),
+                "{from} -> {to}"
+            );
+        }
+        assert!(
+            changed_paths(&reader, &before, &before)
+                .expect("a diff")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_id_that_is_not_a_tree_is_a_fault() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let git = Git::in_dir(dir.path());
+        git.cmd(["init", "-q", "--bare"]).run().expect("git init");
+        let empty = tree(&git, &[]);
+        let blob = git
+            .cmd(["hash-object", "-w", "--stdin"])
+            .stdin(b"x".to_vec())
+            .text()
+            .expect("hash-object");
+        let reader = Reader::new(git);
+        let blob = Oid::parse(&blob).expect("an id");
+        assert!(changed_paths(&reader, &empty, &blob).is_err());
+        let absent = Oid::parse(&"3".repeat(40)).expect("an id");
+        assert!(changed_paths(&reader, &empty, &absent).is_err());
+    }
+
+    #[test]
+    fn a_tree_body_that_is_cut_short_is_refused() {
+        assert!(parse(b"100644 a\0short", 20).is_err());
+        assert!(parse(b"100644 a", 20).is_err());
+        assert!(parse(b"", 20).expect("empty").is_empty());
+    }
+}
