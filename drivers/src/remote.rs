@@ -5,8 +5,10 @@
 //! Every action answers with its [`Completion`]; Git trouble becomes a [`Fault`] with a plain
 //! message, never a panic.
 //!
-//! Needs Git 2.40 or later: `merge-tree --write-tree` (2.38) with `--merge-base` (2.40),
-//! `fetch --atomic` (2.31), `fetch --no-write-fetch-head` and `--no-auto-maintenance` (2.29).
+//! Needs Git 2.41 or later: `fetch --porcelain` (2.41), `merge-tree --write-tree` (2.38) with
+//! `--merge-base` (2.40), `cat-file --batch-command` (2.36), `fetch --atomic` (2.31),
+//! `fetch --no-write-fetch-head` and `--no-auto-maintenance` (2.29). `docs/architecture.md`
+//! has the same list as a table.
 
 mod candidate;
 mod fetch;

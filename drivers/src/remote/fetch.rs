@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use bay_core::git::refs;
+use bay_core::git::{Oid, refs};
 use bay_core::machine::{Fault, FetchSpec, Refs};
 use bay_core::time::Timestamp;
 
@@ -22,8 +22,8 @@ pub fn mirror_prefix(remote: &str) -> String {
 }
 
 impl Repo {
-    /// One `git fetch` of the spec's refs (pruned within them, atomic), then one
-    /// `git for-each-ref` of what the mirror holds for them.
+    /// One `git fetch` of the spec's refs (pruned within them, atomic), whose porcelain output
+    /// says what the mirror holds for them (Git 2.41).
     ///
     /// Each pattern becomes a refspec into the mirror (`*` keeps its meaning, and a pattern
     /// that names one ref with a trailing `*` is not an error when the ref is absent), so the
@@ -42,7 +42,8 @@ impl Repo {
         // A fetch of runners' presences keeps Git's reflog of each ref it moves: the record,
         // on this clone's clock, of when the fetch first brought each tip (`read_seen`).
         let reflog = spec.patterns.iter().any(|p| p.starts_with(refs::EXECUTOR));
-        self.net()
+        let out = self
+            .net()
             .cmd(keeping_reflog(reflog))
             .args([
                 "fetch",
@@ -55,31 +56,23 @@ impl Repo {
                 "--no-show-forced-updates",
                 // No opportunistic update of `refs/remotes/<remote>/*`: those are the user's.
                 "--refmap=",
-                "--quiet",
+                // One line per ref the refspecs match, up to date or not: what the mirror
+                // holds for them once the fetch is done, with no second process to list it.
+                "--porcelain",
+                "--verbose",
                 &self.remote,
             ])
             .args(&refspecs)
             .run()?;
-        // for-each-ref matches a pattern literally up to a slash, or as a glob whose `*` stops
-        // at a slash; so `dir/*` is asked as `dir`, and `name*` as itself.
-        let listed_patterns: Vec<String> = spec
-            .patterns
-            .iter()
-            .map(|pattern| {
-                let local = format!("{mirror}{}", strip(pattern));
-                match local.strip_suffix("/*") {
-                    Some(dir) => dir.to_string(),
-                    None => local,
-                }
-            })
-            .collect();
-        let listed = self
-            .git()
-            .cmd(["for-each-ref", "--format=%(objectname) %(refname)"])
-            .args(&listed_patterns)
-            .text()?;
-        // Only what this fetch names: a stray ref under the mirror is no remote's.
-        self.listed_refs(&listed, |name| spec.covers(name))
+        let mut held = Refs::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((name, value)) = self.porcelain_line(line)?
+                && spec.covers(&name)
+            {
+                held.insert(name, value);
+            }
+        }
+        Ok(held)
     }
 
     /// `Action::ReadHeld`: one `git for-each-ref` of the mirror under `prefix` (a remote ref
@@ -154,6 +147,26 @@ impl Repo {
         Ok(seen)
     }
 
+    /// One line of `git fetch --porcelain`, `<flag> <old> <new> <local ref>`, as the remote ref
+    /// name and the value the mirror now holds; `None` for a ref the fetch pruned or one
+    /// outside the mirror. A rejected update is a fault (an atomic fetch fails as a whole
+    /// before this is read, so it is not expected).
+    fn porcelain_line(&self, line: &str) -> Result<Option<(String, Oid)>, Fault> {
+        let bad = || Fault(format!("git fetch --porcelain printed {line:?}"));
+        let mut chars = line.chars();
+        let flag = chars.next().ok_or_else(bad)?;
+        let fields: Vec<&str> = chars.as_str().split(' ').collect();
+        let ["", _old, new, local] = fields.as_slice() else {
+            return Err(bad());
+        };
+        let rest = local.strip_prefix(&mirror_prefix(&self.remote));
+        match (flag, rest) {
+            ('-', _) | (_, None) => Ok(None),
+            ('!', _) => Err(bad()),
+            (_, Some(rest)) => Ok(Some((format!("refs/{rest}"), oid(new)?))),
+        }
+    }
+
     /// The refs `git for-each-ref --format='%(objectname) %(refname)'` listed in the mirror,
     /// by their names on the remote, keeping those `keep` takes.
     fn listed_refs(&self, listed: &str, keep: impl Fn(&str) -> bool) -> Result<Refs, Fault> {
@@ -187,4 +200,33 @@ pub(super) fn keeping_reflog(keep: bool) -> &'static [&'static str] {
 /// A remote ref name without its leading `refs/`.
 pub(super) fn strip(name: &str) -> &str {
     name.strip_prefix("refs/").unwrap_or(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn porcelain_lines_give_what_the_mirror_holds() {
+        let repo = Repo::new("/x", "origin", "main").expect("a repo");
+        let (a, b, zero) = ("a".repeat(40), "b".repeat(40), "0".repeat(40));
+        let line = |flag: char, local: &str| format!("{flag} {a} {b} {local}");
+        let held = |flag, local| repo.porcelain_line(&line(flag, local));
+        let main = "refs/bay-mirror/origin/heads/main";
+        for flag in ['=', ' ', '+', '*', 't'] {
+            assert_eq!(
+                held(flag, main).expect("a line"),
+                Some((
+                    "refs/heads/main".to_string(),
+                    Oid::parse(&b).expect("an id")
+                ))
+            );
+        }
+        let pruned = format!("- {a} {zero} {main}");
+        assert_eq!(repo.porcelain_line(&pruned).expect("a line"), None);
+        assert_eq!(held('*', "refs/remotes/origin/main").expect("a line"), None);
+        assert!(held('!', main).is_err());
+        assert!(repo.porcelain_line("= only two").is_err());
+        assert!(repo.porcelain_line("").is_err());
+    }
 }
