@@ -17,6 +17,7 @@ use bay_core::reason::ReasonCode;
 use bay_core::report;
 use bay_core::result::BayResult;
 use bay_drivers::check::ReadPaths;
+use bay_drivers::discover::{self, Found};
 use bay_drivers::git::Git;
 use serde_json::json;
 
@@ -50,26 +51,15 @@ impl Context {
                 .map_err(|e| failed(format!("the current folder cannot be read: {e}")))?,
         };
         let git = Git::in_dir(&start);
-        let out = git
-            .cmd([
-                "rev-parse",
-                "--path-format=absolute",
-                "--show-toplevel",
-                "--git-common-dir",
-            ])
-            .run()
-            .map_err(|_| {
+        let Found { top, common_dir } = match discover::find(&start) {
+            Some(found) => found,
+            None => discover::ask_git(&start).map_err(|_| {
                 failed(format!(
                     "{} is not inside a Git repository with a work tree",
                     start.display()
                 ))
-            })?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut lines = text.lines();
-        let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
-            return Err(failed("git rev-parse did not name the repository".into()));
+            })?,
         };
-        let (top, common_dir) = (PathBuf::from(top), PathBuf::from(common));
         let view = top
             .parent()
             .filter(|parent| *parent == common_dir.join("bay").join("views"))
