@@ -230,6 +230,13 @@ fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_me
     wait_until(Duration::from_secs(60), "runner a inside its check", || {
         started(&checks)
     });
+    // While the operation runs, its candidate is kept by a local ref.
+    let op = format!("refs/bay/inflight/{change}.1");
+    assert_eq!(
+        inflight(&world.admin),
+        op,
+        "the candidate is kept while its check runs"
+    );
     a.kill().expect("kill -9 runner a");
     a.wait().expect("runner a is gone");
     let b = world.clone_as("b");
@@ -248,11 +255,25 @@ fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_me
         .map(|step| step["by"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(claims, vec!["admin", "b"], "b took the claim over from a");
+    assert_eq!(
+        inflight(&b),
+        "",
+        "the operation ended with b's push, and b's ref for its candidate went with it"
+    );
     let outcome = world.chain(&change).last().cloned().expect("an outcome");
     assert_eq!(
         (outcome["kind"].as_str(), outcome["by"].as_str()),
         (Some("outcome"), Some("b"))
     );
+}
+
+/// The local refs that keep candidates, in `clone`.
+fn inflight(clone: &std::path::Path) -> String {
+    let listed = git(
+        clone,
+        &["for-each-ref", "--format=%(refname)", "refs/bay/inflight"],
+    );
+    listed.trim().to_string()
 }
 
 /// Whether some check run under `dir` has started (it touches `started` in its tree).

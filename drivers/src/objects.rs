@@ -102,38 +102,10 @@ impl Store {
     /// The store of the repository `location` names, or `None` when this process cannot tell
     /// for sure that writing there is what Git would do.
     pub fn find(location: &Location) -> Option<Store> {
-        // Config given on Git's command line reaches every `git` bay runs, and could say
-        // anything; it is not read here.
-        if ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"]
-            .iter()
-            .any(|name| std::env::var_os(name).is_some())
-        {
+        let dirs = Dirs::find(location)?;
+        let dir = dirs.common.join("objects");
+        if !dir.is_dir() || dirs.config_mentions(&UNUSUAL) {
             return None;
-        }
-        let git_dir = match location {
-            Location::GitDir(dir) => dir.clone(),
-            Location::Dir(dir) => repository_dir(dir)?,
-        };
-        let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-            Ok(text) => git_dir.join(text.trim_end_matches('\n')),
-            Err(e) if e.kind() == ErrorKind::NotFound => git_dir.clone(),
-            Err(_) => return None,
-        };
-        let dir = common.join("objects");
-        if !dir.is_dir() {
-            return None;
-        }
-        // The object format is read from the repository's own config file alone, as Git
-        // reads its extensions; the worktree's config is read for the other words.
-        for config in [common.join("config"), git_dir.join("config.worktree")] {
-            let text = match std::fs::read(&config) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).to_lowercase(),
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(_) => return None,
-            };
-            if UNUSUAL.iter().any(|word| text.contains(word)) {
-                return None;
-            }
         }
         Some(Store { dir })
     }
@@ -173,6 +145,62 @@ impl Store {
             Err(e) => Err(e.error),
             Ok(_) => Ok(id),
         }
+    }
+}
+
+/// A repository's own Git directory and the common one its worktrees share, found by reading
+/// files, for the parts of the driver that write into them without `git`.
+#[derive(Clone, Debug)]
+pub(crate) struct Dirs {
+    pub git_dir: PathBuf,
+    pub common: PathBuf,
+}
+
+impl Dirs {
+    /// The directories of the repository `location` names; `None` when config given on Git's
+    /// command line could say anything (it reaches every `git` bay runs and is not read
+    /// here), or the repository cannot be found by reading files.
+    pub fn find(location: &Location) -> Option<Dirs> {
+        if ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some())
+        {
+            return None;
+        }
+        let git_dir = match location {
+            Location::GitDir(dir) => dir.clone(),
+            Location::Dir(dir) => repository_dir(dir)?,
+        };
+        let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+            Ok(text) => git_dir.join(text.trim_end_matches('\n')),
+            Err(e) if e.kind() == ErrorKind::NotFound => git_dir.clone(),
+            Err(_) => return None,
+        };
+        Some(Dirs { git_dir, common })
+    }
+
+    /// Whether the repository's config file or the worktree's mentions any of `words` (lower
+    /// case, no spaces: the config is read lower-cased and without its spaces, so that
+    /// `logallrefupdates=always` matches however it is written), or cannot be read.
+    /// Extensions are read from the repository's own config file alone, as Git reads them;
+    /// the worktree's config is read for the other words.
+    pub fn config_mentions(&self, words: &[&str]) -> bool {
+        for config in [
+            self.common.join("config"),
+            self.git_dir.join("config.worktree"),
+        ] {
+            let text = match std::fs::read(&config) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes)
+                    .to_lowercase()
+                    .replace(char::is_whitespace, ""),
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(_) => return true,
+            };
+            if words.iter().any(|word| text.contains(word)) {
+                return true;
+            }
+        }
+        false
     }
 }
 

@@ -25,6 +25,7 @@ use bay_core::git::Oid;
 use bay_core::machine::{Action, Completion, Fault};
 
 use crate::git::{Git, GitError, Location};
+use crate::loose_refs::LooseRefs;
 use crate::objects::Objects;
 use crate::reader::Reader;
 
@@ -62,6 +63,8 @@ pub struct Repo {
     objects: Objects,
     /// The empty tree's id, the tree of every step commit; written once per clone.
     empty_tree: OnceLock<Oid>,
+    /// Where local refs are written in-process, looked for at the first write.
+    loose_refs: OnceLock<Option<LooseRefs>>,
     /// Every object read, through one process; shared with the clone's views.
     reader: Arc<Reader>,
 }
@@ -94,6 +97,7 @@ impl Repo {
             identity: Identity::default(),
             bounds: Bounds::default(),
             empty_tree: OnceLock::new(),
+            loose_refs: OnceLock::new(),
             reader: Arc::new(Reader::new(
                 Git::in_dir(&dir).with_timeout(Bounds::default().local),
             )),
@@ -191,6 +195,16 @@ impl Repo {
     fn commit_tree(&self, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
         self.objects
             .commit(&self.git(), &self.identity, tree, parents, message)
+    }
+
+    /// Sets or deletes local refs in-process, as `git update-ref` would; `false` when it
+    /// wrote nothing and `git` must (see [`LooseRefs`]).
+    fn set_local(&self, changes: &[(String, Option<Oid>)]) -> bool {
+        let refs = self
+            .loose_refs
+            .get_or_init(|| LooseRefs::find(&Location::Dir(self.dir.clone())));
+        refs.as_ref()
+            .is_some_and(|refs| refs.apply(changes).unwrap_or(false))
     }
 
     /// The empty tree, written into this clone's object store once.

@@ -28,15 +28,18 @@ impl Repo {
         let changed_paths = crate::trees::changed_paths(&self.reader, &base_tree, &tree)?;
         let commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
         // Local only: keeps the candidate from garbage collection while its operation runs.
-        self.git()
-            .cmd([
-                "update-ref",
-                "-m",
-                "bay: candidate",
-                &refs::inflight(&spec.candidate.op),
-                commit.as_str(),
-            ])
-            .run()?;
+        let inflight = refs::inflight(&spec.candidate.op);
+        if !self.set_local(&[(inflight.clone(), Some(commit.clone()))]) {
+            self.git()
+                .cmd([
+                    "update-ref",
+                    "-m",
+                    "bay: candidate",
+                    &inflight,
+                    commit.as_str(),
+                ])
+                .run()?;
+        }
         Ok(BuildResult::Clean {
             commit,
             tree,

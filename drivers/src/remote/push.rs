@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use bay_core::git::{Oid, refs};
 use bay_core::machine::{Append, Expect, Fault, NewValue, PushOutcome, PushPlan, PushReport};
+use bay_core::record::StepBody;
 
 use super::{Repo, fetch::keeping_reflog, fetch::mirror_prefix, fetch::strip};
 use crate::git::{GitError, Output, tail};
@@ -101,7 +102,7 @@ impl Repo {
         let result = call.arg(&self.remote).args(refspecs).output();
         report.outcome = classify(result, &names);
         if report.outcome == PushOutcome::Accepted {
-            self.mirror_pushed(&updates);
+            self.mirror_pushed(plan, &updates);
         }
         report
     }
@@ -109,20 +110,45 @@ impl Repo {
     /// After an accepted push, the mirror takes each ref's new value, as `git push` moves a
     /// remote-tracking branch: the remote held exactly these values then, so what a clone
     /// holds includes its own writes (an abandon, a merge) without a fetch to learn them
-    /// (`Action::ReadHeld` reads the mirror and never fetches). A failure here is left alone:
-    /// the mirror is a cache, and the next fetch of those refs sets it right.
-    fn mirror_pushed(&self, updates: &[Update]) {
+    /// (`Action::ReadHeld` reads the mirror and never fetches). An operation whose outcome the
+    /// push wrote has ended, and its candidate's `refs/bay/inflight/<op>` goes with it. A
+    /// failure here is left alone: the mirror is a cache, the next fetch of those refs sets it
+    /// right, and an inflight ref left over keeps only a candidate alive.
+    ///
+    /// The refs are written in-process where that is what Git would do ([`LooseRefs`]), else
+    /// with one `git update-ref --stdin`.
+    ///
+    /// [`LooseRefs`]: crate::loose_refs::LooseRefs
+    fn mirror_pushed(&self, plan: &PushPlan, updates: &[Update]) {
         let mirror = mirror_prefix(&self.remote);
-        let mut script = String::new();
-        for update in updates {
-            let local = format!("{mirror}{}", strip(&update.name));
-            match &update.new {
-                Some(new) => script.push_str(&format!("update {local} {new}\n")),
-                None => script.push_str(&format!("delete {local}\n")),
+        let mut changes: Vec<(String, Option<Oid>)> = updates
+            .iter()
+            .map(|update| {
+                (
+                    format!("{mirror}{}", strip(&update.name)),
+                    update.new.clone(),
+                )
+            })
+            .collect();
+        for append in &plan.appends {
+            for step in &append.steps {
+                if let StepBody::Outcome { op, .. } = &step.body {
+                    changes.push((refs::inflight(op), None));
+                }
             }
         }
         // A presence's mirror keeps its reflog, as a fetch of it does (`read_seen`).
         let reflog = updates.iter().any(|u| u.name.starts_with(refs::EXECUTOR));
+        if !reflog && self.set_local(&changes) {
+            return;
+        }
+        let mut script = String::new();
+        for (name, value) in &changes {
+            match value {
+                Some(value) => script.push_str(&format!("update {name} {value}\n")),
+                None => script.push_str(&format!("delete {name}\n")),
+            }
+        }
         let _ = self
             .git()
             .cmd(keeping_reflog(reflog))
