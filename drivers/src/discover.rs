@@ -152,21 +152,7 @@ mod tests {
         let root = tempfile::tempdir().expect("a temp dir");
         let clone = root.path().join("clone");
         std::fs::create_dir_all(clone.join("src/deep")).expect("mkdir");
-        git(&clone, &["init", "-q"]);
-        git(
-            &clone,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                "first",
-            ],
-        );
+        crate::testing::repository_with_a_commit(&clone);
         git(&clone, &["worktree", "add", "-q", "--detach", "../linked"]);
         let linked = root.path().join("linked");
         std::fs::create_dir_all(linked.join("sub")).expect("mkdir");

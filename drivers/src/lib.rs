@@ -18,3 +18,6 @@ pub mod sandbox;
 pub mod scratch;
 pub mod trees;
 pub mod views;
+
+#[cfg(test)]
+mod testing;

@@ -22,6 +22,7 @@ use bay_core::git::Oid;
 
 use crate::git::Location;
 use crate::objects::Dirs;
+use crate::remote::is_component;
 
 /// Config words after which Git might write refs otherwise: lower case, matched anywhere.
 /// `logAllRefUpdates = true`, which `git init` writes, logs only branches, remote-tracking
@@ -161,24 +162,14 @@ impl Drop for Lock {
     }
 }
 
-/// Whether `name` is a ref name under `refs/` whose every part Git accepts as it is, and not
+/// Whether `name` is a ref name under `refs/` whose every part needs no quoting, and not
 /// one whose reflog Git keeps by default (a branch, remote-tracking branch or notes ref).
 fn is_plain_name(name: &str) -> bool {
     name.starts_with("refs/")
         && !["refs/heads/", "refs/remotes/", "refs/notes/"]
             .iter()
             .any(|logged| name.starts_with(logged))
-        && name.split('/').all(|part| {
-            !part.is_empty()
-                && !part.starts_with('.')
-                && !part.ends_with(".lock")
-                && !part.ends_with('.')
-                && !part.contains("..")
-                && !part.contains("@{")
-                && part
-                    .chars()
-                    .all(|c| !c.is_control() && !" ~^:?*[\\".contains(c))
-        })
+        && name.split('/').all(is_component)
 }
 
 /// The ref names `packed-refs` (its text) holds.
@@ -213,21 +204,7 @@ mod tests {
 
     fn repository() -> (tempfile::TempDir, Git, LooseRefs) {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let git = Git::in_dir(dir.path());
-        git.cmd(["init", "-q"]).run().expect("git init");
-        git.cmd([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "one",
-        ])
-        .run()
-        .expect("a commit");
+        let git = crate::testing::repository_with_a_commit(dir.path());
         let refs = LooseRefs::find(&Location::Dir(dir.path().to_path_buf())).expect("plain");
         (dir, git, refs)
     }

@@ -229,7 +229,7 @@ fn oid(text: &str) -> Result<Oid, Fault> {
 }
 
 /// One ref-name component that needs no quoting anywhere bay puts it.
-fn is_component(text: &str) -> bool {
+pub(crate) fn is_component(text: &str) -> bool {
     !text.is_empty()
         && !text.starts_with(['.', '-'])
         && !text.ends_with(".lock")
