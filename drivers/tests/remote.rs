@@ -659,3 +659,54 @@ fn stats_measure_each_path_the_change_touches_against_its_base() {
         "a missing commit is a fault"
     );
 }
+
+#[test]
+fn chains_deeper_than_the_readers_walk_read_as_git_walks_them() {
+    let fx = Fixture::new();
+    let long = change("longchai");
+    let short = change("shortcha");
+    let steps: Vec<Step> = (1..=45).map(|n| heartbeat(&long, n)).collect();
+    let few: Vec<Step> = (1..=3).map(|n| heartbeat(&short, n)).collect();
+    let written = fx
+        .repo
+        .write_steps(&Append::on(long.clone(), None, steps, None))
+        .expect("steps written");
+    let others = fx
+        .repo
+        .write_steps(&Append::on(short.clone(), None, few, None))
+        .expect("steps written");
+    let tip = written.last().expect("a tip").clone();
+    // Git's own first-parent walk from `tip` down to (not into) `known`.
+    let by_git = |known: Option<&Oid>| -> Vec<String> {
+        let mut args = vec![
+            "rev-list".to_string(),
+            "--first-parent".into(),
+            tip.to_string(),
+        ];
+        args.extend(known.map(|k| format!("^{k}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        git(&fx.clone, &args).lines().map(str::to_string).collect()
+    };
+    let query = |known: Option<&Oid>| ChainQuery {
+        change: long.clone(),
+        tip: tip.clone(),
+        known: known.cloned(),
+    };
+    for known in [None, Some(&written[2]), Some(&written[40])] {
+        let reads = fx
+            .repo
+            .read_chains(&[
+                query(known),
+                ChainQuery {
+                    change: short.clone(),
+                    tip: others[2].clone(),
+                    known: None,
+                },
+            ])
+            .expect("the chains read");
+        let oids: Vec<String> = reads[0].steps.iter().map(|s| s.oid.to_string()).collect();
+        assert_eq!(oids, by_git(known), "known {known:?}");
+        assert_eq!(reads[0].reached_known, known.is_some());
+        assert_eq!(reads[1].steps.len(), 3);
+    }
+}

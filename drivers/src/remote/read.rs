@@ -19,6 +19,9 @@ struct CommitInfo {
     message: String,
 }
 
+/// How many commits deep the reader walks chains before one `git log` reads the rest.
+const READER_STEPS: usize = 32;
+
 /// What `git log` prints of each commit a history read names: ids and parents, committer
 /// time, committer, message.
 const COMMIT_FORMAT: &str = "--format=%H %P%n%ct%n%cn <%ce>%n%B";
@@ -118,15 +121,19 @@ impl Repo {
 
     /// Walks every chain's first parents from its tip, stopping before its `known`.
     ///
-    /// One `git log` lists and reads every chain at once, excluding what each `known` already
+    /// The reader walks all chains together, one exchange per step back, for up to
+    /// [`READER_STEPS`] steps: a change's chain is a handful of steps, and this costs no
+    /// process. The chains still unfinished then (a long log read for the first time) are
+    /// read by one `git log`, excluding what each `known` already
     /// covers. A chain whose walk was cut by an exclusion
     /// other than meeting its own `known` (another chain's `known`, or a `known` off the
     /// first-parent line) is walked again without exclusions, so the answer is exactly the
     /// first-parent walk.
     pub fn read_chains(&self, chains: &[ChainQuery]) -> Result<Vec<ChainRead>, Fault> {
         let mut commits: BTreeMap<Oid, CommitInfo> = BTreeMap::new();
-        let tips: Vec<String> = chains.iter().map(|c| c.tip.to_string()).collect();
-        let known: BTreeSet<String> = chains
+        let unfinished = self.walk_by_reader(chains, &mut commits)?;
+        let tips: Vec<String> = unfinished.iter().map(|c| c.tip.to_string()).collect();
+        let known: BTreeSet<String> = unfinished
             .iter()
             .filter_map(|c| c.known.as_ref().map(|k| format!("^{k}")))
             .collect();
@@ -156,6 +163,52 @@ impl Repo {
             }
         }
         Ok(reads.into_iter().flatten().collect())
+    }
+
+    /// Reads into `commits` each chain's first-parent line from its tip down to its `known`
+    /// (or its root), all chains at once, at most [`READER_STEPS`] commits deep; gives the
+    /// chains it did not finish.
+    fn walk_by_reader<'q>(
+        &self,
+        chains: &'q [ChainQuery],
+        commits: &mut BTreeMap<Oid, CommitInfo>,
+    ) -> Result<Vec<&'q ChainQuery>, Fault> {
+        // Where each chain's walk stands: the next commit to read, `None` once it is done.
+        let mut at: Vec<Option<Oid>> = chains.iter().map(|c| Some(c.tip.clone())).collect();
+        for _ in 0..READER_STEPS {
+            // Follow what is loaded already; stop at `known` or the root.
+            for (place, query) in at.iter_mut().zip(chains) {
+                while let Some(id) = place.clone() {
+                    if Some(&id) == query.known.as_ref() {
+                        *place = None;
+                    } else if let Some(info) = commits.get(&id) {
+                        *place = info.first_parent.clone();
+                    } else {
+                        break;
+                    }
+                }
+            }
+            let wanted: BTreeSet<Oid> = at.iter().flatten().cloned().collect();
+            if wanted.is_empty() {
+                break;
+            }
+            let wanted: Vec<Oid> = wanted.into_iter().collect();
+            let names: Vec<String> = wanted.iter().map(Oid::to_string).collect();
+            for (id, object) in wanted.into_iter().zip(self.cat_batch(&names)?) {
+                match object {
+                    Object::Found { kind, body } if kind == "commit" => {
+                        commits.insert(id, parse_commit(&body)?);
+                    }
+                    _ => return Err(Fault(format!("no commit {id} for a chain"))),
+                }
+            }
+        }
+        Ok(chains
+            .iter()
+            .zip(&at)
+            .filter(|(query, place)| place.is_some() && walk(query, commits).is_none())
+            .map(|(query, _)| query)
+            .collect())
     }
 
     /// Adds to `commits` every commit on the first-parent lines from `tips`, less `exclude`.
