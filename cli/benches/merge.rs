@@ -33,7 +33,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn bay(dir: &Path, args: &[&str], path: Option<&Path>) -> serde_json::Value {
+fn bay(dir: &Path, args: &[&str], env: &[(&str, String)]) -> serde_json::Value {
     let mut command = Command::new(BAY);
     command
         .arg("-C")
@@ -41,9 +41,8 @@ fn bay(dir: &Path, args: &[&str], path: Option<&Path>) -> serde_json::Value {
         .arg("--json")
         .args(args)
         .env("BAY_ACTOR", "bench");
-    if let Some(shim) = path {
-        let old = std::env::var("PATH").unwrap_or_default();
-        command.env("PATH", format!("{}:{old}", shim.display()));
+    for (name, value) in env {
+        command.env(name, value);
     }
     let out = command.output().expect("bay runs");
     serde_json::from_slice(&out.stdout)
@@ -195,8 +194,9 @@ fn floor_once(clone: &Path, n: usize) -> Duration {
     elapsed
 }
 
-/// One `bay merge --wait` of a fresh one-file change; the start and the edit are not timed.
-fn merge_once(clone: &Path, n: usize, shim: Option<&Path>) -> Duration {
+/// One `bay merge --wait` of a fresh one-file change, with `env` set for it; the start and the
+/// edit are not timed.
+fn merge_once(clone: &Path, n: usize, env: &[(&str, String)]) -> Duration {
     let start = bay(
         clone,
         &[
@@ -205,7 +205,7 @@ fn merge_once(clone: &Path, n: usize, shim: Option<&Path>) -> Duration {
             "--paths",
             &format!("src/file{n}.txt"),
         ],
-        None,
+        &[],
     );
     let view = PathBuf::from(start["detail"]["view"].as_str().expect("a view"));
     write(
@@ -213,7 +213,7 @@ fn merge_once(clone: &Path, n: usize, shim: Option<&Path>) -> Duration {
         &format!("changed {n}\n"),
     );
     let started = Instant::now();
-    let merged = bay(&view, &["merge", "--wait"], shim);
+    let merged = bay(&view, &["merge", "--wait"], env);
     let elapsed = started.elapsed();
     assert_eq!(merged["decision"], "merged", "{merged}");
     elapsed
@@ -361,7 +361,7 @@ fn presence_pass(clone: &Path, n: usize) -> Duration {
 
 fn idle_pass(clone: &Path) -> Duration {
     let started = Instant::now();
-    let pass = bay(clone, &["runner", "run", "--once"], None);
+    let pass = bay(clone, &["runner", "run", "--once"], &[]);
     let elapsed = started.elapsed();
     assert_eq!(pass["decision"], "ok", "{pass}");
     elapsed
@@ -378,10 +378,15 @@ fn main() {
     let (_, clone) = repository(root.path(), "merge");
     // Warm up both paths once, so caches and the first fetch do not count.
     floor_once(&clone, 1000);
-    merge_once(&clone, 49, None);
-    let (floor, merge) = paired(|n| (floor_once(&clone, n), merge_once(&clone, n, None)));
+    merge_once(&clone, 49, &[]);
+    let (floor, merge) = paired(|n| (floor_once(&clone, n), merge_once(&clone, n, &[])));
     let (shim, log) = git_shim(root.path());
-    merge_once(&clone, RUNS + 1, Some(&shim));
+    let path = format!(
+        "{}:{}",
+        shim.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    merge_once(&clone, RUNS + 1, &[("PATH", path)]);
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     let mut by_command: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for line in calls.lines() {
@@ -401,6 +406,24 @@ fn main() {
             .map(|(c, n)| format!("{c} {n}"))
             .collect::<Vec<_>>()
             .join(", ")
+    );
+
+    let events = root.path().join("trace2.json");
+    let traced = merge_once(
+        &clone,
+        RUNS + 2,
+        &[("GIT_TRACE2_EVENT", events.display().to_string())],
+    );
+    let split = Split::read(&events);
+    println!(
+        "where one merge --wait's {:.1} ms go: push {:.1} ms, fetch {:.1} ms, {} other git \
+         processes {:.1} ms, bay itself and starting processes {:.1} ms",
+        ms(traced),
+        split.push * 1000.0,
+        split.fetch * 1000.0,
+        split.others,
+        split.other * 1000.0,
+        ms(traced) - (split.push + split.fetch + split.other) * 1000.0,
     );
 
     let (small_remote, small) = repository(root.path(), "small");
@@ -425,6 +448,52 @@ fn main() {
         ms(large_presence),
         ratio(large_presence, small_presence)
     );
+}
+
+/// The seconds the `git` processes bay started ran, from Git's own trace (`GIT_TRACE2_EVENT`):
+/// the push, the fetch, and the others (less the object reader, which lives as long as bay).
+#[derive(Default)]
+struct Split {
+    push: f64,
+    fetch: f64,
+    other: f64,
+    others: usize,
+}
+
+impl Split {
+    fn read(events: &Path) -> Split {
+        let text = std::fs::read_to_string(events).expect("a trace");
+        let mut commands = std::collections::BTreeMap::new();
+        let mut split = Split::default();
+        for line in text.lines() {
+            let event: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            let sid = event["sid"].as_str().unwrap_or_default();
+            // A process bay started has a session id of its own; its children add `/...`.
+            if sid.contains('/') {
+                continue;
+            }
+            match event["event"].as_str() {
+                Some("start") => {
+                    let command = event["argv"][3].as_str().unwrap_or_default().to_string();
+                    commands.insert(sid.to_string(), command);
+                }
+                Some("exit") => {
+                    let ran = event["t_abs"].as_f64().unwrap_or_default();
+                    match commands.get(sid).map(String::as_str) {
+                        Some("push") => split.push += ran,
+                        Some("fetch") => split.fetch += ran,
+                        Some("cat-file") | None => {}
+                        Some(_) => {
+                            split.other += ran;
+                            split.others += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        split
+    }
 }
 
 fn ms(d: Duration) -> f64 {

@@ -55,6 +55,73 @@ impl LooseRefs {
         })
     }
 
+    /// The refs of the repository `location` names, for reading only: `None` when they are
+    /// not files Git's files backend keeps (reftable), or an include could say so.
+    pub fn readable(location: &Location) -> Option<LooseRefs> {
+        let dirs = Dirs::find(location)?;
+        if dirs.config_mentions(&["refstorage", "include"]) || !dirs.common.join("refs").is_dir() {
+            return None;
+        }
+        Some(LooseRefs {
+            common: dirs.common,
+        })
+    }
+
+    /// The value of the shared ref `name` (its loose file, else its line in `packed-refs`);
+    /// `Ok(None)` when there is none. A symbolic ref is an error: Git must resolve it.
+    pub fn value(&self, name: &str) -> std::io::Result<Option<Oid>> {
+        let odd = |why: String| std::io::Error::new(ErrorKind::InvalidData, why);
+        if !is_plain_name(name) {
+            return Err(odd(format!("{name} is not a ref bay reads from its file")));
+        }
+        match std::fs::read_to_string(self.common.join(name)) {
+            Ok(text) => {
+                return Oid::parse(text.trim_end_matches('\n'))
+                    .map(Some)
+                    .map_err(|_| odd(format!("{name} holds {text:?}")));
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) if e.kind() == ErrorKind::IsADirectory => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let packed = match std::fs::read_to_string(self.common.join("packed-refs")) {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        packed
+            .lines()
+            .filter(|line| !line.starts_with(['#', '^']))
+            .find_map(|line| line.split_once(' ').filter(|(_, n)| *n == name))
+            .map(|(id, _)| {
+                Oid::parse(id).map_err(|_| odd(format!("packed-refs holds {line:?}", line = id)))
+            })
+            .transpose()
+    }
+
+    /// The newest entry of the ref's reflog: the value it set and when, in seconds since the
+    /// epoch; `Ok(None)` when the ref has no reflog or an empty one.
+    pub fn newest_log(&self, name: &str) -> std::io::Result<Option<(Oid, u64)>> {
+        let text = match std::fs::read_to_string(self.common.join("logs").join(name)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(line) = text.lines().rev().find(|line| !line.is_empty()) else {
+            return Ok(None);
+        };
+        // `<old> <new> <name> <<email>> <seconds> <zone>\t<message>`
+        let head = line.split_once('\t').map_or(line, |(head, _)| head);
+        let fields: Vec<&str> = head.split(' ').collect();
+        let odd = || std::io::Error::new(ErrorKind::InvalidData, format!("a reflog line {line:?}"));
+        let (Some(new), Some(secs)) = (fields.get(1), fields.len().checked_sub(2)) else {
+            return Err(odd());
+        };
+        let new = Oid::parse(new).map_err(|_| odd())?;
+        let secs = fields[secs].parse::<u64>().map_err(|_| odd())?;
+        Ok(Some((new, secs)))
+    }
+
     /// Sets each ref to its value, or deletes it (`None`), as `git update-ref --stdin` with no
     /// old values would. `Ok(false)` when it declined, having written nothing: `git` must do
     /// it. An error after the locks were taken names what failed; refs already renamed into
@@ -309,6 +376,52 @@ mod tests {
             !refs
                 .apply(&[set("refs/bay/logged/under")])
                 .expect("declined")
+        );
+    }
+
+    #[test]
+    fn values_and_newest_reflog_entries_read_as_git_reads_them() {
+        let (_dir, git, refs) = repository();
+        let one = head(&git);
+        let loose = "refs/bay-mirror/origin/bay/executor/r1";
+        let packed = "refs/bay-mirror/origin/bay/executor/r2";
+        for name in [loose, packed] {
+            git.cmd([
+                "update-ref",
+                "--create-reflog",
+                "-m",
+                "fetch",
+                name,
+                one.as_str(),
+            ])
+            .run()
+            .expect("update-ref");
+        }
+        git.cmd(["pack-refs", "--all", "--prune"])
+            .run()
+            .expect("pack-refs");
+        let two = Oid::parse(&crate::testing::empty_commit(&git, "two")).expect("an id");
+        git.cmd(["update-ref", "-m", "fetch", loose, two.as_str()])
+            .env("GIT_COMMITTER_DATE", "1700000123 +0100")
+            .run()
+            .expect("update-ref");
+        assert_eq!(refs.value(loose).expect("read"), Some(two.clone()));
+        assert_eq!(refs.value(packed).expect("read"), Some(one.clone()));
+        assert_eq!(
+            refs.value("refs/bay-mirror/origin/none").expect("read"),
+            None
+        );
+        assert_eq!(
+            refs.newest_log(loose).expect("read"),
+            Some((two, 1_700_000_123))
+        );
+        // A packed ref keeps its reflog file.
+        let (id, _) = refs.newest_log(packed).expect("read").expect("an entry");
+        assert_eq!(id, one);
+        assert_eq!(
+            refs.newest_log("refs/bay-mirror/origin/none")
+                .expect("read"),
+            None
         );
     }
 

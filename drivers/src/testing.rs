@@ -15,3 +15,19 @@ pub fn repository_with_a_commit(dir: &Path) -> Git {
         .expect("a commit");
     git
 }
+
+/// A commit of the empty tree with `message` and no parent, by `t <t@t>`; its id.
+pub fn empty_commit(git: &Git, message: &str) -> String {
+    git.cmd([
+        "commit-tree",
+        "-m",
+        message,
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    ])
+    .env("GIT_AUTHOR_NAME", "t")
+    .env("GIT_AUTHOR_EMAIL", "t@t")
+    .env("GIT_COMMITTER_NAME", "t")
+    .env("GIT_COMMITTER_EMAIL", "t@t")
+    .text()
+    .expect("commit-tree")
+}

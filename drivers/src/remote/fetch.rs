@@ -14,6 +14,8 @@ use bay_core::machine::{Fault, FetchSpec, Refs};
 use bay_core::time::Timestamp;
 
 use super::{Repo, oid};
+use crate::git::Location;
+use crate::loose_refs::LooseRefs;
 
 /// Where one remote's refs are mirrored in a clone: remote `refs/<rest>` is local
 /// `<mirror_prefix><rest>`.
@@ -104,8 +106,26 @@ impl Repo {
     /// that entry set the value the mirror holds now: the moment, on this clone's clock, the
     /// fetch or push that brought that value wrote it. A ref with no reflog, or whose newest
     /// entry is not its value, is left out. Git records whole seconds.
+    ///
+    /// Both are read from their files where the refs are files ([`LooseRefs::readable`]), and
+    /// with two `git` calls per ref otherwise.
     pub fn read_seen(&self, names: &[String]) -> Result<BTreeMap<String, Timestamp>, Fault> {
         let mirror = mirror_prefix(&self.remote);
+        if let Some(files) = LooseRefs::readable(&Location::Dir(self.dir().to_path_buf())) {
+            let mut seen = BTreeMap::new();
+            for name in names {
+                let local = format!("{mirror}{}", strip(name));
+                let unreadable = |e: std::io::Error| Fault(format!("cannot read {local}: {e}"));
+                let value = files.value(&local).map_err(unreadable)?;
+                let newest = files.newest_log(&local).map_err(unreadable)?;
+                if let (Some(value), Some((set, secs))) = (value, newest)
+                    && set == value
+                {
+                    seen.insert(name.clone(), Timestamp::from_secs(secs));
+                }
+            }
+            return Ok(seen);
+        }
         let mut seen = BTreeMap::new();
         for name in names {
             let local = format!("{mirror}{}", strip(name));
@@ -228,5 +248,54 @@ mod tests {
         assert!(held('!', main).is_err());
         assert!(repo.porcelain_line("= only two").is_err());
         assert!(repo.porcelain_line("").is_err());
+    }
+}
+
+#[cfg(test)]
+mod seen_tests {
+    use super::*;
+    use crate::git::Git;
+
+    /// `read_seen` in a clone whose refs are files (read in-process) and in one whose refs are
+    /// a reftable (read by `git`) gives the same answer: the newest reflog entry's time.
+    #[test]
+    fn seen_reads_the_same_from_files_and_from_git() {
+        for format in ["files", "reftable"] {
+            let dir = tempfile::tempdir().expect("a temp dir");
+            let git = Git::in_dir(dir.path());
+            git.cmd(["init", "-q", &format!("--ref-format={format}")])
+                .run()
+                .expect("git init");
+            let commit = |message| crate::testing::empty_commit(&git, message);
+            let (one, two) = (commit("one"), commit("two"));
+            let mirror = "refs/bay-mirror/origin/bay/executor";
+            let update = |name: &str, value: &str, secs: u64| {
+                git.cmd(["update-ref", "--create-reflog", "-m", "fetch"])
+                    .args([&format!("{mirror}/{name}"), value])
+                    .env("GIT_COMMITTER_DATE", format!("{secs} +0000"))
+                    .run()
+                    .expect("update-ref");
+            };
+            update("fresh", &one, 1_700_000_000);
+            update("fresh", &two, 1_700_000_100);
+            update("other", &one, 1_700_000_200);
+            let repo = Repo::new(dir.path(), "origin", "main").expect("a repo");
+            let names: Vec<String> = ["fresh", "other", "absent"]
+                .iter()
+                .map(|n| format!("refs/bay/executor/{n}"))
+                .collect();
+            let seen = repo.read_seen(&names).expect("read");
+            assert_eq!(
+                seen.get("refs/bay/executor/fresh"),
+                Some(&Timestamp::from_secs(1_700_000_100)),
+                "{format}"
+            );
+            assert_eq!(
+                seen.get("refs/bay/executor/other"),
+                Some(&Timestamp::from_secs(1_700_000_200)),
+                "{format}"
+            );
+            assert!(!seen.contains_key("refs/bay/executor/absent"), "{format}");
+        }
     }
 }
