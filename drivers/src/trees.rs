@@ -268,6 +268,36 @@ mod tests {
         assert!(changed_paths(&reader, &empty, &absent).is_err());
     }
 
+    proptest::proptest! {
+        /// Any bytes give entries or a refusal, never a panic; entries written as Git writes
+        /// them read back as they were.
+        #[test]
+        fn any_body_parses_or_is_refused(body in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = parse(&body, 20);
+        }
+
+        #[test]
+        fn written_entries_read_back(entries in proptest::collection::btree_map(
+            "[a-z0-9._-]{1,12}", (proptest::bool::ANY, proptest::array::uniform20(proptest::num::u8::ANY)), 0..8)
+        ) {
+            let mut body = Vec::new();
+            for (name, (tree, id)) in &entries {
+                body.extend_from_slice(if *tree { b"40000 " } else { b"100644 " });
+                body.extend_from_slice(name.as_bytes());
+                body.push(0);
+                body.extend_from_slice(id);
+            }
+            let parsed = parse(&body, 20).expect("well-formed");
+            proptest::prop_assert_eq!(parsed.len(), entries.len());
+            for (name, (tree, id)) in &entries {
+                let entry = &parsed[name.as_bytes()];
+                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                proptest::prop_assert_eq!(entry.is_tree(), *tree);
+                proptest::prop_assert_eq!(entry.id.as_str(), hex.as_str());
+            }
+        }
+    }
+
     #[test]
     fn a_tree_body_that_is_cut_short_is_refused() {
         assert!(parse(b"100644 a\0short", 20).is_err());
