@@ -16,7 +16,7 @@
 //! [`crate::git`]), the objects go into the repository's own store, never one that
 //! `GIT_OBJECT_DIRECTORY` names.
 
-mod sha1;
+pub(crate) mod sha1;
 mod zlib;
 
 use std::fs::File;
@@ -270,7 +270,8 @@ impl Objects {
         }
     }
 
-    fn store(&self) -> Option<&Store> {
+    /// The store this process writes into, when writing there is what Git would do.
+    pub(crate) fn store(&self) -> Option<&Store> {
         self.store
             .get_or_init(|| Store::find(&self.location))
             .as_ref()

@@ -97,6 +97,16 @@ impl Views {
         }
     }
 
+    /// The tree of the view's index, built and written by this process where it can read the
+    /// index and write objects as Git would ([`crate::index`]); `None` for `git write-tree`.
+    fn tree_of_index(&self, dir: &Path) -> Result<Option<Oid>, Fault> {
+        let (Some(admin), Some(store)) = (self.admin_dir(dir), self.objects.store()) else {
+            return Ok(None);
+        };
+        crate::index::tree_of_index(&admin.join("index"), store)
+            .map_err(|e| Fault(format!("cannot write the view's tree: {e}")))
+    }
+
     /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
     /// exist), and returns its folder.
     pub fn make(&self, change: &ChangeId, paths: &[String], draft: &Oid) -> Result<String, Fault> {
@@ -197,7 +207,10 @@ impl Views {
         }
         let view = Git::in_dir(&dir);
         view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
-        let tree = oid(&view.cmd(["write-tree"]).run()?.stdout)?;
+        let tree = match self.tree_of_index(&dir)? {
+            Some(tree) => tree,
+            None => oid(&view.cmd(["write-tree"]).run()?.stdout)?,
+        };
         let head = self.head(&dir, &view)?;
         let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
             .pop()
