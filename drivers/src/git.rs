@@ -303,7 +303,7 @@ impl Call<'_> {
             error: error.to_string(),
         };
         let stderr = tempfile::tempfile().map_err(io)?;
-        let mut process = std::process::Command::new("git");
+        let mut process = std::process::Command::new(program());
         process
             .args(self.full_args())
             .stdin(std::process::Stdio::piped())
@@ -329,7 +329,7 @@ impl Call<'_> {
         };
         let stdout = tempfile::tempfile().map_err(io)?;
         let stderr = tempfile::tempfile().map_err(io)?;
-        let mut expression = duct::cmd("git", self.full_args())
+        let mut expression = duct::cmd(program(), self.full_args())
             .unchecked()
             .stdout_file(stdout.try_clone().map_err(io)?)
             .stderr_file(stderr.try_clone().map_err(io)?);
@@ -401,6 +401,25 @@ impl Call<'_> {
     pub fn text(self) -> Result<String, GitError> {
         Ok(self.run()?.text())
     }
+}
+
+/// The `git` program: the first executable `git` in a directory of `PATH`, found once per
+/// process, so that each call does not search `PATH` again; plain `git` when there is none,
+/// and starting it fails as it always would.
+fn program() -> &'static OsStr {
+    static PROGRAM: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("git"))
+            .find(|candidate| {
+                std::fs::metadata(candidate)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+            .map_or_else(|| OsString::from("git"), PathBuf::into_os_string)
+    })
 }
 
 /// Everything Git wrote into one of its output files.
@@ -498,6 +517,16 @@ mod tests {
             .text()
             .expect("a shell alias runs");
         assert_eq!(index, "/tmp/some-index", "a call's own variable wins");
+    }
+
+    #[test]
+    fn the_program_is_the_git_a_shell_finds_on_path() {
+        let shell = std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .expect("sh runs");
+        let found = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+        assert_eq!(program(), OsStr::new(&found));
     }
 
     #[test]
