@@ -471,6 +471,32 @@ fn merge_tree_clean_conflict_and_fault() {
         Some(made)
     );
 
+    // A draft made on main as it stands: its own tree, as git merge-tree gives it.
+    let Ok(BuildResult::Clean {
+        tree: on_main,
+        changed_paths,
+        ..
+    }) = fx.repo.build_candidate(&spec(&root, &theirs, &root))
+    else {
+        panic!("a draft on main merges cleanly");
+    };
+    let by_git = git(
+        &fx.clone,
+        &[
+            "merge-tree",
+            "--write-tree",
+            &format!("--merge-base={root}"),
+            root.as_str(),
+            theirs.as_str(),
+        ],
+    );
+    assert_eq!(on_main.as_str(), by_git);
+    assert_eq!(
+        on_main.as_str(),
+        git(&fx.clone, &["rev-parse", &format!("{theirs}^{{tree}}")])
+    );
+    assert_eq!(changed_paths, vec!["dir/new", "f", "g"]);
+
     let clash = commit(
         &fx.clone,
         &[&root],

@@ -1,5 +1,6 @@
-//! `Action::BuildCandidate`: merge a draft onto main with `git merge-tree --write-tree`, and
-//! write the candidate commit with main as its only parent.
+//! `Action::BuildCandidate`: merge a draft onto main with `git merge-tree --write-tree` (or,
+//! for a draft made on main as it stands, take the draft's tree), and write the candidate
+//! commit with main as its only parent.
 //!
 //! `merge-tree` exits 0 for a clean merge and 1 for conflicts, but it also exits 1, with
 //! nothing on stdout, when it cannot read an argument; so a conflict is believed only when
@@ -14,17 +15,23 @@ use crate::git::Git;
 
 impl Repo {
     pub fn build_candidate(&self, spec: &CandidateSpec) -> Result<BuildResult, Fault> {
-        let merged = merge_tree(&self.git(), &spec.merge_base, &spec.base, &spec.draft)?;
-        if !merged.conflicts.is_empty() {
-            return Ok(BuildResult::Conflict {
-                paths: merged.conflicts,
-            });
-        }
-        let tree = merged.tree;
-        let base_tree = self
-            .read_trees(std::slice::from_ref(&spec.base))?
-            .pop()
-            .ok_or_else(|| Fault(format!("no tree for main at {}", spec.base)))?;
+        let trees = self.read_trees(&[spec.base.clone(), spec.draft.clone()])?;
+        let [base_tree, draft_tree] = <[Oid; 2]>::try_from(trees)
+            .map_err(|_| Fault("reading two trees did not give two".into()))?;
+        // A draft made on main as it stands merges to its own tree, with nothing to conflict:
+        // a three-way merge whose one side is the base takes the other side whole. Git is
+        // asked only when main has moved since.
+        let tree = if spec.merge_base == spec.base {
+            draft_tree
+        } else {
+            let merged = merge_tree(&self.git(), &spec.merge_base, &spec.base, &spec.draft)?;
+            if !merged.conflicts.is_empty() {
+                return Ok(BuildResult::Conflict {
+                    paths: merged.conflicts,
+                });
+            }
+            merged.tree
+        };
         let changed_paths = crate::trees::changed_paths(&self.reader, &base_tree, &tree)?;
         let commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
         // Local only: keeps the candidate from garbage collection while its operation runs.
