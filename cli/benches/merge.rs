@@ -5,6 +5,9 @@
 //! - `merge --wait` under an `unchecked = true` policy, against the floor on the same
 //!   repository: one fetch, one merge-tree, one commit-tree, one atomic push. Goal: 1.5.
 //! - the `git` processes one `merge --wait` starts (counted through a `git` on PATH that logs).
+//! - where one more `merge --wait`'s time goes, from Git's own trace (`GIT_TRACE2_EVENT`): the
+//!   push, the fetch, the other `git` processes, and the rest (bay itself, the objects and refs
+//!   it writes, starting processes). The trace slows every `git` a little.
 //! - one idle `bay runner run --once` pass with 2,000 ended changes against one with 10.
 //!   Goal: 1.2, because a pass must cost the same however much history there is.
 //! - the same, for the pass that writes the runner's presence (at most once a heartbeat): a
