@@ -72,6 +72,16 @@ impl Reader {
         }
     }
 
+    /// Starts the process now, if it is not running, so that Git's own start overlaps what the
+    /// caller does next (a fetch) instead of delaying the first read. A failure here is left
+    /// for that read to meet and report.
+    pub fn warm(&self) {
+        let mut slot = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = self.start().ok();
+        }
+    }
+
     /// The objects `names` name, in order. A name must start with an object id and hold no
     /// newline.
     pub fn read(&self, names: &[String]) -> Result<Vec<Object>, GitError> {
@@ -379,6 +389,21 @@ mod tests {
             .expect("a read");
         assert_eq!(objects, vec![blob_of(b"spaced\n"), Object::Missing,]);
         drop(dir);
+    }
+
+    #[test]
+    fn a_warm_reader_reads_with_the_process_it_started() {
+        let (_dir, git) = repository();
+        let one = blob(&git, b"one\n");
+        let reader = Reader::new(git);
+        reader.warm();
+        let started = pid(&reader);
+        assert!(started.is_some());
+        assert_eq!(
+            reader.read(&[one]).expect("a read"),
+            vec![blob_of(b"one\n")]
+        );
+        assert_eq!(pid(&reader), started);
     }
 
     #[test]
