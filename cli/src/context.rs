@@ -19,6 +19,7 @@ use bay_core::result::BayResult;
 use bay_drivers::check::ReadPaths;
 use bay_drivers::discover::{self, Found};
 use bay_drivers::git::Git;
+use bay_drivers::head;
 use serde_json::json;
 
 use crate::local::Local;
@@ -40,6 +41,9 @@ pub struct Context {
     pub view: Option<ChangeId>,
     /// Every `bay.*` key of the Git config this clone sees, in order, read once.
     pub settings: Vec<(String, String)>,
+    /// Who Git would sign a reflog entry with here, when that is plain (see
+    /// `bay_drivers::head::committer`); read with the settings.
+    pub committer: Option<String>,
 }
 
 impl Context {
@@ -65,7 +69,9 @@ impl Context {
             .filter(|parent| *parent == common_dir.join("bay").join("views"))
             .and_then(|_| top.file_name())
             .and_then(|name| ChangeId::parse(&name.to_string_lossy()).ok());
-        let settings = bay_settings(&git);
+        let values = config_values(&git);
+        let committer = head::committer(&values, &|name| std::env::var(name).ok());
+        let settings = only_bay(values);
         let setting = |key: &str| {
             settings
                 .iter()
@@ -97,6 +103,7 @@ impl Context {
             actor_source,
             view,
             settings,
+            committer,
         })
     }
 
@@ -244,8 +251,27 @@ pub fn read_paths(settings: &[(String, String)], trees: Vec<PathBuf>) -> ReadPat
 /// Every `bay.*` key and value of the config this clone sees (system, global, local), in one
 /// call. Keys come lower-cased, as Git gives them.
 pub fn bay_settings(git: &Git) -> Vec<(String, String)> {
+    only_bay(config_values(git))
+}
+
+/// The `bay.*` keys of `values`.
+fn only_bay(values: Vec<(String, String)>) -> Vec<(String, String)> {
+    values
+        .into_iter()
+        .filter(|(key, _)| key.starts_with("bay."))
+        .collect()
+}
+
+/// Every `bay.*`, `user.*` and `committer.*` key and value of the config this clone sees, in
+/// one `git config` call, in Git's order.
+fn config_values(git: &Git) -> Vec<(String, String)> {
     let Ok(out) = git
-        .cmd(["config", "--null", "--get-regexp", "^bay\\."])
+        .cmd([
+            "config",
+            "--null",
+            "--get-regexp",
+            "^(bay|user|committer)\\.",
+        ])
         .output()
     else {
         return Vec::new();

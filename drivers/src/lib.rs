@@ -8,6 +8,7 @@ pub mod clock;
 pub mod discover;
 pub mod disk;
 pub mod git;
+pub mod head;
 pub mod index;
 pub mod loose_refs;
 pub mod objects;

@@ -51,7 +51,7 @@ impl Identity {
     /// Whether Git writes this name and email as they are. Git's `ident.c` strips "crud"
     /// (control characters, spaces and `.,:;<>"\'`) from both ends, drops `<`, `>` and newlines
     /// inside, and refuses an empty name.
-    fn is_plain(&self) -> bool {
+    pub(crate) fn is_plain(&self) -> bool {
         let crud = |c: char| c <= ' ' || ".,:;<>\"\\'".contains(c);
         [&self.name, &self.email].iter().all(|text| {
             !text.is_empty()
@@ -179,28 +179,38 @@ impl Dirs {
         Some(Dirs { git_dir, common })
     }
 
+    /// The repository's config file and the worktree's, lower-cased and without spaces; `None`
+    /// when one cannot be read. An absent file is empty.
+    pub fn config_texts(&self) -> Option<Vec<String>> {
+        let mut texts = Vec::new();
+        for config in [
+            self.common.join("config"),
+            self.git_dir.join("config.worktree"),
+        ] {
+            match std::fs::read(&config) {
+                Ok(bytes) => texts.push(
+                    String::from_utf8_lossy(&bytes)
+                        .to_lowercase()
+                        .replace(char::is_whitespace, ""),
+                ),
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(_) => return None,
+            }
+        }
+        Some(texts)
+    }
+
     /// Whether the repository's config file or the worktree's mentions any of `words` (lower
     /// case, no spaces: the config is read lower-cased and without its spaces, so that
     /// `logallrefupdates=always` matches however it is written), or cannot be read.
     /// Extensions are read from the repository's own config file alone, as Git reads them;
     /// the worktree's config is read for the other words.
     pub fn config_mentions(&self, words: &[&str]) -> bool {
-        for config in [
-            self.common.join("config"),
-            self.git_dir.join("config.worktree"),
-        ] {
-            let text = match std::fs::read(&config) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes)
-                    .to_lowercase()
-                    .replace(char::is_whitespace, ""),
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(_) => return true,
-            };
-            if words.iter().any(|word| text.contains(word)) {
-                return true;
-            }
-        }
-        false
+        self.config_texts().is_none_or(|texts| {
+            texts
+                .iter()
+                .any(|text| words.iter().any(|word| text.contains(word)))
+        })
     }
 }
 

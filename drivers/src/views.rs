@@ -30,6 +30,9 @@ pub struct Views {
     objects: Objects,
     /// How objects are read; the clone's one reader when [`Views::with_reader`] gives it.
     reader: Arc<Reader>,
+    /// Who Git signs a view's HEAD reflog with (`Name <email>`), when this process can tell:
+    /// then it moves a view's HEAD itself.
+    committer: Option<String>,
 }
 
 impl Views {
@@ -39,8 +42,16 @@ impl Views {
             clone: clone.into(),
             objects: Objects::new(Location::GitDir(common_dir.clone())),
             reader: Arc::new(Reader::new(Git::git_dir(common_dir.clone()))),
+            committer: None,
             common_dir,
         }
+    }
+
+    /// The same views, moving a view's HEAD in-process with reflog entries signed by
+    /// `committer` (see [`crate::head::committer`]), where Git would write the same.
+    pub fn with_committer(mut self, committer: Option<String>) -> Views {
+        self.committer = committer;
+        self
     }
 
     /// The same views, reading objects through `reader` (any reader of this clone: objects are
@@ -95,6 +106,22 @@ impl Views {
             Some(head) => Ok(head),
             None => oid(&git.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout),
         }
+    }
+
+    /// Moves the view's detached HEAD to `to`: in-process where that is what Git would write
+    /// ([`crate::head`]), else with `git update-ref --no-deref` (`git` in the view).
+    fn move_head(&self, dir: &Path, git: &Git, to: &Oid) -> Result<(), Fault> {
+        if let Some(committer) = &self.committer {
+            let now = crate::clock::now().secs();
+            match crate::head::move_head(dir, to, committer, now) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => return Err(Fault(format!("cannot move the view's HEAD: {e}"))),
+            }
+        }
+        git.cmd(["update-ref", "--no-deref", "HEAD", to.as_str()])
+            .run()?;
+        Ok(())
     }
 
     /// The tree of the view's index, built and written by this process where it can read the
@@ -225,8 +252,7 @@ impl Views {
             // may have grown through drafts saved and never recorded, such as one a `bay merge`
             // refused before it wrote anything; the view's files are still all its work.
             if draft != head {
-                view.cmd(["update-ref", "--no-deref", "HEAD", draft.as_str()])
-                    .run()?;
+                self.move_head(&dir, &view, &draft)?;
             }
             return Ok(draft);
         }
@@ -239,8 +265,7 @@ impl Views {
             &[parent],
             &format!("bay: draft of {change}\n"),
         )?;
-        view.cmd(["update-ref", "--no-deref", "HEAD", onto.as_str()])
-            .run()?;
+        self.move_head(&dir, &view, &onto)?;
         Ok(onto)
     }
 
