@@ -8,8 +8,9 @@
 //! otherwise, so that `git` does it: a HEAD that is not a detached id, a held lock, a config
 //! that changes what Git writes (another ref store, hooks, fsync, shared permissions, an
 //! include, `logAllRefUpdates` other than `true`, a bare repository), a
-//! `reference-transaction` hook, a committer this process cannot name as Git would, or a
-//! local time zone other than UTC (Git signs the entry in local time).
+//! `reference-transaction` hook, a committer this process cannot name as Git would (or a
+//! worktree config that names its own), or a local time zone other than UTC (Git signs the
+//! entry in local time).
 
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Write};
@@ -45,8 +46,13 @@ pub fn move_head(worktree: &Path, new: &Oid, committer: &str, secs: u64) -> std:
                     .all(|(at, _)| text[at..].starts_with("logallrefupdates=true"))
         })
     });
+    // The committer was named from the config where the command runs; a worktree config of
+    // the view's own could name another.
+    let own_identity = std::fs::read_to_string(dirs.git_dir.join("config.worktree"))
+        .map(|text| text.to_lowercase().replace(char::is_whitespace, ""))
+        .is_ok_and(|text| text.contains("[user") || text.contains("[committer"));
     let hook = dirs.common.join("hooks").join("reference-transaction");
-    if !plain_config || hook.exists() || !local_time_is_utc() {
+    if !plain_config || own_identity || hook.exists() || !local_time_is_utc() {
         return Ok(false);
     }
     let head = dirs.git_dir.join("HEAD");
@@ -251,6 +257,11 @@ mod tests {
         std::fs::write(main.join(".git/worktrees/view/HEAD.lock"), "").expect("a lock");
         assert!(!move_head(&view, &one, "Ann <ann@x>", 1).expect("declined"));
         std::fs::remove_file(main.join(".git/worktrees/view/HEAD.lock")).expect("unlock");
+        // A view whose own config names another committer.
+        let own = main.join(".git/worktrees/view/config.worktree");
+        std::fs::write(&own, "[user]\n\tname = Other\n").expect("a worktree config");
+        assert!(!move_head(&view, &one, "Ann <ann@x>", 1).expect("declined"));
+        std::fs::remove_file(&own).expect("no worktree config");
         assert!(!move_head(&main, &one, "Ann <ann@x>", 1).expect("declined"));
         assert_eq!(admin("HEAD"), format!("{two}\n"));
     }
