@@ -30,6 +30,22 @@ impl Oid {
         &self.0
     }
 
+    /// The id whose raw bytes (as Git stores ids in trees and indexes: 20 for SHA-1, 32 for
+    /// SHA-256) are `raw`.
+    pub fn from_raw(raw: &[u8]) -> Result<Oid, String> {
+        Oid::parse(&raw.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    }
+
+    /// The id's raw bytes, as Git stores them in trees and indexes.
+    pub fn to_raw(&self) -> Vec<u8> {
+        let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+        self.0
+            .as_bytes()
+            .chunks(2)
+            .map(|pair| (digit(pair[0]) << 4) | digit(pair[1]))
+            .collect()
+    }
+
     /// The first seven digits, as people see an id.
     pub fn short(&self) -> &str {
         &self.0[..7]
@@ -220,6 +236,17 @@ pub mod refs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_ids_read_back_as_the_same_id() {
+        let id = Oid::parse("ce013625030ba8dba906f756967f9e9ca394464a").expect("an id");
+        let raw = id.to_raw();
+        assert_eq!(raw.len(), 20);
+        assert_eq!(raw[0], 0xce);
+        assert_eq!(Oid::from_raw(&raw), Ok(id));
+        assert_eq!(Oid::from_raw(&[0xab; 32]).map(|o| o.as_str().len()), Ok(64));
+        assert!(Oid::from_raw(&[0; 19]).is_err());
+    }
 
     #[test]
     fn oid_accepts_only_full_lower_hex() {

@@ -262,10 +262,10 @@ impl BisectRun {
             .inputs
             .iter()
             .find(|(key, _)| key == BISECT_INPUT)
-            .and_then(|(_, value)| match value.as_str() {
-                "run" => Some(BisectRun::Midpoint),
-                "rerun" => Some(BisectRun::Rerun),
-                _ => None,
+            .and_then(|(_, value)| {
+                [BisectRun::Midpoint, BisectRun::Rerun]
+                    .into_iter()
+                    .find(|run| run.as_str() == value)
             })
     }
 }

@@ -13,6 +13,19 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::git::Git;
+use crate::objects::Dirs;
+
+/// Config words after which the worktree could be elsewhere or the repository bare
+/// (`core.worktree`, `core.bare = true`, or an include that could say so). They are looked
+/// for anywhere, which can only send more cases to Git.
+const MOVES_THE_WORKTREE: [&str; 6] = [
+    "worktree=",
+    "bare=true",
+    "bare=yes",
+    "bare=on",
+    "bare=1",
+    "include",
+];
 
 /// Where a worktree is and the Git directory all the clone's worktrees share.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,18 +71,12 @@ pub fn find(start: &Path) -> Option<Found> {
         if !looks_like_git_dir(&git_dir) {
             return None;
         }
-        let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
-            Ok(text) => git_dir.join(text.trim_end_matches(['\n', '\r'])),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => git_dir.clone(),
-            Err(_) => return None,
-        };
-        let common_dir = common_dir.canonicalize().ok()?;
-        for config in [common_dir.join("config"), git_dir.join("config.worktree")] {
-            if moves_the_worktree(&config)? {
-                return None;
-            }
+        let dirs = Dirs::of_git_dir(git_dir)?;
+        if dirs.config_mentions(&MOVES_THE_WORKTREE) {
+            return None;
         }
-        for owned in [dir, git_dir.as_path()] {
+        let common_dir = dirs.common.canonicalize().ok()?;
+        for owned in [dir, dirs.git_dir.as_path()] {
             if std::fs::metadata(owned).ok()?.uid() != me {
                 return None;
             }
@@ -88,26 +95,6 @@ fn looks_like_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file()
         && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
         && (dir.join("refs").is_dir() || dir.join("commondir").is_file())
-}
-
-/// Whether a config file could put the worktree elsewhere or make the repository bare
-/// (`core.worktree`, `core.bare = true`); `Some(false)` when the file is absent; `None` when
-/// it cannot be read. The words are looked for anywhere, which can only send more cases to Git.
-fn moves_the_worktree(config: &Path) -> Option<bool> {
-    let text = match std::fs::read(config) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).to_lowercase(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(false),
-        Err(_) => return None,
-    };
-    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    Some(
-        squeezed.contains("worktree=")
-            || squeezed.contains("bare=true")
-            || squeezed.contains("bare=yes")
-            || squeezed.contains("bare=on")
-            || squeezed.contains("bare=1")
-            || text.contains("include"),
-    )
 }
 
 /// Where the clone `start` is in, as Git finds it: for the cases [`find`] leaves to Git.

@@ -19,6 +19,7 @@ use std::path::Path;
 use bay_core::git::Oid;
 
 use crate::git::Location;
+use crate::loose_refs::Lock;
 use crate::objects::{Dirs, Identity};
 
 /// Config words after which Git might move HEAD otherwise.
@@ -51,37 +52,39 @@ pub fn move_head(worktree: &Path, new: &Oid, committer: &str, secs: u64) -> std:
     let own_identity = std::fs::read_to_string(dirs.git_dir.join("config.worktree"))
         .map(|text| text.to_lowercase().replace(char::is_whitespace, ""))
         .is_ok_and(|text| text.contains("[user") || text.contains("[committer"));
-    let hook = dirs.common.join("hooks").join("reference-transaction");
-    if !plain_config || own_identity || hook.exists() || !local_time_is_utc() {
+    if !plain_config || own_identity || dirs.has_transaction_hook() || !local_time_is_utc() {
         return Ok(false);
     }
     let head = dirs.git_dir.join("HEAD");
-    let Some(old) = std::fs::read_to_string(&head)
-        .ok()
-        .and_then(|text| Oid::parse(text.trim_end_matches('\n')).ok())
-    else {
+    let Some(old) = detached_head(&dirs.git_dir) else {
         return Ok(false);
     };
-    let lock = dirs.git_dir.join("HEAD.lock");
-    let Ok(mut file) = OpenOptions::new().write(true).create_new(true).open(&lock) else {
+    let Some(mut lock) = Lock::take(&head) else {
         return Ok(false);
     };
-    let written = (|| {
-        file.write_all(format!("{new}\n").as_bytes())?;
-        let logs = dirs.git_dir.join("logs");
-        std::fs::create_dir_all(&logs)?;
-        let mut log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(logs.join("HEAD"))?;
-        log.write_all(format!("{old} {new} {committer} {secs} +0000\n").as_bytes())?;
-        std::fs::rename(&lock, &head)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&lock);
-        return Err(e);
-    }
+    // The lock goes on any failure below (its drop removes it); the reflog entry, as Git's,
+    // is written before the rename that moves HEAD.
+    OpenOptions::new()
+        .write(true)
+        .open(&lock.path)?
+        .write_all(format!("{new}\n").as_bytes())?;
+    let logs = dirs.git_dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(logs.join("HEAD"))?
+        .write_all(format!("{old} {new} {committer} {secs} +0000\n").as_bytes())?;
+    std::fs::rename(&lock.path, &lock.target)?;
+    lock.done = true;
     Ok(true)
+}
+
+/// The commit a worktree's HEAD holds when it is detached: its file in the worktree's own Git
+/// directory `git_dir` holds the id. `None` for a HEAD on a branch, or one that cannot be read.
+pub fn detached_head(git_dir: &Path) -> Option<Oid> {
+    let text = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    Oid::parse(text.trim_end_matches('\n')).ok()
 }
 
 /// The committer Git signs a reflog entry with, `Name <email>`, from the environment

@@ -83,7 +83,7 @@ fn parse(bytes: &[u8]) -> Option<(Dir, BTreeMap<Vec<u8>, Oid>)> {
     for _ in 0..count {
         let fixed = content.get(at..at + 62)?;
         let mode = u32::from_be_bytes(fixed[24..28].try_into().ok()?);
-        let id = hex(&fixed[40..60]);
+        let id = Oid::from_raw(&fixed[40..60]).ok()?;
         let flags = u16::from_be_bytes(fixed[60..62].try_into().ok()?);
         let mut name_at = at + 62;
         if flags & STAGE != 0 || mode == DIR_MODE {
@@ -101,14 +101,7 @@ fn parse(bytes: &[u8]) -> Option<(Dir, BTreeMap<Vec<u8>, Oid>)> {
         // The entry is padded with one to eight NULs to a multiple of eight bytes.
         let entry = name_at - at + length;
         at += (entry + 8) / 8 * 8;
-        insert(
-            &mut root,
-            path,
-            File {
-                mode,
-                id: Oid::parse(&id).ok()?,
-            },
-        )?;
+        insert(&mut root, path, File { mode, id })?;
     }
     let cache = extensions(content.get(at..)?)?;
     Some((root, cache))
@@ -196,7 +189,7 @@ fn node(
     }
     if entries >= 0 {
         let id = rest.get(..ID)?;
-        cache.insert(here.clone(), Oid::parse(&hex(id)).ok()?);
+        cache.insert(here.clone(), Oid::from_raw(id).ok()?);
         *rest = &rest[ID..];
     }
     for _ in 0..subtrees {
@@ -239,24 +232,9 @@ fn write(
         body.push(b' ');
         body.extend_from_slice(name);
         body.push(0);
-        body.extend_from_slice(&raw(&id));
+        body.extend_from_slice(&id.to_raw());
     }
     store.write(Kind::Tree, &body)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// An id's raw bytes.
-fn raw(id: &Oid) -> Vec<u8> {
-    let text = id.as_str().as_bytes();
-    text.chunks(2)
-        .map(|pair| {
-            let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-            digit(pair[0]) << 4 | digit(pair[1])
-        })
-        .collect()
 }
 
 #[cfg(test)]

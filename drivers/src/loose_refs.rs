@@ -46,8 +46,10 @@ impl LooseRefs {
     /// The refs of the repository `location` names; `None` when `git` must write them.
     pub fn find(location: &Location) -> Option<LooseRefs> {
         let dirs = Dirs::find(location)?;
-        let hook = dirs.common.join("hooks").join("reference-transaction");
-        if dirs.config_mentions(&UNUSUAL) || hook.exists() || !dirs.common.join("refs").is_dir() {
+        if dirs.config_mentions(&UNUSUAL)
+            || dirs.has_transaction_hook()
+            || !dirs.common.join("refs").is_dir()
+        {
             return None;
         }
         Some(LooseRefs {
@@ -89,12 +91,10 @@ impl LooseRefs {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        packed
-            .lines()
-            .filter(|line| !line.starts_with(['#', '^']))
-            .find_map(|line| line.split_once(' ').filter(|(_, n)| *n == name))
+        packed_entries(&packed)
+            .find(|(_, packed)| *packed == name)
             .map(|(id, _)| {
-                Oid::parse(id).map_err(|_| odd(format!("packed-refs holds {line:?}", line = id)))
+                Oid::parse(id).map_err(|_| odd(format!("packed-refs gives {name} {id:?}")))
             })
             .transpose()
     }
@@ -191,16 +191,16 @@ impl LooseRefs {
 }
 
 /// A taken `<ref>.lock`; removed on drop unless its change was done.
-struct Lock {
-    path: PathBuf,
-    target: PathBuf,
-    done: bool,
+pub(crate) struct Lock {
+    pub(crate) path: PathBuf,
+    pub(crate) target: PathBuf,
+    pub(crate) done: bool,
 }
 
 impl Lock {
     /// Takes the lock of the ref file `target`, making its directories; `None` when it is held
     /// or cannot be made.
-    fn take(target: &Path) -> Option<Lock> {
+    pub(crate) fn take(target: &Path) -> Option<Lock> {
         let mut path = target.as_os_str().to_owned();
         path.push(".lock");
         let path = PathBuf::from(path);
@@ -239,12 +239,17 @@ fn is_plain_name(name: &str) -> bool {
         && name.split('/').all(is_component)
 }
 
-/// The ref names `packed-refs` (its text) holds.
-fn packed_names(packed: &str) -> impl Iterator<Item = &str> {
+/// The id and name of each ref `packed-refs` (its text) holds.
+fn packed_entries(packed: &str) -> impl Iterator<Item = (&str, &str)> {
     packed
         .lines()
         .filter(|line| !line.starts_with(['#', '^']))
-        .filter_map(|line| line.split_once(' ').map(|(_, name)| name))
+        .filter_map(|line| line.split_once(' '))
+}
+
+/// The ref names `packed-refs` (its text) holds.
+fn packed_names(packed: &str) -> impl Iterator<Item = &str> {
+    packed_entries(packed).map(|(_, name)| name)
 }
 
 /// Whether `packed-refs` (its text) holds `name`.

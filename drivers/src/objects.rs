@@ -122,8 +122,8 @@ impl Store {
         object.extend_from_slice(body);
         let mut sha = sha1::Sha1::default();
         sha.update(&object);
-        let hex: String = sha.finish().iter().map(|b| format!("{b:02x}")).collect();
-        let id = Oid::parse(&hex).expect("a SHA-1 digest is 40 hex digits");
+        let id = Oid::from_raw(&sha.finish()).expect("a SHA-1 digest is 20 bytes");
+        let hex = id.as_str();
         let fan = self.dir.join(&hex[..2]);
         let path = fan.join(&hex[2..]);
         if let Ok(file) = File::open(&path) {
@@ -171,8 +171,14 @@ impl Dirs {
             Location::GitDir(dir) => dir.clone(),
             Location::Dir(dir) => repository_dir(dir)?,
         };
+        Dirs::of_git_dir(git_dir)
+    }
+
+    /// The directories of the repository whose own Git directory is `git_dir`: the common
+    /// one is what its `commondir` names, else itself.
+    pub fn of_git_dir(git_dir: PathBuf) -> Option<Dirs> {
         let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-            Ok(text) => git_dir.join(text.trim_end_matches('\n')),
+            Ok(text) => git_dir.join(text.trim_end_matches(['\n', '\r'])),
             Err(e) if e.kind() == ErrorKind::NotFound => git_dir.clone(),
             Err(_) => return None,
         };
@@ -198,6 +204,15 @@ impl Dirs {
             }
         }
         Some(texts)
+    }
+
+    /// Whether Git would run a `reference-transaction` hook on every ref it moves here (a
+    /// hooks path set in config is looked for by the callers' config words).
+    pub fn has_transaction_hook(&self) -> bool {
+        self.common
+            .join("hooks")
+            .join("reference-transaction")
+            .exists()
     }
 
     /// Whether the repository's config file or the worktree's mentions any of `words` (lower

@@ -44,9 +44,8 @@ pub fn parse(body: &[u8], id_len: usize) -> Result<BTreeMap<Vec<u8>, Entry>, Fau
         if rest.len() < id_len || mode.is_empty() || name.is_empty() {
             return Err(bad());
         }
-        let hex: String = rest[..id_len].iter().map(|b| format!("{b:02x}")).collect();
+        let id = Oid::from_raw(&rest[..id_len]).map_err(|_| bad())?;
         rest = &rest[id_len..];
-        let id = Oid::parse(&hex).map_err(|_| bad())?;
         entries.insert(
             name,
             Entry {

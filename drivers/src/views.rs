@@ -100,8 +100,7 @@ impl Views {
     fn head(&self, dir: &Path, git: &Git) -> Result<Oid, Fault> {
         let detached = self
             .admin_dir(dir)
-            .and_then(|admin| std::fs::read_to_string(admin.join("HEAD")).ok())
-            .and_then(|text| Oid::parse(text.trim_end_matches('\n')).ok());
+            .and_then(|admin| crate::head::detached_head(&admin));
         match detached {
             Some(head) => Ok(head),
             None => oid(&git.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout),

@@ -736,3 +736,74 @@ fn chains_deeper_than_the_readers_walk_read_as_git_walks_them() {
         assert_eq!(reads[1].steps.len(), 3);
     }
 }
+
+/// Makes every `git` process started from now on in `dir` refuse the repository, so that a
+/// read or a build that still answers is shown to have started none.
+fn refuse_new_git_processes(dir: &std::path::Path) {
+    git(dir, &["config", "core.repositoryformatversion", "99"]);
+    assert!(
+        std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(dir)
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .expect("git runs")
+            .stderr
+            .starts_with(b"fatal: Expected git repo version"),
+        "git refuses the repository now"
+    );
+}
+
+#[test]
+fn a_short_chain_and_a_candidate_on_main_as_it_stands_start_no_git_process() {
+    let fx = Fixture::new();
+    let k = change("shortcha");
+    let long = change("longchai");
+    let steps = fx
+        .repo
+        .write_steps(&Append::on(
+            k.clone(),
+            None,
+            (1..=3).map(|n| heartbeat(&k, n)).collect(),
+            None,
+        ))
+        .expect("steps written");
+    let many = fx
+        .repo
+        .write_steps(&Append::on(
+            long.clone(),
+            None,
+            (1..=40).map(|n| heartbeat(&long, n)).collect(),
+            None,
+        ))
+        .expect("steps written");
+    let root = commit(&fx.clone, &[], &[("f", "a\n")], "root");
+    let draft = commit(
+        &fx.clone,
+        &[&root],
+        &[("f", "b\n"), ("g", "new\n")],
+        "draft",
+    );
+    // The reader starts before Git refuses the repository; every other `git` starts after.
+    fx.repo.reader().warm();
+    refuse_new_git_processes(&fx.clone);
+    let short = |tip: &Oid, change: &ChangeId| ChainQuery {
+        change: change.clone(),
+        tip: tip.clone(),
+        known: None,
+    };
+    let reads = fx
+        .repo
+        .read_chains(&[short(&steps[2], &k)])
+        .expect("a chain of three steps is walked by the reader alone");
+    assert_eq!(reads[0].steps.len(), 3);
+    assert!(
+        fx.repo.read_chains(&[short(&many[39], &long)]).is_err(),
+        "forty steps need git log, which cannot start now"
+    );
+    let built = fx
+        .repo
+        .build_candidate(&spec(&root, &draft, &root))
+        .expect("a draft on main as it stands needs no git merge-tree");
+    assert!(matches!(built, BuildResult::Clean { .. }), "{built:?}");
+}

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{CheckExit, CheckRequest};
 use crate::git::Oid;
-use crate::id::{CandidateId, ChangeId};
+use crate::id::{CandidateId, ChangeId, OpId};
 use crate::limits::PathStat;
 use crate::policy::CheckSpec;
-use crate::record::Step;
+use crate::record::{Step, StepBody};
 use crate::time::Timestamp;
 
 /// Names one action; its completion must carry the same id.
@@ -213,6 +213,21 @@ pub struct PushPlan {
     pub updates: Vec<RefUpdate>,
     /// All refs or none. bay's own pushes are always atomic.
     pub atomic: bool,
+}
+
+impl PushPlan {
+    /// The operations whose outcome this push writes: once it lands, they have ended, and a
+    /// driver lets go of what it kept for them (a candidate's local ref).
+    pub fn ended_ops(&self) -> Vec<OpId> {
+        self.appends
+            .iter()
+            .flat_map(|append| &append.steps)
+            .filter_map(|step| match &step.body {
+                StepBody::Outcome { op, .. } => Some(op.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Steps appended to one change's chain, by compare-and-swap on its tip.
@@ -607,3 +622,41 @@ impl std::fmt::Display for Misuse {
 }
 
 impl std::error::Error for Misuse {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::OpState;
+    use crate::time::Timestamp;
+
+    #[test]
+    fn a_push_ends_the_operations_whose_outcome_it_writes() {
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let step = |body: StepBody| Step {
+            change: change.clone(),
+            at: Timestamp(1),
+            by: "r".into(),
+            nonce: 1,
+            body,
+        };
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                change.clone(),
+                None,
+                vec![
+                    step(StepBody::Claim { op: change.op(1) }),
+                    step(StepBody::Outcome {
+                        op: change.op(2),
+                        state: OpState::Merged,
+                        reason: None,
+                        detail: serde_json::json!({}),
+                    }),
+                ],
+                None,
+            )],
+            ..PushPlan::default()
+        };
+        assert_eq!(plan.ended_ops(), vec![change.op(2)]);
+        assert!(PushPlan::default().ended_ops().is_empty());
+    }
+}

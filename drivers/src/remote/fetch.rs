@@ -296,6 +296,14 @@ mod seen_tests {
                 "{format}"
             );
             assert!(!seen.contains_key("refs/bay/executor/absent"), "{format}");
+            if format == "files" {
+                // Git refuses the repository from now on; the files still answer, alone.
+                git.cmd(["config", "core.repositoryformatversion", "99"])
+                    .run()
+                    .expect("config");
+                assert!(git.cmd(["rev-parse", "HEAD"]).run().is_err());
+                assert_eq!(repo.read_seen(&names).expect("read from the files"), seen);
+            }
         }
     }
 }

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 
 use bay_core::git::{Oid, refs};
 use bay_core::machine::{Append, Expect, Fault, NewValue, PushOutcome, PushPlan, PushReport};
-use bay_core::record::StepBody;
 
 use super::{Repo, fetch::keeping_reflog, fetch::mirror_prefix, fetch::strip};
 use crate::git::{GitError, Output, tail};
@@ -130,12 +129,8 @@ impl Repo {
                 )
             })
             .collect();
-        for append in &plan.appends {
-            for step in &append.steps {
-                if let StepBody::Outcome { op, .. } = &step.body {
-                    changes.push((refs::inflight(op), None));
-                }
-            }
+        for op in plan.ended_ops() {
+            changes.push((refs::inflight(&op), None));
         }
         // A presence's mirror keeps its reflog, as a fetch of it does (`read_seen`).
         let reflog = updates.iter().any(|u| u.name.starts_with(refs::EXECUTOR));

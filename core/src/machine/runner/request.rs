@@ -71,11 +71,13 @@ impl UnpushedRequest {
         {
             Some(append) => append.expect = lease,
             None => plan.appends.push(Append {
-                change: self.change.clone(),
-                parent: Some(self.step.clone()),
                 expect: lease,
-                steps: Vec::new(),
-                carry: None,
+                ..Append::on(
+                    self.change.clone(),
+                    Some(self.step.clone()),
+                    Vec::new(),
+                    None,
+                )
             }),
         }
         for update in &self.updates {
