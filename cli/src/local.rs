@@ -46,6 +46,12 @@ impl Local {
         self.repo.fetch(spec).map_err(|fault| fault.to_string())
     }
 
+    /// Begins taking the work in the view of `change` as a tree, while the command fetches
+    /// (see [`Views::stage`]).
+    pub fn stage_view(&self, change: &bay_core::id::ChangeId) {
+        self.views.stage(change);
+    }
+
     /// A file at `commit`, `None` when the commit has no such file.
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, String> {
         self.repo

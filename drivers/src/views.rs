@@ -6,8 +6,10 @@
 //! worktree's own config sets `core.autocrlf=false`, whatever the machine's says. After the
 //! start the view works offline; saving a draft reads only local objects.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
@@ -33,6 +35,42 @@ pub struct Views {
     /// Who Git signs a view's HEAD reflog with (`Name <email>`), when this process can tell:
     /// then it moves a view's HEAD itself.
     committer: Option<String>,
+    /// Views whose work [`Views::stage`] is taking as a tree, by change: the next
+    /// [`Views::freeze`] of that change saves that tree.
+    staged: Arc<Staged>,
+}
+
+/// Work being taken as trees, by change. Dropped with the last [`Views`], it waits for any
+/// still being taken, so that a command never ends with its process halfway through writing a
+/// tree object.
+#[derive(Debug, Default)]
+struct Staged(Mutex<BTreeMap<ChangeId, JoinHandle<Result<Oid, Fault>>>>);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Ok(staged) = self.0.get_mut() {
+            for (_, taking) in std::mem::take(staged) {
+                let _ = taking.join();
+            }
+        }
+    }
+}
+
+/// The work in the view at `dir` as a tree: every file under its sparse paths added to its
+/// index, as `git add --all` adds them, and the index written as a tree. The tree is built and
+/// written by this process where it can read the index (in `admin`, the view's own Git
+/// directory) and write objects as Git would ([`crate::index`]), else by `git write-tree`.
+fn tree_of_work(dir: &Path, admin: Option<&Path>, objects: &Objects) -> Result<Oid, Fault> {
+    let view = Git::in_dir(dir);
+    view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
+    if let (Some(admin), Some(store)) = (admin, objects.store()) {
+        let built = crate::index::tree_of_index(&admin.join("index"), store)
+            .map_err(|e| Fault(format!("cannot write the view's tree: {e}")))?;
+        if let Some(tree) = built {
+            return Ok(tree);
+        }
+    }
+    oid(&view.cmd(["write-tree"]).run()?.stdout)
 }
 
 impl Views {
@@ -43,6 +81,7 @@ impl Views {
             objects: Objects::new(Location::GitDir(common_dir.clone())),
             reader: Arc::new(Reader::new(Git::git_dir(common_dir.clone()))),
             committer: None,
+            staged: Arc::default(),
             common_dir,
         }
     }
@@ -121,16 +160,6 @@ impl Views {
         git.cmd(["update-ref", "--no-deref", "HEAD", to.as_str()])
             .run()?;
         Ok(())
-    }
-
-    /// The tree of the view's index, built and written by this process where it can read the
-    /// index and write objects as Git would ([`crate::index`]); `None` for `git write-tree`.
-    fn tree_of_index(&self, dir: &Path) -> Result<Option<Oid>, Fault> {
-        let (Some(admin), Some(store)) = (self.admin_dir(dir), self.objects.store()) else {
-            return Ok(None);
-        };
-        crate::index::tree_of_index(&admin.join("index"), store)
-            .map_err(|e| Fault(format!("cannot write the view's tree: {e}")))
     }
 
     /// Makes the view of `change` show `draft` (creating it with `paths` if it does not
@@ -224,18 +253,41 @@ impl Views {
         Ok(out.success())
     }
 
-    /// Saves the view's work as a draft on `parent`. With no view on this machine, or nothing
-    /// new in it, the draft stays `parent`.
+    /// Begins taking the work in the view of `change` as a tree, on a thread of its own, for
+    /// the next [`Views::freeze`] of that change to save. `bay merge` calls it first thing, so
+    /// that `git add` runs while the command fetches: the draft is the view's work as it was
+    /// when the command began. Does nothing when this machine has no view of `change`.
+    pub fn stage(&self, change: &ChangeId) {
+        let dir = self.dir(change);
+        if !self.is_view(&dir) {
+            return;
+        }
+        let (admin, objects) = (self.admin_dir(&dir), self.objects.clone());
+        let taking = std::thread::spawn(move || tree_of_work(&dir, admin.as_deref(), &objects));
+        if let Ok(mut staged) = self.staged.0.lock() {
+            staged.insert(change.clone(), taking);
+        }
+    }
+
+    /// Saves the view's work as a draft on `parent`: the work [`Views::stage`] took, else the
+    /// work as it is now. With no view on this machine, or nothing new in it, the draft stays
+    /// `parent`.
     pub fn freeze(&self, change: &ChangeId, parent: &Oid) -> Result<Oid, Fault> {
         let dir = self.dir(change);
         if !self.is_view(&dir) {
             return Ok(parent.clone());
         }
         let view = Git::in_dir(&dir);
-        view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
-        let tree = match self.tree_of_index(&dir)? {
-            Some(tree) => tree,
-            None => oid(&view.cmd(["write-tree"]).run()?.stdout)?,
+        let staged = self
+            .staged
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut staged| staged.remove(change));
+        let tree = match staged.map(JoinHandle::join) {
+            Some(Ok(taken)) => taken?,
+            Some(Err(_)) => return Err(Fault("taking the view's work as a tree panicked".into())),
+            None => tree_of_work(&dir, self.admin_dir(&dir).as_deref(), &self.objects)?,
         };
         let head = self.head(&dir, &view)?;
         let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
@@ -330,5 +382,76 @@ fn is_ancestor(git: &Git, ancestor: &Oid, descendant: &Oid) -> Result<bool, Faul
             "git merge-base --is-ancestor {ancestor} {descendant} failed: {}",
             crate::git::tail(out.stderr.as_bytes())
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clone holding `a.txt` ("zero") and its view of `a.txt` for `change`: the views, the
+    /// commit and the view's folder.
+    fn view_of_a(root: &Path, change: &ChangeId) -> (Views, Oid, PathBuf) {
+        let git = crate::testing::repository_with_a_commit(root);
+        std::fs::write(root.join("a.txt"), "zero\n").expect("write");
+        git.cmd(["add", "a.txt"]).run().expect("add");
+        git.cmd(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(["commit", "-q", "-m", "a"])
+            .run()
+            .expect("commit");
+        let head = oid(&git.cmd(["rev-parse", "HEAD"]).run().expect("HEAD").stdout).expect("id");
+        let views = Views::new(root, root.join(".git"));
+        let dir = views
+            .make(change, &["a.txt".into()], &head)
+            .expect("a view");
+        (views, head, PathBuf::from(dir))
+    }
+
+    fn file_at(views: &Views, commit: &Oid) -> String {
+        let out = views
+            .clone_git()
+            .cmd(["show", &format!("{commit}:a.txt")])
+            .run()
+            .expect("git show");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn a_freeze_after_a_stage_saves_the_work_the_stage_took() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let (views, head, dir) = view_of_a(root.path(), &change);
+        std::fs::write(dir.join("a.txt"), "staged\n").expect("write");
+        views.stage(&change);
+        // Let the stage finish, then change the work again before the freeze.
+        let taking = views.staged.0.lock().expect("lock").remove(&change);
+        let taken = taking.expect("the stage began").join().expect("no panic");
+        let tree = taken.expect("a tree");
+        let again = tree.clone();
+        views
+            .staged
+            .0
+            .lock()
+            .expect("lock")
+            .insert(change.clone(), std::thread::spawn(move || Ok(again)));
+        std::fs::write(dir.join("a.txt"), "after\n").expect("write");
+
+        let draft = views.freeze(&change, &head).expect("a draft");
+        assert_eq!(file_at(&views, &draft), "staged\n");
+        let of = trees::of_commits(&views.reader, std::slice::from_ref(&draft)).expect("tree");
+        assert_eq!(of, vec![tree]);
+        // The stage is spent: the next freeze takes the work as it is then.
+        let next = views.freeze(&change, &draft).expect("a draft");
+        assert_eq!(file_at(&views, &next), "after\n");
+    }
+
+    #[test]
+    fn a_stage_with_no_view_here_takes_nothing() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let (views, head, _) = view_of_a(root.path(), &ChangeId::parse("c7k2m4qa").expect("id"));
+        let elsewhere = ChangeId::parse("d7k2m4qa").expect("an id");
+        views.stage(&elsewhere);
+        assert!(views.staged.0.lock().expect("lock").is_empty());
+        assert_eq!(views.freeze(&elsewhere, &head).expect("the parent"), head);
     }
 }

@@ -53,6 +53,8 @@ pub fn merge_change(
     change: ChangeId,
     wait: Option<u64>,
 ) -> BayResult {
+    // The request saves the view's work: it is taken now, while the command fetches.
+    driver.executor().stage_view(&change);
     if wait == Some(0) {
         // The runner carries the request in its first write when nothing is queued ahead; a
         // request it could not carry is asked for again, on its own.
