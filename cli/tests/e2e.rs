@@ -71,33 +71,30 @@ fn two_agents_racing_one_intent_get_one_change() {
         .iter()
         .map(|name| world.clone_as(name))
         .collect();
-    let children: Vec<_> = clones
-        .iter()
-        .zip(["ann", "bob", "cat"])
-        .map(|(clone, actor)| {
-            Command::new(BAY)
-                .arg("-C")
-                .arg(clone)
-                .args([
-                    "--json",
-                    "start",
-                    "fix the footer",
-                    "--paths",
-                    "src/greeting.txt",
-                ])
-                .env("BAY_ACTOR", actor)
-                .output()
-        })
-        .collect();
-    let changes: Vec<String> = children
-        .into_iter()
-        .map(|out| {
-            let out = out.expect("bay runs");
-            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a document");
-            assert_eq!(doc["decision"], "ok", "{doc}");
-            doc["change"].as_str().expect("a change").to_string()
-        })
-        .collect();
+    // Each start runs on its own thread, let go at one moment: the three race.
+    let gate = std::sync::Barrier::new(clones.len());
+    let changes: Vec<String> = std::thread::scope(|scope| {
+        let racing: Vec<_> = clones
+            .iter()
+            .zip(["ann", "bob", "cat"])
+            .map(|(clone, actor)| {
+                let gate = &gate;
+                scope.spawn(move || {
+                    gate.wait();
+                    let args = ["start", "fix the footer", "--paths", "src/greeting.txt"];
+                    bay(clone, actor, &args)
+                })
+            })
+            .collect();
+        racing
+            .into_iter()
+            .map(|start| {
+                let ran = start.join().expect("no panic");
+                assert_eq!(ran.doc["decision"], "ok", "{:?}", ran.doc);
+                ran.doc["change"].as_str().expect("a change").to_string()
+            })
+            .collect()
+    });
     assert!(
         changes.windows(2).all(|pair| pair[0] == pair[1]),
         "one intent, one change: {changes:?}"
