@@ -264,6 +264,50 @@ fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_me
     );
 }
 
+#[test]
+fn merge_wait_with_seconds_watches_only_while_the_change_waits_for_a_runner() {
+    // The check runs until the test ends, so a runner that takes the change keeps it running.
+    let endless = CHECK.replace(
+        "request=$(cat)",
+        "request=$(cat)\nwhile [ \"$BAY_SLOW\" = 1 ]; do sleep 0.1; done",
+    );
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy("env = [\"BAY_SLOW\"]\n"), false),
+        (".bay/check", &endless, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
+    // No runner: the seconds run out while the change waits, and it is queued still.
+    let waited = bay(&view, "ann", &["merge", "--wait=1"]);
+    assert_eq!(waited.doc["decision"], "queued", "{waited:?}");
+    assert_eq!(waited.doc["state"], "submitted", "{waited:?}");
+    assert_eq!(waited.code, 0);
+    // A runner takes it: the watch returns as soon as the change runs, long before its
+    // seconds run out, and the run goes on.
+    let mut runner = Command::new(BAY)
+        .arg("-C")
+        .arg(&world.admin)
+        .args(["--json", "runner", "run", "--interval-s", "1"])
+        .env("BAY_SLOW", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the runner starts");
+    let window = Duration::from_secs(120);
+    let began = std::time::Instant::now();
+    let watched = bay(&view, "ann", &["merge", "--wait=120"]);
+    let took = began.elapsed();
+    runner.kill().expect("stop the runner");
+    runner.wait().expect("the runner is gone");
+    assert_eq!(watched.doc["decision"], "queued", "{watched:?}");
+    assert_eq!(watched.doc["state"], "running", "{watched:?}");
+    assert_eq!(watched.code, 0);
+    assert!(took < window, "the watch ran its {window:?} out");
+    assert_eq!(world.merges_of(&change), 0);
+}
+
 /// The local refs that keep candidates, in `clone`.
 fn inflight(clone: &std::path::Path) -> String {
     let listed = git(

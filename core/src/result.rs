@@ -118,6 +118,12 @@ impl OpState {
         }
     }
 
+    /// The operation is in the queue and no runner works it yet: what `--wait=<seconds>`
+    /// watches, and nothing else.
+    pub const fn waits_for_runner(self) -> bool {
+        matches!(self, OpState::Submitted | OpState::Admitted)
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             OpState::Submitted => "submitted",

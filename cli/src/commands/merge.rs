@@ -6,7 +6,7 @@ use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::runner::{RunMode, Runner, Seed};
 use bay_core::machine::status::{Status, StatusInput};
-use bay_core::result::{BayResult, Decision};
+use bay_core::result::{BayResult, Decision, OpState};
 use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
@@ -27,8 +27,8 @@ pub struct Args {
 /// `--wait[=<seconds>]`, as `bay merge` and `bay undo` take it.
 #[derive(clap::Args, Debug)]
 pub struct Wait {
-    /// Merge it here and return the outcome. With seconds, watch another runner merge it for
-    /// at most that long instead.
+    /// Merge it here and return the outcome. With seconds, watch it instead, for at most that
+    /// long, while it waits for a runner; return as soon as one works it.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
     pub wait: Option<u64>,
 }
@@ -45,8 +45,8 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     merge_change(&context, &mut driver, change, args.wait.wait)
 }
 
-/// Asks for `change` to be merged; with `wait` 0 merges it here, with more watches another
-/// runner merge it for at most that many seconds. `bay undo` merges its change the same way.
+/// Asks for `change` to be merged; with `wait` 0 merges it here, with more watches it, for at
+/// most that many seconds, while it waits for a runner. `bay undo` merges its change the same way.
 pub fn merge_change(
     context: &Context,
     driver: &mut Driver<Local>,
@@ -72,7 +72,8 @@ pub fn merge_change(
     let (Some(wait), Decision::Queued) = (wait, queued.decision) else {
         return queued;
     };
-    // Watch another runner work it, for at most `wait` seconds.
+    // Watch, for at most `wait` seconds, only while the change waits in the queue for a
+    // runner; once one works it (or it ended), say so at once: the run goes on.
     let until = Instant::now() + Duration::from_secs(wait);
     loop {
         let fetched_at = clock::now();
@@ -85,9 +86,9 @@ pub fn merge_change(
             fetched_at,
         );
         let result = drive(driver, &mut status, fetched_at);
-        let ended = result.state.is_some_and(|state| state.is_terminal())
-            || result.decision == Decision::Failed;
-        if ended || Instant::now() >= until {
+        let waiting = result.decision == Decision::Queued
+            && result.state.is_some_and(OpState::waits_for_runner);
+        if !waiting || Instant::now() >= until {
             return with_actor(result, context);
         }
         std::thread::sleep(
