@@ -204,25 +204,10 @@ fn merge_wait_with_no_runner_merges_here() {
 
 #[test]
 fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_merges_once() {
-    // The check waits for a file that only the test creates, so runner a is surely inside it.
-    let slow = CHECK.replace("request=$(cat)", "request=$(cat)\ntouch started\nwhile [ ! -e \"$HOME/../../../go\" ] && [ \"$BAY_SLOW\" = 1 ]; do sleep 0.1; done");
-    let world = World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (".bay/config.toml", CONFIG, false),
-        (".bay/policy.toml", &policy("env = [\"BAY_SLOW\"]\n"), false),
-        (".bay/check", &slow, true),
-    ]);
+    let world = world_with_an_endless_check();
     let ann = world.clone_as("ann");
     let (change, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
-    let mut a = Command::new(BAY)
-        .arg("-C")
-        .arg(&world.admin)
-        .args(["--json", "runner", "run", "--interval-s", "1"])
-        .env("BAY_SLOW", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("runner a starts");
+    let mut a = endless_runner(&world.admin);
     let checks = world.admin.join(".git/bay/check");
     wait_until(Duration::from_secs(60), "runner a inside its check", || {
         started(&checks)
@@ -266,17 +251,7 @@ fn a_runner_killed_in_the_middle_of_a_check_is_taken_over_after_the_lease_and_me
 
 #[test]
 fn merge_wait_with_seconds_watches_only_while_the_change_waits_for_a_runner() {
-    // The check runs until the test ends, so a runner that takes the change keeps it running.
-    let endless = CHECK.replace(
-        "request=$(cat)",
-        "request=$(cat)\nwhile [ \"$BAY_SLOW\" = 1 ]; do sleep 0.1; done",
-    );
-    let world = World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (".bay/config.toml", CONFIG, false),
-        (".bay/policy.toml", &policy("env = [\"BAY_SLOW\"]\n"), false),
-        (".bay/check", &endless, true),
-    ]);
+    let world = world_with_an_endless_check();
     let ann = world.clone_as("ann");
     let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
     // No runner: the seconds run out while the change waits, and it is queued still.
@@ -286,15 +261,7 @@ fn merge_wait_with_seconds_watches_only_while_the_change_waits_for_a_runner() {
     assert_eq!(waited.code, 0);
     // A runner takes it: the watch returns as soon as the change runs, long before its
     // seconds run out, and the run goes on.
-    let mut runner = Command::new(BAY)
-        .arg("-C")
-        .arg(&world.admin)
-        .args(["--json", "runner", "run", "--interval-s", "1"])
-        .env("BAY_SLOW", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the runner starts");
+    let mut runner = endless_runner(&world.admin);
     let window = Duration::from_secs(120);
     let began = std::time::Instant::now();
     let watched = bay(&view, "ann", &["merge", "--wait=120"]);
@@ -306,6 +273,35 @@ fn merge_wait_with_seconds_watches_only_while_the_change_waits_for_a_runner() {
     assert_eq!(watched.code, 0);
     assert!(took < window, "the watch ran its {window:?} out");
     assert_eq!(world.merges_of(&change), 0);
+}
+
+/// A world whose check first touches `started`, then runs on while `BAY_SLOW` is 1: a runner
+/// started with it (see `endless_runner`) is surely inside its check until it is killed.
+fn world_with_an_endless_check() -> World {
+    let endless = CHECK.replace(
+        "request=$(cat)",
+        "request=$(cat)\ntouch started\nwhile [ \"$BAY_SLOW\" = 1 ]; do sleep 0.1; done",
+    );
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy("env = [\"BAY_SLOW\"]\n"), false),
+        (".bay/check", &endless, true),
+    ])
+}
+
+/// A looping runner in `clone`, in the background, whose checks in
+/// `world_with_an_endless_check` never end.
+fn endless_runner(clone: &std::path::Path) -> std::process::Child {
+    Command::new(BAY)
+        .arg("-C")
+        .arg(clone)
+        .args(["--json", "runner", "run", "--interval-s", "1"])
+        .env("BAY_SLOW", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the runner starts")
 }
 
 /// The local refs that keep candidates, in `clone`.
