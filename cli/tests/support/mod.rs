@@ -52,6 +52,11 @@ pub struct Ran {
 impl World {
     /// A remote whose main holds `files` (path, content, executable).
     pub fn new(files: &[(&str, &str, bool)]) -> World {
+        World::on_branch("main", files)
+    }
+
+    /// A remote whose default branch is `branch`, holding `files`.
+    pub fn on_branch(branch: &str, files: &[(&str, &str, bool)]) -> World {
         let root = tempfile::Builder::new()
             .prefix("bay-e2e-")
             .tempdir()
@@ -63,7 +68,7 @@ impl World {
                 "init",
                 "--quiet",
                 "--bare",
-                "--initial-branch=main",
+                &format!("--initial-branch={branch}"),
                 "remote.git",
             ],
         );
@@ -82,7 +87,7 @@ impl World {
         }
         git(&world.admin, &["add", "--all"]);
         git(&world.admin, &["commit", "--quiet", "-m", "first"]);
-        git(&world.admin, &["push", "--quiet", "origin", "main"]);
+        git(&world.admin, &["push", "--quiet", "origin", branch]);
         world
     }
 
