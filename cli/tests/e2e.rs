@@ -371,6 +371,53 @@ fn a_runner_killed_during_its_push_leaves_no_double_merge_and_the_outcome_is_rea
 }
 
 #[test]
+fn a_runner_that_loses_its_merge_push_reply_merges_once_and_goes_on() {
+    let world = World::standard();
+    // Once main has moved, the remote kills the `git push` that moved it (its client, up the
+    // process tree): the push applied, and the runner, alive, never hears so.
+    let armed = world.root.path().join("armed");
+    let killed = world.root.path().join("killed");
+    let hook = format!(
+        r#"#!/bin/sh
+grep -q ' refs/heads/main$' || exit 0
+rm {armed} 2>/dev/null || exit 0
+pid=$PPID
+while [ "$pid" -gt 1 ]; do
+  if tr '\0' ' ' < /proc/$pid/cmdline | grep -q ' push --porcelain'; then kill -9 "$pid" && touch {killed}; exit 0; fi
+  pid=$(cut -d' ' -f4 /proc/$pid/stat)
+done
+"#,
+        armed = armed.display(),
+        killed = killed.display()
+    );
+    write_program(&world.remote, "hooks/post-receive", &hook);
+    write(world.root.path(), "armed", "");
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert!(
+        killed.exists(),
+        "the remote killed the merge push after it applied"
+    );
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.merges_of(&change), 1, "the push applied once");
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    // The runner goes on: its log moved with the lost push, and its next merge builds on it.
+    let (next, _) = world.submit(&ann, "ann", "part", "src/other.txt", "Bye\n");
+    let again = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(world.merges_of(&change), 1, "no double merge");
+    assert_eq!(world.merges_of(&next), 1, "{again:?}");
+    let merged: Vec<String> = log_events(&world, "admin")
+        .into_iter()
+        .filter(|(_, event)| event["kind"] == "merged")
+        .map(|(_, event)| event["change"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(merged, vec![change, next], "each merge logged once");
+}
+
+#[test]
 fn a_check_sees_neither_home_nor_the_network_and_writes_only_its_candidate() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
     let port = listener.local_addr().expect("an address").port();
