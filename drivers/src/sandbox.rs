@@ -175,17 +175,13 @@ fn unavailable(what: &str) -> String {
 /// Only the global config counts: a repository (or a change to it) must not be able to turn
 /// the sandbox off. A config that cannot be read counts as unset, which keeps the sandbox on.
 pub fn executor_setting() -> Option<String> {
-    let out = Command::new("git")
-        .args(["config", "--global", "--get", SETTING])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
+    // Through the wrapper that bounds every `git` call in time and clears the variables that
+    // would point Git at some repository: only the global file is read.
+    let out = crate::git::Git::in_dir("/")
+        .cmd(["config", "--global", "--get", SETTING])
         .output()
         .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    out.success().then(|| out.text().trim().to_owned())
 }
 
 /// The first `name` on this process's `PATH`, as an absolute path.

@@ -262,7 +262,9 @@ pub fn bay(dir: &Path, actor: &str, args: &[&str]) -> Ran {
 
 pub fn bay_with(dir: &Path, actor: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
     let mut command = Command::new(BAY);
+    // Run in `dir` too, as an agent in its view does: nothing may depend on which is used.
     command
+        .current_dir(dir)
         .arg("-C")
         .arg(dir)
         .arg("--json")
