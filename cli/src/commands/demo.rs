@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bay_core::result::BayResult;
+use bay_drivers::git::Git;
 use serde_json::{Value, json};
 
 use crate::Cli;
@@ -209,6 +210,17 @@ fn demo(cli: &Cli, args: &Args) -> Result<BayResult, String> {
     git(&admin, &["pull", "--quiet", "origin", "main"])?;
     let log = git(&admin, &["log", "--format=%h %s", "origin/main"])?;
     demo.say(&format!("Main now:\n{}", indent(&log)));
+    // The runner's evidence for the tree main now holds: the check's record of bob's repair.
+    let evidence = git(
+        &remote,
+        &[
+            "for-each-ref",
+            "--count=1",
+            "--format=%(refname)",
+            "refs/notes/bay/evidence/",
+        ],
+    )?;
+    let tree = git(&admin, &["rev-parse", "origin/main^{tree}"])?;
     let look = vec![
         format!("git -C {} log --oneline origin/main", admin.display()),
         format!(
@@ -220,7 +232,7 @@ fn demo(cli: &Cli, args: &Args) -> Result<BayResult, String> {
             remote.display()
         ),
         format!(
-            "git --git-dir={} notes --ref=refs/notes/bay/evidence/<runner> show <tree>",
+            "git --git-dir={} notes --ref={evidence} show {tree}",
             remote.display()
         ),
     ];
@@ -312,22 +324,10 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
+/// `git` in `dir`, through the wrapper every bay call to Git goes through (C locale, a time
+/// bound, no variables that point Git elsewhere): its stdout without the final newline.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("LC_ALL", "C")
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    Git::in_dir(dir).cmd(args).text().map_err(|e| e.to_string())
 }
 
 fn write(dir: &Path, path: &str, content: &str) -> Result<(), String> {
