@@ -107,6 +107,40 @@ fn two_agents_racing_one_intent_get_one_change() {
 }
 
 #[test]
+fn the_actor_is_bay_actor_else_the_user_name_else_agent_and_says_which() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let start = |intent: &str, env: &[(&str, &str)]| {
+        let mut command = Command::new(BAY);
+        command
+            .arg("-C")
+            .arg(&ann)
+            .args(["--json", "start", intent, "--paths", "src/greeting.txt"])
+            .env_remove("BAY_ACTOR")
+            .env_remove("USER")
+            .env_remove("LOGNAME");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let out = command.output().expect("bay runs");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a document");
+        assert_eq!(doc["decision"], "ok", "{doc}");
+        (
+            doc["detail"]["actor"].clone(),
+            doc["detail"]["actor_source"].clone(),
+        )
+    };
+    let named = start("one", &[("BAY_ACTOR", "ann"), ("USER", "zed")]);
+    assert_eq!(named, ("ann".into(), "env".into()));
+    let user = start("two", &[("USER", "zed")]);
+    assert_eq!(user, ("zed".into(), "user-default".into()));
+    let logname = start("three", &[("LOGNAME", "yve")]);
+    assert_eq!(logname, ("yve".into(), "user-default".into()));
+    let nobody = start("four", &[]);
+    assert_eq!(nobody, ("agent".into(), "default".into()));
+}
+
+#[test]
 fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair_merges() {
     let world = World::standard();
     let (ann, bob) = (world.clone_as("ann"), world.clone_as("bob"));
