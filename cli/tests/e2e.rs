@@ -141,6 +141,53 @@ fn the_actor_is_bay_actor_else_the_user_name_else_agent_and_says_which() {
 }
 
 #[test]
+fn at_a_terminal_a_command_prints_its_plain_sentence_and_exits_as_through_a_pipe() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    // `script` gives bay a terminal for stdout; `-e` passes bay's exit code on.
+    let at_terminal = |args: &str| {
+        let command = format!("{BAY} -C {} {args}", ann.display());
+        let out = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("BAY_ACTOR", "ann")
+            .output()
+            .expect("script runs");
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (text, out.status.code())
+    };
+    for (args, code) in [("status", 0), ("merge", 20)] {
+        let piped = bay(&ann, "ann", &args.split(' ').collect::<Vec<_>>());
+        let (text, exit) = at_terminal(args);
+        assert_eq!(
+            text,
+            piped.doc["say"].as_str().expect("a sentence"),
+            "{args}"
+        );
+        assert!(!text.starts_with('{'), "{text}");
+        assert_eq!((exit, piped.code), (Some(code), code), "{args}: {text}");
+    }
+}
+
+#[test]
+fn a_declared_path_outside_the_repository_or_with_a_wildcard_is_a_usage_error() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    for path in ["../secrets", "src/*.txt"] {
+        let out = Command::new(BAY)
+            .arg("-C")
+            .arg(&ann)
+            .args(["--json", "start", "peek", "--paths", path])
+            .output()
+            .expect("bay runs");
+        assert_eq!(out.status.code(), Some(2), "{path}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(&format!("{path:?}")), "{said}");
+    }
+    let changes = git_dir(&world.remote, &["for-each-ref", "refs/bay/changes"]);
+    assert!(changes.is_empty(), "nothing was started: {changes}");
+}
+
+#[test]
 fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair_merges() {
     let world = World::standard();
     let (ann, bob) = (world.clone_as("ann"), world.clone_as("bob"));

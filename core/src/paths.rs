@@ -28,6 +28,27 @@ pub fn overlap(a: &[String], b: &[String]) -> bool {
     })
 }
 
+/// A path as a change declares it (`bay start --paths`), checked: it names a file or folder
+/// inside the repository, literally. `..` would leave the repository, and a line break or a
+/// character Git's sparse patterns read as a wildcard or an escape (`* ? [ \\`) would make the
+/// view show other files than the change covers; each is refused, naming the path and why.
+pub fn declared(path: &str) -> Result<String, String> {
+    if path.split('/').any(|part| part == "..") {
+        return Err(format!(
+            "{path:?} leaves the repository (`..`); name a file or folder from the repository's top"
+        ));
+    }
+    if let Some(c) = path
+        .chars()
+        .find(|c| matches!(c, '\n' | '\r' | '*' | '?' | '[' | '\\'))
+    {
+        return Err(format!(
+            "{path:?} holds {c:?}; a declared path names files literally, without wildcards or line breaks"
+        ));
+    }
+    Ok(path.to_owned())
+}
+
 /// A repository path without empty and `.` parts, as the policy compares them: `./a//b/` is
 /// `a/b`. Git names files that way, so a path a person wrote matches the file Git lists.
 pub fn normalize(path: &str) -> String {
@@ -54,6 +75,26 @@ mod tests {
         assert!(covers("src/a.rs", "src/a.rs"));
         assert!(!covers("src/a.rs", "src/a.rs.orig"));
         assert!(!covers("src/a.rs", "src/b.rs"));
+    }
+
+    #[test]
+    fn a_declared_path_stays_inside_the_repository_and_is_literal() {
+        for fine in ["src", "src/", "/src/a.rs", "a b/c.txt", "", "./x"] {
+            assert_eq!(declared(fine).as_deref(), Ok(fine), "{fine}");
+        }
+        for bad in [
+            "..",
+            "../x",
+            "src/../../etc",
+            "src/*.rs",
+            "a?",
+            "[ab]",
+            "a\\b",
+            "a\nb",
+        ] {
+            let why = declared(bad).expect_err(bad);
+            assert!(why.contains(&format!("{bad:?}")), "{why}");
+        }
     }
 
     #[test]

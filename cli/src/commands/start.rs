@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(value_name = "INTENT_OR_CHANGE")]
     pub target: String,
     /// The paths this change needs: its view holds only these.
-    #[arg(long, num_args = 1.., value_name = "PATH")]
+    #[arg(long, num_args = 1.., value_name = "PATH", value_parser = bay_core::paths::declared)]
     pub paths: Vec<String>,
     /// Open the intent's next change instead of adopting its ended one.
     #[arg(long)]
