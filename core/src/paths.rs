@@ -30,8 +30,9 @@ pub fn overlap(a: &[String], b: &[String]) -> bool {
 
 /// A path as a change declares it (`bay start --paths`), checked: it names a file or folder
 /// inside the repository, literally. `..` would leave the repository, and a line break or a
-/// character Git's sparse patterns read as a wildcard or an escape (`* ? [ \\`) would make the
-/// view show other files than the change covers; each is refused, naming the path and why.
+/// character Git's sparse patterns read as a wildcard or an escape (`*`, `?`, `[`, a
+/// backslash) would make the view show other files than the change covers; each is refused,
+/// naming the path and why.
 pub fn declared(path: &str) -> Result<String, String> {
     if path.split('/').any(|part| part == "..") {
         return Err(format!(

@@ -256,17 +256,23 @@ impl Views {
     /// Begins taking the work in the view of `change` as a tree, on a thread of its own, for
     /// the next [`Views::freeze`] of that change to save. `bay merge` calls it first thing, so
     /// that `git add` runs while the command fetches: the draft is the view's work as it was
-    /// when the command began. Does nothing when this machine has no view of `change`.
+    /// when the command began. Does nothing when this machine has no view of `change`, or
+    /// when its work is being taken already (two `git add`s in one view would race for its
+    /// index).
     pub fn stage(&self, change: &ChangeId) {
         let dir = self.dir(change);
         if !self.is_view(&dir) {
             return;
         }
+        let Ok(mut staged) = self.staged.0.lock() else {
+            return;
+        };
+        if staged.contains_key(change) {
+            return;
+        }
         let (admin, objects) = (self.admin_dir(&dir), self.objects.clone());
         let taking = std::thread::spawn(move || tree_of_work(&dir, admin.as_deref(), &objects));
-        if let Ok(mut staged) = self.staged.0.lock() {
-            staged.insert(change.clone(), taking);
-        }
+        staged.insert(change.clone(), taking);
     }
 
     /// Saves the view's work as a draft on `parent`: the work [`Views::stage`] took, else the
@@ -423,6 +429,11 @@ mod tests {
         let (views, head, dir) = view_of_a(root.path(), &change);
         std::fs::write(dir.join("a.txt"), "staged\n").expect("write");
         views.stage(&change);
+        // A second stage while the first is held starts no second `git add` in the view.
+        let first = |views: &Views| views.staged.0.lock().expect("lock")[&change].thread().id();
+        let taking = first(&views);
+        views.stage(&change);
+        assert_eq!(first(&views), taking);
         // Let the stage finish, then change the work again before the freeze.
         let taking = views.staged.0.lock().expect("lock").remove(&change);
         let taken = taking.expect("the stage began").join().expect("no panic");

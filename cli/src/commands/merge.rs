@@ -46,7 +46,8 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
 }
 
 /// Asks for `change` to be merged; with `wait` 0 merges it here, with more watches it, for at
-/// most that many seconds, while it waits for a runner. `bay undo` merges its change the same way.
+/// most that many seconds, while it waits for a runner. `bay undo` merges its change the same
+/// way.
 pub fn merge_change(
     context: &Context,
     driver: &mut Driver<Local>,
