@@ -188,6 +188,33 @@ fn a_declared_path_outside_the_repository_or_with_a_wildcard_is_a_usage_error() 
 }
 
 #[test]
+fn a_view_works_offline_after_the_start() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
+    // The remote goes away: the view's files, its history and its diff need none of it.
+    let away = world.root.path().join("away.git");
+    std::fs::rename(&world.remote, &away).expect("the remote goes away");
+    assert_eq!(
+        std::fs::read_to_string(view.join("src/greeting.txt")).expect("the file"),
+        "Hi\n"
+    );
+    let diff = git(&view, &["diff", "--name-only"]);
+    assert_eq!(diff.trim(), "src/greeting.txt");
+    git(&view, &["log", "-1", "--format=%H"]);
+    let status = git(&view, &["status", "--porcelain"]);
+    assert_eq!(status.trim(), "M src/greeting.txt");
+    // Asking to merge needs the remote, and says it could not reach it.
+    let merge = bay(&view, "ann", &["merge"]);
+    assert_eq!(merge.doc["decision"], "failed", "{merge:?}");
+    std::fs::rename(&away, &world.remote).expect("the remote is back");
+    let merge = bay(&view, "ann", &["merge"]);
+    assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(world.merges_of(&change), 1);
+}
+
+#[test]
 fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair_merges() {
     let world = World::standard();
     let (ann, bob) = (world.clone_as("ann"), world.clone_as("bob"));
