@@ -52,16 +52,9 @@ pub fn runner_config(
     mode: RunMode,
     interval_s: u64,
 ) -> RunnerConfig {
-    let mut cfg = RunnerConfig::new(runner_name(context), context.main.clone(), clock::entropy());
-    cfg.lease_ms = config.runner.lease_s.saturating_mul(1000);
-    cfg.heartbeat_ms = config.runner.heartbeat_s.saturating_mul(1000);
-    cfg.progress_ms = config.runner.progress_s().saturating_mul(1000);
-    cfg.parallel_checks = config.runner.parallel_checks;
-    cfg.evidence_reuse = config.evidence_reuse;
-    cfg.red_window = config.red_window();
-    cfg.bisect_post = config.runner.bisect_post;
+    let mut cfg = RunnerConfig::new(runner_name(context), context.main.clone(), clock::entropy())
+        .configured(config);
     cfg.interval_ms = interval_s.max(1).saturating_mul(1000);
-    cfg.trailers = config.trailers.clone();
     cfg.environments = served_environments(context);
     cfg.mode = mode;
     cfg.machine = host().unwrap_or_default().trim().to_string();

@@ -141,6 +141,22 @@ impl RunnerConfig {
             mutant: None,
         }
     }
+
+    /// The same runner, set as `.bay/config.toml` on main says: its lease, heartbeat and
+    /// progress deadline, how many checks run at once, evidence reuse, the red window, post
+    /// bisection and the repository's trailer keys. Every runner of a repository, wherever it
+    /// runs, takes them the same way.
+    pub fn configured(mut self, config: &crate::config::Config) -> RunnerConfig {
+        self.lease_ms = config.runner.lease_s.saturating_mul(1000);
+        self.heartbeat_ms = config.runner.heartbeat_s.saturating_mul(1000);
+        self.progress_ms = config.runner.progress_s().saturating_mul(1000);
+        self.parallel_checks = config.runner.parallel_checks;
+        self.evidence_reuse = config.evidence_reuse;
+        self.red_window = config.red_window();
+        self.bisect_post = config.runner.bisect_post;
+        self.trailers = config.trailers.clone();
+        self
+    }
 }
 
 fn one() -> u32 {
@@ -534,5 +550,35 @@ impl Runner {
             Some(watch) if watch.expires(self.cfg.lease_ms) <= self.next_pass => Wake::LeaseWatch,
             _ => Wake::Pass,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runner_takes_its_settings_from_the_config_on_main() {
+        let config = crate::config::Config::parse(
+            "[runner]\nlease_s = 3\nheartbeat_s = 1\nexecution_budget_s = 40\npublish_window_s = 5\n\
+             parallel_checks = 4\nbisect_post = true\n\n[policy]\nevidence_reuse = \"exact-inputs\"\n\n\
+             [red]\nwindow = 7\n\n[trailers]\nintent = \"Why\"\nactor = \"Who\"\n",
+        )
+        .expect("a valid config");
+        let cfg = RunnerConfig::new("r", "main", 1).configured(&config);
+        assert_eq!(
+            (cfg.lease_ms, cfg.heartbeat_ms, cfg.progress_ms),
+            (3_000, 1_000, 45_000)
+        );
+        assert_eq!((cfg.parallel_checks, cfg.red_window), (4, 7));
+        assert!(cfg.evidence_reuse && cfg.bisect_post);
+        assert_eq!(
+            (cfg.trailers.intent.as_str(), cfg.trailers.actor.as_str()),
+            ("Why", "Who")
+        );
+        // What the config does not set keeps its default.
+        let plain = RunnerConfig::new("r", "main", 1)
+            .configured(&crate::config::Config::parse("").expect("an empty config"));
+        assert_eq!(plain, RunnerConfig::new("r", "main", 1));
     }
 }
