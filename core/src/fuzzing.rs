@@ -46,6 +46,7 @@ use crate::id::{CandidateId, ChangeId, OpId, intent_digest};
 use crate::limits::PathStat;
 use crate::machine::abandon::{Abandon, AbandonInput};
 use crate::machine::merge::{Merge, MergeInput};
+use crate::machine::merge_wait::MergeWait;
 use crate::machine::runner::{RunMode, Runner, RunnerConfig};
 use crate::machine::start::{Import, Start, StartInput, StartTarget};
 use crate::machine::undo::{Undo, UndoInput};
@@ -2461,9 +2462,16 @@ fn agent_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 main: MAIN.to_owned(),
                 entropy,
             };
-            // As `bay merge` does, or `merge --wait`, whose runner may carry the request.
-            let mut machine = match u.int_in_range(0..=2u8)? {
+            // As `bay merge` does, or `merge --wait`, whose runner may carry the request; or
+            // the whole of `merge --wait`, the request and its run.
+            let mut machine = match u.int_in_range(0..=3u8)? {
                 0 => Merge::new(input, EPOCH),
+                3 => {
+                    let runner = RunnerConfig::new("runner-1", MAIN, entropy);
+                    let mut wait = MergeWait::new(input, EPOCH, runner);
+                    driver.run(u, &mut wait, Role::Agent);
+                    return Ok(());
+                }
                 carried => Merge::then_run_as(input, EPOCH, "runner-1", carried == 2),
             };
             driver.run(u, &mut machine, Role::Agent);

@@ -8,7 +8,8 @@ use bay_core::id::{ChangeId, OpId};
 use bay_core::machine::Machine;
 use bay_core::machine::abandon::{Abandon, AbandonInput};
 use bay_core::machine::merge::{Merge, MergeInput};
-use bay_core::machine::runner::{RunMode, Runner};
+use bay_core::machine::merge_wait::MergeWait;
+use bay_core::machine::runner::RunMode;
 use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::undo::{Undo, UndoInput};
 use bay_core::reason::ReasonCode;
@@ -32,9 +33,8 @@ pub enum Cmd {
     Merge(Merge),
     Abandon(Abandon),
     Undo(Undo),
-    /// `bay merge --wait`, past its request: the operation's own runner, started from what the
-    /// request was made on.
-    Wait(Box<Runner>),
+    /// `bay merge --wait`: the request, then the operation's own run, here.
+    Wait(Box<MergeWait>),
 }
 
 impl Cmd {
@@ -84,8 +84,6 @@ struct Task {
     after: Vec<ChangeId>,
     /// Ask to merge with `bay merge --wait`: run the operation here, as its runner.
     wait: bool,
-    /// The runner could not carry the request: ask for it on its own, as the CLI does.
-    uncarried: bool,
 }
 
 #[derive(Debug)]
@@ -180,12 +178,17 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             main: MAIN.into(),
             entropy,
         };
-        // `merge --wait` fetches the log of the runner it goes on as: this host's.
-        let merge = match task.wait {
-            true => Merge::then_run_as(input, now, &world.hosts[host].name, !task.uncarried),
-            false => Merge::new(input, now),
+        // `merge --wait` runs the operation here, as a runner named for this host; an agent
+        // about to ask again for the same draft asks plainly first.
+        let cmd = match task.wait && !task.retry_merge {
+            true => {
+                let name = world.hosts[host].name.clone();
+                let cfg = world.runner_config(&name, RunMode::Loop);
+                Cmd::Wait(Box::new(MergeWait::new(input, now, cfg)))
+            }
+            false => Cmd::Merge(Merge::new(input, now)),
         };
-        agent(world, host).cmd = Some(Cmd::Merge(merge));
+        agent(world, host).cmd = Some(cmd);
         return None;
     };
     // Waiting on the operation: look at the remote's record, as `bay status` would.
@@ -281,7 +284,6 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
             fixes: None,
             after: Vec::new(),
             wait: false,
-            uncarried: false,
         });
         return Some(0);
     }
@@ -351,24 +353,8 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         fixes,
         after,
         wait: world.wait_rng.chance(250),
-        uncarried: false,
     });
     Some(0)
-}
-
-/// Goes on with `bay merge --wait` past the request: the operation's own runner, named as this
-/// host, started from what the request was made on.
-fn wait_here(world: &mut World, host: usize, op: OpId, seed: bay_core::machine::runner::Seed) {
-    let name = world.hosts[host].name.clone();
-    let now = world.hosts[host].clock.local(world.t);
-    let cfg = world.runner_config(&name, RunMode::Only(op));
-    *world.waits.entry("ran").or_insert(0) += 1;
-    if seed.request.is_some() {
-        *world.waits.entry("carrying the request").or_insert(0) += 1;
-    }
-    // Replies still on their way to the request's machine are its own, never the runner's.
-    world.hosts[host].incarnation += 1;
-    agent(world, host).cmd = Some(Cmd::Wait(Box::new(Runner::seeded(cfg, now, seed))));
 }
 
 fn finish_task(world: &mut World, host: usize) {
@@ -471,8 +457,13 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
         .outcome()
         .cloned()
         .expect("finished commands have an outcome");
-    if let (Cmd::Merge(_), Decision::Blocked, Some(reason)) = (&cmd, result.decision, result.reason)
-    {
+    // `merge --wait` that ended before any run ended as its request did: as `bay merge`.
+    let asked = match &cmd {
+        Cmd::Merge(_) => true,
+        Cmd::Wait(waited) => waited.runner().is_none(),
+        _ => false,
+    };
+    if let (true, Decision::Blocked, Some(reason)) = (asked, result.decision, result.reason) {
         *world.submit_refusals.entry(reason.as_str()).or_insert(0) += 1;
     }
     if let Cmd::Undo(_) = &cmd {
@@ -503,8 +494,10 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             // The agent takes a while to do its edit.
             me.rng.range(EDIT_MS.0, EDIT_MS.1)
         }
-        (Cmd::Merge(_), Decision::Blocked)
-            if result.reason == Some(ReasonCode::ChangeTooLarge) && task.repairs < MAX_REPAIRS =>
+        (Cmd::Merge(_) | Cmd::Wait(_), Decision::Blocked)
+            if asked
+                && result.reason == Some(ReasonCode::ChangeTooLarge)
+                && task.repairs < MAX_REPAIRS =>
         {
             // Split the work: a smaller edit, then ask again.
             task.repairs += 1;
@@ -512,34 +505,29 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             task.edit_pending = true;
             me.rng.range(EDIT_MS.0, EDIT_MS.1)
         }
-        (Cmd::Merge(merge), Decision::Queued) => {
+        (Cmd::Merge(_), Decision::Queued) => {
             if task.retry_merge {
                 // Ask again at once: the same draft must give back the same operation.
                 task.retry_merge = false;
                 return 0;
             }
             task.op = result.op_id.clone();
-            match (task.wait, task.op.clone(), merge.seed()) {
-                (true, Some(op), Some(seed)) => {
-                    wait_here(world, host, op, seed);
-                    0
-                }
-                _ => POLL_MS,
-            }
+            POLL_MS
         }
-        (Cmd::Wait(runner), decision) => {
+        (Cmd::Wait(waited), decision) if waited.runner().is_some() => {
             // The operation ended, or waits on what it cannot merge before (a held main, a
-            // change it names): the agent looks at it as it does after `bay merge`. A request
-            // the runner could not carry is asked for again, on its own. Replies still on
-            // their way to the runner are its own, never the next command's.
-            let what = if runner.request_dropped() {
-                task.op = None;
-                task.uncarried = true;
-                "request not carried"
-            } else {
-                decision.as_str()
-            };
-            *world.waits.entry(what).or_insert(0) += 1;
+            // change it names): the agent looks at it as it does after `bay merge`. Replies
+            // still on their way to the run are its own, never the next command's.
+            task.op = result.op_id.clone();
+            let runs = waited.generation().div_ceil(2);
+            *world.waits.entry("ran").or_insert(0) += u64::from(runs);
+            if waited.carried_request() {
+                *world.waits.entry("carrying the request").or_insert(0) += 1;
+            }
+            if runs > 1 {
+                *world.waits.entry("request not carried").or_insert(0) += 1;
+            }
+            *world.waits.entry(decision.as_str()).or_insert(0) += 1;
             world.hosts[host].incarnation += 1;
             0
         }

@@ -793,6 +793,7 @@ impl World {
 
     fn feed(&mut self, host: usize, event: Event) {
         let now = self.hosts[host].clock.local(self.t);
+        let phase = self.wait_phase(host);
         let Some(machine) = self.machine(host) else {
             return;
         };
@@ -803,7 +804,23 @@ impl World {
                 what: format!("{}: {misuse}", self.hosts[host].name),
             });
         }
+        // `merge --wait` moved on to a run (or to a request asked again): a new incarnation
+        // of this host's runner, whose first actions go out after this.
+        if self.wait_phase(host) != phase {
+            self.hosts[host].incarnation += 1;
+        }
         self.settle(host);
+    }
+
+    /// The phase of the agent's `merge --wait`, if it runs one.
+    fn wait_phase(&self, host: usize) -> Option<u32> {
+        match &self.hosts[host].role {
+            Role::Agent(agent) => match &agent.cmd {
+                Some(crate::agent::Cmd::Wait(waited)) => Some(waited.generation()),
+                _ => None,
+            },
+            Role::Runner { .. } => None,
+        }
     }
 
     fn deliver(&mut self, host: usize, incarnation: u32, id: ActionId, completion: Completion) {

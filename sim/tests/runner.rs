@@ -8,7 +8,8 @@ use bay_core::check::{CheckExit, Verdict};
 use bay_core::event::BayEvent;
 use bay_core::git::{Oid, refs};
 use bay_core::id::OpId;
-use bay_core::machine::merge::Merge;
+use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, LogAdd, Machine, PluginExit, PushOutcome, PushPlan,
@@ -1408,4 +1409,124 @@ fn each_event_the_runner_writes_goes_to_the_notify_plugin_once_and_is_never_sent
     });
     assert!(a.answer(&mut bench, id, lost, &is_plugin).is_none());
     assert!(a.run_until(&mut bench, 60_000, &is_plugin).is_none());
+}
+
+/// `bay merge --wait` of a new change's edit, as core's [`MergeWait`] runs it: run with the
+/// bench answering every action and a tick a second, until it ends or ten leases pass. Before
+/// the action named `before` is answered, `meanwhile` runs once. The names of the actions.
+fn merge_wait(
+    bench: &mut Bench,
+    before: &str,
+    mut meanwhile: impl FnMut(&mut Bench),
+) -> (bay_core::id::ChangeId, MergeWait, Vec<&'static str>) {
+    let change = bench.start("fix a", 7);
+    bench.edit(&change, "src/a.txt", "a fixed\n");
+    let input = MergeInput {
+        change: change.clone(),
+        actor: "ann".into(),
+        main: MAIN.into(),
+        entropy: 8,
+    };
+    let mut cfg = RunnerConfig::new("here", MAIN, 1);
+    cfg.lease_ms = LEASE;
+    let mut wait = MergeWait::new(input, Timestamp(0), cfg);
+    wait.configured(bay_core::config::Config::default());
+    let (mut clock, mut actions, mut met) = (0, Vec::new(), false);
+    while wait.outcome().is_none() && clock < 10 * LEASE {
+        while let Some((id, action)) = wait.poll_action() {
+            actions.push(action.name());
+            if !met && action.name() == before {
+                met = true;
+                meanwhile(bench);
+            }
+            let completion = bench.answer(&action).expect("no check");
+            wait.handle(Timestamp(clock), Event::Done(id, completion))
+                .expect("faithful");
+        }
+        clock += 1_000;
+        wait.handle(Timestamp(clock), Event::Tick).expect("a tick");
+    }
+    (change, wait, actions)
+}
+
+#[test]
+fn merge_wait_carries_its_request_in_the_merge_push_and_merges_once() {
+    let mut bench = bench_with_earlier_log();
+    let (change, wait, actions) = merge_wait(&mut bench, "push", |_| {});
+    assert_eq!(
+        wait.outcome().map(|r| r.decision),
+        Some(bay_core::result::Decision::Merged)
+    );
+    assert_eq!(
+        actions.iter().filter(|name| **name == "push").count(),
+        1,
+        "the request, the claim and the merge in one push: {actions:?}"
+    );
+    assert!(wait.carried_request());
+    assert_eq!(wait.generation(), 1, "one request, one run");
+    assert_eq!(bench.merges_of(&change), 1);
+}
+
+#[test]
+fn merge_wait_whose_carried_request_loses_its_place_asks_again_on_its_own() {
+    let mut bench = bench_with_earlier_log();
+    // Just before the runner's first push, another agent's request takes the queue's next
+    // place: the carried request cannot go up.
+    let mut other = None;
+    let (change, wait, actions) = merge_wait(&mut bench, "push", |bench| {
+        other = Some(bench.submit("fix b", &[("src/b.txt", "b fixed\n")]));
+    });
+    assert_eq!(
+        wait.generation(),
+        3,
+        "a request, its run, a request of its own, its run: {actions:?}"
+    );
+    let record = bench.record(&change);
+    assert_eq!(record.ops.len(), 1, "the request went up once, on its own");
+    let op = record.ops[0].id.clone();
+    assert_eq!(
+        bench.state(&op).0,
+        OpState::Submitted,
+        "queued behind the other"
+    );
+    assert_eq!(
+        bench.state(&other.expect("the other request")).0,
+        OpState::Submitted,
+        "the other request keeps its place, ahead"
+    );
+    // No runner works the other: the run here waits its turn, and merges nothing meanwhile.
+    assert!(wait.outcome().is_none(), "{:?}", wait.outcome());
+    assert_eq!(bench.merges_of(&change), 0);
+}
+
+#[test]
+fn merge_wait_refuses_a_reply_to_an_action_it_has_not_in_flight() {
+    let mut bench = bench_with_earlier_log();
+    let change = bench.start("fix a", 7);
+    bench.edit(&change, "src/a.txt", "a fixed\n");
+    let input = MergeInput {
+        change,
+        actor: "ann".into(),
+        main: MAIN.into(),
+        entropy: 8,
+    };
+    let mut wait = MergeWait::new(input, Timestamp(0), RunnerConfig::new("here", MAIN, 1));
+    let (id, action) = wait.poll_action().expect("the request's fetch");
+    let completion = bench.answer(&action).expect("an answer");
+    wait.handle(Timestamp(0), Event::Done(id, completion.clone()))
+        .expect("faithful");
+    // The same id again: no longer in flight, a driver's mistake.
+    assert!(
+        wait.handle(Timestamp(0), Event::Done(id, completion))
+            .is_err()
+    );
+    // An id never handed out is refused too.
+    let never = bay_core::machine::ActionId(999);
+    assert!(
+        wait.handle(
+            Timestamp(0),
+            Event::Done(never, Completion::StepsRead(Ok(Vec::new())))
+        )
+        .is_err()
+    );
 }

@@ -4,14 +4,15 @@ use std::time::{Duration, Instant};
 
 use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
-use bay_core::machine::runner::{RunMode, Runner, Seed};
+use bay_core::machine::merge_wait::MergeWait;
+use bay_core::machine::runner::RunMode;
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::{BayResult, Decision, OpState};
 use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
-use super::runner::{runner_config, runner_name};
-use super::{drive, prepare, run_agent, with_actor};
+use super::runner::runner_config;
+use super::{begin_agent, drive, prepare, run_agent, with_actor};
 use crate::Cli;
 use crate::context::Context;
 use crate::local::Local;
@@ -57,13 +58,7 @@ pub fn merge_change(
     // The request saves the view's work: it is taken now, while the command fetches.
     driver.executor().stage_view(&change);
     if wait == Some(0) {
-        // The runner carries the request in its first write when nothing is queued ahead; a
-        // request it could not carry is asked for again, on its own.
-        let (result, dropped) = merge_here(context, driver, &change, true);
-        if !dropped {
-            return result;
-        }
-        return merge_here(context, driver, &change, false).0;
+        return merge_here(context, driver, &change);
     }
     let mut merge = Merge::new(merge_input(context, &change), clock::now());
     let queued = match run_agent(context, driver, &mut merge) {
@@ -107,38 +102,16 @@ fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
     }
 }
 
-/// `merge --wait`: asks for `change` to be merged and runs its operation here, as its runner,
-/// starting from what the request was made on; with `carried`, the runner's first write may
-/// carry the request. The result, and whether the request never went up.
-fn merge_here(
-    context: &Context,
-    driver: &mut Driver<Local>,
-    change: &ChangeId,
-    carried: bool,
-) -> (BayResult, bool) {
-    let input = merge_input(context, change);
-    // The request's fetch brings this machine's runner's log tip too.
-    let mut merge = Merge::then_run_as(input, clock::now(), &runner_name(context), carried);
-    let (queued, config) = match run_agent(context, driver, &mut merge) {
-        Ok((result, config)) => (with_actor(result, context), config),
-        Err(result) => return (result, false),
+/// `merge --wait`: asks for `change` to be merged and runs its operation here, as its runner
+/// (core's [`MergeWait`] decides each step). The config the request's fetch reads on main
+/// sets the runner's timings.
+fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) -> BayResult {
+    let runner = runner_config(context, RunMode::Loop, 10);
+    let mut machine = MergeWait::new(merge_input(context, change), clock::now(), runner);
+    let (config, fetched_at) = match begin_agent(context, driver, &mut machine) {
+        Ok(begun) => begun,
+        Err(result) => return result,
     };
-    let (Decision::Queued, Some(op)) = (queued.decision, queued.op_id.clone()) else {
-        return (queued, false);
-    };
-    let cfg = runner_config(context, &config, RunMode::Only(op), 10);
-    // The config was read at the main the request saw: its holds need no second read.
-    let mut runner = match merge.seed() {
-        Some(seed) => Runner::seeded(
-            cfg,
-            clock::now(),
-            Seed {
-                config: Some(config),
-                ..seed
-            },
-        ),
-        None => Runner::new(cfg, clock::now()),
-    };
-    let result = with_actor(drive(driver, &mut runner, clock::now()), context);
-    (result, runner.request_dropped())
+    machine.configured(config);
+    with_actor(drive(driver, &mut machine, fetched_at), context)
 }

@@ -146,14 +146,25 @@ pub fn config(context: &Context, driver: &Driver<Local>) -> Result<(Config, Time
     Ok((context.config(&remote, driver.executor())?, fetched_at))
 }
 
-/// Runs an agent command's machine to its outcome. Its first action is a fetch; that one fetch
-/// also brings main, and the config committed there is checked before the machine goes on,
-/// so a command makes one fetch, not two.
+/// Runs an agent command's machine to its outcome (see [`begin_agent`]), with the config
+/// committed on main.
 pub fn run_agent(
     context: &Context,
     driver: &mut Driver<Local>,
     machine: &mut dyn Machine,
 ) -> Result<(BayResult, Config), BayResult> {
+    let (config, fetched_at) = begin_agent(context, driver, machine)?;
+    Ok((drive(driver, machine, fetched_at), config))
+}
+
+/// Answers an agent command's first action, a fetch; that one fetch also brings main, and the
+/// config committed there is checked before the machine goes on, so a command makes one
+/// fetch, not two. The config, and when main was fetched.
+pub fn begin_agent(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+) -> Result<(Config, Timestamp), BayResult> {
     // A machine may refuse before it reads anything (a start below the disk floor).
     if let Some(result) = machine.outcome() {
         return Err(result.clone());
@@ -185,7 +196,7 @@ pub fn run_agent(
                 "bay broke its own protocol ({misuse}); please report it"
             ))
         })?;
-    Ok((drive(driver, machine, fetched_at), config))
+    Ok((config, fetched_at))
 }
 
 fn fetch_failed(context: &Context, why: String) -> BayResult {

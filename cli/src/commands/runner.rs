@@ -1,6 +1,5 @@
 //! `bay runner run [--once] [--interval-s <n>]`: drive queued operations to an outcome here.
 
-use bay_core::config::Config;
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
@@ -39,21 +38,16 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Err(result) => return result,
     };
     let mode = if *once { RunMode::Once } else { RunMode::Loop };
-    let cfg = runner_config(&context, &config, mode, *interval_s);
+    let cfg = runner_config(&context, mode, *interval_s).configured(&config);
     let mut machine = Runner::new(cfg, clock::now());
     drive(&mut driver, &mut machine, fetched_at)
 }
 
-/// A runner's configuration on this machine: timings from the config on main, the name and
-/// the environments it serves from this machine's Git config.
-pub fn runner_config(
-    context: &Context,
-    config: &Config,
-    mode: RunMode,
-    interval_s: u64,
-) -> RunnerConfig {
-    let mut cfg = RunnerConfig::new(runner_name(context), context.main.clone(), clock::entropy())
-        .configured(config);
+/// What this machine says of its runner: the name and the environments it serves, from its
+/// Git config, its host and bay's version. The config on main sets the rest
+/// ([`RunnerConfig::configured`]).
+pub fn runner_config(context: &Context, mode: RunMode, interval_s: u64) -> RunnerConfig {
+    let mut cfg = RunnerConfig::new(runner_name(context), context.main.clone(), clock::entropy());
     cfg.interval_ms = interval_s.max(1).saturating_mul(1000);
     cfg.environments = served_environments(context);
     cfg.mode = mode;

@@ -20,6 +20,7 @@ pub mod evidence;
 mod io;
 pub mod lineage;
 pub mod merge;
+pub mod merge_wait;
 mod outbox;
 pub mod plugin_test;
 pub(crate) mod red_read;

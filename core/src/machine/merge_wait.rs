@@ -1,0 +1,209 @@
+//! `bay merge --wait`: the request, then its operation run here, by this machine as its
+//! runner, from what the request saw. Decided here once, for the CLI and the simulator alike:
+//!
+//! - the request goes up with the runner's first write when nothing is queued ahead
+//!   ([`Merge::then_run_as`] with the request carried);
+//! - a request that is queued is worked at once by a runner that runs only its operation,
+//!   seeded with the refs, chain, policy and config the request read ([`Merge::seed`]);
+//! - a runner that ended without the request it carried ever going up
+//!   ([`Runner::request_dropped`]) is followed by one more request, on its own, and its run.
+//!
+//! Each phase is a machine of its own. Their action ids are renumbered here, so that a reply
+//! still on its way to a phase that ended is dropped, never taken by the next one.
+
+use std::collections::BTreeMap;
+
+use super::merge::{Merge, MergeInput};
+use super::runner::{RunMode, Runner, RunnerConfig, Seed};
+use super::{Action, ActionId, Deadline, Event, Machine, Misuse};
+use crate::config::Config;
+use crate::result::{BayResult, Decision};
+use crate::time::Timestamp;
+
+/// Mixed into the entropy of a phase that runs again, so that its nonces are new.
+const AGAIN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The `bay merge --wait` machine. Drive it as [`Machine`] says.
+#[derive(Debug)]
+pub struct MergeWait {
+    input: MergeInput,
+    /// The runner this machine works the operation as; its mode is set to the operation.
+    runner: RunnerConfig,
+    /// Main's config as the request's fetch read it, when the caller read it.
+    config: Option<Config>,
+    phase: Phase,
+    /// Whether the current request is carried by the runner's first write.
+    carried: bool,
+    /// Which phase this is: 0 for the first request, one more for each phase after.
+    generation: u32,
+    /// Whether a run was handed the request to carry in its first write.
+    carried_request: bool,
+    /// Every action handed out and not answered: its phase and its id there.
+    ids: BTreeMap<ActionId, (u32, ActionId)>,
+    next: u64,
+    outcome: Option<BayResult>,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Asking(Box<Merge>),
+    Running(Box<Runner>),
+}
+
+impl MergeWait {
+    /// Asks for `input.change` to be merged and runs its operation here as `runner` (whose
+    /// name is the log the request's fetch brings along).
+    pub fn new(input: MergeInput, now: Timestamp, runner: RunnerConfig) -> MergeWait {
+        let merge = Merge::then_run_as(input.clone(), now, &runner.runner, true);
+        MergeWait {
+            input,
+            runner,
+            config: None,
+            phase: Phase::Asking(Box::new(merge)),
+            carried: true,
+            generation: 0,
+            carried_request: false,
+            ids: BTreeMap::new(),
+            next: 1,
+            outcome: None,
+        }
+    }
+
+    /// Main's config, as the caller read it with the request's first fetch: the runner takes
+    /// its settings from it ([`RunnerConfig::configured`]) and knows main's holds without a
+    /// second read.
+    pub fn configured(&mut self, config: Config) {
+        self.runner = self.runner.clone().configured(&config);
+        self.config = Some(config);
+    }
+
+    /// Which phase runs: 0 for the first request; each later phase (its run, a request
+    /// asked again, that one's run) counts one more. A driver that tells runs apart (as the
+    /// simulator tells a runner's incarnations) reads it after each input.
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Whether a run was handed the request to carry in its first write.
+    pub fn carried_request(&self) -> bool {
+        self.carried_request
+    }
+
+    /// The runner working the operation now, if a run has begun.
+    pub fn runner(&self) -> Option<&Runner> {
+        match &self.phase {
+            Phase::Running(runner) => Some(runner),
+            Phase::Asking(_) => None,
+        }
+    }
+
+    fn machine(&mut self) -> &mut dyn Machine {
+        match &mut self.phase {
+            Phase::Asking(merge) => merge.as_mut(),
+            Phase::Running(runner) => runner.as_mut(),
+        }
+    }
+
+    /// Moves on from a phase that has its outcome: to the run, to a request asked again, or to
+    /// the end.
+    fn advance(&mut self, now: Timestamp) {
+        while self.outcome.is_none() {
+            let next = match &self.phase {
+                Phase::Asking(merge) => {
+                    let Some(result) = merge.outcome() else {
+                        return;
+                    };
+                    match (result.decision, result.op_id.clone()) {
+                        (Decision::Queued, Some(op)) => {
+                            let mut cfg = self.runner.clone();
+                            cfg.mode = RunMode::Only(op);
+                            let runner = match merge.seed() {
+                                Some(seed) => {
+                                    self.carried_request |= seed.request.is_some();
+                                    Runner::seeded(
+                                        cfg,
+                                        now,
+                                        Seed {
+                                            config: self.config.clone(),
+                                            ..seed
+                                        },
+                                    )
+                                }
+                                None => Runner::new(cfg, now),
+                            };
+                            Phase::Running(Box::new(runner))
+                        }
+                        _ => {
+                            self.outcome = Some(result.clone());
+                            return;
+                        }
+                    }
+                }
+                Phase::Running(runner) => {
+                    let Some(result) = runner.outcome() else {
+                        return;
+                    };
+                    if !(runner.request_dropped() && self.carried) {
+                        self.outcome = Some(result.clone());
+                        return;
+                    }
+                    // The runner could not carry the request: ask again, on its own.
+                    self.carried = false;
+                    self.input.entropy ^= AGAIN;
+                    self.runner.nonce_seed ^= AGAIN;
+                    let merge =
+                        Merge::then_run_as(self.input.clone(), now, &self.runner.runner, false);
+                    Phase::Asking(Box::new(merge))
+                }
+            };
+            self.phase = next;
+            self.generation += 1;
+        }
+    }
+}
+
+impl Machine for MergeWait {
+    fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), Misuse> {
+        let event = match event {
+            Event::Done(id, completion) => {
+                let Some((generation, inner)) = self.ids.remove(&id) else {
+                    return Err(Misuse(format!("no action {} is in flight", id.0)));
+                };
+                // A reply to a phase that ended is its own: dropped.
+                if generation != self.generation || self.outcome.is_some() {
+                    return Ok(());
+                }
+                Event::Done(inner, completion)
+            }
+            Event::Tick => Event::Tick,
+        };
+        if self.outcome.is_none() {
+            self.machine().handle(now, event)?;
+            self.advance(now);
+        }
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        let (inner, action) = self.machine().poll_action()?;
+        let id = ActionId(self.next);
+        self.next += 1;
+        self.ids.insert(id, (self.generation, inner));
+        Some((id, action))
+    }
+
+    fn poll_timeout(&self) -> Option<Deadline> {
+        match (&self.outcome, &self.phase) {
+            (Some(_), _) => None,
+            (None, Phase::Asking(merge)) => merge.poll_timeout(),
+            (None, Phase::Running(runner)) => runner.poll_timeout(),
+        }
+    }
+
+    fn outcome(&self) -> Option<&BayResult> {
+        self.outcome.as_ref()
+    }
+}
