@@ -17,7 +17,7 @@ use super::merge::{Merge, MergeInput};
 use super::runner::{RunMode, Runner, RunnerConfig, Seed};
 use super::{Action, ActionId, Deadline, Event, Machine, Misuse};
 use crate::config::Config;
-use crate::result::{BayResult, Decision};
+use crate::result::BayResult;
 use crate::time::Timestamp;
 
 /// Mixed into the entropy of a phase that runs again, so that its nonces are new.
@@ -113,25 +113,17 @@ impl MergeWait {
                     let Some(result) = merge.outcome() else {
                         return;
                     };
-                    match (result.decision, result.op_id.clone()) {
-                        (Decision::Queued, Some(op)) => {
+                    // A seed is there exactly when the request is queued.
+                    match (merge.seed(), result.op_id.clone()) {
+                        (Some(seed), Some(op)) => {
                             let mut cfg = self.runner.clone();
                             cfg.mode = RunMode::Only(op);
-                            let runner = match merge.seed() {
-                                Some(seed) => {
-                                    self.carried_request |= seed.request.is_some();
-                                    Runner::seeded(
-                                        cfg,
-                                        now,
-                                        Seed {
-                                            config: self.config.clone(),
-                                            ..seed
-                                        },
-                                    )
-                                }
-                                None => Runner::new(cfg, now),
+                            self.carried_request |= seed.request.is_some();
+                            let seed = Seed {
+                                config: self.config.clone(),
+                                ..seed
                             };
-                            Phase::Running(Box::new(runner))
+                            Phase::Running(Box::new(Runner::seeded(cfg, now, seed)))
                         }
                         _ => {
                             self.outcome = Some(result.clone());
