@@ -518,7 +518,7 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             // The operation ended, or waits on what it cannot merge before (a held main, a
             // change it names): the agent looks at it as it does after `bay merge`. Replies
             // still on their way to the run are its own, never the next command's.
-            task.op = result.op_id.clone();
+            task.op = waited.op().cloned();
             let runs = waited.generation().div_ceil(2);
             *world.waits.entry("ran").or_insert(0) += u64::from(runs);
             if waited.carried_request() {

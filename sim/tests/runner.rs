@@ -1464,6 +1464,7 @@ fn merge_wait_carries_its_request_in_the_merge_push_and_merges_once() {
     );
     assert!(wait.carried_request());
     assert_eq!(wait.generation(), 1, "one request, one run");
+    assert_eq!(wait.op(), Some(&bench.record(&change).ops[0].id));
     assert_eq!(bench.merges_of(&change), 1);
 }
 
@@ -1484,6 +1485,11 @@ fn merge_wait_whose_carried_request_loses_its_place_asks_again_on_its_own() {
     let record = bench.record(&change);
     assert_eq!(record.ops.len(), 1, "the request went up once, on its own");
     let op = record.ops[0].id.clone();
+    assert_eq!(
+        wait.op(),
+        Some(&op),
+        "the operation of the request asked again"
+    );
     assert_eq!(
         bench.state(&op).0,
         OpState::Submitted,

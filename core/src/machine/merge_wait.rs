@@ -17,6 +17,7 @@ use super::merge::{Merge, MergeInput};
 use super::runner::{RunMode, Runner, RunnerConfig, Seed};
 use super::{Action, ActionId, Deadline, Event, Machine, Misuse};
 use crate::config::Config;
+use crate::id::OpId;
 use crate::result::BayResult;
 use crate::time::Timestamp;
 
@@ -38,6 +39,8 @@ pub struct MergeWait {
     generation: u32,
     /// Whether a run was handed the request to carry in its first write.
     carried_request: bool,
+    /// The operation the latest request queued, once one did.
+    op: Option<OpId>,
     /// Every action handed out and not answered: its phase and its id there.
     ids: BTreeMap<ActionId, (u32, ActionId)>,
     next: u64,
@@ -63,6 +66,7 @@ impl MergeWait {
             carried: true,
             generation: 0,
             carried_request: false,
+            op: None,
             ids: BTreeMap::new(),
             next: 1,
             outcome: None,
@@ -87,6 +91,11 @@ impl MergeWait {
     /// Whether a run was handed the request to carry in its first write.
     pub fn carried_request(&self) -> bool {
         self.carried_request
+    }
+
+    /// The operation the latest request queued, once one did.
+    pub fn op(&self) -> Option<&OpId> {
+        self.op.as_ref()
     }
 
     /// The runner working the operation now, if a run has begun.
@@ -117,7 +126,8 @@ impl MergeWait {
                     match (merge.seed(), result.op_id.clone()) {
                         (Some(seed), Some(op)) => {
                             let mut cfg = self.runner.clone();
-                            cfg.mode = RunMode::Only(op);
+                            cfg.mode = RunMode::Only(op.clone());
+                            self.op = Some(op);
                             self.carried_request |= seed.request.is_some();
                             let seed = Seed {
                                 config: self.config.clone(),
