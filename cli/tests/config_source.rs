@@ -20,32 +20,9 @@ fn trunk_world(config: &str) -> (World, PathBuf) {
             (".bay/check", CHECK, true),
         ],
     );
-    let ann = clone_as(world.root.path(), "ann");
+    let ann = world.clone_calling_it("ann", "upstream");
+    git(&ann, &["config", "bay.remote", "upstream"]);
     (world, ann)
-}
-
-/// A clone of `remote.git` under `root` as `name`, whose remote is called `upstream`.
-fn clone_as(root: &Path, name: &str) -> PathBuf {
-    git(
-        root,
-        &[
-            "clone",
-            "--quiet",
-            "--origin",
-            "upstream",
-            "remote.git",
-            name,
-        ],
-    );
-    let dir = root.join(name);
-    git(&dir, &["config", "user.name", name]);
-    git(
-        &dir,
-        &["config", "user.email", &format!("{name}@test.invalid")],
-    );
-    git(&dir, &["config", "bay.runnerName", name]);
-    git(&dir, &["config", "bay.remote", "upstream"]);
-    dir
 }
 
 /// Starts a change in `clone` as `actor`, writes `content` to the greeting in its view, and

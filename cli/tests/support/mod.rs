@@ -103,7 +103,15 @@ impl World {
     }
 
     pub fn clone_as(&self, name: &str) -> PathBuf {
-        git(self.root.path(), &["clone", "--quiet", "remote.git", name]);
+        self.clone_calling_it(name, "origin")
+    }
+
+    /// A clone as `name` (its Git identity and runner name) whose remote is called `remote`.
+    pub fn clone_calling_it(&self, name: &str, remote: &str) -> PathBuf {
+        git(
+            self.root.path(),
+            &["clone", "--quiet", "--origin", remote, "remote.git", name],
+        );
         let dir = self.root.path().join(name);
         git(&dir, &["config", "user.name", name]);
         git(
