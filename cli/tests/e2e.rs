@@ -111,23 +111,24 @@ fn the_actor_is_bay_actor_else_the_user_name_else_agent_and_says_which() {
     let world = World::standard();
     let ann = world.clone_as("ann");
     let start = |intent: &str, env: &[(&str, &str)]| {
+        let args = ["start", intent, "--paths", "src/greeting.txt"];
         let mut command = Command::new(BAY);
         command
             .arg("-C")
             .arg(&ann)
-            .args(["--json", "start", intent, "--paths", "src/greeting.txt"])
+            .arg("--json")
+            .args(args)
             .env_remove("BAY_ACTOR")
             .env_remove("USER")
             .env_remove("LOGNAME");
         for (name, value) in env {
             command.env(name, value);
         }
-        let out = command.output().expect("bay runs");
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a document");
-        assert_eq!(doc["decision"], "ok", "{doc}");
+        let ran = held(&mut command, &args);
+        assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
         (
-            doc["detail"]["actor"].clone(),
-            doc["detail"]["actor_source"].clone(),
+            ran.doc["detail"]["actor"].clone(),
+            ran.doc["detail"]["actor_source"].clone(),
         )
     };
     let named = start("one", &[("BAY_ACTOR", "ann"), ("USER", "zed")]);

@@ -281,6 +281,11 @@ pub fn bay_with(dir: &Path, actor: &str, args: &[&str], env: &[(&str, &str)]) ->
     for (name, value) in env {
         command.env(name, value);
     }
+    held(&mut command, args)
+}
+
+/// Runs `command` (bay with `--json` and `args`), and holds its document to the schema.
+pub fn held(command: &mut Command, args: &[&str]) -> Ran {
     let out = command.output().expect("bay runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let doc: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
