@@ -460,7 +460,7 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
     // `merge --wait` that ended before any run ended as its request did: as `bay merge`.
     let asked = match &cmd {
         Cmd::Merge(_) => true,
-        Cmd::Wait(waited) => waited.runner().is_none(),
+        Cmd::Wait(waited) => !waited.running(),
         _ => false,
     };
     if let (true, Decision::Blocked, Some(reason)) = (asked, result.decision, result.reason) {
@@ -514,7 +514,7 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
             task.op = result.op_id.clone();
             POLL_MS
         }
-        (Cmd::Wait(waited), decision) if waited.runner().is_some() => {
+        (Cmd::Wait(waited), decision) if waited.running() => {
             // The operation ended, or waits on what it cannot merge before (a held main, a
             // change it names): the agent looks at it as it does after `bay merge`. Replies
             // still on their way to the run are its own, never the next command's.

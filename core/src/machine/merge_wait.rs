@@ -98,12 +98,9 @@ impl MergeWait {
         self.op.as_ref()
     }
 
-    /// The runner working the operation now, if a run has begun.
-    pub fn runner(&self) -> Option<&Runner> {
-        match &self.phase {
-            Phase::Running(runner) => Some(runner),
-            Phase::Asking(_) => None,
-        }
+    /// Whether a run works the operation now (the latest request queued it).
+    pub fn running(&self) -> bool {
+        matches!(self.phase, Phase::Running(_))
     }
 
     fn machine(&mut self) -> &mut dyn Machine {
