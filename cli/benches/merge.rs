@@ -8,6 +8,9 @@
 //!   a merge writes more files than the floor (bay's records are commits and refs: about ten
 //!   objects and five refs at the remote, against four and one), so where creating a file is
 //!   slow at times, as on this machine's disk, the first ratio rises with it.
+//! - how many candidates `merge --wait` builds, and check runs it records, per merge under a
+//!   policy with one check, over a few merges in one clone. Goal: 1 (each candidate built is
+//!   checked; a second one means the check ran twice for one merge).
 //! - the `git` processes one `merge --wait` starts (counted through a `git` on PATH that logs).
 //! - where one more `merge --wait`'s time goes, from Git's own trace (`GIT_TRACE2_EVENT`): the
 //!   push, the fetch, the other `git` processes, and the rest (bay itself, the objects and refs
@@ -75,6 +78,26 @@ fn write(path: &Path, content: &str) {
 
 /// A bare remote whose main holds an unchecked policy, and a clone of it.
 fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
+    repository_with(root, name, "revision = 1\nunchecked = true\n", &[])
+}
+
+/// A check that passes every file under `src/`, one unit each.
+const CHECK: &str = r#"#!/bin/sh
+request=$(cat)
+ids=$(printf '%s' "$request" | sed -n 's/.*"candidate":{"commit":"\([0-9a-f]*\)","tree":"\([0-9a-f]*\)".*/"commit":"\1","tree":"\2"/p')
+printf '{"schema":"bay.check.result/1","exercised":{%s},"plan":{"selected":1,"completed":1},"checks":[{"id":"src","verdict":"pass"}]}\n' "$ids"
+"#;
+
+/// A policy that runs [`CHECK`].
+const CHECKED: &str = "revision = 1\n\n[[check]]\nid = \"files\"\nenvironment = \"any\"\ncommand = \".bay/check\"\nadapter = [\".bay/check\"]\nexpected_minimum = 1\ntimeout_s = 60\npath = [\"/usr/bin\", \"/bin\"]\n";
+
+/// A bare remote whose main holds `policy` and the executable `programs`, and a clone of it.
+fn repository_with(
+    root: &Path,
+    name: &str,
+    policy: &str,
+    programs: &[(&str, &str)],
+) -> (PathBuf, PathBuf) {
     let remote = root.join(format!("{name}.git"));
     git(
         root,
@@ -111,10 +134,13 @@ fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
         );
     }
     write(&clone.join(".bay/config.toml"), "[runner]\nlease_s = 60\n");
-    write(
-        &clone.join(".bay/policy.toml"),
-        "revision = 1\nunchecked = true\n",
-    );
+    write(&clone.join(".bay/policy.toml"), policy);
+    for (path, program) in programs {
+        write(&clone.join(path), program);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(clone.join(path), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
     git(&clone, &["add", "--all"]);
     git(&clone, &["commit", "--quiet", "-m", "first"]);
     git(&clone, &["push", "--quiet", "origin", "main"]);
@@ -203,7 +229,7 @@ fn floor_once(clone: &Path, n: usize) -> Duration {
 
 /// One `bay merge --wait` of a fresh one-file change, with `env` set for it; the start and the
 /// edit are not timed.
-fn merge_once(clone: &Path, n: usize, env: &[(&str, String)]) -> Duration {
+fn merge_once(clone: &Path, n: usize, env: &[(&str, String)]) -> (Duration, String) {
     let start = bay(
         clone,
         &[
@@ -223,7 +249,8 @@ fn merge_once(clone: &Path, n: usize, env: &[(&str, String)]) -> Duration {
     let merged = bay(&view, &["merge", "--wait"], env);
     let elapsed = started.elapsed();
     assert_eq!(merged["decision"], "merged", "{merged}");
-    elapsed
+    let change = merged["change"].as_str().expect("a change").to_string();
+    (elapsed, change)
 }
 
 /// A `git` on PATH that logs each call before running the real one.
@@ -435,7 +462,7 @@ fn main() {
     );
 
     let events = root.path().join("trace2.json");
-    let traced = merge_once(
+    let (traced, _) = merge_once(
         &clone,
         RUNS + 2,
         &[("GIT_TRACE2_EVENT", events.display().to_string())],
@@ -450,6 +477,26 @@ fn main() {
         split.others,
         split.other * 1000.0,
         ms(traced) - (split.push + split.fetch + split.other) * 1000.0,
+    );
+
+    let (remote, checked) =
+        repository_with(root.path(), "checked", CHECKED, &[(".bay/check", CHECK)]);
+    let merges = 3;
+    let (mut candidates, mut records) = (0, 0);
+    for n in 0..merges {
+        let change = merge_once(&checked, n, &[]).1;
+        let chain = git(
+            &remote,
+            &["log", "--format=%B", &format!("refs/bay/changes/{change}")],
+        );
+        candidates += chain.matches("\"kind\":\"candidate\"").count();
+        records += chain.matches("\"kind\":\"check\"").count();
+    }
+    println!(
+        "merge --wait with one check, {merges} merges in one clone: {:.2} candidates built and \
+         {:.2} check runs recorded per merge (goal 1)",
+        candidates as f64 / merges as f64,
+        records as f64 / merges as f64,
     );
 
     let (small_remote, small) = repository(root.path(), "small");
@@ -527,7 +574,7 @@ impl Split {
 fn merge_against_floor(clone: &Path) -> (Duration, Duration) {
     floor_once(clone, 1000);
     merge_once(clone, 49, &[]);
-    paired(|n| (floor_once(clone, n), merge_once(clone, n, &[])))
+    paired(|n| (floor_once(clone, n), merge_once(clone, n, &[]).0))
 }
 
 fn ms(d: Duration) -> f64 {

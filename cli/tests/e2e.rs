@@ -280,35 +280,51 @@ fn merge_wait_with_no_runner_merges_here() {
         &["config", "core.logAllRefUpdates", "always"],
     );
     let ann = world.clone_as("ann");
-    let start = bay(
-        &ann,
-        "ann",
-        &["start", "greet", "--paths", "src/greeting.txt"],
-    );
-    let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
-    write(&view, "src/greeting.txt", "Hi there\n");
-    let merged = bay(&view, "ann", &["merge", "--wait"]);
-    assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
-    assert_eq!(merged.code, 0);
-    let change = start.doc["change"].as_str().expect("a change");
-    assert_eq!(world.merges_of(change), 1);
-    // With nothing queued ahead, the request went up with the runner's claim: the start, the
-    // request with the claim and its candidate, and the check's record with the merge moved
-    // the chain (a request of its own would have been a fourth).
-    let pushes = git_dir(
-        &world.remote,
-        &[
-            "reflog",
-            "show",
-            "--format=%H",
-            &format!("refs/bay/changes/{change}"),
-        ],
-    );
-    assert_eq!(pushes.lines().count(), 3, "{pushes}");
-    // Asking again changes nothing and says so.
-    let again = bay(&view, "ann", &["merge"]);
-    assert_eq!(again.doc["reason"], "CHANGE_ALREADY_MERGED", "{again:?}");
-    assert_eq!(world.merges_of(change), 1);
+    // The second merge in the clone finds its runner's log and evidence notes on the remote,
+    // which the first one wrote: it must still build and check one candidate.
+    for (intent, text) in [("greet", "Hi there\n"), ("greet again", "Hello there\n")] {
+        let start = bay(
+            &ann,
+            "ann",
+            &["start", intent, "--paths", "src/greeting.txt"],
+        );
+        let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
+        write(&view, "src/greeting.txt", text);
+        let merged = bay(&view, "ann", &["merge", "--wait"]);
+        assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+        assert_eq!(merged.code, 0);
+        let change = start.doc["change"].as_str().expect("a change");
+        assert_eq!(
+            merged.doc["candidate"],
+            format!("{change}.1.1"),
+            "one candidate"
+        );
+        assert_eq!(world.merges_of(change), 1);
+        let candidates = world.chain(change);
+        let candidates = candidates.iter().filter(|s| s["kind"] == "candidate");
+        assert_eq!(
+            candidates.count(),
+            1,
+            "{intent}: one candidate built and checked"
+        );
+        // With nothing queued ahead, the request went up with the runner's claim: the start,
+        // the request with the claim and its candidate, and the check's record with the
+        // merge moved the chain (a request of its own, or a refused record, would add one).
+        let pushes = git_dir(
+            &world.remote,
+            &[
+                "reflog",
+                "show",
+                "--format=%H",
+                &format!("refs/bay/changes/{change}"),
+            ],
+        );
+        assert_eq!(pushes.lines().count(), 3, "{intent}: {pushes}");
+        // Asking again changes nothing and says so.
+        let again = bay(&view, "ann", &["merge"]);
+        assert_eq!(again.doc["reason"], "CHANGE_ALREADY_MERGED", "{again:?}");
+        assert_eq!(world.merges_of(change), 1);
+    }
 }
 
 #[test]

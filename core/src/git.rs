@@ -144,6 +144,19 @@ pub mod refs {
         format!("{LOG}{runner}*")
     }
 
+    /// The fetch pattern of one producer's evidence notes, absent until it writes one (see
+    /// [`log_pattern`]).
+    pub fn evidence_pattern(producer: &str) -> String {
+        format!("{EVIDENCE}{producer}*")
+    }
+
+    /// The patterns of the refs a runner appends to as it records checks and ends operations:
+    /// its log and its evidence notes. Each push leases them on the tips the runner knows, so
+    /// a runner that starts from what another command fetched needs both tips from that fetch.
+    pub fn runner_patterns(runner: &str) -> [String; 2] {
+        [log_pattern(runner), evidence_pattern(runner)]
+    }
+
     /// The fetch pattern of every runner's log.
     pub const LOG_PATTERN: &str = "refs/bay/log/*";
 

@@ -12,8 +12,8 @@ use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
-    Action, ActionId, Completion, Event, LogAdd, Machine, PluginExit, PushOutcome, PushPlan,
-    PushReport,
+    Action, ActionId, Completion, Event, Expect, LogAdd, Machine, NoteAdd, PluginExit, PushOutcome,
+    PushPlan, PushReport,
 };
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
@@ -1373,6 +1373,56 @@ fn a_stale_log_lease_refuses_the_merge_push_which_goes_again_on_the_logs_new_tip
     );
 }
 
+#[test]
+fn a_stale_notes_lease_refuses_the_check_record_which_goes_again_on_the_notes_new_tip() {
+    let (mut bench, op, mut a, id, check) = one_change_checking();
+    // Another process under the same runner name records evidence meanwhile.
+    let (report, _) = bench.git.push(&PushPlan {
+        notes: vec![NoteAdd {
+            producer: "a".into(),
+            expect: Expect::Absent,
+            object: bench.main(),
+            record: "{}".into(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    let other_tip = report
+        .notes
+        .first()
+        .cloned()
+        .expect("the other note is written");
+    let (merge_id, merge) = a.merge_after(&mut bench, id, &check);
+    let refused = bench_push(&mut bench, &merge);
+    assert!(matches!(
+        refused,
+        Completion::Pushed(PushReport {
+            outcome: PushOutcome::Rejected { .. },
+            ..
+        })
+    ));
+    let (again_id, again) = a
+        .answer(&mut bench, merge_id, refused, &|action| {
+            is_merge_push(action) || is_check(action) || action.name() == "build-candidate"
+        })
+        .expect("the same record and merge go again");
+    assert!(
+        is_merge_push(&again),
+        "no new candidate or check run: {again:?}"
+    );
+    let notes = &push_plan(&again).notes;
+    assert_eq!(notes.len(), 1);
+    assert_eq!(
+        notes[0].expect,
+        Expect::Is(other_tip),
+        "on the notes' new tip"
+    );
+    let accepted = bench_push(&mut bench, &again);
+    a.answer(&mut bench, again_id, accepted, &|_| false);
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
+    assert_eq!(bench.record(&op.change).ops[0].candidates.len(), 1);
+}
+
 /// The notify plugin gets each event the runner writes, once, on stdin, from main's tip; an
 /// answer that says lost sends nothing again.
 #[test]
@@ -1417,10 +1467,21 @@ fn each_event_the_runner_writes_goes_to_the_notify_plugin_once_and_is_never_sent
 fn merge_wait(
     bench: &mut Bench,
     before: &str,
+    meanwhile: impl FnMut(&mut Bench),
+) -> (bay_core::id::ChangeId, MergeWait, Vec<&'static str>) {
+    merge_wait_of(bench, ("fix a", "a fixed\n"), before, meanwhile)
+}
+
+/// [`merge_wait`] of the change `(intent, text)`: `src/a.txt` made `text`, every check run
+/// answered with an honest pass.
+fn merge_wait_of(
+    bench: &mut Bench,
+    (intent, text): (&str, &str),
+    before: &str,
     mut meanwhile: impl FnMut(&mut Bench),
 ) -> (bay_core::id::ChangeId, MergeWait, Vec<&'static str>) {
-    let change = bench.start("fix a", 7);
-    bench.edit(&change, "src/a.txt", "a fixed\n");
+    let change = bench.start(intent, 7);
+    bench.edit(&change, "src/a.txt", text);
     let input = MergeInput {
         change: change.clone(),
         actor: "ann".into(),
@@ -1439,7 +1500,10 @@ fn merge_wait(
                 met = true;
                 meanwhile(bench);
             }
-            let completion = bench.answer(&action).expect("no check");
+            let completion = match action {
+                Action::RunCheck(_) => Completion::CheckExited(pass(&action)),
+                _ => bench.answer(&action).expect("only checks are the test's"),
+            };
             wait.handle(Timestamp(clock), Event::Done(id, completion))
                 .expect("faithful");
         }
@@ -1466,6 +1530,31 @@ fn merge_wait_carries_its_request_in_the_merge_push_and_merges_once() {
     assert_eq!(wait.generation(), 1, "one request, one run");
     assert_eq!(wait.op(), Some(&bench.record(&change).ops[0].id));
     assert_eq!(bench.merges_of(&change), 1);
+}
+
+/// `bay merge --wait` run again in the same clone: its runner's evidence notes now exist, and
+/// its first check record must append to them, so the request's fetch hands their tip over.
+#[test]
+fn a_second_merge_wait_builds_and_checks_one_candidate_on_its_runner_s_notes() {
+    let mut bench = Bench::new(Some(POLICY));
+    for (n, text) in ["a once\n", "a twice\n"].into_iter().enumerate() {
+        let intent = format!("edit {n}");
+        let (change, wait, actions) = merge_wait_of(&mut bench, (&intent, text), "push", |_| {});
+        assert_eq!(
+            wait.outcome().map(|r| r.decision),
+            Some(bay_core::result::Decision::Merged),
+            "merge {n}: {actions:?}"
+        );
+        let count = |name: &str| actions.iter().filter(|a| **a == name).count();
+        assert_eq!(
+            (count("build-candidate"), count("run-check"), count("push")),
+            (1, 1, 2),
+            "merge {n} builds and checks exactly one candidate, and no push is refused: \
+             {actions:?}"
+        );
+        let record = bench.record(&change);
+        assert_eq!(record.ops[0].candidates.len(), 1, "merge {n}");
+    }
 }
 
 #[test]

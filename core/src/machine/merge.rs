@@ -77,7 +77,7 @@ pub struct Merge {
     /// The request step in flight.
     pending: Option<crate::record::Step>,
     /// The runner that works the operation next in this process (`merge --wait`), whose log
-    /// tip each fetch brings along, so that the runner need not fetch it itself.
+    /// and evidence tips each fetch brings along, so that the runner need not fetch them.
     runner: Option<String>,
     /// Whether that runner may carry the request in its first write (see
     /// `runner::UnpushedRequest`), and the request written so, once it is.
@@ -95,7 +95,7 @@ impl Merge {
     }
 
     /// A merge whose operation the runner `runner` works next, in this process: its fetches
-    /// also bring that runner's log tip, handed over with the [`Seed`]. With `carried`, when
+    /// also bring that runner's log and evidence tips, handed over with the [`Seed`]. With `carried`, when
     /// nothing is queued ahead, the request is written and not pushed, for the runner's first
     /// write to carry.
     pub fn then_run_as(input: MergeInput, now: Timestamp, runner: &str, carried: bool) -> Merge {
@@ -130,15 +130,19 @@ impl Merge {
     }
 
     /// Main, the change's chain, and the queue, where the request takes a place; and the log
-    /// of the runner that works it next, if one does.
+    /// and evidence notes of the runner that works it next, if one does.
     fn fetch(&self) -> Action {
         let mut spec = FetchSpec::new([
             refs::main(&self.input.main),
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
         ]);
-        spec.patterns
-            .extend(self.runner.as_deref().map(refs::log_pattern));
+        spec.patterns.extend(
+            self.runner
+                .as_deref()
+                .into_iter()
+                .flat_map(refs::runner_patterns),
+        );
         Action::Fetch(spec)
     }
 
@@ -466,7 +470,7 @@ impl Merge {
             change: self.input.change.clone(),
             chain: self.chain.clone(),
             config: None,
-            log_of: self.runner.clone(),
+            tips_of: self.runner.clone(),
             request: self.unpushed.clone(),
             policy: self.policy.clone(),
         })

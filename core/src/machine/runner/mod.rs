@@ -187,9 +187,9 @@ pub struct Seed {
     /// Main's config as the caller read it at the main in `refs`, when it did: the runner
     /// then knows main's holds without reading them again.
     pub config: Option<crate::config::Config>,
-    /// The runner whose log tip `refs` holds as the caller fetched it: a runner of that name
-    /// need not fetch it.
-    pub log_of: Option<String>,
+    /// The runner whose log and evidence tips `refs` holds as the caller fetched them
+    /// ([`refs::runner_patterns`]): a runner of that name need not fetch them.
+    pub tips_of: Option<String>,
     /// The request the caller wrote and did not push, for this runner's first write to carry;
     /// `refs` and `chain` hold it as if it were up.
     pub request: Option<UnpushedRequest>,
@@ -295,11 +295,12 @@ pub struct Runner {
     request_dropped: bool,
     /// The policy a seed brought, at its commit, until the first candidate takes it.
     seed_policy: Option<(Oid, Option<Vec<u8>>)>,
-    /// Whether `refs` holds this runner's log tip as the remote has it: the push that ends an
-    /// operation appends to the log leased on that tip. Fetched once (by the first pass, and
-    /// again after a push whose fate is unknown), then followed through this runner's own
-    /// pushes, so an idle pass never reads a log.
-    log_known: bool,
+    /// Whether `refs` holds the tips of this runner's log and evidence notes as the remote has
+    /// them: a check's record appends to the notes, and the push that ends an operation to the
+    /// log, each leased on that tip. Fetched once (by the first pass, and again after a push
+    /// whose fate is unknown), then followed through this runner's own pushes, so an idle pass
+    /// never reads a log. (A pass fetches every producer's notes anyway.)
+    tips_known: bool,
     /// Whether `refs` holds this runner's presence tip as the remote has it: fetched by the
     /// first pass and after a presence push that did not go through, then followed through
     /// this runner's own pushes, so a pass fetches nothing more for it.
@@ -343,7 +344,7 @@ impl Runner {
             request_tested: false,
             request_dropped: false,
             seed_policy: None,
-            log_known: false,
+            tips_known: false,
             presence_known: false,
             presence_at: None,
             presence_read: false,
@@ -357,7 +358,7 @@ impl Runner {
             runner.holds = Some((main.clone(), Ok(config)));
         }
         runner.refs = seed.refs;
-        runner.log_known = seed.log_of.as_deref() == Some(runner.cfg.runner.as_str());
+        runner.tips_known = seed.tips_of.as_deref() == Some(runner.cfg.runner.as_str());
         runner.request = seed.request;
         runner.seed_policy = seed.policy;
         if let Some((tip, _)) = seed.chain.last() {

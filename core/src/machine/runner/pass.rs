@@ -60,10 +60,10 @@ impl Runner {
         self.plugin_answer = None;
         if self.seeded.is_some() {
             // The first pass of a seeded runner starts from what it was handed, and reads only
-            // its own log's tip, which no seed holds: the push that ends the operation appends
-            // to it, and a guess would cost a refused push.
-            if !self.log_known {
-                let spec = FetchSpec::new([refs::log_pattern(&self.cfg.runner)]);
+            // its own log's and notes' tips when the seed lacks them: its pushes append to
+            // both, and a guess would cost a refused push and a candidate built again.
+            if !self.tips_known {
+                let spec = FetchSpec::new(refs::runner_patterns(&self.cfg.runner));
                 self.out
                     .send(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
                 return;
@@ -77,7 +77,7 @@ impl Runner {
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
         ]);
-        if !self.log_known {
+        if !self.tips_known {
             spec.patterns.push(refs::log_pattern(&self.cfg.runner));
         }
         if !self.presence_known && self.says_presence() {
@@ -101,7 +101,8 @@ impl Runner {
         };
         match result {
             Ok(fetched) => {
-                self.log_known |= spec.covers(&refs::log(&self.cfg.runner));
+                self.tips_known |= spec.covers(&refs::log(&self.cfg.runner))
+                    && spec.covers(&refs::evidence(&self.cfg.runner));
                 self.presence_known |= spec.covers(&refs::executor(&self.cfg.runner));
                 spec.apply(&mut self.refs, fetched);
                 Ok(true)

@@ -118,6 +118,11 @@ impl Write {
         )
     }
 
+    /// Whether this push appends to the runner's evidence notes.
+    fn notes(&self) -> bool {
+        matches!(self, Write::Check { record, base_record, .. } if !record.is_empty() || base_record.is_some())
+    }
+
     /// Whether this push moves main.
     fn merges(&self) -> bool {
         matches!(
@@ -1153,7 +1158,7 @@ impl Runner {
     /// work up again if either is this runner's.
     fn in_doubt(&mut self, written: Option<Oid>) {
         // The push may have appended to the log: read its tip again before the next end.
-        self.log_known = false;
+        self.tips_known = false;
         let work = self.work_mut();
         let (claimed, change) = (work.claimed, work.record.change.clone());
         if let Some(written) = written {
@@ -1287,11 +1292,15 @@ impl Runner {
             let backoff = self.cfg.backoff_ms;
             return self.drop_work(backoff);
         };
-        let log = refs::log(&self.cfg.runner);
-        let log_before = self.refs.get(&log).cloned();
+        let (log, notes) = (
+            refs::log(&self.cfg.runner),
+            refs::evidence(&self.cfg.runner),
+        );
+        let before = (self.refs.get(&log).cloned(), self.refs.get(&notes).cloned());
         spec.apply(&mut self.refs, fetched);
-        self.log_known = true;
-        let log_moved = self.refs.get(&log) != log_before.as_ref();
+        self.tips_known = true;
+        let log_moved = self.refs.get(&log) != before.0.as_ref();
+        let notes_moved = self.refs.get(&notes) != before.1.as_ref();
         let work = self.work.clone().expect("verifying while working");
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
@@ -1329,10 +1338,12 @@ impl Runner {
                     );
                 }
             }
-            // Only this runner's log moved (another process under the same name, or a log this
-            // runner had not read): write the same again on the log's new tip. The chain and
-            // main are as they were, so nothing else changes.
-            write if log_moved && write.ends() => self.write(write),
+            // Only this runner's log or notes moved (another process under the same name, or a
+            // tip this runner had not read): write the same again on the new tips. The chain
+            // and main are as they were, so nothing else changes, and the candidate stands.
+            write if (log_moved && write.ends()) || (notes_moved && write.notes()) => {
+                self.write(write)
+            }
             // The chain did not move, so the refusal came from elsewhere (our evidence notes were
             // behind, or the remote refused for its own reasons): drop and let the pass retry.
             _ => {
