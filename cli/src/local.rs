@@ -80,7 +80,10 @@ impl Execute for Local {
                 draft,
                 base,
                 onto,
-            } => Completion::DraftRefreshed(self.views.refresh(&change, &draft, &base, &onto)),
+                labels,
+            } => Completion::DraftRefreshed(
+                self.views.refresh(&change, &draft, &base, &onto, &labels),
+            ),
             Action::MakeView {
                 change,
                 paths,

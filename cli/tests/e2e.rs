@@ -239,7 +239,41 @@ fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair
         "{again:?}"
     );
     let marked = std::fs::read_to_string(bob_view.join("src/greeting.txt")).expect("the file");
-    assert!(marked.contains("<<<<<<<"), "{marked}");
+    assert_eq!(
+        marked,
+        format!("<<<<<<< main\nBonjour\n=======\nHola\n>>>>>>> change {second}\n"),
+        "the sides are named for people"
+    );
+    assert!(
+        again.doc["say"]
+            .as_str()
+            .is_some_and(|s| s.contains("conflict markers")),
+        "{again:?}"
+    );
+    // Asked to merge with the markers still there, bay refuses and names the file; main
+    // keeps what it had.
+    let main_before = world.remote_ref("refs/heads/main");
+    for args in [&["merge"][..], &["merge", "--wait"]] {
+        let early = bay(&bob_view, "bob", args);
+        assert_eq!(early.doc["reason"], "MERGE_CONFLICT", "{early:?}");
+        assert_eq!(early.code, 10);
+        assert_eq!(early.doc["detail"]["markers_remain"], true, "{early:?}");
+        assert_eq!(
+            early.doc["detail"]["paths"],
+            serde_json::json!(["src/greeting.txt"])
+        );
+        assert!(
+            early.doc["say"]
+                .as_str()
+                .is_some_and(|s| s.contains("markers"))
+        );
+    }
+    assert_eq!(world.remote_ref("refs/heads/main"), main_before);
+    // Only one marker line left is still unsettled.
+    let closing = format!("Bonjour\nHola\n>>>>>>> change {second}\n");
+    write(&bob_view, "src/greeting.txt", &closing);
+    let half = bay(&bob_view, "bob", &["merge"]);
+    assert_eq!(half.doc["reason"], "MERGE_CONFLICT", "{half:?}");
     write(&bob_view, "src/greeting.txt", "Bonjour\nHola\n");
     assert_eq!(bay(&bob_view, "bob", &["merge"]).doc["decision"], "queued");
     bay(&world.admin, "runner", &["runner", "run", "--once"]);

@@ -168,9 +168,12 @@ fn an_undo_that_conflicts_leaves_its_view_for_repair() {
     let view = Path::new(conflict.doc["detail"]["view"].as_str().expect("a view")).to_owned();
     let text = std::fs::read_to_string(view.join("src/greeting.txt")).expect("the file");
     assert!(
-        text.contains("<<<<<<<"),
+        text.contains("<<<<<<< main\n") && text.contains(&format!(">>>>>>> undo of {change}\n")),
         "conflict markers to resolve: {text}"
     );
+    let early = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(early.doc["reason"], "MERGE_CONFLICT", "{early:?}");
+    assert_eq!(early.doc["detail"]["markers_remain"], true, "{early:?}");
     // Resolved in the view, the undo merges like any change.
     write(&view, "src/greeting.txt", "Hello\n");
     let merged = bay(&view, "ann", &["merge", "--wait"]);

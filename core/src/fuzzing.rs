@@ -338,6 +338,7 @@ impl ChainState {
                 let body = StepBody::Checkpoint {
                     draft: oid(u)?,
                     base: oid(u)?,
+                    marked: u.arbitrary()?,
                 };
                 let actor = self.actor.clone();
                 self.step(u, &actor, body)?
@@ -2097,13 +2098,19 @@ impl Driver {
             Action::RunPlugin(_) => Completion::PluginExited(plugin_exit(u)?),
             Action::FreezeDraft { .. } => Completion::DraftFrozen(maybe_fault(u, 16, oid)?),
             Action::RefreshDraft { .. } => Completion::DraftRefreshed(maybe_fault(u, 16, |u| {
+                let conflicts = if u.ratio(1, 4)? {
+                    vec![word(u, &["src/a.rs"])?]
+                } else {
+                    Vec::new()
+                };
                 Ok(Refreshed {
                     draft: oid(u)?,
-                    conflicts: if u.ratio(1, 4)? {
-                        vec![word(u, &["src/a.rs"])?]
+                    marked: if u.arbitrary()? {
+                        conflicts.clone()
                     } else {
                         Vec::new()
                     },
+                    conflicts,
                 })
             })?),
             Action::MakeView { change, .. } => {

@@ -9,6 +9,7 @@
 pub mod actor;
 pub mod check;
 pub mod config;
+pub mod conflict;
 pub mod disk;
 pub mod event;
 pub mod flow;

@@ -50,6 +50,13 @@ pub fn say(
 /// A result with a reason: the code decides the words, whatever the decision.
 fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
     match code {
+        ReasonCode::MergeConflict if detail.get("markers_remain") == Some(&Value::Bool(true)) => {
+            format!(
+                "The conflict markers bay left in this change are still there{}; settle those \
+                 lines in its folder and remove the markers, then submit it again.",
+                quoted(names(detail, "paths"))
+            )
+        }
         ReasonCode::MergeConflict => format!(
             "Main changed the same lines as this change{}; update the change, settle those \
              lines in its folder, then submit it again.",
@@ -192,6 +199,12 @@ fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Va
             "Saved; bay checks this change and adds it to main next, so you can keep working."
                 .to_owned()
         }
+        None if detail.contains_key("view") && !names(detail, "conflicts").is_empty() => format!(
+            "The change is in the folder{}, but main changed the same lines: settle the \
+             conflict markers bay left in{} before you submit it.",
+            quoted(names(detail, "view")),
+            quoted(names(detail, "conflicts"))
+        ),
         None if detail.contains_key("view") => format!(
             "The change is ready; edit its files in the folder{}, then submit it from there.",
             quoted(names(detail, "view"))

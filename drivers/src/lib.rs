@@ -11,6 +11,7 @@ pub mod git;
 pub mod head;
 pub mod index;
 pub mod loose_refs;
+pub mod markers;
 pub mod objects;
 pub mod plugin;
 pub mod pump;

@@ -5,7 +5,9 @@
 //! Every action answers with its [`Completion`]; Git trouble becomes a [`Fault`] with a plain
 //! message, never a panic.
 //!
-//! Needs Git 2.41 or later: `fetch --porcelain` (2.41), `merge-tree --write-tree` (2.38) with
+//! Needs Git 2.44 or later: `merge-file --diff-algorithm` (2.44) and `--object-id` (2.43), which
+//! name a conflict's sides for people (`markers.rs`), `fetch --porcelain` (2.41),
+//! `merge-tree --write-tree` (2.38) with
 //! `--merge-base` (2.40), `cat-file --batch-command` (2.36), `fetch --atomic` (2.31),
 //! `fetch --no-write-fetch-head` and `--no-auto-maintenance` (2.29). `docs/architecture.md`
 //! has the same list as a table.
@@ -29,7 +31,7 @@ use crate::loose_refs::LooseRefs;
 use crate::objects::Objects;
 use crate::reader::Reader;
 
-pub use candidate::{MergeTree, merge_tree};
+pub use candidate::{MergeTree, Stage, merge_tree};
 pub use fetch::mirror_prefix;
 
 pub use crate::objects::Identity;

@@ -1,5 +1,6 @@
 //! Tree objects, read through the clone's [`Reader`]: their entries, and the paths two trees
-//! differ in, as `git diff-tree -r --name-only --no-renames` lists them, without its process.
+//! differ in, as `git diff-tree -r --name-only --no-renames` lists them, without its process;
+//! and a tree edited with Git's own index ([`edited`]).
 //!
 //! A tree object is a sequence of entries `<mode in octal> <name>\0<id as raw bytes>`, the id
 //! as long as the repository's ids (20 bytes for SHA-1, 32 for SHA-256). Two trees are
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use bay_core::git::Oid;
 use bay_core::machine::Fault;
 
+use crate::git::Git;
 use crate::reader::{Object, Reader};
 
 /// The mode of a subtree entry.
@@ -147,6 +149,37 @@ pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String
     paths.sort();
     paths.dedup();
     Ok(paths)
+}
+
+/// The tree of `tree` (a tree or a commit; none for the empty tree) with each
+/// `(mode, blob, path)` of `edits` put at its path, through a temporary index: `read-tree`,
+/// `update-index --index-info`, `write-tree`.
+pub fn edited(
+    git: &Git,
+    tree: Option<&Oid>,
+    edits: &[(String, Oid, String)],
+) -> Result<Oid, Fault> {
+    let scratch = tempfile::tempdir().map_err(|e| Fault(format!("no temporary index: {e}")))?;
+    let index = scratch.path().join("index");
+    if let Some(tree) = tree {
+        git.cmd(["read-tree", tree.as_str()])
+            .env("GIT_INDEX_FILE", &index)
+            .run()?;
+    }
+    let mut info = Vec::new();
+    for (mode, blob, path) in edits {
+        info.extend_from_slice(format!("{mode} {blob}\t{path}").as_bytes());
+        info.push(0);
+    }
+    git.cmd(["update-index", "-z", "--index-info"])
+        .stdin(info)
+        .env("GIT_INDEX_FILE", &index)
+        .run()?;
+    let text = git
+        .cmd(["write-tree"])
+        .env("GIT_INDEX_FILE", &index)
+        .text()?;
+    Oid::parse(text.trim()).map_err(Fault)
 }
 
 #[cfg(test)]

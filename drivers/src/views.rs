@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use bay_core::conflict::Labels;
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::machine::{Fault, Refreshed, ViewFacts};
@@ -326,32 +327,37 @@ impl Views {
         Ok(onto)
     }
 
-    /// Brings `draft` (made on `base`) up to main at `onto`. Conflicting files keep Git's
-    /// conflict markers for the agent to resolve; they are named in the result.
+    /// Brings `draft` (made on `base`) up to main at `onto`. Conflicting files keep conflict
+    /// markers for the agent to resolve, their sides named by `labels`; they are named in
+    /// the result, and those given markers apart.
     pub fn refresh(
         &self,
         change: &ChangeId,
         draft: &Oid,
         base: &Oid,
         onto: &Oid,
+        labels: &Labels,
     ) -> Result<Refreshed, Fault> {
         let git = self.clone_git();
         if draft == base {
             return Ok(Refreshed {
                 draft: onto.clone(),
                 conflicts: Vec::new(),
+                marked: Vec::new(),
             });
         }
         let merged = merge_tree(&git, base, onto, draft)?;
+        let (tree, marked) = crate::markers::relabel(&git, &self.objects, &merged, labels)?;
         let refreshed = self.commit(
             &git,
-            &merged.tree,
+            &tree,
             &[onto],
             &format!("bay: draft of {change}, brought up to main\n"),
         )?;
         Ok(Refreshed {
             draft: refreshed,
             conflicts: merged.conflicts,
+            marked,
         })
     }
 }

@@ -26,13 +26,13 @@ use bay_core::check::plan::POLICY_PATH;
 const ADAPTER_PATH: &str = "checks/run";
 use bay_core::git::refs;
 
-/// The command an agent is running.
+/// The command an agent is running (each machine boxed: their sizes differ by hundreds of bytes).
 #[derive(Debug)]
 pub enum Cmd {
-    Start(Start),
-    Merge(Merge),
-    Abandon(Abandon),
-    Undo(Undo),
+    Start(Box<Start>),
+    Merge(Box<Merge>),
+    Abandon(Box<Abandon>),
+    Undo(Box<Undo>),
     /// `bay merge --wait`: the request, then the operation's own run, here.
     Wait(Box<MergeWait>),
 }
@@ -40,20 +40,20 @@ pub enum Cmd {
 impl Cmd {
     pub fn machine(&mut self) -> &mut dyn Machine {
         match self {
-            Cmd::Start(m) => m,
-            Cmd::Merge(m) => m,
-            Cmd::Abandon(m) => m,
-            Cmd::Undo(m) => m,
+            Cmd::Start(m) => m.as_mut(),
+            Cmd::Merge(m) => m.as_mut(),
+            Cmd::Abandon(m) => m.as_mut(),
+            Cmd::Undo(m) => m.as_mut(),
             Cmd::Wait(m) => m.as_mut(),
         }
     }
 
     pub fn machine_ref(&self) -> &dyn Machine {
         match self {
-            Cmd::Start(m) => m,
-            Cmd::Merge(m) => m,
-            Cmd::Abandon(m) => m,
-            Cmd::Undo(m) => m,
+            Cmd::Start(m) => m.as_ref(),
+            Cmd::Merge(m) => m.as_ref(),
+            Cmd::Abandon(m) => m.as_ref(),
+            Cmd::Undo(m) => m.as_ref(),
             Cmd::Wait(m) => m.as_ref(),
         }
     }
@@ -146,7 +146,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             entropy,
             disk: None,
         };
-        agent(world, host).cmd = Some(Cmd::Undo(Undo::new(input, now)));
+        agent(world, host).cmd = Some(Cmd::Undo(Box::new(Undo::new(input, now))));
         return None;
     }
     let Some(change) = task.change.clone() else {
@@ -165,7 +165,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             disk: None,
             import: None,
         };
-        agent(world, host).cmd = Some(Cmd::Start(Start::new(input, now)));
+        agent(world, host).cmd = Some(Cmd::Start(Box::new(Start::new(input, now))));
         return None;
     };
     let Some(op) = task.op.clone() else {
@@ -186,7 +186,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
                 let cfg = world.runner_config(&name, RunMode::Loop);
                 Cmd::Wait(Box::new(MergeWait::new(input, now, cfg)))
             }
-            false => Cmd::Merge(Merge::new(input, now)),
+            false => Cmd::Merge(Box::new(Merge::new(input, now))),
         };
         agent(world, host).cmd = Some(cmd);
         return None;
@@ -206,7 +206,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
                 actor,
                 entropy,
             };
-            agent(world, host).cmd = Some(Cmd::Abandon(Abandon::new(input, now)));
+            agent(world, host).cmd = Some(Cmd::Abandon(Box::new(Abandon::new(input, now))));
             return None;
         }
         return Some(POLL_MS);
@@ -240,7 +240,7 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
             disk: None,
             import: None,
         };
-        me.cmd = Some(Cmd::Start(Start::new(input, now)));
+        me.cmd = Some(Cmd::Start(Box::new(Start::new(input, now))));
         return None;
     }
     finish_task(world, host);
@@ -490,8 +490,23 @@ pub fn finished(world: &mut World, host: usize) -> Millis {
         (Cmd::Start(_), Decision::Ok) => {
             task.change = result.change.clone();
             task.op = None;
-            task.edit_pending = true;
+            // Now and then an agent asks to merge a repaired change before it settles the
+            // conflict markers bay left in its files, which bay must refuse.
+            let conflicted = result
+                .detail
+                .get("conflicts")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|paths| !paths.is_empty());
+            task.edit_pending = !(conflicted && me.rng.chance(300));
             // The agent takes a while to do its edit.
+            me.rng.range(EDIT_MS.0, EDIT_MS.1)
+        }
+        (Cmd::Merge(_) | Cmd::Wait(_), Decision::Blocked)
+            if asked && result.reason == Some(ReasonCode::MergeConflict) =>
+        {
+            // The markers bay left are still there: settle them (the edit rewrites every file
+            // of the task), then ask again.
+            task.edit_pending = true;
             me.rng.range(EDIT_MS.0, EDIT_MS.1)
         }
         (Cmd::Merge(_) | Cmd::Wait(_), Decision::Blocked)

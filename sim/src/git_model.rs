@@ -2,6 +2,7 @@
 //! the evidence notes, and the answer to each of core's actions, with no faults. The world
 //! wraps these answers in latency and faults; the scripted tests use them directly.
 
+use bay_core::conflict::Labels;
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::limits::PathStat;
@@ -27,6 +28,9 @@ pub struct GitModel {
     pub clock: Timestamp,
     /// Each ref's value and when the remote took it (see [`GitModel::read_seen`]).
     took: BTreeMap<String, (Oid, Timestamp)>,
+    /// Every conflict marker line a refresh wrote into a draft: the ground truth the checker
+    /// holds main's files to (S15).
+    pub markers_written: std::collections::BTreeSet<String>,
 }
 
 impl GitModel {
@@ -126,8 +130,9 @@ impl GitModel {
                 draft,
                 base,
                 onto,
+                labels,
             } => {
-                let refreshed = self.refresh(change, draft, base, onto);
+                let refreshed = self.refresh(change, draft, base, onto, labels);
                 if let Ok(refreshed) = &refreshed {
                     let paths = views
                         .get(change)
@@ -348,8 +353,6 @@ impl GitModel {
         }
     }
 
-    /// Brings a draft up to `onto`; a conflicting path keeps the draft's side (a simulated
-    /// agent resolves a conflict by redoing its edit).
     /// The paths that conflict when `draft` (made on `base`) is merged onto `onto`.
     fn test_merge(&self, onto: &Oid, draft: &Oid, base: &Oid) -> Result<Vec<String>, Fault> {
         let (ours, theirs, ancestor) = (self.files(onto)?, self.files(draft)?, self.files(base)?);
@@ -359,22 +362,54 @@ impl GitModel {
         })
     }
 
+    /// Brings a draft up to `onto`. A path both changed as text holds the whole of both sides
+    /// between marker lines named by `labels`, as Git's markers around a conflicting hunk; a
+    /// binary file keeps main's side, and one a side deleted the other side's, with no
+    /// markers, as Git leaves them. Every marker line written is kept in
+    /// [`GitModel::markers_written`].
     pub fn refresh(
         &mut self,
         change: &ChangeId,
         draft: &Oid,
         base: &Oid,
         onto: &Oid,
+        labels: &Labels,
     ) -> Result<Refreshed, Fault> {
         let (ours, theirs, ancestor) = (self.files(onto)?, self.files(draft)?, self.files(base)?);
+        let mut marked = Vec::new();
         let (tree, conflicts) = match Store::merge(&ancestor, &ours, &theirs) {
             Merged::Clean(tree) => (tree, Vec::new()),
             Merged::Conflict { paths, mut tree } => {
                 for path in &paths {
-                    match theirs.get(path) {
-                        Some(blob) => tree.insert(path.clone(), blob.clone()),
-                        None => tree.remove(path),
+                    let text = |side: &Tree| {
+                        let blob = side.get(path)?;
+                        let text = self.store.blob_text(blob)?;
+                        (!crate::store::is_binary(text)).then(|| text.to_owned())
                     };
+                    match (
+                        text(&ours),
+                        text(&theirs),
+                        ours.get(path).or(theirs.get(path)),
+                    ) {
+                        (Some(mine), Some(other), _) => {
+                            let [open, close] = <[String; 2]>::try_from(labels.lines())
+                                .expect("an opening and a closing line");
+                            let both = format!(
+                                "{open}\n{}=======\n{}{close}\n",
+                                with_end(&mine),
+                                with_end(&other)
+                            );
+                            self.markers_written.extend([open, close]);
+                            tree.insert(path.clone(), self.store.blob(&both));
+                            marked.push(path.clone());
+                        }
+                        (_, _, Some(blob)) => {
+                            tree.insert(path.clone(), blob.clone());
+                        }
+                        (_, _, None) => {
+                            tree.remove(path);
+                        }
+                    }
                 }
                 (tree, paths)
             }
@@ -385,7 +420,11 @@ impl GitModel {
             vec![onto.clone()],
             &format!("draft of {change}, brought up to main\n"),
         );
-        Ok(Refreshed { draft, conflicts })
+        Ok(Refreshed {
+            draft,
+            conflicts,
+            marked,
+        })
     }
 
     /// Saves a view as a draft on `parent`: the parent's files outside the view's paths, and
@@ -545,4 +584,12 @@ impl GitModel {
 pub struct View {
     pub paths: Vec<String>,
     pub files: Tree,
+}
+
+/// `text` ending in a line break, as a side between conflict markers must.
+fn with_end(text: &str) -> String {
+    match text.ends_with('\n') || text.is_empty() {
+        true => text.to_owned(),
+        false => format!("{text}\n"),
+    }
 }

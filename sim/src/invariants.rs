@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S14, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S15, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -6,6 +6,7 @@
 //! what a runner claims.
 
 mod bisect;
+mod markers;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,6 +77,8 @@ pub enum Invariant {
     /// S14: a runner's presence names it, reads back, and goes up at most once per heartbeat
     /// on its own clock (within one incarnation: a restarted runner remembers nothing).
     PresencePerHeartbeat,
+    /// S15: no bay merge puts on main a conflict marker line bay wrote into a draft.
+    NoConflictMarkers,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -97,6 +100,7 @@ impl Invariant {
             Invariant::LogMatches => "S12",
             Invariant::BisectHalves => "S13",
             Invariant::PresencePerHeartbeat => "S14",
+            Invariant::NoConflictMarkers => "S15",
             Invariant::Liveness => "L",
         }
     }
@@ -298,6 +302,13 @@ impl Checker {
         let (store, remote, notes) = (&git.store, &git.remote, &git.notes);
         for moved in &applied.moves {
             if moved.name == self.main_ref {
+                if let (Some(old), Some(new)) = (&moved.old, &moved.new)
+                    && store
+                        .get(new)
+                        .is_some_and(|c| bay_trailers(&c.message).is_some())
+                {
+                    self.check_conflict_markers(at, git, old, new);
+                }
                 self.check_main_move(
                     at,
                     store,

@@ -280,7 +280,7 @@ impl Store {
 }
 
 /// Whether Git's diff takes `text` as binary: a NUL byte in its first 8,000 bytes.
-fn is_binary(text: &str) -> bool {
+pub fn is_binary(text: &str) -> bool {
     text.bytes().take(8_000).any(|b| b == 0)
 }
 

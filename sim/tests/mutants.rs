@@ -200,3 +200,10 @@ mutant_test!(
     200,
     []
 );
+mutant_test!(
+    a_request_with_conflict_markers_left_in_breaks_s15,
+    Mutant::IgnoreConflictMarkers,
+    Invariant::NoConflictMarkers,
+    1_000,
+    []
+);

@@ -3,6 +3,7 @@
 //! draft that was saved and never recorded; saving twice with nothing new names the same
 //! draft.
 
+use bay_core::conflict::Labels;
 use bay_core::git::Oid;
 use bay_core::machine::{Action, Completion};
 
@@ -63,6 +64,51 @@ pub(super) fn cases() -> Vec<Case> {
             make(b, &["src/"]);
             freeze(b, "save", "O");
         }),
+        Case::new(
+            "view: a refresh marks a conflicting text file under the labels, a binary one not",
+            |b| {
+                let base = [
+                    ("src/a", "a\n"),
+                    ("src/bin", "\0base\n"),
+                    ("src/c", "c\n"),
+                    ("src/gone", "g\n"),
+                    ("src/kept", "k\n"),
+                ];
+                b.commit("O", &[], &base);
+                // Main deletes src/gone and edits src/kept; the draft does the reverse.
+                let main = [
+                    ("src/a", "main\n"),
+                    ("src/bin", "\0main\n"),
+                    ("src/c", "c\n"),
+                    ("src/kept", "k, main\n"),
+                ];
+                b.commit("M", &["O"], &main);
+                let draft = [
+                    ("src/a", "draft\n"),
+                    ("src/bin", "\0draft\n"),
+                    ("src/c", "c2\n"),
+                    ("src/gone", "g, draft\n"),
+                ];
+                b.commit("D", &["O"], &draft);
+                let action = Action::RefreshDraft {
+                    change: change(),
+                    draft: b.oid("D"),
+                    base: b.oid("O"),
+                    onto: b.oid("M"),
+                    labels: Labels::draft("main", &change()),
+                };
+                match b.execute(&action) {
+                    Completion::DraftRefreshed(Ok(refreshed)) => {
+                        b.see("conflicts", refreshed.conflicts.join(" "));
+                        b.see("marked", refreshed.marked.join(" "));
+                        b.named(&refreshed.draft, "refreshed");
+                        b.see_commit("refreshed", &refreshed.draft);
+                    }
+                    Completion::DraftRefreshed(Err(_)) => b.see("refresh", "fault"),
+                    other => panic!("a refresh answered {other:?}"),
+                }
+            },
+        ),
     ]
 }
 

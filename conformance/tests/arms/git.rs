@@ -253,7 +253,8 @@ impl Arm for GitArm {
                 draft,
                 base,
                 onto,
-            } => Completion::DraftRefreshed(self.views.refresh(change, draft, base, onto)),
+                labels,
+            } => Completion::DraftRefreshed(self.views.refresh(change, draft, base, onto, labels)),
             other => panic!("the suite runs no {}", other.name()),
         }
     }

@@ -101,12 +101,13 @@ pub enum Action {
         base: Oid,
     },
     /// Bring a draft up to main at `onto`: merge it (made on `base`) onto `onto`, keeping any
-    /// conflict in the files for the agent to resolve.
+    /// conflict in the files for the agent to resolve, its sides named by `labels`.
     RefreshDraft {
         change: ChangeId,
         draft: Oid,
         base: Oid,
         onto: Oid,
+        labels: crate::conflict::Labels,
     },
     /// Make (or refresh) the change's view: a sparse worktree of `paths` at `draft`.
     MakeView {
@@ -522,8 +523,11 @@ pub enum BuildResult {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Refreshed {
     pub draft: Oid,
-    /// Paths left with conflict markers for the agent to resolve.
+    /// Paths that conflict, for the agent to resolve.
     pub conflicts: Vec<String>,
+    /// Those of them the driver wrote the labels' marker lines into (a binary file, or one
+    /// deleted on one side, is left whole, with none).
+    pub marked: Vec<String>,
 }
 
 /// What became of a push.

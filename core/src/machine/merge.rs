@@ -1,6 +1,8 @@
 //! `bay merge`: freeze the draft, record the request with a queue place, and return `queued`.
 //!
-//! Before it writes anything, the draft is judged by the `[limits]` of the policy at its base,
+//! Before it writes anything, a draft that holds conflict markers bay wrote into it (when it
+//! brought the draft up to main) is refused `MERGE_CONFLICT`, naming the files: an unresolved
+//! conflict never merges. Then the draft is judged by the `[limits]` of the policy at its base,
 //! measured against that base: a change over a cap is refused `CHANGE_TOO_LARGE` and never
 //! queued. The policy is read once per draft; a policy that sets no cap costs no measuring, and
 //! one that is missing or invalid is left to the runner, which refuses it by the policy at the
@@ -17,7 +19,10 @@ use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
 };
+use std::collections::BTreeMap;
+
 use crate::check::plan::{POLICY_PATH, parse_policy};
+use crate::conflict::{self, Marked};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::limits::PathStat;
@@ -43,6 +48,8 @@ enum Purpose {
     ReadLast,
     ReadChain,
     Freeze,
+    /// One file the draft's conflict markers were left in.
+    Marked(String),
     /// The policy at the draft's base, for its `[limits]`.
     Policy,
     /// The draft's measures against its base, for these caps.
@@ -68,6 +75,10 @@ pub struct Merge {
     /// The base and draft found within the caps of the policy at that base, so a retry after
     /// a lost race does not measure them again.
     within_limits: Option<(Oid, Oid)>,
+    /// The files of the draft that bay left conflict markers in, as read so far, and the
+    /// draft found free of them.
+    marked_read: BTreeMap<String, Option<Vec<u8>>>,
+    settled: Option<Oid>,
     /// A request step whose push's fate is unknown.
     written: Option<Oid>,
     /// The queue place the request takes.
@@ -87,6 +98,8 @@ pub struct Merge {
     /// so that a runner building on that same commit need not read it again.
     policy: Option<(Oid, Option<Vec<u8>>)>,
     outcome: Option<BayResult>,
+    #[cfg(feature = "mutants")]
+    mutant: Option<super::runner::Mutant>,
 }
 
 impl Merge {
@@ -123,6 +136,10 @@ impl Merge {
             unpushed: None,
             policy: None,
             outcome: None,
+            marked_read: BTreeMap::new(),
+            settled: None,
+            #[cfg(feature = "mutants")]
+            mutant: None,
         };
         let fetch = merge.fetch();
         merge.out.send(fetch, Purpose::Fetch);
@@ -266,6 +283,9 @@ impl Merge {
         if record.live_op().is_some_and(|op| op.draft == draft) {
             return self.queued(&record);
         }
+        if !record.marked.is_empty() && self.settled.as_ref() != Some(&draft) {
+            return self.read_marked(&record.marked, draft);
+        }
         let judged = (record.base.clone(), draft.clone());
         if self.within_limits.as_ref() != Some(&judged) {
             let read = Action::ReadFile {
@@ -326,6 +346,63 @@ impl Merge {
             return;
         }
         self.out.send(Action::Push(plan), Purpose::Request);
+    }
+
+    /// Reads each file of `draft` that bay left conflict markers in.
+    fn read_marked(&mut self, marked: &[Marked], draft: Oid) {
+        self.marked_read.clear();
+        #[cfg(feature = "mutants")]
+        if self.mutant == Some(super::runner::Mutant::IgnoreConflictMarkers) {
+            self.settled = Some(draft.clone());
+            return self.request(draft);
+        }
+        for path in conflict::paths(marked) {
+            let read = Action::ReadFile {
+                commit: draft.clone(),
+                path: path.clone(),
+            };
+            self.out.send(read, Purpose::Marked(path));
+        }
+    }
+
+    /// One marked file read; once every one is, a draft that still holds a marker line bay
+    /// wrote is refused, naming the files.
+    fn on_marked(&mut self, path: String, bytes: Option<Vec<u8>>) {
+        self.marked_read.insert(path, bytes);
+        let (record, _) = self
+            .record
+            .clone()
+            .expect("marked files are read after the record");
+        if self.marked_read.len() < conflict::paths(&record.marked).len() {
+            return;
+        }
+        let unresolved = conflict::unresolved(&record.marked, &self.marked_read);
+        if unresolved.is_empty() {
+            let (_, draft) = self.base_and_draft();
+            self.settled = Some(draft.clone());
+            return self.request(draft);
+        }
+        let mut markers: Vec<&String> = record.marked.iter().flat_map(|m| &m.lines).collect();
+        markers.sort();
+        markers.dedup();
+        let detail = serde_json::json!({
+            "paths": unresolved,
+            "markers_remain": true,
+            "markers": markers,
+        });
+        let result = report::refused(
+            ReasonCode::MergeConflict,
+            Some(&record.change),
+            None,
+            detail,
+        );
+        self.finish(result);
+    }
+
+    /// A broken merge for the simulator's tests (see `runner::Mutant`).
+    #[cfg(feature = "mutants")]
+    pub fn mutate(&mut self, mutant: Option<super::runner::Mutant>) {
+        self.mutant = mutant;
     }
 
     /// Whether the queue, as fetched, holds no place but the one this change's own operation
@@ -494,6 +571,7 @@ impl Merge {
             (Purpose::ReadLast, Completion::StepsRead(Ok(steps))) => self.on_last(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.request(draft),
+            (Purpose::Marked(path), Completion::FileRead(Ok(bytes))) => self.on_marked(path, bytes),
             (Purpose::Policy, Completion::FileRead(Ok(bytes))) => self.on_policy(bytes),
             (Purpose::Stats(limits), Completion::StatsRead(Ok(stats))) => {
                 self.on_stats(&limits, &stats)

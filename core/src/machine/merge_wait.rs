@@ -53,11 +53,23 @@ enum Phase {
     Running(Box<Runner>),
 }
 
+/// The request of `merge --wait`, for the runner `runner` to work next.
+fn asking(input: MergeInput, now: Timestamp, runner: &RunnerConfig, carried: bool) -> Merge {
+    let merge = Merge::then_run_as(input, now, &runner.runner, carried);
+    #[cfg(feature = "mutants")]
+    let merge = {
+        let mut merge = merge;
+        merge.mutate(runner.mutant);
+        merge
+    };
+    merge
+}
+
 impl MergeWait {
     /// Asks for `input.change` to be merged and runs its operation here as `runner` (whose
     /// name is the log the request's fetch brings along).
     pub fn new(input: MergeInput, now: Timestamp, runner: RunnerConfig) -> MergeWait {
-        let merge = Merge::then_run_as(input.clone(), now, &runner.runner, true);
+        let merge = asking(input.clone(), now, &runner, true);
         MergeWait {
             input,
             runner,
@@ -150,8 +162,7 @@ impl MergeWait {
                     self.carried = false;
                     self.input.entropy ^= AGAIN;
                     self.runner.nonce_seed ^= AGAIN;
-                    let merge =
-                        Merge::then_run_as(self.input.clone(), now, &self.runner.runner, false);
+                    let merge = asking(self.input.clone(), now, &self.runner, false);
                     Phase::Asking(Box::new(merge))
                 }
             };

@@ -16,6 +16,7 @@ use super::{
     Action, Append, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome, PushPlan,
     RawStep, RefUpdate, Refreshed, Refs,
 };
+use crate::conflict::Labels;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -426,6 +427,7 @@ impl Start {
             let refreshed = Refreshed {
                 draft: imported.draft,
                 conflicts: Vec::new(),
+                marked: Vec::new(),
             };
             return self.on_refreshed(refreshed);
         }
@@ -443,6 +445,7 @@ impl Start {
         let (record, _) = self.found.clone().expect("a freeze follows a found change");
         let main = self.main().expect("main was checked after the fetch");
         let action = Action::RefreshDraft {
+            labels: Labels::draft(&self.input.main, &record.change),
             change: record.change.clone(),
             draft,
             base: record.base,
@@ -484,6 +487,7 @@ impl Start {
             let body = StepBody::Checkpoint {
                 draft: refreshed.draft.clone(),
                 base: main,
+                marked: Labels::draft(&self.input.main, &record.change).marked(&refreshed.marked),
             };
             steps.push(self.nonces.step(&record.change, self.now, &actor, body));
         }
@@ -551,6 +555,7 @@ impl Start {
             let checkpoint = StepBody::Checkpoint {
                 draft: draft.clone(),
                 base,
+                marked: None,
             };
             steps.push(self.nonces.step(&change, self.now, &actor, checkpoint));
         }
@@ -803,6 +808,7 @@ impl Start {
             let refreshed = Refreshed {
                 draft,
                 conflicts: Vec::new(),
+                marked: Vec::new(),
             };
             return self.on_import_draft(refreshed);
         }
@@ -814,7 +820,9 @@ impl Start {
                 change
             }
         };
+        // A conflict refuses the import before anything is written, so no marker is kept.
         let action = Action::RefreshDraft {
+            labels: Labels::draft(&self.input.main, &change),
             change,
             draft,
             base,

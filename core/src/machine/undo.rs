@@ -15,6 +15,7 @@ use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RawStep, RefUpdate, Refreshed, Refs,
 };
+use crate::conflict::Labels;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -224,6 +225,7 @@ impl Undo {
         let merged = self.merged.clone().expect("the merge was read");
         let main = self.main().expect("main was checked after the fetch");
         let reverse = Action::RefreshDraft {
+            labels: Labels::undo(&self.input.main, &self.input.target),
             change: self.change.clone(),
             draft: merged.parent,
             base: merged.commit,
@@ -333,6 +335,7 @@ impl Undo {
         let checkpoint = StepBody::Checkpoint {
             draft: reverse.draft.clone(),
             base: main,
+            marked: Labels::undo(&self.input.main, &self.input.target).marked(&reverse.marked),
         };
         let steps = vec![
             self.nonces.step(&self.change, self.now, &actor, start),

@@ -52,6 +52,9 @@ pub struct ChangeRecord {
     pub draft: Option<Oid>,
     pub base: Oid,
     pub ops: Vec<Operation>,
+    /// Every set of conflict markers bay wrote into one of its drafts, oldest first: a request
+    /// may merge only a draft none of them is left in.
+    pub marked: Vec<crate::conflict::Marked>,
     pub abandoned: bool,
     /// When it was abandoned, on the abandoning machine's clock.
     pub abandoned_at: Option<Timestamp>,
@@ -173,6 +176,7 @@ impl ChangeRecord {
             draft: None,
             base: base.clone(),
             ops: Vec::new(),
+            marked: Vec::new(),
             abandoned: false,
             abandoned_at: None,
             steps: 1,
@@ -276,10 +280,15 @@ impl ChangeRecord {
                 self.abandoned = false;
                 self.abandoned_at = None;
             }
-            StepBody::Checkpoint { draft, base } => {
+            StepBody::Checkpoint {
+                draft,
+                base,
+                marked,
+            } => {
                 self.refuse_if_merged("checkpoint")?;
                 self.draft = Some(draft.clone());
                 self.base = base.clone();
+                self.marked.extend(marked.clone());
             }
             StepBody::Request {
                 op,

@@ -54,8 +54,15 @@ pub enum StepBody {
     },
     /// Another actor, or the same one after an abandon, took the change up again.
     Adopt { actor: String },
-    /// The draft as it stands: a commit whose tree is the view's work, made on main at `base`.
-    Checkpoint { draft: Oid, base: Oid },
+    /// The draft as it stands: a commit whose tree is the view's work, made on main at `base`;
+    /// with `marked`, the files bay left with conflict markers in it, which must be settled
+    /// before the change may merge.
+    Checkpoint {
+        draft: Oid,
+        base: Oid,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        marked: Option<crate::conflict::Marked>,
+    },
     /// A request to merge `draft` (made on main at `base`), holding queue place `seq`.
     Request {
         op: OpId,

@@ -62,6 +62,18 @@ impl Repo {
 pub struct MergeTree {
     pub tree: Oid,
     pub conflicts: Vec<String>,
+    /// The conflicted entries, each side of each path as Git lists it.
+    pub stages: Vec<Stage>,
+}
+
+/// One side of a conflicted path: `<mode> <oid> <stage>\t<path>`, stage 1 the merge base, 2
+/// ours, 3 theirs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stage {
+    pub mode: String,
+    pub blob: Oid,
+    pub stage: u8,
+    pub path: String,
 }
 
 /// The best common ancestor of two commits: `git merge-base` exits 1 with nothing on stdout
@@ -109,19 +121,47 @@ pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<Mer
         (Some(0), Ok(tree)) => Ok(MergeTree {
             tree,
             conflicts: Vec::new(),
+            stages: Vec::new(),
         }),
         (Some(1), Ok(tree)) => {
             let conflicts = conflicted_paths(&out.stdout, &[ours, theirs]);
             if conflicts.is_empty() {
                 Err(failed("failed without naming a conflict"))
             } else {
-                Ok(MergeTree { tree, conflicts })
+                let stages = conflicted_stages(&out.stdout);
+                Ok(MergeTree {
+                    tree,
+                    conflicts,
+                    stages,
+                })
             }
         }
         (Some(0 | 1), Err(_)) => Err(failed("printed no tree")),
         (Some(code), _) => Err(failed(&format!("failed (exit {code})"))),
         (None, _) => Err(failed("was ended by a signal")),
     }
+}
+
+/// The conflicted entries of `merge-tree --write-tree -z` output, up to the empty field that
+/// starts the messages; an entry that does not parse is left out.
+fn conflicted_stages(stdout: &[u8]) -> Vec<Stage> {
+    stdout
+        .split(|&b| b == 0)
+        .skip(1)
+        .take_while(|field| !field.is_empty())
+        .filter_map(|field| {
+            let field = std::str::from_utf8(field).ok()?;
+            let (head, path) = field.split_once('\t')?;
+            let mut words = head.split(' ');
+            let (mode, blob, stage) = (words.next()?, words.next()?, words.next()?);
+            Some(Stage {
+                mode: mode.to_string(),
+                blob: Oid::parse(blob).ok()?,
+                stage: stage.parse().ok()?,
+                path: path.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// The conflicted paths in `merge-tree --write-tree -z` output: the paths of the conflicted
@@ -184,6 +224,14 @@ mod tests {
              2\0a\0b\0CONFLICT (rename/rename)\0CONFLICT: ...\n\0"
         );
         assert_eq!(conflicted_paths(out.as_bytes(), &[]), vec!["a", "b", "f"]);
+        let (one, two) = ("1".repeat(40), "2".repeat(40));
+        let out = format!("{tree}\0100644 {one} 1\tf\0100755 {two} 3\tg h\0120000 zz 2\tf\0\0");
+        let stages = conflicted_stages(out.as_bytes());
+        let seen: Vec<(&str, u8, &str)> = stages
+            .iter()
+            .map(|s| (s.mode.as_str(), s.stage, s.path.as_str()))
+            .collect();
+        assert_eq!(seen, vec![("100644", 1, "f"), ("100755", 3, "g h")]);
         assert!(conflicted_paths(b"", &[]).is_empty());
         assert!(conflicted_paths(format!("{tree}\0").as_bytes(), &[]).is_empty());
     }

@@ -57,26 +57,7 @@ impl Repo {
             None => ("100644".to_string(), fanned(object, fanout(&entries))),
         };
 
-        let scratch = tempfile::tempdir().map_err(|e| Fault(format!("no temporary index: {e}")))?;
-        let index = scratch.path().join("index");
-        let git = self.git();
-        if let Some(parent) = parent {
-            git.cmd(["read-tree", &format!("{parent}^{{tree}}")])
-                .env("GIT_INDEX_FILE", &index)
-                .run()?;
-        }
-        git.cmd([
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("{mode},{blob},{path}"),
-        ])
-        .env("GIT_INDEX_FILE", &index)
-        .run()?;
-        let tree = oid(&git
-            .cmd(["write-tree"])
-            .env("GIT_INDEX_FILE", &index)
-            .text()?)?;
+        let tree = crate::trees::edited(&self.git(), parent, &[(mode, blob, path)])?;
         let parents: Vec<&Oid> = parent.into_iter().collect();
         self.commit_tree(&tree, &parents, NOTES_MESSAGE)
     }

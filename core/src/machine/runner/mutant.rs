@@ -57,6 +57,9 @@ pub enum Mutant {
     /// S13: bisects by walking up from the oldest suspect, one merge a run, instead of
     /// halving the range.
     BisectLinear,
+    /// S15: `bay merge --wait` requests a draft without looking for the conflict markers bay
+    /// left in it (the runner's config carries the mutant to the request it runs).
+    IgnoreConflictMarkers,
     /// S14: writes its presence every pass, whatever the heartbeat.
     PresenceEveryPass,
 }
