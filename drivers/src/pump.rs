@@ -15,6 +15,27 @@ pub trait Execute: Send + Sync + 'static {
     fn execute(&self, action: Action) -> Completion;
 }
 
+/// `executor`'s answer to `action`, or, when the executor panics, the action's fault with
+/// the panic's message ([`Action::fault`]: for a push, one that may have applied).
+///
+/// Every action in flight must be answered: the pump waits for as many answers as it started
+/// actions, so a thread that ended without one would leave the command waiting for ever.
+fn answer<E: Execute>(executor: &E, action: Action) -> Completion {
+    let kept = action.clone();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| executor.execute(action)))
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            kept.fault(format!(
+                "bay's driver failed at {}: it panicked: {message}",
+                kept.name()
+            ))
+        })
+}
+
 /// Runs actions on threads and collects their completions.
 pub struct Driver<E: Execute> {
     executor: std::sync::Arc<E>,
@@ -60,7 +81,7 @@ impl<E: Execute> Driver<E> {
         let done = self.done_tx.clone();
         self.in_flight += 1;
         std::thread::spawn(move || {
-            let completion = executor.execute(action);
+            let completion = answer(&*executor, action);
             // The pump may have stopped listening; then the answer is not needed.
             let _ = done.send((id, completion));
         });
@@ -116,5 +137,81 @@ impl<E: Execute> Driver<E> {
             self.in_flight -= 1;
         }
         received
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bay_core::machine::{Fault, PushOutcome, PushPlan};
+    use bay_core::time::Timestamp;
+
+    /// Sends one action, and ends with the completion it gets, as a failed result whose `why`
+    /// is that completion.
+    struct One {
+        action: Option<Action>,
+        outcome: Option<BayResult>,
+    }
+
+    impl Machine for One {
+        fn handle(&mut self, _: Timestamp, event: Event) -> Result<(), Misuse> {
+            if let Event::Done(_, completion) = event {
+                let got = serde_json::to_string(&completion).expect("a completion is JSON");
+                self.outcome = Some(BayResult::failed(&got));
+            }
+            Ok(())
+        }
+        fn poll_action(&mut self) -> Option<(ActionId, Action)> {
+            self.action.take().map(|action| (ActionId(1), action))
+        }
+        fn poll_timeout(&self) -> Option<bay_core::machine::Deadline> {
+            None
+        }
+        fn outcome(&self) -> Option<&BayResult> {
+            self.outcome.as_ref()
+        }
+    }
+
+    struct Panics;
+
+    impl Execute for Panics {
+        fn execute(&self, action: Action) -> Completion {
+            panic!("no answer to {}", action.name());
+        }
+    }
+
+    /// The completion the pump fed `One` for `action`, run on a thread of its own: a pump that
+    /// never returns fails the test at the bound instead of hanging it.
+    fn pumped(action: Action) -> Completion {
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut machine = One {
+                action: Some(action),
+                outcome: None,
+            };
+            let outcome =
+                Driver::new(std::sync::Arc::new(Panics)).pump(&mut machine, &mut |_| false);
+            let _ = tx.send(outcome);
+        });
+        let outcome = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the pump returns when an action's thread panics")
+            .expect("the machine ends");
+        let got = outcome.detail["why"].as_str().expect("the completion");
+        serde_json::from_str(got).expect("a completion")
+    }
+
+    #[test]
+    fn a_panicking_action_is_answered_with_its_fault() {
+        let read = pumped(Action::ReadTrees { commits: vec![] });
+        let why = "bay's driver failed at read-trees: it panicked: no answer to read-trees";
+        assert_eq!(read, Completion::TreesRead(Err(Fault(why.into()))));
+
+        // A push that panicked may have applied: its outcome is unknown, never "not sent".
+        let Completion::Pushed(report) = pumped(Action::Push(PushPlan::default())) else {
+            panic!("a push is answered as a push");
+        };
+        let why = "bay's driver failed at push: it panicked: no answer to push".to_owned();
+        assert_eq!(report.outcome, PushOutcome::Unknown { why });
     }
 }

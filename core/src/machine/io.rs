@@ -154,6 +154,50 @@ impl Action {
             Action::ReleaseView { .. } => "release-view",
         }
     }
+
+    /// The completion that says this action failed for `why` without the driver knowing how
+    /// far it got (the driver's thread for it panicked, say). Each kind answers as it does
+    /// for its own failures: a fault; a push that may or may not have applied (`Unknown`, so
+    /// that the machine reads the remote before it writes again); a check that could not be
+    /// run (`infra`); a plugin that gave no answer.
+    pub fn fault(&self, why: String) -> Completion {
+        let fault = Fault(why);
+        match self {
+            Action::Fetch(_) => Completion::Fetched(Err(fault)),
+            Action::ReadSteps { .. } => Completion::StepsRead(Err(fault)),
+            Action::ReadChains { .. } => Completion::ChainsRead(Err(fault)),
+            Action::ReadFile { .. } => Completion::FileRead(Err(fault)),
+            Action::ReadStats { .. } => Completion::StatsRead(Err(fault)),
+            Action::ReadTrees { .. } => Completion::TreesRead(Err(fault)),
+            Action::ReadNotes { .. } => Completion::NotesRead(Err(fault)),
+            Action::ReadLog { .. } => Completion::LogRead(Err(fault)),
+            Action::ReadHistory(_) => Completion::HistoryRead(Err(fault)),
+            Action::ReadAdded { .. } => Completion::AddedRead(Err(fault)),
+            Action::ReadHeld { .. } => Completion::HeldRead(Err(fault)),
+            Action::ReadSeen { .. } => Completion::SeenRead(Err(fault)),
+            Action::TestMerge { .. } => Completion::MergeTested(Err(fault)),
+            Action::MergeBase { .. } => Completion::MergeBaseFound(Err(fault)),
+            Action::WriteSteps(_) => Completion::StepsWritten(Err(fault)),
+            Action::Push(_) => Completion::Pushed(PushReport {
+                steps: Vec::new(),
+                notes: Vec::new(),
+                log: None,
+                presence: None,
+                outcome: PushOutcome::Unknown { why: fault.0 },
+            }),
+            Action::BuildCandidate(_) => Completion::CandidateBuilt(Err(fault)),
+            Action::RunCheck(_) => Completion::CheckExited(CheckExit {
+                infra: Some(fault.0),
+                ..CheckExit::default()
+            }),
+            Action::RunPlugin(_) => Completion::PluginExited(PluginExit::NotStarted(fault.0)),
+            Action::FreezeDraft { .. } => Completion::DraftFrozen(Err(fault)),
+            Action::RefreshDraft { .. } => Completion::DraftRefreshed(Err(fault)),
+            Action::MakeView { .. } => Completion::ViewMade(Err(fault)),
+            Action::InspectViews { .. } => Completion::ViewsInspected(Err(fault)),
+            Action::ReleaseView { .. } => Completion::ViewReleased(Err(fault)),
+        }
+    }
 }
 
 /// The refs one fetch brings: each pattern an exact ref name or a prefix ending in `*`.
@@ -662,5 +706,26 @@ mod tests {
         };
         assert_eq!(plan.ended_ops(), vec![change.op(2)]);
         assert!(PushPlan::default().ended_ops().is_empty());
+    }
+
+    #[test]
+    fn a_failed_push_may_have_applied_and_a_failed_read_is_a_fault() {
+        let why = || "it broke".to_string();
+        match Action::Push(PushPlan::default()).fault(why()) {
+            Completion::Pushed(report) => {
+                assert_eq!(report.outcome, PushOutcome::Unknown { why: why() });
+                assert!(report.steps.is_empty());
+            }
+            other => panic!("a push answers as a push, not {other:?}"),
+        }
+        let read = Action::ReadTrees { commits: vec![] };
+        assert_eq!(read.fault(why()), Completion::TreesRead(Err(Fault(why()))));
+        let release = Action::ReleaseView {
+            change: ChangeId::parse("c7k2m4qa").expect("an id"),
+        };
+        assert_eq!(
+            release.fault(why()),
+            Completion::ViewReleased(Err(Fault(why())))
+        );
     }
 }
