@@ -157,6 +157,14 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         }
     };
     let program = adapter_program(&dirs, &program)?;
+    if let Some(owner) = sandbox.check_owner() {
+        dirs.hand_over(owner).map_err(|e| {
+            format!(
+                "could not hand the check's directories under {} to the user it runs as: {e}",
+                dirs.root.display()
+            )
+        })?;
+    }
 
     let log = stderr_log(&git_dir, &run.candidate, &check.id, run.slot);
     let stderr = open_log(&log)?;

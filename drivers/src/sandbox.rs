@@ -8,6 +8,8 @@
 //! reads history, its own Git directory and the repository's object store. The machine's real
 //! `HOME`, the rest of the repository's `.git`, other views and keys are never bound, and the
 //! network is cut unless the check's own `[[check]]` entry (read from the base) asks for it.
+//! A runner that runs as root runs each check as the unprivileged [`CHECK_UID`] and
+//! [`CHECK_GID`] (see [`Bwrap::setpriv`]).
 //!
 //! The sandbox is never dropped silently. A machine where `bwrap` does not work gets
 //! [`Sandbox::Unavailable`], and every check there is `infra_failure` with a reason that says
@@ -25,17 +27,43 @@ pub const SETTING: &str = "bay.executorSandbox";
 /// The one value of [`SETTING`] that turns the sandbox off.
 pub const SETTING_NONE: &str = "none";
 
+/// The user a root runner's checks run as: `nobody` on Debian, and the kernel's overflow
+/// user, which owns no file, elsewhere. So a check reads only what any account may read,
+/// and writes only its own folders, which the driver hands to this user.
+pub const CHECK_UID: u32 = 65534;
+
+/// The group a root runner's checks run as (`nogroup` on Debian), with no other group.
+pub const CHECK_GID: u32 = 65534;
+
 /// How checks run on this machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Sandbox {
-    /// In `bwrap`, at this absolute path. The path is resolved once, because a check's `PATH`
-    /// (which the spawn would otherwise search) need not hold the directory `bwrap` is in.
-    Bwrap(PathBuf),
+    /// In `bwrap`.
+    Bwrap(Bwrap),
     /// Without a sandbox, because the machine's owner said so with `bay.executorSandbox none`.
     /// A check then has the runner account's full access, network included.
     Off,
     /// No sandbox works and none was waived: every check is `infra_failure`, with this reason.
     Unavailable(String),
+}
+
+/// A `bwrap` that works here, and who the check runs as in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bwrap {
+    /// `bwrap` at this absolute path, resolved once, because a check's `PATH` (which the
+    /// spawn would otherwise search) need not hold the directory `bwrap` is in.
+    pub program: PathBuf,
+    /// When the runner is root, `setpriv` (from util-linux) at this absolute path; `None`
+    /// when it is not, and the check runs as the runner.
+    ///
+    /// Started by root, bwrap keeps uid 0 in the sandbox (in a user namespace of its own, uid
+    /// 0 or any other inside is root outside), and uid 0 owns the machine's files whatever
+    /// capabilities it lacks: a check would read root's mode-0600 files under `/etc`. So
+    /// bwrap makes no user namespace and keeps only the capabilities to change user, and
+    /// `setpriv`, the first program in the sandbox, becomes [`CHECK_UID`] and [`CHECK_GID`]
+    /// with no other group and no capability left before it starts the check. bwrap has set
+    /// no-new-privileges and mounts every bind `nosuid`, so no program there gets root back.
+    pub setpriv: Option<PathBuf>,
 }
 
 /// The directories one check sees besides the system's, each at its own host path, so that
@@ -94,20 +122,38 @@ impl Sandbox {
         }
     }
 
-    /// Tests the `bwrap` at `program`, as [`Sandbox::bwrap`] does the one on `PATH`.
+    /// Tests the `bwrap` at `program`, as [`Sandbox::bwrap`] does the one on `PATH`. A root
+    /// runner needs `setpriv` too (see [`Bwrap::setpriv`]).
     pub fn bwrap_at(program: PathBuf) -> Sandbox {
-        // The documented probe, with `--unshare-all` in place of `--unshare-net`: a machine
-        // can allow a network namespace and refuse a PID or user one, and then every check
-        // would fail inside bwrap instead of saying here that the sandbox does not work.
-        let probe = Command::new(&program)
-            .args(["--ro-bind", "/", "/", "--unshare-all", "--dev", "/dev"])
-            .args(["--proc", "/proc", "--die-with-parent", "true"])
+        let setpriv = match runs_as_root().then(|| find_program("setpriv")) {
+            None => None,
+            Some(Some(setpriv)) => Some(setpriv),
+            Some(None) => {
+                return Sandbox::Unavailable(unavailable(
+                    "this runner runs as root, and setpriv (from util-linux, with which each \
+                     check gives root up) is not on its PATH",
+                ));
+            }
+        };
+        let bwrap = Bwrap { program, setpriv };
+        // The documented probe, with every namespace a check gets in place of the network's
+        // alone, and the same change of user: a machine can allow a network namespace and
+        // refuse a PID or user one, and then every check would fail inside bwrap instead of
+        // saying here that the sandbox does not work.
+        let mut args = Args::default();
+        args.push(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+        bwrap.own_tmp(&mut args);
+        bwrap.confine(false, &mut args);
+        let probe = Command::new(&bwrap.program)
+            .args(args.0)
+            .arg("--")
+            .args(bwrap.start(Path::new("true")))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output();
         match probe {
-            Ok(out) if out.status.success() => Sandbox::Bwrap(program),
+            Ok(out) if out.status.success() => Sandbox::Bwrap(bwrap),
             Ok(out) => {
                 let said = String::from_utf8_lossy(&out.stderr);
                 let said = said.trim();
@@ -121,12 +167,12 @@ impl Sandbox {
                      stops it unless an AppArmor profile allows bwrap user namespaces, and in a \
                      container it needs CAP_SYS_ADMIN and a seccomp profile that allows \
                      namespaces",
-                    program.display()
+                    bwrap.program.display()
                 )))
             }
             Err(error) => Sandbox::Unavailable(unavailable(&format!(
                 "{} could not be started: {error}",
-                program.display()
+                bwrap.program.display()
             ))),
         }
     }
@@ -150,14 +196,86 @@ impl Sandbox {
             Sandbox::Unavailable(reason) => return Err(reason.clone()),
             Sandbox::Off => Command::new(program),
             Sandbox::Bwrap(bwrap) => {
-                let mut command = Command::new(bwrap);
-                command.args(bwrap_args(place)).arg("--").arg(program);
+                let mut command = Command::new(&bwrap.program);
+                command
+                    .args(bwrap_args(bwrap, place))
+                    .arg("--")
+                    .args(bwrap.start(program));
                 command
             }
         };
         command.args(args).current_dir(place.tree);
         Ok(command)
     }
+
+    /// The user and group a check runs as when they are not the runner's: the owner the
+    /// check's own folders must be handed to, so that it can write there.
+    pub fn check_owner(&self) -> Option<(u32, u32)> {
+        match self {
+            Sandbox::Bwrap(Bwrap {
+                setpriv: Some(_), ..
+            }) => Some((CHECK_UID, CHECK_GID)),
+            _ => None,
+        }
+    }
+}
+
+impl Bwrap {
+    /// The namespaces and capabilities of a check: its own of every namespace (the network's
+    /// only without `network`), and no capability, or for a root runner only those that
+    /// [`Bwrap::start`]'s `setpriv` needs and gives up.
+    fn confine(&self, network: bool, args: &mut Args) {
+        if self.setpriv.is_some() {
+            // Every namespace of `--unshare-all` but the user's, whose uids would all be root.
+            args.push(["--unshare-ipc", "--unshare-pid", "--unshare-uts"]);
+            args.push(["--unshare-cgroup-try"]);
+            if !network {
+                args.push(["--unshare-net"]);
+            }
+        } else {
+            args.push(["--unshare-all"]);
+            if network {
+                args.push(["--share-net"]);
+            }
+        }
+        // Run as root (as a runner in a container does), bwrap keeps every capability unless
+        // told otherwise, and CAP_SYS_ADMIN in the host's namespaces would let a check mount
+        // its way out.
+        args.push(["--cap-drop", "ALL"]);
+        if self.setpriv.is_some() {
+            args.push(["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]);
+        }
+        args.push(["--die-with-parent", "--new-session"]);
+    }
+
+    /// The sandbox's own empty `/tmp`; one that any user may write when the check is not the
+    /// runner.
+    fn own_tmp(&self, args: &mut Args) {
+        if self.setpriv.is_some() {
+            args.push(["--perms", "1777"]);
+        }
+        args.push(["--tmpfs", "/tmp"]);
+    }
+
+    /// What bwrap starts for `program`: the program itself, or for a root runner `setpriv`,
+    /// which becomes [`CHECK_UID`] and starts it.
+    fn start(&self, program: &Path) -> Vec<OsString> {
+        let mut start: Vec<OsString> = Vec::new();
+        if let Some(setpriv) = &self.setpriv {
+            start.push(setpriv.into());
+            start.push(format!("--reuid={CHECK_UID}").into());
+            start.push(format!("--regid={CHECK_GID}").into());
+            start.extend(["--clear-groups", "--inh-caps=-all", "--"].map(OsString::from));
+        }
+        start.push(program.into());
+        start
+    }
+}
+
+/// Whether this process runs as root: `/proc/self` belongs to its effective user.
+fn runs_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
 }
 
 /// The reason every check fails on a machine without a sandbox, and the two ways out.
@@ -217,7 +335,7 @@ const ETC_SECRET_DIRS: [&str; 1] = ["/etc/ssl/private"];
 
 /// The `bwrap` options that confine one check, up to (not including) the `--` before its
 /// program.
-fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
+fn bwrap_args(bwrap: &Bwrap, place: &Confinement<'_>) -> Vec<OsString> {
     let mut args = Args::default();
     for dir in ["/usr", "/etc"] {
         if Path::new(dir).is_dir() {
@@ -240,7 +358,23 @@ fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
     args.push(["--proc", "/proc"]);
     // An empty /tmp of its own, before the binds below, so that a repository or a read path
     // kept under the host's /tmp is not hidden by it.
-    args.push(["--tmpfs", "/tmp"]);
+    bwrap.own_tmp(&mut args);
+    // With systemd-resolved, /etc/resolv.conf points into /run, which is not bound; a check
+    // with the network would have no names.
+    let resolv = if place.network {
+        resolv_conf_outside_etc()
+    } else {
+        None
+    };
+    if bwrap.setpriv.is_some() {
+        // bwrap as root makes the missing parents of a mount point mode 0700, which only root
+        // may pass through; made first, they are 0755, and the check reaches what is bound.
+        let own = [place.tree, place.adapter, place.home, place.tmp];
+        let bound = place.read.iter().map(PathBuf::as_path).chain(own);
+        for dir in parents(bound.chain(resolv.as_deref())) {
+            args.push([OsString::from("--dir"), dir.into()]);
+        }
+    }
     for dir in place.read {
         args.push([OsString::from("--ro-bind"), dir.into(), dir.into()]);
     }
@@ -259,16 +393,12 @@ fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
             args.push(["--tmpfs", secret]);
         }
     }
-    if place.network {
-        // With systemd-resolved, /etc/resolv.conf points into /run, which is not bound; the
-        // check would have a network and no names.
-        if let Some(resolv) = resolv_conf_outside_etc() {
-            args.push([
-                OsString::from("--ro-bind"),
-                resolv.clone().into(),
-                resolv.into(),
-            ]);
-        }
+    if let Some(resolv) = resolv {
+        args.push([
+            OsString::from("--ro-bind"),
+            resolv.clone().into(),
+            resolv.into(),
+        ]);
     }
     args.push([
         OsString::from("--bind"),
@@ -289,16 +419,17 @@ fn bwrap_args(place: &Confinement<'_>) -> Vec<OsString> {
     // The root bwrap builds is writable until now, so that it could make the mount points
     // above; a check's writes belong in its tree, HOME, TMPDIR or /tmp, never beside them.
     args.push(["--remount-ro", "/"]);
-    args.push(["--unshare-all"]);
-    if place.network {
-        args.push(["--share-net"]);
-    }
-    // Run as root (as a runner in a container does), bwrap keeps every capability unless told
-    // otherwise, and CAP_SYS_ADMIN in the host's namespaces would let a check mount its way out.
-    args.push(["--cap-drop", "ALL"]);
-    args.push(["--die-with-parent", "--new-session"]);
+    bwrap.confine(place.network, &mut args);
     args.push([OsString::from("--chdir"), place.tree.into()]);
     args.0
+}
+
+/// Every directory above `paths` but `/`, once each, each before those below it.
+fn parents<'a>(paths: impl Iterator<Item = &'a Path>) -> std::collections::BTreeSet<&'a Path> {
+    paths
+        .flat_map(|path| path.ancestors().skip(1))
+        .filter(|dir| dir.parent().is_some())
+        .collect()
 }
 
 /// The SSH host private keys in `/etc/ssh`, which the sandbox hides.
@@ -341,7 +472,25 @@ impl Args {
 mod tests {
     use super::*;
 
+    /// A bwrap for a runner that is not root (`setpriv: None`), or for one that is.
+    fn bwrap(setpriv: Option<&str>) -> Bwrap {
+        Bwrap {
+            program: PathBuf::from("/usr/bin/bwrap"),
+            setpriv: setpriv.map(PathBuf::from),
+        }
+    }
+
+    fn strings(args: Vec<OsString>) -> Vec<String> {
+        args.into_iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
     fn place(network: bool) -> Vec<String> {
+        place_as(&bwrap(None), network)
+    }
+
+    fn place_as(bwrap: &Bwrap, network: bool) -> Vec<String> {
         let place = Confinement {
             tree: Path::new("/r/.git/bay/check/c/tree"),
             adapter: Path::new("/r/.git/bay/check/c/adapter"),
@@ -350,10 +499,7 @@ mod tests {
             read: &[],
             network,
         };
-        bwrap_args(&place)
-            .into_iter()
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect()
+        strings(bwrap_args(bwrap, &place))
     }
 
     #[test]
@@ -398,10 +544,7 @@ mod tests {
             read: &read,
             network: false,
         };
-        let args: Vec<String> = bwrap_args(&place)
-            .into_iter()
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect();
+        let args = strings(bwrap_args(&bwrap(None), &place));
         let at = |option: &[&str]| {
             args.windows(option.len())
                 .rposition(|w| w == option)
@@ -416,6 +559,46 @@ mod tests {
         if Path::new("/etc/shadow").exists() {
             assert!(etc < at(&["--ro-bind", "/dev/null", "/etc/shadow"]));
         }
+    }
+
+    #[test]
+    fn a_root_runner_keeps_no_user_namespace_and_starts_the_check_through_setpriv() {
+        let root = bwrap(Some("/usr/bin/setpriv"));
+        for network in [false, true] {
+            let args = place_as(&root, network);
+            let has = |option: &[&str]| args.windows(option.len()).any(|w| w == option);
+            assert!(!has(&["--unshare-all"]), "{args:?}");
+            assert_eq!(has(&["--unshare-net"]), !network, "{args:?}");
+            assert!(has(&["--unshare-pid"]) && has(&["--unshare-ipc"]));
+            assert!(has(&["--cap-drop", "ALL", "--cap-add", "CAP_SETUID"]));
+            assert!(has(&["--perms", "1777", "--tmpfs", "/tmp"]));
+            // The way down to the check's folders is made passable before anything is bound.
+            let first_bind = args.iter().position(|a| a == "--bind").expect("a bind");
+            for dir in ["/r", "/r/.git", "/r/.git/bay/check/c"] {
+                let made = args.windows(2).position(|w| w == ["--dir", dir]);
+                assert!(made.is_some_and(|at| at < first_bind), "{dir} in {args:?}");
+            }
+            assert!(!has(&["--dir", "/r/.git/bay/check/c/tree"]));
+        }
+        let start = strings(root.start(Path::new("/r/a/check.sh")));
+        assert_eq!(
+            start,
+            [
+                "/usr/bin/setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+                "/r/a/check.sh"
+            ]
+        );
+        // A runner that is not root runs the check itself, as itself.
+        assert_eq!(strings(bwrap(None).start(Path::new("/x"))), ["/x"]);
+        assert!(!place(false).contains(&"--dir".to_owned()));
+        assert_eq!(Sandbox::Bwrap(root).check_owner(), Some((65534, 65534)));
+        assert_eq!(Sandbox::Bwrap(bwrap(None)).check_owner(), None);
+        assert_eq!(Sandbox::Off.check_owner(), None);
     }
 
     #[test]

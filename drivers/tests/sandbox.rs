@@ -8,7 +8,8 @@ mod support;
 
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bay_drivers::sandbox::Sandbox;
@@ -18,6 +19,8 @@ use support::checks::{Repo, bwrap, check, lines, text, vars};
 const PROBE: &str = r#"#!/bin/sh
 try() { if eval "$2" >/dev/null 2>&1; then echo "$1:yes"; else echo "$1:no"; fi; }
 try secret 'cat "$SECRET_PATH"'
+try etc_private 'cat "$ETC_PRIVATE"'
+try root_private 'cat "$ROOT_PRIVATE"'
 try real_home 'test -n "$(ls -A "$REAL_HOME")"'
 try write_worktree 'echo x > "$WORKTREE/escaped"'
 try write_host_tmp 'echo x > "/tmp/$ESCAPE_NAME"'
@@ -36,6 +39,25 @@ try sys 'test -n "$(ls -A /sys)"'
 echo "git_dir_holds:$(ls -A "$GIT_DIR_PATH" | tr '\n' ' ')"
 echo "cap_eff:$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
 "#;
+
+/// A file of mode 0600 at `path`, owned by the test's user, removed when dropped.
+struct Private(PathBuf);
+
+impl Private {
+    fn at(path: PathBuf) -> Private {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&path, "private\n").expect("write the private file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .expect("make it private");
+        Private(path)
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
 
 #[test]
 fn a_sandboxed_check_sees_only_its_own_directories() {
@@ -58,7 +80,19 @@ fn a_sandboxed_check_sees_only_its_own_directories() {
     let host_tmp = Path::new("/tmp").join(&escape_name);
     let git_dir = std::fs::canonicalize(&repo.git_dir).expect("the Git directory exists");
     let real_home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    // Files only root may read, where a runner that runs as root keeps them: the sandbox binds
+    // /etc, and root owns them, so only a check that is not root is kept from them. Where the
+    // test is not root, it cannot write there, and its private files lie in HOME, tried above.
+    let root = std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
+    let private = |dir: &str| {
+        let path = Path::new(dir).join(format!("bay-private-{escape_name}"));
+        (root.then(|| Private::at(path.clone())), path)
+    };
+    let (_etc_file, etc_private) = private("/etc");
+    let (_root_file, root_private) = private("/root");
     let env = vars(&[
+        ("ETC_PRIVATE", &etc_private.display().to_string()),
+        ("ROOT_PRIVATE", &root_private.display().to_string()),
         ("SECRET_PATH", &secret.display().to_string()),
         ("REAL_HOME", &real_home),
         ("WORKTREE", &repo.work.display().to_string()),
@@ -76,6 +110,8 @@ fn a_sandboxed_check_sees_only_its_own_directories() {
     // under /tmp, the path leads into the sandbox's own /tmp, where a write lands harmlessly.
     for denied in [
         "secret",
+        "etc_private",
+        "root_private",
         "write_adapter",
         "git_head",
         "git_config",
@@ -113,13 +149,17 @@ fn a_sandboxed_check_sees_only_its_own_directories() {
     // sandbox's doing.
     let exit = repo.run(spec, &repo.base, &Sandbox::Off, &env);
     let open = lines(&exit);
-    for reached in [
+    let mut reached = vec![
         "secret",
         "write_worktree",
         "write_host_tmp",
         "git_head",
         "git_config",
-    ] {
+    ];
+    if root {
+        reached.extend(["etc_private", "root_private"]);
+    }
+    for reached in reached {
         assert_eq!(
             open[reached],
             "yes",

@@ -62,6 +62,23 @@ impl CheckDirs {
         }
         Ok(())
     }
+
+    /// Hands every directory and file of the run to the user and group `owner`, so that a
+    /// check that runs as another user than the runner can write its tree, `HOME` and
+    /// `TMPDIR`, and read what the driver laid out for it.
+    pub(crate) fn hand_over(&self, (user, group): (u32, u32)) -> io::Result<()> {
+        hand_over(&self.root, user, group)
+    }
+}
+
+fn hand_over(path: &Path, user: u32, group: u32) -> io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(user), Some(group))?;
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            hand_over(&entry?.path(), user, group)?;
+        }
+    }
+    Ok(())
 }
 
 /// The file that keeps the stderr of run `slot` of check `check_id` on `candidate`, for people
