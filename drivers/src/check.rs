@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use bay_core::check::read_path::{self, SETTING as READ_PATH};
@@ -29,9 +30,10 @@ use bay_core::machine::CheckRun;
 
 use crate::sandbox::{Confinement, Sandbox};
 use materialize::Copier;
+use process::Tail;
 
 pub use layout::{CheckDirs, stderr_log};
-pub use process::STDOUT_CAP;
+pub use process::{STDERR_TAIL, STDOUT_CAP};
 
 /// What the machine running checks brings to each: its sandbox, its environment (read only
 /// for the variables a check's `env` names, and for `HOME`, which a read path under `~/` lies
@@ -91,8 +93,8 @@ impl MachineChecks {
 /// Runs `run.check` on `run.candidate` and reports what happened.
 ///
 /// `git_dir` is the common Git directory (the one linked worktrees share); the check's files
-/// go under its `bay/check/<candidate>/`, fresh for each run, and its stderr to
-/// [`stderr_log`].
+/// go under its `bay/check/<candidate>/`, fresh for each run and removed after it, and the
+/// tail of its stderr to [`stderr_log`].
 pub fn run_check(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> CheckExit {
     match try_run(git_dir, run, host) {
         Ok(exit) => exit,
@@ -129,7 +131,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
     })?;
     let read_paths = read_binds(host.read, &git_dir, (host.env)("HOME").as_deref())?;
     let dirs = CheckDirs::of(&git_dir, &run.candidate, run.slot);
-    dirs.make_fresh().map_err(|e| {
+    let _laid = dirs.make_fresh().map_err(|e| {
         format!(
             "could not make the check's directories under {}: {e}",
             dirs.root.display()
@@ -167,7 +169,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
     }
 
     let log = stderr_log(&git_dir, &run.candidate, &check.id, run.slot);
-    let stderr = open_log(&log)?;
+    let log = open_log(&log)?;
     let place = Confinement {
         tree: &dirs.tree,
         adapter: &dirs.adapter,
@@ -181,10 +183,12 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
     command
         .env_clear()
         .envs(fixed_environment(&dirs, &check.path, passed))
-        .stderr(stderr);
+        .stderr(Stdio::piped());
 
     let timeout = Duration::from_secs(check.timeout_s);
     let ran = process::run(command, request.to_json().into_bytes(), timeout, STDOUT_CAP)?;
+    // The log is for people; one that cannot be written costs the run nothing.
+    let _ = keep_stderr(log, &ran.stderr);
     // Without a sandbox nothing is read-only, so the record names no read path.
     let sandbox_read = match sandbox {
         Sandbox::Bwrap(_) => read_paths
@@ -323,6 +327,21 @@ fn adapter_program(dirs: &CheckDirs, program: &str) -> Result<PathBuf, String> {
              base"
         )),
     }
+}
+
+/// Writes the tail of the check's stderr into its log, after a line that says how much came
+/// before it, when some did.
+fn keep_stderr(mut log: File, tail: &Tail) -> std::io::Result<()> {
+    use std::io::Write;
+    if tail.dropped > 0 {
+        writeln!(
+            log,
+            "[bay kept the last {} bytes of the check's stderr; the {} before them are gone]",
+            tail.bytes.len(),
+            tail.dropped
+        )?;
+    }
+    log.write_all(&tail.bytes)
 }
 
 /// Opens (and empties) the stderr log, making its directory when needed.

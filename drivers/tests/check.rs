@@ -6,15 +6,16 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bay_core::check::{Verdict, judge};
-use bay_drivers::check::{STDOUT_CAP, stderr_log};
+use bay_drivers::check::{STDERR_TAIL, STDOUT_CAP, stderr_log};
 use bay_drivers::sandbox::Sandbox;
 use serde_json::Value;
-use support::checks::{Repo, both, bwrap, check, text, vars};
+use support::checks::{Repo, both, bwrap, check, marker, sleeps, text, vars};
 
-/// Saves its request in `$HOME`, prints its environment to stderr, and reports one passing
-/// unit about the candidate the request names.
+/// Saves its request in `$HOME`, prints it and its environment to stderr, and reports one
+/// passing unit about the candidate the request names.
 const PASSING: &str = r#"#!/bin/sh
 cat > "$HOME/request.json"
+printf 'request:%s\n' "$(cat "$HOME/request.json")" >&2
 env | sort >&2
 candidate=$(sed -n 's/^{"schema":"bay.check.request\/1","candidate":\({[^}]*}\).*/\1/p' "$HOME/request.json")
 printf '{"schema":"bay.check.result/1","exercised":%s,"plan":{"selected":1,"completed":1},"checks":[{"id":"%s","verdict":"pass"}]}' "$candidate" "$1"
@@ -38,9 +39,20 @@ fn a_passing_check_gets_the_request_and_its_stdout_is_reported() {
         assert_eq!(exit.exit_code, Some(0), "{sandbox:?}");
         assert!(!exit.timed_out);
 
-        let received = std::fs::read_to_string(repo.dirs(&candidate).home.join("request.json"))
-            .expect("the check saved its request");
-        let received: Value = serde_json::from_str(&received).expect("the request is JSON");
+        // stderr went to the log, never to stdout, and shows the request and the fixed
+        // environment.
+        let log = stderr_log(
+            &std::fs::canonicalize(&repo.git_dir).expect("exists"),
+            &candidate,
+            "unit",
+            0,
+        );
+        let log = std::fs::read_to_string(log).expect("the stderr log exists");
+        let received = log
+            .lines()
+            .find_map(|line| line.strip_prefix("request:"))
+            .expect("the check printed its request");
+        let received: Value = serde_json::from_str(received).expect("the request is JSON");
         let sent: Value = serde_json::from_str(&run.request.to_json()).expect("JSON");
         assert_eq!(received, sent);
         let schema: Value = serde_json::from_str(bay_core::schema::CHECK_REQUEST).expect("JSON");
@@ -63,17 +75,10 @@ fn a_passing_check_gets_the_request_and_its_stdout_is_reported() {
         assert_eq!(printed, expected);
         assert_eq!(judge(&run.request, 1, &exit).verdict(), Some(Verdict::Pass));
 
-        // stderr went to the log, never to stdout, and shows the fixed environment.
-        let log = stderr_log(
-            &std::fs::canonicalize(&repo.git_dir).expect("exists"),
-            &candidate,
-            "unit",
-            0,
-        );
-        let log = std::fs::read_to_string(log).expect("the stderr log exists");
         let dirs = repo.dirs(&candidate);
         let mut names: Vec<&str> = log
             .lines()
+            .filter(|line| !line.starts_with("request:"))
             .filter_map(|line| line.split_once('=').map(|(name, _)| name))
             .filter(|name| !["PWD", "SHLVL", "_", "OLDPWD"].contains(name))
             .collect();
@@ -104,6 +109,7 @@ echo "helper:$HELPER"
 echo "tree:$(find . -type f | sort | tr '\n' ' ')"
 echo "adapter:$(cd "$BAY_ADAPTER_DIR" && find . -type f | sort | tr '\n' ' ')"
 echo "cwd:$(pwd)"
+echo "tree_script:$(tail -n 1 .bay/check.sh)"
 "#;
 
 #[test]
@@ -149,9 +155,8 @@ fn the_adapter_runs_from_the_base_even_when_the_candidate_changes_it() {
             ]
         );
         assert_eq!(out["cwd"], repo.dirs(&candidate).tree.display().to_string());
-        let tree_script = std::fs::read_to_string(repo.dirs(&candidate).tree.join(".bay/check.sh"))
-            .expect("the candidate's script is in its tree");
-        assert!(tree_script.contains("script:candidate"));
+        // The candidate's own script is in its tree.
+        assert_eq!(out["tree_script"], "echo script:candidate");
     }
 }
 
@@ -224,9 +229,9 @@ fn without_a_sandbox_and_without_the_owners_none_nothing_runs() {
     assert_eq!(Sandbox::detect(None), bwrap());
 }
 
-/// Starts a grandchild that writes a file after the limit, then outlasts the limit itself.
+/// Starts a grandchild that sleeps `$MARK` seconds, then outlasts the limit itself.
 const SLOW: &str = r#"#!/bin/sh
-( sleep 2; echo late > late.txt ) &
+( sleep "$MARK"; echo late ) &
 echo started
 sleep 30
 "#;
@@ -234,16 +239,13 @@ sleep 30
 #[test]
 fn a_timeout_kills_the_whole_group_grandchildren_too() {
     let repo = Repo::with(&[(".bay/check.sh", SLOW)]);
-    let candidates: Vec<_> = both()
-        .into_iter()
-        .enumerate()
-        .map(|(i, sandbox)| (sandbox, repo.candidate(&[("n", &i.to_string())])))
-        .collect();
-    for (sandbox, candidate) in &candidates {
+    for sandbox in both() {
+        let mark = marker();
         let mut spec = check(".bay/check.sh", &[".bay/check.sh"]);
         spec.timeout_s = 1;
+        spec.env = vec!["MARK".into()];
         let started = Instant::now();
-        let exit = repo.run(spec, candidate, sandbox, &vars(&[]));
+        let exit = repo.run(spec, &repo.base, &sandbox, &vars(&[("MARK", &mark)]));
         assert!(exit.timed_out, "{sandbox:?}: {exit:?}");
         assert_eq!(exit.exit_code, None, "a killed check has no exit code");
         assert_eq!(exit.infra, None);
@@ -254,12 +256,8 @@ fn a_timeout_kills_the_whole_group_grandchildren_too() {
         );
         assert!((1000..3000).contains(&exit.millis), "{}", exit.millis);
         assert!(started.elapsed() < Duration::from_secs(5));
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    for (sandbox, candidate) in &candidates {
-        let late = repo.dirs(candidate).tree.join("late.txt");
         assert!(
-            !late.exists(),
+            !sleeps(&mark),
             "{sandbox:?}: the grandchild outlived the timeout"
         );
     }
@@ -330,4 +328,67 @@ fn a_process_that_escaped_the_group_does_not_hold_the_run_without_the_sandbox() 
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Leaves a large file and setuid and setgid copies of a program in each folder it may write,
+/// and prints more to stderr than bay keeps, ending with a line of its own.
+const LITTERING: &str = r#"#!/bin/sh
+head -c 20000000 /dev/zero > big
+for dir in . "$HOME" "$TMPDIR"; do
+    cp /usr/bin/id "$dir/id" && chmod u+s,g+s "$dir/id" && echo "setuid:$dir" >&2
+done
+head -c 1000000 /dev/zero | tr '\0' 'x' >&2
+echo >&2
+echo "the last line" >&2
+echo done
+"#;
+
+/// Every file under `dir` whose mode has the setuid or setgid bit.
+fn setuid_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            found.extend(setuid_files(&path));
+        } else if meta.permissions().mode() & 0o6000 != 0 {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_check_leaves_nothing_behind_but_the_tail_of_its_stderr() {
+    let repo = Repo::with(&[(".bay/check.sh", LITTERING)]);
+    let git_dir = std::fs::canonicalize(&repo.git_dir).expect("the Git directory exists");
+    for sandbox in both() {
+        let spec = check(".bay/check.sh", &[".bay/check.sh"]);
+        let exit = repo.run(spec, &repo.base, &sandbox, &vars(&[]));
+        assert_eq!(exit.infra, None, "{sandbox:?}");
+        assert_eq!(text(&exit), "done\n", "{sandbox:?}");
+
+        let dirs = repo.dirs(&repo.base);
+        assert!(!dirs.root.exists(), "{sandbox:?}: the run's folders stayed");
+        assert!(
+            !dirs.root.parent().expect("the candidate's folder").exists(),
+            "{sandbox:?}: the candidate's folder stayed"
+        );
+        let setuid = setuid_files(&git_dir.join("bay"));
+        assert!(setuid.is_empty(), "{sandbox:?}: {setuid:?} stayed");
+
+        // The log keeps the end of stderr, bounded, and says that the rest is gone.
+        let log = std::fs::read_to_string(stderr_log(&git_dir, &repo.base, "unit", 0))
+            .expect("the stderr log stays");
+        let header = log.lines().next().expect("a first line");
+        assert!(
+            header.starts_with(&format!("[bay kept the last {STDERR_TAIL} bytes")),
+            "{header}"
+        );
+        assert_eq!(log.len(), header.len() + 1 + STDERR_TAIL, "{sandbox:?}");
+        assert!(log.ends_with("\nthe last line\n"), "{sandbox:?}");
+    }
 }

@@ -55,12 +55,14 @@ impl CheckDirs {
 
     /// Removes whatever an earlier run left and makes the four directories empty, so that
     /// nothing a previous check wrote (in its tree, `HOME` or `TMPDIR`) can reach this one.
-    pub(crate) fn make_fresh(&self) -> io::Result<()> {
+    /// They last as long as what this returns.
+    pub(crate) fn make_fresh(&self) -> io::Result<Laid<'_>> {
         remove_all(&self.root)?;
+        let laid = Laid(self);
         for dir in [&self.tree, &self.adapter, &self.home, &self.tmp] {
             std::fs::create_dir_all(dir)?;
         }
-        Ok(())
+        Ok(laid)
     }
 
     /// Hands every directory and file of the run to the user and group `owner`, so that a
@@ -81,8 +83,25 @@ fn hand_over(path: &Path, user: u32, group: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// The directories of one run while it needs them. Dropped, they go with all the check left
+/// in them (large files, a setuid copy of a program), and its candidate's folder with them
+/// when no other run holds it: nothing of a run stays on the machine but its stderr log.
+#[derive(Debug)]
+pub(crate) struct Laid<'a>(&'a CheckDirs);
+
+impl Drop for Laid<'_> {
+    fn drop(&mut self) {
+        // A removal that fails leaves the folders to the next run's `make_fresh`.
+        let _ = remove_all(&self.0.root);
+        if let Some(candidate) = self.0.root.parent() {
+            // Fails, and leaves it, while another run on the candidate has its slot there.
+            let _ = std::fs::remove_dir(candidate);
+        }
+    }
+}
+
 /// The file that keeps the stderr of run `slot` of check `check_id` on `candidate`, for people
-/// to read.
+/// to read: its last [`super::process::STDERR_TAIL`] bytes. It stays when the run's folders go.
 ///
 /// The check id comes from the policy and may hold any character, so everything but letters,
 /// digits, `.`, `_` and `-` becomes `_` in the file name.

@@ -1,5 +1,6 @@
 //! Running one process for a check or a plugin: its input on stdin, stdout captured up to a
-//! cap, a time limit that ends the whole process group.
+//! cap, the tail of stderr when the caller asks for it, a time limit that ends the whole
+//! process group.
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -12,25 +13,41 @@ use bay_core::check::MAX_STDOUT_BYTES;
 /// that is too long as too long, without the driver holding all of it.
 pub const STDOUT_CAP: usize = MAX_STDOUT_BYTES + 1;
 
+/// The most of a check's stderr kept: its last 256 KiB. stderr is for people, who read how a
+/// run ended; a check that prints without end must not fill the runner's disk.
+pub const STDERR_TAIL: usize = 256 * 1024;
+
 /// How often the driver looks whether the check has ended.
 const POLL: Duration = Duration::from_millis(5);
 
-/// After the check's process ends, how long the driver still waits for its stdout to close.
-const STDOUT_GRACE: Duration = Duration::from_secs(2);
+/// After the check's process ends, how long the driver still waits for its stdout and stderr
+/// to close.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
 /// What became of one check process.
 #[derive(Debug)]
 pub(crate) struct Ran {
     pub stdout: Vec<u8>,
+    /// The last [`STDERR_TAIL`] bytes of stderr, when the caller piped it; how many bytes came
+    /// before them.
+    pub stderr: Tail,
     /// `None` when a signal ended the process (including the driver's kill at the timeout).
     pub exit_code: Option<i32>,
     pub timed_out: bool,
     pub millis: u64,
 }
 
+/// The end of an output: its last bytes, and how many came before them and were dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Tail {
+    pub bytes: Vec<u8>,
+    pub dropped: u64,
+}
+
 /// Starts `command` in a process group of its own, writes `stdin` to it, and waits for it for
 /// at most `timeout`, then kills the group. It keeps at most `cap` bytes of stdout (a check's
-/// is [`STDOUT_CAP`]). `Err` means it could not be started.
+/// is [`STDOUT_CAP`]) and, when the caller piped stderr, its last [`STDERR_TAIL`] bytes. `Err`
+/// means it could not be started.
 ///
 /// The caller sets `command`'s stderr; this function sets its stdin and stdout.
 pub(crate) fn run(
@@ -57,11 +74,22 @@ pub(crate) fn run(
         });
     }
     let stdout = Arc::new(Mutex::new(Vec::new()));
-    let (ended, stdout_closed) = mpsc::channel();
+    let stderr = Arc::new(Mutex::new(Tail::default()));
+    let (ended, closed) = mpsc::channel();
+    let mut open = 0;
     if let Some(pipe) = child.stdout.take() {
-        let kept = Arc::clone(&stdout);
+        let (kept, ended) = (Arc::clone(&stdout), ended.clone());
+        open += 1;
         std::thread::spawn(move || {
             read_capped(pipe, &kept, cap);
+            let _ = ended.send(());
+        });
+    }
+    if let Some(pipe) = child.stderr.take() {
+        let (kept, ended) = (Arc::clone(&stderr), ended.clone());
+        open += 1;
+        std::thread::spawn(move || {
+            read_tail(pipe, &kept, STDERR_TAIL);
             let _ = ended.send(());
         });
     }
@@ -73,16 +101,29 @@ pub(crate) fn run(
     // namespace has already taken them).
     kill_group(group);
 
-    // Only a process that left the group (possible without the sandbox) can hold stdout open
-    // now. The check's own process has ended, so what it printed is its answer: the driver
-    // takes what came so far rather than wait for a process it cannot end.
-    let _ = stdout_closed.recv_timeout(STDOUT_GRACE);
-    let stdout = match stdout.lock() {
-        Ok(kept) => kept.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
+    // Only a process that left the group (possible without the sandbox) can hold stdout or
+    // stderr open now. The check's own process has ended, so what it printed is its answer:
+    // the driver takes what came so far rather than wait for a process it cannot end.
+    let grace = Instant::now() + OUTPUT_GRACE;
+    for _ in 0..open {
+        let left = grace.saturating_duration_since(Instant::now());
+        if closed.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    let stdout = lock(&stdout).clone();
+    let stderr = {
+        let mut tail = lock(&stderr);
+        let cut = tail.bytes.len().saturating_sub(STDERR_TAIL);
+        tail.dropped += cut as u64;
+        Tail {
+            bytes: tail.bytes.split_off(cut),
+            dropped: tail.dropped,
+        }
     };
     Ok(Ran {
         stdout,
+        stderr,
         exit_code: status.code(),
         timed_out,
         millis,
@@ -157,23 +198,45 @@ fn kill_group(group: u32) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// Reads `pipe` to its end into `kept`, keeping at most `cap` bytes. The rest is read and
-/// dropped, so that a program printing too much is not stuck on a full pipe until its
-/// timeout.
-fn read_capped(mut pipe: impl Read, kept: &Mutex<Vec<u8>>, cap: usize) {
+/// Reads `pipe` to its end into `kept`, keeping at most its first `cap` bytes.
+fn read_capped(pipe: impl Read, kept: &Mutex<Vec<u8>>, cap: usize) {
+    read_all(pipe, |chunk| {
+        let mut kept = lock(kept);
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    });
+}
+
+/// Reads `pipe` to its end into `kept`, keeping at least its last `cap` bytes and at most
+/// twice that (the caller cuts the rest), so that the bytes are moved only now and then.
+fn read_tail(pipe: impl Read, kept: &Mutex<Tail>, cap: usize) {
+    read_all(pipe, |chunk| {
+        let mut tail = lock(kept);
+        tail.bytes.extend_from_slice(chunk);
+        if tail.bytes.len() > 2 * cap {
+            let cut = tail.bytes.len() - cap;
+            tail.bytes.drain(..cut);
+            tail.dropped += cut as u64;
+        }
+    });
+}
+
+/// Reads `pipe` to its end, handing each chunk to `keep`. Everything is read, kept or not, so
+/// that a program printing too much is not stuck on a full pipe until its timeout.
+fn read_all(mut pipe: impl Read, mut keep: impl FnMut(&[u8])) {
     let mut chunk = [0u8; 64 * 1024];
     loop {
-        let n = match pipe.read(&mut chunk) {
+        match pipe.read(&mut chunk) {
             Ok(0) => return,
-            Ok(n) => n,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Ok(n) => keep(&chunk[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
-        };
-        let mut kept = match kept.lock() {
-            Ok(kept) => kept,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let room = cap.saturating_sub(kept.len());
-        kept.extend_from_slice(&chunk[..n.min(room)]);
+        }
     }
+}
+
+/// What a reader kept so far, even if a reader thread panicked while it held the lock.
+fn lock<T>(kept: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    kept.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

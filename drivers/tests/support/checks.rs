@@ -265,3 +265,33 @@ pub fn lines(exit: &CheckExit) -> BTreeMap<String, String> {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
 }
+
+/// A number of seconds that no other process sleeps: a check that runs `sleep <marker>`
+/// starts a process the test can look for with [`sleeps`].
+pub fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let next = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("30.{}{next:04}", std::process::id())
+}
+
+/// Whether a process on this machine still runs `sleep <marker>`, given 10 s to end: a killed
+/// process takes a moment to go. The bound fails the test; it measures nothing.
+pub fn sleeps(marker: &str) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let found = std::fs::read_dir("/proc")
+            .expect("/proc lists the processes")
+            .filter_map(Result::ok)
+            .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+            .any(|cmdline| {
+                cmdline
+                    .split(|b| *b == 0)
+                    .any(|arg| arg == marker.as_bytes())
+            });
+        if !found || std::time::Instant::now() >= until {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
