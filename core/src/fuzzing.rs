@@ -691,6 +691,7 @@ fn check_exit(u: &mut Unstructured<'_>, stdout: Vec<u8>) -> Result<CheckExit> {
         } else {
             Vec::new()
         },
+        stderr_log: None,
     })
 }
 
@@ -1494,6 +1495,7 @@ fn judge_raw(expected_minimum: u64, flags: u8, stdout: &[u8]) {
         infra: (flags & 0b110_0000 == 0b110_0000).then(|| "no sandbox".to_owned()),
         sandbox_read: Vec::new(),
         adapter: Vec::new(),
+        stderr_log: None,
     };
     let extras = EvidenceExtras {
         producer: RUNNER.to_owned(),

@@ -32,7 +32,7 @@ use crate::sandbox::{Confinement, Sandbox};
 use materialize::Copier;
 use process::Tail;
 
-pub use layout::{CheckDirs, stderr_log};
+pub use layout::{CheckDirs, stderr_log, stderr_log_name};
 pub use process::{STDERR_TAIL, STDOUT_CAP};
 
 /// What the machine running checks brings to each: its sandbox, its environment (read only
@@ -168,8 +168,8 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         })?;
     }
 
-    let log = stderr_log(&git_dir, &run.candidate, &check.id, run.slot);
-    let log = open_log(&log)?;
+    let log_name = stderr_log_name(&run.candidate, &check.id, run.slot);
+    let log = open_log(&git_dir.join(&log_name))?;
     let place = Confinement {
         tree: &dirs.tree,
         adapter: &dirs.adapter,
@@ -205,6 +205,7 @@ fn try_run(git_dir: &Path, run: &CheckRun, host: &Host<'_>) -> Result<CheckExit,
         infra: None,
         sandbox_read,
         adapter,
+        stderr_log: Some(log_name),
     })
 }
 

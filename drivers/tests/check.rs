@@ -6,7 +6,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bay_core::check::{Verdict, judge};
-use bay_drivers::check::{STDERR_TAIL, STDOUT_CAP, stderr_log};
+use bay_drivers::check::{STDERR_TAIL, STDOUT_CAP, stderr_log, stderr_log_name};
 use bay_drivers::sandbox::Sandbox;
 use serde_json::Value;
 use support::checks::{Repo, both, bwrap, check, marker, sleeps, text, vars};
@@ -380,9 +380,15 @@ fn a_check_leaves_nothing_behind_but_the_tail_of_its_stderr() {
         let setuid = setuid_files(&git_dir.join("bay"));
         assert!(setuid.is_empty(), "{sandbox:?}: {setuid:?} stayed");
 
-        // The log keeps the end of stderr, bounded, and says that the rest is gone.
-        let log = std::fs::read_to_string(stderr_log(&git_dir, &repo.base, "unit", 0))
-            .expect("the stderr log stays");
+        // The log keeps the end of stderr, bounded, and says that the rest is gone; the exit
+        // names it, in the Git directory.
+        let name = stderr_log_name(&repo.base, "unit", 0);
+        assert_eq!(exit.stderr_log.as_ref(), Some(&name));
+        assert_eq!(
+            git_dir.join(&name),
+            stderr_log(&git_dir, &repo.base, "unit", 0)
+        );
+        let log = std::fs::read_to_string(git_dir.join(&name)).expect("the stderr log stays");
         let header = log.lines().next().expect("a first line");
         assert!(
             header.starts_with(&format!("[bay kept the last {STDERR_TAIL} bytes")),

@@ -238,5 +238,6 @@ fn exit_with(action: &Action, first: &str, exit_code: i32) -> CheckExit {
         infra: None,
         sandbox_read: Vec::new(),
         adapter: Vec::new(),
+        stderr_log: None,
     }
 }

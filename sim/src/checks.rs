@@ -137,6 +137,7 @@ pub fn run(
         infra: None,
         sandbox_read: Vec::new(),
         adapter: Vec::new(),
+        stderr_log: None,
     };
     let honest = |millis: u64, truth: &mut Truth| {
         if bug {
@@ -186,6 +187,7 @@ pub fn run(
                 infra: None,
                 sandbox_read: Vec::new(),
                 adapter: Vec::new(),
+                stderr_log: None,
             },
         },
         Behaviour::Lost => Run::Silent,

@@ -946,6 +946,32 @@ fn outcomes_without_checks_name_their_reason() {
 }
 
 #[test]
+fn a_failed_check_names_where_its_stderr_was_kept() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 0);
+    let (id, check) = a
+        .run_until(&mut bench, 0, &is_check)
+        .expect("the check runs");
+    let log = "bay/logs/check-x-0-unit.stderr";
+    let exit = CheckExit {
+        stderr_log: Some(log.into()),
+        ..bay_sim::bench::failing_exit(&check)
+    };
+    a.answer(&mut bench, id, Completion::CheckExited(exit), &|_| false);
+    assert_eq!(
+        bench.state(&op),
+        (OpState::Blocked, Some(ReasonCode::CheckFailed))
+    );
+    let record = bench.record(&op.change);
+    let named = record.ops[0]
+        .outcome
+        .as_ref()
+        .map(|o| o.detail["checks"][0]["stderr_log"].clone());
+    assert_eq!(named, Some(serde_json::json!(log)));
+}
+
+#[test]
 fn a_conflict_with_main_names_the_paths() {
     let mut bench = Bench::new(Some(POLICY));
     let first = bench.submit("first", &[("src/a.txt", "one\n")]);

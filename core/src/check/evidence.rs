@@ -211,6 +211,7 @@ mod tests {
             infra: None,
             sandbox_read: vec![],
             adapter: vec![],
+            stderr_log: None,
         };
         let judged = judge(&request, 1, &exit)
             .judged()

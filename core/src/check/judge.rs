@@ -46,6 +46,11 @@ pub struct CheckExit {
     /// out from the commit the policy names: what they held enters the check's definition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapter: Vec<(String, String)>,
+    /// Where the driver kept the end of the check's stderr for people, relative to the common
+    /// Git directory of the machine that ran it (`bay/logs/...`); bay never reads it back.
+    /// `None` when the check never ran, or the driver keeps no log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_log: Option<String>,
 }
 
 /// The outcome of judging one run.

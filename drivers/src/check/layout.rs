@@ -102,10 +102,16 @@ impl Drop for Laid<'_> {
 
 /// The file that keeps the stderr of run `slot` of check `check_id` on `candidate`, for people
 /// to read: its last [`super::process::STDERR_TAIL`] bytes. It stays when the run's folders go.
+pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str, slot: u32) -> PathBuf {
+    git_dir.join(stderr_log_name(candidate, check_id, slot))
+}
+
+/// [`stderr_log`] relative to the common Git directory, as the check's exit names it:
+/// `bay/logs/check-<candidate>-<slot>-<check>.stderr`.
 ///
 /// The check id comes from the policy and may hold any character, so everything but letters,
 /// digits, `.`, `_` and `-` becomes `_` in the file name.
-pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str, slot: u32) -> PathBuf {
+pub fn stderr_log_name(candidate: &Oid, check_id: &str, slot: u32) -> String {
     let id: String = check_id
         .chars()
         .map(|c| match c {
@@ -113,10 +119,7 @@ pub fn stderr_log(git_dir: &Path, candidate: &Oid, check_id: &str, slot: u32) ->
             _ => '_',
         })
         .collect();
-    git_dir
-        .join("bay")
-        .join("logs")
-        .join(format!("check-{candidate}-{slot}-{id}.stderr"))
+    format!("bay/logs/check-{candidate}-{slot}-{id}.stderr")
 }
 
 /// Removes `path` and everything below it, if it exists.

@@ -68,6 +68,7 @@ fn exit(stdout: impl Into<Vec<u8>>, exit_code: Option<i32>) -> CheckExit {
         infra: None,
         sandbox_read: vec![],
         adapter: vec![],
+        stderr_log: None,
     }
 }
 
@@ -628,6 +629,7 @@ fn any_exit(stdout: Vec<u8>) -> impl Strategy<Value = CheckExit> {
             infra,
             sandbox_read: vec![],
             adapter: vec![],
+            stderr_log: None,
         })
 }
 
@@ -639,7 +641,7 @@ proptest! {
         timed_out: bool,
         minimum in 0u64..4,
     ) {
-        let run = CheckExit { stdout, exit_code, timed_out, millis: 0, infra: None, sandbox_read: vec![], adapter: vec![] };
+        let run = CheckExit { stdout, exit_code, timed_out, millis: 0, infra: None, sandbox_read: vec![], adapter: vec![], stderr_log: None };
         let _ = judge(&request(), minimum, &run);
     }
 

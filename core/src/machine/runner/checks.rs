@@ -68,6 +68,7 @@ impl Runner {
                 why,
                 record: String::new(),
                 failed: Vec::new(),
+                stderr_log: None,
             };
             self.work_mut().answered.insert(index, run);
             return;
@@ -226,6 +227,7 @@ impl Runner {
                     why: judged.why,
                     record,
                     failed,
+                    stderr_log: exit.stderr_log,
                 };
                 self.work_mut().answered.insert(index, run);
                 self.advance();
@@ -572,7 +574,9 @@ impl Runner {
 
 /// One failed check as `detail.checks` lists it for `CHECK_FAILED`: its verdict, and under
 /// `reasons` each failed unit (with its reason when the check sent one); with a baseline,
-/// `reasons` holds only the new failures and `baseline_failures` the pre-existing ones.
+/// `reasons` holds only the new failures and `baseline_failures` the pre-existing ones; and
+/// `stderr_log`, when the driver kept one, where the end of the run's stderr is, in the Git
+/// directory of the machine that ran it.
 fn failed_check<'a>(
     spec: &CheckSpec,
     run: &Judged,
@@ -588,6 +592,9 @@ fn failed_check<'a>(
     });
     if let Some(shared) = baseline_failures {
         check["baseline_failures"] = serde_json::json!(shared);
+    }
+    if let Some(log) = &run.stderr_log {
+        check["stderr_log"] = serde_json::json!(log);
     }
     check
 }

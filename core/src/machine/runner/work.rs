@@ -145,6 +145,8 @@ pub(super) struct Judged {
     pub record: String,
     /// The units that failed with `product_failure`, with the check's reasons.
     pub failed: Vec<UnitReason>,
+    /// Where the driver kept the end of the run's stderr (`CheckExit::stderr_log`).
+    pub stderr_log: Option<String>,
 }
 
 /// One check run in flight.
@@ -365,6 +367,7 @@ impl Runner {
                         why: "The check ran past its time limit and never answered.".into(),
                         record: String::new(),
                         failed: Vec::new(),
+                        stderr_log: None,
                     },
                 );
             }
