@@ -4,7 +4,7 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::*;
 
@@ -73,7 +73,7 @@ fn two_agents_racing_one_intent_get_one_change() {
         .collect();
     // Each start runs on its own thread, let go at one moment: the three race.
     let gate = std::sync::Barrier::new(clones.len());
-    let changes: Vec<String> = std::thread::scope(|scope| {
+    let changes: Vec<Ran> = std::thread::scope(|scope| {
         let racing: Vec<_> = clones
             .iter()
             .zip(["ann", "bob", "cat"])
@@ -88,22 +88,78 @@ fn two_agents_racing_one_intent_get_one_change() {
             .collect();
         racing
             .into_iter()
-            .map(|start| {
-                let ran = start.join().expect("no panic");
-                assert_eq!(ran.doc["decision"], "ok", "{:?}", ran.doc);
-                ran.doc["change"].as_str().expect("a change").to_string()
-            })
+            .map(|start| start.join().expect("no panic"))
             .collect()
     });
-    assert!(
-        changes.windows(2).all(|pair| pair[0] == pair[1]),
-        "one intent, one change: {changes:?}"
-    );
+    // One start opens the change; the others, by other actors, find it live and held, and
+    // refuse to adopt it: it is not idle.
+    let opened: Vec<&Ran> = changes
+        .iter()
+        .filter(|r| r.doc["decision"] == "ok")
+        .collect();
+    assert_eq!(opened.len(), 1, "{changes:?}");
+    let change = opened[0].doc["change"].as_str().expect("a change");
+    let holder = opened[0].doc["detail"]["actor"].clone();
+    for lost in changes.iter().filter(|r| r.doc["decision"] != "ok") {
+        assert_eq!(lost.doc["reason"], "CHANGE_SUPERSEDED", "{lost:?}");
+        assert_eq!(lost.doc["change"], change, "one intent, one change");
+        assert_eq!(lost.doc["detail"]["held_by"], holder, "{lost:?}");
+    }
     let intents = git_dir(
         &world.remote,
         &["for-each-ref", "--format=%(refname)", "refs/bay/intents"],
     );
     assert_eq!(intents.lines().count(), 1, "{intents}");
+}
+
+/// A world whose takeover window is three seconds (the lease two).
+fn world_with_a_short_takeover() -> World {
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            "[runner]\nlease_s = 2\nheartbeat_s = 1\ntakeover_s = 3\n",
+            false,
+        ),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", CHECK, true),
+    ])
+}
+
+#[test]
+fn another_actor_adopts_a_live_change_only_once_it_is_idle_for_the_takeover_window() {
+    let world = world_with_a_short_takeover();
+    let (ann, zed) = (world.clone_as("ann"), world.clone_as("zed"));
+    let args = ["start", "tidy the greeting", "--paths", "src/greeting.txt"];
+    let opened = bay(&ann, "ann", &args);
+    let change = opened.doc["change"].as_str().expect("a change").to_string();
+    // The same actor picks its own change up at once.
+    let again = bay(&ann, "ann", &args);
+    assert_eq!(again.doc["change"], change.as_str());
+    assert_eq!(again.doc["detail"]["adopted"], false, "{again:?}");
+    let first = Instant::now();
+    let held = bay(&zed, "zed", &args);
+    assert_eq!(held.code, 10, "{held:?}");
+    assert_eq!(held.doc["reason"], "CHANGE_SUPERSEDED", "{held:?}");
+    assert_eq!(held.doc["change"], change.as_str());
+    assert_eq!(held.doc["detail"]["held_by"], "ann");
+    assert_eq!(held.doc["detail"]["takeover_s"], 3);
+    // Once zed's clone has seen the chain stand still for the window, zed adopts it. The
+    // clone's record of when it first saw the tip is in whole seconds.
+    let mut adopted = None;
+    wait_until(Duration::from_secs(60), "zed's adoption", || {
+        let ran = bay(&zed, "zed", &args);
+        let ok = ran.doc["decision"] == "ok";
+        adopted = Some(ran);
+        ok
+    });
+    let adopted = adopted.expect("a start ran");
+    assert!(
+        first.elapsed() >= Duration::from_secs(2),
+        "adopted too soon"
+    );
+    assert_eq!(adopted.doc["change"], change.as_str());
+    assert_eq!(adopted.doc["detail"]["adopted"], true, "{adopted:?}");
 }
 
 #[test]

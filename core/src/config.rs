@@ -159,8 +159,7 @@ impl Default for Trailers {
 
 /// The runner's timings and limits, in seconds unless named otherwise.
 ///
-/// Only `lease_s` and `heartbeat_s` come from the file yet. The parser refuses the other keys
-/// until bay acts on them, so their fields hold the defaults (`takeover_s` twice the lease).
+/// The parser refuses the keys bay does not act on yet, so their fields hold the defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunnerSettings {
     /// An external runner; without it, `bay runner run` serves the queue.
@@ -288,8 +287,9 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 6] = [
+const RUNNER_ACTED_ON: [&str; 7] = [
     "lease_s",
+    "takeover_s",
     "bisect_post",
     "heartbeat_s",
     "execution_budget_s",
@@ -676,7 +676,7 @@ fn parse_runner(
     Ok(RunnerSettings {
         lease_s,
         heartbeat_s,
-        takeover_s: lease_s.saturating_mul(2),
+        takeover_s,
         execution_budget_s,
         publish_window_s,
         parallel_checks,
@@ -1276,7 +1276,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "view in top level",
                 "agent in top level",
                 "submission_timeout_s in [runner]",
-                "takeover_s in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
                 "ref_budget in [retention]",
@@ -1439,6 +1438,8 @@ execution_budget_s = 0
             (100, 20)
         );
         assert_eq!(config.runner.takeover_s, 200, "twice the lease");
+        let longer = accept("[runner]\nlease_s = 100\nheartbeat_s = 20\ntakeover_s = 150\n");
+        assert_eq!(longer.runner.takeover_s, 150);
         assert_eq!(
             config.runner,
             RunnerSettings {
@@ -1455,7 +1456,6 @@ execution_budget_s = 0
         for (line, key) in [
             ("command = \"ci/submit\"", "command"),
             ("submission_timeout_s = 120", "submission_timeout_s"),
-            ("takeover_s = 120", "takeover_s"),
             ("ahead = 0", "ahead"),
             ("footprint_lanes = false", "footprint_lanes"),
             ("batch = { min = 2 }", "batch"),
@@ -1571,7 +1571,12 @@ execution_budget_s = 0
     fn takeover_must_outlast_the_lease() {
         let error = refuse("[runner]\nlease_s = 60\ntakeover_s = 60\n");
         assert_eq!(place(&error), (Some("takeover_s"), "[runner]", 3));
-        validated("[runner]\nlease_s = 60\ntakeover_s = 61\n");
+        assert_eq!(
+            accept("[runner]\nlease_s = 60\ntakeover_s = 61\n")
+                .runner
+                .takeover_s,
+            61
+        );
         let error = refuse("[runner]\nlease_s = 100\ntakeover_s = 90\n");
         assert_eq!(error.key.as_deref(), Some("takeover_s"));
         assert!(error.message.contains("more than lease_s (100)"), "{error}");
@@ -2120,12 +2125,11 @@ execution_budget_s = 0
         ) {
             let text = format!("[runner]\nlease_s = {lease}\nheartbeat_s = {heartbeat}\ntakeover_s = {takeover}\n");
             let consistent = heartbeat < lease && takeover > lease;
-            // Consistent timings are refused only because bay does not act on takeover_s yet.
-            let refused_for_later = matches!(
-                Config::parse(&text),
-                Err(ConfigError(error)) if error.message == NOT_YET && error.key.as_deref() == Some("takeover_s")
-            );
-            prop_assert_eq!(refused_for_later, consistent);
+            let parsed = Config::parse(&text);
+            prop_assert_eq!(parsed.is_ok(), consistent);
+            if let Ok(config) = parsed {
+                prop_assert_eq!(config.runner.takeover_s, takeover);
+            }
             let without = format!("[runner]\nlease_s = {lease}\nheartbeat_s = {heartbeat}\n");
             prop_assert_eq!(Config::parse(&without).is_ok(), heartbeat < lease);
         }

@@ -186,6 +186,14 @@ pub mod refs {
             .filter(|runner| !runner.is_empty())
     }
 
+    /// Whether a fetch of `pattern` keeps the moment this clone first held each value it
+    /// brings (`Action::ReadSeen`): a reader judges how long a ref has stood still on its own
+    /// clock, never the writer's. A runner's presence (its age, for `bay status`) and a
+    /// change's chain (how long it has been idle, before another actor adopts it).
+    pub fn keeps_first_seen(pattern: &str) -> bool {
+        pattern.starts_with(EXECUTOR) || pattern.starts_with(CHANGES)
+    }
+
     /// A local-only ref that keeps an operation's candidate safe from garbage collection.
     pub fn inflight(op: &OpId) -> String {
         format!("{INFLIGHT}{op}")

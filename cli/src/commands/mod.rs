@@ -15,6 +15,7 @@ mod undo;
 
 use bay_core::config::Config;
 use bay_core::git::refs;
+use bay_core::machine::start::Start;
 use bay_core::machine::{Action, Completion, Event, FetchSpec, Machine, Refs};
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
@@ -155,6 +156,18 @@ pub fn run_agent(
 ) -> Result<(BayResult, Config), BayResult> {
     let (config, fetched_at) = begin_agent(context, driver, machine)?;
     Ok((drive(driver, machine, fetched_at), config))
+}
+
+/// Runs `bay start`'s machine to its outcome, as [`run_agent`] does, with the settings of the
+/// config the first fetch reads handed to it.
+pub fn run_start(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    start: &mut Start,
+) -> Result<(BayResult, Config), BayResult> {
+    let (config, fetched_at) = begin_agent(context, driver, start)?;
+    start.configured(&config);
+    Ok((drive(driver, start, fetched_at), config))
 }
 
 /// Answers an agent command's first action, a fetch; that one fetch also brings main, and the

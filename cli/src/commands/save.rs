@@ -10,7 +10,7 @@ use bay_drivers::checkout::{Checkout, Snapshot};
 use bay_drivers::clock;
 
 use super::merge::merge_change;
-use super::{prepare, run_agent, with_actor};
+use super::{prepare, run_start, with_actor};
 use crate::Cli;
 use crate::context::{Context, failed};
 use crate::local::Local;
@@ -65,7 +65,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         }),
     };
     let mut start = Start::new(input, clock::now());
-    let opened = match run_agent(&context, &mut driver, &mut start) {
+    let opened = match run_start(&context, &mut driver, &mut start) {
         Ok((result, _)) => with_actor(result, &context),
         Err(result) => return result,
     };

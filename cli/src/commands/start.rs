@@ -9,7 +9,7 @@ use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 use bay_drivers::views::Views;
 
-use super::{drive, prepare, run_agent, with_actor};
+use super::{drive, prepare, run_start, with_actor};
 use crate::Cli;
 use crate::context::Context;
 use crate::local::Local;
@@ -81,7 +81,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         import,
     };
     let mut machine = Start::new(input, clock::now());
-    match run_agent(&context, &mut driver, &mut machine) {
+    match run_start(&context, &mut driver, &mut machine) {
         Ok((mut result, config)) => {
             if result.decision == Decision::Ok && result.change.is_some() {
                 let released = release_views(&context, &mut driver, &config, &result);

@@ -16,6 +16,9 @@ use super::{
     Action, Append, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome, PushPlan,
     RawStep, RefUpdate, Refreshed, Refs,
 };
+use std::collections::BTreeMap;
+
+use crate::config::Config;
 use crate::conflict::Labels;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
@@ -118,13 +121,17 @@ enum Purpose {
     ReadChain,
     Freeze,
     Refresh,
-    Create { generation: u32 },
+    Create {
+        generation: u32,
+    },
     Save,
     View,
     Behind,
     Places,
     FetchLive(FetchSpec),
     ReadLive,
+    /// When this clone first held the tip of another actor's live change.
+    Idle,
 }
 
 /// The `bay start` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -153,6 +160,10 @@ pub struct Start {
     detail: serde_json::Map<String, serde_json::Value>,
     change: Option<ChangeId>,
     outcome: Option<BayResult>,
+    /// How long another actor's live change must stay idle before this actor adopts it
+    /// (`[runner] takeover_s`), and whether the found one was.
+    takeover_ms: u64,
+    idle: bool,
 }
 
 impl Start {
@@ -184,6 +195,8 @@ impl Start {
             detail: serde_json::Map::new(),
             change: None,
             outcome: None,
+            takeover_ms: Config::default().runner.takeover_s.saturating_mul(1000),
+            idle: false,
         };
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
@@ -197,6 +210,12 @@ impl Start {
         let fetch = start.first_fetch();
         start.out.send(fetch, Purpose::Fetch);
         start
+    }
+
+    /// Takes the settings of main's config, read by the command's first fetch: how long
+    /// another actor's change must stay idle before this one adopts it.
+    pub fn configured(&mut self, config: &Config) {
+        self.takeover_ms = config.runner.takeover_s.saturating_mul(1000);
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -386,6 +405,7 @@ impl Start {
         let by_id = matches!(self.input.target, StartTarget::Change(_));
         let digest = intent_digest(&record.intent);
         self.found = Some((record.clone(), tip));
+        self.idle = false;
         if by_id && record.ended() {
             // Whether a newer change holds the intent now decides what to say.
             return self.fetch_more(vec![refs::intents_pattern(&digest)], Purpose::FetchIntents);
@@ -413,6 +433,13 @@ impl Start {
             }
             let next = newer.unwrap_or(record.generation) + 1;
             return self.create(next, Some(record.change.clone()));
+        }
+        // Another actor's live change is theirs until it has stayed idle for the takeover
+        // window, judged on this machine's clock from when this clone first held its tip.
+        if !record.ended() && record.actor != self.input.actor && !self.idle {
+            let names = vec![refs::change(&record.change)];
+            self.out.send(Action::ReadSeen { names }, Purpose::Idle);
+            return;
         }
         // Imported work goes onto the open change as its next draft, when its paths allow.
         if let Some(imported) = self.imported.clone() {
@@ -452,6 +479,32 @@ impl Start {
             onto: main,
         };
         self.out.send(action, Purpose::Refresh);
+    }
+
+    /// Adopts the found change when its tip has been the same, as this clone saw it, for the
+    /// whole takeover window; otherwise refuses `CHANGE_SUPERSEDED`, naming its holder. A tip
+    /// whose first sight this clone did not record is not known to be idle.
+    fn on_idle(&mut self, seen: BTreeMap<String, Timestamp>) {
+        let (record, _) = self
+            .found
+            .clone()
+            .expect("an idle read follows a found change");
+        let idle_ms = seen
+            .get(&refs::change(&record.change))
+            .map(|since| self.now.millis_since(*since));
+        if idle_ms.is_some_and(|idle| idle >= self.takeover_ms) {
+            self.idle = true;
+            return self.decide();
+        }
+        let mut detail = serde_json::json!({
+            "held_by": record.actor,
+            "takeover_s": self.takeover_ms / 1000,
+            "why": "another actor holds this change, and it has not been idle for the takeover window",
+        });
+        if let Some(idle) = idle_ms {
+            detail["idle_s"] = serde_json::json!(idle / 1000);
+        }
+        self.refuse(ReasonCode::ChangeSuperseded, detail);
     }
 
     fn newer_generation(&self, record: &ChangeRecord) -> Option<u32> {
@@ -927,6 +980,7 @@ impl Start {
                 self.on_live_fetched(spec, fetched)
             }
             (Purpose::ReadLive, Completion::ChainsRead(Ok(reads))) => self.on_live(reads),
+            (Purpose::Idle, Completion::SeenRead(Ok(seen))) => self.on_idle(seen),
             // What the change meets is news, never a condition: a read that fails leaves it
             // out, and the change and its view stand.
             (Purpose::Behind, Completion::LogRead(Err(_))) => self.read_places(),

@@ -41,9 +41,10 @@ impl Repo {
         if refspecs.is_empty() {
             return Ok(Refs::new());
         }
-        // A fetch of runners' presences keeps Git's reflog of each ref it moves: the record,
-        // on this clone's clock, of when the fetch first brought each tip (`read_seen`).
-        let reflog = spec.patterns.iter().any(|p| p.starts_with(refs::EXECUTOR));
+        // A fetch of runners' presences or of chains keeps Git's reflog of each ref it moves:
+        // the record, on this clone's clock, of when the fetch first brought each tip
+        // (`read_seen`).
+        let reflog = spec.patterns.iter().any(|p| refs::keeps_first_seen(p));
         let out = self
             .net()
             .cmd(keeping_reflog(reflog))
