@@ -834,6 +834,36 @@ fn the_cli_speaks_json_through_a_pipe_and_a_sentence_with_usage_errors_apart() {
 }
 
 #[test]
+fn help_for_a_command_bay_lacks_is_a_usage_error_naming_the_commands_it_has() {
+    let nowhere = tempfile::tempdir().expect("a folder");
+    // Through a pipe: exit 2, nothing on stdout, and the name and bay's commands on stderr.
+    let piped = Command::new(BAY)
+        .current_dir(nowhere.path())
+        .args(["help", "status", "config"])
+        .output()
+        .expect("bay runs");
+    let said = String::from_utf8_lossy(&piped.stderr);
+    assert_eq!(piped.status.code(), Some(2), "{said}");
+    assert!(piped.stdout.is_empty(), "no document");
+    assert!(said.contains("\"config\""), "{said}");
+    assert!(said.contains("start") && said.contains("merge"), "{said}");
+    // At a terminal (`script` gives bay one; `-e` passes its exit code on): the same, no panic.
+    let command = format!("{BAY} help config");
+    let at_terminal = Command::new("script")
+        .current_dir(nowhere.path())
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&at_terminal.stdout);
+    assert_eq!(at_terminal.status.code(), Some(2), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(
+        text.contains("\"config\"") && text.contains("start"),
+        "{text}"
+    );
+}
+
+#[test]
 fn help_json_lists_every_command_reason_word_and_the_schema() {
     let nowhere = tempfile::tempdir().expect("a folder");
     let help = bay(nowhere.path(), "ann", &["help"]);

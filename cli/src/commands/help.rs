@@ -13,7 +13,23 @@ use crate::Cli;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Commands to show; all when none is named.
+    #[arg(value_parser = command_name)]
     pub commands: Vec<String>,
+}
+
+/// A command `bay help` can show. Any other name is a usage error (exit 2, no document) that
+/// lists the commands bay has, read from the same definition the page is built from.
+fn command_name(name: &str) -> Result<String, String> {
+    let root = Cli::command();
+    let names: Vec<&str> = root.get_subcommands().map(|sub| sub.get_name()).collect();
+    if names.contains(&name) {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "bay has no command named {name:?}; its commands are {}",
+            names.join(", ")
+        ))
+    }
 }
 
 pub fn run(args: &Args) -> BayResult {
@@ -25,17 +41,6 @@ pub fn run(args: &Args) -> BayResult {
             continue;
         }
         commands.push(describe(sub, name));
-    }
-    if commands.is_empty() {
-        let mut detail = Map::new();
-        detail.insert(
-            "why".into(),
-            Value::from(format!("no command named {}", args.commands.join(" "))),
-        );
-        return BayResult::failed(&format!(
-            "bay has no command named {}",
-            args.commands.join(" ")
-        ));
     }
     let mut detail = Map::new();
     detail.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
@@ -139,7 +144,8 @@ fn flag(arg: &clap::Arg) -> Value {
 pub fn page(result: &BayResult) -> String {
     let mut out =
         String::from("bay: the merge layer for fleets of coding agents in one Git repository.\n\n");
-    for command in result.detail["commands"].as_array().into_iter().flatten() {
+    let commands = result.detail.get("commands").and_then(Value::as_array);
+    for command in commands.into_iter().flatten() {
         out.push_str(&format!(
             "  {}\n",
             command["usage"].as_str().unwrap_or_default()
