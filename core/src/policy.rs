@@ -1752,7 +1752,7 @@ reuse_unsigned = true
 
     fn line_of(text: &str, needle: &str) -> u32 {
         let index = text.find(needle).expect("the needle is in the text");
-        crate::toml_doc::line_at(text, index)
+        crate::toml_doc::Lines::new(text).line(index)
     }
 
     /// A valid one-check policy with `extra` added to the check.

@@ -103,10 +103,9 @@ pub struct Located<T> {
     pub line: u32,
 }
 
-/// A parsed document. It borrows the text, so that every error can turn a byte span into a
-/// line number.
+/// A parsed document, with the index that turns any byte span of its text into a line number.
 pub struct Document<'i> {
-    text: &'i str,
+    lines: Lines,
     root: DeTable<'i>,
 }
 
@@ -123,7 +122,7 @@ impl<'i> Document<'i> {
     pub fn parse(text: &'i str) -> Result<Document<'i>, TomlError> {
         match DeTable::parse(text) {
             Ok(root) => Ok(Document {
-                text,
+                lines: Lines::new(text),
                 root: root.into_inner(),
             }),
             Err(error) => {
@@ -132,7 +131,7 @@ impl<'i> Document<'i> {
                 Err(TomlError {
                     key: None,
                     table: "the text".to_owned(),
-                    line: line_at(text, offset),
+                    line: Lines::new(text).line(offset),
                     message: format!("is not valid TOML: {}", one_line(error.message())),
                 })
             }
@@ -142,7 +141,7 @@ impl<'i> Document<'i> {
     /// The top-level table, where a walk starts.
     pub fn root(&self) -> Table<'_, 'i> {
         Table {
-            text: self.text,
+            lines: &self.lines,
             entries: &self.root,
             name: "top level".to_owned(),
             path: String::new(),
@@ -159,7 +158,8 @@ impl<'i> Document<'i> {
 /// parser that also calls [`Table::check_keys`] first gets the better error when a table holds
 /// both a misspelt key and a missing one: the misspelling is the cause, so it is named first.
 pub struct Table<'a, 'i> {
-    text: &'a str,
+    /// The document's one line index: a table never sees the text, so no lookup can scan it.
+    lines: &'a Lines,
     entries: &'a DeTable<'i>,
     /// How a person names this table in an error.
     name: String,
@@ -399,7 +399,7 @@ impl<'a, 'i> Table<'a, 'i> {
         };
         let mut out = Vec::with_capacity(array.len());
         for item in array.iter() {
-            let line = line_at(self.text, item.span().start);
+            let line = self.lines.line(item.span().start);
             match item.get_ref() {
                 DeValue::String(text) => out.push(Located {
                     value: text.to_string(),
@@ -430,12 +430,12 @@ impl<'a, 'i> Table<'a, 'i> {
             DeValue::Table(entries) => {
                 let path = self.child_path(key);
                 Ok(Some(Table {
-                    text: self.text,
+                    lines: self.lines,
                     entries,
                     name: format!("[{path}]{}", self.suffix),
                     path,
                     suffix: self.suffix.clone(),
-                    line: line_at(self.text, value.span().start),
+                    line: self.lines.line(value.span().start),
                     taken: BTreeSet::new(),
                 }))
             }
@@ -457,7 +457,7 @@ impl<'a, 'i> Table<'a, 'i> {
         };
         let mut out = Vec::with_capacity(array.len());
         for (index, item) in array.iter().enumerate() {
-            let line = line_at(self.text, item.span().start);
+            let line = self.lines.line(item.span().start);
             let DeValue::Table(entries) = item.get_ref() else {
                 return Err(self.error_at(
                     key,
@@ -470,7 +470,7 @@ impl<'a, 'i> Table<'a, 'i> {
             };
             let name = format!("[[{path}]] #{}{}", index + 1, self.suffix);
             out.push(Table {
-                text: self.text,
+                lines: self.lines,
                 entries,
                 suffix: format!(" of {name}"),
                 name,
@@ -511,7 +511,7 @@ impl<'a, 'i> Table<'a, 'i> {
     }
 
     fn line_of_span<T>(&self, spanned: &Spanned<T>) -> u32 {
-        line_at(self.text, spanned.span().start)
+        self.lines.line(spanned.span().start)
     }
 
     fn wrong_type(&self, key: &str, expected: &str, value: &DeValue<'_>) -> TomlError {
@@ -522,14 +522,43 @@ impl<'a, 'i> Table<'a, 'i> {
     }
 }
 
-/// The 1-based line holding byte `offset` of `text`.
-pub fn line_at(text: &str, offset: usize) -> u32 {
-    let end = offset.min(text.len());
-    let newlines = text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count();
-    u32::try_from(newlines.saturating_add(1)).unwrap_or(u32::MAX)
+/// Where the lines of a text break, found in one pass over it.
+///
+/// A parser asks the line of every table, key and array entry it reads. Counting newlines from
+/// the start for each made a policy of n checks cost n² (8,000 checks took seconds); with the
+/// breaks found once, each answer is a binary search, and a whole parse stays near linear.
+#[derive(Debug)]
+pub struct Lines {
+    /// The byte offset of each `\n`, in increasing order.
+    breaks: Vec<usize>,
+    /// How many breaks the searches have looked at, for the test that holds them to log n.
+    #[cfg(test)]
+    probes: std::cell::Cell<usize>,
+}
+
+impl Lines {
+    pub fn new(text: &str) -> Lines {
+        Lines {
+            breaks: text
+                .bytes()
+                .enumerate()
+                .filter(|&(_, byte)| byte == b'\n')
+                .map(|(offset, _)| offset)
+                .collect(),
+            #[cfg(test)]
+            probes: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The 1-based line holding byte `offset`: one more than the breaks before it.
+    pub fn line(&self, offset: usize) -> u32 {
+        let before = self.breaks.partition_point(|&at| {
+            #[cfg(test)]
+            self.probes.set(self.probes.get() + 1);
+            at < offset
+        });
+        u32::try_from(before.saturating_add(1)).unwrap_or(u32::MAX)
+    }
 }
 
 /// A key as a person would write it in the file: bare when TOML allows, else quoted.
@@ -730,6 +759,43 @@ mod tests {
         let error = root.integer("e").expect_err("a float");
         assert!(error.message.contains("fraction"));
         assert_eq!(root.number("e", 0.0..=2.0), Ok(Some(1.5)));
+    }
+
+    /// Every line a walk asks for is a binary search of the one index the document built:
+    /// at most log2(breaks) + 1 probes, however long the file. A lookup that scanned the text,
+    /// as one per key once did, would make a policy of n checks cost n².
+    #[test]
+    fn each_line_is_a_binary_search_of_one_index_however_long_the_file() {
+        for checks in [10, 1_000, 20_000] {
+            let text: String = (0..checks)
+                .map(|i| format!("[[check]]\nid = \"c{i}\"\nadapter = [\n  \"a\",\n  \"b\",\n]\n"))
+                .collect();
+            let doc = parse(&text);
+            let mut root = doc.root();
+            let mut lookups = 0;
+            for (i, mut table) in root
+                .tables("check")
+                .expect("tables")
+                .into_iter()
+                .enumerate()
+            {
+                let first = u32::try_from(6 * i + 1).expect("small");
+                let adapter = table.strings("adapter").expect("strings").expect("present");
+                let lines: Vec<u32> = adapter.iter().map(|entry| entry.line).collect();
+                assert_eq!(
+                    (table.line(), table.line_of("id"), lines),
+                    (first, first + 1, vec![first + 3, first + 4])
+                );
+                lookups += 4;
+            }
+            let breaks = text.bytes().filter(|&b| b == b'\n').count();
+            let per_lookup = (usize::BITS - breaks.leading_zeros() + 1) as usize;
+            let probes = doc.lines.probes.get();
+            assert!(
+                probes <= lookups * per_lookup,
+                "{checks} checks: {probes} probes for {lookups} lookups, over {per_lookup} each"
+            );
+        }
     }
 
     #[test]
