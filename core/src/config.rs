@@ -469,6 +469,18 @@ fn parse_trailers(table: &mut Table<'_, '_>) -> Result<Trailers, TomlError> {
                 ),
             ));
         }
+        if let Some(value) = &value
+            && crate::lineage::is_own_trailer(value)
+        {
+            return Err(table.error(
+                key,
+                format!(
+                    "is {}, a trailer bay writes on its merges itself; bay would misread its \
+                     own merges, so give {key} a key of your own",
+                    show_value(value)
+                ),
+            ));
+        }
         keys.push(value);
     }
     table.finish()?;
@@ -1817,6 +1829,29 @@ execution_budget_s = 0
             place(&refuse("[trailers]\nintent = \"Actor\"\n")).0,
             Some("intent")
         );
+    }
+
+    #[test]
+    fn trailer_keys_are_never_the_ones_bay_writes_itself() {
+        for own in [
+            "Change-Id",
+            "change-id",
+            "Bay-Op",
+            "Fixes",
+            "Reverts",
+            "Bay-Batch",
+        ] {
+            let error = refuse(&format!(
+                "[trailers]\nintent = \"Why\"\nactor = \"{own}\"\n"
+            ));
+            assert_eq!(place(&error), (Some("actor"), "[trailers]", 3), "{own}");
+            assert!(error.message.contains("bay writes"), "{error}");
+            let error = refuse(&format!("[trailers]\nintent = \"{own}\"\n"));
+            assert_eq!(place(&error), (Some("intent"), "[trailers]", 2), "{own}");
+        }
+        let config = Config::parse("[trailers]\nintent = \"Bayes\"\nactor = \"Op\"\n")
+            .expect("keys of the repository's own");
+        assert_eq!(config.trailers.intent, "Bayes");
     }
 
     #[test]

@@ -1285,6 +1285,12 @@ pub fn config(data: &[u8]) {
                     .eq_ignore_ascii_case(&config.trailers.actor),
                 "one trailer for Intent and Actor"
             );
+            for key in [&config.trailers.intent, &config.trailers.actor] {
+                assert!(
+                    !crate::lineage::is_own_trailer(key),
+                    "bay accepted its own trailer {key} for Intent or Actor"
+                );
+            }
             let table: toml::Table = match toml::from_str(&text) {
                 Ok(table) => table,
                 Err(error) => panic!("bay accepted a config that is not TOML: {error}"),

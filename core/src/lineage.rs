@@ -26,6 +26,29 @@ impl Relation {
     ];
 }
 
+/// The trailer keys bay writes on its merges itself, beside the repository's own keys for
+/// Intent and Actor. `Change-Id:` and `Bay-Op:` are what make a commit a bay merge, so a
+/// repository that named Intent or Actor after any of these would have bay misread its own
+/// merges; [`is_own_trailer`] refuses them.
+pub const OWN_TRAILERS: [&str; 7] = [
+    "Change-Id",
+    "Bay-Op",
+    "Bay-Candidate",
+    "Bay-After",
+    "Reverts",
+    "Supersedes",
+    "Fixes",
+];
+
+/// Whether `key` is one of bay's own trailers, as Git compares keys (ignoring case), or starts
+/// with `Bay-`, which bay keeps for the trailers it will write (`Bay-Batch:`).
+pub fn is_own_trailer(key: &str) -> bool {
+    OWN_TRAILERS.iter().any(|own| own.eq_ignore_ascii_case(key))
+        || key
+            .get(..4)
+            .is_some_and(|head| head.eq_ignore_ascii_case("Bay-"))
+}
+
 /// One pair: `commit` (the merge of `change`, when bay made it) names `target` by `relation`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Pair {
