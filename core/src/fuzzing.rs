@@ -727,7 +727,7 @@ fn assert_judgement(
                 judged.why
             );
             assert!(
-                judged.failed.len() as u64 <= judged.units,
+                distinct_ids(judged.failed.iter().map(|unit| json!(unit.id))) <= judged.units,
                 "more failed units than units"
             );
             assert!(
@@ -749,10 +749,20 @@ fn assert_judgement(
     }
 }
 
-/// How many units a run's result lists, when it lists them.
+/// How many distinct units (by id) a run's result lists, when it lists them.
 fn reported_units(exit: &CheckExit) -> Option<u64> {
     let doc: Value = serde_json::from_slice(&exit.stdout).ok()?;
-    Some(doc.get("checks")?.as_array()?.len() as u64)
+    let units = doc.get("checks")?.as_array()?;
+    Some(distinct_ids(
+        units
+            .iter()
+            .map(|unit| unit.get("id").cloned().unwrap_or_default()),
+    ))
+}
+
+/// How many distinct ids `ids` holds.
+fn distinct_ids(ids: impl Iterator<Item = Value>) -> u64 {
+    ids.map(|id| id.to_string()).collect::<BTreeSet<_>>().len() as u64
 }
 
 /// Why `exit` cannot be a pass for `request` with `expected_minimum`, read from the run's output
@@ -793,8 +803,11 @@ fn pass_warranted(
     let Some(units) = doc.get("checks").and_then(Value::as_array) else {
         return refuse("no checks list");
     };
-    if (units.len() as u64) < expected_minimum {
-        return refuse("fewer units than the expected minimum");
+    let ids = units
+        .iter()
+        .map(|unit| unit.get("id").cloned().unwrap_or_default());
+    if distinct_ids(ids) < expected_minimum {
+        return refuse("fewer distinct units than the expected minimum");
     }
     for unit in units {
         if unit.get("verdict") != Some(&json!("pass")) {

@@ -6,6 +6,8 @@
 //! evidence, a result about another commit or tree is thrown away whole, and a check that
 //! collected too little, finished too little, or errored cannot vouch for a pass.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -84,7 +86,8 @@ pub struct JudgedCheck {
     pub verdict: Verdict,
     /// One plain sentence saying why, for the author and the record.
     pub why: String,
-    /// How many units the result reported; zero when no result could be read.
+    /// How many distinct units (by id) the result reported; zero when no result could be read.
+    /// One id listed five times is one unit, so it never meets an `expected_minimum` of five.
     pub units: u64,
     /// The result's `plan.selected`, when the result was well formed.
     pub selected: Option<u64>,
@@ -206,7 +209,7 @@ fn weigh(report: Report, expected_minimum: u64, exit: &CheckExit) -> JudgedCheck
         completed,
         units,
     } = report;
-    let count = u64::try_from(units.len()).unwrap_or(u64::MAX);
+    let count = distinct(units.iter().map(|unit| unit.id.as_str()));
     let oversized = units
         .iter()
         .find(|unit| {
@@ -256,7 +259,7 @@ fn weigh(report: Report, expected_minimum: u64, exit: &CheckExit) -> JudgedCheck
                 verdict,
                 format!(
                     "{} of {count} units {what}, the first being {}.",
-                    hits.len(),
+                    distinct(hits.iter().map(|unit| unit.id.as_str())),
                     quote(&first.id)
                 ),
             );
@@ -310,6 +313,11 @@ fn weigh(report: Report, expected_minimum: u64, exit: &CheckExit) -> JudgedCheck
             format!("All {count} units passed on the candidate."),
         )
     }
+}
+
+/// How many distinct ids `ids` holds: a unit is its id, however often the result lists it.
+fn distinct<'a>(ids: impl Iterator<Item = &'a str>) -> u64 {
+    u64::try_from(ids.collect::<BTreeSet<&str>>().len()).unwrap_or(u64::MAX)
 }
 
 /// A judgement that rests on no units, because no result could be read.

@@ -466,6 +466,18 @@ fn too_few_units_is_unknown() {
 }
 
 #[test]
+fn one_unit_listed_many_times_counts_once() {
+    let mut doc = result(&["pass"; 5]);
+    for unit in doc["checks"].as_array_mut().expect("checks") {
+        unit["id"] = json!("t0");
+    }
+    let judged = judged(5, &exit_of(&doc));
+    assert_eq!((judged.verdict, judged.units), (Verdict::Unknown, 1));
+    assert!(judged.why.contains("reported 1 units"), "{}", judged.why);
+    assert_eq!(verdict(1, &exit_of(&doc)), Verdict::Pass);
+}
+
+#[test]
 fn an_empty_selection_passes_only_with_expected_minimum_zero() {
     let empty = result(&[]);
     let judged = judged(0, &exit_of(&empty));
