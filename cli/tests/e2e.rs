@@ -226,10 +226,17 @@ fn at_a_terminal_a_command_prints_its_plain_sentence_and_exits_as_through_a_pipe
 }
 
 #[test]
-fn a_declared_path_outside_the_repository_or_with_a_wildcard_is_a_usage_error() {
+fn a_declared_path_outside_the_repository_with_a_wildcard_or_padded_is_a_usage_error() {
     let world = World::standard();
     let ann = world.clone_as("ann");
-    for path in ["../secrets", "src/*.txt"] {
+    // Git drops a sparse pattern's trailing spaces: `src ` would show `src/`.
+    for path in [
+        "../secrets",
+        "src/*.txt",
+        "src ",
+        " src",
+        "src /greeting.txt",
+    ] {
         let out = Command::new(BAY)
             .arg("-C")
             .arg(&ann)

@@ -31,8 +31,9 @@ pub fn overlap(a: &[String], b: &[String]) -> bool {
 /// A path as a change declares it (`bay start --paths`), checked: it names a file or folder
 /// inside the repository, literally. `..` would leave the repository, and a line break or a
 /// character Git's sparse patterns read as a wildcard or an escape (`*`, `?`, `[`, a
-/// backslash) would make the view show other files than the change covers; each is refused,
-/// naming the path and why.
+/// backslash) would make the view show other files than the change covers; so would a part
+/// that starts or ends with white space, since Git drops the spaces that end a pattern (`src `
+/// would show `src/`, and ` ` everything). Each is refused, naming the path and why.
 pub fn declared(path: &str) -> Result<String, String> {
     if path.split('/').any(|part| part == "..") {
         return Err(format!(
@@ -45,6 +46,15 @@ pub fn declared(path: &str) -> Result<String, String> {
     {
         return Err(format!(
             "{path:?} holds {c:?}; a declared path names files literally, without wildcards or line breaks"
+        ));
+    }
+    let padded =
+        |part: &str| part.starts_with(char::is_whitespace) || part.ends_with(char::is_whitespace);
+    if let Some(part) = path.split('/').find(|part| padded(part)) {
+        return Err(format!(
+            "{path:?} has the part {part:?}, which starts or ends with white space; Git drops \
+             the spaces that end a sparse pattern, so the view would show another path: name \
+             it without them"
         ));
     }
     Ok(path.to_owned())
@@ -92,6 +102,13 @@ mod tests {
             "[ab]",
             "a\\b",
             "a\nb",
+            "src ",
+            "src /",
+            " src",
+            "src/ a.rs",
+            "src\t",
+            " ",
+            "a/\u{a0}",
         ] {
             let why = declared(bad).expect_err(bad);
             assert!(why.contains(&format!("{bad:?}")), "{why}");
