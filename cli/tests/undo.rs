@@ -229,3 +229,42 @@ fn a_fix_names_the_merged_change_it_fixes() {
     assert_eq!(fix["target"], change.as_str());
     assert_eq!(fix["change"], start.doc["change"]);
 }
+
+#[test]
+fn a_change_whose_merge_was_forced_off_main_is_not_merged() {
+    let world = World::standard();
+    let before = git_dir(&world.remote, &["rev-parse", "main"])
+        .trim()
+        .to_owned();
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    let merge = git_dir(&world.remote, &["rev-parse", "main"])
+        .trim()
+        .to_owned();
+    let bob = world.clone_as("bob");
+    // A person forces main back to before the merge; the change's record and marker stay.
+    git(
+        &world.admin,
+        &[
+            "push",
+            "--quiet",
+            "--force",
+            "origin",
+            &format!("{before}:refs/heads/main"),
+        ],
+    );
+    let status = bay(&bob, "bob", &["status", &change]);
+    assert_eq!(status.code, 10, "{status:?}");
+    assert_eq!(status.doc["reason"], "CHANGE_NOT_MERGED", "{status:?}");
+    assert_eq!(status.doc["detail"]["merge"], merge.as_str());
+    assert_eq!(status.doc["detail"]["main"], before.as_str());
+    let fix = bay(
+        &bob,
+        "bob",
+        &["start", "fix it", "--fixes", &change, "--paths", "src/"],
+    );
+    assert_eq!(fix.doc["reason"], "CHANGE_NOT_MERGED", "{fix:?}");
+    let undone = undo(&bob, &change, false);
+    assert_eq!(undone.doc["reason"], "CHANGE_NOT_MERGED", "{undone:?}");
+    let changes = git_dir(&world.remote, &["for-each-ref", "refs/bay/changes"]);
+    assert_eq!(changes.lines().count(), 1, "nothing was opened: {changes}");
+}

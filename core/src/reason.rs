@@ -459,12 +459,15 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
     },
     ReasonInfo {
         code: ReasonCode::ChangeNotMerged,
-        meaning: "`bay undo` or `bay start --fixes` named a change that is not on main.",
+        meaning: "`bay undo` or `bay start --fixes` named a change that is not on main, or \
+                  `bay status` found that main no longer holds a change's merge (main was \
+                  moved back past it).",
         decision: Decision::Blocked,
         allowed: &[Read, Wait],
         retry_when: "named_change_merged",
         next_step: "Wait until the named change merges (`bay status <change>` shows its state), \
-                    then run the command again.",
+                    then run the command again; a change whose merge main no longer holds \
+                    merges again only as a new change.",
         transient: false,
     },
     ReasonInfo {

@@ -61,6 +61,22 @@ pub fn op_result(record: &ChangeRecord, op: &Operation) -> BayResult {
     result
 }
 
+/// The status of a change whose record says it merged, but whose merge `merge` main at `main`
+/// no longer holds (someone moved main back past it): `CHANGE_NOT_MERGED`, never `merged`,
+/// since only main says what is on main. `detail` keeps what the record says beside them.
+pub fn merge_left_main(record: &ChangeRecord, merge: &Oid, main: &Oid) -> BayResult {
+    let recorded = status(record);
+    let mut detail = recorded.detail;
+    detail.insert("target".into(), Value::from(record.change.to_string()));
+    detail.insert("merge".into(), Value::from(merge.to_string()));
+    detail.insert("main".into(), Value::from(main.to_string()));
+    let mut result = BayResult::refusal(ReasonCode::ChangeNotMerged, detail);
+    result.op_id = recorded.op_id;
+    result.change = recorded.change;
+    result.candidate = recorded.candidate;
+    result
+}
+
 /// A refusal with `code`, about `change` (and `op`) when known.
 pub fn refused(
     code: ReasonCode,

@@ -174,6 +174,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
              is; give it up and start again without it, or bring that change back.",
             quoted(names(detail, "ended"))
         ),
+        ReasonCode::ChangeNotMerged if detail.contains_key("merge") => format!(
+            "The change{} was added to main once, but main was set back to before it, so it is \
+             not part of main now; to bring that work back, start it again as a new change.",
+            quoted(names(detail, "target"))
+        ),
         ReasonCode::ChangeNotMerged => format!(
             "The change this names{} is not part of main, so there is nothing to undo or fix \
              yet; wait until it is added, then run the command again.",
@@ -608,6 +613,17 @@ mod tests {
         );
         assert!(not_merged.contains("c7k2m4qa"), "{not_merged}");
         assert_clean(&not_merged);
+        let set_back = say(
+            Decision::Blocked,
+            Some(ReasonCode::ChangeNotMerged),
+            None,
+            &object(json!({"target": "c7k2m4qa", "merge": "1".repeat(40)})),
+        );
+        assert!(
+            set_back.contains("c7k2m4qa") && set_back.contains("set back"),
+            "{set_back}"
+        );
+        assert_clean(&set_back);
         for (depth, words) in [
             (0, "No change"),
             (1, "One change"),

@@ -14,6 +14,23 @@ pub const MAX_RACES: u32 = 8;
 /// A chain's steps as read, oldest first, each with its commit.
 pub type ReadSteps = Vec<(Oid, Step)>;
 
+/// Asks whether main at `main` holds `merge`, a change's merge as its marker or record names
+/// it: their merge base is `merge` exactly when it is on main's history. A record and a marker
+/// say a change merged once; main moved back past the merge (someone forced it) holds it no
+/// more, and then the change is not on main, whatever they say. Git answers from the commits'
+/// ancestry, walking main only down to where the two meet.
+pub fn on_main(merge: &Oid, main: &Oid) -> Action {
+    Action::MergeBase {
+        one: merge.clone(),
+        two: main.clone(),
+    }
+}
+
+/// What the answer to [`on_main`] says: whether main holds `merge`.
+pub fn holds(merge: &Oid, base: Option<&Oid>) -> bool {
+    base == Some(merge)
+}
+
 /// Folds a whole chain read (newest step first) into its record, with every step's id.
 pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, ReadSteps), String> {
     let mut chain = Vec::with_capacity(read.steps.len());

@@ -111,6 +111,8 @@ pub struct StartInput {
 
 #[derive(Clone, Debug)]
 enum Purpose {
+    /// Whether main still holds the merge of the change a fix names.
+    FixOnMain,
     ImportBase,
     ImportDraft,
     ImportPaths(Oid),
@@ -156,6 +158,8 @@ pub struct Start {
     imported: Option<Imported>,
     /// The id a change that takes work in will have: its draft is written before its start.
     reserved: Option<ChangeId>,
+    /// The main commit found to hold the merge of the change a fix names.
+    fix_on: Option<Oid>,
     /// What the result will say, filled as the work goes.
     detail: serde_json::Map<String, serde_json::Value>,
     change: Option<ChangeId>,
@@ -192,6 +196,7 @@ impl Start {
             import_tip: None,
             imported: None,
             reserved: None,
+            fix_on: None,
             detail: serde_json::Map::new(),
             change: None,
             outcome: None,
@@ -315,22 +320,47 @@ impl Start {
         {
             self.input.target = StartTarget::Change(change);
         }
-        if self.main().is_none() {
+        let Some(main) = self.main() else {
             return self.fail(format!(
                 "the remote has no {}",
                 refs::main(&self.input.main)
             ));
+        };
+        // A fix names a change on main: its merged marker says it merged, and main as it is now
+        // must still hold that merge (asked again only when a fetch brought another main).
+        if let Some(fixes) = &self.input.fixes {
+            let Some(merge) = self.remote.get(&refs::landed(fixes)).cloned() else {
+                return self.refuse(
+                    ReasonCode::ChangeNotMerged,
+                    serde_json::json!({ "target": fixes, "main": main }),
+                );
+            };
+            if self.fix_on.as_ref() != Some(&main) {
+                self.out
+                    .send(agent::on_main(&merge, &main), Purpose::FixOnMain);
+                return;
+            }
         }
-        // A fix names a change on main: its merged marker says so.
-        if let Some(fixes) = &self.input.fixes
-            && !self.remote.contains_key(&refs::landed(fixes))
-        {
-            let main = self.main();
+        self.go_on();
+    }
+
+    /// Main holds the merge of the change the fix names, or main moved back past it.
+    fn on_fix_base(&mut self, base: Option<Oid>) {
+        let fixes = self.input.fixes.clone().expect("asked only for a fix");
+        let main = self.main().expect("main was checked after the fetch");
+        let merge = self.remote[&refs::landed(&fixes)].clone();
+        if !agent::holds(&merge, base.as_ref()) {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
-                serde_json::json!({ "target": fixes, "main": main }),
+                serde_json::json!({ "target": fixes, "main": main, "merge": merge }),
             );
         }
+        self.fix_on = Some(main);
+        self.go_on();
+    }
+
+    /// What follows a fetch once the change a fix names is known to be on main.
+    fn go_on(&mut self) {
         // Each change to wait for must be on the remote.
         if let Some(missing) = self
             .input
@@ -951,6 +981,7 @@ impl Start {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::FixOnMain, Completion::MergeBaseFound(Ok(base))) => self.on_fix_base(base),
             (Purpose::ImportBase, Completion::MergeBaseFound(Ok(base))) => {
                 self.on_import_base(base)
             }
@@ -1051,6 +1082,71 @@ mod tests {
         ] {
             assert!(Import::refuse_name(bad).is_some(), "{bad:?}");
         }
+    }
+
+    /// A start with `--fixes` of a change whose marker names `merge`, on a main at `main`,
+    /// with the merge base of the two answered `base`: its outcome, if it ended.
+    fn fix_on(base: Option<Oid>) -> Option<BayResult> {
+        use crate::machine::{Event, Machine};
+        let oid = |digit: &str| Oid::parse(&digit.repeat(40)).expect("an id");
+        let fixes = ChangeId::parse("c7k2m4qa").expect("an id");
+        let input = StartInput {
+            target: StartTarget::Intent {
+                intent: "fix it".into(),
+                paths: vec!["src/".into()],
+            },
+            actor: "ann".into(),
+            main: "main".into(),
+            new: false,
+            fixes: Some(fixes.clone()),
+            after: Vec::new(),
+            entropy: 1,
+            disk: None,
+            import: None,
+        };
+        let now = Timestamp::from_secs(1_000);
+        let mut start = Start::new(input, now);
+        let (fetch, _) = start.poll_action().expect("a fetch");
+        let remote = Refs::from([
+            (refs::main("main"), oid("1")),
+            (refs::landed(&fixes), oid("2")),
+        ]);
+        start
+            .handle(now, Event::Done(fetch, Completion::Fetched(Ok(remote))))
+            .expect("in kind");
+        let (asked, action) = start.poll_action().expect("the ancestry question");
+        assert_eq!(
+            action,
+            Action::MergeBase {
+                one: oid("2"),
+                two: oid("1")
+            }
+        );
+        start
+            .handle(
+                now,
+                Event::Done(asked, Completion::MergeBaseFound(Ok(base))),
+            )
+            .expect("in kind");
+        start.outcome().cloned()
+    }
+
+    #[test]
+    fn a_fix_of_a_change_whose_merge_main_no_longer_holds_is_refused() {
+        let merge = Oid::parse(&"2".repeat(40)).expect("an id");
+        let refused =
+            fix_on(Some(Oid::parse(&"3".repeat(40)).expect("an id"))).expect("refused at once");
+        assert_eq!(refused.reason, Some(ReasonCode::ChangeNotMerged));
+        assert_eq!(refused.detail["merge"], merge.to_string());
+        assert_eq!(
+            fix_on(None).map(|r| r.reason),
+            Some(Some(ReasonCode::ChangeNotMerged))
+        );
+        assert_eq!(
+            fix_on(Some(merge)),
+            None,
+            "main holds it: the start goes on"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::agent::{fold_chain, fold_one, read_chain};
+use super::agent::{fold_chain, fold_one, holds, on_main, read_chain};
 use super::red_read::{RedRead, RedStep};
 use super::since::{not_linear_warnings, unattributed};
 use super::{
@@ -44,6 +44,8 @@ enum Purpose {
     ReadPlaces,
     FetchChains(FetchSpec),
     ReadChains,
+    /// Whether main still holds a merged change's merge.
+    OnMain(Box<ChangeRecord>),
     /// Main's config, for a hold that keeps the change's live operation waiting.
     ReadConfig(Box<ChangeRecord>),
     /// The hold plugin main's config sets, asked whether main is held now, for the result made
@@ -524,6 +526,12 @@ impl Status {
     /// One change's status; a live operation first learns what it waits for with `--after`,
     /// then whether main is held for it.
     fn one(&mut self, record: ChangeRecord) {
+        // A merged change is merged while main holds its merge.
+        if let (Some(merge), Some(main)) = (record.merge_commit(), self.main()) {
+            let ask = on_main(merge, &main);
+            self.out.send(ask, Purpose::OnMain(Box::new(record)));
+            return;
+        }
         self.waiting = u64::from(record.live_op().is_some());
         if record.live_op().is_some() && !record.after.is_empty() && self.waits.is_none() {
             let spec = FetchSpec::new(
@@ -571,6 +579,20 @@ impl Status {
             Action::ReadChains { chains },
             Purpose::ReadAfter(Box::new(record)),
         );
+    }
+
+    /// A merged change's status: `merged` while main holds its merge, `CHANGE_NOT_MERGED` once
+    /// main moved back past it.
+    fn on_merge_held(&mut self, record: &ChangeRecord, base: Option<Oid>) {
+        let merge = record
+            .merge_commit()
+            .expect("asked only for a merged change");
+        let main = self.main().expect("asked only with main fetched");
+        if holds(merge, base.as_ref()) {
+            self.finish(report::status(record));
+        } else {
+            self.finish(report::merge_left_main(record, merge, &main));
+        }
     }
 
     /// What the named changes are decides whether the operation waits for them.
@@ -673,6 +695,9 @@ impl Status {
                 self.on_chains_fetched(spec, fetched)
             }
             (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
+            (Purpose::OnMain(record), Completion::MergeBaseFound(Ok(base))) => {
+                self.on_merge_held(&record, base)
+            }
             (Purpose::ReadConfig(record), Completion::FileRead(Ok(bytes))) => {
                 self.on_config(&record, bytes)
             }

@@ -46,6 +46,8 @@ pub fn undo_intent(target: &ChangeId) -> String {
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
+    /// Whether main still holds the undone change's merge.
+    OnMain,
     ReadTarget,
     Touched,
     Reverse,
@@ -175,11 +177,28 @@ impl Undo {
             return self.make_view();
         }
         let target = self.input.target.clone();
-        if !self.remote.contains_key(&refs::landed(&target)) {
+        let Some(merge) = self.remote.get(&refs::landed(&target)) else {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
                 None,
                 serde_json::json!({ "target": target, "main": main }),
+            );
+        };
+        // The marker says it merged once; main as it is now must still hold the merge.
+        let ask = agent::on_main(merge, &main);
+        self.out.send(ask, Purpose::OnMain);
+    }
+
+    /// Main holds the undone change's merge, or main moved back past it.
+    fn on_still_merged(&mut self, base: Option<Oid>) {
+        let target = self.input.target.clone();
+        let main = self.main().expect("main was checked after the fetch");
+        let merge = self.remote[&refs::landed(&target)].clone();
+        if !agent::holds(&merge, base.as_ref()) {
+            return self.refuse(
+                ReasonCode::ChangeNotMerged,
+                None,
+                serde_json::json!({ "target": target, "main": main, "merge": merge }),
             );
         }
         match agent::read_chain(&self.remote, &target) {
@@ -420,6 +439,7 @@ impl Undo {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::OnMain, Completion::MergeBaseFound(Ok(base))) => self.on_still_merged(base),
             (Purpose::ReadTarget, Completion::ChainsRead(Ok(reads))) => self.on_target(reads),
             (Purpose::Touched, Completion::StatsRead(Ok(stats))) => self.on_touched(stats),
             (Purpose::Reverse, Completion::DraftRefreshed(Ok(reverse))) => self.on_reverse(reverse),

@@ -205,6 +205,15 @@ impl ChangeRecord {
         self.ops.iter().find(|op| op.state == OpState::Merged)
     }
 
+    /// The commit the merge pushed onto main: its operation's last candidate, since a runner
+    /// merges exactly the candidate it checked last (and a merge records one).
+    pub fn merge_commit(&self) -> Option<&Oid> {
+        self.merged()?
+            .candidates
+            .last()
+            .map(|candidate| &candidate.commit)
+    }
+
     /// The latest operation, if it has not ended.
     pub fn live_op(&self) -> Option<&Operation> {
         self.ops.last().filter(|op| !op.state.is_terminal())
