@@ -1,9 +1,10 @@
 //! The main checkout, for `bay save`: what is under way in it, its edits as a commit, and the
 //! move to the merge afterwards.
 //!
-//! The edits are read through a temporary index (a copy of the checkout's own, so Git's stat
-//! cache still serves), never the checkout's index: a save that is refused, or that fails,
-//! has changed no file, no index and no ref of the checkout.
+//! The edits are read through a temporary index (a copy of the checkout's own, with its time,
+//! so Git's stat cache still serves and still doubts what it should), never the checkout's
+//! index: a save that is refused, or that fails, has changed no file, no index and no ref of
+//! the checkout.
 
 use std::path::{Path, PathBuf};
 
@@ -99,8 +100,7 @@ impl Checkout {
         let index = scratch.path().join("index");
         let own = self.git_dir()?.join("index");
         if own.exists() {
-            std::fs::copy(&own, &index)
-                .map_err(|e| Fault(format!("cannot copy the index: {e}")))?;
+            copy_index(&own, &index)?;
         } else {
             self.with_index(&index, ["read-tree", "HEAD"])?;
         }
@@ -169,6 +169,26 @@ impl Checkout {
     }
 }
 
+/// Copies the index at `from` to `to` with its modification time. Git trusts a file's cached
+/// stat only when the file changed before the index was written; a file written in the same
+/// second as the index is "racily clean" and Git reads its content instead. It tells the two
+/// apart by the index file's own modification time, so a copy that took the time of the copy
+/// makes a same-sized edit from just before it look unchanged.
+fn copy_index(from: &Path, to: &Path) -> Result<(), Fault> {
+    let fault = |e: std::io::Error| Fault(format!("cannot copy the index: {e}"));
+    // Read first: an index rewritten meanwhile gets an older time, which only makes Git read
+    // more files, never fewer.
+    let written = std::fs::metadata(from)
+        .and_then(|m| m.modified())
+        .map_err(fault)?;
+    std::fs::copy(from, to).map_err(fault)?;
+    std::fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|file| file.set_modified(written))
+        .map_err(fault)
+}
+
 /// Whether two paths name the same folder, however they are spelled.
 fn same_dir(one: &Path, two: &Path) -> bool {
     match (one.canonicalize(), two.canonicalize()) {
@@ -208,6 +228,49 @@ fn oid(text: &str) -> Result<Oid, Fault> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::repository_with_a_commit;
+    use std::time::{Duration, SystemTime};
+
+    fn set_time(path: &Path, time: SystemTime) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|file| file.set_modified(time))
+            .expect("a file's time can be set");
+    }
+
+    /// A file edited in the second its index was written, to the same size: only the index's
+    /// own time tells Git to read it. The times are set rather than waited for, and ctime is
+    /// left out of Git's comparison, as it would match within that one second too.
+    #[test]
+    fn a_same_sized_edit_in_the_second_the_index_was_written_is_an_edit() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let git = repository_with_a_commit(dir.path());
+        git.cmd(["config", "core.trustctime", "false"])
+            .run()
+            .expect("config");
+        let file = dir.path().join("greeting.txt");
+        let second = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        std::fs::write(&file, "Hello\n").expect("write");
+        set_time(&file, second);
+        git.cmd(["add", "greeting.txt"]).run().expect("add");
+        git.cmd(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(["commit", "-q", "-m", "two"])
+            .run()
+            .expect("commit");
+        set_time(&dir.path().join(".git/index"), second);
+        std::fs::write(&file, "Topic\n").expect("write");
+        set_time(&file, second);
+        let seen = git
+            .cmd(["--no-optional-locks", "status", "--porcelain"])
+            .text()
+            .expect("status");
+        assert_eq!(seen.trim(), "M greeting.txt", "Git sees the edit");
+
+        let checkout = Checkout::new(dir.path(), dir.path().join(".git"));
+        let (snapshot, _) = checkout.snapshot().expect("a snapshot");
+        assert!(snapshot.changed, "the edit was missed");
+    }
 
     #[test]
     fn gitlinks_are_read_from_either_side_of_a_raw_diff() {
