@@ -294,6 +294,11 @@ fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair
         serde_json::json!(["src/greeting.txt"])
     );
     assert!(refused.doc["next_step"].is_string() && refused.doc["allowed"].is_array());
+    let said = refused.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("(src/greeting.txt)") && said.contains(&format!("`bay start {second}`")),
+        "{said}"
+    );
     // bob picks the change up: the view shows the conflict; he settles it and asks again.
     let again = bay(&bob, "bob", &["start", &second]);
     assert_eq!(
@@ -344,6 +349,20 @@ fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair
     assert_eq!(
         git_dir(&world.remote, &["show", "main:src/greeting.txt"]),
         "Bonjour\nHola\n"
+    );
+}
+
+#[test]
+fn a_failed_check_names_its_failed_units_in_the_sentence() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let (_, view) = world.edited(&ann, "ann", "empty", "src/greeting.txt", "", &[]);
+    let refused = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(refused.doc["reason"], "CHECK_FAILED", "{refused:?}");
+    let said = refused.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("A required check did not pass (files: src/greeting.txt);"),
+        "{said}"
     );
 }
 

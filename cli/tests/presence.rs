@@ -179,3 +179,34 @@ fn status_warns_no_live_runner_while_operations_wait_and_no_runner_is_fresh() {
         "{row}"
     );
 }
+
+#[test]
+fn status_lists_the_changes_waiting_and_says_when_no_runner_was_heard_from() {
+    let world = world();
+    let ann = world.clone_as("ann");
+    let (change, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+
+    let said = |dir: &Path| {
+        let ran = bay(dir, "ann", &["status"]);
+        ran.doc["say"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(
+        said(&world.admin),
+        format!(
+            "One change is waiting to be added to main ({change} \"greet\": waiting for a \
+             runner), but no runner has been heard from lately; start one with `bay runner run`."
+        )
+    );
+
+    // A fresh runner that serves none of its checks leaves it waiting, and heard from.
+    let runner = world.clone_as("r1");
+    git(&runner, &["config", "bay.checkEnvironment", "elsewhere"]);
+    bay(&runner, "r1", &["runner", "run", "--once"]);
+    assert_eq!(
+        said(&world.admin),
+        format!(
+            "One change is waiting to be added to main ({change} \"greet\": waiting for a \
+             runner); nothing to do."
+        )
+    );
+}

@@ -96,6 +96,15 @@ fn an_undo_then_an_undo_of_the_undo_restores_each_tree() {
             pair(&first_undo, "reverts", &change),
         ]
     );
+    let said = lineage.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("Main names 4 pairs")
+            && said.contains(&format!(
+                "({second_undo} replaces {first_undo}, {second_undo} undoes {change}, {redo} \
+                 undoes {first_undo} and 1 more)"
+            )),
+        "{said}"
+    );
     // A range reads part of main: here its newest merge alone.
     let tip = git(
         &world.admin,
@@ -110,6 +119,37 @@ fn an_undo_then_an_undo_of_the_undo_restores_each_tree() {
     );
     let bad = bay(&world.admin, "ann", &["status", "--lineage=--output=x"]);
     assert_eq!(bad.code, 20, "{bad:?}");
+}
+
+#[test]
+fn the_status_of_an_undone_change_says_it_was_undone_and_by_what() {
+    let world = World::standard();
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    let status = |what: &str| bay(&world.admin, "ann", &["status", what]);
+    let before = status(&change);
+    assert_eq!(before.doc["detail"].get("undone_by"), None, "{before:?}");
+
+    // An undo that has not merged yet has undone nothing.
+    let asked = undo(&world.admin, &change, false);
+    assert_eq!(asked.doc["decision"], "queued", "{asked:?}");
+    let undo_change = asked.doc["change"].as_str().expect("the undo").to_owned();
+    let waiting = status(&change);
+    assert_eq!(waiting.doc["detail"].get("undone_by"), None, "{waiting:?}");
+    assert_eq!(waiting.doc["say"], before.doc["say"]);
+
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let undone = status(&change);
+    assert_eq!(undone.doc["decision"], "merged", "{undone:?}");
+    assert_eq!(
+        undone.doc["detail"]["undone_by"],
+        serde_json::json!([undo_change]),
+        "{undone:?}"
+    );
+    let said = undone.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("taken back out") && said.contains(&format!("({undo_change})")),
+        "{said}"
+    );
 }
 
 #[test]

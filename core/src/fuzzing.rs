@@ -2899,7 +2899,13 @@ fn assert_result(result: &BayResult) {
     let sentence = &result.say;
     assert_eq!(
         sentence,
-        &say(result.decision, result.reason, result.state, &result.detail),
+        &say(
+            result.decision,
+            result.reason,
+            result.state,
+            result.change.as_ref(),
+            &result.detail
+        ),
         "the sentence does not repeat the document"
     );
     assert!(

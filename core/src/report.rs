@@ -48,8 +48,8 @@ pub fn op_result(record: &ChangeRecord, op: &Operation) -> BayResult {
     let mut result = match op.candidates.last() {
         Some(candidate) => result.with_candidate(candidate.id.clone()),
         None => result.with_op(op.id.clone()),
-    };
-    result.change = Some(record.change.clone());
+    }
+    .with_change(Some(record.change.clone()));
     if !op.state.is_terminal() {
         result.evidence = Some(
             op.checks
@@ -88,21 +88,17 @@ pub fn refused(
     if let Some(op) = op {
         result = result.with_op(op.id.clone());
     }
-    result.change = change.cloned();
-    result
+    result.with_change(change.cloned())
 }
 
 /// A fault no reason code names: nothing changed, and why.
 pub fn failed(why: String, change: Option<&ChangeId>) -> BayResult {
-    let mut result = BayResult::failed(&why);
-    result.change = change.cloned();
-    result
+    BayResult::failed(&why).with_change(change.cloned())
 }
 
 /// `bay start` opened or picked up `change`.
 pub fn started(change: &ChangeId, detail: Value, main: Option<&Oid>) -> BayResult {
-    let mut result = BayResult::ok(None, object(detail));
-    result.change = Some(change.clone());
+    let result = BayResult::ok(None, object(detail)).with_change(Some(change.clone()));
     with_main(result, main)
 }
 
@@ -110,9 +106,7 @@ pub fn started(change: &ChangeId, detail: Value, main: Option<&Oid>) -> BayResul
 pub fn abandoned(change: &ChangeId) -> BayResult {
     let mut detail = Map::new();
     detail.insert("abandoned".into(), Value::Bool(true));
-    let mut result = BayResult::ok(None, detail);
-    result.change = Some(change.clone());
-    result
+    BayResult::ok(None, detail).with_change(Some(change.clone()))
 }
 
 /// Names the main commit the result reflects. The driver fills in when it fetched it.
@@ -199,9 +193,7 @@ pub fn status(record: &ChangeRecord) -> BayResult {
         detail.insert("intent".into(), Value::from(record.intent.clone()));
         detail.insert("actor".into(), Value::from(record.actor.clone()));
         detail.insert("open".into(), Value::Bool(!record.ended()));
-        let mut result = BayResult::ok(None, detail);
-        result.change = Some(record.change.clone());
-        return result;
+        return BayResult::ok(None, detail).with_change(Some(record.change.clone()));
     };
     let mut result = op_result(record, op);
     result

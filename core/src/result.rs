@@ -255,7 +255,7 @@ impl BayResult {
             op_id: None,
             decision,
             reason,
-            say: say(decision, reason, state, &detail),
+            say: String::new(),
             change: None,
             candidate: None,
             state,
@@ -269,6 +269,21 @@ impl BayResult {
             receipt: None,
             freshness: None,
         }
+        .said()
+    }
+
+    /// Says the result again from what it holds now. The constructors end here, and so does
+    /// every setter of a field the sentence reads (the change, the state); a machine that adds
+    /// to `detail` after it built the result calls it once the result is whole.
+    pub fn said(mut self) -> BayResult {
+        self.say = say(
+            self.decision,
+            self.reason,
+            self.state,
+            self.change.as_ref(),
+            &self.detail,
+        );
+        self
     }
 
     /// Done, with nothing merged by this command: a status read, or `no_effect` when main
@@ -322,7 +337,7 @@ impl BayResult {
         result.elapsed_s = self.elapsed_s;
         result.evidence = self.evidence;
         result.freshness = self.freshness;
-        result
+        result.said()
     }
 
     /// A fault no reason code names. `why` is bay's short account of it, without a final full
@@ -336,9 +351,14 @@ impl BayResult {
 
     /// Names the operation, and with it the change.
     pub fn with_op(mut self, op: OpId) -> BayResult {
-        self.change = Some(op.change.clone());
-        self.op_id = Some(op);
-        self
+        self.op_id = Some(op.clone());
+        self.with_change(Some(op.change))
+    }
+
+    /// Names the change the result is about, or none.
+    pub fn with_change(mut self, change: Option<ChangeId>) -> BayResult {
+        self.change = change;
+        self.said()
     }
 
     /// Names the candidate, and with it the operation and the change.
@@ -351,8 +371,7 @@ impl BayResult {
     /// Sets the operation's state, and says it again, since the sentence may tell the state.
     pub fn with_state(mut self, state: OpState) -> BayResult {
         self.state = Some(state);
-        self.say = say(self.decision, self.reason, self.state, &self.detail);
-        self
+        self.said()
     }
 
     pub fn with_freshness(mut self, main: &str, fetched_at: &str) -> BayResult {
@@ -403,7 +422,7 @@ mod tests {
             assert_eq!(result.next_step.as_deref(), Some(info.next_step));
             assert_eq!(
                 result.say,
-                say(info.decision, Some(code), None, &Map::new())
+                say(info.decision, Some(code), None, None, &Map::new())
             );
             assert_eq!(result.exit_code(), info.decision.exit_code());
             assert_eq!(forbidden_word(&result.say), None, "{code}");
@@ -426,8 +445,8 @@ mod tests {
         let expected = concat!(
             r#"{"schema":"bay.result/1","op_id":"c7k2m4qa.1","decision":"blocked","#,
             r#""reason":"MERGE_CONFLICT","say":"Main changed the same lines as this change "#,
-            r#"(src/app.rs); update the change, settle those lines in its folder, then submit "#,
-            r#"it again.","change":"c7k2m4qa","candidate":"c7k2m4qa.1.2","#,
+            r#"(src/app.rs); run `bay start c7k2m4qa` to update it, settle those lines in its "#,
+            r#"folder, then submit it again.","change":"c7k2m4qa","candidate":"c7k2m4qa.1.2","#,
             r#""detail":{"paths":["src/app.rs"]},"allowed":["read","refresh","repair"],"#,
             r#""retry_when":"conflicts_resolved","next_step":"Run `bay start <change>` to "#,
             r#"bring in main, settle the conflicting paths in the view, then `bay merge` "#,
@@ -485,7 +504,13 @@ mod tests {
         assert_ne!(queued.say, running.say, "the sentence follows the state");
         assert_eq!(
             running.say,
-            say(Decision::Queued, None, Some(OpState::Running), &Map::new())
+            say(
+                Decision::Queued,
+                None,
+                Some(OpState::Running),
+                None,
+                &Map::new()
+            )
         );
     }
 

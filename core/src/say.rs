@@ -1,11 +1,13 @@
 //! The plain sentence: every result, said once for a person who has never used Git.
 //!
-//! `say` builds the sentence from the decision, the reason, the state and a few named fields of
-//! `detail`, and from nothing else, so it can never state a fact the document does not hold. It
-//! is one sentence, ending in one full stop, on one line: what happened, then the next step. It
-//! uses none of the words in [`crate::words::WORDS`]; a name it quotes from `detail` (a path, a
-//! check id, a change id) is shown exactly as it is, in parentheses, because the person may
-//! need to find that very file or check.
+//! `say` builds the sentence from the decision, the reason, the state, the change and a few
+//! named fields of `detail`, and from nothing else, so it can never state a fact the document
+//! does not hold. It is one sentence, ending in one full stop, on one line: what happened, then
+//! the next step. It uses none of the words in [`crate::words::WORDS`]; a name it quotes from
+//! `detail` (a path, a check id, a change id) is shown exactly as it is, in parentheses,
+//! because the person may need to find that very file or check. A command to run next is
+//! quoted in backticks, as Cargo quotes its hints (`` `bay start c7k2m4qa` ``), and is always
+//! one this bay has (`cli/tests/named_commands.rs` holds it so).
 //!
 //! A `failed` result without a reason starts "Nothing changed:" and then gives `detail.why`.
 //! That text is bay's own, but it may mention a file the way Git names it: a file at a saved
@@ -16,6 +18,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::id::ChangeId;
 use crate::reason::ReasonCode;
 use crate::result::{Decision, OpState};
 use crate::words::forbidden_word;
@@ -24,31 +27,27 @@ use crate::words::forbidden_word;
 /// readable, and `detail` keeps the full list.
 const MAX_NAMES: usize = 3;
 
-/// The plain sentence for a result.
+/// The plain sentence for a result about `change`, when it names one.
 pub fn say(
     decision: Decision,
     reason: Option<ReasonCode>,
     state: Option<OpState>,
+    change: Option<&ChangeId>,
     detail: &Map<String, Value>,
 ) -> String {
     match reason {
-        Some(code) => say_reason(code, detail),
+        Some(code) => say_reason(code, change, detail),
         None => match decision {
             Decision::Failed => say_fault(detail),
-            Decision::Merged => format!(
-                "This change is now part of main{}; there is nothing more to do.",
-                quoted(names(detail, "main_commit"))
-            ),
-            Decision::Blocked => "This change is stopped until something is fixed; run bay \
-                                  status on it to see what to do next."
-                .to_owned(),
-            Decision::Queued | Decision::Ok => say_state(decision, state, detail),
+            Decision::Merged => merged(detail),
+            Decision::Blocked => stopped(change),
+            Decision::Queued | Decision::Ok => say_state(decision, state, change, detail),
         },
     }
 }
 
 /// A result with a reason: the code decides the words, whatever the decision.
-fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
+fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, Value>) -> String {
     match code {
         ReasonCode::MergeConflict if detail.get("markers_remain") == Some(&Value::Bool(true)) => {
             format!(
@@ -58,9 +57,10 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
             )
         }
         ReasonCode::MergeConflict => format!(
-            "Main changed the same lines as this change{}; update the change, settle those \
-             lines in its folder, then submit it again.",
-            quoted(names(detail, "paths"))
+            "Main changed the same lines as this change{}; run `bay start {}` to update it, \
+             settle those lines in its folder, then submit it again.",
+            quoted(first_names(detail, &["paths", "conflicts"])),
+            change_id(change)
         ),
         ReasonCode::MainMoved => "Main changed while this change was being added, so bay is \
                                   trying again on its own and there is nothing to do for now."
@@ -89,14 +89,16 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
                                       person in charge what the details say."
             .to_owned(),
         ReasonCode::CheckFailed => format!(
-            "A required check did not pass{}; read what it reported, fix the change in its \
-             folder, then submit it again.",
-            quoted(check_names(detail))
+            "A required check did not pass{}; {}fix the change in its folder, then submit it \
+             again.",
+            failed_units(detail),
+            read_log(detail)
         ),
         ReasonCode::CheckUnknown => format!(
-            "A check gave no answer{}, so this change does not count as passing; wait for it to \
-             run again, or fix the change if the check cannot answer it.",
-            quoted(check_names(detail))
+            "A check gave no answer{}, so this change does not count as passing; {}wait for it \
+             to run again, or fix the change if the check cannot answer it.",
+            quoted(check_names(detail)),
+            read_log(detail)
         ),
         ReasonCode::CheckFlaky => format!(
             "A check gave two different answers for the same files{}, so this change waits; \
@@ -128,10 +130,11 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
             "A program on this machine is too old{}; update it, then run the command again.",
             tool_and_floor(detail)
         ),
-        ReasonCode::WorkspaceIncomplete => "Setting up the folder for this change stopped \
-                                            partway; run bay start with this change to finish \
-                                            it, then carry on."
-            .to_owned(),
+        ReasonCode::WorkspaceIncomplete => format!(
+            "Setting up the folder for this change stopped partway; run `bay start {}` to finish \
+             it, then carry on.",
+            change_id(change)
+        ),
         ReasonCode::SandboxAbsent => format!(
             "This machine runs checks but has no closed-off place to run them in{}; ask the \
              person in charge to install one.",
@@ -139,7 +142,7 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
         ),
         ReasonCode::CheckEnvUnset => format!(
             "A check needs settings that this machine does not have{}; ask the person in \
-             charge to set them for the runner, then test the machine again.",
+             charge to set them for the runner, then start the runner again.",
             quoted(first_names(detail, &["variables", "variable", "env"]))
         ),
         ReasonCode::QueueDeadlineExceeded => "The checks for this change took too long three \
@@ -198,12 +201,17 @@ fn say_reason(code: ReasonCode, detail: &Map<String, Value>) -> String {
 }
 
 /// An `ok` or `queued` result without a reason: say where the operation is.
-fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Value>) -> String {
+fn say_state(
+    decision: Decision,
+    state: Option<OpState>,
+    change: Option<&ChangeId>,
+    detail: &Map<String, Value>,
+) -> String {
     match state {
-        None | Some(OpState::Submitted) if decision == Decision::Queued => {
-            "Saved; bay checks this change and adds it to main next, so you can keep working."
-                .to_owned()
-        }
+        None | Some(OpState::Submitted) if decision == Decision::Queued => format!(
+            "Saved; bay checks this change and adds it to main next{}.",
+            unless_no_runner(detail, ", so you can keep working")
+        ),
         None if detail.contains_key("view") && !names(detail, "conflicts").is_empty() => format!(
             "The change is in the folder{}, but main changed the same lines: settle the \
              conflict markers bay left in{} before you submit it.",
@@ -221,59 +229,30 @@ fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Va
                 quoted(names(detail, "reverts"))
             )
         }
-        None if detail.contains_key("lineage") => {
-            let pairs = detail
-                .get("lineage")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            match pairs {
-                0 => "Nothing on main in this range undoes, replaces or fixes an earlier change."
-                    .to_owned(),
-                1 => "One change on main in this range undoes, replaces or fixes an earlier \
-                      one; the details name both."
-                    .to_owned(),
-                n => format!(
-                    "Main names {n} pairs in this range where one change undoes, replaces or \
-                     fixes an earlier one; the details list them."
-                ),
-            }
-        }
+        None if detail.contains_key("lineage") => lineage(detail),
         None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
             "This change is given up; another agent may take it over, or you can start it again \
              later."
                 .to_owned()
         }
-        None if detail.contains_key("queue_depth") => {
-            let waiting = detail
-                .get("queue_depth")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            match waiting {
-                0 => "No change is waiting to be added to main; nothing to do.".to_owned(),
-                1 => "One change is waiting to be added to main; nothing to do.".to_owned(),
-                n => format!("There are {n} changes waiting to be added to main; nothing to do."),
-            }
-        }
+        None if detail.contains_key("queue_depth") => queue(detail),
         None => "Done; there is nothing more to do.".to_owned(),
-        Some(OpState::Submitted) => {
-            "This change is waiting for a runner to pick it up; nothing to do for now.".to_owned()
-        }
-        Some(OpState::Admitted) => {
-            "This change is accepted and in line to be checked; nothing to do for now.".to_owned()
-        }
+        Some(OpState::Submitted) => format!(
+            "This change is waiting for a runner to pick it up{}.",
+            unless_no_runner(detail, "; nothing to do for now")
+        ),
+        Some(OpState::Admitted) => format!(
+            "This change is accepted and in line to be checked{}.",
+            unless_no_runner(detail, "; nothing to do for now")
+        ),
         Some(OpState::Running) => {
             "This change is being checked right now; nothing to do but wait.".to_owned()
         }
         Some(OpState::Checked) => "This change passed its checks and is being added to main; \
                                    nothing to do for now."
             .to_owned(),
-        Some(OpState::Merged) => format!(
-            "This change is part of main{}; there is nothing more to do.",
-            quoted(names(detail, "main_commit"))
-        ),
-        Some(OpState::Blocked) => "This change is stopped until something is fixed; run bay \
-                                   status on it to see what to do next."
-            .to_owned(),
+        Some(OpState::Merged) => merged(detail),
+        Some(OpState::Blocked) => stopped(change),
         Some(OpState::Failed) => "This change stopped on a fault and nothing was added to main; \
                                   submit it again."
             .to_owned(),
@@ -287,6 +266,159 @@ fn say_state(decision: Decision, state: Option<OpState>, detail: &Map<String, Va
             quoted(names(detail, "main_commit"))
         ),
     }
+}
+
+/// A merged change: part of main, unless later changes took it back out
+/// (`detail.undone_by`).
+fn merged(detail: &Map<String, Value>) -> String {
+    let undone = names(detail, "undone_by");
+    if undone.is_empty() {
+        return format!(
+            "This change is now part of main{}; there is nothing more to do.",
+            quoted(names(detail, "main_commit"))
+        );
+    }
+    format!(
+        "This change was added to main and later taken back out by another change{}; start a \
+         new change if its edits are still wanted.",
+        quoted(undone)
+    )
+}
+
+/// A blocked operation with no reason to name.
+fn stopped(change: Option<&ChangeId>) -> String {
+    format!(
+        "This change is stopped until something is fixed; run `bay status {}` to see what to \
+         do next.",
+        change_id(change)
+    )
+}
+
+/// The queue: how many changes wait, the first few by id, intent and where each is, and
+/// whether a runner was heard from to take them.
+fn queue(detail: &Map<String, Value>) -> String {
+    let waiting = detail
+        .get("queue_depth")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let head = match waiting {
+        0 => return "No change is waiting to be added to main; nothing to do.".to_owned(),
+        1 => "One change is waiting to be added to main".to_owned(),
+        n => format!("There are {n} changes waiting to be added to main"),
+    };
+    let rows: Vec<String> = listed_values(detail, "operations")
+        .filter_map(waiting_row)
+        .collect();
+    format!(
+        "{head}{}{}.",
+        quoted(rows),
+        unless_no_runner(detail, "; nothing to do")
+    )
+}
+
+/// `c7k2m4qa "fix the login page": being checked`, for an operation that has not ended.
+fn waiting_row(row: &Value) -> Option<String> {
+    let state = match row.get("state")?.as_str()? {
+        "submitted" => "waiting for a runner",
+        "admitted" => "in line",
+        "running" => "being checked",
+        "checked" => "being added",
+        _ => return None,
+    };
+    let change = row.get("change")?.as_str().filter(|id| fits(id))?;
+    Some(match row.get("intent").and_then(Value::as_str) {
+        Some(intent) if fits(intent) => format!("{change} \"{intent}\": {state}"),
+        _ => format!("{change}: {state}"),
+    })
+}
+
+/// `, but no runner was heard from ...` when `detail.warnings` holds `no_live_runner`, since
+/// then nothing moves until one runs; else `otherwise`.
+fn unless_no_runner(detail: &Map<String, Value>, otherwise: &str) -> String {
+    let no_runner = listed_values(detail, "warnings")
+        .any(|warning| warning.get("warning").and_then(Value::as_str) == Some("no_live_runner"));
+    if no_runner {
+        ", but no runner has been heard from lately; start one with `bay runner run`".to_owned()
+    } else {
+        otherwise.to_owned()
+    }
+}
+
+/// `bay status --lineage`: how many pairs, the first few named.
+fn lineage(detail: &Map<String, Value>) -> String {
+    let pairs: Vec<String> = listed_values(detail, "lineage").filter_map(pair).collect();
+    match listed_values(detail, "lineage").count() {
+        0 => {
+            "Nothing on main in this range undoes, replaces or fixes an earlier change.".to_owned()
+        }
+        1 => format!(
+            "One change on main in this range undoes, replaces or fixes an earlier one{}.",
+            quoted(pairs)
+        ),
+        n => format!(
+            "Main names {n} pairs in this range where one change undoes, replaces or fixes an \
+             earlier one{}.",
+            quoted(pairs)
+        ),
+    }
+}
+
+/// `k2m4qa7c undoes c7k2m4qa`, from one lineage pair; a commit outside bay is named by the
+/// first seven characters of its id.
+fn pair(value: &Value) -> Option<String> {
+    let verb = match value.get("relation")?.as_str()? {
+        "reverts" => "undoes",
+        "supersedes" => "replaces",
+        "fixes" => "fixes",
+        _ => return None,
+    };
+    let target = value.get("target")?.as_str().filter(|id| fits(id))?;
+    let by = match value.get("change").and_then(Value::as_str) {
+        Some(change) => change.to_owned(),
+        None => value.get("commit")?.as_str()?.chars().take(7).collect(),
+    };
+    fits(&by).then(|| format!("{by} {verb} {target}"))
+}
+
+/// ` (files: src/a.txt, src/b.txt)`: each failed check of `detail.checks`, with the units its
+/// `reasons` name; the checks' names alone when no unit is named.
+fn failed_units(detail: &Map<String, Value>) -> String {
+    let mut with_units = false;
+    let checks: Vec<String> = listed_values(detail, "checks")
+        .filter_map(|entry| {
+            let check = name_of(entry)?;
+            let units = entry.as_object().map(|entry| names(entry, "reasons"));
+            match units.filter(|units| !units.is_empty()) {
+                Some(units) => {
+                    with_units = true;
+                    Some(format!("{check}: {}", listed(&units)))
+                }
+                None => Some(check),
+            }
+        })
+        .take(MAX_NAMES)
+        .collect();
+    match (checks.is_empty(), with_units) {
+        (true, _) => quoted(check_names(detail)),
+        (false, false) => quoted(checks),
+        (false, true) => format!(" ({})", checks.join("; ")),
+    }
+}
+
+/// `read its output in (<path>), ` when a check of `detail.checks` names where its output was
+/// kept (`log`), or nothing.
+fn read_log(detail: &Map<String, Value>) -> String {
+    listed_values(detail, "checks")
+        .filter_map(Value::as_object)
+        .find_map(|entry| names(entry, "log").into_iter().next())
+        .map(|log| format!("read its output in ({log}), "))
+        .unwrap_or_default()
+}
+
+/// The change as a command to run next names it, or `<change>` in its place when the result
+/// names none.
+fn change_id(change: Option<&ChangeId>) -> String {
+    change.map_or_else(|| "<change>".to_owned(), ChangeId::to_string)
 }
 
 /// A `failed` result without a reason: nothing changed, then why.
@@ -365,25 +497,43 @@ fn ends_a_sentence_inside(text: &str) -> bool {
 }
 
 /// The names under `key`: a string, or a list of strings, or a list of objects each naming
-/// itself with `check`, `id`, `path` or `name`. A name with a control character is left out,
-/// since the sentence must stay on one line.
+/// itself (see [`name_of`]).
 fn names(detail: &Map<String, Value>, key: &str) -> Vec<String> {
-    let one = |value: &Value| -> Option<String> {
-        let text = match value {
-            Value::String(text) => Some(text.as_str()),
-            Value::Object(fields) => ["check", "id", "path", "name"]
-                .iter()
-                .find_map(|field| fields.get(*field).and_then(Value::as_str)),
-            _ => None,
-        }?;
-        let fit = !text.is_empty() && !text.chars().any(char::is_control);
-        fit.then(|| text.to_owned())
-    };
     match detail.get(key) {
-        Some(Value::Array(items)) => items.iter().filter_map(one).collect(),
-        Some(value) => one(value).into_iter().collect(),
+        Some(Value::Array(items)) => items.iter().filter_map(name_of).collect(),
+        Some(value) => name_of(value).into_iter().collect(),
         None => Vec::new(),
     }
+}
+
+/// A string, or an object's `check`, `id`, `path` or `name`, when it [`fits`].
+fn name_of(value: &Value) -> Option<String> {
+    let text = match value {
+        Value::String(text) => Some(text.as_str()),
+        Value::Object(fields) => ["check", "id", "path", "name"]
+            .iter()
+            .find_map(|field| fields.get(*field).and_then(Value::as_str)),
+        _ => None,
+    }?;
+    fits(text).then(|| text.to_owned())
+}
+
+/// Whether a name can be quoted: not empty, and with no control character, since the sentence
+/// must stay on one line.
+fn fits(text: &str) -> bool {
+    !text.is_empty() && !text.chars().any(char::is_control)
+}
+
+/// The items of the list under `key`; none when it is absent or not a list.
+fn listed_values<'a>(
+    detail: &'a Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a Value> + use<'a> {
+    detail
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
 }
 
 /// The names under the first of `keys` that has any.
@@ -401,12 +551,18 @@ fn check_names(detail: &Map<String, Value>) -> Vec<String> {
 
 /// ` (a, b, c and 2 more)`, or nothing when there is no name.
 fn quoted(names: Vec<String>) -> String {
-    let shown = names.len().min(MAX_NAMES);
-    let (first, rest) = names.split_at(shown);
-    match (first, rest.len()) {
-        ([], _) => String::new(),
-        (first, 0) => format!(" ({})", first.join(", ")),
-        (first, more) => format!(" ({} and {more} more)", first.join(", ")),
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(" ({})", listed(&names))
+}
+
+/// `a, b, c and 2 more`: the first [`MAX_NAMES`] names, then how many more.
+fn listed(names: &[String]) -> String {
+    let (first, rest) = names.split_at(names.len().min(MAX_NAMES));
+    match rest.len() {
+        0 => first.join(", "),
+        more => format!("{} and {more} more", first.join(", ")),
     }
 }
 
@@ -518,7 +674,11 @@ mod tests {
         object(json!({
             "paths": ["src/app.rs", "docs/guide.md"],
             "check": "unit-tests",
-            "checks": [{"check": "lint", "reasons": ["too long"]}],
+            "checks": [
+                {"check": "unit-tests", "reasons": [{"id": "tests::login", "reason": "no"}],
+                 "log": ".git/bay/logs/c7k2m4qa.1.1/unit-tests.log"},
+                {"check": "lint", "reasons": [{"id": "src/app.rs", "reason": "too long"}]},
+            ],
             "environment": "linux-x86_64",
             "superseded_by": "c7k2m4qb",
             "tool": "git",
@@ -532,19 +692,49 @@ mod tests {
         }))
     }
 
+    /// The details of the sentences that read more than names: each a list a status or
+    /// `--lineage` gives, and an undone merge.
+    fn list_details() -> Vec<Map<String, Value>> {
+        let no_runner = json!([{"warning": "no_live_runner", "waiting": 2}]);
+        [
+            json!({"queue_depth": 2, "operations": [
+                {"change": "c7k2m4qa", "intent": "fix the login page", "state": "submitted"},
+                {"change": "k2m4qa7c", "intent": "docs", "state": "running"},
+                {"change": "m4qa7ck2", "intent": "old", "state": "blocked"},
+            ]}),
+            json!({"queue_depth": 1, "operations": [], "warnings": no_runner}),
+            json!({"lineage": [
+                {"commit": "a1b2c3d4e5", "change": "k2m4qa7c", "relation": "reverts", "target": "c7k2m4qa"},
+                {"commit": "b1b2c3d4e5", "change": null, "relation": "fixes", "target": "c7k2m4qa"},
+            ]}),
+            json!({"main_commit": "a1b2c3d", "undone_by": ["k2m4qa7c"]}),
+            json!({"warnings": no_runner}),
+        ]
+        .into_iter()
+        .map(object)
+        .chain([Map::new(), full_detail()])
+        .collect()
+    }
+
     fn states() -> Vec<Option<OpState>> {
         std::iter::once(None)
             .chain(OpState::ALL.map(Some))
             .collect()
     }
 
+    fn change() -> ChangeId {
+        ChangeId::parse("c7k2m4qa").expect("a change id")
+    }
+
     #[test]
     fn every_code_says_one_clean_sentence() {
-        for detail in [Map::new(), full_detail()] {
+        for detail in list_details() {
             for code in ReasonCode::ALL {
                 for state in states() {
-                    let sentence = say(code.decision(), Some(code), state, &detail);
-                    assert_clean(&sentence);
+                    for change in [None, Some(&change())] {
+                        let sentence = say(code.decision(), Some(code), state, change, &detail);
+                        assert_clean(&sentence);
+                    }
                 }
             }
         }
@@ -552,13 +742,134 @@ mod tests {
 
     #[test]
     fn every_decision_and_state_says_one_clean_sentence() {
-        for detail in [Map::new(), full_detail()] {
+        for detail in list_details() {
             for decision in Decision::ALL {
                 for state in states() {
-                    let sentence = say(decision, None, state, &detail);
-                    assert_clean(&sentence);
+                    for change in [None, Some(&change())] {
+                        let sentence = say(decision, None, state, change, &detail);
+                        assert_clean(&sentence);
+                    }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_conflict_names_its_paths_and_the_command_that_updates_the_change() {
+        let detail = object(json!({"paths": ["src/app.rs"]}));
+        let conflict = |change: Option<&ChangeId>| {
+            say(
+                Decision::Blocked,
+                Some(ReasonCode::MergeConflict),
+                Some(OpState::Blocked),
+                change,
+                &detail,
+            )
+        };
+        assert_eq!(
+            conflict(Some(&change())),
+            "Main changed the same lines as this change (src/app.rs); run `bay start c7k2m4qa` \
+             to update it, settle those lines in its folder, then submit it again."
+        );
+        assert!(conflict(None).contains("`bay start <change>`"));
+        // An undo's conflict names its paths as `conflicts`.
+        let undo = object(json!({"conflicts": ["src/b.rs"], "view": "/v"}));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            None,
+            &undo,
+        );
+        assert!(sentence.contains("(src/b.rs)"), "{sentence}");
+    }
+
+    #[test]
+    fn a_check_failure_names_the_failed_units_and_where_its_output_is_kept() {
+        let failed = |detail: Value| {
+            let sentence = say(
+                Decision::Blocked,
+                Some(ReasonCode::CheckFailed),
+                Some(OpState::Blocked),
+                Some(&change()),
+                &object(detail),
+            );
+            assert_clean(&sentence);
+            sentence
+        };
+        assert_eq!(
+            failed(json!({"check": "unit-tests", "checks": full_detail()["checks"]})),
+            "A required check did not pass (unit-tests: tests::login; lint: src/app.rs); read \
+             its output in (.git/bay/logs/c7k2m4qa.1.1/unit-tests.log), fix the change in its \
+             folder, then submit it again."
+        );
+        let units: Vec<Value> = (1..=5).map(|n| json!({"id": format!("t{n}")})).collect();
+        assert_eq!(
+            failed(json!({"check": "unit", "checks": [{"check": "unit", "reasons": units}]})),
+            "A required check did not pass (unit: t1, t2, t3 and 2 more); fix the change in its \
+             folder, then submit it again."
+        );
+        assert!(
+            failed(json!({"check": "unit"})).starts_with("A required check did not pass (unit);")
+        );
+    }
+
+    #[test]
+    fn a_status_lists_the_changes_waiting_and_says_when_no_runner_was_heard_from() {
+        let details = list_details();
+        let listed = say(Decision::Ok, None, None, None, &details[0]);
+        assert_eq!(
+            listed,
+            "There are 2 changes waiting to be added to main (c7k2m4qa \"fix the login page\": \
+             waiting for a runner, k2m4qa7c \"docs\": being checked); nothing to do."
+        );
+        let alone = say(Decision::Ok, None, None, None, &details[1]);
+        assert_eq!(
+            alone,
+            "One change is waiting to be added to main, but no runner has been heard from \
+             lately; start one with `bay runner run`."
+        );
+        let one = say(
+            Decision::Queued,
+            None,
+            Some(OpState::Submitted),
+            Some(&change()),
+            &details[4],
+        );
+        assert!(one.contains("start one with `bay runner run`"), "{one}");
+        let heard = say(
+            Decision::Queued,
+            None,
+            Some(OpState::Submitted),
+            None,
+            &Map::new(),
+        );
+        assert!(heard.ends_with(", so you can keep working."), "{heard}");
+    }
+
+    #[test]
+    fn lineage_names_the_pairs_it_found() {
+        let said = say(Decision::Ok, None, None, None, &list_details()[2]);
+        assert_eq!(
+            said,
+            "Main names 2 pairs in this range where one change undoes, replaces or fixes an \
+             earlier one (k2m4qa7c undoes c7k2m4qa, b1b2c3d fixes c7k2m4qa)."
+        );
+    }
+
+    #[test]
+    fn an_undone_change_says_it_was_taken_back_out_and_by_what() {
+        let undone = list_details()[3].clone();
+        for (decision, state) in [
+            (Decision::Merged, Some(OpState::Merged)),
+            (Decision::Ok, Some(OpState::Merged)),
+        ] {
+            let said = say(decision, None, state, Some(&change()), &undone);
+            assert_eq!(
+                said,
+                "This change was added to main and later taken back out by another change \
+                 (k2m4qa7c); start a new change if its edits are still wanted."
+            );
         }
     }
 
@@ -566,6 +877,7 @@ mod tests {
     fn a_start_an_abandon_and_a_queue_each_say_what_happened() {
         let start = say(
             Decision::Ok,
+            None,
             None,
             None,
             &object(json!({"view": "/repo/work/c7k2m4qa"})),
@@ -579,6 +891,7 @@ mod tests {
             Decision::Ok,
             None,
             None,
+            None,
             &object(json!({"abandoned": true})),
         );
         assert!(abandoned.contains("given up"), "{abandoned}");
@@ -589,6 +902,7 @@ mod tests {
                 Decision::Ok,
                 None,
                 None,
+                None,
                 &object(json!({ "lineage": lineage })),
             );
             assert!(said.starts_with(words), "{said}");
@@ -596,6 +910,7 @@ mod tests {
         }
         let nothing = say(
             Decision::Ok,
+            None,
             None,
             None,
             &object(json!({"undo": "nothing to undo", "reverts": "c7k2m4qa"})),
@@ -608,6 +923,7 @@ mod tests {
         let not_merged = say(
             Decision::Blocked,
             Some(ReasonCode::ChangeNotMerged),
+            None,
             None,
             &object(json!({"target": "c7k2m4qa"})),
         );
@@ -633,6 +949,7 @@ mod tests {
                 Decision::Ok,
                 None,
                 None,
+                None,
                 &object(json!({"queue_depth": depth})),
             );
             assert!(queue.starts_with(words), "{queue}");
@@ -647,6 +964,7 @@ mod tests {
             Decision::Blocked,
             Some(ReasonCode::MergeConflict),
             None,
+            None,
             &detail,
         );
         assert!(
@@ -657,14 +975,25 @@ mod tests {
             Decision::Blocked,
             Some(ReasonCode::CheckFailed),
             None,
+            None,
             &detail,
         );
-        assert!(failed.contains("(unit-tests)"), "{failed}");
-        let queued = say(Decision::Queued, Some(ReasonCode::Queued), None, &detail);
+        assert!(
+            failed.contains("(unit-tests: tests::login; lint: src/app.rs)"),
+            "{failed}"
+        );
+        let queued = say(
+            Decision::Queued,
+            Some(ReasonCode::Queued),
+            None,
+            None,
+            &detail,
+        );
         assert!(queued.contains("(place 3 in line)"), "{queued}");
         let tool = say(
             Decision::Blocked,
             Some(ReasonCode::ToolBelowFloor),
+            None,
             None,
             &detail,
         );
@@ -672,6 +1001,7 @@ mod tests {
         let env = say(
             Decision::Blocked,
             Some(ReasonCode::CheckEnvUnset),
+            None,
             None,
             &detail,
         );
@@ -684,6 +1014,7 @@ mod tests {
             let sentence = say(
                 Decision::Blocked,
                 Some(ReasonCode::ChangeTooLarge),
+                None,
                 None,
                 &object(json!({ "exceeded": exceeded })),
             );
@@ -724,6 +1055,7 @@ mod tests {
             Decision::Blocked,
             Some(ReasonCode::CheckFailed),
             None,
+            None,
             &detail,
         );
         assert!(sentence.contains("(lint, e2e)"), "{sentence}");
@@ -736,6 +1068,7 @@ mod tests {
         let sentence = say(
             Decision::Blocked,
             Some(ReasonCode::MergeConflict),
+            None,
             None,
             &detail,
         );
@@ -750,6 +1083,7 @@ mod tests {
             Decision::Blocked,
             Some(ReasonCode::MergeConflict),
             None,
+            None,
             &detail,
         );
         assert!(sentence.contains("(src/merge.rs)"), "{sentence}");
@@ -763,6 +1097,7 @@ mod tests {
             Decision::Blocked,
             Some(ReasonCode::MergeConflict),
             None,
+            None,
             &detail,
         );
         assert!(sentence.contains("(ok.txt)"), "{sentence}");
@@ -772,7 +1107,7 @@ mod tests {
     #[test]
     fn no_effect_names_the_main_version_that_has_the_work() {
         let detail = object(json!({"main_commit": "a1b2c3d", "tree": "9f8e7d6"}));
-        let sentence = say(Decision::Ok, None, Some(OpState::NoEffect), &detail);
+        let sentence = say(Decision::Ok, None, Some(OpState::NoEffect), None, &detail);
         assert!(sentence.contains("(a1b2c3d)"), "{sentence}");
         assert_clean(&sentence);
     }
@@ -780,13 +1115,19 @@ mod tests {
     #[test]
     fn a_fault_says_nothing_changed_then_why() {
         let detail = object(json!({"why": "The remote did not answer."}));
-        let sentence = say(Decision::Failed, None, None, &detail);
+        let sentence = say(Decision::Failed, None, None, None, &detail);
         assert_eq!(
             sentence,
             "Nothing changed: the remote did not answer; run the command again once that is \
              fixed."
         );
-        let bare = say(Decision::Failed, None, Some(OpState::Running), &Map::new());
+        let bare = say(
+            Decision::Failed,
+            None,
+            Some(OpState::Running),
+            None,
+            &Map::new(),
+        );
         assert!(bare.starts_with("Nothing changed: "), "{bare}");
         assert_clean(&bare);
     }
@@ -794,14 +1135,14 @@ mod tests {
     #[test]
     fn a_fault_names_files_plainly() {
         let at_version = object(json!({"why": "cannot read a1b2c3d:.bay/config.toml"}));
-        let sentence = say(Decision::Failed, None, None, &at_version);
+        let sentence = say(Decision::Failed, None, None, None, &at_version);
         assert!(
             sentence.starts_with("Nothing changed: cannot read .bay/config.toml;"),
             "{sentence}"
         );
 
         let record = object(json!({"why": "cannot write (refs/bay/changes/c7k2m4qa)"}));
-        let sentence = say(Decision::Failed, None, None, &record);
+        let sentence = say(Decision::Failed, None, None, None, &record);
         assert!(
             sentence.starts_with("Nothing changed: cannot write (bay's records);"),
             "{sentence}"
@@ -809,7 +1150,7 @@ mod tests {
         assert_clean(&sentence);
 
         let acronym = object(json!({"why": "HEAD is detached"}));
-        let sentence = say(Decision::Failed, None, None, &acronym);
+        let sentence = say(Decision::Failed, None, None, None, &acronym);
         assert!(
             sentence.starts_with("Nothing changed: HEAD is detached;"),
             "{sentence}"
@@ -827,7 +1168,7 @@ mod tests {
             "a\u{7}b",
         ] {
             let detail = object(json!({"why": why}));
-            let sentence = say(Decision::Failed, None, None, &detail);
+            let sentence = say(Decision::Failed, None, None, None, &detail);
             assert!(
                 sentence.starts_with("Nothing changed: bay ran into a fault"),
                 "{why:?}"
@@ -862,7 +1203,7 @@ mod tests {
             let detail = object(json!({"paths": paths, "check": check, "position": position}));
             let clean = forbidden_word(&Value::Object(detail.clone()).to_string()).is_none();
             for code in ReasonCode::ALL {
-                let sentence = say(code.decision(), Some(code), None, &detail);
+                let sentence = say(code.decision(), Some(code), None, None, &detail);
                 assert_one_sentence(&sentence);
                 if clean {
                     prop_assert_eq!(forbidden_word(&sentence), None);
@@ -873,7 +1214,7 @@ mod tests {
         #[test]
         fn any_why_keeps_one_sentence(why in "\\PC{0,60}") {
             let detail = object(json!({"why": why}));
-            let sentence = say(Decision::Failed, None, None, &detail);
+            let sentence = say(Decision::Failed, None, None, None, &detail);
             prop_assert!(sentence.starts_with("Nothing changed: "));
             assert_clean(&sentence);
         }

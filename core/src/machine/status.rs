@@ -56,6 +56,10 @@ enum Purpose {
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
+    /// A merged change's undos: the start steps of their intent's generations, then the
+    /// markers of their changes (`detail.undone_by` of the result made so far).
+    ReadUndos(Box<BayResult>),
+    FetchUndone(Box<BayResult>, Vec<ChangeId>, FetchSpec),
     /// The presences of runners the fetch brought, then when this clone first held each: the
     /// `no_live_runner` warning of the result made so far.
     Presences(Box<BayResult>),
@@ -123,7 +127,11 @@ impl Status {
         };
         let mut patterns = vec![refs::main(&status.input.main)];
         match &status.input.change {
-            Some(change) => patterns.push(refs::change_pattern(change)),
+            Some(change) => {
+                patterns.push(refs::change_pattern(change));
+                // Its undos, should it have merged: the generations of their one intent.
+                patterns.push(refs::intents_pattern(&undo_digest(change)));
+            }
             None => patterns.push(refs::QUEUE_PATTERN.to_string()),
         }
         if status.input.flow {
@@ -335,9 +343,11 @@ impl Status {
         self.with_flow(flow, Err(fault));
     }
 
+    /// Ends with the result, said again: warnings and an undo were added to it after it was
+    /// made, and the sentence tells both.
     fn end(&mut self, result: BayResult) {
         let main = self.remote.get(&refs::main(&self.input.main)).cloned();
-        self.outcome = Some(report::with_main(result, main.as_ref()));
+        self.outcome = Some(report::with_main(result.said(), main.as_ref()));
         self.out.forget_all();
     }
 
@@ -554,8 +564,65 @@ impl Status {
                 };
                 self.out.send(read, Purpose::ReadConfig(Box::new(record)));
             }
-            _ => self.finish(report::status(&record)),
+            _ => self.undos(report::status(&record)),
         }
+    }
+
+    /// A merged change's status reads which of its undos merged; any other ends as it is.
+    fn undos(&mut self, result: BayResult) {
+        let digest = self.input.change.as_ref().map(undo_digest);
+        let oids: Vec<Oid> = self
+            .remote
+            .iter()
+            .filter(|(name, _)| {
+                refs::parse_intent(name).is_some_and(|(d, _)| Some(d) == digest.as_deref())
+            })
+            .map(|(_, oid)| oid.clone())
+            .collect();
+        if result.decision != Decision::Merged || oids.is_empty() {
+            return self.finish(result);
+        }
+        self.out.send(
+            Action::ReadSteps { oids },
+            Purpose::ReadUndos(Box::new(result)),
+        );
+    }
+
+    fn on_undos(&mut self, result: BayResult, steps: Vec<RawStep>) {
+        let undos: Vec<ChangeId> = steps
+            .iter()
+            .filter_map(|raw| Step::from_message(&raw.message).ok())
+            .map(|step| step.change)
+            .collect();
+        if undos.is_empty() {
+            return self.finish(result);
+        }
+        let spec = FetchSpec::new(undos.iter().map(refs::landed_pattern));
+        let fetch = Action::Fetch(spec.clone());
+        self.out
+            .send(fetch, Purpose::FetchUndone(Box::new(result), undos, spec));
+    }
+
+    /// `detail.undone_by`: the undos whose merged marker is on the remote, in the order their
+    /// generations came.
+    fn on_undone(
+        &mut self,
+        mut result: BayResult,
+        undos: Vec<ChangeId>,
+        spec: FetchSpec,
+        fetched: Refs,
+    ) {
+        spec.apply(&mut self.remote, fetched);
+        let undone: Vec<ChangeId> = undos
+            .into_iter()
+            .filter(|undo| self.remote.contains_key(&refs::landed(undo)))
+            .collect();
+        if !undone.is_empty() {
+            result
+                .detail
+                .insert("undone_by".into(), serde_json::json!(undone));
+        }
+        self.finish(result);
     }
 
     fn on_after_fetched(&mut self, record: ChangeRecord, spec: FetchSpec, fetched: Refs) {
@@ -713,6 +780,12 @@ impl Status {
             (Purpose::TestMerge(result), Completion::MergeTested(tested)) => {
                 self.on_tested(*result, tested)
             }
+            (Purpose::ReadUndos(result), Completion::StepsRead(Ok(steps))) => {
+                self.on_undos(*result, steps)
+            }
+            (Purpose::FetchUndone(result, undos, spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_undone(*result, undos, spec, fetched)
+            }
             (Purpose::Presences(result), Completion::StepsRead(read)) => {
                 // Presences that cannot be read are judged so, never left out.
                 self.on_presences(*result, read.unwrap_or_default())
@@ -775,6 +848,11 @@ impl Status {
         }
         None
     }
+}
+
+/// The digest of the intent every undo of `change` shares.
+fn undo_digest(change: &ChangeId) -> String {
+    crate::id::intent_digest(&super::undo::undo_intent(change))
 }
 
 /// Adds `warnings` to the result's one `detail.warnings` array.
