@@ -225,6 +225,75 @@ fn at_a_terminal_a_command_prints_its_plain_sentence_and_exits_as_through_a_pipe
     }
 }
 
+/// Runs `bay <args>` in `dir` under `script`, which gives it a terminal for stdout and stderr
+/// alike; what the terminal showed, and the exit code.
+fn at_a_terminal(dir: &std::path::Path, actor: &str, args: &str) -> (String, Option<i32>) {
+    let command = format!("{BAY} -C {} {args}", dir.display());
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("BAY_ACTOR", actor)
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    (text.trim().to_owned(), out.status.code())
+}
+
+#[test]
+fn merge_wait_and_a_runner_tell_a_terminal_each_step_and_a_pipe_nothing() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
+    let main = git_dir(&world.remote, &["rev-parse", "main"]);
+    let (shown, code) = at_a_terminal(&view, "ann", "merge --wait");
+    assert_eq!(code, Some(0), "{shown}");
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(
+        lines[..lines.len() - 1],
+        [
+            format!("Building {change}.1.1 on main {}", &main[..7]),
+            format!("Checking {change} with files (any), for at most 60 s"),
+            format!("Adding {change}.1 to main"),
+        ],
+        "{shown}"
+    );
+    assert!(lines[lines.len() - 1].starts_with("This change is now part of main"));
+
+    // Through a pipe: the document on stdout, and on stderr the sentence alone.
+    let (second, view) = world.edited(&ann, "ann", "again", "src/greeting.txt", "Yo\n", &[]);
+    let piped = Command::new(BAY)
+        .arg("-C")
+        .arg(&view)
+        .args(["merge", "--wait"])
+        .env("BAY_ACTOR", "ann")
+        .output()
+        .expect("bay runs");
+    let doc: serde_json::Value = serde_json::from_slice(&piped.stdout).expect("one document");
+    assert_eq!(doc["decision"], "merged", "{doc}");
+    assert_eq!(
+        String::from_utf8_lossy(&piped.stderr).trim(),
+        doc["say"].as_str().expect("a sentence")
+    );
+    assert_eq!(world.merges_of(&second), 1);
+
+    // A runner says it started, then each step and each operation it ended.
+    let (third, _) = world.submit(&ann, "ann", "third", "src/greeting.txt", "Hey\n");
+    let (shown, code) = at_a_terminal(&world.admin, "runner", "runner run --once");
+    assert_eq!(code, Some(0), "{shown}");
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(
+        lines[0], "Runner admin works the queue of main once, until nothing is left to do",
+        "{shown}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with(&format!("{third}.1 is now part of main ("))),
+        "{shown}"
+    );
+    let piped = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(piped.stderr, "", "--json prints nothing on stderr");
+}
+
 #[test]
 fn a_declared_path_outside_the_repository_with_a_wildcard_or_padded_is_a_usage_error() {
     let world = World::standard();

@@ -25,6 +25,7 @@ pub mod paths;
 pub mod plugin;
 pub mod policy;
 pub mod presence;
+pub mod progress;
 pub mod reason;
 pub mod record;
 pub mod red;

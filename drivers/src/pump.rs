@@ -36,12 +36,20 @@ fn answer<E: Execute>(executor: &E, action: Action) -> Completion {
         })
 }
 
+/// Sees each action as the pump hands it out and each completion as it comes back, to tell a
+/// person what is going on. It decides nothing and changes nothing.
+pub trait Watch {
+    fn action(&mut self, id: ActionId, action: &Action);
+    fn done(&mut self, id: ActionId, completion: &Completion);
+}
+
 /// Runs actions on threads and collects their completions.
 pub struct Driver<E: Execute> {
     executor: std::sync::Arc<E>,
     done_tx: Sender<(ActionId, Completion)>,
     done_rx: Receiver<(ActionId, Completion)>,
     in_flight: usize,
+    watch: Option<Box<dyn Watch>>,
 }
 
 impl<E: Execute> std::fmt::Debug for Driver<E> {
@@ -69,7 +77,13 @@ impl<E: Execute> Driver<E> {
             done_tx,
             done_rx,
             in_flight: 0,
+            watch: None,
         }
+    }
+
+    /// Shows every action and completion the pump passes to `watch` from now on.
+    pub fn watch(&mut self, watch: Box<dyn Watch>) {
+        self.watch = Some(watch);
     }
 
     pub fn executor(&self) -> &E {
@@ -96,6 +110,9 @@ impl<E: Execute> Driver<E> {
     ) -> Result<BayResult, Stopped> {
         loop {
             while let Some((id, action)) = machine.poll_action() {
+                if let Some(watch) = self.watch.as_mut() {
+                    watch.action(id, &action);
+                }
                 self.start(id, action);
             }
             if let Some(outcome) = machine.outcome() {
@@ -113,7 +130,12 @@ impl<E: Execute> Driver<E> {
                 return Err(Stopped::Misuse(Misuse(why.into())));
             }
             let event = match self.next(wait) {
-                Some((id, completion)) => Event::Done(id, completion),
+                Some((id, completion)) => {
+                    if let Some(watch) = self.watch.as_mut() {
+                        watch.done(id, &completion);
+                    }
+                    Event::Done(id, completion)
+                }
                 None => Event::Tick,
             };
             machine

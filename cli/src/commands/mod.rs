@@ -17,15 +17,16 @@ use bay_core::config::Config;
 use bay_core::git::refs;
 use bay_core::machine::start::Start;
 use bay_core::machine::{Action, Completion, Event, FetchSpec, Machine, Refs};
+use bay_core::progress::Progress;
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
 use bay_drivers::clock;
 use bay_drivers::pump::{Driver, Stopped};
 use clap::Subcommand;
 
-use crate::Cli;
 use crate::context::{Context, failed};
 use crate::local::Local;
+use crate::{Cli, output};
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -129,11 +130,22 @@ pub fn run(cli: &Cli) -> BayResult {
     }
 }
 
-/// Finds the clone and makes the driver that runs its machines.
+/// Finds the clone and makes the driver that runs its machines; at a terminal the driver
+/// tells each long step as it starts (building, checking, adding to main).
 pub fn prepare(cli: &Cli) -> Result<(Context, Driver<Local>), BayResult> {
     let context = Context::discover(cli.dir.as_deref())?;
     let local = Local::new(&context, context.min_free_mib()?).map_err(failed)?;
-    Ok((context, local.driver()))
+    let mut driver = local.driver();
+    watch(cli, &mut driver, Progress::steps());
+    Ok((context, driver))
+}
+
+/// Tells a person at a terminal what `driver` does, in `progress`'s lines; through a pipe or
+/// with `--json`, nothing.
+pub fn watch(cli: &Cli, driver: &mut Driver<Local>, progress: Progress) {
+    if output::shows_progress(cli.json) {
+        driver.watch(Box::new(output::Terminal(progress)));
+    }
 }
 
 /// Reads the config committed on main, with a fetch of main alone.

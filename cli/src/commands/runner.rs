@@ -1,12 +1,13 @@
 //! `bay runner run [--once] [--interval-s <n>]`: drive queued operations to an outcome here.
 
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
+use bay_core::progress::{self, Progress};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
-use super::{config, drive, prepare};
-use crate::Cli;
+use super::{config, drive, prepare, watch};
 use crate::context::Context;
+use crate::{Cli, output};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -39,6 +40,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     };
     let mode = if *once { RunMode::Once } else { RunMode::Loop };
     let cfg = runner_config(&context, mode, *interval_s).configured(&config);
+    if output::shows_progress(cli.json) {
+        output::progress_line(&progress::runner_started(&cfg.runner, &context.main, *once));
+    }
+    watch(cli, &mut driver, Progress::runner());
     let mut machine = Runner::new(cfg, clock::now());
     drive(&mut driver, &mut machine, fetched_at)
 }
