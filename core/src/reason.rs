@@ -325,8 +325,8 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
         decision: Decision::Queued,
         allowed: &[Wait],
         retry_when: "worker_serves_environment",
-        next_step: "Wait: bay tries again once a machine can run the check. If \
-                    `bay status --fleet` shows no live runner, tell the user.",
+        next_step: "Wait: bay tries again once a machine can run the check. If `bay status` \
+                    warns `no_live_runner`, tell the user.",
         transient: true,
     },
     ReasonInfo {
@@ -378,7 +378,7 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
         code: ReasonCode::ToolBelowFloor,
         meaning: "A tool is older than this bay needs: `detail.tool` names it (`git`, `claude` \
                   or `codex`) and `detail.floor` the oldest version that works. Git's floor \
-                  depends on the machine's role. `bay doctor` shows it as a red row.",
+                  depends on the machine's role.",
         decision: Decision::Blocked,
         allowed: &[Read],
         retry_when: "tool_updated",
@@ -398,24 +398,24 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
     },
     ReasonInfo {
         code: ReasonCode::SandboxAbsent,
-        meaning: "This machine runs checks but has no check sandbox to run them in; \
-                  `bay doctor` reports it.",
+        meaning: "This machine runs checks but has no check sandbox to run them in.",
         decision: Decision::Blocked,
         allowed: &[Read],
         retry_when: "sandbox_installed",
-        next_step: "Tell the user to install the sandbox `detail` names, or to set the runner's \
-                    sandbox to none.",
+        next_step: "Tell the user to install the sandbox `detail` names, or to run checks \
+                    without one on this machine with `git config --global \
+                    bay.executorSandbox none`.",
         transient: false,
     },
     ReasonInfo {
         code: ReasonCode::CheckEnvUnset,
         meaning: "A check in the policy needs an environment variable this machine does not \
-                  set; `bay doctor --role executor` reports it.",
+                  set.",
         decision: Decision::Blocked,
         allowed: &[Read],
         retry_when: "env_set",
-        next_step: "Tell the user to set the variables `detail` names for the runner, then run \
-                    `bay doctor --role executor` again.",
+        next_step: "Tell the user to set the variables `detail` names in the runner's \
+                    environment, then start `bay runner run` again.",
         transient: false,
     },
     ReasonInfo {

@@ -91,19 +91,23 @@ pub fn run(args: &Args) -> BayResult {
     BayResult::ok(None, detail)
 }
 
-fn describe(command: &clap::Command, name: &str) -> Value {
+/// One command as `bay help --json` lists it, `path` being its words after `bay` (`runner run`
+/// for a subcommand), so that every usage names the command as a person types it.
+fn describe(command: &clap::Command, path: &str) -> Value {
+    // A subcommand writes what its command says it writes (`run: ...`).
+    let top = path.split(' ').next().unwrap_or(path);
     let (writes, never) = WRITES
         .iter()
-        .find(|(n, _, _)| *n == name)
+        .find(|(n, _, _)| *n == top)
         .map(|(_, writes, never)| (*writes, *never))
         .unwrap_or(("nothing", "anything"));
-    let mut usage = command.clone().bin_name(format!("bay {name}"));
+    let mut usage = command.clone().bin_name(format!("bay {path}"));
     let subcommands: Vec<Value> = command
         .get_subcommands()
-        .map(|sub| describe(sub, sub.get_name()))
+        .map(|sub| describe(sub, &format!("{path} {}", sub.get_name())))
         .collect();
     json!({
-        "name": name,
+        "name": command.get_name(),
         "about": command.get_about().map(|a| a.to_string()),
         "usage": usage.render_usage().to_string().trim_start_matches("Usage: ").to_string(),
         "arguments": command.get_arguments().filter(|a| !a.is_global_set() && !is_builtin(a)).map(flag).collect::<Vec<_>>(),
@@ -153,18 +157,8 @@ pub fn page(result: &BayResult) -> String {
         if let Some(about) = command["about"].as_str() {
             out.push_str(&format!("      {about}\n"));
         }
-        for arg in command["arguments"].as_array().into_iter().flatten() {
-            let name = arg["name"].as_str().unwrap_or_default();
-            let help = arg["help"].as_str().unwrap_or_default();
-            out.push_str(&format!("      {name:<22} {help}\n"));
-        }
-        for sub in command["subcommands"].as_array().into_iter().flatten() {
-            out.push_str(&format!(
-                "      {}: {}\n",
-                sub["usage"].as_str().unwrap_or_default(),
-                sub["about"].as_str().unwrap_or_default()
-            ));
-        }
+        argument_lines(command, "      ", &mut out);
+        subcommand_lines(command, &mut out);
         out.push_str(&format!(
             "      writes: {}\n      never writes: {}\n\n",
             command["writes"].as_str().unwrap_or_default(),
@@ -175,4 +169,33 @@ pub fn page(result: &BayResult) -> String {
     out.push_str("Exit codes: 0 ok, merged or queued; 10 blocked; 20 failed; 2 usage error.\n");
     out.push_str("bay help --json lists every reason code with its advice, the words results never use, and the schema.\n");
     out
+}
+
+/// Each subcommand a person can run under `command` (`bay plugin test check`, not `bay plugin
+/// test`), with its usage and what it does.
+fn subcommand_lines(command: &Value, out: &mut String) {
+    for sub in command["subcommands"].as_array().into_iter().flatten() {
+        let deeper = sub["subcommands"]
+            .as_array()
+            .is_some_and(|subs| !subs.is_empty());
+        if deeper {
+            subcommand_lines(sub, out);
+            continue;
+        }
+        out.push_str(&format!(
+            "      {}\n          {}\n",
+            sub["usage"].as_str().unwrap_or_default(),
+            sub["about"].as_str().unwrap_or_default()
+        ));
+        argument_lines(sub, "          ", out);
+    }
+}
+
+/// Each argument of `command` with its help, one a line.
+fn argument_lines(command: &Value, indent: &str, out: &mut String) {
+    for arg in command["arguments"].as_array().into_iter().flatten() {
+        let name = arg["name"].as_str().unwrap_or_default();
+        let help = arg["help"].as_str().unwrap_or_default();
+        out.push_str(&format!("{indent}{name:<22} {help}\n"));
+    }
 }

@@ -44,7 +44,7 @@ pub enum Command {
     Status(status::Args),
     /// Drive queued operations to an outcome on this machine.
     Runner(runner::Args),
-    /// Test a check command against bay's contract cases; it changes nothing.
+    /// Test a check command or a hold plugin as a runner runs it; it changes nothing.
     Plugin(plugin::Args),
     /// Record evidence as a producer outside bay, such as a post check's answer.
     Evidence(evidence::Args),

@@ -30,7 +30,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum PluginCommand {
-    /// Run bay's contract cases against a check command, as a runner would run it.
+    /// Run a check command or a hold plugin as a runner would, and judge what it answers.
     Test {
         #[command(subcommand)]
         kind: TestKind,
@@ -39,9 +39,9 @@ pub enum PluginCommand {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum TestKind {
-    /// A check command: `bay plugin test check [options] -- <command>...`.
+    /// Run bay's contract cases against a check command, as a runner runs it.
     Check(CheckArgs),
-    /// A hold plugin: `bay plugin test hold [--timeout-s <s>] -- <command>...`.
+    /// Ask a hold plugin `status`, as a runner asks it, and say whether main reads as held.
     Hold(HoldArgs),
 }
 
