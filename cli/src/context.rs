@@ -11,7 +11,7 @@ use bay_core::actor::{self, ActorSource};
 use bay_core::check::read_path;
 use bay_core::config::Config;
 use bay_core::git::{Oid, refs};
-use bay_core::id::ChangeId;
+use bay_core::id::{self, ChangeId};
 use bay_core::machine::Refs;
 use bay_core::reason::ReasonCode;
 use bay_core::report;
@@ -173,14 +173,13 @@ impl Context {
         Oid::parse(text.trim()).ok()
     }
 
-    /// The change a command acts on: the one named, else the view's.
-    pub fn change(&self, named: Option<&str>) -> Result<ChangeId, BayResult> {
+    /// The change `bay <command>` acts on: the one named, else the view's. With neither it
+    /// exits with a usage error saying how to give one.
+    pub fn change(&self, named: Option<&str>, command: &str) -> Result<ChangeId, BayResult> {
         match (named, &self.view) {
             (Some(text), _) => ChangeId::parse(text).map_err(failed),
             (None, Some(change)) => Ok(change.clone()),
-            (None, None) => Err(failed(
-                "name a change, or run this in a change's view".into(),
-            )),
+            (None, None) => crate::usage_error(command, &id::no_change_named(command)),
         }
     }
 

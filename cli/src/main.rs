@@ -14,7 +14,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 
 /// The merge layer for fleets of coding agents in one Git repository.
 #[derive(Parser, Debug)]
@@ -33,6 +34,19 @@ pub struct Cli {
     pub json: bool,
     #[command(subcommand)]
     pub command: commands::Command,
+}
+
+/// Exits with a usage error (exit 2, nothing on stdout): `message` and the usage of
+/// `bay <command>` on stderr, as clap prints its own.
+pub fn usage_error(command: &str, message: &str) -> ! {
+    let mut cli = Cli::command();
+    let mut usage = match cli.find_subcommand_mut(command) {
+        Some(sub) => sub.clone().bin_name(format!("bay {command}")),
+        None => cli,
+    };
+    usage
+        .error(ErrorKind::MissingRequiredArgument, message)
+        .exit()
 }
 
 fn main() -> ExitCode {

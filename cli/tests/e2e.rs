@@ -201,32 +201,44 @@ fn the_actor_is_bay_actor_else_the_user_name_else_agent_and_says_which() {
 fn at_a_terminal_a_command_prints_its_plain_sentence_and_exits_as_through_a_pipe() {
     let world = World::standard();
     let ann = world.clone_as("ann");
-    // `script` gives bay a terminal for stdout; `-e` passes bay's exit code on.
-    let at_terminal = |args: &str| {
-        let command = format!("{BAY} -C {} {args}", ann.display());
-        let out = Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .env("BAY_ACTOR", "ann")
+    let piped = bay(&ann, "ann", &["status"]);
+    let (text, exit) = at_a_terminal(&ann, "ann", "status");
+    assert_eq!(text, piped.doc["say"].as_str().expect("a sentence"));
+    assert!(!text.starts_with('{'), "{text}");
+    assert_eq!((exit, piped.code), (Some(0), 0), "{text}");
+}
+
+#[test]
+fn merge_or_abandon_with_no_change_outside_a_view_is_a_usage_error_naming_both_ways() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    for command in ["merge", "abandon"] {
+        let out = Command::new(BAY)
+            .arg("-C")
+            .arg(&ann)
+            .args(["--json", command])
             .output()
-            .expect("script runs");
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        (text, out.status.code())
-    };
-    for (args, code) in [("status", 0), ("merge", 20)] {
-        let piped = bay(&ann, "ann", &args.split(' ').collect::<Vec<_>>());
-        let (text, exit) = at_terminal(args);
-        assert_eq!(
-            text,
-            piped.doc["say"].as_str().expect("a sentence"),
-            "{args}"
+            .expect("bay runs");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(&format!("`bay {command} <change>`"))
+                && said.contains("run it in the change's folder")
+                && said.contains(&format!("Usage: bay {command}")),
+            "{said}"
         );
-        assert!(!text.starts_with('{'), "{text}");
-        assert_eq!((exit, piped.code), (Some(code), code), "{args}: {text}");
+        let (shown, exit) = at_a_terminal(&ann, "ann", command);
+        assert_eq!(exit, Some(2), "{shown}");
+        assert!(
+            shown.contains(&format!("`bay {command} <change>`")),
+            "{shown}"
+        );
     }
 }
 
 /// Runs `bay <args>` in `dir` under `script`, which gives it a terminal for stdout and stderr
-/// alike; what the terminal showed, and the exit code.
+/// alike (`-e` passes bay's exit code on); what the terminal showed, and the exit code.
 fn at_a_terminal(dir: &std::path::Path, actor: &str, args: &str) -> (String, Option<i32>) {
     let command = format!("{BAY} -C {} {args}", dir.display());
     let out = Command::new("script")

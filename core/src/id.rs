@@ -49,6 +49,16 @@ impl ChangeId {
     }
 }
 
+/// What a command that acts on one change (`merge`, `abandon`) says when it is run with none
+/// named and outside any change's folder: a usage error, since the person only has to say which
+/// change, in one of two ways.
+pub fn no_change_named(command: &str) -> String {
+    format!(
+        "bay {command} needs a change: name it, as in `bay {command} <change>`, or run it in \
+         the change's folder (the one `bay start` printed)"
+    )
+}
+
 impl TryFrom<String> for ChangeId {
     type Error = String;
     fn try_from(text: String) -> Result<Self, String> {

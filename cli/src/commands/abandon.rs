@@ -18,7 +18,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let change = match context.change(args.change.as_deref()) {
+    let change = match context.change(args.change.as_deref(), "abandon") {
         Ok(change) => change,
         Err(result) => return result,
     };

@@ -56,7 +56,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     }
     if let Some(SinceCursor(cursor)) = &args.since {
         let change = match &context.view {
-            Some(_) => match context.change(None) {
+            Some(_) => match context.change(None, "status") {
                 Ok(change) => Some(change),
                 Err(result) => return result,
             },
@@ -76,7 +76,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     }
     let change = match (&args.change, &context.view) {
         (None, None) => None,
-        (named, _) => match context.change(named.as_deref()) {
+        (named, _) => match context.change(named.as_deref(), "status") {
             Ok(change) => Some(change),
             Err(result) => return result,
         },

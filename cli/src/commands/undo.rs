@@ -21,7 +21,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let target = match context.change(Some(&args.change)) {
+    let target = match context.change(Some(&args.change), "undo") {
         Ok(change) => change,
         Err(result) => return result,
     };
