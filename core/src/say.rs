@@ -155,18 +155,11 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
             space_and_floor(detail)
         ),
         ReasonCode::ChangeTooLarge => too_large(detail),
-        ReasonCode::MainHeld => {
-            let why = detail
-                .get("hold")
-                .and_then(Value::as_object)
-                .map(|hold| names(hold, "reason"))
-                .unwrap_or_default();
-            format!(
-                "Main takes only fixes and undos for now{}; this change waits its turn and goes \
-                 in once that ends, so there is nothing to do.",
-                quoted(why)
-            )
-        }
+        ReasonCode::MainHeld => format!(
+            "Main takes only fixes and undos for now{}; this change waits its turn and goes in \
+             once that ends, so there is nothing to do.",
+            quoted(hold_reason(detail))
+        ),
         ReasonCode::DependencyPending => format!(
             "This change waits for the changes it needs first{}; it goes in after them, so \
              there is nothing to do.",
@@ -236,6 +229,18 @@ fn say_state(
                 .to_owned()
         }
         None if detail.contains_key("queue_depth") => queue(detail),
+        None if detail.contains_key("cases") => format!(
+            "The check met bay's contract in all {} cases; name it in .bay/policy.toml on main \
+             to require it.",
+            listed_values(detail, "cases").count()
+        ),
+        None if detail.get("held") == Some(&Value::Bool(true)) => format!(
+            "The hold plugin says main is held{}, so only fixes and undos would go in now.",
+            quoted(hold_reason(detail))
+        ),
+        None if detail.get("held") == Some(&Value::Bool(false)) => {
+            "The hold plugin says main is not held, so changes go in as usual.".to_owned()
+        }
         None => "Done; there is nothing more to do.".to_owned(),
         Some(OpState::Submitted) => format!(
             "This change is waiting for a runner to pick it up{}.",
@@ -283,6 +288,15 @@ fn merged(detail: &Map<String, Value>) -> String {
          new change if its edits are still wanted.",
         quoted(undone)
     )
+}
+
+/// Why main is held: `detail.hold.reason`.
+fn hold_reason(detail: &Map<String, Value>) -> Vec<String> {
+    detail
+        .get("hold")
+        .and_then(Value::as_object)
+        .map(|hold| names(hold, "reason"))
+        .unwrap_or_default()
 }
 
 /// A blocked operation with no reason to name.
@@ -845,6 +859,31 @@ mod tests {
             &Map::new(),
         );
         assert!(heard.ends_with(", so you can keep working."), "{heard}");
+    }
+
+    #[test]
+    fn a_plugin_test_says_what_it_found() {
+        let cases = object(json!({"cases": [{"case": "a"}, {"case": "b"}], "failing": []}));
+        let said = say(Decision::Ok, None, None, None, &cases);
+        assert_eq!(
+            said,
+            "The check met bay's contract in all 2 cases; name it in .bay/policy.toml on main to \
+             require it."
+        );
+        let held = object(json!({"held": true, "hold": {"reason": "release week"}}));
+        let said = say(Decision::Ok, None, None, None, &held);
+        assert!(said.contains("is held (release week)"), "{said}");
+        let clear = say(
+            Decision::Ok,
+            None,
+            None,
+            None,
+            &object(json!({"held": false})),
+        );
+        assert!(clear.contains("is not held"), "{clear}");
+        for said in [said, clear] {
+            assert_clean(&said);
+        }
     }
 
     #[test]
