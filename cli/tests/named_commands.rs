@@ -58,11 +58,13 @@ fn tree() -> Tree {
     for command in help.doc["detail"]["commands"].as_array().expect("commands") {
         walk(command, "", &mut commands);
     }
+    // clap's own `--help` and `--version` are left out of the listed flags.
     let global = help.doc["detail"]["global_flags"]
         .as_array()
         .expect("global flags")
         .iter()
         .filter_map(|flag| flag["name"].as_str().map(str::to_owned))
+        .chain(["--help".to_owned(), "--version".to_owned()])
         .collect();
     Tree { commands, global }
 }
@@ -112,6 +114,7 @@ impl Tree {
             }
         }
         match self.commands.get(&path) {
+            None if words[1..] == ["--version"] => Ok(()),
             None => Err(format!("{command:?} names no command")),
             Some(listed) if listed.has_subcommands => Err(format!(
                 "{command:?}: bay {path} needs one of its subcommands"
