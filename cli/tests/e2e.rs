@@ -387,6 +387,11 @@ fn two_changes_to_the_same_lines_give_merge_conflict_with_the_paths_and_a_repair
         serde_json::json!(["src/greeting.txt"]),
         "{again:?}"
     );
+    let said = again.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("same lines (src/greeting.txt); settle them in the folder"),
+        "{said}"
+    );
     let marked = std::fs::read_to_string(bob_view.join("src/greeting.txt")).expect("the file");
     assert_eq!(
         marked,

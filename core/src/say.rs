@@ -205,16 +205,19 @@ fn say_state(
             "Saved; bay checks this change and adds it to main next{}.",
             unless_no_runner(detail, ", so you can keep working")
         ),
-        None if detail.contains_key("view") && !names(detail, "conflicts").is_empty() => format!(
-            "The change is in the folder{}, but main changed the same lines: settle the \
-             conflict markers bay left in{} before you submit it.",
-            quoted(names(detail, "view")),
-            quoted(names(detail, "conflicts"))
-        ),
-        None if detail.contains_key("view") => format!(
-            "The change is ready; edit its files in the folder{}, then submit it from there.",
-            quoted(names(detail, "view"))
-        ),
+        None if detail.contains_key("view") => match names(detail, "conflicts") {
+            conflicts if conflicts.is_empty() => format!(
+                "The change is ready; edit its files in the folder{}, then submit it from there.",
+                quoted(names(detail, "view"))
+            ),
+            conflicts => format!(
+                "The change now starts from main's newest files, but main changed the same \
+                 lines{}; settle them in the folder{} and remove the conflict markers bay left \
+                 there, then submit it again.",
+                quoted(conflicts),
+                quoted(names(detail, "view"))
+            ),
+        },
         None if detail.get("undo").and_then(Value::as_str) == Some("nothing to undo") => {
             format!(
                 "The edits of the change{} are already gone from main, so there is nothing to \
@@ -859,6 +862,18 @@ mod tests {
             &Map::new(),
         );
         assert!(heard.ends_with(", so you can keep working."), "{heard}");
+    }
+
+    #[test]
+    fn a_start_that_brings_in_a_conflict_names_the_lines_to_settle() {
+        let detail = object(json!({"view": "/repo/v", "conflicts": ["src/app.rs"]}));
+        let said = say(Decision::Ok, None, None, Some(&change()), &detail);
+        assert_eq!(
+            said,
+            "The change now starts from main's newest files, but main changed the same lines \
+             (src/app.rs); settle them in the folder (/repo/v), then submit it again."
+        );
+        assert_clean(&said);
     }
 
     #[test]
