@@ -422,13 +422,14 @@ fn failed_units(detail: &Map<String, Value>) -> String {
     }
 }
 
-/// `read its output in (<path>), ` when a check of `detail.checks` names where its output was
-/// kept (`log`), or nothing.
+/// `read the end of its stderr in (.git/<path>) where it ran, ` when a check of
+/// `detail.checks` names where the runner kept it (`stderr_log`, under the Git directory of
+/// the runner's clone), or nothing.
 fn read_log(detail: &Map<String, Value>) -> String {
     listed_values(detail, "checks")
         .filter_map(Value::as_object)
-        .find_map(|entry| names(entry, "log").into_iter().next())
-        .map(|log| format!("read its output in ({log}), "))
+        .find_map(|entry| names(entry, "stderr_log").into_iter().next())
+        .map(|log| format!("read the end of its stderr in (.git/{log}) where it ran, "))
         .unwrap_or_default()
 }
 
@@ -693,7 +694,7 @@ mod tests {
             "check": "unit-tests",
             "checks": [
                 {"check": "unit-tests", "reasons": [{"id": "tests::login", "reason": "no"}],
-                 "log": ".git/bay/logs/c7k2m4qa.1.1/unit-tests.log"},
+                 "stderr_log": "bay/logs/check-1a2b3c-0-unit-tests.stderr"},
                 {"check": "lint", "reasons": [{"id": "src/app.rs", "reason": "too long"}]},
             ],
             "environment": "linux-x86_64",
@@ -817,8 +818,8 @@ mod tests {
         assert_eq!(
             failed(json!({"check": "unit-tests", "checks": full_detail()["checks"]})),
             "A required check did not pass (unit-tests: tests::login; lint: src/app.rs); read \
-             its output in (.git/bay/logs/c7k2m4qa.1.1/unit-tests.log), fix the change in its \
-             folder, then submit it again."
+             the end of its stderr in (.git/bay/logs/check-1a2b3c-0-unit-tests.stderr) where it \
+             ran, fix the change in its folder, then submit it again."
         );
         let units: Vec<Value> = (1..=5).map(|n| json!({"id": format!("t{n}")})).collect();
         assert_eq!(
@@ -871,7 +872,8 @@ mod tests {
         assert_eq!(
             said,
             "The change now starts from main's newest files, but main changed the same lines \
-             (src/app.rs); settle them in the folder (/repo/v), then submit it again."
+             (src/app.rs); settle them in the folder (/repo/v) and remove the conflict markers \
+             bay left there, then submit it again."
         );
         assert_clean(&said);
     }
@@ -986,6 +988,7 @@ mod tests {
         let set_back = say(
             Decision::Blocked,
             Some(ReasonCode::ChangeNotMerged),
+            None,
             None,
             &object(json!({"target": "c7k2m4qa", "merge": "1".repeat(40)})),
         );
