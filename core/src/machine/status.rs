@@ -656,7 +656,8 @@ impl Status {
             .expect("asked only for a merged change");
         let main = self.main().expect("asked only with main fetched");
         if holds(merge, base.as_ref()) {
-            self.finish(report::status(record));
+            // Merged and still on main: which of its undos merged since.
+            self.undos(report::status(record));
         } else {
             self.finish(report::merge_left_main(record, merge, &main));
         }
