@@ -2257,6 +2257,10 @@ fn read_chains(
         if u.ratio(1, 16)? {
             continue;
         }
+        if u.ratio(1, 32)? {
+            reads.push(ChainRead::unreadable(query, "a blob, not a commit".into()));
+            continue;
+        }
         let reached_known = query.known.is_some() && u.ratio(1, 2)?;
         let change = if u.ratio(31, 32)? {
             query.change.clone()
@@ -2291,6 +2295,7 @@ fn read_chains(
             tip: query.tip.clone(),
             steps: raw,
             reached_known,
+            unreadable: None,
         });
     }
     Ok(reads)

@@ -244,6 +244,17 @@ fn say_state(
         None if detail.get("held") == Some(&Value::Bool(false)) => {
             "The hold plugin says main is not held, so changes go in as usual.".to_owned()
         }
+        None if detail.contains_key("skipped") => {
+            let skipped = detail
+                .get("skipped")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let entries = match skipped {
+                1 => "one entry in line that cannot be read".to_owned(),
+                n => format!("{n} entries in line that cannot be read"),
+            };
+            format!("Done, passing over {entries}; tell the person in charge, as the details say.")
+        }
         None => "Done; there is nothing more to do.".to_owned(),
         Some(OpState::Submitted) => format!(
             "This change is waiting for a runner to pick it up{}.",
@@ -318,19 +329,31 @@ fn queue(detail: &Map<String, Value>) -> String {
         .get("queue_depth")
         .and_then(Value::as_u64)
         .unwrap_or(0);
+    // Entries in line bay cannot read are passed over, and someone has to mend them.
+    let unreadable = listed_values(detail, "operations")
+        .filter(|row| row.get("readable") == Some(&Value::Bool(false)))
+        .count();
+    let mend = match unreadable {
+        0 => None,
+        1 => Some("one entry in line cannot be read, so runners pass it over".to_owned()),
+        n => Some(format!(
+            "{n} entries in line cannot be read, so runners pass them over"
+        )),
+    }
+    .map(|what| format!(", and {what}; tell the person in charge, as the details say"));
     let head = match waiting {
-        0 => return "No change is waiting to be added to main; nothing to do.".to_owned(),
+        0 if mend.is_none() => {
+            return "No change is waiting to be added to main; nothing to do.".to_owned();
+        }
+        0 => "No change is waiting to be added to main".to_owned(),
         1 => "One change is waiting to be added to main".to_owned(),
         n => format!("There are {n} changes waiting to be added to main"),
     };
     let rows: Vec<String> = listed_values(detail, "operations")
         .filter_map(waiting_row)
         .collect();
-    format!(
-        "{head}{}{}.",
-        quoted(rows),
-        unless_no_runner(detail, "; nothing to do")
-    )
+    let then = mend.unwrap_or_else(|| unless_no_runner(detail, "; nothing to do"));
+    format!("{head}{}{then}.", quoted(rows))
 }
 
 /// `c7k2m4qa "fix the login page": being checked`, for an operation that has not ended.

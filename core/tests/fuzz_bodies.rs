@@ -249,6 +249,7 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
             message: start.to_message(),
         }],
         reached_known: false,
+        unreadable: None,
     };
     let input = MergeInput {
         change,

@@ -254,24 +254,29 @@ impl GitModel {
             .collect()
     }
 
+    /// Each chain walked back from its tip; one whose walk meets an object that is not a
+    /// commit is unreadable, alone, as Git's reader answers it.
     pub fn read_chains(&self, chains: Vec<ChainQuery>) -> Vec<ChainRead> {
         chains
             .into_iter()
             .map(|query| {
                 let (oids, reached_known) =
                     self.store.first_parents(&query.tip, query.known.as_ref());
-                let steps = oids
-                    .into_iter()
-                    .filter_map(|oid| {
-                        let message = self.store.get(&oid)?.message.to_string();
-                        Some(RawStep { oid, message })
-                    })
-                    .collect();
+                let mut steps = Vec::with_capacity(oids.len());
+                for oid in oids {
+                    let Some(commit) = self.store.get(&oid) else {
+                        let why = format!("{oid} is {}, not a commit", self.store.kind(&oid));
+                        return ChainRead::unreadable(&query, why);
+                    };
+                    let message = commit.message.to_string();
+                    steps.push(RawStep { oid, message });
+                }
                 ChainRead {
                     change: query.change,
                     tip: query.tip,
                     steps,
                     reached_known,
+                    unreadable: None,
                 }
             })
             .collect()

@@ -97,6 +97,20 @@ impl Store {
         self.blobs.get(oid).map(|text| &**text)
     }
 
+    /// What kind of object `oid` is, as a sentence names it: `a blob`, `a tree`, `a commit`,
+    /// or `no object` this store holds.
+    pub fn kind(&self, oid: &Oid) -> &'static str {
+        if self.blobs.contains_key(oid) {
+            "a blob"
+        } else if self.trees.contains_key(oid) {
+            "a tree"
+        } else if self.commits.contains_key(oid) {
+            "a commit"
+        } else {
+            "no object"
+        }
+    }
+
     pub fn tree(&mut self, tree: Tree) -> Oid {
         let mut bytes = Vec::new();
         for (path, blob) in &tree {

@@ -3,6 +3,7 @@
 //! base.
 
 use bay_core::git::Oid;
+use bay_core::id::ChangeId;
 use bay_core::machine::{Action, Append, ChainQuery, Completion, Expect, PushPlan, RawStep};
 use bay_core::record::Step;
 
@@ -36,6 +37,35 @@ pub(super) fn cases() -> Vec<Case> {
             let read = chains(b, known);
             b.see("known not in the chain", read);
         }),
+        Case::new(
+            "read: chains whose tips are a tree or missing, beside one that reads",
+            |b| {
+                chain(b);
+                let a = b.oid("A");
+                let tree = b.tree(&a).expect("A's tree");
+                b.named(&tree, "A's tree");
+                let other = |n: &str| ChangeId::parse(n).expect("a change id");
+                let queries = vec![
+                    ChainQuery {
+                        change: change(),
+                        tip: b.oid("then step 0.1"),
+                        known: None,
+                    },
+                    ChainQuery {
+                        change: other("d7k2m4qa"),
+                        tip: tree,
+                        known: None,
+                    },
+                    ChainQuery {
+                        change: other("e7k2m4qa"),
+                        tip: nowhere(),
+                        known: None,
+                    },
+                ];
+                let shown = read_chains(b, queries);
+                b.see("chains", shown);
+            },
+        ),
         Case::new(
             "read: a file, a missing file, a directory, a missing commit",
             |b| {
@@ -360,14 +390,23 @@ fn chains_from(b: &mut Bench<'_>, tip: Oid, known: Option<Oid>) -> String {
         tip,
         known,
     };
-    match b.execute(&Action::ReadChains {
-        chains: vec![query],
-    }) {
+    read_chains(b, vec![query])
+}
+
+/// Each chain of one read, in symbols; one the driver could not read says so (its reason is
+/// each arm's own words).
+fn read_chains(b: &mut Bench<'_>, chains: Vec<ChainQuery>) -> String {
+    match b.execute(&Action::ReadChains { chains }) {
         Completion::ChainsRead(Ok(reads)) => reads
             .iter()
             .map(|read| {
+                let unreadable = if read.unreadable.is_some() {
+                    " unreadable"
+                } else {
+                    ""
+                };
                 format!(
-                    "{} tip {} [{}] reached known {}",
+                    "{} tip {} [{}] reached known {}{unreadable}",
                     read.change,
                     b.show(&read.tip),
                     show_steps(b, &read.steps),

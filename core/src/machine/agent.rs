@@ -33,6 +33,9 @@ pub fn holds(merge: &Oid, base: Option<&Oid>) -> bool {
 
 /// Folds a whole chain read (newest step first) into its record, with every step's id.
 pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, ReadSteps), String> {
+    if let Some(why) = &read.unreadable {
+        return Err(unreadable_chain(&read.change, why));
+    }
     let mut chain = Vec::with_capacity(read.steps.len());
     for raw in read.steps.iter().rev() {
         chain.push((
@@ -43,6 +46,14 @@ pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, ReadSteps), String>
     let steps: Vec<Step> = chain.iter().map(|(_, step)| step.clone()).collect();
     let record = ChangeRecord::fold(&steps).map_err(|e| e.to_string())?;
     Ok((record, chain))
+}
+
+/// Why the chain of `change` cannot be read, naming its ref: the walk met `why`.
+pub fn unreadable_chain(change: &ChangeId, why: &str) -> String {
+    format!(
+        "{} on the remote is not a change record bay can read ({why})",
+        refs::change(change)
+    )
 }
 
 /// The action that reads the whole chain of `change` at its tip on `remote`; the failure to say

@@ -32,7 +32,8 @@ pub enum Action {
     /// Read single step commits (for example the request a queue place points at).
     ReadSteps { oids: Vec<Oid> },
     /// Read chains: for each, the step commits from `tip` back along first parents, stopping
-    /// before `known` when the walk meets it.
+    /// before `known` when the walk meets it. A chain whose walk meets an object that is not a
+    /// commit is answered `unreadable`, alone: one broken record never fails the others.
     ReadChains { chains: Vec<ChainQuery> },
     /// Read one file of a commit's tree; absent is not an error.
     ReadFile { commit: Oid, path: String },
@@ -547,6 +548,23 @@ pub struct ChainRead {
     pub steps: Vec<RawStep>,
     /// The walk stopped at `known`: `steps` extend what the reader already has.
     pub reached_known: bool,
+    /// The walk met an object that is not a commit (a ref pointed at a blob by hand, say): why,
+    /// with `steps` empty. Only this chain is unreadable; the others of the same read stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+impl ChainRead {
+    /// The read of a chain whose walk from `query`'s tip met something that is not a commit.
+    pub fn unreadable(query: &ChainQuery, why: String) -> ChainRead {
+        ChainRead {
+            change: query.change.clone(),
+            tip: query.tip.clone(),
+            steps: Vec::new(),
+            reached_known: false,
+            unreadable: Some(why),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,6 +15,7 @@
 
 use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
 use super::runner::{Seed, UnpushedRequest};
+use super::unreadable::lost_place;
 use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
@@ -273,14 +274,18 @@ impl Merge {
         }
     }
 
-    /// Records the request for `draft`, unless the live operation already asks for it.
+    /// Records the request for `draft`, unless the live operation already asks for it from a
+    /// queue place a runner can read. One whose place is gone or holds no request bay can read
+    /// is asked again: the new request takes a new place and gives the broken one up.
     fn request(&mut self, draft: Oid) {
         self.draft = Some(draft.clone());
         let (record, tip) = self
             .record
             .clone()
             .expect("a request follows the record's read");
-        if record.live_op().is_some_and(|op| op.draft == draft) {
+        if record.live_op().is_some_and(|op| {
+            op.draft == draft && lost_place(&self.remote, &self.chain, op).is_none()
+        }) {
             return self.queued(&record);
         }
         if !record.marked.is_empty() && self.settled.as_ref() != Some(&draft) {

@@ -30,6 +30,7 @@ pub mod since;
 pub mod start;
 pub mod status;
 pub mod undo;
+pub mod unreadable;
 
 pub use io::*;
 pub use outbox::Outbox;

@@ -10,16 +10,17 @@ use super::red_read::{RedRead, RedStep};
 use super::since::{not_linear_warnings, unattributed};
 use super::{
     Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, PluginExit, RawStep, Refs,
+    unreadable,
 };
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::event::BayEvent;
 use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS};
 use crate::git::{Oid, refs};
-use crate::id::ChangeId;
+use crate::id::{ChangeId, OpId};
 use crate::machine::runner::deps::{dependency, waiting};
 use crate::presence::{Judged, PRESENCES_READ, Presence, judge, no_live_runner};
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, Step, StepBody};
+use crate::record::ChangeRecord;
 use crate::report;
 use crate::result::{BayResult, Decision};
 use crate::time::Timestamp;
@@ -41,7 +42,8 @@ pub struct StatusInput {
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
-    ReadPlaces,
+    /// The requests the newest queue places hold: each place and its value.
+    ReadPlaces(Vec<(u64, Oid)>),
     FetchChains(FetchSpec),
     ReadChains,
     /// Whether main still holds a merged change's merge.
@@ -108,6 +110,11 @@ pub struct Status {
     waiting: u64,
     /// Whether the runners' presences were judged for the result.
     presences_read: bool,
+    /// The newest queue places' operations, by change, with each place.
+    requests: BTreeMap<ChangeId, (u64, OpId)>,
+    /// The places and changes of the queue that bay cannot read, as `machine::unreadable`
+    /// names them.
+    unreadable: Vec<Value>,
     outcome: Option<BayResult>,
 }
 
@@ -123,16 +130,19 @@ impl Status {
             window: None,
             waiting: 0,
             presences_read: false,
+            requests: BTreeMap::new(),
+            unreadable: Vec::new(),
             outcome: None,
         };
-        let mut patterns = vec![refs::main(&status.input.main)];
-        match &status.input.change {
-            Some(change) => {
-                patterns.push(refs::change_pattern(change));
-                // Its undos, should it have merged: the generations of their one intent.
-                patterns.push(refs::intents_pattern(&undo_digest(change)));
-            }
-            None => patterns.push(refs::QUEUE_PATTERN.to_string()),
+        // A change's live operation is judged with its queue place, so both read the queue.
+        let mut patterns = vec![
+            refs::main(&status.input.main),
+            refs::QUEUE_PATTERN.to_string(),
+        ];
+        if let Some(change) = &status.input.change {
+            patterns.push(refs::change_pattern(change));
+            // Its undos, should it have merged: the generations of their one intent.
+            patterns.push(refs::intents_pattern(&undo_digest(change)));
         }
         if status.input.flow {
             // Plain `bay status` judges whether a runner runs, from the same fetch.
@@ -443,32 +453,37 @@ impl Status {
                 Err(why) => self.fail(why),
             },
             None => {
-                let mut places: Vec<_> = self
+                let places: Vec<(u64, Oid)> = self
                     .remote
                     .iter()
-                    .filter(|(name, _)| refs::parse_queue(name).is_some())
-                    .collect();
-                places.reverse();
-                let oids = places
-                    .into_iter()
+                    .rev()
+                    .filter_map(|(name, oid)| Some((refs::parse_queue(name)?, oid.clone())))
                     .take(RECENT_PLACES)
-                    .map(|(_, oid)| oid.clone())
                     .collect();
+                let oids = places.iter().map(|(_, oid)| oid.clone()).collect();
                 self.out
-                    .send(Action::ReadSteps { oids }, Purpose::ReadPlaces);
+                    .send(Action::ReadSteps { oids }, Purpose::ReadPlaces(places));
             }
         }
     }
 
-    fn on_places(&mut self, steps: Vec<RawStep>) {
-        let changes: BTreeSet<ChangeId> = steps
-            .iter()
-            .filter_map(|raw| Step::from_message(&raw.message).ok())
-            .filter(|step| matches!(step.body, StepBody::Request { .. }))
-            .map(|step| step.change)
-            .collect();
+    /// The requests the newest places hold; a place that holds none is named as unreadable.
+    fn on_places(&mut self, places: Vec<(u64, Oid)>, steps: Vec<RawStep>) {
+        for (seq, oid) in places {
+            let message = steps
+                .iter()
+                .find(|raw| raw.oid == oid)
+                .map(|raw| raw.message.as_str());
+            match unreadable::request_at(seq, message) {
+                Ok(op) => {
+                    self.requests.insert(op.change.clone(), (seq, op));
+                }
+                Err(why) => self.unreadable.push(unreadable::place(seq, &why)),
+            }
+        }
+        let changes: BTreeSet<ChangeId> = self.requests.keys().cloned().collect();
         if changes.is_empty() {
-            return self.finish(queue_result(Vec::new()));
+            return self.finish(self.queue_result(Vec::new()));
         }
         let spec = FetchSpec::new(changes.iter().map(refs::change_pattern));
         self.out
@@ -494,23 +509,41 @@ impl Status {
             })
             .collect();
         if chains.is_empty() {
-            return self.finish(queue_result(Vec::new()));
+            return self.finish(self.queue_result(Vec::new()));
         }
         self.out
             .send(Action::ReadChains { chains }, Purpose::ReadChains);
     }
 
     fn on_chains(&mut self, reads: Vec<ChainRead>) {
-        if self.input.change.is_some() {
+        if let Some(change) = self.input.change.clone() {
             return match fold_one(&reads) {
-                Ok((record, _, _)) => self.one(record),
-                Err(why) => self.fail(why),
+                Ok((record, _, steps)) => match record
+                    .live_op()
+                    .and_then(|op| unreadable::lost_place(&self.remote, &steps, op))
+                {
+                    Some(place) => self.lost_place(&record, place),
+                    None => self.one(record),
+                },
+                Err(why) => {
+                    // A record that does not fold: say what a person does about it.
+                    let mut result = report::failed(why, Some(&change));
+                    let hint = unreadable::hint_for_chain(&change);
+                    result.detail.insert("hint".into(), Value::from(hint));
+                    self.conclude(result)
+                }
             };
         }
         let mut rows = Vec::new();
         for read in &reads {
-            let Ok((record, _)) = fold_chain(read) else {
-                continue;
+            let record = match fold_chain(read) {
+                Ok((record, _)) => record,
+                Err(why) => {
+                    if let Some((seq, op)) = self.requests.get(&read.change) {
+                        self.unreadable.push(unreadable::chain(*seq, op, &why));
+                    }
+                    continue;
+                }
             };
             if let Some(op) = record.ops.last() {
                 rows.push((
@@ -528,9 +561,22 @@ impl Status {
             }
         }
         rows.sort_by_key(|(key, _)| *key);
-        let result = queue_result(rows.into_iter().map(|(_, row)| row).collect());
+        let result = self.queue_result(rows.into_iter().map(|(_, row)| row).collect());
         self.waiting = result.detail["queue_depth"].as_u64().unwrap_or(0);
         self.finish(result);
+    }
+
+    /// A live operation whose queue place holds no request a runner can read: no runner will
+    /// take it up, so the result says so, names the place and what to do, and nothing else.
+    fn lost_place(&mut self, record: &ChangeRecord, place: Value) {
+        let why = format!(
+            "its place in line ({}) holds no request bay can read, so no runner will pick it up; \
+             submit it again to take a new place",
+            place["ref"].as_str().unwrap_or_default(),
+        );
+        let mut result = report::failed(why, Some(&record.change));
+        result.detail.insert("place".into(), place);
+        self.conclude(result);
     }
 
     /// One change's status; a live operation first learns what it waits for with `--after`,
@@ -758,7 +804,9 @@ impl Status {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
-            (Purpose::ReadPlaces, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
+            (Purpose::ReadPlaces(places), Completion::StepsRead(Ok(steps))) => {
+                self.on_places(places, steps)
+            }
             (Purpose::FetchChains(spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_chains_fetched(spec, fetched)
             }
@@ -874,19 +922,24 @@ fn add_warnings(result: &mut BayResult, warnings: Vec<Value>) {
 const LIVE_STATES: [&str; 4] = ["submitted", "admitted", "running", "checked"];
 
 /// The queue: every operation read, in queue order, and how many have not ended.
-fn queue_result(rows: Vec<Value>) -> BayResult {
-    let live = rows
-        .iter()
-        .filter(|row| {
-            row["state"]
-                .as_str()
-                .is_some_and(|state| LIVE_STATES.contains(&state))
-        })
-        .count();
-    let mut detail = Map::new();
-    detail.insert("queue_depth".into(), Value::from(live));
-    detail.insert("operations".into(), Value::Array(rows));
-    BayResult::ok(None, detail)
+impl Status {
+    /// The queue's result: the operations read, in queue order, then each place or change bay
+    /// cannot read (`readable: false`, why, and what to do), which runners pass over.
+    fn queue_result(&self, mut rows: Vec<Value>) -> BayResult {
+        let live = rows
+            .iter()
+            .filter(|row| {
+                row["state"]
+                    .as_str()
+                    .is_some_and(|state| LIVE_STATES.contains(&state))
+            })
+            .count();
+        rows.extend(self.unreadable.iter().cloned());
+        let mut detail = Map::new();
+        detail.insert("queue_depth".into(), Value::from(live));
+        detail.insert("operations".into(), Value::Array(rows));
+        BayResult::ok(None, detail)
+    }
 }
 
 super::agent::command_machine!(Status, "status");

@@ -129,9 +129,12 @@ impl Repo {
     /// other than meeting its own `known` (another chain's `known`, or a `known` off the
     /// first-parent line) is walked again without exclusions, so the answer is exactly the
     /// first-parent walk.
+    ///
+    /// A chain whose walk meets an object that is not a commit (a ref pointed at a blob by
+    /// hand) is answered unreadable, and the others are read as ever.
     pub fn read_chains(&self, chains: &[ChainQuery]) -> Result<Vec<ChainRead>, Fault> {
         let mut commits: BTreeMap<Oid, CommitInfo> = BTreeMap::new();
-        let unfinished = self.walk_by_reader(chains, &mut commits)?;
+        let (unfinished, broken) = self.walk_by_reader(chains, &mut commits)?;
         let tips: Vec<String> = unfinished.iter().map(|c| c.tip.to_string()).collect();
         let known: BTreeSet<String> = unfinished
             .iter()
@@ -141,6 +144,10 @@ impl Repo {
         let mut reads = Vec::with_capacity(chains.len());
         let mut cut = Vec::new();
         for (index, query) in chains.iter().enumerate() {
+            if let Some(why) = &broken[index] {
+                reads.push(Some(ChainRead::unreadable(query, why.clone())));
+                continue;
+            }
             match walk(query, &commits) {
                 Some(read) => reads.push(Some(read)),
                 None => {
@@ -167,19 +174,27 @@ impl Repo {
 
     /// Reads into `commits` each chain's first-parent line from its tip down to its `known`
     /// (or its root), all chains at once, at most [`READER_STEPS`] commits deep; gives the
-    /// chains it did not finish.
+    /// chains it did not finish, and for each chain why it cannot be read, when its walk met
+    /// an object that is not a commit.
+    #[allow(clippy::type_complexity)]
     fn walk_by_reader<'q>(
         &self,
         chains: &'q [ChainQuery],
         commits: &mut BTreeMap<Oid, CommitInfo>,
-    ) -> Result<Vec<&'q ChainQuery>, Fault> {
+    ) -> Result<(Vec<&'q ChainQuery>, Vec<Option<String>>), Fault> {
         // Where each chain's walk stands: the next commit to read, `None` once it is done.
         let mut at: Vec<Option<Oid>> = chains.iter().map(|c| Some(c.tip.clone())).collect();
-        for _ in 0..READER_STEPS {
-            // Follow what is loaded already; stop at `known` or the root.
-            for (place, query) in at.iter_mut().zip(chains) {
+        let mut broken: Vec<Option<String>> = vec![None; chains.len()];
+        let mut not_commits: BTreeMap<Oid, String> = BTreeMap::new();
+        // One more round than reads, so that what the last read found is followed too.
+        for round in 0..=READER_STEPS {
+            // Follow what is loaded already; stop at `known`, the root, or what is no commit.
+            for ((place, query), broken) in at.iter_mut().zip(chains).zip(&mut broken) {
                 while let Some(id) = place.clone() {
                     if Some(&id) == query.known.as_ref() {
+                        *place = None;
+                    } else if let Some(why) = not_commits.get(&id) {
+                        *broken = Some(why.clone());
                         *place = None;
                     } else if let Some(info) = commits.get(&id) {
                         *place = info.first_parent.clone();
@@ -189,7 +204,7 @@ impl Repo {
                 }
             }
             let wanted: BTreeSet<Oid> = at.iter().flatten().cloned().collect();
-            if wanted.is_empty() {
+            if wanted.is_empty() || round == READER_STEPS {
                 break;
             }
             let wanted: Vec<Oid> = wanted.into_iter().collect();
@@ -199,16 +214,25 @@ impl Repo {
                     Object::Found { kind, body } if kind == "commit" => {
                         commits.insert(id, parse_commit(&body)?);
                     }
-                    _ => return Err(Fault(format!("no commit {id} for a chain"))),
+                    Object::Found { kind, .. } => {
+                        not_commits.insert(id.clone(), format!("{id} is a {kind}, not a commit"));
+                    }
+                    Object::Missing => {
+                        not_commits.insert(id.clone(), format!("this clone has no object {id}"));
+                    }
                 }
             }
         }
-        Ok(chains
+        let unfinished = chains
             .iter()
             .zip(&at)
-            .filter(|(query, place)| place.is_some() && walk(query, commits).is_none())
-            .map(|(query, _)| query)
-            .collect())
+            .zip(&broken)
+            .filter(|((query, place), broken)| {
+                broken.is_none() && place.is_some() && walk(query, commits).is_none()
+            })
+            .map(|((query, _), _)| query)
+            .collect();
+        Ok((unfinished, broken))
     }
 
     /// Adds to `commits` every commit on the first-parent lines from `tips`, less `exclude`.
@@ -441,6 +465,7 @@ fn walk(query: &ChainQuery, commits: &BTreeMap<Oid, CommitInfo>) -> Option<Chain
         tip: query.tip.clone(),
         steps,
         reached_known,
+        unreadable: None,
     })
 }
 

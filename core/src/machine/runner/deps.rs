@@ -19,7 +19,7 @@ impl Runner {
     pub(super) fn dependencies(&self) -> BTreeSet<ChangeId> {
         self.places
             .range(self.floor + 1..)
-            .filter_map(|(_, place)| place.op.as_ref())
+            .filter_map(|(_, place)| place.op.as_ref().ok())
             .filter_map(|op| self.record(&op.change))
             .filter(|record| record.live_op().is_some())
             .flat_map(|record| record.after.iter().cloned())

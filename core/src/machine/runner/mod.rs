@@ -373,7 +373,7 @@ impl Runner {
                         *seq,
                         Place {
                             oid: oid.clone(),
-                            op: Some(op.clone()),
+                            op: Ok(op.clone()),
                         },
                     );
                 }

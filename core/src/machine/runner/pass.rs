@@ -6,9 +6,12 @@ use super::hold::Then;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
-use crate::machine::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, RawStep};
+use crate::machine::agent::unreadable_chain;
+use crate::machine::{
+    Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, RawStep, unreadable,
+};
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, Step, StepBody};
+use crate::record::{ChangeRecord, Step};
 use crate::result::BayResult;
 use crate::result::OpState;
 use crate::time::Timestamp;
@@ -17,8 +20,9 @@ use crate::time::Timestamp;
 #[derive(Clone, Debug)]
 pub(super) struct Place {
     pub oid: Oid,
-    /// `None` when the place does not point at a readable request: it holds nothing to do.
-    pub op: Option<OpId>,
+    /// Why the place holds no request bay can read: then it holds nothing to do, and runners
+    /// pass it over (see `machine::unreadable`).
+    pub op: Result<OpId, String>,
 }
 
 /// A chain as last read, oldest step first.
@@ -170,19 +174,16 @@ impl Runner {
             .collect();
         for seq in seqs.into_iter().filter(|seq| *seq > self.floor) {
             let oid = self.refs[&refs::queue(seq)].clone();
-            if let Some(RawStep { message, .. }) = raw.iter().find(|r| r.oid == oid) {
-                let op = match Step::from_message(message) {
-                    Ok(Step {
-                        body:
-                            StepBody::Request {
-                                op, seq: written, ..
-                            },
-                        ..
-                    }) if written == seq => Some(op),
-                    _ => None,
-                };
-                self.places.insert(seq, Place { oid, op });
+            if self.places.get(&seq).is_some_and(|place| place.oid == oid) {
+                continue;
             }
+            // A place that is no commit is left out of the answer: it holds no request.
+            let message = raw
+                .iter()
+                .find(|r| r.oid == oid)
+                .map(|RawStep { message, .. }| message.as_str());
+            let op = unreadable::request_at(seq, message);
+            self.places.insert(seq, Place { oid, op });
         }
         self.fetch_chains();
         Ok(())
@@ -194,7 +195,7 @@ impl Runner {
         let mut wanted: BTreeSet<ChangeId> = self
             .places
             .range(self.floor + 1..)
-            .filter_map(|(_, place)| place.op.as_ref().map(|op| op.change.clone()))
+            .filter_map(|(_, place)| place.op.as_ref().ok().map(|op| op.change.clone()))
             .collect();
         if let RunMode::Only(op) = &self.cfg.mode {
             wanted.insert(op.change.clone());
@@ -277,7 +278,10 @@ impl Runner {
                 (true, Some(chain)) => chain.steps,
                 _ => Vec::new(),
             };
-        let mut unreadable = None;
+        let mut unreadable = read
+            .unreadable
+            .as_deref()
+            .map(|why| unreadable_chain(&read.change, why));
         for raw in read.steps.into_iter().rev() {
             match Step::from_message(&raw.message) {
                 Ok(step) => steps.push((raw.oid, step)),
@@ -304,7 +308,7 @@ impl Runner {
     /// A queue place's live operation and where it stands in the queue
     /// (`Operation::queue_key`): `None` when it has ended or cannot be read.
     fn live_state(&self, place: &Place) -> Option<(ChangeId, OpId, (u64, bool, u64))> {
-        let op = place.op.as_ref()?;
+        let op = place.op.as_ref().ok()?;
         let chain = self.chains.get(&op.change)?;
         if self.refs.get(&refs::change(&op.change)) != Some(&chain.tip) {
             return None;
@@ -355,17 +359,46 @@ impl Runner {
         head.map_or(Head::Empty, |(_, change, op)| Head::Op { change, op })
     }
 
-    /// Ended for good: its chain was read at the remote's tip and the operation is over (or
-    /// the place names no readable request). A place whose chain is merely unread is not.
+    /// Ended for good: its chain was read at the remote's tip and the operation is over. A
+    /// place whose chain is merely unread is not, nor one bay cannot read: the floor stays below
+    /// it, so that a pass reads it again once someone mends it.
     fn place_has_ended(&self, place: &Place) -> bool {
-        let Some(op) = &place.op else { return true };
+        let Ok(op) = &place.op else { return false };
         let Some(chain) = self.chains.get(&op.change) else {
             return !self.refs.contains_key(&refs::change(&op.change));
         };
         match &chain.record {
             Ok(record) => record.op(op).is_none_or(|o| o.state.is_terminal()),
-            Err(_) => true,
+            Err(_) => false,
         }
+    }
+
+    /// Why the chain of `change`, read at the remote's tip, does not fold; `None` when it does
+    /// or is not read there.
+    fn unreadable_at_tip(&self, change: &ChangeId) -> Option<&str> {
+        let chain = self.chains.get(change)?;
+        let at_tip = self.refs.get(&refs::change(change)) == Some(&chain.tip);
+        chain
+            .record
+            .as_ref()
+            .err()
+            .filter(|_| at_tip)
+            .map(String::as_str)
+    }
+
+    /// The queue places above the floor this runner passes over because it cannot read them: a
+    /// place that holds no request, or an operation whose chain does not fold at the remote's
+    /// tip, each named as `machine::unreadable` names it.
+    pub(super) fn unreadable(&self) -> Vec<serde_json::Value> {
+        self.places
+            .range(self.floor + 1..)
+            .filter_map(|(seq, place)| match &place.op {
+                Err(why) => Some(unreadable::place(*seq, why)),
+                Ok(op) => self
+                    .unreadable_at_tip(&op.change)
+                    .map(|why| unreadable::chain(*seq, op, why)),
+            })
+            .collect()
     }
 
     /// Acts on what the pass read, once it knows whether main is held.
@@ -377,6 +410,14 @@ impl Runner {
             && let Some(result) = self.only_outcome(op)
         {
             self.finish(result);
+            return;
+        }
+        if let RunMode::Only(op) = &self.cfg.mode
+            && let Some(why) = self.unreadable_at_tip(&op.change)
+        {
+            // `merge --wait` on a change whose record it cannot read: it can do nothing here.
+            let why = format!("{why}; {}", unreadable::hint_for_chain(&op.change));
+            self.finish(crate::report::failed(why, Some(&op.change)));
             return;
         }
         if let Some(main) = self.refs.get(&self.main_ref()).cloned()
@@ -492,7 +533,13 @@ impl Runner {
     /// With nothing to do now: rest until the next pass, or end a `--once` run.
     pub(super) fn idle_or_done(&mut self) {
         if self.cfg.mode == RunMode::Once {
-            let result = BayResult::ok(None, serde_json::Map::new());
+            // What it passed over because it cannot read it, by name: someone has to mend it.
+            let mut detail = serde_json::Map::new();
+            let skipped = self.unreadable();
+            if !skipped.is_empty() {
+                detail.insert("skipped".into(), serde_json::Value::Array(skipped));
+            }
+            let result = BayResult::ok(None, detail);
             self.finish(result);
         } else {
             let interval = self.cfg.interval_ms;

@@ -1,0 +1,202 @@
+//! Records bay cannot read, on a real remote: a ref pointed at a blob by hand, a marker or a
+//! request that says what is not so, main gone from under a check. Each is that change's (or
+//! that runner's) problem alone: a runner refuses or passes it over by name, never loops, and
+//! the queue goes on. Every run here is bounded, so a runner that loops fails its test.
+
+mod support;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// Longer than any run here takes, shorter than a hung test's patience.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// A world whose policy needs no check, so runs are quick.
+fn unchecked() -> World {
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("src/other.txt", "Other\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            "revision = 1\nunchecked = true\n",
+            false,
+        ),
+    ])
+}
+
+/// Two changes queued, one after the other: ann's first, then bob's. Returns both changes and
+/// their views.
+fn two_queued(world: &World) -> [(String, std::path::PathBuf); 2] {
+    let ann = world.clone_as("ann");
+    let bob = world.clone_as("bob");
+    let first = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let second = world.submit(&bob, "bob", "other", "src/other.txt", "Another\n");
+    [first, second]
+}
+
+/// A blob written into the remote, for a ref to point at.
+fn blob(world: &World) -> String {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(&world.remote)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("a stdin")
+                .write_all(b"not a record\n")?;
+            child.wait_with_output()
+        })
+        .expect("git hash-object runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Points `name` on the remote at `value`, as a person with plain Git would.
+fn set_remote(world: &World, name: &str, value: &str) {
+    git_dir(&world.remote, &["update-ref", name, value]);
+}
+
+/// `bay runner run --once` as `runner` in `clone`, which must end within [`BOUND`]: a runner
+/// that loops is killed, and the test fails saying so.
+fn once(clone: &Path) -> Ran {
+    let mut child = Command::new(BAY)
+        .current_dir(clone)
+        .arg("-C")
+        .arg(clone)
+        .args(["--json", "runner", "run", "--once"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bay starts");
+    let until = Instant::now() + BOUND;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("bay runs") {
+            break status;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bay runner run --once did not end within {BOUND:?}: it loops");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .expect("a stdout")
+        .read_to_string(&mut stdout)
+        .expect("bay's output");
+    child
+        .stderr
+        .take()
+        .expect("a stderr")
+        .read_to_string(&mut stderr)
+        .expect("bay's errors");
+    let doc: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|_| panic!("the runner printed no one document: {stdout:?} {stderr}"));
+    let schema: serde_json::Value =
+        serde_json::from_str(bay_core::schema::RESULT).expect("the schema is JSON");
+    if let Err(errors) = bay_core::schema::validate(&schema, &doc) {
+        panic!("the runner printed a document outside bay.result/1: {errors:?}\n{doc}");
+    }
+    Ran {
+        doc,
+        code: status.code().expect("an exit code"),
+        stderr,
+    }
+}
+
+/// The entries `detail` of a result lists under `key` that bay cannot read, by their refs.
+fn unreadable(doc: &serde_json::Value, key: &str) -> Vec<String> {
+    doc["detail"][key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["readable"] == false)
+        .map(|entry| {
+            assert!(
+                entry["why"].is_string() && entry["hint"].is_string(),
+                "each says why and what to do: {entry}"
+            );
+            entry["ref"].as_str().expect("a ref").to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_chain_pointed_at_a_blob_is_passed_over_by_name_and_the_queue_goes_on() {
+    let world = unchecked();
+    let [(ann, _), (bob, bob_view)] = two_queued(&world);
+    let chain = format!("refs/bay/changes/{ann}");
+    set_remote(&world, &chain, &blob(&world));
+
+    let run = once(&world.admin);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(unreadable(&run.doc, "skipped"), vec![chain.clone()]);
+    let merged = bay(&bob_view, "bob", &["status"]);
+    assert_eq!(
+        merged.doc["decision"], "merged",
+        "the change behind it merged"
+    );
+
+    let queue = bay(&world.admin, "admin", &["status"]);
+    assert_eq!(unreadable(&queue.doc, "operations"), vec![chain.clone()]);
+    assert!(
+        queue.doc["say"]
+            .as_str()
+            .is_some_and(|say| say.contains("cannot be read")),
+        "{queue:?}"
+    );
+    let status = bay(&world.admin, "admin", &["status", &ann]);
+    assert_eq!(status.doc["decision"], "failed", "{status:?}");
+    assert!(
+        status.doc["detail"]["why"]
+            .as_str()
+            .is_some_and(|why| why.contains(&chain)),
+        "{status:?}"
+    );
+    assert_eq!(world.merges_of(&bob), 1);
+}
+
+#[test]
+fn a_queue_place_pointed_at_a_blob_is_named_and_its_change_asks_again_for_a_new_place() {
+    let world = unchecked();
+    let [(ann, ann_view), (bob, bob_view)] = two_queued(&world);
+    let place = "refs/bay/queue/0000000001";
+    set_remote(&world, place, &blob(&world));
+
+    let run = once(&world.admin);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(unreadable(&run.doc, "skipped"), vec![place.to_string()]);
+    assert_eq!(bay(&bob_view, "bob", &["status"]).doc["decision"], "merged");
+    let queue = bay(&world.admin, "admin", &["status"]);
+    assert_eq!(
+        unreadable(&queue.doc, "operations"),
+        vec![place.to_string()]
+    );
+
+    // The change that waited there hears that no runner will take it, and what to do.
+    let status = bay(&ann_view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "failed", "{status:?}");
+    assert_eq!(status.doc["detail"]["place"]["ref"], place);
+    // Asking again takes a new place and gives the broken one up, in one push.
+    let again = bay(&ann_view, "ann", &["merge"]);
+    assert_eq!(again.doc["decision"], "queued", "{again:?}");
+    assert_eq!(world.remote_ref(place), None, "the broken place is gone");
+    let run = once(&world.admin);
+    assert!(run.doc["detail"]["skipped"].is_null(), "{run:?}");
+    assert_eq!(bay(&ann_view, "ann", &["status"]).doc["decision"], "merged");
+    assert_eq!((world.merges_of(&ann), world.merges_of(&bob)), (1, 1));
+}
