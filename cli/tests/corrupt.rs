@@ -200,3 +200,43 @@ fn a_queue_place_pointed_at_a_blob_is_named_and_its_change_asks_again_for_a_new_
     assert_eq!(bay(&ann_view, "ann", &["status"]).doc["decision"], "merged");
     assert_eq!((world.merges_of(&ann), world.merges_of(&bob)), (1, 1));
 }
+
+#[test]
+fn a_merged_marker_for_a_queued_change_ends_it_already_merged_and_never_merges_it() {
+    let world = World::standard();
+    let [(ann, ann_view), (bob, bob_view)] = two_queued(&world);
+    // A marker made by hand, naming main as it stands: the change counts as merged.
+    let main = world.remote_ref("main").expect("main");
+    let marker = format!("refs/bay/landed/{ann}");
+    set_remote(&world, &marker, &main);
+
+    let run = once(&world.admin);
+    assert_eq!(run.code, 0, "{run:?}");
+    let status = bay(&ann_view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "CHANGE_ALREADY_MERGED", "{status:?}");
+    assert_eq!(status.doc["detail"]["marker"], marker.as_str());
+    assert_eq!(world.merges_of(&ann), 0, "never merged a second time");
+    assert_eq!(world.remote_ref(&marker), Some(main), "the marker stands");
+    // One claim and its end: the runner wrote no step again and again.
+    let steps: Vec<String> = world
+        .chain(&ann)
+        .iter()
+        .map(|step| step["kind"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        steps.iter().filter(|kind| *kind == "claim").count(),
+        1,
+        "{steps:?}"
+    );
+    let events = log_events(&world, "admin");
+    assert!(
+        events
+            .iter()
+            .any(|(_, event)| event["op"] == format!("{ann}.1")
+                && event["kind"] == "refused"
+                && event["code"] == "CHANGE_ALREADY_MERGED"),
+        "{events:?}"
+    );
+    assert_eq!(bay(&bob_view, "bob", &["status"]).doc["decision"], "merged");
+    assert_eq!(world.merges_of(&bob), 1);
+}

@@ -219,7 +219,12 @@ impl Runner {
         if wanted.is_empty() {
             return self.decide();
         }
-        let spec = FetchSpec::new(wanted.iter().map(refs::change_pattern));
+        // With each chain its merged marker: a change marked merged never merges again.
+        let spec = FetchSpec::new(
+            wanted
+                .iter()
+                .flat_map(|change| [refs::change_pattern(change), refs::landed_pattern(change)]),
+        );
         self.out
             .send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
     }
@@ -597,7 +602,7 @@ impl Runner {
     /// operation needs next: its candidate, or its whole merge when no check is required.
     fn begin(&mut self, record: ChangeRecord, op: OpId, tip: Oid, claimed: bool) {
         let change = record.change.clone();
-        self.mine = claimed.then(|| (change, BTreeSet::from([tip.clone()])));
+        self.mine = claimed.then(|| (change.clone(), BTreeSet::from([tip.clone()])));
         let Some(base) = self.refs.get(&self.main_ref()).cloned() else {
             // No main on the remote: nothing can merge until someone makes it.
             let backoff = self.cfg.backoff_ms;
@@ -622,7 +627,32 @@ impl Runner {
                 detail,
             );
         }
+        if let Some(detail) = self.marked_merged(&change) {
+            return self.end(
+                OpState::Blocked,
+                Some(ReasonCode::ChangeAlreadyMerged),
+                detail,
+            );
+        }
         self.read_policy();
+    }
+
+    /// The merged marker of a change whose record has not merged: made outside bay, or by a
+    /// hand that moved the record back. The marker is what says a change merged (the merge
+    /// push creates it with main, create-only), so bay reads it as merged and never merges the
+    /// change again: its live operation ends `CHANGE_ALREADY_MERGED`, naming the marker,
+    /// rather than building a merge whose push the marker refuses, pass after pass.
+    pub(super) fn marked_merged(&self, change: &ChangeId) -> Option<serde_json::Value> {
+        let name = refs::landed(change);
+        let commit = self.refs.get(&name)?;
+        Some(serde_json::json!({
+            "marker": name,
+            "commit": commit,
+            "why": format!(
+                "{name} says this change merged as {commit}, though its record holds no merge; \
+                 bay never merges a change twice"
+            ),
+        }))
     }
 
     /// For `merge --wait`: the result once the operation has ended.

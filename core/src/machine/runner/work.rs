@@ -1308,6 +1308,14 @@ impl Runner {
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
         let landed = self.refs.contains_key(&refs::landed(&change));
+        if let Some(detail) = self.marked_merged(&change).filter(|_| !chain_moved) {
+            // No writer moved the chain, yet the change is marked merged: never merge it twice.
+            return self.end(
+                OpState::Blocked,
+                Some(ReasonCode::ChangeAlreadyMerged),
+                detail,
+            );
+        }
         if chain_moved || landed {
             #[cfg(feature = "mutants")]
             if !landed
