@@ -240,3 +240,68 @@ fn a_merged_marker_for_a_queued_change_ends_it_already_merged_and_never_merges_i
     assert_eq!(bay(&bob_view, "bob", &["status"]).doc["decision"], "merged");
     assert_eq!(world.merges_of(&bob), 1);
 }
+
+/// Replaces the tip of `change`'s chain on the remote (its request, just written) with a copy
+/// whose step names `draft` and carries no draft commit, as a person could write one by hand,
+/// and moves the refs that named the tip (the chain, its queue place, the queue's last).
+fn forge_request(world: &World, change: &str, draft: &str) {
+    let chain = format!("refs/bay/changes/{change}");
+    let tip = world.remote_ref(&chain).expect("the chain");
+    let body = git_dir(&world.remote, &["cat-file", "commit", &tip]);
+    let (headers, message) = body.split_once("\n\n").expect("a commit");
+    let parent = headers
+        .lines()
+        .find_map(|line| line.strip_prefix("parent "))
+        .expect("a first parent");
+    let step: serde_json::Value =
+        serde_json::from_str(message.split_once("\n\n").expect("a subject and a step").1)
+            .expect("the step is JSON");
+    let real = step["draft"].as_str().expect("a request names its draft");
+    let forged = message.replace(real, draft);
+    let empty = git_dir(
+        &world.remote,
+        &["hash-object", "-t", "tree", "-w", "/dev/null"],
+    );
+    let commit = git_dir(
+        &world.remote,
+        &[
+            "commit-tree",
+            empty.trim(),
+            "-p",
+            parent,
+            "-m",
+            forged.trim_end(),
+        ],
+    );
+    for name in world.refs_at(&tip) {
+        set_remote(world, &name, commit.trim());
+    }
+}
+
+#[test]
+fn a_request_naming_a_draft_the_remote_lacks_fails_by_name_and_the_queue_goes_on() {
+    let world = unchecked();
+    let [(ann, ann_view), (bob, bob_view)] = two_queued(&world);
+    let nowhere = "0123456789abcdef0123456789abcdef01234567";
+    forge_request(&world, &ann, nowhere);
+
+    let run = once(&world.admin);
+    assert_eq!(run.code, 0, "{run:?}");
+    let status = bay(&ann_view, "ann", &["status"]);
+    assert_eq!(
+        (&status.doc["decision"], &status.doc["state"]),
+        (&"failed".into(), &"failed".into()),
+        "{status:?}"
+    );
+    assert_eq!(status.doc["detail"]["missing"][0], nowhere, "{status:?}");
+    assert!(status.doc["detail"]["hint"].is_string(), "{status:?}");
+    let events = log_events(&world, "admin");
+    assert!(
+        events
+            .iter()
+            .any(|(_, event)| event["op"] == format!("{ann}.1") && event["kind"] == "failed"),
+        "{events:?}"
+    );
+    assert_eq!(bay(&bob_view, "bob", &["status"]).doc["decision"], "merged");
+    assert_eq!((world.merges_of(&ann), world.merges_of(&bob)), (0, 1));
+}

@@ -2098,6 +2098,10 @@ impl Driver {
                     BuildResult::Conflict {
                         paths: vec![word(u, &["src/a.rs"])?],
                     }
+                } else if u.ratio(1, 32)? {
+                    BuildResult::Missing {
+                        commits: vec![oid(u)?],
+                    }
                 } else {
                     let base_tree = oid(u)?;
                     BuildResult::Clean {

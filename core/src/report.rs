@@ -33,7 +33,15 @@ pub fn op_result(record: &ChangeRecord, op: &Operation) -> BayResult {
             Some(code) => {
                 BayResult::refusal(code, object(outcome.detail.clone())).with_state(state)
             }
-            None => BayResult::failed("the operation ended without a reason").with_state(state),
+            // A fault no code names: its outcome says why, and what else it holds.
+            None => {
+                let why = outcome.detail["why"]
+                    .as_str()
+                    .unwrap_or("the operation ended without a reason");
+                let mut result = BayResult::failed(why);
+                result.detail.extend(object(outcome.detail.clone()));
+                result.with_state(state)
+            }
         },
         (None, state) => {
             let mut result = BayResult::queued(state, WaitingFor::Runner);

@@ -532,15 +532,19 @@ fn merge_tree_clean_conflict_and_fault() {
         }
     );
 
+    // What the request names and the clone lacks is a record no retry can build, not a
+    // fault; main itself missing is a fault.
     let nosuch = Oid::parse(&"d".repeat(40)).expect("an id");
-    let fault = fx
-        .repo
-        .build_candidate(&spec(&ours, &theirs, &nosuch))
-        .expect_err("a missing merge base is a fault");
-    assert!(fault.0.contains("merge-tree"), "{fault}");
+    let missing = BuildResult::Missing {
+        commits: vec![nosuch.clone()],
+    };
+    for (base, draft, merge_base) in [(&ours, &theirs, &nosuch), (&ours, &nosuch, &root)] {
+        let built = fx.repo.build_candidate(&spec(base, draft, merge_base));
+        assert_eq!(built, Ok(missing.clone()));
+    }
     fx.repo
-        .build_candidate(&spec(&ours, &nosuch, &root))
-        .expect_err("a missing draft is a fault");
+        .build_candidate(&spec(&nosuch, &theirs, &root))
+        .expect_err("a missing main is a fault");
 }
 
 #[test]

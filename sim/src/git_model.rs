@@ -321,6 +321,14 @@ impl GitModel {
     /// `git merge-tree --write-tree --merge-base=<merge_base> <base> <draft>`, then
     /// `git commit-tree` with `base` as the only parent.
     pub fn build(&mut self, spec: &CandidateSpec) -> Result<BuildResult, Fault> {
+        let missing: Vec<Oid> = [&spec.draft, &spec.merge_base]
+            .into_iter()
+            .filter(|commit| self.store.get(commit).is_none())
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Ok(BuildResult::Missing { commits: missing });
+        }
         let (ours, theirs, ancestor) = (
             self.files(&spec.base)?,
             self.files(&spec.draft)?,

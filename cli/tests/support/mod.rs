@@ -183,6 +183,19 @@ impl World {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
+    /// The remote's refs that hold `value`.
+    pub fn refs_at(&self, value: &str) -> Vec<String> {
+        git_dir(
+            &self.remote,
+            &["for-each-ref", "--format=%(objectname) %(refname)"],
+        )
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .filter(|(oid, _)| *oid == value)
+        .map(|(_, name)| name.to_string())
+        .collect()
+    }
+
     /// Main's commits on the remote, newest first, as `%H %s`, with their messages' bodies.
     pub fn main_log(&self) -> Vec<String> {
         let out = git_dir(

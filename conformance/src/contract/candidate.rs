@@ -1,5 +1,6 @@
 //! Candidates: a draft merged onto main with `merge-tree` semantics, clean or conflicting
-//! (content, modify/delete, add/add, file/directory), and faulty when an input is missing.
+//! (content, modify/delete, add/add, file/directory), and missing when the draft or its merge
+//! base is no commit the store holds.
 //!
 //! Every case starts from `O` (the draft's merge base) holding `a`, `b` and `keep`; `M` is
 //! main (a child of `O`) and `D` the draft (another child of `O`).
@@ -111,6 +112,16 @@ pub(super) fn cases() -> Vec<Case> {
         let missing = Oid::parse("0123456789abcdef0123456789abcdef01234567").expect("an object id");
         build(b, o.clone(), missing, o);
     }));
+    cases.push(Case::new(
+        "candidate: a draft and a merge base that are no commits",
+        |b| {
+            b.commit("O", &[], ORIGIN);
+            let o = b.oid("O");
+            let tree = b.tree(&o).expect("O's tree");
+            b.named(&tree, "O's tree");
+            build(b, o.clone(), tree.clone(), tree);
+        },
+    ));
     cases
 }
 
@@ -152,6 +163,10 @@ fn build(b: &mut Bench<'_>, base: Oid, draft: Oid, merge_base: Oid) {
             let mut paths = paths;
             paths.sort();
             b.see("result", format!("conflict {}", paths.join(" ")));
+        }
+        Completion::CandidateBuilt(Ok(BuildResult::Missing { commits })) => {
+            let shown: Vec<String> = commits.iter().map(|c| b.show(c)).collect();
+            b.see("result", format!("missing {}", shown.join(" ")));
         }
         Completion::CandidateBuilt(Err(_)) => b.see("result", "fault"),
         other => panic!("a candidate build answered {other:?}"),

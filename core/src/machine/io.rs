@@ -87,7 +87,8 @@ pub enum Action {
     /// Write the commits a push needs and push them, as one atomic push when `atomic`.
     Push(PushPlan),
     /// Merge `draft` (made on main at `merge_base`) onto main at `base`, and write the
-    /// candidate commit: tree of the merge, sole parent `base`, message `message`.
+    /// candidate commit: tree of the merge, sole parent `base`, message `message`. A draft or
+    /// merge base that is not a commit here is answered [`BuildResult::Missing`].
     BuildCandidate(CandidateSpec),
     /// Run one check on a candidate, in the sandbox, with the request on stdin.
     RunCheck(Box<CheckRun>),
@@ -578,6 +579,14 @@ pub enum BuildResult {
     },
     Conflict {
         paths: Vec<String>,
+    },
+    /// The draft, or the main commit it was made on, is not a commit this clone holds. The
+    /// runner fetched the change's chain, which keeps both reachable, so the request names
+    /// what the remote does not hold: a record no retry can build, never a fault to retry.
+    /// `commits` lists those of the two that are missing (main itself is never: it was just
+    /// fetched).
+    Missing {
+        commits: Vec<Oid>,
     },
 }
 

@@ -5,16 +5,31 @@
 //! `merge-tree` exits 0 for a clean merge and 1 for conflicts, but it also exits 1, with
 //! nothing on stdout, when it cannot read an argument; so a conflict is believed only when
 //! the output names conflicted paths. Anything else is a fault, never a conflict: a conflict
-//! sends the change back to its agent, a fault is retried.
+//! sends the change back to its agent, a fault is retried. A draft or merge base that is no
+//! commit here is neither: the request names what the remote does not hold (`Missing`).
 
 use bay_core::git::{Oid, refs};
 use bay_core::machine::{BuildResult, CandidateSpec, Fault};
 
 use super::{Repo, oid};
 use crate::git::Git;
+use crate::reader::Object;
 
 impl Repo {
     pub fn build_candidate(&self, spec: &CandidateSpec) -> Result<BuildResult, Fault> {
+        // What the request names must be commits here: the fetched chain keeps both
+        // reachable, so one that is not is a record no retry can build.
+        let named = [spec.draft.clone(), spec.merge_base.clone()];
+        let names: Vec<String> = named.iter().map(Oid::to_string).collect();
+        let missing: Vec<Oid> = named
+            .into_iter()
+            .zip(self.reader.read(&names)?)
+            .filter(|(_, object)| !matches!(object, Object::Found { kind, .. } if kind == "commit"))
+            .map(|(oid, _)| oid)
+            .collect();
+        if !missing.is_empty() {
+            return Ok(BuildResult::Missing { commits: missing });
+        }
         let trees = self.read_trees(&[spec.base.clone(), spec.draft.clone()])?;
         let [base_tree, draft_tree] = <[Oid; 2]>::try_from(trees)
             .map_err(|_| Fault("reading two trees did not give two".into()))?;

@@ -903,6 +903,26 @@ impl Runner {
                 Some(ReasonCode::MergeConflict),
                 serde_json::json!({ "paths": paths }),
             ),
+            Ok(BuildResult::Missing { commits }) => {
+                // The request names a draft the remote does not hold: no retry can build it,
+                // so the operation ends, by name, and the queue goes on. A draft Git cannot
+                // read is a fault no reason code names (as for a merge Git cannot read).
+                let work = self.work_mut();
+                let draft = work.record.op(&work.op).map(|o| o.draft.clone());
+                let detail = serde_json::json!({
+                    "why": format!(
+                        "the draft this request names, or the version of main it was made on, \
+                         is not on the remote ({}), so bay cannot build it; start the work again \
+                         as a new change",
+                        commits.iter().map(Oid::as_str).collect::<Vec<_>>().join(", ")
+                    ),
+                    "draft": draft,
+                    "missing": commits,
+                    "hint": "its record names a draft the remote does not hold: start the work \
+                             again with `bay start <intent> --new`",
+                });
+                self.end(OpState::Failed, None, detail)
+            }
             Ok(BuildResult::Clean {
                 commit,
                 tree,
