@@ -305,3 +305,44 @@ fn a_request_naming_a_draft_the_remote_lacks_fails_by_name_and_the_queue_goes_on
     assert_eq!(bay(&bob_view, "bob", &["status"]).doc["decision"], "merged");
     assert_eq!((world.merges_of(&ann), world.merges_of(&bob)), (0, 1));
 }
+
+/// A runner's own ref pointed at a blob stops that runner, naming the ref, before it claims
+/// anything; a runner of another name merges the queue.
+fn own_ref_at_a_blob_stops_only_its_runner(own: &str) {
+    let world = World::standard();
+    let [(ann, ann_view), (bob, bob_view)] = two_queued(&world);
+    let name = format!("{own}/admin");
+    set_remote(&world, &name, &blob(&world));
+
+    let run = once(&world.admin);
+    assert_eq!(run.doc["decision"], "failed", "{run:?}");
+    assert_eq!(run.doc["detail"]["ref"], name.as_str(), "{run:?}");
+    assert!(run.doc["detail"]["hint"].is_string(), "{run:?}");
+    let kinds: Vec<serde_json::Value> = world
+        .chain(&ann)
+        .iter()
+        .map(|s| s["kind"].clone())
+        .collect();
+    assert!(
+        !kinds.contains(&"claim".into()),
+        "it claimed nothing: {kinds:?}"
+    );
+
+    let other = world.clone_as("other");
+    let run = once(&other);
+    assert_eq!(run.code, 0, "{run:?}");
+    for view in [&ann_view, &bob_view] {
+        assert_eq!(bay(view, "agent", &["status"]).doc["decision"], "merged");
+    }
+    assert_eq!((world.merges_of(&ann), world.merges_of(&bob)), (1, 1));
+}
+
+#[test]
+fn a_runner_whose_log_is_a_blob_stops_by_name_and_another_runner_merges() {
+    own_ref_at_a_blob_stops_only_its_runner("refs/bay/log");
+}
+
+#[test]
+fn a_runner_whose_evidence_notes_are_a_blob_stops_by_name_and_another_runner_merges() {
+    own_ref_at_a_blob_stops_only_its_runner("refs/notes/bay/evidence");
+}

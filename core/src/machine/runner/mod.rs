@@ -21,6 +21,7 @@ mod checks;
 pub mod deps;
 mod hold;
 mod notify;
+mod own;
 mod pass;
 mod presence;
 mod red;
@@ -224,6 +225,8 @@ enum Purpose {
     Presence,
     /// The presence an earlier run of this runner left, read once.
     PresenceRead,
+    /// The tips of this runner's own log and evidence notes, to know they are commits.
+    OwnTips,
 
     /// An action of the current work.
     Work(work::Purpose),
@@ -310,6 +313,9 @@ pub struct Runner {
     presence_at: Option<Timestamp>,
     /// Whether this runner read the presence an earlier run of it left.
     presence_read: bool,
+    /// The tips of its own log and evidence notes this runner knows are commits, which it can
+    /// append to (see `own`).
+    own_commits: own::Known,
 }
 
 impl Runner {
@@ -348,6 +354,7 @@ impl Runner {
             presence_known: false,
             presence_at: None,
             presence_read: false,
+            own_commits: own::Known::new(),
         }
     }
 
@@ -504,6 +511,7 @@ impl Machine for Runner {
                     Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
                     Purpose::Presence => self.on_presence(completion)?,
                     Purpose::PresenceRead => self.on_earlier_presence(completion)?,
+                    Purpose::OwnTips => self.on_own_tips(completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
                 }

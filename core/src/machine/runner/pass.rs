@@ -123,7 +123,12 @@ impl Runner {
         spec: FetchSpec,
         completion: Completion,
     ) -> Result<(), Misuse> {
-        if self.absorb_fetch(spec, completion)? && !self.read_earlier_presence() {
+        // A seeded first pass (`merge --wait`) reads nothing it can do without: a push to an
+        // own ref that is no commit fails, and the next pass reads the tip then.
+        if self.absorb_fetch(spec, completion)?
+            && (self.seeded.is_some() || !self.read_own_tips())
+            && !self.read_earlier_presence()
+        {
             self.read_places();
         }
         Ok(())

@@ -1219,11 +1219,10 @@ impl Runner {
                     return self.drop_work(self.cfg.backoff_ms);
                 }
                 if let Some(note) = report.notes.first() {
-                    self.refs
-                        .insert(refs::evidence(&self.cfg.runner), note.clone());
+                    self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
                 }
                 if let Some(event) = report.log {
-                    self.refs.insert(refs::log(&self.cfg.runner), event);
+                    self.wrote_own(refs::log(&self.cfg.runner), event);
                     self.notify();
                 }
                 self.after_write(write);
