@@ -7,7 +7,7 @@ mod support;
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::*;
@@ -66,10 +66,15 @@ fn set_remote(world: &World, name: &str, value: &str) {
     git_dir(&world.remote, &["update-ref", name, value]);
 }
 
-/// `bay runner run --once` as `runner` in `clone`, which must end within [`BOUND`]: a runner
-/// that loops is killed, and the test fails saying so.
+/// `bay runner run --once` in `clone`, which must end within [`BOUND`]: a runner that loops
+/// is killed, and the test fails saying so.
 fn once(clone: &Path) -> Ran {
-    let mut child = Command::new(BAY)
+    ended(spawn_once(clone))
+}
+
+/// `bay runner run --once` in `clone`, started in the background.
+fn spawn_once(clone: &Path) -> Child {
+    Command::new(BAY)
         .current_dir(clone)
         .arg("-C")
         .arg(clone)
@@ -77,7 +82,11 @@ fn once(clone: &Path) -> Ran {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("bay starts");
+        .expect("bay starts")
+}
+
+/// What a runner started with [`spawn_once`] printed, once it ended within [`BOUND`].
+fn ended(mut child: Child) -> Ran {
     let until = Instant::now() + BOUND;
     let status = loop {
         if let Some(status) = child.try_wait().expect("bay runs") {
@@ -345,4 +354,64 @@ fn a_runner_whose_log_is_a_blob_stops_by_name_and_another_runner_merges() {
 #[test]
 fn a_runner_whose_evidence_notes_are_a_blob_stops_by_name_and_another_runner_merges() {
     own_ref_at_a_blob_stops_only_its_runner("refs/notes/bay/evidence");
+}
+
+#[test]
+fn main_deleted_while_a_check_runs_ends_the_work_by_name_and_the_run() {
+    // The check waits, inside its tree, for the test to let it go.
+    let gated = CHECK.replace(
+        "request=$(cat)",
+        "request=$(cat)\ntouch started\nwhile [ ! -e go ]; do sleep 0.05; done\nrm go",
+    );
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", &gated, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let runner = spawn_once(&world.admin);
+    let checks = world.admin.join(".git/bay/check");
+    let trees = || -> Vec<std::path::PathBuf> {
+        let entries = |dir: &Path| -> Vec<std::path::PathBuf> {
+            std::fs::read_dir(dir)
+                .map(|entries| entries.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default()
+        };
+        entries(&checks)
+            .iter()
+            .flat_map(|candidate| entries(candidate))
+            .map(|slot| slot.join("tree"))
+            .collect()
+    };
+    wait_until(BOUND, "the runner inside its check", || {
+        trees().iter().any(|tree| tree.join("started").exists())
+    });
+    let base = world.remote_ref("main").expect("main");
+    git_dir(&world.remote, &["update-ref", "-d", "refs/heads/main"]);
+    for tree in trees() {
+        write(&tree, "go", "");
+    }
+
+    let run = ended(runner);
+    assert_eq!(run.doc["decision"], "failed", "{run:?}");
+    assert!(
+        run.doc["detail"]["why"]
+            .as_str()
+            .is_some_and(|why| why.contains("refs/heads/main")),
+        "{run:?}"
+    );
+    // The claim went back, saying why, and nothing merged.
+    let last = world.chain(&change).last().cloned().expect("a step");
+    assert_eq!(last["kind"], "release", "{last}");
+    assert!(
+        last["why"].as_str().is_some_and(|why| why.contains("main")),
+        "{last}"
+    );
+    // Main back, nothing merged: the change is queued as it was, for the next runner.
+    git_dir(&world.remote, &["update-ref", "refs/heads/main", &base]);
+    assert_eq!(world.merges_of(&change), 0);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["state"], "submitted", "{status:?}");
 }

@@ -313,6 +313,9 @@ pub struct Runner {
     presence_at: Option<Timestamp>,
     /// Whether this runner read the presence an earlier run of it left.
     presence_read: bool,
+    /// Whether main may be gone: a fetch failed since main was last seen. A pass then fetches
+    /// main by a pattern that says whether it is there (see `main_pattern`).
+    main_in_doubt: bool,
     /// The tips of its own log and evidence notes this runner knows are commits, which it can
     /// append to (see `own`).
     own_commits: own::Known,
@@ -354,6 +357,7 @@ impl Runner {
             presence_known: false,
             presence_at: None,
             presence_read: false,
+            main_in_doubt: false,
             own_commits: own::Known::new(),
         }
     }
@@ -419,6 +423,42 @@ impl Runner {
 
     fn main_ref(&self) -> String {
         crate::git::refs::main(&self.cfg.main)
+    }
+
+    /// How a fetch names main: exactly, which fails the fetch when main is gone; or, when a
+    /// fetch failed since main was last seen (`main_in_doubt`), and to learn why a write was
+    /// refused, with a `*`, which says whether main is there. That pattern may bring other
+    /// branches whose names start with main's too: only then, and only their refs, which the
+    /// runner never reads.
+    fn main_pattern(&self, in_doubt: bool) -> String {
+        let main = self.main_ref();
+        if in_doubt { format!("{main}*") } else { main }
+    }
+
+    /// Main is gone from the remote: nothing can merge until someone pushes it back. A loop
+    /// runner looks again after a while; a run that ends (`--once`, `merge --wait`) ends now,
+    /// naming main, rather than wait for it.
+    fn main_gone(&mut self) {
+        if self.cfg.mode == RunMode::Loop {
+            let backoff = self.cfg.backoff_ms;
+            return self.rest(backoff);
+        }
+        let name = self.main_ref();
+        let mut result = crate::report::failed(
+            format!("main ({name}) is gone from the remote, so nothing can be added to it"),
+            None,
+        );
+        result
+            .detail
+            .insert("ref".into(), serde_json::Value::from(name.clone()));
+        result.detail.insert(
+            "hint".into(),
+            serde_json::Value::from(format!(
+                "push main back to {name} on the remote; the queue waits for it, and runners \
+                 take it up again"
+            )),
+        );
+        self.finish(result);
     }
 
     /// Schedules the next pass `after_ms` from now and rests.

@@ -77,7 +77,7 @@ impl Runner {
         // From here on a request handed over unpushed is judged by what the remote holds.
         self.request_tested = self.request.is_some();
         let mut spec = FetchSpec::new([
-            self.main_ref(),
+            self.main_pattern(self.main_in_doubt),
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
         ]);
@@ -109,12 +109,22 @@ impl Runner {
                     && spec.covers(&refs::evidence(&self.cfg.runner));
                 self.presence_known |= spec.covers(&refs::executor(&self.cfg.runner));
                 spec.apply(&mut self.refs, fetched);
+                self.saw_main(&spec);
                 Ok(true)
             }
             Err(_) => {
+                self.main_in_doubt = true;
                 self.pass_failed();
                 Ok(false)
             }
+        }
+    }
+
+    /// After a fetch that named main: main is in doubt again only once a fetch fails.
+    pub(super) fn saw_main(&mut self, spec: &FetchSpec) {
+        let main = self.main_ref();
+        if spec.covers(&main) {
+            self.main_in_doubt = !self.refs.contains_key(&main);
         }
     }
 
@@ -609,9 +619,7 @@ impl Runner {
         let change = record.change.clone();
         self.mine = claimed.then(|| (change.clone(), BTreeSet::from([tip.clone()])));
         let Some(base) = self.refs.get(&self.main_ref()).cloned() else {
-            // No main on the remote: nothing can merge until someone makes it.
-            let backoff = self.cfg.backoff_ms;
-            return self.rest(backoff);
+            return self.main_gone();
         };
         self.stage = Stage::Working;
         let waiting = self.waiting_on(&record);

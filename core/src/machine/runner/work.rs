@@ -1230,8 +1230,9 @@ impl Runner {
             (PushOutcome::Rejected { .. }, _) => {
                 self.work_mut().writing = true;
                 let change = self.work_mut().record.change.clone();
+                // Main by a pattern: a refusal because main is gone must be learnt too.
                 let spec = FetchSpec::new([
-                    self.main_ref(),
+                    self.main_pattern(true),
                     refs::change_pattern(&change),
                     refs::landed_pattern(&change),
                     refs::EVIDENCE_PATTERN.to_string(),
@@ -1311,6 +1312,7 @@ impl Runner {
     ) {
         self.work_mut().writing = false;
         let Ok(fetched) = result else {
+            self.main_in_doubt = true;
             let backoff = self.cfg.backoff_ms;
             return self.drop_work(backoff);
         };
@@ -1320,6 +1322,7 @@ impl Runner {
         );
         let before = (self.refs.get(&log).cloned(), self.refs.get(&notes).cloned());
         spec.apply(&mut self.refs, fetched);
+        self.saw_main(&spec);
         self.tips_known = true;
         let log_moved = self.refs.get(&log) != before.0.as_ref();
         let notes_moved = self.refs.get(&notes) != before.1.as_ref();
