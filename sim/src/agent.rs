@@ -193,11 +193,26 @@ pub fn next(world: &mut World, host: usize, now: Timestamp) -> Option<Millis> {
     };
     // Waiting on the operation: look at the remote's record, as `bay status` would.
     let Some(record) = read_record(world, &change) else {
+        if world.git.remote.get(&refs::change(&change)).is_some() {
+            // A record bay cannot read: `bay status` names it and what a person does about
+            // it, so the agent hands the task back.
+            finish_task(world, host);
+            return Some(0);
+        }
         return Some(POLL_MS);
     };
     let Some(operation) = record.op(&op) else {
         return Some(POLL_MS);
     };
+    if !operation.state.is_terminal() && place_lost(world, &change, operation) {
+        // `bay status` says no runner will take it up from its broken place: ask again.
+        let me = agent(world, host);
+        if let Some(task) = me.task.as_mut() {
+            task.op = None;
+            task.retry_merge = false;
+        }
+        return Some(0);
+    }
     if !operation.state.is_terminal() {
         if !healed && agent(world, host).rng.chance(10) && record.actor == agent(world, host).actor
         {
@@ -441,6 +456,23 @@ fn tuned(policy: &str, raise: bool) -> String {
     }
     out.push_str("# tuned\n");
     out
+}
+
+/// Whether the queue place of `op`, a live operation of `change`, is gone or holds something
+/// other than its request, as `bay status` judges it.
+fn place_lost(world: &World, change: &ChangeId, op: &bay_core::record::Operation) -> bool {
+    let Some(tip) = world.git.remote.get(&refs::change(change)) else {
+        return false;
+    };
+    let (oids, _) = world.git.store.first_parents(tip, None);
+    let steps: Vec<_> = oids
+        .into_iter()
+        .filter_map(|oid| {
+            let step = (*world.git.store.step(&oid)?).clone();
+            Some((oid, step))
+        })
+        .collect();
+    bay_core::machine::unreadable::lost_place(&world.git.remote.refs, &steps, op).is_some()
 }
 
 fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {

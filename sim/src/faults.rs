@@ -34,10 +34,15 @@ pub enum FaultClass {
     UnavailableCheck,
     /// Someone pushes to main around bay.
     OutsidePush,
+    /// Someone writes bay's records by hand, wrongly: a chain, a queue place, a runner's log
+    /// or evidence notes pointed at a blob, a merged marker for a change that never merged, a
+    /// request naming a draft nobody holds, or main deleted for a while. What bay cannot read
+    /// is that change's (or that runner's) problem alone; the healthy changes still merge.
+    Corrupt,
 }
 
 impl FaultClass {
-    pub const ALL: [FaultClass; 13] = [
+    pub const ALL: [FaultClass; 14] = [
         FaultClass::Crash,
         FaultClass::Pause,
         FaultClass::LostReply,
@@ -51,6 +56,7 @@ impl FaultClass {
         FaultClass::LyingCheck,
         FaultClass::UnavailableCheck,
         FaultClass::OutsidePush,
+        FaultClass::Corrupt,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +74,7 @@ impl FaultClass {
             FaultClass::LyingCheck => "lying-check",
             FaultClass::UnavailableCheck => "unavailable-check",
             FaultClass::OutsidePush => "outside-push",
+            FaultClass::Corrupt => "corrupt",
         }
     }
 
@@ -107,16 +114,20 @@ pub struct FaultMix {
 }
 
 impl FaultMix {
-    pub fn pick(rng: &mut Rng, allowed: &BTreeSet<FaultClass>) -> FaultMix {
-        let on = allowed
+    /// The mix of `allowed`: `corrupt` is drawn from `corrupt` (a stream of its own), so that
+    /// adding it moved no other draw of any seed, and a seed without it runs as it did before.
+    pub fn pick(rng: &mut Rng, corrupt: &mut Rng, allowed: &BTreeSet<FaultClass>) -> FaultMix {
+        let mut on: BTreeSet<FaultClass> = allowed
             .iter()
             .copied()
+            .filter(|class| *class != FaultClass::Corrupt)
             .filter(|_| rng.chance(500))
             .collect();
-        FaultMix {
-            on,
-            intensity: rng.range(1, 3),
+        let intensity = rng.range(1, 3);
+        if allowed.contains(&FaultClass::Corrupt) && corrupt.chance(500) {
+            on.insert(FaultClass::Corrupt);
         }
+        FaultMix { on, intensity }
     }
 
     pub fn has(&self, class: FaultClass) -> bool {

@@ -166,6 +166,16 @@ pub struct Checker {
     presences: BTreeMap<(String, u64), Timestamp>,
     /// Presences S14 checked.
     pub presences_checked: u64,
+    /// Changes whose chain someone pointed where bay cannot read (the `corrupt` fault): their
+    /// operations can never end and are passed over by every runner, so liveness and S7 leave
+    /// them out, and what waits on them with `--after`.
+    unreadable_changes: BTreeSet<ChangeId>,
+    /// Operations whose queue place someone pointed where bay cannot read: passed over until
+    /// their agent asks again, which ends them.
+    lost_places: BTreeSet<OpId>,
+    /// Merged markers someone made by hand for changes that never merged: S2 leaves them out
+    /// (the runner ends such a change's operation `CHANGE_ALREADY_MERGED`).
+    forged_markers: BTreeSet<ChangeId>,
 }
 
 impl Checker {
@@ -195,7 +205,33 @@ impl Checker {
             bisect: bisect::BisectWatch::default(),
             presences: BTreeMap::new(),
             presences_checked: 0,
+            unreadable_changes: BTreeSet::new(),
+            lost_places: BTreeSet::new(),
+            forged_markers: BTreeSet::new(),
         }
+    }
+
+    /// Someone pointed the chain of `change` where bay cannot read it.
+    pub fn chain_corrupted(&mut self, change: ChangeId) {
+        self.unreadable_changes.insert(change);
+    }
+
+    /// Someone pointed queue place `seq` where bay cannot read it: the place holds no
+    /// operation from now on, and its operation waits for its agent to ask again.
+    pub fn place_corrupted(&mut self, seq: u64) {
+        if let Some(op) = self.places.remove(&seq) {
+            self.lost_places.insert(op);
+        }
+    }
+
+    /// Someone made the merged marker of `change`, which never merged.
+    pub fn marker_forged(&mut self, change: ChangeId) {
+        self.forged_markers.insert(change);
+    }
+
+    /// Whether `op` can never end by what bay does: its chain or its place was corrupted.
+    fn unreadable(&self, op: &OpId) -> bool {
+        self.unreadable_changes.contains(&op.change) || self.lost_places.contains(op)
     }
 
     /// The world's hold plugin answers from `at` on: holding main, or not.
@@ -896,6 +932,7 @@ impl Checker {
                 })
             })
             .filter(|other| !self.waiting_between(other, requested, claimed))
+            .filter(|other| !self.unreadable_changes.contains(&other.change))
             .map(ToString::to_string)
             .collect();
         if !waiting.is_empty() {
@@ -1128,6 +1165,7 @@ impl Checker {
             .range(refs::LANDED.to_string()..)
             .take_while(|(name, _)| name.starts_with(refs::LANDED))
             .filter_map(|(name, _)| ChangeId::parse(&name[refs::LANDED.len()..]).ok())
+            .filter(|change| !self.forged_markers.contains(change))
             .collect();
         let on_main: BTreeSet<ChangeId> = self.merged_on_main.keys().cloned().collect();
         for change in markers.symmetric_difference(&on_main) {
@@ -1145,7 +1183,7 @@ impl Checker {
         let open: Vec<String> = self
             .submitted
             .keys()
-            .filter(|op| !self.ended.contains_key(*op) && !self.waits_on_open_change(op))
+            .filter(|op| !self.ended.contains_key(*op) && !self.excused(op))
             .map(ToString::to_string)
             .collect();
         if !open.is_empty() && now >= deadline {
@@ -1163,8 +1201,22 @@ impl Checker {
     pub fn open_ops(&self) -> usize {
         self.submitted
             .keys()
-            .filter(|op| !self.ended.contains_key(*op) && !self.waits_on_open_change(op))
+            .filter(|op| !self.ended.contains_key(*op) && !self.excused(op))
             .count()
+    }
+
+    /// Whether `op` may stay open for good: it waits on a stuck change it names, or it is
+    /// unreadable (a record someone corrupted).
+    fn excused(&self, op: &OpId) -> bool {
+        self.unreadable(op) || self.waits_on_open_change(op)
+    }
+
+    /// Operations left open on a chain or a place bay cannot read.
+    pub fn unreadable_open(&self) -> u64 {
+        self.submitted
+            .keys()
+            .filter(|op| !self.ended.contains_key(*op) && self.unreadable(op))
+            .count() as u64
     }
 
     /// Operations left waiting on a change that is open with nothing in the queue.
@@ -1190,11 +1242,14 @@ impl Checker {
             return false;
         };
         dependent.after.iter().any(|first| {
-            record(first).is_some_and(|r| {
-                !self.merged_at.contains_key(first)
-                    && !r.ended()
-                    && (r.live_op().is_none() || self.stuck_behind(first, seen))
-            })
+            // A change whose record bay cannot read may have merged or not: its dependents
+            // wait, as they must, for someone to mend it.
+            self.unreadable_changes.contains(first)
+                || record(first).is_some_and(|r| {
+                    !self.merged_at.contains_key(first)
+                        && !r.ended()
+                        && (r.live_op().is_none() || self.stuck_behind(first, seen))
+                })
         })
     }
 }

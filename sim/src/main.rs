@@ -255,6 +255,8 @@ fn summarize(
     let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
     let mut waits: BTreeMap<&str, u64> = BTreeMap::new();
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut corruptions: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut unreadable_open = 0u64;
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
     // Seeds with a hold plugin, its runs, and its answers that held main.
@@ -286,6 +288,10 @@ fn summarize(
                 for (what, n) in &report.red {
                     *red.entry(what).or_insert(0) += n;
                 }
+                for (what, n) in &report.corruptions {
+                    *corruptions.entry(what).or_insert(0) += n;
+                }
+                unreadable_open += report.unreadable_open;
                 held_merges += report.held_merges;
                 logged += report.logged;
                 presences += report.presences;
@@ -341,6 +347,8 @@ fn summarize(
             "red": red,
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "dependency_waits": dependency_waits,
+            "corruptions": corruptions,
+            "unreadable_open": unreadable_open,
             "logged": logged,
             "presences": presences,
             "events": events,
@@ -391,6 +399,15 @@ fn summarize(
         println!(
             "holds and dependencies: {held_merges} merges of fixes and undos onto a held main, \
              {dependency_waits} dependents left waiting on an open change"
+        );
+        let corruptions: Vec<String> = corruptions
+            .iter()
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        println!(
+            "corrupt records: {}; {unreadable_open} operations left open on a chain or place \
+             bay cannot read",
+            corruptions.join(", ")
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
         println!("runner presences: {presences}, each a heartbeat after the last (S14)");

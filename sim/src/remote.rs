@@ -175,9 +175,24 @@ impl Remote {
             .filter(|(name, expect, _)| !self.lease_holds(name, expect))
             .map(|(name, _, _)| name.clone())
             .collect();
+        // Git cannot send a commit whose parent is no commit (a tip pointed at a blob, a draft
+        // the client never held): the remote's unpacker fails, and no ref of the push moves.
+        let written = steps
+            .iter()
+            .flatten()
+            .chain(&notes)
+            .chain(log.iter())
+            .chain(presence.iter());
+        let unsendable = written
+            .filter_map(|commit| store.get(commit))
+            .any(|commit| commit.parents.iter().any(|p| store.get(p).is_none()));
         let mut applied = Applied::default();
         let atomic = plan.atomic && !self.flawed(Flaw::NonAtomicPush);
-        let outcome = if atomic && !stale.is_empty() {
+        let outcome = if unsendable {
+            PushOutcome::Rejected {
+                refs: updates.iter().map(|(name, ..)| name.clone()).collect(),
+            }
+        } else if atomic && !stale.is_empty() {
             PushOutcome::Rejected { refs: stale }
         } else {
             for (name, expect, new) in &updates {

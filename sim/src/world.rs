@@ -31,6 +31,8 @@ use crate::rng::Rng;
 use crate::store::Tree;
 use crate::trace::Trace;
 
+mod corrupt;
+
 /// Virtual milliseconds.
 pub type Millis = u64;
 
@@ -241,6 +243,10 @@ enum Ev {
     PostAnswer,
     /// The scripted hold plugin changes its answer.
     PluginFlip,
+    /// Someone writes one of bay's records by hand, wrongly (see `corrupt`).
+    Corrupt,
+    /// Main, deleted by hand, is pushed back.
+    MainBack,
     Heal,
 }
 
@@ -312,6 +318,10 @@ pub struct RunReport {
     pub plugin: Option<(u64, u64)>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
+    /// The records someone wrote wrongly by hand (the `corrupt` fault), by kind.
+    pub corruptions: BTreeMap<&'static str, u64>,
+    /// Operations left open, as they must be, on a chain or a place bay cannot read.
+    pub unreadable_open: u64,
     pub merged: u64,
     pub ops: u64,
     pub virtual_ms: Millis,
@@ -373,12 +383,16 @@ pub struct World {
     deadline: Option<Millis>,
     events: u64,
     wake_tokens: u64,
+    /// What the `corrupt` fault did and has yet to undo (see `corrupt`).
+    corrupt: corrupt::Corruptions,
 }
 
 impl World {
     pub fn new(seed: u64, scenario: Scenario) -> World {
         let mut rng = Rng::new(seed);
-        let mix = FaultMix::pick(&mut rng.split(1), &scenario.allowed);
+        // The `corrupt` fault's own stream, so that a seed without it runs as before it was.
+        let mut corrupt_rng = Rng::new(seed ^ 0x636f_7272_7570_7421);
+        let mix = FaultMix::pick(&mut rng.split(1), &mut corrupt_rng, &scenario.allowed);
         let mut world = World {
             t: 0,
             seq: 0,
@@ -416,6 +430,7 @@ impl World {
             deadline: None,
             events: 0,
             wake_tokens: 0,
+            corrupt: corrupt::Corruptions::new(corrupt_rng),
             scenario,
         };
         world.setup();
@@ -517,6 +532,10 @@ impl World {
         if !self.post_checks(&root).is_empty() {
             let at = self.post_rng.range(20_000, 60_000);
             self.at(at, Ev::PostAnswer);
+        }
+        if self.mix.has(FaultClass::Corrupt) {
+            let at = self.corrupt.first();
+            self.at(at, Ev::Corrupt);
         }
         self.at(FAULT_PHASE_MS, Ev::Heal);
     }
@@ -670,6 +689,7 @@ impl World {
 
     fn report(self, seed: u64) -> RunReport {
         let waiting = self.checker.dependency_waits();
+        let unreadable_open = self.checker.unreadable_open();
         let mut outcomes = BTreeMap::new();
         let mut reasons = BTreeMap::new();
         for (_, state, reason) in self.checker.ended.values() {
@@ -707,6 +727,8 @@ impl World {
             presences: self.checker.presences_checked,
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
+            corruptions: self.corrupt.counts.clone(),
+            unreadable_open,
             virtual_ms: self.t,
             events: self.events,
             trace_hash: self.trace.hash(),
@@ -740,6 +762,8 @@ impl World {
             Ev::OutsidePush => self.outside_push(),
             Ev::PostAnswer => self.post_answer(),
             Ev::PluginFlip => self.plugin_flip(),
+            Ev::Corrupt => self.corrupt(),
+            Ev::MainBack => self.main_back(),
             Ev::Heal => self.heal(),
         }
     }
@@ -898,6 +922,7 @@ impl World {
                 self.reply(host, id, lat, completion);
             }
             Action::Push(plan) => {
+                let plan = self.maybe_forge(host, plan);
                 let lat = self.latency();
                 if self.cut_off(host)
                     || self.net_rng.chance(self.mix.rate(FaultClass::PushFail, 30))
@@ -1432,6 +1457,9 @@ impl World {
         if self.healed {
             return;
         }
+        // What a person reads from a stopped runner or a missing main, mended; a chain or a
+        // place bay named unreadable stays so, and the healthy changes merge around it.
+        self.mend();
         let main = self.git.remote.get(&refs::main(MAIN)).cloned();
         if self.plugin.is_some() {
             self.set_plugin(PluginAnswer::Clear);

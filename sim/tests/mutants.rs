@@ -207,3 +207,10 @@ mutant_test!(
     1_000,
     []
 );
+mutant_test!(
+    a_record_bay_cannot_read_holding_up_the_queue_breaks_liveness,
+    Mutant::StopAtUnreadable,
+    Invariant::Liveness,
+    200,
+    [Corrupt]
+);

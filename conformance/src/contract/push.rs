@@ -223,7 +223,40 @@ pub(super) fn cases() -> Vec<Case> {
         "push: a reply lost after the remote applied it",
         reply_lost,
     ));
+    cases.push(Case::new(
+        "push: an event on a log whose tip is no commit fails the whole push",
+        on_no_commit,
+    ));
     cases
+}
+
+/// A log pointed at a tree by hand: the event commit on it has a parent that is no commit,
+/// which the remote cannot take, so nothing of the push moves, the merge beside it included.
+fn on_no_commit(bench: &mut Bench<'_>) {
+    for symbol in ["A", "B", "C"] {
+        bench.commit(symbol, &[], &[("file", symbol)]);
+    }
+    let a = bench.oid("A");
+    let tree = bench.tree(&a).expect("A's tree");
+    bench.named(&tree, "A's tree");
+    bench.set(&log_ref(), "A's tree");
+    bench.set(MAIN, "B");
+    let plan = PushPlan {
+        log: Some(LogAdd::on(
+            "runner-1",
+            Some(tree),
+            "bay: c7k2m4qa.1 merged\n\n{}\n".into(),
+        )),
+        updates: vec![RefUpdate {
+            name: MAIN.to_owned(),
+            expect: Expect::Is(bench.oid("B")),
+            new: NewValue::Oid(bench.oid("C")),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    bench.push("push", "", plan);
+    bench.see_refs(&[&log_ref(), MAIN]);
 }
 
 /// Makes `A`..`D`, sets the initial refs, pushes, and sees the refs.

@@ -62,6 +62,9 @@ pub enum Mutant {
     IgnoreConflictMarkers,
     /// S14: writes its presence every pass, whatever the heartbeat.
     PresenceEveryPass,
+    /// Liveness: a queue place it cannot read, or a change whose chain it cannot read, holds
+    /// up the queue: the runner looks no further, so nothing behind it ever merges.
+    StopAtUnreadable,
 }
 
 impl Runner {
@@ -228,6 +231,15 @@ impl Runner {
         work.claimed = true;
         self.write_again(write.clone());
         true
+    }
+
+    /// Whether the mutant that lets an unreadable record hold up the queue stops at `place`.
+    pub(super) fn mutant_stops_at(&self, place: &super::pass::Place) -> bool {
+        self.mutant_is(Mutant::StopAtUnreadable)
+            && match &place.op {
+                Err(_) => true,
+                Ok(op) => self.unreadable_at_tip(&op.change).is_some(),
+            }
     }
 
     pub(super) fn mutant_never_takes_over(&self) -> bool {

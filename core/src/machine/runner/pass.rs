@@ -346,6 +346,10 @@ impl Runner {
         let mut ended_so_far = true;
         let mut head: Option<((u64, bool, u64), ChangeId, OpId)> = None;
         for (seq, place) in self.places.range(self.floor + 1..) {
+            #[cfg(feature = "mutants")]
+            if self.mutant_stops_at(place) {
+                break;
+            }
             if let Some((change, op, key)) = self.live_state(place) {
                 ended_so_far = false;
                 // A held operation, or one whose dependencies are pending, is passed over: it
@@ -395,7 +399,7 @@ impl Runner {
 
     /// Why the chain of `change`, read at the remote's tip, does not fold; `None` when it does
     /// or is not read there.
-    fn unreadable_at_tip(&self, change: &ChangeId) -> Option<&str> {
+    pub(super) fn unreadable_at_tip(&self, change: &ChangeId) -> Option<&str> {
         let chain = self.chains.get(change)?;
         let at_tip = self.refs.get(&refs::change(change)) == Some(&chain.tip);
         chain
