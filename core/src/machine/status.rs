@@ -20,7 +20,7 @@ use crate::id::{ChangeId, OpId};
 use crate::machine::runner::deps::{dependency, waiting};
 use crate::presence::{Judged, PRESENCES_READ, Presence, judge, no_live_runner};
 use crate::reason::ReasonCode;
-use crate::record::ChangeRecord;
+use crate::record::{ChangeRecord, Step};
 use crate::report;
 use crate::result::{BayResult, Decision};
 use crate::time::Timestamp;
