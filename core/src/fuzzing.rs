@@ -2340,11 +2340,16 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
         (Some(_), true) => Some(oid(u)?),
         _ => None,
     };
+    let index = match (&plan.index, written) {
+        (Some(_), true) => Some(oid(u)?),
+        _ => None,
+    };
     Ok(PushReport {
         steps,
         notes,
         log,
         presence,
+        index,
         outcome,
     })
 }

@@ -94,6 +94,13 @@ pub mod refs {
     pub const LOG: &str = "refs/bay/log/";
     pub const EXECUTOR: &str = "refs/bay/executor/";
 
+    /// The index of compacted records: one commit whose tree holds the chains of merged
+    /// changes whose own refs a runner removed (`crate::compact`).
+    pub const INDEX: &str = "refs/bay/index";
+
+    /// The fetch pattern of the index, which is absent until the first compaction.
+    pub const INDEX_PATTERN: &str = "refs/bay/index*";
+
     /// Every namespace bay keeps its own records in; nothing else may write there.
     pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
 

@@ -8,6 +8,7 @@
 
 pub mod actor;
 pub mod check;
+pub mod compact;
 pub mod config;
 pub mod conflict;
 pub mod disk;

@@ -167,6 +167,7 @@ mod tests {
             notes: Vec::new(),
             log: None,
             presence: None,
+            index: None,
             outcome,
         })
     }

@@ -156,6 +156,27 @@ impl Remote {
             ));
             oid
         });
+        // A commit of the index of compacted records, as the Git driver writes it: the parent's
+        // files with the plan's put in, the parent as its only parent.
+        let index = plan.index.as_ref().map(|index| {
+            let mut files: Tree = index
+                .parent
+                .as_ref()
+                .and_then(|parent| store.files(parent))
+                .map(|files| (*files).clone())
+                .unwrap_or_default();
+            for (path, content) in &index.files {
+                files.insert(path.clone(), store.blob(content));
+            }
+            let tree = store.tree(files);
+            let oid = store.commit(tree, index.parent.iter().cloned().collect(), &index.message);
+            updates.push((
+                refs::INDEX.to_string(),
+                index.expect.clone(),
+                Some(oid.clone()),
+            ));
+            oid
+        });
         for update in &plan.updates {
             let new = match &update.new {
                 NewValue::Oid(oid) => Some(Some(oid.clone())),
@@ -182,7 +203,8 @@ impl Remote {
             .flatten()
             .chain(&notes)
             .chain(log.iter())
-            .chain(presence.iter());
+            .chain(presence.iter())
+            .chain(index.iter());
         let unsendable = written
             .filter_map(|commit| store.get(commit))
             .any(|commit| commit.parents.iter().any(|p| store.get(p).is_none()));
@@ -220,6 +242,7 @@ impl Remote {
                 notes,
                 log,
                 presence,
+                index,
                 outcome,
             },
             applied,

@@ -932,6 +932,7 @@ impl World {
                         notes: Vec::new(),
                         log: None,
                         presence: None,
+                        index: None,
                         outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
                     };
                     return self.reply(host, id, lat, Completion::Pushed(report));
@@ -1074,6 +1075,7 @@ impl World {
                 notes: Vec::new(),
                 log: None,
                 presence: None,
+                index: None,
                 outcome: PushOutcome::Unknown {
                     why: "the connection broke".into(),
                 },

@@ -661,6 +661,7 @@ impl World {
                 notes: Vec::new(),
                 log: None,
                 presence: None,
+                index: None,
                 outcome: lost,
             },
         };

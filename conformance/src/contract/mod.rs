@@ -7,6 +7,7 @@
 
 mod candidate;
 mod fetch;
+mod index;
 mod notes;
 mod presence;
 mod push;
@@ -54,6 +55,7 @@ pub fn cases() -> Vec<Case> {
     [
         push::cases(),
         fetch::cases(),
+        index::cases(),
         read::cases(),
         candidate::cases(),
         notes::cases(),
@@ -303,6 +305,9 @@ impl<'a> Bench<'a> {
         if let Some(oid) = &report.presence {
             self.named(oid, &format!("{prefix}presence"));
         }
+        if let Some(oid) = &report.index {
+            self.named(oid, &format!("{prefix}index"));
+        }
         self.see(format!("{label} outcome"), seen::outcome(&report.outcome));
         let counts: Vec<String> = report.steps.iter().map(|s| s.len().to_string()).collect();
         self.see(
@@ -314,6 +319,19 @@ impl<'a> Bench<'a> {
     /// Records a commit's files, tree and parents, in symbols.
     pub fn see_commit(&mut self, fact: &str, commit: &Oid) {
         self.see_files(fact, commit);
+        if let Some((_, parents)) = self.arm.shape(commit) {
+            let parents: Vec<String> = parents.iter().map(|p| self.show(p)).collect();
+            self.see(format!("{fact} parents"), parents.join(" "));
+        }
+    }
+
+    /// Records the paths of a commit's files and its parents, where the files hold ids that
+    /// differ between worlds.
+    pub fn see_paths(&mut self, fact: &str, commit: &Oid) {
+        let paths = self.arm.files(commit).map_or("absent".to_owned(), |files| {
+            files.keys().cloned().collect::<Vec<_>>().join(" ")
+        });
+        self.see(format!("{fact} paths"), paths);
         if let Some((_, parents)) = self.arm.shape(commit) {
             let parents: Vec<String> = parents.iter().map(|p| self.show(p)).collect();
             self.see(format!("{fact} parents"), parents.join(" "));

@@ -328,6 +328,7 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
             }
         }),
         presence: None,
+        index: None,
         updates: plan
             .updates
             .iter()
@@ -379,6 +380,7 @@ fn reply_lost(bench: &mut Bench<'_>) {
         notes: vec![],
         log: None,
         presence: None,
+        index: None,
         updates: vec![
             RefUpdate {
                 name: MAIN.to_owned(),

@@ -185,6 +185,7 @@ impl Action {
                 notes: Vec::new(),
                 log: None,
                 presence: None,
+                index: None,
                 outcome: PushOutcome::Unknown { why: fault.0 },
             }),
             Action::BuildCandidate(_) => Completion::CandidateBuilt(Err(fault)),
@@ -257,6 +258,9 @@ pub struct PushPlan {
     /// A runner's presence, replacing `refs/bay/executor/<runner>`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub presence: Option<PresenceAdd>,
+    /// A new commit of the index of compacted records (`crate::compact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<Box<IndexAdd>>,
     pub updates: Vec<RefUpdate>,
     /// All refs or none. bay's own pushes are always atomic.
     pub atomic: bool,
@@ -336,6 +340,31 @@ impl LogAdd {
             runner: runner.to_string(),
             parent,
             expect,
+            message,
+        }
+    }
+}
+
+/// One commit of `refs/bay/index`: the tree of `parent` (none: empty) with each of `files`
+/// (path, content) put in it, `parent` as its only parent, and `message`; leased on `parent`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct IndexAdd {
+    pub parent: Option<Oid>,
+    /// Always exactly `parent` (or `Absent`), so that a compaction never loses another's.
+    pub expect: Expect,
+    pub files: Vec<(String, String)>,
+    pub message: String,
+}
+
+impl IndexAdd {
+    /// Files added on the index's tip `parent`, leased on it.
+    pub fn on(parent: Option<Oid>, files: Vec<(String, String)>, message: String) -> IndexAdd {
+        let expect = Expect::tip(parent.as_ref());
+        IndexAdd {
+            parent,
+            expect,
+            files,
             message,
         }
     }
@@ -630,6 +659,9 @@ pub struct PushReport {
     /// The presence commit written for the plan's presence, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence: Option<Oid>,
+    /// The index commit written for the plan's compaction, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<Oid>,
     pub outcome: PushOutcome,
 }
 

@@ -17,7 +17,7 @@ use crate::red::{PostCheck, Red};
 #[derive(Debug)]
 pub enum RedStep {
     /// Send this action and hand its completion back.
-    Ask(Action),
+    Ask(Box<Action>),
     /// Done: main's red, or `None` when main's policy names no post check.
     Done(Option<Red>),
     /// Done: what was needed could not be read, and why.
@@ -96,10 +96,10 @@ impl RedRead {
                     return Ok(RedStep::Done(None));
                 }
                 self.stage = Stage::Config;
-                RedStep::Ask(Action::ReadFile {
+                RedStep::Ask(Box::new(Action::ReadFile {
                     commit: self.main.clone(),
                     path: CONFIG_PATH.into(),
-                })
+                }))
             }
             (Stage::Config, Completion::FileRead(read)) => {
                 if let Ok(config) = Config::at_main(read.ok().flatten().as_deref()) {
@@ -107,16 +107,16 @@ impl RedRead {
                 }
                 let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string()]);
                 self.stage = Stage::Evidence(spec.clone());
-                RedStep::Ask(Action::Fetch(spec))
+                RedStep::Ask(Box::new(Action::Fetch(spec)))
             }
             (Stage::Evidence(spec), Completion::Fetched(fetched)) => match fetched {
                 Ok(fetched) => {
                     spec.apply(remote, fetched);
                     self.stage = Stage::Window;
-                    RedStep::Ask(Action::ReadLog {
+                    RedStep::Ask(Box::new(Action::ReadLog {
                         range: Some(self.main.as_str().to_owned()),
                         limit: self.window,
-                    })
+                    }))
                 }
                 Err(fault) => unread(fault),
             },
@@ -132,7 +132,7 @@ impl RedRead {
                     }
                     let objects = window.iter().map(|raw| raw.oid.clone()).collect();
                     self.stage = Stage::Notes(window);
-                    RedStep::Ask(Action::ReadNotes { notes, objects })
+                    RedStep::Ask(Box::new(Action::ReadNotes { notes, objects }))
                 }
                 Err(fault) => unread(fault),
             },

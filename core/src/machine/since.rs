@@ -414,7 +414,7 @@ impl Since {
         match reader.on(completion, &mut self.remote) {
             Err(completion) => return Some(*completion),
             Ok(RedStep::Ask(action)) => {
-                self.out.send(action, Purpose::Red(Box::new(reader)));
+                self.out.send(*action, Purpose::Red(Box::new(reader)));
                 return None;
             }
             Ok(RedStep::Done(None)) => self.red = RedNow::NoPostChecks,

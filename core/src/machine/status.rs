@@ -421,7 +421,7 @@ impl Status {
             Err(completion) => return Some(*completion),
             Ok(RedStep::Ask(action)) => {
                 self.out
-                    .send(action, Purpose::Red(Box::new((result, reader))));
+                    .send(*action, Purpose::Red(Box::new((result, reader))));
             }
             Ok(RedStep::Done(None)) => self.conclude(result),
             Ok(RedStep::Done(Some(red))) => {

@@ -58,6 +58,7 @@ impl Repo {
             notes: Vec::new(),
             log: None,
             presence: None,
+            index: None,
             outcome: PushOutcome::Accepted,
         };
         let updates = match self.write(plan, &mut report) {
@@ -242,6 +243,26 @@ impl Repo {
             updates.push(Update {
                 name: refs::executor(&presence.runner),
                 expect: presence.expect.clone(),
+                new: Some(commit),
+            });
+        }
+
+        // A commit of the index of compacted records: the parent's tree with the files put in,
+        // the parent as its only parent, leased on it.
+        if let Some(index) = &plan.index {
+            let git = self.git();
+            let mut edits = Vec::with_capacity(index.files.len());
+            for (path, content) in &index.files {
+                let blob = self.objects.blob(&git, content.as_bytes().to_vec())?;
+                edits.push(("100644".to_owned(), blob, path.clone()));
+            }
+            let tree = crate::trees::edited(&git, index.parent.as_ref(), &edits)?;
+            let parents: Vec<&Oid> = index.parent.iter().collect();
+            let commit = self.commit_tree(&tree, &parents, &index.message)?;
+            report.index = Some(commit.clone());
+            updates.push(Update {
+                name: refs::INDEX.to_owned(),
+                expect: index.expect.clone(),
                 new: Some(commit),
             });
         }

@@ -79,7 +79,7 @@ impl Runner {
         match (purpose, completion) {
             (Purpose::Red(mut reader), completion) => match reader.on(completion, &mut self.refs) {
                 Err(other) => return Err(Misuse(format!("a red read answered with {other:?}"))),
-                Ok(RedStep::Ask(action)) => self.send_bisect(action, Purpose::Red(reader)),
+                Ok(RedStep::Ask(action)) => self.send_bisect(*action, Purpose::Red(reader)),
                 Ok(RedStep::Unread(_)) | Ok(RedStep::Done(None)) => self.idle_or_done(),
                 Ok(RedStep::Done(Some(red))) => {
                     let target = reader

@@ -52,7 +52,7 @@ impl Runner {
                 return Err(Misuse(format!("a red read answered with {other:?}")));
             }
             Ok(RedStep::Ask(action)) => {
-                self.send_work(action, Purpose::Red(built, Box::new(reader)));
+                self.send_work(*action, Purpose::Red(built, Box::new(reader)));
                 return Ok(());
             }
             Ok(RedStep::Unread(why)) => {

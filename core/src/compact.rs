@@ -1,0 +1,296 @@
+//! Compaction: the records of merged changes, moved from refs of their own into one index.
+//!
+//! Every ref on the remote costs every push, since Git's push hears the remote's whole ref
+//! advertisement: with 30,000 refs a one-ref push takes five times as long as with 30. A merged
+//! change would leave three refs for good (its chain, its intent's generation and its merged
+//! marker), so a runner moves them into `refs/bay/index` in batches: one atomic push writes a
+//! new index commit holding each change's chain, verbatim, and deletes the change's refs, each
+//! leased on the value the runner read. A reader that finds no chain ref reads the index
+//! (`changes/<xx>/<change>`), and gets the very steps, with their commit ids, that the chain
+//! held; a start that finds no generation of its intent reads the latest compacted one
+//! (`intents/<xx>/<digest>`). Nothing a command reports changes.
+//!
+//! The index is one ref whatever the history, and each of its commits adds only the files of
+//! one batch, so a fetch of it brings what was compacted since the last one.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::git::{Oid, refs};
+use crate::id::ChangeId;
+use crate::machine::{ChainRead, Expect, IndexAdd, NewValue, PushPlan, RawStep, RefUpdate};
+
+/// The schema name of a compacted change.
+pub const COMPACTED_SCHEMA: &str = "bay.compacted/1";
+
+/// How many merged changes' markers a runner lets pile up on the remote before it compacts
+/// them, far below any `[retention] ref_budget`: a push's cost grows with every ref.
+pub const COMPACT_AT: usize = 32;
+
+/// The most changes one compaction moves: one push, leased on each of their refs.
+pub const BATCH: usize = 128;
+
+/// Where `change`'s compacted chain lies in the index's tree, fanned out by its first two
+/// characters as Git's notes are.
+pub fn change_path(change: &ChangeId) -> String {
+    let id = change.as_str();
+    format!("changes/{}/{id}", &id[..2])
+}
+
+/// Where the latest compacted generation of the intent with `digest` lies in the index.
+pub fn intent_path(digest: &str) -> String {
+    let fan = digest.get(..2).unwrap_or(digest);
+    format!("intents/{fan}/{digest}")
+}
+
+/// A merged change's chain as the index keeps it: its tip and every step, newest first, each
+/// with its commit id, as the chain held them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Compacted {
+    schema: String,
+    change: ChangeId,
+    tip: Oid,
+    steps: Vec<RawStep>,
+}
+
+/// The file the index keeps for the chain `read`.
+pub fn encode(read: &ChainRead) -> String {
+    let compacted = Compacted {
+        schema: COMPACTED_SCHEMA.to_owned(),
+        change: read.change.clone(),
+        tip: read.tip.clone(),
+        steps: read.steps.clone(),
+    };
+    let mut text = serde_json::to_string(&compacted).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The chain of `change` from its file in the index, as a reader of the chain ref would have
+/// read it; a file that is not `change`'s compacted chain is refused, by what is wrong.
+pub fn decode(change: &ChangeId, bytes: &[u8]) -> Result<ChainRead, String> {
+    let compacted: Compacted = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the index's record of {change} is not a compacted chain: {e}"))?;
+    if compacted.schema != COMPACTED_SCHEMA {
+        return Err(format!(
+            "the index's record of {change} is {}, not {COMPACTED_SCHEMA}",
+            compacted.schema
+        ));
+    }
+    if &compacted.change != change {
+        return Err(format!(
+            "the index's record at {change}'s place is {}'s",
+            compacted.change
+        ));
+    }
+    if compacted.steps.first().map(|s| &s.oid) != Some(&compacted.tip) {
+        return Err(format!(
+            "the index's record of {change} does not begin at its tip"
+        ));
+    }
+    Ok(ChainRead {
+        change: compacted.change,
+        tip: compacted.tip,
+        steps: compacted.steps,
+        reached_known: false,
+        unreadable: None,
+    })
+}
+
+/// The latest compacted generation of an intent, and its change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generation {
+    pub generation: u32,
+    pub change: ChangeId,
+}
+
+impl Generation {
+    pub fn encode(&self) -> String {
+        let mut text = serde_json::to_string(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Generation, String> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| format!("the index's record of an intent cannot be read: {e}"))
+    }
+}
+
+/// One merged change to compact: its whole chain as read, its merged marker, and the ref of
+/// its intent's generation with the start step it names (absent when already gone).
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub chain: ChainRead,
+    pub landed: Oid,
+    pub intent: Option<(String, Oid)>,
+}
+
+/// The one atomic push that compacts `items` onto the index at `index` (none yet): a new
+/// index commit holding each chain, and for each intent the highest generation between what
+/// the index holds (`known`, by digest) and what the batch brings; and each change's refs
+/// deleted, leased on the values read. Any ref that moved since refuses the whole push.
+pub fn plan(index: Option<&Oid>, items: &[Item], known: &BTreeMap<String, Generation>) -> PushPlan {
+    let mut files = Vec::new();
+    let mut intents: BTreeMap<String, Generation> = BTreeMap::new();
+    let mut updates = Vec::new();
+    for item in items {
+        let change = &item.chain.change;
+        files.push((change_path(change), encode(&item.chain)));
+        updates.push(delete(refs::change(change), &item.chain.tip));
+        updates.push(delete(refs::landed(change), &item.landed));
+        if let Some((name, start)) = &item.intent {
+            if let Some((digest, generation)) = refs::parse_intent(name) {
+                let digest = digest.to_owned();
+                let newer = intents
+                    .get(&digest)
+                    .or(known.get(&digest))
+                    .is_none_or(|have| have.generation < generation);
+                if newer {
+                    let entry = Generation {
+                        generation,
+                        change: change.clone(),
+                    };
+                    intents.insert(digest, entry);
+                }
+            }
+            updates.push(delete(name.clone(), start));
+        }
+    }
+    for (digest, entry) in &intents {
+        files.push((intent_path(digest), entry.encode()));
+    }
+    let names: Vec<&str> = items.iter().map(|i| i.chain.change.as_str()).collect();
+    let message = format!(
+        "bay: compacted {} merged change{}\n\n{}\n",
+        items.len(),
+        if items.len() == 1 { "" } else { "s" },
+        names.join("\n")
+    );
+    PushPlan {
+        index: Some(Box::new(IndexAdd::on(index.cloned(), files, message))),
+        updates,
+        atomic: true,
+        ..PushPlan::default()
+    }
+}
+
+fn delete(name: String, value: &Oid) -> RefUpdate {
+    RefUpdate {
+        name,
+        expect: Expect::Is(value.clone()),
+        new: NewValue::Delete,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oid(c: char) -> Oid {
+        Oid::parse(&c.to_string().repeat(40)).expect("an id")
+    }
+
+    fn chain(change: &ChangeId) -> ChainRead {
+        ChainRead {
+            change: change.clone(),
+            tip: oid('b'),
+            steps: vec![
+                RawStep {
+                    oid: oid('b'),
+                    message: "bay: second\n\n{}".into(),
+                },
+                RawStep {
+                    oid: oid('a'),
+                    message: "bay: first\n\n{}".into(),
+                },
+            ],
+            reached_known: false,
+            unreadable: None,
+        }
+    }
+
+    #[test]
+    fn a_chain_reads_back_from_the_index_as_it_was() {
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let read = chain(&change);
+        assert_eq!(decode(&change, encode(&read).as_bytes()), Ok(read.clone()));
+        assert_eq!(change_path(&change), "changes/c7/c7k2m4qa");
+        let other = ChangeId::parse("c7k2m4qb").expect("an id");
+        assert!(decode(&other, encode(&read).as_bytes()).is_err());
+        assert!(decode(&change, b"{}").is_err());
+        let mut headless = read;
+        headless.steps.remove(0);
+        assert!(decode(&change, encode(&headless).as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_batch_deletes_every_ref_it_moves_leased_and_keeps_the_highest_generation() {
+        let (one, two) = (
+            ChangeId::parse("c7k2m4qa").expect("an id"),
+            ChangeId::parse("d7k2m4qa").expect("an id"),
+        );
+        let digest = "0123456789abcdef";
+        let items = vec![
+            Item {
+                chain: chain(&one),
+                landed: oid('1'),
+                intent: Some((refs::intent(digest, 2), oid('a'))),
+            },
+            Item {
+                chain: chain(&two),
+                landed: oid('2'),
+                intent: None,
+            },
+        ];
+        let known = BTreeMap::from([(
+            digest.to_owned(),
+            Generation {
+                generation: 1,
+                change: two.clone(),
+            },
+        )]);
+        let plan = plan(Some(&oid('9')), &items, &known);
+        assert!(plan.atomic);
+        let index = plan.index.clone().expect("an index commit");
+        assert_eq!(index.expect, Expect::Is(oid('9')));
+        let paths: Vec<&str> = index.files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "changes/c7/c7k2m4qa",
+                "changes/d7/d7k2m4qa",
+                "intents/01/0123456789abcdef"
+            ]
+        );
+        assert_eq!(
+            Generation::decode(index.files[2].1.as_bytes()),
+            Ok(Generation {
+                generation: 2,
+                change: one.clone()
+            })
+        );
+        assert_eq!(plan.updates.len(), 5);
+        assert!(plan.updates.iter().all(|u| u.new == NewValue::Delete));
+        assert!(
+            plan.updates
+                .iter()
+                .all(|u| matches!(u.expect, Expect::Is(_)))
+        );
+        // A lower generation than the index holds leaves its entry alone.
+        let known = BTreeMap::from([(
+            digest.to_owned(),
+            Generation {
+                generation: 3,
+                change: two,
+            },
+        )]);
+        let plan = plan_of(&items, &known);
+        assert_eq!(plan.index.expect("an index").files.len(), 2);
+    }
+
+    fn plan_of(items: &[Item], known: &BTreeMap<String, Generation>) -> PushPlan {
+        plan(None, items, known)
+    }
+}
