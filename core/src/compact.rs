@@ -98,6 +98,32 @@ pub fn decode(change: &ChangeId, bytes: &[u8]) -> Result<ChainRead, String> {
     })
 }
 
+/// Why a change is no record at all: neither its chain ref nor the index holds it.
+pub const ABSENT: &str = "no such change on the remote, in its refs or in its index";
+
+/// The answer to `Action::ReadCompacted` for `change`, from its file at the index commit
+/// `index` (`None`: the index has no file there): its chain, or the read of a chain that cannot
+/// be read, saying why ([`ABSENT`] when the file is missing).
+pub fn read_back(change: &ChangeId, index: &Oid, file: Option<&[u8]>) -> ChainRead {
+    let unreadable = |why: String| ChainRead {
+        change: change.clone(),
+        tip: index.clone(),
+        steps: Vec::new(),
+        reached_known: false,
+        unreadable: Some(why),
+    };
+    match file.map(|bytes| decode(change, bytes)) {
+        Some(Ok(read)) => read,
+        Some(Err(why)) => unreadable(why),
+        None => unreadable(ABSENT.to_owned()),
+    }
+}
+
+/// The record a chain read (from its ref or from the index) folds to, as every reader folds it.
+pub fn fold(read: &ChainRead) -> Result<crate::record::ChangeRecord, String> {
+    crate::machine::agent::fold_chain(read).map(|(record, _)| record)
+}
+
 /// The latest compacted generation of an intent, and its change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Generation {

@@ -1948,6 +1948,17 @@ impl Driver {
                 let places = self.places.clone();
                 Completion::ChainsRead(maybe_fault(u, 16, |u| read_chains(u, chains, &places))?)
             }
+            Action::ReadCompacted { index, changes } => {
+                Completion::ChainsRead(maybe_fault(u, 16, |u| {
+                    changes
+                        .iter()
+                        .map(|change| {
+                            let file = Option::<Vec<u8>>::arbitrary(u)?;
+                            Ok(crate::compact::read_back(change, index, file.as_deref()))
+                        })
+                        .collect()
+                })?)
+            }
             // Main's config: none, a hold plugin, or a hold window, so the runner asks the plugin.
             Action::ReadFile { path, .. } if path == crate::config::CONFIG_PATH => {
                 Completion::FileRead(maybe_fault(u, 16, |u| {

@@ -229,6 +229,14 @@ pub mod refs {
     /// The fetch pattern of every queue place.
     pub const QUEUE_PATTERN: &str = "refs/bay/queue/*";
 
+    /// The fetch pattern of every merged marker: few, since a runner compacts them.
+    pub const LANDED_PATTERN: &str = "refs/bay/landed/*";
+
+    /// The change whose merged marker `name` is, if it is one.
+    pub fn parse_landed(name: &str) -> Option<ChangeId> {
+        ChangeId::parse(name.strip_prefix(LANDED)?).ok()
+    }
+
     /// The fetch pattern of every evidence producer's notes.
     pub const EVIDENCE_PATTERN: &str = "refs/notes/bay/evidence/*";
 

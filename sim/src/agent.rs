@@ -476,8 +476,7 @@ fn place_lost(world: &World, change: &ChangeId, op: &bay_core::record::Operation
 }
 
 fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {
-    let tip = world.git.remote.get(&refs::change(change))?;
-    ChangeRecord::fold(&world.git.store.chain(tip)?).ok()
+    world.git.record(change)
 }
 
 /// The agent's command ended: act on its result. Returns when to step next.

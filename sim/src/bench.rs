@@ -153,6 +153,9 @@ impl Bench {
     /// # Panics
     /// If the chain does not fold: honest writers never make such a chain.
     pub fn try_record(&self, change: &ChangeId) -> Option<ChangeRecord> {
+        if self.git.remote.get(&refs::change(change)).is_none() {
+            return self.git.record(change);
+        }
         let tip = self.git.remote.get(&refs::change(change))?;
         let steps = self
             .git

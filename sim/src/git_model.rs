@@ -3,7 +3,7 @@
 //! wraps these answers in latency and faults; the scripted tests use them directly.
 
 use bay_core::conflict::Labels;
-use bay_core::git::Oid;
+use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
 use bay_core::limits::PathStat;
 use bay_core::paths;
@@ -34,6 +34,20 @@ pub struct GitModel {
 }
 
 impl GitModel {
+    /// The record of `change` as `bay status` reads it: its chain on the remote, or, once
+    /// compacted, its file in the index. `None` when neither holds it, or it does not fold.
+    pub fn record(&self, change: &ChangeId) -> Option<bay_core::record::ChangeRecord> {
+        if let Some(tip) = self.remote.get(&refs::change(change)) {
+            return bay_core::record::ChangeRecord::fold(&self.store.chain(tip)?).ok();
+        }
+        let index = self.remote.get(refs::INDEX)?;
+        let file = self
+            .store
+            .read(index, &bay_core::compact::change_path(change))?;
+        let read = bay_core::compact::read_back(change, index, Some(file.as_bytes()));
+        bay_core::compact::fold(&read).ok()
+    }
+
     /// Makes main's first commit from `files` (path, content).
     pub fn init_main(&mut self, main: &str, files: &[(&str, &str)]) -> Oid {
         let mut tree = Tree::new();
@@ -82,6 +96,19 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
+            Action::ReadCompacted { index, changes } => {
+                Completion::ChainsRead(match self.store.get(index) {
+                    None => Err(Fault(format!("no commit {index}"))),
+                    Some(_) => Ok(changes
+                        .iter()
+                        .map(|change| {
+                            let path = bay_core::compact::change_path(change);
+                            let file = self.store.read(index, &path).map(str::as_bytes);
+                            bay_core::compact::read_back(change, index, file)
+                        })
+                        .collect()),
+                })
+            }
             Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
             Action::ReadAdded {
                 commit,

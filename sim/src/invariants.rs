@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S15, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S16, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -6,6 +6,7 @@
 //! what a runner claims.
 
 mod bisect;
+mod compaction;
 mod markers;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,6 +80,9 @@ pub enum Invariant {
     PresencePerHeartbeat,
     /// S15: no bay merge puts on main a conflict marker line bay wrote into a draft.
     NoConflictMarkers,
+    /// S16: a chain leaves the refs only into the index, verbatim; the index keeps every
+    /// compacted change and each ended operation's outcome; no intent generation opens twice.
+    CompactionKeeps,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -101,6 +105,7 @@ impl Invariant {
             Invariant::BisectHalves => "S13",
             Invariant::PresencePerHeartbeat => "S14",
             Invariant::NoConflictMarkers => "S15",
+            Invariant::CompactionKeeps => "S16",
             Invariant::Liveness => "L",
         }
     }
@@ -176,6 +181,8 @@ pub struct Checker {
     /// Merged markers someone made by hand for changes that never merged: S2 leaves them out
     /// (the runner ends such a change's operation `CHANGE_ALREADY_MERGED`).
     forged_markers: BTreeSet<ChangeId>,
+    /// What S16 keeps.
+    pub compaction: compaction::CompactionWatch,
 }
 
 impl Checker {
@@ -208,6 +215,7 @@ impl Checker {
             unreadable_changes: BTreeSet::new(),
             lost_places: BTreeSet::new(),
             forged_markers: BTreeSet::new(),
+            compaction: compaction::CompactionWatch::default(),
         }
     }
 
@@ -421,13 +429,18 @@ impl Checker {
             } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
                 && moved.old.is_some()
             {
-                self.violate(
-                    Invariant::Once,
-                    at,
-                    format!("the merged marker of {change} was rewritten"),
-                );
+                match (refs::parse_landed(&moved.name), &moved.new) {
+                    // Deleted: only by the compaction of its change (S16), judged below.
+                    (Some(change), None) => self.compaction.markers_deleted.push(change),
+                    _ => self.violate(
+                        Invariant::Once,
+                        at,
+                        format!("the merged marker of {change} was rewritten"),
+                    ),
+                }
             }
         }
+        self.check_compaction(at, git);
         self.check_markers(at, remote);
         // S12: the event of an end a runner wrote rides in the same push.
         for op in std::mem::take(&mut self.ended_by_runner) {
@@ -516,6 +529,7 @@ impl Checker {
         };
         record.after.iter().all(|first| {
             remote.refs.contains_key(&refs::landed(first))
+                || self.compacted(first)
                 || self
                     .chains
                     .get(first)
@@ -689,7 +703,17 @@ impl Checker {
             return;
         };
         self.undo_merges += 1;
-        let Some(undone) = remote.refs.get(&refs::landed(&target)) else {
+        // Its marker, or, once compacted, the merge the checker saw land.
+        let undone = remote
+            .refs
+            .get(&refs::landed(&target))
+            .or_else(|| {
+                self.merged_on_main
+                    .get(&target)
+                    .filter(|_| self.compacted(&target))
+            })
+            .cloned();
+        let Some(undone) = undone else {
             return self.violate(
                 Invariant::UndoReverses,
                 at,
@@ -697,7 +721,7 @@ impl Checker {
             );
         };
         let before = store
-            .get(undone)
+            .get(&undone)
             .and_then(|commit| commit.parents.first().cloned());
         let files = |commit: Option<&Oid>| {
             commit
@@ -705,7 +729,7 @@ impl Checker {
                 .map(|files| (*files).clone())
                 .unwrap_or_default()
         };
-        let (undone, before) = (files(Some(undone)), files(before.as_ref()));
+        let (undone, before) = (files(Some(&undone)), files(before.as_ref()));
         let (base, merged) = (files(Some(old)), files(Some(new)));
         let wrong: Vec<&String> = base
             .keys()
@@ -966,11 +990,11 @@ impl Checker {
         pusher: Option<&str>,
     ) {
         let Some(new) = new else {
-            return self.violate(
-                Invariant::NothingLost,
-                at,
-                format!("the chain of {change} was deleted"),
-            );
+            // Judged once the whole push is read: only into the index (S16).
+            if let Some(old) = old {
+                self.chain_deleted(change, old);
+            }
+            return;
         };
         let before = self.chains.get(change).cloned();
         if let Some(old) = old
@@ -1056,6 +1080,9 @@ impl Checker {
                 None
             }
         };
+        if let (Some(record), None) = (&record, old) {
+            self.generation_opened(at, &record.intent, record.generation, change);
+        }
         if let Some(record) = &record {
             let claims_before = |id: &OpId| {
                 before
@@ -1167,7 +1194,13 @@ impl Checker {
             .filter_map(|(name, _)| ChangeId::parse(&name[refs::LANDED.len()..]).ok())
             .filter(|change| !self.forged_markers.contains(change))
             .collect();
-        let on_main: BTreeSet<ChangeId> = self.merged_on_main.keys().cloned().collect();
+        // A change compacted into the index keeps no marker (S16 holds the index to it).
+        let on_main: BTreeSet<ChangeId> = self
+            .merged_on_main
+            .keys()
+            .filter(|change| !self.compacted(change))
+            .cloned()
+            .collect();
         for change in markers.symmetric_difference(&on_main) {
             let what = if markers.contains(change) {
                 format!("{change} has a merged marker but no merge on main")

@@ -259,6 +259,7 @@ fn summarize(
     let mut unreadable_open = 0u64;
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
+    let mut compacted = 0u64;
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
@@ -295,6 +296,7 @@ fn summarize(
                 held_merges += report.held_merges;
                 logged += report.logged;
                 presences += report.presences;
+                compacted += report.compacted;
                 dependency_waits += report.dependency_waits;
                 if let Some((runs, held)) = report.plugin {
                     plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
@@ -351,6 +353,7 @@ fn summarize(
             "unreadable_open": unreadable_open,
             "logged": logged,
             "presences": presences,
+            "compacted": compacted,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -411,6 +414,9 @@ fn summarize(
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
         println!("runner presences: {presences}, each a heartbeat after the last (S14)");
+        println!(
+            "compaction: {compacted} merged changes moved into the index, each kept whole (S16)"
+        );
         println!(
             "hold plugin: set in {} seeds, asked {} times, {} answers held main",
             plugin.0, plugin.1, plugin.2

@@ -313,6 +313,8 @@ pub struct RunReport {
     pub logged: u64,
     /// Presences S14 checked.
     pub presences: u64,
+    /// Merged changes a runner compacted into the index, each S16 checked.
+    pub compacted: u64,
     /// Whether main's config set a hold plugin, how many times runners asked it, and how many
     /// of its answers held main.
     pub plugin: Option<(u64, u64)>,
@@ -366,6 +368,9 @@ pub struct World {
     evidence_reuse: bool,
     /// Whether runners bisect a red post check (`[runner] bisect_post`).
     bisect_post: bool,
+    /// How many merged markers a runner lets wait before it compacts them: few, picked from
+    /// the seed alone, so that compaction runs under every fault in most seeds.
+    compact_at: usize,
     /// The hold plugin's answer now, when main's config sets one (`HOLD_PLUGIN`, for good).
     pub plugin: Option<PluginAnswer>,
     plugin_rng: Rng,
@@ -423,6 +428,7 @@ impl World {
             parallel_checks: 1,
             evidence_reuse: false,
             bisect_post: false,
+            compact_at: 2 + (seed % 7) as usize,
             submit_refusals: BTreeMap::new(),
             waits: BTreeMap::new(),
             wait_rng: Rng::new(seed ^ 0x7761_6974_5f68_6572),
@@ -620,6 +626,7 @@ impl World {
         cfg.parallel_checks = self.parallel_checks;
         cfg.evidence_reuse = self.evidence_reuse;
         cfg.bisect_post = self.bisect_post;
+        cfg.compact_at = self.compact_at;
         cfg.trailers = Trailers::default();
         cfg.mode = mode;
         if let Some(tweak) = self.scenario.tweak {
@@ -725,6 +732,7 @@ impl World {
             },
             logged: self.checker.events,
             presences: self.checker.presences_checked,
+            compacted: self.checker.compaction.compacted,
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),

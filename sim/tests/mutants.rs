@@ -214,3 +214,10 @@ mutant_test!(
     200,
     [Corrupt]
 );
+mutant_test!(
+    a_compaction_that_drops_the_index_breaks_s16,
+    Mutant::CompactFromNothing,
+    Invariant::CompactionKeeps,
+    200,
+    []
+);

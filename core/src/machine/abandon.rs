@@ -65,6 +65,7 @@ impl Abandon {
         Action::Fetch(FetchSpec::new([
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
+            refs::INDEX_PATTERN.to_string(),
         ]))
     }
 

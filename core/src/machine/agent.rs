@@ -33,8 +33,12 @@ pub fn holds(merge: &Oid, base: Option<&Oid>) -> bool {
 
 /// Folds a whole chain read (newest step first) into its record, with every step's id.
 pub fn fold_chain(read: &ChainRead) -> Result<(ChangeRecord, ReadSteps), String> {
-    if let Some(why) = &read.unreadable {
-        return Err(unreadable_chain(&read.change, why));
+    match read.unreadable.as_deref() {
+        Some(crate::compact::ABSENT) => {
+            return Err(format!("no change {} on the remote", read.change));
+        }
+        Some(why) => return Err(unreadable_chain(&read.change, why)),
+        None => {}
     }
     let mut chain = Vec::with_capacity(read.steps.len());
     for raw in read.steps.iter().rev() {
@@ -56,18 +60,25 @@ pub fn unreadable_chain(change: &ChangeId, why: &str) -> String {
     )
 }
 
-/// The action that reads the whole chain of `change` at its tip on `remote`; the failure to say
-/// when the remote has no such change.
+/// The action that reads the whole chain of `change` at its tip on `remote`, or, when its chain
+/// ref is gone and `remote` holds the index (fetched with [`refs::INDEX_PATTERN`] beside the
+/// chain's pattern, so that both come from one moment of the remote), its compacted chain
+/// there; the failure to say when the remote has neither.
 pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
-    let tip = tip(remote, change).ok_or_else(|| format!("no change {change} on the remote"))?;
-    let query = ChainQuery {
-        change: change.clone(),
-        tip,
-        known: None,
-    };
-    Ok(Action::ReadChains {
-        chains: vec![query],
-    })
+    match (tip(remote, change), remote.get(refs::INDEX)) {
+        (Some(tip), _) => Ok(Action::ReadChains {
+            chains: vec![ChainQuery {
+                change: change.clone(),
+                tip,
+                known: None,
+            }],
+        }),
+        (None, Some(index)) => Ok(Action::ReadCompacted {
+            index: index.clone(),
+            changes: vec![change.clone()],
+        }),
+        (None, None) => Err(format!("no change {change} on the remote")),
+    }
 }
 
 /// The one chain a command asked for, folded, with its tip and its steps (oldest first, each
@@ -88,6 +99,25 @@ pub fn latest_generation(remote: &Refs, intent: &str) -> Option<(u32, Oid)> {
         .filter(|(d, _, _)| *d == digest)
         .max_by_key(|(_, generation, _)| *generation)
         .map(|(_, generation, oid)| (generation, oid.clone()))
+}
+
+/// When `remote` holds no generation ref of `intent` but holds the index: the read of the
+/// index's record of the intent's latest compacted generation (`crate::compact`), answered
+/// with [`compacted_generation`].
+pub fn read_compacted_generation(remote: &Refs, intent: &str) -> Option<Action> {
+    let index = remote.get(refs::INDEX)?;
+    Some(Action::ReadFile {
+        commit: index.clone(),
+        path: crate::compact::intent_path(&crate::id::intent_digest(intent)),
+    })
+}
+
+/// The latest compacted generation of an intent, from the answer to
+/// [`read_compacted_generation`]: none when the index has no record of it.
+pub fn compacted_generation(
+    file: Option<&[u8]>,
+) -> Result<Option<crate::compact::Generation>, String> {
+    file.map(crate::compact::Generation::decode).transpose()
 }
 
 /// The chain tip of `change` on the remote, if it has one.

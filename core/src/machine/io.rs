@@ -35,6 +35,10 @@ pub enum Action {
     /// before `known` when the walk meets it. A chain whose walk meets an object that is not a
     /// commit is answered `unreadable`, alone: one broken record never fails the others.
     ReadChains { chains: Vec<ChainQuery> },
+    /// Read the compacted chain of each of `changes` from the index commit `index`
+    /// (`crate::compact`), answered as [`Action::ReadChains`] is: each file decoded with
+    /// [`crate::compact::read_back`], so a change the index lacks is unreadable, by name.
+    ReadCompacted { index: Oid, changes: Vec<ChangeId> },
     /// Read one file of a commit's tree; absent is not an error.
     ReadFile { commit: Oid, path: String },
     /// Measure, for `[limits]`, each path whose content, mode or presence differs between the
@@ -133,6 +137,7 @@ impl Action {
             Action::Fetch(_) => "fetch",
             Action::ReadSteps { .. } => "read-steps",
             Action::ReadChains { .. } => "read-chains",
+            Action::ReadCompacted { .. } => "read-compacted",
             Action::ReadFile { .. } => "read-file",
             Action::ReadStats { .. } => "read-stats",
             Action::ReadTrees { .. } => "read-trees",
@@ -167,7 +172,9 @@ impl Action {
         match self {
             Action::Fetch(_) => Completion::Fetched(Err(fault)),
             Action::ReadSteps { .. } => Completion::StepsRead(Err(fault)),
-            Action::ReadChains { .. } => Completion::ChainsRead(Err(fault)),
+            Action::ReadChains { .. } | Action::ReadCompacted { .. } => {
+                Completion::ChainsRead(Err(fault))
+            }
             Action::ReadFile { .. } => Completion::FileRead(Err(fault)),
             Action::ReadStats { .. } => Completion::StatsRead(Err(fault)),
             Action::ReadTrees { .. } => Completion::TreesRead(Err(fault)),

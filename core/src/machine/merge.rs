@@ -154,6 +154,7 @@ impl Merge {
             refs::main(&self.input.main),
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
+            refs::INDEX_PATTERN.to_string(),
         ]);
         spec.patterns.extend(
             self.runner

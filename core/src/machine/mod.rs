@@ -15,7 +15,7 @@
 //! sends `Tick`. One loop serves the real driver and the simulator alike.
 
 pub mod abandon;
-mod agent;
+pub(crate) mod agent;
 pub mod evidence;
 mod io;
 pub mod lineage;

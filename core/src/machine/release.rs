@@ -3,6 +3,10 @@
 //! up. A view with work in it stays: edits or untracked files, a `HEAD` bay did not place, a
 //! lock, or one `git worktree remove` refuses; and so do the view the command runs in and the
 //! view it just made. A read that fails releases nothing and refuses nothing: the start stands.
+//!
+//! One start looks at [`LOOKED_AT`] views at most, taken in turn from a place its clock picks, so
+//! that a start costs the same however many views this machine holds, and every view is looked
+//! at over the starts that follow. A change compacted into the index is read there.
 
 use super::agent::fold_chain;
 use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, Refs, ViewFacts};
@@ -22,9 +26,13 @@ pub struct ReleaseInput {
     pub retention_ms: u64,
 }
 
+/// The most views one start looks at.
+pub const LOOKED_AT: usize = 16;
+
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
+    /// Chains, from their refs or from the index.
     Read,
     Inspect,
     Release(ChangeId),
@@ -37,6 +45,11 @@ pub struct Release {
     input: ReleaseInput,
     out: Outbox<Purpose>,
     now: Timestamp,
+    /// The views looked at this time.
+    looked_at: Vec<ChangeId>,
+    /// Chains read so far, while `reading` more reads are in flight.
+    reads: Vec<ChainRead>,
+    reading: usize,
     /// The records of the views' changes that ended long enough ago.
     ended: Vec<ChangeRecord>,
     released: Vec<ChangeId>,
@@ -51,12 +64,25 @@ impl Release {
             .iter()
             .filter(|change| !input.keep.contains(change))
             .collect();
-        let spec = FetchSpec::new(candidates.iter().map(|change| refs::change_pattern(change)));
-        let empty = candidates.is_empty();
+        // From a place the clock picks, so that every view comes round in turn.
+        let from = usize::try_from(now.secs()).unwrap_or(0) % candidates.len().max(1);
+        let looked_at: Vec<ChangeId> = candidates
+            .iter()
+            .cycle()
+            .skip(from)
+            .take(candidates.len().min(LOOKED_AT))
+            .map(|change| (*change).clone())
+            .collect();
+        let mut spec = FetchSpec::new(looked_at.iter().map(refs::change_pattern));
+        spec.patterns.push(refs::INDEX_PATTERN.to_owned());
+        let empty = looked_at.is_empty();
         let mut release = Release {
             input,
             out: Outbox::default(),
             now,
+            looked_at,
+            reads: Vec::new(),
+            reading: 0,
             ended: Vec::new(),
             released: Vec::new(),
             pending: 0,
@@ -82,6 +108,7 @@ impl Release {
         self.done();
     }
 
+    /// Reads each view's chain: from its ref, or, once compacted, from the index.
     fn on_fetched(&mut self, remote: Refs) {
         let chains: Vec<ChainQuery> = remote
             .iter()
@@ -93,16 +120,39 @@ impl Release {
                 })
             })
             .collect();
-        if chains.is_empty() {
-            return self.done();
+        let compacted: Vec<ChangeId> = self
+            .looked_at
+            .iter()
+            .filter(|change| !remote.contains_key(&refs::change(change)))
+            .cloned()
+            .collect();
+        if !chains.is_empty() {
+            self.reading += 1;
+            self.out.send(Action::ReadChains { chains }, Purpose::Read);
         }
-        self.out.send(Action::ReadChains { chains }, Purpose::Read);
+        if let (Some(index), false) = (remote.get(refs::INDEX), compacted.is_empty()) {
+            self.reading += 1;
+            let read = Action::ReadCompacted {
+                index: index.clone(),
+                changes: compacted,
+            };
+            self.out.send(read, Purpose::Read);
+        }
+        if self.reading == 0 {
+            self.done();
+        }
     }
 
     fn on_chains(&mut self, reads: Vec<ChainRead>) {
+        self.reads.extend(reads);
+        self.reading -= 1;
+        if self.reading > 0 {
+            return;
+        }
         let window = self.input.retention_ms;
         let now = self.now;
-        self.ended = reads
+        self.ended = self
+            .reads
             .iter()
             .filter_map(|read| fold_chain(read).ok().map(|(record, _)| record))
             .filter(|record| {

@@ -212,6 +212,7 @@ impl Since {
         }
         if let Some(change) = &input.change {
             patterns.push(refs::change_pattern(change));
+            patterns.push(refs::INDEX_PATTERN.to_string());
         }
         let mut since = Since {
             input,

@@ -118,6 +118,10 @@ enum Purpose {
     ImportPaths(Oid),
     Fetch,
     ReadIntent,
+    /// The index's record of the intent's latest compacted generation.
+    CompactedIntent,
+    /// The record of the change a fix names, from the index.
+    CompactedFix,
     FetchChain,
     FetchIntents,
     ReadChain,
@@ -160,6 +164,10 @@ pub struct Start {
     reserved: Option<ChangeId>,
     /// The main commit found to hold the merge of the change a fix names.
     fix_on: Option<Oid>,
+    /// The merge of the change a fix names, from its marker or its compacted record, and
+    /// whether that record was read.
+    fix_merge: Option<Oid>,
+    fix_read: bool,
     /// What the result will say, filled as the work goes.
     detail: serde_json::Map<String, serde_json::Value>,
     change: Option<ChangeId>,
@@ -197,6 +205,8 @@ impl Start {
             imported: None,
             reserved: None,
             fix_on: None,
+            fix_merge: None,
+            fix_read: false,
             detail: serde_json::Map::new(),
             change: None,
             outcome: None,
@@ -259,10 +269,12 @@ impl Start {
     /// Main, and what names the change: the intent's generations, or the change's chain (and
     /// the chain of a change this machine created, when its push went unanswered).
     fn first_fetch(&self) -> Action {
-        // The queue too: the live changes whose paths overlap this one's are named.
+        // The queue too: the live changes whose paths overlap this one's are named. And the
+        // index, which holds merged changes and their intents' generations once compacted.
         let mut patterns = vec![
             refs::main(&self.input.main),
             refs::QUEUE_PATTERN.to_string(),
+            refs::INDEX_PATTERN.to_string(),
         ];
         match &self.input.target {
             StartTarget::Intent { intent, .. } => {
@@ -275,7 +287,13 @@ impl Start {
             StartTarget::Change(change) => patterns.push(refs::change_pattern(change)),
         }
         patterns.extend(self.change.iter().map(refs::change_pattern));
-        patterns.extend(self.input.fixes.iter().map(refs::landed_pattern));
+        // A fix's change: its marker, or, once compacted, its record in the index.
+        patterns.extend(
+            self.input
+                .fixes
+                .iter()
+                .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
+        );
         patterns.extend(self.input.after.iter().map(refs::change_pattern));
         // A trailing `*`: a branch the remote lacks is no fault, since this clone may hold it.
         if let Some(Import::Branch { name, .. }) = &self.input.import {
@@ -320,6 +338,11 @@ impl Start {
         {
             self.input.target = StartTarget::Change(change);
         }
+        self.after_fetch();
+    }
+
+    /// Goes on from what the fetch brought: main, and the change a fix names.
+    fn after_fetch(&mut self) {
         let Some(main) = self.main() else {
             return self.fail(format!(
                 "the remote has no {}",
@@ -328,13 +351,31 @@ impl Start {
         };
         // A fix names a change on main: its merged marker says it merged, and main as it is now
         // must still hold that merge (asked again only when a fetch brought another main).
-        if let Some(fixes) = &self.input.fixes {
-            let Some(merge) = self.remote.get(&refs::landed(fixes)).cloned() else {
-                return self.refuse(
-                    ReasonCode::ChangeNotMerged,
-                    serde_json::json!({ "target": fixes, "main": main }),
-                );
+        if let Some(fixes) = self.input.fixes.clone() {
+            let merge = self
+                .remote
+                .get(&refs::landed(&fixes))
+                .cloned()
+                .or_else(|| self.fix_merge.clone());
+            let compacted = !self.remote.contains_key(&refs::change(&fixes));
+            let merge = match (merge, self.remote.get(refs::INDEX)) {
+                (Some(merge), _) => merge,
+                (None, Some(index)) if compacted && !self.fix_read => {
+                    let read = Action::ReadCompacted {
+                        index: index.clone(),
+                        changes: vec![fixes],
+                    };
+                    self.out.send(read, Purpose::CompactedFix);
+                    return;
+                }
+                (None, _) => {
+                    return self.refuse(
+                        ReasonCode::ChangeNotMerged,
+                        serde_json::json!({ "target": fixes, "main": main }),
+                    );
+                }
             };
+            self.fix_merge = Some(merge.clone());
             if self.fix_on.as_ref() != Some(&main) {
                 self.out
                     .send(agent::on_main(&merge, &main), Purpose::FixOnMain);
@@ -344,11 +385,20 @@ impl Start {
         self.go_on();
     }
 
+    /// The record of the change a fix names, from the index: merged, or no change at all.
+    fn on_compacted_fix(&mut self, reads: Vec<super::ChainRead>) {
+        self.fix_read = true;
+        self.fix_merge = agent::fold_one(&reads)
+            .ok()
+            .and_then(|(record, _, _)| record.merge_commit().cloned());
+        self.after_fetch();
+    }
+
     /// Main holds the merge of the change the fix names, or main moved back past it.
     fn on_fix_base(&mut self, base: Option<Oid>) {
         let fixes = self.input.fixes.clone().expect("asked only for a fix");
         let main = self.main().expect("main was checked after the fetch");
-        let merge = self.remote[&refs::landed(&fixes)].clone();
+        let merge = self.fix_merge.clone().expect("asked of a merge found");
         if !agent::holds(&merge, base.as_ref()) {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
@@ -394,7 +444,12 @@ impl Start {
             StartTarget::Change(change) => self.read_chain(change),
             StartTarget::Intent { intent, .. } => {
                 match agent::latest_generation(&self.remote, &intent) {
-                    None => self.create(1, None),
+                    None => match agent::read_compacted_generation(&self.remote, &intent) {
+                        Some(read) => {
+                            self.out.send(read, Purpose::CompactedIntent);
+                        }
+                        None => self.create(1, None),
+                    },
                     Some((_, oid)) => {
                         self.out
                             .send(Action::ReadSteps { oids: vec![oid] }, Purpose::ReadIntent);
@@ -404,12 +459,24 @@ impl Start {
         }
     }
 
+    /// An intent whose generations were all compacted: the latest merged, so the next opens.
+    fn on_compacted_intent(&mut self, file: Option<Vec<u8>>) {
+        match agent::compacted_generation(file.as_deref()) {
+            Ok(None) => self.create(1, None),
+            Ok(Some(latest)) => self.create(latest.generation + 1, Some(latest.change)),
+            Err(why) => self.fail(why),
+        }
+    }
+
     fn on_intent_read(&mut self, steps: Vec<RawStep>) {
         match steps.first().map(|raw| Step::from_message(&raw.message)) {
             Some(Ok(step)) => {
                 self.change = Some(step.change.clone());
                 self.fetch_more(
-                    vec![refs::change_pattern(&step.change)],
+                    vec![
+                        refs::change_pattern(&step.change),
+                        refs::INDEX_PATTERN.to_string(),
+                    ],
                     Purpose::FetchChain,
                 );
             }
@@ -992,6 +1059,12 @@ impl Start {
                 self.on_import_paths(draft, stats)
             }
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
+            (Purpose::CompactedFix, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_fix(reads)
+            }
+            (Purpose::CompactedIntent, Completion::FileRead(Ok(file))) => {
+                self.on_compacted_intent(file)
+            }
             (
                 then @ (Purpose::FetchChain | Purpose::FetchIntents),
                 Completion::Fetched(Ok(fetched)),

@@ -55,6 +55,10 @@ enum Purpose {
     AskHold(Box<ChangeRecord>, Box<BayResult>),
     /// The changes its live operation waits for with `--after`: their markers and chains.
     FetchAfter(Box<ChangeRecord>, FetchSpec),
+    /// Those of them gone from the refs, as the index they were compacted into holds them.
+    CompactedAfter(Box<ChangeRecord>),
+    /// The index's record of the latest compacted undo of the change, for the result so far.
+    CompactedUndo(Box<BayResult>),
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
@@ -115,6 +119,10 @@ pub struct Status {
     /// The places and changes of the queue that bay cannot read, as `machine::unreadable`
     /// names them.
     unreadable: Vec<Value>,
+    /// The records of changes its operation names, read from the index.
+    compacted_after: Vec<ChainRead>,
+    /// The latest undo of the change compacted into the index, once read.
+    compacted_undo: Option<Option<ChangeId>>,
     outcome: Option<BayResult>,
 }
 
@@ -132,6 +140,8 @@ impl Status {
             presences_read: false,
             requests: BTreeMap::new(),
             unreadable: Vec::new(),
+            compacted_after: Vec::new(),
+            compacted_undo: None,
             outcome: None,
         };
         // A change's live operation is judged with its queue place, so both read the queue.
@@ -141,6 +151,7 @@ impl Status {
         ];
         if let Some(change) = &status.input.change {
             patterns.push(refs::change_pattern(change));
+            patterns.push(refs::INDEX_PATTERN.to_string());
             // Its undos, should it have merged: the generations of their one intent.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
         }
@@ -590,12 +601,13 @@ impl Status {
         }
         self.waiting = u64::from(record.live_op().is_some());
         if record.live_op().is_some() && !record.after.is_empty() && self.waits.is_none() {
-            let spec = FetchSpec::new(
+            let mut spec = FetchSpec::new(
                 record
                     .after
                     .iter()
                     .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
             );
+            spec.patterns.push(refs::INDEX_PATTERN.to_owned());
             let fetch = Action::Fetch(spec.clone());
             self.out
                 .send(fetch, Purpose::FetchAfter(Box::new(record), spec));
@@ -616,6 +628,20 @@ impl Status {
 
     /// A merged change's status reads which of its undos merged; any other ends as it is.
     fn undos(&mut self, result: BayResult) {
+        // An undo compacted into the index merged: the index names the latest such.
+        if result.decision == Decision::Merged
+            && self.compacted_undo.is_none()
+            && let (Some(index), Some(change)) = (self.remote.get(refs::INDEX), &self.input.change)
+        {
+            let read = Action::ReadFile {
+                commit: index.clone(),
+                path: crate::compact::intent_path(&undo_digest(change)),
+            };
+            self.compacted_undo = Some(None);
+            self.out
+                .send(read, Purpose::CompactedUndo(Box::new(result)));
+            return;
+        }
         let digest = self.input.change.as_ref().map(undo_digest);
         let oids: Vec<Oid> = self
             .remote
@@ -626,12 +652,38 @@ impl Status {
             .map(|(_, oid)| oid.clone())
             .collect();
         if result.decision != Decision::Merged || oids.is_empty() {
-            return self.finish(result);
+            return self.undone(result, Vec::new());
         }
         self.out.send(
             Action::ReadSteps { oids },
             Purpose::ReadUndos(Box::new(result)),
         );
+    }
+
+    fn on_compacted_undo(&mut self, result: BayResult, file: Option<Vec<u8>>) {
+        let latest = super::agent::compacted_generation(file.as_deref())
+            .ok()
+            .flatten()
+            .map(|latest| latest.change);
+        self.compacted_undo = Some(latest);
+        self.undos(result);
+    }
+
+    /// Ends with `detail.undone_by`: the undos in `undone`, after the one compacted, if any.
+    fn undone(&mut self, mut result: BayResult, undone: Vec<ChangeId>) {
+        let undone: Vec<ChangeId> = self
+            .compacted_undo
+            .clone()
+            .flatten()
+            .into_iter()
+            .chain(undone)
+            .collect();
+        if !undone.is_empty() {
+            result
+                .detail
+                .insert("undone_by".into(), serde_json::json!(undone));
+        }
+        self.finish(result);
     }
 
     fn on_undos(&mut self, result: BayResult, steps: Vec<RawStep>) {
@@ -641,7 +693,7 @@ impl Status {
             .map(|step| step.change)
             .collect();
         if undos.is_empty() {
-            return self.finish(result);
+            return self.undone(result, Vec::new());
         }
         let spec = FetchSpec::new(undos.iter().map(refs::landed_pattern));
         let fetch = Action::Fetch(spec.clone());
@@ -653,7 +705,7 @@ impl Status {
     /// generations came.
     fn on_undone(
         &mut self,
-        mut result: BayResult,
+        result: BayResult,
         undos: Vec<ChangeId>,
         spec: FetchSpec,
         fetched: Refs,
@@ -663,16 +715,34 @@ impl Status {
             .into_iter()
             .filter(|undo| self.remote.contains_key(&refs::landed(undo)))
             .collect();
-        if !undone.is_empty() {
-            result
-                .detail
-                .insert("undone_by".into(), serde_json::json!(undone));
-        }
-        self.finish(result);
+        self.undone(result, undone);
     }
 
     fn on_after_fetched(&mut self, record: ChangeRecord, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
+        let gone: Vec<ChangeId> = record
+            .after
+            .iter()
+            .filter(|change| {
+                !self.remote.contains_key(&refs::change(change))
+                    && !self.remote.contains_key(&refs::landed(change))
+            })
+            .cloned()
+            .collect();
+        if let (Some(index), false) = (self.remote.get(refs::INDEX), gone.is_empty()) {
+            let read = Action::ReadCompacted {
+                index: index.clone(),
+                changes: gone,
+            };
+            self.out
+                .send(read, Purpose::CompactedAfter(Box::new(record)));
+            return;
+        }
+        self.read_after(record);
+    }
+
+    /// Reads the chains of the changes `record` names that are still on the remote.
+    fn read_after(&mut self, record: ChangeRecord) {
         let chains: Vec<ChainQuery> = record
             .after
             .iter()
@@ -713,14 +783,18 @@ impl Status {
     fn on_after(&mut self, record: ChangeRecord, reads: &[ChainRead]) {
         let records: Vec<(ChangeId, Option<ChangeRecord>)> = reads
             .iter()
+            .chain(&self.compacted_after)
             .map(|read| (read.change.clone(), fold_chain(read).ok().map(|(r, _)| r)))
             .collect();
         let waits = waiting(&record, |change| {
-            let read = records.iter().find(|(c, _)| c == change);
+            let read = records
+                .iter()
+                .find(|(c, _)| c == change)
+                .and_then(|(_, r)| r.as_ref());
             dependency(
                 self.remote.contains_key(&refs::landed(change)),
-                self.remote.contains_key(&refs::change(change)),
-                read.and_then(|(_, r)| r.as_ref()),
+                self.remote.contains_key(&refs::change(change)) || read.is_some(),
+                read,
             )
         });
         self.waits = Some(waits);
@@ -822,6 +896,13 @@ impl Status {
             }
             (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_after_fetched(*record, spec, fetched)
+            }
+            (Purpose::CompactedUndo(result), Completion::FileRead(Ok(file))) => {
+                self.on_compacted_undo(*result, file)
+            }
+            (Purpose::CompactedAfter(record), Completion::ChainsRead(Ok(reads))) => {
+                self.compacted_after = reads;
+                self.read_after(*record)
             }
             (Purpose::ReadAfter(record), Completion::ChainsRead(Ok(reads))) => {
                 self.on_after(*record, &reads)

@@ -49,10 +49,14 @@ enum Purpose {
     /// Whether main still holds the undone change's merge.
     OnMain,
     ReadTarget,
+    /// The undone change's record, from the index it was compacted into.
+    CompactedTarget,
     Touched,
     Reverse,
     Same,
     ReadIntent,
+    /// The index's record of the undo intent's latest compacted generation.
+    CompactedIntent,
     FetchUndo,
     ReadUndo,
     Create,
@@ -78,6 +82,8 @@ pub struct Undo {
     races: u32,
     remote: Refs,
     merged: Option<Merged>,
+    /// The undone change's merge commit, from its marker or its compacted record.
+    landed: Option<Oid>,
     /// The paths the merge touched: the undo change's paths.
     paths: Vec<String>,
     reverse: Option<Refreshed>,
@@ -104,6 +110,7 @@ impl Undo {
             races: 0,
             remote: Refs::new(),
             merged: None,
+            landed: None,
             paths: Vec::new(),
             reverse: None,
             change,
@@ -160,6 +167,7 @@ impl Undo {
             refs::change_pattern(target),
             refs::intents_pattern(&intent_digest(&undo_intent(target))),
             refs::change_pattern(&self.change),
+            refs::INDEX_PATTERN.to_string(),
         ]);
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
     }
@@ -177,23 +185,57 @@ impl Undo {
             return self.make_view();
         }
         let target = self.input.target.clone();
-        let Some(merge) = self.remote.get(&refs::landed(&target)) else {
-            return self.refuse(
+        if let Some(merge) = self.remote.get(&refs::landed(&target)).cloned() {
+            return self.ask_on_main(merge);
+        }
+        // A change compacted into the index has no marker: its record there names its merge.
+        if !self.remote.contains_key(&refs::change(&target))
+            && let Some(index) = self.remote.get(refs::INDEX)
+        {
+            let read = Action::ReadCompacted {
+                index: index.clone(),
+                changes: vec![target],
+            };
+            self.out.send(read, Purpose::CompactedTarget);
+            return;
+        }
+        self.refuse(
+            ReasonCode::ChangeNotMerged,
+            None,
+            serde_json::json!({ "target": target, "main": main }),
+        );
+    }
+
+    /// The marker, or the compacted record, says it merged once; main as it is now must still
+    /// hold the merge.
+    fn ask_on_main(&mut self, merge: Oid) {
+        let main = self.main().expect("main was checked after the fetch");
+        let ask = agent::on_main(&merge, &main);
+        self.landed = Some(merge);
+        self.out.send(ask, Purpose::OnMain);
+    }
+
+    /// The undone change's record as the index holds it: merged, or no change at all.
+    fn on_compacted_target(&mut self, reads: Vec<ChainRead>) {
+        let main = self.main().expect("main was checked after the fetch");
+        let merge = agent::fold_one(&reads)
+            .ok()
+            .and_then(|(record, _, _)| record.merge_commit().cloned());
+        match merge {
+            Some(merge) => self.ask_on_main(merge),
+            None => self.refuse(
                 ReasonCode::ChangeNotMerged,
                 None,
-                serde_json::json!({ "target": target, "main": main }),
-            );
-        };
-        // The marker says it merged once; main as it is now must still hold the merge.
-        let ask = agent::on_main(merge, &main);
-        self.out.send(ask, Purpose::OnMain);
+                serde_json::json!({ "target": self.input.target, "main": main }),
+            ),
+        }
     }
 
     /// Main holds the undone change's merge, or main moved back past it.
     fn on_still_merged(&mut self, base: Option<Oid>) {
         let target = self.input.target.clone();
         let main = self.main().expect("main was checked after the fetch");
-        let merge = self.remote[&refs::landed(&target)].clone();
+        let merge = self.landed.clone().expect("asked of a merge found");
         if !agent::holds(&merge, base.as_ref()) {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
@@ -215,7 +257,7 @@ impl Undo {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
         };
-        let landed = self.remote[&refs::landed(&self.input.target)].clone();
+        let landed = self.landed.clone().expect("read after a merge found");
         let Some(candidate) = record
             .merged()
             .and_then(|op| op.candidates.iter().find(|c| c.commit == landed))
@@ -283,16 +325,34 @@ impl Undo {
     /// The undo intent's latest generation decides this one's: none is the first; an ended
     /// one is superseded by the next; an open one is still to merge, and refuses this.
     fn generation_then_create(&mut self) {
-        match agent::latest_generation(&self.remote, &undo_intent(&self.input.target)) {
-            None => {
-                self.generation = 1;
-                self.create();
-            }
+        let intent = undo_intent(&self.input.target);
+        match agent::latest_generation(&self.remote, &intent) {
+            None => match agent::read_compacted_generation(&self.remote, &intent) {
+                Some(read) => {
+                    self.out.send(read, Purpose::CompactedIntent);
+                }
+                None => {
+                    self.generation = 1;
+                    self.create();
+                }
+            },
             Some((generation, oid)) => {
                 self.generation = generation + 1;
                 let read = Action::ReadSteps { oids: vec![oid] };
                 self.out.send(read, Purpose::ReadIntent);
             }
+        }
+    }
+
+    /// Undos of this change all compacted: the latest merged, and this one supersedes it.
+    fn on_compacted_intent(&mut self, file: Option<Vec<u8>>) {
+        match agent::compacted_generation(file.as_deref()) {
+            Ok(latest) => {
+                self.generation = latest.as_ref().map_or(1, |l| l.generation + 1);
+                self.supersedes = latest.map(|l| l.change);
+                self.create();
+            }
+            Err(why) => self.fail(why),
         }
     }
 
@@ -445,6 +505,12 @@ impl Undo {
             (Purpose::Reverse, Completion::DraftRefreshed(Ok(reverse))) => self.on_reverse(reverse),
             (Purpose::Same, Completion::StatsRead(Ok(stats))) => self.on_same(stats),
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent(steps),
+            (Purpose::CompactedTarget, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_target(reads)
+            }
+            (Purpose::CompactedIntent, Completion::FileRead(Ok(file))) => {
+                self.on_compacted_intent(file)
+            }
             (Purpose::FetchUndo, Completion::Fetched(Ok(fetched))) => self.on_undo_fetched(fetched),
             (Purpose::ReadUndo, Completion::ChainsRead(Ok(reads))) => self.on_undo(reads),
             (Purpose::Create, Completion::Pushed(report)) => self.on_pushed(report),

@@ -428,6 +428,21 @@ impl Repo {
         crate::trees::of_commits(&self.reader, commits)
     }
 
+    /// `Action::ReadCompacted`: each change's file at the index commit, read back as its chain.
+    pub fn read_compacted(
+        &self,
+        index: &Oid,
+        changes: &[bay_core::id::ChangeId],
+    ) -> Result<Vec<ChainRead>, Fault> {
+        changes
+            .iter()
+            .map(|change| {
+                let file = self.read_file(index, &bay_core::compact::change_path(change))?;
+                Ok(bay_core::compact::read_back(change, index, file.as_deref()))
+            })
+            .collect()
+    }
+
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
         let names = [format!("{commit}^{{commit}}"), format!("{commit}:{path}")];
         let mut objects = self.cat_batch(&names)?.into_iter();

@@ -26,29 +26,58 @@ impl Runner {
             .collect()
     }
 
-    /// What a pass fetches for the named changes: each one's merged marker and chain.
+    /// What a pass fetches for the named changes: each one's merged marker and chain, and the
+    /// index, which holds them once merged and compacted.
     pub(super) fn dependencies_spec(&self) -> Option<FetchSpec> {
         let named = self.dependencies();
         (!named.is_empty()).then(|| {
-            FetchSpec::new(
+            let mut spec = FetchSpec::new(
                 named
                     .iter()
                     .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
-            )
+            );
+            spec.patterns.push(refs::INDEX_PATTERN.to_owned());
+            spec
         })
     }
 
-    /// What `change` is, as this runner last read it.
+    /// The named changes with neither chain nor marker on the remote whose record was not
+    /// read from the index yet: compacted, or gone. Read once a pass.
+    pub(super) fn compacted_dependencies(&self) -> Vec<ChangeId> {
+        if !self.dependencies_read || self.compacted_read {
+            return Vec::new();
+        }
+        self.dependencies()
+            .into_iter()
+            .filter(|change| {
+                !self.refs.contains_key(&refs::change(change))
+                    && !self.refs.contains_key(&refs::landed(change))
+                    && self.compacted_record(change).is_none()
+            })
+            .collect()
+    }
+
+    /// The record of `change` read from the index: a merged one, which is final.
+    fn compacted_record(&self, change: &ChangeId) -> Option<&ChangeRecord> {
+        self.record(change)
+            .filter(|record| record.merged().is_some())
+    }
+
+    /// What `change` is, as this runner last read it: from its chain at the remote's tip, or,
+    /// with its refs gone, from the index it was compacted into.
     fn dependency(&self, change: &ChangeId) -> Dependency {
         let tip = self.refs.get(&refs::change(change));
-        let record = self
-            .chains
-            .get(change)
-            .filter(|chain| Some(&chain.tip) == tip)
-            .and_then(|chain| chain.record.as_ref().ok());
+        let record = match tip {
+            Some(tip) => self
+                .chains
+                .get(change)
+                .filter(|chain| &chain.tip == tip)
+                .and_then(|chain| chain.record.as_ref().ok()),
+            None => self.compacted_record(change),
+        };
         dependency(
             self.refs.contains_key(&refs::landed(change)),
-            tip.is_some(),
+            tip.is_some() || record.is_some(),
             record,
         )
     }

@@ -18,6 +18,7 @@
 
 mod bisect;
 mod checks;
+mod compaction;
 pub mod deps;
 mod hold;
 mod notify;
@@ -95,6 +96,10 @@ pub struct RunnerConfig {
     /// `[runner] bisect_post`: with nothing to merge, narrow a red post check's suspect range.
     #[serde(default)]
     pub bisect_post: bool,
+    /// How many merged markers a pass lets wait before it compacts them
+    /// ([`crate::compact::COMPACT_AT`]; the simulator sets fewer, to compact often).
+    #[serde(default = "compact_at")]
+    pub compact_at: usize,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -132,6 +137,7 @@ impl RunnerConfig {
             evidence_reuse: false,
             red_window: red_window(),
             bisect_post: false,
+            compact_at: compact_at(),
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,
@@ -169,6 +175,10 @@ fn red_window() -> u32 {
 }
 
 /// The spec's default deadline: a 30-minute budget and a 60-second window.
+fn compact_at() -> usize {
+    crate::compact::COMPACT_AT
+}
+
 fn default_progress_ms() -> u64 {
     crate::config::RunnerSettings::default()
         .progress_s()
@@ -206,6 +216,8 @@ enum Purpose {
     FetchChains(FetchSpec),
     ReadPlaces,
     ReadChains,
+    /// The compacted records of changes live operations name.
+    ReadCompacted,
     /// Main's config at `main`, for its holds.
     ReadConfig {
         main: Oid,
@@ -220,6 +232,8 @@ enum Purpose {
     Notify,
     /// An action of a bisect of a red post check.
     Bisect(bisect::Purpose),
+    /// An action of a compaction of merged changes into the index.
+    Compact(compaction::Purpose),
     /// This runner's presence, pushed. Like a notice it outlives the work, and a runner that
     /// finishes waits for it.
     Presence,
@@ -284,10 +298,16 @@ pub struct Runner {
     /// The hold plugin's last answer in this pass, `None` until it is asked: why main is
     /// held, or `None` when it is not.
     plugin_answer: Option<Option<String>>,
-    /// Whether this pass has read the changes live operations name with `--after`.
+    /// Whether this pass has read the changes live operations name with `--after`, and those
+    /// of them compacted into the index.
     dependencies_read: bool,
+    compacted_read: bool,
     /// Whether this pass has looked for a red post check to bisect.
     bisected: bool,
+    /// Whether this pass has looked for merged changes to compact, and the batch whose index
+    /// entries it reads.
+    compacted: bool,
+    reading: Option<compaction::Reading>,
     /// When a bisect's check run in flight is given up, if one is.
     bisect_deadline: Option<Timestamp>,
     /// A request handed over unpushed, until a write carrying it lands (see `request`).
@@ -347,7 +367,10 @@ impl Runner {
             holds: None,
             plugin_answer: None,
             dependencies_read: false,
+            compacted_read: false,
             bisected: false,
+            compacted: false,
+            reading: None,
             bisect_deadline: None,
             request: None,
             request_tested: false,
@@ -545,10 +568,12 @@ impl Machine for Runner {
                     Purpose::FetchChains(spec) => self.on_chains_fetched(spec, completion)?,
                     Purpose::ReadPlaces => self.on_places(completion)?,
                     Purpose::ReadChains => self.on_chains(completion)?,
+                    Purpose::ReadCompacted => self.on_compacted(completion)?,
                     Purpose::ReadConfig { main, then } => self.on_config(main, then, completion)?,
                     Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
                     Purpose::Notify => self.on_notified(completion)?,
                     Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
+                    Purpose::Compact(purpose) => self.on_compaction(purpose, completion)?,
                     Purpose::Presence => self.on_presence(completion)?,
                     Purpose::PresenceRead => self.on_earlier_presence(completion)?,
                     Purpose::OwnTips => self.on_own_tips(completion)?,

@@ -65,11 +65,31 @@ pub enum Mutant {
     /// Liveness: a queue place it cannot read, or a change whose chain it cannot read, holds
     /// up the queue: the runner looks no further, so nothing behind it ever merges.
     StopAtUnreadable,
+    /// S16: compacts onto an empty index, with no lease on the index, so each compaction
+    /// drops what the ones before it held.
+    CompactFromNothing,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// The index a compaction builds on: none for a mutant that starts it afresh each time.
+    pub(super) fn mutant_index(&self, index: Option<Oid>) -> Option<Oid> {
+        (!self.mutant_is(Mutant::CompactFromNothing))
+            .then_some(index)
+            .flatten()
+    }
+
+    /// A compaction's plan, its index unleased for a mutant that starts it afresh.
+    pub(super) fn mutant_compaction(&self, mut plan: PushPlan) -> PushPlan {
+        if self.mutant_is(Mutant::CompactFromNothing)
+            && let Some(index) = plan.index.as_mut()
+        {
+            index.expect = Expect::Any;
+        }
+        plan
     }
 
     /// Whether the presence goes up however recently the last one did.

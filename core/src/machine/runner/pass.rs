@@ -59,7 +59,9 @@ impl Runner {
     pub(super) fn start_pass(&mut self) {
         self.stage = Stage::Passing;
         self.dependencies_read = false;
+        self.compacted_read = false;
         self.bisected = false;
+        self.compacted = false;
         // The hold plugin answers for now: each pass that needs its answer asks again.
         self.plugin_answer = None;
         if self.seeded.is_some() {
@@ -76,10 +78,13 @@ impl Runner {
         }
         // From here on a request handed over unpushed is judged by what the remote holds.
         self.request_tested = self.request.is_some();
+        // The merged markers too, which a runner compacts once enough wait: few, so the
+        // fetch costs the same however many changes merged.
         let mut spec = FetchSpec::new([
             self.main_pattern(self.main_in_doubt),
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
+            refs::LANDED_PATTERN.to_string(),
         ]);
         if !self.tips_known {
             spec.patterns.push(refs::log_pattern(&self.cfg.runner));
@@ -255,8 +260,18 @@ impl Runner {
         Ok(())
     }
 
-    /// Reads every chain a pass needs whose tip moved since it was last read.
+    /// Reads every chain a pass needs whose tip moved since it was last read; first, the
+    /// records of named changes whose refs are gone, from the index they were compacted into.
     fn read_chains(&mut self) {
+        let compacted = self.compacted_dependencies();
+        if let (Some(index), false) = (self.refs.get(refs::INDEX), compacted.is_empty()) {
+            let read = Action::ReadCompacted {
+                index: index.clone(),
+                changes: compacted,
+            };
+            self.out.send(read, Purpose::ReadCompacted);
+            return;
+        }
         let wanted = self.wanted();
         let queries: Vec<ChainQuery> = wanted
             .into_iter()
@@ -272,6 +287,28 @@ impl Runner {
             self.out
                 .send(Action::ReadChains { chains: queries }, Purpose::ReadChains);
         }
+    }
+
+    /// The compacted records of named changes, read: then the chains.
+    pub(super) fn on_compacted(&mut self, completion: Completion) -> Result<(), Misuse> {
+        let Completion::ChainsRead(result) = completion else {
+            return Err(Misuse(
+                "a compacted read answered with another completion".into(),
+            ));
+        };
+        let Ok(reads) = result else {
+            self.pass_failed();
+            return Ok(());
+        };
+        for read in reads {
+            // A change the index lacks is gone: it stays unread, and so ended.
+            if read.unreadable.is_none() {
+                self.absorb_chain(read);
+            }
+        }
+        self.compacted_read = true;
+        self.read_chains();
+        Ok(())
     }
 
     pub(super) fn on_chains(&mut self, completion: Completion) -> Result<(), Misuse> {
@@ -448,6 +485,9 @@ impl Runner {
             && !self.holds_known(&main, Then::Decide)
         {
             return;
+        }
+        if self.compaction_due() {
+            return self.compact();
         }
         // The changes live operations wait for: their markers and records, once a pass.
         if !self.dependencies_read {

@@ -1,0 +1,192 @@
+//! S16: compaction keeps every outcome. A runner may delete a merged change's chain, marker and
+//! intent generation only in the push that moves `refs/bay/index` to a commit whose file for
+//! that change holds, step for step, the chain it deleted. From then on every index commit must
+//! keep that file, and the record it folds to must keep every ended operation's outcome as the
+//! checker saw it end; and no intent's generation is ever opened twice, compacted or not.
+//!
+//! Judged on the checker's own reading of the Git model, decoding the index with core's reader.
+
+use std::collections::BTreeMap;
+
+use bay_core::compact;
+use bay_core::git::{Oid, refs};
+use bay_core::id::{ChangeId, intent_digest};
+use bay_core::record::ChangeRecord;
+
+use super::{Checker, Invariant};
+use crate::git_model::GitModel;
+
+/// What S16 keeps between pushes.
+#[derive(Debug, Default)]
+pub struct CompactionWatch {
+    /// Each change the index holds, with the tip of the chain it held when compacted.
+    held: BTreeMap<ChangeId, Oid>,
+    /// Chains deleted by the push being checked, with the tip each had.
+    deleted: Vec<(ChangeId, Oid)>,
+    /// Merged markers deleted by the push being checked.
+    pub(super) markers_deleted: Vec<ChangeId>,
+    /// The index as last judged.
+    index: Option<Oid>,
+    /// Every intent generation a start step opened, and its change.
+    generations: BTreeMap<(String, u32), ChangeId>,
+    /// Changes compacted, for reports.
+    pub compacted: u64,
+}
+
+impl Checker {
+    /// A chain deleted by a push, to be judged once the whole push is read.
+    pub(super) fn chain_deleted(&mut self, change: &ChangeId, old: &Oid) {
+        self.compaction.deleted.push((change.clone(), old.clone()));
+    }
+
+    /// A start step opened `generation` of `intent` for `change`: once only, ever.
+    pub(super) fn generation_opened(
+        &mut self,
+        at: u64,
+        intent: &str,
+        generation: u32,
+        change: &ChangeId,
+    ) {
+        let key = (intent_digest(intent), generation);
+        match self.compaction.generations.get(&key) {
+            Some(holder) if holder != change => self.violate(
+                Invariant::CompactionKeeps,
+                at,
+                format!(
+                    "{change} opened generation {generation} of {intent:?}, which {holder} holds"
+                ),
+            ),
+            Some(_) => {}
+            None => {
+                self.compaction.generations.insert(key, change.clone());
+            }
+        }
+    }
+
+    /// S6 and S16 once a push is read: each chain it deleted is in the index it moved to,
+    /// exactly; and the index keeps every change it held, with each ended outcome.
+    pub(super) fn check_compaction(&mut self, at: u64, git: &GitModel) {
+        let deleted = std::mem::take(&mut self.compaction.deleted);
+        let index = git.remote.refs.get(refs::INDEX).cloned();
+        for (change, tip) in deleted {
+            let held = index
+                .as_ref()
+                .map(|index| self.compacted_read(git, index, &change));
+            match held {
+                Some(Ok((read_tip, _))) if read_tip == tip => {
+                    self.compaction.held.insert(change, tip);
+                    self.compaction.compacted += 1;
+                }
+                Some(Ok((read_tip, _))) => self.violate(
+                    Invariant::NothingLost,
+                    at,
+                    format!(
+                        "the chain of {change} was deleted at {}, and the index holds it at {}",
+                        tip.short(),
+                        read_tip.short()
+                    ),
+                ),
+                Some(Err(why)) => self.violate(
+                    Invariant::NothingLost,
+                    at,
+                    format!("the chain of {change} was deleted, and the index lost it: {why}"),
+                ),
+                None => self.violate(
+                    Invariant::NothingLost,
+                    at,
+                    format!("the chain of {change} was deleted with no index"),
+                ),
+            }
+        }
+        for change in std::mem::take(&mut self.compaction.markers_deleted) {
+            if !self.compacted(&change) {
+                self.violate(
+                    Invariant::Once,
+                    at,
+                    format!(
+                        "the merged marker of {change} was deleted, and its change not compacted"
+                    ),
+                );
+            }
+        }
+        // The index's files are judged again only when it moved.
+        let Some(index) = index.filter(|index| self.compaction.index.as_ref() != Some(index))
+        else {
+            return;
+        };
+        self.compaction.index = Some(index.clone());
+        let held: Vec<(ChangeId, Oid)> = self
+            .compaction
+            .held
+            .iter()
+            .map(|(change, tip)| (change.clone(), tip.clone()))
+            .collect();
+        for (change, tip) in held {
+            match self.compacted_read(git, &index, &change) {
+                Ok((read_tip, record)) if read_tip == tip => {
+                    self.outcomes_kept(at, &change, &record);
+                    if record.merged().is_none() {
+                        self.violate(
+                            Invariant::CompactionKeeps,
+                            at,
+                            format!("{change} was compacted, and it has not merged"),
+                        );
+                    }
+                }
+                Ok(_) => self.violate(
+                    Invariant::CompactionKeeps,
+                    at,
+                    format!("the index holds another chain of {change} than it compacted"),
+                ),
+                Err(why) => self.violate(
+                    Invariant::CompactionKeeps,
+                    at,
+                    format!("the index no longer holds {change}: {why}"),
+                ),
+            }
+        }
+    }
+
+    /// Every operation of `change` the checker saw end keeps that outcome in `record`.
+    fn outcomes_kept(&mut self, at: u64, change: &ChangeId, record: &ChangeRecord) {
+        let ended: Vec<_> = self
+            .ended
+            .iter()
+            .filter(|(op, _)| &op.change == change)
+            .map(|(op, (_, state, reason))| (op.clone(), *state, *reason))
+            .collect();
+        for (op, state, reason) in ended {
+            let kept = record
+                .op(&op)
+                .map(|o| (o.state, o.outcome.as_ref().and_then(|out| out.reason)));
+            if kept != Some((state, reason)) {
+                self.violate(
+                    Invariant::CompactionKeeps,
+                    at,
+                    format!(
+                        "{op} ended {}, and the index reads {kept:?}",
+                        state.as_str()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The tip and record of `change` as the index at `index` holds it.
+    fn compacted_read(
+        &self,
+        git: &GitModel,
+        index: &Oid,
+        change: &ChangeId,
+    ) -> Result<(Oid, ChangeRecord), String> {
+        let file = git.store.read(index, &compact::change_path(change));
+        let read = compact::read_back(change, index, file.map(str::as_bytes));
+        let record = compact::fold(&read)?;
+        Ok((read.tip, record))
+    }
+
+    /// Whether the index holds `change`, as S16 last judged it.
+    pub(super) fn compacted(&self, change: &ChangeId) -> bool {
+        self.compaction.held.contains_key(change)
+    }
+}
