@@ -21,65 +21,13 @@
 //!   push, whose cost grows with the refs the remote advertises to it. No goal; shown so that
 //!   the cost is seen.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BAY: &str = env!("CARGO_BIN_EXE_bay");
-const RUNS: usize = 9;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn bay(dir: &Path, args: &[&str], env: &[(&str, String)]) -> serde_json::Value {
-    let mut command = Command::new(BAY);
-    command
-        .arg("-C")
-        .arg(dir)
-        .arg("--json")
-        .args(args)
-        .env("BAY_ACTOR", "bench");
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let out = command.output().expect("bay runs");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("bay {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
-}
-
-/// The medians of `RUNS` runs of two things, the two alternated, so that a machine busy for a
-/// while slows both alike.
-fn paired(mut run: impl FnMut(usize) -> (Duration, Duration)) -> (Duration, Duration) {
-    let (a, b): (Vec<Duration>, Vec<Duration>) = (0..RUNS).map(&mut run).unzip();
-    (median(a), median(b))
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn write(path: &Path, content: &str) {
-    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-    std::fs::write(path, content).expect("write");
-}
-
-/// A bare remote whose main holds an unchecked policy, and a clone of it.
-fn repository(root: &Path, name: &str) -> (PathBuf, PathBuf) {
-    repository_with(root, name, "revision = 1\nunchecked = true\n", &[])
-}
+use support::{RUNS, bay, git, ms, paired, ratio, repository, repository_with, write};
 
 /// A check that passes every file under `src/`, one unit each.
 const CHECK: &str = r#"#!/bin/sh
@@ -90,142 +38,6 @@ printf '{"schema":"bay.check.result/1","exercised":{%s},"plan":{"selected":1,"co
 
 /// A policy that runs [`CHECK`].
 const CHECKED: &str = "revision = 1\n\n[[check]]\nid = \"files\"\nenvironment = \"any\"\ncommand = \".bay/check\"\nadapter = [\".bay/check\"]\nexpected_minimum = 1\ntimeout_s = 60\npath = [\"/usr/bin\", \"/bin\"]\n";
-
-/// A bare remote whose main holds `policy` and the executable `programs`, and a clone of it.
-fn repository_with(
-    root: &Path,
-    name: &str,
-    policy: &str,
-    programs: &[(&str, &str)],
-) -> (PathBuf, PathBuf) {
-    let remote = root.join(format!("{name}.git"));
-    git(
-        root,
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch=main",
-            remote.to_str().expect("utf-8"),
-        ],
-    );
-    let clone = root.join(name);
-    git(
-        root,
-        &[
-            "clone",
-            "--quiet",
-            remote.to_str().expect("utf-8"),
-            clone.to_str().expect("utf-8"),
-        ],
-    );
-    for (key, value) in [
-        ("user.name", "bench"),
-        ("user.email", "bench@bench.invalid"),
-        ("bay.runnerName", "bench"),
-        ("bay.main", "main"),
-    ] {
-        git(&clone, &["config", key, value]);
-    }
-    for n in 0..50 {
-        write(
-            &clone.join(format!("src/file{n}.txt")),
-            &format!("line {n}\n"),
-        );
-    }
-    write(&clone.join(".bay/config.toml"), "[runner]\nlease_s = 60\n");
-    write(&clone.join(".bay/policy.toml"), policy);
-    for (path, program) in programs {
-        write(&clone.join(path), program);
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(clone.join(path), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-    }
-    git(&clone, &["add", "--all"]);
-    git(&clone, &["commit", "--quiet", "-m", "first"]);
-    git(&clone, &["push", "--quiet", "origin", "main"]);
-    (remote, clone)
-}
-
-/// One merge with plumbing alone: fetch, merge-tree, commit-tree, one atomic push.
-fn floor_once(clone: &Path, n: usize) -> Duration {
-    let base = git(clone, &["rev-parse", "origin/main"]);
-    let blob = Command::new("git")
-        .arg("-C")
-        .arg(clone)
-        .args(["hash-object", "-w", "--stdin"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(format!("floor {n}\n").as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("hash-object");
-    let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
-    let tree = git(clone, &["rev-parse", &format!("{base}^{{tree}}")]);
-    let index = clone.join(".git/bench-index");
-    let env_index = |args: &[&str]| {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(clone)
-            .args(args)
-            .env("GIT_INDEX_FILE", &index)
-            .output()
-            .expect("git");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    env_index(&["read-tree", &tree]);
-    env_index(&[
-        "update-index",
-        "--add",
-        "--cacheinfo",
-        &format!("100644,{blob},src/floor.txt"),
-    ]);
-    let draft_tree = env_index(&["write-tree"]);
-    let draft = git(
-        clone,
-        &["commit-tree", &draft_tree, "-p", &base, "-m", "draft"],
-    );
-    // The timed part.
-    let started = Instant::now();
-    git(clone, &["fetch", "--quiet", "origin", "main"]);
-    let merged = git(
-        clone,
-        &[
-            "merge-tree",
-            "--write-tree",
-            &format!("--merge-base={base}"),
-            &base,
-            &draft,
-        ],
-    );
-    let merged_tree = merged.lines().next().expect("a tree").to_string();
-    let commit = git(
-        clone,
-        &["commit-tree", &merged_tree, "-p", &base, "-m", "merge"],
-    );
-    git(
-        clone,
-        &[
-            "push",
-            "--quiet",
-            "--atomic",
-            "--porcelain",
-            &format!("--force-with-lease=refs/heads/main:{base}"),
-            "origin",
-            &format!("{commit}:refs/heads/main"),
-        ],
-    );
-    let elapsed = started.elapsed();
-    git(clone, &["fetch", "--quiet", "origin", "main"]);
-    elapsed
-}
 
 /// One `bay merge --wait` of a fresh one-file change, with `env` set for it; the start and the
 /// edit are not timed.
@@ -535,34 +347,16 @@ struct Split {
 
 impl Split {
     fn read(events: &Path) -> Split {
-        let text = std::fs::read_to_string(events).expect("a trace");
-        let mut commands = std::collections::BTreeMap::new();
         let mut split = Split::default();
-        for line in text.lines() {
-            let event: serde_json::Value = serde_json::from_str(line).expect("JSON");
-            let sid = event["sid"].as_str().unwrap_or_default();
-            // A process bay started has a session id of its own; its children add `/...`.
-            if sid.contains('/') {
-                continue;
-            }
-            match event["event"].as_str() {
-                Some("start") => {
-                    let command = event["argv"][3].as_str().unwrap_or_default().to_string();
-                    commands.insert(sid.to_string(), command);
+        for process in support::trace::processes(events) {
+            match process.command.as_str() {
+                "push" => split.push += process.seconds,
+                "fetch" => split.fetch += process.seconds,
+                "cat-file" => {}
+                _ => {
+                    split.other += process.seconds;
+                    split.others += 1;
                 }
-                Some("exit") => {
-                    let ran = event["t_abs"].as_f64().unwrap_or_default();
-                    match commands.get(sid).map(String::as_str) {
-                        Some("push") => split.push += ran,
-                        Some("fetch") => split.fetch += ran,
-                        Some("cat-file") | None => {}
-                        Some(_) => {
-                            split.other += ran;
-                            split.others += 1;
-                        }
-                    }
-                }
-                _ => {}
             }
         }
         split
@@ -572,15 +366,7 @@ impl Split {
 /// The medians of `merge --wait` and of the floor on `clone`, alternated, after one warm-up
 /// of each (so that caches and the first fetch do not count).
 fn merge_against_floor(clone: &Path) -> (Duration, Duration) {
-    floor_once(clone, 1000);
+    support::floor_once(clone, 1000);
     merge_once(clone, 49, &[]);
-    paired(|n| (floor_once(clone, n), merge_once(clone, n, &[]).0))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn ratio(a: Duration, b: Duration) -> f64 {
-    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+    paired(|n| (support::floor_once(clone, n), merge_once(clone, n, &[]).0))
 }
