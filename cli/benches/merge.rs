@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use support::history::{self, Layout};
 use support::{RUNS, bay, git, ms, paired, ratio, repository, repository_with, write};
 
 /// A check that passes every file under `src/`, one unit each.
@@ -83,114 +84,6 @@ fn git_shim(root: &Path) -> (PathBuf, PathBuf) {
     std::fs::set_permissions(dir.join("git"), std::fs::Permissions::from_mode(0o755))
         .expect("chmod");
     (dir, log)
-}
-
-/// Ends `count` changes through bay itself would take minutes; plumbing makes the same records
-/// bay leaves (chains and intents; ended operations hold no queue place) with one
-/// `git fast-import`.
-fn history(remote: &Path, clone: &Path, count: usize) {
-    use bay_core::git::refs;
-    use bay_core::id::{ChangeId, intent_digest};
-    use bay_core::record::{Step, StepBody};
-    use bay_core::result::OpState;
-    use bay_core::time::Timestamp;
-    let base =
-        bay_core::git::Oid::parse(&git(clone, &["rev-parse", "origin/main"])).expect("an id");
-    let mut script = String::new();
-    let mut mark = 0;
-    let first_seq = 1_000;
-    for n in 0..count {
-        let change = ChangeId::from_entropy([
-            (n >> 24) as u8,
-            (n >> 16) as u8,
-            (n >> 8) as u8,
-            n as u8,
-            0x5a,
-        ]);
-        let intent = format!("old change {n}");
-        let seq = first_seq + n as u64;
-        let op = change.op(1);
-        let step = |body: StepBody| Step {
-            change: change.clone(),
-            at: Timestamp(1_000),
-            by: "old".into(),
-            nonce: n as u64,
-            body,
-        };
-        let steps = [
-            step(StepBody::Start {
-                intent: intent.clone(),
-                actor: "old".into(),
-                paths: vec!["src".into()],
-                base: base.clone(),
-                generation: 1,
-                supersedes: None,
-                fixes: None,
-                reverts: None,
-                after: Vec::new(),
-            }),
-            step(StepBody::Request {
-                op: op.clone(),
-                draft: base.clone(),
-                base: base.clone(),
-                seq,
-            }),
-            step(StepBody::Claim { op: op.clone() }),
-            step(StepBody::Outcome {
-                op: op.clone(),
-                state: OpState::Blocked,
-                reason: Some(bay_core::reason::ReasonCode::CheckFailed),
-                detail: serde_json::json!({}),
-            }),
-        ];
-        let mut previous: Option<usize> = None;
-        let mut request_mark = 0;
-        for (i, s) in steps.iter().enumerate() {
-            mark += 1;
-            let message = s.to_message();
-            script.push_str(&format!("commit refs/bay/changes/{change}\nmark :{mark}\ncommitter bay <bay@localhost> 1700000000 +0000\ndata {}\n{message}\n", message.len()));
-            match previous {
-                Some(p) => script.push_str(&format!("from :{p}\n")),
-                None => script.push_str("from 0000000000000000000000000000000000000000\n"),
-            }
-            script.push_str("deleteall\n\n");
-            previous = Some(mark);
-            if i == 0 {
-                script.push_str(&format!(
-                    "reset {}\nfrom :{mark}\n\n",
-                    refs::intent(&intent_digest(&intent), 1)
-                ));
-            }
-            if i == 1 {
-                request_mark = mark;
-            }
-        }
-        // An ended operation gave its queue place up; the last request stays named.
-        if n + 1 == count {
-            script.push_str(&format!(
-                "reset {}\nfrom :{request_mark}\n\n",
-                refs::QUEUE_LAST
-            ));
-        }
-    }
-    // Into the remote itself: a runner's clone holds only what it fetched.
-    let mut child = Command::new("git")
-        .arg("--git-dir")
-        .arg(remote)
-        .args(["fast-import", "--quiet"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("fast-import");
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(script.as_bytes())
-            .expect("write");
-    }
-    assert!(child.wait().expect("fast-import").success());
 }
 
 /// An idle pass of a runner that has never run here, so it writes its presence: a push, which
@@ -312,9 +205,9 @@ fn main() {
     );
 
     let (small_remote, small) = repository(root.path(), "small");
-    history(&small_remote, &small, 10);
+    history::build(&small_remote, 10, Layout::PerChange);
     let (large_remote, large) = repository(root.path(), "large");
-    history(&large_remote, &large, 2_000);
+    history::build(&large_remote, 2_000, Layout::PerChange);
     idle_pass(&small);
     idle_pass(&large);
     let (small_pass, large_pass) = paired(|_| (idle_pass(&small), idle_pass(&large)));

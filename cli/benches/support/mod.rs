@@ -1,10 +1,11 @@
 //! What the benches share: `git` and `bay` run as a user runs them, a bare remote with a clone,
-//! medians of runs that take turns, the plumbing floor of a merge, and where a command's time
-//! went by Git's own trace (`trace`).
+//! medians of runs that take turns, the plumbing floor of a merge, a remote with a long
+//! history (`history`), and where a command's time went by Git's own trace (`trace`).
 
 // Each bench is a crate of its own and uses a part of this module.
 #![allow(dead_code)]
 
+pub mod history;
 pub mod trace;
 
 use std::path::{Path, PathBuf};
@@ -16,7 +17,8 @@ pub const BAY: &str = env!("CARGO_BIN_EXE_bay");
 /// How many times each measured thing runs; the median is reported.
 pub const RUNS: usize = 9;
 
-/// The runner name `repository` gives its clone.
+/// The runner name `repository` gives its clone; a built history's runner log and evidence
+/// notes are this runner's, so the clone's runner appends to them.
 pub const RUNNER: &str = "bench";
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
