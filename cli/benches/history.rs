@@ -28,6 +28,10 @@
 //! (`GIT_TRACE2_EVENT`), and the bench prints where its time went: each `git` it started, how
 //! long it ran, and how many refspecs each fetch named.
 //!
+//! The remotes keep ended changes as runners' compactions leave them (merged changes in
+//! `refs/bay/index`, the newest few still waiting); `BAY_BENCH_LAYOUT=per-change` keeps every
+//! change by refs of its own instead, as bay did before compaction.
+//!
 //! `BAY_BENCH_SIZES=10,10000` runs a subset (the first size is the one the ratios divide by),
 //! `BAY_BENCH_CLONES=fresh` (or `held`) one kind of clone, `BAY_BENCH_RUNS=3` fewer runs (5 by
 //! default), and `BAY_BENCH_DIR=<path>` keeps the remotes and clones there to look at
@@ -180,6 +184,16 @@ fn sizes() -> Vec<usize> {
     }
 }
 
+/// How the remotes keep ended changes: as runners' compactions leave them, or with
+/// `BAY_BENCH_LAYOUT=per-change` every change by refs of its own, as bay kept them before.
+fn layout() -> Layout {
+    match std::env::var("BAY_BENCH_LAYOUT").as_deref() {
+        Ok("per-change") => Layout::PerChange,
+        Ok("compacted") | Err(_) => Layout::Compacted,
+        Ok(other) => panic!("BAY_BENCH_LAYOUT: compacted or per-change, not {other:?}"),
+    }
+}
+
 fn kinds() -> Vec<Held> {
     match std::env::var("BAY_BENCH_CLONES").as_deref() {
         Ok("fresh") => vec![Held::Fresh],
@@ -201,7 +215,7 @@ fn site(root: &Path, count: usize, kinds: &[Held]) -> Site {
     git(&first, &["commit", "--quiet", "-am", "a long heartbeat"]);
     git(&first, &["push", "--quiet", "origin", "main"]);
     let started = Instant::now();
-    let history = history::build(&remote, count, Layout::PerChange);
+    let history = history::build(&remote, count, layout());
     let built = started.elapsed();
     let refs = git(&remote, &["for-each-ref", "--format=x"])
         .lines()
@@ -287,7 +301,8 @@ fn round(
     round.time("status", clone, &["status"]);
     round.time("status <live>", clone, &["status", queued.as_str()]);
     let merged = recent_merge(&site.history);
-    round.time("status <merged>", clone, &["status", merged.as_str()]);
+    let seen = round.time("status <merged>", clone, &["status", merged.as_str()]);
+    assert_eq!(seen["decision"], "merged", "{seen}");
     let busy = round.time("runner --once, busy", clone, &["runner", "run", "--once"]);
     let landed = bay(clone, &["status", queued.as_str()], &[]);
     assert_eq!(
@@ -367,11 +382,13 @@ fn change_and_view(started: &serde_json::Value) -> (ChangeId, PathBuf) {
     )
 }
 
-/// A merge from the history, among the last: the one a person would ask about.
+/// A merge from the history, among the last: the one a person would ask about; the newest
+/// that the index holds when the history is compacted, so that reading it back is timed.
 fn recent_merge(history: &History) -> ChangeId {
     history
-        .merged
+        .compacted
         .last()
+        .or(history.merged.last())
         .cloned()
         .expect("every history merges something")
 }

@@ -16,7 +16,8 @@
 //! - `refs/bay/queue/last` on the last request (ended operations hold no queue place).
 //!
 //! Where the ended changes are named is the [`Layout`]: one function writes the records, and
-//! each layout only names them, so a second layout is one more arm in [`Layout::name`].
+//! each layout only names them: every change by refs of its own, as bay kept them before
+//! compaction, or as a runner's compactions leave them (merged changes in `refs/bay/index`).
 //!
 //! A tenth of the changes end blocked (`CHECK_FAILED`) and a tenth abandoned; the rest merge.
 
@@ -29,8 +30,10 @@ use bay_core::check::{
     CommitTree, EvidenceKey, EvidenceRecord, EvidenceSchema, UnitReason, Verdict,
 };
 use bay_core::event::{BayEvent, Ended};
+use bay_core::compact;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId, intent_digest};
+use bay_core::machine::{ChainRead, RawStep};
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
 use bay_core::result::OpState;
@@ -43,24 +46,106 @@ use super::RUNNER;
 pub enum Layout {
     /// As bay keeps them today: every change keeps its chain (`refs/bay/changes/<id>`), its
     /// intent's generation (`refs/bay/intents/<digest>/<n>`) and, once merged, its marker
-    /// (`refs/bay/landed/<id>`), for good.
+    /// (`refs/bay/landed/<id>`), for good: how bay kept them before compaction.
     PerChange,
+    /// As runners' compactions leave them (`bay_core::compact`): the merged changes, all but
+    /// the last few that wait for the next compaction, are files of `refs/bay/index`, written
+    /// in batches of [`compact::BATCH`] as a runner writes them, with their intents' latest
+    /// generations; the blocked and abandoned ones keep their refs.
+    Compacted,
 }
 
+/// How many of the newest merged changes a compacted history leaves waiting, as a runner
+/// leaves fewer than [`compact::COMPACT_AT`] between its compactions.
+const WAITING: usize = 16;
+
 impl Layout {
-    /// Names the written records of every ended change.
-    fn name(self, stream: &mut Stream, written: &[Written]) {
+    /// Names the written records of every ended change; returns the merged changes the index
+    /// holds.
+    fn name(self, stream: &mut Stream, written: &[Written]) -> Vec<ChangeId> {
+        let by_refs = |stream: &mut Stream, change: &Written| {
+            stream.name(refs::change(&change.change), change.tip);
+            stream.name(refs::intent(&change.digest, 1), change.start);
+            if let Some(merge) = change.merge {
+                stream.name(refs::landed(&change.change), merge);
+            }
+        };
         match self {
             Layout::PerChange => {
+                written.iter().for_each(|change| by_refs(stream, change));
+                Vec::new()
+            }
+            Layout::Compacted => {
+                let merged = written.iter().filter(|c| c.merge.is_some()).count();
+                let mut left = merged.saturating_sub(WAITING);
+                let mut compacted = Vec::with_capacity(left);
                 for change in written {
-                    stream.name(refs::change(&change.change), change.tip);
-                    stream.name(refs::intent(&change.digest, 1), change.start);
-                    if let Some(merge) = change.merge {
-                        stream.name(refs::landed(&change.change), merge);
+                    if change.merge.is_some() && left > 0 {
+                        left -= 1;
+                        compacted.push(change);
+                    } else {
+                        by_refs(stream, change);
                     }
                 }
+                write_index(stream, &compacted);
+                compacted.iter().map(|c| c.change.clone()).collect()
             }
         }
+    }
+}
+
+/// Writes `refs/bay/index` holding `compacted`, one commit per batch as runners write it:
+/// each change's chain as `compact::encode` keeps it, and its intent's generation.
+fn write_index(stream: &mut Stream, compacted: &[&Written]) {
+    let asked: Vec<Vec<usize>> = compacted
+        .iter()
+        .map(|change| {
+            change
+                .steps
+                .iter()
+                .map(|(mark, _)| stream.ask_id(*mark))
+                .collect()
+        })
+        .collect();
+    let answers = stream.answers();
+    let mut parent = Parent::None;
+    for (at, batch) in compacted.chunks(compact::BATCH).enumerate() {
+        let mut files = Vec::with_capacity(batch.len() * 2);
+        for (change, asked) in batch.iter().zip(&asked[at * compact::BATCH..]) {
+            let steps: Vec<RawStep> = change
+                .steps
+                .iter()
+                .zip(asked)
+                .rev()
+                .map(|((_, message), answer)| RawStep {
+                    oid: answers[*answer].clone(),
+                    message: message.clone(),
+                })
+                .collect();
+            let read = ChainRead {
+                change: change.change.clone(),
+                tip: steps[0].oid.clone(),
+                steps,
+                reached_known: false,
+                unreadable: None,
+            };
+            files.push((compact::change_path(&change.change), compact::encode(&read)));
+            let generation = compact::Generation {
+                generation: 1,
+                change: change.change.clone(),
+            };
+            files.push((compact::intent_path(&change.digest), generation.encode()));
+        }
+        let names: Vec<&str> = batch.iter().map(|c| c.change.as_str()).collect();
+        let message = format!(
+            "bay: compacted {} merged changes\n\n{}\n",
+            batch.len(),
+            names.join("\n")
+        );
+        let mark = stream.mark();
+        let when = seconds(at * compact::BATCH, 9);
+        stream.commit(refs::INDEX, mark, when, &message, &parent, None, &Files::Many(&files));
+        parent = Parent::Branch;
     }
 }
 
@@ -71,6 +156,8 @@ pub struct History {
     pub merged: Vec<ChangeId>,
     pub blocked: Vec<ChangeId>,
     pub abandoned: Vec<ChangeId>,
+    /// The merged changes the layout moved into the index.
+    pub compacted: Vec<ChangeId>,
 }
 
 /// Writes `count` ended changes into `remote` (a bare repository whose main exists), laid out
@@ -102,7 +189,7 @@ pub fn build(remote: &Path, count: usize, layout: Layout) -> History {
             End::Abandoned => history.abandoned.push(change.change.clone()),
         }
     }
-    layout.name(&mut stream, &written);
+    history.compacted = layout.name(&mut stream, &written);
     if let Some(request) = last_request {
         stream.name(refs::QUEUE_LAST.to_string(), request);
     }
@@ -305,6 +392,8 @@ fn candidate_message(n: usize) -> String {
 struct Written {
     change: ChangeId,
     digest: String,
+    /// Its steps, oldest first: each one's mark and message.
+    steps: Vec<(usize, String)>,
     /// The marks of its start step, its tip, and its merge on main.
     start: usize,
     tip: usize,
@@ -318,12 +407,14 @@ fn write_chain(stream: &mut Stream, change: &Change) -> (Written, Option<usize>)
     let mut previous: Option<usize> = None;
     let mut request = None;
     let mut start = 0;
+    let mut written_steps = Vec::with_capacity(steps.len());
     for (i, (step, carry)) in steps.iter().enumerate() {
         let mark = stream.mark();
         let parent = previous.map_or(Parent::None, Parent::Mark);
         let message = step.to_message();
         let at = seconds(change.n, i);
         stream.commit(SCRATCH, mark, at, &message, &parent, *carry, &Files::Empty);
+        written_steps.push((mark, message));
         match step.body {
             StepBody::Start { .. } => start = mark,
             StepBody::Request { .. } => request = Some(mark),
@@ -334,6 +425,7 @@ fn write_chain(stream: &mut Stream, change: &Change) -> (Written, Option<usize>)
     let written = Written {
         change: change.change.clone(),
         digest: intent_digest(&change.intent),
+        steps: written_steps,
         start,
         tip: previous.expect("a chain has steps"),
         merge: match change.end {
@@ -612,6 +704,8 @@ enum Files<'a> {
     Empty,
     /// The parent's tree with one file set.
     One(&'a str, &'a str),
+    /// The parent's tree with these files set.
+    Many(&'a [(String, String)]),
     /// This tree.
     Root(&'a Oid),
 }
@@ -711,6 +805,14 @@ impl Stream {
                 content.len()
             )),
             Files::Root(tree) => text.push_str(&format!("M 040000 {tree} \"\"\n")),
+            Files::Many(files) => {
+                for (path, content) in *files {
+                    text.push_str(&format!(
+                        "M 100644 inline {path}\ndata {}\n{content}\n",
+                        content.len()
+                    ));
+                }
+            }
         }
         text.push('\n');
         self.put(&text);
