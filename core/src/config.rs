@@ -4,9 +4,9 @@
 //! bay reads the file only from main, so a change never sets the rules it runs under. An
 //! unknown key is refused, naming the key, its table and its line.
 //!
-//! bay acts on `main`, `remote`, `[trailers]`, `[plugin.hold]`, and `[runner] lease_s` and
-//! `heartbeat_s`. Every
-//! other key the specification defines is checked here as fully as those, so a wrong value gets
+//! bay acts on the keys `docs/keys.md` marks so (`main`, `remote`, `[trailers]`, the hold and
+//! notify plugins, most `[runner]` timings, `[red]`, `[retention]`, holds of main). Every other
+//! key the specification defines is checked here as fully as those, so a wrong value gets
 //! its own error, and then refused by name (see [`NotYet`]) until bay acts on it: a hold that
 //! does not hold, or a lane whose changes merge, would be worse than a clear refusal. `[runner]
 //! sandbox` is refused for good.
@@ -38,6 +38,11 @@ pub struct Config {
     pub red_window: Option<u32>,
     /// `[retention] window_s`: how long an ended change keeps its clean view.
     pub retention_window_s: u64,
+    /// `[retention] ref_budget`: the bay refs the remote may hold. Runners compact merged
+    /// changes long before it (see [`crate::compact::COMPACT_AT`]); a budget below that
+    /// compacts sooner.
+    #[serde(default = "default_ref_budget")]
+    pub ref_budget: u64,
     /// `[plugin.hold]` with a `command`: a program that says whether main is held now.
     pub hold_plugin: Option<PluginCommand>,
     /// `[plugin.notify]` with a `command`: a program the runner hands each event it writes.
@@ -56,6 +61,7 @@ impl Default for Config {
             holds: Vec::new(),
             red_window: None,
             retention_window_s: DEFAULT_RETENTION_WINDOW_S,
+            ref_budget: DEFAULT_REF_BUDGET,
             hold_plugin: None,
             notify_plugin: None,
         }
@@ -233,6 +239,11 @@ impl From<TomlError> for ConfigError {
 
 const DEFAULT_LEASE_S: u64 = 60;
 const DEFAULT_RETENTION_WINDOW_S: u64 = 604_800;
+const DEFAULT_REF_BUDGET: u64 = 100_000;
+
+fn default_ref_budget() -> u64 {
+    DEFAULT_REF_BUDGET
+}
 const ANY: u64 = u64::MAX;
 
 const TOP_KEYS: &[&str] = &[
@@ -390,15 +401,11 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         None => RunnerSettings::default(),
     };
     let retention_window = match root.table("retention")? {
-        Some(mut table) => {
-            let window = parse_retention(&mut table)?;
-            // Markers are never compacted yet: the budget is checked, then refused by name.
-            later.key(&table, "ref_budget");
-            window
-        }
+        Some(mut table) => parse_retention(&mut table)?,
         None => RetentionWindow {
             seconds: DEFAULT_RETENTION_WINDOW_S,
             line: None,
+            ref_budget: DEFAULT_REF_BUDGET,
         },
     };
     let mut targets = root.tables("target")?;
@@ -426,6 +433,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         holds,
         red_window,
         retention_window_s: retention_window.seconds,
+        ref_budget: retention_window.ref_budget,
         hold_plugin,
         notify_plugin,
     })
@@ -715,16 +723,18 @@ struct RetentionWindow {
     seconds: u64,
     /// Where the config sets it; `None` when it is the default.
     line: Option<u32>,
+    ref_budget: u64,
 }
 
 fn parse_retention(table: &mut Table<'_, '_>) -> Result<RetentionWindow, TomlError> {
     table.check_keys(&["window_s", "ref_budget"], &[])?;
     let window = table.uint("window_s", 1..=ANY)?;
-    table.uint("ref_budget", 1..=ANY)?;
+    let ref_budget = table.uint("ref_budget", 1..=ANY)?;
     table.finish()?;
     Ok(RetentionWindow {
         seconds: window.unwrap_or(DEFAULT_RETENTION_WINDOW_S),
         line: window.map(|_| table.line_of("window_s")),
+        ref_budget: ref_budget.unwrap_or(DEFAULT_REF_BUDGET),
     })
 }
 
@@ -1290,7 +1300,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "submission_timeout_s in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
-                "ref_budget in [retention]",
                 "prune in [plugin]",
                 "target in top level",
                 "lane in top level",
@@ -1764,14 +1773,13 @@ execution_budget_s = 0
     }
 
     #[test]
-    fn the_retention_window_is_read_and_the_ref_budget_refused_until_later() {
+    fn the_retention_window_and_the_ref_budget_are_read() {
         assert_eq!(accept("").retention_window_s, 604_800);
-        assert_eq!(
-            accept("[retention]\nwindow_s = 60\n").retention_window_s,
-            60
-        );
-        let error = validated("[retention]\nwindow_s = 60\nref_budget = 5\n");
-        assert_eq!(place(&error), (Some("ref_budget"), "[retention]", 3));
+        assert_eq!(accept("").ref_budget, 100_000);
+        let config = accept("[retention]\nwindow_s = 60\nref_budget = 5\n");
+        assert_eq!((config.retention_window_s, config.ref_budget), (60, 5));
+        let error = refuse("[retention]\nref_budget = 0\n");
+        assert_eq!(place(&error), (Some("ref_budget"), "[retention]", 2));
     }
 
     #[test]

@@ -29,8 +29,8 @@ use std::sync::mpsc;
 use bay_core::check::{
     CommitTree, EvidenceKey, EvidenceRecord, EvidenceSchema, UnitReason, Verdict,
 };
-use bay_core::event::{BayEvent, Ended};
 use bay_core::compact;
+use bay_core::event::{BayEvent, Ended};
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId, intent_digest};
 use bay_core::machine::{ChainRead, RawStep};
@@ -144,7 +144,15 @@ fn write_index(stream: &mut Stream, compacted: &[&Written]) {
         );
         let mark = stream.mark();
         let when = seconds(at * compact::BATCH, 9);
-        stream.commit(refs::INDEX, mark, when, &message, &parent, None, &Files::Many(&files));
+        stream.commit(
+            refs::INDEX,
+            mark,
+            when,
+            &message,
+            &parent,
+            None,
+            &Files::Many(&files),
+        );
         parent = Parent::Branch;
     }
 }

@@ -122,6 +122,10 @@ enum Purpose {
     CompactedIntent,
     /// The record of the change a fix names, from the index.
     CompactedFix,
+    /// The record of the change the words name, when no ref of its own names it.
+    CompactedNamed,
+    /// The records of the changes `--after` names that no ref of their own names.
+    CompactedAfter,
     FetchChain,
     FetchIntents,
     ReadChain,
@@ -168,6 +172,8 @@ pub struct Start {
     /// whether that record was read.
     fix_merge: Option<Oid>,
     fix_read: bool,
+    /// Every change `--after` names that has no chain ref was found merged in the index.
+    after_compacted: bool,
     /// What the result will say, filled as the work goes.
     detail: serde_json::Map<String, serde_json::Value>,
     change: Option<ChangeId>,
@@ -207,6 +213,7 @@ impl Start {
             fix_on: None,
             fix_merge: None,
             fix_read: false,
+            after_compacted: false,
             detail: serde_json::Map::new(),
             change: None,
             outcome: None,
@@ -331,12 +338,26 @@ impl Start {
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
         // The argument is read as a change when it is a change id whose record is on the
-        // remote; otherwise it is an intent.
-        if let Some(change) = self
-            .named_change()
-            .filter(|c| self.remote.contains_key(&refs::change(c)))
-        {
-            self.input.target = StartTarget::Change(change);
+        // remote, by a ref of its own or in the index; otherwise it is an intent.
+        if let Some(change) = self.named_change() {
+            if self.remote.contains_key(&refs::change(&change)) {
+                self.input.target = StartTarget::Change(change);
+            } else if let Some(index) = self.remote.get(refs::INDEX) {
+                let read = Action::ReadCompacted {
+                    index: index.clone(),
+                    changes: vec![change],
+                };
+                self.out.send(read, Purpose::CompactedNamed);
+                return;
+            }
+        }
+        self.after_fetch();
+    }
+
+    /// The words name a compacted change (a merged one), or are an intent after all.
+    fn on_compacted_named(&mut self, reads: Vec<super::ChainRead>) {
+        if let Some(read) = reads.iter().find(|read| read.unreadable.is_none()) {
+            self.input.target = StartTarget::Change(read.change.clone());
         }
         self.after_fetch();
     }
@@ -409,18 +430,45 @@ impl Start {
         self.go_on();
     }
 
+    /// The changes `--after` names that only the index could hold: each merged, or no change.
+    fn on_compacted_after(&mut self, reads: Vec<super::ChainRead>) {
+        if let Some(absent) = reads.iter().find(|read| read.unreadable.is_some()) {
+            return self.after_missing(&absent.change.clone());
+        }
+        self.after_compacted = true;
+        self.go_on();
+    }
+
+    fn after_missing(&mut self, change: &ChangeId) {
+        self.fail(format!(
+            "--after names {change}, which is not on the remote; start it first"
+        ));
+    }
+
     /// What follows a fetch once the change a fix names is known to be on main.
     fn go_on(&mut self) {
-        // Each change to wait for must be on the remote.
-        if let Some(missing) = self
+        // Each change to wait for must be on the remote: by its chain, or merged and
+        // compacted into the index.
+        let missing: Vec<ChangeId> = self
             .input
             .after
             .iter()
-            .find(|change| !self.remote.contains_key(&refs::change(change)))
+            .filter(|change| !self.remote.contains_key(&refs::change(change)))
+            .cloned()
+            .collect();
+        if let Some(first) = missing.first()
+            && !self.after_compacted
         {
-            return self.fail(format!(
-                "--after names {missing}, which is not on the remote; start it first"
-            ));
+            return match self.remote.get(refs::INDEX) {
+                Some(index) => {
+                    let read = Action::ReadCompacted {
+                        index: index.clone(),
+                        changes: missing,
+                    };
+                    self.out.send(read, Purpose::CompactedAfter);
+                }
+                None => self.after_missing(first),
+            };
         }
         if let Some(written) = self.written.take() {
             // A start of ours whose reply was lost: it won if its step is where the intent points.
@@ -1061,6 +1109,12 @@ impl Start {
             (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
             (Purpose::CompactedFix, Completion::ChainsRead(Ok(reads))) => {
                 self.on_compacted_fix(reads)
+            }
+            (Purpose::CompactedNamed, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_named(reads)
+            }
+            (Purpose::CompactedAfter, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_after(reads)
             }
             (Purpose::CompactedIntent, Completion::FileRead(Ok(file))) => {
                 self.on_compacted_intent(file)

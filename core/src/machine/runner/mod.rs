@@ -96,8 +96,9 @@ pub struct RunnerConfig {
     /// `[runner] bisect_post`: with nothing to merge, narrow a red post check's suspect range.
     #[serde(default)]
     pub bisect_post: bool,
-    /// How many merged markers a pass lets wait before it compacts them
-    /// ([`crate::compact::COMPACT_AT`]; the simulator sets fewer, to compact often).
+    /// How many merged markers a pass lets wait before it compacts them:
+    /// [`crate::compact::COMPACT_AT`], or `[retention] ref_budget` when that is lower (the
+    /// simulator sets fewer, to compact often).
     #[serde(default = "compact_at")]
     pub compact_at: usize,
     pub trailers: Trailers,
@@ -151,7 +152,7 @@ impl RunnerConfig {
 
     /// The same runner, set as `.bay/config.toml` on main says: its lease, heartbeat and
     /// progress deadline, how many checks run at once, evidence reuse, the red window, post
-    /// bisection and the repository's trailer keys. Every runner of a repository, wherever it
+    /// bisection, when to compact and the repository's trailer keys. Every runner of a repository, wherever it
     /// runs, takes them the same way.
     pub fn configured(mut self, config: &crate::config::Config) -> RunnerConfig {
         self.lease_ms = config.runner.lease_s.saturating_mul(1000);
@@ -161,6 +162,9 @@ impl RunnerConfig {
         self.evidence_reuse = config.evidence_reuse;
         self.red_window = config.red_window();
         self.bisect_post = config.runner.bisect_post;
+        self.compact_at = usize::try_from(config.ref_budget)
+            .unwrap_or(usize::MAX)
+            .min(crate::compact::COMPACT_AT);
         self.trailers = config.trailers.clone();
         self
     }
@@ -174,11 +178,11 @@ fn red_window() -> u32 {
     crate::red::DEFAULT_WINDOW
 }
 
-/// The spec's default deadline: a 30-minute budget and a 60-second window.
 fn compact_at() -> usize {
     crate::compact::COMPACT_AT
 }
 
+/// The spec's default deadline: a 30-minute budget and a 60-second window.
 fn default_progress_ms() -> u64 {
     crate::config::RunnerSettings::default()
         .progress_s()

@@ -1,0 +1,150 @@
+//! Compaction with real Git: a runner moves merged changes' refs into `refs/bay/index`, and
+//! every command reads a compacted change as it read it before. `[retention] ref_budget = 2`
+//! makes a runner compact once two merged markers wait (by default, once 32 do).
+
+mod support;
+
+use support::*;
+
+const BUDGET_CONFIG: &str =
+    "[runner]\nlease_s = 3\nheartbeat_s = 1\n\n[retention]\nref_budget = 2\n";
+
+fn world() -> World {
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("src/other.txt", "Other\n", false),
+        (".bay/config.toml", BUDGET_CONFIG, false),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", CHECK, true),
+    ])
+}
+
+/// The remote's refs under `prefix`.
+fn remote_refs(world: &World, prefix: &str) -> Vec<String> {
+    git_dir(
+        &world.remote,
+        &["for-each-ref", "--format=%(refname)", prefix],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// The main commit that merged `change`.
+fn merge_of(world: &World, change: &str) -> String {
+    let needle = format!("Change-Id: {change}");
+    let entry = world
+        .main_log()
+        .into_iter()
+        .find(|entry| entry.contains(&needle))
+        .expect("the change merged");
+    entry.split('\0').next().expect("an id").to_owned()
+}
+
+#[test]
+fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
+    let world = world();
+    let ann = world.clone_as("ann");
+    let (first, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let second = world.merged("bob", "other", "src/other.txt", "Other 2\n");
+    // The pass that merged the second found two markers waiting and compacted both.
+    let index = world.remote_ref("refs/bay/index").expect("an index");
+    for change in [&first, &second] {
+        for name in [
+            format!("refs/bay/changes/{change}"),
+            format!("refs/bay/landed/{change}"),
+        ] {
+            assert_eq!(world.remote_ref(&name), None, "{name} is compacted");
+        }
+    }
+    assert_eq!(
+        remote_refs(&world, "refs/bay/intents"),
+        Vec::<String>::new()
+    );
+
+    // The next merge's marker waits for the next compaction.
+    let third = world.merged("cat", "third", "src/third.txt", "3\n");
+    assert_eq!(
+        remote_refs(&world, "refs/bay/landed"),
+        [format!("refs/bay/landed/{third}")]
+    );
+    assert_eq!(world.remote_ref("refs/bay/index"), Some(index.clone()));
+    // Plain Git reads the index.
+    let kept = git_dir(
+        &world.remote,
+        &["show", &format!("{index}:changes/{}/{first}", &first[..2])],
+    );
+    assert!(kept.contains("bay.compacted/1"), "{kept}");
+
+    // A fresh clone reads the compacted change as merged, with its commit.
+    let dave = world.clone_as("dave");
+    let status = bay(&dave, "dave", &["status", &first]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert!(
+        status.doc.to_string().contains(&merge_of(&world, &first)),
+        "{status:?}"
+    );
+
+    // A retry of its merge says it merged already, as before compaction, and merges nothing.
+    let retry = bay(&view, "ann", &["merge"]);
+    assert_eq!(retry.doc["reason"], "CHANGE_ALREADY_MERGED", "{retry:?}");
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(world.merges_of(&first), 1);
+
+    // Its id names it still.
+    let by_id = bay(&dave, "dave", &["start", &first]);
+    assert_eq!(by_id.doc["reason"], "CHANGE_ALREADY_MERGED", "{by_id:?}");
+
+    // Its intent started again opens the next generation.
+    let again = bay(
+        &dave,
+        "dave",
+        &["start", "greet", "--paths", "src/greeting.txt"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.doc["detail"]["generation"], 2, "{again:?}");
+    assert_eq!(again.doc["detail"]["supersedes"], first.as_str());
+
+    // A change may wait for it, or fix it.
+    let after = bay(
+        &dave,
+        "dave",
+        &[
+            "start",
+            "after it",
+            "--paths",
+            "src/a.txt",
+            "--after",
+            &second,
+        ],
+    );
+    assert_eq!(after.code, 0, "{after:?}");
+    let fix = bay(
+        &dave,
+        "dave",
+        &[
+            "start",
+            "fix it",
+            "--paths",
+            "src/other.txt",
+            "--fixes",
+            &second,
+        ],
+    );
+    assert_eq!(fix.code, 0, "{fix:?}");
+    assert_eq!(fix.doc["detail"]["fixes"], second.as_str(), "{fix:?}");
+
+    // And it can be undone.
+    let undone = bay(&world.admin, "ann", &["undo", &first, "--wait"]);
+    assert_eq!(undone.doc["decision"], "merged", "{undone:?}");
+    assert_eq!(undone.doc["detail"]["reverts"], first.as_str());
+    let greeting = git_dir(&world.remote, &["show", "main:src/greeting.txt"]);
+    assert_eq!(greeting, "Hello\n");
+    let undone_by = bay(&dave, "dave", &["status", &first]);
+    assert_eq!(
+        undone_by.doc["detail"]["undone_by"],
+        serde_json::json!([undone.doc["change"]]),
+        "{undone_by:?}"
+    );
+}
