@@ -1,19 +1,18 @@
-//! Compaction with real Git: a runner moves merged changes' refs into `refs/bay/index`, and
-//! every command reads a compacted change as it read it before. `[retention] ref_budget = 2`
-//! makes a runner compact once two merged markers wait (by default, once 32 do).
+//! Compaction with real Git: a runner moves ended changes' refs into `refs/bay/index`, and
+//! every command reads a compacted change as it read it before. A low `[retention]
+//! ref_budget` makes a runner compact once that many changes are ready (by default, 32).
 
 mod support;
 
 use support::*;
 
-const BUDGET_CONFIG: &str =
-    "[runner]\nlease_s = 3\nheartbeat_s = 1\n\n[retention]\nref_budget = 2\n";
-
-fn world() -> World {
+/// A world whose runners compact once `budget` changes are ready.
+fn world(budget: u32) -> World {
+    let config = format!("{CONFIG}\n[retention]\nref_budget = {budget}\n");
     World::new(&[
         ("src/greeting.txt", "Hello\n", false),
         ("src/other.txt", "Other\n", false),
-        (".bay/config.toml", BUDGET_CONFIG, false),
+        (".bay/config.toml", &config, false),
         (".bay/policy.toml", &policy(""), false),
         (".bay/check", CHECK, true),
     ])
@@ -43,7 +42,7 @@ fn merge_of(world: &World, change: &str) -> String {
 
 #[test]
 fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
-    let world = world();
+    let world = world(2);
     let ann = world.clone_as("ann");
     let (first, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
     bay(&world.admin, "runner", &["runner", "run", "--once"]);
@@ -147,4 +146,59 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
         serde_json::json!([undone.doc["change"]]),
         "{undone_by:?}"
     );
+}
+
+#[test]
+fn an_abandoned_change_is_compacted_only_past_the_retention_window() {
+    let world = world(1);
+    let ann = world.clone_as("ann");
+    let (old, _) = world.edited(&ann, "ann", "old work", "src/old.txt", "old\n", &[]);
+    let (young, _) = world.edited(&ann, "ann", "young work", "src/young.txt", "young\n", &[]);
+    for change in [&old, &young] {
+        let abandoned = bay(&ann, "ann", &["abandon", change]);
+        assert_eq!(abandoned.doc["decision"], "ok", "{abandoned:?}");
+    }
+    let markers = remote_refs(&world, "refs/bay/abandoned");
+    assert_eq!(markers.len(), 2, "{markers:?}");
+    // The old one was abandoned long ago, as its marker's name says.
+    let name = markers
+        .iter()
+        .find(|name| name.ends_with(old.as_str()))
+        .expect("the old change's marker");
+    let value = world.remote_ref(name).expect("its value");
+    let long_ago = format!("refs/bay/abandoned/0000000001/{old}");
+    git_dir(&world.remote, &["update-ref", &long_ago, &value]);
+    git_dir(&world.remote, &["update-ref", "-d", name]);
+
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.remote_ref(&format!("refs/bay/changes/{old}")), None);
+    assert_eq!(world.remote_ref(&long_ago), None);
+    assert!(
+        world
+            .remote_ref(&format!("refs/bay/changes/{young}"))
+            .is_some()
+    );
+    assert_eq!(remote_refs(&world, "refs/bay/abandoned").len(), 1);
+
+    // Still readable as abandoned; its intent opens a new change; its drafts are gone.
+    let dave = world.clone_as("dave");
+    let status = bay(&dave, "dave", &["status", &old]);
+    assert_eq!(status.code, 0, "{status:?}");
+    assert_eq!(status.doc["detail"]["open"], false, "{status:?}");
+    assert_eq!(status.doc["detail"]["intent"], "old work", "{status:?}");
+    let by_id = bay(&dave, "dave", &["start", &old]);
+    assert_eq!(by_id.doc["decision"], "failed", "{by_id:?}");
+    assert!(
+        by_id.doc.to_string().contains("bay start \\\"old work\\\""),
+        "{by_id:?}"
+    );
+    let again = bay(
+        &dave,
+        "dave",
+        &["start", "old work", "--paths", "src/old.txt"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.doc["detail"]["generation"], 2, "{again:?}");
+    assert_eq!(again.doc["detail"]["supersedes"], old.as_str());
 }

@@ -1,11 +1,13 @@
-//! Compaction: the records of merged changes, moved from refs of their own into one index.
+//! Compaction: the records of ended changes, moved from refs of their own into one index.
 //!
 //! Every ref on the remote costs every push, since Git's push hears the remote's whole ref
-//! advertisement: with 30,000 refs a one-ref push takes five times as long as with 30. A merged
-//! change would leave three refs for good (its chain, its intent's generation and its merged
-//! marker), so a runner moves them into `refs/bay/index` in batches: one atomic push writes a
-//! new index commit holding each change's chain, verbatim, and deletes the change's refs, each
-//! leased on the value the runner read. A reader that finds no chain ref reads the index
+//! advertisement: with 30,000 refs a one-ref push takes five times as long as with 30. An ended
+//! change would leave three refs for good (its chain, its intent's generation and its merged or
+//! abandoned marker), so a runner moves them into `refs/bay/index` in batches: merged changes
+//! at once, abandoned ones once `[retention] window_s` has passed (their drafts, which a start
+//! may pick up again until then, go with their chains). One atomic push writes a new index
+//! commit holding each change's chain, verbatim, and deletes the change's refs, each leased on
+//! the value the runner read. A reader that finds no chain ref reads the index
 //! (`changes/<xx>/<change>`), and gets the very steps, with their commit ids, that the chain
 //! held; a start that finds no generation of its intent reads the latest compacted one
 //! (`intents/<xx>/<digest>`). Nothing a command reports changes.
@@ -24,7 +26,7 @@ use crate::machine::{ChainRead, Expect, IndexAdd, NewValue, PushPlan, RawStep, R
 /// The schema name of a compacted change.
 pub const COMPACTED_SCHEMA: &str = "bay.compacted/1";
 
-/// How many merged changes' markers a runner lets pile up on the remote before it compacts
+/// How many ended changes' markers a runner lets pile up on the remote before it compacts
 /// them, far below any `[retention] ref_budget`: a push's cost grows with every ref.
 pub const COMPACT_AT: usize = 32;
 
@@ -44,7 +46,7 @@ pub fn intent_path(digest: &str) -> String {
     format!("intents/{fan}/{digest}")
 }
 
-/// A merged change's chain as the index keeps it: its tip and every step, newest first, each
+/// An ended change's chain as the index keeps it: its tip and every step, newest first, each
 /// with its commit id, as the chain held them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Compacted {
@@ -144,20 +146,27 @@ impl Generation {
     }
 }
 
-/// One merged change to compact: its whole chain as read, its merged marker, and the ref of
-/// its intent's generation with the start step it names (absent when already gone).
+/// One ended change to compact: its whole chain as read, its markers (merged or abandoned)
+/// with their values, and the ref of its intent's generation with the start step it names
+/// (absent when already gone).
 #[derive(Clone, Debug)]
 pub struct Item {
     pub chain: ChainRead,
-    pub landed: Oid,
+    pub markers: Vec<(String, Oid)>,
     pub intent: Option<(String, Oid)>,
 }
 
 /// The one atomic push that compacts `items` onto the index at `index` (none yet): a new
 /// index commit holding each chain, and for each intent the highest generation between what
-/// the index holds (`known`, by digest) and what the batch brings; and each change's refs
-/// deleted, leased on the values read. Any ref that moved since refuses the whole push.
-pub fn plan(index: Option<&Oid>, items: &[Item], known: &BTreeMap<String, Generation>) -> PushPlan {
+/// the index holds (`known`, by digest) and what the batch brings; each change's refs
+/// deleted, leased on the values read; and the `stale` markers (of abandoned changes a start
+/// took up again) deleted too. Any ref that moved since refuses the whole push.
+pub fn plan(
+    index: Option<&Oid>,
+    items: &[Item],
+    known: &BTreeMap<String, Generation>,
+    stale: &[(String, Oid)],
+) -> PushPlan {
     let mut files = Vec::new();
     let mut intents: BTreeMap<String, Generation> = BTreeMap::new();
     let mut updates = Vec::new();
@@ -165,7 +174,9 @@ pub fn plan(index: Option<&Oid>, items: &[Item], known: &BTreeMap<String, Genera
         let change = &item.chain.change;
         files.push((change_path(change), encode(&item.chain)));
         updates.push(delete(refs::change(change), &item.chain.tip));
-        updates.push(delete(refs::landed(change), &item.landed));
+        for (name, value) in &item.markers {
+            updates.push(delete(name.clone(), value));
+        }
         if let Some((name, start)) = &item.intent {
             if let Some((digest, generation)) = refs::parse_intent(name) {
                 let digest = digest.to_owned();
@@ -187,15 +198,18 @@ pub fn plan(index: Option<&Oid>, items: &[Item], known: &BTreeMap<String, Genera
     for (digest, entry) in &intents {
         files.push((intent_path(digest), entry.encode()));
     }
+    for (name, value) in stale {
+        updates.push(delete(name.clone(), value));
+    }
     let names: Vec<&str> = items.iter().map(|i| i.chain.change.as_str()).collect();
     let message = format!(
-        "bay: compacted {} merged change{}\n\n{}\n",
+        "bay: compacted {} ended change{}\n\n{}\n",
         items.len(),
         if items.len() == 1 { "" } else { "s" },
         names.join("\n")
     );
     PushPlan {
-        index: Some(Box::new(IndexAdd::on(index.cloned(), files, message))),
+        index: (!items.is_empty()).then(|| Box::new(IndexAdd::on(index.cloned(), files, message))),
         updates,
         atomic: true,
         ..PushPlan::default()
@@ -261,12 +275,15 @@ mod tests {
         let items = vec![
             Item {
                 chain: chain(&one),
-                landed: oid('1'),
+                markers: vec![(refs::landed(&one), oid('1'))],
                 intent: Some((refs::intent(digest, 2), oid('a'))),
             },
             Item {
                 chain: chain(&two),
-                landed: oid('2'),
+                markers: vec![
+                    (refs::landed(&two), oid('2')),
+                    (refs::abandoned(&two, crate::time::Timestamp(0)), oid('3')),
+                ],
                 intent: None,
             },
         ];
@@ -277,7 +294,8 @@ mod tests {
                 change: two.clone(),
             },
         )]);
-        let plan = plan(Some(&oid('9')), &items, &known);
+        let stale = [(refs::abandoned(&one, crate::time::Timestamp(0)), oid('4'))];
+        let plan = plan(Some(&oid('9')), &items, &known, &stale);
         assert!(plan.atomic);
         let index = plan.index.clone().expect("an index commit");
         assert_eq!(index.expect, Expect::Is(oid('9')));
@@ -297,7 +315,7 @@ mod tests {
                 change: one.clone()
             })
         );
-        assert_eq!(plan.updates.len(), 5);
+        assert_eq!(plan.updates.len(), 7);
         assert!(plan.updates.iter().all(|u| u.new == NewValue::Delete));
         assert!(
             plan.updates
@@ -317,6 +335,6 @@ mod tests {
     }
 
     fn plan_of(items: &[Item], known: &BTreeMap<String, Generation>) -> PushPlan {
-        plan(None, items, known)
+        plan(None, items, known, &[])
     }
 }

@@ -84,11 +84,13 @@ impl<'a> arbitrary::Arbitrary<'a> for Oid {
 /// drivers, the simulator and the invariant checkers cannot disagree about it.
 pub mod refs {
     use super::*;
+    use crate::time::Timestamp;
 
     pub const CHANGES: &str = "refs/bay/changes/";
     pub const INTENTS: &str = "refs/bay/intents/";
     pub const QUEUE: &str = "refs/bay/queue/";
     pub const LANDED: &str = "refs/bay/landed/";
+    pub const ABANDONED: &str = "refs/bay/abandoned/";
     pub const EVIDENCE: &str = "refs/notes/bay/evidence/";
     pub const INFLIGHT: &str = "refs/bay/inflight/";
     pub const LOG: &str = "refs/bay/log/";
@@ -116,6 +118,13 @@ pub mod refs {
     /// The merged marker: created only in the atomic push that puts the change on main.
     pub fn landed(change: &ChangeId) -> String {
         format!("{LANDED}{change}")
+    }
+
+    /// The abandoned marker of `change`, abandoned at `at`: the abandon step, named by the
+    /// second it was written, so that a runner knows which are past the retention window from
+    /// the names alone (and `git for-each-ref` lists them oldest first).
+    pub fn abandoned(change: &ChangeId, at: Timestamp) -> String {
+        format!("{ABANDONED}{:010}/{change}", at.0 / 1000)
     }
 
     /// The last request that took a queue place. Every request moves it by compare-and-swap,
@@ -237,6 +246,20 @@ pub mod refs {
         ChangeId::parse(name.strip_prefix(LANDED)?).ok()
     }
 
+    /// The fetch pattern of every abandoned marker: few, since a runner compacts them once
+    /// the retention window is past.
+    pub const ABANDONED_PATTERN: &str = "refs/bay/abandoned/*";
+
+    /// The change whose abandoned marker `name` is, and when it was abandoned (to the second).
+    pub fn parse_abandoned(name: &str) -> Option<(ChangeId, Timestamp)> {
+        let (seconds, change) = name.strip_prefix(ABANDONED)?.split_once('/')?;
+        if seconds.len() != 10 || !seconds.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let at = Timestamp(seconds.parse::<u64>().ok()?.checked_mul(1000)?);
+        Some((ChangeId::parse(change).ok()?, at))
+    }
+
     /// The fetch pattern of every evidence producer's notes.
     pub const EVIDENCE_PATTERN: &str = "refs/notes/bay/evidence/*";
 
@@ -297,7 +320,10 @@ mod tests {
     #[test]
     fn ref_names_round_trip() {
         let change = ChangeId::parse("c7k2m4qa").expect("a valid id");
-        assert_eq!(refs::parse_change(&refs::change(&change)), Some(change));
+        assert_eq!(
+            refs::parse_change(&refs::change(&change)),
+            Some(change.clone())
+        );
         assert_eq!(refs::parse_queue(&refs::queue(42)), Some(42));
         assert_eq!(refs::parse_queue("refs/bay/queue/42"), None);
         assert_eq!(
@@ -306,5 +332,22 @@ mod tests {
         );
         // Queue names sort in queue order.
         assert!(refs::queue(9) < refs::queue(10));
+        // An abandoned marker names its second; names sort by it.
+        let name = refs::abandoned(&change, crate::time::Timestamp(1_700_000_000_999));
+        assert_eq!(name, "refs/bay/abandoned/1700000000/c7k2m4qa");
+        assert_eq!(
+            refs::parse_abandoned(&name),
+            Some((change.clone(), crate::time::Timestamp(1_700_000_000_000)))
+        );
+        assert!(
+            refs::abandoned(&change, crate::time::Timestamp(9_000))
+                < refs::abandoned(&change, crate::time::Timestamp(10_000))
+        );
+        for bad in [
+            "refs/bay/abandoned/17/c7k2m4qa",
+            "refs/bay/abandoned/1700000000",
+        ] {
+            assert_eq!(refs::parse_abandoned(bad), None);
+        }
     }
 }

@@ -259,7 +259,7 @@ fn summarize(
     let mut unreadable_open = 0u64;
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
-    let mut compacted = 0u64;
+    let (mut compacted, mut compacted_abandoned) = (0u64, 0u64);
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
@@ -297,6 +297,7 @@ fn summarize(
                 logged += report.logged;
                 presences += report.presences;
                 compacted += report.compacted;
+                compacted_abandoned += report.compacted_abandoned;
                 dependency_waits += report.dependency_waits;
                 if let Some((runs, held)) = report.plugin {
                     plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
@@ -354,6 +355,7 @@ fn summarize(
             "logged": logged,
             "presences": presences,
             "compacted": compacted,
+            "compacted_abandoned": compacted_abandoned,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -415,7 +417,8 @@ fn summarize(
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
         println!("runner presences: {presences}, each a heartbeat after the last (S14)");
         println!(
-            "compaction: {compacted} merged changes moved into the index, each kept whole (S16)"
+            "compaction: {compacted} ended changes moved into the index ({compacted_abandoned} \
+             abandoned), each kept whole (S16)"
         );
         println!(
             "hold plugin: set in {} seeds, asked {} times, {} answers held main",

@@ -313,8 +313,10 @@ pub struct RunReport {
     pub logged: u64,
     /// Presences S14 checked.
     pub presences: u64,
-    /// Merged changes a runner compacted into the index, each S16 checked.
+    /// Ended changes a runner compacted into the index, each S16 checked, and of those the
+    /// abandoned ones.
     pub compacted: u64,
+    pub compacted_abandoned: u64,
     /// Whether main's config set a hold plugin, how many times runners asked it, and how many
     /// of its answers held main.
     pub plugin: Option<(u64, u64)>,
@@ -368,9 +370,12 @@ pub struct World {
     evidence_reuse: bool,
     /// Whether runners bisect a red post check (`[runner] bisect_post`).
     bisect_post: bool,
-    /// How many merged markers a runner lets wait before it compacts them: few, picked from
+    /// How many ended changes a runner lets wait before it compacts them: few, picked from
     /// the seed alone, so that compaction runs under every fault in most seeds.
     compact_at: usize,
+    /// How long an abandoned change waits before it may be compacted: none to 80 seconds,
+    /// so that some are compacted before a start takes them up again and some after.
+    retention_ms: u64,
     /// The hold plugin's answer now, when main's config sets one (`HOLD_PLUGIN`, for good).
     pub plugin: Option<PluginAnswer>,
     plugin_rng: Rng,
@@ -429,6 +434,7 @@ impl World {
             evidence_reuse: false,
             bisect_post: false,
             compact_at: 2 + (seed % 7) as usize,
+            retention_ms: (seed % 5) * 20_000,
             submit_refusals: BTreeMap::new(),
             waits: BTreeMap::new(),
             wait_rng: Rng::new(seed ^ 0x7761_6974_5f68_6572),
@@ -627,6 +633,7 @@ impl World {
         cfg.evidence_reuse = self.evidence_reuse;
         cfg.bisect_post = self.bisect_post;
         cfg.compact_at = self.compact_at;
+        cfg.retention_ms = self.retention_ms;
         cfg.trailers = Trailers::default();
         cfg.mode = mode;
         if let Some(tweak) = self.scenario.tweak {
@@ -733,6 +740,7 @@ impl World {
             logged: self.checker.events,
             presences: self.checker.presences_checked,
             compacted: self.checker.compaction.compacted,
+            compacted_abandoned: self.checker.compaction.compacted_abandoned,
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),

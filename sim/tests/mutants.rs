@@ -221,3 +221,10 @@ mutant_test!(
     200,
     []
 );
+mutant_test!(
+    a_compaction_that_drops_abandoned_markers_breaks_s16,
+    Mutant::AbandonedMarkersStale,
+    Invariant::CompactionKeeps,
+    200,
+    []
+);

@@ -17,7 +17,7 @@
 //!
 //! Where the ended changes are named is the [`Layout`]: one function writes the records, and
 //! each layout only names them: every change by refs of its own, as bay kept them before
-//! compaction, or as a runner's compactions leave them (merged changes in `refs/bay/index`).
+//! compaction, or as a runner's compactions leave them (ended changes in `refs/bay/index`).
 //!
 //! A tenth of the changes end blocked (`CHECK_FAILED`) and a tenth abandoned; the rest merge.
 
@@ -49,9 +49,10 @@ pub enum Layout {
     /// (`refs/bay/landed/<id>`), for good: how bay kept them before compaction.
     PerChange,
     /// As runners' compactions leave them (`bay_core::compact`): the merged changes, all but
-    /// the last few that wait for the next compaction, are files of `refs/bay/index`, written
-    /// in batches of [`compact::BATCH`] as a runner writes them, with their intents' latest
-    /// generations; the blocked and abandoned ones keep their refs.
+    /// the last few that wait for the next compaction, and the abandoned ones (all abandoned
+    /// longer ago than the retention window) are files of `refs/bay/index`, written in
+    /// batches of [`compact::BATCH`] as a runner writes them, with their intents' latest
+    /// generations; the blocked ones, live still, keep their refs.
     Compacted,
 }
 
@@ -78,17 +79,23 @@ impl Layout {
             Layout::Compacted => {
                 let merged = written.iter().filter(|c| c.merge.is_some()).count();
                 let mut left = merged.saturating_sub(WAITING);
-                let mut compacted = Vec::with_capacity(left);
+                let mut compacted = Vec::with_capacity(written.len());
                 for change in written {
                     if change.merge.is_some() && left > 0 {
                         left -= 1;
+                        compacted.push(change);
+                    } else if change.abandoned {
                         compacted.push(change);
                     } else {
                         by_refs(stream, change);
                     }
                 }
                 write_index(stream, &compacted);
-                compacted.iter().map(|c| c.change.clone()).collect()
+                compacted
+                    .iter()
+                    .filter(|c| c.merge.is_some())
+                    .map(|c| c.change.clone())
+                    .collect()
             }
         }
     }
@@ -138,7 +145,7 @@ fn write_index(stream: &mut Stream, compacted: &[&Written]) {
         }
         let names: Vec<&str> = batch.iter().map(|c| c.change.as_str()).collect();
         let message = format!(
-            "bay: compacted {} merged changes\n\n{}\n",
+            "bay: compacted {} ended changes\n\n{}\n",
             batch.len(),
             names.join("\n")
         );
@@ -406,6 +413,7 @@ struct Written {
     start: usize,
     tip: usize,
     merge: Option<usize>,
+    abandoned: bool,
 }
 
 /// The change's chain, each step a commit of the empty tree on the one before; returns what
@@ -440,6 +448,7 @@ fn write_chain(stream: &mut Stream, change: &Change) -> (Written, Option<usize>)
             End::Merged => change.candidate.as_ref().map(|(mark, _)| *mark),
             _ => None,
         },
+        abandoned: change.end == End::Abandoned,
     };
     (written, request)
 }

@@ -35,7 +35,7 @@ fn merged(b: &mut Bench<'_>) -> Item {
             reached_known: false,
             unreadable: None,
         },
-        landed: b.oid("B"),
+        markers: vec![(refs::landed(&change()), b.oid("B"))],
         intent: Some((intent(), b.oid("A"))),
     }
 }
@@ -55,7 +55,7 @@ pub(super) fn cases() -> Vec<Case> {
             "index: a compaction moves a merged change's refs into one index commit",
             |b| {
                 let item = merged(b);
-                let plan = compact::plan(None, std::slice::from_ref(&item), &BTreeMap::new());
+                let plan = compact::plan(None, std::slice::from_ref(&item), &BTreeMap::new(), &[]);
                 let report = b.push("compaction", "", plan);
                 see_all(b);
                 if let Some(index) = report.index {
@@ -83,7 +83,7 @@ pub(super) fn cases() -> Vec<Case> {
                         ..item
                     };
                     b.set(&refs::change(&change()), "A");
-                    let plan = compact::plan(Some(&index), &[again], &BTreeMap::new());
+                    let plan = compact::plan(Some(&index), &[again], &BTreeMap::new(), &[]);
                     let second = b.push("second", "second ", plan);
                     if let Some(next) = second.index {
                         b.see_paths("second index", &next);
@@ -96,7 +96,7 @@ pub(super) fn cases() -> Vec<Case> {
             |b| {
                 let item = merged(b);
                 b.set(&refs::landed(&change()), "A");
-                let plan = compact::plan(None, &[item], &BTreeMap::new());
+                let plan = compact::plan(None, &[item], &BTreeMap::new(), &[]);
                 b.push("compaction", "", plan);
                 see_all(b);
             },

@@ -1,10 +1,12 @@
 //! `bay abandon`: give a change up. Only the actor who holds the change may; a live operation
-//! ends with it, and another agent can then adopt the intent.
+//! ends with it, and another agent can then adopt the intent. The same push creates the
+//! change's abandoned marker, from which a runner compacts it once `[retention] window_s` has
+//! passed.
 
 use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
 use super::{
-    Action, Append, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan, PushReport,
-    Refs,
+    Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
+    PushPlan, PushReport, RefUpdate, Refs,
 };
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -129,10 +131,17 @@ impl Abandon {
                 vec![step],
                 None,
             )],
+            // The marker tells runners, by its name alone, when the retention window of the
+            // change's drafts ends and it may be compacted.
             updates: record
                 .live_op()
                 .and_then(|op| give_up_place(&self.remote, op.seq))
                 .into_iter()
+                .chain([RefUpdate {
+                    name: refs::abandoned(&record.change, self.now),
+                    expect: Expect::Absent,
+                    new: NewValue::Step { append: 0, step: 0 },
+                }])
                 .collect(),
             atomic: true,
             ..PushPlan::default()

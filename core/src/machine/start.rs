@@ -579,6 +579,18 @@ impl Start {
             let next = newer.unwrap_or(record.generation) + 1;
             return self.create(next, Some(record.change.clone()));
         }
+        // An abandoned change compacted past the retention window has no drafts left to take
+        // up: its intent opens a new change instead.
+        if record.abandoned && !self.remote.contains_key(&refs::change(&record.change)) {
+            if by_id {
+                return self.fail(format!(
+                    "{} was abandoned longer ago than the retention window, and its drafts \
+                     went with its record; `bay start \"{}\"` opens a new change for its intent",
+                    record.change, record.intent
+                ));
+            }
+            return self.create(record.generation + 1, Some(record.change.clone()));
+        }
         // Another actor's live change is theirs until it has stayed idle for the takeover
         // window, judged on this machine's clock from when this clone first held its tip.
         if !record.ended() && record.actor != self.input.actor && !self.idle {

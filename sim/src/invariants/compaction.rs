@@ -1,6 +1,7 @@
-//! S16: compaction keeps every outcome. A runner may delete a merged change's chain, marker and
+//! S16: compaction keeps every outcome. A runner may delete an ended change's chain, marker and
 //! intent generation only in the push that moves `refs/bay/index` to a commit whose file for
-//! that change holds, step for step, the chain it deleted. From then on every index commit must
+//! that change holds, step for step, the chain it deleted; an abandoned marker otherwise only
+//! once a start took its change up again. From then on every index commit must
 //! keep that file, and the record it folds to must keep every ended operation's outcome as the
 //! checker saw it end; and no intent's generation is ever opened twice, compacted or not.
 //!
@@ -25,12 +26,15 @@ pub struct CompactionWatch {
     deleted: Vec<(ChangeId, Oid)>,
     /// Merged markers deleted by the push being checked.
     pub(super) markers_deleted: Vec<ChangeId>,
+    /// Abandoned markers deleted by the push being checked.
+    pub(super) abandoned_deleted: Vec<ChangeId>,
     /// The index as last judged.
     index: Option<Oid>,
     /// Every intent generation a start step opened, and its change.
     generations: BTreeMap<(String, u32), ChangeId>,
-    /// Changes compacted, for reports.
+    /// Changes compacted, and of those the abandoned ones, for reports.
     pub compacted: u64,
+    pub compacted_abandoned: u64,
 }
 
 impl Checker {
@@ -73,9 +77,10 @@ impl Checker {
                 .as_ref()
                 .map(|index| self.compacted_read(git, index, &change));
             match held {
-                Some(Ok((read_tip, _))) if read_tip == tip => {
+                Some(Ok((read_tip, record))) if read_tip == tip => {
                     self.compaction.held.insert(change, tip);
                     self.compaction.compacted += 1;
+                    self.compaction.compacted_abandoned += u64::from(record.abandoned);
                 }
                 Some(Ok((read_tip, _))) => self.violate(
                     Invariant::NothingLost,
@@ -109,6 +114,19 @@ impl Checker {
                 );
             }
         }
+        for change in std::mem::take(&mut self.compaction.abandoned_deleted) {
+            let live_again = git.record(&change).is_some_and(|record| !record.ended());
+            if !self.compacted(&change) && !live_again {
+                self.violate(
+                    Invariant::CompactionKeeps,
+                    at,
+                    format!(
+                        "the abandoned marker of {change} was deleted, and its change is neither \
+                         compacted nor live again"
+                    ),
+                );
+            }
+        }
         // The index's files are judged again only when it moved.
         let Some(index) = index.filter(|index| self.compaction.index.as_ref() != Some(index))
         else {
@@ -125,11 +143,13 @@ impl Checker {
             match self.compacted_read(git, &index, &change) {
                 Ok((read_tip, record)) if read_tip == tip => {
                     self.outcomes_kept(at, &change, &record);
-                    if record.merged().is_none() {
+                    if record.merged().is_none() && !record.abandoned {
                         self.violate(
                             Invariant::CompactionKeeps,
                             at,
-                            format!("{change} was compacted, and it has not merged"),
+                            format!(
+                                "{change} was compacted, and it neither merged nor was abandoned"
+                            ),
                         );
                     }
                 }

@@ -1,10 +1,12 @@
-//! Compaction (`crate::compact`): when a pass finds the remote holding `compact_at` merged
-//! markers or more, the runner moves up to [`BATCH`] merged changes into the index in one
-//! atomic push before it decides what to work. It reads what it moves first: each change's whole chain (which
-//! must fold to a merged record at the tip the marker sits beside), its intent's generation ref,
-//! and the index's entries for those intents; every ref the push deletes is leased on the value
-//! read, so a change that moved meanwhile refuses the whole push, which the next pass tries
-//! again. A compaction never holds up work: any fault, and the pass goes on.
+//! Compaction (`crate::compact`): when a pass finds the remote holding `compact_at` changes
+//! ready to compact or more (merged, or abandoned longer ago than the retention window, by
+//! their markers' names), the runner moves up to [`BATCH`] of them into the index in one
+//! atomic push before it decides what to work on. It reads what it moves first: each change's
+//! whole chain (which must fold to a merged or abandoned record), its intent's generation
+//! ref, and the index's entries for those intents; every ref the push deletes is leased on the
+//! value read, so a change that moved meanwhile refuses the whole push, which the next pass
+//! tries again. An abandoned change a start took up again is not compacted; its old marker is
+//! deleted instead. A compaction never holds up work: any fault, and the pass goes on.
 
 use std::collections::BTreeMap;
 
@@ -21,52 +23,75 @@ pub(super) enum Purpose {
     /// The batch's chains, their markers and the index.
     Fetch(FetchSpec),
     Chains,
-    /// The generation refs of the batch's intents.
-    Intents(Vec<Item>, FetchSpec),
+    /// The generation refs of the batch's intents, with the stale markers found.
+    Intents(Vec<Item>, Vec<(String, Oid)>, FetchSpec),
     /// The index's entry for one intent (by digest), while `awaiting` more.
     Known(String),
-    /// The compaction of these changes.
-    Push(Vec<Item>),
+    /// The compaction of these changes, and the deletion of these stale markers.
+    Push(Vec<Item>, Vec<(String, Oid)>),
 }
 
 /// A batch whose index entries are being read.
 #[derive(Clone, Debug)]
 pub(super) struct Reading {
     items: Vec<Item>,
+    stale: Vec<(String, Oid)>,
     index: Option<Oid>,
     known: BTreeMap<String, Generation>,
     awaiting: usize,
 }
 
 impl Runner {
-    /// Whether this pass compacts first: once a pass, when enough merged markers wait, never
+    /// Whether this pass compacts first: once a pass, when enough changes are ready, never
     /// for `merge --wait`. A busy queue does not put it off, so the markers stay few.
     pub(super) fn compaction_due(&self) -> bool {
         !self.compacted
             && !matches!(self.cfg.mode, RunMode::Only(_))
-            && self
-                .refs
-                .keys()
-                .filter(|name| refs::parse_landed(name).is_some())
-                .count()
-                >= self.cfg.compact_at.max(1)
+            && self.ready().len() >= self.cfg.compact_at.max(1)
+    }
+
+    /// The changes ready to compact, by their markers' names alone: every merged one, and
+    /// each abandoned one whose retention window has passed by this runner's clock.
+    fn ready(&self) -> Vec<ChangeId> {
+        let mut ready: Vec<ChangeId> = self
+            .refs
+            .keys()
+            .filter_map(|name| match refs::parse_abandoned(name) {
+                Some((change, at)) => {
+                    let due = at.0.saturating_add(self.cfg.retention_ms) <= self.now.0;
+                    due.then_some(change)
+                }
+                None => refs::parse_landed(name),
+            })
+            .collect();
+        ready.sort();
+        ready.dedup();
+        ready
+    }
+
+    /// Every marker of `change` this runner knows, with its value.
+    fn markers(&self, change: &ChangeId) -> Vec<(String, Oid)> {
+        self.refs
+            .iter()
+            .filter(|(name, _)| {
+                refs::parse_landed(name).as_ref() == Some(change)
+                    || refs::parse_abandoned(name).is_some_and(|(c, _)| &c == change)
+            })
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect()
     }
 
     /// Compacts a batch, then decides the pass again.
     pub(super) fn compact(&mut self) {
         self.compacted = true;
-        let batch: Vec<ChangeId> = self
-            .refs
-            .keys()
-            .filter_map(|name| refs::parse_landed(name))
-            .collect();
-        let mut spec = FetchSpec::new(
-            batch
-                .iter()
-                .take(BATCH)
-                .flat_map(|c| [refs::change_pattern(c), refs::landed_pattern(c)]),
-        );
-        spec.patterns.push(refs::INDEX_PATTERN.to_owned());
+        let batch: Vec<ChangeId> = self.ready().into_iter().take(BATCH).collect();
+        let mut patterns = Vec::with_capacity(batch.len() * 2 + 1);
+        for change in &batch {
+            patterns.push(refs::change_pattern(change));
+            patterns.extend(self.markers(change).into_iter().map(|(name, _)| name));
+        }
+        patterns.push(refs::INDEX_PATTERN.to_owned());
+        let spec = FetchSpec::new(patterns);
         self.send_compaction(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
 
@@ -92,16 +117,16 @@ impl Runner {
                 self.read_batch();
             }
             (Purpose::Chains, Completion::ChainsRead(Ok(reads))) => self.on_batch(reads),
-            (Purpose::Intents(items, spec), Completion::Fetched(Ok(fetched))) => {
+            (Purpose::Intents(items, stale, spec), Completion::Fetched(Ok(fetched))) => {
                 spec.apply(&mut self.refs, fetched);
-                self.on_intents(items);
+                self.on_intents(items, stale);
             }
             (Purpose::Known(digest), Completion::FileRead(Ok(bytes))) => {
                 self.on_known(digest, bytes.as_deref());
             }
-            (Purpose::Push(items), Completion::Pushed(report)) => {
+            (Purpose::Push(items, stale), Completion::Pushed(report)) => {
                 if report.outcome == PushOutcome::Accepted {
-                    self.compacted_refs(&items, report.index);
+                    self.compacted_refs(&items, &stale, report.index);
                 }
                 self.compaction_over();
             }
@@ -117,12 +142,11 @@ impl Runner {
         Ok(())
     }
 
-    /// Reads the whole chain of each merged change whose chain and marker are there.
+    /// Reads the whole chain of each ready change whose chain and marker are there.
     fn read_batch(&mut self) {
         let chains: Vec<ChainQuery> = self
-            .refs
-            .keys()
-            .filter_map(|name| refs::parse_landed(name))
+            .ready()
+            .into_iter()
             .take(BATCH)
             .filter_map(|change| {
                 let tip = self.refs.get(&refs::change(&change))?.clone();
@@ -139,18 +163,40 @@ impl Runner {
         self.send_compaction(Action::ReadChains { chains }, Purpose::Chains);
     }
 
-    /// Keeps each chain that folds to a merged record, then reads its intent's generation.
+    /// Keeps each chain that folds to a merged record with its merged marker, or to an
+    /// abandoned one, then reads its intent's generation. The abandoned markers of a change
+    /// that is live again are stale.
     fn on_batch(&mut self, reads: Vec<ChainRead>) {
         let mut items = Vec::new();
+        let mut stale = Vec::new();
         let mut intents = Vec::new();
         for read in reads {
             let Ok((record, _)) = fold_chain(&read) else {
                 continue;
             };
-            let landed = self.refs.get(&refs::landed(&read.change)).cloned();
-            let (Some(landed), true) = (landed, record.merged().is_some()) else {
+            let markers = self.markers(&read.change);
+            let landed = markers
+                .iter()
+                .any(|(name, _)| refs::parse_landed(name).is_some());
+            #[allow(unused_mut)]
+            let (mut ended, mut live) = (
+                (record.merged().is_some() && landed) || record.abandoned,
+                !record.ended(),
+            );
+            #[cfg(feature = "mutants")]
+            if self.mutant_abandoned_stale(record.abandoned) {
+                (ended, live) = (false, true);
+            }
+            if !ended {
+                if live {
+                    stale.extend(
+                        markers
+                            .into_iter()
+                            .filter(|(name, _)| refs::parse_abandoned(name).is_some()),
+                    );
+                }
                 continue;
-            };
+            }
             let digest = intent_digest(&record.intent);
             let name = refs::intent(&digest, record.generation);
             // The generation ref names the chain's first step, its start.
@@ -159,21 +205,22 @@ impl Runner {
             items.push(Item {
                 intent: start.map(|start| (name, start)),
                 chain: read,
-                landed,
+                markers,
             });
         }
-        if items.is_empty() {
+        if items.is_empty() && stale.is_empty() {
             return self.compaction_over();
         }
         intents.sort();
         intents.dedup();
         let spec = FetchSpec::new(intents);
-        self.send_compaction(Action::Fetch(spec.clone()), Purpose::Intents(items, spec));
+        let purpose = Purpose::Intents(items, stale, spec.clone());
+        self.send_compaction(Action::Fetch(spec), purpose);
     }
 
     /// Keeps the generation refs that still name their change's start, then reads what the
     /// index says of those intents.
-    fn on_intents(&mut self, mut items: Vec<Item>) {
+    fn on_intents(&mut self, mut items: Vec<Item>, stale: Vec<(String, Oid)>) {
         for item in &mut items {
             item.intent = item
                 .intent
@@ -195,6 +242,7 @@ impl Runner {
         let awaiting = if index.is_some() { digests.len() } else { 0 };
         self.reading = Some(Reading {
             items,
+            stale,
             index: index.clone(),
             known: BTreeMap::new(),
             awaiting,
@@ -235,22 +283,33 @@ impl Runner {
             index: self.mutant_index(reading.index.clone()),
             ..reading
         };
-        let plan = compact::plan(reading.index.as_ref(), &reading.items, &reading.known);
+        let plan = compact::plan(
+            reading.index.as_ref(),
+            &reading.items,
+            &reading.known,
+            &reading.stale,
+        );
         #[cfg(feature = "mutants")]
         let plan = self.mutant_compaction(plan);
-        self.send_compaction(Action::Push(plan), Purpose::Push(reading.items));
+        let purpose = Purpose::Push(reading.items, reading.stale);
+        self.send_compaction(Action::Push(plan), purpose);
     }
 
     /// What this runner knows of the remote after its compaction landed: the batch's refs
     /// gone, the index at its new commit.
-    fn compacted_refs(&mut self, items: &[Item], index: Option<Oid>) {
+    fn compacted_refs(&mut self, items: &[Item], stale: &[(String, Oid)], index: Option<Oid>) {
         if let Some(index) = index {
             self.refs.insert(refs::INDEX.to_owned(), index);
+        }
+        for (name, _) in stale {
+            self.refs.remove(name);
         }
         for item in items {
             let change = &item.chain.change;
             self.refs.remove(&refs::change(change));
-            self.refs.remove(&refs::landed(change));
+            for (name, _) in &item.markers {
+                self.refs.remove(name);
+            }
             if let Some((name, _)) = &item.intent {
                 self.refs.remove(name);
             }

@@ -101,6 +101,10 @@ pub struct RunnerConfig {
     /// simulator sets fewer, to compact often).
     #[serde(default = "compact_at")]
     pub compact_at: usize,
+    /// `[retention] window_s`: how long an abandoned change keeps its refs (and so its
+    /// drafts, which a start may take up again) before a runner compacts it.
+    #[serde(default = "retention_ms")]
+    pub retention_ms: u64,
     pub trailers: Trailers,
     pub mode: RunMode,
     /// The environments this machine serves; `None` serves every one.
@@ -139,6 +143,7 @@ impl RunnerConfig {
             red_window: red_window(),
             bisect_post: false,
             compact_at: compact_at(),
+            retention_ms: retention_ms(),
             trailers: Trailers::default(),
             mode: RunMode::Loop,
             environments: None,
@@ -165,6 +170,7 @@ impl RunnerConfig {
         self.compact_at = usize::try_from(config.ref_budget)
             .unwrap_or(usize::MAX)
             .min(crate::compact::COMPACT_AT);
+        self.retention_ms = config.retention_window_s.saturating_mul(1000);
         self.trailers = config.trailers.clone();
         self
     }
@@ -180,6 +186,12 @@ fn red_window() -> u32 {
 
 fn compact_at() -> usize {
     crate::compact::COMPACT_AT
+}
+
+fn retention_ms() -> u64 {
+    crate::config::Config::default()
+        .retention_window_s
+        .saturating_mul(1000)
 }
 
 /// The spec's default deadline: a 30-minute budget and a 60-second window.

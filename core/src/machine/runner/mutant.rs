@@ -68,6 +68,9 @@ pub enum Mutant {
     /// S16: compacts onto an empty index, with no lease on the index, so each compaction
     /// drops what the ones before it held.
     CompactFromNothing,
+    /// S16: takes every abandoned change's marker for a stale one and deletes it, leaving the
+    /// change's refs and compacting nothing.
+    AbandonedMarkersStale,
 }
 
 impl Runner {
@@ -80,6 +83,11 @@ impl Runner {
         (!self.mutant_is(Mutant::CompactFromNothing))
             .then_some(index)
             .flatten()
+    }
+
+    /// Whether a mutant takes an ended change's abandoned markers for stale ones.
+    pub(super) fn mutant_abandoned_stale(&self, abandoned: bool) -> bool {
+        abandoned && self.mutant_is(Mutant::AbandonedMarkersStale)
     }
 
     /// A compaction's plan, its index unleased for a mutant that starts it afresh.
