@@ -317,10 +317,16 @@ impl Repo {
     /// The commits `query` names, oldest first: one `rev-list` for the ids, one `log
     /// --no-walk` for what they say, and for each commit with more than one parent one
     /// `rev-list --count` of what it brought in. A `from` this clone lacks fails `rev-list`.
+    /// The newest of a range are walked no further than asked, so a window of main costs the
+    /// same however long main's history is.
     pub fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
-        let ids = self
-            .git()
-            .cmd(["rev-list", "--first-parent", "--end-of-options"])
+        let git = self.git();
+        let mut walk = git.cmd(["rev-list", "--first-parent"]);
+        if query.newest {
+            walk = walk.arg(format!("--max-count={}", query.limit));
+        }
+        let ids = walk
+            .arg("--end-of-options")
             .arg(query.range())
             .arg("--")
             .run()?
