@@ -4,8 +4,8 @@
 //! is 1.2. Ratios, measured in one run on one machine; no test fails on them.
 //!
 //! Each history is built into a bare remote by `support::history::build` (seconds, with one
-//! `git fast-import`; a tenth of the changes end blocked and a tenth abandoned, the rest
-//! merge). The commands run in two clones of it, each fetched once first:
+//! `git fast-import`; a tenth of the changes are blocked, then abandoned, a tenth abandoned,
+//! the rest merge). The commands run in two clones of it, each fetched once first:
 //!
 //! - a fresh clone, whose mirror (`refs/bay-mirror/origin/`) holds only what the commands
 //!   fetch: what the remote's history costs;

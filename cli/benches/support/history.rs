@@ -8,8 +8,9 @@
 //!   the main before it, with the trailers the runner writes (`Change-Id:`, `Intent:`,
 //!   `Actor:`, `Bay-Op:`, `Bay-Candidate:`);
 //! - each change's chain: a merged or blocked one `start`, `request` (its draft as second
-//!   parent), `claim`, `candidate` (its candidate as second parent), `check` and `outcome`; an
-//!   abandoned one `start`, `checkpoint` (its draft as second parent) and `abandon`;
+//!   parent), `claim`, `candidate` (its candidate as second parent), `check` and `outcome`
+//!   (and a blocked one then `abandon`); an abandoned one `start`, `checkpoint` (its draft as
+//!   second parent) and `abandon`;
 //! - the runner's log ([`super::RUNNER`]'s): one event per operation it ended, in order;
 //! - its evidence notes: one record per check run, on the candidate's tree, in one flat notes
 //!   tree as bay's writer keeps it (one notes commit, where bay made one per record);
@@ -19,7 +20,8 @@
 //! each layout only names them: every change by refs of its own, as bay kept them before
 //! compaction, or as a runner's compactions leave them (ended changes in `refs/bay/index`).
 //!
-//! A tenth of the changes end blocked (`CHECK_FAILED`) and a tenth abandoned; the rest merge.
+//! A tenth of the changes are blocked (`CHECK_FAILED`) and then abandoned by their agent, a
+//! tenth abandoned before they asked to merge; the rest merge.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
@@ -52,7 +54,7 @@ pub enum Layout {
     /// the last few that wait for the next compaction, and the abandoned ones (all abandoned
     /// longer ago than the retention window) are files of `refs/bay/index`, written in
     /// batches of [`compact::BATCH`] as a runner writes them, with their intents' latest
-    /// generations; the blocked ones, live still, keep their refs.
+    /// generations.
     Compacted,
 }
 
@@ -448,7 +450,7 @@ fn write_chain(stream: &mut Stream, change: &Change) -> (Written, Option<usize>)
             End::Merged => change.candidate.as_ref().map(|(mark, _)| *mark),
             _ => None,
         },
-        abandoned: change.end == End::Abandoned,
+        abandoned: matches!(change.end, End::Abandoned | End::Blocked),
     };
     (written, request)
 }
@@ -526,7 +528,7 @@ fn steps(change: &Change) -> Vec<(Step, Option<usize>)> {
             }),
         )
     };
-    vec![
+    let mut steps = vec![
         (start, None),
         (
             step(
@@ -585,7 +587,12 @@ fn steps(change: &Change) -> Vec<(Step, Option<usize>)> {
             ),
             None,
         ),
-    ]
+    ];
+    // An agent whose change was blocked gave it up: it ended, as every change here did.
+    if !merged {
+        steps.push((step(6, actor, StepBody::Abandon), None));
+    }
+    steps
 }
 
 /// The runner's log event of the change's end, if a runner ended it.
