@@ -15,12 +15,14 @@ use bay_core::machine::Fault;
 
 use crate::git::Git;
 use crate::objects::Objects;
+use crate::reader::Reader;
 use crate::remote::{MergeTree, Stage};
 use crate::trees;
 
 /// The merged tree with every conflicted text file relabelled, and the paths that hold
 /// markers under `labels`.
 pub fn relabel(
+    reader: &Reader,
     git: &Git,
     objects: &Objects,
     merged: &MergeTree,
@@ -60,7 +62,7 @@ pub fn relabel(
     if edits.is_empty() {
         return Ok((merged.tree.clone(), marked));
     }
-    let tree = trees::edited(git, Some(&merged.tree), &edits)?;
+    let tree = trees::edited(reader, objects, git, Some(&merged.tree), &edits)?;
     Ok((tree, marked))
 }
 

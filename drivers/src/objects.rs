@@ -19,6 +19,7 @@
 pub(crate) mod sha1;
 mod zlib;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -354,6 +355,48 @@ impl Objects {
                     .text()?,
             ),
         }
+    }
+
+    /// The tree of `entries` (by name), as `git mktree` writes it: in Git's order, where a
+    /// subtree's name sorts as if it ended in `/`.
+    pub fn tree(
+        &self,
+        git: &Git,
+        entries: &BTreeMap<Vec<u8>, crate::trees::Entry>,
+    ) -> Result<Oid, Fault> {
+        let mut sorted: Vec<(Vec<u8>, &crate::trees::Entry)> = entries
+            .iter()
+            .map(|(name, entry)| {
+                let mut key = name.clone();
+                if entry.is_tree() {
+                    key.push(b'/');
+                }
+                (key, entry)
+            })
+            .collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let Some(store) = self.store() else {
+            let mut listing = Vec::new();
+            for (key, entry) in &sorted {
+                let name = key.strip_suffix(b"/").unwrap_or(key);
+                listing.extend_from_slice(
+                    format!("{} {} {}\t", entry.mode, entry.kind(), entry.id).as_bytes(),
+                );
+                listing.extend_from_slice(name);
+                listing.push(0);
+            }
+            return printed(&git.cmd(["mktree", "-z"]).stdin(listing).text()?);
+        };
+        let mut body = Vec::new();
+        for (key, entry) in &sorted {
+            let name = key.strip_suffix(b"/").unwrap_or(key);
+            body.extend_from_slice(entry.mode.as_bytes());
+            body.push(b' ');
+            body.extend_from_slice(name);
+            body.push(0);
+            body.extend_from_slice(&entry.id.to_raw());
+        }
+        Objects::write(store, Kind::Tree, &body)
     }
 
     /// The empty tree. Git knows its id without having it, but a push carries only objects

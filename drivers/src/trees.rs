@@ -1,6 +1,6 @@
 //! Tree objects, read through the clone's [`Reader`]: their entries, and the paths two trees
 //! differ in, as `git diff-tree -r --name-only --no-renames` lists them, without its process;
-//! and a tree edited with Git's own index ([`edited`]).
+//! and a tree edited along the paths an edit touches ([`edited`]).
 //!
 //! A tree object is a sequence of entries `<mode in octal> <name>\0<id as raw bytes>`, the id
 //! as long as the repository's ids (20 bytes for SHA-1, 32 for SHA-256). Two trees are
@@ -13,6 +13,7 @@ use bay_core::git::Oid;
 use bay_core::machine::Fault;
 
 use crate::git::Git;
+use crate::objects::Objects;
 use crate::reader::{Object, Reader};
 
 /// The mode of a subtree entry.
@@ -26,8 +27,17 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn is_tree(&self) -> bool {
+    pub fn is_tree(&self) -> bool {
         self.mode == TREE_MODE
+    }
+
+    /// The kind of object the entry names, as `git ls-tree` prints it.
+    pub fn kind(&self) -> &'static str {
+        match self.mode.as_str() {
+            TREE_MODE => "tree",
+            "160000" => "commit",
+            _ => "blob",
+        }
     }
 }
 
@@ -152,34 +162,108 @@ pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String
 }
 
 /// The tree of `tree` (a tree or a commit; none for the empty tree) with each
-/// `(mode, blob, path)` of `edits` put at its path, through a temporary index: `read-tree`,
-/// `update-index --index-info`, `write-tree`.
+/// `(mode, blob, path)` of `edits` put at its path. Only the trees along the edited paths are
+/// read and written, so an edit costs the same however many entries the rest of the tree
+/// holds: a notes tree or the index of compacted records grows with the history, and each
+/// record added to it must not read it whole.
 pub fn edited(
+    reader: &Reader,
+    objects: &Objects,
     git: &Git,
     tree: Option<&Oid>,
     edits: &[(String, Oid, String)],
 ) -> Result<Oid, Fault> {
-    let scratch = tempfile::tempdir().map_err(|e| Fault(format!("no temporary index: {e}")))?;
-    let index = scratch.path().join("index");
-    if let Some(tree) = tree {
-        git.cmd(["read-tree", tree.as_str()])
-            .env("GIT_INDEX_FILE", &index)
-            .run()?;
-    }
-    let mut info = Vec::new();
+    let mut root = BTreeMap::new();
     for (mode, blob, path) in edits {
-        info.extend_from_slice(format!("{mode} {blob}\t{path}").as_bytes());
-        info.push(0);
+        let mut names = path.split('/').filter(|name| !name.is_empty()).peekable();
+        let mut level = &mut root;
+        while let Some(name) = names.next() {
+            let name = name.as_bytes().to_vec();
+            if names.peek().is_none() {
+                let entry = Entry {
+                    mode: mode.clone(),
+                    id: blob.clone(),
+                };
+                level.insert(name, Edit::Put(entry));
+                break;
+            }
+            let next = level
+                .entry(name)
+                .and_modify(|edit| {
+                    if matches!(edit, Edit::Put(_)) {
+                        *edit = Edit::Into(BTreeMap::new());
+                    }
+                })
+                .or_insert_with(|| Edit::Into(BTreeMap::new()));
+            let Edit::Into(next) = next else {
+                unreachable!("a file on the path was made a directory just above")
+            };
+            level = next;
+        }
     }
-    git.cmd(["update-index", "-z", "--index-info"])
-        .stdin(info)
-        .env("GIT_INDEX_FILE", &index)
-        .run()?;
-    let text = git
-        .cmd(["write-tree"])
-        .env("GIT_INDEX_FILE", &index)
-        .text()?;
-    Oid::parse(text.trim()).map_err(Fault)
+    let base = match tree {
+        Some(tree) => Some(tree_of(reader, tree)?),
+        None => None,
+    };
+    apply(reader, objects, git, base.as_ref(), &root)
+}
+
+/// What an edit does at one name of a tree: put an entry there, or edit the subtree there.
+enum Edit {
+    Put(Entry),
+    Into(BTreeMap<Vec<u8>, Edit>),
+}
+
+/// Writes the tree `base` (none: empty) with `edits` applied, depth first.
+fn apply(
+    reader: &Reader,
+    objects: &Objects,
+    git: &Git,
+    base: Option<&Oid>,
+    edits: &BTreeMap<Vec<u8>, Edit>,
+) -> Result<Oid, Fault> {
+    let mut entries = match base {
+        Some(base) => read_trees(reader, std::slice::from_ref(base))?
+            .pop()
+            .unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    for (name, edit) in edits {
+        let entry = match edit {
+            Edit::Put(entry) => entry.clone(),
+            Edit::Into(inner) => {
+                let below = entries
+                    .get(name)
+                    .filter(|entry| entry.is_tree())
+                    .map(|entry| entry.id.clone());
+                Entry {
+                    mode: TREE_MODE.to_owned(),
+                    id: apply(reader, objects, git, below.as_ref(), inner)?,
+                }
+            }
+        };
+        entries.insert(name.clone(), entry);
+    }
+    objects.tree(git, &entries)
+}
+
+/// The entries of the tree a tree-ish names (a tree, or a commit's tree).
+pub fn entries(reader: &Reader, treeish: &Oid) -> Result<BTreeMap<Vec<u8>, Entry>, Fault> {
+    let tree = tree_of(reader, treeish)?;
+    Ok(read_trees(reader, &[tree])?.pop().unwrap_or_default())
+}
+
+/// The tree a tree-ish names: a tree's own id, or a commit's tree.
+fn tree_of(reader: &Reader, treeish: &Oid) -> Result<Oid, Fault> {
+    match reader.read(&[treeish.to_string()])?.pop() {
+        Some(Object::Found { kind, .. }) if kind == "tree" => Ok(treeish.clone()),
+        Some(Object::Found { kind, .. }) if kind == "commit" => {
+            of_commits(reader, std::slice::from_ref(treeish))?
+                .pop()
+                .ok_or_else(|| Fault(format!("commit {treeish} names no tree")))
+        }
+        _ => Err(Fault(format!("{treeish} names no tree in this clone"))),
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +363,114 @@ mod tests {
             changed_paths(&reader, &before, &before)
                 .expect("a diff")
                 .is_empty()
+        );
+    }
+
+    /// The tree Git's own index gives for `edits` on `base`: read-tree, update-index,
+    /// write-tree.
+    fn edited_by_git(git: &Git, base: &Oid, edits: &[(String, Oid, String)]) -> Oid {
+        let index = tempfile::NamedTempFile::new().expect("an index file");
+        std::fs::remove_file(index.path()).expect("an empty place");
+        let indexed = |args: &[&str]| {
+            git.cmd(args.iter().copied())
+                .env("GIT_INDEX_FILE", index.path())
+        };
+        indexed(&["read-tree", base.as_str()])
+            .run()
+            .expect("read-tree");
+        let mut info = Vec::new();
+        for (mode, blob, path) in edits {
+            info.extend_from_slice(format!("{mode} {blob}\t{path}").as_bytes());
+            info.push(0);
+        }
+        indexed(&["update-index", "-z", "--index-info"])
+            .stdin(info)
+            .run()
+            .expect("update-index");
+        let text = indexed(&["write-tree"]).text().expect("write-tree");
+        Oid::parse(text.trim()).expect("an id")
+    }
+
+    #[test]
+    fn an_edit_gives_the_tree_gits_index_gives() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let git = Git::in_dir(dir.path());
+        git.cmd(["init", "-q", "--bare"]).run().expect("git init");
+        let base = tree(
+            &git,
+            &[
+                ("a.txt", "100644", "a\n"),
+                ("a/inner", "100644", "in\n"),
+                ("a-b", "100644", "ab\n"),
+                ("dir/x", "100644", "x\n"),
+                ("dir/sub/y", "100644", "y\n"),
+                ("file-then-dir", "100644", "f\n"),
+                ("module", "160000", &"1".repeat(40)),
+            ],
+        );
+        let blob = |text: &str| {
+            let id = git
+                .cmd(["hash-object", "-w", "--stdin"])
+                .stdin(text.as_bytes().to_vec())
+                .text()
+                .expect("hash-object");
+            Oid::parse(id.trim()).expect("an id")
+        };
+        let edits = vec![
+            (
+                "100644".to_owned(),
+                blob("a, changed\n"),
+                "a.txt".to_owned(),
+            ),
+            (
+                "100755".to_owned(),
+                blob("#!/bin/sh\n"),
+                "a/tool".to_owned(),
+            ),
+            ("100644".to_owned(), blob("new\n"), "dir/sub/new".to_owned()),
+            (
+                "100644".to_owned(),
+                blob("deep\n"),
+                "new/deep/file".to_owned(),
+            ),
+            (
+                "100644".to_owned(),
+                blob("in a dir\n"),
+                "file-then-dir/now".to_owned(),
+            ),
+            ("100644".to_owned(), blob("a.c\n"), "a.c".to_owned()),
+        ];
+        let expected = edited_by_git(&git, &base, &edits);
+        let reader = Reader::new(git.clone());
+        let objects = Objects::new(git.location().clone());
+        assert_eq!(
+            edited(&reader, &objects, &git, Some(&base), &edits).expect("an edit"),
+            expected
+        );
+        // From a commit of the tree, and from nothing.
+        let commit = git
+            .cmd(["commit-tree", base.as_str(), "-m", "base"])
+            .text()
+            .expect("commit-tree");
+        let commit = Oid::parse(commit.trim()).expect("an id");
+        assert_eq!(
+            edited(&reader, &objects, &git, Some(&commit), &edits).expect("an edit"),
+            expected
+        );
+        let empty = tree(&git, &[]);
+        assert_eq!(
+            edited(&reader, &objects, &git, None, &edits).expect("an edit"),
+            edited_by_git(&git, &empty, &edits)
+        );
+        // Where this process does not write objects itself, `git mktree` does, alike.
+        git.cmd(["config", "core.fsync", "loose-object"])
+            .run()
+            .expect("git config");
+        let by_git = Objects::new(git.location().clone());
+        assert!(by_git.store().is_none());
+        assert_eq!(
+            edited(&reader, &by_git, &git, Some(&base), &edits).expect("an edit"),
+            expected
         );
     }
 

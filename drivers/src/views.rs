@@ -347,7 +347,8 @@ impl Views {
             });
         }
         let merged = merge_tree(&git, base, onto, draft)?;
-        let (tree, marked) = crate::markers::relabel(&git, &self.objects, &merged, labels)?;
+        let (tree, marked) =
+            crate::markers::relabel(&self.reader, &git, &self.objects, &merged, labels)?;
         let refreshed = self.commit(
             &git,
             &tree,

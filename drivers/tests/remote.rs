@@ -405,6 +405,62 @@ fn a_note_in_a_fanned_out_tree_is_appended_where_it_is() {
     );
 }
 
+#[test]
+fn a_large_flat_notes_tree_takes_new_notes_one_level_deeper() {
+    let fx = Fixture::new();
+    let flat: Vec<(String, String)> = (0..256)
+        .map(|n| (format!("{n:040x}"), format!("record {n}\n")))
+        .collect();
+    let files: Vec<(&str, &str)> = flat
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    let notes = commit(&fx.clone, &[], &files, "notes");
+    let name = refs::evidence("runner-1");
+    git(
+        &fx.clone,
+        &["push", "-q", "origin", &format!("{notes}:{name}")],
+    );
+    let object = fx.main0.clone();
+    let report = fx.repo.push(&PushPlan {
+        notes: vec![NoteAdd {
+            producer: "runner-1".into(),
+            expect: Expect::Is(notes),
+            object: object.clone(),
+            record: "new record".into(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    let tip = report.notes[0].clone();
+    let hex = object.as_str();
+    let listed = git(&fx.clone, &["ls-tree", "-r", "--name-only", tip.as_str()]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l == format!("{}/{}", &hex[..2], &hex[2..])),
+        "the new note is fanned out"
+    );
+    assert_eq!(
+        listed.lines().count(),
+        257,
+        "the flat notes stay where they are"
+    );
+    // Git reads both layouts in one tree.
+    let show = |object: &str| {
+        git(
+            &fx.server,
+            &["notes", &format!("--ref={name}"), "show", object],
+        )
+    };
+    assert_eq!(show(hex), "new record");
+    assert_eq!(show(&format!("{:040x}", 7)), "record 7");
+    // And bay reads the new note back.
+    let read = fx.repo.read_notes(&[tip], &[object]).expect("notes read");
+    assert_eq!(read, vec!["new record".to_owned()]);
+}
+
 fn spec(base: &Oid, draft: &Oid, merge_base: &Oid) -> CandidateSpec {
     CandidateSpec {
         candidate: change("c7k2m4qa").op(1).candidate(1),

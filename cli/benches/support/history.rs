@@ -12,8 +12,9 @@
 //!   (and a blocked one then `abandon`); an abandoned one `start`, `checkpoint` (its draft as
 //!   second parent) and `abandon`;
 //! - the runner's log ([`super::RUNNER`]'s): one event per operation it ended, in order;
-//! - its evidence notes: one record per check run, on the candidate's tree, in one flat notes
-//!   tree as bay's writer keeps it (one notes commit, where bay made one per record);
+//! - its evidence notes: one record per check run, on the candidate's tree, laid out as bay's
+//!   writer lays them out (the first 256 flat, the rest fanned out one level; one notes commit,
+//!   where bay made one per record);
 //! - `refs/bay/queue/last` on the last request (ended operations hold no queue place).
 //!
 //! Where the ended changes are named is the [`Layout`]: one function writes the records, and
@@ -23,6 +24,7 @@
 //! A tenth of the changes are blocked (`CHECK_FAILED`) and then abandoned by their agent, a
 //! tenth abandoned before they asked to merge; the rest merge.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -694,9 +696,35 @@ fn write_notes_tree(
     if notes.is_empty() {
         return;
     }
+    // As bay's writer lays them out: the first FLAT_MAX notes flat, every later one a level
+    // deeper, in the directory of its first two hex digits (one `mktree --batch` for those).
+    let (flat, fanned) = notes.split_at(notes.len().min(FLAT_MAX));
+    let mut dirs: BTreeMap<String, String> = BTreeMap::new();
+    for (tree, answer) in fanned {
+        let hex = tree.as_str();
+        dirs.entry(hex[..2].to_owned())
+            .or_default()
+            .push_str(&format!(
+                "100644 blob {}\t{}\n",
+                answers[*answer],
+                &hex[2..]
+            ));
+    }
+    let batch: Vec<&str> = dirs.values().map(String::as_str).collect();
+    let ids = match batch.is_empty() {
+        true => String::new(),
+        false => super::git_with_input(
+            remote,
+            &["mktree", "--missing", "--batch"],
+            batch.join("\n").as_bytes(),
+        ),
+    };
     let mut listing = String::with_capacity(notes.len() * 100);
-    for (tree, answer) in notes {
+    for (tree, answer) in flat {
         listing.push_str(&format!("100644 blob {}\t{tree}\n", answers[*answer]));
+    }
+    for (dir, id) in dirs.keys().zip(ids.lines()) {
+        listing.push_str(&format!("040000 tree {id}\t{dir}\n"));
     }
     let tree = super::git_with_input(remote, &["mktree", "--missing"], listing.as_bytes());
     let tree = Oid::parse(&tree).expect("a tree");
@@ -711,6 +739,9 @@ fn write_notes_tree(
         &Files::Root(&tree),
     );
 }
+
+/// How many notes bay's writer keeps in a flat notes tree before it fans new ones out.
+const FLAT_MAX: usize = 256;
 
 /// A commit's first parent.
 #[derive(Clone, Debug)]

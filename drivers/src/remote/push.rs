@@ -256,7 +256,8 @@ impl Repo {
                 let blob = self.objects.blob(&git, content.as_bytes().to_vec())?;
                 edits.push(("100644".to_owned(), blob, path.clone()));
             }
-            let tree = crate::trees::edited(&git, index.parent.as_ref(), &edits)?;
+            let parent = index.parent.as_ref();
+            let tree = crate::trees::edited(&self.reader, &self.objects, &git, parent, &edits)?;
             let parents: Vec<&Oid> = index.parent.iter().collect();
             let commit = self.commit_tree(&tree, &parents, &index.message)?;
             report.index = Some(commit.clone());
