@@ -146,6 +146,25 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
         serde_json::json!([undone.doc["change"]]),
         "{undone_by:?}"
     );
+
+    // Once the undo is compacted too, the lineage still pairs it with what it undid.
+    bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    let undo_change = undone.doc["change"].as_str().expect("the undo's change");
+    assert_eq!(
+        world.remote_ref(&format!("refs/bay/changes/{undo_change}")),
+        None
+    );
+    let lineage = bay(&dave, "dave", &["status", "--lineage"]);
+    let pairs = lineage.doc["detail"]["lineage"].to_string();
+    assert!(
+        pairs.contains(undo_change) && pairs.contains(first.as_str()),
+        "{lineage:?}"
+    );
+    let still = bay(&dave, "dave", &["status", &first]);
+    assert_eq!(
+        still.doc["detail"]["undone_by"],
+        undone_by.doc["detail"]["undone_by"]
+    );
 }
 
 #[test]
