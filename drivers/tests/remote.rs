@@ -342,6 +342,28 @@ fn notes_appended_twice_on_one_object_hold_both_records() {
     assert_eq!(stale.notes.len(), 1, "the notes commit is reported anyway");
 }
 
+/// Pushes the notes commit `notes` as runner-1's evidence notes with plain Git, then a record
+/// "new record" on `object` on top through bay; the notes commit bay wrote.
+fn note_on_seeded(fx: &Fixture, notes: &Oid, object: &Oid) -> Oid {
+    let name = refs::evidence("runner-1");
+    git(
+        &fx.clone,
+        &["push", "-q", "origin", &format!("{notes}:{name}")],
+    );
+    let report = fx.repo.push(&PushPlan {
+        notes: vec![NoteAdd {
+            producer: "runner-1".into(),
+            expect: Expect::Is(notes.clone()),
+            object: object.clone(),
+            record: "new record".into(),
+        }],
+        atomic: true,
+        ..PushPlan::default()
+    });
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    report.notes[0].clone()
+}
+
 #[test]
 fn a_note_in_a_fanned_out_tree_is_appended_where_it_is() {
     let fx = Fixture::new();
@@ -357,22 +379,7 @@ fn a_note_in_a_fanned_out_tree_is_appended_where_it_is() {
         "notes",
     );
     let name = refs::evidence("runner-1");
-    git(
-        &fx.clone,
-        &["push", "-q", "origin", &format!("{notes}:{name}")],
-    );
-    let report = fx.repo.push(&PushPlan {
-        notes: vec![NoteAdd {
-            producer: "runner-1".into(),
-            expect: Expect::Is(notes),
-            object: object.clone(),
-            record: "new record".into(),
-        }],
-        atomic: true,
-        ..PushPlan::default()
-    });
-    assert_eq!(report.outcome, PushOutcome::Accepted);
-    let tip = report.notes[0].clone();
+    let tip = note_on_seeded(&fx, &notes, &object);
     let listed = git(&fx.clone, &["ls-tree", "-r", "--name-only", tip.as_str()]);
     let mut expected = vec![other_path, fanned];
     expected.sort();
@@ -417,23 +424,8 @@ fn a_large_flat_notes_tree_takes_new_notes_one_level_deeper() {
         .collect();
     let notes = commit(&fx.clone, &[], &files, "notes");
     let name = refs::evidence("runner-1");
-    git(
-        &fx.clone,
-        &["push", "-q", "origin", &format!("{notes}:{name}")],
-    );
     let object = fx.main0.clone();
-    let report = fx.repo.push(&PushPlan {
-        notes: vec![NoteAdd {
-            producer: "runner-1".into(),
-            expect: Expect::Is(notes),
-            object: object.clone(),
-            record: "new record".into(),
-        }],
-        atomic: true,
-        ..PushPlan::default()
-    });
-    assert_eq!(report.outcome, PushOutcome::Accepted);
-    let tip = report.notes[0].clone();
+    let tip = note_on_seeded(&fx, &notes, &object);
     let hex = object.as_str();
     let listed = git(&fx.clone, &["ls-tree", "-r", "--name-only", tip.as_str()]);
     assert!(

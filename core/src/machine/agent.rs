@@ -65,13 +65,9 @@ pub fn unreadable_chain(change: &ChangeId, why: &str) -> String {
 /// chain's pattern, so that both come from one moment of the remote), its compacted chain
 /// there; the failure to say when the remote has neither.
 pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
-    match (tip(remote, change), remote.get(refs::INDEX)) {
-        (Some(tip), _) => Ok(Action::ReadChains {
-            chains: vec![ChainQuery {
-                change: change.clone(),
-                tip,
-                known: None,
-            }],
+    match (ChainQuery::whole(remote, change), remote.get(refs::INDEX)) {
+        (Some(chain), _) => Ok(Action::ReadChains {
+            chains: vec![chain],
         }),
         (None, Some(index)) => Ok(Action::ReadCompacted {
             index: index.clone(),
@@ -118,11 +114,6 @@ pub fn compacted_generation(
     file: Option<&[u8]>,
 ) -> Result<Option<crate::compact::Generation>, String> {
     file.map(crate::compact::Generation::decode).transpose()
-}
-
-/// The chain tip of `change` on the remote, if it has one.
-pub fn tip(remote: &Refs, change: &ChangeId) -> Option<Oid> {
-    remote.get(&refs::change(change)).cloned()
 }
 
 /// The update that removes the queue place `seq` from `remote`, when the operation holding it

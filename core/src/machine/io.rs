@@ -251,6 +251,26 @@ pub struct ChainQuery {
     pub known: Option<Oid>,
 }
 
+impl ChainQuery {
+    /// The whole chain of `change` from its tip on `remote`, when a ref of its own names it.
+    pub fn whole(remote: &Refs, change: &ChangeId) -> Option<ChainQuery> {
+        Some(ChainQuery {
+            change: change.clone(),
+            tip: remote.get(&crate::git::refs::change(change))?.clone(),
+            known: None,
+        })
+    }
+
+    /// The whole chain the ref `name` holds at `tip`, when `name` is a chain's ref.
+    pub fn of_ref(name: &str, tip: &Oid) -> Option<ChainQuery> {
+        Some(ChainQuery {
+            change: crate::git::refs::parse_change(name)?,
+            tip: tip.clone(),
+            known: None,
+        })
+    }
+}
+
 /// What one push writes and what it expects. The driver writes one commit per step (first
 /// parent: the previous step, or `expect` for the first; `carry`, which keeps a draft or
 /// candidate reachable, as the second parent of the step `Append::carrier` names), one notes

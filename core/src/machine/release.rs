@@ -112,13 +112,7 @@ impl Release {
     fn on_fetched(&mut self, remote: Refs) {
         let chains: Vec<ChainQuery> = remote
             .iter()
-            .filter_map(|(name, tip)| {
-                Some(ChainQuery {
-                    change: refs::parse_change(name)?,
-                    tip: tip.clone(),
-                    known: None,
-                })
-            })
+            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
             .collect();
         let compacted: Vec<ChangeId> = self
             .looked_at

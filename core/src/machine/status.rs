@@ -278,14 +278,8 @@ impl Status {
     /// The chains held; then the logs held.
     fn on_flow_held(&mut self, result: BayResult, held: Refs) {
         let chains: Vec<ChainQuery> = held
-            .into_iter()
-            .filter_map(|(name, tip)| {
-                Some(ChainQuery {
-                    change: refs::parse_change(&name)?,
-                    tip,
-                    known: None,
-                })
-            })
+            .iter()
+            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
             .collect();
         let flow = FlowRead {
             result,
@@ -510,14 +504,7 @@ impl Status {
             .collect();
         let chains: Vec<ChainQuery> = changes
             .into_iter()
-            .filter_map(|change| {
-                let tip = self.remote.get(&refs::change(&change))?.clone();
-                Some(ChainQuery {
-                    change,
-                    tip,
-                    known: None,
-                })
-            })
+            .filter_map(|change| ChainQuery::whole(&self.remote, &change))
             .collect();
         if chains.is_empty() {
             return self.finish(self.queue_result(Vec::new()));
@@ -746,14 +733,7 @@ impl Status {
         let chains: Vec<ChainQuery> = record
             .after
             .iter()
-            .filter_map(|change| {
-                let tip = self.remote.get(&refs::change(change))?.clone();
-                Some(ChainQuery {
-                    change: change.clone(),
-                    tip,
-                    known: None,
-                })
-            })
+            .filter_map(|change| ChainQuery::whole(&self.remote, change))
             .collect();
         if chains.is_empty() {
             return self.on_after(record, &[]);

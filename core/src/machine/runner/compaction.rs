@@ -148,14 +148,7 @@ impl Runner {
             .ready()
             .into_iter()
             .take(BATCH)
-            .filter_map(|change| {
-                let tip = self.refs.get(&refs::change(&change))?.clone();
-                Some(ChainQuery {
-                    change,
-                    tip,
-                    known: None,
-                })
-            })
+            .filter_map(|change| ChainQuery::whole(&self.refs, &change))
             .collect();
         if chains.is_empty() {
             return self.compaction_over();
