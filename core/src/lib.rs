@@ -7,6 +7,7 @@
 //! driver (real Git, or the simulator) executes and answers with an event.
 
 pub mod actor;
+pub mod adapter;
 pub mod check;
 pub mod compact;
 pub mod config;
@@ -18,10 +19,12 @@ pub mod flow;
 pub mod fuzzing;
 pub mod git;
 pub mod glob;
+pub mod hook_settings;
 pub mod id;
 pub mod limits;
 pub mod lineage;
 pub mod machine;
+pub mod ordered_json;
 pub mod paths;
 pub mod plugin;
 pub mod policy;
@@ -35,6 +38,7 @@ pub mod result;
 pub mod save;
 pub mod say;
 pub mod schema;
+pub mod skill;
 pub mod time;
 pub mod toml_doc;
 pub mod words;
