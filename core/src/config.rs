@@ -16,6 +16,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::adapter::Product;
 use crate::git::refs;
 use crate::time::Timestamp;
 use crate::toml_doc::{Document, Located, NotYet, Table, TomlError, show_value};
@@ -47,7 +48,22 @@ pub struct Config {
     pub hold_plugin: Option<PluginCommand>,
     /// `[plugin.notify]` with a `command`: a program the runner hands each event it writes.
     pub notify_plugin: Option<PluginCommand>,
+    /// `[agent]`: the agent product whose hooks bay installs; `None` for no agent hooks.
+    #[serde(default)]
+    pub agent: Option<Agent>,
 }
+
+/// The `[agent]` table: which agent product's hooks the project runs, and the instruction
+/// files bay compares with main when a session starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    pub product: Product,
+    /// Paths in the repository; `AGENTS.md` and `CLAUDE.md` unless the table names others.
+    pub instructions: Vec<String>,
+}
+
+/// The instruction files of an `[agent]` table that names none.
+pub const DEFAULT_INSTRUCTIONS: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
 impl Default for Config {
     /// What an empty config says.
@@ -64,6 +80,7 @@ impl Default for Config {
             ref_budget: DEFAULT_REF_BUDGET,
             hold_plugin: None,
             notify_plugin: None,
+            agent: None,
         }
     }
 }
@@ -392,10 +409,10 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         }
         None => None,
     };
-    if let Some(mut table) = root.table("agent")? {
-        parse_agent(&mut table)?;
-        later.key(&root, "agent");
-    }
+    let agent = match root.table("agent")? {
+        Some(mut table) => Some(parse_agent(&mut table)?),
+        None => None,
+    };
     let runner = match root.table("runner")? {
         Some(mut table) => parse_runner(&mut table, reuse_off_line, &mut later)?,
         None => RunnerSettings::default(),
@@ -436,6 +453,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         ref_budget: retention_window.ref_budget,
         hold_plugin,
         notify_plugin,
+        agent,
     })
 }
 
@@ -586,30 +604,40 @@ fn parse_policy(
     }
 }
 
-fn parse_agent(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+fn parse_agent(table: &mut Table<'_, '_>) -> Result<Agent, TomlError> {
     table.check_keys(&["product", "instructions"], &[])?;
     // The table's presence turns agent hooks on, so it must say for which product.
-    let product = table.required_string("product")?;
-    if product != "claude" && product != "codex" {
+    let name = table.required_string("product")?;
+    let Ok(product) = name.parse::<Product>() else {
         return Err(table.error(
             "product",
             format!(
                 "is {}; it must be \"claude\" or \"codex\", or leave [agent] out to use no \
                  agent hooks",
-                show_value(&product)
+                show_value(&name)
             ),
         ));
-    }
-    for file in table.strings("instructions")?.unwrap_or_default() {
-        if let Some(problem) = repo_path_problem(&file.value) {
-            return Err(table.error_at(
-                "instructions",
-                file.line,
-                format!("names {}, which {problem}", show_value(&file.value)),
-            ));
+    };
+    let instructions = match table.strings("instructions")? {
+        Some(files) => {
+            for file in &files {
+                if let Some(problem) = repo_path_problem(&file.value) {
+                    return Err(table.error_at(
+                        "instructions",
+                        file.line,
+                        format!("names {}, which {problem}", show_value(&file.value)),
+                    ));
+                }
+            }
+            files.into_iter().map(|file| file.value).collect()
         }
-    }
-    table.finish()
+        None => DEFAULT_INSTRUCTIONS.map(str::to_owned).to_vec(),
+    };
+    table.finish()?;
+    Ok(Agent {
+        product,
+        instructions,
+    })
 }
 
 fn parse_runner(
@@ -1296,7 +1324,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "profile in [policy]",
                 "hooks in top level",
                 "view in top level",
-                "agent in top level",
                 "submission_timeout_s in [runner]",
                 "ahead in [runner]",
                 "footprint_lanes in [runner]",
@@ -1307,6 +1334,13 @@ window_s = 3600                    # keep an ended lane change's view for one ho
         );
         assert_eq!(config.main.as_deref(), Some("main"));
         assert_eq!(config.remote.as_deref(), Some("origin"));
+        assert_eq!(
+            config.agent,
+            Some(Agent {
+                product: Product::Claude,
+                instructions: vec!["AGENTS.md".into(), "CLAUDE.md".into()],
+            })
+        );
         assert_eq!(config.trailers, Trailers::default());
         assert_eq!(
             config.runner,
@@ -1350,6 +1384,7 @@ execution_budget_s = 0
                 !fragment.starts_with("[runner]\nparallel_checks")
                     && !fragment.starts_with("[runner]\nbisect_post")
                     && !fragment.contains("[plugin.hold]")
+                    && !fragment.starts_with("[agent]")
             })
             .map(|fragment| {
                 let (refused, _) = refuse_each_later_key(fragment);
@@ -1371,7 +1406,6 @@ execution_budget_s = 0
                 "target in top level",
                 "target in top level",
                 "lane in top level",
-                "agent in top level",
             ]
         );
         let held = accept(SPEC_FRAGMENTS[1]);
@@ -1389,6 +1423,12 @@ execution_budget_s = 0
         assert_eq!(parallel.runner.parallel_checks, 4, "acted on, not refused");
         let (_, config) = refuse_each_later_key(SPEC_FRAGMENTS[6]);
         assert_eq!(config.main.as_deref(), Some("dev"));
+        let agent = accept(SPEC_FRAGMENTS[SPEC_FRAGMENTS.len() - 1]);
+        assert_eq!(
+            agent.agent.map(|agent| agent.product),
+            Some(Product::Claude),
+            "acted on, not refused"
+        );
     }
 
     #[test]
@@ -1798,7 +1838,17 @@ execution_budget_s = 0
 
     #[test]
     fn the_agent_table_names_a_known_product() {
-        validated("[agent]\nproduct = \"codex\"\ninstructions = [\"docs/AGENTS.md\"]\n");
+        let codex = accept("[agent]\nproduct = \"codex\"\ninstructions = [\"docs/AGENTS.md\"]\n");
+        assert_eq!(
+            codex.agent,
+            Some(Agent {
+                product: Product::Codex,
+                instructions: vec!["docs/AGENTS.md".into()],
+            })
+        );
+        let none = accept("[agent]\nproduct = \"claude\"\ninstructions = []\n");
+        assert_eq!(none.agent.map(|agent| agent.instructions), Some(vec![]));
+        assert_eq!(accept("").agent, None, "no table, no agent hooks");
         assert_eq!(
             place(&refuse("[agent]\nproduct = \"gemini\"\n")),
             (Some("product"), "[agent]", 2)

@@ -1311,7 +1311,7 @@ pub fn config(data: &[u8]) {
             for key in table.keys() {
                 assert!(
                     [
-                        "main", "remote", "trailers", "runner", "policy", "hold", "plugin"
+                        "main", "remote", "trailers", "runner", "policy", "hold", "plugin", "agent"
                     ]
                     .contains(&key.as_str()),
                     "bay accepted {key}, which it does not act on"
@@ -1392,6 +1392,15 @@ pub fn config(data: &[u8]) {
                     );
                 }
             }
+            let product = table
+                .get("agent")
+                .and_then(|agent| agent.get("product"))
+                .and_then(toml::Value::as_str);
+            assert_eq!(
+                product,
+                config.agent.as_ref().map(|agent| agent.product.as_str()),
+                "[agent] product misread"
+            );
             let string = |key: &str| table.get(key).and_then(toml::Value::as_str);
             assert_eq!(string("main"), config.main.as_deref(), "main misread");
             assert_eq!(string("remote"), config.remote.as_deref(), "remote misread");
@@ -1470,6 +1479,16 @@ fn config_to_toml(config: &Config) -> String {
             })
             .collect();
         root.insert("hold".into(), toml::Value::Array(holds));
+    }
+    if let Some(agent) = &config.agent {
+        let mut table = toml::Table::new();
+        table.insert(
+            "product".into(),
+            toml::Value::String(agent.product.as_str().into()),
+        );
+        let files = agent.instructions.iter().cloned().map(toml::Value::String);
+        table.insert("instructions".into(), toml::Value::Array(files.collect()));
+        root.insert("agent".into(), toml::Value::Table(table));
     }
     toml::to_string(&root).expect("a TOML table always serializes")
 }
