@@ -21,6 +21,7 @@ pub mod git;
 pub mod glob;
 pub mod hook_settings;
 pub mod id;
+pub mod install;
 pub mod limits;
 pub mod lineage;
 pub mod machine;

@@ -226,6 +226,7 @@ fn say_state(
             )
         }
         None if detail.contains_key("lineage") => lineage(detail),
+        None if detail.contains_key("installed") => installed(detail),
         None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
             "This change is given up; another agent may take it over, or you can start it again \
              later."
@@ -472,6 +473,27 @@ fn say_fault(detail: &Map<String, Value>) -> String {
         Some(why) => format!("Nothing changed: {why}; run the command again once that is fixed."),
         None => "Nothing changed: bay ran into a fault it could not get past; run the command \
                  again, and tell the person in charge if it keeps happening."
+            .to_owned(),
+    }
+}
+
+/// `bay install`: what is in place, and the one step left when main lacks the hook entries.
+fn installed(detail: &Map<String, Value>) -> String {
+    if let Some(file) = detail.get("hooks_to_land").and_then(Value::as_str) {
+        return format!(
+            "bay is installed here and its hooks are written to {file}; add that file to main \
+             with `bay save enable-hooks` so that every agent's sessions run them."
+        );
+    }
+    match detail.get("hooks") {
+        Some(Value::String(off)) if off == "off" => "bay is installed on this machine and set \
+             up in this project; main names no agent product, so no hooks were added."
+            .to_owned(),
+        Some(_) => "bay is installed on this machine and set up in this project, hooks \
+                    included; nothing else is needed."
+            .to_owned(),
+        None => "bay is installed on this machine, with its skill for Claude Code; nothing else \
+                 is needed."
             .to_owned(),
     }
 }

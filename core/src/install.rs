@@ -1,0 +1,515 @@
+//! What `bay install` decides: whether the program's folder is on `PATH`, which Claude config
+//! directories get the skill, which local Git settings a clone gets, and the result that says
+//! what was done. The CLI gathers the facts (environment, files, Git config) and writes what
+//! these functions choose; nothing here reads or writes anything.
+//!
+//! Two scopes: the machine's part (the program and the skill) and, in a clone without
+//! `--machine`, the clone's (local Git config and, when main names an agent product, bay's hook
+//! entries in the project's settings file). Neither ever writes main, global Git config or a
+//! user-global Claude settings file.
+
+use serde_json::{Map, Value, json};
+
+use crate::result::BayResult;
+use crate::skill::SkillState;
+
+/// Where the program goes, under the home folder.
+pub const BIN_DIR: &str = ".local/bin";
+
+/// A `~/.claude-*` folder is a Claude config directory when it holds one of these.
+pub const CONFIG_DIR_MARKERS: [&str; 4] = ["settings.json", ".claude.json", "projects", "skills"];
+
+/// The Git config key that names more Claude config directories, one value each.
+pub const CONFIG_DIRS_KEY: &str = "bay.claudeConfigDirs";
+
+/// Whether `dir` is one of the folders of `path` (a `PATH` value), a trailing `/` aside.
+pub fn on_path(path: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    path.split(':')
+        .any(|entry| !entry.is_empty() && entry.trim_end_matches('/') == dir)
+}
+
+/// The refusal when the program's folder `dir` is not on `PATH`: agents and hook entries call
+/// plain `bay`, so an install there would leave a program nothing runs. Nothing is written.
+pub fn not_on_path(dir: &str) -> BayResult {
+    let mut result = BayResult::failed(&format!(
+        "{dir} is not on PATH, so nothing would find the bay installed there; add it to PATH in \
+         your shell's startup file"
+    ));
+    result.detail.insert("bin_dir".into(), Value::from(dir));
+    result.detail.insert(
+        "fix".into(),
+        Value::from(format!(
+            "add the line export PATH=\"{dir}:$PATH\" to ~/.profile (or your shell's startup \
+             file), open a new shell, then run bay install again"
+        )),
+    );
+    result
+}
+
+/// What the machine shows about where Claude Code keeps its config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaudeDirsSeen {
+    /// `$CLAUDE_CONFIG_DIR`, when set and not empty.
+    pub env: Option<String>,
+    /// The home folder, without a trailing `/`.
+    pub home: String,
+    /// Each folder in the home folder whose name starts with `.claude-`, and whether it holds
+    /// one of [`CONFIG_DIR_MARKERS`].
+    pub home_dirs: Vec<(String, bool)>,
+    /// The values of [`CONFIG_DIRS_KEY`] in global Git config.
+    pub named: Vec<String>,
+    /// The config directory of each running `claude` session of this user under this home.
+    pub sessions: Vec<String>,
+}
+
+/// Every Claude config directory the skill goes into, each once, in the spec's order: your
+/// own (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), `~/.claude`, each `~/.claude-*` that holds a
+/// config, the running sessions' directories, then the ones Git config names. A named value
+/// that is neither absolute nor under `~/` is left out: it could mean any folder.
+pub fn claude_config_dirs(seen: &ClaudeDirsSeen) -> Vec<String> {
+    let home = seen.home.trim_end_matches('/');
+    let default = format!("{home}/.claude");
+    let mut home_dirs: Vec<&String> = seen
+        .home_dirs
+        .iter()
+        .filter(|(name, holds)| *holds && name.starts_with(".claude-"))
+        .map(|(name, _)| name)
+        .collect();
+    home_dirs.sort();
+    let named = seen.named.iter().filter_map(|value| {
+        if value.starts_with('/') {
+            Some(value.clone())
+        } else {
+            value
+                .strip_prefix("~/")
+                .map(|rest| format!("{home}/{rest}"))
+        }
+    });
+    let all = seen
+        .env
+        .iter()
+        .cloned()
+        .chain([default.clone(), default])
+        .chain(home_dirs.into_iter().map(|name| format!("{home}/{name}")))
+        .chain(seen.sessions.iter().cloned())
+        .chain(named);
+    let mut dirs: Vec<String> = Vec::new();
+    for dir in all {
+        let dir = dir.trim_end_matches('/').to_owned();
+        if !dir.is_empty() && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}
+
+/// A name for this machine in bay's records, from its host name: lower-case letters, digits
+/// and `-`, since it becomes part of a ref name.
+pub fn machine_name(host: &str) -> String {
+    let mapped: String = host
+        .trim()
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    let name = mapped.trim_matches('-');
+    if name.is_empty() {
+        "machine".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// A Git version, as `git version` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GitVersion(pub u32, pub u32);
+
+impl GitVersion {
+    /// Reads `git version 2.47.3` (and vendor suffixes such as `(Apple Git-146)`).
+    pub fn parse(text: &str) -> Option<GitVersion> {
+        let number = text.trim().strip_prefix("git version ")?;
+        let mut parts = number.split(['.', ' ']);
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some(GitVersion(major, minor))
+    }
+}
+
+/// What a clone's Git config holds of the keys install sets, by lower-cased name, with the
+/// value that wins.
+pub type Held = std::collections::BTreeMap<String, String>;
+
+/// The local Git settings a clone gets, and whether to write the first commit-graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClonePlan {
+    /// `(key, value)` to set in the local config, in order.
+    pub set: Vec<(String, String)>,
+    /// Write a commit-graph with changed-path filters: the clone has none and Git may keep one.
+    pub write_graph: bool,
+}
+
+/// What the clone needs: `bay.main` and `bay.remote` as chosen, `bay.machine` when unset, and
+/// the commit-graph settings the config does not set already (`fetch.writeCommitGraph`; with
+/// Git 2.46 and no filters yet, `commitGraph.changedPathsVersion = 2`; with Git 2.52,
+/// `commitGraph.changedPaths`). A key already holding the value is not set again, so a second
+/// install sets nothing.
+pub fn clone_plan(
+    held: &Held,
+    main: &str,
+    remote: &str,
+    machine: &str,
+    git: GitVersion,
+    has_filters: bool,
+) -> ClonePlan {
+    let mut set = Vec::new();
+    let mut want = |key: &str, value: &str, only_when_unset: bool| {
+        let current = held.get(&key.to_ascii_lowercase());
+        let needed = match current {
+            None => true,
+            Some(current) => !only_when_unset && current != value,
+        };
+        if needed {
+            set.push((key.to_owned(), value.to_owned()));
+        }
+    };
+    want("bay.main", main, false);
+    want("bay.remote", remote, false);
+    want("bay.machine", machine, true);
+    want("fetch.writeCommitGraph", "true", true);
+    if git >= GitVersion(2, 46) && !has_filters {
+        want("commitGraph.changedPathsVersion", "2", true);
+    }
+    if git >= GitVersion(2, 52) {
+        want("commitGraph.changedPaths", "true", true);
+    }
+    let graphs_off = held.get("core.commitgraph").is_some_and(|v| v == "false");
+    ClonePlan {
+        set,
+        write_graph: !has_filters && !graphs_off,
+    }
+}
+
+/// Whether a commit-graph file holds changed-path Bloom filters: its chunk table lists `BDAT`.
+/// A file too short or with another signature holds none.
+pub fn has_bloom_filters(graph: &[u8]) -> bool {
+    const HEADER: usize = 8;
+    const ENTRY: usize = 12;
+    if graph.len() < HEADER || &graph[..4] != b"CGPH" {
+        return false;
+    }
+    let chunks = usize::from(graph[6]);
+    (0..chunks).any(|i| {
+        let at = HEADER + i * ENTRY;
+        graph.get(at..at + 4) == Some(b"BDAT".as_slice())
+    })
+}
+
+/// What one install did, gathered by the CLI for the result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    /// Where the program is, and whether this install wrote it.
+    pub program: String,
+    pub program_written: bool,
+    /// Each Claude config directory, with the state its skill was in before this install.
+    pub skills: Vec<(String, SkillState)>,
+    /// The clone's part, unless the install was for the machine alone.
+    pub clone: Option<CloneDone>,
+}
+
+/// The clone's part of an install.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CloneDone {
+    pub main: String,
+    pub remote: String,
+    /// The local settings this install set.
+    pub set: Vec<(String, String)>,
+    pub graph: GraphDone,
+    /// bay's hook entries: `None` when main names no agent product.
+    pub hooks: Option<HooksDone>,
+}
+
+/// The first commit-graph: not needed, written, or not written and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GraphDone {
+    #[default]
+    NotNeeded,
+    Written,
+    Failed(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HooksDone {
+    pub product: crate::adapter::Product,
+    /// The settings file, relative to the work tree.
+    pub file: String,
+    /// Whether this install changed the file.
+    pub written: bool,
+    /// Whether main's copy still lacks the entries (`hook_settings::to_land`).
+    pub to_land: bool,
+}
+
+/// The command a person runs to land the settings file on main.
+pub const LAND_COMMAND: &str = "bay save enable-hooks";
+
+/// The result of an install: `ok`, with what each part holds now in `detail`.
+pub fn outcome(done: &Done) -> BayResult {
+    let mut detail = Map::new();
+    let scope = if done.clone.is_some() {
+        "clone"
+    } else {
+        "machine"
+    };
+    detail.insert("installed".into(), Value::from(scope));
+    detail.insert(
+        "program".into(),
+        json!({ "path": done.program, "written": done.program_written }),
+    );
+    let skills: Vec<Value> = done
+        .skills
+        .iter()
+        .map(|(dir, was)| json!({ "dir": dir, "was": was, "written": *was != SkillState::Matches }))
+        .collect();
+    detail.insert("skill".into(), Value::Array(skills));
+    if let Some(clone) = &done.clone {
+        detail.insert("main".into(), Value::from(clone.main.as_str()));
+        detail.insert("remote".into(), Value::from(clone.remote.as_str()));
+        let set: Map<String, Value> = clone
+            .set
+            .iter()
+            .map(|(key, value)| (key.clone(), Value::from(value.as_str())))
+            .collect();
+        detail.insert("git_config_set".into(), Value::Object(set));
+        let graph = match &clone.graph {
+            GraphDone::NotNeeded => json!({ "written": false }),
+            GraphDone::Written => json!({ "written": true }),
+            GraphDone::Failed(why) => json!({ "written": false, "write_failed": why }),
+        };
+        detail.insert("commit_graph".into(), graph);
+        match &clone.hooks {
+            None => {
+                detail.insert("hooks".into(), Value::from("off"));
+            }
+            Some(hooks) => {
+                detail.insert(
+                    "hooks".into(),
+                    json!({ "product": hooks.product, "file": hooks.file, "written": hooks.written }),
+                );
+                if hooks.to_land {
+                    detail.insert("hooks_to_land".into(), Value::from(hooks.file.as_str()));
+                    detail.insert(
+                        "next".into(),
+                        Value::from(format!(
+                            "commit {} and merge it into main, for example with `{LAND_COMMAND}`; \
+                             every clone and view then runs bay's hooks",
+                            hooks.file
+                        )),
+                    );
+                }
+            }
+        }
+    }
+    BayResult::ok(None, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::Product;
+
+    #[test]
+    fn the_folder_must_be_one_of_path_s_own() {
+        assert!(on_path("/usr/bin:/h/.local/bin/:/bin", "/h/.local/bin"));
+        assert!(!on_path("/usr/bin:/h/.local/bin/x", "/h/.local/bin"));
+        assert!(!on_path("", "/h/.local/bin"));
+        let refused = not_on_path("/h/.local/bin");
+        assert_eq!(refused.decision, crate::result::Decision::Failed);
+        assert!(
+            refused.say.contains("/h/.local/bin is not on PATH"),
+            "{}",
+            refused.say
+        );
+        assert!(
+            refused.detail["fix"]
+                .as_str()
+                .is_some_and(|fix| fix.contains("export PATH"))
+        );
+    }
+
+    #[test]
+    fn config_dirs_come_in_the_spec_s_order_each_once() {
+        let seen = ClaudeDirsSeen {
+            env: Some("/work/claude-a/".into()),
+            home: "/h".into(),
+            home_dirs: vec![
+                (".claude-zed".into(), true),
+                (".claude-bare".into(), false),
+                (".claude-alt".into(), true),
+            ],
+            named: vec![
+                "~/team".into(),
+                "relative/dir".into(),
+                "/abs".into(),
+                "/h/.claude".into(),
+            ],
+            sessions: vec!["/work/claude-a".into(), "/s".into()],
+        };
+        assert_eq!(
+            claude_config_dirs(&seen),
+            [
+                "/work/claude-a",
+                "/h/.claude",
+                "/h/.claude-alt",
+                "/h/.claude-zed",
+                "/s",
+                "/h/team",
+                "/abs"
+            ]
+        );
+        let plain = ClaudeDirsSeen {
+            home: "/h/".into(),
+            ..ClaudeDirsSeen::default()
+        };
+        assert_eq!(claude_config_dirs(&plain), ["/h/.claude"]);
+    }
+
+    #[test]
+    fn a_machine_name_is_safe_in_a_ref() {
+        assert_eq!(machine_name("Build-Box_7.local\n"), "build-box-7-local");
+        assert_eq!(machine_name("..."), "machine");
+    }
+
+    #[test]
+    fn git_versions_read_with_vendor_suffixes() {
+        assert_eq!(
+            GitVersion::parse("git version 2.47.3\n"),
+            Some(GitVersion(2, 47))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 2.39.5 (Apple Git-154)"),
+            Some(GitVersion(2, 39))
+        );
+        assert_eq!(GitVersion::parse("hg 6"), None);
+    }
+
+    #[test]
+    fn a_clone_gets_what_it_lacks_and_a_second_install_sets_nothing() {
+        let plan = clone_plan(
+            &Held::new(),
+            "main",
+            "origin",
+            "box",
+            GitVersion(2, 47),
+            false,
+        );
+        let keys: Vec<&str> = plan.set.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "bay.main",
+                "bay.remote",
+                "bay.machine",
+                "fetch.writeCommitGraph",
+                "commitGraph.changedPathsVersion"
+            ]
+        );
+        assert!(plan.write_graph);
+        let held: Held = plan
+            .set
+            .iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+            .collect();
+        let again = clone_plan(&held, "main", "origin", "other", GitVersion(2, 47), true);
+        assert_eq!(again.set, []);
+        assert!(!again.write_graph);
+        let moved = clone_plan(&held, "dev", "origin", "other", GitVersion(2, 47), true);
+        assert_eq!(moved.set, [("bay.main".to_owned(), "dev".to_owned())]);
+    }
+
+    #[test]
+    fn settings_the_config_already_has_and_old_gits_are_left_alone() {
+        let mut held = Held::new();
+        held.insert("fetch.writecommitgraph".into(), "false".into());
+        held.insert("core.commitgraph".into(), "false".into());
+        let plan = clone_plan(&held, "main", "origin", "box", GitVersion(2, 40), false);
+        let keys: Vec<&str> = plan.set.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["bay.main", "bay.remote", "bay.machine"]);
+        assert!(!plan.write_graph);
+        let newest = clone_plan(&Held::new(), "m", "o", "b", GitVersion(2, 52), false);
+        assert!(
+            newest
+                .set
+                .iter()
+                .any(|(k, _)| k == "commitGraph.changedPaths")
+        );
+    }
+
+    #[test]
+    fn bloom_filters_are_found_in_the_chunk_table() {
+        let graph = |chunks: &[&[u8; 4]]| {
+            let mut bytes = b"CGPH\x01\x01".to_vec();
+            bytes.push(u8::try_from(chunks.len()).expect("few chunks"));
+            bytes.push(0);
+            for id in chunks {
+                bytes.extend_from_slice(*id);
+                bytes.extend_from_slice(&[0; 8]);
+            }
+            bytes.extend_from_slice(&[0; 12]);
+            bytes
+        };
+        assert!(has_bloom_filters(&graph(&[
+            b"OIDF", b"OIDL", b"CDAT", b"BIDX", b"BDAT"
+        ])));
+        assert!(!has_bloom_filters(&graph(&[b"OIDF", b"OIDL", b"CDAT"])));
+        assert!(!has_bloom_filters(b"CGPH"));
+    }
+
+    #[test]
+    fn the_result_names_the_file_to_land_until_main_holds_it() {
+        let hooks = |to_land| HooksDone {
+            product: Product::Claude,
+            file: ".claude/settings.json".into(),
+            written: true,
+            to_land,
+        };
+        let done = |to_land| Done {
+            program: "/h/.local/bin/bay".into(),
+            program_written: true,
+            skills: vec![("/h/.claude".into(), SkillState::Missing)],
+            clone: Some(CloneDone {
+                main: "main".into(),
+                remote: "origin".into(),
+                hooks: Some(hooks(to_land)),
+                ..CloneDone::default()
+            }),
+        };
+        let landing = outcome(&done(true));
+        assert_eq!(landing.detail["hooks_to_land"], ".claude/settings.json");
+        assert!(
+            landing.detail["next"]
+                .as_str()
+                .is_some_and(|n| n.contains(LAND_COMMAND))
+        );
+        assert!(landing.say.contains(LAND_COMMAND), "{}", landing.say);
+        let landed = outcome(&done(false));
+        assert!(!landed.detail.contains_key("hooks_to_land"));
+        assert_eq!(landed.detail["skill"][0]["written"], true);
+        let machine = outcome(&Done::default());
+        assert_eq!(machine.detail["installed"], "machine");
+        assert!(!machine.detail.contains_key("hooks"));
+        let mut off = done(false);
+        if let Some(clone) = off.clone.as_mut() {
+            clone.hooks = None;
+        }
+        let off = outcome(&off);
+        assert_eq!(off.detail["hooks"], "off");
+        let sentences = [landing.say, landed.say, machine.say, off.say];
+        for say in &sentences {
+            assert_eq!(crate::words::forbidden_word(say), None, "{say}");
+        }
+        let distinct: std::collections::BTreeSet<&String> = sentences.iter().collect();
+        assert_eq!(distinct.len(), 4, "each case says its own");
+    }
+}
