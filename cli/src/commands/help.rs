@@ -1,6 +1,8 @@
 //! `bay help [--json]`: every command and flag, what each writes and never writes, every reason
-//! code with its advice, the words a person never reads, and the schema of `bay.result/1`.
+//! code with its advice, the words a person never reads, each agent product's hooks (from the
+//! table `bay install` writes entries from), and the schema of `bay.result/1`.
 
+use bay_core::adapter::Adapter;
 use bay_core::reason::ReasonCode;
 use bay_core::result::{BayResult, Decision};
 use bay_core::words::WORDS;
@@ -85,6 +87,7 @@ pub fn run(args: &Args) -> BayResult {
                 .collect(),
         ),
     );
+    detail.insert("adapters".into(), json!(Adapter::all()));
     let schema: Value =
         serde_json::from_str(bay_core::schema::RESULT).expect("the published schema is JSON");
     detail.insert("schema".into(), schema);
