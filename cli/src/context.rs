@@ -287,7 +287,7 @@ fn config_values(git: &Git) -> Vec<(String, String)> {
 }
 
 /// The remote's default branch: from `refs/remotes/<remote>/HEAD`, else by asking the remote.
-fn default_branch(git: &Git, remote: &str) -> Option<String> {
+pub fn default_branch(git: &Git, remote: &str) -> Option<String> {
     let local = git
         .cmd([
             "symbolic-ref",

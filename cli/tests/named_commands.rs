@@ -185,7 +185,7 @@ fn every_reason_code_names_only_commands_bay_has() {
 }
 
 #[test]
-fn every_plain_sentence_and_progress_line_names_only_commands_bay_has() {
+fn every_plain_sentence_progress_line_and_the_skill_name_only_commands_bay_has() {
     let tree = tree();
     // Every text these modules can print is in their source, each command whole; a
     // placeholder such as `{}` stands for an argument.
@@ -194,6 +194,10 @@ fn every_plain_sentence_and_progress_line_names_only_commands_bay_has() {
         (
             "core/src/progress.rs",
             include_str!("../../core/src/progress.rs"),
+        ),
+        (
+            "skills/bay/SKILL.md",
+            include_str!("../../skills/bay/SKILL.md"),
         ),
     ] {
         let joined = text.replace("\\\n", " ");

@@ -22,6 +22,10 @@ pub const CONFIG_DIR_MARKERS: [&str; 4] = ["settings.json", ".claude.json", "pro
 /// The Git config key that names more Claude config directories, one value each.
 pub const CONFIG_DIRS_KEY: &str = "bay.claudeConfigDirs";
 
+/// The local Git config key that holds the digest of other tools' hook entries
+/// (`hook_settings::Merged::foreign_digest`).
+pub const FOREIGN_HOOKS_KEY: &str = "bay.unrelated-hooks-digest";
+
 /// Whether `dir` is one of the folders of `path` (a `PATH` value), a trailing `/` aside.
 pub fn on_path(path: &str, dir: &str) -> bool {
     let dir = dir.trim_end_matches('/');
@@ -151,8 +155,9 @@ pub struct ClonePlan {
     pub write_graph: bool,
 }
 
-/// What the clone needs: `bay.main` and `bay.remote` as chosen, `bay.machine` when unset, and
-/// the commit-graph settings the config does not set already (`fetch.writeCommitGraph`; with
+/// What the clone needs: `bay.main` and `bay.remote` as chosen, `bay.machine` when unset, the
+/// digest of other tools' hook entries when bay writes entries (for `bay doctor` to see them
+/// change), and the commit-graph settings the config does not set already (`fetch.writeCommitGraph`; with
 /// Git 2.46 and no filters yet, `commitGraph.changedPathsVersion = 2`; with Git 2.52,
 /// `commitGraph.changedPaths`). A key already holding the value is not set again, so a second
 /// install sets nothing.
@@ -161,6 +166,7 @@ pub fn clone_plan(
     main: &str,
     remote: &str,
     machine: &str,
+    foreign_hooks: Option<&str>,
     git: GitVersion,
     has_filters: bool,
 ) -> ClonePlan {
@@ -178,6 +184,9 @@ pub fn clone_plan(
     want("bay.main", main, false);
     want("bay.remote", remote, false);
     want("bay.machine", machine, true);
+    if let Some(digest) = foreign_hooks {
+        want(FOREIGN_HOOKS_KEY, digest, false);
+    }
     want("fetch.writeCommitGraph", "true", true);
     if git >= GitVersion(2, 46) && !has_filters {
         want("commitGraph.changedPathsVersion", "2", true);
@@ -401,6 +410,7 @@ mod tests {
             "main",
             "origin",
             "box",
+            Some("d1"),
             GitVersion(2, 47),
             false,
         );
@@ -411,6 +421,7 @@ mod tests {
                 "bay.main",
                 "bay.remote",
                 "bay.machine",
+                FOREIGN_HOOKS_KEY,
                 "fetch.writeCommitGraph",
                 "commitGraph.changedPathsVersion"
             ]
@@ -421,11 +432,33 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
             .collect();
-        let again = clone_plan(&held, "main", "origin", "other", GitVersion(2, 47), true);
+        let again = clone_plan(
+            &held,
+            "main",
+            "origin",
+            "other",
+            Some("d1"),
+            GitVersion(2, 47),
+            true,
+        );
         assert_eq!(again.set, []);
         assert!(!again.write_graph);
-        let moved = clone_plan(&held, "dev", "origin", "other", GitVersion(2, 47), true);
-        assert_eq!(moved.set, [("bay.main".to_owned(), "dev".to_owned())]);
+        let moved = clone_plan(
+            &held,
+            "dev",
+            "origin",
+            "other",
+            Some("d2"),
+            GitVersion(2, 47),
+            true,
+        );
+        assert_eq!(
+            moved.set,
+            [
+                ("bay.main".to_owned(), "dev".to_owned()),
+                (FOREIGN_HOOKS_KEY.to_owned(), "d2".to_owned())
+            ]
+        );
     }
 
     #[test]
@@ -433,11 +466,19 @@ mod tests {
         let mut held = Held::new();
         held.insert("fetch.writecommitgraph".into(), "false".into());
         held.insert("core.commitgraph".into(), "false".into());
-        let plan = clone_plan(&held, "main", "origin", "box", GitVersion(2, 40), false);
+        let plan = clone_plan(
+            &held,
+            "main",
+            "origin",
+            "box",
+            None,
+            GitVersion(2, 40),
+            false,
+        );
         let keys: Vec<&str> = plan.set.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["bay.main", "bay.remote", "bay.machine"]);
         assert!(!plan.write_graph);
-        let newest = clone_plan(&Held::new(), "m", "o", "b", GitVersion(2, 52), false);
+        let newest = clone_plan(&Held::new(), "m", "o", "b", None, GitVersion(2, 52), false);
         assert!(
             newest
                 .set

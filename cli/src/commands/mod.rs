@@ -5,6 +5,7 @@ mod abandon;
 mod demo;
 mod evidence;
 mod help;
+mod install;
 mod merge;
 mod plugin;
 mod runner;
@@ -50,12 +51,14 @@ pub enum Command {
     Evidence(evidence::Args),
     /// Every command, flag and reason code; with --json, the whole contract.
     Help(help::Args),
+    /// Put bay and its skill on this machine; in a clone, also its Git config and hook entries.
+    Install(install::Args),
     /// Run bay on a throwaway remote: two agents, one runner, a real check.
     Demo(demo::Args),
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 11] = [
+pub const WRITES: [(&str, &str, &str); 12] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -103,6 +106,11 @@ pub const WRITES: [(&str, &str, &str); 11] = [
     ),
     ("help", "nothing", "anything"),
     (
+        "install",
+        "the program at ~/.local/bin/bay and the skill in each Claude config directory; in a clone, without --machine: bay's hook entries in the project's agent settings file, and this clone's bay.* and commit-graph Git config",
+        "main: you commit and merge the settings file; global Git config; user-global Claude settings; with --machine: hook entries, a project's settings or its Git config",
+    ),
+    (
         "demo",
         "a throwaway remote and clones in a temporary folder, or in --dir",
         "the repository it runs in",
@@ -126,6 +134,7 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Plugin(args) => plugin::run(cli, args),
         Command::Evidence(args) => evidence::run(cli, args),
         Command::Help(args) => help::run(args),
+        Command::Install(args) => install::run(cli, args),
         Command::Demo(args) => demo::run(cli, args),
     }
 }
