@@ -369,15 +369,9 @@ mod tests {
         };
         assert_eq!(
             blocking(Product::Claude),
-            [
-                ("PreToolUse", OnFailure::Block),
-                ("Stop", OnFailure::Allow)
-            ]
+            [("PreToolUse", OnFailure::Block), ("Stop", OnFailure::Allow)]
         );
-        assert_eq!(
-            blocking(Product::Codex),
-            [("PreToolUse", OnFailure::Allow)]
-        );
+        assert_eq!(blocking(Product::Codex), [("PreToolUse", OnFailure::Allow)]);
         for adapter in Adapter::all() {
             for event in adapter.events.iter().filter(|e| !e.blocks) {
                 assert_eq!(event.on_failure, OnFailure::Allow, "{}", event.event);
@@ -413,9 +407,16 @@ mod tests {
             claude.event("TeammateIdle").map(|e| e.moment),
             Some(Moment::SessionWait)
         );
-        assert_eq!(claude.event("PostToolUse"), None, "Claude's step is a batch");
         assert_eq!(
-            Product::Codex.adapter().event("PostToolUse").map(|e| e.moment),
+            claude.event("PostToolUse"),
+            None,
+            "Claude's step is a batch"
+        );
+        assert_eq!(
+            Product::Codex
+                .adapter()
+                .event("PostToolUse")
+                .map(|e| e.moment),
             Some(Moment::StepEnd)
         );
         assert!("tool.after".parse::<Moment>().is_err());

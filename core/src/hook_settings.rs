@@ -58,7 +58,10 @@ pub fn merge(adapter: &Adapter, old: Option<&str>) -> Result<Merged, String> {
     // Events the file has not met yet, in the table's order, after the file's own.
     for event in adapter.events {
         if events.iter().all(|(name, _)| name != event.event) {
-            events.push((event.event.to_owned(), Json::Array(vec![group(adapter, event)])));
+            events.push((
+                event.event.to_owned(),
+                Json::Array(vec![group(adapter, event)]),
+            ));
         }
     }
     let foreign_digest = digest_of_foreign(events);
@@ -291,7 +294,10 @@ mod tests {
         let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(&names[..3], ["PreToolUse", "PostToolUse", "Stop"]);
         let again = merged(claude(), Some(&out.text));
-        assert!(!again.changed, "a foreign entry after bay's is no reason to move");
+        assert!(
+            !again.changed,
+            "a foreign entry after bay's is no reason to move"
+        );
     }
 
     #[test]
@@ -339,7 +345,10 @@ mod tests {
         for bad in ["[1]", "{\"hooks\": 3}", "{\"hooks\": {\"Stop\": {}}}", "{"] {
             assert!(merge(claude(), Some(bad)).is_err(), "{bad}");
         }
-        assert!(merge(claude(), Some("  \n")).is_ok(), "an empty file is no file");
+        assert!(
+            merge(claude(), Some("  \n")).is_ok(),
+            "an empty file is no file"
+        );
     }
 
     #[test]

@@ -160,7 +160,8 @@ mod tests {
 
     #[test]
     fn keys_keep_the_file_s_order_and_every_value_reads_back() {
-        let text = r#"{"zeta":1,"alpha":{"y":[true,null,"s"],"b":-2.5},"mid":18446744073709551615}"#;
+        let text =
+            r#"{"zeta":1,"alpha":{"y":[true,null,"s"],"b":-2.5},"mid":18446744073709551615}"#;
         let json = Json::parse(text).expect("valid JSON");
         assert_eq!(
             serde_json::to_string(&json).expect("serializes"),
