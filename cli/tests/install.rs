@@ -275,12 +275,16 @@ fn each_claude_entry_exits_0_on_a_machine_without_bay() {
                 .spawn()
                 .expect("sh runs");
             use std::io::Write;
-            child
+            // The entry may end, without bay, before it reads the payload: a closed pipe is
+            // what the product meets then too, and no failure of the entry.
+            let written = child
                 .stdin
                 .take()
                 .expect("stdin")
-                .write_all(PRE_TOOL_USE.as_bytes())
-                .expect("the payload goes in");
+                .write_all(PRE_TOOL_USE.as_bytes());
+            if let Err(e) = written {
+                assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+            }
             let out = child.wait_with_output().expect("sh ends");
             assert_eq!(out.status.code(), Some(0), "{command}: {out:?}");
             assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
