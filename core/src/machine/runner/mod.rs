@@ -50,6 +50,7 @@ use crate::time::Timestamp;
 use pass::{Chain, Place, Watch};
 pub use request::UnpushedRequest;
 use work::Work;
+pub use work::candidate_message;
 
 /// How long a runner keeps going.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

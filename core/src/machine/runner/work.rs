@@ -856,29 +856,13 @@ impl Runner {
         // (main moved before it went up) leaves no gap.
         let attempt = u32::try_from(operation.candidates.len() + 1).unwrap_or(u32::MAX);
         let candidate = work.op.candidate(attempt);
-        let intent = one_line(&work.record.intent);
-        let mut message = format!(
-            "{intent}\n\nChange-Id: {change}\n{ik}: {intent}\n{ak}: {actor}\nBay-Op: {op}\nBay-Candidate: {candidate}\n",
-            change = work.record.change,
-            ik = trailers.intent,
-            ak = trailers.actor,
-            actor = one_line(&operation.requested_by),
-            op = work.op,
+        let message = candidate_message(
+            &work.record,
+            &work.op,
+            &operation.requested_by,
+            &candidate,
+            &trailers,
         );
-        // The lineage: what this change takes over, fixes or undoes (`bay status --lineage`).
-        let record = &work.record;
-        for (key, named) in [
-            ("Supersedes", &record.supersedes),
-            ("Fixes", &record.fixes),
-            ("Reverts", &record.reverts),
-        ] {
-            if let Some(named) = named {
-                message.push_str(&format!("{key}: {named}\n"));
-            }
-        }
-        for first in &record.after {
-            message.push_str(&format!("Bay-After: {first}\n"));
-        }
         let merge_base = operation.base.clone();
         let spec = CandidateSpec {
             candidate,
@@ -1429,6 +1413,42 @@ fn last_written(report: &PushReport) -> Option<Oid> {
 }
 
 /// Text that goes into a single trailer or subject line.
+/// The message of candidate `candidate` of `op`, an operation of the change `record` that
+/// `requested_by` asked to merge: its intent, then the trailers every reader of main finds a
+/// merge's change by (`Change-Id:`, the intent and actor keys of `trailers`, `Bay-Op:`,
+/// `Bay-Candidate:`) and its lineage (`bay status --lineage`). Public so that a history built
+/// outside a runner (the simulator's) writes main's merges exactly as a runner does.
+pub fn candidate_message(
+    record: &ChangeRecord,
+    op: &OpId,
+    requested_by: &str,
+    candidate: &CandidateId,
+    trailers: &crate::config::Trailers,
+) -> String {
+    let intent = one_line(&record.intent);
+    let mut message = format!(
+        "{intent}\n\nChange-Id: {change}\n{ik}: {intent}\n{ak}: {actor}\nBay-Op: {op}\nBay-Candidate: {candidate}\n",
+        change = record.change,
+        ik = trailers.intent,
+        ak = trailers.actor,
+        actor = one_line(requested_by),
+    );
+    // The lineage: what this change takes over, fixes or undoes (`bay status --lineage`).
+    for (key, named) in [
+        ("Supersedes", &record.supersedes),
+        ("Fixes", &record.fixes),
+        ("Reverts", &record.reverts),
+    ] {
+        if let Some(named) = named {
+            message.push_str(&format!("{key}: {named}\n"));
+        }
+    }
+    for first in &record.after {
+        message.push_str(&format!("Bay-After: {first}\n"));
+    }
+    message
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
