@@ -73,13 +73,22 @@ impl GitModel {
         {
             return Err(Fault(format!("couldn't find remote ref {missing}")));
         }
-        Ok(self
-            .remote
-            .refs
-            .iter()
-            .filter(|(name, _)| spec.covers(name))
-            .map(|(n, o)| (n.clone(), o.clone()))
-            .collect())
+        // Each pattern is a name or a prefix: the refs it names lie together, in name order.
+        let mut fetched = Refs::new();
+        for pattern in &spec.patterns {
+            let prefix = pattern.strip_suffix('*').unwrap_or(pattern);
+            let named = self
+                .remote
+                .refs
+                .range::<str, _>((
+                    std::ops::Bound::Included(prefix),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(name, _)| name.starts_with(prefix))
+                .filter(|(name, _)| refs::matches(pattern, name));
+            fetched.extend(named.map(|(n, o)| (n.clone(), o.clone())));
+        }
+        Ok(fetched)
     }
 
     /// Answers every action but a check or plugin run (`None`), at once and with no fault: what a

@@ -7,6 +7,7 @@
 
 mod bisect;
 mod compaction;
+mod history;
 mod markers;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,6 +129,9 @@ pub struct Checker {
     chains: BTreeMap<ChangeId, ChainSeen>,
     /// Changes with a bay merge on main, and the commit.
     merged_on_main: BTreeMap<ChangeId, Oid>,
+    /// Those of them not compacted into the index, which must each keep a merged marker (S2):
+    /// kept apart so that S2 costs each push the markers, not every merge of a long history.
+    marked: BTreeSet<ChangeId>,
     /// Every queue place ever made: seq to request step.
     /// The queue places on the remote now, and the operation each holds.
     places: BTreeMap<u64, OpId>,
@@ -191,6 +195,7 @@ impl Checker {
             main_ref: refs::main(main),
             chains: BTreeMap::new(),
             merged_on_main: BTreeMap::new(),
+            marked: BTreeSet::new(),
             places: BTreeMap::new(),
             submitted: BTreeMap::new(),
             written_requests: BTreeMap::new(),
@@ -501,6 +506,9 @@ impl Checker {
             return; // a commit from outside bay
         };
         self.merges += 1;
+        if !self.compacted(&change) {
+            self.marked.insert(change.clone());
+        }
         if let Some(earlier) = self.merged_on_main.insert(change.clone(), new.clone()) {
             self.violate(
                 Invariant::Once,
@@ -995,6 +1003,7 @@ impl Checker {
         new: Option<&Oid>,
         pusher: Option<&str>,
     ) {
+        self.compaction.chain_moved(change);
         let Some(new) = new else {
             // Judged once the whole push is read: only into the index (S16).
             if let Some(old) = old {
@@ -1201,13 +1210,9 @@ impl Checker {
             .filter(|change| !self.forged_markers.contains(change))
             .collect();
         // A change compacted into the index keeps no marker (S16 holds the index to it).
-        let on_main: BTreeSet<ChangeId> = self
-            .merged_on_main
-            .keys()
-            .filter(|change| !self.compacted(change))
-            .cloned()
-            .collect();
-        for change in markers.symmetric_difference(&on_main) {
+        let on_main = &self.marked;
+        let wrong: Vec<ChangeId> = markers.symmetric_difference(on_main).cloned().collect();
+        for change in &wrong {
             let what = if markers.contains(change) {
                 format!("{change} has a merged marker but no merge on main")
             } else {

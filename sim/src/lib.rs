@@ -9,6 +9,7 @@ pub mod bench;
 pub mod checks;
 pub mod faults;
 pub mod git_model;
+pub mod history;
 pub mod invariants;
 pub mod remote;
 pub mod rng;

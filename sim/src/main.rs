@@ -1,7 +1,8 @@
 //! `bay-sim`: run bay's machines through seeded faults and check its promises.
 //!
 //! ```text
-//! bay-sim run --seeds 0..10000 [--runners N] [--agents M] [--changes K] [--faults all|none|LIST] [--json]
+//! bay-sim run --seeds 0..10000 [--runners N] [--agents M] [--changes K] [--faults all|none|LIST]
+//!              [--history H] [--json]
 //! bay-sim run --seeds 0..100 --check-determinism
 //! bay-sim replay --seed S [same options]
 //! ```
@@ -74,6 +75,10 @@ struct WorldArgs {
     /// Fault classes the seeds pick from: all, none, or a comma-separated list.
     #[arg(long, default_value = "all", value_parser = FaultClass::parse_set)]
     faults: BTreeSet<FaultClass>,
+    /// Ended changes on the remote before the agents start, as runners' compactions leave
+    /// them: most merged ones in the index, the newest few waiting with their refs.
+    #[arg(long, default_value_t = 0)]
+    history: usize,
 }
 
 impl WorldArgs {
@@ -85,6 +90,7 @@ impl WorldArgs {
             allowed: self.faults.clone(),
             tweak: None,
             full_trace,
+            history: self.history,
         }
     }
 
@@ -101,8 +107,12 @@ impl WorldArgs {
                 .collect::<Vec<_>>()
                 .join(",")
         };
+        let history = match self.history {
+            0 => String::new(),
+            n => format!(" --history {n}"),
+        };
         format!(
-            "--runners {} --agents {} --changes {} --faults {faults}",
+            "--runners {} --agents {} --changes {} --faults {faults}{history}",
             self.runners, self.agents, self.changes
         )
     }
@@ -260,6 +270,7 @@ fn summarize(
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
     let (mut compacted, mut compacted_abandoned) = (0u64, 0u64);
+    let mut history = 0u64;
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
@@ -298,6 +309,7 @@ fn summarize(
                 presences += report.presences;
                 compacted += report.compacted;
                 compacted_abandoned += report.compacted_abandoned;
+                history += report.history;
                 dependency_waits += report.dependency_waits;
                 if let Some((runs, held)) = report.plugin {
                     plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
@@ -356,6 +368,7 @@ fn summarize(
             "presences": presences,
             "compacted": compacted,
             "compacted_abandoned": compacted_abandoned,
+            "history": history,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
             "merges_per_cpu_s": round(merges_per_cpu_s),
@@ -419,6 +432,10 @@ fn summarize(
         println!(
             "compaction: {compacted} ended changes moved into the index ({compacted_abandoned} \
              abandoned), each kept whole (S16)"
+        );
+        println!(
+            "history: {history} ended changes on the remote before the agents started ({} a seed)",
+            world.history
         );
         println!(
             "hold plugin: set in {} seeds, asked {} times, {} answers held main",

@@ -23,6 +23,10 @@ pub struct Commit {
 
 #[derive(Debug, Default)]
 pub struct Store {
+    /// Objects written before this store, shared and never written again: a seed's history,
+    /// built once for every seed that starts from it (`crate::history`). Every read looks
+    /// here after this store's own objects; every write goes into this store.
+    below: Option<Arc<Store>>,
     blobs: HashMap<Oid, Arc<str>>,
     trees: HashMap<Oid, Arc<Tree>>,
     commits: HashMap<Oid, Commit>,
@@ -50,11 +54,26 @@ fn hash(kind: &str, parts: &[&[u8]]) -> Oid {
         hasher.update(part);
     }
     let digest = hasher.finalize();
-    let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
+    // Written digit by digit: a `format!` per byte cost a tenth of building a long history.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let hex: String = digest
+        .iter()
+        .take(20)
+        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .map(char::from)
+        .collect();
     Oid::parse(&hex).expect("40 hex digits make an object id")
 }
 
 impl Store {
+    /// An empty store over the objects of `below`.
+    pub fn over(below: Arc<Store>) -> Store {
+        Store {
+            below: Some(below),
+            ..Store::default()
+        }
+    }
+
     /// A common ancestor of `one` and `two` nearest to `two`, breadth first; none when they
     /// share no history. Git's best common ancestor is the same commit on the histories the
     /// simulator makes (a contract case holds the two together).
@@ -94,7 +113,10 @@ impl Store {
     }
 
     pub fn blob_text(&self, oid: &Oid) -> Option<&str> {
-        self.blobs.get(oid).map(|text| &**text)
+        match self.blobs.get(oid) {
+            Some(text) => Some(text),
+            None => self.below.as_ref()?.blob_text(oid),
+        }
     }
 
     /// What kind of object `oid` is, as a sentence names it: `a blob`, `a tree`, `a commit`,
@@ -107,7 +129,9 @@ impl Store {
         } else if self.commits.contains_key(oid) {
             "a commit"
         } else {
-            "no object"
+            self.below
+                .as_ref()
+                .map_or("no object", |below| below.kind(oid))
         }
     }
 
@@ -127,7 +151,10 @@ impl Store {
     }
 
     pub fn tree_of(&self, oid: &Oid) -> Option<Arc<Tree>> {
-        self.trees.get(oid).cloned()
+        match self.trees.get(oid) {
+            Some(tree) => Some(tree.clone()),
+            None => self.below.as_ref()?.tree_of(oid),
+        }
     }
 
     pub fn commit(&mut self, tree: Oid, parents: Vec<Oid>, message: &str) -> Oid {
@@ -141,7 +168,7 @@ impl Store {
             ],
         );
         if message.starts_with("bay: ")
-            && !self.steps.contains_key(&oid)
+            && self.step(&oid).is_none()
             && let Ok(step) = Step::from_message(message)
         {
             self.steps.insert(oid.clone(), Arc::new(step));
@@ -156,7 +183,10 @@ impl Store {
 
     /// The step a step commit carries.
     pub fn step(&self, oid: &Oid) -> Option<Arc<Step>> {
-        self.steps.get(oid).cloned()
+        match self.steps.get(oid) {
+            Some(step) => Some(step.clone()),
+            None => self.below.as_ref()?.step(oid),
+        }
     }
 
     /// The steps of the chain ending at `tip`, oldest first; `None` if one is not a step.
@@ -169,7 +199,10 @@ impl Store {
     }
 
     pub fn get(&self, oid: &Oid) -> Option<&Commit> {
-        self.commits.get(oid)
+        match self.commits.get(oid) {
+            Some(commit) => Some(commit),
+            None => self.below.as_ref()?.get(oid),
+        }
     }
 
     /// The tree of a commit, as a map.
@@ -222,8 +255,10 @@ impl Store {
             if !seen.insert(oid.clone()) {
                 continue;
             }
+            // First parents last, so they are walked first: a chain's old tip lies on its
+            // first-parent line, and a carried draft's parents reach all of main's history.
             if let Some(commit) = self.get(&oid) {
-                stack.extend(commit.parents.iter().cloned());
+                stack.extend(commit.parents.iter().rev().cloned());
             }
         }
         false

@@ -26,9 +26,9 @@ use crate::agent::{Agent, Cmd};
 use crate::checks::{self, Behaviour, Truth};
 use crate::faults::{FaultClass, FaultMix};
 use crate::git_model::GitModel;
+use crate::history::{self, History};
 use crate::invariants::{Checker, Invariant, Violation};
 use crate::rng::Rng;
-use crate::store::Tree;
 use crate::trace::Trace;
 
 mod corrupt;
@@ -47,6 +47,9 @@ pub struct Scenario {
     pub tweak: Option<fn(&mut RunnerConfig)>,
     /// Keep the whole trace, for `replay`.
     pub full_trace: bool,
+    /// Ended changes on the remote before the agents start, most of them compacted (see
+    /// `history`).
+    pub history: usize,
 }
 
 impl Default for Scenario {
@@ -58,6 +61,7 @@ impl Default for Scenario {
             allowed: FaultClass::ALL.into_iter().collect(),
             tweak: None,
             full_trace: false,
+            history: 0,
         }
     }
 }
@@ -140,6 +144,14 @@ pub const MAX_CHECKS: u64 = 2;
 /// Paths agents edit: few, so changes collide.
 pub const PATHS: [&str; 5] = ["src/a.txt", "src/b.txt", "src/c.txt", "docs/d.txt", "e.txt"];
 pub const MAIN: &str = "main";
+
+/// A required check of a simulated policy, `extra` its further keys: run by `checks::run`
+/// from the adapter under `checks/`.
+pub fn check(id: &str, extra: &str) -> String {
+    format!(
+        "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\nmaterialize_timeout_s = {MATERIALIZE_TIMEOUT_S}\n{extra}\n"
+    )
+}
 
 /// A machine's own clock: drifting, and jumping when the seed says so.
 #[derive(Clone, Debug)]
@@ -317,6 +329,8 @@ pub struct RunReport {
     /// abandoned ones.
     pub compacted: u64,
     pub compacted_abandoned: u64,
+    /// Ended changes the remote held before the agents started (`Scenario::history`).
+    pub history: u64,
     /// Whether main's config set a hold plugin, how many times runners asked it, and how many
     /// of its answers held main.
     pub plugin: Option<(u64, u64)>,
@@ -395,6 +409,8 @@ pub struct World {
     wake_tokens: u64,
     /// What the `corrupt` fault did and has yet to undo (see `corrupt`).
     corrupt: corrupt::Corruptions,
+    /// The ended changes the remote held before the agents started.
+    pub history: History,
 }
 
 impl World {
@@ -443,15 +459,34 @@ impl World {
             events: 0,
             wake_tokens: 0,
             corrupt: corrupt::Corruptions::new(corrupt_rng),
+            history: History::default(),
             scenario,
         };
         world.setup();
         world
     }
 
-    /// Main's first commit: a few files and the policy the seed picks.
+    /// Main's first commit: a few files and the policy the seed picks; on the history the
+    /// scenario asks for, when it asks for one, as a person's commit over it.
     fn setup(&mut self) {
-        let mut files = Tree::new();
+        // Fewer merged changes of the history wait than make a runner compact, so the agents'
+        // first merges do. The history draws nothing from the seed.
+        let over = (self.scenario.history > 0).then(|| {
+            self.history =
+                history::start(&mut self.git, self.scenario.history, self.compact_at - 1);
+            self.git
+                .remote
+                .get(&refs::main(MAIN))
+                .cloned()
+                .expect("a history has a main")
+        });
+        let mut files = over
+            .as_ref()
+            .and_then(|tip| self.git.store.files(tip))
+            .map(|files| (*files).clone())
+            .unwrap_or_default();
+        // The seed's policy replaces the history's, or there is none.
+        files.remove(POLICY_PATH);
         for path in PATHS {
             let blob = self.git.store.blob(&format!("{path} as it began\n"));
             files.insert(path.to_string(), blob);
@@ -484,17 +519,23 @@ impl World {
             self.at(at, Ev::PluginFlip);
         }
         let tree = self.git.store.tree(files);
-        let root = self
-            .git
-            .store
-            .commit(tree, Vec::new(), "The first version\n");
+        let root = match over {
+            None => self
+                .git
+                .store
+                .commit(tree, Vec::new(), "The first version\n"),
+            Some(tip) => {
+                let message = "This seed's files and policy, over a long history\n";
+                self.git.store.commit(tree, vec![tip], message)
+            }
+        };
         self.git.remote.refs.insert(refs::main(MAIN), root.clone());
         // Half the runners of a post check bisect it; drawn from its own stream, so that
         // every other draw stays as it was.
         if !self.post_checks(&root).is_empty() {
             self.bisect_post = self.post_rng.chance(500);
         }
-
+        self.checker.history(&self.git, &self.history);
         let drift = self.mix.has(FaultClass::Clock);
         for n in 0..self.scenario.runners {
             let clock = self.new_clock(drift);
@@ -574,11 +615,6 @@ impl World {
 
     fn pick_checks(&mut self) -> Option<String> {
         let roll = self.rng.range(0, 99);
-        let check = |id: &str, extra: &str| {
-            format!(
-                "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\ntimeout_s = {CHECK_TIMEOUT_S}\nmaterialize_timeout_s = {MATERIALIZE_TIMEOUT_S}\n{extra}\n"
-            )
-        };
         let policy = |checks: &[String], more: &str| {
             Some(format!("revision = 1\n\n{}{more}", checks.concat()))
         };
@@ -706,7 +742,13 @@ impl World {
         let unreadable_open = self.checker.unreadable_open();
         let mut outcomes = BTreeMap::new();
         let mut reasons = BTreeMap::new();
-        for (_, state, reason) in self.checker.ended.values() {
+        // The history's operations ended before the seed began: the seed's are those submitted.
+        let ended = self
+            .checker
+            .ended
+            .iter()
+            .filter(|(op, _)| self.checker.submitted.contains_key(*op));
+        for (_, (_, state, reason)) in ended {
             *outcomes.entry(state.as_str()).or_insert(0) += 1;
             if let Some(reason) = reason {
                 *reasons.entry(reason.as_str()).or_insert(0) += 1;
@@ -741,6 +783,7 @@ impl World {
             presences: self.checker.presences_checked,
             compacted: self.checker.compaction.compacted,
             compacted_abandoned: self.checker.compaction.compacted_abandoned,
+            history: self.history.changes().len() as u64,
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),

@@ -29,12 +29,32 @@ pub struct CompactionWatch {
     /// Abandoned markers deleted by the push being checked.
     pub(super) abandoned_deleted: Vec<ChangeId>,
     /// The index as last judged.
-    index: Option<Oid>,
+    pub(super) index: Option<Oid>,
+    /// The blob of each held change's file in the index when it was last judged kept: a file
+    /// unchanged since reads the same, so only the files a push changed are read again, and a
+    /// history of thousands costs each index move little.
+    judged: BTreeMap<ChangeId, Oid>,
     /// Every intent generation a start step opened, and its change.
     generations: BTreeMap<(String, u32), ChangeId>,
     /// Changes compacted, and of those the abandoned ones, for reports.
     pub compacted: u64,
     pub compacted_abandoned: u64,
+}
+
+impl CompactionWatch {
+    /// `change` is held at `tip`, judged kept with the index's file `blob`.
+    pub(super) fn keep(&mut self, change: ChangeId, tip: Oid, blob: Option<Oid>) {
+        if let Some(blob) = blob {
+            self.judged.insert(change.clone(), blob);
+        }
+        self.held.insert(change, tip);
+    }
+
+    /// `change`'s chain moved: the outcomes the index must keep of it may be more now, so its
+    /// file is judged again at the next index move.
+    pub(super) fn chain_moved(&mut self, change: &ChangeId) {
+        self.judged.remove(change);
+    }
 }
 
 impl Checker {
@@ -78,6 +98,7 @@ impl Checker {
                 .map(|index| self.compacted_read(git, index, &change));
             match held {
                 Some(Ok((read_tip, record))) if read_tip == tip => {
+                    self.marked.remove(&change);
                     self.compaction.held.insert(change, tip);
                     self.compaction.compacted += 1;
                     self.compaction.compacted_abandoned += u64::from(record.abandoned);
@@ -133,15 +154,22 @@ impl Checker {
             return;
         };
         self.compaction.index = Some(index.clone());
-        let held: Vec<(ChangeId, Oid)> = self
+        let files = git.store.files(&index).unwrap_or_default();
+        let blob = |change: &ChangeId| files.get(&compact::change_path(change)).cloned();
+        let due: Vec<(ChangeId, Oid)> = self
             .compaction
             .held
             .iter()
+            .filter(|(change, _)| {
+                let blob = blob(change);
+                blob.is_none() || self.compaction.judged.get(*change) != blob.as_ref()
+            })
             .map(|(change, tip)| (change.clone(), tip.clone()))
             .collect();
-        for (change, tip) in held {
+        for (change, tip) in due {
             match self.compacted_read(git, &index, &change) {
                 Ok((read_tip, record)) if read_tip == tip => {
+                    let broken = self.violations.len();
                     self.outcomes_kept(at, &change, &record);
                     if record.merged().is_none() && !record.abandoned {
                         self.violate(
@@ -151,6 +179,9 @@ impl Checker {
                                 "{change} was compacted, and it neither merged nor was abandoned"
                             ),
                         );
+                    }
+                    if let Some(blob) = blob(&change).filter(|_| self.violations.len() == broken) {
+                        self.compaction.judged.insert(change, blob);
                     }
                 }
                 Ok(_) => self.violate(
