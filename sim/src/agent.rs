@@ -114,6 +114,8 @@ impl Agent {
     }
 }
 
+/// How many of a history's newest compacted changes a task may undo, fix or take up again.
+const HISTORY_TARGETS: usize = 16;
 /// How long an agent waits between looks at its operation.
 const POLL_MS: Millis = 5_000;
 /// How long an agent works on an edit, shortest and longest.
@@ -273,6 +275,16 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
     let n = world.next_task;
     // Now and then a task takes a merged change back out of main: an undo, merged unedited
     // and never repaired, so that its merge is exactly the reverse (S8).
+    // With a history, the newest of its compacted changes may be undone or fixed too: their
+    // markers are gone, and bay reads their merges from the index.
+    let history = world.history.clone();
+    let compacted: Vec<&crate::history::Ended> = history
+        .changes()
+        .iter()
+        .rev()
+        .filter(|ended| history.compacted(ended))
+        .take(HISTORY_TARGETS)
+        .collect();
     let landed: Vec<ChangeId> = world
         .git
         .remote
@@ -280,6 +292,7 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         .keys()
         .filter_map(|name| name.strip_prefix(refs::LANDED))
         .filter_map(|change| ChangeId::parse(change).ok())
+        .chain(compacted.iter().map(|ended| ended.change.clone()))
         .collect();
     if !landed.is_empty() && agent(world, host).rng.chance(15) {
         let me = agent(world, host);
@@ -307,6 +320,12 @@ fn take_task(world: &mut World, host: usize) -> Option<Millis> {
         let last = world.intents.len() as u64 - 1;
         let index = agent(world, host).rng.range(0, last) as usize;
         world.intents[index].clone()
+    } else if !compacted.is_empty() && agent(world, host).rng.chance(100) {
+        // The work of a compacted history change, taken up again: its start finds no
+        // generation ref and must open the one after the index's.
+        let me = agent(world, host);
+        let old = me.rng.pick(&compacted).intent.clone();
+        (old, vec![me.rng.pick(&PATHS).to_string()])
     } else if agent(world, host).rng.chance(40) {
         // Now and then a task tunes the checks themselves: the policy, with an adapter path.
         let me = agent(world, host);
