@@ -433,10 +433,12 @@ fn summarize(
             "compaction: {compacted} ended changes moved into the index ({compacted_abandoned} \
              abandoned), each kept whole (S16)"
         );
-        println!(
-            "history: {history} ended changes on the remote before the agents started ({} a seed)",
-            world.history
-        );
+        if history > 0 {
+            println!(
+                "history: each seed began from {} ended changes on the remote",
+                world.history
+            );
+        }
         println!(
             "hold plugin: set in {} seeds, asked {} times, {} answers held main",
             plugin.0, plugin.1, plugin.2
