@@ -507,7 +507,8 @@ impl Start {
         }
     }
 
-    /// An intent whose generations were all compacted: the latest merged, so the next opens.
+    /// An intent whose generations were all compacted: the latest merged, or was abandoned
+    /// past the retention window with its drafts, so the next opens.
     fn on_compacted_intent(&mut self, file: Option<Vec<u8>>) {
         match agent::compacted_generation(file.as_deref()) {
             Ok(None) => self.create(1, None),
