@@ -70,6 +70,7 @@ pub enum ReasonCode {
     DependencyAbandoned,
     PathsUndeclared,
     MainRed,
+    ShellDenied,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -92,7 +93,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 28] = [
+    pub const ALL: [ReasonCode; 29] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -121,6 +122,7 @@ impl ReasonCode {
         ReasonCode::DependencyAbandoned,
         ReasonCode::PathsUndeclared,
         ReasonCode::MainRed,
+        ReasonCode::ShellDenied,
     ];
 
     /// The code as it appears in a result.
@@ -154,6 +156,7 @@ impl ReasonCode {
             ReasonCode::DependencyAbandoned => "DEPENDENCY_ABANDONED",
             ReasonCode::PathsUndeclared => "PATHS_UNDECLARED",
             ReasonCode::MainRed => "MAIN_RED",
+            ReasonCode::ShellDenied => "SHELL_DENIED",
         }
     }
 
@@ -531,6 +534,19 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     fix it yourself with `bay start <intent> --fixes <owner>`.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ShellDenied,
+        meaning: "The `tool.before` hook denied a shell command on bay's deny list, such as \
+                  `git reset --hard`, a force push or a push of main. The agent reads the \
+                  shape it matched, why, and the next step on stderr; the session's record \
+                  names the shape and its wrapper, never the command's text.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "never",
+        next_step: "Do not run that command again; it is never allowed. Ask the user if the \
+                    work truly needs it.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -569,6 +585,7 @@ mod tests {
             ReasonCode::DependencyAbandoned => 25,
             ReasonCode::PathsUndeclared => 26,
             ReasonCode::MainRed => 27,
+            ReasonCode::ShellDenied => 28,
         }
     }
 

@@ -190,6 +190,10 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
              wait for that to be fixed and send this change again, or fix it yourself.",
             quoted(names(detail, "owners"))
         ),
+        ReasonCode::ShellDenied => "That command could throw away work or change main \
+                                    around bay, so it was stopped; do not run it again, and \
+                                    ask the person in charge if the work truly needs it."
+            .to_owned(),
     }
 }
 
