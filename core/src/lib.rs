@@ -39,6 +39,7 @@ pub mod result;
 pub mod save;
 pub mod say;
 pub mod schema;
+pub mod shell;
 pub mod skill;
 pub mod time;
 pub mod toml_doc;
