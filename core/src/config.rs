@@ -51,6 +51,36 @@ pub struct Config {
     /// `[agent]`: the agent product whose hooks bay installs; `None` for no agent hooks.
     #[serde(default)]
     pub agent: Option<Agent>,
+    /// `[hooks]`: what `bay hook` allows a session.
+    #[serde(default)]
+    pub hooks: HookSettings,
+}
+
+/// The `[hooks]` table: how much a session hears, and how often its work is checkpointed.
+/// `cache_max_age_s` is checked and then refused by name: it bounds the age of the
+/// coordination cache behind named inputs, which bay does not have yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookSettings {
+    /// `notice_budget_bytes`: the notice bytes one session gets per hour.
+    pub notice_budget_bytes: u64,
+    /// `checkpoint_idle_s`: how long after its last checkpoint a session's next hook event
+    /// saves a draft checkpoint.
+    pub checkpoint_idle_s: u64,
+}
+
+/// `[hooks] notice_budget_bytes` when the config leaves it out.
+pub const NOTICE_BUDGET_BYTES: u64 = 2048;
+
+/// `[hooks] checkpoint_idle_s` when the config leaves it out.
+pub const CHECKPOINT_IDLE_S: u64 = 600;
+
+impl Default for HookSettings {
+    fn default() -> HookSettings {
+        HookSettings {
+            notice_budget_bytes: NOTICE_BUDGET_BYTES,
+            checkpoint_idle_s: CHECKPOINT_IDLE_S,
+        }
+    }
 }
 
 /// The `[agent]` table: which agent product's hooks the project runs, and the instruction
@@ -81,6 +111,7 @@ impl Default for Config {
             hold_plugin: None,
             notify_plugin: None,
             agent: None,
+            hooks: HookSettings::default(),
         }
     }
 }
@@ -386,14 +417,21 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         Some(mut table) => parse_policy(&mut table, &mut later)?,
         None => (false, None),
     };
-    if let Some(mut table) = root.table("hooks")? {
-        table.check_keys(&HOOK_KEYS, &[])?;
-        for key in HOOK_KEYS {
-            table.uint(key, 0..=ANY)?;
+    let hooks = match root.table("hooks")? {
+        Some(mut table) => {
+            table.check_keys(&HOOK_KEYS, &[])?;
+            let budget = table.uint("notice_budget_bytes", 0..=ANY)?;
+            table.uint("cache_max_age_s", 0..=ANY)?;
+            let idle = table.uint("checkpoint_idle_s", 0..=ANY)?;
+            table.finish()?;
+            later.key(&table, "cache_max_age_s");
+            HookSettings {
+                notice_budget_bytes: budget.unwrap_or(NOTICE_BUDGET_BYTES),
+                checkpoint_idle_s: idle.unwrap_or(CHECKPOINT_IDLE_S),
+            }
         }
-        table.finish()?;
-        later.key(&root, "hooks");
-    }
+        None => HookSettings::default(),
+    };
     if let Some(mut table) = root.table("view")? {
         table.check_keys(&["warm_history"], &[])?;
         table.bool("warm_history")?;
@@ -454,6 +492,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         hold_plugin,
         notify_plugin,
         agent,
+        hooks,
     })
 }
 
@@ -1322,7 +1361,7 @@ window_s = 3600                    # keep an ended lane change's view for one ho
                 "wake in [plugin]",
                 "runtime in [plugin]",
                 "profile in [policy]",
-                "hooks in top level",
+                "cache_max_age_s in [hooks]",
                 "view in top level",
                 "submission_timeout_s in [runner]",
                 "ahead in [runner]",
@@ -1432,6 +1471,19 @@ execution_budget_s = 0
     }
 
     #[test]
+    fn the_hooks_table_is_acted_on_but_for_the_cache_age() {
+        assert_eq!(accept("").hooks, HookSettings::default());
+        assert_eq!(accept("[hooks]\n").hooks, HookSettings::default());
+        let hooks = accept("[hooks]\nnotice_budget_bytes = 100\ncheckpoint_idle_s = 5\n").hooks;
+        assert_eq!(
+            (hooks.notice_budget_bytes, hooks.checkpoint_idle_s),
+            (100, 5)
+        );
+        let error = validated("[hooks]\ncache_max_age_s = 30\n");
+        assert_eq!(place(&error), (Some("cache_max_age_s"), "[hooks]", 2));
+    }
+
+    #[test]
     fn later_keys_are_refused_in_text_order_once_all_is_valid() {
         let error = refuse("[view]\nwarm_history = true\n[runner]\nlease_s = 0\n");
         assert_eq!(place(&error), (Some("lease_s"), "[runner]", 4));
@@ -1443,7 +1495,7 @@ execution_budget_s = 0
             (Some("view"), "top level", 1),
             "a whole table"
         );
-        for table in ["hooks", "view", "plugin"] {
+        for table in ["view", "plugin"] {
             let error = validated(&format!("main = \"main\"\n\n[{table}]\n"));
             assert_eq!(
                 place(&error),
