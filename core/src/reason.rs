@@ -71,6 +71,8 @@ pub enum ReasonCode {
     PathsUndeclared,
     MainRed,
     ShellDenied,
+    HookInputInvalid,
+    PathHeld,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -93,7 +95,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 29] = [
+    pub const ALL: [ReasonCode; 31] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -123,6 +125,8 @@ impl ReasonCode {
         ReasonCode::PathsUndeclared,
         ReasonCode::MainRed,
         ReasonCode::ShellDenied,
+        ReasonCode::HookInputInvalid,
+        ReasonCode::PathHeld,
     ];
 
     /// The code as it appears in a result.
@@ -157,6 +161,8 @@ impl ReasonCode {
             ReasonCode::PathsUndeclared => "PATHS_UNDECLARED",
             ReasonCode::MainRed => "MAIN_RED",
             ReasonCode::ShellDenied => "SHELL_DENIED",
+            ReasonCode::HookInputInvalid => "HOOK_INPUT_INVALID",
+            ReasonCode::PathHeld => "PATH_HELD",
         }
     }
 
@@ -547,6 +553,30 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     work truly needs it.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::HookInputInvalid,
+        meaning: "The `tool.before` hook could not read the agent product's payload, so it \
+                  denied the tool call. Or a tool call reached `bay hook` under a moment name \
+                  bay does not know, or a `tool.before` call under another moment's name. \
+                  `detail.why` says which, and `detail.misnamed` is `true` for a wrong name.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "hooks_reinstalled_or_bay_updated",
+        next_step: "Read `detail.why`: a hook entry under a wrong name needs `bay install`; a \
+                    payload this bay cannot read needs `bay update`.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::PathHeld,
+        meaning: "Another live session in this same tree holds the path you tried to write: \
+                  it wrote that path and has not ended. Other views never meet that hold. \
+                  `detail.holder` names the holder's session and actor.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "holder_ended",
+        next_step: "Another session holds the path: wait until it stops, or edit other paths.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -586,6 +616,8 @@ mod tests {
             ReasonCode::PathsUndeclared => 26,
             ReasonCode::MainRed => 27,
             ReasonCode::ShellDenied => 28,
+            ReasonCode::HookInputInvalid => 29,
+            ReasonCode::PathHeld => 30,
         }
     }
 

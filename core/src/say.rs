@@ -194,6 +194,13 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
                                     around bay, so it was stopped; do not run it again, and \
                                     ask the person in charge if the work truly needs it."
             .to_owned(),
+        ReasonCode::HookInputInvalid => "The hook could not tell what the agent was about \
+                                         to do, so it stopped it; reinstall the hooks with \
+                                         `bay install`, or update bay."
+            .to_owned(),
+        ReasonCode::PathHeld => "Another session working in this same folder is editing that \
+                                 file; wait until it stops, or edit other files."
+            .to_owned(),
     }
 }
 
