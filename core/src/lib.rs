@@ -19,6 +19,7 @@ pub mod flow;
 pub mod fuzzing;
 pub mod git;
 pub mod glob;
+pub mod hook;
 pub mod hook_settings;
 pub mod id;
 pub mod install;

@@ -1,0 +1,399 @@
+//! `bay hook <moment>`: what bay decides at each hook event of an agent product.
+//!
+//! The CLI reads the payload ([`Payload::parse`]) and the local facts the moment needs
+//! ([`Facts`]); [`decide`] says what to answer in the product's protocol ([`Answer`]), the row
+//! to add to the session's work record, the session's new state, and whether to save a draft
+//! checkpoint. Nothing here reads a file or a clock.
+//!
+//! `tool.before` runs on every tool call, so it reads only what the CLI has without a network
+//! or a config read: main's name for the shell deny list ([`crate::shell`]), and the states of
+//! the other sessions in this clone for [`ReasonCode::PathHeld`]. A lock check
+//! (`refs/bay/locks/`) would be one more judgement of an edit's paths in [`judge_edit`].
+//!
+//! A hook that cannot judge never lets a write through: a payload bay cannot read, an
+//! unknown moment, or a `tool.before` payload under another moment's name is denied
+//! [`ReasonCode::HookInputInvalid`] whenever the call may be a tool call. Other events never
+//! block; a problem there is only noted in the record.
+
+pub mod answer;
+pub mod payload;
+pub mod session;
+
+use serde_json::json;
+
+use crate::actor::ActorSource;
+use crate::adapter::{Adapter, Moment, Product};
+use crate::config::HookSettings;
+use crate::id::ChangeId;
+use crate::reason::ReasonCode;
+use crate::shell::{self, DenyRules, Verdict};
+use crate::time::Timestamp;
+
+pub use answer::{Answer, Refusal};
+pub use payload::{Payload, Tool};
+pub use session::{Row, Session};
+
+/// What the CLI read for one event.
+#[derive(Clone, Debug)]
+pub struct Facts {
+    pub now: Timestamp,
+    pub product: Product,
+    pub actor: String,
+    pub actor_source: ActorSource,
+    /// Main's branch name; `None` when bay cannot tell which branch is main.
+    pub main: Option<String>,
+    /// The worktree the session works in, absolute, without a trailing `/`.
+    pub tree: String,
+    /// The change whose view `tree` is, if it is one.
+    pub view: Option<ChangeId>,
+    /// This session's state as the last event left it; `None` before its first event.
+    pub session: Option<Session>,
+    /// The other sessions of this clone (read for an edit's holds).
+    pub others: Vec<Session>,
+    pub hooks: HookSettings,
+    /// `turn.end`: the files with edits in the view that no draft holds.
+    pub unsaved: Vec<String>,
+    /// `session.start`: what it tells the agent.
+    pub start: Option<StartFacts>,
+}
+
+/// What `session.start` tells the agent, read by the CLI from this clone.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StartFacts {
+    /// The view's declared paths.
+    pub declared: Vec<String>,
+    /// Other views of this clone whose declared paths overlap, with the paths they declare.
+    pub overlapping: Vec<(ChangeId, Vec<String>)>,
+    /// Main's commit as this clone last fetched it, if it knows one.
+    pub main_commit: Option<String>,
+    /// The instruction files main changed since the commit the view is based on.
+    pub instructions_changed: Vec<String>,
+}
+
+/// What `bay hook` does for one event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub answer: Answer,
+    pub row: Row,
+    /// The session's state to keep.
+    pub session: Session,
+    /// Save a draft checkpoint of the view now.
+    pub checkpoint: bool,
+}
+
+/// Decides one event: `moment` as `bay hook` was called, the payload as read.
+pub fn decide(moment: &str, payload: Result<Payload, String>, facts: &Facts) -> Outcome {
+    let known = moment.parse::<Moment>().ok();
+    let adapter = facts.product.adapter();
+    let payload = match payload {
+        Ok(payload) => payload,
+        Err(why) => {
+            // Nothing says what the call is, so it may be a tool call unless the moment is
+            // a known one that is not.
+            let blocks = known.is_none_or(|m| m == Moment::ToolBefore);
+            let problem = Problem::new(why, false);
+            return Event::new(moment, None, facts).problem(problem, blocks);
+        }
+    };
+    let event = Event::new(moment, Some(&payload), facts);
+    let sent = payload
+        .event
+        .as_deref()
+        .and_then(|name| adapter.event(name))
+        .map(|e| e.moment);
+    let is_tool_before =
+        sent == Some(Moment::ToolBefore) || (sent.is_none() && known == Some(Moment::ToolBefore));
+    let Some(moment) = known.filter(|m| sent.is_none_or(|s| s == *m)) else {
+        let why = match known {
+            None => format!(
+                "bay hook has no moment {moment:?}; bay install writes the names this bay knows"
+            ),
+            Some(_) => format!(
+                "a {} payload reached bay hook {moment}; bay install writes each event's entry under its own moment",
+                payload.event.as_deref().unwrap_or("tool")
+            ),
+        };
+        let blocks = is_tool_before || (known.is_none() && payload.tool.is_some());
+        return event.problem(Problem::new(why, true), blocks);
+    };
+    match moment {
+        Moment::ToolBefore => event.tool_before(&payload),
+        Moment::SessionStart => event.session_start(adapter),
+        Moment::StepEnd => event.step_end(&payload),
+        Moment::TurnEnd => event.turn_end(&payload),
+        Moment::SessionEnd => event.session_end(),
+        _ => event.ok(),
+    }
+}
+
+/// Why the hook could not read a call.
+struct Problem {
+    why: String,
+    misnamed: bool,
+}
+
+impl Problem {
+    fn new(why: String, misnamed: bool) -> Problem {
+        Problem { why, misnamed }
+    }
+}
+
+/// One event being decided: its row and the session's state so far.
+struct Event<'f> {
+    facts: &'f Facts,
+    event_name: String,
+    row: Row,
+    session: Session,
+}
+
+impl<'f> Event<'f> {
+    fn new(moment: &str, payload: Option<&Payload>, facts: &'f Facts) -> Event<'f> {
+        let name = payload
+            .and_then(|p| p.session_id.clone())
+            .unwrap_or_default();
+        let mut session = facts
+            .session
+            .clone()
+            .unwrap_or_else(|| Session::begin(&name, &facts.tree, &facts.actor, facts.now));
+        session.last_at = facts.now;
+        let tool = payload.and_then(|p| match &p.tool {
+            Some(Tool::Shell(_)) => Some("shell".to_owned()),
+            Some(Tool::Edit) => Some("edit".to_owned()),
+            Some(Tool::Other(name)) => Some(name.clone()),
+            None => None,
+        });
+        Event {
+            facts,
+            event_name: payload.and_then(|p| p.event.clone()).unwrap_or_default(),
+            row: Row {
+                at: facts.now,
+                moment: moment.to_owned(),
+                event: payload.and_then(|p| p.event.clone()),
+                verdict: "ok".into(),
+                tool,
+                shape: None,
+                written: Vec::new(),
+                permission_mode: payload.and_then(|p| p.permission_mode.clone()),
+                actor_source: facts.actor_source,
+                checkpoint: false,
+            },
+            session,
+        }
+    }
+
+    /// The outcome with `answer`, checkpointing when due: at `session.end`, and at any other
+    /// event but `tool.before` (which must stay fast) once `[hooks] checkpoint_idle_s` passed
+    /// since the last one.
+    fn answer(mut self, answer: Answer) -> Outcome {
+        let moment = self.row.moment.as_str();
+        let idle_ms = self.facts.hooks.checkpoint_idle_s.saturating_mul(1000);
+        let due = self.facts.view.is_some()
+            && moment != Moment::ToolBefore.as_str()
+            && (moment == Moment::SessionEnd.as_str()
+                || self.facts.now.millis_since(self.session.checkpoint_at) >= idle_ms);
+        if due {
+            self.session.checkpoint_at = self.facts.now;
+            self.row.checkpoint = true;
+        }
+        Outcome {
+            answer,
+            row: self.row,
+            session: self.session,
+            checkpoint: due,
+        }
+    }
+
+    fn ok(self) -> Outcome {
+        self.answer(Answer::quiet())
+    }
+
+    /// Denies the call with `refusal` when it may block, else notes it in the record.
+    fn refuse(mut self, refusal: Refusal, blocks: bool) -> Outcome {
+        if blocks {
+            self.row.verdict = format!("blocked({})", refusal.code);
+            self.answer(Answer::deny(&refusal))
+        } else {
+            self.row.verdict = format!("noted({})", refusal.code);
+            let answer = Answer {
+                stderr: Answer::deny(&refusal).stderr,
+                ..Answer::quiet()
+            };
+            self.answer(answer)
+        }
+    }
+
+    fn problem(self, problem: Problem, blocks: bool) -> Outcome {
+        let refusal = Refusal {
+            code: ReasonCode::HookInputInvalid,
+            why: problem.why.clone(),
+            detail: json!({"why": problem.why, "misnamed": problem.misnamed}),
+        };
+        self.refuse(refusal, blocks)
+    }
+
+    fn tool_before(self, payload: &Payload) -> Outcome {
+        let unreadable = |why: &str| Problem::new(why.to_owned(), false);
+        match &payload.tool {
+            None => self.problem(
+                unreadable("the tool.before payload names no tool_name"),
+                true,
+            ),
+            Some(Tool::Other(_)) => self.ok(),
+            Some(Tool::Shell(None)) => {
+                self.problem(unreadable("the shell tool's input holds no command"), true)
+            }
+            Some(Tool::Shell(Some(command))) => self.judge_shell(command),
+            Some(Tool::Edit) if payload.written.is_empty() => {
+                self.problem(unreadable("the edit tool's input names no file"), true)
+            }
+            Some(Tool::Edit) => {
+                let paths = self.in_tree(&payload.written, payload.cwd.as_deref());
+                self.judge_edit(&paths)
+            }
+        }
+    }
+
+    fn judge_shell(mut self, command: &str) -> Outcome {
+        let rules = DenyRules {
+            main: self.facts.main.clone(),
+            ..DenyRules::default()
+        };
+        match shell::judge(command, &rules) {
+            Verdict::Allowed => self.ok(),
+            Verdict::Denied(denial) => {
+                let shape = json!({"shape": denial.shape, "wrappers": denial.wrappers});
+                self.row.shape = Some(shape.clone());
+                let refusal = Refusal {
+                    code: shell::Denial::CODE,
+                    why: format!("{} {}", denial.why(), denial.next_step()),
+                    detail: shape,
+                };
+                self.refuse(refusal, true)
+            }
+        }
+    }
+
+    /// An edit of `paths` (relative to the tree): refused when another live session of this
+    /// tree wrote one of them. Other trees never meet the hold.
+    fn judge_edit(self, paths: &[String]) -> Outcome {
+        let me = &self.session.session;
+        let held = paths.iter().find_map(|path| {
+            self.facts
+                .others
+                .iter()
+                .filter(|other| other.session != *me && other.tree == self.facts.tree)
+                .find(|other| other.live(self.facts.now) && other.written.contains(path))
+                .map(|holder| (path, holder))
+        });
+        let Some((path, holder)) = held else {
+            return self.ok();
+        };
+        let refusal = Refusal {
+            code: ReasonCode::PathHeld,
+            why: format!(
+                "session {} of {} wrote {path} in this tree and has not ended",
+                holder.session, holder.actor
+            ),
+            detail: json!({
+                "path": path,
+                "holder": {"session": holder.session, "actor": holder.actor},
+                "age_s": self.facts.now.millis_since(holder.last_at) / 1000,
+            }),
+        };
+        self.refuse(refusal, true)
+    }
+
+    /// `paths` as the tree names them: an absolute path under the tree loses the tree's
+    /// prefix, a relative one is taken from `cwd` when that is in the tree; a path outside
+    /// the tree stays as given (no session of this tree can hold it).
+    fn in_tree(&self, paths: &[String], cwd: Option<&str>) -> Vec<String> {
+        let tree = self.facts.tree.as_str();
+        let under = |path: &str| -> Option<String> {
+            path.strip_prefix(tree)?
+                .strip_prefix('/')
+                .map(|rest| rest.to_owned())
+        };
+        let base = cwd.and_then(under).filter(|b| !b.is_empty());
+        paths
+            .iter()
+            .map(|path| match (path.starts_with('/'), &base) {
+                (true, _) => under(path).unwrap_or_else(|| path.clone()),
+                (false, Some(base)) => format!("{base}/{path}"),
+                (false, None) => path.clone(),
+            })
+            .collect()
+    }
+
+    fn session_start(mut self, adapter: &Adapter) -> Outcome {
+        let text = self.start_text();
+        let answer = Answer::tell(adapter.product, &self.event_name, text.as_deref());
+        self.answer(answer)
+    }
+
+    /// The active change, its overlaps and the instruction files main changed, as one text;
+    /// the instruction notice once per session for each main commit, within the budget.
+    fn start_text(&mut self) -> Option<String> {
+        let facts = self.facts;
+        let start = facts.start.as_ref()?;
+        let mut lines = Vec::new();
+        match &facts.view {
+            Some(change) => lines.push(format!(
+                "bay: this session works in the view of change {change}, which declares {}. Save with `bay merge` when the work is done.",
+                start.declared.join(", ")
+            )),
+            None => lines.push(
+                "bay: this session works outside any bay view; start work with `bay start <intent> --paths <paths>`.".to_owned(),
+            ),
+        }
+        for (change, paths) in &start.overlapping {
+            lines.push(format!(
+                "bay: change {change} is live in this clone on overlapping paths ({}); an overlap refuses nothing.",
+                paths.join(", ")
+            ));
+        }
+        if !start.instructions_changed.is_empty() {
+            let commit = start.main_commit.as_deref().unwrap_or("main");
+            let notice = format!(
+                "bay: main changed {} since this view's base (main at {commit}); re-read them.",
+                start.instructions_changed.join(", ")
+            );
+            let key = format!("instructions:{commit}");
+            let budget = facts.hooks.notice_budget_bytes;
+            lines.extend(self.session.notice(&key, notice, budget, facts.now));
+        }
+        Some(lines.join("\n"))
+    }
+
+    fn step_end(mut self, payload: &Payload) -> Outcome {
+        let written = self.in_tree(&payload.written, payload.cwd.as_deref());
+        self.session.written.extend(written.iter().cloned());
+        self.row.written = written;
+        self.ok()
+    }
+
+    /// Asks once to save a view with unsaved edits: never when a stop hook already held this
+    /// stop (`stop_hook_active`), or the session would never end.
+    fn turn_end(mut self, payload: &Payload) -> Outcome {
+        let Some(change) = &self.facts.view else {
+            return self.ok();
+        };
+        if payload.stop_hook_active || self.facts.unsaved.is_empty() {
+            return self.ok();
+        }
+        let reason = format!(
+            "bay: the view of change {change} has unsaved edits ({}). Run `bay merge` to save and submit them before you stop, or say why they should stay unsaved.",
+            self.facts.unsaved.join(", ")
+        );
+        self.row.verdict = "asked".into();
+        let answer = Answer::keep_going(self.facts.product, &reason);
+        self.answer(answer)
+    }
+
+    fn session_end(mut self) -> Outcome {
+        self.session.ended = true;
+        self.ok()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+//! `decide` on the payloads both products send (`cli/tests/fixtures/hooks/`).
+
+use super::*;
+use crate::config::HookSettings;
+
+const TREE: &str = "/work/repo/.git/bay/views/c7k2m4qa";
+
+/// A fixture with the tree put in.
+fn fixture(name: &str) -> Vec<u8> {
+    let text = match name {
+        "claude/SessionStart" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/SessionStart.json")
+        }
+        "claude/PreToolUse-Bash" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/PreToolUse-Bash.json")
+        }
+        "claude/PreToolUse-Bash-allowed" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/PreToolUse-Bash-allowed.json")
+        }
+        "claude/PreToolUse-Edit" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/PreToolUse-Edit.json")
+        }
+        "claude/PreToolUse-Write" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/PreToolUse-Write.json")
+        }
+        "claude/PostToolBatch" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/PostToolBatch.json")
+        }
+        "claude/Stop" => include_str!("../../../cli/tests/fixtures/hooks/claude/Stop.json"),
+        "claude/Stop-active" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/Stop-active.json")
+        }
+        "claude/SessionEnd" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/SessionEnd.json")
+        }
+        "codex/PreToolUse-Bash" => {
+            include_str!("../../../cli/tests/fixtures/hooks/codex/PreToolUse-Bash.json")
+        }
+        "codex/PreToolUse-apply_patch" => {
+            include_str!("../../../cli/tests/fixtures/hooks/codex/PreToolUse-apply_patch.json")
+        }
+        "codex/PostToolUse" => {
+            include_str!("../../../cli/tests/fixtures/hooks/codex/PostToolUse.json")
+        }
+        "codex/Stop" => include_str!("../../../cli/tests/fixtures/hooks/codex/Stop.json"),
+        other => panic!("no fixture {other}"),
+    };
+    text.replace("$TREE", TREE).into_bytes()
+}
+
+fn facts(product: Product) -> Facts {
+    Facts {
+        now: Timestamp::from_secs(10_000),
+        product,
+        actor: "ada".into(),
+        actor_source: ActorSource::Env,
+        main: Some("main".into()),
+        tree: TREE.into(),
+        view: Some(ChangeId::parse("c7k2m4qa").expect("an id")),
+        session: None,
+        others: Vec::new(),
+        hooks: HookSettings::default(),
+        unsaved: Vec::new(),
+        start: None,
+    }
+}
+
+fn run(moment: &str, name: &str, facts: &Facts) -> Outcome {
+    decide(moment, Payload::parse(&fixture(name)), facts)
+}
+
+fn detail(answer: &Answer) -> serde_json::Value {
+    let line = answer
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("detail: "))
+        .expect("a detail line");
+    serde_json::from_str(line).expect("JSON")
+}
+
+#[test]
+fn a_force_push_is_denied_in_both_products_and_recorded_by_shape_alone() {
+    for (product, name) in [
+        (Product::Claude, "claude/PreToolUse-Bash"),
+        (Product::Codex, "codex/PreToolUse-Bash"),
+    ] {
+        let outcome = run("tool.before", name, &facts(product));
+        assert_eq!(outcome.answer.exit, 2, "{name}");
+        assert!(outcome.answer.stderr.contains("SHELL_DENIED"), "{name}");
+        assert_eq!(outcome.row.verdict, "blocked(SHELL_DENIED)");
+        let row = serde_json::to_string(&outcome.row).expect("a row");
+        assert!(!row.contains("git "), "no command text: {row}");
+        assert!(outcome.row.shape.is_some());
+        assert!(!outcome.checkpoint, "tool.before never checkpoints");
+    }
+    let bypass = run(
+        "tool.before",
+        "claude/PreToolUse-Bash",
+        &facts(Product::Claude),
+    );
+    assert_eq!(
+        bypass.row.permission_mode.as_deref(),
+        Some("bypassPermissions")
+    );
+    assert_eq!(bypass.row.actor_source, ActorSource::Env);
+}
+
+#[test]
+fn an_allowed_command_and_a_free_edit_say_nothing() {
+    for name in [
+        "claude/PreToolUse-Bash-allowed",
+        "claude/PreToolUse-Edit",
+        "codex/PreToolUse-apply_patch",
+    ] {
+        let outcome = run("tool.before", name, &facts(Product::Claude));
+        assert_eq!(outcome.answer, Answer::quiet(), "{name}");
+        assert_eq!(outcome.row.verdict, "ok");
+    }
+}
+
+#[test]
+fn an_edit_of_a_path_another_live_session_of_the_tree_wrote_is_held() {
+    let mut other = Session::begin("other", TREE, "grace", Timestamp::from_secs(9_990));
+    other.written.insert("src/a.txt".into());
+    let mut held = facts(Product::Claude);
+    held.others = vec![other.clone()];
+    for name in ["claude/PreToolUse-Write", "codex/PreToolUse-apply_patch"] {
+        let outcome = run("tool.before", name, &held);
+        assert_eq!(outcome.row.verdict, "blocked(PATH_HELD)", "{name}");
+        let detail = detail(&outcome.answer);
+        assert_eq!(detail["holder"]["actor"], "grace");
+        assert_eq!(detail["path"], "src/a.txt");
+    }
+    let mut elsewhere = held.clone();
+    elsewhere.others[0].tree = "/work/repo".into();
+    assert_eq!(
+        run("tool.before", "claude/PreToolUse-Write", &elsewhere)
+            .answer
+            .exit,
+        0,
+        "another tree"
+    );
+    let mut ended = held.clone();
+    ended.others[0].ended = true;
+    assert_eq!(
+        run("tool.before", "claude/PreToolUse-Write", &ended)
+            .answer
+            .exit,
+        0,
+        "ended"
+    );
+    let mut quiet = held;
+    quiet.now = Timestamp::from_secs(9_990).plus_millis(session::HOLD_WINDOW_MS);
+    assert_eq!(
+        run("tool.before", "claude/PreToolUse-Write", &quiet)
+            .answer
+            .exit,
+        0,
+        "gone quiet"
+    );
+}
+
+#[test]
+fn what_cannot_be_judged_is_denied_when_it_may_be_a_tool_call() {
+    let claude = facts(Product::Claude);
+    let unread = decide("tool.before", Payload::parse(b"{not json"), &claude);
+    assert_eq!(unread.answer.exit, 2);
+    assert_eq!(detail(&unread.answer)["misnamed"], false);
+    let unknown = decide("tool.after", Payload::parse(b"{not json"), &claude);
+    assert_eq!(unknown.row.verdict, "blocked(HOOK_INPUT_INVALID)");
+    let no_tool = decide(
+        "tool.before",
+        Payload::parse(br#"{"hook_event_name":"PreToolUse"}"#),
+        &claude,
+    );
+    assert_eq!(no_tool.answer.exit, 2);
+    let no_command = decide(
+        "tool.before",
+        Payload::parse(br#"{"tool_name":"Bash","tool_input":{"cmd":"ls"}}"#),
+        &claude,
+    );
+    assert_eq!(no_command.answer.exit, 2);
+    let quiet_event = decide("step.end", Payload::parse(b"[]"), &claude);
+    assert_eq!(quiet_event.answer.exit, 0, "a step never blocks");
+    assert_eq!(quiet_event.row.verdict, "noted(HOOK_INPUT_INVALID)");
+}
+
+#[test]
+fn a_tool_call_under_another_or_an_unknown_moment_is_denied_misnamed() {
+    let claude = facts(Product::Claude);
+    for moment in ["step.end", "tool.after", "PreToolUse"] {
+        let outcome = run(moment, "claude/PreToolUse-Bash-allowed", &claude);
+        assert_eq!(outcome.answer.exit, 2, "{moment}");
+        assert_eq!(detail(&outcome.answer)["misnamed"], true, "{moment}");
+        assert!(outcome.answer.stderr.contains("HOOK_INPUT_INVALID"));
+    }
+    let stop_as_step = run("step.end", "claude/Stop", &claude);
+    assert_eq!(
+        stop_as_step.answer.exit, 0,
+        "a stop never blocks for a name"
+    );
+    assert_eq!(stop_as_step.row.verdict, "noted(HOOK_INPUT_INVALID)");
+}
+
+#[test]
+fn a_step_records_the_files_it_wrote_and_the_session_holds_them() {
+    let claude = run("step.end", "claude/PostToolBatch", &facts(Product::Claude));
+    assert_eq!(claude.row.written, ["src/a.txt"], "the Read is not a write");
+    assert!(claude.session.written.contains("src/a.txt"));
+    let codex = run("step.end", "codex/PostToolUse", &facts(Product::Codex));
+    assert_eq!(codex.row.written, ["src/a.txt"]);
+}
+
+#[test]
+fn a_stop_with_unsaved_edits_asks_once_to_merge() {
+    let mut unsaved = facts(Product::Claude);
+    unsaved.unsaved = vec!["src/a.txt".into()];
+    let asked = run("turn.end", "claude/Stop", &unsaved);
+    let said: serde_json::Value = serde_json::from_str(&asked.answer.stdout).expect("JSON");
+    assert_eq!(said["decision"], "block");
+    assert!(
+        said["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("bay merge"))
+    );
+    assert_eq!(asked.row.verdict, "asked");
+    let again = run("turn.end", "claude/Stop-active", &unsaved);
+    assert_eq!(again.answer, Answer::quiet(), "stop_hook_active: only once");
+    assert_eq!(
+        run("turn.end", "claude/Stop", &facts(Product::Claude)).answer,
+        Answer::quiet()
+    );
+    unsaved.product = Product::Codex;
+    let codex = run("turn.end", "codex/Stop", &unsaved);
+    assert_eq!((codex.answer.exit, codex.answer.stdout.as_str()), (0, ""));
+    assert!(codex.answer.stderr.contains("bay merge"));
+}
+
+#[test]
+fn checkpoints_come_at_session_end_and_after_the_idle_interval_but_never_before_a_tool() {
+    let mut idle = facts(Product::Claude);
+    let mut session = Session::begin(
+        "3f1c2a9e-0d4b-4c52-9a7e-1b2c3d4e5f60",
+        TREE,
+        "ada",
+        Timestamp::from_secs(9_000),
+    );
+    idle.session = Some(session.clone());
+    assert!(
+        run("step.end", "claude/PostToolBatch", &idle).checkpoint,
+        "1000 s idle"
+    );
+    assert!(!run("tool.before", "claude/PreToolUse-Edit", &idle).checkpoint);
+    session.checkpoint_at = Timestamp::from_secs(9_500);
+    idle.session = Some(session);
+    assert!(
+        !run("step.end", "claude/PostToolBatch", &idle).checkpoint,
+        "500 s idle"
+    );
+    let end = run("session.end", "claude/SessionEnd", &idle);
+    assert!(end.checkpoint && end.session.ended);
+    let mut no_view = idle;
+    no_view.view = None;
+    assert!(!run("session.end", "claude/SessionEnd", &no_view).checkpoint);
+}
+
+#[test]
+fn session_start_names_the_change_its_overlaps_and_changed_instructions_once() {
+    let mut start = facts(Product::Claude);
+    start.start = Some(StartFacts {
+        declared: vec!["src/".into()],
+        overlapping: vec![(
+            ChangeId::parse("d7m3n5rq").expect("an id"),
+            vec!["src/a.txt".into()],
+        )],
+        main_commit: Some("abc1234".into()),
+        instructions_changed: vec!["AGENTS.md".into()],
+    });
+    let first = run("session.start", "claude/SessionStart", &start);
+    let said: serde_json::Value = serde_json::from_str(&first.answer.stdout).expect("JSON");
+    let context = said["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("context");
+    assert!(
+        context.contains("c7k2m4qa") && context.contains("src/"),
+        "{context}"
+    );
+    assert!(
+        context.contains("d7m3n5rq") && context.contains("AGENTS.md"),
+        "{context}"
+    );
+    start.session = Some(first.session);
+    let second = run("session.start", "claude/SessionStart", &start);
+    assert!(
+        !second.answer.stdout.contains("AGENTS.md"),
+        "once per main commit"
+    );
+}
