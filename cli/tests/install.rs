@@ -3,82 +3,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use bay_core::adapter::{Adapter, Product};
 use bay_core::skill::SKILL;
 use serde_json::Value;
+use support::home::*;
 use support::*;
-
-/// A home folder for one test, and the PATH bay runs with: `~/.local/bin` first, then the
-/// system's folders, where Git is and bay is not.
-struct Home {
-    dir: tempfile::TempDir,
-}
-
-const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-impl Home {
-    fn new() -> Home {
-        let dir = tempfile::Builder::new()
-            .prefix("bay-home-")
-            .tempdir()
-            .expect("a temporary folder");
-        assert!(
-            !sh_finds_bay(SYSTEM_PATH),
-            "bay is installed on this machine's own PATH; these tests need it absent there"
-        );
-        Home { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn bin(&self) -> PathBuf {
-        self.path().join(".local/bin")
-    }
-
-    fn on_path(&self) -> String {
-        format!("{}:{SYSTEM_PATH}", self.bin().display())
-    }
-
-    /// Runs `bay --json install <args>` in `dir` with this home, PATH and `env`.
-    fn install(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
-        let mut command = Command::new(BAY);
-        command
-            .env_clear()
-            .current_dir(dir)
-            .args(["--json", "install"])
-            .args(args)
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join(".config"))
-            .env("XDG_DATA_HOME", self.path().join(".local/share"))
-            .env("XDG_STATE_HOME", self.path().join(".local/state"))
-            .env("PATH", self.on_path());
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        held(&mut command, args)
-    }
-
-    fn skill_at(&self, dir: &str) -> Option<String> {
-        std::fs::read_to_string(self.path().join(dir).join("skills/bay/SKILL.md")).ok()
-    }
-}
-
-/// Whether `sh` finds a `bay` on `path`.
-fn sh_finds_bay(path: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", "command -v bay"])
-        .env_clear()
-        .env("PATH", path)
-        .stdout(Stdio::null())
-        .status()
-        .expect("sh runs")
-        .success()
-}
 
 /// A remote whose main names `product` in `[agent]` (none for no table).
 fn world(product: Option<&str>) -> World {
@@ -99,17 +31,6 @@ fn read(path: &Path) -> String {
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&read(path)).expect("the settings file is JSON")
-}
-
-/// The commands of every handler under `event` of a settings document, in order.
-fn commands(settings: &Value, event: &str) -> Vec<String> {
-    settings["hooks"][event]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|group| group["hooks"].as_array().cloned().unwrap_or_default())
-        .filter_map(|handler| handler["command"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[test]

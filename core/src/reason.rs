@@ -563,7 +563,7 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
         allowed: &[Read],
         retry_when: "hooks_reinstalled_or_bay_updated",
         next_step: "Read `detail.why`: a hook entry under a wrong name needs `bay install`; a \
-                    payload this bay cannot read needs `bay update`.",
+                    payload this bay cannot read needs a newer bay.",
         transient: false,
     },
     ReasonInfo {

@@ -327,6 +327,46 @@ impl Views {
         Ok(onto)
     }
 
+    /// Saves the work in the view of `change` as a draft checkpoint: a commit on the view's
+    /// HEAD, kept at the local ref `refs/bay/checkpoints/<change>`, without touching the view's
+    /// HEAD, index or files, so the session's edits stay unsaved for `bay merge` to take. The
+    /// work is added through a copy of the view's index. `None` when there is no view or the
+    /// view holds nothing beyond its HEAD.
+    pub fn checkpoint(&self, change: &ChangeId) -> Result<Option<Oid>, Fault> {
+        let dir = self.dir(change);
+        let Some(admin) = self.admin_dir(&dir) else {
+            return Ok(None);
+        };
+        let view = Git::in_dir(&dir);
+        let index = admin.join("index.bay-checkpoint");
+        let _ = std::fs::copy(admin.join("index"), &index);
+        let with_index = |args: &[&str]| {
+            view.cmd(args.iter().copied())
+                .env("GIT_INDEX_FILE", &index)
+                .run()
+        };
+        let tree = with_index(&["add", "--all", "--sparse", "--", "."])
+            .and_then(|_| with_index(&["write-tree"]));
+        let _ = std::fs::remove_file(&index);
+        let tree = oid(&tree?.stdout)?;
+        let head = self.head(&dir, &view)?;
+        let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
+            .pop()
+            .ok_or_else(|| Fault(format!("no tree for the view's HEAD {head}")))?;
+        if tree == head_tree {
+            return Ok(None);
+        }
+        let message = format!("bay: checkpoint of {change}\n");
+        let commit = self.commit(&view, &tree, &[&head], &message)?;
+        view.cmd([
+            "update-ref",
+            &format!("refs/bay/checkpoints/{change}"),
+            commit.as_str(),
+        ])
+        .run()?;
+        Ok(Some(commit))
+    }
+
     /// Brings `draft` (made on `base`) up to main at `onto`. Conflicting files keep conflict
     /// markers for the agent to resolve, their sides named by `labels`; they are named in
     /// the result, and those given markers apart.

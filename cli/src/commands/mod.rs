@@ -5,6 +5,7 @@ mod abandon;
 mod demo;
 mod evidence;
 mod help;
+pub mod hook;
 mod install;
 mod merge;
 mod plugin;
@@ -53,12 +54,14 @@ pub enum Command {
     Help(help::Args),
     /// Put bay and its skill on this machine; in a clone, also its Git config and hook entries.
     Install(install::Args),
+    /// Answer one agent hook event in the product's protocol: its JSON payload on stdin.
+    Hook(hook::Args),
     /// Run bay on a throwaway remote: two agents, one runner, a real check.
     Demo(demo::Args),
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 12] = [
+pub const WRITES: [(&str, &str, &str); 13] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -111,6 +114,11 @@ pub const WRITES: [(&str, &str, &str); 12] = [
         "main: you commit and merge the settings file; global Git config; user-global Claude settings; with --machine: hook entries, a project's settings or its Git config",
     ),
     (
+        "hook",
+        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view at refs/bay/checkpoints/<change>, a local ref",
+        "the view's files, HEAD and index; the remote; main",
+    ),
+    (
         "demo",
         "a throwaway remote and clones in a temporary folder, or in --dir",
         "the repository it runs in",
@@ -136,6 +144,9 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Help(args) => help::run(args),
         Command::Install(args) => install::run(cli, args),
         Command::Demo(args) => demo::run(cli, args),
+        Command::Hook(_) => {
+            unreachable!("bay hook answers in the product's protocol: main runs it")
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 //! them as agents and runners run it. Every document bay prints is held to its schema here.
 #![allow(dead_code)]
 
+pub mod home;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

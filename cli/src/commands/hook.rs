@@ -1,0 +1,309 @@
+//! `bay hook <moment>`: one agent hook event. It reads the product's payload on stdin and the
+//! local facts the moment needs, lets `bay_core::hook::decide` judge, keeps the session's
+//! work record, and answers in the product's protocol rather than with a `bay.result/1`:
+//! stdout and the exit code belong to the product, so `--json` changes nothing here.
+//!
+//! What it reads, by moment, all from this machine and never the network:
+//! - every moment: the clone (by reading files) and its `bay.*` Git config (one process),
+//!   and this session's state;
+//! - `tool.before` of an edit: the other sessions' states, for their holds. It reads no
+//!   config, so it answers as both products deny alike (exit 2, reason on stderr);
+//! - every other moment: `.bay/config.toml` at main as this clone last fetched it, for
+//!   `[agent]` (the product, the instruction files) and `[hooks]`;
+//! - `session.start`: the view's declared paths and the other views', and which instruction
+//!   files main changed since the view's base; `turn.end`: the view's unsaved files.
+//!
+//! The work record lives under `<common Git dir>/bay/sessions/<session>/`: `record.jsonl`,
+//! one row per event, and `state.json`, what the next event reads.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bay_core::adapter::{Moment, Product};
+use bay_core::config::{CONFIG_PATH, Config, DEFAULT_INSTRUCTIONS, HookSettings};
+use bay_core::hook::session::folder_name;
+use bay_core::hook::{self, Facts, Outcome, Payload, Session, StartFacts, Tool};
+use bay_core::id::ChangeId;
+use bay_drivers::clock;
+use bay_drivers::git::Git;
+use bay_drivers::views::Views;
+
+use crate::Cli;
+use crate::context::Context;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What just happened, such as tool.before or session.start; `bay help --json` lists
+    /// each product's events under `detail.adapters`.
+    pub moment: String,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> ExitCode {
+    let mut stdin = Vec::new();
+    let payload = match std::io::stdin().read_to_end(&mut stdin) {
+        Ok(_) => Payload::parse(&stdin),
+        Err(e) => Err(format!("stdin cannot be read: {e}")),
+    };
+    let start = payload
+        .as_ref()
+        .ok()
+        .and_then(|p| p.cwd.as_deref())
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_dir())
+        .or_else(|| cli.dir.clone())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let context = Context::discover(Some(&start)).ok();
+    let here = Here::new(context, &start);
+    let facts = here.facts(&args.moment, payload.as_ref().ok());
+    let outcome = hook::decide(&args.moment, payload, &facts);
+    here.keep(&outcome);
+    answer(&outcome)
+}
+
+/// Prints the answer; a closed pipe is the product's choice.
+fn answer(outcome: &Outcome) -> ExitCode {
+    let _ = std::io::stdout().write_all(outcome.answer.stdout.as_bytes());
+    let _ = std::io::stderr().write_all(outcome.answer.stderr.as_bytes());
+    ExitCode::from(outcome.answer.exit)
+}
+
+/// Where the event happened: the clone and view, when it is in one.
+struct Here {
+    context: Option<Context>,
+    tree: String,
+}
+
+impl Here {
+    fn new(context: Option<Context>, start: &Path) -> Here {
+        let tree = match &context {
+            Some(context) => context.top.display().to_string(),
+            None => start
+                .canonicalize()
+                .unwrap_or_else(|_| start.to_path_buf())
+                .display()
+                .to_string(),
+        };
+        Here { context, tree }
+    }
+
+    fn sessions(&self) -> Option<PathBuf> {
+        let context = self.context.as_ref()?;
+        Some(context.common_dir.join("bay").join("sessions"))
+    }
+
+    fn facts(&self, moment: &str, payload: Option<&Payload>) -> Facts {
+        let moment = moment.parse::<Moment>().ok();
+        let context = self.context.as_ref();
+        let (actor, actor_source) = match context {
+            Some(context) => (context.actor.clone(), context.actor_source),
+            None => {
+                let user = std::env::var("USER").ok();
+                bay_core::actor::resolve(
+                    std::env::var("BAY_ACTOR").ok().as_deref(),
+                    user.as_deref(),
+                )
+            }
+        };
+        let session_id = payload
+            .and_then(|p| p.session_id.as_deref())
+            .unwrap_or_default();
+        let sessions = self.sessions();
+        let session = sessions
+            .as_ref()
+            .and_then(|dir| read_session(&dir.join(folder_name(session_id))));
+        let editing = payload.is_some_and(|p| p.tool == Some(Tool::Edit));
+        let others = match (&sessions, editing) {
+            (Some(dir), true) => all_sessions(dir),
+            _ => Vec::new(),
+        };
+        let config = match moment {
+            Some(Moment::ToolBefore) => None,
+            _ => context.and_then(main_config),
+        };
+        let agent = config.as_ref().and_then(|c| c.agent.clone());
+        let view = context.and_then(|c| c.view.clone());
+        let mut facts = Facts {
+            now: clock::now(),
+            product: agent.as_ref().map_or_else(guess_product, |a| a.product),
+            actor,
+            actor_source,
+            main: context.map(|c| c.main.clone()),
+            tree: self.tree.clone(),
+            view: view.clone(),
+            session,
+            others,
+            hooks: config
+                .as_ref()
+                .map_or_else(HookSettings::default, |c| c.hooks),
+            unsaved: Vec::new(),
+            start: None,
+        };
+        if let (Some(context), Some(change)) = (context, &view) {
+            match moment {
+                Some(Moment::TurnEnd) => facts.unsaved = unsaved(&context.top),
+                Some(Moment::SessionStart) => {
+                    let instructions = agent
+                        .map(|a| a.instructions)
+                        .unwrap_or_else(|| DEFAULT_INSTRUCTIONS.map(str::to_owned).to_vec());
+                    facts.start = Some(start_facts(context, change, &instructions));
+                }
+                _ => {}
+            }
+        } else if moment == Some(Moment::SessionStart) {
+            facts.start = Some(StartFacts::default());
+        }
+        facts
+    }
+
+    /// Keeps the row and the session's state, and saves the checkpoint the outcome asks for.
+    /// Nothing here may fail the event: a record that cannot be written is said on stderr.
+    fn keep(&self, outcome: &Outcome) {
+        let Some(dir) = self.sessions() else {
+            return;
+        };
+        let folder = dir.join(folder_name(&outcome.session.session));
+        let mut kept = std::fs::create_dir_all(&folder).and_then(|()| {
+            let row = serde_json::to_string(&outcome.row).expect("a row is plain data");
+            let mut record = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(folder.join("record.jsonl"))?;
+            writeln!(record, "{row}")
+        });
+        let mut session = outcome.session.clone();
+        if outcome.checkpoint
+            && let Some(context) = &self.context
+            && let Some(change) = &context.view
+        {
+            let views = Views::new(&context.top, &context.common_dir);
+            if let Err(fault) = views.checkpoint(change) {
+                let _ = writeln!(std::io::stderr(), "bay: no draft checkpoint: {fault}");
+                session.checkpoint_at = self.previous_checkpoint(&folder);
+            }
+        }
+        let state = serde_json::to_vec(&session).expect("a session is plain data");
+        let partial = folder.join(format!("state.json.{}", std::process::id()));
+        kept = kept
+            .and_then(|()| std::fs::write(&partial, state))
+            .and_then(|()| std::fs::rename(&partial, folder.join("state.json")));
+        if let Err(e) = kept {
+            let _ = writeln!(std::io::stderr(), "bay: the work record was not kept: {e}");
+        }
+    }
+
+    /// The checkpoint time the session had before this event, so a failed checkpoint is tried
+    /// again at the next event.
+    fn previous_checkpoint(&self, folder: &Path) -> bay_core::time::Timestamp {
+        read_session(folder)
+            .map(|s| s.checkpoint_at)
+            .unwrap_or_default()
+    }
+}
+
+/// Without a readable `[agent]` table: Claude Code sets `CLAUDE_PROJECT_DIR` for its hooks;
+/// anything else is taken as Codex.
+fn guess_product() -> Product {
+    match std::env::var_os("CLAUDE_PROJECT_DIR") {
+        Some(_) => Product::Claude,
+        None => Product::Codex,
+    }
+}
+
+fn read_session(folder: &Path) -> Option<Session> {
+    let bytes = std::fs::read(folder.join("state.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn all_sessions(dir: &Path) -> Vec<Session> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| read_session(&entry.path()))
+        .collect()
+}
+
+/// The config at main as this clone last fetched it; `None` when there is none to read.
+fn main_config(context: &Context) -> Option<Config> {
+    let fetched = format!(
+        "refs/remotes/{}/{}:{CONFIG_PATH}",
+        context.remote, context.main
+    );
+    let out = context
+        .git()
+        .cmd(["cat-file", "blob", &fetched])
+        .output()
+        .ok()?;
+    out.success()
+        .then(|| Config::at_main(Some(&out.stdout)).ok())
+        .flatten()
+}
+
+/// The view's files with edits no commit holds, as `git status` names them.
+fn unsaved(top: &Path) -> Vec<String> {
+    let Ok(out) = Git::in_dir(top)
+        .cmd(["status", "--porcelain", "--untracked-files=all", "-z"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    out.stdout
+        .split(|b| *b == 0)
+        .filter(|entry| entry.len() > 3)
+        .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+        .collect()
+}
+
+/// The paths a view declares: its sparse-checkout patterns, as `bay start` wrote them.
+fn declared(context: &Context, change: &ChangeId) -> Vec<String> {
+    let admin = context.common_dir.join("worktrees").join(change.as_str());
+    std::fs::read_to_string(admin.join("info").join("sparse-checkout"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| line.trim_start_matches('/').to_owned())
+        .map(|path| if path == "*" { String::new() } else { path })
+        .collect()
+}
+
+/// What `session.start` says: the view's paths, the other views of this clone that declare
+/// overlapping paths, and the instruction files main changed since the view's base.
+fn start_facts(context: &Context, change: &ChangeId, instructions: &[String]) -> StartFacts {
+    let mine = declared(context, change);
+    let views = Views::new(&context.top, &context.common_dir);
+    let overlapping = views
+        .listed()
+        .into_iter()
+        .filter(|other| other != change)
+        .map(|other| {
+            let paths = declared(context, &other);
+            (other, paths)
+        })
+        .filter(|(_, paths)| bay_core::paths::overlap(paths, &mine))
+        .collect();
+    let main = format!("refs/remotes/{}/{}", context.remote, context.main);
+    let git = context.git();
+    let main_commit = git
+        .cmd(["rev-parse", "--verify", "--quiet", "--short", &main])
+        .text()
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty());
+    let base = git.cmd(["merge-base", "HEAD", &main]).text().ok();
+    let instructions_changed = match (&main_commit, base) {
+        (Some(_), Some(base)) => git
+            .cmd(["diff", "--name-only", base.trim(), &main, "--"])
+            .args(instructions)
+            .text()
+            .map(|text| text.lines().map(str::to_owned).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    StartFacts {
+        declared: mine,
+        overlapping,
+        main_commit,
+        instructions_changed,
+    }
+}
