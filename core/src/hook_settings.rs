@@ -148,15 +148,49 @@ fn holds_bay(group: &Json) -> bool {
 /// or without a check that bay is there. `bay hook talk-wait` is not: a person adds it to an
 /// asynchronous hook of their own, and bay never writes or removes it.
 pub fn is_bay(handler: &Json) -> bool {
-    let Some(command) = handler.get("command").and_then(Json::as_str) else {
-        return false;
-    };
+    bay_moment(handler).is_some()
+}
+
+/// The moment a handler bay wrote calls, as its command spells it (an older bay's name
+/// included); `None` for a handler bay did not write.
+pub fn bay_moment(handler: &Json) -> Option<&str> {
+    let command = handler.get("command").and_then(Json::as_str)?;
     let last = command.rsplit(';').next().unwrap_or(command).trim();
     let last = last.strip_prefix("exec ").unwrap_or(last);
     let mut words = last.split_whitespace();
-    words.next() == Some("bay")
-        && words.next() == Some("hook")
-        && words.next().is_some_and(|moment| moment != "talk-wait")
+    (words.next() == Some("bay") && words.next() == Some("hook"))
+        .then(|| words.next())
+        .flatten()
+        .filter(|moment| *moment != "talk-wait")
+}
+
+/// The moment names of bay's handlers in the settings text `text` that this bay does not know:
+/// entries an older bay wrote, which `bay hook` would refuse. A file that is no JSON has none.
+pub fn old_names(text: &str) -> Vec<String> {
+    let Ok(json) = Json::parse(text) else {
+        return Vec::new();
+    };
+    let Some(Json::Object(events)) = json.get("hooks") else {
+        return Vec::new();
+    };
+    let mut old: Vec<String> = events
+        .iter()
+        .filter_map(|(_, groups)| match groups {
+            Json::Array(groups) => Some(groups),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|group| match group.get("hooks") {
+            Some(Json::Array(handlers)) => Some(handlers),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(bay_moment)
+        .filter(|moment| moment.parse::<crate::adapter::Moment>().is_err())
+        .map(str::to_owned)
+        .collect();
+    old.dedup();
+    old
 }
 
 /// The sha256 of the hook entries other tools wrote: every event's groups with bay's handlers
@@ -370,5 +404,20 @@ mod tests {
         assert!(!is_bay(&handler("bay status")));
         assert!(!is_bay(&handler("ebay hook x")));
         assert!(!is_bay(&Json::Null));
+    }
+
+    #[test]
+    fn old_moment_names_are_found_among_bay_s_handlers_only() {
+        let old = r#"{"hooks":{"PreToolUse":[{"hooks":[
+            {"type":"command","command":"bay hook tool_before"},
+            {"type":"command","command":"guard hook x"},
+            {"type":"command","command":"bay hook tool.before"}]}],
+          "Stop":[{"hooks":[{"type":"command","command":"bay hook talk-wait"}]}]}}"#;
+        assert_eq!(old_names(old), ["tool_before"]);
+        assert_eq!(
+            old_names(&merged(claude(), None).text),
+            Vec::<String>::new()
+        );
+        assert_eq!(old_names("not json"), Vec::<String>::new());
     }
 }

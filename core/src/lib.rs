@@ -13,6 +13,7 @@ pub mod compact;
 pub mod config;
 pub mod conflict;
 pub mod disk;
+pub mod doctor;
 pub mod event;
 pub mod flow;
 #[cfg(feature = "arbitrary")]

@@ -73,6 +73,12 @@ pub enum ReasonCode {
     ShellDenied,
     HookInputInvalid,
     PathHeld,
+    ToolAbsent,
+    RemoteUnreachable,
+    HooksMissing,
+    SkillMismatch,
+    ActorUnnamed,
+    WipLimit,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -95,7 +101,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 31] = [
+    pub const ALL: [ReasonCode; 37] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -127,6 +133,12 @@ impl ReasonCode {
         ReasonCode::ShellDenied,
         ReasonCode::HookInputInvalid,
         ReasonCode::PathHeld,
+        ReasonCode::ToolAbsent,
+        ReasonCode::RemoteUnreachable,
+        ReasonCode::HooksMissing,
+        ReasonCode::SkillMismatch,
+        ReasonCode::ActorUnnamed,
+        ReasonCode::WipLimit,
     ];
 
     /// The code as it appears in a result.
@@ -163,6 +175,12 @@ impl ReasonCode {
             ReasonCode::ShellDenied => "SHELL_DENIED",
             ReasonCode::HookInputInvalid => "HOOK_INPUT_INVALID",
             ReasonCode::PathHeld => "PATH_HELD",
+            ReasonCode::ToolAbsent => "TOOL_ABSENT",
+            ReasonCode::RemoteUnreachable => "REMOTE_UNREACHABLE",
+            ReasonCode::HooksMissing => "HOOKS_MISSING",
+            ReasonCode::SkillMismatch => "SKILL_MISMATCH",
+            ReasonCode::ActorUnnamed => "ACTOR_UNNAMED",
+            ReasonCode::WipLimit => "WIP_LIMIT",
         }
     }
 
@@ -577,6 +595,75 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
         next_step: "Another session holds the path: wait until it stops, or edit other paths.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ToolAbsent,
+        meaning: "A tool bay needs here is not installed: `detail.tool` names it (`git`, or the \
+                  agent product `[agent] product` names, `claude` or `codex`). From `bay \
+                  doctor`.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "tool_installed",
+        next_step: "Tell the user to install the tool `detail.tool` names, or to remove its \
+                    `[agent] product`, then run `bay doctor` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::RemoteUnreachable,
+        meaning: "The remote did not answer this machine, or no remote is set. From `bay \
+                  doctor`, whose `remote` row says what Git said.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "remote_answers",
+        next_step: "Check the network and this machine's access to the remote, then run \
+                    `bay doctor` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::HooksMissing,
+        meaning: "Main names an agent product, but its hooks do not run here: bay's entries are \
+                  missing or out of date in the settings file (on main or in this clone), carry \
+                  a moment name bay no longer knows (`old_names`), or a settings file turns \
+                  hooks off (`disableAllHooks`, `allowManagedHooksOnly`). From `bay doctor`.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "hooks_installed",
+        next_step: "Do what the `hooks` row's `fix` says: `bay install`, then merge the \
+                    settings file into main, or remove the setting that turns hooks off.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::SkillMismatch,
+        meaning: "The bay skill is missing from a Claude config directory, or does not match \
+                  this bay's; the `skill` row of `bay doctor` lists each directory.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "skill_installed",
+        next_step: "Run `bay install` to copy this version's skill, then `bay doctor` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::ActorUnnamed,
+        meaning: "Main's policy sets `[agent] require_actor = true`, and the actor's name came \
+                  from a default (`actor_source` is not `env`), not from `BAY_ACTOR`.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "actor_named",
+        next_step: "Set `BAY_ACTOR` to your actor name, then run the command again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::WipLimit,
+        meaning: "Main's policy sets `[agent] max_live_changes`, and the actor already holds \
+                  that many live changes among the change records this clone holds; \
+                  `detail.live_changes` names them and `detail.limit` the cap. Picking up \
+                  one's own change is never refused this.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "live_change_ended",
+        next_step: "Merge or abandon one of the changes in `detail.live_changes`, then run \
+                    the command again.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -618,6 +705,12 @@ mod tests {
             ReasonCode::ShellDenied => 28,
             ReasonCode::HookInputInvalid => 29,
             ReasonCode::PathHeld => 30,
+            ReasonCode::ToolAbsent => 31,
+            ReasonCode::RemoteUnreachable => 32,
+            ReasonCode::HooksMissing => 33,
+            ReasonCode::SkillMismatch => 34,
+            ReasonCode::ActorUnnamed => 35,
+            ReasonCode::WipLimit => 36,
         }
     }
 

@@ -35,6 +35,9 @@ pub fn say(
     change: Option<&ChangeId>,
     detail: &Map<String, Value>,
 ) -> String {
+    if let Some(line) = doctor(decision, detail) {
+        return line;
+    }
     match reason {
         Some(code) => say_reason(code, change, detail),
         None => match decision {
@@ -201,6 +204,32 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
         ReasonCode::PathHeld => "Another session working in this same folder is editing that \
                                  file; wait until it stops, or edit other files."
             .to_owned(),
+        ReasonCode::ToolAbsent => format!(
+            "A program bay needs is not installed on this machine{}; install it, then run \
+             `bay doctor` again.",
+            quoted(names(detail, "tool"))
+        ),
+        ReasonCode::RemoteUnreachable => "The shared copy of the project did not answer this \
+                                          machine; check the network and the access to it, \
+                                          then run `bay doctor` again."
+            .to_owned(),
+        ReasonCode::HooksMissing => "The agents here do not run the hooks of bay; do what the \
+                                     details say to turn them on, then run `bay doctor` again."
+            .to_owned(),
+        ReasonCode::SkillMismatch => format!(
+            "The instructions bay gives the agent are missing or from another version{}; run \
+             `bay install`, then `bay doctor` again.",
+            quoted(names(detail, "mismatched"))
+        ),
+        ReasonCode::ActorUnnamed => "The project asks every agent to give its name, and this \
+                                     one came from a default; set BAY_ACTOR to the agent's \
+                                     name, then run the command again."
+            .to_owned(),
+        ReasonCode::WipLimit => format!(
+            "This agent already has as many unfinished changes as the project allows{}; \
+             finish or give up one of them, then run the command again.",
+            quoted(names(detail, "live_changes"))
+        ),
     }
 }
 
@@ -297,6 +326,40 @@ fn say_state(
             quoted(names(detail, "main_commit"))
         ),
     }
+}
+
+/// `bay doctor`'s status line, for a result with its `rows`: the versions it found, and
+/// whether the machine is ready or which rows to fix. `None` for any other result.
+fn doctor(decision: Decision, detail: &Map<String, Value>) -> Option<String> {
+    if !(detail.contains_key("rows") && detail.contains_key("role")) {
+        return None;
+    }
+    let versions: Vec<String> = detail
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            Some(format!(
+                "{} {}",
+                v.get("tool")?.as_str()?,
+                v.get("version")?.as_str()?
+            ))
+        })
+        .filter(|text| fits(text))
+        .collect();
+    let shown = match versions.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", versions.join(", ")),
+    };
+    Some(match decision {
+        Decision::Ok => format!("This machine is ready for bay{shown}."),
+        _ => format!(
+            "This machine is not ready for bay{shown}; fix {} as the details say, then run \
+             `bay doctor` again.",
+            listed(&names(detail, "red"))
+        ),
+    })
 }
 
 /// A merged change: part of main, unless later changes took it back out

@@ -1,0 +1,590 @@
+//! What `bay doctor` decides: one row per concern of this machine (bay itself, Git, the agent
+//! product, the check sandbox, the hooks, the skill, the remote, the check variables, the
+//! object store), each green or red with its floor and its fix, and the result they make.
+//!
+//! The CLI gathers the facts ([`Facts`]: version texts, file contents, probe outcomes) and
+//! prints what [`judge`] returns; every verdict is made here, so the rows can be tested from
+//! facts alone. `bay runner run` asks the same rows before it claims anything
+//! ([`runner_refusal`]), so a runner and doctor can never disagree about this machine.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::adapter::{Adapter, Product};
+use crate::hook_settings;
+use crate::install::{GitVersion, LAND_COMMAND};
+use crate::policy::Policy;
+use crate::reason::ReasonCode;
+use crate::result::BayResult;
+use crate::skill::{self, SkillState};
+
+/// The oldest Git this bay works with, in every role: the newest Git feature the driver uses
+/// (`merge-file --diff-algorithm`, 2.44; `docs/architecture.md`, "Git floors"). The spec's own
+/// floors (2.40 for an agent, 2.50 for a runner) are below and above it; the runner's 2.50 is
+/// for features this bay does not use yet, so holding runners to it would refuse machines on
+/// which every part of this bay works.
+pub const GIT_FLOOR: GitVersion = GitVersion(2, 44);
+
+/// What doctor judges this machine as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// It runs agents: the sandbox and the check variables are shown, never required.
+    Agent,
+    /// It runs checks (`--role executor`): the sandbox and every check's variables are required.
+    Executor,
+}
+
+/// How checks would run here, as the driver's probe found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SandboxFact {
+    /// `bwrap` started a program with every namespace a check gets, the network's included.
+    Works,
+    /// The machine's owner turned the sandbox off (`bay.executorSandbox none`).
+    Waived,
+    /// No sandbox works here; the driver's reason, which names the fix.
+    Unavailable(String),
+}
+
+/// Everything doctor looks at, gathered by the CLI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Facts {
+    pub role: Role,
+    pub bay_version: String,
+    /// What `git version` printed; `None` when no Git could be started.
+    pub git: Option<String>,
+    pub sandbox: SandboxFact,
+    /// Each Claude config directory (`install::claude_config_dirs`) and its skill file's bytes.
+    pub skills: Vec<(String, Option<Vec<u8>>)>,
+    /// The clone's part; `None` outside a repository.
+    pub clone: Option<CloneFacts>,
+}
+
+/// What doctor looks at in a clone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloneFacts {
+    pub remote: String,
+    /// Whether the remote answered, or what Git said when it did not.
+    pub reached: Result<(), String>,
+    /// `[agent] product` on main, and what `<product> --version` printed (`None`: the
+    /// program is not on `PATH`).
+    pub product: Option<(Product, Option<String>)>,
+    /// The product's settings file on main and in this clone's work tree.
+    pub settings_on_main: Option<String>,
+    pub settings_here: Option<String>,
+    /// Settings files that can turn hooks off (`.claude/settings.local.json`, each config
+    /// directory's `settings.json`), as shown to a person, with their text.
+    pub switches: Vec<(String, String)>,
+    /// The check variables main's policy names, and whether each is set here; `Err` when the
+    /// policy cannot be read.
+    pub variables: Result<Vec<(Variable, bool)>, String>,
+    /// Whether the commit-graph holds changed-path filters, and Git writes one on fetch.
+    pub graph_filters: bool,
+    pub graph_on_fetch: bool,
+}
+
+/// One variable one check of the policy passes from the runner (`[[check]] env`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Variable {
+    pub check: String,
+    pub environment: String,
+    pub name: String,
+}
+
+/// The variables the checks of the policy text `policy` need, each pair once, in the
+/// policy's order: what the CLI looks up in its environment.
+pub fn variables(policy: &str) -> Result<Vec<Variable>, String> {
+    let policy = Policy::parse(policy).map_err(|e| e.to_string())?;
+    Ok(policy
+        .checks
+        .iter()
+        .flat_map(|check| {
+            check.env.iter().map(|name| Variable {
+                check: check.id.clone(),
+                environment: check.environment.clone(),
+                name: name.clone(),
+            })
+        })
+        .collect())
+}
+
+/// A row's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Green,
+    /// Red: a required row turns doctor red.
+    Red,
+    /// Not in use here, and nothing to fix (no agent product, a waived sandbox).
+    Off,
+    /// Worth fixing, but never required: doctor stays green.
+    Advice,
+}
+
+/// One concern and its verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    pub name: &'static str,
+    pub state: State,
+    /// Whether a red here turns doctor red.
+    pub required: bool,
+    /// What was found, such as a version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
+    /// The oldest version or the state that is green.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<ReasonCode>,
+    /// What to do, for a row that is not green.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+    /// The row's own facts, such as each skill directory's state.
+    #[serde(flatten)]
+    pub more: Map<String, Value>,
+}
+
+impl Row {
+    fn green(name: &'static str, found: Option<String>) -> Row {
+        Row {
+            name,
+            state: State::Green,
+            required: true,
+            found,
+            floor: None,
+            code: None,
+            fix: None,
+            more: Map::new(),
+        }
+    }
+
+    /// Red with `code` and `fix`; when `required` is false, only advice.
+    fn red(name: &'static str, required: bool, code: ReasonCode, fix: String) -> Row {
+        Row {
+            state: if required { State::Red } else { State::Advice },
+            required,
+            code: Some(code),
+            fix: Some(fix),
+            ..Row::green(name, None)
+        }
+    }
+
+    fn found(mut self, found: Option<String>) -> Row {
+        self.found = found;
+        self
+    }
+
+    fn floor(mut self, floor: impl Into<String>) -> Row {
+        self.floor = Some(floor.into());
+        self
+    }
+
+    fn with(mut self, key: &str, value: Value) -> Row {
+        self.more.insert(key.to_owned(), value);
+        self
+    }
+
+    /// Whether this row turns doctor red.
+    pub fn is_red(&self) -> bool {
+        self.state == State::Red
+    }
+
+    /// The refusal this red row makes: its code, with its facts (`tool`, `floor`, `found`,
+    /// `fix`, `variables`...) beside `detail`'s at the top, where the code's reader looks.
+    fn refusal(self, mut detail: Map<String, Value>) -> BayResult {
+        let code = self.code.expect("a red row has a code");
+        let named = [
+            ("floor", self.floor),
+            ("found", self.found),
+            ("fix", self.fix),
+        ];
+        let own = self.more.into_iter().chain(
+            named
+                .into_iter()
+                .filter_map(|(key, value)| Some((key.to_owned(), json!(value?)))),
+        );
+        for (key, value) in own {
+            detail.entry(key).or_insert(value);
+        }
+        BayResult::refusal(code, detail)
+    }
+}
+
+/// The version a product's `--version` prints: the first word of dotted numbers, such as
+/// `2.1.302` in `2.1.302 (Claude Code)` or `0.153.2` in `codex-cli 0.153.2`.
+pub fn product_version(text: &str) -> Option<Vec<u32>> {
+    text.split_whitespace().find_map(|word| {
+        let word = word.strip_prefix('v').unwrap_or(word);
+        let parts: Option<Vec<u32>> = word.split('.').map(|part| part.parse().ok()).collect();
+        parts.filter(|parts| parts.len() >= 2)
+    })
+}
+
+/// The number in `git version 2.47.3 (Apple Git-146)`: `2.47.3`.
+fn git_number(text: &str) -> Option<&str> {
+    text.trim()
+        .strip_prefix("git version ")?
+        .split_whitespace()
+        .next()
+}
+
+/// The `git` row: Git must start, and be [`GIT_FLOOR`] or newer.
+pub fn git_row(git: Option<&str>) -> Row {
+    let floor = format!("{}.{}", GIT_FLOOR.0, GIT_FLOOR.1);
+    let Some(text) = git else {
+        return Row::red(
+            "git",
+            true,
+            ReasonCode::ToolAbsent,
+            format!("install Git {floor} or newer and put it on PATH"),
+        )
+        .floor(floor)
+        .with("tool", json!("git"));
+    };
+    let found = git_number(text).map(str::to_owned);
+    match GitVersion::parse(text) {
+        Some(version) if version >= GIT_FLOOR => Row::green("git", found).floor(floor),
+        _ => Row::red(
+            "git",
+            true,
+            ReasonCode::ToolBelowFloor,
+            format!("update Git to {floor} or newer"),
+        )
+        .found(found.or_else(|| Some(text.trim().to_owned())))
+        .floor(floor)
+        .with("tool", json!("git")),
+    }
+}
+
+/// The `agent` row: the product main names must be installed, at its adapter's floor or newer.
+fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
+    let Some((product, version)) = product else {
+        return Row {
+            state: State::Off,
+            ..Row::green("agent", None)
+        }
+        .with("why", json!("main names no [agent] product"));
+    };
+    let adapter: &Adapter = product.adapter();
+    let tool = product.as_str();
+    let Some(text) = version else {
+        return Row::red(
+            "agent",
+            true,
+            ReasonCode::ToolAbsent,
+            format!(
+                "install {} {} or newer, or remove [agent] product from .bay/config.toml on main",
+                adapter.name, adapter.floor
+            ),
+        )
+        .floor(adapter.floor)
+        .with("tool", json!(tool));
+    };
+    let floor = product_version(adapter.floor).expect("the adapter table's floors are versions");
+    match product_version(text) {
+        Some(found) if found >= floor => Row::green("agent", Some(dotted(&found)))
+            .floor(adapter.floor)
+            .with("tool", json!(tool)),
+        found => Row::red(
+            "agent",
+            true,
+            ReasonCode::ToolBelowFloor,
+            format!("update {} to {} or newer", adapter.name, adapter.floor),
+        )
+        .found(Some(
+            found.map_or_else(|| text.trim().to_owned(), |f| dotted(&f)),
+        ))
+        .floor(adapter.floor)
+        .with("tool", json!(tool)),
+    }
+}
+
+fn dotted(version: &[u32]) -> String {
+    version
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The `sandbox` row: required on a machine that runs checks. The driver's probe cuts the
+/// network off as every check's sandbox does, so a green row means the cut-off works.
+pub fn sandbox_row(role: Role, sandbox: &SandboxFact) -> Row {
+    let floor = "bwrap that can cut off the network";
+    match sandbox {
+        SandboxFact::Works => Row::green("sandbox", Some("bwrap".into()))
+            .floor(floor)
+            .with("network", json!("cut")),
+        SandboxFact::Waived => Row {
+            state: State::Off,
+            ..Row::green("sandbox", None)
+        }
+        .with(
+            "why",
+            json!("this machine's owner runs checks without a sandbox (bay.executorSandbox none)"),
+        ),
+        SandboxFact::Unavailable(why) => Row::red(
+            "sandbox",
+            role == Role::Executor,
+            ReasonCode::SandboxAbsent,
+            why.clone(),
+        )
+        .floor(floor)
+        .with("sandbox", json!("bwrap")),
+    }
+}
+
+/// The settings keys with which a person turns every project hook off.
+pub const HOOK_SWITCHES: [&str; 2] = ["disableAllHooks", "allowManagedHooksOnly"];
+
+/// The `hooks` row: with an agent product on main, bay's entries must be current in the
+/// settings file on main (every view takes it from there), hold no moment name bay does not
+/// know, and no settings file may turn hooks off. Without a product the row is `off`.
+fn hooks_row(clone: &CloneFacts) -> Row {
+    let Some((product, _)) = &clone.product else {
+        return Row {
+            state: State::Off,
+            ..Row::green("hooks", None)
+        }
+        .with("why", json!("main names no [agent] product"));
+    };
+    let adapter = product.adapter();
+    let current =
+        |text: &Option<String>| text.is_some() && !hook_settings::to_land(adapter, text.as_deref());
+    let old_names: Vec<String> = [&clone.settings_on_main, &clone.settings_here]
+        .into_iter()
+        .flatten()
+        .flat_map(|text| hook_settings::old_names(text))
+        .fold(Vec::new(), |mut all, name| {
+            if !all.contains(&name) {
+                all.push(name);
+            }
+            all
+        });
+    let switched: Vec<Value> = clone
+        .switches
+        .iter()
+        .flat_map(|(file, text)| {
+            let json = crate::ordered_json::Json::parse(text).ok();
+            HOOK_SWITCHES
+                .into_iter()
+                .filter(move |key| {
+                    json.as_ref()
+                        .and_then(|json| json.get(key))
+                        .is_some_and(|value| *value == crate::ordered_json::Json::Bool(true))
+                })
+                .map(move |key| json!({ "file": file, "key": key }))
+        })
+        .collect();
+    let file = adapter.settings_file;
+    let fix = if let Some(first) = switched.first() {
+        Some(format!(
+            "remove {} from {}; it turns off every hook, bay's included",
+            first["key"].as_str().unwrap_or_default(),
+            first["file"].as_str().unwrap_or_default()
+        ))
+    } else if current(&clone.settings_on_main) && old_names.is_empty() {
+        None
+    } else if current(&clone.settings_here) {
+        Some(format!(
+            "merge {file} into main, for example with `{LAND_COMMAND}`; this clone's copy \
+             already holds bay's entries"
+        ))
+    } else {
+        Some(format!(
+            "run `bay install` here, then merge {file} into main, for example with \
+             `{LAND_COMMAND}`"
+        ))
+    };
+    let row = match fix {
+        None => Row::green("hooks", Some("on".into())),
+        Some(fix) => {
+            Row::red("hooks", true, ReasonCode::HooksMissing, fix).found(Some("missing".into()))
+        }
+    };
+    let mut row = row
+        .with("product", json!(product))
+        .with("file", json!(file));
+    if !old_names.is_empty() {
+        row = row.with("old_names", json!(old_names));
+    }
+    if !switched.is_empty() {
+        row = row.with("turned_off_by", Value::Array(switched));
+    }
+    row
+}
+
+/// The `skill` row: every Claude config directory holds this bay's skill.
+fn skill_row(skills: &[(String, Option<Vec<u8>>)]) -> Row {
+    let states: Vec<(&str, SkillState)> = skills
+        .iter()
+        .map(|(dir, bytes)| (dir.as_str(), skill::compare(bytes.as_deref())))
+        .collect();
+    let listed: Vec<Value> = states
+        .iter()
+        .map(|(dir, state)| json!({ "dir": dir, "state": state }))
+        .collect();
+    let off: Vec<&str> = states
+        .iter()
+        .filter(|(_, state)| *state != SkillState::Matches)
+        .map(|(dir, _)| *dir)
+        .collect();
+    let row = if off.is_empty() {
+        Row::green("skill", None)
+    } else {
+        Row::red(
+            "skill",
+            true,
+            ReasonCode::SkillMismatch,
+            "run `bay install` to copy this bay's skill into each directory".into(),
+        )
+        .with("mismatched", json!(off))
+    };
+    row.with("dirs", Value::Array(listed))
+}
+
+/// The `remote` row: the remote answered.
+fn remote_row(clone: &CloneFacts) -> Row {
+    match &clone.reached {
+        Ok(()) => Row::green("remote", Some(clone.remote.clone())),
+        Err(why) => Row::red(
+            "remote",
+            true,
+            ReasonCode::RemoteUnreachable,
+            format!(
+                "check the network and this machine's access to {}, then run `bay doctor` again",
+                clone.remote
+            ),
+        )
+        .found(Some(clone.remote.clone()))
+        .with("why", json!(why)),
+    }
+}
+
+/// The `check-env` row of a runner: every variable a check names is set here.
+fn check_env_row(clone: &CloneFacts) -> Row {
+    let variables = match &clone.variables {
+        Ok(variables) => variables,
+        Err(why) => {
+            return Row {
+                state: State::Advice,
+                required: false,
+                fix: Some("mend .bay/policy.toml on main; until then no check runs".into()),
+                ..Row::green("check-env", None)
+            }
+            .with("why", json!(why));
+        }
+    };
+    let unset: Vec<Value> = variables
+        .iter()
+        .filter(|(_, set)| !set)
+        .map(|(v, _)| json!({ "check": v.check, "environment": v.environment, "variable": v.name }))
+        .collect();
+    if unset.is_empty() {
+        return Row::green("check-env", Some(format!("{} set", variables.len())));
+    }
+    let mut names: Vec<&str> = variables
+        .iter()
+        .filter(|(_, set)| !set)
+        .map(|(v, _)| v.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Row::red(
+        "check-env",
+        true,
+        ReasonCode::CheckEnvUnset,
+        format!(
+            "set {} in the runner's environment, then start it again",
+            names.join(", ")
+        ),
+    )
+    .with("variables", json!(names))
+    .with("unset", Value::Array(unset))
+}
+
+/// The `store` row: advice on the commit-graph, which makes reading history fast; never red.
+fn store_row(clone: &CloneFacts) -> Row {
+    if clone.graph_filters && clone.graph_on_fetch {
+        return Row::green(
+            "store",
+            Some("commit-graph with changed-path filters".into()),
+        );
+    }
+    Row {
+        state: State::Advice,
+        required: false,
+        fix: Some("run `bay install` here: it writes the commit-graph and its settings".into()),
+        ..Row::green("store", None)
+    }
+    .with("changed_path_filters", json!(clone.graph_filters))
+    .with("written_on_fetch", json!(clone.graph_on_fetch))
+}
+
+/// Every row for `facts`, in the order doctor prints them.
+pub fn rows(facts: &Facts) -> Vec<Row> {
+    let mut rows = vec![
+        Row::green("bay", Some(facts.bay_version.clone())),
+        git_row(facts.git.as_deref()),
+    ];
+    if let Some(clone) = &facts.clone {
+        rows.push(product_row(clone.product.as_ref()));
+    }
+    rows.push(sandbox_row(facts.role, &facts.sandbox));
+    if let Some(clone) = &facts.clone {
+        rows.push(hooks_row(clone));
+    }
+    rows.push(skill_row(&facts.skills));
+    if let Some(clone) = &facts.clone {
+        rows.push(remote_row(clone));
+        if facts.role == Role::Executor {
+            rows.push(check_env_row(clone));
+        }
+        rows.push(store_row(clone));
+    }
+    rows
+}
+
+/// Doctor's result: `ok` when no required row is red, else `blocked` with the first red row's
+/// code. `detail` holds the role, every row, the red rows' names and the versions the status
+/// line shows.
+pub fn judge(facts: &Facts) -> BayResult {
+    let rows = rows(facts);
+    let red: Vec<&str> = rows.iter().filter(|r| r.is_red()).map(|r| r.name).collect();
+    let versions: Vec<Value> = rows
+        .iter()
+        .filter(|row| matches!(row.name, "bay" | "git" | "agent"))
+        .filter_map(|row| {
+            let tool = row
+                .more
+                .get("tool")
+                .and_then(Value::as_str)
+                .unwrap_or(row.name);
+            row.found
+                .as_ref()
+                .map(|version| json!({ "tool": tool, "version": version }))
+        })
+        .collect();
+    let mut detail = Map::new();
+    detail.insert("role".into(), json!(facts.role));
+    detail.insert("versions".into(), Value::Array(versions));
+    detail.insert("red".into(), json!(red));
+    let first = rows.iter().find(|row| row.is_red()).cloned();
+    detail.insert("rows".into(), json!(rows));
+    match first {
+        None => BayResult::ok(None, detail),
+        Some(row) => row.refusal(detail),
+    }
+}
+
+/// Why `bay runner run` must not start on this machine, if it must not: the `git` and
+/// `sandbox` rows of a runner, the same doctor shows, the first red one as a refusal.
+pub fn runner_refusal(git: Option<&str>, sandbox: &SandboxFact) -> Option<BayResult> {
+    [git_row(git), sandbox_row(Role::Executor, sandbox)]
+        .into_iter()
+        .find(Row::is_red)
+        .map(|row| row.refusal(Map::new()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,361 @@
+use super::*;
+use crate::result::Decision;
+use crate::skill::SKILL;
+
+fn clone_facts() -> CloneFacts {
+    let entries = hook_settings::merge(Product::Claude.adapter(), None)
+        .expect("a new file")
+        .text;
+    CloneFacts {
+        remote: "origin".into(),
+        reached: Ok(()),
+        product: Some((Product::Claude, Some("2.1.302 (Claude Code)".into()))),
+        settings_on_main: Some(entries.clone()),
+        settings_here: Some(entries),
+        switches: Vec::new(),
+        variables: Ok(Vec::new()),
+        graph_filters: true,
+        graph_on_fetch: true,
+    }
+}
+
+fn green() -> Facts {
+    Facts {
+        role: Role::Agent,
+        bay_version: "0.1.0".into(),
+        git: Some("git version 2.47.3\n".into()),
+        sandbox: SandboxFact::Works,
+        skills: vec![("/h/.claude".into(), Some(SKILL.as_bytes().to_vec()))],
+        clone: Some(clone_facts()),
+    }
+}
+
+fn row(facts: &Facts, name: &str) -> Row {
+    rows(facts)
+        .into_iter()
+        .find(|row| row.name == name)
+        .unwrap_or_else(|| panic!("no {name} row"))
+}
+
+fn with_clone(change: impl FnOnce(&mut CloneFacts)) -> Facts {
+    let mut facts = green();
+    if let Some(clone) = facts.clone.as_mut() {
+        change(clone);
+    }
+    facts
+}
+
+#[test]
+fn a_machine_with_every_fact_green_is_ready_and_says_its_versions() {
+    let facts = green();
+    let names: Vec<&str> = rows(&facts).iter().map(|r| r.name).collect();
+    assert_eq!(
+        names,
+        [
+            "bay", "git", "agent", "sandbox", "hooks", "skill", "remote", "store"
+        ]
+    );
+    let result = judge(&facts);
+    assert_eq!(result.decision, Decision::Ok);
+    assert_eq!(result.exit_code(), 0);
+    assert_eq!(
+        result.say,
+        "This machine is ready for bay (bay 0.1.0, git 2.47.3, claude 2.1.302)."
+    );
+    assert_eq!(result.detail["red"], json!([]));
+    assert_eq!(row(&facts, "hooks").found.as_deref(), Some("on"));
+    assert_eq!(row(&facts, "sandbox").more["network"], "cut");
+}
+
+#[test]
+fn outside_a_clone_only_the_machine_s_rows_show() {
+    let mut facts = green();
+    facts.clone = None;
+    let names: Vec<&str> = rows(&facts).iter().map(|r| r.name).collect();
+    assert_eq!(names, ["bay", "git", "sandbox", "skill"]);
+}
+
+#[test]
+fn git_is_judged_against_its_floor_and_an_absent_git_is_named() {
+    assert_eq!(git_row(Some("git version 2.44.0")).state, State::Green);
+    let old = git_row(Some("git version 2.39.5 (Apple Git-154)"));
+    assert_eq!(
+        (
+            old.state,
+            old.code,
+            old.found.as_deref(),
+            old.floor.as_deref()
+        ),
+        (
+            State::Red,
+            Some(ReasonCode::ToolBelowFloor),
+            Some("2.39.5"),
+            Some("2.44")
+        )
+    );
+    assert!(old.fix.as_deref().is_some_and(|f| f.contains("2.44")));
+    let none = git_row(None);
+    assert_eq!(none.code, Some(ReasonCode::ToolAbsent));
+    assert_eq!(none.more["tool"], "git");
+    assert_eq!(
+        git_row(Some("garbage")).code,
+        Some(ReasonCode::ToolBelowFloor)
+    );
+}
+
+#[test]
+fn the_agent_product_is_absent_below_or_at_its_floor() {
+    let absent = with_clone(|c| c.product = Some((Product::Codex, None)));
+    let r = row(&absent, "agent");
+    assert_eq!(
+        (r.state, r.code),
+        (State::Red, Some(ReasonCode::ToolAbsent))
+    );
+    assert_eq!(r.more["tool"], "codex");
+    assert_eq!(r.floor.as_deref(), Some("0.153.2"));
+    let below =
+        with_clone(|c| c.product = Some((Product::Claude, Some("2.1.99 (Claude Code)".into()))));
+    let r = row(&below, "agent");
+    assert_eq!(r.code, Some(ReasonCode::ToolBelowFloor));
+    assert_eq!(
+        (r.found.as_deref(), r.floor.as_deref()),
+        (Some("2.1.99"), Some("2.1.302"))
+    );
+    let result = judge(&below);
+    assert_eq!(result.reason, Some(ReasonCode::ToolBelowFloor));
+    assert_eq!(
+        (
+            result.detail["tool"].clone(),
+            result.detail["floor"].clone()
+        ),
+        (json!("claude"), json!("2.1.302"))
+    );
+    assert_eq!(result.exit_code(), 10);
+    let newer =
+        with_clone(|c| c.product = Some((Product::Codex, Some("codex-cli 0.160.0".into()))));
+    assert_eq!(row(&newer, "agent").state, State::Green);
+    let off = with_clone(|c| c.product = None);
+    assert_eq!(row(&off, "agent").state, State::Off);
+    assert_eq!(row(&off, "hooks").state, State::Off);
+    assert_eq!(judge(&off).decision, Decision::Ok);
+}
+
+#[test]
+fn versions_are_read_from_what_products_print() {
+    assert_eq!(
+        product_version("2.1.302 (Claude Code)"),
+        Some(vec![2, 1, 302])
+    );
+    assert_eq!(
+        product_version("codex-cli 0.153.2\n"),
+        Some(vec![0, 153, 2])
+    );
+    assert_eq!(product_version("v1.2"), Some(vec![1, 2]));
+    assert_eq!(product_version("Claude Code"), None);
+    assert!(vec![2, 1, 302] > vec![2, 1, 99]);
+}
+
+#[test]
+fn the_sandbox_is_required_only_of_a_runner() {
+    let gone = SandboxFact::Unavailable(
+        "no check sandbox works on this machine: bwrap is not installed".into(),
+    );
+    let agent = sandbox_row(Role::Agent, &gone);
+    assert_eq!((agent.state, agent.required), (State::Advice, false));
+    let runner = sandbox_row(Role::Executor, &gone);
+    assert_eq!(
+        (runner.state, runner.code),
+        (State::Red, Some(ReasonCode::SandboxAbsent))
+    );
+    assert!(runner.fix.as_deref().is_some_and(|f| f.contains("bwrap")));
+    assert_eq!(
+        sandbox_row(Role::Executor, &SandboxFact::Waived).state,
+        State::Off
+    );
+    let mut facts = green();
+    facts.sandbox = gone;
+    assert_eq!(judge(&facts).decision, Decision::Ok);
+    facts.role = Role::Executor;
+    assert_eq!(judge(&facts).reason, Some(ReasonCode::SandboxAbsent));
+}
+
+#[test]
+fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
+    let nowhere = with_clone(|c| {
+        c.settings_on_main = None;
+        c.settings_here = None;
+    });
+    let r = row(&nowhere, "hooks");
+    assert_eq!(
+        (r.state, r.code),
+        (State::Red, Some(ReasonCode::HooksMissing))
+    );
+    assert!(r.fix.as_deref().is_some_and(|f| f.contains("bay install")));
+    let here_only = with_clone(|c| c.settings_on_main = None);
+    let fix = row(&here_only, "hooks").fix.unwrap_or_default();
+    assert!(
+        fix.contains(LAND_COMMAND) && !fix.contains("bay install"),
+        "{fix}"
+    );
+    let old = r#"{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"bay hook tool_before"}]}]}}"#;
+    let renamed = with_clone(|c| c.settings_on_main = Some(old.into()));
+    let r = row(&renamed, "hooks");
+    assert_eq!(r.state, State::Red);
+    assert_eq!(r.more["old_names"], json!(["tool_before"]));
+    let off = with_clone(|c| {
+        c.switches = vec![(
+            ".claude/settings.local.json".into(),
+            r#"{"disableAllHooks": true}"#.into(),
+        )]
+    });
+    let r = row(&off, "hooks");
+    assert_eq!(r.code, Some(ReasonCode::HooksMissing));
+    assert_eq!(
+        r.more["turned_off_by"],
+        json!([{"file": ".claude/settings.local.json", "key": "disableAllHooks"}])
+    );
+    assert!(
+        r.fix
+            .as_deref()
+            .is_some_and(|f| f.contains("disableAllHooks"))
+    );
+    let managed = with_clone(|c| {
+        c.switches = vec![(
+            "/h/.claude/settings.json".into(),
+            r#"{"allowManagedHooksOnly":true,"disableAllHooks":false}"#.into(),
+        )]
+    });
+    assert_eq!(
+        row(&managed, "hooks").more["turned_off_by"][0]["key"],
+        "allowManagedHooksOnly"
+    );
+    let harmless =
+        with_clone(|c| c.switches = vec![("x".into(), r#"{"disableAllHooks": false}"#.into())]);
+    assert_eq!(row(&harmless, "hooks").state, State::Green);
+}
+
+#[test]
+fn each_config_directory_s_skill_is_compared() {
+    let mut facts = green();
+    facts.skills = vec![
+        ("/h/.claude".into(), Some(SKILL.as_bytes().to_vec())),
+        ("/h/.claude-work".into(), Some(b"an old skill".to_vec())),
+        ("/h/team".into(), None),
+    ];
+    let r = row(&facts, "skill");
+    assert_eq!(
+        (r.state, r.code),
+        (State::Red, Some(ReasonCode::SkillMismatch))
+    );
+    assert_eq!(r.more["mismatched"], json!(["/h/.claude-work", "/h/team"]));
+    assert_eq!(
+        r.more["dirs"][1],
+        json!({"dir": "/h/.claude-work", "state": "differs"})
+    );
+    assert_eq!(r.more["dirs"][2]["state"], "missing");
+    let result = judge(&facts);
+    assert_eq!(result.reason, Some(ReasonCode::SkillMismatch));
+    assert_eq!(
+        result.say,
+        "This machine is not ready for bay (bay 0.1.0, git 2.47.3, claude 2.1.302); fix skill as \
+         the details say, then run `bay doctor` again."
+    );
+}
+
+#[test]
+fn an_unreachable_remote_is_red_with_what_git_said() {
+    let facts = with_clone(|c| c.reached = Err("fatal: could not read from remote".into()));
+    let r = row(&facts, "remote");
+    assert_eq!(r.code, Some(ReasonCode::RemoteUnreachable));
+    assert_eq!(r.more["why"], "fatal: could not read from remote");
+    assert_eq!(judge(&facts).reason, Some(ReasonCode::RemoteUnreachable));
+}
+
+#[test]
+fn a_runner_needs_every_check_variable_set() {
+    let var = |name: &str| Variable {
+        check: "unit".into(),
+        environment: "linux".into(),
+        name: name.into(),
+    };
+    let mut facts =
+        with_clone(|c| c.variables = Ok(vec![(var("TOKEN"), false), (var("HOME"), true)]));
+    assert!(
+        rows(&facts).iter().all(|r| r.name != "check-env"),
+        "an agent is not asked"
+    );
+    facts.role = Role::Executor;
+    let r = row(&facts, "check-env");
+    assert_eq!(r.code, Some(ReasonCode::CheckEnvUnset));
+    assert_eq!(r.more["variables"], json!(["TOKEN"]));
+    let result = judge(&facts);
+    assert_eq!(result.reason, Some(ReasonCode::CheckEnvUnset));
+    assert_eq!(result.detail["variables"], json!(["TOKEN"]));
+    let unread = with_clone(|c| c.variables = Err("bad".into()));
+    let mut unread = unread;
+    unread.role = Role::Executor;
+    assert_eq!(row(&unread, "check-env").state, State::Advice);
+}
+
+#[test]
+fn check_variables_come_from_the_policy() {
+    let policy = "revision = 1\n[[check]]\nid = \"unit\"\nenvironment = \"linux\"\ncommand = \
+                  \"ci/test\"\nadapter = [\"ci/test\"]\nexpected_minimum = 1\nenv = [\"TOKEN\", \"CACHE\"]\n";
+    let names: Vec<String> = variables(policy)
+        .expect("a valid policy")
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    assert_eq!(names, ["TOKEN", "CACHE"]);
+    assert!(variables("revision = ").is_err());
+}
+
+#[test]
+fn the_store_only_advises() {
+    let facts = with_clone(|c| c.graph_filters = false);
+    let r = row(&facts, "store");
+    assert_eq!((r.state, r.required), (State::Advice, false));
+    assert_eq!(judge(&facts).decision, Decision::Ok);
+}
+
+#[test]
+fn the_first_red_row_names_the_reason_and_every_red_row_is_listed() {
+    let mut facts = with_clone(|c| c.reached = Err("down".into()));
+    facts.git = Some("git version 2.30.1".into());
+    let result = judge(&facts);
+    assert_eq!(result.reason, Some(ReasonCode::ToolBelowFloor));
+    assert_eq!(result.detail["red"], json!(["git", "remote"]));
+    assert_eq!(result.detail["tool"], "git");
+    assert_eq!(
+        crate::words::forbidden_word(&result.say),
+        None,
+        "{}",
+        result.say
+    );
+}
+
+#[test]
+fn a_runner_refuses_below_the_floor_or_without_a_sandbox() {
+    assert_eq!(
+        runner_refusal(Some("git version 2.47.3"), &SandboxFact::Works),
+        None
+    );
+    assert_eq!(
+        runner_refusal(Some("git version 2.47.3"), &SandboxFact::Waived),
+        None
+    );
+    let old = runner_refusal(Some("git version 2.40.0"), &SandboxFact::Works).expect("refused");
+    assert_eq!(old.reason, Some(ReasonCode::ToolBelowFloor));
+    assert_eq!(
+        (old.detail["tool"].clone(), old.detail["floor"].clone()),
+        (json!("git"), json!("2.44"))
+    );
+    let bare = runner_refusal(
+        Some("git version 2.47.3"),
+        &SandboxFact::Unavailable("bwrap is not installed".into()),
+    )
+    .expect("refused");
+    assert_eq!(bare.reason, Some(ReasonCode::SandboxAbsent));
+    assert_eq!(bare.detail["fix"], "bwrap is not installed");
+    assert_eq!(bare.exit_code(), 10);
+}
