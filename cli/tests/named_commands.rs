@@ -156,11 +156,12 @@ fn the_checker_finds_commands_that_do_not_exist() {
         "bay evidence record --kind check",
         "bay status c7k2m4qa",
         "bay --json status",
+        "bay doctor --role executor",
     ] {
         assert_eq!(tree.check(real), Ok(()), "{real}");
     }
     for missing in [
-        "bay doctor",
+        "bay doctor --fleet",
         "bay status --fleet",
         "bay run",
         "bay test",

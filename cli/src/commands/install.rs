@@ -73,7 +73,7 @@ fn install(cli: &Cli, args: &Args) -> Result<BayResult, BayResult> {
 }
 
 /// The clone bay runs in, if it runs in one.
-fn find_clone(cli: &Cli) -> Result<Option<Found>, BayResult> {
+pub(crate) fn find_clone(cli: &Cli) -> Result<Option<Found>, BayResult> {
     let start = match &cli.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()
@@ -114,8 +114,9 @@ fn write_program(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
 }
 
-/// Writes this bay's skill into every Claude config directory that lacks it or holds another.
-fn install_skills(home: &str) -> Result<Vec<(String, SkillState)>, BayResult> {
+/// Every Claude config directory this machine shows, as `install::claude_config_dirs` chooses
+/// them; `bay doctor` compares the skill in the same ones.
+pub(crate) fn claude_config_dirs(home: &str) -> Vec<String> {
     let seen = ClaudeDirsSeen {
         env: std::env::var("CLAUDE_CONFIG_DIR")
             .ok()
@@ -125,8 +126,13 @@ fn install_skills(home: &str) -> Result<Vec<(String, SkillState)>, BayResult> {
         named: global_values(home, CONFIG_DIRS_KEY),
         sessions: claude_sessions(home),
     };
+    install::claude_config_dirs(&seen)
+}
+
+/// Writes this bay's skill into every Claude config directory that lacks it or holds another.
+fn install_skills(home: &str) -> Result<Vec<(String, SkillState)>, BayResult> {
     let mut states = Vec::new();
-    for dir in install::claude_config_dirs(&seen) {
+    for dir in claude_config_dirs(home) {
         let file = Path::new(&dir).join(SKILL_PATH);
         let was = skill::compare(std::fs::read(&file).ok().as_deref());
         if was != SkillState::Matches {
@@ -346,7 +352,7 @@ impl CloneWork {
 
 /// The values this clone's Git config gives the keys install reads, lower-cased, the last
 /// one winning as in Git.
-fn held_config(git: &Git) -> Held {
+pub(crate) fn held_config(git: &Git) -> Held {
     let Ok(out) = git
         .cmd([
             "config",
@@ -369,7 +375,7 @@ fn held_config(git: &Git) -> Held {
 }
 
 /// A file at a revision, if the revision holds it.
-fn at(git: &Git, revision: &str, path: &str) -> Option<Vec<u8>> {
+pub(crate) fn at(git: &Git, revision: &str, path: &str) -> Option<Vec<u8>> {
     let out = git
         .cmd(["cat-file", "blob", &format!("{revision}:{path}")])
         .output()
@@ -378,7 +384,7 @@ fn at(git: &Git, revision: &str, path: &str) -> Option<Vec<u8>> {
 }
 
 /// Whether the clone's commit-graph (one file, or a chain of them) holds Bloom filters.
-fn has_filters(common_dir: &Path) -> bool {
+pub(crate) fn has_filters(common_dir: &Path) -> bool {
     let info = common_dir.join("objects").join("info");
     let chain = std::fs::read_to_string(info.join("commit-graphs").join("commit-graph-chain"))
         .unwrap_or_default();

@@ -3,6 +3,7 @@
 
 mod abandon;
 mod demo;
+mod doctor;
 mod evidence;
 mod help;
 pub mod hook;
@@ -58,10 +59,12 @@ pub enum Command {
     Hook(hook::Args),
     /// Run bay on a throwaway remote: two agents, one runner, a real check.
     Demo(demo::Args),
+    /// Check this machine and clone: Git, the agent product, the sandbox, hooks, skill, remote.
+    Doctor(doctor::Args),
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 13] = [
+pub const WRITES: [(&str, &str, &str); 14] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -123,6 +126,11 @@ pub const WRITES: [(&str, &str, &str); 13] = [
         "a throwaway remote and clones in a temporary folder, or in --dir",
         "the repository it runs in",
     ),
+    (
+        "doctor",
+        "nothing",
+        "your files; main; Git config; settings files; the skill",
+    ),
 ];
 
 /// `bay help` as a page for a person.
@@ -147,6 +155,7 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Hook(_) => {
             unreachable!("bay hook answers in the product's protocol: main runs it")
         }
+        Command::Doctor(args) => doctor::run(cli, args),
     }
 }
 

@@ -5,6 +5,7 @@ use bay_core::progress::{self, Progress};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
+use super::doctor::{git_version, sandbox};
 use super::{config, drive, prepare, watch};
 use crate::context::Context;
 use crate::{Cli, output};
@@ -30,6 +31,11 @@ pub enum RunnerCommand {
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
     let RunnerCommand::Run { once, interval_s } = &args.command;
+    // Before it fetches or claims anything: a runner below Git's floor, or with no sandbox to
+    // run checks in, would only fail each operation it took.
+    if let Some(refused) = bay_core::doctor::runner_refusal(git_version().as_deref(), &sandbox()) {
+        return refused;
+    }
     let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,

@@ -1,0 +1,171 @@
+//! `bay doctor [--role executor]`: check this machine and, in a clone, this clone.
+//!
+//! Every verdict is `bay_core::doctor`'s; this file gathers the facts it judges: versions
+//! programs print, the files that hold the skill and the hook entries, whether the remote
+//! answers, the check sandbox's probe and the environment. It writes nothing.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use bay_core::adapter::Product;
+use bay_core::config::{CONFIG_PATH, Config};
+use bay_core::doctor::{self, CloneFacts, Facts, Role, SandboxFact, Variable};
+use bay_core::result::BayResult;
+use bay_core::skill::SKILL_PATH;
+use bay_drivers::discover::Found;
+use bay_drivers::git::Git;
+use bay_drivers::sandbox::Sandbox;
+
+use super::install::{at, claude_config_dirs, find_clone, has_filters, held_config};
+use crate::Cli;
+use crate::context::default_branch;
+
+/// The role doctor judges this machine as.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum RoleArg {
+    /// A machine that runs agents.
+    #[default]
+    Agent,
+    /// A machine that runs checks, as `bay runner run` does.
+    Executor,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Judge this machine as a runner: Git's runner floor, the check sandbox and every
+    /// variable a check of main's policy names.
+    #[arg(long, value_enum, default_value_t)]
+    pub role: RoleArg,
+}
+
+/// Where the settings that turn every Claude Code hook off may sit in a clone.
+const LOCAL_SETTINGS: &str = ".claude/settings.local.json";
+
+pub fn run(cli: &Cli, args: &Args) -> BayResult {
+    let role = match args.role {
+        RoleArg::Agent => Role::Agent,
+        RoleArg::Executor => Role::Executor,
+    };
+    let home = std::env::var("HOME").unwrap_or_default();
+    let home = home.trim_end_matches('/');
+    let config_dirs = claude_config_dirs(home);
+    let skills = config_dirs
+        .iter()
+        .map(|dir| {
+            (
+                dir.clone(),
+                std::fs::read(Path::new(dir).join(SKILL_PATH)).ok(),
+            )
+        })
+        .collect();
+    let clone = match find_clone(cli) {
+        Ok(found) => found.map(|found| clone_facts(&found, role, &config_dirs)),
+        Err(result) => return result,
+    };
+    doctor::judge(&Facts {
+        role,
+        bay_version: env!("CARGO_PKG_VERSION").to_owned(),
+        git: git_version(),
+        sandbox: sandbox(),
+        skills,
+        clone,
+    })
+}
+
+/// What `git version` prints, or `None` when Git does not start.
+pub fn git_version() -> Option<String> {
+    Git::in_dir("/").cmd(["version"]).text().ok()
+}
+
+/// The driver's probe of the check sandbox, as doctor names it.
+pub fn sandbox() -> SandboxFact {
+    match Sandbox::probe() {
+        Sandbox::Bwrap(_) => SandboxFact::Works,
+        Sandbox::Off => SandboxFact::Waived,
+        Sandbox::Unavailable(why) => SandboxFact::Unavailable(why),
+    }
+}
+
+fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts {
+    let git = Git::in_dir(&found.top);
+    let held = held_config(&git);
+    let remote = held
+        .get("bay.remote")
+        .cloned()
+        .unwrap_or_else(|| "origin".to_owned());
+    let main = held
+        .get("bay.main")
+        .cloned()
+        .or_else(|| default_branch(&git, &remote))
+        .unwrap_or_else(|| "main".to_owned());
+    let reached = git
+        .cmd(["ls-remote", "--heads", &remote, &main])
+        .run()
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    // Main as this clone last fetched it, as `bay install` reads it: doctor fetches nothing.
+    let fetched = format!("refs/remotes/{remote}/{main}");
+    let text = |path: &str| {
+        at(&git, &fetched, path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let product = Config::at_main(text(CONFIG_PATH).as_deref().map(str::as_bytes))
+        .ok()
+        .and_then(|config| config.agent)
+        .map(|agent| (agent.product, product_version(agent.product)));
+    let settings = product
+        .as_ref()
+        .map(|(product, _)| product.adapter().settings_file);
+    let mut switches: Vec<(String, String)> = Vec::new();
+    let local = found.top.join(LOCAL_SETTINGS);
+    let user = config_dirs
+        .iter()
+        .map(|dir| Path::new(dir).join("settings.json"));
+    for file in std::iter::once(local).chain(user) {
+        if let Ok(contents) = std::fs::read_to_string(&file) {
+            switches.push((file.display().to_string(), contents));
+        }
+    }
+    let variables = match role {
+        Role::Agent => Ok(Vec::new()),
+        Role::Executor => set_variables(text(".bay/policy.toml")),
+    };
+    CloneFacts {
+        remote,
+        reached,
+        product,
+        settings_on_main: settings.and_then(text),
+        settings_here: settings.and_then(|file| std::fs::read_to_string(found.top.join(file)).ok()),
+        switches,
+        variables,
+        graph_filters: has_filters(&found.common_dir),
+        graph_on_fetch: held
+            .get("fetch.writecommitgraph")
+            .is_some_and(|value| value == "true"),
+    }
+}
+
+/// What `<product> --version` prints, or `None` when the program does not start.
+fn product_version(product: Product) -> Option<String> {
+    let out = Command::new(product.as_str())
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    Some(format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
+
+/// Each variable main's policy passes to a check, and whether this process has it.
+fn set_variables(policy: Option<String>) -> Result<Vec<(Variable, bool)>, String> {
+    let policy = policy.ok_or("main has no .bay/policy.toml")?;
+    Ok(doctor::variables(&policy)?
+        .into_iter()
+        .map(|variable| {
+            let set = std::env::var_os(&variable.name).is_some();
+            (variable, set)
+        })
+        .collect())
+}
