@@ -8,11 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use bay_core::actor::{self, ActorSource};
+use bay_core::check::plan::POLICY_PATH;
 use bay_core::check::read_path;
 use bay_core::config::Config;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{self, ChangeId};
 use bay_core::machine::Refs;
+use bay_core::policy::{AgentRules, Policy};
 use bay_core::reason::ReasonCode;
 use bay_core::report;
 use bay_core::result::BayResult;
@@ -185,6 +187,19 @@ impl Context {
 
     /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it, read
     /// through `local`'s reader.
+    /// The `[agent]` rules of the policy committed on main at the fetch `remote`; a main
+    /// without a policy, or with one that does not parse, sets none (a merge refuses it with
+    /// its own code).
+    pub fn agent_rules(&self, remote: &Refs, local: &Local) -> Result<AgentRules, BayResult> {
+        let Some(main) = remote.get(&refs::main(&self.main)) else {
+            return Ok(AgentRules::default());
+        };
+        Ok(read_text(local, main, POLICY_PATH)?
+            .and_then(|text| Policy::parse(&text).ok())
+            .map(|policy| policy.agent)
+            .unwrap_or_default())
+    }
+
     pub fn config(&self, remote: &Refs, local: &Local) -> Result<Config, BayResult> {
         let main_ref = refs::main(&self.main);
         let Some(main) = remote.get(&main_ref) else {

@@ -58,6 +58,29 @@ fn live(record: &ChangeRecord, superseded: &BTreeSet<&ChangeId>) -> bool {
     !record.ended() && !superseded.contains(&record.change)
 }
 
+/// The live changes `actor` holds among the chains `reads` (read from what this clone holds),
+/// as `flow` counts them for `by_actor`: not ended, and not superseded by another read. A chain
+/// that does not fold is left out, as the flow leaves it out.
+pub fn live_changes(reads: &[crate::machine::ChainRead], actor: &str) -> Vec<ChangeId> {
+    let records: Vec<ChangeRecord> = reads
+        .iter()
+        .filter_map(|read| crate::machine::agent::fold_chain(read).ok())
+        .map(|(record, _)| record)
+        .collect();
+    let superseded: BTreeSet<&ChangeId> = records
+        .iter()
+        .filter_map(|record| record.supersedes.as_ref())
+        .collect();
+    let mut live: Vec<ChangeId> = records
+        .iter()
+        .filter(|record| record.actor == actor && live(record, &superseded))
+        .map(|record| record.change.clone())
+        .collect();
+    live.sort();
+    live.dedup();
+    live
+}
+
 /// Folds the ends the runner logs report into the records: a chain this clone read before
 /// its operation ended (another machine merged it since) ends as its log says, at the event's
 /// time, on the runner's clock like the outcome step it stands for. Only the latest operation,

@@ -43,6 +43,26 @@ pub struct Policy {
     /// `[policy] reuse_unsigned`: evidence may be reused though no key registry signs it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reuse_unsigned: bool,
+    /// `[agent]`: what `bay start` asks of an actor.
+    #[serde(default, skip_serializing_if = "AgentRules::is_unset")]
+    pub agent: AgentRules,
+}
+
+/// `[agent]` of the policy: the rules `bay start` holds each actor to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRules {
+    /// `require_actor`: refuse `ACTOR_UNNAMED` while the name comes from a default.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub require_actor: bool,
+    /// `max_live_changes`: the most live changes one actor may hold; `None` is no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_live_changes: Option<u64>,
+}
+
+impl AgentRules {
+    fn is_unset(&self) -> bool {
+        *self == AgentRules::default()
+    }
 }
 
 /// One `[[check]]`: a command that bay runs on a candidate, and what its result must show.
@@ -313,7 +333,7 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 /// Top-level tables this bay validates and then refuses, because it does not act on them yet.
-pub const TOP_NOT_YET: [&str; 5] = ["locks", "input", "dimension", "profile", "agent"];
+pub const TOP_NOT_YET: [&str; 4] = ["locks", "input", "dimension", "profile"];
 
 const CHECK_KEYS: &[&str] = &[
     "id",
@@ -513,9 +533,10 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
     for table in &mut root.tables("input")? {
         parse_input(table, &mut input_names)?;
     }
-    if let Some(mut table) = root.table("agent")? {
-        parse_agent(&mut table)?;
-    }
+    let agent = match root.table("agent")? {
+        Some(mut table) => parse_agent(&mut table, &mut later)?,
+        None => AgentRules::default(),
+    };
     let reuse_unsigned = match root.table("policy")? {
         Some(mut table) => parse_signing(&mut table, &mut later)?,
         None => false,
@@ -543,6 +564,7 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         quarantine,
         limits,
         reuse_unsigned,
+        agent,
     })
 }
 
@@ -1236,16 +1258,22 @@ fn parse_input(
     Ok(())
 }
 
-/// `[agent]` of the policy file.
-fn parse_agent(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+/// `[agent]` of the policy file. `require_actor_proof` needs agent keys, which this bay does
+/// not have yet, so it is refused by name once the rest is valid.
+fn parse_agent(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<AgentRules, TomlError> {
     table.check_keys(
         &["require_actor", "require_actor_proof", "max_live_changes"],
         &[],
     )?;
-    table.bool("require_actor")?;
+    let require_actor = table.bool("require_actor")?.unwrap_or(false);
     table.bool("require_actor_proof")?;
-    table.uint("max_live_changes", 1..=u64::MAX)?;
-    table.finish()
+    later.key(table, "require_actor_proof");
+    let max_live_changes = table.uint("max_live_changes", 1..=u64::MAX)?;
+    table.finish()?;
+    Ok(AgentRules {
+        require_actor,
+        max_live_changes,
+    })
 }
 
 /// `[policy]` of the policy file: what a key registry signs (refused until bay has one), and
@@ -1697,7 +1725,12 @@ reuse_unsigned = true
     /// `kind = "approval"`.
     fn later_keys() -> Vec<&'static str> {
         let mut keys: Vec<&str> = TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect();
-        keys.extend(["kind", "max_waiting_approvals", "signing"]);
+        keys.extend([
+            "kind",
+            "max_waiting_approvals",
+            "signing",
+            "require_actor_proof",
+        ]);
         keys
     }
 
@@ -1956,6 +1989,14 @@ reuse_unsigned = true
                     assert_eq!(policy.checks.len(), 2);
                     assert_eq!(policy.quarantine.len(), 1);
                     assert!(policy.reuse_unsigned, "[policy] reuse_unsigned is acted on");
+                    assert_eq!(
+                        policy.agent,
+                        AgentRules {
+                            require_actor: true,
+                            max_live_changes: Some(3)
+                        },
+                        "[agent] is acted on but for require_actor_proof"
+                    );
                     break;
                 }
                 Err(error) => {
@@ -1978,7 +2019,7 @@ reuse_unsigned = true
                 "input",
                 "profile",
                 "dimension",
-                "agent",
+                "require_actor_proof",
                 "signing"
             ]
         );

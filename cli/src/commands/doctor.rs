@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use bay_core::adapter::Product;
+use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::{CONFIG_PATH, Config};
 use bay_core::doctor::{self, CloneFacts, Facts, Role, SandboxFact, Variable};
 use bay_core::result::BayResult;
@@ -127,7 +128,7 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
     }
     let variables = match role {
         Role::Agent => Ok(Vec::new()),
-        Role::Executor => set_variables(text(".bay/policy.toml")),
+        Role::Executor => set_variables(text(POLICY_PATH)),
     };
     CloneFacts {
         remote,

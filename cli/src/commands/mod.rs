@@ -17,14 +17,18 @@ mod status;
 mod undo;
 
 use bay_core::config::Config;
+use bay_core::flow::{self, FLOW_CHAINS};
 use bay_core::git::refs;
+use bay_core::id::ChangeId;
 use bay_core::machine::start::Start;
-use bay_core::machine::{Action, Completion, Event, FetchSpec, Machine, Refs};
+use bay_core::machine::{
+    Action, ActionId, ChainQuery, Completion, Event, FetchSpec, Machine, Refs,
+};
 use bay_core::progress::Progress;
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
 use bay_drivers::clock;
-use bay_drivers::pump::{Driver, Stopped};
+use bay_drivers::pump::{Driver, Execute, Stopped};
 use clap::Subcommand;
 
 use crate::context::{Context, failed};
@@ -206,9 +210,49 @@ pub fn run_start(
     driver: &mut Driver<Local>,
     start: &mut Start,
 ) -> Result<(BayResult, Config), BayResult> {
-    let (config, fetched_at) = begin_agent(context, driver, start)?;
+    let first = fetch_first(context, driver, start)?;
+    let (config, fetched_at) = (first.config.clone(), first.fetched_at);
+    // Main's rules are the machine's before it sees the fetch, which may open a change at once.
     start.configured(&config);
+    let rules = context.agent_rules(&first.remote, driver.executor())?;
+    let live = match rules.max_live_changes {
+        Some(_) => held_live_changes(driver, &context.actor)?,
+        None => Vec::new(),
+    };
+    start.policed(&rules, context.actor_source, live);
+    if let Some(refused) = start.outcome() {
+        return Ok((refused.clone(), config));
+    }
+    answer_first(start, first)?;
     Ok((drive(driver, start, fetched_at), config))
+}
+
+/// The live changes `actor` holds among the change records this clone holds from its earlier
+/// fetches: what `[agent] max_live_changes` counts. Read as `bay status` reads its flow, with
+/// no fetch of its own.
+fn held_live_changes(driver: &Driver<Local>, actor: &str) -> Result<Vec<ChangeId>, BayResult> {
+    let held = Action::ReadHeld {
+        prefix: refs::CHANGES.into(),
+        limit: FLOW_CHAINS,
+    };
+    let chains: Vec<ChainQuery> = match driver.executor().execute(held) {
+        Completion::HeldRead(Ok(held)) => held
+            .iter()
+            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
+            .collect(),
+        other => return Err(unread(other)),
+    };
+    match driver.executor().execute(Action::ReadChains { chains }) {
+        Completion::ChainsRead(Ok(reads)) => Ok(flow::live_changes(&reads, actor)),
+        other => Err(unread(other)),
+    }
+}
+
+fn unread(completion: Completion) -> BayResult {
+    failed(format!(
+        "the change records this clone holds could not be read, so the live changes cannot be \
+         counted: {completion:?}"
+    ))
 }
 
 /// Answers an agent command's first action, a fetch; that one fetch also brings main, and the
@@ -219,6 +263,27 @@ pub fn begin_agent(
     driver: &mut Driver<Local>,
     machine: &mut dyn Machine,
 ) -> Result<(Config, Timestamp), BayResult> {
+    let first = fetch_first(context, driver, machine)?;
+    let begun = (first.config.clone(), first.fetched_at);
+    answer_first(machine, first)?;
+    Ok(begun)
+}
+
+/// An agent command's first fetch, made and not yet handed to its machine.
+struct First {
+    id: ActionId,
+    spec: FetchSpec,
+    remote: Refs,
+    config: Config,
+    fetched_at: Timestamp,
+}
+
+/// Makes the machine's first action, a fetch widened to main, and reads main's config.
+fn fetch_first(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+) -> Result<First, BayResult> {
     // A machine may refuse before it reads anything (a start below the disk floor).
     if let Some(result) = machine.outcome() {
         return Err(result.clone());
@@ -236,21 +301,32 @@ pub fn begin_agent(
         .fetch(&wide)
         .map_err(|why| fetch_failed(context, why))?;
     let config = context.config(&remote, driver.executor())?;
-    let answer: Refs = remote
+    Ok(First {
+        id,
+        spec,
+        remote,
+        config,
+        fetched_at,
+    })
+}
+
+/// Hands the machine what its first fetch brought of what it asked for.
+fn answer_first(machine: &mut dyn Machine, first: First) -> Result<(), BayResult> {
+    let answer: Refs = first
+        .remote
         .into_iter()
-        .filter(|(name, _)| spec.covers(name))
+        .filter(|(name, _)| first.spec.covers(name))
         .collect();
     machine
         .handle(
             clock::now(),
-            Event::Done(id, Completion::Fetched(Ok(answer))),
+            Event::Done(first.id, Completion::Fetched(Ok(answer))),
         )
         .map_err(|misuse| {
             failed(format!(
                 "bay broke its own protocol ({misuse}); please report it"
             ))
-        })?;
-    Ok((config, fetched_at))
+        })
 }
 
 fn fetch_failed(context: &Context, why: String) -> BayResult {

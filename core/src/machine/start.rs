@@ -18,12 +18,14 @@ use super::{
 };
 use std::collections::BTreeMap;
 
+use crate::actor::{self, ActorSource};
 use crate::config::Config;
 use crate::conflict::Labels;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
 use crate::limits::PathStat;
+use crate::policy::AgentRules;
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
@@ -182,6 +184,10 @@ pub struct Start {
     /// (`[runner] takeover_s`), and whether the found one was.
     takeover_ms: u64,
     idle: bool,
+    /// Main's `[agent]` rules, and the live changes this actor holds among the records this
+    /// clone holds ([`Start::policed`]).
+    rules: AgentRules,
+    live: Vec<ChangeId>,
 }
 
 impl Start {
@@ -219,6 +225,8 @@ impl Start {
             outcome: None,
             takeover_ms: Config::default().runner.takeover_s.saturating_mul(1000),
             idle: false,
+            rules: AgentRules::default(),
+            live: Vec::new(),
         };
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
@@ -238,6 +246,18 @@ impl Start {
     /// another actor's change must stay idle before this one adopts it.
     pub fn configured(&mut self, config: &Config) {
         self.takeover_ms = config.runner.takeover_s.saturating_mul(1000);
+    }
+
+    /// Takes main's `[agent]` rules, read with main's config, where the actor's name came from,
+    /// and the live changes it holds among the change records this clone holds. An actor
+    /// without a name the policy requires is refused here; the limit is held at [`Self::create`]
+    /// alone, so picking up a change adds none.
+    pub fn policed(&mut self, rules: &AgentRules, source: ActorSource, live: Vec<ChangeId>) {
+        self.rules = rules.clone();
+        self.live = live;
+        if let Some(refused) = actor::unnamed(rules, source) {
+            self.finish(refused);
+        }
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -731,6 +751,9 @@ impl Start {
         let StartTarget::Intent { intent, paths } = self.input.target.clone() else {
             return self.fail("only an intent opens a new change".into());
         };
+        if let Some(refused) = actor::over_limit(&self.rules, &self.live) {
+            return self.finish(refused);
+        }
         let change = self.reserved.take().unwrap_or_else(|| self.new_id());
         let base = self.main().expect("main was checked after the fetch");
         if let Some(old) = &supersedes {
