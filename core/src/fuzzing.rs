@@ -24,7 +24,10 @@
 //! - results: a `bay.result/1` built the way commands build it, from hostile text, never
 //!   panics; its `say` repeats the document, stays on one line and says no listed word that
 //!   `detail` does not hand it; a reason brings its advice from the table; the JSON reads back
-//!   equal and meets the published schema.
+//!   equal and meets the published schema;
+//! - shell: judging any command never panics, gives the same verdict twice and reads within
+//!   its work budget; a command after `git reset --hard;` never unsets that denial; and bay
+//!   knowing less (main unread, targets and lanes set) never allows what knowing more denies.
 //!
 //! Worlds are tiny on purpose: four change ids, eight object ids, two actors, two intents,
 //! two runners and three queue places, so that fuzzed ids collide with the ones a machine
@@ -3185,6 +3188,64 @@ pub fn presence(data: &[u8]) {
         no_live_runner(0, &[judged]).is_none(),
         "nothing waits: no warning"
     );
+}
+
+/// The shell deny list on any command. The first byte picks the rules (main read or not,
+/// targets and lanes set or not); the rest is the command, read as UTF-8 with bad bytes
+/// replaced, as the hook reads its JSON.
+pub fn shell(data: &[u8]) {
+    use crate::shell::{DenyRules, Shape, Verdict, WORK_PER_BYTE, judge, judge_counting};
+
+    let (pick, command) = data.split_first().map_or((0, &[][..]), |(p, c)| (*p, c));
+    let command = String::from_utf8_lossy(command);
+    let strict = DenyRules {
+        main: None,
+        targets: vec!["refs/heads/staging".into()],
+        lanes: vec!["refs/heads/research/*".into()],
+    };
+    let lenient = DenyRules {
+        main: Some(MAIN.into()),
+        targets: Vec::new(),
+        lanes: Vec::new(),
+    };
+    let rules = DenyRules {
+        main: (pick & 1 == 0).then(|| MAIN.into()),
+        targets: if pick & 2 == 0 {
+            Vec::new()
+        } else {
+            strict.targets.clone()
+        },
+        lanes: if pick & 4 == 0 {
+            Vec::new()
+        } else {
+            strict.lanes.clone()
+        },
+    };
+
+    let (verdict, spent) = judge_counting(&command, &rules);
+    assert_eq!(verdict, judge(&command, &rules), "judged the same twice");
+    assert!(
+        spent <= WORK_PER_BYTE * command.len().max(1024),
+        "read {spent} bytes for a command of {}",
+        command.len()
+    );
+
+    let after = format!("git reset --hard; {command}");
+    match judge(&after, &rules) {
+        Verdict::Denied(denial) => assert!(
+            matches!(denial.shape, Shape::ResetHard | Shape::Unjudged),
+            "{denial:?}"
+        ),
+        Verdict::Allowed => panic!("what follows a denied command let it through"),
+    }
+
+    if judge(&command, &strict) == Verdict::Allowed {
+        assert_eq!(
+            judge(&command, &lenient),
+            Verdict::Allowed,
+            "knowing main, and no targets or lanes, denied what knowing less allowed"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -25,9 +25,12 @@
 //! is allowed: only a shell's script (`-c`, `eval`, stdin) is read as commands.
 //!
 //! It matches shapes and never runs anything, so another spelling of the same command can get
-//! past it (an alias in the Git config, a script file, a variable holding `git`); the spec says
-//! so too. Where it cannot read the command at all (an unclosed quote, nesting past
-//! [`lex::MAX_NESTING`], a script over [`MAX_COMMAND_BYTES`] or over its work budget), it
+//! past it, as the spec says: an alias in the Git config (`-c alias.x=...` included), a script
+//! file, a script piped into a shell (`echo ... | sh`), a variable holding `git`, a wrapper not
+//! listed here (`nohup`, `timeout`, `nice`), or `git push origin HEAD` from a view on main
+//! (the judge does not know the current branch). Where it cannot read the command at all (an
+//! unclosed quote, subshells or substitutions nested 16 deep, a `case` statement, whose
+//! patterns end in a bare `)`, a command over [`MAX_COMMAND_BYTES`] or its work budget), it
 //! denies the command if the text mentions Git, as [`Shape::Unjudged`]: a hook that cannot
 //! judge never lets a write through.
 //!

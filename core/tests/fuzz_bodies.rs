@@ -157,7 +157,7 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 fn every_target_has_seeds() {
     for target in [
         "policy", "config", "judge", "record", "runner", "agent", "result", "red", "hold",
-        "presence",
+        "presence", "shell",
     ] {
         assert!(
             !files("seeds", target).is_empty(),
@@ -199,6 +199,11 @@ fn agent() {
 #[test]
 fn result() {
     exercise("result", fuzzing::result, 7);
+}
+
+#[test]
+fn shell() {
+    exercise("shell", fuzzing::shell, 11);
 }
 
 /// The scenario of `fuzz/regressions/agent/merge-queued-without-an-operation.bin`, spelt

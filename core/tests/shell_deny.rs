@@ -91,3 +91,111 @@ fn every_command_of_the_corpus_gets_its_verdict() {
         .collect();
     assert!(missing.is_empty(), "no denial is behind {missing:?}");
 }
+
+mod composed {
+    //! Denied commands stay denied, with the same shape, however a generated command dresses
+    //! them: words quoted or escaped, assignments and wrappers in front, other commands around
+    //! them, subshells and substitutions, and up to two shells' `-c` scripts.
+
+    use bay_core::shell::{DenyRules, Shape, Verdict, judge};
+    use proptest::prelude::*;
+
+    /// Denied commands as words, with the shape each is denied as.
+    const DENIED: [(&[&str], Shape); 12] = [
+        (&["git", "reset", "--hard"], Shape::ResetHard),
+        (&["git", "clean", "-fdx"], Shape::CleanForce),
+        (&["git", "branch", "-D", "x"], Shape::BranchForceDelete),
+        (&["git", "checkout", "--", "."], Shape::CheckoutDot),
+        (&["git", "restore", "."], Shape::RestoreDot),
+        (&["git", "push", "-uf", "origin", "x"], Shape::PushForce),
+        (&["git", "push", "origin", "+x"], Shape::PushForceRefspec),
+        (&["git", "push", "--mirror", "origin"], Shape::PushAll),
+        (
+            &["git", "push", "origin", "HEAD:refs/heads/main"],
+            Shape::PushMain,
+        ),
+        (&["git", "push", "origin", "x:staging"], Shape::PushTarget),
+        (&["git", "merge", "origin/research/x"], Shape::LaneMerge),
+        (
+            &["git", "restore", "--source=research/x", "a"],
+            Shape::LaneRestore,
+        ),
+    ];
+
+    fn rules() -> DenyRules {
+        DenyRules {
+            main: Some("main".into()),
+            targets: vec!["refs/heads/staging".into()],
+            lanes: vec!["refs/heads/research/*".into()],
+        }
+    }
+
+    /// One word as the shell reads it back to itself: plain, in single or double quotes,
+    /// or with its first character escaped.
+    fn spell(word: &str, how: u8) -> String {
+        match how % 4 {
+            0 => word.to_owned(),
+            1 => format!("'{word}'"),
+            2 => format!("\"{word}\""),
+            _ => format!("\\{word}"),
+        }
+    }
+
+    /// A script quoted for a single-quoted `-c` argument.
+    fn single_quoted(script: &str) -> String {
+        format!("'{}'", script.replace('\'', r"'\''"))
+    }
+
+    /// Dresses `command` one way.
+    fn dress(command: String, how: u8) -> String {
+        match how % 12 {
+            0 => format!("GIT_TRACE=1 {command}"),
+            1 => format!("env -u HOME A=1 {command}"),
+            2 => format!("sudo -u bob -- {command}"),
+            3 => format!("command {command}"),
+            4 => format!("ls && {command} || true"),
+            5 => format!("echo hi | {command}; ls"),
+            6 => format!("( {command} )"),
+            7 => format!("{{ {command}; }}"),
+            8 => format!("echo \"$({command})\""),
+            9 => format!("cd /repo\n{command} 2>&1 >/dev/null"),
+            10 => format!("exec {command}"),
+            _ => format!("time {command}"),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_denied_command_stays_denied_however_it_is_dressed(
+            pick in 0..DENIED.len(),
+            spellings in proptest::collection::vec(any::<u8>(), 6),
+            dressings in proptest::collection::vec(any::<u8>(), 0..4),
+            shells in 0..=2usize,
+        ) {
+            let (words, shape) = DENIED[pick];
+            let mut command = words
+                .iter()
+                .zip(spellings.iter().cycle())
+                .map(|(word, how)| spell(word, *how))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for how in &dressings {
+                command = dress(command, *how);
+            }
+            for shell in ["bash -c", "sh -c"].iter().take(shells) {
+                command = format!("{shell} {}", single_quoted(&command));
+            }
+            match judge(&command, &rules()) {
+                Verdict::Denied(denial) => prop_assert_eq!(denial.shape, shape, "{}", command),
+                Verdict::Allowed => prop_assert!(false, "allowed: {}", command),
+            }
+        }
+
+        #[test]
+        fn any_text_is_judged_without_a_panic_and_the_same_twice(
+            command in "[ -~\n⏎é]{0,200}|(git|push|-f|main|'|\"|\\$\\(|\\)|`|;|&&|\\||<<|EOF|\n| )*"
+        ) {
+            prop_assert_eq!(judge(&command, &rules()), judge(&command, &rules()));
+        }
+    }
+}

@@ -232,9 +232,10 @@ fn env<'w>(args: &'w [Word], work: &mut Work) -> Runs<'w> {
     let parsed = parse(args, &ENV);
     let mut command: Vec<Word> = Vec::new();
     if let Some(split) = parsed.value(b'S', "split-string") {
-        // What cannot be read splits into nothing here; the whole command was read already.
-        for read in lex::commands(split, work).unwrap_or_default() {
-            command.extend(read.words);
+        match lex::commands(split, work) {
+            Ok(read) => command.extend(read.into_iter().flat_map(|c| c.words)),
+            // Judged as a script instead, which denies what it cannot read if it mentions Git.
+            Err(_) => return Runs::Script(Wrapper::Env, split.to_owned()),
         }
     }
     command.extend(parsed.operands.iter().map(|w| (*w).clone()));
