@@ -23,6 +23,26 @@ pub struct Spec {
     pub plus: bool,
 }
 
+impl Spec {
+    /// A program whose options end at its first operand.
+    pub const fn posix(short_values: &'static [u8], long_values: &'static [&'static str]) -> Spec {
+        Spec {
+            short_values,
+            long_values,
+            posix: true,
+            plus: false,
+        }
+    }
+
+    /// A Git subcommand, whose options and operands mix.
+    pub const fn mixed(short_values: &'static [u8], long_values: &'static [&'static str]) -> Spec {
+        Spec {
+            posix: false,
+            ..Spec::posix(short_values, long_values)
+        }
+    }
+}
+
 /// One option as written: a letter of a short cluster or a long name, with its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Opt<'w> {
@@ -133,19 +153,8 @@ mod tests {
             .collect()
     }
 
-    const GIT: Spec = Spec {
-        short_values: b"Cc",
-        long_values: &["git-dir"],
-        posix: true,
-        plus: false,
-    };
-
-    const PUSH: Spec = Spec {
-        short_values: b"o",
-        long_values: &["repo"],
-        posix: false,
-        plus: false,
-    };
+    const GIT: Spec = Spec::posix(b"Cc", &["git-dir"]);
+    const PUSH: Spec = Spec::mixed(b"o", &["repo"]);
 
     fn texts(parsed: &Parsed<'_>) -> Vec<String> {
         parsed.operands.iter().map(|w| w.text.clone()).collect()

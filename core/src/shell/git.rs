@@ -7,9 +7,9 @@ use super::refs;
 use super::{DenyRules, Shape};
 
 /// Git's options before the subcommand that take a value.
-const GLOBAL: Spec = Spec {
-    short_values: b"Cc",
-    long_values: &[
+const GLOBAL: Spec = Spec::posix(
+    b"Cc",
+    &[
         "git-dir",
         "work-tree",
         "namespace",
@@ -17,9 +17,7 @@ const GLOBAL: Spec = Spec {
         "attr-source",
         "super-prefix",
     ],
-    posix: true,
-    plus: false,
-};
+);
 
 /// Git's options before the subcommand that print something and run no subcommand.
 const INFO: [&str; 6] = [
@@ -58,28 +56,18 @@ pub fn judge(args: &[Word], rules: &DenyRules, unread_tail: bool) -> Option<Shap
     }
 }
 
-/// Options of the subcommands whose values matter only so that they are not read as operands.
-const fn spec(short_values: &'static [u8], long_values: &'static [&'static str]) -> Spec {
-    Spec {
-        short_values,
-        long_values,
-        posix: false,
-        plus: false,
-    }
-}
-
 fn reset(args: &[Word]) -> Option<Shape> {
-    let parsed = parse(args, &spec(b"", &["pathspec-from-file"]));
+    let parsed = parse(args, &Spec::mixed(b"", &["pathspec-from-file"]));
     parsed.long(&["hard"]).then_some(Shape::ResetHard)
 }
 
 fn clean(args: &[Word]) -> Option<Shape> {
-    let parsed = parse(args, &spec(b"e", &["exclude"]));
+    let parsed = parse(args, &Spec::mixed(b"e", &["exclude"]));
     (parsed.short(b'f') || parsed.long(&["force"])).then_some(Shape::CleanForce)
 }
 
 fn branch(args: &[Word]) -> Option<Shape> {
-    let parsed = parse(args, &spec(b"u", &["set-upstream-to"]));
+    let parsed = parse(args, &Spec::mixed(b"u", &["set-upstream-to"]));
     let delete = parsed.short(b'd') || parsed.long(&["delete"]);
     let force = parsed.short(b'f') || parsed.long(&["force"]);
     (parsed.short(b'D') || delete && force).then_some(Shape::BranchForceDelete)
@@ -94,7 +82,7 @@ fn whole_tree(pathspec: &str) -> bool {
 fn checkout(args: &[Word], rules: &DenyRules) -> Option<Shape> {
     let parsed = parse(
         args,
-        &spec(b"bB", &["orphan", "conflict", "pathspec-from-file"]),
+        &Spec::mixed(b"bB", &["orphan", "conflict", "pathspec-from-file"]),
     );
     if parsed.operands.iter().any(|w| whole_tree(&w.text)) {
         return Some(Shape::CheckoutDot);
@@ -108,7 +96,7 @@ fn checkout(args: &[Word], rules: &DenyRules) -> Option<Shape> {
 }
 
 fn restore(args: &[Word], rules: &DenyRules) -> Option<Shape> {
-    let parsed = parse(args, &spec(b"s", &["source", "pathspec-from-file"]));
+    let parsed = parse(args, &Spec::mixed(b"s", &["source", "pathspec-from-file"]));
     let staged_only = (parsed.short(b'S') || parsed.long(&["staged"]))
         && !(parsed.short(b'W') || parsed.long(&["worktree"]));
     if !staged_only && parsed.operands.iter().any(|w| whole_tree(&w.text)) {
@@ -121,7 +109,7 @@ fn restore(args: &[Word], rules: &DenyRules) -> Option<Shape> {
 fn merge(args: &[Word], rules: &DenyRules) -> Option<Shape> {
     let parsed = parse(
         args,
-        &spec(
+        &Spec::mixed(
             b"mFsX",
             &[
                 "message",
@@ -139,7 +127,7 @@ fn merge(args: &[Word], rules: &DenyRules) -> Option<Shape> {
 fn cherry_pick(args: &[Word], rules: &DenyRules) -> Option<Shape> {
     let parsed = parse(
         args,
-        &spec(
+        &Spec::mixed(
             b"mX",
             &["mainline", "strategy", "strategy-option", "cleanup"],
         ),
@@ -155,7 +143,7 @@ fn lane_revision(operands: &[&Word], rules: &DenyRules) -> bool {
 }
 
 /// Git's options of `push` that take a value.
-const PUSH: Spec = spec(b"o", &["repo", "receive-pack", "exec", "push-option"]);
+const PUSH: Spec = Spec::mixed(b"o", &["repo", "receive-pack", "exec", "push-option"]);
 
 fn push(args: &[Word], rules: &DenyRules, unread_tail: bool) -> Option<Shape> {
     let parsed = parse(args, &PUSH);

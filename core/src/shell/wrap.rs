@@ -118,7 +118,7 @@ pub fn runs<'w>(words: &'w [Word], work: &mut Work) -> Runs<'w> {
         }
         skip += 1;
     }
-    let Some((first, args)) = words[skip.min(words.len())..].split_first() else {
+    let Some((first, args)) = words[skip..].split_first() else {
         return Runs::Other;
     };
     let name = program(first);
@@ -147,9 +147,9 @@ pub fn runs<'w>(words: &'w [Word], work: &mut Work) -> Runs<'w> {
     }
 }
 
-const SUDO: Spec = Spec {
-    short_values: b"CDgpRrTtUu",
-    long_values: &[
+const SUDO: Spec = Spec::posix(
+    b"CDgpRrTtUu",
+    &[
         "chdir",
         "close-from",
         "group",
@@ -162,14 +162,12 @@ const SUDO: Spec = Spec {
         "other-user",
         "user",
     ],
-    posix: true,
-    plus: false,
-};
+);
 
 /// GNU and BSD xargs' options that need a value; `-i`, `-e` and `-l` take one only attached.
-const XARGS: Spec = Spec {
-    short_values: b"aEdILnPs",
-    long_values: &[
+const XARGS: Spec = Spec::posix(
+    b"aEdILnPs",
+    &[
         "arg-file",
         "delimiter",
         "max-args",
@@ -177,38 +175,19 @@ const XARGS: Spec = Spec {
         "max-chars",
         "process-slot-var",
     ],
-    posix: true,
-    plus: false,
-};
+);
 
-const COMMAND: Spec = Spec {
-    short_values: b"",
-    long_values: &[],
-    posix: true,
-    plus: false,
-};
+const COMMAND: Spec = Spec::posix(b"", &[]);
 
-const EXEC: Spec = Spec {
-    short_values: b"a",
-    long_values: &[],
-    posix: true,
-    plus: false,
-};
+const EXEC: Spec = Spec::posix(b"a", &[]);
 
-const ENV: Spec = Spec {
-    short_values: b"uCS",
-    long_values: &["unset", "chdir", "split-string"],
-    posix: true,
-    plus: false,
-};
+const ENV: Spec = Spec::posix(b"uCS", &["unset", "chdir", "split-string"]);
 
 /// The shells' options that need a value: `-o name`, `-O name` (and their `+` forms), and
 /// bash's `--rcfile file`.
 const SHELL: Spec = Spec {
-    short_values: b"oO",
-    long_values: &["rcfile", "init-file"],
-    posix: true,
     plus: true,
+    ..Spec::posix(b"oO", &["rcfile", "init-file"])
 };
 
 /// A wrapper's options read by `spec`, and the command after them. It runs nothing when no
