@@ -950,5 +950,24 @@ impl Stream {
         let lock = remote.join("packed-refs.lock");
         std::fs::write(&lock, text).expect("write packed-refs");
         std::fs::rename(&lock, &path).expect("move packed-refs into place");
+        write_reverse_indexes(remote);
+        // And the commit-graph `git gc` writes on a long-lived remote.
+        super::git(remote, &["commit-graph", "write", "--reachable"]);
+    }
+}
+
+/// Writes the reverse index (`.rev`) of each pack fast-import left, as `index-pack` (every
+/// fetch and clone through a transport) and `repack` write one. Without it, each
+/// `pack-objects` that reads the pack (every push from a clone that shares it: `git clone`
+/// of a local path links the remote's packs) builds the reverse index of all its objects in
+/// memory first, 60 ms per push at 100,000 changes, a cost no gc'd remote or fetched clone
+/// has.
+fn write_reverse_indexes(remote: &Path) {
+    let packs = std::fs::read_dir(remote.join("objects/pack")).expect("the remote's packs");
+    for pack in packs {
+        let pack = pack.expect("a pack").path();
+        if pack.extension().is_some_and(|e| e == "pack") && !pack.with_extension("rev").exists() {
+            super::git(remote, &["index-pack", "--rev-index", &pack.display().to_string()]);
+        }
     }
 }

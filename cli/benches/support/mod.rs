@@ -168,9 +168,17 @@ pub fn clone_of(remote: &Path, clone: &Path) -> PathBuf {
         ("user.email", "bench@bench.invalid"),
         ("bay.runnerName", RUNNER),
         ("bay.main", "main"),
+        // As `bay install` sets a clone up: each fetch adds to the commit-graph, and the
+        // first is written here. Git's walks (a leased push asks whether the new value
+        // descends from the old) stop at generation numbers instead of walking all of main.
+        ("fetch.writeCommitGraph", "true"),
     ] {
         git(clone, &["config", key, value]);
     }
+    git(
+        clone,
+        &["commit-graph", "write", "--reachable", "--changed-paths"],
+    );
     clone.to_path_buf()
 }
 
