@@ -85,6 +85,7 @@ impl<'a> arbitrary::Arbitrary<'a> for Oid {
 pub mod refs {
     use super::*;
     use crate::time::Timestamp;
+    use sha2::{Digest, Sha256};
 
     pub const CHANGES: &str = "refs/bay/changes/";
     pub const INTENTS: &str = "refs/bay/intents/";
@@ -95,6 +96,7 @@ pub mod refs {
     pub const INFLIGHT: &str = "refs/bay/inflight/";
     pub const LOG: &str = "refs/bay/log/";
     pub const EXECUTOR: &str = "refs/bay/executor/";
+    pub const LOCKS: &str = "refs/bay/locks/";
 
     /// The index of compacted records: one commit whose tree holds the chains of merged
     /// changes whose own refs a runner removed (`crate::compact`).
@@ -191,6 +193,15 @@ pub mod refs {
     /// runners' presences whose names it prefixes are left for the reader to ignore.
     pub fn executor_pattern(runner: &str) -> String {
         format!("{EXECUTOR}{runner}*")
+    }
+
+    /// The lock of `path` (`crate::lock`): named by a digest, since a path may hold what a ref
+    /// name cannot. A digest has a fixed length, so the name is also its own fetch pattern's
+    /// prefix (`{name}*`) and no other lock's.
+    pub fn lock(path: &str) -> String {
+        let digest = Sha256::digest(path.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{LOCKS}{hex}")
     }
 
     /// The fetch pattern of every runner's presence.

@@ -26,6 +26,7 @@ pub mod id;
 pub mod install;
 pub mod limits;
 pub mod lineage;
+pub mod lock;
 pub mod machine;
 pub mod ordered_json;
 pub mod paths;

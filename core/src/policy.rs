@@ -7,7 +7,7 @@
 //!
 //! Some keys the specification defines bring behaviour this bay does not have yet: approval
 //! checks (`kind = "approval"`, `carry`, `[limits] max_waiting_approvals`), waivers
-//! (`waivable`), `footprint`, `[locks]`, `[[input]]`, `[[dimension]]`, `[profile.*]`, `[agent]`
+//! (`waivable`), `footprint`, `[[input]]`, `[[dimension]]`, `[profile.*]`, `[agent]`
 //! and `[policy]`. Each is validated as fully as any other key, so a wrong value gets its own
 //! error, and then refused by name (see [`NotYet`]) once the rest of the file is valid.
 
@@ -46,6 +46,10 @@ pub struct Policy {
     /// `[agent]`: what `bay start` asks of an actor.
     #[serde(default, skip_serializing_if = "AgentRules::is_unset")]
     pub agent: AgentRules,
+    /// `[locks] paths`: globs of the files one session at a time edits, across machines
+    /// (`crate::lock`); empty locks nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<String>,
 }
 
 /// `[agent]` of the policy: the rules `bay start` holds each actor to.
@@ -333,7 +337,7 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 /// Top-level tables this bay validates and then refuses, because it does not act on them yet.
-pub const TOP_NOT_YET: [&str; 4] = ["locks", "input", "dimension", "profile"];
+pub const TOP_NOT_YET: [&str; 3] = ["input", "dimension", "profile"];
 
 const CHECK_KEYS: &[&str] = &[
     "id",
@@ -519,9 +523,10 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         Some(mut table) => parse_limits(&mut table, &mut later)?,
         None => Limits::default(),
     };
-    if let Some(mut table) = root.table("locks")? {
-        parse_locks(&mut table)?;
-    }
+    let locks = match root.table("locks")? {
+        Some(mut table) => parse_locks(&mut table)?,
+        None => Vec::new(),
+    };
     let mut dimension_names = BTreeSet::new();
     for table in &mut root.tables("dimension")? {
         parse_dimension(table, &mut dimension_names)?;
@@ -565,6 +570,7 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         limits,
         reuse_unsigned,
         agent,
+        locks,
     })
 }
 
@@ -1107,14 +1113,14 @@ fn parse_limits(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<Limits,
     })
 }
 
-fn parse_locks(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+fn parse_locks(table: &mut Table<'_, '_>) -> Result<Vec<String>, TomlError> {
     table.check_keys(&["paths"], &[])?;
-    if let Some(paths) = non_empty_list(table, "paths", "leave it out to lock nothing")? {
-        for entry in &paths {
-            check_repo_path(table, "paths", entry)?;
-        }
+    let paths = non_empty_list(table, "paths", "leave it out to lock nothing")?.unwrap_or_default();
+    for entry in &paths {
+        check_repo_path(table, "paths", entry)?;
     }
-    table.finish()
+    table.finish()?;
+    Ok(paths.into_iter().map(|entry| entry.value).collect())
 }
 
 fn parse_dimension(
@@ -1536,7 +1542,7 @@ paths = [".lint.toml"]             # always given to the check
     /// The policy examples of the specification that hold a key this bay does not act on yet,
     /// each with that key (its first in the text). An approval check cannot stand alone, since
     /// every policy needs a check bay runs, so every example sits beside [`RUN_CHECK`].
-    const SPEC_LATER_EXAMPLES: [(&str, &str); 8] = [
+    const SPEC_LATER_EXAMPLES: [(&str, &str); 7] = [
         (
             r#"[[check]]
 id = "api"
@@ -1586,13 +1592,6 @@ waivable = true                    # an enrolled approver may waive it on one ca
 max_waiting_approvals = 5
 "#,
             "max_waiting_approvals",
-        ),
-        (
-            r#"# .bay/policy.toml
-[locks]
-paths = ["art/", "**/*.psd"]   # every file under art/, and every .psd
-"#,
-            "locks",
         ),
         (
             r#"[[input]]
@@ -1856,11 +1855,7 @@ reuse_unsigned = true
             )
         );
         let without = trim(SPEC_EXAMPLE, &["max_waiting_approvals"]);
-        let error = not_yet(&without);
-        assert_eq!(
-            place(&error),
-            (Some("locks"), "top level", line_of(&without, "[locks]"))
-        );
+        assert_eq!(accept(&without).locks, ["art/", "**/*.psd"]);
         accept(&trim(SPEC_EXAMPLE, &later_keys()));
     }
 
@@ -1997,6 +1992,7 @@ reuse_unsigned = true
                         },
                         "[agent] is acted on but for require_actor_proof"
                     );
+                    assert_eq!(policy.locks, ["art/", "**/*.psd"], "[locks] is acted on");
                     break;
                 }
                 Err(error) => {
@@ -2015,7 +2011,6 @@ reuse_unsigned = true
                 "waivable",
                 "kind",
                 "max_waiting_approvals",
-                "locks",
                 "input",
                 "profile",
                 "dimension",

@@ -967,7 +967,10 @@ fn write_reverse_indexes(remote: &Path) {
     for pack in packs {
         let pack = pack.expect("a pack").path();
         if pack.extension().is_some_and(|e| e == "pack") && !pack.with_extension("rev").exists() {
-            super::git(remote, &["index-pack", "--rev-index", &pack.display().to_string()]);
+            super::git(
+                remote,
+                &["index-pack", "--rev-index", &pack.display().to_string()],
+            );
         }
     }
 }
