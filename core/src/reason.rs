@@ -588,7 +588,9 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
         code: ReasonCode::PathHeld,
         meaning: "Another live session in this same tree holds the path you tried to write: \
                   it wrote that path and has not ended. Other views never meet that hold. \
-                  `detail.holder` names the holder's session and actor.",
+                  Or another session, on any machine, holds the lock of a path `[locks] \
+                  paths` names (`detail.lock`). `detail.holder` names the holder's session \
+                  and actor, and `detail.age_s` how long it has held it.",
         decision: Decision::Blocked,
         allowed: &[Read, Wait],
         retry_when: "holder_ended",
@@ -610,7 +612,9 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
     ReasonInfo {
         code: ReasonCode::RemoteUnreachable,
         meaning: "The remote did not answer this machine, or no remote is set. From `bay \
-                  doctor`, whose `remote` row says what Git said.",
+                  doctor`, whose `remote` row says what Git said; or from `bay hook`, which \
+                  cannot tell who holds the lock of a path `[locks] paths` names without it \
+                  (`detail.lock`), and lets other edits through.",
         decision: Decision::Blocked,
         allowed: &[Read, Wait],
         retry_when: "remote_answers",

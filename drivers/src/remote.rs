@@ -196,6 +196,13 @@ impl Repo {
         Git::in_dir(&self.dir).with_timeout(self.bounds.network)
     }
 
+    /// A record that replaces its ref whole (a lock, `bay_core::lock`): `message` on the
+    /// empty tree with no parent, as bay's identity, ready for a push's `RefUpdate`.
+    pub fn write_record(&self, message: &str) -> Result<Oid, Fault> {
+        let empty = self.empty_tree()?;
+        self.commit_tree(&empty, &[], message)
+    }
+
     /// The commit of `tree` on `parents` with `message`, as bay's identity.
     fn commit_tree(&self, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
         self.objects

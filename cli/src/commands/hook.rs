@@ -6,8 +6,14 @@
 //! What it reads, by moment, all from this machine and never the network:
 //! - every moment: the clone (by reading files) and its `bay.*` Git config (one process),
 //!   and this session's state;
-//! - `tool.before` of an edit: the other sessions' states, for their holds. It reads no
-//!   config, so it answers as both products deny alike (exit 2, reason on stderr);
+//! - `tool.before` of an edit: the other sessions' states, for their holds, and the policy at
+//!   main as this clone last fetched it, for `[locks] paths`. It reads no config unless the
+//!   edit names a lockable path, so it answers as both products deny alike (exit 2, reason
+//!   on stderr);
+//! - the network only for locks: a `tool.before` of a lockable path, and a `turn.end` or
+//!   `session.end` of a session that holds locks, fetch those lock refs (one fetch) and push
+//!   what `bay_core::lock` decides (one push, create-only or leased). A push that does not
+//!   land is decided once more on a new fetch, so the loser of a race meets the winner's lock;
 //! - every other moment: `.bay/config.toml` at main as this clone last fetched it, for
 //!   `[agent]` (the product, the instruction files) and `[hooks]`;
 //! - `session.start`: the view's declared paths and the other views', and which instruction
@@ -21,12 +27,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bay_core::adapter::{Moment, Product};
+use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::{CONFIG_PATH, Config, DEFAULT_INSTRUCTIONS, HookSettings};
+use bay_core::git::refs;
 use bay_core::hook::session::folder_name;
-use bay_core::hook::{self, Facts, Outcome, Payload, Session, StartFacts, Tool};
+use bay_core::hook::{self, Facts, LockFacts, Outcome, Payload, Session, StartFacts, Tool};
 use bay_core::id::ChangeId;
+use bay_core::lock::{self, Lock};
+use bay_core::machine::{FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate};
+use bay_core::policy::Policy;
 use bay_drivers::clock;
 use bay_drivers::git::Git;
+use bay_drivers::remote::Repo;
 use bay_drivers::views::Views;
 
 use crate::Cli;
@@ -55,10 +67,111 @@ pub fn run(cli: &Cli, args: &Args) -> ExitCode {
         .unwrap_or_else(|| PathBuf::from("."));
     let context = Context::discover(Some(&start)).ok();
     let here = Here::new(context, &start);
-    let facts = here.facts(&args.moment, payload.as_ref().ok());
-    let outcome = hook::decide(&args.moment, payload, &facts);
+    let mut facts = here.facts(&args.moment, payload.as_ref().ok());
+    let locks = here.locks(&args.moment, payload.as_ref().ok(), &mut facts);
+    let outcome = match locks {
+        Some(locks) => locks.settle(&args.moment, payload, facts),
+        None => hook::decide(&args.moment, payload, &facts),
+    };
     here.keep(&outcome);
     answer(&outcome)
+}
+
+/// The lock refs one event reads and writes on the remote.
+struct Locks {
+    repo: Repo,
+    paths: Vec<String>,
+}
+
+impl Locks {
+    /// Each path's lock, by one fetch of those refs alone.
+    fn read(&self) -> Result<Vec<(String, lock::Read)>, String> {
+        let patterns = self
+            .paths
+            .iter()
+            .map(|path| format!("{}*", refs::lock(path)));
+        let held = self
+            .repo
+            .fetch(&FetchSpec::new(patterns))
+            .map_err(|fault| fault.to_string())?;
+        self.paths
+            .iter()
+            .map(|path| {
+                let read = match held.get(&refs::lock(path)) {
+                    None => lock::Read::Absent,
+                    Some(oid) => {
+                        let message = self
+                            .repo
+                            .read_steps(std::slice::from_ref(oid))
+                            .map_err(|fault| fault.to_string())?
+                            .pop()
+                            .map(|raw| raw.message)
+                            .unwrap_or_default();
+                        lock::Read::Present {
+                            oid: oid.clone(),
+                            lock: Lock::from_message(&message),
+                        }
+                    }
+                };
+                Ok((path.clone(), read))
+            })
+            .collect()
+    }
+
+    /// Every write in one atomic push; `Err` says why it did not land.
+    fn write(&self, writes: &[lock::Write]) -> Result<(), String> {
+        let updates = writes
+            .iter()
+            .map(|write| {
+                let new = match &write.lock {
+                    Some(lock) => NewValue::Oid(
+                        self.repo
+                            .write_record(&lock.to_message())
+                            .map_err(|fault| fault.to_string())?,
+                    ),
+                    None => NewValue::Delete,
+                };
+                Ok(RefUpdate {
+                    name: refs::lock(&write.path),
+                    expect: write.expect.clone(),
+                    new,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let plan = PushPlan {
+            updates,
+            atomic: true,
+            ..PushPlan::default()
+        };
+        match self.repo.push(&plan).outcome {
+            PushOutcome::Accepted => Ok(()),
+            PushOutcome::Rejected { refs } => {
+                Err(format!("the remote refused {}", refs.join(", ")))
+            }
+            PushOutcome::Unknown { why } => Err(why),
+            PushOutcome::NotSent(fault) => Err(fault.to_string()),
+        }
+    }
+
+    /// Decides the event and pushes the lock writes it asks for. A push that does not land
+    /// (another session moved a lock first, or no answer) gets one more fetch and decision;
+    /// if that push fails too, the event is decided as with no answer from the remote.
+    fn settle(&self, moment: &str, payload: Result<Payload, String>, mut facts: Facts) -> Outcome {
+        for again in [true, false] {
+            let outcome = hook::decide(moment, payload.clone(), &facts);
+            if outcome.locks.is_empty() {
+                return outcome;
+            }
+            let Err(why) = self.write(&outcome.locks) else {
+                return outcome;
+            };
+            let read = if again { self.read() } else { Err(why) };
+            if let Some(locks) = facts.locks.as_mut() {
+                locks.read = read;
+            }
+        }
+        hook::decide(moment, payload, &facts)
+    }
 }
 
 /// Prints the answer; a closed pipe is the product's choice.
@@ -138,6 +251,7 @@ impl Here {
                 .map_or_else(HookSettings::default, |c| c.hooks),
             unsaved: Vec::new(),
             start: None,
+            locks: None,
         };
         if let (Some(context), Some(change)) = (context, &view) {
             match moment {
@@ -154,6 +268,48 @@ impl Here {
             facts.start = Some(StartFacts::default());
         }
         facts
+    }
+
+    /// The locks this event judges or ends, read into `facts`: an edit's paths that `[locks]
+    /// paths` names at `tool.before`, and the session's locks at `turn.end` and `session.end`.
+    /// `None`, with no network, for every other event.
+    fn locks(&self, moment: &str, payload: Option<&Payload>, facts: &mut Facts) -> Option<Locks> {
+        let context = self.context.as_ref()?;
+        let paths = match moment.parse::<Moment>().ok()? {
+            Moment::ToolBefore => {
+                let globs = main_policy(context)?.locks;
+                hook::lockable(payload?, &self.tree, &globs)
+            }
+            Moment::TurnEnd | Moment::SessionEnd => {
+                facts.session.as_ref()?.locks.iter().cloned().collect()
+            }
+            _ => return None,
+        };
+        if paths.is_empty() {
+            return None;
+        }
+        let takeover_s = main_config(context).unwrap_or_default().runner.takeover_s;
+        let machine = context
+            .setting_values("bay.machine")
+            .pop()
+            .or_else(super::runner::host)
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let (locks, read) = match Repo::new(&context.top, &context.remote, &context.main) {
+            Ok(repo) => {
+                let locks = Locks { repo, paths };
+                let read = locks.read();
+                (Some(locks), read)
+            }
+            Err(why) => (None, Err(why)),
+        };
+        facts.locks = Some(LockFacts {
+            machine,
+            takeover_ms: takeover_s.saturating_mul(1000),
+            read,
+        });
+        locks
     }
 
     /// Keeps the row and the session's state, and saves the checkpoint the outcome asks for.
@@ -227,18 +383,25 @@ fn all_sessions(dir: &Path) -> Vec<Session> {
 
 /// The config at main as this clone last fetched it; `None` when there is none to read.
 fn main_config(context: &Context) -> Option<Config> {
-    let fetched = format!(
-        "refs/remotes/{}/{}:{CONFIG_PATH}",
-        context.remote, context.main
-    );
+    Config::at_main(Some(&main_file(context, CONFIG_PATH)?)).ok()
+}
+
+/// The policy at main as this clone last fetched it, so a change never lifts a lock for
+/// itself; `None` when there is none to read.
+fn main_policy(context: &Context) -> Option<Policy> {
+    let text = String::from_utf8(main_file(context, POLICY_PATH)?).ok()?;
+    Policy::parse(&text).ok()
+}
+
+/// A file of main as this clone last fetched it.
+fn main_file(context: &Context, path: &str) -> Option<Vec<u8>> {
+    let fetched = format!("refs/remotes/{}/{}:{path}", context.remote, context.main);
     let out = context
         .git()
         .cmd(["cat-file", "blob", &fetched])
         .output()
         .ok()?;
-    out.success()
-        .then(|| Config::at_main(Some(&out.stdout)).ok())
-        .flatten()
+    out.success().then_some(out.stdout)
 }
 
 /// The view's files with edits no commit holds, as `git status` names them.

@@ -68,7 +68,7 @@ pub fn runner_config(context: &Context, mode: RunMode, interval_s: u64) -> Runne
 }
 
 /// This host's name, if it can be read.
-fn host() -> Option<String> {
+pub fn host() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok()

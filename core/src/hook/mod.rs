@@ -7,8 +7,11 @@
 //!
 //! `tool.before` runs on every tool call, so it reads only what the CLI has without a network
 //! or a config read: main's name for the shell deny list ([`crate::shell`]), and the states of
-//! the other sessions in this clone for [`ReasonCode::PathHeld`]. A lock check
-//! (`refs/bay/locks/`) would be one more judgement of an edit's paths in [`judge_edit`].
+//! the other sessions in this clone for [`ReasonCode::PathHeld`]. Only an edit of a path
+//! `[locks] paths` names ([`lockable`]) costs more: the CLI fetches that path's lock and
+//! hands it over as [`LockFacts`], and [`crate::lock`] decides; the lock writes to push come
+//! back in [`Outcome::locks`]. `turn.end` and `session.end` end the session's locks the same
+//! way.
 //!
 //! A hook that cannot judge never lets a write through: a payload bay cannot read, an
 //! unknown moment, or a `tool.before` payload under another moment's name is denied
@@ -25,6 +28,7 @@ use crate::actor::ActorSource;
 use crate::adapter::{Adapter, Moment, Product};
 use crate::config::HookSettings;
 use crate::id::ChangeId;
+use crate::lock::{self, Editor, Take};
 use crate::reason::ReasonCode;
 use crate::shell::{self, DenyRules, Verdict};
 use crate::time::Timestamp;
@@ -55,6 +59,32 @@ pub struct Facts {
     pub unsaved: Vec<String>,
     /// `session.start`: what it tells the agent.
     pub start: Option<StartFacts>,
+    /// The locks this event judges (`tool.before` of a lockable path) or ends (`turn.end`,
+    /// `session.end` of a session that holds any); `None` when the CLI read none.
+    pub locks: Option<LockFacts>,
+}
+
+/// The locks one event reads, as the CLI fetched them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockFacts {
+    /// This machine's name, for a lock it takes.
+    pub machine: String,
+    /// `[runner] takeover_s`, in milliseconds.
+    pub takeover_ms: u64,
+    /// Each path's lock as one fetch read it, or why the remote did not answer.
+    pub read: Result<Vec<(String, lock::Read)>, String>,
+}
+
+/// The paths of an edit that `[locks] paths` (`globs`) names, as the tree names them: the
+/// only ones whose locks `tool.before` fetches.
+pub fn lockable(payload: &Payload, tree: &str, globs: &[String]) -> Vec<String> {
+    if payload.tool != Some(Tool::Edit) || globs.is_empty() {
+        return Vec::new();
+    }
+    in_tree(tree, &payload.written, payload.cwd.as_deref())
+        .into_iter()
+        .filter(|path| crate::glob::any_matches(globs, path))
+        .collect()
 }
 
 /// What `session.start` tells the agent, read by the CLI from this clone.
@@ -79,6 +109,10 @@ pub struct Outcome {
     pub session: Session,
     /// Save a draft checkpoint of the view now.
     pub checkpoint: bool,
+    /// The lock writes to push, in one push, before the answer counts: a push that does not
+    /// land means another session moved a lock first, and the event is decided again on a
+    /// new read.
+    pub locks: Vec<lock::Write>,
 }
 
 /// Decides one event: `moment` as `bay hook` was called, the payload as read.
@@ -144,6 +178,7 @@ struct Event<'f> {
     event_name: String,
     row: Row,
     session: Session,
+    locks: Vec<lock::Write>,
 }
 
 impl<'f> Event<'f> {
@@ -178,6 +213,7 @@ impl<'f> Event<'f> {
                 checkpoint: false,
             },
             session,
+            locks: Vec::new(),
         }
     }
 
@@ -200,6 +236,7 @@ impl<'f> Event<'f> {
             row: self.row,
             session: self.session,
             checkpoint: due,
+            locks: self.locks,
         }
     }
 
@@ -286,7 +323,7 @@ impl<'f> Event<'f> {
                 .map(|holder| (path, holder))
         });
         let Some((path, holder)) = held else {
-            return self.ok();
+            return self.judge_locks();
         };
         let refusal = Refusal {
             code: ReasonCode::PathHeld,
@@ -303,25 +340,78 @@ impl<'f> Event<'f> {
         self.refuse(refusal, true)
     }
 
-    /// `paths` as the tree names them: an absolute path under the tree loses the tree's
-    /// prefix, a relative one is taken from `cwd` when that is in the tree; a path outside
-    /// the tree stays as given (no session of this tree can hold it).
-    fn in_tree(&self, paths: &[String], cwd: Option<&str>) -> Vec<String> {
-        let tree = self.facts.tree.as_str();
-        let under = |path: &str| -> Option<String> {
-            path.strip_prefix(tree)?
-                .strip_prefix('/')
-                .map(|rest| rest.to_owned())
+    /// The edit's lockable paths, as the CLI read their locks: each is taken, renewed or
+    /// kept, or the edit is refused `PATH_HELD` for the first another session holds, or
+    /// `REMOTE_UNREACHABLE` when the remote did not answer (bay cannot tell who holds them).
+    fn judge_locks(mut self) -> Outcome {
+        let Some(facts) = &self.facts.locks else {
+            return self.ok();
         };
-        let base = cwd.and_then(under).filter(|b| !b.is_empty());
-        paths
-            .iter()
-            .map(|path| match (path.starts_with('/'), &base) {
-                (true, _) => under(path).unwrap_or_else(|| path.clone()),
-                (false, Some(base)) => format!("{base}/{path}"),
-                (false, None) => path.clone(),
-            })
-            .collect()
+        let read = match &facts.read {
+            Ok(read) => read,
+            Err(why) => return self.unreachable(why, true),
+        };
+        let editor = Editor {
+            session: self.session.session.clone(),
+            actor: self.facts.actor.clone(),
+            machine: facts.machine.clone(),
+        };
+        for (path, read) in read {
+            match lock::take(path, read, &editor, self.facts.now, facts.takeover_ms) {
+                Take::Write(write) => self.locks.push(write),
+                Take::Kept => {}
+                Take::Held(held) => {
+                    let refusal = Refusal {
+                        code: ReasonCode::PathHeld,
+                        why: format!(
+                            "{path} is locked by session {} of {} on {}, taken {}s ago",
+                            held.lock.session,
+                            held.lock.actor,
+                            held.lock.machine,
+                            held.age_ms / 1000
+                        ),
+                        detail: held.detail(),
+                    };
+                    self.locks.clear();
+                    return self.refuse(refusal, true);
+                }
+            }
+            self.session.locks.insert(path.clone());
+        }
+        self.ok()
+    }
+
+    /// The remote did not answer the fetch of the locks: denied when `blocks`, else noted.
+    fn unreachable(self, why: &str, blocks: bool) -> Outcome {
+        let refusal = Refusal {
+            code: ReasonCode::RemoteUnreachable,
+            why: format!("the remote did not answer for the lock: {why}"),
+            detail: json!({"why": why, "lock": true}),
+        };
+        self.refuse(refusal, blocks)
+    }
+
+    /// Ends the session's locks as read: each one still its own is deleted, leased. A remote
+    /// that does not answer leaves them held (a later end tries again) until the takeover
+    /// window lets the next edit have them.
+    fn end_locks(mut self) -> Outcome {
+        let Some(facts) = &self.facts.locks else {
+            return self.ok();
+        };
+        let read = match &facts.read {
+            Ok(read) => read,
+            Err(why) => return self.unreachable(why, false),
+        };
+        for (path, read) in read {
+            self.locks
+                .extend(lock::end(path, read, &self.session.session));
+            self.session.locks.remove(path);
+        }
+        self.ok()
+    }
+
+    fn in_tree(&self, paths: &[String], cwd: Option<&str>) -> Vec<String> {
+        in_tree(&self.facts.tree, paths, cwd)
     }
 
     fn session_start(mut self, adapter: &Adapter) -> Outcome {
@@ -372,13 +462,14 @@ impl<'f> Event<'f> {
     }
 
     /// Asks once to save a view with unsaved edits: never when a stop hook already held this
-    /// stop (`stop_hook_active`), or the session would never end.
+    /// stop (`stop_hook_active`), or the session would never end. A stop not held ends the
+    /// session's locks; one held to ask keeps them for the save.
     fn turn_end(mut self, payload: &Payload) -> Outcome {
         let Some(change) = &self.facts.view else {
-            return self.ok();
+            return self.end_locks();
         };
         if payload.stop_hook_active || self.facts.unsaved.is_empty() {
-            return self.ok();
+            return self.end_locks();
         }
         let reason = format!(
             "bay: the view of change {change} has unsaved edits ({}). Run `bay merge` to save and submit them before you stop, or say why they should stay unsaved.",
@@ -391,8 +482,28 @@ impl<'f> Event<'f> {
 
     fn session_end(mut self) -> Outcome {
         self.session.ended = true;
-        self.ok()
+        self.end_locks()
     }
+}
+
+/// `paths` as the tree names them: an absolute path under the tree loses the tree's prefix, a
+/// relative one is taken from `cwd` when that is in the tree; a path outside the tree stays as
+/// given (no session of this tree can hold it, and no lock names it).
+fn in_tree(tree: &str, paths: &[String], cwd: Option<&str>) -> Vec<String> {
+    let under = |path: &str| -> Option<String> {
+        path.strip_prefix(tree)?
+            .strip_prefix('/')
+            .map(|rest| rest.to_owned())
+    };
+    let base = cwd.and_then(under).filter(|b| !b.is_empty());
+    paths
+        .iter()
+        .map(|path| match (path.starts_with('/'), &base) {
+            (true, _) => under(path).unwrap_or_else(|| path.clone()),
+            (false, Some(base)) => format!("{base}/{path}"),
+            (false, None) => path.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

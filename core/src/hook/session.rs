@@ -28,6 +28,9 @@ pub struct Session {
     pub ended: bool,
     /// Paths the session wrote, relative to its tree: the paths it holds while live.
     pub written: BTreeSet<String>,
+    /// The `[locks]` paths whose locks it took, for `turn.end` and `session.end` to end.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub locks: BTreeSet<String>,
     /// The last draft checkpoint, or the session's first event before any.
     pub checkpoint_at: Timestamp,
     /// The notices already said, each by its key, so each comes once.

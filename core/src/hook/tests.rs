@@ -62,6 +62,7 @@ fn facts(product: Product) -> Facts {
         hooks: HookSettings::default(),
         unsaved: Vec::new(),
         start: None,
+        locks: None,
     }
 }
 
@@ -295,4 +296,94 @@ fn session_start_names_the_change_its_overlaps_and_changed_instructions_once() {
         !second.answer.stdout.contains("AGENTS.md"),
         "once per main commit"
     );
+}
+
+/// Facts with `src/a.txt` lockable, its lock read as `read`.
+fn locked(read: Result<Vec<(String, lock::Read)>, String>) -> Facts {
+    Facts {
+        locks: Some(LockFacts {
+            machine: "box".into(),
+            takeover_ms: 120_000,
+            read,
+        }),
+        ..facts(Product::Claude)
+    }
+}
+
+fn lock_of(session: &str) -> lock::Read {
+    lock::Read::Present {
+        oid: crate::git::Oid::parse(&"b".repeat(40)).expect("an id"),
+        lock: Ok(lock::Lock {
+            schema: lock::LOCK_SCHEMA.into(),
+            path: "src/a.txt".into(),
+            session: session.into(),
+            actor: "grace".into(),
+            machine: "other".into(),
+            taken_at: Timestamp::from_secs(9_900),
+            renewed_at: Timestamp::from_secs(9_990),
+        }),
+    }
+}
+
+#[test]
+fn only_an_edit_of_a_path_the_policy_names_is_lockable() {
+    let globs = vec!["src/*.txt".to_owned()];
+    let edit = Payload::parse(&fixture("claude/PreToolUse-Edit")).expect("a payload");
+    assert_eq!(lockable(&edit, TREE, &globs), ["src/a.txt"]);
+    assert!(lockable(&edit, TREE, &["art/".to_owned()]).is_empty());
+    let bash = Payload::parse(&fixture("claude/PreToolUse-Bash")).expect("a payload");
+    assert!(lockable(&bash, TREE, &globs).is_empty());
+}
+
+#[test]
+fn an_edit_takes_a_free_lock_and_the_session_keeps_it() {
+    let free = vec![("src/a.txt".to_owned(), lock::Read::Absent)];
+    let outcome = run("tool.before", "claude/PreToolUse-Edit", &locked(Ok(free)));
+    assert_eq!(outcome.answer, Answer::quiet());
+    assert_eq!(outcome.locks.len(), 1);
+    assert_eq!(outcome.locks[0].expect, crate::machine::Expect::Absent);
+    assert!(outcome.session.locks.contains("src/a.txt"));
+}
+
+#[test]
+fn an_edit_of_another_session_s_lock_is_held_and_writes_nothing() {
+    let read = vec![("src/a.txt".to_owned(), lock_of("other"))];
+    let outcome = run("tool.before", "claude/PreToolUse-Edit", &locked(Ok(read)));
+    assert_eq!(outcome.row.verdict, "blocked(PATH_HELD)");
+    assert!(outcome.locks.is_empty());
+    let detail = detail(&outcome.answer);
+    assert_eq!(detail["holder"]["session"], "other");
+    assert_eq!(detail["holder"]["actor"], "grace");
+    assert_eq!(detail["age_s"], 100);
+}
+
+#[test]
+fn a_lockable_edit_without_an_answer_from_the_remote_is_refused() {
+    let outcome = run(
+        "tool.before",
+        "claude/PreToolUse-Edit",
+        &locked(Err("cannot connect".into())),
+    );
+    assert_eq!(outcome.row.verdict, "blocked(REMOTE_UNREACHABLE)");
+    assert!(outcome.locks.is_empty());
+}
+
+#[test]
+fn a_stop_ends_the_session_s_locks_unless_it_is_held_to_ask_for_a_save() {
+    let session_id = "3f1c2a9e-0d4b-4c52-9a7e-1b2c3d4e5f60";
+    let mut held = locked(Ok(vec![("src/a.txt".to_owned(), lock_of(session_id))]));
+    let mut session = Session::begin(session_id, TREE, "ada", Timestamp::from_secs(9_000));
+    session.locks.insert("src/a.txt".into());
+    held.session = Some(session);
+    let ended = run("turn.end", "claude/Stop", &held);
+    assert_eq!(ended.locks.len(), 1);
+    assert_eq!(ended.locks[0].lock, None, "a delete");
+    assert!(ended.session.locks.is_empty());
+    held.unsaved = vec!["src/a.txt".into()];
+    let asked = run("turn.end", "claude/Stop", &held);
+    assert_eq!(asked.row.verdict, "asked");
+    assert!(asked.locks.is_empty(), "a stop held to ask keeps its locks");
+    assert!(asked.session.locks.contains("src/a.txt"));
+    let gone = run("session.end", "claude/SessionEnd", &held);
+    assert_eq!(gone.locks.len(), 1);
 }
