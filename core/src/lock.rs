@@ -161,10 +161,9 @@ pub fn take(path: &str, read: &Read, editor: &Editor, now: Timestamp, takeover_m
     };
     let idle_ms = now.millis_since(lock.renewed_at);
     if lock.session == editor.session {
-        return if idle_ms >= takeover_ms / 2 {
-            replace(lock.taken_at)
-        } else {
-            Take::Kept
+        return match renew(path, read, editor, now) {
+            Some(write) if idle_ms >= takeover_ms / 2 => Take::Write(write),
+            _ => Take::Kept,
         };
     }
     if idle_ms >= takeover_ms {
@@ -175,6 +174,27 @@ pub fn take(path: &str, read: &Read, editor: &Editor, now: Timestamp, takeover_m
         age_ms: now.millis_since(lock.taken_at),
         idle_ms,
     })
+}
+
+/// Renews `editor`'s own lock of `path` as read, now: a replace leased on the value read
+/// that keeps `taken_at`. `None` when the lock is gone or another session's (taken over).
+pub fn renew(path: &str, read: &Read, editor: &Editor, now: Timestamp) -> Option<Write> {
+    match read {
+        Read::Present {
+            oid,
+            lock: Ok(lock),
+        } if lock.session == editor.session => Some(Write {
+            path: path.to_owned(),
+            expect: Expect::Is(oid.clone()),
+            lock: Some(Lock {
+                actor: editor.actor.clone(),
+                machine: editor.machine.clone(),
+                renewed_at: now,
+                ..lock.clone()
+            }),
+        }),
+        _ => None,
+    }
 }
 
 /// Ends `session`'s lock of `path` as read: a delete leased on the value read, or nothing
@@ -306,6 +326,32 @@ mod tests {
             let write = written(decide(&read, "s1", 1_000));
             assert_eq!(write.expect, Expect::Is(oid()));
         }
+    }
+
+    #[test]
+    fn a_step_renews_only_its_own_lock_whatever_its_age() {
+        let write = renew(
+            "art/logo.png",
+            &held_by("s1", 900, 999),
+            &editor("s1"),
+            Timestamp::from_secs(1_000),
+        )
+        .expect("its own lock");
+        assert_eq!(write.expect, Expect::Is(oid()));
+        let lock = write.lock.expect("a lock");
+        assert_eq!(
+            (lock.taken_at, lock.renewed_at),
+            (Timestamp::from_secs(900), Timestamp::from_secs(1_000))
+        );
+        let now = Timestamp::from_secs(1_000);
+        assert_eq!(
+            renew("art/logo.png", &held_by("s2", 900, 999), &editor("s1"), now),
+            None
+        );
+        assert_eq!(
+            renew("art/logo.png", &Read::Absent, &editor("s1"), now),
+            None
+        );
     }
 
     #[test]

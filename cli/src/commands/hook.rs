@@ -270,25 +270,35 @@ impl Here {
         facts
     }
 
-    /// The locks this event judges or ends, read into `facts`: an edit's paths that `[locks]
-    /// paths` names at `tool.before`, and the session's locks at `turn.end` and `session.end`.
-    /// `None`, with no network, for every other event.
+    /// The locks this event judges, renews or ends, read into `facts`: an edit's paths that
+    /// `[locks] paths` names at `tool.before`, the session's locks at a `step.end` due to
+    /// renew them, and at `turn.end` and `session.end`. `None`, with no network, otherwise.
     fn locks(&self, moment: &str, payload: Option<&Payload>, facts: &mut Facts) -> Option<Locks> {
         let context = self.context.as_ref()?;
-        let paths = match moment.parse::<Moment>().ok()? {
+        let moment = moment.parse::<Moment>().ok()?;
+        let held = || -> Vec<String> {
+            let session = facts.session.as_ref();
+            session
+                .map(|s| s.locks.iter().cloned().collect())
+                .unwrap_or_default()
+        };
+        let paths = match moment {
             Moment::ToolBefore => {
                 let globs = main_policy(context)?.locks;
                 hook::lockable(payload?, &self.tree, &globs)
             }
-            Moment::TurnEnd | Moment::SessionEnd => {
-                facts.session.as_ref()?.locks.iter().cloned().collect()
-            }
+            Moment::StepEnd | Moment::TurnEnd | Moment::SessionEnd => held(),
             _ => return None,
         };
         if paths.is_empty() {
             return None;
         }
         let takeover_s = main_config(context).unwrap_or_default().runner.takeover_s;
+        let takeover_ms = takeover_s.saturating_mul(1000);
+        let due = |s: &Session| s.renewal_due(facts.now, takeover_ms);
+        if moment == Moment::StepEnd && !facts.session.as_ref().is_some_and(due) {
+            return None;
+        }
         let machine = context
             .setting_values("bay.machine")
             .pop()
@@ -306,7 +316,7 @@ impl Here {
         };
         facts.locks = Some(LockFacts {
             machine,
-            takeover_ms: takeover_s.saturating_mul(1000),
+            takeover_ms,
             read,
         });
         locks

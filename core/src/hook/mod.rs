@@ -10,8 +10,8 @@
 //! the other sessions in this clone for [`ReasonCode::PathHeld`]. Only an edit of a path
 //! `[locks] paths` names ([`lockable`]) costs more: the CLI fetches that path's lock and
 //! hands it over as [`LockFacts`], and [`crate::lock`] decides; the lock writes to push come
-//! back in [`Outcome::locks`]. `turn.end` and `session.end` end the session's locks the same
-//! way.
+//! back in [`Outcome::locks`]. `step.end` renews the session's locks once half the takeover
+//! window passed ([`Session::renewal_due`]); `turn.end` and `session.end` end them.
 //!
 //! A hook that cannot judge never lets a write through: a payload bay cannot read, an
 //! unknown moment, or a `tool.before` payload under another moment's name is denied
@@ -28,7 +28,7 @@ use crate::actor::ActorSource;
 use crate::adapter::{Adapter, Moment, Product};
 use crate::config::HookSettings;
 use crate::id::ChangeId;
-use crate::lock::{self, Editor, Take};
+use crate::lock::{self, Editor, Take, Write};
 use crate::reason::ReasonCode;
 use crate::shell::{self, DenyRules, Verdict};
 use crate::time::Timestamp;
@@ -351,11 +351,10 @@ impl<'f> Event<'f> {
             Ok(read) => read,
             Err(why) => return self.unreachable(why, true),
         };
-        let editor = Editor {
-            session: self.session.session.clone(),
-            actor: self.facts.actor.clone(),
-            machine: facts.machine.clone(),
-        };
+        let editor = self.editor(facts);
+        if self.session.locks.is_empty() {
+            self.session.locks_at = self.facts.now;
+        }
         for (path, read) in read {
             match lock::take(path, read, &editor, self.facts.now, facts.takeover_ms) {
                 Take::Write(write) => self.locks.push(write),
@@ -378,6 +377,38 @@ impl<'f> Event<'f> {
             }
             self.session.locks.insert(path.clone());
         }
+        self.ok()
+    }
+
+    fn editor(&self, facts: &LockFacts) -> Editor {
+        Editor {
+            session: self.session.session.clone(),
+            actor: self.facts.actor.clone(),
+            machine: facts.machine.clone(),
+        }
+    }
+
+    /// Renews every lock the session holds, as read; a lock another session took over
+    /// meanwhile is no longer the session's, and an edit of its path meets it. A remote that
+    /// does not answer is noted, and the next step tries again.
+    fn renew_locks(mut self) -> Outcome {
+        let Some(facts) = &self.facts.locks else {
+            return self.ok();
+        };
+        let read = match &facts.read {
+            Ok(read) => read,
+            Err(why) => return self.unreachable(why, false),
+        };
+        let editor = self.editor(facts);
+        let renewed: Vec<Write> = read
+            .iter()
+            .filter_map(|(path, read)| lock::renew(path, read, &editor, self.facts.now))
+            .collect();
+        self.session
+            .locks
+            .retain(|path| renewed.iter().any(|write| write.path == *path));
+        self.session.locks_at = self.facts.now;
+        self.locks = renewed;
         self.ok()
     }
 
@@ -458,7 +489,7 @@ impl<'f> Event<'f> {
         let written = self.in_tree(&payload.written, payload.cwd.as_deref());
         self.session.written.extend(written.iter().cloned());
         self.row.written = written;
-        self.ok()
+        self.renew_locks()
     }
 
     /// Asks once to save a view with unsaved edits: never when a stop hook already held this

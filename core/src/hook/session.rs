@@ -31,6 +31,11 @@ pub struct Session {
     /// The `[locks]` paths whose locks it took, for `turn.end` and `session.end` to end.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub locks: BTreeSet<String>,
+    /// When a step last renewed them all (or the first was taken), on this machine's clock:
+    /// a step fetches them only once half the takeover window passed since
+    /// ([`Session::renewal_due`]), so steps stay off the network otherwise.
+    #[serde(default)]
+    pub locks_at: Timestamp,
     /// The last draft checkpoint, or the session's first event before any.
     pub checkpoint_at: Timestamp,
     /// The notices already said, each by its key, so each comes once.
@@ -59,6 +64,12 @@ impl Session {
     /// within [`HOLD_WINDOW_MS`].
     pub fn live(&self, now: Timestamp) -> bool {
         !self.ended && now.millis_since(self.last_at) < HOLD_WINDOW_MS
+    }
+
+    /// Whether a step should renew this session's locks at `now`: it holds some, and half
+    /// of `takeover_ms` passed since they were last all renewed.
+    pub fn renewal_due(&self, now: Timestamp, takeover_ms: u64) -> bool {
+        !self.locks.is_empty() && now.millis_since(self.locks_at) >= takeover_ms / 2
     }
 
     /// Takes `notice` if it was never said and fits this hour's `budget` of bytes: then it

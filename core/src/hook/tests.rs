@@ -387,3 +387,29 @@ fn a_stop_ends_the_session_s_locks_unless_it_is_held_to_ask_for_a_save() {
     let gone = run("session.end", "claude/SessionEnd", &held);
     assert_eq!(gone.locks.len(), 1);
 }
+
+#[test]
+fn a_step_due_renews_the_session_s_own_locks_and_lets_go_of_one_taken_over() {
+    let session_id = "3f1c2a9e-0d4b-4c52-9a7e-1b2c3d4e5f60";
+    let mut session = Session::begin(session_id, TREE, "ada", Timestamp::from_secs(9_000));
+    session.locks.insert("src/a.txt".into());
+    session.locks_at = Timestamp::from_secs(9_000);
+    assert!(session.renewal_due(Timestamp::from_secs(9_060), 120_000));
+    assert!(!session.renewal_due(Timestamp::from_secs(9_059), 120_000));
+    let mut own = locked(Ok(vec![("src/a.txt".to_owned(), lock_of(session_id))]));
+    own.session = Some(session.clone());
+    let renewed = run("step.end", "claude/PostToolBatch", &own);
+    assert_eq!(renewed.locks.len(), 1);
+    let lock = renewed.locks[0].lock.clone().expect("a renewal");
+    assert_eq!(lock.renewed_at, own.now);
+    assert_eq!(renewed.session.locks_at, own.now);
+    assert!(!renewed.session.renewal_due(own.now, 120_000));
+    let mut lost = locked(Ok(vec![("src/a.txt".to_owned(), lock_of("other"))]));
+    lost.session = Some(session);
+    let gone = run("step.end", "claude/PostToolBatch", &lost);
+    assert!(gone.locks.is_empty());
+    assert!(
+        gone.session.locks.is_empty(),
+        "a lock taken over is no longer held"
+    );
+}
