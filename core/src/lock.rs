@@ -213,6 +213,31 @@ pub fn end(path: &str, read: &Read, session: &str) -> Option<Write> {
     }
 }
 
+/// Broken variants of [`take`], compiled only for the simulator's tests, to prove that its
+/// lock invariant (S17) can fail.
+#[cfg(feature = "mutants")]
+pub mod mutant {
+    use super::*;
+
+    /// Takes or takes over a lock with no lease at all: of two machines that race, both pushes
+    /// land, and both edit.
+    pub fn take_without_lease(
+        path: &str,
+        read: &Read,
+        editor: &Editor,
+        now: Timestamp,
+        takeover_ms: u64,
+    ) -> Take {
+        match take(path, read, editor, now, takeover_ms) {
+            Take::Write(write) => Take::Write(Write {
+                expect: Expect::Any,
+                ..write
+            }),
+            other => other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

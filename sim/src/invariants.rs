@@ -84,6 +84,10 @@ pub enum Invariant {
     /// S16: a chain leaves the refs only into the index, verbatim; the index keeps every
     /// compacted change and each ended operation's outcome; no intent generation opens twice.
     CompactionKeeps,
+    /// S17: at most one live holder of a lock at any time, across machines
+    /// (`crate::locks`): no edit of a locked path is let through while another session
+    /// holds its lock.
+    OneLockHolder,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -107,6 +111,7 @@ impl Invariant {
             Invariant::PresencePerHeartbeat => "S14",
             Invariant::NoConflictMarkers => "S15",
             Invariant::CompactionKeeps => "S16",
+            Invariant::OneLockHolder => "S17",
             Invariant::Liveness => "L",
         }
     }
