@@ -284,8 +284,10 @@ impl Here {
         };
         let paths = match moment {
             Moment::ToolBefore => {
+                // Only an edit can take a lock: any other tool reads no policy.
+                let edit = payload.filter(|p| p.tool == Some(Tool::Edit))?;
                 let globs = main_policy(context)?.locks;
-                hook::lockable(payload?, &self.tree, &globs)
+                hook::lockable(edit, &self.tree, &globs)
             }
             Moment::StepEnd | Moment::TurnEnd | Moment::SessionEnd => held(),
             _ => return None,
