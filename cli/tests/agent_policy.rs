@@ -71,6 +71,18 @@ fn the_live_changes_limit_refuses_a_new_change_but_never_a_pick_up() {
     // Another actor has limits of its own.
     let bob = bay(&ann, "bob", &["start", "the tests", "--paths", "tests/"]);
     assert_eq!(bob.code, 0, "{}", bob.doc);
+    // Status names each actor's live changes against the limit.
+    let status = bay(&ann, "ann", &["status"]);
+    let rows = status.doc["detail"]["flow"]["by_actor"].clone();
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            {"actor": "ann", "live": 2, "limit": 2},
+            {"actor": "bob", "live": 1, "limit": 2},
+        ]),
+        "{}",
+        status.doc
+    );
     // An abandoned change no longer counts.
     let view = first.doc["detail"]["view"]
         .as_str()

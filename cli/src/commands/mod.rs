@@ -21,6 +21,7 @@ use bay_core::flow::{self, FLOW_CHAINS};
 use bay_core::git::refs;
 use bay_core::id::ChangeId;
 use bay_core::machine::start::Start;
+use bay_core::machine::status::Status;
 use bay_core::machine::{
     Action, ActionId, ChainQuery, Completion, Event, FetchSpec, Machine, Refs,
 };
@@ -225,6 +226,21 @@ pub fn run_start(
     }
     answer_first(start, first)?;
     Ok((drive(driver, start, fetched_at), config))
+}
+
+/// Runs `bay status`'s machine to its outcome, as [`run_agent`] does, with the live changes
+/// limit of main's policy handed to it for `detail.flow`.
+pub fn run_status(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    status: &mut Status,
+) -> Result<BayResult, BayResult> {
+    let first = fetch_first(context, driver, status)?;
+    let fetched_at = first.fetched_at;
+    let rules = context.agent_rules(&first.remote, driver.executor())?;
+    status.limited(rules.max_live_changes);
+    answer_first(status, first)?;
+    Ok(drive(driver, status, fetched_at))
 }
 
 /// The live changes `actor` holds among the change records this clone holds from its earlier

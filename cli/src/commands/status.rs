@@ -7,7 +7,7 @@ use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::BayResult;
 use bay_drivers::clock;
 
-use super::{drive, prepare, run_agent};
+use super::{drive, prepare, run_agent, run_status};
 use crate::Cli;
 
 #[derive(clap::Args, Debug)]
@@ -87,8 +87,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         flow: true,
     };
     let mut machine = Status::new(input, clock::now());
-    match run_agent(&context, &mut driver, &mut machine) {
-        Ok((result, _)) => result,
-        Err(result) => result,
+    match run_status(&context, &mut driver, &mut machine) {
+        Ok(result) | Err(result) => result,
     }
 }

@@ -123,10 +123,18 @@ pub struct Status {
     compacted_after: Vec<ChainRead>,
     /// The latest undo of the change compacted into the index, once read.
     compacted_undo: Option<Option<ChangeId>>,
+    /// `[agent] max_live_changes` in main's policy: each actor's limit in `detail.flow`.
+    limit: Option<u64>,
     outcome: Option<BayResult>,
 }
 
 impl Status {
+    /// The live changes one actor may hold, as main's policy says (`[agent]
+    /// max_live_changes`), for each actor's row of `detail.flow`.
+    pub fn limited(&mut self, max_live_changes: Option<u64>) {
+        self.limit = max_live_changes;
+    }
+
     pub fn new(input: StatusInput, now: Timestamp) -> Status {
         let mut status = Status {
             input,
@@ -142,6 +150,7 @@ impl Status {
             unreadable: Vec::new(),
             compacted_after: Vec::new(),
             compacted_undo: None,
+            limit: None,
             outcome: None,
         };
         // A change's live operation is judged with its queue place, so both read the queue.
@@ -339,9 +348,7 @@ impl Status {
                     .window
                     .as_ref()
                     .map(|window| crate::flow::flakes(&records, window));
-                // bay does not act on `[agent] max_live_changes` yet (the policy refuses it by
-                // name), so no actor has a limit.
-                crate::flow::flow(&records, &flow.ends, self.now, None)
+                crate::flow::flow(&records, &flow.ends, self.now, self.limit)
             }
             Err(fault) => crate::flow::unread(&fault.0),
         };
