@@ -4,9 +4,8 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 use support::home::*;
@@ -67,26 +66,7 @@ impl Setup {
         let payload = std::fs::read_to_string(&path)
             .expect("a fixture")
             .replace("$TREE", &self.view.display().to_string());
-        let mut child = Command::new("sh")
-            .args(["-c", command])
-            .current_dir(&self.view)
-            .env_clear()
-            .env("PATH", self.home.on_path())
-            .env("HOME", self.home.path())
-            .env("CLAUDE_PROJECT_DIR", &self.view)
-            .env("BAY_ACTOR", "ann")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sh runs");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(payload.as_bytes())
-            .expect("the payload is written");
-        child.wait_with_output().expect("sh ends")
+        self.home.run_entry(command, &self.view, "ann", &payload)
     }
 
     fn record(&self, session: &str) -> Vec<Value> {

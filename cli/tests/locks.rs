@@ -3,9 +3,8 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use support::home::*;
@@ -44,26 +43,7 @@ impl Agent {
         payload["session_id"] = json!(self.session);
         payload["cwd"] = json!(self.clone.display().to_string());
         payload["hook_event_name"] = json!(event);
-        let mut child = Command::new("sh")
-            .args(["-c", &command])
-            .current_dir(&self.clone)
-            .env_clear()
-            .env("PATH", home.on_path())
-            .env("HOME", home.path())
-            .env("CLAUDE_PROJECT_DIR", &self.clone)
-            .env("BAY_ACTOR", self.actor)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sh runs");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(payload.to_string().as_bytes())
-            .expect("the payload is written");
-        child.wait_with_output().expect("sh ends")
+        home.run_entry(&command, &self.clone, self.actor, &payload.to_string())
     }
 
     fn edit(&self, home: &Home, path: &str) -> Output {
@@ -83,6 +63,20 @@ impl Agent {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A world whose agents use Claude Code and whose policy locks `art/`, holding `files` too.
+fn world(files: &[(&str, &str, bool)]) -> World {
+    let config = format!("{CONFIG}\n[agent]\nproduct = \"claude\"\n");
+    let policy = policy("\n[locks]\npaths = [\"art/\"]\n");
+    let mut all = vec![
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", config.as_str(), false),
+        (".bay/policy.toml", policy.as_str(), false),
+        (".bay/check", CHECK, true),
+    ];
+    all.extend_from_slice(files);
+    World::new(&all)
 }
 
 /// The remote's lock refs, by name, with the session each names.
@@ -133,21 +127,7 @@ fn code(out: &Output) -> Option<i32> {
 
 #[test]
 fn of_two_clones_exactly_one_edits_a_locked_file_until_its_turn_ends() {
-    let world = World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (LOGO, "png\n", false),
-        (
-            ".bay/config.toml",
-            &format!("{CONFIG}\n[agent]\nproduct = \"claude\"\n"),
-            false,
-        ),
-        (
-            ".bay/policy.toml",
-            &policy("\n[locks]\npaths = [\"art/\"]\n"),
-            false,
-        ),
-        (".bay/check", CHECK, true),
-    ]);
+    let world = world(&[(LOGO, "png\n", false)]);
     let home = Home::new();
     let ann = Agent::new(&world, &home, "ann", "ann-session-1");
     let bob = Agent::new(&world, &home, "bob", "bob-session-1");
@@ -211,20 +191,7 @@ fn of_two_clones_exactly_one_edits_a_locked_file_until_its_turn_ends() {
 
 #[test]
 fn without_an_answer_from_the_remote_only_a_lockable_edit_is_refused() {
-    let world = World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (
-            ".bay/config.toml",
-            &format!("{CONFIG}\n[agent]\nproduct = \"claude\"\n"),
-            false,
-        ),
-        (
-            ".bay/policy.toml",
-            &policy("\n[locks]\npaths = [\"art/\"]\n"),
-            false,
-        ),
-        (".bay/check", CHECK, true),
-    ]);
+    let world = world(&[]);
     let home = Home::new();
     let ann = Agent::new(&world, &home, "ann", "ann-session-1");
     let gone = world.root.path().join("gone.git");

@@ -1,8 +1,9 @@
 //! A home folder of a test's own for `bay install` and the hook entries it writes: HOME, the
 //! XDG folders and PATH all point into the test's temporary folder.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -58,6 +59,31 @@ impl Home {
             command.env(name, value);
         }
         held(&mut command, args)
+    }
+
+    /// Runs a hook entry's `command` as the agent product does, `sh -c` in `dir` with this home
+    /// and PATH, as `actor` (`BAY_ACTOR`) in a Claude project at `dir`, `payload` on stdin.
+    pub fn run_entry(&self, command: &str, dir: &Path, actor: &str, payload: &str) -> Output {
+        let mut child = Command::new("sh")
+            .args(["-c", command])
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", self.on_path())
+            .env("HOME", self.path())
+            .env("CLAUDE_PROJECT_DIR", dir)
+            .env("BAY_ACTOR", actor)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(payload.as_bytes())
+            .expect("the payload is written");
+        child.wait_with_output().expect("sh ends")
     }
 
     pub fn skill_at(&self, dir: &str) -> Option<String> {
