@@ -36,11 +36,9 @@ fn a_required_name_must_come_from_bay_actor() {
     assert_eq!(unnamed.code, 10, "{}", unnamed.doc);
     assert_eq!(unnamed.doc["reason"], "ACTOR_UNNAMED");
     assert_eq!(unnamed.doc["detail"]["actor_source"], "user-default");
-    assert!(
-        world
-            .refs_at("")
-            .iter()
-            .all(|name| !name.starts_with("refs/bay/changes/")),
+    assert_eq!(
+        git_dir(&world.remote, &["for-each-ref", "refs/bay/changes/"]),
+        "",
         "nothing was started"
     );
     let named = bay(&ann, "ann", &["start", "the docs", "--paths", "docs/"]);

@@ -394,7 +394,14 @@ mod tests {
         };
         let message = lock.to_message();
         assert!(message.starts_with("bay: lock art/logo.png\n\n"));
-        assert_eq!(Lock::from_message(&message), Ok(lock));
+        assert_eq!(Lock::from_message(&message), Ok(lock.clone()));
         assert!(Lock::from_message("bay: lock x\n\n{}").is_err());
+        // Another schema's record is no lock, whatever else it holds.
+        let other = Lock {
+            schema: "bay.lock/2".into(),
+            ..lock
+        };
+        let refused = Lock::from_message(&other.to_message());
+        assert!(refused.is_err_and(|why| why.contains("bay.lock/2")));
     }
 }

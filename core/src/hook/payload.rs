@@ -61,8 +61,8 @@ impl Payload {
             return Err("the payload is not a JSON object".into());
         };
         let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
-        let tool = object.get("tool_name").map(|name| {
-            let name = name.as_str().unwrap_or_default();
+        // A tool_name that is no text names no tool: tool.before then cannot judge, and denies.
+        let tool = object.get("tool_name").and_then(Value::as_str).map(|name| {
             let input = object.get("tool_input");
             if SHELL_TOOLS.contains(&name) {
                 Tool::Shell(input.and_then(shell_command))

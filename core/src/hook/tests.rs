@@ -175,6 +175,16 @@ fn what_cannot_be_judged_is_denied_when_it_may_be_a_tool_call() {
         &claude,
     );
     assert_eq!(no_tool.answer.exit, 2);
+    let odd_tool = decide(
+        "tool.before",
+        Payload::parse(br#"{"hook_event_name":"PreToolUse","tool_name":5}"#),
+        &claude,
+    );
+    assert_eq!(
+        odd_tool.answer.exit, 2,
+        "a tool_name that is no text is no tool"
+    );
+    assert_eq!(odd_tool.row.verdict, "blocked(HOOK_INPUT_INVALID)");
     let no_command = decide(
         "tool.before",
         Payload::parse(br#"{"tool_name":"Bash","tool_input":{"cmd":"ls"}}"#),
