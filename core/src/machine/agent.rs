@@ -65,16 +65,30 @@ pub fn unreadable_chain(change: &ChangeId, why: &str) -> String {
 /// chain's pattern, so that both come from one moment of the remote), its compacted chain
 /// there; the failure to say when the remote has neither.
 pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
-    match (ChainQuery::whole(remote, change), remote.get(refs::INDEX)) {
-        (Some(chain), _) => Ok(Action::ReadChains {
+    match ChainQuery::whole(remote, change) {
+        Some(chain) => Ok(Action::ReadChains {
             chains: vec![chain],
         }),
-        (None, Some(index)) => Ok(Action::ReadCompacted {
-            index: index.clone(),
-            changes: vec![change.clone()],
-        }),
-        (None, None) => Err(format!("no change {change} on the remote")),
+        None => read_compacted(remote, vec![change.clone()])
+            .ok_or_else(|| format!("no change {change} on the remote")),
     }
+}
+
+/// The merge commit of the one change `reads` holds, when it reads and merged.
+pub fn merge_of(reads: &[ChainRead]) -> Option<Oid> {
+    fold_one(reads)
+        .ok()
+        .and_then(|(record, _, _)| record.merge_commit().cloned())
+}
+
+/// The action that reads `changes` from the index `remote` names; none when there is no
+/// index, or nothing to read.
+pub fn read_compacted(remote: &Refs, changes: Vec<ChangeId>) -> Option<Action> {
+    let index = remote.get(refs::INDEX)?;
+    (!changes.is_empty()).then(|| Action::ReadCompacted {
+        index: index.clone(),
+        changes,
+    })
 }
 
 /// The one chain a command asked for, folded, with its tip and its steps (oldest first, each

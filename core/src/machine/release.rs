@@ -8,7 +8,6 @@
 //! that a start costs the same however many views this machine holds, and every view is looked
 //! at over the starts that follow. A change compacted into the index is read there.
 
-use super::agent::fold_chain;
 use super::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, Refs, ViewFacts};
 use crate::git::refs;
 use crate::id::ChangeId;
@@ -124,12 +123,8 @@ impl Release {
             self.reading += 1;
             self.out.send(Action::ReadChains { chains }, Purpose::Read);
         }
-        if let (Some(index), false) = (remote.get(refs::INDEX), compacted.is_empty()) {
+        if let Some(read) = super::agent::read_compacted(&remote, compacted) {
             self.reading += 1;
-            let read = Action::ReadCompacted {
-                index: index.clone(),
-                changes: compacted,
-            };
             self.out.send(read, Purpose::Read);
         }
         if self.reading == 0 {
@@ -148,7 +143,7 @@ impl Release {
         self.ended = self
             .reads
             .iter()
-            .filter_map(|read| fold_chain(read).ok().map(|(record, _)| record))
+            .filter_map(|read| crate::compact::fold(read).ok())
             .filter(|record| {
                 record
                     .ended_at()

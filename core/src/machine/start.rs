@@ -170,10 +170,9 @@ pub struct Start {
     reserved: Option<ChangeId>,
     /// The main commit found to hold the merge of the change a fix names.
     fix_on: Option<Oid>,
-    /// The merge of the change a fix names, from its marker or its compacted record, and
-    /// whether that record was read.
-    fix_merge: Option<Oid>,
-    fix_read: bool,
+    /// The merge of the change a fix names, from its marker or its compacted record, once
+    /// known: `Some(None)` when the index holds no merge of it.
+    fix_merge: Option<Option<Oid>>,
     /// Every change `--after` names that has no chain ref was found merged in the index.
     after_compacted: bool,
     /// What the result will say, filled as the work goes.
@@ -218,7 +217,6 @@ impl Start {
             reserved: None,
             fix_on: None,
             fix_merge: None,
-            fix_read: false,
             after_compacted: false,
             detail: serde_json::Map::new(),
             change: None,
@@ -362,11 +360,7 @@ impl Start {
         if let Some(change) = self.named_change() {
             if self.remote.contains_key(&refs::change(&change)) {
                 self.input.target = StartTarget::Change(change);
-            } else if let Some(index) = self.remote.get(refs::INDEX) {
-                let read = Action::ReadCompacted {
-                    index: index.clone(),
-                    changes: vec![change],
-                };
+            } else if let Some(read) = agent::read_compacted(&self.remote, vec![change]) {
                 self.out.send(read, Purpose::CompactedNamed);
                 return;
             }
@@ -397,26 +391,24 @@ impl Start {
                 .remote
                 .get(&refs::landed(&fixes))
                 .cloned()
-                .or_else(|| self.fix_merge.clone());
-            let compacted = !self.remote.contains_key(&refs::change(&fixes));
-            let merge = match (merge, self.remote.get(refs::INDEX)) {
-                (Some(merge), _) => merge,
-                (None, Some(index)) if compacted && !self.fix_read => {
-                    let read = Action::ReadCompacted {
-                        index: index.clone(),
-                        changes: vec![fixes],
-                    };
+                .or_else(|| self.fix_merge.clone().flatten());
+            let Some(merge) = merge else {
+                // No marker: once compacted, its record in the index names its merge.
+                let unread =
+                    self.fix_merge.is_none() && !self.remote.contains_key(&refs::change(&fixes));
+                if let Some(read) = unread
+                    .then(|| agent::read_compacted(&self.remote, vec![fixes.clone()]))
+                    .flatten()
+                {
                     self.out.send(read, Purpose::CompactedFix);
                     return;
                 }
-                (None, _) => {
-                    return self.refuse(
-                        ReasonCode::ChangeNotMerged,
-                        serde_json::json!({ "target": fixes, "main": main }),
-                    );
-                }
+                return self.refuse(
+                    ReasonCode::ChangeNotMerged,
+                    serde_json::json!({ "target": fixes, "main": main }),
+                );
             };
-            self.fix_merge = Some(merge.clone());
+            self.fix_merge = Some(Some(merge.clone()));
             if self.fix_on.as_ref() != Some(&main) {
                 self.out
                     .send(agent::on_main(&merge, &main), Purpose::FixOnMain);
@@ -428,10 +420,7 @@ impl Start {
 
     /// The record of the change a fix names, from the index: merged, or no change at all.
     fn on_compacted_fix(&mut self, reads: Vec<super::ChainRead>) {
-        self.fix_read = true;
-        self.fix_merge = agent::fold_one(&reads)
-            .ok()
-            .and_then(|(record, _, _)| record.merge_commit().cloned());
+        self.fix_merge = Some(agent::merge_of(&reads));
         self.after_fetch();
     }
 
@@ -439,7 +428,11 @@ impl Start {
     fn on_fix_base(&mut self, base: Option<Oid>) {
         let fixes = self.input.fixes.clone().expect("asked only for a fix");
         let main = self.main().expect("main was checked after the fetch");
-        let merge = self.fix_merge.clone().expect("asked of a merge found");
+        let merge = self
+            .fix_merge
+            .clone()
+            .flatten()
+            .expect("asked of a merge found");
         if !agent::holds(&merge, base.as_ref()) {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
@@ -479,15 +472,12 @@ impl Start {
         if let Some(first) = missing.first()
             && !self.after_compacted
         {
-            return match self.remote.get(refs::INDEX) {
-                Some(index) => {
-                    let read = Action::ReadCompacted {
-                        index: index.clone(),
-                        changes: missing,
-                    };
+            let first = first.clone();
+            return match agent::read_compacted(&self.remote, missing) {
+                Some(read) => {
                     self.out.send(read, Purpose::CompactedAfter);
                 }
-                None => self.after_missing(first),
+                None => self.after_missing(&first),
             };
         }
         if let Some(written) = self.written.take() {

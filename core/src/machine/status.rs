@@ -342,7 +342,7 @@ impl Status {
             Ok(reads) => {
                 let records: Vec<ChangeRecord> = reads
                     .iter()
-                    .filter_map(|read| fold_chain(read).ok().map(|(record, _)| record))
+                    .filter_map(|read| crate::compact::fold(read).ok())
                     .collect();
                 flakes = self
                     .window
@@ -723,11 +723,7 @@ impl Status {
             })
             .cloned()
             .collect();
-        if let (Some(index), false) = (self.remote.get(refs::INDEX), gone.is_empty()) {
-            let read = Action::ReadCompacted {
-                index: index.clone(),
-                changes: gone,
-            };
+        if let Some(read) = super::agent::read_compacted(&self.remote, gone) {
             self.out
                 .send(read, Purpose::CompactedAfter(Box::new(record)));
             return;

@@ -190,12 +190,8 @@ impl Undo {
         }
         // A change compacted into the index has no marker: its record there names its merge.
         if !self.remote.contains_key(&refs::change(&target))
-            && let Some(index) = self.remote.get(refs::INDEX)
+            && let Some(read) = agent::read_compacted(&self.remote, vec![target.clone()])
         {
-            let read = Action::ReadCompacted {
-                index: index.clone(),
-                changes: vec![target],
-            };
             self.out.send(read, Purpose::CompactedTarget);
             return;
         }
@@ -218,9 +214,7 @@ impl Undo {
     /// The undone change's record as the index holds it: merged, or no change at all.
     fn on_compacted_target(&mut self, reads: Vec<ChainRead>) {
         let main = self.main().expect("main was checked after the fetch");
-        let merge = agent::fold_one(&reads)
-            .ok()
-            .and_then(|(record, _, _)| record.merge_commit().cloned());
+        let merge = agent::merge_of(&reads);
         match merge {
             Some(merge) => self.ask_on_main(merge),
             None => self.refuse(
