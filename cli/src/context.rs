@@ -91,11 +91,7 @@ impl Context {
                 }))
             })?,
         };
-        let bay_actor = std::env::var("BAY_ACTOR").ok();
-        let user = std::env::var("USER")
-            .ok()
-            .or_else(|| std::env::var("LOGNAME").ok());
-        let (actor, actor_source) = actor::resolve(bay_actor.as_deref(), user.as_deref());
+        let (actor, actor_source) = actor_from_env();
         Ok(Context {
             top,
             common_dir,
@@ -185,21 +181,20 @@ impl Context {
         }
     }
 
-    /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it, read
-    /// through `local`'s reader.
-    /// The `[agent]` rules of the policy committed on main at the fetch `remote`; a main
-    /// without a policy, or with one that does not parse, sets none (a merge refuses it with
-    /// its own code).
+    /// The `[agent]` rules of the policy committed on main at the fetch `remote`
+    /// ([`Policy::agent_side`] says which).
     pub fn agent_rules(&self, remote: &Refs, local: &Local) -> Result<AgentRules, BayResult> {
         let Some(main) = remote.get(&refs::main(&self.main)) else {
             return Ok(AgentRules::default());
         };
-        Ok(read_text(local, main, POLICY_PATH)?
-            .and_then(|text| Policy::parse(&text).ok())
+        let text = read_text(local, main, POLICY_PATH)?;
+        Ok(Policy::agent_side(text.as_deref())
             .map(|policy| policy.agent)
             .unwrap_or_default())
     }
 
+    /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it, read
+    /// through `local`'s reader.
     pub fn config(&self, remote: &Refs, local: &Local) -> Result<Config, BayResult> {
         let main_ref = refs::main(&self.main);
         let Some(main) = remote.get(&main_ref) else {
@@ -228,6 +223,16 @@ impl Context {
 }
 
 /// A file at a commit, as text; `None` when absent.
+/// Who runs bay, from the environment: `BAY_ACTOR`, else the user name (`USER`, then
+/// `LOGNAME`), as `actor::resolve` decides; the same for every command and hook.
+pub fn actor_from_env() -> (String, ActorSource) {
+    let bay_actor = std::env::var("BAY_ACTOR").ok();
+    let user = std::env::var("USER")
+        .ok()
+        .or_else(|| std::env::var("LOGNAME").ok());
+    actor::resolve(bay_actor.as_deref(), user.as_deref())
+}
+
 fn read_text(local: &Local, commit: &Oid, path: &str) -> Result<Option<String>, BayResult> {
     let Some(bytes) = local
         .read_file(commit, path)

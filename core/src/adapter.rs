@@ -24,6 +24,15 @@ pub enum Product {
 impl Product {
     pub const ALL: [Product; 2] = [Product::Claude, Product::Codex];
 
+    /// The product of a hook event when no readable `[agent]` table names one: Claude Code
+    /// sets `CLAUDE_PROJECT_DIR` for its hooks; anything else is taken as Codex.
+    pub fn guess(claude_project_dir_set: bool) -> Product {
+        match claude_project_dir_set {
+            true => Product::Claude,
+            false => Product::Codex,
+        }
+    }
+
     /// The name `[agent] product` takes.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -320,6 +329,12 @@ static CODEX: Adapter = Adapter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_table_claude_code_is_known_by_its_project_dir() {
+        assert_eq!(Product::guess(true), Product::Claude);
+        assert_eq!(Product::guess(false), Product::Codex);
+    }
 
     /// The moment table of the spec's Agents and hooks page: each moment with its Claude Code
     /// and Codex events.

@@ -95,6 +95,17 @@ pub struct Agent {
 /// The instruction files of an `[agent]` table that names none.
 pub const DEFAULT_INSTRUCTIONS: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
+impl Config {
+    /// The instruction files a session start compares with main: the `[agent]` table's, or
+    /// the default ones without a table.
+    pub fn instructions(&self) -> Vec<String> {
+        match &self.agent {
+            Some(agent) => agent.instructions.clone(),
+            None => DEFAULT_INSTRUCTIONS.map(str::to_owned).to_vec(),
+        }
+    }
+}
+
 impl Default for Config {
     /// What an empty config says.
     fn default() -> Config {
@@ -1898,9 +1909,12 @@ execution_budget_s = 0
                 instructions: vec!["docs/AGENTS.md".into()],
             })
         );
+        assert_eq!(codex.instructions(), ["docs/AGENTS.md"]);
         let none = accept("[agent]\nproduct = \"claude\"\ninstructions = []\n");
+        assert!(none.instructions().is_empty());
         assert_eq!(none.agent.map(|agent| agent.instructions), Some(vec![]));
         assert_eq!(accept("").agent, None, "no table, no agent hooks");
+        assert_eq!(accept("").instructions(), ["AGENTS.md", "CLAUDE.md"]);
         assert_eq!(
             place(&refuse("[agent]\nproduct = \"gemini\"\n")),
             (Some("product"), "[agent]", 2)

@@ -393,6 +393,16 @@ const RUN_SETTINGS: &[&str] = &[
 const LIMIT_KEYS: [&str; 3] = ["max_file_mib", "max_files", "max_added_lines"];
 
 impl Policy {
+    /// Main's policy for the rules an agent's own commands and hooks follow (`[agent]`,
+    /// `[locks]`), from its text at main: none when main has no policy or one that does not
+    /// parse, so those rules hold nothing then. A merge refuses such a policy with its own
+    /// code, so nothing it does not check can land.
+    pub fn agent_side(text: Option<&str>) -> Option<Policy> {
+        Policy::parse(text?).ok()
+    }
+}
+
+impl Policy {
     /// Parses and validates the text of `.bay/policy.toml`.
     pub fn parse(text: &str) -> Result<Policy, PolicyError> {
         Ok(parse(text)?)
@@ -1449,6 +1459,16 @@ fn program_in_adapter(program: &str, adapter: &[String]) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn agent_rules_hold_nothing_without_a_readable_policy() {
+        assert!(Policy::agent_side(None).is_none());
+        assert!(Policy::agent_side(Some("revision = \"x\"\n")).is_none());
+        let rules = Policy::agent_side(Some(
+            "revision = 1\nunchecked = true\n\n[agent]\nmax_live_changes = 2\n",
+        ));
+        assert_eq!(rules.map(|p| p.agent.max_live_changes), Some(Some(2)));
+    }
 
     /// The policy example of the Configuration page, whole.
     const SPEC_EXAMPLE: &str = r#"# .bay/policy.toml (on main)

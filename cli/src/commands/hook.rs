@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use bay_core::adapter::{Moment, Product};
 use bay_core::check::plan::POLICY_PATH;
-use bay_core::config::{CONFIG_PATH, Config, DEFAULT_INSTRUCTIONS, HookSettings};
+use bay_core::config::{CONFIG_PATH, Config, HookSettings};
 use bay_core::git::refs;
 use bay_core::hook::session::folder_name;
 use bay_core::hook::{self, Facts, LockFacts, Outcome, Payload, Session, StartFacts, Tool};
@@ -210,13 +210,7 @@ impl Here {
         let context = self.context.as_ref();
         let (actor, actor_source) = match context {
             Some(context) => (context.actor.clone(), context.actor_source),
-            None => {
-                let user = std::env::var("USER").ok();
-                bay_core::actor::resolve(
-                    std::env::var("BAY_ACTOR").ok().as_deref(),
-                    user.as_deref(),
-                )
-            }
+            None => crate::context::actor_from_env(),
         };
         let session_id = payload
             .and_then(|p| p.session_id.as_deref())
@@ -238,7 +232,10 @@ impl Here {
         let view = context.and_then(|c| c.view.clone());
         let mut facts = Facts {
             now: clock::now(),
-            product: agent.as_ref().map_or_else(guess_product, |a| a.product),
+            product: agent.as_ref().map_or_else(
+                || Product::guess(std::env::var_os("CLAUDE_PROJECT_DIR").is_some()),
+                |a| a.product,
+            ),
             actor,
             actor_source,
             main: context.map(|c| c.main.clone()),
@@ -257,9 +254,7 @@ impl Here {
             match moment {
                 Some(Moment::TurnEnd) => facts.unsaved = unsaved(&context.top),
                 Some(Moment::SessionStart) => {
-                    let instructions = agent
-                        .map(|a| a.instructions)
-                        .unwrap_or_else(|| DEFAULT_INSTRUCTIONS.map(str::to_owned).to_vec());
+                    let instructions = config.clone().unwrap_or_default().instructions();
                     facts.start = Some(start_facts(context, change, &instructions));
                 }
                 _ => {}
@@ -369,15 +364,6 @@ impl Here {
     }
 }
 
-/// Without a readable `[agent]` table: Claude Code sets `CLAUDE_PROJECT_DIR` for its hooks;
-/// anything else is taken as Codex.
-fn guess_product() -> Product {
-    match std::env::var_os("CLAUDE_PROJECT_DIR") {
-        Some(_) => Product::Claude,
-        None => Product::Codex,
-    }
-}
-
 fn read_session(folder: &Path) -> Option<Session> {
     let bytes = std::fs::read(folder.join("state.json")).ok()?;
     serde_json::from_slice(&bytes).ok()
@@ -401,8 +387,8 @@ fn main_config(context: &Context) -> Option<Config> {
 /// The policy at main as this clone last fetched it, so a change never lifts a lock for
 /// itself; `None` when there is none to read.
 fn main_policy(context: &Context) -> Option<Policy> {
-    let text = String::from_utf8(main_file(context, POLICY_PATH)?).ok()?;
-    Policy::parse(&text).ok()
+    let text = main_file(context, POLICY_PATH).and_then(|bytes| String::from_utf8(bytes).ok());
+    Policy::agent_side(text.as_deref())
 }
 
 /// A file of main as this clone last fetched it.
