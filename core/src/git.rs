@@ -33,7 +33,7 @@ impl Oid {
     /// The id whose raw bytes (as Git stores ids in trees and indexes: 20 for SHA-1, 32 for
     /// SHA-256) are `raw`.
     pub fn from_raw(raw: &[u8]) -> Result<Oid, String> {
-        Oid::parse(&raw.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        Oid::parse(&crate::id::hex(raw))
     }
 
     /// The id's raw bytes, as Git stores them in trees and indexes.
@@ -199,8 +199,7 @@ pub mod refs {
     /// name cannot. A digest has a fixed length, so the name is also its own fetch pattern's
     /// prefix (`{name}*`) and no other lock's.
     pub fn lock(path: &str) -> String {
-        let digest = Sha256::digest(path.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = crate::id::hex(&Sha256::digest(path.as_bytes()));
         format!("{LOCKS}{hex}")
     }
 

@@ -208,8 +208,7 @@ fn digest_of_foreign(events: &[(String, Json)]) -> String {
         .filter(|(_, groups)| !matches!(groups, Json::Array(g) if g.is_empty()))
         .collect();
     let text = serde_json::to_string(&Json::Object(foreign)).expect("JSON serializes");
-    let hash = Sha256::digest(text.as_bytes());
-    hash.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::id::hex(&Sha256::digest(text.as_bytes()))
 }
 
 #[cfg(test)]

@@ -183,8 +183,12 @@ fn parse_counter(text: &str) -> Option<u32> {
 /// The name under which an intent is claimed. Only the same words, in the same case and
 /// spacing, name the same intent, so the digest is over the exact bytes.
 pub fn intent_digest(intent: &str) -> String {
-    let digest = Sha256::digest(intent.as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(intent.as_bytes())[..8])
+}
+
+/// `bytes` as lower-case hex, two digits a byte: how bay names digests and ids.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -419,11 +419,7 @@ impl Policy {
         let mut hasher = Sha256::new();
         hasher.update(b"bay policy v1\n");
         hasher.update(&json);
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::id::hex(&hasher.finalize())
     }
 
     /// The quarantine entry that sets `check` aside, if any.

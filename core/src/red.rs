@@ -117,12 +117,7 @@ impl PostRecord {
             hasher.update(format!("{}\0{}\0", key, value).as_bytes());
         }
         hasher.update(version.unwrap_or("").as_bytes());
-        let digest: String = hasher
-            .finalize()
-            .iter()
-            .take(6)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = crate::id::hex(&hasher.finalize()[..6]);
         format!("{producer}/check/{commit}/{digest}")
     }
 

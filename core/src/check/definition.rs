@@ -35,11 +35,7 @@ pub fn digest(spec: &CheckSpec, adapter: &[(String, String)]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"bay check definition v1\n");
     hasher.update(definition.to_string().as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::id::hex(&hasher.finalize())
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ impl Cursor {
         let payload = self.payload();
         format!(
             "{CURSOR_PREFIX}{}-{}",
-            hex(payload.as_bytes()),
+            crate::id::hex(payload.as_bytes()),
             checksum(&payload)
         )
     }
@@ -132,11 +132,7 @@ impl Cursor {
 }
 
 fn checksum(payload: &str) -> String {
-    hex(&Sha256::digest(payload.as_bytes())[..8])
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::id::hex(&Sha256::digest(payload.as_bytes())[..8])
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

@@ -138,7 +138,11 @@ fn a_cursor_bay_did_not_return_is_refused_saying_what_to_do() {
         "c1abc-00",
         &format!("{data}-0000000000000000"),
         &tampered,
-        &format!("c1{}-{}", hex(b"not an oid\n"), checksum("not an oid\n")),
+        &format!(
+            "c1{}-{}",
+            crate::id::hex(b"not an oid\n"),
+            checksum("not an oid\n")
+        ),
     ] {
         let why = Cursor::decode(bad).expect_err(bad);
         assert!(why.contains("not a cursor bay returned"), "{why}");
