@@ -206,3 +206,20 @@ fn codex_s_entries_deny_a_wrapped_reset_and_let_a_patch_through() {
         "{stop:?}"
     );
 }
+
+#[test]
+fn the_ask_to_save_names_a_renamed_file_by_its_paths() {
+    let s = setup("claude", ".claude/settings.json");
+    git(
+        &s.view,
+        &["mv", "--sparse", "src/greeting.txt", "src/hello.txt"],
+    );
+    let stop = s.entry("Stop", "claude/Stop.json");
+    let asked: Value = serde_json::from_slice(&stop.stdout).expect("JSON");
+    let reason = asked["reason"].as_str().unwrap_or_default();
+    // A rename is the old path gone and the new one added, each whole.
+    assert!(
+        reason.contains("src/greeting.txt") && reason.contains("src/hello.txt"),
+        "{reason}"
+    );
+}

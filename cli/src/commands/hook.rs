@@ -403,9 +403,17 @@ fn main_file(context: &Context, path: &str) -> Option<Vec<u8>> {
 }
 
 /// The view's files with edits no commit holds, as `git status` names them.
+/// With `-z`, a rename would print its old path as an entry of its own, with no status to
+/// cut off: `--no-renames` keeps one `XY path` entry per path.
 fn unsaved(top: &Path) -> Vec<String> {
     let Ok(out) = Git::in_dir(top)
-        .cmd(["status", "--porcelain", "--untracked-files=all", "-z"])
+        .cmd([
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--no-renames",
+            "-z",
+        ])
         .output()
     else {
         return Vec::new();
