@@ -10,9 +10,10 @@ use bay_core::id::ChangeId;
 use bay_core::limits::PathStat;
 use bay_core::machine::{
     Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, FetchSpec,
-    NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
+    HistoryQuery, NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
 };
 use bay_core::record::Step;
+use bay_core::time::Timestamp;
 use bay_drivers::remote::{Bounds, Repo};
 use support::remote::*;
 
@@ -605,6 +606,69 @@ fn read_file_tells_absent_from_missing() {
     assert_eq!(read("a"), Ok(None), "a directory is not a file");
     let nosuch = Oid::parse(&"e".repeat(40)).expect("an id");
     assert!(fx.repo.read_file(&nosuch, "a/b.txt").is_err());
+}
+
+#[test]
+fn a_history_read_since_a_moment_stops_at_the_first_older_commit() {
+    let fx = Fixture::new();
+    // A line of five commits, one a day apart, then one back in time: the walk stops at the
+    // first commit older than the bound and never sees what lies beyond it.
+    let day = 86_400u64;
+    let mut line = Vec::new();
+    let mut parent: Option<Oid> = None;
+    for (n, secs) in [1, 2, 3, 4, 5, 6]
+        .iter()
+        .map(|d| 1_700_000_000 + d * day)
+        .enumerate()
+    {
+        let secs = if n == 5 { 1_700_000_000 } else { secs };
+        let message = format!("commit {n}");
+        let parents: Vec<&Oid> = parent.iter().collect();
+        let tree = git_in(&fx.clone, &["mktree"], Some(""));
+        let mut args = vec!["commit-tree".to_string(), tree];
+        for p in &parents {
+            args.push("-p".into());
+            args.push(p.to_string());
+        }
+        args.extend(["-m".into(), message]);
+        let made = bay_drivers::git::Git::in_dir(&fx.clone)
+            .cmd(args.iter().map(String::as_str))
+            .env("GIT_COMMITTER_DATE", format!("@{secs} +0000"))
+            .env("GIT_AUTHOR_DATE", format!("@{secs} +0000"))
+            .text()
+            .expect("commit-tree works");
+        let made = oid(&made);
+        line.push(made.clone());
+        parent = Some(made);
+    }
+    let tip = line.last().expect("a line").clone();
+    let query = |since| HistoryQuery {
+        from: None,
+        to: tip.clone(),
+        limit: 100,
+        newest: false,
+        since,
+    };
+    let whole = fx.repo.read_history(&query(None)).expect("the whole line");
+    assert_eq!(whole.len(), 6);
+    // Since the third day: the tip is older than that, so nothing newer is reached.
+    let bound = Timestamp::from_secs(1_700_000_000 + 3 * day);
+    let read = fx
+        .repo
+        .read_history(&query(Some(bound)))
+        .expect("a bounded read");
+    assert!(
+        read.is_empty(),
+        "the walk stops at the tip, older than the bound: {read:?}"
+    );
+    // From the fifth commit, the days 3 to 5 are read, oldest first, and the older ones not.
+    let from_fifth = HistoryQuery {
+        to: line[4].clone(),
+        ..query(Some(bound))
+    };
+    let read = fx.repo.read_history(&from_fifth).expect("a bounded read");
+    let ids: Vec<Oid> = read.into_iter().map(|c| c.oid).collect();
+    assert_eq!(ids, line[2..5].to_vec());
 }
 
 #[test]

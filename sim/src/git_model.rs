@@ -566,7 +566,7 @@ impl GitModel {
 
     /// The commits `query` names, oldest first, as `ReadHistory` answers, each merge with what
     /// it brought in (in id order: the model keeps no time). The model keeps no committer or
-    /// time: those read as empty.
+    /// time: those read as empty, and a query's `since` leaves nothing out.
     fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
         let log = query.pick(self.read_log(Some(&query.range()), u32::MAX)?);
         log.into_iter()

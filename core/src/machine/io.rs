@@ -538,6 +538,12 @@ pub struct HistoryQuery {
     pub to: Oid,
     pub limit: u32,
     pub newest: bool,
+    /// A bound on the read, never a decision: a reader may stop the walk at the first commit
+    /// committed before this moment (on its writer's clock) and leave out the rest. Set only
+    /// where every commit wanted is newer by a margin wider than any clock skew, so that a
+    /// line's length, not its age, never sets the cost. The simulator's model keeps no time
+    /// and leaves nothing out.
+    pub since: Option<Timestamp>,
 }
 
 impl HistoryQuery {

@@ -30,6 +30,12 @@ use crate::time::Timestamp;
 /// The most merges, and the most events, one answer lists; `more` says when more follow.
 pub const MAX_LISTED: usize = 500;
 
+/// How much older than its change's start a runner log's commit may be stamped and still be
+/// read by a view's first `--since`: room for a runner's clock behind the agent's. Older
+/// commits cannot be about the change, so the walk stops there instead of reading each log
+/// from its beginning.
+pub const LOG_SKEW_MS: u64 = 3600 * 1000;
+
 /// What the cursor's text starts with: the version of its encoding.
 const CURSOR_PREFIX: &str = "c1";
 
@@ -197,6 +203,9 @@ pub struct Since {
     red: RedNow,
     /// The view's change's declared paths, once read: only red on them is its news.
     paths: Option<Vec<String>>,
+    /// When the view's change started, once read: a first `--since` reads the runner logs
+    /// back to then (less [`LOG_SKEW_MS`]), not from their beginnings.
+    started_at: Option<Timestamp>,
     outcome: Option<BayResult>,
 }
 
@@ -221,6 +230,7 @@ impl Since {
             starts: BTreeMap::new(),
             red: RedNow::Unasked,
             paths: None,
+            started_at: None,
             outcome: None,
         };
         since
@@ -283,6 +293,7 @@ impl Since {
                 to: main,
                 limit: MAX_LISTED as u32 + 1,
                 newest: false,
+                since: None,
             });
             self.out.send(read, Purpose::History);
             self.pending += 1;
@@ -296,7 +307,7 @@ impl Since {
             for (runner, tip) in tips {
                 let start = match (&self.input.cursor, &self.input.change) {
                     (Some(cursor), _) => cursor.logs.get(&runner).cloned(),
-                    // A view with no cursor reads each whole log, for its change's events.
+                    // A view with no cursor reads each log back to its change's start.
                     (None, Some(_)) => None,
                     (None, None) => Some(tip.clone()),
                 };
@@ -308,11 +319,18 @@ impl Since {
                 }
                 // The oldest events after the cursor, one more than an answer lists, so that
                 // `more` is known: a log is one first-parent line, as main is.
+                let since = match &start {
+                    None => self
+                        .started_at
+                        .map(|at| Timestamp(at.millis().saturating_sub(LOG_SKEW_MS))),
+                    Some(_) => None,
+                };
                 let read = Action::ReadHistory(HistoryQuery {
                     from: start,
                     to: tip,
                     limit: MAX_LISTED as u32 + 1,
                     newest: false,
+                    since,
                 });
                 self.out.send(read, Purpose::Log(runner));
                 self.pending += 1;
@@ -432,6 +450,7 @@ impl Since {
                 Ok((record, _, _)) => {
                     self.pending -= 1;
                     self.paths = Some(record.paths.clone());
+                    self.started_at = Some(record.started_at);
                     let from = match &self.input.cursor {
                         Some(cursor) => cursor.main.clone(),
                         None => record.base,

@@ -395,6 +395,7 @@ impl Status {
             to: self.main_tip(),
             limit: window,
             newest: true,
+            since: None,
         });
         self.out
             .send(read, Purpose::Unattributed(Box::new(result), window));

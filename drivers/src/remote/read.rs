@@ -325,6 +325,10 @@ impl Repo {
         if query.newest {
             walk = walk.arg(format!("--max-count={}", query.limit));
         }
+        // Git stops a first-parent walk at the first commit older than this.
+        if let Some(since) = query.since {
+            walk = walk.arg(format!("--max-age={}", since.secs()));
+        }
         let ids = walk
             .arg("--end-of-options")
             .arg(query.range())

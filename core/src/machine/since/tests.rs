@@ -1,7 +1,8 @@
 use super::*;
 use crate::event::{Ended, EventKind};
 use crate::id::OpId;
-use crate::machine::{Event, Machine};
+use crate::machine::{ChainRead, Event, Machine, RawStep};
+use crate::record::Step;
 use crate::result::OpState;
 
 fn oid(n: u64) -> Oid {
@@ -296,6 +297,7 @@ fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
             to: oid(3),
             limit: MAX_LISTED as u32 + 1,
             newest: false,
+            since: None,
         })
     );
     let (log, read) = machine.poll_action().expect("the log");
@@ -306,6 +308,7 @@ fn the_machine_reads_main_and_each_log_after_the_cursor_and_nothing_else() {
             to: oid(51),
             limit: MAX_LISTED as u32 + 1,
             newest: false,
+            since: None,
         })
     );
     assert!(machine.poll_action().is_none());
@@ -527,4 +530,73 @@ fn fails_saying_to_start_over(machine: &mut Since, id: crate::machine::ActionId)
         .expect("a fault");
     let text = serde_json::to_string(machine.outcome().expect("done")).expect("a result");
     assert!(text.contains("without a cursor"), "{text}");
+}
+
+#[test]
+fn a_first_call_in_a_view_reads_each_log_back_to_its_change_s_start_only() {
+    let ours = change("aaaaaaaa");
+    let started = Timestamp::from_secs(90_000);
+    let start = Step {
+        change: ours.clone(),
+        at: started,
+        by: "ann".into(),
+        nonce: 1,
+        body: crate::record::StepBody::Start {
+            intent: "fix".into(),
+            actor: "ann".into(),
+            paths: vec!["src/".into()],
+            base: oid(1),
+            generation: 1,
+            supersedes: None,
+            fixes: None,
+            reverts: None,
+            after: Vec::new(),
+        },
+    };
+    let mut remote = remote_with_log(40);
+    remote.insert(refs::change(&ours), oid(70));
+    let mut machine = Since::new(input(false, Some("aaaaaaaa")), Timestamp(0));
+    let (fetch, _) = machine.poll_action().expect("a fetch");
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(fetch, Completion::Fetched(Ok(remote))),
+        )
+        .expect("a fetch answer");
+    no_policy(&mut machine);
+    let (read, action) = machine.poll_action().expect("the change's chain");
+    assert!(matches!(action, Action::ReadChains { .. }), "{action:?}");
+    let chain = ChainRead {
+        change: ours.clone(),
+        tip: oid(70),
+        steps: vec![RawStep {
+            oid: oid(70),
+            message: start.to_message(),
+        }],
+        reached_known: false,
+        unreadable: None,
+    };
+    machine
+        .handle(
+            Timestamp(0),
+            Event::Done(read, Completion::ChainsRead(Ok(vec![chain]))),
+        )
+        .expect("the chain");
+    let logs: Vec<HistoryQuery> = std::iter::from_fn(|| machine.poll_action())
+        .filter_map(|(_, action)| match action {
+            Action::ReadHistory(query) if query.to == oid(40) => Some(query),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [HistoryQuery {
+            from: None,
+            to: oid(40),
+            limit: MAX_LISTED as u32 + 1,
+            newest: false,
+            since: Some(Timestamp(started.millis() - LOG_SKEW_MS)),
+        }],
+        "the log is read back to an hour before the change started, not whole"
+    );
 }
