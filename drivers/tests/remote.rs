@@ -669,6 +669,20 @@ fn a_history_read_since_a_moment_stops_at_the_first_older_commit() {
     let read = fx.repo.read_history(&from_fifth).expect("a bounded read");
     let ids: Vec<Oid> = read.into_iter().map(|c| c.oid).collect();
     assert_eq!(ids, line[2..5].to_vec());
+    // The newest two of them, oldest first, in one walk; with the bound, only days 3 to 5.
+    let newest = |limit, since| HistoryQuery {
+        newest: true,
+        limit,
+        since,
+        ..from_fifth.clone()
+    };
+    let ids = |query: &HistoryQuery| -> Vec<Oid> {
+        let read = fx.repo.read_history(query).expect("a read of the newest");
+        read.into_iter().map(|c| c.oid).collect()
+    };
+    assert_eq!(ids(&newest(2, None)), line[3..5].to_vec());
+    assert_eq!(ids(&newest(10, None)), line[..5].to_vec());
+    assert_eq!(ids(&newest(10, Some(bound))), line[2..5].to_vec());
 }
 
 #[test]

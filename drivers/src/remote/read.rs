@@ -314,39 +314,53 @@ impl Repo {
             .collect()
     }
 
-    /// The commits `query` names, oldest first: one `rev-list` for the ids, one `log
-    /// --no-walk` for what they say, and for each commit with more than one parent one
-    /// `rev-list --count` of what it brought in. A `from` this clone lacks fails `rev-list`.
-    /// The newest of a range are walked no further than asked, so a window of main costs the
-    /// same however long main's history is.
+    /// The commits `query` names, oldest first, and for each commit with more than one parent
+    /// one `rev-list --count` of what it brought in. The newest of a range come from one `log`
+    /// walked no further than asked, so a window of main costs the same however long main's
+    /// history is; the oldest of a range need the whole range's ids first (one `rev-list`),
+    /// then one `log --no-walk` for what the picked ones say. A `from` this clone lacks fails
+    /// either walk.
     pub fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
-        let git = self.git();
-        let mut walk = git.cmd(["rev-list", "--first-parent"]);
-        if query.newest {
-            walk = walk.arg(format!("--max-count={}", query.limit));
-        }
         // Git stops a first-parent walk at the first commit older than this.
-        if let Some(since) = query.since {
-            walk = walk.arg(format!("--max-age={}", since.secs()));
-        }
-        let ids = walk
-            .arg("--end-of-options")
-            .arg(query.range())
-            .arg("--")
-            .run()?
-            .text();
-        let ids = query.pick(ids.split_whitespace().collect());
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let out = self
-            .git()
-            .cmd(["log", "--no-walk=unsorted", "-z", COMMIT_FORMAT])
-            .arg("--end-of-options")
-            .args(&ids)
-            .arg("--")
-            .run()?;
-        let mut commits = parse_commits(&out.stdout)?;
+        let since = query
+            .since
+            .map(|since| format!("--max-age={}", since.secs()));
+        let mut commits = if query.newest {
+            let out = self
+                .git()
+                .cmd(["log", "--first-parent", "-z", COMMIT_FORMAT])
+                .arg(format!("--max-count={}", query.limit))
+                .args(since)
+                .arg("--end-of-options")
+                .arg(query.range())
+                .arg("--")
+                .run()?;
+            let mut newest_first = parse_commits(&out.stdout)?;
+            newest_first.reverse();
+            newest_first
+        } else {
+            let ids = self
+                .git()
+                .cmd(["rev-list", "--first-parent"])
+                .args(since)
+                .arg("--end-of-options")
+                .arg(query.range())
+                .arg("--")
+                .run()?
+                .text();
+            let ids = query.pick(ids.split_whitespace().collect());
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let out = self
+                .git()
+                .cmd(["log", "--no-walk=unsorted", "-z", COMMIT_FORMAT])
+                .arg("--end-of-options")
+                .args(&ids)
+                .arg("--")
+                .run()?;
+            parse_commits(&out.stdout)?
+        };
         for commit in &mut commits {
             if let Some(first) = commit.parents.first().cloned()
                 && commit.parents.len() > 1
