@@ -249,6 +249,7 @@ impl Here {
             unsaved: Vec::new(),
             start: None,
             locks: None,
+            notices: None,
         };
         if let (Some(context), Some(change)) = (context, &view) {
             match moment {

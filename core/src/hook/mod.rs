@@ -19,6 +19,7 @@
 //! block; a problem there is only noted in the record.
 
 pub mod answer;
+pub mod notice;
 pub mod payload;
 pub mod session;
 
@@ -34,6 +35,7 @@ use crate::shell::{self, DenyRules, Verdict};
 use crate::time::Timestamp;
 
 pub use answer::{Answer, Refusal};
+pub use notice::NoticeFacts;
 pub use payload::{Payload, Tool};
 pub use session::{Row, Session};
 
@@ -62,6 +64,9 @@ pub struct Facts {
     /// The locks this event judges (`tool.before` of a lockable path) or ends (`turn.end`,
     /// `session.end` of a session that holds any); `None` when the CLI read none.
     pub locks: Option<LockFacts>,
+    /// What the notices read (at the moments [`notice::heard_at`] names), from this clone's
+    /// refs as its last fetch left them; `None` when the CLI read nothing for them.
+    pub notices: Option<NoticeFacts>,
 }
 
 /// The locks one event reads, as the CLI fetched them.
@@ -129,7 +134,7 @@ pub fn decide(moment: &str, payload: Result<Payload, String>, facts: &Facts) -> 
             return Event::new(moment, None, facts).problem(problem, blocks);
         }
     };
-    let event = Event::new(moment, Some(&payload), facts);
+    let mut event = Event::new(moment, Some(&payload), facts);
     let sent = payload
         .event
         .as_deref()
@@ -150,6 +155,9 @@ pub fn decide(moment: &str, payload: Result<Payload, String>, facts: &Facts) -> 
         let blocks = is_tool_before || (known.is_none() && payload.tool.is_some());
         return event.problem(Problem::new(why, true), blocks);
     };
+    if notice::heard_at(moment) {
+        event.hear_notices();
+    }
     match moment {
         Moment::ToolBefore => event.tool_before(&payload),
         Moment::SessionStart => event.session_start(adapter),
@@ -179,6 +187,8 @@ struct Event<'f> {
     row: Row,
     session: Session,
     locks: Vec<lock::Write>,
+    /// The notices this event tells, each taken from the session's budget.
+    told: Vec<String>,
 }
 
 impl<'f> Event<'f> {
@@ -214,13 +224,48 @@ impl<'f> Event<'f> {
             },
             session,
             locks: Vec::new(),
+            told: Vec::new(),
+        }
+    }
+
+    /// Takes the notices the facts give from the session: each key once, within the hour's
+    /// budget. A no-runner state that cleared is forgotten, so it is said again should it
+    /// come back.
+    fn hear_notices(&mut self) {
+        let facts = self.facts;
+        let Some(read) = &facts.notices else {
+            return;
+        };
+        let (notices, no_runner) = notice::notices(facts.view.as_ref(), read, facts.now);
+        if !no_runner {
+            self.session.said.remove(notice::NO_RUNNER);
+        }
+        let budget = facts.hooks.notice_budget_bytes;
+        for notice in notices {
+            let said = self
+                .session
+                .notice(&notice.key, notice.text, budget, facts.now);
+            self.told.extend(said);
         }
     }
 
     /// The outcome with `answer`, checkpointing when due: at `session.end`, and at any other
     /// event but `tool.before` (which must stay fast) once `[hooks] checkpoint_idle_s` passed
     /// since the last one.
-    fn answer(mut self, answer: Answer) -> Outcome {
+    fn answer(mut self, mut answer: Answer) -> Outcome {
+        if !self.told.is_empty() {
+            // Notices ride on an answer that says nothing on stdout; beside one that does (a
+            // JSON document of its own), they go to stderr.
+            let text = self.told.join("\n");
+            let told = Answer::tell(self.facts.product, &self.event_name, Some(&text));
+            match answer.stdout.is_empty() && answer.exit == 0 {
+                true => {
+                    answer.stdout = told.stdout;
+                    answer.stderr.push_str(&told.stderr);
+                }
+                false => answer.stderr.push_str(&format!("{text}\n")),
+            }
+        }
         let moment = self.row.moment.as_str();
         let idle_ms = self.facts.hooks.checkpoint_idle_s.saturating_mul(1000);
         let due = self.facts.view.is_some()
@@ -446,7 +491,9 @@ impl<'f> Event<'f> {
     }
 
     fn session_start(mut self, adapter: &Adapter) -> Outcome {
-        let text = self.start_text();
+        let mut lines: Vec<String> = self.start_text().into_iter().collect();
+        lines.append(&mut self.told);
+        let text = (!lines.is_empty()).then(|| lines.join("\n"));
         let answer = Answer::tell(adapter.product, &self.event_name, text.as_deref());
         self.answer(answer)
     }

@@ -30,6 +30,12 @@ fn fixture(name: &str) -> Vec<u8> {
         "claude/Stop-active" => {
             include_str!("../../../cli/tests/fixtures/hooks/claude/Stop-active.json")
         }
+        "claude/UserPromptSubmit" => {
+            include_str!("../../../cli/tests/fixtures/hooks/claude/UserPromptSubmit.json")
+        }
+        "codex/UserPromptSubmit" => {
+            include_str!("../../../cli/tests/fixtures/hooks/codex/UserPromptSubmit.json")
+        }
         "claude/SessionEnd" => {
             include_str!("../../../cli/tests/fixtures/hooks/claude/SessionEnd.json")
         }
@@ -63,6 +69,7 @@ fn facts(product: Product) -> Facts {
         unsaved: Vec::new(),
         start: None,
         locks: None,
+        notices: None,
     }
 }
 
@@ -421,5 +428,139 @@ fn a_step_due_renews_the_session_s_own_locks_and_lets_go_of_one_taken_over() {
     assert!(
         gone.session.locks.is_empty(),
         "a lock taken over is no longer held"
+    );
+}
+
+/// The `additionalContext` a Claude Code answer carries, or `""`.
+fn context_of(answer: &Answer) -> String {
+    if answer.stdout.is_empty() {
+        return String::new();
+    }
+    let said: serde_json::Value = serde_json::from_str(&answer.stdout).expect("JSON");
+    said["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("context")
+        .to_owned()
+}
+
+/// Facts whose view's merge was refused because its check `tests` failed.
+fn refused(product: Product) -> Facts {
+    let chain = notice::tests::ended(
+        crate::result::OpState::Blocked,
+        Some(ReasonCode::CheckFailed),
+        json!({"check": "tests", "verdict": "product_failure", "why": "2 units failed"}),
+    );
+    Facts {
+        notices: Some(NoticeFacts {
+            chain: Some(chain),
+            ..NoticeFacts::default()
+        }),
+        ..facts(product)
+    }
+}
+
+#[test]
+fn a_refusal_is_told_once_at_the_next_prompt() {
+    let mut facts = refused(Product::Claude);
+    let first = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert_eq!((first.answer.exit, first.answer.stderr.as_str()), (0, ""));
+    let said: serde_json::Value = serde_json::from_str(&first.answer.stdout).expect("JSON");
+    assert_eq!(
+        said["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    let context = context_of(&first.answer);
+    assert!(
+        context.contains("CHECK_FAILED") && context.contains("tests"),
+        "{context}"
+    );
+    assert_eq!(first.row.verdict, "ok");
+    facts.session = Some(first.session);
+    let again = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert_eq!(again.answer, Answer::quiet(), "once");
+    facts.session = Some(again.session);
+    let start = run("session.start", "claude/SessionStart", &facts);
+    assert!(
+        !context_of(&start.answer).contains("CHECK_FAILED"),
+        "once across moments"
+    );
+}
+
+#[test]
+fn a_session_start_tells_its_notices_beside_the_view() {
+    let facts = Facts {
+        start: Some(StartFacts {
+            declared: vec!["src/".into()],
+            ..StartFacts::default()
+        }),
+        ..refused(Product::Claude)
+    };
+    let started = run("session.start", "claude/SessionStart", &facts);
+    let context = context_of(&started.answer);
+    assert!(context.contains("works in the view"), "{context}");
+    assert!(context.contains("CHECK_FAILED"), "{context}");
+}
+
+#[test]
+fn codex_hears_notices_as_context_at_its_start_and_on_stderr_after() {
+    let facts = refused(Product::Codex);
+    let prompt = run("turn.start", "codex/UserPromptSubmit", &facts);
+    assert_eq!((prompt.answer.exit, prompt.answer.stdout.as_str()), (0, ""));
+    assert!(prompt.answer.stderr.contains("CHECK_FAILED"), "{prompt:?}");
+}
+
+#[test]
+fn no_notice_is_read_or_told_at_a_tool_call_or_a_stop() {
+    let facts = refused(Product::Claude);
+    let tool = run("tool.before", "claude/PreToolUse-Bash-allowed", &facts);
+    assert_eq!(tool.answer, Answer::quiet());
+    assert!(tool.session.said.is_empty());
+    let step = run("step.end", "claude/PostToolBatch", &facts);
+    assert_eq!(step.answer, Answer::quiet());
+}
+
+#[test]
+fn notices_past_the_hour_s_budget_wait_for_the_next_hour() {
+    let mut facts = refused(Product::Claude);
+    facts.hooks.notice_budget_bytes = 100;
+    let first = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert_eq!(first.answer, Answer::quiet(), "longer than the budget");
+    assert!(first.session.said.is_empty(), "not said, so not spent");
+    facts.hooks.notice_budget_bytes = 2048;
+    facts.session = Some(first.session);
+    let later = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert!(context_of(&later.answer).contains("CHECK_FAILED"));
+    assert!(later.session.hour_spent > 100);
+}
+
+#[test]
+fn no_runner_is_said_again_only_after_it_cleared() {
+    let waiting = NoticeFacts {
+        waiting: 1,
+        ..NoticeFacts::default()
+    };
+    let mut facts = Facts {
+        notices: Some(waiting.clone()),
+        ..facts(Product::Claude)
+    };
+    let first = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert!(context_of(&first.answer).contains("no runner runs"));
+    facts.session = Some(first.session);
+    let still = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert_eq!(still.answer, Answer::quiet(), "once while it lasts");
+    facts.session = Some(still.session);
+    facts.notices = Some(NoticeFacts {
+        presences: vec![notice::tests::presence_read(Some(9_999))],
+        ..waiting.clone()
+    });
+    let fresh = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert_eq!(fresh.answer, Answer::quiet());
+    assert!(!fresh.session.said.contains(notice::NO_RUNNER), "cleared");
+    facts.session = Some(fresh.session);
+    facts.notices = Some(waiting);
+    let back = run("turn.start", "claude/UserPromptSubmit", &facts);
+    assert!(
+        context_of(&back.answer).contains("no runner runs"),
+        "came back"
     );
 }
