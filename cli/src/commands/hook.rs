@@ -17,7 +17,12 @@
 //! - every other moment: `.bay/config.toml` at main as this clone last fetched it, for
 //!   `[agent]` (the product, the instruction files) and `[hooks]`;
 //! - `session.start`: the view's declared paths and the other views', and which instruction
-//!   files main changed since the view's base; `turn.end`: the view's unsaved files.
+//!   files main changed since the view's base; `turn.end`: the view's unsaved files;
+//! - `session.start` and `turn.start`, for the notices: what this clone's last fetch left in
+//!   its mirror of the remote's refs (`refs/bay-mirror/<remote>/`): the view's chain, the
+//!   queue places, the runners' presences and when this clone first held each, main's
+//!   commits on the view's declared paths since its base, and a test merge of its queued
+//!   draft, all local.
 //!
 //! The work record lives under `<common Git dir>/bay/sessions/<session>/`: `record.jsonl`,
 //! one row per event, and `state.json`, what the next event reads.
@@ -29,16 +34,23 @@ use std::process::ExitCode;
 use bay_core::adapter::{Moment, Product};
 use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::{CONFIG_PATH, Config, HookSettings};
+use bay_core::git::Oid;
 use bay_core::git::refs;
+use bay_core::hook::notice::{self, MERGED_ON_READ, MainCommit, PresenceRead};
 use bay_core::hook::session::folder_name;
-use bay_core::hook::{self, Facts, LockFacts, Outcome, Payload, Session, StartFacts, Tool};
+use bay_core::hook::{
+    self, Facts, LockFacts, NoticeFacts, Outcome, Payload, Session, StartFacts, Tool,
+};
 use bay_core::id::ChangeId;
 use bay_core::lock::{self, Lock};
-use bay_core::machine::{FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate};
+use bay_core::machine::{
+    ChainQuery, Completion, FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate,
+};
 use bay_core::policy::Policy;
+use bay_core::presence::PRESENCES_READ;
 use bay_drivers::clock;
 use bay_drivers::git::Git;
-use bay_drivers::remote::Repo;
+use bay_drivers::remote::{Repo, mirror_prefix};
 use bay_drivers::views::Views;
 
 use crate::Cli;
@@ -263,6 +275,11 @@ impl Here {
         } else if moment == Some(Moment::SessionStart) {
             facts.start = Some(StartFacts::default());
         }
+        if let Some(context) = context
+            && moment.is_some_and(notice::heard_at)
+        {
+            facts.notices = Some(notice_facts(context, view.as_ref()));
+        }
         facts
     }
 
@@ -476,4 +493,163 @@ fn start_facts(context: &Context, change: &ChangeId, instructions: &[String]) ->
         main_commit,
         instructions_changed,
     }
+}
+
+/// What the notices read, from this clone's mirror of the remote as its last fetch left it:
+/// one `for-each-ref` of the view's chain, the queue, the presences and main; the chain and
+/// the presences through the clone's object reader; a test merge of a queued draft; and one
+/// `git log` of main on the view's declared paths. A read that fails leaves its part empty.
+fn notice_facts(context: &Context, view: Option<&ChangeId>) -> NoticeFacts {
+    let mut facts = NoticeFacts::default();
+    let Ok(repo) = Repo::new(&context.top, &context.remote, &context.main) else {
+        return facts;
+    };
+    let mirror = mirror_prefix(&context.remote);
+    let mut patterns = vec![
+        format!("{mirror}bay/queue/"),
+        format!("{mirror}bay/executor/"),
+        format!("{mirror}heads/{}", context.main),
+    ];
+    if let Some(change) = view {
+        patterns.push(format!("{mirror}bay/changes/{change}"));
+    }
+    let listed = context
+        .git()
+        .cmd(["for-each-ref", "--format=%(objectname) %(refname)"])
+        .args(&patterns)
+        .text()
+        .unwrap_or_default();
+    let held: Vec<(String, Oid)> = listed
+        .lines()
+        .filter_map(|line| {
+            let (oid, name) = line.split_once(' ')?;
+            let rest = name.strip_prefix(&mirror)?;
+            Some((format!("refs/{rest}"), Oid::parse(oid).ok()?))
+        })
+        .collect();
+    facts.waiting = held
+        .iter()
+        .filter(|(name, _)| refs::parse_queue(name).is_some())
+        .count() as u64;
+    let main = held
+        .iter()
+        .find(|(name, _)| *name == refs::main(&context.main))
+        .map(|(_, oid)| oid.clone());
+    if let Some(change) = view {
+        let tip = held
+            .iter()
+            .find(|(name, _)| *name == refs::change(change))
+            .map(|(_, oid)| oid.clone());
+        let query = tip.map(|tip| ChainQuery {
+            change: change.clone(),
+            tip,
+            known: None,
+        });
+        facts.chain = query
+            .and_then(|query| repo.read_chains(&[query]).ok())
+            .and_then(|mut reads| reads.pop());
+        if let Some(main) = &main {
+            let test = facts
+                .chain
+                .as_ref()
+                .and_then(|chain| notice::early_test(chain, main));
+            if let Some(Completion::MergeTested(Ok(paths))) =
+                test.and_then(|action| repo.execute(&action))
+            {
+                facts.conflicts = paths;
+            }
+            facts.merged_on = merged_on(context, change, main);
+        }
+    }
+    if facts.waiting > 0 {
+        // As `bay status` does, the presences are read only when operations wait.
+        facts.presences = presences(&repo, &held);
+    }
+    facts
+}
+
+/// The runners' presences the mirror holds, at most [`PRESENCES_READ`], with when this clone
+/// first held each.
+fn presences(repo: &Repo, held: &[(String, Oid)]) -> Vec<PresenceRead> {
+    let runners: Vec<(&str, &String, &Oid)> = held
+        .iter()
+        .filter_map(|(name, oid)| Some((refs::parse_executor(name)?, name, oid)))
+        .take(PRESENCES_READ)
+        .collect();
+    if runners.is_empty() {
+        return Vec::new();
+    }
+    let oids: Vec<Oid> = runners.iter().map(|(_, _, oid)| (*oid).clone()).collect();
+    let read = repo.read_steps(&oids).map_err(|fault| fault.to_string());
+    let names: Vec<String> = runners.iter().map(|(_, name, _)| (*name).clone()).collect();
+    let seen = repo.read_seen(&names).unwrap_or_default();
+    runners
+        .into_iter()
+        .map(|(runner, name, oid)| PresenceRead {
+            runner: runner.to_owned(),
+            message: match &read {
+                Ok(raws) => raws
+                    .iter()
+                    .find(|raw| raw.oid == *oid)
+                    .map(|raw| raw.message.clone())
+                    .ok_or_else(|| "its commit could not be read".to_owned()),
+                Err(why) => Err(why.clone()),
+            },
+            first_seen: seen.get(name).copied(),
+        })
+        .collect()
+}
+
+/// Main's first-parent commits since the view's base (its merge-base with `main`) that
+/// touch the view's declared paths, newest first, at most [`MERGED_ON_READ`], each with the
+/// declared paths it changed.
+fn merged_on(context: &Context, change: &ChangeId, main: &Oid) -> Vec<MainCommit> {
+    let git = context.git();
+    let Ok(base) = git.cmd(["merge-base", "HEAD", main.as_str()]).text() else {
+        return Vec::new();
+    };
+    let paths: Vec<String> = declared(context, change)
+        .into_iter()
+        .map(|path| if path.is_empty() { ".".into() } else { path })
+        .collect();
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    let Ok(log) = git
+        .cmd([
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--name-only",
+            "--no-renames",
+            "--format=%x1e%H%x1f%B%x1f",
+        ])
+        .arg(format!("--max-count={MERGED_ON_READ}"))
+        .arg(format!("{}..{main}", base.trim()))
+        .arg("--")
+        .args(&paths)
+        .text()
+    else {
+        return Vec::new();
+    };
+    log.split('\x1e')
+        .filter_map(|entry| {
+            let mut parts = entry.splitn(3, '\x1f');
+            let commit = Oid::parse(parts.next()?.trim()).ok()?;
+            let message = parts.next()?.to_owned();
+            let paths = parts
+                .next()
+                .unwrap_or_default()
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(str::to_owned)
+                .collect();
+            Some(MainCommit {
+                commit,
+                message,
+                paths,
+            })
+        })
+        .collect()
 }
