@@ -66,11 +66,7 @@ impl Context {
                 ))
             })?,
         };
-        let view = top
-            .parent()
-            .filter(|parent| *parent == common_dir.join("bay").join("views"))
-            .and_then(|_| top.file_name())
-            .and_then(|name| ChangeId::parse(&name.to_string_lossy()).ok());
+        let view = view_of(&top, &common_dir);
         let values = config_values(&git);
         let committer = head::committer(&values, &|name| std::env::var(name).ok());
         let settings = only_bay(values);
@@ -103,6 +99,20 @@ impl Context {
             settings,
             committer,
         })
+    }
+
+    /// This machine's name in bay's records: `bay.machine`, which `bay install` sets, else
+    /// one made from the host's name.
+    pub fn machine(&self) -> String {
+        match self.setting_values("bay.machine").pop() {
+            Some(named) if !named.trim().is_empty() => named.trim().to_owned(),
+            _ => bay_core::install::machine_name(&host().unwrap_or_default()),
+        }
+    }
+
+    /// Where the hook keeps each session's work record and state.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.common_dir.join("bay").join("sessions")
     }
 
     /// Every value of a `bay.*` key, in the order Git lists them.
@@ -222,7 +232,22 @@ impl Context {
     }
 }
 
-/// A file at a commit, as text; `None` when absent.
+/// The change whose view the worktree at `top` is, when it is one of this clone's views
+/// (`<common Git dir>/bay/views/<change>`).
+pub fn view_of(top: &Path, common_dir: &Path) -> Option<ChangeId> {
+    top.parent()
+        .filter(|parent| *parent == common_dir.join("bay").join("views"))
+        .and_then(|_| top.file_name())
+        .and_then(|name| ChangeId::parse(&name.to_string_lossy()).ok())
+}
+
+/// This host's name, if it can be read.
+pub fn host() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+}
+
 /// Who runs bay, from the environment: `BAY_ACTOR`, else the user name (`USER`, then
 /// `LOGNAME`), as `actor::resolve` decides; the same for every command and hook.
 pub fn actor_from_env() -> (String, ActorSource) {
@@ -233,6 +258,7 @@ pub fn actor_from_env() -> (String, ActorSource) {
     actor::resolve(bay_actor.as_deref(), user.as_deref())
 }
 
+/// A file at a commit, as text; `None` when absent.
 fn read_text(local: &Local, commit: &Oid, path: &str) -> Result<Option<String>, BayResult> {
     let Some(bytes) = local
         .read_file(commit, path)

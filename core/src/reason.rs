@@ -79,6 +79,7 @@ pub enum ReasonCode {
     SkillMismatch,
     ActorUnnamed,
     WipLimit,
+    ChangeHeld,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -101,7 +102,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 37] = [
+    pub const ALL: [ReasonCode; 38] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -139,6 +140,7 @@ impl ReasonCode {
         ReasonCode::SkillMismatch,
         ReasonCode::ActorUnnamed,
         ReasonCode::WipLimit,
+        ReasonCode::ChangeHeld,
     ];
 
     /// The code as it appears in a result.
@@ -181,6 +183,7 @@ impl ReasonCode {
             ReasonCode::SkillMismatch => "SKILL_MISMATCH",
             ReasonCode::ActorUnnamed => "ACTOR_UNNAMED",
             ReasonCode::WipLimit => "WIP_LIMIT",
+            ReasonCode::ChangeHeld => "CHANGE_HELD",
         }
     }
 
@@ -668,6 +671,21 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     the command again.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ChangeHeld,
+        meaning: "Another live session with your actor name works in this change's view on \
+                  this clone, so `bay start` does not adopt the change under it: a session \
+                  is live until its `session.end`, or until its last hook event is `[runner] \
+                  takeover_s` old. `detail.holder` names that session, its actor, machine and \
+                  view; `detail.idle_s` says how long it has been quiet, and \
+                  `detail.retry_after_s` when it stops holding if it stays quiet.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "holder_ended",
+        next_step: "Another live session holds this change: wait until it ends, or work on \
+                    another change. `detail.holder` names the holder.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -715,6 +733,7 @@ mod tests {
             ReasonCode::SkillMismatch => 34,
             ReasonCode::ActorUnnamed => 35,
             ReasonCode::WipLimit => 36,
+            ReasonCode::ChangeHeld => 37,
         }
     }
 

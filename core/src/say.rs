@@ -230,6 +230,10 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
              finish or give up one of them, then run the command again.",
             quoted(names(detail, "live_changes"))
         ),
+        ReasonCode::ChangeHeld => "Another session of this agent is still working on this \
+                                   change on this machine; wait until it ends, or work on \
+                                   another change."
+            .to_owned(),
     }
 }
 

@@ -2,9 +2,10 @@
 //! and `undo` say of a change once main is not what the change's record expects.
 
 use bay_core::git::refs;
+use bay_core::hook::session::Session;
 use bay_core::id::ChangeId;
 use bay_core::machine::runner::{Runner, RunnerConfig};
-use bay_core::machine::start::{Start, StartInput, StartTarget};
+use bay_core::machine::start::{Sessions, Start, StartInput, StartTarget};
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::machine::undo::{Undo, UndoInput};
 use bay_core::machine::{Event, Machine};
@@ -114,4 +115,92 @@ fn a_change_whose_merge_main_was_moved_back_past_is_not_merged() {
             "no change was opened: {refused:?}"
         );
     }
+}
+
+/// A start of `intent` by `actor` under main's `[agent]` `rules`, weighing `sessions`.
+fn start_with(
+    bench: &mut Bench,
+    actor: &str,
+    intent: &str,
+    rules: &bay_core::policy::AgentRules,
+    sessions: Sessions,
+) -> BayResult {
+    let input = StartInput {
+        target: StartTarget::Intent {
+            intent: intent.into(),
+            paths: vec!["src/".into()],
+        },
+        actor: actor.into(),
+        main: MAIN.into(),
+        new: false,
+        fixes: None,
+        after: Vec::new(),
+        entropy: 21,
+        disk: None,
+        import: None,
+    };
+    let mut start = Start::new(input, Timestamp::from_secs(100));
+    start.policed(rules, bay_core::actor::ActorSource::Env);
+    start.in_sessions(sessions);
+    outcome(bench, &mut start)
+}
+
+#[test]
+fn a_live_session_of_the_same_name_holds_its_change_against_a_second_start() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let rules = bay_core::policy::AgentRules::default();
+    let first = start_with(&mut bench, "ann", "greet", &rules, Sessions::default());
+    let change = first.change.clone().expect("a change");
+    let tip = bench.git.remote.get(&refs::change(&change)).cloned();
+    let heard = Timestamp::from_secs(90);
+    let sessions = Sessions {
+        in_views: vec![(change.clone(), Session::begin("s1", "/v", "ann", heard))],
+        own: None,
+        here: None,
+        machine: "box".into(),
+    };
+    let held = start_with(&mut bench, "ann", "greet", &rules, sessions.clone());
+    assert_eq!(held.reason, Some(ReasonCode::ChangeHeld), "{held:?}");
+    assert_eq!(held.detail["holder"]["session"], "s1");
+    assert_eq!(held.detail["holder"]["machine"], "box");
+    assert_eq!(
+        bench.git.remote.get(&refs::change(&change)).cloned(),
+        tip,
+        "nothing was written"
+    );
+    // Another name is not held by it; nor is the holder itself.
+    let bob = start_with(&mut bench, "bob", "greet", &rules, sessions.clone());
+    assert_ne!(bob.reason, Some(ReasonCode::ChangeHeld), "{bob:?}");
+    let own = Sessions {
+        own: Some("s1".into()),
+        ..sessions
+    };
+    let again = start_with(&mut bench, "ann", "greet", &rules, own);
+    assert_eq!(again.decision, Decision::Ok, "{again:?}");
+    assert_eq!(again.change, Some(change));
+}
+
+#[test]
+fn the_live_changes_limit_is_read_by_the_machine_for_a_new_change_alone() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let rules = bay_core::policy::AgentRules {
+        require_actor: false,
+        max_live_changes: Some(1),
+    };
+    let first = start_with(&mut bench, "ann", "greet", &rules, Sessions::default());
+    assert_eq!(first.decision, Decision::Ok, "{first:?}");
+    let over = start_with(&mut bench, "ann", "part", &rules, Sessions::default());
+    assert_eq!(over.reason, Some(ReasonCode::WipLimit), "{over:?}");
+    assert_eq!(
+        over.detail["live_changes"],
+        serde_json::json!([first.change.clone().expect("a change")])
+    );
+    let again = start_with(&mut bench, "ann", "greet", &rules, Sessions::default());
+    assert_eq!(
+        again.decision,
+        Decision::Ok,
+        "picking up adds none: {again:?}"
+    );
+    let bob = start_with(&mut bench, "bob", "part", &rules, Sessions::default());
+    assert_eq!(bob.decision, Decision::Ok, "{bob:?}");
 }

@@ -213,8 +213,7 @@ impl Here {
     }
 
     fn sessions(&self) -> Option<PathBuf> {
-        let context = self.context.as_ref()?;
-        Some(context.common_dir.join("bay").join("sessions"))
+        Some(self.context.as_ref()?.sessions_dir())
     }
 
     fn facts(&self, moment: &str, payload: Option<&Payload>) -> Facts {
@@ -314,13 +313,7 @@ impl Here {
         if moment == Moment::StepEnd && !facts.session.as_ref().is_some_and(due) {
             return None;
         }
-        let machine = context
-            .setting_values("bay.machine")
-            .pop()
-            .or_else(super::runner::host)
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
+        let machine = context.machine();
         let (locks, read) = match Repo::new(&context.top, &context.remote, &context.main) {
             Ok(repo) => {
                 let locks = Locks { repo, paths };
@@ -382,12 +375,13 @@ impl Here {
     }
 }
 
-fn read_session(folder: &Path) -> Option<Session> {
+pub(crate) fn read_session(folder: &Path) -> Option<Session> {
     let bytes = std::fs::read(folder.join("state.json")).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
-fn all_sessions(dir: &Path) -> Vec<Session> {
+/// Every session's state under `dir`, the sessions folder of a clone.
+pub(crate) fn all_sessions(dir: &Path) -> Vec<Session> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -17,19 +17,15 @@ mod status;
 mod undo;
 
 use bay_core::config::Config;
-use bay_core::flow::{self, FLOW_CHAINS};
 use bay_core::git::refs;
-use bay_core::id::ChangeId;
 use bay_core::machine::start::Start;
 use bay_core::machine::status::Status;
-use bay_core::machine::{
-    Action, ActionId, ChainQuery, Completion, Event, FetchSpec, Machine, Refs,
-};
+use bay_core::machine::{Action, ActionId, Completion, Event, FetchSpec, Machine, Refs};
 use bay_core::progress::Progress;
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
 use bay_drivers::clock;
-use bay_drivers::pump::{Driver, Execute, Stopped};
+use bay_drivers::pump::{Driver, Stopped};
 use clap::Subcommand;
 
 use crate::context::{Context, failed};
@@ -216,11 +212,7 @@ pub fn run_start(
     // Main's rules are the machine's before it sees the fetch, which may open a change at once.
     start.configured(&config);
     let rules = context.agent_rules(&first.remote, driver.executor())?;
-    let live = match rules.max_live_changes {
-        Some(_) => held_live_changes(driver, &context.actor)?,
-        None => Vec::new(),
-    };
-    start.policed(&rules, context.actor_source, live);
+    start.policed(&rules, context.actor_source);
     if let Some(refused) = start.outcome() {
         return Ok((refused.clone(), config));
     }
@@ -241,34 +233,6 @@ pub fn run_status(
     status.limited(rules.max_live_changes);
     answer_first(status, first)?;
     Ok(drive(driver, status, fetched_at))
-}
-
-/// The live changes `actor` holds among the change records this clone holds from its earlier
-/// fetches: what `[agent] max_live_changes` counts. Read as `bay status` reads its flow, with
-/// no fetch of its own.
-fn held_live_changes(driver: &Driver<Local>, actor: &str) -> Result<Vec<ChangeId>, BayResult> {
-    let held = Action::ReadHeld {
-        prefix: refs::CHANGES.into(),
-        limit: FLOW_CHAINS,
-    };
-    let chains: Vec<ChainQuery> = match driver.executor().execute(held) {
-        Completion::HeldRead(Ok(held)) => held
-            .iter()
-            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
-            .collect(),
-        other => return Err(unread(other)),
-    };
-    match driver.executor().execute(Action::ReadChains { chains }) {
-        Completion::ChainsRead(Ok(reads)) => Ok(flow::live_changes(&reads, actor)),
-        other => Err(unread(other)),
-    }
-}
-
-fn unread(completion: Completion) -> BayResult {
-    failed(format!(
-        "the change records this clone holds could not be read, so the live changes cannot be \
-         counted: {completion:?}"
-    ))
 }
 
 /// Answers an agent command's first action, a fetch; that one fetch also brings main, and the

@@ -62,22 +62,17 @@ pub fn runner_config(context: &Context, mode: RunMode, interval_s: u64) -> Runne
     cfg.interval_ms = interval_s.max(1).saturating_mul(1000);
     cfg.environments = served_environments(context);
     cfg.mode = mode;
-    cfg.machine = host().unwrap_or_default().trim().to_string();
+    cfg.machine = context.machine();
     cfg.version = env!("CARGO_PKG_VERSION").to_string();
     cfg
-}
-
-/// This host's name, if it can be read.
-pub fn host() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .ok()
 }
 
 /// `bay.runnerName`, else the host's name, made safe to use in a ref name.
 pub fn runner_name(context: &Context) -> String {
     let named = context.setting_values("bay.runnername").pop();
-    let raw = named.or_else(host).unwrap_or_else(|| "runner".to_string());
+    let raw = named
+        .or_else(crate::context::host)
+        .unwrap_or_else(|| "runner".to_string());
     let safe: String = raw
         .trim()
         .chars()

@@ -65,6 +65,8 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         }),
     };
     let mut start = Start::new(input, clock::now());
+    // Edits onto a change another live session of this actor works in would share it.
+    start.in_sessions(super::start::sessions(&context));
     let opened = match run_start(&context, &mut driver, &mut start) {
         Ok((result, _)) => with_actor(result, &context),
         Err(result) => return result,

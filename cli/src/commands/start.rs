@@ -3,7 +3,7 @@
 use bay_core::config::Config;
 use bay_core::id::ChangeId;
 use bay_core::machine::release::{Release, ReleaseInput};
-use bay_core::machine::start::{Import, Start, StartInput, StartTarget};
+use bay_core::machine::start::{Import, SESSION_ENV, Sessions, Start, StartInput, StartTarget};
 use bay_core::result::{BayResult, Decision};
 use bay_drivers::clock;
 use bay_drivers::pump::Driver;
@@ -11,7 +11,7 @@ use bay_drivers::views::Views;
 
 use super::{drive, prepare, run_start, with_actor};
 use crate::Cli;
-use crate::context::Context;
+use crate::context::{Context, view_of};
 use crate::local::Local;
 
 #[derive(clap::Args, Debug)]
@@ -81,6 +81,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         import,
     };
     let mut machine = Start::new(input, clock::now());
+    machine.in_sessions(sessions(&context));
     match run_start(&context, &mut driver, &mut machine) {
         Ok((mut result, config)) => {
             if result.decision == Decision::Ok && result.change.is_some() {
@@ -90,6 +91,26 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
             with_actor(result, &context)
         }
         Err(result) => result,
+    }
+}
+
+/// The hook sessions of this clone that work in its views, and which session this start runs
+/// in: the one the product names in `BAY_SESSION`, and the view it runs in.
+pub(super) fn sessions(context: &Context) -> Sessions {
+    let in_views = super::hook::all_sessions(&context.sessions_dir())
+        .into_iter()
+        .filter_map(|session| {
+            let view = view_of(std::path::Path::new(&session.tree), &context.common_dir)?;
+            Some((view, session))
+        })
+        .collect();
+    Sessions {
+        in_views,
+        own: std::env::var(SESSION_ENV)
+            .ok()
+            .filter(|own| !own.trim().is_empty()),
+        here: context.view.clone(),
+        machine: context.machine(),
     }
 }
 

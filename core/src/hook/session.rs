@@ -63,7 +63,13 @@ impl Session {
     /// Whether this session still holds what it wrote at `now`: not ended, and heard from
     /// within [`HOLD_WINDOW_MS`].
     pub fn live(&self, now: Timestamp) -> bool {
-        !self.ended && now.millis_since(self.last_at) < HOLD_WINDOW_MS
+        self.live_within(now, HOLD_WINDOW_MS)
+    }
+
+    /// Whether this session is live at `now` for a window of `window_ms`: not ended, and
+    /// heard from less than that long ago. `bay start` weighs it with `[runner] takeover_s`.
+    pub fn live_within(&self, now: Timestamp, window_ms: u64) -> bool {
+        !self.ended && now.millis_since(self.last_at) < window_ms
     }
 
     /// Whether a step should renew this session's locks at `now`: it holds some, and half

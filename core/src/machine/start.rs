@@ -11,10 +11,14 @@
 //! merge base, becomes the change's first draft, written with its start in the same push; a
 //! conflict with main or a path the change does not declare refuses before anything is written.
 
+mod held;
+
+pub use held::{SESSION_ENV, Sessions};
+
 use super::agent::{self, MAX_RACES, Nonces};
 use super::{
-    Action, Append, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome, PushPlan,
-    RawStep, RefUpdate, Refreshed, Refs,
+    Action, Append, ChainQuery, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
+    PushPlan, RawStep, RefUpdate, Refreshed, Refs,
 };
 use std::collections::BTreeMap;
 
@@ -144,6 +148,16 @@ enum Purpose {
     ReadLive,
     /// When this clone first held the tip of another actor's live change.
     Idle,
+    /// The change records this clone holds, and then their chains, to count the actor's live
+    /// changes before a new one opens as generation `generation`.
+    Held {
+        generation: u32,
+        supersedes: Option<ChangeId>,
+    },
+    HeldChains {
+        generation: u32,
+        supersedes: Option<ChangeId>,
+    },
 }
 
 /// The `bay start` machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -183,10 +197,12 @@ pub struct Start {
     /// (`[runner] takeover_s`), and whether the found one was.
     takeover_ms: u64,
     idle: bool,
-    /// Main's `[agent]` rules, and the live changes this actor holds among the records this
-    /// clone holds ([`Start::policed`]).
+    /// Main's `[agent]` rules ([`Start::policed`]), and, once read for a new change under a
+    /// limit, the live changes this actor holds among the records this clone holds.
     rules: AgentRules,
-    live: Vec<ChangeId>,
+    live: Option<Vec<ChangeId>>,
+    /// The hook sessions of this clone ([`Start::in_sessions`]).
+    sessions: Sessions,
 }
 
 impl Start {
@@ -224,7 +240,8 @@ impl Start {
             takeover_ms: Config::default().runner.takeover_s.saturating_mul(1000),
             idle: false,
             rules: AgentRules::default(),
-            live: Vec::new(),
+            live: None,
+            sessions: Sessions::default(),
         };
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
@@ -246,16 +263,21 @@ impl Start {
         self.takeover_ms = config.runner.takeover_s.saturating_mul(1000);
     }
 
-    /// Takes main's `[agent]` rules, read with main's config, where the actor's name came from,
-    /// and the live changes it holds among the change records this clone holds. An actor
-    /// without a name the policy requires is refused here; the limit is held at [`Self::create`]
-    /// alone, so picking up a change adds none.
-    pub fn policed(&mut self, rules: &AgentRules, source: ActorSource, live: Vec<ChangeId>) {
+    /// Takes main's `[agent]` rules, read with main's config, and where the actor's name came
+    /// from. An actor without a name the policy requires is refused here; the limit is held at
+    /// [`Self::create`] alone, so picking up a change adds none, and only a new change under a
+    /// limit reads the change records this clone holds to count its live ones.
+    pub fn policed(&mut self, rules: &AgentRules, source: ActorSource) {
         self.rules = rules.clone();
-        self.live = live;
         if let Some(refused) = actor::unnamed(rules, source) {
             self.finish(refused);
         }
+    }
+
+    /// Takes the hook sessions of this clone: a change whose view another live session of this
+    /// actor works in is not picked up (`CHANGE_HELD`).
+    pub fn in_sessions(&mut self, sessions: Sessions) {
+        self.sessions = sessions;
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -609,6 +631,20 @@ impl Start {
             self.out.send(Action::ReadSeen { names }, Purpose::Idle);
             return;
         }
+        // Two live sessions of one actor never share a change: another's view is its own.
+        let holder = self.sessions.holder(
+            &record.change,
+            &self.input.actor,
+            self.now,
+            self.takeover_ms,
+        );
+        if let Some(holder) = holder {
+            let detail = self
+                .sessions
+                .detail(&record.change, holder, self.now, self.takeover_ms);
+            self.change = Some(record.change.clone());
+            return self.refuse(ReasonCode::ChangeHeld, detail);
+        }
         // Imported work goes onto the open change as its next draft, when its paths allow.
         if let Some(imported) = self.imported.clone() {
             let uncovered = uncovered(&record.paths, &imported.paths);
@@ -741,8 +777,24 @@ impl Start {
         let StartTarget::Intent { intent, paths } = self.input.target.clone() else {
             return self.fail("only an intent opens a new change".into());
         };
-        if let Some(refused) = actor::over_limit(&self.rules, &self.live) {
-            return self.finish(refused);
+        if self.rules.max_live_changes.is_some() {
+            let Some(live) = &self.live else {
+                let held = Action::ReadHeld {
+                    prefix: refs::CHANGES.into(),
+                    limit: crate::flow::FLOW_CHAINS,
+                };
+                self.out.send(
+                    held,
+                    Purpose::Held {
+                        generation,
+                        supersedes,
+                    },
+                );
+                return;
+            };
+            if let Some(refused) = actor::over_limit(&self.rules, live) {
+                return self.finish(refused);
+            }
         }
         let change = self.reserved.take().unwrap_or_else(|| self.new_id());
         let base = self.main().expect("main was checked after the fetch");
@@ -1104,6 +1156,22 @@ impl Start {
         self.open();
     }
 
+    /// The change records this clone holds, from its earlier fetches: their chains are read
+    /// as `bay status` reads its flow, with no fetch, for the live changes a limit counts.
+    fn on_held(&mut self, generation: u32, supersedes: Option<ChangeId>, held: Refs) {
+        let chains: Vec<ChainQuery> = held
+            .iter()
+            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
+            .collect();
+        self.out.send(
+            Action::ReadChains { chains },
+            Purpose::HeldChains {
+                generation,
+                supersedes,
+            },
+        );
+    }
+
     fn done(&mut self) {
         let change = self
             .change
@@ -1165,6 +1233,31 @@ impl Start {
             }
             (Purpose::ReadLive, Completion::ChainsRead(Ok(reads))) => self.on_live(reads),
             (Purpose::Idle, Completion::SeenRead(Ok(seen))) => self.on_idle(seen),
+            (
+                Purpose::Held {
+                    generation,
+                    supersedes,
+                },
+                Completion::HeldRead(Ok(held)),
+            ) => self.on_held(generation, supersedes, held),
+            (
+                Purpose::HeldChains {
+                    generation,
+                    supersedes,
+                },
+                Completion::ChainsRead(Ok(reads)),
+            ) => {
+                self.live = Some(crate::flow::live_changes(&reads, &self.input.actor));
+                self.create(generation, supersedes);
+            }
+            (
+                Purpose::Held { .. } | Purpose::HeldChains { .. },
+                completion @ (Completion::HeldRead(Err(_)) | Completion::ChainsRead(Err(_))),
+            ) => self.fail(format!(
+                "the change records this clone holds could not be read, so the live changes \
+                 cannot be counted: {}",
+                fault_of(&completion).unwrap_or_default()
+            )),
             // What the change meets is news, never a condition: a read that fails leaves it
             // out, and the change and its view stand.
             (Purpose::Behind, Completion::LogRead(Err(_))) => self.read_places(),

@@ -1,0 +1,107 @@
+//! `CHANGE_HELD` with real Git: two live sessions with one actor name cannot share a change.
+//! A session becomes live in a view through `bay hook` (the product's `SessionStart` payload
+//! on stdin), and a second `bay start` of that change by the same name is refused, naming the
+//! session and the machine, until the session ends. The caller's own session, named by
+//! `BAY_SESSION` or, without one, by running inside the view, is never refused.
+
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use support::*;
+
+/// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`.
+fn hook(tree: &Path, moment: &str, event: &str, session: &str) {
+    let payload = serde_json::json!({
+        "session_id": session,
+        "cwd": tree,
+        "hook_event_name": event,
+        "permission_mode": "default",
+    });
+    let mut child = Command::new(BAY)
+        .current_dir(tree)
+        .args(["hook", moment])
+        .env("BAY_ACTOR", "ann")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bay hook runs");
+    child
+        .stdin
+        .take()
+        .expect("a stdin")
+        .write_all(payload.to_string().as_bytes())
+        .expect("the payload is written");
+    assert!(child.wait().expect("bay hook ends").success());
+}
+
+fn start(dir: &Path, actor: &str, words: &str, session: Option<&str>) -> Ran {
+    let env: Vec<(&str, &str)> = session.map(|s| ("BAY_SESSION", s)).into_iter().collect();
+    bay_with(dir, actor, &["start", words, "--paths", "src/"], &env)
+}
+
+#[test]
+fn a_second_live_session_of_one_name_cannot_pick_up_the_change() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            &format!("{CONFIG}takeover_s = 600\n"),
+            false,
+        ),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", CHECK, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let first = start(&ann, "ann", "greet", None);
+    assert_eq!(first.code, 0, "{}", first.doc);
+    let change = first.doc["change"].as_str().expect("a change").to_owned();
+    let view = std::path::PathBuf::from(first.doc["detail"]["view"].as_str().expect("a view"));
+    hook(&view, "session.start", "SessionStart", "s1");
+    let tip = world.remote_ref(&format!("refs/bay/changes/{change}"));
+
+    // From the main checkout, with no session or another one: the view's session holds it.
+    for own in [None, Some("s2")] {
+        let second = start(&ann, "ann", "greet", own);
+        assert_eq!(second.code, 10, "{}", second.doc);
+        assert_eq!(second.doc["reason"], "CHANGE_HELD", "{}", second.doc);
+        assert_eq!(second.doc["change"], change.as_str());
+        let holder = &second.doc["detail"]["holder"];
+        assert_eq!(holder["session"], "s1", "{}", second.doc);
+        assert_eq!(holder["actor"], "ann");
+        assert!(!holder["machine"].as_str().unwrap_or_default().is_empty());
+        assert_eq!(second.doc["detail"]["takeover_s"], 600);
+    }
+    // Inside the view, with another session's id, too.
+    let inside = start(&view, "ann", &change, Some("s2"));
+    assert_eq!(inside.doc["reason"], "CHANGE_HELD", "{}", inside.doc);
+    assert_eq!(
+        world.remote_ref(&format!("refs/bay/changes/{change}")),
+        tip,
+        "a refused start writes nothing"
+    );
+
+    // The holder itself: by its id, or inside its view with no id to tell it apart.
+    let own = start(&ann, "ann", "greet", Some("s1"));
+    assert_eq!(
+        (own.code, own.doc["change"].clone()),
+        (0, change.as_str().into()),
+        "{}",
+        own.doc
+    );
+    let here = start(&view, "ann", &change, None);
+    assert_eq!(here.code, 0, "{}", here.doc);
+
+    // Another name meets the change's actor, not the session.
+    let bob = start(&ann, "bob", "greet", None);
+    assert_eq!(bob.doc["reason"], "CHANGE_SUPERSEDED", "{}", bob.doc);
+
+    // Once the session ends, the same name picks the change up from anywhere.
+    hook(&view, "session.end", "SessionEnd", "s1");
+    let after = start(&ann, "ann", "greet", Some("s2"));
+    assert_eq!(after.code, 0, "{}", after.doc);
+    assert_eq!(after.doc["change"], change.as_str());
+}
