@@ -12,8 +12,9 @@ use std::process::{Command, Stdio};
 
 use support::*;
 
-/// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`.
-fn hook(tree: &Path, moment: &str, event: &str, session: &str) {
+/// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`, with
+/// the session's environment file, as Claude Code runs its hooks.
+fn hook(tree: &Path, moment: &str, event: &str, session: &str, env_file: &Path) {
     let payload = serde_json::json!({
         "session_id": session,
         "cwd": tree,
@@ -24,6 +25,7 @@ fn hook(tree: &Path, moment: &str, event: &str, session: &str) {
         .current_dir(tree)
         .args(["hook", moment])
         .env("BAY_ACTOR", "ann")
+        .env("CLAUDE_ENV_FILE", env_file)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -60,7 +62,13 @@ fn a_second_live_session_of_one_name_cannot_pick_up_the_change() {
     assert_eq!(first.code, 0, "{}", first.doc);
     let change = first.doc["change"].as_str().expect("a change").to_owned();
     let view = std::path::PathBuf::from(first.doc["detail"]["view"].as_str().expect("a view"));
-    hook(&view, "session.start", "SessionStart", "s1");
+    let env_file = world.root.path().join("claude-env");
+    hook(&view, "session.start", "SessionStart", "s1", &env_file);
+    assert_eq!(
+        std::fs::read_to_string(&env_file).expect("the session's environment file"),
+        "export BAY_SESSION=s1\n",
+        "the session is named to its shell commands"
+    );
     let tip = world.remote_ref(&format!("refs/bay/changes/{change}"));
 
     // From the main checkout, with no session or another one: the view's session holds it.
@@ -84,8 +92,20 @@ fn a_second_live_session_of_one_name_cannot_pick_up_the_change() {
         "a refused start writes nothing"
     );
 
-    // The holder itself: by its id, or inside its view with no id to tell it apart.
-    let own = start(&ann, "ann", "greet", Some("s1"));
+    // The holder itself: by its id, as its shell commands get it from the environment file
+    // Claude Code runs before each, or inside its view with no id to tell it apart.
+    let mut sourced = Command::new("sh");
+    sourced
+        .current_dir(&ann)
+        .arg("-c")
+        .arg(format!(
+            ". \"$1\" && exec {BAY} --json start greet --paths src/"
+        ))
+        .arg("sh")
+        .arg(&env_file)
+        .env("BAY_ACTOR", "ann")
+        .env_remove("BAY_SESSION");
+    let own = held(&mut sourced, &["start"]);
     assert_eq!(
         (own.code, own.doc["change"].clone()),
         (0, change.as_str().into()),
@@ -100,7 +120,7 @@ fn a_second_live_session_of_one_name_cannot_pick_up_the_change() {
     assert_eq!(bob.doc["reason"], "CHANGE_SUPERSEDED", "{}", bob.doc);
 
     // Once the session ends, the same name picks the change up from anywhere.
-    hook(&view, "session.end", "SessionEnd", "s1");
+    hook(&view, "session.end", "SessionEnd", "s1", &env_file);
     let after = start(&ann, "ann", "greet", Some("s2"));
     assert_eq!(after.code, 0, "{}", after.doc);
     assert_eq!(after.doc["change"], change.as_str());

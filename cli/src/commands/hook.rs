@@ -25,7 +25,8 @@
 //!   draft, all local.
 //!
 //! The work record lives under `<common Git dir>/bay/sessions/<session>/`: `record.jsonl`,
-//! one row per event, and `state.json`, what the next event reads.
+//! one row per event, and `state.json`, what the next event reads. At `session.start` it
+//! also names the session to the product's environment file, when the product gives one.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -86,7 +87,33 @@ pub fn run(cli: &Cli, args: &Args) -> ExitCode {
         None => hook::decide(&args.moment, payload, &facts),
     };
     here.keep(&outcome);
+    if args.moment.parse::<Moment>() == Ok(Moment::SessionStart) {
+        export_session(&outcome.session.session);
+    }
     answer(&outcome)
+}
+
+/// Names the session to its later shell commands, so a `bay start` there knows its own
+/// session (`CHANGE_HELD`): Claude Code runs the lines a `SessionStart` hook appends to the
+/// file `CLAUDE_ENV_FILE` names before each shell command. Other products set no such file.
+fn export_session(session: &str) {
+    let (Some(file), Some(line)) = (
+        std::env::var_os("CLAUDE_ENV_FILE"),
+        bay_core::machine::start::export_line(session),
+    ) else {
+        return;
+    };
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut env| env.write_all(line.as_bytes()));
+    if let Err(e) = appended {
+        let _ = writeln!(
+            std::io::stderr(),
+            "bay: the session was not named to its shell: {e}"
+        );
+    }
 }
 
 /// The lock refs one event reads and writes on the remote.

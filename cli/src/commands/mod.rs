@@ -119,7 +119,7 @@ pub const WRITES: [(&str, &str, &str); 14] = [
     ),
     (
         "hook",
-        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view at refs/bay/checkpoints/<change>, a local ref",
+        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view at refs/bay/checkpoints/<change>, a local ref; at session start, the line naming the session in the file Claude Code's CLAUDE_ENV_FILE names",
         "the view's files, HEAD and index; the remote; main",
     ),
     (

@@ -18,6 +18,18 @@ use crate::time::Timestamp;
 /// do so (Claude Code's `CLAUDE_ENV_FILE`).
 pub const SESSION_ENV: &str = "BAY_SESSION";
 
+/// The line that exports `session` as [`SESSION_ENV`] to a product's environment file, for
+/// the session's later shell commands: `None` for an id a shell would read as more than a
+/// word (ids are UUIDs in both products).
+pub fn export_line(session: &str) -> Option<String> {
+    let plain = !session.is_empty()
+        && session.len() <= 200
+        && session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    plain.then(|| format!("export {SESSION_ENV}={session}\n"))
+}
+
 /// The hook sessions of this clone, as a start weighs them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sessions {
@@ -154,6 +166,17 @@ mod tests {
         all.in_views[0].1.ended = true;
         let now = Timestamp::from_secs(1_001);
         assert!(all.holder(&held, "ann", now, WINDOW).is_none(), "ended");
+    }
+
+    #[test]
+    fn only_a_plain_session_id_is_exported() {
+        assert_eq!(
+            export_line("8c35adc1-aa_1").as_deref(),
+            Some("export BAY_SESSION=8c35adc1-aa_1\n")
+        );
+        for odd in ["", "a b", "a;rm -rf /", "$(x)", "a\nb", "'a'"] {
+            assert_eq!(export_line(odd), None, "{odd:?}");
+        }
     }
 
     #[test]
