@@ -198,6 +198,19 @@ impl Views {
         Ok(dir.to_string_lossy().into_owned())
     }
 
+    /// The paths the view of `change` declares: its sparse-checkout patterns, as
+    /// [`Views::make`] wrote them, read from the view's own Git directory (empty without one).
+    pub fn declared(&self, change: &ChangeId) -> Vec<String> {
+        let Some(admin) = self.admin_dir(&self.dir(change)) else {
+            return Vec::new();
+        };
+        std::fs::read_to_string(admin.join("info").join("sparse-checkout"))
+            .unwrap_or_default()
+            .lines()
+            .map(declared_path)
+            .collect()
+    }
+
     /// The changes with a folder under this clone's views, by name; the folder may be no
     /// valid view (`inspect` leaves those out).
     pub fn listed(&self) -> Vec<ChangeId> {
@@ -413,6 +426,14 @@ fn pattern(path: &str) -> String {
     }
 }
 
+/// The declared path a sparse pattern of [`pattern`] stands for: `/*` is the whole tree.
+fn declared_path(pattern: &str) -> String {
+    match pattern.trim_start_matches('/') {
+        "*" => String::new(),
+        path => path.to_owned(),
+    }
+}
+
 fn oid(stdout: &[u8]) -> Result<Oid, Fault> {
     Oid::parse(String::from_utf8_lossy(stdout).trim()).map_err(Fault)
 }
@@ -501,6 +522,27 @@ mod tests {
         // The stage is spent: the next freeze takes the work as it is then.
         let next = views.freeze(&change, &draft).expect("a draft");
         assert_eq!(file_at(&views, &next), "after\n");
+    }
+
+    #[test]
+    fn a_view_s_declared_paths_come_from_its_own_git_directory() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        // A leftover folder under that name: Git names the view's Git directory otherwise.
+        let leftover = root.path().join(".git/worktrees/c7k2m4qa/info");
+        std::fs::create_dir_all(&leftover).expect("a folder");
+        std::fs::write(leftover.join("sparse-checkout"), "/other\n").expect("write");
+        let (views, head, _) = view_of_a(root.path(), &change);
+        assert_eq!(views.declared(&change), vec!["a.txt".to_owned()]);
+        let whole = ChangeId::parse("d7k2m4qa").expect("an id");
+        views.make(&whole, &["/".into()], &head).expect("a view");
+        assert_eq!(
+            views.declared(&whole),
+            vec![String::new()],
+            "the whole tree"
+        );
+        let none = ChangeId::parse("e7k2m4qa").expect("an id");
+        assert!(views.declared(&none).is_empty(), "no view");
     }
 
     #[test]

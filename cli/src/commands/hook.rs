@@ -464,28 +464,17 @@ fn unsaved(top: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The paths a view declares: its sparse-checkout patterns, as `bay start` wrote them.
-fn declared(context: &Context, change: &ChangeId) -> Vec<String> {
-    let admin = context.common_dir.join("worktrees").join(change.as_str());
-    std::fs::read_to_string(admin.join("info").join("sparse-checkout"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| line.trim_start_matches('/').to_owned())
-        .map(|path| if path == "*" { String::new() } else { path })
-        .collect()
-}
-
 /// What `session.start` says: the view's paths, the other views of this clone that declare
 /// overlapping paths, and the instruction files main changed since the view's base.
 fn start_facts(context: &Context, change: &ChangeId, instructions: &[String]) -> StartFacts {
-    let mine = declared(context, change);
     let views = Views::new(&context.top, &context.common_dir);
+    let mine = views.declared(change);
     let overlapping = views
         .listed()
         .into_iter()
         .filter(|other| other != change)
         .map(|other| {
-            let paths = declared(context, &other);
+            let paths = views.declared(&other);
             (other, paths)
         })
         .filter(|(_, paths)| bay_core::paths::overlap(paths, &mine))
