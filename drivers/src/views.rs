@@ -57,21 +57,34 @@ impl Drop for Staged {
     }
 }
 
-/// The work in the view at `dir` as a tree: every file under its sparse paths added to its
-/// index, as `git add --all` adds them, and the index written as a tree. The tree is built and
-/// written by this process where it can read the index (in `admin`, the view's own Git
-/// directory) and write objects as Git would ([`crate::index`]), else by `git write-tree`.
-fn tree_of_work(dir: &Path, admin: Option<&Path>, objects: &Objects) -> Result<Oid, Fault> {
+/// The work in the view at `dir` as a tree: every file under its sparse paths added to an
+/// index, as `git add --all` adds them, and the index written as a tree. The index is `index`
+/// when given (the view's own, or a copy of it), else the one Git finds. The tree is built and
+/// written by this process where it can read that index and write objects as Git would
+/// ([`crate::index`]), else by `git write-tree`.
+fn tree_of_work(dir: &Path, index: Option<&Path>, objects: &Objects) -> Result<Oid, Fault> {
     let view = Git::in_dir(dir);
-    view.cmd(["add", "--all", "--sparse", "--", "."]).run()?;
-    if let (Some(admin), Some(store)) = (admin, objects.store()) {
-        let built = crate::index::tree_of_index(&admin.join("index"), store)
+    let with_index = |args: &[&str]| {
+        let call = view.cmd(args.iter().copied());
+        match index {
+            Some(index) => call.env("GIT_INDEX_FILE", index).run(),
+            None => call.run(),
+        }
+    };
+    with_index(&["add", "--all", "--sparse", "--", "."])?;
+    if let (Some(index), Some(store)) = (index, objects.store()) {
+        let built = crate::index::tree_of_index(index, store)
             .map_err(|e| Fault(format!("cannot write the view's tree: {e}")))?;
         if let Some(tree) = built {
             return Ok(tree);
         }
     }
-    oid(&view.cmd(["write-tree"]).run()?.stdout)
+    oid(&with_index(&["write-tree"])?.stdout)
+}
+
+/// A view's own index, in its Git directory `admin`.
+fn own_index(admin: Option<PathBuf>) -> Option<PathBuf> {
+    admin.map(|admin| admin.join("index"))
 }
 
 impl Views {
@@ -284,8 +297,8 @@ impl Views {
         if staged.contains_key(change) {
             return;
         }
-        let (admin, objects) = (self.admin_dir(&dir), self.objects.clone());
-        let taking = std::thread::spawn(move || tree_of_work(&dir, admin.as_deref(), &objects));
+        let (index, objects) = (own_index(self.admin_dir(&dir)), self.objects.clone());
+        let taking = std::thread::spawn(move || tree_of_work(&dir, index.as_deref(), &objects));
         staged.insert(change.clone(), taking);
     }
 
@@ -307,7 +320,11 @@ impl Views {
         let tree = match staged.map(JoinHandle::join) {
             Some(Ok(taken)) => taken?,
             Some(Err(_)) => return Err(Fault("taking the view's work as a tree panicked".into())),
-            None => tree_of_work(&dir, self.admin_dir(&dir).as_deref(), &self.objects)?,
+            None => tree_of_work(
+                &dir,
+                own_index(self.admin_dir(&dir)).as_deref(),
+                &self.objects,
+            )?,
         };
         let head = self.head(&dir, &view)?;
         let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
@@ -343,7 +360,8 @@ impl Views {
     /// Saves the work in the view of `change` as a draft checkpoint: a commit on the view's
     /// HEAD, kept at the local ref `refs/bay/checkpoints/<change>`, without touching the view's
     /// HEAD, index or files, so the session's edits stay unsaved for `bay merge` to take. The
-    /// work is added through a copy of the view's index. `None` when there is no view or the
+    /// work is added through a copy of the view's index, under a name of its own, so two
+    /// checkpoints of one view at once never share it. `None` when there is no view or the
     /// view holds nothing beyond its HEAD.
     pub fn checkpoint(&self, change: &ChangeId) -> Result<Option<Oid>, Fault> {
         let dir = self.dir(change);
@@ -351,17 +369,21 @@ impl Views {
             return Ok(None);
         };
         let view = Git::in_dir(&dir);
-        let index = admin.join("index.bay-checkpoint");
-        let _ = std::fs::copy(admin.join("index"), &index);
-        let with_index = |args: &[&str]| {
-            view.cmd(args.iter().copied())
-                .env("GIT_INDEX_FILE", &index)
-                .run()
-        };
-        let tree = with_index(&["add", "--all", "--sparse", "--", "."])
-            .and_then(|_| with_index(&["write-tree"]));
-        let _ = std::fs::remove_file(&index);
-        let tree = oid(&tree?.stdout)?;
+        // Removed when dropped, whatever happens.
+        let copy = tempfile::Builder::new()
+            .prefix("index.bay-checkpoint.")
+            .tempfile_in(&admin)
+            .map_err(|e| Fault(format!("cannot copy the view's index: {e}")))?;
+        match std::fs::copy(admin.join("index"), copy.path()) {
+            Ok(_) => {}
+            // A view with no index yet: Git starts an empty one, which an empty file is not.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::remove_file(copy.path())
+                    .map_err(|e| Fault(format!("cannot copy the view's index: {e}")))?;
+            }
+            Err(e) => return Err(Fault(format!("cannot copy the view's index: {e}"))),
+        }
+        let tree = tree_of_work(&dir, Some(copy.path()), &self.objects)?;
         let head = self.head(&dir, &view)?;
         let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
             .pop()
@@ -543,6 +565,52 @@ mod tests {
         );
         let none = ChangeId::parse("e7k2m4qa").expect("an id");
         assert!(views.declared(&none).is_empty(), "no view");
+    }
+
+    #[test]
+    fn checkpoints_of_one_view_at_once_each_save_the_work_and_leave_the_view_alone() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let (views, head, dir) = view_of_a(root.path(), &change);
+        assert_eq!(
+            views.checkpoint(&change).expect("no fault"),
+            None,
+            "nothing new"
+        );
+        std::fs::write(dir.join("a.txt"), "edited\n").expect("write");
+        let index = || std::fs::read(root.path().join(".git/worktrees/c7k2m4qa/index"));
+        let before = index().expect("the view's index");
+        let taken: Vec<Oid> = std::thread::scope(|scope| {
+            let each: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        (0..5)
+                            .map(|_| views.checkpoint(&change))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            each.into_iter()
+                .flat_map(|one| one.join().expect("no panic"))
+                .map(|taken| taken.expect("no fault").expect("a checkpoint"))
+                .collect()
+        });
+        for checkpoint in &taken {
+            assert_eq!(file_at(&views, checkpoint), "edited\n");
+        }
+        assert_eq!(views.head(&dir, &Git::in_dir(&dir)).expect("HEAD"), head);
+        assert_eq!(
+            index().expect("the view's index"),
+            before,
+            "the index is untouched"
+        );
+        let admin = std::fs::read_dir(root.path().join(".git/worktrees/c7k2m4qa")).expect("dir");
+        let left: Vec<_> = admin
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("index."))
+            .collect();
+        assert!(left.is_empty(), "no copy is left: {left:?}");
     }
 
     #[test]
