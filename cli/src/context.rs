@@ -77,16 +77,13 @@ impl Context {
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v.clone())
         };
-        let remote = setting("bay.remote").unwrap_or_else(|| "origin".to_string());
-        let main = match setting("bay.main") {
-            Some(main) => main,
-            None => default_branch(&git, &remote).ok_or_else(|| {
-                missing(json!({
-                    "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
-                    "why": "bay cannot tell which branch is main",
-                }))
-            })?,
-        };
+        let (remote, main) = remote_and_main(&git, setting("bay.remote"), setting("bay.main"));
+        let main = main.ok_or_else(|| {
+            missing(json!({
+                "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
+                "why": "bay cannot tell which branch is main",
+            }))
+        })?;
         let (actor, actor_source) = actor_from_env();
         Ok(Context {
             top,
@@ -310,13 +307,16 @@ fn only_bay(values: Vec<(String, String)>) -> Vec<(String, String)> {
 /// Every `bay.*`, `user.*` and `committer.*` key and value of the config this clone sees, in
 /// one `git config` call, in Git's order.
 fn config_values(git: &Git) -> Vec<(String, String)> {
+    git_config(git, &["bay", "user", "committer"])
+}
+
+/// Every key of the config sections `sections` this clone sees and its value, in one `git
+/// config` call, in Git's order; keys come lower-cased, as Git gives them. A key with no value
+/// at all, which Git reads as a true boolean, comes as `true`.
+pub fn git_config(git: &Git, sections: &[&str]) -> Vec<(String, String)> {
+    let pattern = format!("^({})\\.", sections.join("|"));
     let Ok(out) = git
-        .cmd([
-            "config",
-            "--null",
-            "--get-regexp",
-            "^(bay|user|committer)\\.",
-        ])
+        .cmd(["config", "--null", "--get-regexp", &pattern])
         .output()
     else {
         return Vec::new();
@@ -326,10 +326,31 @@ fn config_values(git: &Git) -> Vec<(String, String)> {
         .filter(|entry| !entry.is_empty())
         .map(|entry| {
             let text = String::from_utf8_lossy(entry);
-            let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+            let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
             (key.to_string(), value.to_string())
         })
         .collect()
+}
+
+/// The remote and main a clone works with: the ones named (`bay.remote` and `bay.main`, or
+/// `bay install`'s flags), else `origin` and the remote's default branch, if it can be told.
+pub fn remote_and_main(
+    git: &Git,
+    remote: Option<String>,
+    main: Option<String>,
+) -> (String, Option<String>) {
+    let remote = remote.unwrap_or_else(|| "origin".to_owned());
+    let main = main.or_else(|| default_branch(git, &remote));
+    (remote, main)
+}
+
+/// A file at a revision, if the revision holds it.
+pub fn file_at(git: &Git, revision: &str, path: &str) -> Option<Vec<u8>> {
+    let out = git
+        .cmd(["cat-file", "blob", &format!("{revision}:{path}")])
+        .output()
+        .ok()?;
+    out.success().then_some(out.stdout)
 }
 
 /// The remote's default branch: from `refs/remotes/<remote>/HEAD`, else by asking the remote.

@@ -78,9 +78,10 @@ pub struct CloneFacts {
     /// The check variables main's policy names, and whether each is set here; `Err` when the
     /// policy cannot be read.
     pub variables: Result<Vec<(Variable, bool)>, String>,
-    /// Whether the commit-graph holds changed-path filters, and Git writes one on fetch.
+    /// Whether the commit-graph holds changed-path filters, and this clone's
+    /// `fetch.writeCommitGraph` (whether Git writes one on fetch), as the config holds it.
     pub graph_filters: bool,
-    pub graph_on_fetch: bool,
+    pub graph_on_fetch: Option<String>,
 }
 
 /// One variable one check of the policy passes from the runner (`[[check]] env`).
@@ -220,14 +221,6 @@ pub fn product_version(text: &str) -> Option<Vec<u32>> {
     })
 }
 
-/// The number in `git version 2.47.3 (Apple Git-146)`: `2.47.3`.
-fn git_number(text: &str) -> Option<&str> {
-    text.trim()
-        .strip_prefix("git version ")?
-        .split_whitespace()
-        .next()
-}
-
 /// The `git` row: Git must start, and be [`GIT_FLOOR`] or newer.
 pub fn git_row(git: Option<&str>) -> Row {
     let floor = format!("{}.{}", GIT_FLOOR.0, GIT_FLOOR.1);
@@ -241,7 +234,7 @@ pub fn git_row(git: Option<&str>) -> Row {
         .floor(floor)
         .with("tool", json!("git"));
     };
-    let found = git_number(text).map(str::to_owned);
+    let found = GitVersion::number(text).map(str::to_owned);
     match GitVersion::parse(text) {
         Some(version) if version >= GIT_FLOOR => Row::green("git", found).floor(floor),
         _ => Row::red(
@@ -505,7 +498,12 @@ fn check_env_row(clone: &CloneFacts) -> Row {
 
 /// The `store` row: advice on the commit-graph, which makes reading history fast; never red.
 fn store_row(clone: &CloneFacts) -> Row {
-    if clone.graph_filters && clone.graph_on_fetch {
+    let on_fetch = clone
+        .graph_on_fetch
+        .as_deref()
+        .and_then(crate::install::git_bool)
+        .unwrap_or(false);
+    if clone.graph_filters && on_fetch {
         return Row::green(
             "store",
             Some("commit-graph with changed-path filters".into()),
@@ -518,7 +516,7 @@ fn store_row(clone: &CloneFacts) -> Row {
         ..Row::green("store", None)
     }
     .with("changed_path_filters", json!(clone.graph_filters))
-    .with("written_on_fetch", json!(clone.graph_on_fetch))
+    .with("written_on_fetch", json!(on_fetch))
 }
 
 /// Every row for `facts`, in the order doctor prints them.

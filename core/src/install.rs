@@ -134,11 +134,30 @@ pub struct GitVersion(pub u32, pub u32);
 impl GitVersion {
     /// Reads `git version 2.47.3` (and vendor suffixes such as `(Apple Git-146)`).
     pub fn parse(text: &str) -> Option<GitVersion> {
-        let number = text.trim().strip_prefix("git version ")?;
-        let mut parts = number.split(['.', ' ']);
+        let mut parts = GitVersion::number(text)?.split('.');
         let major = parts.next()?.parse().ok()?;
         let minor = parts.next()?.parse().ok()?;
         Some(GitVersion(major, minor))
+    }
+
+    /// The number in `git version 2.47.3 (Apple Git-146)`: `2.47.3`.
+    pub fn number(text: &str) -> Option<&str> {
+        text.trim()
+            .strip_prefix("git version ")?
+            .split_whitespace()
+            .next()
+    }
+}
+
+/// A Git config value read as Git reads a boolean: `true`, `yes`, `on` or a non-zero number
+/// is true; `false`, `no`, `off`, `0` or an empty value is false (the words in any case).
+/// `None` for anything else, which Git refuses. (A key with no value at all is true: the
+/// CLI's reader of the config gives it as `true`.)
+pub fn git_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" | "" => Some(false),
+        number => number.parse::<i64>().ok().map(|n| n != 0),
     }
 }
 
@@ -194,7 +213,9 @@ pub fn clone_plan(
     if git >= GitVersion(2, 52) {
         want("commitGraph.changedPaths", "true", true);
     }
-    let graphs_off = held.get("core.commitgraph").is_some_and(|v| v == "false");
+    let graphs_off = held
+        .get("core.commitgraph")
+        .is_some_and(|v| git_bool(v) == Some(false));
     ClonePlan {
         set,
         write_graph: !has_filters && !graphs_off,
@@ -401,6 +422,21 @@ mod tests {
             Some(GitVersion(2, 39))
         );
         assert_eq!(GitVersion::parse("hg 6"), None);
+        assert_eq!(
+            GitVersion::number("git version 2.39.5 (Apple Git-154)"),
+            Some("2.39.5")
+        );
+    }
+
+    #[test]
+    fn config_booleans_read_as_git_reads_them() {
+        for yes in ["true", "Yes", "ON", "1", "-2"] {
+            assert_eq!(git_bool(yes), Some(true), "{yes:?}");
+        }
+        for no in ["false", "No", "off", "0", ""] {
+            assert_eq!(git_bool(no), Some(false), "{no:?}");
+        }
+        assert_eq!(git_bool("maybe"), None);
     }
 
     #[test]

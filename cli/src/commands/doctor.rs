@@ -17,9 +17,9 @@ use bay_drivers::discover::Found;
 use bay_drivers::git::Git;
 use bay_drivers::sandbox::Sandbox;
 
-use super::install::{at, claude_config_dirs, find_clone, has_filters, held_config};
+use super::install::{claude_config_dirs, find_clone, has_filters, held_config};
 use crate::Cli;
-use crate::context::default_branch;
+use crate::context::{file_at, remote_and_main};
 
 /// The role doctor judges this machine as.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -90,15 +90,12 @@ pub fn sandbox() -> SandboxFact {
 fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts {
     let git = Git::in_dir(&found.top);
     let held = held_config(&git);
-    let remote = held
-        .get("bay.remote")
-        .cloned()
-        .unwrap_or_else(|| "origin".to_owned());
-    let main = held
-        .get("bay.main")
-        .cloned()
-        .or_else(|| default_branch(&git, &remote))
-        .unwrap_or_else(|| "main".to_owned());
+    let (remote, main) = remote_and_main(
+        &git,
+        held.get("bay.remote").cloned(),
+        held.get("bay.main").cloned(),
+    );
+    let main = main.unwrap_or_else(|| "main".to_owned());
     let reached = git
         .cmd(["ls-remote", "--heads", &remote, &main])
         .run()
@@ -107,7 +104,7 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
     // Main as this clone last fetched it, as `bay install` reads it: doctor fetches nothing.
     let fetched = format!("refs/remotes/{remote}/{main}");
     let text = |path: &str| {
-        at(&git, &fetched, path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        file_at(&git, &fetched, path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     };
     let product = Config::at_main(text(CONFIG_PATH).as_deref().map(str::as_bytes))
         .ok()
@@ -139,9 +136,7 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
         switches,
         variables,
         graph_filters: has_filters(&found.common_dir),
-        graph_on_fetch: held
-            .get("fetch.writecommitgraph")
-            .is_some_and(|value| value == "true"),
+        graph_on_fetch: held.get("fetch.writecommitgraph").cloned(),
     }
 }
 

@@ -432,13 +432,8 @@ fn main_policy(context: &Context) -> Option<Policy> {
 
 /// A file of main as this clone last fetched it.
 fn main_file(context: &Context, path: &str) -> Option<Vec<u8>> {
-    let fetched = format!("refs/remotes/{}/{}:{path}", context.remote, context.main);
-    let out = context
-        .git()
-        .cmd(["cat-file", "blob", &fetched])
-        .output()
-        .ok()?;
-    out.success().then_some(out.stdout)
+    let fetched = format!("refs/remotes/{}/{}", context.remote, context.main);
+    crate::context::file_at(&context.git(), &fetched, path)
 }
 
 /// The view's files with edits no commit holds, as `git status` names them.

@@ -26,7 +26,7 @@ use bay_drivers::git::Git;
 use serde_json::json;
 
 use crate::Cli;
-use crate::context::{default_branch, failed};
+use crate::context::{failed, file_at, git_config, host, remote_and_main};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -223,25 +223,24 @@ impl CloneWork {
     fn plan(found: Found, args: &Args) -> Result<CloneWork, BayResult> {
         let git = Git::in_dir(&found.top);
         let held = held_config(&git);
-        let remote = args
-            .remote
-            .clone()
-            .or_else(|| held.get("bay.remote").cloned())
-            .unwrap_or_else(|| "origin".to_owned());
-        let main = match args.main.clone().or_else(|| held.get("bay.main").cloned()) {
-            Some(main) => main,
-            None => default_branch(&git, &remote).ok_or_else(|| {
-                report::refused(
-                    ReasonCode::ConfigMissing,
-                    None,
-                    None,
-                    json!({
-                        "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
-                        "why": "bay cannot tell which branch is main; name it with bay install --main <name>",
-                    }),
-                )
-            })?,
-        };
+        let (remote, main) = remote_and_main(
+            &git,
+            args.remote
+                .clone()
+                .or_else(|| held.get("bay.remote").cloned()),
+            args.main.clone().or_else(|| held.get("bay.main").cloned()),
+        );
+        let main = main.ok_or_else(|| {
+            report::refused(
+                ReasonCode::ConfigMissing,
+                None,
+                None,
+                json!({
+                    "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
+                    "why": "bay cannot tell which branch is main; name it with bay install --main <name>",
+                }),
+            )
+        })?;
         let branch_ok = git
             .cmd(["check-ref-format", &format!("refs/heads/{main}")])
             .output()
@@ -252,7 +251,7 @@ impl CloneWork {
         // `[agent]` as this clone last fetched main: a change never turns hooks on for itself.
         let fetched = format!("refs/remotes/{remote}/{main}");
         let config =
-            Config::at_main(at(&git, &fetched, CONFIG_PATH).as_deref()).map_err(|why| {
+            Config::at_main(file_at(&git, &fetched, CONFIG_PATH).as_deref()).map_err(|why| {
                 failed(format!(
                     "{why}; mend it on main, then run bay install again"
                 ))
@@ -269,7 +268,7 @@ impl CloneWork {
                         adapter.settings_file
                     ))
                 })?;
-                let on_main = at(&git, &fetched, adapter.settings_file)
+                let on_main = file_at(&git, &fetched, adapter.settings_file)
                     .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
                 let to_land = hook_settings::to_land(adapter, on_main.as_deref());
                 Some((adapter, merged, to_land))
@@ -285,7 +284,7 @@ impl CloneWork {
             &held,
             &main,
             &remote,
-            &install::machine_name(&host_name()),
+            &install::machine_name(&host().unwrap_or_default()),
             hooks
                 .as_ref()
                 .map(|(_, merged, _)| merged.foreign_digest.as_str()),
@@ -353,34 +352,9 @@ impl CloneWork {
 /// The values this clone's Git config gives the keys install reads, lower-cased, the last
 /// one winning as in Git.
 pub(crate) fn held_config(git: &Git) -> Held {
-    let Ok(out) = git
-        .cmd([
-            "config",
-            "--null",
-            "--get-regexp",
-            "^(bay|fetch|core|commitgraph)\\.",
-        ])
-        .output()
-    else {
-        return Held::new();
-    };
-    out.stdout
-        .split(|b| *b == 0)
-        .filter_map(|entry| {
-            let text = String::from_utf8_lossy(entry);
-            let (key, value) = text.split_once('\n')?;
-            Some((key.to_owned(), value.to_owned()))
-        })
+    git_config(git, &["bay", "fetch", "core", "commitgraph"])
+        .into_iter()
         .collect()
-}
-
-/// A file at a revision, if the revision holds it.
-pub(crate) fn at(git: &Git, revision: &str, path: &str) -> Option<Vec<u8>> {
-    let out = git
-        .cmd(["cat-file", "blob", &format!("{revision}:{path}")])
-        .output()
-        .ok()?;
-    out.success().then_some(out.stdout)
 }
 
 /// Whether the clone's commit-graph (one file, or a chain of them) holds Bloom filters.
@@ -398,13 +372,4 @@ pub(crate) fn has_filters(common_dir: &Path) -> bool {
     files
         .filter_map(|file| std::fs::read(file).ok())
         .any(|graph| install::has_bloom_filters(&graph))
-}
-
-/// This machine's host name, as `uname -n` says it.
-fn host_name() -> String {
-    std::process::Command::new("uname")
-        .arg("-n")
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
-        .unwrap_or_default()
 }

@@ -15,7 +15,7 @@ fn clone_facts() -> CloneFacts {
         switches: Vec::new(),
         variables: Ok(Vec::new()),
         graph_filters: true,
-        graph_on_fetch: true,
+        graph_on_fetch: Some("yes".into()),
     }
 }
 
@@ -316,6 +316,12 @@ fn the_store_only_advises() {
     let r = row(&facts, "store");
     assert_eq!((r.state, r.required), (State::Advice, false));
     assert_eq!(judge(&facts).decision, Decision::Ok);
+    // Git's booleans as Git reads them: `yes` is written on fetch, `off` and none are not.
+    assert_eq!(row(&with_clone(|_| {}), "store").state, State::Green);
+    for off in [Some("off"), None] {
+        let facts = with_clone(|c| c.graph_on_fetch = off.map(str::to_owned));
+        assert_eq!(row(&facts, "store").state, State::Advice, "{off:?}");
+    }
 }
 
 #[test]
