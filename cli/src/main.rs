@@ -51,11 +51,11 @@ pub fn usage_error(command: &str, message: &str) -> ! {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A hook speaks its agent product's protocol, never a bay.result/1.
-    if let commands::Command::Hook(args) = &cli.command {
-        return commands::hook::run(&cli, args);
-    }
-    let result = commands::run(&cli);
+    let result = match commands::run(&cli) {
+        commands::Answer::Result(result) => *result,
+        // A hook speaks its agent product's protocol, never a bay.result/1.
+        commands::Answer::Product(code) => return code,
+    };
     // Help at a terminal is a page for a person; everywhere else it is the document.
     if matches!(cli.command, commands::Command::Help(_))
         && !cli.json

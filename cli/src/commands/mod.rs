@@ -6,7 +6,7 @@ mod demo;
 mod doctor;
 mod evidence;
 mod help;
-pub mod hook;
+mod hook;
 mod install;
 mod merge;
 mod plugin;
@@ -139,8 +139,15 @@ pub fn help_page(result: &BayResult) -> String {
     help::page(result)
 }
 
-pub fn run(cli: &Cli) -> BayResult {
-    match &cli.command {
+/// What a command answers with: a `bay.result/1` to print, or, for `bay hook`, the exit code
+/// of an answer already given in the agent product's protocol.
+pub enum Answer {
+    Result(Box<BayResult>),
+    Product(std::process::ExitCode),
+}
+
+pub fn run(cli: &Cli) -> Answer {
+    let result = match &cli.command {
         Command::Start(args) => start::run(cli, args),
         Command::Merge(args) => merge::run(cli, args),
         Command::Abandon(args) => abandon::run(cli, args),
@@ -153,11 +160,10 @@ pub fn run(cli: &Cli) -> BayResult {
         Command::Help(args) => help::run(args),
         Command::Install(args) => install::run(cli, args),
         Command::Demo(args) => demo::run(cli, args),
-        Command::Hook(_) => {
-            unreachable!("bay hook answers in the product's protocol: main runs it")
-        }
+        Command::Hook(args) => return Answer::Product(hook::run(cli, args)),
         Command::Doctor(args) => doctor::run(cli, args),
-    }
+    };
+    Answer::Result(Box::new(result))
 }
 
 /// Finds the clone and makes the driver that runs its machines; at a terminal the driver
