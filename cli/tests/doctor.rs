@@ -5,15 +5,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use bay_core::adapter::Product;
 use bay_core::hook_settings;
 use bay_core::skill::SKILL;
+use support::home::*;
 use support::*;
-
-const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// A remote whose main names Claude Code, holds bay's hook entries, and has a check that
 /// passes `CHECK_TOKEN` from the runner.
@@ -38,63 +37,27 @@ fn world() -> World {
     ])
 }
 
-/// A home folder with this bay's skill, and a folder of programs that comes first on PATH.
-struct Home {
-    dir: tempfile::TempDir,
+/// A home folder of the test's own with this bay's skill.
+fn home() -> Home {
+    let home = Home::new();
+    write(home.path(), ".claude/skills/bay/SKILL.md", SKILL);
+    home
 }
 
-impl Home {
-    fn new() -> Home {
-        let home = Home {
-            dir: tempfile::Builder::new()
-                .prefix("bay-doctor-")
-                .tempdir()
-                .expect("a temporary folder"),
-        };
-        write(home.path(), ".claude/skills/bay/SKILL.md", SKILL);
-        home
-    }
+/// A `claude` on `home`'s PATH that prints `version` as Claude Code does.
+fn claude(home: &Home, version: &str) {
+    write_program(
+        &home.bin(),
+        "claude",
+        &format!("#!/bin/sh\necho '{version} (Claude Code)'\n"),
+    );
+}
 
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn bin(&self) -> PathBuf {
-        self.path().join("bin")
-    }
-
-    /// A `claude` on PATH that prints `version` as Claude Code does.
-    fn claude(&self, version: &str) {
-        write_program(
-            &self.bin(),
-            "claude",
-            &format!("#!/bin/sh\necho '{version} (Claude Code)'\n"),
-        );
-    }
-
-    /// Runs `bay --json <args>` in `dir` with this home, `path` and `env`.
-    fn bay(&self, dir: &Path, path: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
-        let mut command = Command::new(BAY);
-        command
-            .env_clear()
-            .current_dir(dir)
-            .arg("--json")
-            .args(args)
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join(".config"))
-            .env("PATH", path);
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        held(&mut command, args)
-    }
-
-    fn doctor(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
-        let path = format!("{}:{SYSTEM_PATH}", self.bin().display());
-        let mut all = vec!["doctor"];
-        all.extend(args);
-        self.bay(dir, &path, &all, env)
-    }
+/// Runs `bay --json doctor <args>` in `dir` with `home`, its PATH and `env`.
+fn doctor(home: &Home, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut all = vec!["doctor"];
+    all.extend(args);
+    home.bay(dir, &home.on_path(), &all, env)
 }
 
 fn row<'a>(ran: &'a Ran, name: &str) -> &'a serde_json::Value {
@@ -114,10 +77,10 @@ fn refused(ran: &Ran, code: &str) {
 fn doctor_is_green_at_every_floor_and_names_each_red_row_with_its_fix() {
     let world = world();
     let clone = world.clone_as("ann");
-    let home = Home::new();
-    home.claude("2.1.302");
+    let home = home();
+    claude(&home, "2.1.302");
 
-    let ready = home.doctor(&clone, &[], &[]);
+    let ready = doctor(&home, &clone, &[], &[]);
     assert_eq!(ready.code, 0, "{}", ready.doc);
     assert_eq!(ready.doc["decision"], "ok");
     let say = ready.doc["say"].as_str().unwrap_or_default();
@@ -129,16 +92,16 @@ fn doctor_is_green_at_every_floor_and_names_each_red_row_with_its_fix() {
     assert_eq!(row(&ready, "agent")["found"], "2.1.302");
 
     // Claude Code below the adapter table's floor, then not installed at all.
-    home.claude("2.1.99");
-    let old = home.doctor(&clone, &[], &[]);
+    claude(&home, "2.1.99");
+    let old = doctor(&home, &clone, &[], &[]);
     refused(&old, "TOOL_BELOW_FLOOR");
     assert_eq!(old.doc["detail"]["tool"], "claude");
     assert_eq!(old.doc["detail"]["floor"], "2.1.302");
     std::fs::remove_file(home.bin().join("claude")).expect("the fake is there");
-    let absent = home.doctor(&clone, &[], &[]);
+    let absent = doctor(&home, &clone, &[], &[]);
     refused(&absent, "TOOL_ABSENT");
     assert_eq!(absent.doc["detail"]["tool"], "claude");
-    home.claude("2.2.0");
+    claude(&home, "2.2.0");
 
     // A local settings file that turns every hook off.
     write(
@@ -146,7 +109,7 @@ fn doctor_is_green_at_every_floor_and_names_each_red_row_with_its_fix() {
         ".claude/settings.local.json",
         "{\"disableAllHooks\": true}\n",
     );
-    let off = home.doctor(&clone, &[], &[]);
+    let off = doctor(&home, &clone, &[], &[]);
     refused(&off, "HOOKS_MISSING");
     assert_eq!(
         row(&off, "hooks")["turned_off_by"][0]["key"],
@@ -167,7 +130,7 @@ fn doctor_is_green_at_every_floor_and_names_each_red_row_with_its_fix() {
         ".claude/skills/bay/SKILL.md",
         "an older skill\n",
     );
-    let skill = home.doctor(&clone, &[], &[]);
+    let skill = doctor(&home, &clone, &[], &[]);
     refused(&skill, "SKILL_MISMATCH");
     assert_eq!(row(&skill, "skill")["dirs"][0]["state"], "differs");
     write(home.path(), ".claude/skills/bay/SKILL.md", SKILL);
@@ -177,12 +140,12 @@ fn doctor_is_green_at_every_floor_and_names_each_red_row_with_its_fix() {
         &clone,
         &["remote", "set-url", "origin", "/nowhere/remote.git"],
     );
-    let gone = home.doctor(&clone, &[], &[]);
+    let gone = doctor(&home, &clone, &[], &[]);
     refused(&gone, "REMOTE_UNREACHABLE");
     assert_eq!(gone.doc["detail"]["red"], serde_json::json!(["remote"]));
     let remote = world.remote.display().to_string();
     git(&clone, &["remote", "set-url", "origin", &remote]);
-    assert_eq!(home.doctor(&clone, &[], &[]).code, 0);
+    assert_eq!(doctor(&home, &clone, &[], &[]).code, 0);
 }
 
 #[test]
@@ -201,9 +164,9 @@ fn hooks_are_red_until_main_holds_bay_s_entries_and_old_names_are_listed() {
         ),
     ]);
     let clone = world.clone_as("ann");
-    let home = Home::new();
-    home.claude("2.1.302");
-    let ran = home.doctor(&clone, &[], &[]);
+    let home = home();
+    claude(&home, "2.1.302");
+    let ran = doctor(&home, &clone, &[], &[]);
     refused(&ran, "HOOKS_MISSING");
     let hooks = row(&ran, "hooks");
     assert_eq!(hooks["old_names"], serde_json::json!(["tool_before"]));
@@ -219,22 +182,27 @@ fn hooks_are_red_until_main_holds_bay_s_entries_and_old_names_are_listed() {
 fn a_runner_s_check_variables_and_sandbox_are_required() {
     let world = world();
     let clone = world.clone_as("ann");
-    let home = Home::new();
-    home.claude("2.1.302");
+    let home = home();
+    claude(&home, "2.1.302");
 
     assert_eq!(
-        home.doctor(&clone, &[], &[]).code,
+        doctor(&home, &clone, &[], &[]).code,
         0,
         "an agent is not asked"
     );
-    let unset = home.doctor(&clone, &["--role", "executor"], &[]);
+    let unset = doctor(&home, &clone, &["--role", "executor"], &[]);
     refused(&unset, "CHECK_ENV_UNSET");
     assert_eq!(
         unset.doc["detail"]["variables"],
         serde_json::json!(["CHECK_TOKEN"])
     );
     assert_eq!(unset.doc["detail"]["role"], "executor");
-    let set = home.doctor(&clone, &["--role", "executor"], &[("CHECK_TOKEN", "t")]);
+    let set = doctor(
+        &home,
+        &clone,
+        &["--role", "executor"],
+        &[("CHECK_TOKEN", "t")],
+    );
     assert_eq!(set.code, 0, "{}", set.doc);
 
     // A PATH with Git and Claude Code but no bwrap: no sandbox.
@@ -274,7 +242,7 @@ fn a_runner_s_check_variables_and_sandbox_are_required() {
 fn a_runner_below_git_s_floor_refuses_before_it_reads_anything() {
     let world = world();
     let clone = world.clone_as("ann");
-    let home = Home::new();
+    let home = home();
     let real = Command::new("sh")
         .args(["-c", "command -v git"])
         .output()
@@ -289,7 +257,7 @@ fn a_runner_below_git_s_floor_refuses_before_it_reads_anything() {
              exec {real} \"$@\"\n"
         ),
     );
-    let path = format!("{}:{SYSTEM_PATH}", home.bin().display());
+    let path = home.on_path();
     let runner = home.bay(&clone, &path, &["runner", "run", "--once"], &[]);
     refused(&runner, "TOOL_BELOW_FLOOR");
     assert_eq!(runner.doc["detail"]["tool"], "git");
@@ -298,6 +266,6 @@ fn a_runner_below_git_s_floor_refuses_before_it_reads_anything() {
         world.remote_ref("refs/bay/executors/ann").is_none(),
         "nothing claimed"
     );
-    let doctor = home.doctor(&clone, &["--role", "executor"], &[]);
+    let doctor = doctor(&home, &clone, &["--role", "executor"], &[]);
     refused(&doctor, "TOOL_BELOW_FLOOR");
 }

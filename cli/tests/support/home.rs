@@ -44,17 +44,24 @@ impl Home {
 
     /// Runs `bay --json install <args>` in `dir` with this home, PATH and `env`.
     pub fn install(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+        let mut all = vec!["install"];
+        all.extend(args);
+        self.bay(dir, &self.on_path(), &all, env)
+    }
+
+    /// Runs `bay --json <args>` in `dir` with this home, `path` for PATH, and `env` alone.
+    pub fn bay(&self, dir: &Path, path: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
         let mut command = Command::new(BAY);
         command
             .env_clear()
             .current_dir(dir)
-            .args(["--json", "install"])
+            .arg("--json")
             .args(args)
             .env("HOME", self.path())
             .env("XDG_CONFIG_HOME", self.path().join(".config"))
             .env("XDG_DATA_HOME", self.path().join(".local/share"))
             .env("XDG_STATE_HOME", self.path().join(".local/state"))
-            .env("PATH", self.on_path());
+            .env("PATH", path);
         for (name, value) in env {
             command.env(name, value);
         }
