@@ -613,7 +613,8 @@ fn merged_on(context: &Context, change: &ChangeId, main: &Oid) -> Vec<MainCommit
     let Ok(base) = git.cmd(["merge-base", "HEAD", main.as_str()]).text() else {
         return Vec::new();
     };
-    let paths: Vec<String> = declared(context, change)
+    let paths: Vec<String> = Views::new(&context.top, &context.common_dir)
+        .declared(change)
         .into_iter()
         .map(|path| if path.is_empty() { ".".into() } else { path })
         .collect();
