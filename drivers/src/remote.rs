@@ -9,7 +9,7 @@
 //! name a conflict's sides for people (`markers.rs`), `fetch --porcelain` (2.41),
 //! `merge-tree --write-tree` (2.38) with
 //! `--merge-base` (2.40), `cat-file --batch-command` (2.36), `fetch --atomic` (2.31),
-//! `fetch --no-write-fetch-head` and `--no-auto-maintenance` (2.29). `docs/architecture.md`
+//! `fetch --no-write-fetch-head` and `--[no-]auto-maintenance` (2.29). `docs/architecture.md`
 //! has the same list as a table.
 
 mod candidate;

@@ -89,6 +89,47 @@ fn fetch_reports_remote_names_and_drops_pruned_refs() {
 }
 
 #[test]
+fn a_maintained_fetch_lets_git_repack_the_clone_and_another_leaves_it() {
+    let fx = Fixture::new();
+    // Two packs are one too many, and maintenance runs in the foreground, so that the
+    // fetch's own run is what the test sees.
+    for (key, value) in [
+        ("gc.autoPackLimit", "1"),
+        ("gc.autoDetach", "false"),
+        ("maintenance.autoDetach", "false"),
+        // fast-import keeps even two objects as a pack.
+        ("fastimport.unpackLimit", "1"),
+    ] {
+        git(&fx.clone, &["config", key, value]);
+    }
+    for n in 1..=2 {
+        let stream = format!(
+            "blob\nmark :1\ndata 2\n{n}\n\ncommit refs/heads/pack{n}\nmark :2\n\
+             committer t <t> 1700000000 +0000\ndata 1\n\nM 100644 :1 f\n\n"
+        );
+        git_in(&fx.clone, &["fast-import", "--quiet"], Some(&stream));
+    }
+    let packs = || {
+        std::fs::read_dir(fx.clone.join("objects/pack"))
+            .expect("a pack folder")
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack"))
+            })
+            .count()
+    };
+    assert_eq!(packs(), 2);
+    let main = FetchSpec::new([refs::main("main")]);
+    fx.repo.fetch(&main).expect("a fetch");
+    assert_eq!(packs(), 2, "a fetch without maintenance leaves the packs");
+    fx.repo
+        .fetch(&main.maintained())
+        .expect("a maintained fetch");
+    assert_eq!(packs(), 1, "Git's auto maintenance followed the fetch");
+}
+
+#[test]
 fn fetch_without_main_on_the_remote_is_a_fault() {
     let fx = Fixture::new();
     let repo = Repo::new(&fx.clone, "origin", "trunk").expect("valid names");

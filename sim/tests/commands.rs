@@ -204,3 +204,61 @@ fn the_live_changes_limit_is_read_by_the_machine_for_a_new_change_alone() {
     let bob = start_with(&mut bench, "bob", "part", &rules, Sessions::default());
     assert_eq!(bob.decision, Decision::Ok, "{bob:?}");
 }
+
+/// Whether each fetch `machine` asks for, in order, lets Git's auto maintenance follow it,
+/// as the bench answers everything.
+fn maintained_fetches(bench: &mut Bench, machine: &mut dyn Machine) -> Vec<bool> {
+    let mut fetches = Vec::new();
+    machine
+        .handle(Timestamp(1), Event::Tick)
+        .expect("a faithful driver");
+    while let Some((id, action)) = machine.poll_action() {
+        if let bay_core::machine::Action::Fetch(spec) = &action {
+            fetches.push(spec.maintain);
+        }
+        let completion = bench.answer(&action).expect("no check runs");
+        machine
+            .handle(Timestamp(1), Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    fetches
+}
+
+#[test]
+fn only_a_runner_pass_and_an_agent_start_let_git_maintain_the_clone() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    bench.submit("first", &[("src/a.txt", "a2\n")]);
+    // A busy pass: its first fetch is the loop's, the chains' after it are not.
+    let mut runner = Runner::new(RunnerConfig::new("a", MAIN, 0), Timestamp(0));
+    let pass = maintained_fetches(&mut bench, &mut runner);
+    assert!(pass.len() > 1, "the pass fetched chains too: {pass:?}");
+    assert!(pass[0], "a pass's fetch maintains");
+    assert!(pass[1..].iter().all(|m| !m), "{pass:?}");
+    // A start's fetch maintains; a status's never does.
+    let input = StartInput {
+        target: StartTarget::Intent {
+            intent: "another".into(),
+            paths: vec!["src/".into()],
+        },
+        actor: "ann".into(),
+        main: MAIN.into(),
+        new: false,
+        fixes: None,
+        after: Vec::new(),
+        entropy: 31,
+        disk: None,
+        import: None,
+    };
+    let start = maintained_fetches(&mut bench, &mut Start::new(input, Timestamp(1)));
+    assert_eq!(start.first(), Some(&true), "{start:?}");
+    let input = StatusInput {
+        change: None,
+        main: MAIN.into(),
+        flow: true,
+    };
+    let status = maintained_fetches(&mut bench, &mut Status::new(input, Timestamp(1)));
+    assert!(
+        !status.is_empty() && status.iter().all(|m| !m),
+        "{status:?}"
+    );
+}

@@ -219,13 +219,27 @@ impl Action {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FetchSpec {
     pub patterns: Vec<String>,
+    /// Let Git's own auto maintenance follow this fetch (`git maintenance run --auto`, which
+    /// does nothing until Git's thresholds of loose objects and packs say so). Set on the
+    /// fetch of a clone's steady loop, a runner's pass and an agent's start, so that the
+    /// objects thousands of fetches leave in a long-lived clone stay packed; every other fetch
+    /// goes without, for its latency. A model without objects has nothing to maintain.
+    #[serde(default)]
+    pub maintain: bool,
 }
 
 impl FetchSpec {
     pub fn new(patterns: impl IntoIterator<Item = String>) -> FetchSpec {
         FetchSpec {
             patterns: patterns.into_iter().collect(),
+            maintain: false,
         }
+    }
+
+    /// This fetch, followed by Git's auto maintenance.
+    pub fn maintained(mut self) -> FetchSpec {
+        self.maintain = true;
+        self
     }
 
     /// Whether this fetch speaks for `name`: its answer says whether the ref exists.

@@ -346,7 +346,7 @@ impl Start {
         if let Some(Import::Branch { name, .. }) = &self.input.import {
             patterns.push(format!("{}*", Import::branch_ref(name)));
         }
-        Action::Fetch(FetchSpec::new(patterns))
+        Action::Fetch(FetchSpec::new(patterns).maintained())
     }
 
     /// Fetches more of the remote before going on with `then`.

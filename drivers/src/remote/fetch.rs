@@ -54,7 +54,11 @@ impl Repo {
                 "--atomic",
                 "--no-tags",
                 "--no-write-fetch-head",
-                "--no-auto-maintenance",
+                if spec.maintain {
+                    "--auto-maintenance"
+                } else {
+                    "--no-auto-maintenance"
+                },
                 "--no-recurse-submodules",
                 "--no-show-forced-updates",
                 // No opportunistic update of `refs/remotes/<remote>/*`: those are the user's.

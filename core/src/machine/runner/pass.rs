@@ -86,7 +86,8 @@ impl Runner {
             refs::EVIDENCE_PATTERN.to_string(),
             refs::LANDED_PATTERN.to_string(),
             refs::ABANDONED_PATTERN.to_string(),
-        ]);
+        ])
+        .maintained();
         if !self.tips_known {
             spec.patterns.push(refs::log_pattern(&self.cfg.runner));
         }
