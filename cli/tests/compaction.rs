@@ -221,3 +221,57 @@ fn an_abandoned_change_is_compacted_only_past_the_retention_window() {
     assert_eq!(again.doc["detail"]["generation"], 2, "{again:?}");
     assert_eq!(again.doc["detail"]["supersedes"], old.as_str());
 }
+
+#[test]
+fn a_change_whose_work_was_already_on_main_is_compacted_past_the_retention_window() {
+    let world = world(1);
+    let first = world.merged("ann", "the same line", "src/same.txt", "same\n");
+    // Bob's change makes the very edit that merged: its candidate is main, so no_effect.
+    let bob = world.clone_as("bob");
+    let (late, view) = world.submit(&bob, "bob", "the same line again", "src/same.txt", "same\n");
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    let status = bay(&view, "bob", &["status"]);
+    assert_eq!(status.doc["state"], "no_effect", "{status:?}");
+    let markers = remote_refs(&world, "refs/bay/no-effect");
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    assert!(markers[0].ends_with(late.as_str()), "{markers:?}");
+    // Adoptable until the window passes: a pass now leaves it (the merged one goes).
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.remote_ref(&format!("refs/bay/changes/{first}")), None);
+    assert!(
+        world
+            .remote_ref(&format!("refs/bay/changes/{late}"))
+            .is_some()
+    );
+
+    // Its marker says it ended long ago: the next pass compacts it.
+    let value = world.remote_ref(&markers[0]).expect("its value");
+    let long_ago = format!("refs/bay/no-effect/0000000001/{late}");
+    git_dir(&world.remote, &["update-ref", &long_ago, &value]);
+    git_dir(&world.remote, &["update-ref", "-d", &markers[0]]);
+    let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(pass.code, 0, "{pass:?}");
+    assert_eq!(world.remote_ref(&format!("refs/bay/changes/{late}")), None);
+    assert!(remote_refs(&world, "refs/bay/no-effect").is_empty());
+
+    // Still read as no_effect; by id it names its intent; its intent opens the next change.
+    let dave = world.clone_as("dave");
+    let status = bay(&dave, "dave", &["status", &late]);
+    assert_eq!(status.doc["state"], "no_effect", "{status:?}");
+    let by_id = bay(&dave, "dave", &["start", &late]);
+    assert_eq!(by_id.doc["decision"], "failed", "{by_id:?}");
+    assert!(
+        by_id.doc.to_string().contains("already on main"),
+        "{by_id:?}"
+    );
+    let again = bay(
+        &dave,
+        "dave",
+        &["start", "the same line again", "--paths", "src/same.txt"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.doc["detail"]["generation"], 2, "{again:?}");
+    assert_eq!(again.doc["detail"]["supersedes"], late.as_str());
+}

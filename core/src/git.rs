@@ -92,6 +92,7 @@ pub mod refs {
     pub const QUEUE: &str = "refs/bay/queue/";
     pub const LANDED: &str = "refs/bay/landed/";
     pub const ABANDONED: &str = "refs/bay/abandoned/";
+    pub const NO_EFFECT: &str = "refs/bay/no-effect/";
     pub const EVIDENCE: &str = "refs/notes/bay/evidence/";
     pub const INFLIGHT: &str = "refs/bay/inflight/";
     pub const LOG: &str = "refs/bay/log/";
@@ -127,6 +128,13 @@ pub mod refs {
     /// the names alone (and `git for-each-ref` lists them oldest first).
     pub fn abandoned(change: &ChangeId, at: Timestamp) -> String {
         format!("{ABANDONED}{:010}/{change}", at.0 / 1000)
+    }
+
+    /// The marker of `change` whose operation ended `no_effect` at `at` (its work was already
+    /// on main), named as the abandoned marker is: such a change may be taken up again until
+    /// the retention window passes, as an abandoned one, and is compacted after it.
+    pub fn no_effect(change: &ChangeId, at: Timestamp) -> String {
+        format!("{NO_EFFECT}{:010}/{change}", at.0 / 1000)
     }
 
     /// The last request that took a queue place. Every request moves it by compare-and-swap,
@@ -256,13 +264,19 @@ pub mod refs {
         ChangeId::parse(name.strip_prefix(LANDED)?).ok()
     }
 
-    /// The fetch pattern of every abandoned marker: few, since a runner compacts them once
-    /// the retention window is past.
+    /// The fetch patterns of every abandoned and no-effect marker: few, since a runner
+    /// compacts them once the retention window is past.
     pub const ABANDONED_PATTERN: &str = "refs/bay/abandoned/*";
+    pub const NO_EFFECT_PATTERN: &str = "refs/bay/no-effect/*";
 
-    /// The change whose abandoned marker `name` is, and when it was abandoned (to the second).
-    pub fn parse_abandoned(name: &str) -> Option<(ChangeId, Timestamp)> {
-        let (seconds, change) = name.strip_prefix(ABANDONED)?.split_once('/')?;
+    /// The change whose abandoned or no-effect marker `name` is, and when it ended (to the
+    /// second): a change that ended short of a merge, which the retention window keeps
+    /// adoptable.
+    pub fn parse_ended(name: &str) -> Option<(ChangeId, Timestamp)> {
+        let rest = name
+            .strip_prefix(ABANDONED)
+            .or_else(|| name.strip_prefix(NO_EFFECT))?;
+        let (seconds, change) = rest.split_once('/')?;
         if seconds.len() != 10 || !seconds.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
@@ -346,7 +360,13 @@ mod tests {
         let name = refs::abandoned(&change, crate::time::Timestamp(1_700_000_000_999));
         assert_eq!(name, "refs/bay/abandoned/1700000000/c7k2m4qa");
         assert_eq!(
-            refs::parse_abandoned(&name),
+            refs::parse_ended(&name),
+            Some((change.clone(), crate::time::Timestamp(1_700_000_000_000)))
+        );
+        let name = refs::no_effect(&change, crate::time::Timestamp(1_700_000_000_999));
+        assert_eq!(name, "refs/bay/no-effect/1700000000/c7k2m4qa");
+        assert_eq!(
+            refs::parse_ended(&name),
             Some((change.clone(), crate::time::Timestamp(1_700_000_000_000)))
         );
         assert!(
@@ -356,8 +376,10 @@ mod tests {
         for bad in [
             "refs/bay/abandoned/17/c7k2m4qa",
             "refs/bay/abandoned/1700000000",
+            "refs/bay/no-effect/17/c7k2m4qa",
+            "refs/bay/landed/c7k2m4qa",
         ] {
-            assert_eq!(refs::parse_abandoned(bad), None);
+            assert_eq!(refs::parse_ended(bad), None);
         }
     }
 }

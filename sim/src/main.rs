@@ -269,7 +269,7 @@ fn summarize(
     let mut unreadable_open = 0u64;
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
-    let (mut compacted, mut compacted_abandoned) = (0u64, 0u64);
+    let (mut compacted, mut compacted_abandoned, mut compacted_no_effect) = (0u64, 0u64, 0u64);
     let mut history = 0u64;
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
@@ -309,6 +309,7 @@ fn summarize(
                 presences += report.presences;
                 compacted += report.compacted;
                 compacted_abandoned += report.compacted_abandoned;
+                compacted_no_effect += report.compacted_no_effect;
                 history += report.history;
                 dependency_waits += report.dependency_waits;
                 if let Some((runs, held)) = report.plugin {
@@ -368,6 +369,7 @@ fn summarize(
             "presences": presences,
             "compacted": compacted,
             "compacted_abandoned": compacted_abandoned,
+            "compacted_no_effect": compacted_no_effect,
             "history": history,
             "events": events,
             "seeds_per_s": round(seeds_per_s),
@@ -431,7 +433,7 @@ fn summarize(
         println!("runner presences: {presences}, each a heartbeat after the last (S14)");
         println!(
             "compaction: {compacted} ended changes moved into the index ({compacted_abandoned} \
-             abandoned), each kept whole (S16)"
+             abandoned, {compacted_no_effect} no_effect), each kept whole (S16)"
         );
         if history > 0 {
             println!(

@@ -326,9 +326,10 @@ pub struct RunReport {
     /// Presences S14 checked.
     pub presences: u64,
     /// Ended changes a runner compacted into the index, each S16 checked, and of those the
-    /// abandoned ones.
+    /// abandoned and the `no_effect` ones.
     pub compacted: u64,
     pub compacted_abandoned: u64,
+    pub compacted_no_effect: u64,
     /// Ended changes the remote held before the agents started (`Scenario::history`).
     pub history: u64,
     /// Whether main's config set a hold plugin, how many times runners asked it, and how many
@@ -783,6 +784,7 @@ impl World {
             presences: self.checker.presences_checked,
             compacted: self.checker.compaction.compacted,
             compacted_abandoned: self.checker.compaction.compacted_abandoned,
+            compacted_no_effect: self.checker.compaction.compacted_no_effect,
             history: self.history.changes().len() as u64,
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,

@@ -612,12 +612,18 @@ impl Start {
             let next = newer.unwrap_or(record.generation) + 1;
             return self.create(next, Some(record.change.clone()));
         }
-        // An abandoned change compacted past the retention window has no drafts left to take
-        // up: its intent opens a new change instead.
-        if record.abandoned && !self.remote.contains_key(&refs::change(&record.change)) {
+        // A change that ended short of a merge (abandoned, or its work already on main),
+        // compacted past the retention window, has no drafts left to take up: its intent
+        // opens a new change instead.
+        if record.ended() && !self.remote.contains_key(&refs::change(&record.change)) {
             if by_id {
+                let how = if record.abandoned {
+                    "was abandoned"
+                } else {
+                    "found its work already on main"
+                };
                 return self.fail(format!(
-                    "{} was abandoned longer ago than the retention window, and its drafts \
+                    "{} {how} longer ago than the retention window, and its drafts \
                      went with its record; `bay start \"{}\"` opens a new change for its intent",
                     record.change, record.intent
                 ));

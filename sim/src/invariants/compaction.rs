@@ -26,8 +26,8 @@ pub struct CompactionWatch {
     deleted: Vec<(ChangeId, Oid)>,
     /// Merged markers deleted by the push being checked.
     pub(super) markers_deleted: Vec<ChangeId>,
-    /// Abandoned markers deleted by the push being checked.
-    pub(super) abandoned_deleted: Vec<ChangeId>,
+    /// Abandoned and no-effect markers deleted by the push being checked.
+    pub(super) ended_deleted: Vec<ChangeId>,
     /// The index as last judged.
     pub(super) index: Option<Oid>,
     /// The blob of each held change's file in the index when it was last judged kept: a file
@@ -36,9 +36,10 @@ pub struct CompactionWatch {
     judged: BTreeMap<ChangeId, Oid>,
     /// Every intent generation a start step opened, and its change.
     generations: BTreeMap<(String, u32), ChangeId>,
-    /// Changes compacted, and of those the abandoned ones, for reports.
+    /// Changes compacted, and of those the abandoned and the `no_effect` ones, for reports.
     pub compacted: u64,
     pub compacted_abandoned: u64,
+    pub compacted_no_effect: u64,
 }
 
 impl CompactionWatch {
@@ -102,6 +103,8 @@ impl Checker {
                     self.compaction.held.insert(change, tip);
                     self.compaction.compacted += 1;
                     self.compaction.compacted_abandoned += u64::from(record.abandoned);
+                    self.compaction.compacted_no_effect +=
+                        u64::from(!record.abandoned && record.merged().is_none());
                 }
                 Some(Ok((read_tip, _))) => self.violate(
                     Invariant::NothingLost,
@@ -135,15 +138,15 @@ impl Checker {
                 );
             }
         }
-        for change in std::mem::take(&mut self.compaction.abandoned_deleted) {
+        for change in std::mem::take(&mut self.compaction.ended_deleted) {
             let live_again = git.record(&change).is_some_and(|record| !record.ended());
             if !self.compacted(&change) && !live_again {
                 self.violate(
                     Invariant::CompactionKeeps,
                     at,
                     format!(
-                        "the abandoned marker of {change} was deleted, and its change is neither \
-                         compacted nor live again"
+                        "the abandoned or no-effect marker of {change} was deleted, and its \
+                         change is neither compacted nor live again"
                     ),
                 );
             }
@@ -171,12 +174,13 @@ impl Checker {
                 Ok((read_tip, record)) if read_tip == tip => {
                     let broken = self.violations.len();
                     self.outcomes_kept(at, &change, &record);
-                    if record.merged().is_none() && !record.abandoned {
+                    if !record.ended() {
                         self.violate(
                             Invariant::CompactionKeeps,
                             at,
                             format!(
-                                "{change} was compacted, and it neither merged nor was abandoned"
+                                "{change} was compacted, and it had not ended (merged, \
+                                 abandoned or no_effect)"
                             ),
                         );
                     }

@@ -1,8 +1,9 @@
 //! Compaction (`crate::compact`): when a pass finds the remote holding `compact_at` changes
-//! ready to compact or more (merged, or abandoned longer ago than the retention window, by
-//! their markers' names), the runner moves up to [`BATCH`] of them into the index in one
-//! atomic push before it decides what to work on. It reads what it moves first: each change's
-//! whole chain (which must fold to a merged or abandoned record), its intent's generation
+//! ready to compact or more (merged, or ended short of a merge, abandoned or `no_effect`,
+//! longer ago than the retention window, by their markers' names), the runner moves up to
+//! [`BATCH`] of them into the index in one atomic push before it decides what to work on. It
+//! reads what it moves first: each change's whole chain (which must fold to an ended record,
+//! a merged one with its merged marker), its intent's generation
 //! ref, and the index's entries for those intents; every ref the push deletes is leased on the
 //! value read, so a change that moved meanwhile refuses the whole push, which the next pass
 //! tries again. An abandoned change a start took up again is not compacted; its old marker is
@@ -51,12 +52,13 @@ impl Runner {
     }
 
     /// The changes ready to compact, by their markers' names alone: every merged one, and
-    /// each abandoned one whose retention window has passed by this runner's clock.
+    /// each abandoned or `no_effect` one whose retention window has passed by this runner's
+    /// clock.
     fn ready(&self) -> Vec<ChangeId> {
         let mut ready: Vec<ChangeId> = self
             .refs
             .keys()
-            .filter_map(|name| match refs::parse_abandoned(name) {
+            .filter_map(|name| match refs::parse_ended(name) {
                 Some((change, at)) => {
                     let due = at.0.saturating_add(self.cfg.retention_ms) <= self.now.0;
                     due.then_some(change)
@@ -75,7 +77,7 @@ impl Runner {
             .iter()
             .filter(|(name, _)| {
                 refs::parse_landed(name).as_ref() == Some(change)
-                    || refs::parse_abandoned(name).is_some_and(|(c, _)| &c == change)
+                    || refs::parse_ended(name).is_some_and(|(c, _)| &c == change)
             })
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect()
@@ -156,9 +158,9 @@ impl Runner {
         self.send_compaction(Action::ReadChains { chains }, Purpose::Chains);
     }
 
-    /// Keeps each chain that folds to a merged record with its merged marker, or to an
-    /// abandoned one, then reads its intent's generation. The abandoned markers of a change
-    /// that is live again are stale.
+    /// Keeps each chain that folds to a merged record with its merged marker, or to one that
+    /// ended short of a merge (abandoned, `no_effect`), then reads its intent's generation.
+    /// The abandoned and no-effect markers of a change that is live again are stale.
     fn on_batch(&mut self, reads: Vec<ChainRead>) {
         let mut items = Vec::new();
         let mut stale = Vec::new();
@@ -173,7 +175,11 @@ impl Runner {
                 .any(|(name, _)| refs::parse_landed(name).is_some());
             #[allow(unused_mut)]
             let (mut ended, mut live) = (
-                (record.merged().is_some() && landed) || record.abandoned,
+                if record.merged().is_some() {
+                    landed
+                } else {
+                    record.ended()
+                },
                 !record.ended(),
             );
             #[cfg(feature = "mutants")]
@@ -185,7 +191,7 @@ impl Runner {
                     stale.extend(
                         markers
                             .into_iter()
-                            .filter(|(name, _)| refs::parse_abandoned(name).is_some()),
+                            .filter(|(name, _)| refs::parse_ended(name).is_some()),
                     );
                 }
                 continue;

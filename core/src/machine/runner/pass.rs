@@ -78,14 +78,15 @@ impl Runner {
         }
         // From here on a request handed over unpushed is judged by what the remote holds.
         self.request_tested = self.request.is_some();
-        // The merged and abandoned markers too, which a runner compacts once enough are
-        // ready: few, so the fetch costs the same however many changes ended.
+        // The merged, abandoned and no-effect markers too, which a runner compacts once
+        // enough are ready: few, so the fetch costs the same however many changes ended.
         let mut spec = FetchSpec::new([
             self.main_pattern(self.main_in_doubt),
             refs::QUEUE_PATTERN.to_string(),
             refs::EVIDENCE_PATTERN.to_string(),
             refs::LANDED_PATTERN.to_string(),
             refs::ABANDONED_PATTERN.to_string(),
+            refs::NO_EFFECT_PATTERN.to_string(),
         ])
         .maintained();
         if !self.tips_known {

@@ -643,6 +643,18 @@ impl Runner {
                 detail: with_trust(end.detail.clone(), end.reason),
             },
         ));
+        // A change whose work is already on main may be taken up again, as an abandoned one,
+        // until the retention window passes: its marker says when, by its name alone.
+        if end.state == OpState::NoEffect {
+            plan.updates.push(RefUpdate {
+                name: refs::no_effect(&work.record.change, self.now),
+                expect: Expect::Absent,
+                new: NewValue::Step {
+                    append: plan.appends.len(),
+                    step: steps.len() - 1,
+                },
+            });
+        }
         plan.log = self.log_event(work, end.state, end.reason, None);
     }
 
