@@ -228,3 +228,10 @@ mutant_test!(
     200,
     []
 );
+mutant_test!(
+    a_compaction_of_a_change_taken_up_again_breaks_s16,
+    Mutant::CompactLive,
+    Invariant::CompactionKeeps,
+    1_000,
+    []
+);

@@ -186,6 +186,10 @@ impl Runner {
             if self.mutant_abandoned_stale(record.abandoned) {
                 (ended, live) = (false, true);
             }
+            #[cfg(feature = "mutants")]
+            if self.mutant_compact_live(live) {
+                (ended, live) = (true, false);
+            }
             if !ended {
                 if live {
                     stale.extend(

@@ -71,6 +71,9 @@ pub enum Mutant {
     /// S16: takes every abandoned change's marker for a stale one and deletes it, leaving the
     /// change's refs and compacting nothing.
     AbandonedMarkersStale,
+    /// S16: takes a change a start took up again after it ended short of a merge for an
+    /// ended one, and compacts it while it is live.
+    CompactLive,
 }
 
 impl Runner {
@@ -88,6 +91,11 @@ impl Runner {
     /// Whether a mutant takes an ended change's abandoned markers for stale ones.
     pub(super) fn mutant_abandoned_stale(&self, abandoned: bool) -> bool {
         abandoned && self.mutant_is(Mutant::AbandonedMarkersStale)
+    }
+
+    /// Whether a mutant takes a live change with an old marker for an ended one.
+    pub(super) fn mutant_compact_live(&self, live: bool) -> bool {
+        live && self.mutant_is(Mutant::CompactLive)
     }
 
     /// A compaction's plan, its index unleased for a mutant that starts it afresh.
