@@ -46,4 +46,5 @@ pub mod shell;
 pub mod skill;
 pub mod time;
 pub mod toml_doc;
+pub mod trust;
 pub mod words;

@@ -19,6 +19,7 @@ pub mod reader;
 pub mod remote;
 pub mod sandbox;
 pub mod scratch;
+pub mod sign;
 pub mod trees;
 pub mod views;
 
