@@ -80,6 +80,8 @@ pub enum ReasonCode {
     ActorUnnamed,
     WipLimit,
     ChangeHeld,
+    RegistryUnreadable,
+    RegistryChanged,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -102,7 +104,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 38] = [
+    pub const ALL: [ReasonCode; 40] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -141,6 +143,8 @@ impl ReasonCode {
         ReasonCode::ActorUnnamed,
         ReasonCode::WipLimit,
         ReasonCode::ChangeHeld,
+        ReasonCode::RegistryUnreadable,
+        ReasonCode::RegistryChanged,
     ];
 
     /// The code as it appears in a result.
@@ -184,6 +188,8 @@ impl ReasonCode {
             ReasonCode::ActorUnnamed => "ACTOR_UNNAMED",
             ReasonCode::WipLimit => "WIP_LIMIT",
             ReasonCode::ChangeHeld => "CHANGE_HELD",
+            ReasonCode::RegistryUnreadable => "REGISTRY_UNREADABLE",
+            ReasonCode::RegistryChanged => "REGISTRY_CHANGED",
         }
     }
 
@@ -686,6 +692,31 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     another change. `detail.holder` names the holder.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::RegistryUnreadable,
+        meaning: "The key registry (`refs/bay/registry`) breaks one of its rules, such as a \
+                  removed key enrolled again, a line of another shape, a file of no known \
+                  class or a version not signed by a `registry` key of the one before, so bay \
+                  cannot judge anything signed. `detail` names the commit, file and line, and \
+                  why.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "registry_repaired",
+        next_step: "Tell the user the key registry breaks a rule (`detail`); a registry key \
+                    repairs it, for a removed key enrolled again with `bay enrol --remove`.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::RegistryChanged,
+        meaning: "The key of the merging runner was revoked after it signed the candidate, so \
+                  the merge waits for a runner whose key is valid to sign it again.",
+        decision: Decision::Queued,
+        allowed: &[],
+        retry_when: "valid_runner_signed",
+        next_step: "Nothing to do: a runner with a valid key signs it again; `bay status \
+                    <change>` shows the outcome.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -734,6 +765,8 @@ mod tests {
             ReasonCode::ActorUnnamed => 35,
             ReasonCode::WipLimit => 36,
             ReasonCode::ChangeHeld => 37,
+            ReasonCode::RegistryUnreadable => 38,
+            ReasonCode::RegistryChanged => 39,
         }
     }
 

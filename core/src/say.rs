@@ -234,6 +234,15 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
                                    change on this machine; wait until it ends, or work on \
                                    another change."
             .to_owned(),
+        ReasonCode::RegistryUnreadable => format!(
+            "The list of keys allowed to sign breaks one of its rules{}, so nothing signed can \
+             be trusted; tell the person who keeps the registry key what the details say.",
+            quoted(names(detail, "file"))
+        ),
+        ReasonCode::RegistryChanged => "The key that signed this change was withdrawn after it \
+                                        signed, so another runner signs it again; nothing to \
+                                        do but wait."
+            .to_owned(),
     }
 }
 
@@ -277,6 +286,15 @@ fn say_state(
                 .to_owned()
         }
         None if detail.contains_key("queue_depth") => queue(detail),
+        None if detail.contains_key("enrolled") => format!(
+            "The key is enrolled{}, so what it signs counts from now on.",
+            quoted(registry_entry(detail, "enrolled"))
+        ),
+        None if detail.contains_key("removed") => format!(
+            "Every key of that name is taken out of the registry{}, so nothing it signs from \
+             now on counts.",
+            quoted(registry_entry(detail, "removed"))
+        ),
         None if detail.contains_key("cases") => format!(
             "The check met bay's contract in all {} cases; name it in .bay/policy.toml on main \
              to require it.",
@@ -381,6 +399,16 @@ fn merged(detail: &Map<String, Value>) -> String {
          new change if its edits are still wanted.",
         quoted(undone)
     )
+}
+
+/// `detail.<field>`'s class and name, such as `agent agent-7`.
+fn registry_entry(detail: &Map<String, Value>, field: &str) -> Vec<String> {
+    let entry = detail.get(field).and_then(Value::as_object);
+    let text = |key: &str| entry.and_then(|e| e.get(key)).and_then(Value::as_str);
+    match (text("class"), text("name")) {
+        (Some(class), Some(name)) => vec![format!("{class} {name}")],
+        _ => Vec::new(),
+    }
 }
 
 /// Why main is held: `detail.hold.reason`.

@@ -108,35 +108,7 @@ pub fn verify(
     message: &[u8],
     armoured: &[u8],
 ) -> Verdict {
-    let decoded = match decode(armoured) {
-        Ok(decoded) => decoded,
-        Err(verdict) => return verdict,
-    };
-    let mut named = signers.for_principal(principal).peekable();
-    if named.peek().is_none() {
-        return Verdict::PrincipalUnknown {
-            principal: principal.to_owned(),
-        };
-    }
-    match named.find(|entry| entry.key == decoded.key && usable(entry, namespace)) {
-        Some(entry) => match judge(&decoded, entry, namespace, message) {
-            Verdict::Good {
-                line,
-                fingerprint,
-                algorithm,
-                ..
-            } => Verdict::Good {
-                principal: principal.to_owned(),
-                line,
-                fingerprint,
-                algorithm,
-            },
-            verdict => verdict,
-        },
-        None => Verdict::KeyNotAllowed {
-            fingerprint: decoded.key.fingerprint(),
-        },
-    }
+    judge_by(signers, Some(principal), namespace, message, armoured)
 }
 
 /// Judges a signature by whichever line holds its key, for a signer bay does not name in
@@ -148,18 +120,54 @@ pub fn verify_by_key(
     message: &[u8],
     armoured: &[u8],
 ) -> Verdict {
+    judge_by(signers, None, namespace, message, armoured)
+}
+
+/// The one judgement behind both: the lines `principal` names (or all), the first that holds
+/// the signature's key and lets it sign under `namespace`, then the signature itself.
+fn judge_by(
+    signers: &AllowedSigners,
+    principal: Option<&str>,
+    namespace: &str,
+    message: &[u8],
+    armoured: &[u8],
+) -> Verdict {
     let decoded = match decode(armoured) {
         Ok(decoded) => decoded,
         Err(verdict) => return verdict,
     };
-    match signers
-        .for_key(&decoded.key)
-        .find(|entry| usable(entry, namespace))
-    {
-        Some(entry) => judge(&decoded, entry, namespace, message),
-        None => Verdict::KeyNotAllowed {
+    let mut lines = signers
+        .entries
+        .iter()
+        .filter(|entry| principal.is_none_or(|p| entry.matches_principal(p)))
+        .peekable();
+    if let (Some(principal), None) = (principal, lines.peek()) {
+        return Verdict::PrincipalUnknown {
+            principal: principal.to_owned(),
+        };
+    }
+    let Some(entry) = lines.find(|entry| entry.key == decoded.key && usable(entry, namespace))
+    else {
+        return Verdict::KeyNotAllowed {
             fingerprint: decoded.key.fingerprint(),
+        };
+    };
+    match (judge(&decoded, entry, namespace, message), principal) {
+        (
+            Verdict::Good {
+                line,
+                fingerprint,
+                algorithm,
+                ..
+            },
+            Some(principal),
+        ) => Verdict::Good {
+            principal: principal.to_owned(),
+            line,
+            fingerprint,
+            algorithm,
         },
+        (verdict, _) => verdict,
     }
 }
 
