@@ -86,6 +86,8 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::ViewMade(r) => r.is_err(),
         Completion::ViewsInspected(r) => r.is_err(),
         Completion::ViewReleased(r) => r.is_err(),
+        Completion::RegistryRead(r) => r.is_err(),
+        Completion::RegistryWritten(r) => r.is_err(),
         Completion::Pushed(_) | Completion::CheckExited(_) | Completion::PluginExited(_) => false,
     };
     failed.then_some("fault")

@@ -2037,6 +2037,12 @@ impl Driver {
             Action::ReleaseView { .. } => {
                 Completion::ViewReleased(maybe_fault(u, 16, |u| u.arbitrary())?)
             }
+            Action::ReadRegistry { .. } => {
+                Completion::RegistryRead(maybe_fault(u, 16, |u| u.arbitrary())?)
+            }
+            Action::WriteRegistry(_) => {
+                Completion::RegistryWritten(maybe_fault(u, 16, |u| u.arbitrary())?)
+            }
             Action::MergeBase { one, two } => {
                 Completion::MergeBaseFound(maybe_fault(u, 16, |u| {
                     Ok(match u.int_in_range(0..=3)? {

@@ -17,6 +17,7 @@ mod fetch;
 mod notes;
 mod push;
 mod read;
+mod registry;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -176,6 +177,8 @@ impl Repo {
             Action::WriteSteps(append) => Completion::StepsWritten(self.write_steps(append)),
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
+            Action::ReadRegistry { tip } => Completion::RegistryRead(self.read_registry(tip)),
+            Action::WriteRegistry(write) => Completion::RegistryWritten(self.write_registry(write)),
             Action::RunCheck(_)
             | Action::RunPlugin(_)
             | Action::FreezeDraft { .. }

@@ -200,6 +200,10 @@ impl GitModel {
             Action::ReleaseView { change } => {
                 Completion::ViewReleased(Ok(views.remove(change).is_some()))
             }
+            // The model holds no key registry yet (issue 18's simulator work).
+            Action::ReadRegistry { .. } | Action::WriteRegistry(_) => {
+                return Some(action.fault("the model holds no key registry".into()));
+            }
             Action::RunCheck(_) | Action::RunPlugin(_) => return None,
         })
     }

@@ -4,6 +4,7 @@
 mod abandon;
 mod demo;
 mod doctor;
+mod enrol;
 mod evidence;
 mod help;
 mod hook;
@@ -62,10 +63,12 @@ pub enum Command {
     Demo(demo::Args),
     /// Check this machine and clone: Git, the agent product, the sandbox, hooks, skill, remote.
     Doctor(doctor::Args),
+    /// Add one public key to the key registry, or with --remove take a name's keys out.
+    Enrol(enrol::Args),
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 14] = [
+pub const WRITES: [(&str, &str, &str); 15] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -132,6 +135,11 @@ pub const WRITES: [(&str, &str, &str); 14] = [
         "nothing",
         "your files; main; Git config; settings files; the skill",
     ),
+    (
+        "enrol",
+        "one key in the key registry, refs/bay/registry, signed with this machine's registry key and pushed; with --remove, the name's keys out of its class and into the registry's removed file",
+        "your files; main",
+    ),
 ];
 
 /// `bay help` as a page for a person.
@@ -162,6 +170,7 @@ pub fn run(cli: &Cli) -> Answer {
         Command::Demo(args) => demo::run(cli, args),
         Command::Hook(args) => return Answer::Product(hook::run(cli, args)),
         Command::Doctor(args) => doctor::run(cli, args),
+        Command::Enrol(args) => enrol::run(cli, args),
     };
     Answer::Result(Box::new(result))
 }

@@ -128,6 +128,27 @@ pub enum Action {
     /// Remove the view of `change` as `git worktree remove` does, never forcing: `false` when
     /// Git refuses.
     ReleaseView { change: ChangeId },
+    /// Read the key registry's chain from `tip` back along first parents to its first commit
+    /// (at most `trust::registry::MAX_VERSIONS`, else a fault): each commit raw, with its
+    /// tree's files, tip first. Judging it is core's (`trust::registry::judge_chain`).
+    ReadRegistry { tip: Oid },
+    /// Write one registry version into this clone's objects, pushing nothing: `files` as its
+    /// tree, `parent` as its only parent, `message`, `at` as author and committer time, and
+    /// signed as Git signs commits (namespace `git`) with the private key at `key`. Answered
+    /// with the commit as [`Action::ReadRegistry`] would read it, for core to judge.
+    WriteRegistry(RegistryWrite),
+}
+
+/// One registry version to write and sign (see [`Action::WriteRegistry`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RegistryWrite {
+    pub parent: Option<Oid>,
+    pub files: Vec<(String, String)>,
+    pub message: String,
+    pub at: Timestamp,
+    /// The path of the signing key's private half, as `bay.registryKey` names it.
+    pub key: String,
 }
 
 impl Action {
@@ -159,6 +180,8 @@ impl Action {
             Action::MakeView { .. } => "make-view",
             Action::InspectViews { .. } => "inspect-views",
             Action::ReleaseView { .. } => "release-view",
+            Action::ReadRegistry { .. } => "read-registry",
+            Action::WriteRegistry(_) => "write-registry",
         }
     }
 
@@ -206,6 +229,8 @@ impl Action {
             Action::MakeView { .. } => Completion::ViewMade(Err(fault)),
             Action::InspectViews { .. } => Completion::ViewsInspected(Err(fault)),
             Action::ReleaseView { .. } => Completion::ViewReleased(Err(fault)),
+            Action::ReadRegistry { .. } => Completion::RegistryRead(Err(fault)),
+            Action::WriteRegistry(_) => Completion::RegistryWritten(Err(fault)),
         }
     }
 }
@@ -741,6 +766,9 @@ pub enum Completion {
     ViewMade(Result<String, Fault>),
     ViewsInspected(Result<Vec<ViewFacts>, Fault>),
     ViewReleased(Result<bool, Fault>),
+    /// Tip first.
+    RegistryRead(Result<Vec<crate::trust::registry::RegistryCommit>, Fault>),
+    RegistryWritten(Result<crate::trust::registry::RegistryCommit, Fault>),
 }
 
 /// One view as `InspectViews` finds it.

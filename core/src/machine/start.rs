@@ -1307,7 +1307,9 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
         | Completion::DraftRefreshed(Err(f))
         | Completion::ViewMade(Err(f))
         | Completion::ViewsInspected(Err(f))
-        | Completion::ViewReleased(Err(f)) => Some(f.to_string()),
+        | Completion::ViewReleased(Err(f))
+        | Completion::RegistryRead(Err(f))
+        | Completion::RegistryWritten(Err(f)) => Some(f.to_string()),
         _ => None,
     }
 }
