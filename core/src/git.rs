@@ -233,15 +233,6 @@ pub mod refs {
         format!("{INFLIGHT}{op}")
     }
 
-    /// Whether a fetch pattern names `name`: a pattern is an exact ref name, or a prefix
-    /// ending in `*`.
-    pub fn matches(pattern: &str, name: &str) -> bool {
-        match pattern.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == pattern,
-        }
-    }
-
     /// The fetch pattern of one change's chain. Change ids have a fixed length, so the prefix
     /// names that one ref, and a missing ref is simply absent from the answer.
     pub fn change_pattern(change: &ChangeId) -> String {

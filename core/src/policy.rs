@@ -1123,7 +1123,7 @@ fn parse_locks(table: &mut Table<'_, '_>) -> Result<Vec<String>, TomlError> {
     table.check_keys(&["paths"], &[])?;
     let paths = non_empty_list(table, "paths", "leave it out to lock nothing")?.unwrap_or_default();
     for entry in &paths {
-        check_repo_path(table, "paths", entry)?;
+        check_glob(table, "paths", entry)?;
     }
     table.finish()?;
     Ok(paths.into_iter().map(|entry| entry.value).collect())
@@ -1334,9 +1334,26 @@ fn non_empty_list(
 fn globs(table: &mut Table<'_, '_>, key: &str) -> Result<Option<Vec<Located<String>>>, TomlError> {
     let list = non_empty_list(table, key, "list at least one glob, or leave the key out")?;
     for entry in list.iter().flatten() {
-        check_repo_path(table, key, entry)?;
+        check_glob(table, key, entry)?;
     }
     Ok(list)
+}
+
+/// A path glob of the repository (`when_paths`, `[locks] paths`) stays inside it, as a path
+/// does, and uses only the syntax of bay's glob dialect ([`crate::glob`]).
+fn check_glob(table: &Table<'_, '_>, key: &str, entry: &Located<String>) -> Result<(), TomlError> {
+    check_repo_path(table, key, entry)?;
+    match crate::glob::path_problem(&entry.value) {
+        Some(problem) => Err(table.error_at(
+            key,
+            entry.line,
+            format!(
+                "has the entry {}, which {problem}",
+                show_value(&entry.value)
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// An optional non-empty list of names, such as `producers`.
@@ -2096,6 +2113,11 @@ reuse_unsigned = true
             ),
             (beside("[locks]\npaths = [\"/art\"]\n"), "paths", "absolute"),
             (
+                beside("[locks]\npaths = [\"art/[ab].psd\"]\n"),
+                "paths",
+                "holds `[`",
+            ),
+            (
                 beside("[locks]\nglobs = [\"art/\"]\n"),
                 "globs",
                 "not a key",
@@ -2354,6 +2376,15 @@ reuse_unsigned = true
             ("when_paths = [\"\"]", "when_paths", "names no file"),
             ("when_paths = [\"/web\"]", "when_paths", "absolute"),
             ("when_paths = [\"web/../..\"]", "when_paths", "`..`"),
+            ("when_paths = [\"src/[ab].rs\"]", "when_paths", "holds `[`"),
+            (
+                "when_paths = [\"web/\", \"src/?.rs\"]",
+                "when_paths",
+                "holds `?`",
+            ),
+            ("when_paths = [\"{a,b}/\"]", "when_paths", "holds `{`"),
+            ("when_paths = [\"!web/\"]", "when_paths", "starts with `!`"),
+            ("when_paths = [\"web\\\\*.ts\"]", "when_paths", "holds `\\`"),
             ("producers = []", "producers", "empty"),
             ("producers = [\"ci\", \"\"]", "producers", "empty entry"),
         ] {

@@ -175,7 +175,7 @@ impl PostCheck {
     pub fn covers(&self, path: &str) -> bool {
         self.paths
             .as_ref()
-            .is_none_or(|globs| crate::glob::any_matches(globs, path))
+            .is_none_or(|globs| crate::glob::any_path_matches(globs, path))
     }
 
     fn answers(&self, record: &PostRecord) -> bool {

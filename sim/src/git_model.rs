@@ -85,7 +85,7 @@ impl GitModel {
                     std::ops::Bound::Unbounded,
                 ))
                 .take_while(|(name, _)| name.starts_with(prefix))
-                .filter(|(name, _)| refs::matches(pattern, name));
+                .filter(|(name, _)| bay_core::glob::ref_matches(pattern, name));
             fetched.extend(named.map(|(n, o)| (n.clone(), o.clone())));
         }
         Ok(fetched)

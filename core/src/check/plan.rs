@@ -151,7 +151,7 @@ pub fn plan(
             && let Some(globs) = &check.when_paths
             && !changed_paths
                 .iter()
-                .any(|path| glob::any_matches(globs, path))
+                .any(|path| glob::any_path_matches(globs, path))
         {
             plan.not_required.push(json!({
                 "check": check.id,

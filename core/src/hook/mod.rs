@@ -88,7 +88,7 @@ pub fn lockable(payload: &Payload, tree: &str, globs: &[String]) -> Vec<String> 
     }
     in_tree(tree, &payload.written, payload.cwd.as_deref())
         .into_iter()
-        .filter(|path| crate::glob::any_matches(globs, path))
+        .filter(|path| crate::glob::any_path_matches(globs, path))
         .collect()
 }
 

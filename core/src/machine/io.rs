@@ -271,7 +271,7 @@ impl FetchSpec {
     pub fn covers(&self, name: &str) -> bool {
         self.patterns
             .iter()
-            .any(|pattern| crate::git::refs::matches(pattern, name))
+            .any(|pattern| crate::glob::ref_matches(pattern, name))
     }
 
     /// Folds a fetch's answer into what a machine knows of the remote: every ref the spec
