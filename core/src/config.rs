@@ -1053,9 +1053,7 @@ fn lane_ref(
 ) -> Result<(), TomlError> {
     let text = pattern.value.as_str();
     let problem = if let Some(problem) = ref_problem(text, true) {
-        Some(problem.to_owned())
-    } else if text.matches('*').count() > 1 {
-        Some("has more than one `*`".to_owned())
+        Some(problem)
     } else if is_bay_ref(text) {
         Some("lies under bay's own refs".to_owned())
     } else {
@@ -1080,31 +1078,17 @@ fn is_bay_ref(name: &str) -> bool {
         .any(|prefix| name.starts_with(prefix))
 }
 
-/// Why `name` is not a full ref name Git would accept, or `None` when it is. With
-/// `pattern`, a `*` is allowed.
-fn ref_problem(name: &str, pattern: bool) -> Option<&'static str> {
+/// Why `name` is not a full ref name under `refs/` that Git would accept, or `None` when it
+/// is. With `pattern`, one `*` is allowed.
+fn ref_problem(name: &str, pattern: bool) -> Option<String> {
     if !name.starts_with("refs/") {
-        return Some("is not a full ref name under refs/");
+        return Some("is not a full ref name under refs/".to_owned());
     }
-    let bad_char = |c: char| {
-        c.is_whitespace()
-            || c.is_control()
-            || matches!(c, '~' | '^' | ':' | '?' | '[' | '\\')
-            || (c == '*' && !pattern)
-    };
-    if name.chars().any(bad_char) {
-        return Some("holds a character Git does not allow in a ref name");
+    if pattern {
+        crate::ref_name::pattern_problem(name)
+    } else {
+        crate::ref_name::problem(name)
     }
-    let bad_shape = name.contains("..")
-        || name.contains("@{")
-        || name.ends_with('.')
-        || name
-            .split('/')
-            .any(|part| part.is_empty() || part.starts_with('.') || part.ends_with(".lock"));
-    if bad_shape {
-        return Some("is not shaped like a ref name Git accepts");
-    }
-    None
 }
 
 /// Why `path` is not a plain file path inside the repository, or `None` when it is.

@@ -37,6 +37,7 @@ pub mod progress;
 pub mod reason;
 pub mod record;
 pub mod red;
+pub mod ref_name;
 pub mod report;
 pub mod result;
 pub mod save;

@@ -241,12 +241,10 @@ impl CloneWork {
                 }),
             )
         })?;
-        let branch_ok = git
-            .cmd(["check-ref-format", &format!("refs/heads/{main}")])
-            .output()
-            .is_ok_and(|out| out.success());
-        if !branch_ok {
-            return Err(failed(format!("{main:?} is not a branch name Git accepts")));
+        if let Some(problem) = bay_core::ref_name::problem(&format!("refs/heads/{main}")) {
+            return Err(failed(format!(
+                "{main:?} is not a branch name Git accepts: it {problem}"
+            )));
         }
         // `[agent]` as this clone last fetched main: a change never turns hooks on for itself.
         let fetched = format!("refs/remotes/{remote}/{main}");

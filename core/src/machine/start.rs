@@ -69,20 +69,12 @@ impl Import {
         }
     }
 
-    /// Why `name` cannot name a branch to take in, if it cannot: the rules of
-    /// `git check-ref-format` that matter here, and no `*`, which bay's fetch reads as a glob.
+    /// Why `name` cannot name a branch to take in, if it cannot: Git would refuse it as a
+    /// branch ([`crate::ref_name::branch_problem`]), and a `*`, which bay's fetch would read
+    /// as a glob, is among what it refuses.
     pub fn refuse_name(name: &str) -> Option<String> {
-        let bad = name.is_empty()
-            || name.starts_with(['-', '/', '.'])
-            || name.ends_with(['/', '.'])
-            || name.ends_with(".lock")
-            || name.contains("..")
-            || name.contains("//")
-            || name.contains("@{")
-            || name
-                .chars()
-                .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
-        bad.then(|| format!("--from {name:?} is not a branch name Git takes"))
+        crate::ref_name::branch_problem(name)
+            .map(|problem| format!("--from {name:?} is not a branch name Git takes: it {problem}"))
     }
 }
 
