@@ -602,7 +602,7 @@ fn parse_plugins(table: &mut Table<'_, '_>) -> Result<ActedOn, TomlError> {
         {
             let mut words = command.split_whitespace().map(str::to_owned);
             let program = words.next().unwrap_or_default();
-            if let Some(problem) = repo_path_problem(&program) {
+            if let Some(problem) = crate::paths::repo_path_problem(&program) {
                 return Err(plugin.error(
                     "command",
                     format!(
@@ -671,7 +671,7 @@ fn parse_agent(table: &mut Table<'_, '_>) -> Result<Agent, TomlError> {
     let instructions = match table.strings("instructions")? {
         Some(files) => {
             for file in &files {
-                if let Some(problem) = repo_path_problem(&file.value) {
+                if let Some(problem) = crate::paths::repo_path_problem(&file.value) {
                     return Err(table.error_at(
                         "instructions",
                         file.line,
@@ -1088,19 +1088,6 @@ fn ref_problem(name: &str, pattern: bool) -> Option<String> {
         crate::ref_name::pattern_problem(name)
     } else {
         crate::ref_name::problem(name)
-    }
-}
-
-/// Why `path` is not a plain file path inside the repository, or `None` when it is.
-fn repo_path_problem(path: &str) -> Option<&'static str> {
-    if path.is_empty() {
-        Some("is empty")
-    } else if path.starts_with('/') {
-        Some("is absolute; name a file in the repository")
-    } else if path.split('/').any(|part| part == "..") {
-        Some("has a `..` part; name a file inside the repository")
-    } else {
-        None
     }
 }
 
@@ -1897,7 +1884,7 @@ execution_budget_s = 0
             place(&refuse("[agent]\ninstructions = []\n")),
             (Some("product"), "[agent]", 1)
         );
-        for file in ["/etc/AGENTS.md", "../AGENTS.md", ""] {
+        for file in ["/etc/AGENTS.md", "../AGENTS.md", "", ".", "./"] {
             let error = refuse(&format!(
                 "[agent]\nproduct = \"claude\"\ninstructions = [{file:?}]\n"
             ));
@@ -2265,6 +2252,10 @@ execution_budget_s = 0
         assert_eq!(NOTIFY_PLUGIN_TIMEOUT_S, 5);
         let error = refuse("[plugin.notify]\ncommand = \"/bin/notify\"\n");
         assert_eq!(place(&error), (Some("command"), "[plugin.notify]", 2));
+        // A program that names no file, as the policy's paths may not either.
+        let error = refuse("[plugin.notify]\ncommand = \"./ --json\"\n");
+        assert_eq!(place(&error), (Some("command"), "[plugin.notify]", 2));
+        assert!(error.message.contains("names no file"), "{error}");
     }
 
     #[test]

@@ -3,6 +3,23 @@
 //! itself). A view shows exactly the files its change's paths cover; the driver says the same
 //! to Git as the non-cone sparse pattern `/<path>`.
 
+/// Why `path` is not a path inside the repository, as bay's own files name one (the policy's
+/// `adapter`, `paths`, `when_paths` and `[locks] paths`; the config's plugin programs and
+/// `[agent] instructions`), or `None` when it is. Such a path is relative to the top of the
+/// repository and stays inside it: bay reads it from a tree, and a path that left the tree
+/// would name the machine instead. Phrased to follow "which".
+pub fn repo_path_problem(path: &str) -> Option<&'static str> {
+    if path.starts_with('/') {
+        Some("is absolute; these paths are relative to the top of the repository")
+    } else if path.split('/').any(|part| part == "..") {
+        Some("has a `..` part; these paths must stay inside the repository")
+    } else if path.split('/').all(|part| part.is_empty() || part == ".") {
+        Some("names no file or directory")
+    } else {
+        None
+    }
+}
+
 /// Whether `path` (a file's path in a tree, `/`-separated) lies under `declared`.
 pub fn covers(declared: &str, path: &str) -> bool {
     let declared = declared.trim_matches('/');
@@ -72,6 +89,35 @@ pub fn normalize(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repository_path_is_relative_and_stays_inside() {
+        for path in [
+            "src/a.rs",
+            "web/",
+            "./scripts//check",
+            "a/./b",
+            "**/*.psd",
+            "..a",
+            "a..",
+        ] {
+            assert_eq!(repo_path_problem(path), None, "{path}");
+        }
+        for (path, why) in [
+            ("/etc/passwd", "absolute"),
+            ("/", "absolute"),
+            ("..", "`..`"),
+            ("a/../../b", "`..`"),
+            ("a/..", "`..`"),
+            ("", "names no file"),
+            (".", "names no file"),
+            ("./", "names no file"),
+            ("././/", "names no file"),
+        ] {
+            let problem = repo_path_problem(path).unwrap_or_else(|| panic!("{path:?} passes"));
+            assert!(problem.contains(why), "{path:?}: {problem}");
+        }
+    }
 
     #[test]
     fn a_directory_covers_what_lies_under_it_and_nothing_that_only_shares_its_prefix() {

@@ -1378,16 +1378,7 @@ fn check_repo_path(
     entry: &Located<String>,
 ) -> Result<(), TomlError> {
     let path = entry.value.as_str();
-    let problem = if path.starts_with('/') {
-        Some("is absolute; these paths are relative to the top of the repository")
-    } else if path.split('/').any(|part| part == "..") {
-        Some("has a `..` part; these paths must stay inside the repository")
-    } else if components(path).is_empty() {
-        Some("names no file or directory")
-    } else {
-        None
-    };
-    match problem {
+    match crate::paths::repo_path_problem(path) {
         Some(problem) => Err(table.error_at(
             key,
             entry.line,
