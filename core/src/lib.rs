@@ -16,8 +16,6 @@ pub mod disk;
 pub mod doctor;
 pub mod event;
 pub mod flow;
-#[cfg(feature = "arbitrary")]
-pub mod fuzzing;
 pub mod git;
 pub mod glob;
 pub mod hook;

@@ -270,9 +270,10 @@ pub fn judge(command: &str, rules: &DenyRules) -> Verdict {
     judge_counting(command, rules).0
 }
 
-/// [`judge`], and how many bytes the reader read, for the fuzz body that holds the work
-/// bound.
-pub(crate) fn judge_counting(command: &str, rules: &DenyRules) -> (Verdict, usize) {
+/// [`judge`], and how many bytes the reader read to reach the verdict: at most
+/// [`WORK_PER_BYTE`] per byte of the command (or of 1 KiB, for a shorter one), a bound the
+/// `shell` fuzz body holds it to.
+pub fn judge_counting(command: &str, rules: &DenyRules) -> (Verdict, usize) {
     let mut judge = Judge {
         rules,
         work: Work::for_command(command),

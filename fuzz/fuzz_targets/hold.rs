@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bay_core::fuzzing::hold(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bay_fuzz_bodies::hold(data));

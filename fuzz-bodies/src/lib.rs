@@ -2,9 +2,10 @@
 //! bay's promises with `assert!`, so that a broken promise is a crash the fuzzer reports.
 //!
 //! The same bodies run three ways: under cargo-fuzz (`fuzz/fuzz_targets/*.rs`, each a
-//! one-liner), under `cargo test -p bay-core --features arbitrary` on the committed seeds,
-//! regressions and a fixed budget of generated inputs (`core/tests/fuzz_bodies.rs`), and from
-//! anything else that wants to throw bytes at core.
+//! one-liner), under `cargo test -p bay-fuzz-bodies` on the committed seeds, regressions and a
+//! fixed budget of generated inputs (`tests/fuzz_bodies.rs`), and from anything else that wants
+//! to throw bytes at core. They live outside core's source and see only core's public API;
+//! they build core with its `arbitrary` feature, which derives `Arbitrary` for core's inputs.
 //!
 //! The promises checked:
 //!
@@ -39,34 +40,34 @@ use std::sync::OnceLock;
 use arbitrary::{Arbitrary, Result, Unstructured};
 use serde_json::{Map, Value, json};
 
-use crate::check::{
+use bay_core::check::{
     CheckExit, CheckRequest, CommitTree, EvidenceExtras, EvidenceRecord, Judgement,
     MAX_REASON_BYTES, MAX_STDOUT_BYTES, RESULT_SCHEMA, Verdict, judge as judge_run,
 };
-use crate::config::{Config, RunnerSettings};
-use crate::git::{Oid, refs};
-use crate::id::{CandidateId, ChangeId, OpId, intent_digest};
-use crate::limits::PathStat;
-use crate::machine::abandon::{Abandon, AbandonInput};
-use crate::machine::merge::{Merge, MergeInput};
-use crate::machine::merge_wait::MergeWait;
-use crate::machine::runner::{RunMode, Runner, RunnerConfig};
-use crate::machine::start::{Import, Start, StartInput, StartTarget};
-use crate::machine::undo::{Undo, UndoInput};
-use crate::machine::{
+use bay_core::config::{Config, RunnerSettings};
+use bay_core::git::{Oid, refs};
+use bay_core::id::{CandidateId, ChangeId, OpId, intent_digest};
+use bay_core::limits::PathStat;
+use bay_core::machine::abandon::{Abandon, AbandonInput};
+use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::merge_wait::MergeWait;
+use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
+use bay_core::machine::start::{Import, Start, StartInput, StartTarget};
+use bay_core::machine::undo::{Undo, UndoInput};
+use bay_core::machine::{
     Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
     Fault, Machine, PluginExit, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
-use crate::policy::{CHECK_NOT_YET, Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
-use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, Step, StepBody};
-use crate::report;
-use crate::result::{BayResult, Decision, OpState, WaitingFor};
-use crate::say::say;
-use crate::schema;
-use crate::time::Timestamp;
-use crate::time::is_calendar_date;
-use crate::words::{WORDS, forbidden_word};
+use bay_core::policy::{CHECK_NOT_YET, Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
+use bay_core::reason::ReasonCode;
+use bay_core::record::{ChangeRecord, Step, StepBody};
+use bay_core::report;
+use bay_core::result::{BayResult, Decision, OpState, WaitingFor};
+use bay_core::say::say;
+use bay_core::schema;
+use bay_core::time::Timestamp;
+use bay_core::time::is_calendar_date;
+use bay_core::words::{WORDS, forbidden_word};
 
 // ---------------------------------------------------------------------------------------------
 // The tiny world.
@@ -648,7 +649,7 @@ pub fn hold(data: &[u8]) {
             Err(_) => return,
         },
     };
-    match crate::plugin::judge_hold(&exit) {
+    match bay_core::plugin::judge_hold(&exit) {
         None => {
             let PluginExit::Exited {
                 code: Some(0),
@@ -657,12 +658,12 @@ pub fn hold(data: &[u8]) {
             else {
                 panic!("a run that failed cleared the hold: {exit:?}");
             };
-            assert!(stdout.len() <= crate::plugin::MAX_ANSWER_BYTES);
+            assert!(stdout.len() <= bay_core::plugin::MAX_ANSWER_BYTES);
             let value: Value = serde_json::from_slice(stdout).expect("not held only on JSON");
             assert_eq!(value["held"], Value::Bool(false), "{value}");
         }
         Some(reason) => {
-            assert!(reason.chars().count() <= crate::plugin::MAX_REASON_CHARS);
+            assert!(reason.chars().count() <= bay_core::plugin::MAX_REASON_CHARS);
             assert!(!reason.chars().any(char::is_control), "{reason:?}");
         }
     }
@@ -947,7 +948,7 @@ fn assert_policy_rules(policy: &Policy) {
         }
         for name in &check.env {
             assert!(
-                !crate::policy::RESERVED_ENV.contains(&name.as_str()),
+                !bay_core::policy::RESERVED_ENV.contains(&name.as_str()),
                 "a reserved variable {name}"
             );
         }
@@ -1079,7 +1080,8 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
             "materialize misread"
         );
         assert_eq!(
-            uint("materialize_timeout_s").unwrap_or(crate::policy::DEFAULT_MATERIALIZE_TIMEOUT_S),
+            uint("materialize_timeout_s")
+                .unwrap_or(bay_core::policy::DEFAULT_MATERIALIZE_TIMEOUT_S),
             check.materialize_timeout_s
         );
         assert_eq!(
@@ -1303,7 +1305,7 @@ pub fn config(data: &[u8]) {
             );
             for key in [&config.trailers.intent, &config.trailers.actor] {
                 assert!(
-                    !crate::lineage::is_own_trailer(key),
+                    !bay_core::lineage::is_own_trailer(key),
                     "bay accepted its own trailer {key} for Intent or Actor"
                 );
             }
@@ -1329,7 +1331,7 @@ pub fn config(data: &[u8]) {
             );
             for (hold, written) in config.holds.iter().zip(holds.into_iter().flatten()) {
                 assert_eq!(
-                    crate::time::parse_utc_second(&hold.end_text),
+                    bay_core::time::parse_utc_second(&hold.end_text),
                     Some(hold.end),
                     "a hold's end reads back"
                 );
@@ -1976,13 +1978,13 @@ impl Driver {
                         .iter()
                         .map(|change| {
                             let file = Option::<Vec<u8>>::arbitrary(u)?;
-                            Ok(crate::compact::read_back(change, index, file.as_deref()))
+                            Ok(bay_core::compact::read_back(change, index, file.as_deref()))
                         })
                         .collect()
                 })?)
             }
             // Main's config: none, a hold plugin, or a hold window, so the runner asks the plugin.
-            Action::ReadFile { path, .. } if path == crate::config::CONFIG_PATH => {
+            Action::ReadFile { path, .. } if path == bay_core::config::CONFIG_PATH => {
                 Completion::FileRead(maybe_fault(u, 16, |u| {
                     Ok(match u.int_in_range(0..=3)? {
                         0 => None,
@@ -2023,7 +2025,7 @@ impl Driver {
                     let mut facts = Vec::new();
                     for change in changes {
                         if u.ratio(3, 4)? {
-                            facts.push(crate::machine::ViewFacts {
+                            facts.push(bay_core::machine::ViewFacts {
                                 change: change.clone(),
                                 head: if u.arbitrary()? { Some(oid(u)?) } else { None },
                                 clean: u.arbitrary()?,
@@ -2080,7 +2082,7 @@ impl Driver {
                 let mut seen = std::collections::BTreeMap::new();
                 for name in names {
                     if u.arbitrary()? {
-                        seen.insert(name.clone(), crate::time::Timestamp(u.arbitrary()?));
+                        seen.insert(name.clone(), bay_core::time::Timestamp(u.arbitrary()?));
                     }
                 }
                 Completion::SeenRead(maybe_fault(u, 16, |_| Ok(seen))?)
@@ -2104,7 +2106,7 @@ impl Driver {
                     let parents = (0..u.int_in_range(0..=2)?)
                         .map(|_| oid(u))
                         .collect::<Result<Vec<Oid>>>()?;
-                    commits.push(crate::machine::MainCommit {
+                    commits.push(bay_core::machine::MainCommit {
                         oid: oid(u)?,
                         off_first_parent: u64::from(parents.len() > 1),
                         parents,
@@ -2435,7 +2437,7 @@ fn assert_leased(plan: &PushPlan, role: Role) {
             let allowed = update.expect == Expect::Absent
                 || update.name == refs::QUEUE_LAST
                 || (refs::parse_queue(&update.name).is_some()
-                    && update.new == crate::machine::NewValue::Delete);
+                    && update.new == bay_core::machine::NewValue::Delete);
             assert!(allowed, "an agent moved a ref it may not: {update:?}");
         }
         if update.name == refs::main(MAIN) {
@@ -3027,8 +3029,8 @@ pub fn red(data: &[u8]) {
 }
 
 fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
-    use crate::check::Verdict;
-    use crate::red::{PostCheck, PostRecord, Red, TRUST};
+    use bay_core::check::Verdict;
+    use bay_core::red::{PostCheck, PostRecord, Red, TRUST};
 
     let commits: Vec<Oid> = (0..u.int_in_range(0..=8u8)?)
         .map(|n| Oid::parse(&format!("{n:02x}").repeat(20)).expect("hex"))
@@ -3073,13 +3075,13 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
         };
         let producer = word(u, &["ci", "other"])?;
         let inputs = match u.int_in_range(0..=3u8)? {
-            0 => crate::red::BisectRun::Midpoint.inputs(),
-            1 => crate::red::BisectRun::Rerun.inputs(),
+            0 => bay_core::red::BisectRun::Midpoint.inputs(),
+            1 => bay_core::red::BisectRun::Rerun.inputs(),
             _ => Vec::new(),
         };
         lines.push(
             PostRecord {
-                schema: crate::check::EvidenceSchema,
+                schema: bay_core::check::EvidenceSchema,
                 kind: word(u, &["check", "check", "review"])?,
                 id: PostRecord::id_of(&producer, &commit, &inputs, None),
                 producer,
@@ -3143,11 +3145,11 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
                 "a bisect needs a pass below its range"
             );
             match run {
-                crate::red::BisectRun::Midpoint => assert!(
+                bay_core::red::BisectRun::Midpoint => assert!(
                     at != Some(0) && red.suspects.len() >= 2,
                     "a midpoint is never the first failure"
                 ),
-                crate::red::BisectRun::Rerun => assert!(
+                bay_core::red::BisectRun::Rerun => assert!(
                     red.suspects.len() == 1 && !red.bisect.reran,
                     "the rerun is of the one merge left, once"
                 ),
@@ -3165,7 +3167,7 @@ fn red_inner(u: &mut Unstructured<'_>) -> Result<()> {
 /// the presence reads, this clone saw it first, and it is younger than its staleness on this
 /// clone's clock; and `no_live_runner` is said exactly when the one runner is not fresh.
 pub fn presence(data: &[u8]) {
-    use crate::presence::{Presence, judge, no_live_runner};
+    use bay_core::presence::{Presence, judge, no_live_runner};
     let (head, rest) = data.split_at(data.len().min(17));
     let read = Presence::from_message(&String::from_utf8_lossy(rest));
     if let Ok(presence) = &read {
@@ -3200,7 +3202,7 @@ pub fn presence(data: &[u8]) {
 /// targets and lanes set or not); the rest is the command, read as UTF-8 with bad bytes
 /// replaced, as the hook reads its JSON.
 pub fn shell(data: &[u8]) {
-    use crate::shell::{DenyRules, Shape, Verdict, WORK_PER_BYTE, judge, judge_counting};
+    use bay_core::shell::{DenyRules, Shape, Verdict, WORK_PER_BYTE, judge, judge_counting};
 
     let (pick, command) = data.split_first().map_or((0, &[][..]), |(p, c)| (*p, c));
     let command = String::from_utf8_lossy(command);

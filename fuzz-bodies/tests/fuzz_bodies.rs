@@ -1,4 +1,4 @@
-//! The fuzz bodies of `bay_core::fuzzing`, run without cargo-fuzz: on the committed seeds
+//! The fuzz bodies of `bay_fuzz_bodies`, run without cargo-fuzz: on the committed seeds
 //! (`fuzz/seeds/<target>/`), on every minimized crash (`fuzz/regressions/<target>/`), and on a
 //! fixed budget of generated inputs (random bytes and mutated seeds from a fixed xorshift
 //! seed), so that CI exercises every target on every run.
@@ -7,16 +7,16 @@
 //! test requires that it still fails, so that the fix is noticed and the file renamed (drop the
 //! prefix) to guard it from then on. Every other regression must pass.
 //!
-//! Run with `cargo test -p bay-core --features arbitrary --test fuzz_bodies`. Set
-//! `BAY_FUZZ_BUDGET` to a number of generated inputs per target to run more (or fewer).
-#![cfg(feature = "arbitrary")]
+//! Run with `cargo test -p bay-fuzz-bodies --test fuzz_bodies` (the README's
+//! `cargo test --workspace` runs it too). Set `BAY_FUZZ_BUDGET` to a number of generated
+//! inputs per target to run more (or fewer).
 // The test reads its inputs from the repository; core's ban on IO is for core itself.
 #![allow(clippy::disallowed_methods)]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use bay_core::fuzzing;
+use bay_fuzz_bodies as fuzzing;
 
 /// Generated inputs per target when `BAY_FUZZ_BUDGET` is not set.
 const DEFAULT_BUDGET: usize = 2_000;
@@ -27,7 +27,7 @@ const MAX_LEN: usize = 2_048;
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("core sits inside the workspace")
+        .expect("the crate sits inside the workspace")
         .join("fuzz")
 }
 
