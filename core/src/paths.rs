@@ -20,6 +20,19 @@ pub fn repo_path_problem(path: &str) -> Option<&'static str> {
     }
 }
 
+/// A path as Git printed it (one field of `-z` output), as bay's text: Git's paths are bytes,
+/// and bay's are UTF-8. A name that is not UTF-8 is refused by name (its bytes escaped, as
+/// `src/caf\xe9.rs`), never read lossily: a lossy reading could make two names one.
+pub fn from_git(raw: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(raw).map_err(|_| {
+        format!(
+            "Git names the path {}, which is not UTF-8; bay reads paths as UTF-8 text, so \
+             rename it in UTF-8",
+            raw.escape_ascii()
+        )
+    })
+}
+
 /// Whether `path` (a file's path in a tree, `/`-separated) lies under `declared`.
 pub fn covers(declared: &str, path: &str) -> bool {
     let declared = declared.trim_matches('/');
@@ -89,6 +102,20 @@ pub fn normalize(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_git_path_is_utf8_or_refused_by_name() {
+        assert_eq!(from_git(b"src/a.rs"), Ok("src/a.rs"));
+        assert_eq!(
+            from_git("docs/caf\u{e9}.md".as_bytes()),
+            Ok("docs/caf\u{e9}.md")
+        );
+        let latin1 = from_git(b"src/caf\xe9.rs").expect_err("not UTF-8");
+        assert!(latin1.contains("src/caf\\xe9.rs"), "{latin1}");
+        // Two names a lossy reading would make one stay two.
+        let other = from_git(b"src/caf\xe8.rs").expect_err("not UTF-8");
+        assert_ne!(latin1, other);
+    }
 
     #[test]
     fn a_repository_path_is_relative_and_stays_inside() {

@@ -117,25 +117,31 @@ struct Diff {
     added: BTreeMap<String, Option<u64>>,
 }
 
-/// Reads `diff-tree -z` output, where both formats follow each other.
+/// Reads `diff-tree -z` output, where both formats follow each other. A path that is not
+/// UTF-8 is refused by name ([`bay_core::paths::from_git`]), never read lossily: two such
+/// names could read as one and share one weight.
 fn parse_diff(stdout: &[u8]) -> Result<Diff, Fault> {
     let bad = |why: String| Fault(format!("git diff-tree printed {why}"));
-    let mut fields = stdout
-        .split(|&b| b == 0)
-        .map(|field| String::from_utf8_lossy(field).into_owned());
+    let path = |raw: &[u8]| {
+        bay_core::paths::from_git(raw)
+            .map(str::to_owned)
+            .map_err(Fault)
+    };
+    let mut fields = stdout.split(|&b| b == 0);
     let mut diff = Diff::default();
     while let Some(field) = fields.next() {
         if field.is_empty() {
             continue;
         }
-        if let Some(meta) = field.strip_prefix(':') {
+        if let Some(meta) = field.strip_prefix(b":") {
             // `:<old mode> <new mode> <old blob> <new blob> <status>`, then the path.
-            let path = fields
+            let meta = String::from_utf8_lossy(meta);
+            let raw = fields
                 .next()
-                .ok_or_else(|| bad(format!("{field:?} without its path")))?;
+                .ok_or_else(|| bad(format!("{meta:?} without its path")))?;
             let parts: Vec<&str> = meta.split(' ').collect();
             let [_, mode, _, blob, _] = parts.as_slice() else {
-                return Err(bad(format!("the entry {field:?}")));
+                return Err(bad(format!("the entry {meta:?}")));
             };
             let side = if mode.bytes().all(|b| b == b'0') {
                 After::Deleted
@@ -144,23 +150,29 @@ fn parse_diff(stdout: &[u8]) -> Result<Diff, Fault> {
             } else {
                 After::Blob(oid(blob)?)
             };
-            diff.after.insert(path, side);
+            diff.after.insert(path(raw)?, side);
         } else {
             // `<added>\t<deleted>\t<path>`, with `-` for both when Git takes the file as binary.
-            let mut parts = field.splitn(3, '\t');
-            let (Some(lines), Some(_), Some(path)) = (parts.next(), parts.next(), parts.next())
+            let mut parts = field.splitn(3, |&b| b == b'\t');
+            let (Some(lines), Some(_), Some(raw)) = (parts.next(), parts.next(), parts.next())
             else {
-                return Err(bad(format!("the count {field:?}")));
+                return Err(bad(format!(
+                    "the count {:?}",
+                    field.escape_ascii().to_string()
+                )));
             };
             let lines = match lines {
-                "-" => None,
+                b"-" => None,
                 count => Some(
-                    count
-                        .parse()
-                        .map_err(|_| bad(format!("the count {field:?}")))?,
+                    std::str::from_utf8(count)
+                        .ok()
+                        .and_then(|count| count.parse().ok())
+                        .ok_or_else(|| {
+                            bad(format!("the count {:?}", field.escape_ascii().to_string()))
+                        })?,
                 ),
             };
-            diff.added.insert(path.to_owned(), lines);
+            diff.added.insert(path(raw)?, lines);
         }
     }
     Ok(diff)
@@ -198,5 +210,26 @@ mod tests {
         assert_eq!(added["img.png"], None);
         assert!(parse_diff(b":100644\0").is_err());
         assert!(parse_diff(b"x\tonly\0").is_err());
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_refused_by_name() {
+        let (a, b) = ("1".repeat(40), "2".repeat(40));
+        // Two names a lossy reading would make one, `caf\u{fffd}.rs`.
+        let mut out = Vec::new();
+        for (name, blob) in [(&b"caf\xe9.rs"[..], &a), (&b"caf\xe8.rs"[..], &b)] {
+            out.extend(format!(":000000 100644 {} {blob} A\0", "0".repeat(40)).bytes());
+            out.extend(name);
+            out.push(0);
+        }
+        let Fault(why) = parse_diff(&out).expect_err("a name that is not UTF-8");
+        assert!(
+            why.contains("caf\\xe9.rs") && why.contains("not UTF-8"),
+            "{why}"
+        );
+        let Fault(why) = parse_diff(b"1\t0\tcaf\xe9.rs\0").expect_err("in --numstat too");
+        assert!(why.contains("caf\\xe9.rs"), "{why}");
+        let text = parse_diff("1\t0\tcaf\u{e9}.rs\0".as_bytes()).expect("UTF-8");
+        assert_eq!(text.added["caf\u{e9}.rs"], Some(1));
     }
 }
