@@ -57,6 +57,24 @@ impl Drop for Staged {
     }
 }
 
+/// A draft checkpoint [`Views::checkpoint`] took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    pub draft: Oid,
+    /// The commits whose work the draft carries on: the view's HEAD, then the last
+    /// checkpoint the draft was made on, when it was.
+    pub grew_from: Vec<Oid>,
+}
+
+/// The local ref that keeps a view's last draft checkpoint.
+fn checkpoint_ref(change: &ChangeId) -> String {
+    format!("refs/bay/checkpoints/{change}")
+}
+
+fn checkpoint_message(change: &ChangeId) -> String {
+    format!("bay: checkpoint of {change}\n")
+}
+
 /// The work in the view at `dir` as a tree: every file under its sparse paths added to an
 /// index, as `git add --all` adds them, and the index written as a tree. The index is `index`
 /// when given (the view's own, or a copy of it), else the one Git finds. The tree is built and
@@ -344,6 +362,26 @@ impl Views {
             }
             return Ok(draft);
         }
+        if self.own_checkpoint(&view, change)?.as_ref() == Some(parent)
+            && is_ancestor(&view, &head, parent)?
+        {
+            // The recorded draft is a checkpoint this view's hook saved from its own files (see
+            // [`Views::checkpoint`]): those files are still all its work, now on that draft.
+            let parent_tree = trees::of_commits(&self.reader, std::slice::from_ref(parent))?
+                .pop()
+                .ok_or_else(|| Fault(format!("no tree for the draft {parent}")))?;
+            let onto = match parent_tree == tree {
+                true => parent.clone(),
+                false => self.commit(
+                    &view,
+                    &tree,
+                    &[parent],
+                    &format!("bay: draft of {change}\n"),
+                )?,
+            };
+            self.move_head(&dir, &view, &onto)?;
+            return Ok(onto);
+        }
         // The view grew from another draft than the record's latest (a draft saved on another
         // machine): carry its work over onto the recorded one, as a merge would.
         let merged = merge_tree(&view, &head, parent, &draft)?;
@@ -357,13 +395,15 @@ impl Views {
         Ok(onto)
     }
 
-    /// Saves the work in the view of `change` as a draft checkpoint: a commit on the view's
-    /// HEAD, kept at the local ref `refs/bay/checkpoints/<change>`, without touching the view's
-    /// HEAD, index or files, so the session's edits stay unsaved for `bay merge` to take. The
-    /// work is added through a copy of the view's index, under a name of its own, so two
-    /// checkpoints of one view at once never share it. `None` when there is no view or the
-    /// view holds nothing beyond its HEAD.
-    pub fn checkpoint(&self, change: &ChangeId) -> Result<Option<Oid>, Fault> {
+    /// Saves the work in the view of `change` as a draft checkpoint, kept at the local ref
+    /// `refs/bay/checkpoints/<change>`, without touching the view's HEAD, index or files, so
+    /// the session's edits stay unsaved for `bay merge` to take. The draft is a commit on the
+    /// view's last checkpoint when that one grew from the view's HEAD (checkpoints of one view
+    /// form a line), else on the HEAD; work the same as that last checkpoint's is that
+    /// checkpoint again. The work is added through a copy of the view's index, under a name
+    /// of its own, so two checkpoints of one view at once never share it. `None` when there
+    /// is no view or the view holds nothing beyond its HEAD.
+    pub fn checkpoint(&self, change: &ChangeId) -> Result<Option<Taken>, Fault> {
         let dir = self.dir(change);
         let Some(admin) = self.admin_dir(&dir) else {
             return Ok(None);
@@ -385,21 +425,37 @@ impl Views {
         }
         let tree = tree_of_work(&dir, Some(copy.path()), &self.objects)?;
         let head = self.head(&dir, &view)?;
-        let head_tree = trees::of_commits(&self.reader, std::slice::from_ref(&head))?
-            .pop()
-            .ok_or_else(|| Fault(format!("no tree for the view's HEAD {head}")))?;
-        if tree == head_tree {
+        let last = match self.own_checkpoint(&view, change)? {
+            Some(last) if last != head && is_ancestor(&view, &head, &last)? => Some(last),
+            _ => None,
+        };
+        let commits: Vec<Oid> = [Some(head.clone()), last.clone()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let trees = trees::of_commits(&self.reader, &commits)?;
+        if trees.first() == Some(&tree) {
             return Ok(None);
         }
-        let message = format!("bay: checkpoint of {change}\n");
-        let commit = self.commit(&view, &tree, &[&head], &message)?;
-        view.cmd([
-            "update-ref",
-            &format!("refs/bay/checkpoints/{change}"),
-            commit.as_str(),
-        ])
-        .run()?;
-        Ok(Some(commit))
+        let draft = match &last {
+            Some(last) if trees.get(1) == Some(&tree) => last.clone(),
+            Some(last) => self.commit(&view, &tree, &[last], &checkpoint_message(change))?,
+            None => self.commit(&view, &tree, &[&head], &checkpoint_message(change))?,
+        };
+        view.cmd(["update-ref", &checkpoint_ref(change), draft.as_str()])
+            .run()?;
+        Ok(Some(Taken {
+            draft,
+            grew_from: commits,
+        }))
+    }
+
+    /// This clone's last checkpoint of `change`, at its local ref (`git` in the view).
+    fn own_checkpoint(&self, git: &Git, change: &ChangeId) -> Result<Option<Oid>, Fault> {
+        let out = git
+            .cmd(["rev-parse", "--verify", "--quiet", &checkpoint_ref(change)])
+            .output()?;
+        out.success().then(|| oid(&out.stdout)).transpose()
     }
 
     /// Brings `draft` (made on `base`) up to main at `onto`. Conflicting files keep conflict
@@ -592,7 +648,7 @@ mod tests {
                 .collect();
             each.into_iter()
                 .flat_map(|one| one.join().expect("no panic"))
-                .map(|taken| taken.expect("no fault").expect("a checkpoint"))
+                .map(|taken| taken.expect("no fault").expect("a checkpoint").draft)
                 .collect()
         });
         for checkpoint in &taken {
@@ -611,6 +667,45 @@ mod tests {
             .filter(|name| name.starts_with("index."))
             .collect();
         assert!(left.is_empty(), "no copy is left: {left:?}");
+    }
+
+    #[test]
+    fn checkpoints_form_a_line_and_a_freeze_on_the_last_one_takes_the_view_s_files() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let (views, head, dir) = view_of_a(root.path(), &change);
+        let git = Git::in_dir(&dir);
+        std::fs::write(dir.join("a.txt"), "first\n").expect("write");
+        let first = views.checkpoint(&change).expect("no fault").expect("taken");
+        assert_eq!(first.grew_from, vec![head.clone()]);
+        let again = views.checkpoint(&change).expect("no fault").expect("taken");
+        assert_eq!(
+            again.draft, first.draft,
+            "the same work is the same checkpoint"
+        );
+        // The same line edited again: the next checkpoint goes on the first.
+        std::fs::write(dir.join("a.txt"), "second\n").expect("write");
+        let second = views.checkpoint(&change).expect("no fault").expect("taken");
+        assert_eq!(second.grew_from, vec![head.clone(), first.draft.clone()]);
+        assert!(is_ancestor(&git, &first.draft, &second.draft).expect("git"));
+        assert_eq!(file_at(&views, &second.draft), "second\n");
+        // Recorded as the change's draft, the checkpoint is what a freeze builds on: the
+        // view's files as they are, with no conflict against the line they edited.
+        std::fs::write(dir.join("a.txt"), "third\n").expect("write");
+        let draft = views.freeze(&change, &second.draft).expect("a draft");
+        assert_eq!(file_at(&views, &draft), "third\n");
+        assert_eq!(
+            git.cmd(["rev-parse", &format!("{draft}^")])
+                .text()
+                .expect("parent")
+                .trim(),
+            second.draft.as_str()
+        );
+        assert_eq!(views.head(&dir, &git).expect("HEAD"), draft);
+        // A checkpoint after the freeze grows from the new HEAD, not the older line.
+        std::fs::write(dir.join("a.txt"), "fourth\n").expect("write");
+        let later = views.checkpoint(&change).expect("no fault").expect("taken");
+        assert_eq!(later.grew_from, vec![draft]);
     }
 
     #[test]

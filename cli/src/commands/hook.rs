@@ -10,10 +10,12 @@
 //!   main as this clone last fetched it, for `[locks] paths`. It reads no config unless the
 //!   edit names a lockable path, so it answers as both products deny alike (exit 2, reason
 //!   on stderr);
-//! - the network only for locks: a `tool.before` of a lockable path, and a `turn.end` or
-//!   `session.end` of a session that holds locks, fetch those lock refs (one fetch) and push
-//!   what `bay_core::lock` decides (one push, create-only or leased). A push that does not
-//!   land is decided once more on a new fetch, so the loser of a race meets the winner's lock;
+//! - the network only for locks and checkpoints: a `tool.before` of a lockable path, and a
+//!   `turn.end` or `session.end` of a session that holds locks, fetch those lock refs (one
+//!   fetch) and push what `bay_core::lock` decides (one push, create-only or leased). A push
+//!   that does not land is decided once more on a new fetch, so the loser of a race meets the
+//!   winner's lock. A draft checkpoint (at `session.end`, and when the session sat idle) runs
+//!   `bay_core::machine::checkpoint`: one fetch of the change's chain, one leased append;
 //! - every other moment: `.bay/config.toml` at main as this clone last fetched it, for
 //!   `[agent]` (the product, the instruction files) and `[hooks]`;
 //! - `session.start`: the view's declared paths and the other views', and which instruction
@@ -40,10 +42,11 @@ use bay_core::git::refs;
 use bay_core::hook::notice::{self, MERGED_ON_READ, MainCommit, PresenceRead};
 use bay_core::hook::session::folder_name;
 use bay_core::hook::{
-    self, Facts, LockFacts, NoticeFacts, Outcome, Payload, Session, StartFacts, Tool,
+    self, Facts, LockFacts, NoticeFacts, Outcome, Payload, Saved, Session, StartFacts, Tool,
 };
 use bay_core::id::ChangeId;
 use bay_core::lock::{self, Lock};
+use bay_core::machine::checkpoint::{Checkpoint, CheckpointInput};
 use bay_core::machine::{
     ChainQuery, Completion, FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate,
 };
@@ -52,10 +55,11 @@ use bay_core::presence::PRESENCES_READ;
 use bay_drivers::clock;
 use bay_drivers::git::Git;
 use bay_drivers::remote::{Repo, mirror_prefix};
-use bay_drivers::views::Views;
+use bay_drivers::views::{Taken, Views};
 
 use crate::Cli;
 use crate::context::Context;
+use crate::local::Local;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -82,10 +86,11 @@ pub fn run(cli: &Cli, args: &Args) -> ExitCode {
     let here = Here::new(context, &start);
     let mut facts = here.facts(&args.moment, payload.as_ref().ok());
     let locks = here.locks(&args.moment, payload.as_ref().ok(), &mut facts);
-    let outcome = match locks {
+    let mut outcome = match locks {
         Some(locks) => locks.settle(&args.moment, payload, facts),
         None => hook::decide(&args.moment, payload, &facts),
     };
+    here.checkpoint(&mut outcome);
     here.keep(&outcome);
     if args.moment.parse::<Moment>() == Ok(Moment::SessionStart) {
         export_session(&outcome.session.session);
@@ -357,8 +362,44 @@ impl Here {
         locks
     }
 
-    /// Keeps the row and the session's state, and saves the checkpoint the outcome asks for.
-    /// Nothing here may fail the event: a record that cannot be written is said on stderr.
+    /// Saves the draft checkpoint the outcome asks for: the view's work as a draft at the
+    /// local ref, then, by the checkpoint machine, a `checkpoint` step on the change's chain on
+    /// the remote. Where it went goes into the outcome's row; nothing here fails the event.
+    fn checkpoint(&self, outcome: &mut Outcome) {
+        if !outcome.checkpoint {
+            return;
+        }
+        let (Some(context), Some(change)) = (
+            &self.context,
+            self.context.as_ref().and_then(|c| c.view.as_ref()),
+        ) else {
+            return;
+        };
+        let views = Views::new(&context.top, &context.common_dir);
+        let saved = match views.checkpoint(change) {
+            Err(fault) => Saved::Failed {
+                why: fault.to_string(),
+            },
+            Ok(None) => Saved::Unchanged,
+            Ok(Some(taken)) => to_chain(context, change, taken),
+        };
+        match &saved {
+            Saved::Failed { why } => {
+                let _ = writeln!(std::io::stderr(), "bay: no draft checkpoint: {why}");
+            }
+            Saved::Local { why, .. } => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "bay: the draft checkpoint stays on this machine, at refs/bay/checkpoints/{change}: {why}"
+                );
+            }
+            Saved::Chain | Saved::Unchanged => {}
+        }
+        outcome.checkpointed(saved);
+    }
+
+    /// Keeps the row and the session's state. Nothing here may fail the event: a record that
+    /// cannot be written is said on stderr.
     fn keep(&self, outcome: &Outcome) {
         let Some(dir) = self.sessions() else {
             return;
@@ -372,18 +413,7 @@ impl Here {
                 .open(folder.join("record.jsonl"))?;
             writeln!(record, "{row}")
         });
-        let mut session = outcome.session.clone();
-        if outcome.checkpoint
-            && let Some(context) = &self.context
-            && let Some(change) = &context.view
-        {
-            let views = Views::new(&context.top, &context.common_dir);
-            if let Err(fault) = views.checkpoint(change) {
-                let _ = writeln!(std::io::stderr(), "bay: no draft checkpoint: {fault}");
-                session.checkpoint_at = self.previous_checkpoint(&folder);
-            }
-        }
-        let state = serde_json::to_vec(&session).expect("a session is plain data");
+        let state = serde_json::to_vec(&outcome.session).expect("a session is plain data");
         let partial = folder.join(format!("state.json.{}", std::process::id()));
         kept = kept
             .and_then(|()| std::fs::write(&partial, state))
@@ -392,13 +422,34 @@ impl Here {
             let _ = writeln!(std::io::stderr(), "bay: the work record was not kept: {e}");
         }
     }
+}
 
-    /// The checkpoint time the session had before this event, so a failed checkpoint is tried
-    /// again at the next event.
-    fn previous_checkpoint(&self, folder: &Path) -> bay_core::time::Timestamp {
-        read_session(folder)
-            .map(|s| s.checkpoint_at)
-            .unwrap_or_default()
+/// Runs the checkpoint machine on `taken`, the view's work as a draft, with the real driver:
+/// where the draft went.
+fn to_chain(context: &Context, change: &ChangeId, taken: Taken) -> Saved {
+    let local = match Local::new(context, None) {
+        Ok(local) => local,
+        Err(why) => return Saved::Local { code: None, why },
+    };
+    let input = CheckpointInput {
+        change: change.clone(),
+        actor: context.actor.clone(),
+        draft: taken.draft,
+        grew_from: taken.grew_from,
+        entropy: clock::entropy(),
+    };
+    let mut machine = Checkpoint::new(input, clock::now());
+    let ran = local.driver().pump(&mut machine, &mut |_| false);
+    match (machine.saved(), ran) {
+        (Some(saved), _) => saved.clone(),
+        (None, Err(stopped)) => Saved::Local {
+            code: None,
+            why: format!("the checkpoint stopped: {stopped:?}"),
+        },
+        (None, Ok(_)) => Saved::Local {
+            code: None,
+            why: "the checkpoint ended without saying where the draft went".into(),
+        },
     }
 }
 

@@ -122,8 +122,8 @@ pub const WRITES: [(&str, &str, &str); 15] = [
     ),
     (
         "hook",
-        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view at refs/bay/checkpoints/<change>, a local ref; at session start, the line naming the session in the file Claude Code's CLAUDE_ENV_FILE names",
-        "the view's files, HEAD and index; the remote; main",
+        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view, as a checkpoint step on the change's record and at the local ref refs/bay/checkpoints/<change>; the locks of [locks] paths under refs/bay/locks/; at session start, the line naming the session in the file Claude Code's CLAUDE_ENV_FILE names",
+        "the view's files, HEAD and index; main",
     ),
     (
         "demo",

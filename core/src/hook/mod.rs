@@ -30,6 +30,7 @@ use crate::adapter::{Adapter, Moment, Product};
 use crate::config::HookSettings;
 use crate::id::ChangeId;
 use crate::lock::{self, Editor, Take, Write};
+pub use crate::machine::checkpoint::Saved;
 use crate::reason::ReasonCode;
 use crate::shell::{self, DenyRules, Verdict};
 use crate::time::Timestamp;
@@ -112,12 +113,29 @@ pub struct Outcome {
     pub row: Row,
     /// The session's state to keep.
     pub session: Session,
-    /// Save a draft checkpoint of the view now.
+    /// Save a draft checkpoint of the view now: take its work as a draft, then run
+    /// [`crate::machine::checkpoint::Checkpoint`] to put it on the change's chain, and tell
+    /// [`Outcome::checkpointed`] where it went.
     pub checkpoint: bool,
+    /// The session's last checkpoint before this event, kept should this one save nothing.
+    pub checkpoint_before: Timestamp,
     /// The lock writes to push, in one push, before the answer counts: a push that does not
     /// land means another session moved a lock first, and the event is decided again on a
     /// new read.
     pub locks: Vec<lock::Write>,
+}
+
+impl Outcome {
+    /// Notes where the checkpoint this outcome asked for went, in its row. A draft kept
+    /// anywhere (the chain, or the local ref alone when the remote did not answer) counts as
+    /// the session's checkpoint, so the next comes an interval later; one that saved nothing
+    /// leaves the session's last checkpoint as it was, and the next event tries again.
+    pub fn checkpointed(&mut self, saved: Saved) {
+        if let Saved::Failed { .. } = saved {
+            self.session.checkpoint_at = self.checkpoint_before;
+        }
+        self.row.saved = Some(saved);
+    }
 }
 
 /// Decides one event: `moment` as `bay hook` was called, the payload as read.
@@ -221,6 +239,7 @@ impl<'f> Event<'f> {
                 permission_mode: payload.and_then(|p| p.permission_mode.clone()),
                 actor_source: facts.actor_source,
                 checkpoint: false,
+                saved: None,
             },
             session,
             locks: Vec::new(),
@@ -272,6 +291,7 @@ impl<'f> Event<'f> {
             && moment != Moment::ToolBefore.as_str()
             && (moment == Moment::SessionEnd.as_str()
                 || self.facts.now.millis_since(self.session.checkpoint_at) >= idle_ms);
+        let checkpoint_before = self.session.checkpoint_at;
         if due {
             self.session.checkpoint_at = self.facts.now;
             self.row.checkpoint = true;
@@ -281,6 +301,7 @@ impl<'f> Event<'f> {
             row: self.row,
             session: self.session,
             checkpoint: due,
+            checkpoint_before,
             locks: self.locks,
         }
     }

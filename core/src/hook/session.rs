@@ -126,6 +126,9 @@ pub struct Row {
     /// A draft checkpoint was asked for at this event.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub checkpoint: bool,
+    /// Where that checkpoint went: the change's chain, or the local ref alone and why.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub saved: Option<crate::machine::checkpoint::Saved>,
 }
 
 /// A session id as a folder name: ids are the product's (a UUID in both), but one that holds

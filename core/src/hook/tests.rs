@@ -283,6 +283,37 @@ fn checkpoints_come_at_session_end_and_after_the_idle_interval_but_never_before_
 }
 
 #[test]
+fn a_checkpoint_kept_anywhere_counts_and_one_that_saved_nothing_is_asked_again() {
+    let mut idle = facts(Product::Claude);
+    let session = Session::begin(
+        "3f1c2a9e-0d4b-4c52-9a7e-1b2c3d4e5f60",
+        TREE,
+        "ada",
+        Timestamp::from_secs(9_000),
+    );
+    idle.session = Some(session);
+    let due = run("step.end", "claude/PostToolBatch", &idle);
+    assert!(due.checkpoint);
+    let local = Saved::Local {
+        code: Some(ReasonCode::RemoteUnreachable),
+        why: "no answer".into(),
+    };
+    for (saved, kept) in [(Saved::Chain, true), (local, true)] {
+        let mut outcome = due.clone();
+        outcome.checkpointed(saved.clone());
+        assert_eq!(outcome.row.saved, Some(saved));
+        assert_eq!(outcome.session.checkpoint_at == idle.now, kept);
+    }
+    let mut failed = due.clone();
+    failed.checkpointed(Saved::Failed {
+        why: "no index".into(),
+    });
+    assert_eq!(failed.session.checkpoint_at, Timestamp::from_secs(9_000));
+    let row = serde_json::to_value(&failed.row).expect("a row");
+    assert_eq!(row["saved"]["to"], "failed", "{row}");
+}
+
+#[test]
 fn session_start_names_the_change_its_overlaps_and_changed_instructions_once() {
     let mut start = facts(Product::Claude);
     start.start = Some(StartFacts {

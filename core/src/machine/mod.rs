@@ -16,6 +16,7 @@
 
 pub mod abandon;
 pub(crate) mod agent;
+pub mod checkpoint;
 pub mod enrol;
 pub mod evidence;
 mod io;
