@@ -584,5 +584,15 @@ pub fn runner_refusal(git: Option<&str>, sandbox: &SandboxFact) -> Option<BayRes
         .map(|row| row.refusal(Map::new()))
 }
 
+/// Why this machine cannot run checks (`SANDBOX_ABSENT`), if it cannot: the `sandbox` row of
+/// a runner, the same doctor shows, as a refusal. `bay merge --wait` runs the checks itself,
+/// so it hands this to its machine, which refuses with it before it writes anything, when
+/// the policy has checks to run ([`crate::machine::merge_wait::MergeWait::without_sandbox`]).
+pub fn sandbox_refusal(sandbox: &SandboxFact) -> Option<BayResult> {
+    Some(sandbox_row(Role::Executor, sandbox))
+        .filter(Row::is_red)
+        .map(|row| row.refusal(Map::new()))
+}
+
 #[cfg(test)]
 mod tests;

@@ -422,6 +422,12 @@ impl Policy {
         crate::id::hex(&hasher.finalize())
     }
 
+    /// Whether a merge under this policy runs a check before it merges, and so needs a check
+    /// sandbox on the machine that merges: any pre check, unless `unchecked = true`.
+    pub fn runs_checks(&self) -> bool {
+        !self.unchecked && self.checks.iter().any(|check| check.stage.is_pre())
+    }
+
     /// The quarantine entry that sets `check` aside, if any.
     pub fn quarantine_of(&self, check: &CheckSpec) -> Option<&Quarantine> {
         self.quarantine

@@ -11,6 +11,7 @@ use bay_core::result::{BayResult, Decision, OpState};
 use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
+use super::doctor::sandbox;
 use super::runner::runner_config;
 use super::{begin_agent, drive, prepare, run_agent, with_actor};
 use crate::Cli;
@@ -108,6 +109,11 @@ fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
 fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) -> BayResult {
     let runner = runner_config(context, RunMode::Loop, 10);
     let mut machine = MergeWait::new(merge_input(context, change), clock::now(), runner);
+    // The checks run here: a machine with no sandbox refuses as a runner does, before the
+    // request goes up, when the policy has checks to run.
+    if let Some(refusal) = bay_core::doctor::sandbox_refusal(&sandbox()) {
+        machine.without_sandbox(refusal);
+    }
     let (config, fetched_at) = match begin_agent(context, driver, &mut machine) {
         Ok(begun) => begun,
         Err(result) => return result,

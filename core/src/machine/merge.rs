@@ -98,6 +98,9 @@ pub struct Merge {
     /// The policy as read at the draft's base, for its `[limits]`: handed over with the seed,
     /// so that a runner building on that same commit need not read it again.
     policy: Option<(Oid, Option<Vec<u8>>)>,
+    /// `merge --wait` on a machine with no check sandbox: the refusal to give, before
+    /// anything is written, when the policy at the draft's base has checks to run.
+    no_sandbox: Option<BayResult>,
     outcome: Option<BayResult>,
     #[cfg(feature = "mutants")]
     mutant: Option<super::runner::Mutant>,
@@ -114,6 +117,24 @@ impl Merge {
     /// write to carry.
     pub fn then_run_as(input: MergeInput, now: Timestamp, runner: &str, carried: bool) -> Merge {
         Merge::start(input, now, Some(runner.to_owned()), carried)
+    }
+
+    /// This machine has no check sandbox, and the merge is run here (`merge --wait`): it
+    /// refuses with `refusal` ([`crate::doctor::sandbox_refusal`]) before it writes anything,
+    /// when the policy at the draft's base has checks to run.
+    pub fn without_sandbox(&mut self, refusal: BayResult) {
+        self.no_sandbox = Some(refusal);
+    }
+
+    /// The sandbox refusal, when this machine has none and the policy read has checks to run;
+    /// a policy that is missing or invalid is left to the runner, which refuses it by name.
+    fn sandbox_refused(&self) -> Option<BayResult> {
+        let refusal = self.no_sandbox.as_ref()?;
+        let (_, bytes) = self.policy.as_ref()?;
+        let policy = parse_policy(bytes.as_deref()?).ok()?;
+        policy
+            .runs_checks()
+            .then(|| refusal.clone().with_change(Some(self.input.change.clone())))
     }
 
     fn start(input: MergeInput, now: Timestamp, runner: Option<String>, carried: bool) -> Merge {
@@ -136,6 +157,7 @@ impl Merge {
             carried,
             unpushed: None,
             policy: None,
+            no_sandbox: None,
             outcome: None,
             marked_read: BTreeMap::new(),
             settled: None,
@@ -284,6 +306,24 @@ impl Merge {
             .record
             .clone()
             .expect("a request follows the record's read");
+        // Without a sandbox, the policy at the draft's base says first whether this machine
+        // can run the merge at all, even one already queued, which it would run too.
+        if self.no_sandbox.is_some()
+            && self
+                .policy
+                .as_ref()
+                .is_none_or(|(base, _)| *base != record.base)
+        {
+            let read = Action::ReadFile {
+                commit: record.base.clone(),
+                path: POLICY_PATH.into(),
+            };
+            self.out.send(read, Purpose::Policy);
+            return;
+        }
+        if let Some(refused) = self.sandbox_refused() {
+            return self.finish(refused);
+        }
         if record.live_op().is_some_and(|op| {
             op.draft == draft && lost_place(&self.remote, &self.chain, op).is_none()
         }) {
@@ -463,6 +503,9 @@ impl Merge {
     fn on_policy(&mut self, bytes: Option<Vec<u8>>) {
         let (base, _) = self.base_and_draft();
         self.policy = Some((base, bytes.clone()));
+        if let Some(refused) = self.sandbox_refused() {
+            return self.finish(refused);
+        }
         let limits = bytes
             .and_then(|bytes| parse_policy(&bytes).ok())
             .map(|policy| policy.limits)

@@ -32,6 +32,8 @@ pub struct MergeWait {
     runner: RunnerConfig,
     /// Main's config as the request's fetch read it, when the caller read it.
     config: Option<Config>,
+    /// The refusal each request gives when the policy has checks and this machine no sandbox.
+    no_sandbox: Option<BayResult>,
     phase: Phase,
     /// Whether the current request is carried by the runner's first write.
     carried: bool,
@@ -74,6 +76,7 @@ impl MergeWait {
             input,
             runner,
             config: None,
+            no_sandbox: None,
             phase: Phase::Asking(Box::new(merge)),
             carried: true,
             generation: 0,
@@ -83,6 +86,15 @@ impl MergeWait {
             next: 1,
             outcome: None,
         }
+    }
+
+    /// This machine has no check sandbox: every request refuses with `refusal` before it
+    /// writes anything, when the policy has checks to run ([`Merge::without_sandbox`]).
+    pub fn without_sandbox(&mut self, refusal: BayResult) {
+        if let Phase::Asking(merge) = &mut self.phase {
+            merge.without_sandbox(refusal.clone());
+        }
+        self.no_sandbox = Some(refusal);
     }
 
     /// Main's config, as the caller read it with the request's first fetch: the runner takes
@@ -162,7 +174,10 @@ impl MergeWait {
                     self.carried = false;
                     self.input.entropy ^= AGAIN;
                     self.runner.nonce_seed ^= AGAIN;
-                    let merge = asking(self.input.clone(), now, &self.runner, false);
+                    let mut merge = asking(self.input.clone(), now, &self.runner, false);
+                    if let Some(refusal) = &self.no_sandbox {
+                        merge.without_sandbox(refusal.clone());
+                    }
                     Phase::Asking(Box::new(merge))
                 }
             };
