@@ -85,8 +85,8 @@ pub enum Invariant {
     /// compacted change and each ended operation's outcome; no intent generation opens twice.
     CompactionKeeps,
     /// S17: at most one live holder of a lock at any time, across machines
-    /// (`crate::locks`): no edit of a locked path is let through while another session
-    /// holds its lock.
+    /// (`crate::locks`, and the main world's hook sessions, `world::locks`): no edit of a
+    /// locked path is let through while another session holds its lock.
     OneLockHolder,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,

@@ -91,6 +91,7 @@ impl WorldArgs {
             tweak: None,
             full_trace,
             history: self.history,
+            lock_take: bay_core::lock::take,
         }
     }
 
@@ -266,6 +267,7 @@ fn summarize(
     let mut waits: BTreeMap<&str, u64> = BTreeMap::new();
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
     let mut corruptions: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut locks: BTreeMap<&str, u64> = BTreeMap::new();
     let mut unreadable_open = 0u64;
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
@@ -302,6 +304,9 @@ fn summarize(
                 }
                 for (what, n) in &report.corruptions {
                     *corruptions.entry(what).or_insert(0) += n;
+                }
+                for (what, n) in &report.locks {
+                    *locks.entry(what).or_insert(0) += n;
                 }
                 unreadable_open += report.unreadable_open;
                 held_merges += report.held_merges;
@@ -364,6 +369,7 @@ fn summarize(
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
+            "locks": locks,
             "unreadable_open": unreadable_open,
             "logged": logged,
             "presences": presences,
@@ -428,6 +434,14 @@ fn summarize(
             "corrupt records: {}; {unreadable_open} operations left open on a chain or place \
              bay cannot read",
             corruptions.join(", ")
+        );
+        let locks: Vec<String> = locks
+            .iter()
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        println!(
+            "locks: {} (each edit let through checked for a second live holder, S17)",
+            locks.join(", ")
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
         println!("runner presences: {presences}, each a heartbeat after the last (S14)");

@@ -32,6 +32,7 @@ use crate::rng::Rng;
 use crate::trace::Trace;
 
 mod corrupt;
+mod locks;
 
 /// Virtual milliseconds.
 pub type Millis = u64;
@@ -50,6 +51,9 @@ pub struct Scenario {
     /// Ended changes on the remote before the agents start, most of them compacted (see
     /// `history`).
     pub history: usize,
+    /// How each agent's hook session decides an edit of the lockable path: `lock::take`, or
+    /// a mutant of it (see `world::locks`).
+    pub lock_take: crate::locks::Decide,
 }
 
 impl Default for Scenario {
@@ -62,6 +66,7 @@ impl Default for Scenario {
             tweak: None,
             full_trace: false,
             history: 0,
+            lock_take: bay_core::lock::take,
         }
     }
 }
@@ -259,6 +264,18 @@ enum Ev {
     Corrupt,
     /// Main, deleted by hand, is pushed back.
     MainBack,
+    /// An agent host's hook session acts on the lockable path (see `locks`).
+    LockStep {
+        host: usize,
+    },
+    /// A lock push of an agent host's hook session reaches the remote.
+    LockPush {
+        host: usize,
+        session: u32,
+        writes: Vec<bay_core::lock::Write>,
+        kind: locks::Kind,
+        fate: Fate,
+    },
     Heal,
 }
 
@@ -339,6 +356,9 @@ pub struct RunReport {
     pub dependency_waits: u64,
     /// The records someone wrote wrongly by hand (the `corrupt` fault), by kind.
     pub corruptions: BTreeMap<&'static str, u64>,
+    /// What the agents' hook sessions did on the lockable path: edits let through (each one
+    /// S17 checked), `held`, `renewed`, `died`, `unreachable`, `unsettled`.
+    pub locks: BTreeMap<&'static str, u64>,
     /// Operations left open, as they must be, on a chain or a place bay cannot read.
     pub unreadable_open: u64,
     pub merged: u64,
@@ -412,6 +432,8 @@ pub struct World {
     corrupt: corrupt::Corruptions,
     /// The ended changes the remote held before the agents started.
     pub history: History,
+    /// The agents' hook sessions on the lockable path, and what S17 knows of them.
+    locks: locks::LockSessions,
 }
 
 impl World {
@@ -461,6 +483,11 @@ impl World {
             wake_tokens: 0,
             corrupt: corrupt::Corruptions::new(corrupt_rng),
             history: History::default(),
+            // A stream of its own, so that adding the lock sessions moved no other draw.
+            locks: locks::LockSessions::new(
+                Rng::new(seed ^ 0x6c6f_636b_735f_7331),
+                scenario.lock_take,
+            ),
             scenario,
         };
         world.setup();
@@ -575,6 +602,8 @@ impl World {
                 Role::Agent(_) => {
                     let at = self.rng.range(0, 2_000);
                     self.at(at, Ev::AgentStep { host });
+                    let at = self.locks.first();
+                    self.at(at, Ev::LockStep { host });
                 }
             }
             self.schedule_faults(host);
@@ -789,6 +818,7 @@ impl World {
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),
+            locks: self.locks.counts.clone(),
             unreadable_open,
             virtual_ms: self.t,
             events: self.events,
@@ -825,6 +855,14 @@ impl World {
             Ev::PluginFlip => self.plugin_flip(),
             Ev::Corrupt => self.corrupt(),
             Ev::MainBack => self.main_back(),
+            Ev::LockStep { host } => self.lock_step(host),
+            Ev::LockPush {
+                host,
+                session,
+                writes,
+                kind,
+                fate,
+            } => self.lock_push_arrives(host, session, writes, kind, fate),
             Ev::Heal => self.heal(),
         }
     }

@@ -235,3 +235,27 @@ mutant_test!(
     1_000,
     []
 );
+
+#[test]
+fn a_lock_take_without_lease_breaks_s17_in_the_main_world() {
+    // The agents' hook sessions race for the lockable path under every fault; a take with no
+    // lease lets two of them edit it.
+    let scenario = Scenario {
+        lock_take: bay_core::lock::mutant::take_without_lease,
+        ..Scenario::default()
+    };
+    let caught = (0..200u64).find(|seed| {
+        run_seed(*seed, &scenario)
+            .violations
+            .iter()
+            .any(|v| v.invariant == Invariant::OneLockHolder)
+    });
+    assert!(
+        caught.is_some(),
+        "a lock take with no lease was not caught as S17 within 200 seeds"
+    );
+    eprintln!(
+        "take_without_lease: caught as S17 in the main world at seed {}",
+        caught.unwrap_or_default()
+    );
+}
