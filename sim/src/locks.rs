@@ -32,6 +32,47 @@ pub const MAX_SKEW_MS: u64 = 20_000;
 const MACHINES: usize = 3;
 const STEPS: usize = 400;
 
+/// The lock of [`PATH`] as one fetch of `remote` reads it.
+pub fn read(store: &Store, remote: &Remote) -> Read {
+    match remote.get(&refs::lock(PATH)) {
+        None => Read::Absent,
+        Some(oid) => {
+            let message = store
+                .get(oid)
+                .map(|c| c.message.to_string())
+                .unwrap_or_default();
+            Read::Present {
+                oid: oid.clone(),
+                lock: Lock::from_message(&message),
+            }
+        }
+    }
+}
+
+/// Lock writes as the CLI pushes them: one atomic push, each lock a parentless commit of its
+/// document on the empty tree, written into `store`.
+pub fn plan(store: &mut Store, writes: &[Write]) -> PushPlan {
+    let empty = store.tree(Tree::new());
+    let updates = writes
+        .iter()
+        .map(|write| RefUpdate {
+            name: refs::lock(&write.path),
+            expect: write.expect.clone(),
+            new: match &write.lock {
+                Some(lock) => {
+                    NewValue::Oid(store.commit(empty.clone(), vec![], &lock.to_message()))
+                }
+                None => NewValue::Delete,
+            },
+        })
+        .collect();
+    PushPlan {
+        updates,
+        atomic: true,
+        ..PushPlan::default()
+    }
+}
+
 /// How a hook decides an edit: `lock::take`, or a mutant of it.
 pub type Decide = fn(&str, &Read, &Editor, Timestamp, u64) -> Take;
 
@@ -124,20 +165,7 @@ impl Run {
         if self.rng.chance(100) {
             return None;
         }
-        Some(match self.remote.get(&refs::lock(PATH)) {
-            None => Read::Absent,
-            Some(oid) => {
-                let message = self
-                    .store
-                    .get(oid)
-                    .map(|c| c.message.to_string())
-                    .unwrap_or_default();
-                Read::Present {
-                    oid: oid.clone(),
-                    lock: Lock::from_message(&message),
-                }
-            }
-        })
+        Some(read(&self.store, &self.remote))
     }
 
     /// `tool.before` of an edit of the path: fetch and decide; a write waits for its push.
@@ -163,27 +191,7 @@ impl Run {
         let outcome = if self.rng.chance(100) {
             PushOutcome::NotSent(bay_core::machine::Fault("no route".into()))
         } else {
-            let empty = self.store.tree(Tree::new());
-            let updates = writes
-                .iter()
-                .map(|write| RefUpdate {
-                    name: refs::lock(&write.path),
-                    expect: write.expect.clone(),
-                    new: match &write.lock {
-                        Some(lock) => NewValue::Oid(self.store.commit(
-                            empty.clone(),
-                            vec![],
-                            &lock.to_message(),
-                        )),
-                        None => NewValue::Delete,
-                    },
-                })
-                .collect();
-            let plan = PushPlan {
-                updates,
-                atomic: true,
-                ..PushPlan::default()
-            };
+            let plan = plan(&mut self.store, &writes);
             let (report, _) = self.remote.push(&mut self.store, &plan, &mut self.notes);
             match report.outcome {
                 PushOutcome::Accepted if lost_answer => PushOutcome::Unknown {

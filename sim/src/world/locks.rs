@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use bay_core::git::refs;
 use bay_core::lock::{self, Editor, Lock, Read, Take, Write};
-use bay_core::machine::{Fault, NewValue, PushOutcome, PushPlan, RefUpdate};
+use bay_core::machine::{Fault, PushOutcome};
 use bay_core::time::Timestamp;
 
 use super::{Ev, Fate, Millis, Role, World};
@@ -30,7 +30,6 @@ use crate::faults::FaultClass;
 use crate::invariants::{Invariant, Violation};
 use crate::locks::{Decide, PATH, TAKEOVER_MS};
 use crate::rng::Rng;
-use crate::store::Tree;
 
 /// What a lock push was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,20 +114,7 @@ impl World {
             self.locks.count("unreachable");
             return None;
         }
-        Some(match self.git.remote.get(&refs::lock(PATH)) {
-            None => Read::Absent,
-            Some(oid) => Read::Present {
-                oid: oid.clone(),
-                lock: Lock::from_message(
-                    &self
-                        .git
-                        .store
-                        .get(oid)
-                        .map(|c| c.message.to_string())
-                        .unwrap_or_default(),
-                ),
-            },
-        })
+        Some(crate::locks::read(&self.git.store, &self.git.remote))
     }
 
     /// Host `host`'s session acts: an edit, a step's end, a turn's or session's end, or its
@@ -297,27 +283,7 @@ impl World {
     /// Applies `writes` in one atomic push against the remote's compare-and-swap; a write that
     /// lands updates the last renewal S17 knows of its session.
     fn lock_apply(&mut self, writes: &[Write]) -> PushOutcome {
-        let empty = self.git.store.tree(Tree::new());
-        let updates = writes
-            .iter()
-            .map(|write| RefUpdate {
-                name: refs::lock(&write.path),
-                expect: write.expect.clone(),
-                new: match &write.lock {
-                    Some(lock) => NewValue::Oid(self.git.store.commit(
-                        empty.clone(),
-                        vec![],
-                        &lock.to_message(),
-                    )),
-                    None => NewValue::Delete,
-                },
-            })
-            .collect();
-        let plan = PushPlan {
-            updates,
-            atomic: true,
-            ..PushPlan::default()
-        };
+        let plan = crate::locks::plan(&mut self.git.store, writes);
         let (report, _) = self.git.push(&plan);
         if report.outcome == PushOutcome::Accepted {
             for lock in writes.iter().filter_map(|write| write.lock.as_ref()) {
