@@ -21,7 +21,6 @@ use bay_core::result::BayResult;
 use bay_drivers::check::ReadPaths;
 use bay_drivers::discover::{self, Found};
 use bay_drivers::git::Git;
-use bay_drivers::head;
 use serde_json::json;
 
 use crate::local::Local;
@@ -43,9 +42,6 @@ pub struct Context {
     pub view: Option<ChangeId>,
     /// Every `bay.*` key of the Git config this clone sees, in order, read once.
     pub settings: Vec<(String, String)>,
-    /// Who Git would sign a reflog entry with here, when that is plain (see
-    /// `bay_drivers::head::committer`); read with the settings.
-    pub committer: Option<String>,
 }
 
 impl Context {
@@ -57,19 +53,24 @@ impl Context {
                 .map_err(|e| failed(format!("the current folder cannot be read: {e}")))?,
         };
         let git = Git::in_dir(&start);
-        let Found { top, common_dir } = match discover::find(&start) {
-            Some(found) => found,
-            None => discover::ask_git(&start).map_err(|_| {
-                failed(format!(
-                    "{} is not inside a Git repository with a work tree",
-                    start.display()
-                ))
-            })?,
+        // Found and read in-process where gix answers as Git would; else by `git`.
+        let (Found { top, common_dir }, settings) = match discover::open(&start) {
+            Some(opened) => {
+                let settings = opened.config_values(&["bay"]);
+                (opened.found, settings)
+            }
+            None => {
+                let found = discover::ask_git(&start).map_err(|_| {
+                    failed(format!(
+                        "{} is not inside a Git repository with a work tree",
+                        start.display()
+                    ))
+                })?;
+                (found, None)
+            }
         };
         let view = view_of(&top, &common_dir);
-        let values = config_values(&git);
-        let committer = head::committer(&values, &|name| std::env::var(name).ok());
-        let settings = only_bay(values);
+        let settings = settings.unwrap_or_else(|| bay_settings(&git));
         let setting = |key: &str| {
             settings
                 .iter()
@@ -94,7 +95,6 @@ impl Context {
             actor_source,
             view,
             settings,
-            committer,
         })
     }
 
@@ -290,30 +290,22 @@ pub fn read_paths(settings: &[(String, String)], trees: Vec<PathBuf>) -> ReadPat
     }
 }
 
-/// Every `bay.*` key and value of the config this clone sees (system, global, local), in one
-/// call. Keys come lower-cased, as Git gives them.
+/// Every `bay.*` key and value of the config this clone sees (every level, includes), in
+/// Git's order. Keys come lower-cased, as Git gives them.
 pub fn bay_settings(git: &Git) -> Vec<(String, String)> {
-    only_bay(config_values(git))
+    git_config(git, &["bay"])
 }
 
-/// The `bay.*` keys of `values`.
-fn only_bay(values: Vec<(String, String)>) -> Vec<(String, String)> {
-    values
-        .into_iter()
-        .filter(|(key, _)| key.starts_with("bay."))
-        .collect()
-}
-
-/// Every `bay.*`, `user.*` and `committer.*` key and value of the config this clone sees, in
-/// one `git config` call, in Git's order.
-fn config_values(git: &Git) -> Vec<(String, String)> {
-    git_config(git, &["bay", "user", "committer"])
-}
-
-/// Every key of the config sections `sections` this clone sees and its value, in one `git
-/// config` call, in Git's order; keys come lower-cased, as Git gives them. A key with no value
-/// at all, which Git reads as a true boolean, comes as `true`.
+/// Every key of the config sections `sections` this clone sees and its value, in Git's order;
+/// keys come lower-cased, as Git gives them. A key with no value at all, which Git reads as a
+/// true boolean, comes as `true`. Read in-process (`bay_drivers::gitoxide`), else with one
+/// `git config` call.
 pub fn git_config(git: &Git, sections: &[&str]) -> Vec<(String, String)> {
+    if let Some(values) = bay_drivers::gitoxide::open(git.location())
+        .and_then(|repo| bay_drivers::gitoxide::config_values(&repo, sections))
+    {
+        return values;
+    }
     let pattern = format!("^({})\\.", sections.join("|"));
     let Ok(out) = git
         .cmd(["config", "--null", "--get-regexp", &pattern])

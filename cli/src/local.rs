@@ -27,9 +27,7 @@ impl Local {
         let repo = Repo::new(&context.top, &context.remote, &context.main)?;
         // Every command reads objects after its fetch: the reader starts while it runs.
         repo.reader().warm();
-        let views = Views::new(&context.top, &context.common_dir)
-            .with_reader(repo.reader())
-            .with_committer(context.committer.clone());
+        let views = Views::new(&context.top, &context.common_dir).with_reader(repo.reader());
         Ok(Local {
             repo,
             views,

@@ -1,31 +1,18 @@
 //! Finding the clone a directory is in, as `git rev-parse --path-format=absolute
-//! --show-toplevel --git-common-dir` does, by reading files: every bay command starts here, and
-//! a process costs about 2 ms.
+//! --show-toplevel --git-common-dir` does, in-process with gitoxide, and reading the config
+//! Git resolves for it there: every bay command (and every hook an agent's tool call runs)
+//! starts here, and a `git` process costs about 2 ms.
 //!
-//! Only the plain case is answered: walking up from the directory, the first `.git` found is a
-//! directory or a `gitdir:` file naming a valid Git directory, owned by this user, on the same
-//! file system, with no `core.worktree` or `core.bare = true` in its config and no Git
-//! directory passed on the way. Anything else (a bare repository, a start inside `.git`, a
-//! ceiling or cross-file-system setting, another owner whom `safe.directory` may trust) gives
-//! `None`, and the caller asks Git ([`ask_git`]).
+//! gix walks up from the directory as Git does (a `.git` directory or `gitdir:` file, a linked
+//! worktree's `commondir`, `core.worktree`, not across file systems). What it would answer
+//! otherwise than Git is left to Git ([`ask_git`]): `GIT_CEILING_DIRECTORIES` or
+//! `GIT_DISCOVERY_ACROSS_FILESYSTEM` set, a repository this user does not own (whom
+//! `safe.directory` may trust), a bare repository, a start inside the Git directory, config
+//! given on Git's command line.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::git::Git;
-use crate::objects::Dirs;
-
-/// Config words after which the worktree could be elsewhere or the repository bare
-/// (`core.worktree`, `core.bare = true`, or an include that could say so). They are looked
-/// for anywhere, which can only send more cases to Git.
-const MOVES_THE_WORKTREE: [&str; 6] = [
-    "worktree=",
-    "bare=true",
-    "bare=yes",
-    "bare=on",
-    "bare=1",
-    "include",
-];
 
 /// Where a worktree is and the Git directory all the clone's worktrees share.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,67 +21,47 @@ pub struct Found {
     pub common_dir: PathBuf,
 }
 
-/// The clone `start` is in, when that is plain to see; `None` to ask Git.
-pub fn find(start: &Path) -> Option<Found> {
+/// A clone found in-process, open to read its config.
+#[derive(Debug)]
+pub struct Opened {
+    pub found: Found,
+    repo: gix::Repository,
+}
+
+impl Opened {
+    /// Every key of the config sections `sections` and its value, in Git's order, as `git
+    /// config --get-regexp` lists them (see [`crate::gitoxide::config_values`]); `None` to ask
+    /// Git.
+    pub fn config_values(&self, sections: &[&str]) -> Option<Vec<(String, String)>> {
+        crate::gitoxide::config_values(&self.repo, sections)
+    }
+}
+
+/// The clone `start` is in, when gix finds it as Git would; `None` to ask Git.
+pub fn open(start: &Path) -> Option<Opened> {
     if ["GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"]
         .iter()
         .any(|name| std::env::var_os(name).is_some())
     {
         return None;
     }
-    // This process's user: `/proc/self` belongs to it.
-    let me = std::fs::metadata("/proc/self").ok()?.uid();
     let start = start.canonicalize().ok()?;
-    let device = std::fs::metadata(&start).ok()?.dev();
-    for dir in start.ancestors() {
-        if std::fs::metadata(dir).ok()?.dev() != device {
-            return None;
-        }
-        let dot = dir.join(".git");
-        let Ok(kind) = std::fs::symlink_metadata(&dot) else {
-            if looks_like_git_dir(dir) {
-                return None;
-            }
-            continue;
-        };
-        let git_dir = if kind.is_dir() {
-            dot
-        } else if kind.is_file() {
-            let text = std::fs::read_to_string(&dot).ok()?;
-            dir.join(
-                text.strip_prefix("gitdir: ")?
-                    .trim_end_matches(['\n', '\r']),
-            )
-        } else {
-            return None;
-        };
-        if !looks_like_git_dir(&git_dir) {
-            return None;
-        }
-        let dirs = Dirs::of_git_dir(git_dir)?;
-        if dirs.config_mentions(&MOVES_THE_WORKTREE) {
-            return None;
-        }
-        let common_dir = dirs.common.canonicalize().ok()?;
-        for owned in [dir, dirs.git_dir.as_path()] {
-            if std::fs::metadata(owned).ok()?.uid() != me {
-                return None;
-            }
-        }
-        return Some(Found {
-            top: dir.to_path_buf(),
-            common_dir,
-        });
+    let repo = crate::gitoxide::discover(&start)?;
+    let git_dir = repo.git_dir().canonicalize().ok()?;
+    if start.starts_with(&git_dir) {
+        return None;
     }
-    None
+    let top = repo.workdir()?.canonicalize().ok()?;
+    let common_dir = repo.common_dir().canonicalize().ok()?;
+    Some(Opened {
+        found: Found { top, common_dir },
+        repo,
+    })
 }
 
-/// Whether `dir` has what a Git directory has: `HEAD`, `objects` (or a `commondir` that
-/// holds it) and `refs`.
-fn looks_like_git_dir(dir: &Path) -> bool {
-    dir.join("HEAD").is_file()
-        && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
-        && (dir.join("refs").is_dir() || dir.join("commondir").is_file())
+/// The clone `start` is in, when that is plain to see; `None` to ask Git.
+pub fn find(start: &Path) -> Option<Found> {
+    open(start).map(|opened| opened.found)
 }
 
 /// Where the clone `start` is in, as Git finds it: for the cases [`find`] leaves to Git.
@@ -162,8 +129,12 @@ mod tests {
             let found = find(dir).unwrap_or_else(|| panic!("{} is plain", dir.display()));
             assert_eq!(Some(found), git_says(dir), "{}", dir.display());
         }
-        // Left to Git: a bare repository, the inside of `.git`, a moved worktree.
-        for dir in [bare, clone.join(".git"), clone.join(".git/refs"), moved] {
+        // A worktree moved by `core.worktree`: found where Git finds it, or left to Git.
+        if let Some(found) = find(&moved) {
+            assert_eq!(Some(found), git_says(&moved));
+        }
+        // Left to Git: a bare repository, the inside of `.git`.
+        for dir in [bare, clone.join(".git"), clone.join(".git/refs")] {
             assert_eq!(find(&dir), None, "{}", dir.display());
         }
         // No repository at all: nothing is found, as Git finds nothing.

@@ -28,7 +28,7 @@ use bay_core::git::Oid;
 use bay_core::machine::{Action, Completion, Fault};
 
 use crate::git::{Git, GitError, Location};
-use crate::loose_refs::LooseRefs;
+use crate::local_refs::LocalRefs;
 use crate::objects::Objects;
 use crate::reader::Reader;
 
@@ -67,7 +67,7 @@ pub struct Repo {
     /// The empty tree's id, the tree of every step commit; written once per clone.
     empty_tree: OnceLock<Oid>,
     /// Where local refs are written in-process, looked for at the first write.
-    loose_refs: OnceLock<Option<LooseRefs>>,
+    local_refs: OnceLock<Option<LocalRefs>>,
     /// Every object read, through one process; shared with the clone's views.
     reader: Arc<Reader>,
 }
@@ -100,7 +100,7 @@ impl Repo {
             identity: Identity::default(),
             bounds: Bounds::default(),
             empty_tree: OnceLock::new(),
-            loose_refs: OnceLock::new(),
+            local_refs: OnceLock::new(),
             reader: Arc::new(Reader::new(
                 Git::in_dir(&dir).with_timeout(Bounds::default().local),
             )),
@@ -212,14 +212,15 @@ impl Repo {
             .commit(&self.git(), &self.identity, tree, parents, message)
     }
 
-    /// Sets or deletes local refs in-process, as `git update-ref` would; `false` when it
-    /// wrote nothing and `git` must (see [`LooseRefs`]).
-    fn set_local(&self, changes: &[(String, Option<Oid>)]) -> bool {
+    /// Sets or deletes local refs in-process, as `git update-ref` would (with `keep_reflog`,
+    /// as under `core.logAllRefUpdates=always`); `false` when it wrote nothing and `git` must
+    /// (see [`LocalRefs`]).
+    fn set_local(&self, changes: &[(String, Option<Oid>)], keep_reflog: bool) -> bool {
         let refs = self
-            .loose_refs
-            .get_or_init(|| LooseRefs::find(&Location::Dir(self.dir.clone())));
+            .local_refs
+            .get_or_init(|| LocalRefs::find(&Location::Dir(self.dir.clone())));
         refs.as_ref()
-            .is_some_and(|refs| refs.apply(changes).unwrap_or(false))
+            .is_some_and(|refs| refs.apply(changes, keep_reflog).is_ok())
     }
 
     /// The empty tree, written into this clone's object store once.

@@ -41,28 +41,24 @@ impl Entry {
     }
 }
 
-/// The entries of a tree object's body, by name. `id_len` is the length of an id in bytes.
+/// The entries of a tree object's body, by name, as gix decodes it. `id_len` is the length
+/// of an id in bytes (20 for SHA-1, 32 for SHA-256).
 pub fn parse(body: &[u8], id_len: usize) -> Result<BTreeMap<Vec<u8>, Entry>, Fault> {
     let bad = || Fault("a tree object bay cannot read".to_string());
+    let kind = match id_len {
+        20 => gix::hash::Kind::Sha1,
+        32 => gix::hash::Kind::Sha256,
+        _ => return Err(bad()),
+    };
     let mut entries = BTreeMap::new();
-    let mut rest = body;
-    while !rest.is_empty() {
-        let space = rest.iter().position(|&b| b == b' ').ok_or_else(bad)?;
-        let mode = std::str::from_utf8(&rest[..space]).map_err(|_| bad())?;
-        rest = &rest[space + 1..];
-        let nul = rest.iter().position(|&b| b == 0).ok_or_else(bad)?;
-        let name = rest[..nul].to_vec();
-        rest = &rest[nul + 1..];
-        if rest.len() < id_len || mode.is_empty() || name.is_empty() {
-            return Err(bad());
-        }
-        let id = Oid::from_raw(&rest[..id_len]).map_err(|_| bad())?;
-        rest = &rest[id_len..];
+    for entry in gix::objs::TreeRefIter::from_bytes(body, kind) {
+        let entry = entry.map_err(|_| bad())?;
+        let mut mode = [0; 6];
         entries.insert(
-            name,
+            entry.filename.to_vec(),
             Entry {
-                mode: mode.to_string(),
-                id,
+                mode: entry.mode.as_bytes(&mut mode).to_string(),
+                id: Oid::from_raw(entry.oid.as_bytes()).map_err(|_| bad())?,
             },
         );
     }

@@ -33,9 +33,6 @@ pub struct Views {
     objects: Objects,
     /// How objects are read; the clone's one reader when [`Views::with_reader`] gives it.
     reader: Arc<Reader>,
-    /// Who Git signs a view's HEAD reflog with (`Name <email>`), when this process can tell:
-    /// then it moves a view's HEAD itself.
-    committer: Option<String>,
     /// Views whose work [`Views::stage`] is taking as a tree, by change: the next
     /// [`Views::freeze`] of that change saves that tree.
     staged: Arc<Staged>,
@@ -92,7 +89,7 @@ fn tree_of_work(dir: &Path, index: Option<&Path>, objects: &Objects) -> Result<O
     with_index(&["add", "--all", "--sparse", "--", "."])?;
     if let (Some(index), Some(store)) = (index, objects.store()) {
         let built = crate::index::tree_of_index(index, store)
-            .map_err(|e| Fault(format!("cannot write the view's tree: {e}")))?;
+            .map_err(|e| Fault(format!("cannot write the view's tree: {}", e.0)))?;
         if let Some(tree) = built {
             return Ok(tree);
         }
@@ -112,17 +109,9 @@ impl Views {
             clone: clone.into(),
             objects: Objects::new(Location::GitDir(common_dir.clone())),
             reader: Arc::new(Reader::new(Git::git_dir(common_dir.clone()))),
-            committer: None,
             staged: Arc::default(),
             common_dir,
         }
-    }
-
-    /// The same views, moving a view's HEAD in-process with reflog entries signed by
-    /// `committer` (see [`crate::head::committer`]), where Git would write the same.
-    pub fn with_committer(mut self, committer: Option<String>) -> Views {
-        self.committer = committer;
-        self
     }
 
     /// The same views, reading objects through `reader` (any reader of this clone: objects are
@@ -166,31 +155,35 @@ impl Views {
     }
 
     /// The commit the view at `dir` (`git` in it) has checked out. A view's HEAD is detached,
-    /// so its file in the worktree's own Git directory holds the id, and reading it costs no
-    /// process; anything else there is left to Git to resolve.
+    /// and reading it in-process costs no process; anything else there is left to Git to
+    /// resolve.
     fn head(&self, dir: &Path, git: &Git) -> Result<Oid, Fault> {
         let detached = self
             .admin_dir(dir)
-            .and_then(|admin| crate::head::detached_head(&admin));
+            .and_then(|_| crate::head::detached_head(dir));
         match detached {
             Some(head) => Ok(head),
             None => oid(&git.cmd(["rev-parse", "--verify", "HEAD"]).run()?.stdout),
         }
     }
 
-    /// Moves the view's detached HEAD to `to`: in-process where that is what Git would write
-    /// ([`crate::head`]), else with `git update-ref --no-deref` (`git` in the view).
-    fn move_head(&self, dir: &Path, git: &Git, to: &Oid) -> Result<(), Fault> {
-        if let Some(committer) = &self.committer {
-            let now = crate::clock::now().secs();
-            match crate::head::move_head(dir, to, committer, now) {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
-                Err(e) => return Err(Fault(format!("cannot move the view's HEAD: {e}"))),
-            }
+    /// Moves the view's detached HEAD from `from` to `to`: in-process where that is what Git
+    /// would write ([`crate::head`]), else with `git update-ref --no-deref` (`git` in the
+    /// view); either way only while HEAD still holds `from`.
+    fn move_head(&self, dir: &Path, git: &Git, from: &Oid, to: &Oid) -> Result<(), Fault> {
+        if crate::head::move_head(dir, from, to)
+            .map_err(|e| Fault(format!("cannot move the view's HEAD: {}", e.0)))?
+        {
+            return Ok(());
         }
-        git.cmd(["update-ref", "--no-deref", "HEAD", to.as_str()])
-            .run()?;
+        git.cmd([
+            "update-ref",
+            "--no-deref",
+            "HEAD",
+            to.as_str(),
+            from.as_str(),
+        ])
+        .run()?;
         Ok(())
     }
 
@@ -358,7 +351,7 @@ impl Views {
             // may have grown through drafts saved and never recorded, such as one a `bay merge`
             // refused before it wrote anything; the view's files are still all its work.
             if draft != head {
-                self.move_head(&dir, &view, &draft)?;
+                self.move_head(&dir, &view, &head, &draft)?;
             }
             return Ok(draft);
         }
@@ -391,7 +384,7 @@ impl Views {
             &[parent],
             &format!("bay: draft of {change}\n"),
         )?;
-        self.move_head(&dir, &view, &onto)?;
+        self.move_head(&dir, &view, &head, &onto)?;
         Ok(onto)
     }
 

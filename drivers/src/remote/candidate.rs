@@ -51,7 +51,7 @@ impl Repo {
         let commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
         // Local only: keeps the candidate from garbage collection while its operation runs.
         let inflight = refs::inflight(&spec.candidate.op);
-        if !self.set_local(&[(inflight.clone(), Some(commit.clone()))]) {
+        if !self.set_local(&[(inflight.clone(), Some(commit.clone()))], false) {
             self.git()
                 .cmd([
                     "update-ref",

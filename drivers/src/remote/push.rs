@@ -115,10 +115,10 @@ impl Repo {
     /// failure here is left alone: the mirror is a cache, the next fetch of those refs sets it
     /// right, and an inflight ref left over keeps only a candidate alive.
     ///
-    /// The refs are written in-process where that is what Git would do ([`LooseRefs`]), else
+    /// The refs are written in-process where that is what Git would do ([`LocalRefs`]), else
     /// with one `git update-ref --stdin`.
     ///
-    /// [`LooseRefs`]: crate::loose_refs::LooseRefs
+    /// [`LocalRefs`]: crate::local_refs::LocalRefs
     fn mirror_pushed(&self, plan: &PushPlan, updates: &[Update]) {
         let mirror = mirror_prefix(&self.remote);
         let mut changes: Vec<(String, Option<Oid>)> = updates
@@ -135,7 +135,7 @@ impl Repo {
         }
         // A presence's mirror keeps its reflog, as a fetch of it does (`read_seen`).
         let reflog = updates.iter().any(|u| u.name.starts_with(refs::EXECUTOR));
-        if !reflog && self.set_local(&changes) {
+        if self.set_local(&changes, reflog) {
             return;
         }
         let mut script = String::new();
