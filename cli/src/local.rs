@@ -25,8 +25,8 @@ pub struct Local {
 impl Local {
     pub fn new(context: &Context, min_free_mib: Option<u64>) -> Result<Local, String> {
         let repo = Repo::new(&context.top, &context.remote, &context.main)?;
-        // Every command reads objects after its fetch: the reader starts while it runs.
-        repo.reader().warm();
+        // Every command reads objects after its fetch: the clone is opened before it.
+        repo.warm();
         let views = Views::new(&context.top, &context.common_dir).with_reader(repo.reader());
         Ok(Local {
             repo,

@@ -19,7 +19,7 @@ use crate::git::Location;
 /// A repository opened as bay opens it; `None` when it cannot be opened so, or when config
 /// from Git's command line could say anything (see the module's notes).
 pub fn open(location: &Location) -> Option<gix::Repository> {
-    if std::env::var_os("GIT_CONFIG_PARAMETERS").is_some() {
+    if !plain_environment() {
         return None;
     }
     let path = match location {
@@ -29,6 +29,13 @@ pub fn open(location: &Location) -> Option<gix::Repository> {
         .open_path_as_is(matches!(location, Location::GitDir(_)))
         .open(path)
         .ok()
+}
+
+/// Whether gix reads the config this environment gives Git: no config from Git's command line,
+/// and no `XDG_CONFIG_HOME` set empty (which Git takes as unset).
+fn plain_environment() -> bool {
+    std::env::var_os("GIT_CONFIG_PARAMETERS").is_none()
+        && std::env::var_os("XDG_CONFIG_HOME").is_none_or(|dir| !dir.is_empty())
 }
 
 /// The options bay opens every repository with: every config source, never the `git` program.
@@ -42,7 +49,7 @@ fn options() -> gix::open::Options {
 /// The repository the directory `start` is in, found by walking up as Git does; `None` where
 /// Git must say (see [`crate::discover`]).
 pub fn discover(start: &Path) -> Option<gix::Repository> {
-    if std::env::var_os("GIT_CONFIG_PARAMETERS").is_some() {
+    if !plain_environment() {
         return None;
     }
     let repo: gix::Repository =
@@ -56,7 +63,8 @@ pub fn discover(start: &Path) -> Option<gix::Repository> {
 /// order, as `git config --get-regexp '^(<sections>)\.'` lists them: keys lower-cased but for
 /// a subsection's name, a key with no value at all as `true`. `None` where a key's values
 /// cannot be told apart from gix's reading (a key given both with and without a value in one
-/// section): the caller asks `git`.
+/// section, or several values of one key in one section of which one is empty): the caller
+/// asks `git`.
 pub fn config_values(repo: &gix::Repository, sections: &[&str]) -> Option<Vec<(String, String)>> {
     let snapshot = repo.config_snapshot();
     let file = snapshot.plumbing();
@@ -93,13 +101,19 @@ pub fn config_values(repo: &gix::Repository, sections: &[&str]) -> Option<Vec<(S
                 .iter()
                 .filter(|k| k.eq_ignore_ascii_case(&lower))
                 .count();
-            let given = body.values(&lower);
-            let value = if given.len() == count {
-                given[nth].to_str_lossy().into_owned()
-            } else if count == 1 && body.value_implicit(&lower) == Some(None) {
-                "true".to_owned()
+            // A key with no `=` reads as an empty value among several, like `key =`: only a
+            // key given once can be told to be one.
+            let value = if count == 1 {
+                match body.value_implicit(&lower)? {
+                    None => "true".to_owned(),
+                    Some(value) => value.to_str_lossy().into_owned(),
+                }
             } else {
-                return None;
+                let given = body.values(&lower);
+                if given.len() != count || given.iter().any(|value| value.is_empty()) {
+                    return None;
+                }
+                given.get(nth)?.to_str_lossy().into_owned()
             };
             values.push((format!("{prefix}.{lower}"), value));
         }
@@ -202,4 +216,145 @@ pub(crate) fn to_gix(id: &bay_core::git::Oid) -> Option<gix::ObjectId> {
 /// An id of gix's as bay core's.
 pub(crate) fn from_gix(id: &gix::oid) -> Result<bay_core::git::Oid, bay_core::machine::Fault> {
     bay_core::git::Oid::from_raw(id.as_bytes()).map_err(bay_core::machine::Fault)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::path::Path;
+
+    use super::*;
+    use crate::git::Git;
+
+    /// What `git config --null --get-regexp` lists for `sections` in `dir`, as pairs.
+    fn git_lists(dir: &Path, sections: &[&str]) -> Vec<(String, String)> {
+        let pattern = format!("^({})\\.", sections.join("|"));
+        let out = Git::in_dir(dir)
+            .cmd(["config", "--null", "--get-regexp", &pattern])
+            .output()
+            .expect("git config");
+        out.stdout
+            .split(|b| *b == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let text = String::from_utf8_lossy(entry);
+                let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
+                (key.to_string(), value.to_string())
+            })
+            .collect()
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("written");
+    }
+
+    /// A repository and a home folder whose config uses every level Git reads: the system
+    /// file, the XDG file, `~/.gitconfig` with an include and a conditional include, the
+    /// repository's config, a linked worktree's own config, and `GIT_CONFIG_COUNT`.
+    fn every_level(root: &Path) -> Vec<(&'static str, OsString)> {
+        let home = root.join("home");
+        let repo = root.join("repo");
+        crate::testing::repository_with_a_commit(&repo);
+        write(
+            &root.join("system"),
+            "[bay]\n\tmachine = from-system\n\tcheckReadPath = /sys-path\n",
+        );
+        write(
+            &home.join(".config/git/config"),
+            "[bay]\n\tcheckReadPath = /xdg-path\n",
+        );
+        write(
+            &home.join(".gitconfig"),
+            &format!(
+                "[user]\n\tname = Global Ann\n\temail = ann@global\n[include]\n\tpath = extra.inc\n\
+                 [includeIf \"gitdir:{}/\"]\n\tpath = {}/only-here.inc\n[bay]\n\tflag\n",
+                repo.display(),
+                home.display()
+            ),
+        );
+        write(
+            &home.join("extra.inc"),
+            "[bay]\n\tmachine = \"from an include\" ; comment\n\tcheckReadPath = /inc-path\n",
+        );
+        write(
+            &home.join("only-here.inc"),
+            "[bay \"Sub.Section\"]\n\tKey = conditional\n",
+        );
+        let git = Git::in_dir(&repo);
+        for args in [
+            &["config", "bay.minFreeMiB", "2048"][..],
+            &["config", "--add", "bay.checkReadPath", "/local-path"],
+            &["config", "extensions.worktreeConfig", "true"],
+            &["config", "--worktree", "bay.agentKey", "~/worktree-key"],
+            &["worktree", "add", "-q", "--detach", "../linked"],
+        ] {
+            git.cmd(args.iter().copied()).run().expect("git");
+        }
+        Git::in_dir(root.join("linked"))
+            .cmd(["config", "--worktree", "user.name", "Linked Lee"])
+            .run()
+            .expect("git config");
+        vec![
+            ("HOME", home.into()),
+            ("GIT_CONFIG_SYSTEM", root.join("system").into()),
+            ("GIT_CONFIG_COUNT", "1".into()),
+            ("GIT_CONFIG_KEY_0", "bay.fromEnv".into()),
+            ("GIT_CONFIG_VALUE_0", "env value".into()),
+            ("BAY_TEST_ROOT", root.into()),
+        ]
+    }
+
+    #[test]
+    fn every_config_level_reads_as_git_config_lists_it() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let env = if std::env::var_os("BAY_TEST_ROOT").is_some() {
+            Vec::new()
+        } else {
+            every_level(root.path())
+        };
+        let here = "gitoxide::tests::every_config_level_reads_as_git_config_lists_it";
+        if !crate::testing::in_child(here, &env) {
+            return;
+        }
+        let root = std::path::PathBuf::from(std::env::var_os("BAY_TEST_ROOT").expect("set"));
+        for dir in [root.join("repo"), root.join("linked")] {
+            let repo = open(&Location::Dir(dir.clone())).expect("opened");
+            for sections in [&["bay"][..], &["bay", "user", "committer"]] {
+                let ours = config_values(&repo, sections).expect("read");
+                assert_eq!(ours, git_lists(&dir, sections), "{}", dir.display());
+            }
+        }
+        let listed = git_lists(&root.join("linked"), &["bay", "user"]);
+        for expected in ["from an include", "conditional", "env value", "/sys-path"] {
+            assert!(listed.iter().any(|(_, v)| v == expected), "{listed:?}");
+        }
+        assert!(listed.iter().any(|(_, v)| v == "Linked Lee"), "{listed:?}");
+    }
+
+    #[test]
+    fn git_config_global_replaces_the_home_files() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let mut env = if std::env::var_os("BAY_TEST_ROOT").is_some() {
+            Vec::new()
+        } else {
+            every_level(root.path())
+        };
+        let global = root.path().join("elsewhere.gitconfig");
+        write(&global, "[bay]\n\tmachine = from GIT_CONFIG_GLOBAL\n");
+        env.push(("GIT_CONFIG_GLOBAL", global.into()));
+        let here = "gitoxide::tests::git_config_global_replaces_the_home_files";
+        if !crate::testing::in_child(here, &env) {
+            return;
+        }
+        let root = std::path::PathBuf::from(std::env::var_os("BAY_TEST_ROOT").expect("set"));
+        let dir = root.join("repo");
+        let repo = open(&Location::Dir(dir.clone())).expect("opened");
+        let ours = config_values(&repo, &["bay", "user"]).expect("read");
+        assert_eq!(ours, git_lists(&dir, &["bay", "user"]));
+        assert!(
+            ours.iter().any(|(_, v)| v == "from GIT_CONFIG_GLOBAL"),
+            "{ours:?}"
+        );
+    }
 }

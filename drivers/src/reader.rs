@@ -109,7 +109,7 @@ impl<'a> Name<'a> {
         if hex != 40 && hex != 64 {
             return None;
         }
-        let id = gix::ObjectId::from_hex(name[..hex].as_bytes()).ok()?;
+        let id = gix::ObjectId::from_hex(&name.as_bytes()[..hex]).ok()?;
         let then = match &name[hex..] {
             "" => Then::Itself,
             "^{tree}" => Then::Peel(gix::object::Kind::Tree),

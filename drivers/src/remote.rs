@@ -119,6 +119,15 @@ impl Repo {
         self
     }
 
+    /// Opens the clone in-process now for every part that reads or writes it (objects read
+    /// and written, local refs), so that the first read or write does not wait for it.
+    pub fn warm(&self) {
+        self.reader.warm();
+        self.objects.in_process();
+        self.local_refs
+            .get_or_init(|| LocalRefs::find(&Location::Dir(self.dir.clone())));
+    }
+
     /// The reader of this clone's objects, for the other parts of the driver to share.
     pub fn reader(&self) -> Arc<Reader> {
         Arc::clone(&self.reader)

@@ -31,3 +31,29 @@ pub fn empty_commit(git: &Git, message: &str) -> String {
     .text()
     .expect("commit-tree")
 }
+
+/// Runs the test `name` (its path in this crate, `module::tests::name`) again in a child
+/// process of this test binary with `env` set, and checks that it passed there: how a test
+/// gives the code under test environment variables (a home folder, `GIT_CONFIG_GLOBAL`)
+/// without setting them in this process, where other tests run at the same time. `true` in
+/// the child, whose test goes on to its checks; `false` in the parent, whose test is done.
+pub fn in_child(name: &str, env: &[(&str, std::ffi::OsString)]) -> bool {
+    const CHILD: &str = "BAY_TEST_IN_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env_remove("XDG_CONFIG_HOME")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("the test binary runs");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && said.contains("1 passed"), "{said}");
+    false
+}

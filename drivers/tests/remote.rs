@@ -955,8 +955,8 @@ fn a_short_chain_and_a_candidate_on_main_as_it_stands_start_no_git_process() {
         &[("f", "b\n"), ("g", "new\n")],
         "draft",
     );
-    // The reader starts before Git refuses the repository; every other `git` starts after.
-    fx.repo.reader().warm();
+    // The clone is opened before Git refuses the repository; every `git` starts after.
+    fx.repo.warm();
     refuse_new_git_processes(&fx.clone);
     let short = |tip: &Oid, change: &ChangeId| ChainQuery {
         change: change.clone(),

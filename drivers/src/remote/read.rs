@@ -68,7 +68,7 @@ fn parse_commits(stdout: &[u8]) -> Result<Vec<MainCommit>, Fault> {
 impl Repo {
     /// The objects named by `names` (each from an object id), in order.
     fn cat_batch(&self, names: &[String]) -> Result<Vec<Object>, Fault> {
-        Ok(self.reader.read(names)?)
+        self.reader.read(names)
     }
 
     /// Every line of the note on each of `objects` in each notes commit of `notes`. A notes
