@@ -301,27 +301,9 @@ pub fn bay_settings(git: &Git) -> Vec<(String, String)> {
 /// true boolean, comes as `true`. Read in-process (`bay_drivers::gitoxide`), else with one
 /// `git config` call.
 pub fn git_config(git: &Git, sections: &[&str]) -> Vec<(String, String)> {
-    if let Some(values) = bay_drivers::gitoxide::open(git.location())
+    bay_drivers::gitoxide::open(git.location())
         .and_then(|repo| bay_drivers::gitoxide::config_values(&repo, sections))
-    {
-        return values;
-    }
-    let pattern = format!("^({})\\.", sections.join("|"));
-    let Ok(out) = git
-        .cmd(["config", "--null", "--get-regexp", &pattern])
-        .output()
-    else {
-        return Vec::new();
-    };
-    out.stdout
-        .split(|b| *b == 0)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let text = String::from_utf8_lossy(entry);
-            let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
-            (key.to_string(), value.to_string())
-        })
-        .collect()
+        .unwrap_or_else(|| bay_drivers::gitoxide::ask_git_config(git, sections))
 }
 
 /// The remote and main a clone works with: the ones named (`bay.remote` and `bay.main`, or

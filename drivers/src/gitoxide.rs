@@ -121,6 +121,28 @@ pub fn config_values(repo: &gix::Repository, sections: &[&str]) -> Option<Vec<(S
     Some(values)
 }
 
+/// Every key of the config sections `sections` and its value, as one `git config --null
+/// --get-regexp` call in the repository `git` names lists them: for the cases
+/// [`config_values`] leaves to Git. Nothing when Git cannot be asked.
+pub fn ask_git_config(git: &crate::git::Git, sections: &[&str]) -> Vec<(String, String)> {
+    let pattern = format!("^({})\\.", sections.join("|"));
+    let Ok(out) = git
+        .cmd(["config", "--null", "--get-regexp", &pattern])
+        .output()
+    else {
+        return Vec::new();
+    };
+    out.stdout
+        .split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let text = String::from_utf8_lossy(entry);
+            let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
+            (key.to_string(), value.to_string())
+        })
+        .collect()
+}
+
 /// What this process writes into a repository itself, decided once from the config Git
 /// resolves for it; what it does not, the `git` program writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -228,20 +250,7 @@ mod tests {
 
     /// What `git config --null --get-regexp` lists for `sections` in `dir`, as pairs.
     fn git_lists(dir: &Path, sections: &[&str]) -> Vec<(String, String)> {
-        let pattern = format!("^({})\\.", sections.join("|"));
-        let out = Git::in_dir(dir)
-            .cmd(["config", "--null", "--get-regexp", &pattern])
-            .output()
-            .expect("git config");
-        out.stdout
-            .split(|b| *b == 0)
-            .filter(|entry| !entry.is_empty())
-            .map(|entry| {
-                let text = String::from_utf8_lossy(entry);
-                let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
-                (key.to_string(), value.to_string())
-            })
-            .collect()
+        ask_git_config(&Git::in_dir(dir), sections)
     }
 
     fn write(path: &Path, text: &str) {
@@ -256,31 +265,34 @@ mod tests {
         let home = root.join("home");
         let repo = root.join("repo");
         crate::testing::repository_with_a_commit(&repo);
-        write(
-            &root.join("system"),
-            "[bay]\n\tmachine = from-system\n\tcheckReadPath = /sys-path\n",
+        let global = format!(
+            "[user]\n\tname = Global Ann\n\temail = ann@global\n[include]\n\tpath = extra.inc\n\
+             [includeIf \"gitdir:{}/\"]\n\tpath = {}/only-here.inc\n[bay]\n\tflag\n",
+            repo.display(),
+            home.display()
         );
-        write(
-            &home.join(".config/git/config"),
-            "[bay]\n\tcheckReadPath = /xdg-path\n",
-        );
-        write(
-            &home.join(".gitconfig"),
-            &format!(
-                "[user]\n\tname = Global Ann\n\temail = ann@global\n[include]\n\tpath = extra.inc\n\
-                 [includeIf \"gitdir:{}/\"]\n\tpath = {}/only-here.inc\n[bay]\n\tflag\n",
-                repo.display(),
-                home.display()
+        let files = [
+            (
+                root.join("system"),
+                "[bay]\n\tmachine = from-system\n\tcheckReadPath = /sys-path\n",
             ),
-        );
-        write(
-            &home.join("extra.inc"),
-            "[bay]\n\tmachine = \"from an include\" ; comment\n\tcheckReadPath = /inc-path\n",
-        );
-        write(
-            &home.join("only-here.inc"),
-            "[bay \"Sub.Section\"]\n\tKey = conditional\n",
-        );
+            (
+                home.join(".config/git/config"),
+                "[bay]\n\tcheckReadPath = /xdg-path\n",
+            ),
+            (home.join(".gitconfig"), global.as_str()),
+            (
+                home.join("extra.inc"),
+                "[bay]\n\tmachine = \"from an include\" ; comment\n\tcheckReadPath = /inc-path\n",
+            ),
+            (
+                home.join("only-here.inc"),
+                "[bay \"Sub.Section\"]\n\tKey = conditional\n",
+            ),
+        ];
+        for (path, text) in &files {
+            write(path, text);
+        }
         let git = Git::in_dir(&repo);
         for args in [
             &["config", "bay.minFreeMiB", "2048"][..],
@@ -305,19 +317,32 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn every_config_level_reads_as_git_config_lists_it() {
+    /// The environment for the child of test `here` with [`every_level`] and `more`, made in
+    /// the parent; in the child, whether it is one (and so goes on to its checks).
+    fn in_child_with_every_level(
+        here: &str,
+        more: impl FnOnce(&Path) -> Vec<(&'static str, OsString)>,
+    ) -> Option<std::path::PathBuf> {
         let root = tempfile::tempdir().expect("a temp dir");
         let env = if std::env::var_os("BAY_TEST_ROOT").is_some() {
             Vec::new()
         } else {
-            every_level(root.path())
+            let mut env = every_level(root.path());
+            env.extend(more(root.path()));
+            env
         };
-        let here = "gitoxide::tests::every_config_level_reads_as_git_config_lists_it";
         if !crate::testing::in_child(here, &env) {
-            return;
+            return None;
         }
-        let root = std::path::PathBuf::from(std::env::var_os("BAY_TEST_ROOT").expect("set"));
+        std::env::var_os("BAY_TEST_ROOT").map(std::path::PathBuf::from)
+    }
+
+    #[test]
+    fn every_config_level_reads_as_git_config_lists_it() {
+        let here = "gitoxide::tests::every_config_level_reads_as_git_config_lists_it";
+        let Some(root) = in_child_with_every_level(here, |_| Vec::new()) else {
+            return;
+        };
         for dir in [root.join("repo"), root.join("linked")] {
             let repo = open(&Location::Dir(dir.clone())).expect("opened");
             for sections in [&["bay"][..], &["bay", "user", "committer"]] {
@@ -334,20 +359,14 @@ mod tests {
 
     #[test]
     fn git_config_global_replaces_the_home_files() {
-        let root = tempfile::tempdir().expect("a temp dir");
-        let mut env = if std::env::var_os("BAY_TEST_ROOT").is_some() {
-            Vec::new()
-        } else {
-            every_level(root.path())
-        };
-        let global = root.path().join("elsewhere.gitconfig");
-        write(&global, "[bay]\n\tmachine = from GIT_CONFIG_GLOBAL\n");
-        env.push(("GIT_CONFIG_GLOBAL", global.into()));
         let here = "gitoxide::tests::git_config_global_replaces_the_home_files";
-        if !crate::testing::in_child(here, &env) {
+        let Some(root) = in_child_with_every_level(here, |root| {
+            let global = root.join("elsewhere.gitconfig");
+            write(&global, "[bay]\n\tmachine = from GIT_CONFIG_GLOBAL\n");
+            vec![("GIT_CONFIG_GLOBAL", global.into())]
+        }) else {
             return;
-        }
-        let root = std::path::PathBuf::from(std::env::var_os("BAY_TEST_ROOT").expect("set"));
+        };
         let dir = root.join("repo");
         let repo = open(&Location::Dir(dir.clone())).expect("opened");
         let ours = config_values(&repo, &["bay", "user"]).expect("read");
