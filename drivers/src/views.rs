@@ -372,7 +372,7 @@ impl Views {
                     &format!("bay: draft of {change}\n"),
                 )?,
             };
-            self.move_head(&dir, &view, &onto)?;
+            self.move_head(&dir, &view, &head, &onto)?;
             return Ok(onto);
         }
         // The view grew from another draft than the record's latest (a draft saved on another
