@@ -318,10 +318,33 @@ pub fn remote_and_main(
     (remote, main)
 }
 
-/// A file at a revision, if the revision holds it.
-pub fn file_at(git: &Git, revision: &str, path: &str) -> Option<Vec<u8>> {
+/// A file of main as this clone last fetched it: bay's mirror of the remote's main (what bay's
+/// own fetches saw), else the remote-tracking branch a plain `git fetch` keeps. Read
+/// in-process; `git` answers only where gix cannot (a reftable, say). `None` when neither ref
+/// exists or main holds no such file.
+pub fn fetched_main_file(git: &Git, remote: &str, main: &str, path: &str) -> Option<Vec<u8>> {
+    let refs = [
+        format!("{}heads/{main}", bay_drivers::remote::mirror_prefix(remote)),
+        format!("refs/remotes/{remote}/{main}"),
+    ];
+    if let Ok(file) = bay_drivers::reader::file_at_ref(git.location(), &refs, path) {
+        return file;
+    }
+    let commit = refs.iter().find_map(|name| {
+        let out = git
+            .cmd([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{name}^{{commit}}"),
+            ])
+            .output()
+            .ok()?;
+        out.success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    })?;
     let out = git
-        .cmd(["cat-file", "blob", &format!("{revision}:{path}")])
+        .cmd(["cat-file", "blob", &format!("{commit}:{path}")])
         .output()
         .ok()?;
     out.success().then_some(out.stdout)

@@ -208,3 +208,36 @@ fn without_an_answer_from_the_remote_only_a_lockable_edit_is_refused() {
     let free = ann.edit(&home, "src/greeting.txt");
     assert_eq!(code(&free), Some(0), "{free:?}");
 }
+
+#[test]
+fn the_hook_reads_locks_from_main_as_bay_last_fetched_it() {
+    // Main locks nothing when ann's clone is made and installed.
+    let config = format!("{CONFIG}\n[agent]\nproduct = \"claude\"\n");
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (LOGO, "png\n", false),
+        (".bay/config.toml", config.as_str(), false),
+        (".bay/policy.toml", policy("").as_str(), false),
+        (".bay/check", CHECK, true),
+    ]);
+    let home = Home::new();
+    let ann = Agent::new(&world, &home, "ann", "ann-session-1");
+    // A maintainer locks `art/` on main.
+    let admin = world.clone_as("maintainer");
+    write(&admin, ".bay/policy.toml", &policy("\n[locks]\npaths = [\"art/\"]\n"));
+    git(&admin, &["commit", "-qam", "lock art/"]);
+    git(&admin, &["push", "-q", "origin", "HEAD:main"]);
+    // ann's clone hears of it through bay's own fetch, which leaves `refs/remotes` alone.
+    let before = git(&ann.clone, &["rev-parse", "refs/remotes/origin/main"]);
+    let status = bay(&ann.clone, "ann", &["status"]);
+    assert_eq!(status.code, 0, "{status:?}");
+    assert_eq!(
+        git(&ann.clone, &["rev-parse", "refs/remotes/origin/main"]),
+        before,
+        "bay's fetch moved only its mirror"
+    );
+    let edited = ann.edit(&home, LOGO);
+    assert_eq!(code(&edited), Some(0), "{}", stderr(&edited));
+    assert_eq!(locks(&world).len(), 1, "the edit took the lock main now asks for");
+}
+

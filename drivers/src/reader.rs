@@ -157,6 +157,53 @@ fn found(object: gix::ObjectDetached) -> Object {
     }
 }
 
+/// The file at `path` in the commit the first existing ref of `refs` names, read in-process
+/// (one repository opened, no `git`): `Ok(None)` when no ref of them exists or the commit holds
+/// no such file. `Err` when gix cannot answer (a repository it cannot open, refs it cannot
+/// read such as a reftable), for the caller to ask `git`.
+pub fn file_at_ref(
+    location: &Location,
+    refs: &[String],
+    path: &str,
+) -> Result<Option<Vec<u8>>, String> {
+    let repo = crate::gitoxide::open(location).ok_or("gix cannot open the repository")?;
+    let mut commit = None;
+    for name in refs {
+        let found = repo
+            .try_find_reference(name.as_str())
+            .map_err(|e| format!("cannot read {name}: {e}"))?;
+        if let Some(mut reference) = found {
+            let id = reference
+                .peel_to_id()
+                .map_err(|e| format!("cannot peel {name}: {e}"))?;
+            commit = Some(id.detach());
+            break;
+        }
+    }
+    let Some(commit) = commit else {
+        return Ok(None);
+    };
+    let odd = |e: &dyn std::fmt::Display| format!("cannot read the tree of {commit}: {e}");
+    let tree = repo
+        .find_commit(commit)
+        .map_err(|e| odd(&e))?
+        .tree()
+        .map_err(|e| odd(&e))?;
+    let Some(entry) = tree
+        .lookup_entry_by_path(path)
+        .map_err(|e| format!("cannot look up {path}: {e}"))?
+    else {
+        return Ok(None);
+    };
+    if !entry.mode().is_blob() {
+        return Ok(None);
+    }
+    let object = entry
+        .object()
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    Ok(Some(object.data.clone()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use bay_drivers::sandbox::Sandbox;
 
 use super::install::{claude_config_dirs, find_clone, has_filters, held_config};
 use crate::Cli;
-use crate::context::{file_at, remote_and_main};
+use crate::context::{fetched_main_file, remote_and_main};
 
 /// The role doctor judges this machine as.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -102,9 +102,10 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
         .map(|_| ())
         .map_err(|e| e.to_string());
     // Main as this clone last fetched it, as `bay install` reads it: doctor fetches nothing.
-    let fetched = format!("refs/remotes/{remote}/{main}");
+    let fetched = (remote.clone(), main.clone());
     let text = |path: &str| {
-        file_at(&git, &fetched, path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        fetched_main_file(&git, &fetched.0, &fetched.1, path)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     };
     let product = Config::at_main(text(CONFIG_PATH).as_deref().map(str::as_bytes))
         .ok()

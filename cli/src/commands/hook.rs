@@ -483,8 +483,7 @@ fn main_policy(context: &Context) -> Option<Policy> {
 
 /// A file of main as this clone last fetched it.
 fn main_file(context: &Context, path: &str) -> Option<Vec<u8>> {
-    let fetched = format!("refs/remotes/{}/{}", context.remote, context.main);
-    crate::context::file_at(&context.git(), &fetched, path)
+    crate::context::fetched_main_file(&context.git(), &context.remote, &context.main, path)
 }
 
 /// The view's files with edits no commit holds, as `git status` names them.

@@ -26,7 +26,7 @@ use bay_drivers::git::Git;
 use serde_json::json;
 
 use crate::Cli;
-use crate::context::{failed, file_at, git_config, host, remote_and_main};
+use crate::context::{failed, fetched_main_file, git_config, host, remote_and_main};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -247,13 +247,12 @@ impl CloneWork {
             )));
         }
         // `[agent]` as this clone last fetched main: a change never turns hooks on for itself.
-        let fetched = format!("refs/remotes/{remote}/{main}");
-        let config =
-            Config::at_main(file_at(&git, &fetched, CONFIG_PATH).as_deref()).map_err(|why| {
-                failed(format!(
-                    "{why}; mend it on main, then run bay install again"
-                ))
-            })?;
+        let at_main = |path: &str| fetched_main_file(&git, &remote, &main, path);
+        let config = Config::at_main(at_main(CONFIG_PATH).as_deref()).map_err(|why| {
+            failed(format!(
+                "{why}; mend it on main, then run bay install again"
+            ))
+        })?;
         let hooks = match config.agent {
             None => None,
             Some(agent) => {
@@ -266,7 +265,7 @@ impl CloneWork {
                         adapter.settings_file
                     ))
                 })?;
-                let on_main = file_at(&git, &fetched, adapter.settings_file)
+                let on_main = at_main(adapter.settings_file)
                     .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
                 let to_land = hook_settings::to_land(adapter, on_main.as_deref());
                 Some((adapter, merged, to_land))
