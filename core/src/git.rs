@@ -98,6 +98,7 @@ pub mod refs {
     pub const LOG: &str = "refs/bay/log/";
     pub const EXECUTOR: &str = "refs/bay/executor/";
     pub const LOCKS: &str = "refs/bay/locks/";
+    pub const LIVE: &str = "refs/bay/live/";
 
     /// The index of compacted records: one commit whose tree holds the chains of merged
     /// changes whose own refs a runner removed (`crate::compact`).
@@ -211,6 +212,20 @@ pub mod refs {
         format!("{LOCKS}{hex}")
     }
 
+    /// One machine's live summary (`crate::live`): a single commit holding `live.json`,
+    /// replaced at most once per heartbeat.
+    pub fn live(machine: &str) -> String {
+        format!("{LIVE}{machine}")
+    }
+
+    /// The fetch pattern of every machine's live summary.
+    pub const LIVE_PATTERN: &str = "refs/bay/live/*";
+
+    /// The machine whose live summary `name` is, if it is one.
+    pub fn parse_live(name: &str) -> Option<&str> {
+        name.strip_prefix(LIVE).filter(|machine| !machine.is_empty())
+    }
+
     /// The fetch pattern of every runner's presence.
     pub const EXECUTOR_PATTERN: &str = "refs/bay/executor/*";
 
@@ -223,9 +238,10 @@ pub mod refs {
     /// Whether a fetch of `pattern` keeps the moment this clone first held each value it
     /// brings (`Action::ReadSeen`): a reader judges how long a ref has stood still on its own
     /// clock, never the writer's. A runner's presence (its age, for `bay status`) and a
-    /// change's chain (how long it has been idle, before another actor adopts it).
+    /// change's chain (how long it has been idle, before another actor adopts it). A
+    /// machine's live summary (how old its sessions' rows are, for `CHANGE_HELD`).
     pub fn keeps_first_seen(pattern: &str) -> bool {
-        pattern.starts_with(EXECUTOR) || pattern.starts_with(CHANGES)
+        pattern.starts_with(EXECUTOR) || pattern.starts_with(CHANGES) || pattern.starts_with(LIVE)
     }
 
     /// A local-only ref that keeps an operation's candidate safe from garbage collection.

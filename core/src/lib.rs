@@ -24,6 +24,7 @@ pub mod id;
 pub mod install;
 pub mod limits;
 pub mod lineage;
+pub mod live;
 pub mod lock;
 pub mod machine;
 pub mod ordered_json;

@@ -158,6 +158,7 @@ fn a_live_session_of_the_same_name_holds_its_change_against_a_second_start() {
         own: None,
         here: None,
         machine: "box".into(),
+        remote: Vec::new(),
     };
     let held = start_with(&mut bench, "ann", "greet", &rules, sessions.clone());
     assert_eq!(held.reason, Some(ReasonCode::ChangeHeld), "{held:?}");

@@ -219,6 +219,11 @@ impl<'f> Event<'f> {
             .clone()
             .unwrap_or_else(|| Session::begin(&name, &facts.tree, &facts.actor, facts.now));
         session.last_at = facts.now;
+        session.last_event = Some(moment.to_owned());
+        session.agent = Some(facts.product.as_str().to_owned());
+        if let Some(mode) = payload.and_then(|p| p.permission_mode.clone()) {
+            session.permission_mode = Some(mode);
+        }
         let tool = payload.and_then(|p| match &p.tool {
             Some(Tool::Shell(_)) => Some("shell".to_owned()),
             Some(Tool::Edit) => Some("edit".to_owned()),

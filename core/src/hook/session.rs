@@ -36,6 +36,15 @@ pub struct Session {
     /// ([`Session::renewal_due`]), so steps stay off the network otherwise.
     #[serde(default)]
     pub locks_at: Timestamp,
+    /// The moment of the session's last event, for the live summary (`crate::live`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event: Option<String>,
+    /// The agent product the session runs in (`claude`, `codex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The product's permission mode at the last event that named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
     /// The last draft checkpoint, or the session's first event before any.
     pub checkpoint_at: Timestamp,
     /// The notices already said, each by its key, so each comes once.

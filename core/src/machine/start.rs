@@ -13,7 +13,7 @@
 
 mod held;
 
-pub use held::{SESSION_ENV, Sessions, export_line};
+pub use held::{Holder, SESSION_ENV, Sessions, export_line};
 
 use super::agent::{self, MAX_RACES, Nonces};
 use super::{

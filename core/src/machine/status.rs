@@ -167,6 +167,9 @@ impl Status {
         if status.input.flow {
             // Plain `bay status` judges whether a runner runs, from the same fetch.
             patterns.push(refs::EXECUTOR_PATTERN.to_string());
+            // And each machine's live summary, for `bay start` (`CHANGE_HELD`) and the
+            // fleet map: one ref per machine.
+            patterns.push(refs::LIVE_PATTERN.to_string());
         }
         status
             .out

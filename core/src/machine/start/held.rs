@@ -5,12 +5,17 @@
 //! that session. The hook keeps each session's state on this machine; the driver reads them
 //! and hands them here as [`Sessions`], and this module decides.
 //!
+//! Sessions of other machines come from their live summaries as this clone last fetched them
+//! (`crate::live`): a row of the caller's name on the change, younger than the takeover window
+//! on this clone's clock, holds it as a local session does.
+//!
 //! A start tells its own session apart by the id the product passes it ([`SESSION_ENV`]).
 //! Without one it cannot tell itself from the others in its own view, so a start run inside
 //! the change's view counts as that view's session: it is the holder itself.
 
 use crate::hook::session::Session;
 use crate::id::ChangeId;
+use crate::live::Remote;
 use crate::time::Timestamp;
 
 /// The environment variable that names the session a command runs in: `bay hook
@@ -41,56 +46,94 @@ pub struct Sessions {
     pub here: Option<ChangeId>,
     /// This machine's name, which the refusal names.
     pub machine: String,
+    /// The rows of other machines' live summaries this clone holds.
+    pub remote: Vec<Remote>,
+}
+
+/// The session that holds a change: one of this clone's, or a row of another machine's live
+/// summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder<'s> {
+    Here(&'s Session),
+    Remote(&'s Remote),
 }
 
 impl Sessions {
-    /// The live session, other than the caller's own, that `actor` already has in the view of
-    /// `change` at `now`: not ended, and heard from within `takeover_ms`. The one heard from
-    /// last when there are several.
+    /// The live session, other than the caller's own, that `actor` already has on `change`
+    /// at `now`: one of this clone's in the change's view, not ended and heard from within
+    /// `takeover_ms` (the one heard from last when there are several), else a fresh row of
+    /// another machine's summary (the youngest).
     pub fn holder(
         &self,
         change: &ChangeId,
         actor: &str,
         now: Timestamp,
         takeover_ms: u64,
-    ) -> Option<&Session> {
+    ) -> Option<Holder<'_>> {
         // Without a session id, a start inside the view cannot tell itself from the view's
         // session: it is that session.
         if self.own.is_none() && self.here.as_ref() == Some(change) {
             return None;
         }
-        self.in_views
+        let not_own = |session: &str| self.own.as_deref() != Some(session);
+        let here = self
+            .in_views
             .iter()
             .filter(|(view, _)| view == change)
             .map(|(_, session)| session)
             .filter(|session| session.actor == actor && session.live_within(now, takeover_ms))
-            .filter(|session| self.own.as_deref() != Some(session.session.as_str()))
-            .max_by_key(|session| session.last_at)
+            .filter(|session| not_own(&session.session))
+            .max_by_key(|session| session.last_at);
+        if let Some(session) = here {
+            return Some(Holder::Here(session));
+        }
+        self.remote
+            .iter()
+            .filter(|remote| remote.row.change.as_ref() == Some(change))
+            .filter(|remote| remote.row.actor == actor && remote.fresh(now, takeover_ms))
+            .filter(|remote| not_own(&remote.row.session))
+            .min_by_key(|remote| remote.age_ms(now))
+            .map(Holder::Remote)
     }
 
-    /// The refusal's detail for `holder`: the session, its actor, machine and view, how long
-    /// it has been quiet, and how long until it stops holding if it stays so.
+    /// The refusal's detail for `holder`: the session, its actor, machine and view (none for
+    /// another machine's), how long it has been quiet, and how long until it stops holding
+    /// if it stays so.
     pub fn detail(
         &self,
         change: &ChangeId,
-        holder: &Session,
+        holder: Holder<'_>,
         now: Timestamp,
         takeover_ms: u64,
     ) -> serde_json::Value {
-        let idle_ms = now.millis_since(holder.last_at);
+        let (session, actor, machine, view, idle_ms) = match holder {
+            Holder::Here(session) => (
+                &session.session,
+                &session.actor,
+                &self.machine,
+                Some(&session.tree),
+                now.millis_since(session.last_at),
+            ),
+            Holder::Remote(remote) => (
+                &remote.row.session,
+                &remote.row.actor,
+                &remote.machine,
+                None,
+                remote.age_ms(now).unwrap_or(takeover_ms),
+            ),
+        };
         serde_json::json!({
             "holder": {
-                "session": holder.session,
-                "actor": holder.actor,
-                "machine": self.machine,
-                "view": holder.tree,
+                "session": session,
+                "actor": actor,
+                "machine": machine,
+                "view": view,
             },
             "idle_s": idle_ms / 1000,
             "takeover_s": takeover_ms / 1000,
             "retry_after_s": takeover_ms.saturating_sub(idle_ms).div_ceil(1000),
             "why": format!(
-                "another live session named {} works in the view of {change}",
-                holder.actor
+                "another live session named {actor} on {machine} works on {change}"
             ),
         })
     }
@@ -115,6 +158,7 @@ mod tests {
             own: own.map(str::to_owned),
             here: here.map(change),
             machine: "box".into(),
+            remote: Vec::new(),
         }
     }
 
@@ -124,7 +168,7 @@ mod tests {
         let held = change("c7k2m4qa");
         let all = sessions(Some("s9"), None);
         let holder = all.holder(&held, "ann", now, WINDOW).expect("held");
-        assert_eq!(holder.session, "s1");
+        assert!(matches!(holder, Holder::Here(session) if session.session == "s1"));
         let detail = all.detail(&held, holder, now, WINDOW);
         assert_eq!(detail["holder"]["session"], "s1");
         assert_eq!(detail["holder"]["machine"], "box");
@@ -201,5 +245,58 @@ mod tests {
                 .is_some(),
             "inside the view, but another session by id"
         );
+    }
+
+    fn remote(session: &str, actor: &str, tree: &str, age_s: u64) -> Remote {
+        Remote {
+            machine: "far".into(),
+            row: crate::live::Row {
+                session: session.into(),
+                actor: actor.into(),
+                agent: Some("claude".into()),
+                change: Some(change(tree)),
+                state: "working".into(),
+                last_event: Some("step.end".into()),
+                age_s,
+                session_age_s: age_s,
+                permission_mode: None,
+            },
+            // When this clone first held the summary, on its own clock.
+            first_seen: Some(Timestamp::from_secs(2_000)),
+        }
+    }
+
+    #[test]
+    fn a_fresh_row_of_another_machine_holds_the_change() {
+        let held = change("c7k2m4qc");
+        let mut all = sessions(Some("s9"), None);
+        all.remote = vec![
+            remote("r1", "ann", "c7k2m4qc", 20),
+            remote("r2", "bob", "c7k2m4qc", 0),
+        ];
+        // Seen 30 s ago on this clone's clock, 20 s old inside the summary: 50 s quiet.
+        let now = Timestamp::from_secs(2_030);
+        let holder = all.holder(&held, "ann", now, WINDOW).expect("held");
+        assert!(matches!(holder, Holder::Remote(r) if r.row.session == "r1"));
+        let detail = all.detail(&held, holder, now, WINDOW);
+        assert_eq!(detail["holder"]["machine"], "far");
+        assert_eq!(detail["holder"]["session"], "r1");
+        assert_eq!(detail["holder"]["view"], serde_json::Value::Null);
+        assert_eq!(
+            (detail["idle_s"].clone(), detail["retry_after_s"].clone()),
+            (50.into(), 70.into())
+        );
+        assert!(all.holder(&held, "cy", now, WINDOW).is_none(), "another name");
+        // Stale: a whole window old, on this clone's clock plus the row's own age.
+        let stale = Timestamp::from_secs(2_100);
+        assert!(all.holder(&held, "ann", stale, WINDOW).is_none(), "stale");
+        // Never recorded when this clone first held it: it cannot be aged, so it holds
+        // nothing.
+        all.remote[0].first_seen = None;
+        assert!(all.holder(&held, "ann", now, WINDOW).is_none(), "unaged");
+        // The caller's own session, by id, never holds against it.
+        all.remote[0].first_seen = Some(Timestamp::from_secs(2_000));
+        all.own = Some("r1".into());
+        assert!(all.holder(&held, "ann", now, WINDOW).is_none(), "its own");
     }
 }
