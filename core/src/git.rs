@@ -223,7 +223,8 @@ pub mod refs {
 
     /// The machine whose live summary `name` is, if it is one.
     pub fn parse_live(name: &str) -> Option<&str> {
-        name.strip_prefix(LIVE).filter(|machine| !machine.is_empty())
+        name.strip_prefix(LIVE)
+            .filter(|machine| !machine.is_empty())
     }
 
     /// The fetch pattern of every runner's presence.

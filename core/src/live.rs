@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::adapter::Moment;
 use crate::hook::session::Session;
 use crate::id::ChangeId;
 use crate::time::Timestamp;
@@ -136,6 +137,12 @@ impl Summary {
     }
 }
 
+/// Whether a hook event at `moment` may start a summary push: every moment but `tool.before`,
+/// which must stay fast.
+pub fn pushes_at(moment: Moment) -> bool {
+    moment != Moment::ToolBefore
+}
+
 /// Whether this machine's hook should start a summary push at `now`: the last push it
 /// recorded is at least `heartbeat_ms` old on this machine's clock (or none was recorded),
 /// or the event ends a session, since an ending frees its change for another machine. A
@@ -227,7 +234,11 @@ mod tests {
         ];
         let summary = Summary::of("box", &sessions, now, WINDOW);
         assert_eq!(summary.schema, LIVE_SCHEMA);
-        let ids: Vec<&str> = summary.sessions.iter().map(|r| r.session.as_str()).collect();
+        let ids: Vec<&str> = summary
+            .sessions
+            .iter()
+            .map(|r| r.session.as_str())
+            .collect();
         assert_eq!(ids, ["s2", "s1"], "ended and quiet sessions are left out");
         let row = &summary.sessions[1];
         assert_eq!(row.change, Some(change("c7k2m4qa")));
@@ -262,12 +273,29 @@ mod tests {
     fn a_push_is_due_once_per_heartbeat_or_at_a_session_s_end() {
         let last = Some(Timestamp::from_secs(1_000));
         let heartbeat = 10_000;
-        assert!(push_due(None, Timestamp::from_secs(1_000), heartbeat, false));
-        assert!(!push_due(last, Timestamp::from_secs(1_009), heartbeat, false));
-        assert!(push_due(last, Timestamp::from_secs(1_010), heartbeat, false));
+        assert!(push_due(
+            None,
+            Timestamp::from_secs(1_000),
+            heartbeat,
+            false
+        ));
+        assert!(!push_due(
+            last,
+            Timestamp::from_secs(1_009),
+            heartbeat,
+            false
+        ));
+        assert!(push_due(
+            last,
+            Timestamp::from_secs(1_010),
+            heartbeat,
+            false
+        ));
         assert!(push_due(last, Timestamp::from_secs(1_001), heartbeat, true));
         // A clock that went back: no time passed.
         assert!(!push_due(last, Timestamp::from_secs(900), heartbeat, false));
+        assert!(!pushes_at(Moment::ToolBefore));
+        assert!(pushes_at(Moment::StepEnd) && pushes_at(Moment::SessionEnd));
     }
 
     #[test]

@@ -215,6 +215,21 @@ impl Repo {
         self.commit_tree(&empty, &[], message)
     }
 
+    /// A record that replaces its ref whole and holds one file (a live summary,
+    /// `bay_core::live`): a tree of `file` alone holding `bytes`, committed with `message`
+    /// and no parent, as bay's identity.
+    pub fn write_file_record(&self, file: &str, bytes: &[u8], message: &str) -> Result<Oid, Fault> {
+        let git = self.git();
+        let blob = self.objects.blob(&git, bytes.to_vec())?;
+        let entry = crate::trees::Entry {
+            mode: "100644".into(),
+            id: blob,
+        };
+        let entries = std::collections::BTreeMap::from([(file.as_bytes().to_vec(), entry)]);
+        let tree = self.objects.tree(&git, &entries)?;
+        self.commit_tree(&tree, &[], message)
+    }
+
     /// The commit of `tree` on `parents` with `message`, as bay's identity.
     fn commit_tree(&self, tree: &Oid, parents: &[&Oid], message: &str) -> Result<Oid, Fault> {
         self.objects

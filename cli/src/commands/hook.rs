@@ -92,6 +92,9 @@ pub fn run(cli: &Cli, args: &Args) -> ExitCode {
     };
     here.checkpoint(&mut outcome);
     here.keep(&outcome);
+    if let Some(context) = &here.context {
+        super::live::after_event(context, &args.moment);
+    }
     if args.moment.parse::<Moment>() == Ok(Moment::SessionStart) {
         export_session(&outcome.session.session);
     }
@@ -470,7 +473,7 @@ pub(crate) fn all_sessions(dir: &Path) -> Vec<Session> {
 }
 
 /// The config at main as this clone last fetched it; `None` when there is none to read.
-fn main_config(context: &Context) -> Option<Config> {
+pub(super) fn main_config(context: &Context) -> Option<Config> {
     Config::at_main(Some(&main_file(context, CONFIG_PATH)?)).ok()
 }
 

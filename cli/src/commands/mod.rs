@@ -9,6 +9,7 @@ mod evidence;
 mod help;
 mod hook;
 mod install;
+mod live;
 mod merge;
 mod plugin;
 mod runner;
@@ -65,10 +66,13 @@ pub enum Command {
     Doctor(doctor::Args),
     /// Add one public key to the key registry, or with --remove take a name's keys out.
     Enrol(enrol::Args),
+    /// Push this machine's live summary for the fleet map; the hook runs it in the background.
+    #[command(hide = true)]
+    Live(live::Args),
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 15] = [
+pub const WRITES: [(&str, &str, &str); 16] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -122,7 +126,7 @@ pub const WRITES: [(&str, &str, &str); 15] = [
     ),
     (
         "hook",
-        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view, as a checkpoint step on the change's record and at the local ref refs/bay/checkpoints/<change>; the locks of [locks] paths under refs/bay/locks/; at session start, the line naming the session in the file Claude Code's CLAUDE_ENV_FILE names",
+        "the session's work record under .git/bay/sessions/<session>; a draft checkpoint of the view, as a checkpoint step on the change's record and at the local ref refs/bay/checkpoints/<change>; the locks of [locks] paths under refs/bay/locks/; at session start, the line naming the session in the file Claude Code's CLAUDE_ENV_FILE names; through a background bay live push, this machine's live summary at refs/bay/live/<machine>",
         "the view's files, HEAD and index; main",
     ),
     (
@@ -139,6 +143,11 @@ pub const WRITES: [(&str, &str, &str); 15] = [
         "enrol",
         "one key in the key registry, refs/bay/registry, signed with this machine's registry key and pushed; with --remove, the name's keys out of its class and into the registry's removed file",
         "your files; main",
+    ),
+    (
+        "live",
+        "push: this machine's live summary, one commit holding live.json at refs/bay/live/<machine>, and the moment of that push under .git/bay/live",
+        "your files; main; another machine's summary",
     ),
 ];
 
@@ -171,6 +180,7 @@ pub fn run(cli: &Cli) -> Answer {
         Command::Hook(args) => return Answer::Product(hook::run(cli, args)),
         Command::Doctor(args) => doctor::run(cli, args),
         Command::Enrol(args) => enrol::run(cli, args),
+        Command::Live(args) => live::run(cli, args),
     };
     Answer::Result(Box::new(result))
 }

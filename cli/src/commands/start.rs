@@ -111,6 +111,8 @@ pub(super) fn sessions(context: &Context) -> Sessions {
             .filter(|own| !own.trim().is_empty()),
         here: context.view.clone(),
         machine: context.machine(),
+        // Other machines' sessions, from the live summaries the last `bay status` fetched.
+        remote: super::live::remote_rows(context),
     }
 }
 

@@ -286,7 +286,10 @@ mod tests {
             (detail["idle_s"].clone(), detail["retry_after_s"].clone()),
             (50.into(), 70.into())
         );
-        assert!(all.holder(&held, "cy", now, WINDOW).is_none(), "another name");
+        assert!(
+            all.holder(&held, "cy", now, WINDOW).is_none(),
+            "another name"
+        );
         // Stale: a whole window old, on this clone's clock plus the row's own age.
         let stale = Timestamp::from_secs(2_100);
         assert!(all.holder(&held, "ann", stale, WINDOW).is_none(), "stale");

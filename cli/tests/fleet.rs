@@ -1,0 +1,129 @@
+//! `CHANGE_HELD` across machines, with real Git and two clones named by `bay.machine`: a hook
+//! event on one machine starts a background `bay live push` of its live summary to
+//! `refs/bay/live/<machine>`; another clone's `bay status` fetches it, and its `bay start` of
+//! that change as the same actor is refused naming the first machine's session, until that
+//! session's end pushes a summary without it.
+
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::*;
+
+/// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`.
+fn hook(tree: &Path, moment: &str, event: &str, session: &str) {
+    let payload = serde_json::json!({
+        "session_id": session,
+        "cwd": tree,
+        "hook_event_name": event,
+        "permission_mode": "acceptEdits",
+    });
+    let mut child = Command::new(BAY)
+        .current_dir(tree)
+        .args(["hook", moment])
+        .env("BAY_ACTOR", "ann")
+        .env_remove("CLAUDE_ENV_FILE")
+        .env("CLAUDE_PROJECT_DIR", tree)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bay hook runs");
+    child
+        .stdin
+        .take()
+        .expect("a stdin")
+        .write_all(payload.to_string().as_bytes())
+        .expect("the payload is written");
+    assert!(child.wait().expect("bay hook ends").success());
+}
+
+/// The live summary `refs/bay/live/<machine>` holds on the remote, once it holds `want`
+/// sessions, waited for: the hook pushes it in the background.
+fn summary_with(world: &World, machine: &str, want: usize) -> serde_json::Value {
+    let name = format!("refs/bay/live/{machine}");
+    let mut doc = serde_json::Value::Null;
+    wait_until(
+        Duration::from_secs(30),
+        &format!("{name} with {want} session(s)"),
+        || {
+            let Some(tip) = world.remote_ref(&name) else {
+                return false;
+            };
+            let text = git_dir(&world.remote, &["show", &format!("{tip}:live.json")]);
+            doc = serde_json::from_str(&text).expect("live.json is JSON");
+            doc["sessions"].as_array().map(Vec::len) == Some(want)
+        },
+    );
+    doc
+}
+
+#[test]
+fn a_session_on_another_machine_holds_its_change_until_it_ends() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            &format!("{CONFIG}takeover_s = 600\n"),
+            false,
+        ),
+        (".bay/policy.toml", &policy(""), false),
+        (".bay/check", CHECK, true),
+    ]);
+    let a = world.clone_as("a");
+    let b = world.clone_as("b");
+    git(&a, &["config", "bay.machine", "alpha"]);
+    git(&b, &["config", "bay.machine", "beta"]);
+
+    let first = bay(&a, "ann", &["start", "greet", "--paths", "src/"]);
+    assert_eq!(first.code, 0, "{}", first.doc);
+    let change = first.doc["change"].as_str().expect("a change").to_owned();
+    let view = std::path::PathBuf::from(first.doc["detail"]["view"].as_str().expect("a view"));
+    hook(&view, "session.start", "SessionStart", "s1");
+
+    let summary = summary_with(&world, "alpha", 1);
+    assert_eq!(summary["schema"], "bay.live/1");
+    assert_eq!(summary["machine"], "alpha");
+    let row = &summary["sessions"][0];
+    assert_eq!(row["session"], "s1");
+    assert_eq!(row["actor"], "ann");
+    assert_eq!(row["change"], change.as_str());
+    assert_eq!(row["agent"], "claude");
+    assert_eq!(row["last_event"], "session.start");
+    assert_eq!(row["permission_mode"], "acceptEdits");
+
+    // B's plain `bay status` brings the summary into its mirror of the remote.
+    let status = bay(&b, "ann", &["status"]);
+    assert_eq!(status.code, 0, "{}", status.doc);
+    let mirrored = git(
+        &b,
+        &["for-each-ref", "--format=%(refname)", "refs/bay-mirror/"],
+    );
+    assert!(
+        mirrored.contains("refs/bay-mirror/origin/bay/live/alpha"),
+        "{mirrored}"
+    );
+    let held = bay(&b, "ann", &["start", &change]);
+    assert_eq!(held.code, 10, "{}", held.doc);
+    assert_eq!(held.doc["reason"], "CHANGE_HELD", "{}", held.doc);
+    let holder = &held.doc["detail"]["holder"];
+    assert_eq!(holder["machine"], "alpha", "{}", held.doc);
+    assert_eq!(holder["session"], "s1");
+    assert_eq!(holder["actor"], "ann");
+    // Another name meets the change's actor, not the session.
+    let bob = bay(&b, "bob", &["start", &change]);
+    assert_ne!(bob.doc["reason"], "CHANGE_HELD", "{}", bob.doc);
+
+    // The session ends: its machine pushes a summary without it, and B picks the change up
+    // once its `bay status` fetched that.
+    hook(&view, "session.end", "SessionEnd", "s1");
+    summary_with(&world, "alpha", 0);
+    let status = bay(&b, "ann", &["status"]);
+    assert_eq!(status.code, 0, "{}", status.doc);
+    let after = bay(&b, "ann", &["start", &change]);
+    assert_eq!(after.code, 0, "{}", after.doc);
+    assert_eq!(after.doc["change"], change.as_str());
+}
