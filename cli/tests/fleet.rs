@@ -2,7 +2,7 @@
 //! event on one machine starts a background `bay live push` of its live summary to
 //! `refs/bay/live/<machine>`; another clone's `bay status` fetches it, and its `bay start` of
 //! that change as the same actor is refused naming the first machine's session, until that
-//! session's end pushes a summary without it.
+//! session's end pushes a summary without it. `bay status --fleet` shows the session too.
 
 mod support;
 
@@ -106,6 +106,22 @@ fn a_session_on_another_machine_holds_its_change_until_it_ends() {
         mirrored.contains("refs/bay-mirror/origin/bay/live/alpha"),
         "{mirrored}"
     );
+    // The fleet map reads that copy, with no fetch: both machines, and A's session.
+    let map = bay(&b, "ann", &["status", "--fleet"]);
+    assert_eq!(map.code, 0, "{}", map.doc);
+    let machines: Vec<&str> = map.doc["detail"]["machines"]
+        .as_array()
+        .expect("machines")
+        .iter()
+        .filter_map(|m| m["machine"].as_str())
+        .collect();
+    assert_eq!(machines, ["beta", "alpha"], "{}", map.doc);
+    let sessions = map.doc["detail"]["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 1, "{}", map.doc);
+    assert_eq!(sessions[0]["machine"], "alpha");
+    assert_eq!(sessions[0]["change"], change.as_str());
+    assert_eq!(sessions[0]["state"], "working");
+
     let held = bay(&b, "ann", &["start", &change]);
     assert_eq!(held.code, 10, "{}", held.doc);
     assert_eq!(held.doc["reason"], "CHANGE_HELD", "{}", held.doc);

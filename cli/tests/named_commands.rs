@@ -157,12 +157,13 @@ fn the_checker_finds_commands_that_do_not_exist() {
         "bay status c7k2m4qa",
         "bay --json status",
         "bay doctor --role executor",
+        "bay status --fleet",
     ] {
         assert_eq!(tree.check(real), Ok(()), "{real}");
     }
     for missing in [
         "bay doctor --fleet",
-        "bay status --fleet",
+        "bay status --everything",
         "bay run",
         "bay test",
         "bay record",

@@ -200,6 +200,97 @@ pub fn remote_rows(own: &str, summaries: Vec<(Summary, Option<Timestamp>)>) -> V
         .collect()
 }
 
+/// One machine's summary as this clone holds it: read, or why not, and when this clone first
+/// held it on its own clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub machine: String,
+    pub read: Result<Summary, String>,
+    pub first_seen: Option<Timestamp>,
+}
+
+/// The fleet map `bay status --fleet` prints, from the summaries this clone holds and this
+/// machine's own sessions (from its local records, never the remote's copy of its summary),
+/// at `now`: `machines`, each with its age and fresh sessions (or `readable: false` and why),
+/// and `sessions`, one per fresh session. A row one takeover window old drops out.
+pub fn fleet_map(
+    own: &str,
+    local: &[(Option<ChangeId>, Session)],
+    held: Vec<Held>,
+    now: Timestamp,
+    window_ms: u64,
+) -> serde_json::Value {
+    use serde_json::json;
+    let mut machines = Vec::new();
+    let mut sessions = Vec::new();
+    let mine = Summary::of(own, local, now, window_ms);
+    machines.push(json!({
+        "machine": own,
+        "this": true,
+        "readable": true,
+        "age_s": 0,
+        "sessions": mine.sessions.len(),
+    }));
+    for row in mine.sessions {
+        sessions.push(session_row(own, &row, row.age_s));
+    }
+    let truncated = held.len() > LIVE_READ;
+    for one in held
+        .into_iter()
+        .filter(|one| one.machine != own)
+        .take(LIVE_READ)
+    {
+        let summary = match one.read {
+            Ok(summary) => summary,
+            Err(why) => {
+                machines.push(json!({ "machine": one.machine, "readable": false, "why": why }));
+                continue;
+            }
+        };
+        let age_ms = one.first_seen.map(|seen| now.millis_since(seen));
+        let rows: Vec<Remote> = summary
+            .sessions
+            .into_iter()
+            .map(|row| Remote {
+                machine: one.machine.clone(),
+                row,
+                first_seen: one.first_seen,
+            })
+            .filter(|remote| remote.fresh(now, window_ms))
+            .collect();
+        machines.push(json!({
+            "machine": one.machine,
+            "readable": true,
+            "age_s": age_ms.map(|age| age / 1000),
+            "sessions": rows.len(),
+        }));
+        for remote in rows {
+            let age_s = remote.age_ms(now).unwrap_or_default() / 1000;
+            sessions.push(session_row(&remote.machine, &remote.row, age_s));
+        }
+    }
+    json!({
+        "machines": machines,
+        "machines_truncated": truncated,
+        "sessions": sessions,
+    })
+}
+
+fn session_row(machine: &str, row: &Row, age_s: u64) -> serde_json::Value {
+    serde_json::json!({
+        "machine": machine,
+        "session": row.session,
+        "actor": row.actor,
+        "agent": row.agent,
+        "change": row.change,
+        "state": row.state,
+        "last_event": row.last_event,
+        "age_s": age_s,
+        "session_age_s": row.session_age_s,
+        "permission_mode": row.permission_mode,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,5 +429,57 @@ mod tests {
             ..row.clone()
         };
         assert!(!unseen.fresh(Timestamp::from_secs(1_000), WINDOW));
+    }
+
+    #[test]
+    fn the_fleet_map_joins_this_machine_s_sessions_with_fresh_remote_rows() {
+        let now = Timestamp::from_secs(2_000);
+        let local = vec![(Some(change("c7k2m4qa")), session("s1", "ann", 1_990))];
+        let far = Summary::of(
+            "far",
+            &[
+                (None, session("r1", "bob", 995)),
+                (None, session("r2", "cy", 900)),
+            ],
+            Timestamp::from_secs(1_000),
+            WINDOW,
+        );
+        let held = vec![
+            Held {
+                machine: "far".into(),
+                read: Ok(far),
+                first_seen: Some(Timestamp::from_secs(1_950)),
+            },
+            Held {
+                machine: "odd".into(),
+                read: Err("no live.json".into()),
+                first_seen: None,
+            },
+        ];
+        let map = fleet_map("here", &local, held, now, WINDOW);
+        let machines = map["machines"].as_array().expect("machines");
+        assert_eq!(machines.len(), 3);
+        assert_eq!(machines[0]["machine"], "here");
+        assert_eq!(
+            (
+                machines[1]["age_s"].clone(),
+                machines[1]["sessions"].clone()
+            ),
+            (50.into(), 1.into())
+        );
+        assert_eq!(machines[2]["readable"], false);
+        let sessions = map["sessions"].as_array().expect("sessions");
+        let named: Vec<(&str, u64)> = sessions
+            .iter()
+            .map(|s| {
+                (
+                    s["session"].as_str().unwrap_or_default(),
+                    s["age_s"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect();
+        // r2 was 100 s old in its summary, seen 50 s ago: 150 s, a whole window, so it drops.
+        assert_eq!(named, [("s1", 10), ("r1", 55)]);
+        assert_eq!(sessions[0]["change"], "c7k2m4qa");
     }
 }

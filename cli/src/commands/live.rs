@@ -17,7 +17,7 @@ use bay_core::adapter::Moment;
 use bay_core::git::refs;
 use bay_core::hook::Session;
 use bay_core::id::ChangeId;
-use bay_core::live::{self, LIVE_FILE, LIVE_READ, Remote, Summary};
+use bay_core::live::{self, Held, LIVE_FILE, LIVE_READ, Remote, Summary};
 use bay_core::machine::{Expect, FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate};
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
@@ -185,9 +185,10 @@ pub(super) fn after_event(context: &Context, moment: &str) {
     }
 }
 
-/// The rows of other machines' live summaries this clone's last fetch brought, each with
-/// when this clone first held its summary; a summary that cannot be read adds none.
-pub(super) fn remote_rows(context: &Context) -> Vec<Remote> {
+/// The live summaries this clone's last fetch brought into its mirror, at most
+/// [`LIVE_READ`], each read (or why not) with when this clone first held it. It never
+/// fetches.
+pub(super) fn held_summaries(context: &Context) -> Vec<Held> {
     let Ok(repo) = Repo::new(&context.top, &context.remote, &context.main) else {
         return Vec::new();
     };
@@ -196,16 +197,53 @@ pub(super) fn remote_rows(context: &Context) -> Vec<Remote> {
     };
     let names: Vec<String> = held.keys().cloned().collect();
     let seen = repo.read_seen(&names).unwrap_or_default();
-    let summaries = held
-        .iter()
-        .filter(|(name, _)| refs::parse_live(name).is_some())
+    held.iter()
         .filter_map(|(name, oid)| {
-            let bytes = repo.read_file(oid, LIVE_FILE).ok()??;
-            let summary = Summary::from_json(&bytes).ok()?;
+            let machine = refs::parse_live(name)?.to_owned();
+            let read = match repo.read_file(oid, LIVE_FILE) {
+                Ok(Some(bytes)) => Summary::from_json(&bytes),
+                Ok(None) => Err(format!("its commit holds no {LIVE_FILE}")),
+                Err(fault) => Err(fault.to_string()),
+            }
             // A summary speaks only for the machine its ref names.
-            (refs::parse_live(name) == Some(summary.machine.as_str()))
-                .then(|| (summary, seen.get(name).copied()))
+            .and_then(|summary| match summary.machine == machine {
+                true => Ok(summary),
+                false => Err(format!("it names machine {:?}", summary.machine)),
+            });
+            Some(Held {
+                machine,
+                read,
+                first_seen: seen.get(name).copied(),
+            })
         })
+        .collect()
+}
+
+/// The rows of other machines' live summaries this clone's last fetch brought, each with
+/// when this clone first held its summary; a summary that cannot be read adds none.
+pub(super) fn remote_rows(context: &Context) -> Vec<Remote> {
+    let summaries = held_summaries(context)
+        .into_iter()
+        .filter_map(|held| Some((held.read.ok()?, held.first_seen)))
         .collect();
     live::remote_rows(&context.machine(), summaries)
+}
+
+/// `bay status --fleet`: the fleet map from this clone's mirror and its own sessions, with no
+/// fetch.
+pub(super) fn fleet(context: &Context) -> BayResult {
+    let config = super::hook::main_config(context).unwrap_or_default();
+    let window_ms = config.runner.takeover_s.saturating_mul(1000);
+    let map = live::fleet_map(
+        &context.machine(),
+        &local_sessions(context),
+        held_summaries(context),
+        clock::now(),
+        window_ms,
+    );
+    let detail = match map {
+        serde_json::Value::Object(detail) => detail,
+        _ => serde_json::Map::new(),
+    };
+    BayResult::ok(None, detail)
 }

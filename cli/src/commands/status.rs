@@ -24,6 +24,10 @@ pub struct Args {
     /// return is a usage error.
     #[arg(long, value_name = "CURSOR", num_args = 0..=1, default_missing_value = "", value_parser = cursor, conflicts_with_all = ["change", "lineage"])]
     pub since: Option<SinceCursor>,
+    /// The fleet map: each machine's live summary as the last plain `bay status` fetched it,
+    /// and each fresh session, with this machine's own from its records. It never fetches.
+    #[arg(long, conflicts_with_all = ["change", "lineage", "since"])]
+    pub fleet: bool,
     /// With `--since`: only the merges, no events.
     #[arg(long, requires = "since")]
     pub merged: bool,
@@ -43,6 +47,12 @@ fn cursor(text: &str) -> Result<SinceCursor, String> {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
+    if args.fleet {
+        return match crate::context::Context::discover(cli.dir.as_deref()) {
+            Ok(context) => super::live::fleet(&context),
+            Err(result) => result,
+        };
+    }
     let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
