@@ -6,38 +6,21 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use support::*;
 
 /// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`, with
 /// the session's environment file, as Claude Code runs its hooks.
 fn hook(tree: &Path, moment: &str, event: &str, session: &str, env_file: &Path) {
-    let payload = serde_json::json!({
-        "session_id": session,
-        "cwd": tree,
-        "hook_event_name": event,
-        "permission_mode": "default",
-    });
-    let mut child = Command::new(BAY)
-        .current_dir(tree)
-        .args(["hook", moment])
-        .env("BAY_ACTOR", "ann")
-        .env("CLAUDE_ENV_FILE", env_file)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("bay hook runs");
-    child
-        .stdin
-        .take()
-        .expect("a stdin")
-        .write_all(payload.to_string().as_bytes())
-        .expect("the payload is written");
-    assert!(child.wait().expect("bay hook ends").success());
+    claude_hook(
+        tree,
+        moment,
+        event,
+        session,
+        &[("CLAUDE_ENV_FILE", env_file)],
+    );
 }
 
 fn start(dir: &Path, actor: &str, words: &str, session: Option<&str>) -> Ran {
@@ -47,16 +30,7 @@ fn start(dir: &Path, actor: &str, words: &str, session: Option<&str>) -> Ran {
 
 #[test]
 fn a_second_live_session_of_one_name_cannot_pick_up_the_change() {
-    let world = World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (
-            ".bay/config.toml",
-            &format!("{CONFIG}takeover_s = 600\n"),
-            false,
-        ),
-        (".bay/policy.toml", &policy(""), false),
-        (".bay/check", CHECK, true),
-    ]);
+    let world = World::with_runner("takeover_s = 600\n");
     let ann = world.clone_as("ann");
     let first = start(&ann, "ann", "greet", None);
     assert_eq!(first.code, 0, "{}", first.doc);

@@ -6,39 +6,21 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::*;
 
-/// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`.
+/// Feeds `bay hook <moment>` the Claude Code payload of `event` for `session` in `tree`, as
+/// Claude Code runs its hooks (it sets `CLAUDE_PROJECT_DIR`, which names the product here).
 fn hook(tree: &Path, moment: &str, event: &str, session: &str) {
-    let payload = serde_json::json!({
-        "session_id": session,
-        "cwd": tree,
-        "hook_event_name": event,
-        "permission_mode": "acceptEdits",
-    });
-    let mut child = Command::new(BAY)
-        .current_dir(tree)
-        .args(["hook", moment])
-        .env("BAY_ACTOR", "ann")
-        .env_remove("CLAUDE_ENV_FILE")
-        .env("CLAUDE_PROJECT_DIR", tree)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("bay hook runs");
-    child
-        .stdin
-        .take()
-        .expect("a stdin")
-        .write_all(payload.to_string().as_bytes())
-        .expect("the payload is written");
-    assert!(child.wait().expect("bay hook ends").success());
+    claude_hook(
+        tree,
+        moment,
+        event,
+        session,
+        &[("CLAUDE_PROJECT_DIR", tree)],
+    );
 }
 
 /// The live summary `refs/bay/live/<machine>` holds on the remote, once it holds `want`
@@ -63,16 +45,7 @@ fn summary_with(world: &World, machine: &str, want: usize) -> serde_json::Value 
 
 #[test]
 fn a_session_on_another_machine_holds_its_change_until_it_ends() {
-    let world = World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (
-            ".bay/config.toml",
-            &format!("{CONFIG}takeover_s = 600\n"),
-            false,
-        ),
-        (".bay/policy.toml", &policy(""), false),
-        (".bay/check", CHECK, true),
-    ]);
+    let world = World::with_runner("takeover_s = 600\n");
     let a = world.clone_as("a");
     let b = world.clone_as("b");
     git(&a, &["config", "bay.machine", "alpha"]);
@@ -93,7 +66,7 @@ fn a_session_on_another_machine_holds_its_change_until_it_ends() {
     assert_eq!(row["change"], change.as_str());
     assert_eq!(row["agent"], "claude");
     assert_eq!(row["last_event"], "session.start");
-    assert_eq!(row["permission_mode"], "acceptEdits");
+    assert_eq!(row["permission_mode"], "default");
 
     // B's plain `bay status` brings the summary into its mirror of the remote.
     let status = bay(&b, "ann", &["status"]);

@@ -104,6 +104,17 @@ impl World {
         ])
     }
 
+    /// A greeting, the config `CONFIG` with `runner` added to its `[runner]` table, and a
+    /// policy running `CHECK`.
+    pub fn with_runner(runner: &str) -> World {
+        World::new(&[
+            ("src/greeting.txt", "Hello\n", false),
+            (".bay/config.toml", &format!("{CONFIG}{runner}"), false),
+            (".bay/policy.toml", &policy(""), false),
+            (".bay/check", CHECK, true),
+        ])
+    }
+
     pub fn clone_as(&self, name: &str) -> PathBuf {
         self.clone_calling_it(name, "origin")
     }
@@ -368,6 +379,35 @@ pub fn write_program(dir: &Path, path: &str, content: &str) {
     write(dir, path, content);
     std::fs::set_permissions(dir.join(path), std::fs::Permissions::from_mode(0o755))
         .expect("chmod");
+}
+
+/// Feeds `bay hook <moment>` in `tree` the Claude Code payload of `event` for `session` as
+/// actor `ann`, with `env` (such as the session's environment file), and waits for its answer,
+/// which must be a success.
+pub fn claude_hook(tree: &Path, moment: &str, event: &str, session: &str, env: &[(&str, &Path)]) {
+    let payload = serde_json::json!({
+        "session_id": session,
+        "cwd": tree,
+        "hook_event_name": event,
+        "permission_mode": "default",
+    });
+    let mut child = Command::new(BAY)
+        .current_dir(tree)
+        .args(["hook", moment])
+        .env("BAY_ACTOR", "ann")
+        .env_remove("CLAUDE_ENV_FILE")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bay hook runs");
+    std::io::Write::write_all(
+        &mut child.stdin.take().expect("a stdin"),
+        payload.to_string().as_bytes(),
+    )
+    .expect("the payload is written");
+    assert!(child.wait().expect("bay hook ends").success());
 }
 
 /// Waits until `condition` holds, failing the test after `limit`. The wait is for an event
