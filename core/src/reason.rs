@@ -679,17 +679,20 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
     },
     ReasonInfo {
         code: ReasonCode::ChangeHeld,
-        meaning: "Another live session with your actor name works in this change's view on \
-                  this clone, so `bay start` does not adopt the change under it: a session \
-                  is live until its `session.end`, or until its last hook event is `[runner] \
-                  takeover_s` old. `detail.holder` names that session, its actor, machine and \
-                  view; `detail.idle_s` says how long it has been quiet, and \
+        meaning: "Another live session with your actor name works on this change, in its \
+                  view on this clone or on another machine as that machine's live summary \
+                  says (as the last `bay status` fetched it), so `bay start` does not adopt \
+                  the change under it: a session is live until its `session.end`, or until \
+                  its last hook event is `[runner] takeover_s` old. `detail.holder` names \
+                  that session, its actor, machine and view (`null` on another machine); \
+                  `detail.idle_s` says how long it has been quiet, and \
                   `detail.retry_after_s` when it stops holding if it stays quiet.",
         decision: Decision::Blocked,
         allowed: &[Read, Wait],
         retry_when: "holder_ended",
         next_step: "Another live session holds this change: wait until it ends, or work on \
-                    another change. `detail.holder` names the holder.",
+                    another change. `detail.holder` names the holder; `bay status --fleet` shows \
+                    every session.",
         transient: false,
     },
     ReasonInfo {
