@@ -224,7 +224,11 @@ fn the_hook_reads_locks_from_main_as_bay_last_fetched_it() {
     let ann = Agent::new(&world, &home, "ann", "ann-session-1");
     // A maintainer locks `art/` on main.
     let admin = world.clone_as("maintainer");
-    write(&admin, ".bay/policy.toml", &policy("\n[locks]\npaths = [\"art/\"]\n"));
+    write(
+        &admin,
+        ".bay/policy.toml",
+        &policy("\n[locks]\npaths = [\"art/\"]\n"),
+    );
     git(&admin, &["commit", "-qam", "lock art/"]);
     git(&admin, &["push", "-q", "origin", "HEAD:main"]);
     // ann's clone hears of it through bay's own fetch, which leaves `refs/remotes` alone.
@@ -238,6 +242,9 @@ fn the_hook_reads_locks_from_main_as_bay_last_fetched_it() {
     );
     let edited = ann.edit(&home, LOGO);
     assert_eq!(code(&edited), Some(0), "{}", stderr(&edited));
-    assert_eq!(locks(&world).len(), 1, "the edit took the lock main now asks for");
+    assert_eq!(
+        locks(&world).len(),
+        1,
+        "the edit took the lock main now asks for"
+    );
 }
-
