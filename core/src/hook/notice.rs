@@ -309,17 +309,7 @@ pub(crate) mod tests {
         let mut steps = vec![
             step(
                 "ann",
-                StepBody::Start {
-                    intent: "greet".into(),
-                    actor: "ann".into(),
-                    paths: vec!["src/".into()],
-                    base: oid(1),
-                    generation: 1,
-                    supersedes: None,
-                    fixes: None,
-                    reverts: None,
-                    after: Vec::new(),
-                },
+                StepBody::first_start("greet", "ann", &["src/"], oid(1)),
             ),
             step(
                 "ann",

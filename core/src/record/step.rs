@@ -143,6 +143,25 @@ impl std::fmt::Display for StepParseError {
     }
 }
 
+impl StepBody {
+    /// A first generation's start by `actor` of `intent` on `base`, declaring `paths`, with
+    /// nothing it supersedes, fixes, reverts or waits for: the start tests build most.
+    #[cfg(test)]
+    pub(crate) fn first_start(intent: &str, actor: &str, paths: &[&str], base: Oid) -> StepBody {
+        StepBody::Start {
+            intent: intent.into(),
+            actor: actor.into(),
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            base,
+            generation: 1,
+            supersedes: None,
+            fixes: None,
+            reverts: None,
+            after: Vec::new(),
+        }
+    }
+}
+
 impl Step {
     /// The operation this step belongs to, if any.
     pub fn op(&self) -> Option<&OpId> {

@@ -28,17 +28,7 @@ fn step(by: &str, body: StepBody) -> Step {
 fn start() -> Step {
     step(
         "ann",
-        StepBody::Start {
-            intent: "fix the login".into(),
-            actor: "ann".into(),
-            paths: vec!["src/".into()],
-            base: oid(1),
-            generation: 1,
-            supersedes: None,
-            fixes: None,
-            reverts: None,
-            after: Vec::new(),
-        },
+        StepBody::first_start("fix the login", "ann", &["src/"], oid(1)),
     )
 }
 

@@ -541,17 +541,7 @@ fn a_first_call_in_a_view_reads_each_log_back_to_its_change_s_start_only() {
         at: started,
         by: "ann".into(),
         nonce: 1,
-        body: crate::record::StepBody::Start {
-            intent: "fix".into(),
-            actor: "ann".into(),
-            paths: vec!["src/".into()],
-            base: oid(1),
-            generation: 1,
-            supersedes: None,
-            fixes: None,
-            reverts: None,
-            after: Vec::new(),
-        },
+        body: crate::record::StepBody::first_start("fix", "ann", &["src/"], oid(1)),
     };
     let mut remote = remote_with_log(40);
     remote.insert(refs::change(&ours), oid(70));
