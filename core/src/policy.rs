@@ -43,6 +43,10 @@ pub struct Policy {
     /// `[policy] reuse_unsigned`: evidence may be reused though no key registry signs it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reuse_unsigned: bool,
+    /// `[policy] signing`: what a key registry signs. Left out of the digest at its default,
+    /// so a policy that does not set it keeps the digest it had before the key existed.
+    #[serde(default, skip_serializing_if = "Signing::is_all")]
+    pub signing: Signing,
     /// `[agent]`: what `bay start` asks of an actor.
     #[serde(default, skip_serializing_if = "AgentRules::is_unset")]
     pub agent: AgentRules,
@@ -50,6 +54,31 @@ pub struct Policy {
     /// (`crate::lock`); empty locks nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locks: Vec<String>,
+}
+
+/// `[policy] signing`: what a key registry signs (read at the base, so a change never sets
+/// the mode bay judges it by). Without a registry nothing is signed, whatever it says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Signing {
+    /// Every request, merge and record: the default.
+    #[default]
+    All,
+    /// Only `approval` and `waiver` records; everything else runs unsigned.
+    Approvals,
+}
+
+impl Signing {
+    pub fn is_all(&self) -> bool {
+        *self == Signing::All
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signing::All => "all",
+            Signing::Approvals => "approvals",
+        }
+    }
 }
 
 /// `[agent]` of the policy: the rules `bay start` holds each actor to.
@@ -554,9 +583,9 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         Some(mut table) => parse_agent(&mut table, &mut later)?,
         None => AgentRules::default(),
     };
-    let reuse_unsigned = match root.table("policy")? {
-        Some(mut table) => parse_signing(&mut table, &mut later)?,
-        None => false,
+    let (signing, reuse_unsigned) = match root.table("policy")? {
+        Some(mut table) => parse_signing(&mut table)?,
+        None => (Signing::All, false),
     };
     for key in TOP_NOT_YET {
         later.key(&root, key);
@@ -581,6 +610,7 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         quarantine,
         limits,
         reuse_unsigned,
+        signing,
         agent,
         locks,
     })
@@ -1294,26 +1324,26 @@ fn parse_agent(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<AgentRul
     })
 }
 
-/// `[policy]` of the policy file: what a key registry signs (refused until bay has one), and
-/// whether evidence may be reused without one. Returns `reuse_unsigned`.
-fn parse_signing(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<bool, TomlError> {
+/// `[policy]` of the policy file: what a key registry signs, and whether evidence may be
+/// reused without one.
+fn parse_signing(table: &mut Table<'_, '_>) -> Result<(Signing, bool), TomlError> {
     table.check_keys(&["signing", "reuse_unsigned"], &[])?;
-    if let Some(signing) = table.string("signing")?
-        && signing != "all"
-        && signing != "approvals"
-    {
-        return Err(table.error(
-            "signing",
-            format!(
-                "is {}; it must be \"all\" or \"approvals\"",
-                show_value(&signing)
-            ),
-        ));
-    }
+    let signing = match table.string("signing")?.as_deref() {
+        None | Some("all") => Signing::All,
+        Some("approvals") => Signing::Approvals,
+        Some(other) => {
+            return Err(table.error(
+                "signing",
+                format!(
+                    "is {}; it must be \"all\" or \"approvals\"",
+                    show_value(other)
+                ),
+            ));
+        }
+    };
     let reuse_unsigned = table.bool("reuse_unsigned")?.unwrap_or(false);
     table.finish()?;
-    later.key(table, "signing");
-    Ok(reuse_unsigned)
+    Ok((signing, reuse_unsigned))
 }
 
 fn non_empty_string(table: &mut Table<'_, '_>, key: &str) -> Result<String, TomlError> {
@@ -1757,7 +1787,6 @@ reuse_unsigned = true
         keys.extend([
             "kind",
             "max_waiting_approvals",
-            "signing",
             "require_actor_proof",
         ]);
         keys
@@ -2014,6 +2043,7 @@ reuse_unsigned = true
                     assert_eq!(policy.checks.len(), 2);
                     assert_eq!(policy.quarantine.len(), 1);
                     assert!(policy.reuse_unsigned, "[policy] reuse_unsigned is acted on");
+                    assert_eq!(policy.signing, Signing::Approvals, "[policy] signing too");
                     assert_eq!(
                         policy.agent,
                         AgentRules {
@@ -2044,8 +2074,7 @@ reuse_unsigned = true
                 "input",
                 "profile",
                 "dimension",
-                "require_actor_proof",
-                "signing"
+                "require_actor_proof"
             ]
         );
     }
@@ -2844,9 +2873,30 @@ reuse_unsigned = true
                 "{value}"
             );
         }
-        let text = beside("[policy]\nsigning = \"all\"\nreuse_unsigned = true\n");
-        let error = refuse(&text);
-        assert_eq!(error.key.as_deref(), Some("signing"), "{error}");
+        let policy = accept(&beside("[policy]\nsigning = \"all\"\nreuse_unsigned = true\n"));
+        assert!(policy.reuse_unsigned);
+    }
+
+    #[test]
+    fn signing_is_all_or_approvals_and_all_by_default() {
+        assert_eq!(accept(&with_minimum("")).signing, Signing::All);
+        assert_eq!(accept(&beside("[policy]\n")).signing, Signing::All);
+        let all = accept(&beside("[policy]\nsigning = \"all\"\n"));
+        assert_eq!(all.signing, Signing::All);
+        // Spelt out, the default leaves the digest alone.
+        assert_eq!(all.digest(), accept(&with_minimum("")).digest());
+        let approvals = accept(&beside("[policy]\nsigning = \"approvals\"\n"));
+        assert_eq!(approvals.signing, Signing::Approvals);
+        assert_ne!(approvals.digest(), all.digest());
+        for value in ["\"some\"", "\"All\"", "\"\"", "true", "1", "[\"all\"]"] {
+            let text = beside(&format!("[policy]\nsigning = {value}\n"));
+            let error = refuse(&text);
+            assert_eq!(
+                place(&error),
+                (Some("signing"), "[policy]", line_of(&text, "signing")),
+                "{value}"
+            );
+        }
     }
 
     #[test]

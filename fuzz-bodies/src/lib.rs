@@ -993,9 +993,12 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
         assert!(!table.contains_key(key), "bay accepted [{key}]");
     }
     let signing = table.get("policy").and_then(toml::Value::as_table);
-    assert!(
-        signing.is_none_or(|t| !t.contains_key("signing")),
-        "bay accepted [policy] signing"
+    assert_eq!(
+        signing
+            .and_then(|t| t.get("signing"))
+            .map_or(Some("all"), toml::Value::as_str),
+        Some(policy.signing.as_str()),
+        "signing misread"
     );
     assert_eq!(
         signing
@@ -1248,9 +1251,17 @@ fn policy_to_toml(policy: &Policy) -> String {
         }
     }
     root.insert("limits".into(), toml::Value::Table(caps));
-    if policy.reuse_unsigned {
+    if policy.reuse_unsigned || !policy.signing.is_all() {
         let mut table = toml::Table::new();
-        table.insert("reuse_unsigned".into(), toml::Value::Boolean(true));
+        if policy.reuse_unsigned {
+            table.insert("reuse_unsigned".into(), toml::Value::Boolean(true));
+        }
+        if !policy.signing.is_all() {
+            table.insert(
+                "signing".into(),
+                toml::Value::String(policy.signing.as_str().into()),
+            );
+        }
         root.insert("policy".into(), toml::Value::Table(table));
     }
     toml::to_string(&root).expect("a TOML table always serializes")
