@@ -82,6 +82,8 @@ pub enum ReasonCode {
     ChangeHeld,
     RegistryUnreadable,
     RegistryChanged,
+    RunnerKeyMissing,
+    KeyExposed,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -104,7 +106,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 40] = [
+    pub const ALL: [ReasonCode; 42] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -145,6 +147,8 @@ impl ReasonCode {
         ReasonCode::ChangeHeld,
         ReasonCode::RegistryUnreadable,
         ReasonCode::RegistryChanged,
+        ReasonCode::RunnerKeyMissing,
+        ReasonCode::KeyExposed,
     ];
 
     /// The code as it appears in a result.
@@ -190,6 +194,8 @@ impl ReasonCode {
             ReasonCode::ChangeHeld => "CHANGE_HELD",
             ReasonCode::RegistryUnreadable => "REGISTRY_UNREADABLE",
             ReasonCode::RegistryChanged => "REGISTRY_CHANGED",
+            ReasonCode::RunnerKeyMissing => "RUNNER_KEY_MISSING",
+            ReasonCode::KeyExposed => "KEY_EXPOSED",
         }
     }
 
@@ -720,6 +726,32 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     <change>` shows the outcome.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::RunnerKeyMissing,
+        meaning: "The remote holds a key registry that signs everything, and this runner's \
+                  `executor` key (`bay.executorKey`) or `producer` key (`bay.producerKey`) \
+                  is not set, cannot be read, or is not enrolled (the producer key under the \
+                  runner's name); an unreadable registry also returns it. The runner claims \
+                  nothing. `detail.keys` names each key and what is wrong with it.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "runner_keys_enrolled",
+        next_step: "Tell the user to set and enrol the runner's `executor` and `producer` \
+                    keys, then run `bay doctor --role executor` again.",
+        transient: false,
+    },
+    ReasonInfo {
+        code: ReasonCode::KeyExposed,
+        meaning: "A signing key file, or a token beside it, is readable by the account that \
+                  runs agent sessions, so an agent could sign as the key's holder. `detail` \
+                  names the key.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "key_moved",
+        next_step: "Tell the user to move the key `detail` names onto hardware, or out of the \
+                    account agent sessions run as.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -770,6 +802,8 @@ mod tests {
             ReasonCode::ChangeHeld => 37,
             ReasonCode::RegistryUnreadable => 38,
             ReasonCode::RegistryChanged => 39,
+            ReasonCode::RunnerKeyMissing => 40,
+            ReasonCode::KeyExposed => 41,
         }
     }
 

@@ -243,6 +243,16 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
                                         signed, so another runner signs it again; nothing to \
                                         do but wait."
             .to_owned(),
+        ReasonCode::RunnerKeyMissing => "This runner cannot sign what it writes: its executor \
+                                         or producer key is not set or not enrolled in the key \
+                                         registry, so it claimed nothing; tell the user to set \
+                                         and enrol both keys."
+            .to_owned(),
+        ReasonCode::KeyExposed => format!(
+            "A signing key{} is readable by the account agent sessions run as; tell the user \
+             to move it onto hardware or out of that account.",
+            quoted(names(detail, "key"))
+        ),
     }
 }
 

@@ -5,10 +5,12 @@
 //! (`bay_drivers::sign`), and core verifies what they made before anything is pushed.
 
 pub mod key;
+pub mod record;
 pub mod registry;
 pub mod signers;
 pub mod sshsig;
 
 pub use key::PublicKey;
+pub use record::{Keys, Trust};
 pub use signers::{AllowedSigners, Entry, LineError};
 pub use sshsig::{Verdict, verify, verify_by_key};
