@@ -1784,11 +1784,7 @@ reuse_unsigned = true
     /// `kind = "approval"`.
     fn later_keys() -> Vec<&'static str> {
         let mut keys: Vec<&str> = TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect();
-        keys.extend([
-            "kind",
-            "max_waiting_approvals",
-            "require_actor_proof",
-        ]);
+        keys.extend(["kind", "max_waiting_approvals", "require_actor_proof"]);
         keys
     }
 
@@ -2873,7 +2869,9 @@ reuse_unsigned = true
                 "{value}"
             );
         }
-        let policy = accept(&beside("[policy]\nsigning = \"all\"\nreuse_unsigned = true\n"));
+        let policy = accept(&beside(
+            "[policy]\nsigning = \"all\"\nreuse_unsigned = true\n",
+        ));
         assert!(policy.reuse_unsigned);
     }
 

@@ -210,6 +210,7 @@ mod tests {
             draft: oid('3'),
             merge_base: oid('1'),
             message: String::new(),
+            sign: None,
         });
         assert_eq!(
             steps.action(ActionId(1), &build),

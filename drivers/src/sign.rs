@@ -8,6 +8,8 @@
 use std::path::Path;
 
 use bay_core::trust::PublicKey;
+use bay_core::trust::record;
+use bay_core::trust::registry::COMMIT_NAMESPACE;
 use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::{Algorithm, HashAlg, LineEnding, PrivateKey, Signature, SshSig};
 
@@ -69,6 +71,30 @@ impl SigningKey {
         }
         Ok(pem)
     }
+}
+
+/// The commit `raw` (as `git cat-file commit` gives one, unsigned) signed as Git signs
+/// commits: a `gpgsig` header, after the others, holding the SSHSIG (namespace `git`) over the
+/// commit as it was. `git verify-commit` verifies it against an allowed-signers file.
+pub fn signed_commit(key: &SigningKey, raw: &str) -> Result<String, String> {
+    let (headers, message) = raw
+        .split_once("\n\n")
+        .ok_or_else(|| "the commit has no message separator".to_string())?;
+    if headers.lines().any(|line| line.starts_with("gpgsig")) {
+        return Err("the commit is signed already".into());
+    }
+    let signature = key.sign(COMMIT_NAMESPACE, raw.as_bytes())?;
+    let signature = signature.trim_end().replace('\n', "\n ");
+    Ok(format!("{headers}\ngpgsig {signature}\n\n{message}"))
+}
+
+/// An evidence record line with its `signature` added: the SSHSIG of the key at `path` over
+/// the record's canonical bytes (`bay_core::trust::record`).
+pub fn signed_record(path: &Path, record: &str) -> Result<String, String> {
+    let key = SigningKey::load(path)?;
+    let bytes = record::canonical(record)?;
+    let signature = key.sign(record::EVIDENCE_NAMESPACE, &bytes)?;
+    record::with_signature(record, &signature)
 }
 
 /// SSHSIG with an RSA key as `rsa-sha2-512`, built from all of the key's parts (see the note

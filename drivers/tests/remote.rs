@@ -360,6 +360,7 @@ fn notes_appended_twice_on_one_object_hold_both_records() {
             expect,
             object: object.clone(),
             record: record.into(),
+            key: None,
         }],
         atomic: true,
         ..PushPlan::default()
@@ -398,6 +399,7 @@ fn note_on_seeded(fx: &Fixture, notes: &Oid, object: &Oid) -> Oid {
             expect: Expect::Is(notes.clone()),
             object: object.clone(),
             record: "new record".into(),
+            key: None,
         }],
         atomic: true,
         ..PushPlan::default()
@@ -439,6 +441,7 @@ fn a_note_in_a_fanned_out_tree_is_appended_where_it_is() {
             expect: Expect::Is(tip),
             object: Oid::parse(&"cd".repeat(20)).expect("an id"),
             record: "third".into(),
+            key: None,
         }],
         atomic: true,
         ..PushPlan::default()
@@ -502,6 +505,7 @@ fn spec(base: &Oid, draft: &Oid, merge_base: &Oid) -> CandidateSpec {
         draft: draft.clone(),
         merge_base: merge_base.clone(),
         message: "bay: candidate c7k2m4qa.1.1\n".into(),
+        sign: None,
     }
 }
 

@@ -336,6 +336,7 @@ fn write_change(git: &mut GitModel, n: usize, base: &Oid, rng: &mut Rng) -> (End
         draft: draft.clone(),
         merge_base: base.clone(),
         message: candidate_message(&record, &op, &actor, &candidate, &Trailers::default()),
+        sign: None,
     };
     let Ok(BuildResult::Clean {
         commit,

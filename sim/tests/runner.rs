@@ -1410,6 +1410,7 @@ fn a_stale_notes_lease_refuses_the_check_record_which_goes_again_on_the_notes_ne
             expect: Expect::Absent,
             object: bench.main(),
             record: "{}".into(),
+            key: None,
         }],
         atomic: true,
         ..PushPlan::default()

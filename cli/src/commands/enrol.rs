@@ -87,7 +87,7 @@ fn read_public(path: &Path) -> Result<PublicKey, String> {
 }
 
 /// `~/…` as Git reads `user.signingKey`: under `HOME`.
-fn expand_home(path: &str) -> String {
+pub fn expand_home(path: &str) -> String {
     match (path.strip_prefix("~/"), std::env::var("HOME")) {
         (Some(rest), Ok(home)) => format!("{home}/{rest}"),
         _ => path.to_owned(),

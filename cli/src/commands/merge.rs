@@ -12,7 +12,7 @@ use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
 use super::doctor::sandbox;
-use super::runner::runner_config;
+use super::runner::{runner_config, with_keys};
 use super::{begin_agent, drive, prepare, run_agent, with_actor};
 use crate::Cli;
 use crate::context::Context;
@@ -107,7 +107,12 @@ fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
 /// (core's [`MergeWait`] decides each step). The config the request's fetch reads on main
 /// sets the runner's timings.
 fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) -> BayResult {
-    let runner = runner_config(context, RunMode::Loop, 10);
+    // A merge here signs as a runner does: refused `RUNNER_KEY_MISSING` before the request
+    // goes up when the registry signs everything and this machine's keys cannot.
+    let runner = match with_keys(context, driver, runner_config(context, RunMode::Loop, 10)) {
+        Ok(runner) => runner,
+        Err(refused) => return with_actor(refused, context),
+    };
     let mut machine = MergeWait::new(merge_input(context, change), clock::now(), runner);
     // The checks run here: a machine with no sandbox refuses as a runner does, before the
     // request goes up, when the policy has checks to run.

@@ -1,13 +1,21 @@
 //! `bay runner run [--once] [--interval-s <n>]`: drive queued operations to an outcome here.
 
+use std::path::Path;
+
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
+use bay_core::machine::runner_keys::{RunnerKeys, RunnerKeysInput};
 use bay_core::progress::{self, Progress};
-use bay_core::result::BayResult;
+use bay_core::result::{BayResult, Decision};
+use bay_core::trust::record::KeySetting;
 use bay_drivers::clock;
+use bay_drivers::pump::Driver;
+use bay_drivers::sign::SigningKey;
 
 use super::doctor::{git_version, sandbox};
+use super::enrol::expand_home;
 use super::{config, drive, prepare, watch};
 use crate::context::Context;
+use crate::local::Local;
 use crate::{Cli, output};
 
 #[derive(clap::Args, Debug)]
@@ -46,6 +54,10 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     };
     let mode = if *once { RunMode::Once } else { RunMode::Loop };
     let cfg = runner_config(&context, mode, *interval_s).configured(&config);
+    let cfg = match with_keys(&context, &mut driver, cfg) {
+        Ok(cfg) => cfg,
+        Err(refused) => return refused,
+    };
     if output::shows_progress(cli.json) {
         output::progress_line(&progress::runner_started(&cfg.runner, &context.main, *once));
     }
@@ -65,6 +77,36 @@ pub fn runner_config(context: &Context, mode: RunMode, interval_s: u64) -> Runne
     cfg.machine = context.machine();
     cfg.version = env!("CARGO_PKG_VERSION").to_string();
     cfg
+}
+
+/// The runner's keys judged against the remote's registry before it claims anything
+/// (`machine::runner_keys`): the same config with what it signs with, or
+/// `RUNNER_KEY_MISSING` when the registry signs everything and a key is not set or not
+/// enrolled.
+pub fn with_keys(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    mut cfg: RunnerConfig,
+) -> Result<RunnerConfig, BayResult> {
+    let setting = |name: &str| {
+        let path = expand_home(&context.setting_values(name).pop()?);
+        let public = SigningKey::load(Path::new(&path)).map(|key| key.public().clone());
+        Some(KeySetting { path, public })
+    };
+    let input = RunnerKeysInput {
+        runner: cfg.runner.clone(),
+        main: cfg.main.clone(),
+        executor: setting("bay.executorkey"),
+        producer: setting("bay.producerkey"),
+    };
+    let now = clock::now();
+    let mut machine = RunnerKeys::new(input, now);
+    let result = drive(driver, &mut machine, now);
+    if result.decision != Decision::Ok {
+        return Err(result);
+    }
+    cfg.signer = machine.signer().cloned();
+    Ok(cfg)
 }
 
 /// `bay.runnerName`, else the host's name, made safe to use in a ref name.

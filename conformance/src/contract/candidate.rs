@@ -133,6 +133,7 @@ fn build(b: &mut Bench<'_>, base: Oid, draft: Oid, merge_base: Oid) {
         draft,
         merge_base,
         message: "candidate c7k2m4qa.1.1\n".to_owned(),
+        sign: None,
     };
     match b.execute(&Action::BuildCandidate(spec)) {
         Completion::CandidateBuilt(Ok(BuildResult::Clean {

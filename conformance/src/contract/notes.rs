@@ -52,6 +52,7 @@ pub(super) fn cases() -> Vec<Case> {
                 expect: Expect::Is(first.clone()),
                 object: object.clone(),
                 record: record.to_owned(),
+                key: None,
             };
             let plan = PushPlan {
                 notes: vec![add(&bb, r#"{"run":2}"#), add(&a, r#"{"run":3}"#)],
@@ -126,6 +127,7 @@ fn note_by(
             expect,
             object: object.clone(),
             record: record.to_owned(),
+            key: None,
         }],
         atomic: true,
         ..PushPlan::default()

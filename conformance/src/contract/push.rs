@@ -313,6 +313,7 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
                 expect: lease(l),
                 object: bench.oid("A"),
                 record: format!("{{\"n\":{i}}}"),
+                key: None,
             })
             .collect(),
         log: plan.log.as_ref().map(|l| {

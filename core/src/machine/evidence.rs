@@ -225,6 +225,7 @@ impl RecordEvidence {
                 expect: expect.clone(),
                 object: record.commit.clone(),
                 record: record.to_json(),
+                key: None,
             })
             .collect();
         let plan = PushPlan {

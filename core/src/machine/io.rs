@@ -455,6 +455,11 @@ pub struct NoteAdd {
     pub expect: Expect,
     pub object: Oid,
     pub record: String,
+    /// The private key (`bay.producerKey`) that signs the record before it is written: the
+    /// driver adds its SSHSIG (`trust::record`) as the record's `signature`. None writes it
+    /// as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -509,6 +514,11 @@ pub struct CandidateSpec {
     pub draft: Oid,
     pub merge_base: Oid,
     pub message: String,
+    /// The private key (`bay.executorKey`) that signs the candidate as Git signs commits
+    /// (a `gpgsig` header, namespace `git`), when the registry signs everything; none leaves
+    /// it unsigned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sign: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

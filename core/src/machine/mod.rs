@@ -28,6 +28,7 @@ pub mod plugin_test;
 pub(crate) mod red_read;
 pub mod release;
 pub mod runner;
+pub mod runner_keys;
 pub mod since;
 pub mod start;
 pub mod status;

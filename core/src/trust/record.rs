@@ -94,8 +94,7 @@ impl Keys<'_> {
         let signed_at = committer_time(raw);
         level(registry, Class::Executor, None, verdict, signed_at, || {
             sshsig::signer(signature.as_bytes()).ok().and_then(|key| {
-                good_key(&key, COMMIT_NAMESPACE, payload.as_bytes(), &signature)
-                    .then_some(key)
+                good_key(&key, COMMIT_NAMESPACE, payload.as_bytes(), &signature).then_some(key)
             })
         })
     }
@@ -128,10 +127,7 @@ impl Keys<'_> {
             &bytes,
             signature.as_bytes(),
         );
-        let signed_at = map
-            .get("at")
-            .and_then(Value::as_u64)
-            .map(Timestamp);
+        let signed_at = map.get("at").and_then(Value::as_u64).map(Timestamp);
         level(
             registry,
             Class::Producer,

@@ -11,9 +11,12 @@
 use bay_core::git::{Oid, refs};
 use bay_core::machine::{BuildResult, CandidateSpec, Fault};
 
+use std::path::Path;
+
 use super::{Repo, oid};
 use crate::git::Git;
 use crate::reader::Object;
+use crate::sign::{self, SigningKey};
 
 impl Repo {
     pub fn build_candidate(&self, spec: &CandidateSpec) -> Result<BuildResult, Fault> {
@@ -48,7 +51,10 @@ impl Repo {
             merged.tree
         };
         let changed_paths = crate::trees::changed_paths(&self.reader, &base_tree, &tree)?;
-        let commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
+        let mut commit = self.commit_tree(&tree, &[&spec.base], &spec.message)?;
+        if let Some(key) = &spec.sign {
+            commit = self.sign_commit(&commit, key)?;
+        }
         // Local only: keeps the candidate from garbage collection while its operation runs.
         let inflight = refs::inflight(&spec.candidate.op);
         if !self.set_local(&[(inflight.clone(), Some(commit.clone()))], false) {
@@ -68,6 +74,25 @@ impl Repo {
             base_tree,
             changed_paths,
         })
+    }
+}
+
+impl Repo {
+    /// The commit `oid` signed as Git signs commits with the private key at `key`: a new
+    /// commit, the same but for its `gpgsig` header.
+    fn sign_commit(&self, commit: &Oid, key: &str) -> Result<Oid, Fault> {
+        let key = SigningKey::load(Path::new(key))
+            .map_err(|why| Fault(format!("bay.executorKey: {why}")))?;
+        let git = self.git();
+        let raw = git.cmd(["cat-file", "commit", commit.as_str()]).run()?;
+        let raw = String::from_utf8(raw.stdout)
+            .map_err(|_| Fault(format!("the commit {commit} is not UTF-8")))?;
+        let signed = sign::signed_commit(&key, &raw).map_err(Fault)?;
+        let signed = git
+            .cmd(["hash-object", "-t", "commit", "-w", "--stdin"])
+            .stdin(signed.into_bytes())
+            .text()?;
+        oid(&signed)
     }
 }
 

@@ -207,7 +207,12 @@ impl Repo {
                     Expect::Any => self.mirrored(&name)?,
                 },
             };
-            let commit = self.write_note(parent.as_ref(), &note.object, &note.record)?;
+            let record = match &note.key {
+                Some(key) => crate::sign::signed_record(std::path::Path::new(key), &note.record)
+                    .map_err(|why| Fault(format!("bay.producerKey: {why}")))?,
+                None => note.record.clone(),
+            };
+            let commit = self.write_note(parent.as_ref(), &note.object, &record)?;
             notes.push(commit.clone());
             match note_refs.get(&name) {
                 Some(&at) => updates[at].new = Some(commit),

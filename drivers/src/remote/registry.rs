@@ -6,7 +6,7 @@ use std::path::Path;
 
 use bay_core::git::Oid;
 use bay_core::machine::{Fault, RegistryWrite};
-use bay_core::trust::registry::{COMMIT_NAMESPACE, MAX_VERSIONS, RegistryCommit, RegistryFile};
+use bay_core::trust::registry::{MAX_VERSIONS, RegistryCommit, RegistryFile};
 
 use super::Repo;
 use crate::sign::SigningKey;
@@ -107,12 +107,8 @@ impl Repo {
         if !message.ends_with('\n') {
             message.push('\n');
         }
-        let payload = format!("{headers}\n{message}");
-        let signature = key
-            .sign(COMMIT_NAMESPACE, payload.as_bytes())
-            .map_err(Fault)?;
-        let signature = signature.trim_end().replace('\n', "\n ");
-        let raw = format!("{headers}gpgsig {signature}\n\n{message}");
+        let raw =
+            crate::sign::signed_commit(&key, &format!("{headers}\n{message}")).map_err(Fault)?;
         let oid = git
             .cmd(["hash-object", "-t", "commit", "-w", "--stdin"])
             .stdin(raw.as_bytes().to_vec())

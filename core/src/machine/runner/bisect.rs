@@ -235,6 +235,7 @@ impl Runner {
                 expect,
                 object: target.commit,
                 record: record.to_json(),
+                key: self.cfg.signer.as_ref().map(|s| s.producer_key.clone()),
             }],
             atomic: true,
             ..PushPlan::default()

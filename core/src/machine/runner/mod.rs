@@ -117,6 +117,11 @@ pub struct RunnerConfig {
     pub machine: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
+    /// What this runner signs with, once `machine::runner_keys` judged its keys against the
+    /// registry: its candidates and merges with the executor key, its evidence with the
+    /// producer key. None signs nothing (no registry, or `signing = "approvals"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<crate::trust::record::RunnerSigner>,
     #[cfg(feature = "mutants")]
     #[serde(skip)]
     pub mutant: Option<Mutant>,
@@ -151,6 +156,7 @@ impl RunnerConfig {
             nonce_seed,
             machine: String::new(),
             version: String::new(),
+            signer: None,
             #[cfg(feature = "mutants")]
             mutant: None,
         }

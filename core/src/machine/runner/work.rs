@@ -594,6 +594,7 @@ impl Runner {
                         expect,
                         object,
                         record,
+                        key: self.cfg.signer.as_ref().map(|s| s.producer_key.clone()),
                     });
                 }
                 match then {
@@ -882,6 +883,7 @@ impl Runner {
             draft: operation.draft.clone(),
             merge_base,
             message,
+            sign: self.cfg.signer.as_ref().map(|s| s.executor_key.clone()),
         };
         #[cfg(feature = "mutants")]
         let spec = CandidateSpec {

@@ -1,0 +1,219 @@
+//! A runner under a key registry that signs everything, with real Git and ssh-keygen's keys:
+//! with its executor and producer keys enrolled it signs the merge it pushes to main (Git's
+//! own `verify-commit` agrees, against the registry's `executor` file) and the evidence it
+//! writes (`ssh-keygen -Y verify` agrees); without them it refuses `RUNNER_KEY_MISSING` and
+//! claims nothing.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use support::*;
+
+const REGISTRY: &str = "refs/bay/registry";
+
+fn keygen(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args(["-t", "ed25519", "-q", "-N", "", "-C", name, "-f"])
+        .arg(&path)
+        .output()
+        .expect("ssh-keygen runs (CI installs openssh-client)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+fn pub_file(path: &Path) -> String {
+    format!("{}.pub", path.display())
+}
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+struct Keys {
+    dir: PathBuf,
+    executor: PathBuf,
+    producer: PathBuf,
+}
+
+/// The standard world with a registry enrolling an executor and a producer key for the
+/// admin clone's runner (`admin`), neither of them configured yet.
+fn world_with_registry() -> (World, Keys) {
+    let world = World::standard();
+    let dir = world.root.path().join("keys");
+    std::fs::create_dir(&dir).expect("a folder for keys");
+    let registry = keygen(&dir, "bay-registry");
+    let keys = Keys {
+        executor: keygen(&dir, "bay-executor"),
+        producer: keygen(&dir, "bay-producer"),
+        dir,
+    };
+    git(
+        &world.admin,
+        &["config", "bay.registryKey", path(&registry)],
+    );
+    for (class, name, key) in [
+        ("registry", "admin", &registry),
+        ("executor", "admin", &keys.executor),
+        ("producer", "admin", &keys.producer),
+    ] {
+        let ran = bay(
+            &world.admin,
+            "admin",
+            &["enrol", class, name, &pub_file(key)],
+        );
+        assert_eq!(ran.code, 0, "{ran:?}");
+    }
+    (world, keys)
+}
+
+fn configure(world: &World, keys: &Keys) {
+    git(
+        &world.admin,
+        &["config", "bay.executorKey", path(&keys.executor)],
+    );
+    git(
+        &world.admin,
+        &["config", "bay.producerKey", path(&keys.producer)],
+    );
+}
+
+/// An allowed-signers file made from one class file of the remote's registry.
+fn allowed_signers(world: &World, keys: &Keys, class: &str) -> PathBuf {
+    let text = git_dir(&world.remote, &["show", &format!("{REGISTRY}:{class}")]);
+    let file = keys.dir.join(format!("allowed-{class}"));
+    std::fs::write(&file, format!("{}\n", text.trim_end())).expect("written");
+    file
+}
+
+#[test]
+fn a_runner_with_enrolled_keys_signs_the_merge_and_its_evidence() {
+    let (world, keys) = world_with_registry();
+    configure(&world, &keys);
+    let clone = world.clone_as("ann");
+    let (change, view) = world.submit(&clone, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(world.merges_of(&change), 1, "{ran:?}");
+
+    // Git itself verifies the merge on main against the registry's executor file.
+    let signers = allowed_signers(&world, &keys, "executor");
+    let verified = Command::new("git")
+        .arg("--git-dir")
+        .arg(&world.remote)
+        .arg("-c")
+        .arg(format!("gpg.ssh.allowedSignersFile={}", path(&signers)))
+        .args(["verify-commit", "main"])
+        .output()
+        .expect("git runs");
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    let raw = git_dir(&world.remote, &["cat-file", "commit", "main"]);
+    assert!(
+        raw.contains("gpgsig -----BEGIN SSH SIGNATURE-----"),
+        "{raw}"
+    );
+
+    // Each evidence record carries a signature ssh-keygen verifies over its canonical bytes.
+    let records = world.evidence("admin");
+    assert!(!records.is_empty());
+    let producers = allowed_signers(&world, &keys, "producer");
+    for record in records {
+        let signature = record["signature"].as_str().expect("a signed record");
+        let mut unsigned = record.clone();
+        unsigned
+            .as_object_mut()
+            .expect("an object")
+            .remove("signature");
+        let bytes = serde_json::to_vec(&unsigned).expect("json");
+        let sig = keys.dir.join("record.sig");
+        std::fs::write(&sig, signature).expect("written");
+        let mut verify = Command::new("ssh-keygen")
+            .args(["-Y", "verify", "-n", "bay-evidence", "-I", "admin", "-f"])
+            .arg(&producers)
+            .arg("-s")
+            .arg(&sig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ssh-keygen runs");
+        use std::io::Write;
+        verify
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(&bytes)
+            .expect("written");
+        let out = verify.wait_with_output().expect("ssh-keygen ends");
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+}
+
+#[test]
+fn a_runner_without_its_keys_refuses_runner_key_missing_and_claims_nothing() {
+    let (world, keys) = world_with_registry();
+    let clone = world.clone_as("ann");
+    let (change, _) = world.submit(&clone, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let steps = world.chain(&change).len();
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.doc["reason"], "RUNNER_KEY_MISSING", "{ran:?}");
+    let problems = ran.doc["detail"]["keys"].as_array().expect("keys");
+    let settings: Vec<&str> = problems
+        .iter()
+        .map(|p| p["setting"].as_str().expect("a setting"))
+        .collect();
+    assert_eq!(settings, ["bay.executorKey", "bay.producerKey"], "{ran:?}");
+    assert_eq!(world.chain(&change).len(), steps, "nothing claimed");
+    assert_eq!(world.merges_of(&change), 0);
+
+    // Keys swapped: each is enrolled, but not where it signs.
+    git(
+        &world.admin,
+        &["config", "bay.executorKey", path(&keys.producer)],
+    );
+    git(
+        &world.admin,
+        &["config", "bay.producerKey", path(&keys.executor)],
+    );
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.doc["reason"], "RUNNER_KEY_MISSING", "{ran:?}");
+    assert_eq!(world.chain(&change).len(), steps, "nothing claimed");
+
+    // With `signing = "approvals"` on main the runner needs no key and merges unsigned.
+    configure_none(&world);
+    let policy = policy("\n[policy]\nsigning = \"approvals\"\n");
+    write(&world.admin, ".bay/policy.toml", &policy);
+    git(
+        &world.admin,
+        &["commit", "--quiet", "-am", "sign only approvals"],
+    );
+    git(&world.admin, &["push", "--quiet", "origin", "main"]);
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(world.merges_of(&change), 1, "{ran:?}");
+    let raw = git_dir(&world.remote, &["cat-file", "commit", "main"]);
+    assert!(!raw.contains("gpgsig"), "{raw}");
+}
+
+fn configure_none(world: &World) {
+    for key in ["bay.executorKey", "bay.producerKey"] {
+        git(&world.admin, &["config", "--unset", key]);
+    }
+}
