@@ -164,6 +164,22 @@ fn a_runner_with_enrolled_keys_signs_the_merge_and_its_evidence() {
     }
     let status = bay(&view, "ann", &["status"]);
     assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_eq!(status.doc["detail"]["trust"], "signed", "{status:?}");
+    let status = bay(&world.admin, "admin", &["status", &change]);
+    assert_eq!(status.doc["detail"]["trust"], "signed", "{status:?}");
+
+    // Once the executor key is revoked, nothing it signed counts, this merge too.
+    let ran = bay(
+        &world.admin,
+        "admin",
+        &[
+            "enrol", "--remove", "executor", "admin", "--reason", "revoked",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let status = bay(&world.admin, "admin", &["status", &change]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_eq!(status.doc["detail"]["trust"], "unsigned", "{status:?}");
 }
 
 #[test]
@@ -210,6 +226,8 @@ fn a_runner_without_its_keys_refuses_runner_key_missing_and_claims_nothing() {
     assert_eq!(world.merges_of(&change), 1, "{ran:?}");
     let raw = git_dir(&world.remote, &["cat-file", "commit", "main"]);
     assert!(!raw.contains("gpgsig"), "{raw}");
+    let status = bay(&world.admin, "admin", &["status", &change]);
+    assert_eq!(status.doc["detail"]["trust"], "approvals", "{status:?}");
 }
 
 fn configure_none(world: &World) {

@@ -88,6 +88,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::ViewReleased(r) => r.is_err(),
         Completion::RegistryRead(r) => r.is_err(),
         Completion::RegistryWritten(r) => r.is_err(),
+        Completion::CommitsRead(r) => r.is_err(),
         Completion::Pushed(_) | Completion::CheckExited(_) | Completion::PluginExited(_) => false,
     };
     failed.then_some("fault")

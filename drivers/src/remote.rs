@@ -187,6 +187,7 @@ impl Repo {
             Action::Push(plan) => Completion::Pushed(self.push(plan)),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build_candidate(spec)),
             Action::ReadRegistry { tip } => Completion::RegistryRead(self.read_registry(tip)),
+            Action::ReadCommits { commits } => Completion::CommitsRead(self.read_commits(commits)),
             Action::WriteRegistry(write) => Completion::RegistryWritten(self.write_registry(write)),
             Action::RunCheck(_)
             | Action::RunPlugin(_)

@@ -2056,6 +2056,12 @@ impl Driver {
             Action::WriteRegistry(_) => {
                 Completion::RegistryWritten(maybe_fault(u, 16, |u| u.arbitrary())?)
             }
+            Action::ReadCommits { commits } => {
+                let count = commits.len();
+                Completion::CommitsRead(maybe_fault(u, 16, |u| {
+                    (0..count).map(|_| u.arbitrary()).collect()
+                })?)
+            }
             Action::MergeBase { one, two } => {
                 Completion::MergeBaseFound(maybe_fault(u, 16, |u| {
                     Ok(match u.int_in_range(0..=3)? {

@@ -204,6 +204,10 @@ impl GitModel {
             Action::ReadRegistry { .. } | Action::WriteRegistry(_) => {
                 return Some(action.fault("the model holds no key registry".into()));
             }
+            // Asked only to judge a merge's signature, with a registry the model never holds.
+            Action::ReadCommits { .. } => {
+                return Some(action.fault("the model holds no raw commits".into()));
+            }
             Action::RunCheck(_) | Action::RunPlugin(_) => return None,
         })
     }

@@ -132,6 +132,10 @@ pub enum Action {
     /// (at most `trust::registry::MAX_VERSIONS`, else a fault): each commit raw, with its
     /// tree's files, tip first. Judging it is core's (`trust::registry::judge_chain`).
     ReadRegistry { tip: Oid },
+    /// Read each of `commits` raw, as Git stores it (`git cat-file commit`), in order, from
+    /// local objects; one this clone lacks is a fault. Core judges a merge's `gpgsig`
+    /// (`trust::record`) on it.
+    ReadCommits { commits: Vec<Oid> },
     /// Write one registry version into this clone's objects, pushing nothing: `files` as its
     /// tree, `parent` as its only parent, `message`, `at` as author and committer time, and
     /// signed as Git signs commits (namespace `git`) with the private key at `key`. Answered
@@ -181,6 +185,7 @@ impl Action {
             Action::InspectViews { .. } => "inspect-views",
             Action::ReleaseView { .. } => "release-view",
             Action::ReadRegistry { .. } => "read-registry",
+            Action::ReadCommits { .. } => "read-commits",
             Action::WriteRegistry(_) => "write-registry",
         }
     }
@@ -230,6 +235,7 @@ impl Action {
             Action::InspectViews { .. } => Completion::ViewsInspected(Err(fault)),
             Action::ReleaseView { .. } => Completion::ViewReleased(Err(fault)),
             Action::ReadRegistry { .. } => Completion::RegistryRead(Err(fault)),
+            Action::ReadCommits { .. } => Completion::CommitsRead(Err(fault)),
             Action::WriteRegistry(_) => Completion::RegistryWritten(Err(fault)),
         }
     }
@@ -779,6 +785,8 @@ pub enum Completion {
     /// Tip first.
     RegistryRead(Result<Vec<crate::trust::registry::RegistryCommit>, Fault>),
     RegistryWritten(Result<crate::trust::registry::RegistryCommit, Fault>),
+    /// Each commit raw, in the order asked.
+    CommitsRead(Result<Vec<String>, Fault>),
 }
 
 /// One view as `InspectViews` finds it.

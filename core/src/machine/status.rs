@@ -12,18 +12,22 @@ use super::{
     Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, PluginExit, RawStep, Refs,
     unreadable,
 };
+use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::event::BayEvent;
 use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::machine::runner::deps::{dependency, waiting};
+use crate::policy::Signing;
 use crate::presence::{Judged, PRESENCES_READ, Presence, judge, no_live_runner};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step};
 use crate::report;
 use crate::result::{BayResult, Decision};
 use crate::time::Timestamp;
+use crate::trust::record::{Keys, Trust};
+use crate::trust::registry::{REF as REGISTRY, RegistryCommit, judge_chain};
 
 /// How many of the newest queue places a status without a change reads.
 pub const RECENT_PLACES: usize = 50;
@@ -83,6 +87,11 @@ enum Purpose {
     FlowLogs(Box<FlowRead>),
     FlowLog(Box<FlowRead>),
     FlowChains(Box<FlowRead>),
+    /// A merged change's merge commit raw, then the policy at its base (`[policy] signing`),
+    /// then the registry: `detail.trust` of the result made so far (`trust::record`).
+    TrustCommit(Box<BayResult>),
+    TrustPolicy(Box<BayResult>, String),
+    TrustRegistry(Box<BayResult>, String, Signing),
 }
 
 /// A result on its way to `detail.flow`, with what is read so far: the chains to read, the
@@ -163,6 +172,8 @@ impl Status {
             patterns.push(refs::INDEX_PATTERN.to_string());
             // Its undos, should it have merged: the generations of their one intent.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
+            // The key registry, should the change have merged: its merge's trust.
+            patterns.push(format!("{REGISTRY}*"));
         }
         if status.input.flow {
             // Plain `bay status` judges whether a runner runs, from the same fetch.
@@ -444,9 +455,11 @@ impl Status {
                 let (reds, pending) = red.detail();
                 result.detail.insert("red".into(), reds);
                 result.detail.insert("red_pending".into(), pending);
+                // A merge's own trust, read from its signature, stands.
                 result
                     .detail
-                    .insert("trust".into(), Value::from(crate::red::TRUST));
+                    .entry("trust")
+                    .or_insert_with(|| Value::from(crate::red::TRUST));
                 self.conclude(result);
             }
             Ok(RedStep::Unread(why)) => {
@@ -759,11 +772,92 @@ impl Status {
             .expect("asked only for a merged change");
         let main = self.main().expect("asked only with main fetched");
         if holds(merge, base.as_ref()) {
-            // Merged and still on main: which of its undos merged since.
-            self.undos(report::status(record));
+            // Merged and still on main: how far its merge is trusted, then which of its undos
+            // merged since.
+            self.read_trust(report::status(record), merge.clone());
         } else {
             self.finish(report::merge_left_main(record, merge, &main));
         }
+    }
+
+    /// `detail.trust` of a merge still on main: with a registry on the remote, its signature
+    /// judged against the registry as read now, under the mode of the policy at its base;
+    /// without one, unsigned.
+    fn read_trust(&mut self, mut result: BayResult, merge: Oid) {
+        if !self.remote.contains_key(REGISTRY) {
+            result
+                .detail
+                .insert("trust".into(), Value::from(Trust::Unsigned.as_str()));
+            return self.undos(result);
+        }
+        let read = Action::ReadCommits {
+            commits: vec![merge],
+        };
+        self.out.send(read, Purpose::TrustCommit(Box::new(result)));
+    }
+
+    fn on_trust_commit(&mut self, result: BayResult, raw: Vec<String>) {
+        let Some(raw) = raw.into_iter().next() else {
+            return self.fail("reading the merge commit gave nothing".into());
+        };
+        let headers = raw.split_once("\n\n").map_or(raw.as_str(), |(h, _)| h);
+        let base = headers
+            .lines()
+            .find_map(|line| line.strip_prefix("parent "))
+            .and_then(|parent| Oid::parse(parent).ok());
+        match base {
+            Some(commit) => {
+                let read = Action::ReadFile {
+                    commit,
+                    path: POLICY_PATH.into(),
+                };
+                self.out
+                    .send(read, Purpose::TrustPolicy(Box::new(result), raw));
+            }
+            None => self.on_trust_policy(result, raw, None),
+        }
+    }
+
+    fn on_trust_policy(&mut self, result: BayResult, raw: String, policy: Option<Vec<u8>>) {
+        // A policy that cannot be read signs everything: the stricter reading.
+        let signing = policy
+            .and_then(|bytes| parse_policy(&bytes).ok())
+            .map_or(Signing::All, |policy| policy.signing);
+        let Some(tip) = self.remote.get(REGISTRY).cloned() else {
+            return self.undos(result);
+        };
+        self.out.send(
+            Action::ReadRegistry { tip },
+            Purpose::TrustRegistry(Box::new(result), raw, signing),
+        );
+    }
+
+    fn on_trust_registry(
+        &mut self,
+        mut result: BayResult,
+        raw: &str,
+        signing: Signing,
+        chain: &[RegistryCommit],
+    ) {
+        let trust = match judge_chain(chain) {
+            Ok(version) => Keys {
+                registry: Some(&version),
+                signing,
+            }
+            .commit(raw),
+            Err(broken) => {
+                // Nothing signed can be trusted while the registry breaks its rules.
+                result.detail.insert(
+                    "registry".into(),
+                    serde_json::to_value(&broken).unwrap_or(Value::Null),
+                );
+                Trust::Unsigned
+            }
+        };
+        result
+            .detail
+            .insert("trust".into(), Value::from(trust.as_str()));
+        self.undos(result);
     }
 
     /// What the named changes are decides whether the operation waits for them.
@@ -960,6 +1054,15 @@ impl Status {
             },
             (Purpose::FlowChains(flow), Completion::ChainsRead(reads)) => {
                 self.with_flow(*flow, reads)
+            }
+            (Purpose::TrustCommit(result), Completion::CommitsRead(Ok(raw))) => {
+                self.on_trust_commit(*result, raw)
+            }
+            (Purpose::TrustPolicy(result, raw), Completion::FileRead(Ok(policy))) => {
+                self.on_trust_policy(*result, raw, policy)
+            }
+            (Purpose::TrustRegistry(result, raw, signing), Completion::RegistryRead(Ok(chain))) => {
+                self.on_trust_registry(*result, &raw, signing, &chain)
             }
             (_, completion) => return Some(completion),
         }

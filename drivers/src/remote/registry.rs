@@ -39,6 +39,22 @@ impl Repo {
         Ok(chain)
     }
 
+    /// Each of `commits` raw, as `git cat-file commit` gives it.
+    pub(super) fn read_commits(&self, commits: &[Oid]) -> Result<Vec<String>, Fault> {
+        let git = self.git();
+        commits
+            .iter()
+            .map(|oid| {
+                let raw = git
+                    .cmd(["cat-file", "commit", oid.as_str()])
+                    .run()
+                    .map_err(fault)?;
+                String::from_utf8(raw.stdout)
+                    .map_err(|_| Fault(format!("the commit {oid} is not UTF-8")))
+            })
+            .collect()
+    }
+
     fn read_registry_commit(&self, oid: &Oid) -> Result<RegistryCommit, Fault> {
         let git = self.git();
         let raw = git
