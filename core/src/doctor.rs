@@ -594,5 +594,7 @@ pub fn sandbox_refusal(sandbox: &SandboxFact) -> Option<BayResult> {
         .map(|row| row.refusal(Map::new()))
 }
 
+pub mod custody;
+
 #[cfg(test)]
 mod tests;
