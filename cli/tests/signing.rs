@@ -235,3 +235,39 @@ fn configure_none(world: &World) {
         git(&world.admin, &["config", "--unset", key]);
     }
 }
+
+fn custody_row(world: &World) -> serde_json::Value {
+    let ran = bay(&world.admin, "admin", &["doctor"]);
+    ran.doc["detail"]["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["name"] == "key-custody"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no key-custody row: {ran:?}"))
+}
+
+#[test]
+fn doctor_shows_the_signing_mode_and_turns_red_for_a_key_others_can_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let (world, keys) = world_with_registry();
+    configure(&world, &keys);
+    git(&world.admin, &["fetch", "--quiet", "origin"]);
+    let ran = bay(&world.admin, "admin", &["doctor"]);
+    let signing = ran.doc["detail"]["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["name"] == "signing"))
+        .cloned()
+        .expect("a signing row");
+    assert_eq!(signing["found"], "all", "{signing}");
+    assert_eq!(signing["registry"], true, "{signing}");
+
+    // ssh-keygen writes private keys 0600: no agent session runs here, so green.
+    let row = custody_row(&world);
+    assert_eq!(row["state"], "green", "{row}");
+    // Readable by others: any agent on another account may read it.
+    std::fs::set_permissions(&keys.executor, std::fs::Permissions::from_mode(0o644))
+        .expect("chmod");
+    let row = custody_row(&world);
+    assert_eq!(row["state"], "red", "{row}");
+    assert_eq!(row["code"], "KEY_EXPOSED", "{row}");
+    assert_eq!(row["key"], "bay.executorKey", "{row}");
+}

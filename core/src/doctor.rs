@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::adapter::{Adapter, Product};
 use crate::hook_settings;
 use crate::install::{GitVersion, LAND_COMMAND};
-use crate::policy::Policy;
+use crate::policy::{Policy, Signing};
 use crate::reason::ReasonCode;
 use crate::result::BayResult;
 use crate::skill::{self, SkillState};
@@ -58,6 +58,8 @@ pub struct Facts {
     pub skills: Vec<(String, Option<Vec<u8>>)>,
     /// The clone's part; `None` outside a repository.
     pub clone: Option<CloneFacts>,
+    /// The signing keys Git config names, for the `key-custody` row.
+    pub custody: custody::Custody,
 }
 
 /// What doctor looks at in a clone.
@@ -82,6 +84,11 @@ pub struct CloneFacts {
     /// `fetch.writeCommitGraph` (whether Git writes one on fetch), as the config holds it.
     pub graph_filters: bool,
     pub graph_on_fetch: Option<String>,
+    /// For the `signing` row: whether the remote holds a key registry (`None`: not known,
+    /// the remote did not answer), and `[policy] signing` on main as last fetched (`Err`:
+    /// the policy cannot be read).
+    pub registry: Option<bool>,
+    pub signing: Result<Signing, String>,
 }
 
 /// One variable one check of the policy passes from the runner (`[[check]] env`).
@@ -539,8 +546,40 @@ pub fn rows(facts: &Facts) -> Vec<Row> {
             rows.push(check_env_row(clone));
         }
         rows.push(store_row(clone));
+        rows.push(signing_row(clone));
     }
+    rows.push(custody::custody_row(&facts.custody));
     rows
+}
+
+/// The `signing` row: what the key registry signs here. Never red: without a registry bay
+/// runs unsigned, which is a choice, not a fault.
+fn signing_row(clone: &CloneFacts) -> Row {
+    let mode = clone.signing.as_ref().map(|signing| signing.as_str());
+    let (found, state) = match (clone.registry, mode) {
+        (Some(false), _) => (
+            "unsigned: the remote holds no key registry".to_owned(),
+            State::Off,
+        ),
+        (None, _) => (
+            "not known: the remote did not answer".to_owned(),
+            State::Advice,
+        ),
+        (Some(true), Ok(mode)) => (mode.to_owned(), State::Green),
+        (Some(true), Err(_)) => (
+            "all: the policy on main cannot be read, so the default".to_owned(),
+            State::Green,
+        ),
+    };
+    let row = Row {
+        state,
+        ..Row::green("signing", Some(found))
+    };
+    match mode {
+        Ok(mode) => row.with("mode", json!(mode)),
+        Err(why) => row.with("policy", json!(why)),
+    }
+    .with("registry", json!(clone.registry))
 }
 
 /// Doctor's result: `ok` when no required row is red, else `blocked` with the first red row's

@@ -5,6 +5,7 @@
 pub mod check;
 pub mod checkout;
 pub mod clock;
+pub mod custody;
 pub mod discover;
 pub mod disk;
 pub mod git;

@@ -4,22 +4,27 @@
 //! programs print, the files that hold the skill and the hook entries, whether the remote
 //! answers, the check sandbox's probe and the environment. It writes nothing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use bay_core::adapter::Product;
 use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::{CONFIG_PATH, Config};
+use bay_core::doctor::custody::{Custody, KEY_SETTINGS, KeyFile};
 use bay_core::doctor::{self, CloneFacts, Facts, Role, SandboxFact, Variable};
+use bay_core::policy::Policy;
 use bay_core::result::BayResult;
 use bay_core::skill::SKILL_PATH;
+use bay_core::trust::registry::REF as REGISTRY;
+use bay_drivers::custody;
 use bay_drivers::discover::Found;
 use bay_drivers::git::Git;
 use bay_drivers::sandbox::Sandbox;
 
+use super::enrol::expand_home;
 use super::install::{claude_config_dirs, find_clone, has_filters, held_config};
 use crate::Cli;
-use crate::context::{fetched_main_file, remote_and_main};
+use crate::context::{fetched_main_file, git_config, remote_and_main};
 
 /// The role doctor judges this machine as.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -59,10 +64,12 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
             )
         })
         .collect();
-    let clone = match find_clone(cli) {
-        Ok(found) => found.map(|found| clone_facts(&found, role, &config_dirs)),
+    let found = match find_clone(cli) {
+        Ok(found) => found,
         Err(result) => return result,
     };
+    let custody = custody_facts(found.as_ref(), home);
+    let clone = found.map(|found| clone_facts(&found, role, &config_dirs));
     doctor::judge(&Facts {
         role,
         bay_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -70,7 +77,50 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         sandbox: sandbox(),
         skills,
         clone,
+        custody,
     })
+}
+
+/// The `key-custody` row's facts: each key a `bay.*Key` setting names (the clone's config,
+/// else the user's), and whether agent sessions run under this account (hook sessions in
+/// this clone). Paths, modes and public halves only.
+fn custody_facts(found: Option<&Found>, home: &str) -> Custody {
+    let git = match found {
+        Some(found) => Git::in_dir(&found.top),
+        None => Git::in_dir(home),
+    };
+    let held = git_config(&git, &["bay"]);
+    let inside: Vec<PathBuf> = found
+        .map(|found| vec![found.top.clone(), found.common_dir.clone()])
+        .unwrap_or_default();
+    let keys: Vec<KeyFile> = KEY_SETTINGS
+        .iter()
+        .filter_map(|setting| {
+            let value = held
+                .iter()
+                .rev()
+                .find(|(key, _)| key.eq_ignore_ascii_case(setting))?
+                .1
+                .clone();
+            let path = expand_home(&value);
+            Some(KeyFile {
+                setting: (*setting).to_owned(),
+                found: custody::key_facts(Path::new(&path), &inside),
+                path,
+            })
+        })
+        .collect();
+    let sessions_here = found.is_some_and(|found| {
+        std::fs::read_dir(found.common_dir.join("bay").join("sessions"))
+            .is_ok_and(|mut entries| entries.next().is_some())
+    });
+    let passwordless_sudo = sessions_here && !keys.is_empty() && custody::passwordless_sudo();
+    Custody {
+        unix: cfg!(unix),
+        keys,
+        sessions_here,
+        passwordless_sudo,
+    }
 }
 
 /// What `git version` prints, or `None` when Git does not start.
@@ -128,7 +178,20 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
         Role::Agent => Ok(Vec::new()),
         Role::Executor => set_variables(text(POLICY_PATH)),
     };
+    let registry = reached.is_ok().then(|| {
+        git.cmd(["ls-remote", &remote, REGISTRY])
+            .text()
+            .is_ok_and(|out| !out.trim().is_empty())
+    });
+    let signing = match text(POLICY_PATH) {
+        Some(policy) => Policy::parse(&policy)
+            .map(|policy| policy.signing)
+            .map_err(|e| e.to_string()),
+        None => Err(format!("{POLICY_PATH} is not on main")),
+    };
     CloneFacts {
+        registry,
+        signing,
         remote,
         reached,
         product,

@@ -1,6 +1,7 @@
 use super::*;
 use crate::result::Decision;
 use crate::skill::SKILL;
+use custody::{Custody, KeyFacts, KeyFile};
 
 fn clone_facts() -> CloneFacts {
     let entries = hook_settings::merge(Product::Claude.adapter(), None)
@@ -16,6 +17,8 @@ fn clone_facts() -> CloneFacts {
         variables: Ok(Vec::new()),
         graph_filters: true,
         graph_on_fetch: Some("yes".into()),
+        registry: Some(false),
+        signing: Ok(Signing::All),
     }
 }
 
@@ -27,6 +30,12 @@ fn green() -> Facts {
         sandbox: SandboxFact::Works,
         skills: vec![("/h/.claude".into(), Some(SKILL.as_bytes().to_vec()))],
         clone: Some(clone_facts()),
+        custody: Custody {
+            unix: true,
+            keys: Vec::new(),
+            sessions_here: false,
+            passwordless_sudo: false,
+        },
     }
 }
 
@@ -52,7 +61,16 @@ fn a_machine_with_every_fact_green_is_ready_and_says_its_versions() {
     assert_eq!(
         names,
         [
-            "bay", "git", "agent", "sandbox", "hooks", "skill", "remote", "store"
+            "bay",
+            "git",
+            "agent",
+            "sandbox",
+            "hooks",
+            "skill",
+            "remote",
+            "store",
+            "signing",
+            "key-custody"
         ]
     );
     let result = judge(&facts);
@@ -72,7 +90,45 @@ fn outside_a_clone_only_the_machine_s_rows_show() {
     let mut facts = green();
     facts.clone = None;
     let names: Vec<&str> = rows(&facts).iter().map(|r| r.name).collect();
-    assert_eq!(names, ["bay", "git", "sandbox", "skill"]);
+    assert_eq!(names, ["bay", "git", "sandbox", "skill", "key-custody"]);
+}
+
+#[test]
+fn the_signing_row_shows_the_mode_only_with_a_registry() {
+    let r = row(&green(), "signing");
+    assert_eq!(r.state, State::Off);
+    assert!(
+        r.found
+            .as_deref()
+            .is_some_and(|f| f.starts_with("unsigned"))
+    );
+    let facts = with_clone(|clone| {
+        clone.registry = Some(true);
+        clone.signing = Ok(Signing::Approvals);
+    });
+    let r = row(&facts, "signing");
+    assert_eq!(r.state, State::Green);
+    assert_eq!(r.found.as_deref(), Some("approvals"));
+    assert_eq!(judge(&facts).decision, Decision::Ok);
+}
+
+#[test]
+fn an_exposed_key_turns_doctor_red_with_key_exposed() {
+    let mut facts = green();
+    facts.custody.sessions_here = true;
+    facts.custody.keys.push(KeyFile {
+        setting: "bay.executorKey".into(),
+        path: "/h/.ssh/runner".into(),
+        found: Some(KeyFacts {
+            mode: 0o600,
+            readable: true,
+            public: None,
+            in_repository: false,
+        }),
+    });
+    let result = judge(&facts);
+    assert_eq!(result.reason, Some(ReasonCode::KeyExposed), "{result:?}");
+    assert_eq!(result.detail["key"], "bay.executorKey");
 }
 
 #[test]
