@@ -12,21 +12,6 @@ use support::*;
 
 const REGISTRY: &str = "refs/bay/registry";
 
-fn keygen(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
-    let out = Command::new("ssh-keygen")
-        .args(["-t", "ed25519", "-q", "-N", "", "-C", name, "-f"])
-        .arg(&path)
-        .output()
-        .expect("ssh-keygen runs (CI installs openssh-client)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
-}
-
 fn public(path: &Path) -> String {
     format!("{}.pub", path.display())
 }

@@ -13,21 +13,6 @@ use support::*;
 
 const REGISTRY: &str = "refs/bay/registry";
 
-fn keygen(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
-    let out = Command::new("ssh-keygen")
-        .args(["-t", "ed25519", "-q", "-N", "", "-C", name, "-f"])
-        .arg(&path)
-        .output()
-        .expect("ssh-keygen runs (CI installs openssh-client)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
-}
-
 fn pub_file(path: &Path) -> String {
     format!("{}.pub", path.display())
 }
@@ -236,13 +221,14 @@ fn configure_none(world: &World) {
     }
 }
 
-fn custody_row(world: &World) -> serde_json::Value {
+/// One row of `bay doctor` in the admin clone.
+fn doctor_row(world: &World, name: &str) -> serde_json::Value {
     let ran = bay(&world.admin, "admin", &["doctor"]);
     ran.doc["detail"]["rows"]
         .as_array()
-        .and_then(|rows| rows.iter().find(|row| row["name"] == "key-custody"))
+        .and_then(|rows| rows.iter().find(|row| row["name"] == name))
         .cloned()
-        .unwrap_or_else(|| panic!("no key-custody row: {ran:?}"))
+        .unwrap_or_else(|| panic!("no {name} row: {ran:?}"))
 }
 
 #[test]
@@ -251,22 +237,17 @@ fn doctor_shows_the_signing_mode_and_turns_red_for_a_key_others_can_read() {
     let (world, keys) = world_with_registry();
     configure(&world, &keys);
     git(&world.admin, &["fetch", "--quiet", "origin"]);
-    let ran = bay(&world.admin, "admin", &["doctor"]);
-    let signing = ran.doc["detail"]["rows"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|row| row["name"] == "signing"))
-        .cloned()
-        .expect("a signing row");
+    let signing = doctor_row(&world, "signing");
     assert_eq!(signing["found"], "all", "{signing}");
     assert_eq!(signing["registry"], true, "{signing}");
 
     // ssh-keygen writes private keys 0600: no agent session runs here, so green.
-    let row = custody_row(&world);
+    let row = doctor_row(&world, "key-custody");
     assert_eq!(row["state"], "green", "{row}");
     // Readable by others: any agent on another account may read it.
     std::fs::set_permissions(&keys.executor, std::fs::Permissions::from_mode(0o644))
         .expect("chmod");
-    let row = custody_row(&world);
+    let row = doctor_row(&world, "key-custody");
     assert_eq!(row["state"], "red", "{row}");
     assert_eq!(row["code"], "KEY_EXPOSED", "{row}");
     assert_eq!(row["key"], "bay.executorKey", "{row}");

@@ -479,3 +479,19 @@ pub fn smoke_answer(clone: &Path, commit: &str, verdict: &str) -> Ran {
         ],
     )
 }
+
+/// A new ed25519 key pair made by ssh-keygen at `dir/name` (and `.pub`), with no passphrase.
+pub fn keygen(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args(["-t", "ed25519", "-q", "-N", "", "-C", name, "-f"])
+        .arg(&path)
+        .output()
+        .expect("ssh-keygen runs (CI installs openssh-client)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
