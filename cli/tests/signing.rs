@@ -153,6 +153,26 @@ fn a_runner_with_enrolled_keys_signs_the_merge_and_its_evidence() {
     let status = bay(&world.admin, "admin", &["status", &change]);
     assert_eq!(status.doc["detail"]["trust"], "signed", "{status:?}");
 
+    // `merge --wait` runs its operation here as a runner does, and says it signed: the
+    // candidate's signature was read back and verified before it was pushed.
+    // In ann's clone, with no keys, it refuses as a runner does and sends nothing.
+    let (second, view) = world.edited(&clone, "ann", "other", "src/other.txt", "More\n", &[]);
+    let refused = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(refused.doc["reason"], "RUNNER_KEY_MISSING", "{refused:?}");
+    assert_eq!(world.merges_of(&second), 0);
+    let (second, view) = world.edited(
+        &world.admin,
+        "admin",
+        "more",
+        "src/other.txt",
+        "More\n",
+        &[],
+    );
+    let waited = bay(&view, "admin", &["merge", "--wait"]);
+    assert_eq!(waited.doc["decision"], "merged", "{waited:?}");
+    assert_eq!(waited.doc["detail"]["trust"], "signed", "{waited:?}");
+    assert_eq!(world.merges_of(&second), 1);
+
     // Once the executor key is revoked, nothing it signed counts, this merge too.
     let ran = bay(
         &world.admin,

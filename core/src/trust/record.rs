@@ -232,6 +232,10 @@ pub struct RunnerSigner {
     pub executor_key: String,
     /// `bay.producerKey`: signs the runner's evidence records.
     pub producer_key: String,
+    /// The registry's `executor` file as judged: each candidate's signature is verified
+    /// against it before the candidate goes further.
+    #[serde(default)]
+    pub executor_signers: String,
 }
 
 /// One of the runner's keys as this machine found it: the path Git config names, and its
@@ -318,6 +322,7 @@ pub fn runner_keys(
         (Some(executor_key), Some(producer_key)) => Ok(Some(RunnerSigner {
             executor_key,
             producer_key,
+            executor_signers: registry.signers_text(Class::Executor),
         })),
         _ => Err(problems),
     }

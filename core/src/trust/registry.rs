@@ -410,6 +410,11 @@ impl Version {
         AllowedSigners::parse(&text).unwrap_or_default()
     }
 
+    /// A class's file as text, empty when the version has none.
+    pub fn signers_text(&self, class: Class) -> String {
+        self.render_class(class).unwrap_or_default()
+    }
+
     fn render_class(&self, class: Class) -> Option<String> {
         let keys = self.classes.get(&class)?;
         Some(

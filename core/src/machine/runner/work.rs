@@ -34,6 +34,8 @@ pub(super) enum Purpose {
     /// The measures of a built candidate, judged by the base's `[limits]` before the
     /// candidate becomes the work's.
     Stats(Built),
+    /// A signed candidate read back raw, its signature judged before anything else.
+    Signature(Built),
     /// A step of judging the base's red, for a built candidate.
     Red(Built, Box<crate::machine::red_read::RedRead>),
     /// The candidate's own policy, for a change that alters the checks.
@@ -179,6 +181,9 @@ pub(super) struct Built {
     pub tree: Oid,
     pub base_tree: Oid,
     pub changed_paths: Vec<String>,
+    /// Its signature verified against the registry's `executor` file (`RunnerConfig::signer`)
+    /// once it was built: the merge's `detail.trust` is then `signed`.
+    pub signed: bool,
 }
 
 /// One operation in hand.
@@ -798,6 +803,9 @@ impl Runner {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
             (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
             (Purpose::Stats(built), Completion::StatsRead(result)) => self.on_stats(built, result),
+            (Purpose::Signature(built), Completion::CommitsRead(result)) => {
+                self.on_signature(built, result)
+            }
             (Purpose::Red(built, reader), completion) => {
                 return self.on_red(built, *reader, completion);
             }
@@ -945,28 +953,97 @@ impl Runner {
                     tree,
                     base_tree,
                     changed_paths,
+                    signed: false,
                 };
-                let unmeasured = work
-                    .policy
-                    .as_ref()
-                    .expect("a candidate is built under a policy")
-                    .limits
-                    .is_unset();
-                let base = work.base.clone();
-                #[cfg(feature = "mutants")]
-                let unmeasured = unmeasured || self.mutant_ignores_limits();
-                if unmeasured {
-                    return self.judge_red(built);
+                // A signed candidate is read back and its signature judged before anything
+                // else: a merge whose signature does not verify is never pushed.
+                if self.cfg.signer.is_some() {
+                    let read = Action::ReadCommits {
+                        commits: vec![built.commit.clone()],
+                    };
+                    self.send_work(read, Purpose::Signature(built));
+                    return;
                 }
-                // The caps of the policy at the base judge the candidate against that base,
-                // before any check runs; a policy without caps costs no measuring.
-                let read = Action::ReadStats {
-                    base,
-                    commit: built.commit.clone(),
-                };
-                self.send_work(read, Purpose::Stats(built));
+                self.measure(built);
             }
         }
+    }
+
+    /// Whether `raw`, the candidate as Git stores it, is signed by a key of the registry's
+    /// `executor` file as this runner read it when it started.
+    fn on_signature(
+        &mut self,
+        mut built: Built,
+        result: Result<Vec<String>, crate::machine::Fault>,
+    ) {
+        let raw = match result {
+            Ok(raw) => raw.into_iter().next().unwrap_or_default(),
+            Err(fault) => {
+                return self.release(None, format!("could not read the candidate: {fault}"));
+            }
+        };
+        let signers = self
+            .cfg
+            .signer
+            .as_ref()
+            .map(|signer| signer.executor_signers.as_str())
+            .unwrap_or_default();
+        let verdict = crate::trust::AllowedSigners::parse(signers)
+            .map_err(|e| e.to_string())
+            .map(|signers| {
+                crate::trust::registry::split_signed(&raw).map(|(payload, signature)| {
+                    crate::trust::verify_by_key(
+                        &signers,
+                        crate::trust::registry::COMMIT_NAMESPACE,
+                        payload.as_bytes(),
+                        signature.as_bytes(),
+                    )
+                })
+            });
+        match verdict {
+            Ok(Some(verdict)) if verdict.is_good() => {
+                built.signed = true;
+                self.measure(built);
+            }
+            other => {
+                let why = match other {
+                    Ok(Some(verdict)) => verdict.name().to_owned(),
+                    Ok(None) => "it carries no SSH signature".to_owned(),
+                    Err(why) => why,
+                };
+                self.release(
+                    None,
+                    format!(
+                        "the candidate's signature does not verify against the registry's \
+                         executor file ({why})"
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
+    fn measure(&mut self, built: Built) {
+        let work = self.work_mut();
+        let unmeasured = work
+            .policy
+            .as_ref()
+            .expect("a candidate is built under a policy")
+            .limits
+            .is_unset();
+        let base = work.base.clone();
+        #[cfg(feature = "mutants")]
+        let unmeasured = unmeasured || self.mutant_ignores_limits();
+        if unmeasured {
+            return self.judge_red(built);
+        }
+        // The caps of the policy at the base judge the candidate against that base,
+        // before any check runs; a policy without caps costs no measuring.
+        let read = Action::ReadStats {
+            base,
+            commit: built.commit.clone(),
+        };
+        self.send_work(read, Purpose::Stats(built));
     }
 
     fn on_stats(&mut self, built: Built, result: Result<Vec<PathStat>, crate::machine::Fault>) {
@@ -1404,7 +1481,12 @@ fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
             gaps.extend(work.gaps.iter().cloned());
         }
     }
-    detail.insert("trust".into(), serde_json::json!(crate::red::TRUST));
+    let trust = if built.signed {
+        crate::trust::Trust::Signed.as_str()
+    } else {
+        crate::red::TRUST
+    };
+    detail.insert("trust".into(), serde_json::json!(trust));
     serde_json::Value::Object(detail)
 }
 

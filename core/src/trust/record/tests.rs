@@ -220,6 +220,7 @@ fn a_runner_signs_only_with_both_keys_enrolled_under_a_registry_that_signs_all()
         Ok(Some(RunnerSigner {
             executor_key: executor.path.clone(),
             producer_key: producer.path.clone(),
+            executor_signers: format!("r1 {EXECUTOR_PUB}\n"),
         }))
     );
     let refused = |executor: Option<&KeySetting>, producer: Option<&KeySetting>, runner: &str| {
