@@ -1653,3 +1653,38 @@ fn merge_wait_refuses_a_reply_to_an_action_it_has_not_in_flight() {
         .is_err()
     );
 }
+
+#[test]
+fn a_signing_runner_never_checks_or_merges_a_candidate_whose_signature_does_not_verify() {
+    let mut bench = Bench::new(Some(POLICY));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let signer = bay_core::trust::record::RunnerSigner {
+        executor_key: "/keys/executor".into(),
+        producer_key: "/keys/producer".into(),
+        executor_signers:
+            "a ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEHZMmOi6qxlml6NZljupSooIs0XnEI/jbILagCubsN8\n"
+                .into(),
+    };
+    let mut a = Rig::with("a", 1_000_000, |cfg| cfg.signer = Some(signer));
+    let is_read = |action: &Action| matches!(action, Action::ReadCommits { .. });
+    let stop = |action: &Action| {
+        is_read(action)
+            || is_check(action)
+            || matches!(action, Action::BuildCandidate(spec) if spec.sign.is_none())
+    };
+    let (id, read) = a
+        .run_until(&mut bench, 1_000_000, &stop)
+        .expect("the candidate is read back");
+    assert!(is_read(&read), "built signed, then read back: {read:?}");
+    // The model's candidate carries no signature: the runner gives its claim back.
+    let raw = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\ncandidate\n".to_owned();
+    let next = a.answer(
+        &mut bench,
+        id,
+        Completion::CommitsRead(Ok(vec![raw])),
+        &|action| is_check(action) || is_merge_push(action),
+    );
+    assert!(next.is_none(), "nothing checked or merged: {next:?}");
+    assert_eq!(bench.merges_of(&op.change), 0);
+    assert_ne!(bench.state(&op).0, OpState::Merged);
+}
