@@ -233,6 +233,10 @@ fn a_runner_without_its_keys_refuses_runner_key_missing_and_claims_nothing() {
     assert!(!raw.contains("gpgsig"), "{raw}");
     let status = bay(&world.admin, "admin", &["status", &change]);
     assert_eq!(status.doc["detail"]["trust"], "approvals", "{status:?}");
+    // The runner's own outcome says so too.
+    let chain = world.chain(&change);
+    let outcome = chain.last().expect("an outcome step").to_string();
+    assert!(outcome.contains(r#""trust":"approvals""#), "{outcome}");
 }
 
 fn configure_none(world: &World) {

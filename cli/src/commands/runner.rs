@@ -106,6 +106,7 @@ pub fn with_keys(
         return Err(result);
     }
     cfg.signer = machine.signer().cloned();
+    cfg.approvals_only = machine.approvals_only();
     Ok(cfg)
 }
 

@@ -75,6 +75,11 @@ impl RunnerKeys {
         self.signer.as_ref()
     }
 
+    /// Whether the remote holds a registry that signs only approvals.
+    pub fn approvals_only(&self) -> bool {
+        self.registry.is_some() && self.signing == Signing::Approvals
+    }
+
     fn finish(&mut self, result: BayResult) {
         self.outcome = Some(result);
         self.out.forget_all();
@@ -234,6 +239,7 @@ mod tests {
         assert_eq!(next, None);
         assert_eq!(run.reason(), None);
         assert_eq!(run.machine.signer(), None);
+        assert!(run.machine.approvals_only());
     }
 
     #[test]

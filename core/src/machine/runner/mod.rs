@@ -122,12 +122,25 @@ pub struct RunnerConfig {
     /// producer key. None signs nothing (no registry, or `signing = "approvals"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<crate::trust::record::RunnerSigner>,
+    /// The remote's registry signs only approvals (`[policy] signing = "approvals"` at main
+    /// when the runner started): what it writes unsigned says `trust: approvals`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approvals_only: bool,
     #[cfg(feature = "mutants")]
     #[serde(skip)]
     pub mutant: Option<Mutant>,
 }
 
 impl RunnerConfig {
+    /// What an unsigned merge or check refusal of this runner says of its trust.
+    pub fn unsigned_trust(&self) -> &'static str {
+        if self.approvals_only {
+            crate::trust::Trust::Approvals.as_str()
+        } else {
+            crate::trust::Trust::Unsigned.as_str()
+        }
+    }
+
     /// A runner with the spec's default timings (`lease_s` 60, `heartbeat_s` 10, a pass every
     /// 10 seconds).
     pub fn new(
@@ -157,6 +170,7 @@ impl RunnerConfig {
             machine: String::new(),
             version: String::new(),
             signer: None,
+            approvals_only: false,
             #[cfg(feature = "mutants")]
             mutant: None,
         }

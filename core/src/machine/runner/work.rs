@@ -646,7 +646,7 @@ impl Runner {
                 op: work.op.clone(),
                 state: end.state,
                 reason: end.reason,
-                detail: with_trust(end.detail.clone(), end.reason),
+                detail: with_trust(end.detail.clone(), end.reason, self.cfg.unsigned_trust()),
             },
         ));
         // A change whose work is already on main may be taken up again, as an abandoned one,
@@ -709,7 +709,7 @@ impl Runner {
                 op: work.op.clone(),
                 state: OpState::Merged,
                 reason: None,
-                detail: merged_detail(work, &built),
+                detail: merged_detail(work, &built, self.cfg.unsigned_trust()),
             },
         ));
         plan.updates.push(RefUpdate {
@@ -1464,7 +1464,7 @@ impl Runner {
 
 /// What a merge's outcome names: the candidate, and what the plan spared or could not
 /// cover (`not_required`, `post_checks`, `coverage_gaps` with quarantines and flaky checks).
-fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
+fn merged_detail(work: &Work, built: &Built, unsigned: &str) -> serde_json::Value {
     let mut detail = serde_json::Map::new();
     detail.insert("candidate".into(), serde_json::json!(built.id));
     detail.insert("commit".into(), serde_json::json!(built.commit));
@@ -1484,21 +1484,26 @@ fn merged_detail(work: &Work, built: &Built) -> serde_json::Value {
     let trust = if built.signed {
         crate::trust::Trust::Signed.as_str()
     } else {
-        crate::red::TRUST
+        unsigned
     };
     detail.insert("trust".into(), serde_json::json!(trust));
     serde_json::Value::Object(detail)
 }
 
-/// A check refusal says how far its evidence is trusted, as a merge does: `unsigned` while
-/// bay has no key registry.
-fn with_trust(mut detail: serde_json::Value, reason: Option<ReasonCode>) -> serde_json::Value {
+/// A check refusal says how far its evidence is trusted, as a merge does: `unsigned` (or
+/// `approvals` under a registry that signs only approvals) until bay judges its evidence's
+/// signatures.
+fn with_trust(
+    mut detail: serde_json::Value,
+    reason: Option<ReasonCode>,
+    unsigned: &str,
+) -> serde_json::Value {
     let check = matches!(
         reason,
         Some(ReasonCode::CheckFailed | ReasonCode::CheckUnknown | ReasonCode::CheckFlaky)
     );
     if let (true, serde_json::Value::Object(map)) = (check, &mut detail) {
-        map.insert("trust".into(), serde_json::json!(crate::red::TRUST));
+        map.insert("trust".into(), serde_json::json!(unsigned));
     }
     detail
 }
