@@ -27,6 +27,9 @@ pub struct Refusal {
     pub code: ReasonCode,
     pub why: String,
     pub detail: Value,
+    /// The next step, when this refusal knows one more exact than its code's (a denied shell
+    /// shape names its own); else the code's.
+    pub next: Option<&'static str>,
 }
 
 /// The events on which Claude Code adds `hookSpecificOutput.additionalContext` to the
@@ -54,7 +57,7 @@ impl Answer {
                 "bay refused this tool call: {}\nwhy: {}\nnext: {}\ndetail: {}\n",
                 refusal.code,
                 refusal.why,
-                refusal.code.info().next_step,
+                refusal.next.unwrap_or(refusal.code.info().next_step),
                 refusal.detail
             ),
         }
@@ -112,6 +115,7 @@ mod tests {
             code: ReasonCode::ShellDenied,
             why: "A force push can overwrite work.".into(),
             detail: json!({"shape": "push_force"}),
+            next: None,
         });
         assert_eq!(answer.exit, 2);
         assert!(answer.stdout.is_empty());

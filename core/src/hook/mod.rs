@@ -335,6 +335,7 @@ impl<'f> Event<'f> {
             code: ReasonCode::HookInputInvalid,
             why: problem.why.clone(),
             detail: json!({"why": problem.why, "misnamed": problem.misnamed}),
+            next: None,
         };
         self.refuse(refusal, blocks)
     }
@@ -373,8 +374,9 @@ impl<'f> Event<'f> {
                 self.row.shape = Some(shape.clone());
                 let refusal = Refusal {
                     code: shell::Denial::CODE,
-                    why: format!("{} {}", denial.why(), denial.next_step()),
+                    why: denial.why().to_owned(),
                     detail: shape,
+                    next: Some(denial.next_step()),
                 };
                 self.refuse(refusal, true)
             }
@@ -407,6 +409,7 @@ impl<'f> Event<'f> {
                 "holder": {"session": holder.session, "actor": holder.actor},
                 "age_s": self.facts.now.millis_since(holder.last_at) / 1000,
             }),
+            next: None,
         };
         self.refuse(refusal, true)
     }
@@ -441,6 +444,7 @@ impl<'f> Event<'f> {
                             held.age_ms / 1000
                         ),
                         detail: held.detail(),
+                        next: None,
                     };
                     self.locks.clear();
                     return self.refuse(refusal, true);
@@ -489,6 +493,7 @@ impl<'f> Event<'f> {
             code: ReasonCode::RemoteUnreachable,
             why: format!("the remote did not answer for the lock: {why}"),
             detail: json!({"why": why, "lock": true}),
+            next: None,
         };
         self.refuse(refusal, blocks)
     }

@@ -95,6 +95,14 @@ fn a_force_push_is_denied_in_both_products_and_recorded_by_shape_alone() {
         let outcome = run("tool.before", name, &facts(product));
         assert_eq!(outcome.answer.exit, 2, "{name}");
         assert!(outcome.answer.stderr.contains("SHELL_DENIED"), "{name}");
+        // The shape's own next step, said once, on the `next:` line.
+        let next = crate::shell::Shape::PushForce.next_step();
+        assert_eq!(outcome.answer.stderr.matches(next).count(), 1, "{name}");
+        assert!(
+            outcome.answer.stderr.contains(&format!("next: {next}")),
+            "{}",
+            outcome.answer.stderr
+        );
         assert_eq!(outcome.row.verdict, "blocked(SHELL_DENIED)");
         let row = serde_json::to_string(&outcome.row).expect("a row");
         assert!(!row.contains("git "), "no command text: {row}");
