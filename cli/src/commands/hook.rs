@@ -47,9 +47,7 @@ use bay_core::hook::{
 use bay_core::id::ChangeId;
 use bay_core::lock::{self, Lock};
 use bay_core::machine::checkpoint::{Checkpoint, CheckpointInput};
-use bay_core::machine::{
-    ChainQuery, Completion, FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate,
-};
+use bay_core::machine::{ChainQuery, Completion, FetchSpec, NewValue, PushPlan, RefUpdate};
 use bay_core::policy::Policy;
 use bay_core::presence::PRESENCES_READ;
 use bay_drivers::clock;
@@ -190,14 +188,7 @@ impl Locks {
             atomic: true,
             ..PushPlan::default()
         };
-        match self.repo.push(&plan).outcome {
-            PushOutcome::Accepted => Ok(()),
-            PushOutcome::Rejected { refs } => {
-                Err(format!("the remote refused {}", refs.join(", ")))
-            }
-            PushOutcome::Unknown { why } => Err(why),
-            PushOutcome::NotSent(fault) => Err(fault.to_string()),
-        }
+        self.repo.push(&plan).outcome.landed()
     }
 
     /// Decides the event and pushes the lock writes it asks for. A push that does not land

@@ -14,11 +14,11 @@
 use std::path::{Path, PathBuf};
 
 use bay_core::adapter::Moment;
-use bay_core::git::refs;
+use bay_core::git::{Oid, refs};
 use bay_core::hook::Session;
 use bay_core::id::ChangeId;
 use bay_core::live::{self, Held, LIVE_FILE, LIVE_READ, Remote, Summary};
-use bay_core::machine::{Expect, FetchSpec, NewValue, PushOutcome, PushPlan, RefUpdate};
+use bay_core::machine::{Expect, FetchSpec, NewValue, PushPlan, RefUpdate};
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
 use bay_drivers::clock;
@@ -95,40 +95,32 @@ fn push(context: &Context) -> Result<serde_json::Map<String, serde_json::Value>,
         .write_file_record(LIVE_FILE, summary.to_json().as_bytes(), &summary.message())
         .map_err(|fault| fault.to_string())?;
     let name = refs::live(&machine);
-    let mut known = held(&repo, &name);
-    for again in [true, false] {
+    // One push leased on the tip this clone knows; refused, once more on the tip a fetch of
+    // that one ref finds (another tip than the one this clone knew: a lost mirror).
+    let push = |known: Option<Oid>| -> Result<(), String> {
         let plan = PushPlan {
             updates: vec![RefUpdate {
                 name: name.clone(),
-                expect: known.clone().map_or(Expect::Absent, Expect::Is),
+                expect: known.map_or(Expect::Absent, Expect::Is),
                 new: NewValue::Oid(commit.clone()),
             }],
             atomic: true,
             ..PushPlan::default()
         };
-        let why = match repo.push(&plan).outcome {
-            PushOutcome::Accepted => {
-                let mut detail = serde_json::Map::new();
-                detail.insert("machine".into(), machine.into());
-                detail.insert("ref".into(), name.into());
-                detail.insert("commit".into(), commit.to_string().into());
-                detail.insert("sessions".into(), summary.sessions.len().into());
-                return Ok(detail);
-            }
-            PushOutcome::Rejected { refs } => format!("the remote refused {}", refs.join(", ")),
-            PushOutcome::Unknown { why } => why,
-            PushOutcome::NotSent(fault) => fault.to_string(),
-        };
-        if !again {
-            return Err(why);
-        }
-        // Another tip than the one this clone knew (a lost mirror): learn it, once.
+        repo.push(&plan).outcome.landed()
+    };
+    if let Err(why) = push(held(&repo, &name)) {
         let fetched = repo
             .fetch(&FetchSpec::new([format!("{name}*")]))
             .map_err(|fault| format!("{why}; then the fetch failed: {fault}"))?;
-        known = fetched.get(&name).cloned();
+        push(fetched.get(&name).cloned())?;
     }
-    unreachable!("the second try returns")
+    let mut detail = serde_json::Map::new();
+    detail.insert("machine".into(), machine.into());
+    detail.insert("ref".into(), name.into());
+    detail.insert("commit".into(), commit.to_string().into());
+    detail.insert("sessions".into(), summary.sessions.len().into());
+    Ok(detail)
 }
 
 /// The tip of `name` this clone's mirror holds.

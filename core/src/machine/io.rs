@@ -734,6 +734,21 @@ pub enum PushOutcome {
     NotSent(Fault),
 }
 
+impl PushOutcome {
+    /// `Ok` when every ref moved, else why not, in words: for a caller whose only next step
+    /// on any failure is the same (read again, or give up), such as a lock or a live summary.
+    pub fn landed(self) -> Result<(), String> {
+        match self {
+            PushOutcome::Accepted => Ok(()),
+            PushOutcome::Rejected { refs } => {
+                Err(format!("the remote refused {}", refs.join(", ")))
+            }
+            PushOutcome::Unknown { why } => Err(why),
+            PushOutcome::NotSent(fault) => Err(fault.to_string()),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct PushReport {
