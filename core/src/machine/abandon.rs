@@ -3,12 +3,12 @@
 //! change's abandoned marker, from which a runner compacts it once `[retention] window_s` has
 //! passed.
 
-use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
+use super::agent::{Nonces, Races, fold_one, give_up_place, read_chain};
 use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
 };
-use crate::git::{Oid, refs};
+use crate::git::refs;
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
 use crate::record::StepBody;
@@ -38,9 +38,8 @@ pub struct Abandon {
     out: Outbox<Purpose>,
     now: Timestamp,
     nonces: Nonces,
-    races: u32,
+    races: Races,
     remote: Refs,
-    written: Option<Oid>,
     outcome: Option<BayResult>,
 }
 
@@ -52,9 +51,8 @@ impl Abandon {
             out: Outbox::default(),
             now,
             nonces,
-            races: 0,
+            races: Races::default(),
             remote: Refs::new(),
-            written: None,
             outcome: None,
         };
         let fetch = abandon.fetch();
@@ -101,12 +99,7 @@ impl Abandon {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
         };
-        if self
-            .written
-            .take()
-            .is_some_and(|written| chain.iter().any(|(oid, _)| *oid == written))
-            || record.abandoned
-        {
+        if self.races.landed(&chain) || record.abandoned {
             return self.finish(report::abandoned(&record.change));
         }
         if record.merged().is_some() {
@@ -153,9 +146,7 @@ impl Abandon {
         match report.outcome {
             PushOutcome::Accepted => self.finish(report::abandoned(&self.input.change)),
             PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
-                self.written = report.steps.first().and_then(|s| s.last()).cloned();
-                self.races += 1;
-                if self.races > MAX_RACES {
+                if !self.races.lost(&report) {
                     let detail =
                         serde_json::json!({ "why": "other writers kept moving the change" });
                     return self.refuse(ReasonCode::MergeRetryExhausted, detail);

@@ -11,6 +11,32 @@ use crate::time::Timestamp;
 /// else wrote first. Each refusal means progress elsewhere, so a small bound suffices.
 pub const MAX_RACES: u32 = 8;
 
+/// One chain append racing other writers: how often its push lost, and the step a push that
+/// did not land (or whose fate is unknown) wrote, so that the next read of the chain tells
+/// whether it landed after all.
+#[derive(Debug, Default)]
+pub(crate) struct Races {
+    lost: u32,
+    written: Option<Oid>,
+}
+
+impl Races {
+    /// A push that did not land: keeps the step it wrote; `false` once it lost more than
+    /// [`MAX_RACES`] times, when the command gives up.
+    pub(crate) fn lost(&mut self, report: &super::PushReport) -> bool {
+        self.written = report.steps.first().and_then(|s| s.last()).cloned();
+        self.lost += 1;
+        self.lost <= MAX_RACES
+    }
+
+    /// Whether `chain`, read again, holds the step a lost push wrote (asked once a read).
+    pub(crate) fn landed(&mut self, chain: &[(Oid, Step)]) -> bool {
+        self.written
+            .take()
+            .is_some_and(|written| chain.iter().any(|(oid, _)| *oid == written))
+    }
+}
+
 /// A chain's steps as read, oldest first, each with its commit.
 pub type ReadSteps = Vec<(Oid, Step)>;
 

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::agent::{MAX_RACES, Nonces, fold_one};
+use super::agent::{Nonces, Races, fold_one};
 use super::{
     Action, Append, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan,
     PushReport,
@@ -78,9 +78,7 @@ pub struct Checkpoint {
     out: Outbox<Purpose>,
     now: Timestamp,
     nonces: Nonces,
-    races: u32,
-    /// The step written by a push whose fate is unknown.
-    written: Option<Oid>,
+    races: Races,
     saved: Option<Saved>,
     outcome: Option<BayResult>,
 }
@@ -93,8 +91,7 @@ impl Checkpoint {
             out: Outbox::default(),
             now,
             nonces,
-            races: 0,
-            written: None,
+            races: Races::default(),
             saved: None,
             outcome: None,
         };
@@ -169,12 +166,7 @@ impl Checkpoint {
             Err(why) => return self.fail(why),
         };
         let draft = self.input.draft.clone();
-        if self
-            .written
-            .take()
-            .is_some_and(|written| chain.iter().any(|(oid, _)| *oid == written))
-            || *record.current_draft() == draft
-        {
+        if self.races.landed(&chain) || *record.current_draft() == draft {
             return self.on_chain_written();
         }
         if record.merged().is_some() {
@@ -223,9 +215,7 @@ impl Checkpoint {
         match report.outcome {
             PushOutcome::Accepted => self.on_chain_written(),
             PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
-                self.written = report.steps.first().and_then(|s| s.last()).cloned();
-                self.races += 1;
-                if self.races > MAX_RACES {
+                if !self.races.lost(&report) {
                     let why = "other writers kept moving the change".to_owned();
                     return self.local(ReasonCode::MergeRetryExhausted, why);
                 }
