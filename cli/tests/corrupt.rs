@@ -267,23 +267,9 @@ fn forge_request(world: &World, change: &str, draft: &str) {
             .expect("the step is JSON");
     let real = step["draft"].as_str().expect("a request names its draft");
     let forged = message.replace(real, draft);
-    let empty = git_dir(
-        &world.remote,
-        &["hash-object", "-t", "tree", "-w", "/dev/null"],
-    );
-    let commit = git_dir(
-        &world.remote,
-        &[
-            "commit-tree",
-            empty.trim(),
-            "-p",
-            parent,
-            "-m",
-            forged.trim_end(),
-        ],
-    );
+    let commit = world.record_commit(&[parent], forged.trim_end());
     for name in world.refs_at(&tip) {
-        set_remote(world, &name, commit.trim());
+        set_remote(world, &name, &commit);
     }
 }
 

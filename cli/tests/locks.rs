@@ -105,20 +105,8 @@ fn plant_lock(world: &World, name: &str, renewed_at: u64) {
         "schema": "bay.lock/1", "path": LOGO, "session": "ghost", "actor": "gone",
         "machine": "far", "taken_at": renewed_at, "renewed_at": renewed_at,
     });
-    let empty = git_dir(
-        &world.remote,
-        &["hash-object", "-t", "tree", "-w", "/dev/null"],
-    );
-    let commit = git_dir(
-        &world.remote,
-        &[
-            "commit-tree",
-            empty.trim(),
-            "-m",
-            &format!("bay: lock {LOGO}\n\n{lock}"),
-        ],
-    );
-    git_dir(&world.remote, &["update-ref", name, commit.trim()]);
+    let commit = world.record_commit(&[], &format!("bay: lock {LOGO}\n\n{lock}"));
+    git_dir(&world.remote, &["update-ref", name, &commit]);
 }
 
 fn code(out: &Output) -> Option<i32> {

@@ -183,6 +183,21 @@ impl World {
         change
     }
 
+    /// A commit of the empty tree on `parents` with `message`, written straight into the
+    /// remote, as bay's records are (a step, a lock): for a test that plants or forges one.
+    pub fn record_commit(&self, parents: &[&str], message: &str) -> String {
+        let empty = git_dir(
+            &self.remote,
+            &["hash-object", "-t", "tree", "-w", "/dev/null"],
+        );
+        let mut args = vec!["commit-tree", empty.trim()];
+        for parent in parents {
+            args.extend(["-p", parent]);
+        }
+        args.extend(["-m", message]);
+        git_dir(&self.remote, &args).trim().to_owned()
+    }
+
     /// A ref's value on the remote.
     pub fn remote_ref(&self, name: &str) -> Option<String> {
         let out = Command::new("git")
