@@ -34,12 +34,7 @@ fn setup(product: &str, settings_file: &str) -> Setup {
     ]);
     let home = Home::new();
     let ann = world.clone_as("ann");
-    let installed = home.install(&ann, &[], &[]);
-    assert_eq!(installed.code, 0, "{installed:?}");
-    let settings: Value = serde_json::from_str(
-        &std::fs::read_to_string(ann.join(settings_file)).expect("the settings file"),
-    )
-    .expect("JSON");
+    let settings = home.installed(&ann, settings_file);
     let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
     Setup {
         world,

@@ -73,12 +73,7 @@ fn world(product: &str) -> World {
 fn refused(world: &World, settings_file: &str) -> (Session, String) {
     let home = Home::new();
     let ann = world.clone_as("ann");
-    let installed = home.install(&ann, &[], &[]);
-    assert_eq!(installed.code, 0, "{installed:?}");
-    let settings: Value = serde_json::from_str(
-        &std::fs::read_to_string(ann.join(settings_file)).expect("the settings file"),
-    )
-    .expect("JSON");
+    let settings = home.installed(&ann, settings_file);
     let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "", &[]);
     let merge = bay(&view, "ann", &["merge", "--wait"]);
     assert_eq!(merge.doc["reason"], "CHECK_FAILED", "{merge:?}");

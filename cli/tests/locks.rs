@@ -23,12 +23,8 @@ struct Agent {
 impl Agent {
     fn new(world: &World, home: &Home, actor: &'static str, session: &'static str) -> Agent {
         let clone = world.clone_as(actor);
-        let installed = home.install(&clone, &[], &[]);
-        assert_eq!(installed.code, 0, "{installed:?}");
-        let settings = std::fs::read_to_string(clone.join(".claude/settings.json"))
-            .expect("the settings file");
         Agent {
-            settings: serde_json::from_str(&settings).expect("JSON"),
+            settings: home.installed(&clone, ".claude/settings.json"),
             clone,
             actor,
             session,

@@ -49,6 +49,15 @@ impl Home {
         self.bay(dir, &self.on_path(), &all, env)
     }
 
+    /// Installs bay in the clone `dir`, which must succeed, and gives back the settings file
+    /// `settings_file` it wrote there, as JSON.
+    pub fn installed(&self, dir: &Path, settings_file: &str) -> Value {
+        let installed = self.install(dir, &[], &[]);
+        assert_eq!(installed.code, 0, "{installed:?}");
+        let text = std::fs::read_to_string(dir.join(settings_file)).expect("the settings file");
+        serde_json::from_str(&text).expect("JSON")
+    }
+
     /// Runs `bay --json <args>` in `dir` with this home, `path` for PATH, and `env` alone.
     pub fn bay(&self, dir: &Path, path: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
         let mut command = Command::new(BAY);
