@@ -85,17 +85,20 @@ fn remote_with_log(tip: u64) -> Refs {
 
 /// A machine given the cursor (`main`, `logs`), whose fetch `remote` answered.
 fn fetched_from(main: Oid, logs: BTreeMap<String, Oid>, merged_only: bool, remote: Refs) -> Since {
-    let mut machine = Since::new(
-        SinceInput {
-            cursor: Some(Cursor {
-                main,
-                logs,
-                reds: BTreeSet::new(),
-            }),
-            ..input(merged_only, None)
-        },
-        Timestamp(0),
-    );
+    let input = SinceInput {
+        cursor: Some(Cursor {
+            main,
+            logs,
+            reds: BTreeSet::new(),
+        }),
+        ..input(merged_only, None)
+    };
+    fetched(input, remote)
+}
+
+/// A machine for `input`, whose fetch `remote` answered.
+fn fetched(input: SinceInput, remote: Refs) -> Since {
+    let mut machine = Since::new(input, Timestamp(0));
     let (fetch, _) = machine.poll_action().expect("a fetch");
     machine
         .handle(
@@ -345,14 +348,7 @@ fn a_cursor_whose_main_commit_this_clone_lacks_fails_saying_to_start_over() {
 
 #[test]
 fn a_first_call_outside_a_view_lists_nothing_and_returns_a_starting_cursor() {
-    let mut machine = Since::new(input(false, None), Timestamp(0));
-    let (fetch, _) = machine.poll_action().expect("a fetch");
-    machine
-        .handle(
-            Timestamp(0),
-            Event::Done(fetch, Completion::Fetched(Ok(remote_with_log(40)))),
-        )
-        .expect("a fetch answer");
+    let mut machine = fetched(input(false, None), remote_with_log(40));
     no_policy(&mut machine);
     assert!(machine.poll_action().is_none(), "nothing more to read");
     let result = machine.outcome().expect("done");
@@ -545,14 +541,7 @@ fn a_first_call_in_a_view_reads_each_log_back_to_its_change_s_start_only() {
     };
     let mut remote = remote_with_log(40);
     remote.insert(refs::change(&ours), oid(70));
-    let mut machine = Since::new(input(false, Some("aaaaaaaa")), Timestamp(0));
-    let (fetch, _) = machine.poll_action().expect("a fetch");
-    machine
-        .handle(
-            Timestamp(0),
-            Event::Done(fetch, Completion::Fetched(Ok(remote))),
-        )
-        .expect("a fetch answer");
+    let mut machine = fetched(input(false, Some("aaaaaaaa")), remote);
     no_policy(&mut machine);
     let (read, action) = machine.poll_action().expect("the change's chain");
     assert!(matches!(action, Action::ReadChains { .. }), "{action:?}");
