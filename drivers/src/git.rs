@@ -30,6 +30,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::bounded::{self, Waited};
+
 /// The default bound on one Git call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -292,33 +294,6 @@ impl Call<'_> {
         changes
     }
 
-    /// Starts the call as a long-lived process that bay talks to through pipes: stdin and
-    /// stdout are pipes, stderr goes to an unnamed temporary file (returned, to be read when
-    /// the process fails). The caller bounds each exchange itself and kills the process when
-    /// one runs past its bound; [`Call::stdin`] and [`Call::timeout`] do not apply.
-    pub fn spawn_piped(self) -> Result<(std::process::Child, File), GitError> {
-        let command = self.describe();
-        let io = |error: std::io::Error| GitError::Io {
-            command: command.clone(),
-            error: error.to_string(),
-        };
-        let stderr = tempfile::tempfile().map_err(io)?;
-        let mut process = std::process::Command::new(program());
-        process
-            .args(self.full_args())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(stderr.try_clone().map_err(io)?);
-        for (name, value) in self.environment() {
-            match value {
-                Some(value) => process.env(name, value),
-                None => process.env_remove(name),
-            };
-        }
-        let child = process.spawn().map_err(io)?;
-        Ok((child, stderr))
-    }
-
     /// Runs the call and accepts any exit status. `Err` only when Git could not run or ran past
     /// its bound.
     pub fn output(self) -> Result<Output, GitError> {
@@ -329,42 +304,39 @@ impl Call<'_> {
         };
         let stdout = tempfile::tempfile().map_err(io)?;
         let stderr = tempfile::tempfile().map_err(io)?;
-        let mut expression = duct::cmd(program(), self.full_args())
-            .unchecked()
-            .stdout_file(stdout.try_clone().map_err(io)?)
-            .stderr_file(stderr.try_clone().map_err(io)?);
+        let mut process = std::process::Command::new(program());
+        process
+            .args(self.full_args())
+            .stdout(stdout.try_clone().map_err(io)?)
+            .stderr(stderr.try_clone().map_err(io)?);
         for (name, value) in self.environment() {
-            expression = match value {
-                Some(value) => expression.env(name, value),
-                None => expression.env_remove(name),
+            match value {
+                Some(value) => process.env(name, value),
+                None => process.env_remove(name),
             };
         }
-        expression = match &self.stdin {
+        match &self.stdin {
             Some(bytes) => {
                 let mut input = tempfile::tempfile().map_err(io)?;
                 input.write_all(bytes).map_err(io)?;
                 input.seek(SeekFrom::Start(0)).map_err(io)?;
-                expression.stdin_file(input)
+                process.stdin(input)
             }
-            None => expression.stdin_null(),
+            None => process.stdin(std::process::Stdio::null()),
         };
         let started = Instant::now();
-        let handle = expression.start().map_err(io)?;
-        // No output pipes and no stdin thread: waiting waits for Git alone.
-        let finished = match started.checked_add(self.timeout) {
-            Some(deadline) => handle.wait_deadline(deadline).map_err(io)?,
-            // A bound too large to be a moment is no bound.
-            None => Some(handle.wait().map_err(io)?),
-        }
-        .map(|out| out.status);
-        let status = match finished {
-            Some(status) => status,
-            None => {
-                // Git may have ended between the deadline and the kill; the kill then has
-                // nothing to do, and the call is still one that ran out of time.
-                let _ = handle.kill();
-                // SIGKILL cannot be ignored; this returns once Git is gone.
-                handle.wait().map_err(io)?;
+        let child = process.spawn().map_err(io)?;
+        // No output pipes and no stdin thread: waiting waits for Git alone. A bound too large
+        // to be a moment is no bound. Git may end between the deadline and the kill; the kill
+        // then has nothing to do, and the call is still one that ran out of time.
+        let deadline = started.checked_add(self.timeout);
+        let status = match bounded::wait(child, deadline, |git| {
+            let _ = git.kill();
+        })
+        .map_err(io)?
+        {
+            Waited::Exited(status) => status,
+            Waited::TimedOut(_) => {
                 let stderr = tail(&read_all(stderr).map_err(io)?);
                 return Err(GitError::TimedOut {
                     command,
@@ -409,16 +381,7 @@ impl Call<'_> {
 fn program() -> &'static OsStr {
     static PROGRAM: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
     PROGRAM.get_or_init(|| {
-        use std::os::unix::fs::PermissionsExt;
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .filter(|dir| dir.is_absolute())
-            .map(|dir| dir.join("git"))
-            .find(|candidate| {
-                std::fs::metadata(candidate)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-            .map_or_else(|| OsString::from("git"), PathBuf::into_os_string)
+        crate::programs::find("git").map_or_else(|| OsString::from("git"), PathBuf::into_os_string)
     })
 }
 

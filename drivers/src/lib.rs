@@ -2,6 +2,7 @@
 //! the `git` program, checks in a bwrap sandbox, views as Git worktrees) and answers with
 //! completions. It decides nothing: every choice is core's.
 
+mod bounded;
 pub mod check;
 pub mod checkout;
 pub mod clock;
@@ -16,6 +17,7 @@ pub mod local_refs;
 pub mod markers;
 pub mod objects;
 pub mod plugin;
+mod programs;
 pub mod pump;
 pub mod reader;
 pub mod remote;

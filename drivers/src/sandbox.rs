@@ -114,7 +114,7 @@ impl Sandbox {
     /// Tests `bwrap` alone, whatever the machine's setting: [`Sandbox::Bwrap`] when it can
     /// start a program with every namespace bay asks of it, [`Sandbox::Unavailable`] otherwise.
     pub fn bwrap() -> Sandbox {
-        match find_program("bwrap") {
+        match crate::programs::find("bwrap") {
             Some(program) => Sandbox::bwrap_at(program),
             None => Sandbox::Unavailable(unavailable(
                 "bwrap is not installed (it is not on this runner's PATH)",
@@ -125,7 +125,7 @@ impl Sandbox {
     /// Tests the `bwrap` at `program`, as [`Sandbox::bwrap`] does the one on `PATH`. A root
     /// runner needs `setpriv` too (see [`Bwrap::setpriv`]).
     pub fn bwrap_at(program: PathBuf) -> Sandbox {
-        let setpriv = match runs_as_root().then(|| find_program("setpriv")) {
+        let setpriv = match runs_as_root().then(|| crate::programs::find("setpriv")) {
             None => None,
             Some(Some(setpriv)) => Some(setpriv),
             Some(None) => {
@@ -300,21 +300,6 @@ pub fn executor_setting() -> Option<String> {
         .output()
         .ok()?;
     out.success().then(|| out.text().trim().to_owned())
-}
-
-/// The first `name` on this process's `PATH`, as an absolute path.
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// Directories that are either real directories or symlinks into `/usr` (merged `/usr`), and

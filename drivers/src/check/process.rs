@@ -3,11 +3,13 @@
 //! process group.
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use bay_core::check::MAX_STDOUT_BYTES;
+
+use crate::bounded::{self, Waited};
 
 /// The most stdout kept: one byte over the judge's limit, so that the judge sees a result
 /// that is too long as too long, without the driver holding all of it.
@@ -17,8 +19,8 @@ pub const STDOUT_CAP: usize = MAX_STDOUT_BYTES + 1;
 /// run ended; a check that prints without end must not fill the runner's disk.
 pub const STDERR_TAIL: usize = 256 * 1024;
 
-/// How often the driver looks whether the check has ended.
-const POLL: Duration = Duration::from_millis(5);
+/// How long the driver waits before it starts a "text file busy" program again.
+const BUSY_PAUSE: Duration = Duration::from_millis(5);
 
 /// After the check's process ends, how long the driver still waits for its stdout and stderr
 /// to close.
@@ -94,8 +96,19 @@ pub(crate) fn run(
         });
     }
 
+    // At the deadline the whole group goes; without its group (possible without the
+    // sandbox), at least the check's own process.
     let deadline = start.checked_add(timeout);
-    let (status, timed_out) = wait(&mut child, group, deadline)?;
+    let waited = bounded::wait(child, deadline, |child| {
+        if !kill_group(group) {
+            let _ = child.kill();
+        }
+    })
+    .map_err(|e| format!("could not wait for the program: {e}"))?;
+    let (status, timed_out) = match waited {
+        Waited::Exited(status) => (status, false),
+        Waited::TimedOut(status) => (status, true),
+    };
     let millis = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     // Whatever the check started and left behind goes with it (in the sandbox, its PID
     // namespace has already taken them).
@@ -146,41 +159,9 @@ fn spawn(command: &mut Command) -> Result<Child, String> {
                 if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < BUSY_TRIES =>
             {
                 tries += 1;
-                std::thread::sleep(POLL);
+                std::thread::sleep(BUSY_PAUSE);
             }
             Err(error) => return Err(format!("the program could not be started: {error}")),
-        }
-    }
-}
-
-/// Waits for `child` until `deadline`; at the deadline, kills its whole process group.
-/// Returns the exit status and whether the deadline ended it.
-fn wait(
-    child: &mut Child,
-    group: u32,
-    deadline: Option<Instant>,
-) -> Result<(ExitStatus, bool), String> {
-    loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| format!("could not wait for the program: {e}"))?
-        {
-            return Ok((status, false));
-        }
-        let now = Instant::now();
-        match deadline {
-            Some(deadline) if now >= deadline => {
-                if !kill_group(group) {
-                    // Without its group, at least the check's own process ends.
-                    let _ = child.kill();
-                }
-                let status = child
-                    .wait()
-                    .map_err(|e| format!("could not wait for the killed program: {e}"))?;
-                return Ok((status, true));
-            }
-            Some(deadline) => std::thread::sleep(POLL.min(deadline - now)),
-            None => std::thread::sleep(POLL),
         }
     }
 }
