@@ -81,7 +81,7 @@ impl Checkout {
             in_view,
             main_worktree,
             under_way,
-            unmerged: split_z(&unmerged),
+            unmerged: split_z(&unmerged)?,
             submodules: Vec::new(),
         })
     }
@@ -112,7 +112,7 @@ impl Checkout {
             .args([head_tree.as_str(), tree.as_str()])
             .run()?
             .stdout;
-        let submodules = gitlinks(&raw);
+        let submodules = gitlinks(&raw)?;
         let changed = tree != head_tree;
         Ok((
             Snapshot {
@@ -197,18 +197,24 @@ fn same_dir(one: &Path, two: &Path) -> bool {
     }
 }
 
-fn split_z(bytes: &[u8]) -> Vec<String> {
+/// The fields of Git's `-z` output. A path that is not UTF-8 is refused by name
+/// ([`bay_core::paths::from_git`]), never read lossily.
+fn split_z(bytes: &[u8]) -> Result<Vec<String>, Fault> {
     bytes
         .split(|b| *b == 0)
         .filter(|part| !part.is_empty())
-        .map(|part| String::from_utf8_lossy(part).into_owned())
+        .map(|part| {
+            bay_core::paths::from_git(part)
+                .map(str::to_owned)
+                .map_err(Fault)
+        })
         .collect()
 }
 
 /// The paths of a `diff-tree -r -z --raw` whose old or new mode is a gitlink.
-fn gitlinks(raw: &[u8]) -> Vec<String> {
-    let fields = split_z(raw);
-    fields
+fn gitlinks(raw: &[u8]) -> Result<Vec<String>, Fault> {
+    let fields = split_z(raw)?;
+    Ok(fields
         .chunks(2)
         .filter(|pair| {
             pair.first().is_some_and(|meta| {
@@ -218,7 +224,7 @@ fn gitlinks(raw: &[u8]) -> Vec<String> {
             })
         })
         .filter_map(|pair| pair.get(1).cloned())
-        .collect()
+        .collect())
 }
 
 fn oid(text: &str) -> Result<Oid, Fault> {
@@ -276,9 +282,13 @@ mod tests {
     fn gitlinks_are_read_from_either_side_of_a_raw_diff() {
         let raw = b":000000 160000 0000 1111 A\0vendor/x\0:100644 100644 2222 3333 M\0src/a\0:160000 000000 4444 0000 D\0old/y\0";
         assert_eq!(
-            gitlinks(raw),
+            gitlinks(raw).expect("paths"),
             vec!["vendor/x".to_owned(), "old/y".to_owned()]
         );
-        assert!(gitlinks(b"").is_empty());
+        assert!(gitlinks(b"").expect("none").is_empty());
+        // A name that is not UTF-8 is refused by name, not read as `vendor/\u{fffd}`.
+        let raw = b":000000 160000 0000 1111 A\0vendor/\xe9\0";
+        let Fault(why) = gitlinks(raw).expect_err("not UTF-8");
+        assert!(why.contains("vendor/\\xe9"), "{why}");
     }
 }

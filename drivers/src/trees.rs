@@ -148,10 +148,15 @@ pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String
         }
         level = next;
     }
+    // A name that is not UTF-8 is refused by name: read lossily, two could become one.
     let mut paths: Vec<String> = changed
-        .into_iter()
-        .map(|p| String::from_utf8_lossy(&p).into_owned())
-        .collect();
+        .iter()
+        .map(|p| {
+            bay_core::paths::from_git(p)
+                .map(str::to_owned)
+                .map_err(Fault)
+        })
+        .collect::<Result<_, _>>()?;
     paths.sort();
     paths.dedup();
     Ok(paths)
@@ -486,6 +491,38 @@ mod tests {
         assert!(changed_paths(&reader, &empty, &blob).is_err());
         let absent = Oid::parse(&"3".repeat(40)).expect("an id");
         assert!(changed_paths(&reader, &empty, &absent).is_err());
+    }
+
+    #[test]
+    fn a_changed_path_that_is_not_utf8_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let git = Git::in_dir(dir.path());
+        git.cmd(["init", "-q", "--bare"]).run().expect("git init");
+        let empty = tree(&git, &[]);
+        let blob = git
+            .cmd(["hash-object", "-w", "--stdin"])
+            .stdin(b"x".to_vec())
+            .text()
+            .expect("hash-object");
+        // Two names a lossy reading would make one, `caf\u{fffd}.rs`.
+        let mut listing = Vec::new();
+        for name in [&b"caf\xe8.rs"[..], &b"caf\xe9.rs"[..]] {
+            listing.extend(format!("100644 blob {blob}\t").bytes());
+            listing.extend(name);
+            listing.push(0);
+        }
+        let odd = git
+            .cmd(["mktree", "-z"])
+            .stdin(listing)
+            .text()
+            .expect("mktree");
+        let reader = Reader::new(git);
+        let odd = Oid::parse(&odd).expect("an id");
+        let Fault(why) = changed_paths(&reader, &empty, &odd).expect_err("not UTF-8");
+        assert!(
+            why.contains("caf\\xe8.rs") && why.contains("not UTF-8"),
+            "{why}"
+        );
     }
 
     proptest::proptest! {

@@ -480,8 +480,9 @@ fn main_file(context: &Context, path: &str) -> Option<Vec<u8>> {
     crate::context::fetched_main_file(&context.git(), &context.remote, &context.main, path)
 }
 
-/// The view's files with edits no commit holds, as `git status` names them.
-/// With `-z`, a rename would print its old path as an entry of its own, with no status to
+/// The view's files with edits no commit holds, as `git status` names them; a name that is
+/// not UTF-8 with its bytes escaped (`caf\xe9.rs`), so that two such names stay two. They are
+/// only named to the agent, never matched against a path. With `-z`, a rename would print its old path as an entry of its own, with no status to
 /// cut off: `--no-renames` keeps one `XY path` entry per path.
 fn unsaved(top: &Path) -> Vec<String> {
     let Ok(out) = Git::in_dir(top)
@@ -499,7 +500,11 @@ fn unsaved(top: &Path) -> Vec<String> {
     out.stdout
         .split(|b| *b == 0)
         .filter(|entry| entry.len() > 3)
-        .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+        .map(|entry| {
+            let raw = &entry[3..];
+            bay_core::paths::from_git(raw)
+                .map_or_else(|_| raw.escape_ascii().to_string(), str::to_owned)
+        })
         .collect()
 }
 
@@ -702,4 +707,26 @@ fn merged_on(context: &Context, change: &ChangeId, main: &Oid) -> Vec<MainCommit
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn unsaved_names_that_are_not_utf8_stay_apart() {
+        let dir = tempfile::tempdir().expect("a folder");
+        Git::in_dir(dir.path())
+            .cmd(["init", "-q"])
+            .run()
+            .expect("git init");
+        for name in [&b"caf\xe8.rs"[..], &b"caf\xe9.rs"[..], &b"plain.rs"[..]] {
+            let path = dir.path().join(std::ffi::OsStr::from_bytes(name));
+            std::fs::write(path, "x").expect("a file");
+        }
+        let mut names = unsaved(dir.path());
+        names.sort();
+        assert_eq!(names, ["caf\\xe8.rs", "caf\\xe9.rs", "plain.rs"]);
+    }
 }

@@ -164,7 +164,7 @@ pub fn merge_tree(git: &Git, base: &Oid, ours: &Oid, theirs: &Oid) -> Result<Mer
             stages: Vec::new(),
         }),
         (Some(1), Ok(tree)) => {
-            let conflicts = conflicted_paths(&out.stdout, &[ours, theirs]);
+            let conflicts = conflicted_paths(&out.stdout, &[ours, theirs])?;
             if conflicts.is_empty() {
                 Err(failed("failed without naming a conflict"))
             } else {
@@ -210,33 +210,45 @@ fn conflicted_stages(stdout: &[u8]) -> Vec<Stage> {
 ///
 /// In a file/directory conflict Git moves the file aside to `<path>~<side>`, naming the side
 /// by the id it was given: that name is no path of either side, so it is reported as `<path>`.
-fn conflicted_paths(stdout: &[u8], sides: &[&Oid]) -> Vec<String> {
-    let mut fields = stdout
-        .split(|&b| b == 0)
-        .map(|f| String::from_utf8_lossy(f).into_owned());
+///
+/// A path that is not UTF-8 is refused by name ([`bay_core::paths::from_git`]): read lossily,
+/// two conflicted names could be reported as one.
+fn conflicted_paths(stdout: &[u8], sides: &[&Oid]) -> Result<Vec<String>, Fault> {
+    let path = |raw: &[u8]| {
+        bay_core::paths::from_git(raw)
+            .map(str::to_owned)
+            .map_err(Fault)
+    };
+    let mut fields = stdout.split(|&b| b == 0);
     let mut paths = Vec::new();
-    if fields.next().is_none_or(|tree| Oid::parse(&tree).is_err()) {
-        return paths;
+    let tree = fields.next().map(String::from_utf8_lossy);
+    if tree.is_none_or(|tree| Oid::parse(&tree).is_err()) {
+        return Ok(paths);
     }
     // Conflicted entries, up to the empty field that starts the messages.
     for field in fields.by_ref() {
         if field.is_empty() {
             break;
         }
-        if let Some((_, path)) = field.split_once('\t') {
-            paths.push(path.to_string());
+        if let Some(at) = field.iter().position(|&b| b == b'\t') {
+            paths.push(path(&field[at + 1..])?);
         }
     }
     // Messages: `<count>`, that many paths, the type, the text.
     while let Some(count) = fields.next() {
-        let Ok(count) = count.parse::<usize>() else {
+        let Some(count) = std::str::from_utf8(count)
+            .ok()
+            .and_then(|count| count.parse::<usize>().ok())
+        else {
             break;
         };
-        let named: Vec<String> = fields.by_ref().take(count).collect();
+        let named: Vec<&[u8]> = fields.by_ref().take(count).collect();
         let kind = fields.next().unwrap_or_default();
         let _text = fields.next();
-        if kind.starts_with("CONFLICT") {
-            paths.extend(named);
+        if kind.starts_with(b"CONFLICT") {
+            for raw in named {
+                paths.push(path(raw)?);
+            }
         }
     }
     for path in &mut paths {
@@ -248,7 +260,7 @@ fn conflicted_paths(stdout: &[u8], sides: &[&Oid]) -> Vec<String> {
     }
     paths.sort();
     paths.dedup();
-    paths
+    Ok(paths)
 }
 
 #[cfg(test)]
@@ -263,7 +275,10 @@ mod tests {
              1\0f\0Auto-merging\0Auto-merging f\n\0\
              2\0a\0b\0CONFLICT (rename/rename)\0CONFLICT: ...\n\0"
         );
-        assert_eq!(conflicted_paths(out.as_bytes(), &[]), vec!["a", "b", "f"]);
+        assert_eq!(
+            conflicted_paths(out.as_bytes(), &[]).expect("paths"),
+            vec!["a", "b", "f"]
+        );
         let (one, two) = ("1".repeat(40), "2".repeat(40));
         let out = format!("{tree}\0100644 {one} 1\tf\0100755 {two} 3\tg h\0120000 zz 2\tf\0\0");
         let stages = conflicted_stages(out.as_bytes());
@@ -272,8 +287,12 @@ mod tests {
             .map(|s| (s.mode.as_str(), s.stage, s.path.as_str()))
             .collect();
         assert_eq!(seen, vec![("100644", 1, "f"), ("100755", 3, "g h")]);
-        assert!(conflicted_paths(b"", &[]).is_empty());
-        assert!(conflicted_paths(format!("{tree}\0").as_bytes(), &[]).is_empty());
+        assert!(conflicted_paths(b"", &[]).expect("none").is_empty());
+        assert!(
+            conflicted_paths(format!("{tree}\0").as_bytes(), &[])
+                .expect("none")
+                .is_empty()
+        );
     }
 
     #[test]
@@ -285,6 +304,29 @@ mod tests {
             "{tree}\0100644 f73f 2\t{moved}\0\0\
              2\0{moved}\0d\0CONFLICT (file/directory)\0CONFLICT (file/directory): ...\n\0"
         );
-        assert_eq!(conflicted_paths(out.as_bytes(), &[&ours]), vec!["d"]);
+        assert_eq!(
+            conflicted_paths(out.as_bytes(), &[&ours]).expect("paths"),
+            vec!["d"]
+        );
+    }
+
+    #[test]
+    fn a_conflicted_path_that_is_not_utf8_is_refused_by_name() {
+        // Two names a lossy reading would make one, `caf\u{fffd}.rs`.
+        let mut entries = format!("{}\0", "5".repeat(40)).into_bytes();
+        for name in [&b"caf\xe9.rs"[..], &b"caf\xe8.rs"[..]] {
+            entries.extend(b"100644 de98 2\t");
+            entries.extend(name);
+            entries.push(0);
+        }
+        let Fault(why) = conflicted_paths(&entries, &[]).expect_err("not UTF-8");
+        assert!(
+            why.contains("caf\\xe9.rs") && why.contains("not UTF-8"),
+            "{why}"
+        );
+        // In a message's paths too.
+        let mut message = format!("{}\0\0", "5".repeat(40)).into_bytes();
+        message.extend(b"1\0caf\xe9.rs\0CONFLICT (content)\0text\0");
+        assert!(conflicted_paths(&message, &[]).is_err());
     }
 }
