@@ -117,7 +117,7 @@ fn ended(mut child: Child) -> Ran {
         .unwrap_or_else(|_| panic!("the runner printed no one document: {stdout:?} {stderr}"));
     let schema: serde_json::Value =
         serde_json::from_str(bay_core::schema::RESULT).expect("the schema is JSON");
-    if let Err(errors) = bay_core::schema::validate(&schema, &doc) {
+    if let Err(errors) = schema_errors(&schema, &doc) {
         panic!("the runner printed a document outside bay.result/1: {errors:?}\n{doc}");
     }
     Ran {

@@ -213,7 +213,7 @@ fn status_since_lists_main_red_and_main_red_cleared_after_the_cursor() {
     assert_eq!(red[0]["change"], owner.as_str());
     let schema: serde_json::Value =
         serde_json::from_str(bay_core::schema::EVENT).expect("the schema is JSON");
-    bay_core::schema::validate(&schema, &red[0]).expect("a bay.event/1");
+    schema_errors(&schema, &red[0]).expect("a bay.event/1");
     // The same red again is no news.
     let cursor = turned.doc["detail"]["cursor"]
         .as_str()
@@ -228,5 +228,5 @@ fn status_since_lists_main_red_and_main_red_cleared_after_the_cursor() {
     let gone = red_events(&cleared, "main_red_cleared");
     assert_eq!(gone.len(), 1, "{cleared:?}");
     assert_eq!(gone[0]["check"], "smoke");
-    bay_core::schema::validate(&schema, &gone[0]).expect("a bay.event/1");
+    schema_errors(&schema, &gone[0]).expect("a bay.event/1");
 }

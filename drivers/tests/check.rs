@@ -56,16 +56,13 @@ fn a_passing_check_gets_the_request_and_its_stdout_is_reported() {
         let sent: Value = serde_json::from_str(&run.request.to_json()).expect("JSON");
         assert_eq!(received, sent);
         let schema: Value = serde_json::from_str(bay_core::schema::CHECK_REQUEST).expect("JSON");
-        if let Err(errors) = bay_core::schema::validate(&schema, &received) {
+        if let Err(errors) = jsonschema::validate(&schema, &received) {
             panic!("the check got a request outside bay.check.request/1: {errors:?}");
         }
 
         let printed: Value = serde_json::from_slice(&exit.stdout).expect("the check printed JSON");
         let schema: Value = serde_json::from_str(bay_core::schema::CHECK_RESULT).expect("JSON");
-        assert!(
-            bay_core::schema::validate(&schema, &printed).is_ok(),
-            "{printed}"
-        );
+        assert!(jsonschema::is_valid(&schema, &printed), "{printed}");
         let expected = serde_json::json!({
             "schema": "bay.check.result/1",
             "exercised": sent["candidate"],

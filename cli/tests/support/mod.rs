@@ -341,7 +341,7 @@ pub fn held(command: &mut Command, args: &[&str]) -> Ran {
         "exactly one document on stdout"
     );
     let schema: Value = serde_json::from_str(bay_core::schema::RESULT).expect("the schema is JSON");
-    if let Err(errors) = bay_core::schema::validate(&schema, &doc) {
+    if let Err(errors) = schema_errors(&schema, &doc) {
         panic!("bay {args:?} printed a document outside bay.result/1: {errors:?}\n{doc}");
     }
     let code = out.status.code().expect("bay exits with a code");
@@ -459,7 +459,7 @@ pub fn log_events(world: &World, runner: &str) -> Vec<(String, Value)> {
         .map(|message| {
             let (subject, body) = message.split_once("\n\n").expect("a subject and a body");
             let event: Value = serde_json::from_str(body).expect("the body is JSON");
-            if let Err(errors) = bay_core::schema::validate(&schema, &event) {
+            if let Err(errors) = schema_errors(&schema, &event) {
                 panic!("an event outside bay.event/1: {errors:?}\n{event}");
             }
             (subject.to_string(), event)
@@ -509,4 +509,19 @@ pub fn keygen(dir: &Path, name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     path
+}
+
+/// Holds `doc` to `schema` (one of bay's published schemas) with a real validator: every way
+/// it fails, each with the path where.
+pub fn schema_errors(schema: &Value, doc: &Value) -> Result<(), Vec<String>> {
+    let validator = jsonschema::validator_for(schema).expect("a published schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|error| format!("{}: {error}", error.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
