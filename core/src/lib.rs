@@ -39,6 +39,7 @@ pub mod red;
 pub mod ref_name;
 pub mod report;
 pub mod result;
+pub mod review;
 pub mod save;
 pub mod say;
 pub mod schema;

@@ -112,13 +112,7 @@ impl PostRecord {
         inputs: &[(String, String)],
         version: Option<&str>,
     ) -> String {
-        let mut hasher = Sha256::new();
-        for (key, value) in inputs {
-            hasher.update(format!("{}\0{}\0", key, value).as_bytes());
-        }
-        hasher.update(version.unwrap_or("").as_bytes());
-        let digest = crate::id::hex(&hasher.finalize()[..6]);
-        format!("{producer}/check/{commit}/{digest}")
+        record_id(producer, "check", commit, inputs, version)
     }
 
     pub fn to_json(&self) -> String {
@@ -139,6 +133,24 @@ impl PostRecord {
             ..self.clone()
         } == *other
     }
+}
+
+/// The id of a record a producer outside bay writes: the producer, the kind, the commit, and a
+/// digest of the inputs and version.
+pub fn record_id(
+    producer: &str,
+    kind: &str,
+    commit: &Oid,
+    inputs: &[(String, String)],
+    version: Option<&str>,
+) -> String {
+    let mut hasher = Sha256::new();
+    for (key, value) in inputs {
+        hasher.update(format!("{}\0{}\0", key, value).as_bytes());
+    }
+    hasher.update(version.unwrap_or("").as_bytes());
+    let digest = crate::id::hex(&hasher.finalize()[..6]);
+    format!("{producer}/{kind}/{commit}/{digest}")
 }
 
 /// One post check the policy on main names and does not quarantine.

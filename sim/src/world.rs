@@ -1470,6 +1470,8 @@ impl World {
             let input = RecordInput {
                 main: MAIN.into(),
                 producer: "post-ci".into(),
+                reviewer: None,
+                reviewer_key: None,
                 check: check.id.clone(),
                 environment: check.environment.clone(),
                 kind: "check".into(),
@@ -1483,6 +1485,7 @@ impl World {
                 why: String::new(),
                 version: None,
                 inputs: Vec::new(),
+                body: None,
                 commits: vec![Merged {
                     commit: main,
                     tree: commit.tree.clone(),

@@ -1,11 +1,20 @@
-//! `bay evidence record --kind check --verdict <verdict> --commit <commit>... --check <check>
-//! --environment <environment> [--input <key>=<value>] [--version <version>] [--why <text>]`:
-//! a post check's answer on merged commits, written by a producer outside bay.
+//! `bay evidence record --kind check|review --verdict <verdict> --commit <commit>... [--check
+//! <check>] [--environment <environment>] [--input <key>=<value>] [--body <file>] [--version
+//! <version>] [--why <text>]`: a post check's answer or a review on merged commits, written by
+//! a producer or reviewer outside bay; and `bay evidence missing --kind <kind> --producer
+//! <producer> [--since <rev>]`: main's commits no such record covers.
 
+use std::path::{Path, PathBuf};
+
+use bay_core::git::Oid;
 use bay_core::machine::evidence::{Merged, RecordEvidence, RecordInput, flags};
+use bay_core::machine::missing::{Missing, MissingInput};
 use bay_core::result::BayResult;
+use bay_core::trust::record::KeySetting;
 use bay_drivers::clock;
+use bay_drivers::sign::SigningKey;
 
+use super::enrol::expand_home;
 use super::{config, prepare, run_agent, with_actor};
 use crate::Cli;
 use crate::context::{Context, failed};
@@ -18,14 +27,30 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum EvidenceCommand {
-    /// Write one record per merged commit, as an outside producer, and push it.
+    /// Write one record per merged commit, as an outside producer or reviewer, and push it.
     Record(RecordArgs),
+    /// List main's commits that no record of a kind from a producer covers.
+    Missing(MissingArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MissingArgs {
+    /// The record kind, such as `review`.
+    #[arg(long, value_name = "KIND")]
+    kind: String,
+    /// The producer or reviewer whose records count.
+    #[arg(long, value_name = "PRODUCER")]
+    producer: String,
+    /// Only the commits after this one.
+    #[arg(long, value_name = "REV")]
+    since: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
-    /// What the record is: `check` (a post check's answer). Reviews, approvals and waivers
-    /// need keys, which this bay does not have yet.
+    /// What the record is: `check` (a post check's answer) or `review` (signed by
+    /// bay.reviewerKey). Approvals and waivers answer approval checks, which this bay does
+    /// not have yet.
     #[arg(long, value_name = "KIND")]
     kind: String,
     /// `pass`, `product_failure`, `infra_failure` or `unknown`; no default.
@@ -49,10 +74,48 @@ pub struct RecordArgs {
     /// The writer's reason, kept in the record.
     #[arg(long, value_name = "TEXT")]
     why: Option<String>,
+    /// A file holding one JSON object, such as a review's findings, carried in the record.
+    #[arg(long, value_name = "FILE")]
+    body: Option<PathBuf>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> BayResult {
-    let EvidenceCommand::Record(args) = &args.command;
+    match &args.command {
+        EvidenceCommand::Record(args) => record(cli, args),
+        EvidenceCommand::Missing(args) => missing(cli, args),
+    }
+}
+
+fn missing(cli: &Cli, args: &MissingArgs) -> BayResult {
+    let (context, mut driver) = match prepare(cli) {
+        Ok(prepared) => prepared,
+        Err(result) => return result,
+    };
+    // Main first, so that a `--since` on it resolves.
+    if let Err(result) = config(&context, &driver) {
+        return result;
+    }
+    let since = match &args.since {
+        None => None,
+        Some(name) => match resolve_commit(&context, name) {
+            Ok(commit) => Some(commit),
+            Err(why) => return with_actor(failed(why), &context),
+        },
+    };
+    let input = MissingInput {
+        main: context.main.clone(),
+        kind: args.kind.clone(),
+        producer: args.producer.clone(),
+        since,
+    };
+    let mut machine = Missing::new(input, clock::now());
+    match run_agent(&context, &mut driver, &mut machine) {
+        Ok((result, _)) => with_actor(result, &context),
+        Err(result) => result,
+    }
+}
+
+fn record(cli: &Cli, args: &RecordArgs) -> BayResult {
     let (context, mut driver) = match prepare(cli) {
         Ok(prepared) => prepared,
         Err(result) => return result,
@@ -88,9 +151,23 @@ fn record_input(context: &Context, args: &RecordArgs) -> Result<RecordInput, Str
         .setting_values("bay.producername")
         .pop()
         .unwrap_or_else(|| context.actor.clone());
+    let body = match &args.body {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --body {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let reviewer_key = context.setting_values("bay.reviewerkey").pop().map(|path| {
+        let path = expand_home(&path);
+        let public = SigningKey::load(Path::new(&path)).map(|key| key.public().clone());
+        KeySetting { path, public }
+    });
     let input = RecordInput {
         main: context.main.clone(),
         producer,
+        reviewer: context.setting_values("bay.reviewername").pop(),
+        reviewer_key,
         kind: args.kind.clone(),
         verdict: args.verdict.clone(),
         check: args.check.clone().unwrap_or_default(),
@@ -98,21 +175,27 @@ fn record_input(context: &Context, args: &RecordArgs) -> Result<RecordInput, Str
         why: args.why.clone().unwrap_or_default(),
         version: args.version.clone(),
         inputs: args.inputs.clone(),
+        body,
         commits: Vec::new(),
     };
     flags(&input)?;
     Ok(input)
 }
 
-/// A commit this clone holds, with its tree and its first parent's.
-fn resolve(context: &Context, name: &str) -> Result<Merged, String> {
-    let missing = || format!("no commit {name} in this clone; fetch it, then record again");
-    let commit = context
+/// A commit this clone holds, by any name Git reads, or main's mirror branch of that name.
+fn resolve_commit(context: &Context, name: &str) -> Result<Oid, String> {
+    context
         .local_commit(name)
         .or_else(|| {
             context.local_commit(&format!("refs/bay-mirror/{}/heads/{name}", context.remote))
         })
-        .ok_or_else(missing)?;
+        .ok_or_else(|| format!("no commit {name} in this clone; fetch it, then run this again"))
+}
+
+/// A commit this clone holds, with its tree and its first parent's.
+fn resolve(context: &Context, name: &str) -> Result<Merged, String> {
+    let commit = resolve_commit(context, name)?;
+    let missing = || format!("no commit {name} in this clone; fetch it, then record again");
     let tree = context
         .local_object(&format!("{commit}^{{tree}}"))
         .ok_or_else(missing)?;

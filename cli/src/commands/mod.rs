@@ -52,7 +52,7 @@ pub enum Command {
     Runner(runner::Args),
     /// Test a check command or a hold plugin as a runner runs it; it changes nothing.
     Plugin(plugin::Args),
-    /// Record evidence as a producer outside bay, such as a post check's answer.
+    /// Record evidence as a producer or reviewer outside bay, or list what has none.
     Evidence(evidence::Args),
     /// Every command, flag and reason code; with --json, the whole contract.
     Help(help::Args),
@@ -115,7 +115,7 @@ pub const WRITES: [(&str, &str, &str); 16] = [
     ),
     (
         "evidence",
-        "record: one record per named commit in this producer's notes ref on the remote, refs/notes/bay/evidence/<producer>",
+        "record: one record per named commit in this producer's or reviewer's notes ref on the remote, refs/notes/bay/evidence/<producer>; missing: only fetched copies of the remote's refs",
         "your files; main; any record already written",
     ),
     ("help", "nothing", "anything"),

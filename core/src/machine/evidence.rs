@@ -1,19 +1,30 @@
-//! `bay evidence record --kind check`: a producer outside bay records a post check's answer on
-//! merged commits, one record per commit, in its own notes ref
-//! `refs/notes/bay/evidence/<producer>`.
+//! `bay evidence record --kind check|review`: a producer outside bay records a post check's
+//! answer, or a reviewer its review, on merged commits, one record per commit, in its own
+//! notes ref `refs/notes/bay/evidence/<producer>`.
 //!
 //! Records are added, never changed: the same content under one id again is a rerun that
 //! writes nothing (`unchanged`), and different content under it is refused, for every commit
-//! of the call (all or nothing). Without a key registry the records are unsigned, and say so.
+//! of the call (all or nothing). A check record is unsigned and sits on the merged commit. A
+//! review needs `bay.reviewerName` and `bay.reviewerKey` even where no registry is, is signed
+//! whole by that key, and sits on the merge's tree; with a registry on the remote, the key must
+//! be enrolled in its `reviewer` file under that name, or nothing is written. Approvals and
+//! waivers answer approval checks, which this bay does not have yet, so they are refused.
 
 use super::agent::MAX_RACES;
+use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
 use crate::check::Verdict;
 use crate::git::{Oid, refs};
+use crate::policy::Signing;
+use crate::reason::ReasonCode;
 use crate::red::{Answer, MAX_RECORD_BYTES, PostRecord, TRUST};
 use crate::report;
 use crate::result::BayResult;
+use crate::review::{REVIEW, Review, ReviewRecord, parse_body};
 use crate::time::Timestamp;
+use crate::trust::Trust;
+use crate::trust::record::KeySetting;
+use crate::trust::registry::{Class, REF as REGISTRY, Version, is_name};
 
 /// One merged commit to record on, as the driver resolved it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,8 +39,14 @@ pub struct Merged {
 #[derive(Clone, Debug)]
 pub struct RecordInput {
     pub main: String,
+    /// `bay.producerName`, else the actor: who writes a check record.
     pub producer: String,
-    /// `--kind`: only `check` is written without keys.
+    /// `bay.reviewerName`: who writes a review record; none when it is not set.
+    pub reviewer: Option<String>,
+    /// `bay.reviewerKey`: the only key that signs a review, with its public half or why there
+    /// is none.
+    pub reviewer_key: Option<KeySetting>,
+    /// `--kind`: `check` or `review`.
     pub kind: String,
     /// `--verdict`, one of the four words exactly.
     pub verdict: String,
@@ -39,23 +56,77 @@ pub struct RecordInput {
     pub version: Option<String>,
     /// `--input`, each `<key>=<value>`.
     pub inputs: Vec<String>,
+    /// `--body`: the text of the file, one JSON object whose fields a review carries.
+    pub body: Option<String>,
     pub commits: Vec<Merged>,
+}
+
+/// The flags read: what every record of the call says.
+#[derive(Clone, Debug)]
+pub struct Flags {
+    pub verdict: Verdict,
+    pub inputs: Vec<(String, String)>,
+    /// The `--body` object's fields; empty without one.
+    pub body: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
+    /// The keys a review is judged by: `[policy] signing` at main and the registry.
+    Keys(KeysRead),
     Read,
     Push,
+}
+
+/// One record of the call, of either kind.
+#[derive(Clone, Debug)]
+enum Record {
+    Check(Box<PostRecord>),
+    Review(ReviewRecord),
+}
+
+impl Record {
+    fn id(&self) -> &str {
+        match self {
+            Record::Check(record) => &record.id,
+            Record::Review(record) => record.id(),
+        }
+    }
+
+    fn to_json(&self) -> String {
+        match self {
+            Record::Check(record) => record.to_json(),
+            Record::Review(record) => record.to_json(),
+        }
+    }
+
+    /// Whether one of the lines held holds this record's id: `Some(true)` with the same
+    /// content, `Some(false)` with other content.
+    fn held_in(&self, lines: &[String]) -> Option<bool> {
+        match self {
+            Record::Check(record) => lines
+                .iter()
+                .filter_map(|line| PostRecord::from_json(line))
+                .find(|held| held.id == record.id)
+                .map(|held| record.same_content(&held)),
+            Record::Review(record) => lines
+                .iter()
+                .filter_map(|line| ReviewRecord::from_json(line))
+                .find(|held| held.id() == record.id())
+                .map(|held| record.same_content(&held)),
+        }
+    }
 }
 
 /// The `bay evidence record` machine. Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct RecordEvidence {
     input: RecordInput,
-    /// The verdict and inputs, once the flags are read.
-    verdict: Verdict,
-    inputs: Vec<(String, String)>,
+    /// The verdict, inputs and body, once the flags are read.
+    flags: Flags,
+    /// How far the records written are trusted, once the registry is read.
+    trust: Trust,
     out: Outbox<Purpose>,
     now: Timestamp,
     races: u32,
@@ -71,8 +142,12 @@ impl RecordEvidence {
     pub fn new(input: RecordInput, now: Timestamp) -> RecordEvidence {
         let mut machine = RecordEvidence {
             input,
-            verdict: Verdict::Unknown,
-            inputs: Vec::new(),
+            flags: Flags {
+                verdict: Verdict::Unknown,
+                inputs: Vec::new(),
+                body: serde_json::Map::new(),
+            },
+            trust: Trust::Unsigned,
             out: Outbox::default(),
             now,
             races: 0,
@@ -81,9 +156,8 @@ impl RecordEvidence {
             unchanged: Vec::new(),
             outcome: None,
         };
-        let read = flags(&machine.input).and_then(|(verdict, inputs)| {
-            machine.verdict = verdict;
-            machine.inputs = inputs;
+        let read = flags(&machine.input).and_then(|flags| {
+            machine.flags = flags;
             machine.refusal().map_or(Ok(()), Err)
         });
         if let Err(why) = read {
@@ -94,10 +168,26 @@ impl RecordEvidence {
         machine
     }
 
+    fn is_review(&self) -> bool {
+        self.input.kind == REVIEW
+    }
+
+    /// Who writes the records: the reviewer for a review, else the producer.
+    fn writer(&self) -> &str {
+        match (&self.input.reviewer, self.is_review()) {
+            (Some(reviewer), true) => reviewer,
+            _ => &self.input.producer,
+        }
+    }
+
     /// What makes the call unwritable, judged before anything is read.
     fn refusal(&self) -> Option<String> {
         let input = &self.input;
-        if !producer_name_ok(&input.producer) {
+        if self.is_review() {
+            if let Some(why) = review_keys(input) {
+                return Some(why);
+            }
+        } else if !producer_name_ok(&input.producer) {
             return Some(format!(
                 "the producer name {:?} cannot name a notes ref; set bay.producerName to letters, \
                  digits, `-` and `_`",
@@ -107,56 +197,81 @@ impl RecordEvidence {
         if input.commits.is_empty() {
             return Some("name at least one merged commit with --commit".into());
         }
-        if input.check.is_empty() || input.environment.is_empty() {
-            return Some(
-                "a check record names its post check with --check and --environment".into(),
-            );
-        }
         self.records()
             .iter()
-            .map(PostRecord::to_json)
+            .map(Record::to_json)
             .find(|json| json.len() > MAX_RECORD_BYTES)
             .map(|json| {
                 format!(
                     "a record of {} bytes is over the limit of {MAX_RECORD_BYTES}; bay never cuts \
-                     one, so shorten --why",
+                     one, so shorten --why or --body",
                     json.len()
                 )
             })
     }
 
     /// One record per commit.
-    fn records(&self) -> Vec<PostRecord> {
+    fn records(&self) -> Vec<Record> {
         let input = &self.input;
+        let flags = &self.flags;
+        let review = Review {
+            reviewer: self.writer().to_owned(),
+            verdict: flags.verdict,
+            why: input.why.clone(),
+            version: input.version.clone(),
+            inputs: flags.inputs.clone(),
+            body: flags.body.clone(),
+        };
         let answer = Answer {
             producer: input.producer.clone(),
             check: input.check.clone(),
             environment: input.environment.clone(),
-            verdict: self.verdict,
+            verdict: flags.verdict,
             why: input.why.clone(),
             version: input.version.clone(),
-            inputs: self.inputs.clone(),
+            inputs: flags.inputs.clone(),
         };
         input
             .commits
             .iter()
             .map(|merged| {
+                let (commit, tree) = (&merged.commit, &merged.tree);
                 let base_tree = merged.base_tree.as_ref();
-                PostRecord::of(&answer, &merged.commit, &merged.tree, base_tree, self.now)
+                if self.is_review() {
+                    Record::Review(ReviewRecord::of(&review, commit, tree, base_tree, self.now))
+                } else {
+                    Record::Check(Box::new(PostRecord::of(
+                        &answer, commit, tree, base_tree, self.now,
+                    )))
+                }
             })
             .collect()
     }
 
+    /// The object a record is noted on: a review on the merge's tree, where a record naming
+    /// the same trees under another commit is found too; a check record on the commit.
+    fn object(&self, merged: &Merged) -> Oid {
+        if self.is_review() {
+            merged.tree.clone()
+        } else {
+            merged.commit.clone()
+        }
+    }
+
     fn notes_ref(&self) -> String {
-        refs::evidence(&self.input.producer)
+        refs::evidence(self.writer())
     }
 
     fn fetch(&mut self) {
-        // A trailing `*`: a producer's first record finds no notes ref, which is no fault.
-        let spec = FetchSpec::new([
+        // A trailing `*`: a producer's first record finds no notes ref, and a remote may hold
+        // no registry; neither is a fault.
+        let mut spec = FetchSpec::new([
             refs::main(&self.input.main),
             format!("{}*", self.notes_ref()),
         ]);
+        if self.is_review() {
+            spec.patterns.push(format!("{REGISTRY}*"));
+        }
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
     }
 
@@ -171,44 +286,104 @@ impl RecordEvidence {
 
     fn on_fetched(&mut self, remote: Refs) {
         self.tip = remote.get(&self.notes_ref()).cloned();
-        match self.tip.clone() {
-            None => self.write(Vec::new()),
-            Some(tip) => {
-                let objects = self
-                    .input
-                    .commits
-                    .iter()
-                    .map(|m| m.commit.clone())
-                    .collect();
-                let read = Action::ReadNotes {
-                    notes: vec![tip],
-                    objects,
-                };
-                self.out.send(read, Purpose::Read);
+        match (
+            remote.get(REGISTRY),
+            remote.get(&refs::main(&self.input.main)),
+        ) {
+            // A review under a registry: its key must be enrolled before anything is written.
+            (Some(registry), Some(main)) if self.is_review() => {
+                let (reader, read) = KeysRead::start(main.clone(), registry.clone());
+                self.out.send(read, Purpose::Keys(reader));
             }
+            _ => self.read_notes(),
         }
+    }
+
+    /// One step of reading the keys; a registry that breaks a rule refuses
+    /// `REGISTRY_UNREADABLE`, since no review could be judged against it.
+    fn on_keys(&mut self, mut reader: KeysRead, completion: Completion) -> Option<Completion> {
+        match reader.on(completion) {
+            Err(completion) => return Some(*completion),
+            Ok(KeysStep::Ask(action)) => {
+                self.out.send(*action, Purpose::Keys(reader));
+            }
+            Ok(KeysStep::Done(signing, version)) => self.on_registry(signing, &version),
+            Ok(KeysStep::Broken(broken)) => self.finish(report::refused(
+                ReasonCode::RegistryUnreadable,
+                None,
+                None,
+                serde_json::json!({ "registry": broken }),
+            )),
+            Ok(KeysStep::Unread(fault)) => self.fail(fault.0),
+        }
+        None
+    }
+
+    /// The reviewer's key judged against the registry's `reviewer` file; the records are
+    /// `signed` when it is enrolled and the registry signs everything.
+    fn on_registry(&mut self, signing: Signing, version: &Version) {
+        let reviewer = self.writer().to_owned();
+        let key = self
+            .input
+            .reviewer_key
+            .as_ref()
+            .and_then(|k| k.public.as_ref().ok());
+        let enrolled = version
+            .classes
+            .get(&Class::Reviewer)
+            .into_iter()
+            .flatten()
+            .any(|e| e.name == reviewer && Some(&e.key) == key);
+        if !enrolled {
+            let path = self.input.reviewer_key.as_ref().map(|k| k.path.as_str());
+            return self.fail(format!(
+                "bay.reviewerKey is not enrolled in the registry's reviewer file as {reviewer}, so \
+                 no review it signs would count; on the machine with the registry key run `bay \
+                 enrol reviewer {reviewer} {}.pub`",
+                path.unwrap_or("<key>")
+            ));
+        }
+        self.trust = match signing {
+            Signing::All => Trust::Signed,
+            Signing::Approvals => Trust::Approvals,
+        };
+        self.read_notes();
+    }
+
+    /// Reads what the writer's notes hold on the objects the records go on.
+    fn read_notes(&mut self) {
+        let Some(tip) = self.tip.clone() else {
+            return self.write(Vec::new());
+        };
+        let objects = self
+            .input
+            .commits
+            .iter()
+            .map(|merged| self.object(merged))
+            .collect();
+        let read = Action::ReadNotes {
+            notes: vec![tip],
+            objects,
+        };
+        self.out.send(read, Purpose::Read);
     }
 
     /// Adds each record its id does not hold yet; the same content again is unchanged, and
     /// other content under a held id refuses the whole call.
     fn write(&mut self, existing: Vec<String>) {
-        let held: Vec<PostRecord> = existing
-            .iter()
-            .filter_map(|line| PostRecord::from_json(line))
-            .collect();
         let mut new = Vec::new();
         let mut unchanged = Vec::new();
-        for record in self.records() {
-            match held.iter().find(|h| h.id == record.id) {
-                Some(h) if record.same_content(h) => unchanged.push(record.id),
-                Some(_) => {
+        for (record, merged) in self.records().into_iter().zip(&self.input.commits) {
+            match record.held_in(&existing) {
+                Some(true) => unchanged.push(record.id().to_owned()),
+                Some(false) => {
                     return self.fail(format!(
                         "{} already holds a different record; give a new --version to write \
                          another beside it",
-                        record.id
+                        record.id()
                     ));
                 }
-                None => new.push(record),
+                None => new.push((record, self.object(merged))),
             }
         }
         if new.is_empty() {
@@ -218,14 +393,19 @@ impl RecordEvidence {
             Some(tip) => Expect::Is(tip.clone()),
             None => Expect::Absent,
         };
+        // A review is signed whole by the reviewer's key, by the driver, as it is written.
+        let key = match (&self.input.reviewer_key, self.is_review()) {
+            (Some(key), true) => Some(key.path.clone()),
+            _ => None,
+        };
         let notes = new
             .iter()
-            .map(|record| NoteAdd {
-                producer: self.input.producer.clone(),
+            .map(|(record, object)| NoteAdd {
+                producer: self.writer().to_owned(),
                 expect: expect.clone(),
-                object: record.commit.clone(),
+                object: object.clone(),
                 record: record.to_json(),
-                key: None,
+                key: key.clone(),
             })
             .collect();
         let plan = PushPlan {
@@ -234,16 +414,22 @@ impl RecordEvidence {
             ..PushPlan::default()
         };
         self.out.send(Action::Push(plan), Purpose::Push);
-        self.pending = new.into_iter().map(|r| r.id).collect();
+        self.pending = new.into_iter().map(|(r, _)| r.id().to_owned()).collect();
         self.unchanged = unchanged;
     }
 
     fn done(&mut self, recorded: Vec<String>, unchanged: Vec<String>) {
+        let trust = if self.is_review() {
+            self.trust.as_str()
+        } else {
+            TRUST
+        };
         let detail = serde_json::json!({
-            "producer": self.input.producer,
+            "producer": self.writer(),
+            "kind": self.input.kind,
             "recorded": recorded,
             "unchanged": unchanged.len(),
-            "trust": TRUST,
+            "trust": trust,
         });
         let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default());
         self.finish(result);
@@ -275,6 +461,7 @@ impl RecordEvidence {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::Keys(reader), completion) => return self.on_keys(reader, completion),
             (Purpose::Read, Completion::NotesRead(Ok(lines))) => self.write(lines),
             (Purpose::Push, Completion::Pushed(report)) => self.on_pushed(report.outcome),
             (_, completion) => return Some(completion),
@@ -285,15 +472,41 @@ impl RecordEvidence {
 
 super::agent::command_machine!(RecordEvidence, "evidence record");
 
-/// The verdict and the inputs the flags give, or why they do not make a check record. The
-/// command line asks it before it resolves any commit, so a bad flag fails first.
-pub fn flags(input: &RecordInput) -> Result<(Verdict, Vec<(String, String)>), String> {
-    if input.kind != "check" {
-        return Err(format!(
-            "--kind {} needs a key registry, which this bay does not have yet; only \
-             `--kind check` records a post check's answer",
-            input.kind
-        ));
+/// What the flags say every record of the call holds, or why they make no record. The command
+/// line asks it before it resolves any commit, so a bad flag fails first.
+pub fn flags(input: &RecordInput) -> Result<Flags, String> {
+    match input.kind.as_str() {
+        "check" => {
+            if input.check.is_empty() || input.environment.is_empty() {
+                return Err(
+                    "a check record names its post check with --check and --environment".into(),
+                );
+            }
+            if input.body.is_some() {
+                return Err("--body goes with --kind review; a check record carries none".into());
+            }
+        }
+        REVIEW => {
+            if !input.check.is_empty() || !input.environment.is_empty() {
+                return Err(
+                    "a review answers no check, so it takes no --check or --environment; \
+                            leave them out"
+                        .into(),
+                );
+            }
+        }
+        "approval" | "waiver" => {
+            return Err(format!(
+                "--kind {} answers an approval check, which this bay does not have yet; only \
+                 `--kind check` and `--kind review` are recorded",
+                input.kind
+            ));
+        }
+        other => {
+            return Err(format!(
+                "--kind {other} is not a kind bay records; give check or review"
+            ));
+        }
     }
     let verdict = Verdict::parse(&input.verdict).ok_or_else(|| {
         format!(
@@ -311,7 +524,45 @@ pub fn flags(input: &RecordInput) -> Result<(Verdict, Vec<(String, String)>), St
                 .ok_or_else(|| format!("--input {pair} is not <key>=<value>"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((verdict, inputs))
+    let body = match &input.body {
+        Some(text) => parse_body(text)?,
+        None => serde_json::Map::new(),
+    };
+    Ok(Flags {
+        verdict,
+        inputs,
+        body,
+    })
+}
+
+/// Why a review cannot be written with this machine's reviewer settings, if it cannot: both
+/// `bay.reviewerName` (a short lower-case word) and a readable `bay.reviewerKey` are needed,
+/// registry or not.
+fn review_keys(input: &RecordInput) -> Option<String> {
+    let Some(name) = &input.reviewer else {
+        return Some(
+            "a review needs bay.reviewerName and bay.reviewerKey in Git config; set \
+             bay.reviewerName to the reviewer's name (`git config bay.reviewerName review-bot`)"
+                .into(),
+        );
+    };
+    if !is_name(name) {
+        return Some(format!(
+            "bay.reviewerName {name:?} is not a short lower-case word (a-z, 0-9 and `-`)"
+        ));
+    }
+    match &input.reviewer_key {
+        None => Some(
+            "a review is signed by bay.reviewerKey, which is not set in Git config; set it to \
+             the reviewer's private key file"
+                .into(),
+        ),
+        Some(KeySetting {
+            public: Err(why),
+            path,
+        }) => Some(format!("bay.reviewerKey ({path}): {why}")),
+        Some(_) => None,
+    }
 }
 
 /// A producer's name goes into a ref name: letters, digits, `-` and `_` only.
@@ -326,11 +577,22 @@ pub fn producer_name_ok(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::{Event, Machine};
+    use crate::trust::PublicKey;
+
+    const REVIEWER_PUB: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBlwkCNtEOIuI9SuPc4xuBmCKQDwe8+YfneZ/nmer1L9";
+
+    fn oid(c: char) -> Oid {
+        Oid::parse(&c.to_string().repeat(40)).expect("an oid")
+    }
 
     fn input(kind: &str, verdict: &str, inputs: &[&str]) -> RecordInput {
         RecordInput {
             main: "main".into(),
             producer: "ci".into(),
+            reviewer: None,
+            reviewer_key: None,
             kind: kind.into(),
             verdict: verdict.into(),
             check: "smoke".into(),
@@ -338,21 +600,54 @@ mod tests {
             why: String::new(),
             version: None,
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            body: None,
             commits: Vec::new(),
         }
     }
 
+    fn review_input() -> RecordInput {
+        RecordInput {
+            check: String::new(),
+            environment: String::new(),
+            reviewer: Some("review-bot".into()),
+            reviewer_key: Some(KeySetting {
+                path: "/keys/reviewer".into(),
+                public: PublicKey::from_pub_file(REVIEWER_PUB),
+            }),
+            body: Some(r#"{"findings": ["null at line 42"]}"#.into()),
+            commits: vec![Merged {
+                commit: oid('a'),
+                tree: oid('b'),
+                base_tree: Some(oid('c')),
+            }],
+            ..input("review", "product_failure", &[])
+        }
+    }
+
     #[test]
-    fn the_flags_make_a_check_record_or_say_which_one_does_not() {
-        let (verdict, inputs) =
-            flags(&input("check", "product_failure", &["os=linux", "v="])).expect("good flags");
-        assert_eq!(verdict, Verdict::ProductFailure);
+    fn the_flags_make_a_record_or_say_which_one_does_not() {
+        let read = flags(&input("check", "product_failure", &["os=linux", "v="])).expect("good");
+        assert_eq!(read.verdict, Verdict::ProductFailure);
         assert_eq!(
-            inputs,
+            read.inputs,
             vec![("os".into(), "linux".into()), ("v".into(), String::new())]
         );
+        let review = flags(&review_input()).expect("a good review");
+        assert_eq!(review.body["findings"][0], "null at line 42");
+        let with_check = RecordInput {
+            check: "smoke".into(),
+            ..review_input()
+        };
+        let bad_body = RecordInput {
+            body: Some(r#"{"commit": "x"}"#.into()),
+            ..review_input()
+        };
         for (bad, said) in [
-            (input("review", "pass", &[]), "--kind review"),
+            (input("approval", "pass", &[]), "--kind approval"),
+            (input("waiver", "unknown", &[]), "--kind waiver"),
+            (input("reviews", "pass", &[]), "--kind reviews"),
+            (with_check, "--check"),
+            (bad_body, "\"commit\""),
             (input("check", "Pass", &[]), "--verdict Pass"),
             (input("check", "pass", &["=x"]), "--input =x"),
             (input("check", "pass", &["nokey"]), "--input nokey"),
@@ -360,5 +655,84 @@ mod tests {
             let why = flags(&bad).expect_err("refused");
             assert!(why.contains(said), "{why}");
         }
+    }
+
+    #[test]
+    fn a_review_needs_the_reviewer_name_and_a_readable_key_even_without_a_registry() {
+        for (bad, said) in [
+            (
+                RecordInput {
+                    reviewer: None,
+                    ..review_input()
+                },
+                "bay.reviewerName",
+            ),
+            (
+                RecordInput {
+                    reviewer: Some("Review Bot".into()),
+                    ..review_input()
+                },
+                "short lower-case word",
+            ),
+            (
+                RecordInput {
+                    reviewer_key: None,
+                    ..review_input()
+                },
+                "bay.reviewerKey",
+            ),
+            (
+                RecordInput {
+                    reviewer_key: Some(KeySetting {
+                        path: "/keys/gone".into(),
+                        public: Err("cannot read the key".into()),
+                    }),
+                    ..review_input()
+                },
+                "/keys/gone",
+            ),
+        ] {
+            let mut machine = RecordEvidence::new(bad, Timestamp(1));
+            assert!(machine.poll_action().is_none(), "nothing is read");
+            let outcome = machine.outcome().expect("refused at once");
+            let why = outcome.detail["why"].as_str().unwrap_or_default();
+            assert!(why.contains(said), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_review_is_signed_by_the_reviewer_key_and_noted_on_the_merge_tree() {
+        let mut machine = RecordEvidence::new(review_input(), Timestamp(7));
+        let (id, fetch) = machine.poll_action().expect("a fetch");
+        let Action::Fetch(spec) = fetch else {
+            panic!("{fetch:?}")
+        };
+        assert!(
+            spec.patterns
+                .contains(&"refs/notes/bay/evidence/review-bot*".to_owned())
+        );
+        assert!(spec.patterns.contains(&format!("{REGISTRY}*")));
+        // No registry and no notes yet: the record goes up at once.
+        let remote: Refs = [(refs::main("main"), oid('1'))].into_iter().collect();
+        machine
+            .handle(
+                Timestamp(7),
+                Event::Done(id, Completion::Fetched(Ok(remote))),
+            )
+            .expect("no misuse");
+        let (_, push) = machine.poll_action().expect("a push");
+        let Action::Push(plan) = push else {
+            panic!("{push:?}")
+        };
+        let [note] = plan.notes.as_slice() else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(note.producer, "review-bot");
+        assert_eq!(note.object, oid('b'), "on the merge's tree");
+        assert_eq!(note.key.as_deref(), Some("/keys/reviewer"));
+        let record = ReviewRecord::from_json(&note.record).expect("a review");
+        assert_eq!(record.commit(), Some(oid('a')));
+        assert_eq!(record.verdict(), Verdict::ProductFailure);
+        assert!(note.record.contains("null at line 42"), "{}", note.record);
     }
 }

@@ -100,16 +100,20 @@ impl Keys<'_> {
     }
 
     /// The trust of one evidence record line: signed over [`canonical`] bytes under
-    /// [`EVIDENCE_NAMESPACE`] by a key of the `producer` file enrolled under the record's
-    /// `producer`.
+    /// [`EVIDENCE_NAMESPACE`] by a key of the class file its kind names ([`signer_class`]),
+    /// enrolled under the record's `producer`. An approval or a waiver needs its signature
+    /// under `signing = "approvals"` too.
     pub fn record(&self, line: &str) -> Trust {
-        if let Some(level) = self.unsigned_level() {
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
+            return self.unsigned_level().unwrap_or(Trust::Unsigned);
+        };
+        let class = signer_class(map.get("kind").and_then(Value::as_str).unwrap_or_default());
+        if let Some(level) = self.unsigned_level()
+            && !(class == Class::Approver && self.registry.is_some())
+        {
             return level;
         }
         let Some(registry) = self.registry else {
-            return Trust::Unsigned;
-        };
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
             return Trust::Unsigned;
         };
         let (Some(Value::String(signature)), Some(Value::String(producer))) =
@@ -121,25 +125,29 @@ impl Keys<'_> {
             return Trust::Unsigned;
         };
         let verdict = sshsig::verify(
-            &registry.signers(Class::Producer),
+            &registry.signers(class),
             producer,
             EVIDENCE_NAMESPACE,
             &bytes,
             signature.as_bytes(),
         );
         let signed_at = map.get("at").and_then(Value::as_u64).map(Timestamp);
-        level(
-            registry,
-            Class::Producer,
-            Some(producer),
-            verdict,
-            signed_at,
-            || {
-                sshsig::signer(signature.as_bytes()).ok().and_then(|key| {
-                    good_key(&key, EVIDENCE_NAMESPACE, &bytes, signature).then_some(key)
-                })
-            },
-        )
+        level(registry, class, Some(producer), verdict, signed_at, || {
+            sshsig::signer(signature.as_bytes()).ok().and_then(|key| {
+                good_key(&key, EVIDENCE_NAMESPACE, &bytes, signature).then_some(key)
+            })
+        })
+    }
+}
+
+/// The registry file whose keys may sign an evidence record of `kind`: a `review` only the
+/// `reviewer` file, an `approval` or a `waiver` only the `approver` file, any other kind the
+/// `producer` file. So a reviewer key never counts toward a check.
+pub fn signer_class(kind: &str) -> Class {
+    match kind {
+        crate::review::REVIEW => Class::Reviewer,
+        "approval" | "waiver" => Class::Approver,
+        _ => Class::Producer,
     }
 }
 

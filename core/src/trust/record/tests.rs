@@ -157,6 +157,31 @@ fn a_record_counts_as_signed_only_when_its_signature_verifies_whatever_it_says()
 }
 
 #[test]
+fn a_review_verifies_only_against_the_reviewer_file_and_never_as_a_producer() {
+    let review = RECORD.replace("\"check\":\"unit\",", "\"kind\":\"review\",");
+    // The same key, enrolled as producer r1: a review it signs does not count.
+    let as_producer = enrolled();
+    assert_eq!(
+        all(&as_producer).record(&signed_record(PRODUCER, &review)),
+        Trust::Unsigned
+    );
+    // Enrolled as reviewer r1, it signs the review, and no check record.
+    let as_reviewer = version(&[("reviewer", format!("r1 {PRODUCER_PUB}\n"))]);
+    let keys = all(&as_reviewer);
+    assert_eq!(
+        keys.record(&signed_record(PRODUCER, &review)),
+        Trust::Signed
+    );
+    assert_eq!(
+        keys.record(&signed_record(PRODUCER, RECORD)),
+        Trust::Unsigned
+    );
+    assert_eq!(signer_class("review"), Class::Reviewer);
+    assert_eq!(signer_class("waiver"), Class::Approver);
+    assert_eq!(signer_class("check"), Class::Producer);
+}
+
+#[test]
 fn a_removed_key_vouches_only_for_what_it_signed_before_a_rotation() {
     let signed = signed_record(PRODUCER, RECORD);
     let removed = |reason: &str, at: &str| {
