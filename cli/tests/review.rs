@@ -27,13 +27,19 @@ fn reviewed_world() -> (World, PathBuf, PathBuf, [String; 2]) {
     let mut merges = log.lines().take(2).map(str::to_owned);
     let second = merges.next().expect("a merge");
     let first = merges.next().expect("a merge");
+    let (rev, key) = reviewer(&world);
+    (world, rev, key, [first, second])
+}
+
+/// The reviewer clone `rev`, as `review-bot` with a fresh key; the clone and the key.
+fn reviewer(world: &World) -> (PathBuf, PathBuf) {
     let rev = world.clone_as("rev");
     let dir = world.root.path().join("keys");
     std::fs::create_dir(&dir).expect("a folder for keys");
     let key = keygen(&dir, "review-bot");
     git(&rev, &["config", "bay.reviewerName", "review-bot"]);
     git(&rev, &["config", "bay.reviewerKey", path(&key)]);
-    (world, rev, key, [first, second])
+    (rev, key)
 }
 
 fn missing(clone: &Path, extra: &[&str]) -> Ran {
@@ -280,4 +286,66 @@ fn under_a_registry_only_a_review_signed_by_an_enrolled_reviewer_key_counts() {
         !listed(&ran).contains(&first),
         "the signed review counts: {ran:?}"
     );
+}
+
+/// `detail.completion` of `change`, as `bay status <change>` gives it.
+fn completion(world: &World, change: &str) -> Value {
+    let status = bay(&world.admin, "admin", &["status", change]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    status.doc["detail"]["completion"].clone()
+}
+
+#[test]
+fn a_reviewed_dimension_is_judged_by_status_under_the_profile_and_never_holds_a_merge() {
+    let dimension = "\n[[dimension]]\nname = \"reviewed\"\nkind = \"review\"\n\
+                     producers = [\"review-bot\"]\n\n[profile.release]\n\
+                     require = [\"merged\", \"checked\", \"reviewed\"]\n";
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            &format!("{CONFIG}\n[policy]\nprofile = \"release\"\n"),
+            false,
+        ),
+        (".bay/policy.toml", &policy(dimension), false),
+        (".bay/check", CHECK, true),
+    ]);
+    // The profile requires a review, yet the change merges without one.
+    let change = world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    let merge = world.remote_ref("refs/heads/main").expect("main");
+    let done = completion(&world, &change);
+    assert_eq!(done["profile"], "release", "{done}");
+    assert_eq!(done["verdict"], "unmet", "{done}");
+    assert_eq!(done["unmet"], serde_json::json!(["reviewed missing"]));
+    assert_eq!(done["dimensions"]["merged"]["state"], "met");
+    assert_eq!(done["dimensions"]["reviewed"]["state"], "missing");
+
+    let (rev, _) = reviewer(&world);
+    let ran = review(&rev, &merge, "product_failure", &[]);
+    assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
+    let done = completion(&world, &change);
+    assert_eq!(
+        done["dimensions"]["reviewed"]["state"], "rejected",
+        "{done}"
+    );
+    assert_eq!(done["unmet"], serde_json::json!(["reviewed rejected"]));
+
+    // A later merge that fixes the change answers the rejection.
+    let clone = world.clone_as("dan");
+    let (_, view) = world.edited(
+        &clone,
+        "dan",
+        "fix the greeting",
+        "src/greeting.txt",
+        "Hi there\n",
+        &["--fixes", &change],
+    );
+    let merged = bay(&view, "dan", &["merge", "--wait"]);
+    assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+    let done = completion(&world, &change);
+    assert_eq!(
+        done["dimensions"]["reviewed"]["state"], "answered",
+        "{done}"
+    );
+    assert_eq!(done["verdict"], "met", "{done}");
 }

@@ -54,6 +54,10 @@ pub struct Config {
     /// `[hooks]`: what `bay hook` allows a session.
     #[serde(default)]
     pub hooks: HookSettings,
+    /// `[policy] profile`: the `[profile.<name>]` of the policy `bay status` judges
+    /// completion by; `None` for `default`.
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 /// The `[hooks]` table: how much a session hears, and how often its work is checkpointed.
@@ -123,6 +127,7 @@ impl Default for Config {
             notify_plugin: None,
             agent: None,
             hooks: HookSettings::default(),
+            profile: None,
         }
     }
 }
@@ -424,9 +429,9 @@ fn parse(text: &str) -> Result<Config, TomlError> {
             later.key(&table, name);
         }
     }
-    let (reuse, reuse_off_line) = match root.table("policy")? {
-        Some(mut table) => parse_policy(&mut table, &mut later)?,
-        None => (false, None),
+    let (reuse, reuse_off_line, profile) = match root.table("policy")? {
+        Some(mut table) => parse_policy(&mut table)?,
+        None => (false, None, None),
     };
     let hooks = match root.table("hooks")? {
         Some(mut table) => {
@@ -504,6 +509,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
         notify_plugin,
         agent,
         hooks,
+        profile,
     })
 }
 
@@ -629,21 +635,20 @@ fn parse_plugins(table: &mut Table<'_, '_>) -> Result<ActedOn, TomlError> {
 }
 
 /// `[policy]` of the config: whether evidence is reused (`evidence_reuse = "exact-inputs"`),
-/// and the line of `evidence_reuse = "off"`, when the config turns reuse off. A `profile` is
-/// checked, then refused until bay has completion profiles.
+/// the line of `evidence_reuse = "off"`, when the config turns reuse off, and the completion
+/// `profile` `bay status` judges by. A profile the policy lacks is no error here: the policy
+/// is another file, and `bay status` says `unknown` for it.
 fn parse_policy(
     table: &mut Table<'_, '_>,
-    later: &mut NotYet,
-) -> Result<(bool, Option<u32>), TomlError> {
+) -> Result<(bool, Option<u32>, Option<String>), TomlError> {
     table.check_keys(&["profile", "evidence_reuse"], &[])?;
-    optional_text(table, "profile")?;
+    let profile = optional_text(table, "profile")?;
     let reuse = table.string("evidence_reuse")?;
     table.finish()?;
-    later.key(table, "profile");
     match reuse.as_deref() {
-        None => Ok((false, None)),
-        Some("exact-inputs") => Ok((true, None)),
-        Some("off") => Ok((false, Some(table.line_of("evidence_reuse")))),
+        None => Ok((false, None, profile)),
+        Some("exact-inputs") => Ok((true, None, profile)),
+        Some("off") => Ok((false, Some(table.line_of("evidence_reuse")), profile)),
         Some(other) => Err(table.error(
             "evidence_reuse",
             format!(
@@ -1332,7 +1337,6 @@ window_s = 3600                    # keep an ended lane change's view for one ho
             [
                 "wake in [plugin]",
                 "runtime in [plugin]",
-                "profile in [policy]",
                 "cache_max_age_s in [hooks]",
                 "view in top level",
                 "submission_timeout_s in [runner]",
@@ -1345,6 +1349,7 @@ window_s = 3600                    # keep an ended lane change's view for one ho
         );
         assert_eq!(config.main.as_deref(), Some("main"));
         assert_eq!(config.remote.as_deref(), Some("origin"));
+        assert_eq!(config.profile.as_deref(), Some("default"));
         assert_eq!(
             config.agent,
             Some(Agent {
@@ -1781,8 +1786,10 @@ execution_budget_s = 0
             !accept("[policy]\n").evidence_reuse,
             "left out, reuse is off"
         );
-        let error =
-            validated("[policy]\nprofile = \"release\"\nevidence_reuse = \"exact-inputs\"\n");
+        let config = accept("[policy]\nprofile = \"release\"\nevidence_reuse = \"exact-inputs\"\n");
+        assert_eq!(config.profile.as_deref(), Some("release"));
+        assert_eq!(accept("[policy]\n").profile, None);
+        let error = refuse("[policy]\nprofile = \"\"\n");
         assert_eq!(place(&error), (Some("profile"), "[policy]", 2));
         let error = refuse("[policy]\nevidence_reuse = \"sometimes\"\n");
         assert_eq!(place(&error), (Some("evidence_reuse"), "[policy]", 2));

@@ -10,6 +10,7 @@ pub mod actor;
 pub mod adapter;
 pub mod check;
 pub mod compact;
+pub mod completion;
 pub mod config;
 pub mod conflict;
 pub mod disk;

@@ -7,9 +7,9 @@
 //!
 //! Some keys the specification defines bring behaviour this bay does not have yet: approval
 //! checks (`kind = "approval"`, `carry`, `[limits] max_waiting_approvals`), waivers
-//! (`waivable`), `footprint`, `[[input]]`, `[[dimension]]`, `[profile.*]`, `[agent]`
-//! and `[policy]`. Each is validated as fully as any other key, so a wrong value gets its own
-//! error, and then refused by name (see [`NotYet`]) once the rest of the file is valid.
+//! (`waivable`), `footprint`, `[[input]]` and `[agent] require_actor_proof`. Each is validated
+//! as fully as any other key, so a wrong value gets its own error, and then refused by name
+//! (see [`NotYet`]) once the rest of the file is valid.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -54,6 +54,51 @@ pub struct Policy {
     /// (`crate::lock`); empty locks nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locks: Vec<String>,
+    /// `[[dimension]]`: the site's own completion dimensions, in the order the policy lists
+    /// them. `bay status` reports them; no merge ever reads them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dimensions: Vec<Dimension>,
+    /// `[profile.<name>]`: what completion each profile requires, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+/// One `[[dimension]]`: records of `kind` from one of `producers`, naming the merge commit,
+/// meet it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dimension {
+    pub name: String,
+    pub kind: String,
+    pub producers: Vec<String>,
+}
+
+/// One `[profile.<name>]`: the dimensions a change must meet to be complete.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Dimensions bay defines ([`BUILTIN_DIMENSIONS`]) or `[[dimension]]` names.
+    pub require: Vec<String>,
+    /// `require_signed`: a dimension that rests only on unsigned records is `unknown`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub require_signed: bool,
+}
+
+/// The profile bay judges by when the config names none, and the policy has no
+/// `[profile.default]`.
+pub const DEFAULT_PROFILE: &str = "default";
+
+impl Policy {
+    /// The profile named `name`: the policy's own, or for `default` with no such table, one
+    /// requiring `merged` and `checked`. `None` for any other name with no table.
+    pub fn profile(&self, name: &str) -> Option<Profile> {
+        match self.profiles.get(name) {
+            Some(profile) => Some(profile.clone()),
+            None if name == DEFAULT_PROFILE => Some(Profile {
+                require: vec!["merged".into(), "checked".into()],
+                require_signed: false,
+            }),
+            None => None,
+        }
+    }
 }
 
 /// `[policy] signing`: what a key registry signs (read at the base, so a change never sets
@@ -366,7 +411,7 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 /// Top-level tables this bay validates and then refuses, because it does not act on them yet.
-pub const TOP_NOT_YET: [&str; 3] = ["input", "dimension", "profile"];
+pub const TOP_NOT_YET: [&str; 1] = ["input"];
 
 const CHECK_KEYS: &[&str] = &[
     "id",
@@ -569,12 +614,14 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         None => Vec::new(),
     };
     let mut dimension_names = BTreeSet::new();
+    let mut dimensions = Vec::new();
     for table in &mut root.tables("dimension")? {
-        parse_dimension(table, &mut dimension_names)?;
+        dimensions.push(parse_dimension(table, &mut dimension_names)?);
     }
-    if let Some(mut table) = root.table("profile")? {
-        parse_profiles(&mut table, &dimension_names)?;
-    }
+    let profiles = match root.table("profile")? {
+        Some(mut table) => parse_profiles(&mut table, &dimension_names)?,
+        None => BTreeMap::new(),
+    };
     let mut input_names = BTreeMap::new();
     for table in &mut root.tables("input")? {
         parse_input(table, &mut input_names)?;
@@ -613,6 +660,8 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         signing,
         agent,
         locks,
+        dimensions,
+        profiles,
     })
 }
 
@@ -1168,7 +1217,7 @@ fn parse_locks(table: &mut Table<'_, '_>) -> Result<Vec<String>, TomlError> {
 fn parse_dimension(
     table: &mut Table<'_, '_>,
     seen: &mut BTreeSet<String>,
-) -> Result<(), TomlError> {
+) -> Result<Dimension, TomlError> {
     table.check_keys(&["name", "kind", "producers"], &[])?;
     let name = non_empty_string(table, "name")?;
     if BUILTIN_DIMENSIONS.contains(&name.as_str()) {
@@ -1187,23 +1236,30 @@ fn parse_dimension(
             format!("repeats the dimension {}", show_value(&name)),
         ));
     }
-    non_empty_string(table, "kind")?;
-    if names(table, "producers")?.is_none() {
+    let kind = non_empty_string(table, "kind")?;
+    let Some(producers) = names(table, "producers")? else {
         return Err(table.missing("producers"));
-    }
-    table.finish()
+    };
+    table.finish()?;
+    Ok(Dimension {
+        name,
+        kind,
+        producers: values(producers),
+    })
 }
 
 fn parse_profiles(
     table: &mut Table<'_, '_>,
     dimensions: &BTreeSet<String>,
-) -> Result<(), TomlError> {
+) -> Result<BTreeMap<String, Profile>, TomlError> {
+    let mut profiles = BTreeMap::new();
     for key in table.keys() {
         let Some(mut profile) = table.table(key.value)? else {
             continue;
         };
         profile.check_keys(&["require", "require_signed"], &[])?;
-        for entry in profile.strings("require")?.unwrap_or_default() {
+        let require = profile.strings("require")?.unwrap_or_default();
+        for entry in &require {
             let known = BUILTIN_DIMENSIONS.contains(&entry.value.as_str())
                 || dimensions.contains(&entry.value);
             if !known {
@@ -1219,10 +1275,18 @@ fn parse_profiles(
                 ));
             }
         }
-        profile.bool("require_signed")?;
+        let require_signed = profile.bool("require_signed")?.unwrap_or(false);
         profile.finish()?;
+        profiles.insert(
+            key.value.to_owned(),
+            Profile {
+                require: values(require),
+                require_signed,
+            },
+        );
     }
-    table.finish()
+    table.finish()?;
+    Ok(profiles)
 }
 
 fn parse_input(
@@ -1602,7 +1666,7 @@ paths = [".lint.toml"]             # always given to the check
     /// The policy examples of the specification that hold a key this bay does not act on yet,
     /// each with that key (its first in the text). An approval check cannot stand alone, since
     /// every policy needs a check bay runs, so every example sits beside [`RUN_CHECK`].
-    const SPEC_LATER_EXAMPLES: [(&str, &str); 7] = [
+    const SPEC_LATER_EXAMPLES: [(&str, &str); 6] = [
         (
             r#"[[check]]
 id = "api"
@@ -1663,17 +1727,6 @@ phase = "expand"                   # expand, migrate or contract
 timeout_s = 30
 "#,
             "input",
-        ),
-        (
-            r#"[[dimension]]
-name = "reviewed"
-kind = "review"
-producers = ["review-bot"]
-
-[profile.reviewed]
-require = ["merged", "checked", "reviewed"]
-"#,
-            "dimension",
         ),
     ];
 
@@ -1788,19 +1841,22 @@ reuse_unsigned = true
         keys
     }
 
-    /// Removes every line that sets one of `keys`, and every table whose header names one.
+    /// Removes every line that sets one of `keys`, and every table whose header names one. A
+    /// `[[dimension]]`'s `kind` is no check's `kind`, and stays.
     fn trim(text: &str, keys: &[&str]) -> String {
         let mut out = String::new();
         let mut skipping = false;
+        let mut in_dimension = false;
         for line in text.lines() {
             let trimmed = line.trim_start();
             if trimmed.starts_with('[') {
                 let name = trimmed.trim_start_matches('[');
                 let name = name.split([']', '.']).next().unwrap_or_default();
                 skipping = keys.contains(&name);
+                in_dimension = name == "dimension";
             }
             let key = trimmed.split([' ', '=']).next().unwrap_or_default();
-            if skipping || keys.contains(&key) {
+            if skipping || (keys.contains(&key) && !in_dimension) {
                 continue;
             }
             out.push_str(line);
@@ -2049,6 +2105,8 @@ reuse_unsigned = true
                         "[agent] is acted on but for require_actor_proof"
                     );
                     assert_eq!(policy.locks, ["art/", "**/*.psd"], "[locks] is acted on");
+                    assert_eq!(policy.dimensions[0].name, "reviewed", "[[dimension]] too");
+                    assert!(policy.profiles["default"].require_signed, "[profile.*] too");
                     break;
                 }
                 Err(error) => {
@@ -2068,8 +2126,6 @@ reuse_unsigned = true
                 "kind",
                 "max_waiting_approvals",
                 "input",
-                "profile",
-                "dimension",
                 "require_actor_proof"
             ]
         );
@@ -3010,7 +3066,14 @@ reuse_unsigned = true
     fn a_dimension_has_a_new_name_a_kind_and_producers() {
         let dimension = |body: &str| beside(&format!("[[dimension]]\n{body}"));
         let good = "name = \"reviewed\"\nkind = \"review\"\nproducers = [\"bot\"]\n";
-        assert_eq!(not_yet(&dimension(good)).key.as_deref(), Some("dimension"));
+        assert_eq!(
+            accept(&dimension(good)).dimensions,
+            [Dimension {
+                name: "reviewed".into(),
+                kind: "review".into(),
+                producers: vec!["bot".into()],
+            }]
+        );
         for builtin in BUILTIN_DIMENSIONS {
             let error = refuse(&dimension(&good.replace("reviewed", builtin)));
             assert_eq!(error.key.as_deref(), Some("name"));
@@ -3041,7 +3104,16 @@ reuse_unsigned = true
         let text = dimension(&format!(
             "{good}\n[profile.strict]\nrequire = [\"merged\", \"reviewed\"]\n"
         ));
-        assert_eq!(not_yet(&text).key.as_deref(), Some("dimension"));
+        let policy = accept(&text);
+        assert_eq!(policy.profiles["strict"].require, ["merged", "reviewed"]);
+        assert!(!policy.profiles["strict"].require_signed);
+        // With no `[profile.default]`, the default requires merged and checked; any other
+        // name the policy lacks is no profile.
+        assert_eq!(
+            policy.profile("default").map(|p| p.require),
+            Some(vec!["merged".to_owned(), "checked".to_owned()])
+        );
+        assert_eq!(policy.profile("nightly"), None);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 pub mod abandon;
 pub(crate) mod agent;
 pub mod checkpoint;
+pub mod completion_read;
 pub mod enrol;
 pub mod evidence;
 mod io;

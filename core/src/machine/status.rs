@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, holds, on_main, read_chain};
+use super::completion_read::{CompletionRead, CompletionStep};
 use super::red_read::{RedRead, RedStep};
 use super::since::{not_linear_warnings, unattributed};
 use super::{
@@ -92,6 +93,8 @@ enum Purpose {
     TrustCommit(Box<BayResult>),
     TrustPolicy(Box<BayResult>, String),
     TrustRegistry(Box<BayResult>, String, Signing),
+    /// A merged change's completion, read for the result made so far (`detail.completion`).
+    Completion(Box<(BayResult, CompletionRead)>),
 }
 
 /// A result on its way to `detail.flow`, with what is read so far: the chains to read, the
@@ -134,6 +137,8 @@ pub struct Status {
     compacted_undo: Option<Option<ChangeId>>,
     /// `[agent] max_live_changes` in main's policy: each actor's limit in `detail.flow`.
     limit: Option<u64>,
+    /// The merge of a merged change still on main, until its completion is read.
+    merged: Option<Oid>,
     outcome: Option<BayResult>,
 }
 
@@ -160,6 +165,7 @@ impl Status {
             compacted_after: Vec::new(),
             compacted_undo: None,
             limit: None,
+            merged: None,
             outcome: None,
         };
         // A change's live operation is judged with its queue place, so both read the queue.
@@ -694,7 +700,41 @@ impl Status {
                 .detail
                 .insert("undone_by".into(), serde_json::json!(undone));
         }
-        self.finish(result);
+        self.read_completion(result);
+    }
+
+    /// A merged change still on main: its completion under the profile at its base; any
+    /// other result ends as it is.
+    fn read_completion(&mut self, result: BayResult) {
+        match (self.merged.take(), self.main(), &self.input.change) {
+            (Some(merge), Some(main), Some(change)) => {
+                let registry = self.remote.get(REGISTRY).cloned();
+                let (reader, read) = CompletionRead::start(change.clone(), merge, main, registry);
+                self.out
+                    .send(read, Purpose::Completion(Box::new((result, reader))));
+            }
+            _ => self.finish(result),
+        }
+    }
+
+    fn on_completion(
+        &mut self,
+        mut result: BayResult,
+        mut reader: CompletionRead,
+        completion: Completion,
+    ) -> Option<Completion> {
+        match reader.on(completion, &mut self.remote) {
+            Err(completion) => return Some(*completion),
+            Ok(CompletionStep::Ask(action)) => {
+                self.out
+                    .send(*action, Purpose::Completion(Box::new((result, reader))));
+            }
+            Ok(CompletionStep::Done(value)) => {
+                result.detail.insert("completion".into(), value);
+                self.finish(result);
+            }
+        }
+        None
     }
 
     fn on_undos(&mut self, result: BayResult, steps: Vec<RawStep>) {
@@ -773,7 +813,8 @@ impl Status {
         let main = self.main().expect("asked only with main fetched");
         if holds(merge, base.as_ref()) {
             // Merged and still on main: how far its merge is trusted, then which of its undos
-            // merged since.
+            // merged since, then its completion.
+            self.merged = Some(merge.clone());
             self.read_trust(report::status(record), merge.clone());
         } else {
             self.finish(report::merge_left_main(record, merge, &main));
@@ -1003,6 +1044,10 @@ impl Status {
             }
             (Purpose::Seen(result, read), Completion::SeenRead(seen)) => {
                 self.with_presences(*result, &read, &seen.unwrap_or_default())
+            }
+            (Purpose::Completion(read), completion) => {
+                let (result, reader) = *read;
+                return self.on_completion(result, reader, completion);
             }
             (Purpose::Red(red), completion) => {
                 let (result, reader) = *red;

@@ -1,0 +1,270 @@
+//! Reading a merged change's completion, for `bay status <change>` (`detail.completion`): the
+//! merge commit (its tree and base), the policy and config at the base (`[[dimension]]`,
+//! `[profile.<name>]`, `[policy] profile`: a change cannot relax its own profile), the notes
+//! of the dimensions' producers on the merge, the key registry when the remote holds one, and,
+//! when a record rejects the merge, main after it, for a merge that fixes, undoes or
+//! supersedes the change. Judged by [`completion::judge`](crate::completion::judge).
+//!
+//! The reader is a part of its command's machine: the command sends each action it asks for,
+//! with a purpose of its own, and hands each completion back.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::keys_read::{KeysRead, KeysStep};
+use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Refs};
+use crate::check::Verdict;
+use crate::check::plan::{POLICY_PATH, parse_policy};
+use crate::completion::{Merge, judge};
+use crate::config::{CONFIG_PATH, Config};
+use crate::git::{Oid, refs};
+use crate::id::ChangeId;
+use crate::policy::{DEFAULT_PROFILE, Policy, Signing};
+use crate::review::ReviewRecord;
+use crate::trust::record::Keys;
+use crate::trust::registry::Version;
+
+/// The most main commits after the merge read for one that answers it.
+pub const ANSWERS_READ: u32 = 500;
+
+/// What the reader does next.
+#[derive(Debug)]
+pub enum CompletionStep {
+    /// Send this action and hand its completion back.
+    Ask(Box<Action>),
+    /// Done: `detail.completion`.
+    Done(Value),
+}
+
+#[derive(Clone, Debug)]
+enum Stage {
+    Commit,
+    Policy,
+    Config,
+    Notes(FetchSpec),
+    Lines,
+    Keys(KeysRead),
+    Answers,
+}
+
+/// One read of a merged change's completion.
+#[derive(Clone, Debug)]
+pub struct CompletionRead {
+    change: ChangeId,
+    merge: Oid,
+    main: Oid,
+    registry: Option<Oid>,
+    stage: Stage,
+    tree: Option<Oid>,
+    base: Option<Oid>,
+    policy: Option<Policy>,
+    profile: String,
+    lines: Vec<String>,
+    keys: Option<(Signing, Version)>,
+}
+
+impl CompletionRead {
+    /// Starts on `change`'s merge `merge`, still on main at `main`, with the registry's tip as
+    /// fetched: the first action reads the merge commit.
+    pub fn start(
+        change: ChangeId,
+        merge: Oid,
+        main: Oid,
+        registry: Option<Oid>,
+    ) -> (CompletionRead, Action) {
+        let read = Action::ReadCommits {
+            commits: vec![merge.clone()],
+        };
+        let reader = CompletionRead {
+            change,
+            merge,
+            main,
+            registry,
+            stage: Stage::Commit,
+            tree: None,
+            base: None,
+            policy: None,
+            profile: DEFAULT_PROFILE.into(),
+            lines: Vec::new(),
+            keys: None,
+        };
+        (reader, read)
+    }
+
+    /// Takes the completion of the last action asked; `remote` gains the notes tips fetched.
+    /// A completion of another kind is given back: a driver bug, for the command to refuse.
+    pub fn on(
+        &mut self,
+        completion: Completion,
+        remote: &mut Refs,
+    ) -> Result<CompletionStep, Box<Completion>> {
+        Ok(match (self.stage.clone(), completion) {
+            (Stage::Commit, Completion::CommitsRead(Ok(raw))) => {
+                let raw = raw.into_iter().next().unwrap_or_default();
+                let headers = raw.split_once("\n\n").map_or(raw.as_str(), |(h, _)| h);
+                let header = |key: &str| {
+                    headers
+                        .lines()
+                        .find_map(|line| line.strip_prefix(key))
+                        .and_then(|oid| Oid::parse(oid).ok())
+                };
+                self.tree = header("tree ");
+                self.base = header("parent ");
+                let Some(base) = self.base.clone() else {
+                    return Ok(unread("the merge commit has no parent"));
+                };
+                self.ask(Stage::Policy, read_file(base, POLICY_PATH))
+            }
+            (Stage::Policy, Completion::FileRead(Ok(bytes))) => {
+                let Some(policy) = bytes.and_then(|bytes| parse_policy(&bytes).ok()) else {
+                    return Ok(unread("the policy at the merge's base cannot be read"));
+                };
+                self.policy = Some(policy);
+                let base = self.base.clone().expect("read with the commit");
+                self.ask(Stage::Config, read_file(base, CONFIG_PATH))
+            }
+            (Stage::Config, Completion::FileRead(Ok(bytes))) => {
+                if let Some(profile) = Config::at_main(bytes.as_deref())
+                    .ok()
+                    .and_then(|config| config.profile)
+                {
+                    self.profile = profile;
+                }
+                let producers: BTreeSet<&String> = self
+                    .policy()
+                    .dimensions
+                    .iter()
+                    .flat_map(|d| &d.producers)
+                    .collect();
+                if producers.is_empty() {
+                    return Ok(self.judge(false));
+                }
+                let spec =
+                    FetchSpec::new(producers.iter().map(|p| format!("{}*", refs::evidence(p))));
+                self.ask(Stage::Notes(spec.clone()), Action::Fetch(spec))
+            }
+            (Stage::Notes(spec), Completion::Fetched(Ok(fetched))) => {
+                spec.apply(remote, fetched);
+                let notes: Vec<Oid> = self
+                    .policy()
+                    .dimensions
+                    .iter()
+                    .flat_map(|d| &d.producers)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .filter_map(|p| remote.get(&refs::evidence(p)).cloned())
+                    .collect();
+                if notes.is_empty() {
+                    return Ok(self.judge(false));
+                }
+                let objects = self.tree.iter().chain([&self.merge]).cloned().collect();
+                self.ask(Stage::Lines, Action::ReadNotes { notes, objects })
+            }
+            (Stage::Lines, Completion::NotesRead(Ok(lines))) => {
+                self.lines = lines;
+                match (self.registry.clone(), self.base.clone()) {
+                    (Some(registry), Some(base)) => {
+                        let (reader, read) = KeysRead::start(base, registry);
+                        self.ask(Stage::Keys(reader), read)
+                    }
+                    _ => self.answers(),
+                }
+            }
+            (Stage::Keys(mut reader), completion) => match reader.on(completion)? {
+                KeysStep::Ask(action) => self.ask(Stage::Keys(reader), *action),
+                KeysStep::Done(signing, version) => {
+                    self.keys = Some((signing, *version));
+                    self.answers()
+                }
+                // Nothing signed can be judged: every signed dimension is unknown.
+                KeysStep::Broken(broken) => CompletionStep::Done(json!({
+                    "verdict": "unknown",
+                    "why": "the key registry breaks a rule",
+                    "registry": *broken,
+                })),
+                KeysStep::Unread(fault) => unread(&fault.0),
+            },
+            (Stage::Answers, Completion::HistoryRead(Ok(after))) => {
+                let answered = answers(&after, &self.change);
+                self.judge(answered)
+            }
+            (_, completion) => match super::start::fault_of(&completion) {
+                Some(fault) => unread(&fault),
+                None => return Err(Box::new(completion)),
+            },
+        })
+    }
+
+    fn policy(&self) -> &Policy {
+        self.policy.as_ref().expect("read before the notes")
+    }
+
+    fn ask(&mut self, stage: Stage, action: Action) -> CompletionStep {
+        self.stage = stage;
+        CompletionStep::Ask(Box::new(action))
+    }
+
+    /// Main after the merge, read only when a record of a dimension says anything but
+    /// `pass`: only then can a later merge answer it.
+    fn answers(&mut self) -> CompletionStep {
+        let rejects = self.policy().dimensions.iter().any(|dimension| {
+            self.lines.iter().any(|line| {
+                ReviewRecord::of_kind(line, &dimension.kind)
+                    .is_some_and(|record| record.verdict() != Verdict::Pass)
+            })
+        });
+        if !rejects || self.main == self.merge {
+            return self.judge(false);
+        }
+        let read = Action::ReadHistory(HistoryQuery {
+            from: Some(self.merge.clone()),
+            to: self.main.clone(),
+            limit: ANSWERS_READ,
+            newest: false,
+            since: None,
+        });
+        self.ask(Stage::Answers, read)
+    }
+
+    fn judge(&self, answered: bool) -> CompletionStep {
+        let keys = match &self.keys {
+            Some((signing, version)) => Keys {
+                registry: Some(version),
+                signing: *signing,
+            },
+            None => Keys {
+                registry: None,
+                signing: Signing::All,
+            },
+        };
+        let merge = Merge {
+            commit: &self.merge,
+            lines: &self.lines,
+            keys,
+            answered,
+        };
+        CompletionStep::Done(judge(self.policy(), &self.profile, &merge))
+    }
+}
+
+fn read_file(commit: Oid, path: &str) -> Action {
+    Action::ReadFile {
+        commit,
+        path: path.into(),
+    }
+}
+
+/// Completion bay could not read, and why: never `met`.
+fn unread(why: &str) -> CompletionStep {
+    CompletionStep::Done(json!({ "verdict": "unknown", "why": why }))
+}
+
+/// Whether a bay merge among `after` fixes, undoes or supersedes `change`.
+fn answers(after: &[MainCommit], change: &ChangeId) -> bool {
+    after.iter().any(|commit| {
+        crate::lineage::pairs(&commit.oid, &commit.message)
+            .iter()
+            .any(|pair| pair.by_bay && &pair.target == change)
+    })
+}
