@@ -154,6 +154,8 @@ fn the_checker_finds_commands_that_do_not_exist() {
         "bay runner run",
         "bay plugin test check --expected-minimum 1 -- .bay/check",
         "bay evidence record --kind check",
+        "bay evidence record --kind review --body review.json",
+        "bay evidence missing --kind review --producer review-bot --since v1.4.0",
         "bay status c7k2m4qa",
         "bay --json status",
         "bay doctor --role executor",
@@ -240,6 +242,7 @@ fn help_at_a_terminal_names_commands_bay_has() {
         "bay runner run",
         "bay plugin test check",
         "bay evidence record",
+        "bay evidence missing",
     ] {
         assert!(
             usages.iter().any(|usage| usage.starts_with(leaf)),

@@ -349,3 +349,38 @@ fn a_reviewed_dimension_is_judged_by_status_under_the_profile_and_never_holds_a_
     );
     assert_eq!(done["verdict"], "met", "{done}");
 }
+
+#[test]
+fn under_signing_approvals_a_review_runs_unsigned_and_needs_no_enrolment() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            &policy("\n[policy]\nsigning = \"approvals\"\n"),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+    ]);
+    world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    let merge = world.remote_ref("refs/heads/main").expect("main");
+    let (rev, _) = reviewer(&world);
+    let registry = keygen(&world.root.path().join("keys"), "bay-registry");
+    git(
+        &world.admin,
+        &["config", "bay.registryKey", path(&registry)],
+    );
+    let public = format!("{}.pub", registry.display());
+    let ran = bay(
+        &world.admin,
+        "admin",
+        &["enrol", "registry", "admin", &public],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let ran = review(&rev, &merge, "pass", &[]);
+    assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
+    assert_eq!(ran.doc["detail"]["trust"], "approvals", "{ran:?}");
+    let ran = missing(&rev, &[]);
+    assert!(!listed(&ran).contains(&merge), "the review counts: {ran:?}");
+    assert_eq!(ran.doc["detail"]["trust"], "approvals");
+}

@@ -320,8 +320,13 @@ impl RecordEvidence {
     }
 
     /// The reviewer's key judged against the registry's `reviewer` file; the records are
-    /// `signed` when it is enrolled and the registry signs everything.
+    /// `signed` when it is enrolled and the registry signs everything. Under `signing =
+    /// "approvals"` a review runs unsigned, as without a registry, and needs no enrolment.
     fn on_registry(&mut self, signing: Signing, version: &Version) {
+        if signing == Signing::Approvals {
+            self.trust = Trust::Approvals;
+            return self.read_notes();
+        }
         let reviewer = self.writer().to_owned();
         let key = self
             .input
@@ -343,10 +348,7 @@ impl RecordEvidence {
                 path.unwrap_or("<key>")
             ));
         }
-        self.trust = match signing {
-            Signing::All => Trust::Signed,
-            Signing::Approvals => Trust::Approvals,
-        };
+        self.trust = Trust::Signed;
         self.read_notes();
     }
 
