@@ -703,6 +703,29 @@ mod tests {
     }
 
     #[test]
+    fn a_review_under_a_registry_that_breaks_a_rule_refuses_registry_unreadable() {
+        let mut machine = RecordEvidence::new(review_input(), Timestamp(7));
+        let answer = |machine: &mut RecordEvidence, completion: Completion| {
+            let (id, _) = machine.poll_action().expect("an action");
+            machine
+                .handle(Timestamp(7), Event::Done(id, completion))
+                .expect("no misuse");
+        };
+        let remote: Refs = [
+            (refs::main("main"), oid('1')),
+            (REGISTRY.to_owned(), oid('2')),
+        ]
+        .into_iter()
+        .collect();
+        answer(&mut machine, Completion::Fetched(Ok(remote)));
+        answer(&mut machine, Completion::FileRead(Ok(None)));
+        answer(&mut machine, Completion::RegistryRead(Ok(Vec::new())));
+        let outcome = machine.outcome().expect("refused");
+        assert_eq!(outcome.reason, Some(ReasonCode::RegistryUnreadable));
+        assert!(machine.poll_action().is_none(), "nothing is pushed");
+    }
+
+    #[test]
     fn a_review_is_signed_by_the_reviewer_key_and_noted_on_the_merge_tree() {
         let mut machine = RecordEvidence::new(review_input(), Timestamp(7));
         let (id, fetch) = machine.poll_action().expect("a fetch");

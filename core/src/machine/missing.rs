@@ -365,6 +365,40 @@ mod tests {
     }
 
     #[test]
+    fn a_registry_that_breaks_a_rule_refuses_registry_unreadable() {
+        let input = MissingInput {
+            main: "main".into(),
+            kind: "review".into(),
+            producer: "review-bot".into(),
+            since: None,
+        };
+        let mut machine = Missing::new(input, Timestamp(1));
+        let first = machine.poll_action();
+        let mut run = Run(machine, first);
+        let remote: Refs = [
+            (refs::main("main"), oid('c')),
+            (refs::evidence("review-bot"), oid('9')),
+            (REGISTRY.to_owned(), oid('8')),
+        ]
+        .into_iter()
+        .collect();
+        run.answer(Completion::Fetched(Ok(remote)));
+        run.answer(Completion::HistoryRead(Ok(vec![commit('c', 'b', 0)])));
+        run.answer(Completion::TreesRead(Ok(vec![oid('6'), oid('7')])));
+        let lines = vec![review('c', '7', '6', "review-bot")];
+        let next = run.answer(Completion::NotesRead(Ok(lines)));
+        assert!(matches!(next, Some(Action::ReadFile { .. })), "{next:?}");
+        let next = run.answer(Completion::FileRead(Ok(None)));
+        assert!(
+            matches!(next, Some(Action::ReadRegistry { .. })),
+            "{next:?}"
+        );
+        assert_eq!(run.answer(Completion::RegistryRead(Ok(Vec::new()))), None);
+        let outcome = run.0.outcome().expect("done");
+        assert_eq!(outcome.reason, Some(ReasonCode::RegistryUnreadable));
+    }
+
+    #[test]
     fn a_commit_is_covered_by_its_own_record_or_one_naming_both_its_trees() {
         let detail = missing(Vec::new());
         assert_eq!(listed(&detail), ["a", "b", "c"]);
