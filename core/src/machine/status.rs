@@ -38,9 +38,10 @@ pub struct StatusInput {
     /// The change to report on; `None` reports the queue.
     pub change: Option<ChangeId>,
     pub main: String,
-    /// Whether the result ends with `detail.flow`: plain `bay status` shows it, while a
-    /// command that only watches one operation end (`bay merge` waiting on another runner)
-    /// leaves out reads it would not show.
+    /// Whether the result ends with `detail.flow` (and, for a merged change,
+    /// `detail.completion`): `bay status` shows them, while a command that only watches one
+    /// operation end (`bay merge` waiting on another runner) leaves out reads it would not
+    /// show.
     pub flow: bool,
 }
 
@@ -704,10 +705,10 @@ impl Status {
     }
 
     /// A merged change still on main: its completion under the profile at its base; any
-    /// other result ends as it is.
+    /// other result, and a command that only watches an operation end, ends as it is.
     fn read_completion(&mut self, result: BayResult) {
         match (self.merged.take(), self.main(), &self.input.change) {
-            (Some(merge), Some(main), Some(change)) => {
+            (Some(merge), Some(main), Some(change)) if self.input.flow => {
                 let registry = self.remote.get(REGISTRY).cloned();
                 let (reader, read) = CompletionRead::start(change.clone(), merge, main, registry);
                 self.out
