@@ -268,3 +268,62 @@ fn answers(after: &[MainCommit], change: &ChangeId) -> bool {
             .any(|pair| pair.by_bay && &pair.target == change)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oid(c: char) -> Oid {
+        Oid::parse(&c.to_string().repeat(40)).expect("an oid")
+    }
+
+    fn started() -> CompletionRead {
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let (reader, first) = CompletionRead::start(change, oid('a'), oid('a'), None);
+        assert!(matches!(first, Action::ReadCommits { .. }), "{first:?}");
+        reader
+    }
+
+    fn raw() -> String {
+        format!("tree {}\nparent {}\n\nMerge\n", oid('b'), oid('c'))
+    }
+
+    fn done(step: Result<CompletionStep, Box<Completion>>) -> Value {
+        match step {
+            Ok(CompletionStep::Done(value)) => value,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_profile_is_read_at_the_merge_s_base_and_an_unreadable_policy_is_unknown() {
+        let mut remote = Refs::new();
+        let mut reader = started();
+        let next = reader.on(Completion::CommitsRead(Ok(vec![raw()])), &mut remote);
+        match next {
+            Ok(CompletionStep::Ask(action)) => assert_eq!(
+                *action,
+                Action::ReadFile {
+                    commit: oid('c'),
+                    path: POLICY_PATH.into()
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        let value = done(reader.on(Completion::FileRead(Ok(None)), &mut remote));
+        assert_eq!(value["verdict"], "unknown", "{value}");
+
+        // A policy with no dimension reads no notes: the default profile is met.
+        let mut reader = started();
+        reader
+            .on(Completion::CommitsRead(Ok(vec![raw()])), &mut remote)
+            .expect("a read");
+        let policy = b"revision = 1\nunchecked = true\n".to_vec();
+        reader
+            .on(Completion::FileRead(Ok(Some(policy))), &mut remote)
+            .expect("a read");
+        let value = done(reader.on(Completion::FileRead(Ok(None)), &mut remote));
+        assert_eq!(value["profile"], "default");
+        assert_eq!(value["verdict"], "met", "{value}");
+    }
+}
