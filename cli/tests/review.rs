@@ -55,6 +55,13 @@ fn missing(clone: &Path, extra: &[&str]) -> Ran {
     let ran = bay(clone, "rev", &args);
     assert_eq!(ran.code, 0, "{ran:?}");
     assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
+    // A release gate reads when main was fetched: this command's own fetch.
+    assert!(
+        ran.doc["freshness"]["fetched_at"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z')),
+        "{ran:?}"
+    );
     ran
 }
 
