@@ -89,9 +89,9 @@ fn review(clone: &Path, commit: &str, verdict: &str, extra: &[&str]) -> Ran {
     bay(clone, "rev", &args)
 }
 
-/// Whether ssh-keygen verifies `record`'s signature, over its canonical bytes, as
-/// `review-bot` under `key`.
-fn verifies(record: &Value, key: &Path, dir: &Path) -> bool {
+/// Whether ssh-keygen verifies `record`'s signature, over its canonical bytes, as `name`
+/// under `key`.
+fn verifies(record: &Value, name: &str, key: &Path, dir: &Path) -> bool {
     let signature = record["signature"].as_str().expect("a signed record");
     let mut unsigned = record.clone();
     unsigned
@@ -101,19 +101,11 @@ fn verifies(record: &Value, key: &Path, dir: &Path) -> bool {
     let bytes = serde_json::to_vec(&unsigned).expect("json");
     let public = std::fs::read_to_string(format!("{}.pub", key.display())).expect("a .pub");
     let allowed = dir.join("allowed");
-    std::fs::write(&allowed, format!("review-bot {public}")).expect("written");
+    std::fs::write(&allowed, format!("{name} {public}")).expect("written");
     let sig = dir.join("record.sig");
     std::fs::write(&sig, signature).expect("written");
     let mut verify = Command::new("ssh-keygen")
-        .args([
-            "-Y",
-            "verify",
-            "-n",
-            "bay-evidence",
-            "-I",
-            "review-bot",
-            "-f",
-        ])
+        .args(["-Y", "verify", "-n", "bay-evidence", "-I", name, "-f"])
         .arg(&allowed)
         .arg("-s")
         .arg(&sig)
@@ -181,10 +173,13 @@ fn a_signed_review_covers_its_merge_and_missing_lists_the_rest() {
     assert_eq!(record["verdict"], "product_failure");
     assert_eq!(record["findings"][0], "unchecked null in src/greeting.txt");
     let dir = world.root.path().join("keys");
-    assert!(verifies(record, &key, &dir));
+    assert!(verifies(record, "review-bot", &key, &dir));
     let mut changed = record.clone();
     changed["findings"][0] = Value::from("nothing");
-    assert!(!verifies(&changed, &key, &dir), "a changed finding fails");
+    assert!(
+        !verifies(&changed, "review-bot", &key, &dir),
+        "a changed finding fails"
+    );
 
     // The same content again writes nothing; a changed verdict needs a new version.
     let again = review(&rev, &first, "product_failure", &body_arg);
@@ -390,4 +385,60 @@ fn under_signing_approvals_a_review_runs_unsigned_and_needs_no_enrolment() {
     let ran = missing(&rev, &[]);
     assert!(!listed(&ran).contains(&merge), "the review counts: {ran:?}");
     assert_eq!(ran.doc["detail"]["trust"], "approvals");
+}
+
+#[test]
+fn a_check_record_is_signed_by_the_producer_key_and_under_a_registry_needs_it_enrolled() {
+    let world = World::standard();
+    world.merged("ann", "greet", "src/greeting.txt", "Hi\n");
+    let merge = world.remote_ref("refs/heads/main").expect("main");
+    let ci = world.clone_as("ci");
+    let dir = world.root.path().join("keys");
+    std::fs::create_dir(&dir).expect("a folder for keys");
+    let key = keygen(&dir, "ci-post");
+    git(&ci, &["config", "bay.producerName", "ci-post"]);
+    git(&ci, &["config", "bay.producerKey", path(&key)]);
+    let answer = |verdict: &str| {
+        let args = [
+            "evidence",
+            "record",
+            "--kind",
+            "check",
+            "--verdict",
+            verdict,
+            "--commit",
+            &merge,
+            "--check",
+            "smoke",
+            "--environment",
+            "any",
+        ];
+        bay(&ci, "ci", &args)
+    };
+    let ran = answer("pass");
+    assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
+    let records = world.evidence("ci-post");
+    let [record] = records.as_slice() else {
+        panic!("{records:?}")
+    };
+    assert!(verifies(record, "ci-post", &key, &dir));
+
+    // Under a registry that signs everything, a producer key not enrolled writes nothing.
+    let registry = keygen(&dir, "bay-registry");
+    git(
+        &world.admin,
+        &["config", "bay.registryKey", path(&registry)],
+    );
+    let public = format!("{}.pub", registry.display());
+    let ran = bay(
+        &world.admin,
+        "admin",
+        &["enrol", "registry", "admin", &public],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let ran = answer("product_failure");
+    assert_eq!(ran.doc["decision"], "failed", "{ran:?}");
+    let why = ran.doc["detail"]["why"].as_str().unwrap_or_default();
+    assert!(why.contains("bay enrol producer ci-post"), "{why}");
+    assert_eq!(world.evidence("ci-post").len(), 1);
 }

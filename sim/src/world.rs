@@ -1470,6 +1470,7 @@ impl World {
             let input = RecordInput {
                 main: MAIN.into(),
                 producer: "post-ci".into(),
+                producer_key: None,
                 reviewer: None,
                 reviewer_key: None,
                 check: check.id.clone(),

@@ -48,8 +48,8 @@ pub struct MissingArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
-    /// What the record is: `check` (a post check's answer) or `review` (signed by
-    /// bay.reviewerKey). Approvals and waivers answer approval checks, which this bay does
+    /// What the record is: `check` (a post check's answer, signed by bay.producerKey when
+    /// set) or `review` (signed by bay.reviewerKey). Approvals and waivers answer approval checks, which this bay does
     /// not have yet.
     #[arg(long, value_name = "KIND")]
     kind: String,
@@ -158,16 +158,17 @@ fn record_input(context: &Context, args: &RecordArgs) -> Result<RecordInput, Str
         ),
         None => None,
     };
-    let reviewer_key = context.setting_values("bay.reviewerkey").pop().map(|path| {
-        let path = expand_home(&path);
+    let key = |setting: &str| {
+        let path = expand_home(&context.setting_values(setting).pop()?);
         let public = SigningKey::load(Path::new(&path)).map(|key| key.public().clone());
-        KeySetting { path, public }
-    });
+        Some(KeySetting { path, public })
+    };
     let input = RecordInput {
         main: context.main.clone(),
         producer,
+        producer_key: key("bay.producerkey"),
         reviewer: context.setting_values("bay.reviewername").pop(),
-        reviewer_key,
+        reviewer_key: key("bay.reviewerkey"),
         kind: args.kind.clone(),
         verdict: args.verdict.clone(),
         check: args.check.clone().unwrap_or_default(),

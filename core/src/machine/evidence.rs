@@ -4,10 +4,11 @@
 //!
 //! Records are added, never changed: the same content under one id again is a rerun that
 //! writes nothing (`unchanged`), and different content under it is refused, for every commit
-//! of the call (all or nothing). A check record is unsigned and sits on the merged commit. A
-//! review needs `bay.reviewerName` and `bay.reviewerKey` even where no registry is, is signed
-//! whole by that key, and sits on the merge's tree; with a registry on the remote, the key must
-//! be enrolled in its `reviewer` file under that name, or nothing is written. Approvals and
+//! of the call (all or nothing). A check record sits on the merged commit, signed by
+//! `bay.producerKey` when it is set. A review needs `bay.reviewerName` and `bay.reviewerKey`
+//! even where no registry is, is signed whole by that key, and sits on the merge's tree. With
+//! a registry that signs everything, the signing key must be enrolled in the file its kind
+//! names under the writer's name, or nothing is written. Approvals and
 //! waivers answer approval checks, which this bay does not have yet, so they are refused.
 
 use super::agent::MAX_RACES;
@@ -17,14 +18,14 @@ use crate::check::Verdict;
 use crate::git::{Oid, refs};
 use crate::policy::Signing;
 use crate::reason::ReasonCode;
-use crate::red::{Answer, MAX_RECORD_BYTES, PostRecord, TRUST};
+use crate::red::{Answer, MAX_RECORD_BYTES, PostRecord};
 use crate::report;
 use crate::result::BayResult;
 use crate::review::{REVIEW, Review, ReviewRecord, parse_body};
 use crate::time::Timestamp;
 use crate::trust::Trust;
-use crate::trust::record::KeySetting;
-use crate::trust::registry::{Class, REF as REGISTRY, Version, is_name};
+use crate::trust::record::{KeySetting, signer_class};
+use crate::trust::registry::{REF as REGISTRY, Version, is_name};
 
 /// One merged commit to record on, as the driver resolved it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +42,8 @@ pub struct RecordInput {
     pub main: String,
     /// `bay.producerName`, else the actor: who writes a check record.
     pub producer: String,
+    /// `bay.producerKey`, when set: signs a check record.
+    pub producer_key: Option<KeySetting>,
     /// `bay.reviewerName`: who writes a review record; none when it is not set.
     pub reviewer: Option<String>,
     /// `bay.reviewerKey`: the only key that signs a review, with its public half or why there
@@ -172,6 +175,22 @@ impl RecordEvidence {
         self.input.kind == REVIEW
     }
 
+    /// The key that signs the records, and the Git setting that names it: a review's is
+    /// `bay.reviewerKey`; a check record's `bay.producerKey`, when set.
+    fn signer(&self) -> Option<(&KeySetting, &'static str)> {
+        if self.is_review() {
+            self.input
+                .reviewer_key
+                .as_ref()
+                .map(|k| (k, "bay.reviewerKey"))
+        } else {
+            self.input
+                .producer_key
+                .as_ref()
+                .map(|k| (k, "bay.producerKey"))
+        }
+    }
+
     /// Who writes the records: the reviewer for a review, else the producer.
     fn writer(&self) -> &str {
         match (&self.input.reviewer, self.is_review()) {
@@ -193,6 +212,12 @@ impl RecordEvidence {
                  digits, `-` and `_`",
                 input.producer
             ));
+        } else if let Some(KeySetting {
+            path,
+            public: Err(why),
+        }) = &input.producer_key
+        {
+            return Some(format!("bay.producerKey ({path}): {why}"));
         }
         if input.commits.is_empty() {
             return Some("name at least one merged commit with --commit".into());
@@ -269,7 +294,7 @@ impl RecordEvidence {
             refs::main(&self.input.main),
             format!("{}*", self.notes_ref()),
         ]);
-        if self.is_review() {
+        if self.signer().is_some() {
             spec.patterns.push(format!("{REGISTRY}*"));
         }
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
@@ -290,8 +315,9 @@ impl RecordEvidence {
             remote.get(REGISTRY),
             remote.get(&refs::main(&self.input.main)),
         ) {
-            // A review under a registry: its key must be enrolled before anything is written.
-            (Some(registry), Some(main)) if self.is_review() => {
+            // A signed record under a registry: its key must be enrolled before anything is
+            // written.
+            (Some(registry), Some(main)) if self.signer().is_some() => {
                 let (reader, read) = KeysRead::start(main.clone(), registry.clone());
                 self.out.send(read, Purpose::Keys(reader));
             }
@@ -319,34 +345,35 @@ impl RecordEvidence {
         None
     }
 
-    /// The reviewer's key judged against the registry's `reviewer` file; the records are
-    /// `signed` when it is enrolled and the registry signs everything. Under `signing =
-    /// "approvals"` a review runs unsigned, as without a registry, and needs no enrolment.
+    /// The signing key judged against the registry file its kind names (a review's the
+    /// `reviewer` file, a check record's the `producer` file); the records are `signed` when
+    /// it is enrolled under the writer's name and the registry signs everything. Under
+    /// `signing = "approvals"` they run unsigned, as without a registry, and need no enrolment.
     fn on_registry(&mut self, signing: Signing, version: &Version) {
         if signing == Signing::Approvals {
             self.trust = Trust::Approvals;
             return self.read_notes();
         }
-        let reviewer = self.writer().to_owned();
-        let key = self
-            .input
-            .reviewer_key
-            .as_ref()
-            .and_then(|k| k.public.as_ref().ok());
+        let Some((key, setting)) = self.signer() else {
+            return self.read_notes();
+        };
+        let class = signer_class(&self.input.kind);
+        let writer = self.writer().to_owned();
         let enrolled = version
             .classes
-            .get(&Class::Reviewer)
+            .get(&class)
             .into_iter()
             .flatten()
-            .any(|e| e.name == reviewer && Some(&e.key) == key);
+            .any(|e| e.name == writer && Ok(&e.key) == key.public.as_ref());
         if !enrolled {
-            let path = self.input.reviewer_key.as_ref().map(|k| k.path.as_str());
-            return self.fail(format!(
-                "bay.reviewerKey is not enrolled in the registry's reviewer file as {reviewer}, so \
-                 no review it signs would count; on the machine with the registry key run `bay \
-                 enrol reviewer {reviewer} {}.pub`",
-                path.unwrap_or("<key>")
-            ));
+            let why = format!(
+                "{setting} is not enrolled in the registry's {class} file as {writer}, so no \
+                 record it signs would count; on the machine with the registry key run `bay \
+                 enrol {class} {writer} {}.pub`",
+                key.path,
+                class = class.as_str(),
+            );
+            return self.fail(why);
         }
         self.trust = Trust::Signed;
         self.read_notes();
@@ -395,11 +422,8 @@ impl RecordEvidence {
             Some(tip) => Expect::Is(tip.clone()),
             None => Expect::Absent,
         };
-        // A review is signed whole by the reviewer's key, by the driver, as it is written.
-        let key = match (&self.input.reviewer_key, self.is_review()) {
-            (Some(key), true) => Some(key.path.clone()),
-            _ => None,
-        };
+        // Signed whole by the driver, as it is written.
+        let key = self.signer().map(|(key, _)| key.path.clone());
         let notes = new
             .iter()
             .map(|(record, object)| NoteAdd {
@@ -421,17 +445,12 @@ impl RecordEvidence {
     }
 
     fn done(&mut self, recorded: Vec<String>, unchanged: Vec<String>) {
-        let trust = if self.is_review() {
-            self.trust.as_str()
-        } else {
-            TRUST
-        };
         let detail = serde_json::json!({
             "producer": self.writer(),
             "kind": self.input.kind,
             "recorded": recorded,
             "unchanged": unchanged.len(),
-            "trust": trust,
+            "trust": self.trust.as_str(),
         });
         let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default());
         self.finish(result);
@@ -593,6 +612,7 @@ mod tests {
         RecordInput {
             main: "main".into(),
             producer: "ci".into(),
+            producer_key: None,
             reviewer: None,
             reviewer_key: None,
             kind: kind.into(),
