@@ -441,4 +441,41 @@ fn a_check_record_is_signed_by_the_producer_key_and_under_a_registry_needs_it_en
     let why = ran.doc["detail"]["why"].as_str().unwrap_or_default();
     assert!(why.contains("bay enrol producer ci-post"), "{why}");
     assert_eq!(world.evidence("ci-post").len(), 1);
+
+    // Enrolled, its record counts, and says so of itself.
+    let public = format!("{}.pub", key.display());
+    let ran = bay(
+        &world.admin,
+        "admin",
+        &["enrol", "producer", "ci-post", &public],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let args = [
+        "evidence",
+        "record",
+        "--kind",
+        "check",
+        "--verdict",
+        "product_failure",
+        "--commit",
+        &merge,
+        "--check",
+        "smoke",
+        "--environment",
+        "any",
+        "--version",
+        "2",
+    ];
+    let ran = bay(&ci, "ci", &args);
+    assert_eq!(ran.doc["decision"], "ok", "{ran:?}");
+    let records = world.evidence("ci-post");
+    let signed: Vec<&Value> = records
+        .iter()
+        .filter(|record| record["verdict"] == "product_failure")
+        .collect();
+    let [signed] = signed.as_slice() else {
+        panic!("{records:?}")
+    };
+    assert_eq!(signed["trust"], "signed", "{signed}");
+    assert!(verifies(signed, "ci-post", &key, &dir));
 }

@@ -265,9 +265,10 @@ impl RecordEvidence {
                 if self.is_review() {
                     Record::Review(ReviewRecord::of(&review, commit, tree, base_tree, self.now))
                 } else {
-                    Record::Check(Box::new(PostRecord::of(
-                        &answer, commit, tree, base_tree, self.now,
-                    )))
+                    // The record says what it is: `signed` when an enrolled key signs it.
+                    let mut record = PostRecord::of(&answer, commit, tree, base_tree, self.now);
+                    record.trust = self.trust.as_str().into();
+                    Record::Check(Box::new(record))
                 }
             })
             .collect()
