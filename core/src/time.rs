@@ -36,6 +36,11 @@ impl Timestamp {
         self.plus_millis(secs.saturating_mul(1000))
     }
 
+    /// `ms` earlier, or the epoch.
+    pub const fn minus_millis(self, ms: u64) -> Self {
+        Timestamp(self.0.saturating_sub(ms))
+    }
+
     /// Milliseconds from `earlier` to `self`, zero if `earlier` is later (a clock that jumped
     /// back never makes a negative wait).
     pub const fn millis_since(self, earlier: Timestamp) -> u64 {

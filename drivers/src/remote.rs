@@ -164,9 +164,11 @@ impl Repo {
             Action::ReadNotes { notes, objects } => {
                 Completion::NotesRead(self.read_notes(notes, objects))
             }
-            Action::ReadLog { range, limit } => {
-                Completion::LogRead(self.read_log(range.as_deref(), *limit))
-            }
+            Action::ReadLog {
+                range,
+                limit,
+                since,
+            } => Completion::LogRead(self.read_log(range.as_deref(), *limit, *since)),
             Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
             Action::ReadAdded {
                 commit,

@@ -654,7 +654,7 @@ fn read_file_tells_absent_from_missing() {
 }
 
 #[test]
-fn a_history_read_since_a_moment_stops_at_the_first_older_commit() {
+fn a_history_or_log_read_since_a_moment_stops_at_the_first_older_commit() {
     let fx = Fixture::new();
     // A line of five commits, one a day apart, then one back in time: the walk stops at the
     // first commit older than the bound and never sees what lies beyond it.
@@ -728,6 +728,20 @@ fn a_history_read_since_a_moment_stops_at_the_first_older_commit() {
     assert_eq!(ids(&newest(2, None)), line[3..5].to_vec());
     assert_eq!(ids(&newest(10, None)), line[..5].to_vec());
     assert_eq!(ids(&newest(10, Some(bound))), line[2..5].to_vec());
+
+    // A log read (the flow's read of a runner log) stops alike: newest first.
+    let log = |to: &Oid, since| -> Vec<Oid> {
+        let read = fx.repo.read_log(Some(to.as_str()), 10, since);
+        read.expect("a log read")
+            .into_iter()
+            .map(|s| s.oid)
+            .collect()
+    };
+    assert!(log(&tip, Some(bound)).is_empty(), "the tip is older");
+    let mut days = line[2..5].to_vec();
+    days.reverse();
+    assert_eq!(log(&line[4], Some(bound)), days);
+    assert_eq!(log(&line[4], None).len(), 5);
 }
 
 #[test]

@@ -141,7 +141,8 @@ impl GitModel {
                 })
                 .map(str::to_owned)
                 .collect())),
-            Action::ReadLog { range, limit } => {
+            // The model keeps no commit times: a `since` leaves nothing out.
+            Action::ReadLog { range, limit, .. } => {
                 Completion::LogRead(self.read_log(range.as_deref(), *limit))
             }
             Action::TestMerge { onto, draft, base } => {

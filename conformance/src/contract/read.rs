@@ -112,7 +112,11 @@ pub(super) fn cases() -> Vec<Case> {
                     ("a missing commit", Some(NOWHERE.to_owned()), 10),
                 ];
                 for (label, range, limit) in ranges {
-                    let shown = match b.execute(&Action::ReadLog { range, limit }) {
+                    let shown = match b.execute(&Action::ReadLog {
+                        range,
+                        limit,
+                        since: None,
+                    }) {
                         Completion::LogRead(Ok(log)) => log
                             .iter()
                             .map(|commit| b.show(&commit.oid))

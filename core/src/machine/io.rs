@@ -60,8 +60,15 @@ pub enum Action {
     MergeBase { one: Oid, two: Oid },
     /// Read the commits of a first-parent range from local refs only, never fetching: `range`
     /// as Git takes it (`<from>..<to>`), or `None` for main as this clone last fetched it.
-    /// Newest first, at most `limit`.
-    ReadLog { range: Option<String>, limit: u32 },
+    /// Newest first, at most `limit`, and with `since` none older than that moment: the walk
+    /// stops at the first commit whose committer time is older (a read bound; readers judge
+    /// by the times their records carry, and a model without times leaves nothing out).
+    ReadLog {
+        range: Option<String>,
+        limit: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<Timestamp>,
+    },
     /// Read a stretch of main's first-parent line from local objects, never fetching (see
     /// [`HistoryQuery`]).
     ReadHistory(HistoryQuery),

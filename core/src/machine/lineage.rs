@@ -46,6 +46,7 @@ impl Lineage {
         let read = Action::ReadLog {
             range: lineage.input.range.clone(),
             limit: MAX_COMMITS + 1,
+            since: None,
         };
         lineage.out.send(read, Purpose::Log);
         lineage

@@ -116,6 +116,7 @@ impl RedRead {
                     RedStep::Ask(Box::new(Action::ReadLog {
                         range: Some(self.main.as_str().to_owned()),
                         limit: self.window,
+                        since: None,
                     }))
                 }
                 Err(fault) => unread(fault),

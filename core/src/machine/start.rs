@@ -914,6 +914,7 @@ impl Start {
                 let read = Action::ReadLog {
                     range: Some(format!("{}..{main}", record.base)),
                     limit: MAX_BEHIND,
+                    since: None,
                 };
                 self.out.send(read, Purpose::Behind);
             }

@@ -16,7 +16,7 @@ use super::{
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, hold_on};
 use crate::event::BayEvent;
-use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS};
+use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS, TIMED_WINDOW_MS};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::machine::runner::deps::{dependency, waiting};
@@ -327,9 +327,11 @@ impl Status {
     /// Reads the next log's newest events, one log at a time; then the chains.
     fn next_flow_read(&mut self, mut flow: FlowRead) {
         if let Some(tip) = flow.logs.pop() {
+            // Events older than the flow's longest window change no figure it shows.
             let read = Action::ReadLog {
                 range: Some(tip.to_string()),
                 limit: FLOW_EVENTS,
+                since: Some(self.now.minus_millis(TIMED_WINDOW_MS)),
             };
             self.out.send(read, Purpose::FlowLog(Box::new(flow)));
             return;
@@ -1166,23 +1168,26 @@ mod tests {
     use super::*;
     use crate::machine::{Event, Machine};
 
-    /// Runs a queue status to its end against a remote whose main is one commit and whose
-    /// queue is empty, answering the held read with `held`; returns the result and the names
-    /// of the actions asked, in order.
-    fn run(flow: bool, held: Result<Refs, Fault>) -> (BayResult, Vec<&'static str>) {
+    /// Runs a queue status at `now` to its end against a remote whose main is one commit and
+    /// whose queue is empty; `answer` answers what it takes, the rest reads as nothing there.
+    /// Returns the result and the names of the actions asked, in order.
+    fn drive(
+        flow: bool,
+        now: Timestamp,
+        mut answer: impl FnMut(&Action) -> Option<Completion>,
+    ) -> (BayResult, Vec<&'static str>) {
         let main = Oid::parse(&"1".repeat(40)).expect("an id");
         let input = StatusInput {
             change: None,
             main: "main".into(),
             flow,
         };
-        let now = Timestamp::from_secs(1_000);
         let mut status = Status::new(input, now);
         let mut asked = Vec::new();
         while status.outcome().is_none() {
             let (id, action) = status.poll_action().expect("a status waits on an action");
             asked.push(action.name());
-            let completion = match action {
+            let completion = answer(&action).unwrap_or_else(|| match action {
                 Action::Fetch(_) => {
                     Completion::Fetched(Ok(Refs::from([("refs/heads/main".into(), main.clone())])))
                 }
@@ -1190,14 +1195,22 @@ mod tests {
                 Action::ReadFile { .. } => Completion::FileRead(Ok(None)),
                 Action::ReadAdded { .. } => Completion::AddedRead(Ok(None)),
                 Action::ReadHistory(_) => Completion::HistoryRead(Ok(Vec::new())),
-                Action::ReadHeld { .. } => Completion::HeldRead(held.clone()),
+                Action::ReadHeld { .. } => Completion::HeldRead(Ok(Refs::new())),
+                Action::ReadLog { .. } => Completion::LogRead(Ok(Vec::new())),
                 other => panic!("a queue status asked {other:?}"),
-            };
+            });
             status
                 .handle(now, Event::Done(id, completion))
                 .expect("each action answered once, in kind");
         }
         (status.outcome().expect("ended").clone(), asked)
+    }
+
+    /// A queue status whose every held read answers `held`.
+    fn run(flow: bool, held: Result<Refs, Fault>) -> (BayResult, Vec<&'static str>) {
+        drive(flow, Timestamp::from_secs(1_000), |action| {
+            matches!(action, Action::ReadHeld { .. }).then(|| Completion::HeldRead(held.clone()))
+        })
     }
 
     #[test]
@@ -1217,6 +1230,32 @@ mod tests {
         assert!(result.detail["flow"]["oldest_live"].is_null());
         assert_eq!(asked.last(), Some(&"read-held"));
         assert_eq!(asked.iter().filter(|name| **name == "fetch").count(), 1);
+    }
+
+    #[test]
+    fn the_flow_reads_a_runner_log_no_further_back_than_its_longest_window() {
+        let log = Oid::parse(&"2".repeat(40)).expect("an id");
+        let mut log_reads = Vec::new();
+        drive(
+            true,
+            Timestamp::from_secs(40 * 24 * 3600),
+            |action| match action {
+                Action::ReadHeld { prefix, .. } if prefix == refs::LOG => Some(
+                    Completion::HeldRead(Ok(Refs::from([(refs::log("r1"), log.clone())]))),
+                ),
+                Action::ReadLog { .. } => {
+                    log_reads.push(action.clone());
+                    None
+                }
+                _ => None,
+            },
+        );
+        let read = Action::ReadLog {
+            range: Some(log.to_string()),
+            limit: FLOW_EVENTS,
+            since: Some(Timestamp::from_secs(10 * 24 * 3600)),
+        };
+        assert_eq!(log_reads, [read]);
     }
 
     #[test]

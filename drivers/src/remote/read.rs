@@ -281,7 +281,12 @@ impl Repo {
     /// when the commit itself is missing.
     /// The commits of a first-parent range, newest first, at most `limit`, from local refs
     /// only: `range` as Git takes it, or main's mirror as the last fetch left it.
-    pub fn read_log(&self, range: Option<&str>, limit: u32) -> Result<Vec<RawStep>, Fault> {
+    pub fn read_log(
+        &self,
+        range: Option<&str>,
+        limit: u32,
+        since: Option<Timestamp>,
+    ) -> Result<Vec<RawStep>, Fault> {
         let rev = match range {
             Some(range) => range.to_owned(),
             None => format!("{}heads/{}", mirror_prefix(&self.remote), self.main),
@@ -296,6 +301,8 @@ impl Repo {
                 "--format=%H%n%B",
             ])
             .arg(format!("--max-count={limit}"))
+            // Git stops a first-parent walk at the first commit older than this.
+            .args(since.map(|since| format!("--max-age={}", since.secs())))
             .arg("--end-of-options")
             .arg(&rev)
             .arg("--")
