@@ -322,3 +322,42 @@ fn a_registry_broken_by_hand_is_named_by_commit_file_and_line() {
     assert_eq!(ran.doc["reason"], "REGISTRY_UNREADABLE", "{ran:?}");
     assert_eq!(ran.doc["detail"]["commit"], forged.as_str());
 }
+
+#[test]
+fn a_removed_key_enrolled_again_by_hand_is_mended_by_enrol_remove() {
+    let (world, keys) = world_with_keys();
+    for args in [
+        vec!["registry", "admin", &public(&keys.registry)],
+        vec!["agent", "agent-7", &public(&keys.agent)],
+        vec!["--remove", "agent", "agent-7", "--reason", "rotated"],
+    ] {
+        assert_eq!(enrol(&world, &args).code, 0, "{args:?}");
+    }
+    let registry = registry_file(&world, "registry");
+    let removed = registry_file(&world, "removed");
+    let good = world.remote_ref(REGISTRY).expect("the registry exists");
+    push_by_hand(
+        &world,
+        &good,
+        &keys.registry,
+        &[
+            ("registry", registry),
+            ("removed", removed.clone()),
+            ("agent", format!("agent-9 {}\n", key_line(&keys.agent))),
+        ],
+    );
+    let ran = enrol(&world, &["approver", "alice", &public(&keys.alice)]);
+    assert_eq!(ran.doc["reason"], "REGISTRY_UNREADABLE", "{ran:?}");
+
+    // The removal of what breaks it mends it.
+    let ran = enrol(
+        &world,
+        &["--remove", "agent", "agent-9", "--reason", "revoked"],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    // The key keeps its first removal, once; the registry reads again.
+    assert_eq!(registry_file(&world, "removed"), removed);
+    assert!(!registry_file(&world, "agent").contains("agent-9"));
+    let ran = enrol(&world, &["approver", "alice", &public(&keys.alice)]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+}

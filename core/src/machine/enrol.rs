@@ -17,7 +17,9 @@ use crate::reason::ReasonCode;
 use crate::result::BayResult;
 use crate::time::Timestamp;
 use crate::trust::PublicKey;
-use crate::trust::registry::{Enrolment, REF, RegistryCommit, Version, judge_chain, next_version};
+use crate::trust::registry::{
+    Enrolment, REF, RegistryCommit, Version, judge_chain, judge_for_repair, next_version,
+};
 
 #[derive(Clone, Debug)]
 pub struct EnrolInput {
@@ -107,6 +109,15 @@ impl Enrol {
     fn on_read(&mut self, chain: Vec<RegistryCommit>) {
         match judge_chain(&chain) {
             Ok(version) => {
+                self.chain = chain;
+                self.decide(Some(&version));
+            }
+            // A removal may mend a tip that enrols a removed key again; the version it
+            // writes is judged under every rule before it is pushed.
+            Err(_)
+                if matches!(self.input.request, Enrolment::Remove { .. })
+                    && let Ok(version) = judge_for_repair(&chain) =>
+            {
                 self.chain = chain;
                 self.decide(Some(&version));
             }

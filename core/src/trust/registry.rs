@@ -299,9 +299,25 @@ fn read_removed(text: &str) -> Result<Vec<Removal>, Broken> {
     Ok(removed)
 }
 
+/// Which rules a version is read under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Every rule: the version that loads, the registry's tip.
+    Whole,
+    /// Every rule but that a removed key is never enrolled again: a version a later one
+    /// repairs (an earlier version of the chain, or the tip that `bay enrol --remove` repairs).
+    /// Nothing signed counts under such a version: records are judged by the tip's.
+    Repairable,
+}
+
 impl Version {
-    /// Reads one version from its tree's files, in bay's shape.
+    /// Reads one version from its tree's files, in bay's shape, under every rule.
     pub fn read(files: &[RegistryFile]) -> Result<Version, Broken> {
+        Version::read_as(files, Reading::Whole)
+    }
+
+    /// Reads one version from its tree's files under the rules `reading` names.
+    pub fn read_as(files: &[RegistryFile], reading: Reading) -> Result<Version, Broken> {
         let mut version = Version::default();
         let mut seen = BTreeSet::new();
         for file in files {
@@ -331,12 +347,12 @@ impl Version {
                 }
             }
         }
-        version.check()?;
+        version.check(reading)?;
         Ok(version)
     }
 
     /// The rules across files.
-    fn check(&self) -> Result<(), Broken> {
+    fn check(&self, reading: Reading) -> Result<(), Broken> {
         let mut holders: BTreeMap<&PublicKey, (Class, usize)> = BTreeMap::new();
         for (class, keys) in &self.classes {
             for (index, enrolled) in keys.iter().enumerate() {
@@ -352,7 +368,12 @@ impl Version {
                         ),
                     ));
                 }
-                if let Some(removal) = self.removed.iter().find(|r| r.key == enrolled.key) {
+                if let Some(removal) = self
+                    .removed
+                    .iter()
+                    .find(|r| r.key == enrolled.key)
+                    .filter(|_| reading == Reading::Whole)
+                {
                     return Err(Broken::in_file(
                         class.as_str(),
                         line,
@@ -496,8 +517,22 @@ fn parents(raw: &str) -> Vec<&str> {
 }
 
 /// Judges a registry chain, given tip first as the driver walks it, and gives the tip's
-/// version: the whole chain must be readable, or the registry is.
+/// version: the whole chain must be readable, or the registry is. Each version is signed by a
+/// registry key of the one before and keeps its removals; the tip holds every rule, and an
+/// earlier version every rule but the one a later version repairs (a removed key enrolled
+/// again), so that `bay enrol --remove` can mend a registry broken that way.
 pub fn judge_chain(tip_first: &[RegistryCommit]) -> Result<Version, Broken> {
+    judge(tip_first, Reading::Whole)
+}
+
+/// The chain judged as [`judge_chain`] does, but with its tip read [`Reading::Repairable`]:
+/// what `bay enrol --remove` edits when the tip enrols a removed key again. The version it
+/// writes must hold every rule.
+pub fn judge_for_repair(tip_first: &[RegistryCommit]) -> Result<Version, Broken> {
+    judge(tip_first, Reading::Repairable)
+}
+
+fn judge(tip_first: &[RegistryCommit], tip: Reading) -> Result<Version, Broken> {
     if tip_first.is_empty() {
         return Err(Broken::new("the registry holds no commit"));
     }
@@ -520,7 +555,8 @@ pub fn judge_chain(tip_first: &[RegistryCommit]) -> Result<Version, Broken> {
                 )));
             }
         }
-        let version = Version::read(&commit.files).map_err(broken)?;
+        let reading = if index == 0 { tip } else { Reading::Repairable };
+        let version = Version::read_as(&commit.files, reading).map_err(broken)?;
         let signers = previous
             .as_ref()
             .unwrap_or(&version)
@@ -667,8 +703,14 @@ pub fn next_version(
                 );
             }
             let at = Timestamp::from_secs(now.secs());
+            // A key enrolled again after its removal (the repair of a broken registry) keeps
+            // the removal it has.
+            let fresh: Vec<Enrolled> = gone
+                .into_iter()
+                .filter(|enrolled| !next.removed.iter().any(|r| r.key == enrolled.key))
+                .collect();
             next.removed
-                .extend(gone.into_iter().map(|enrolled| Removal {
+                .extend(fresh.into_iter().map(|enrolled| Removal {
                     class: *class,
                     name: name.clone(),
                     reason: *reason,
