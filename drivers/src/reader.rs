@@ -78,6 +78,44 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// The first-parent line from the commit `tip`, newest first: at most `limit` commits, and
+    /// with `since` none from the first whose committer time is older, as Git's `--max-age`
+    /// stops a first-parent walk. Each commit with its message as stored. A commit missing on
+    /// the way is a fault, as it is to `git log`.
+    pub fn first_parents(
+        &self,
+        tip: &bay_core::git::Oid,
+        limit: u32,
+        since: Option<bay_core::time::Timestamp>,
+    ) -> Result<Vec<(bay_core::git::Oid, Vec<u8>)>, Fault> {
+        self.warm();
+        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(repo) = slot.as_ref() else {
+            return Err(Fault(format!(
+                "cannot open the repository at {:?} to read commits",
+                self.location
+            )));
+        };
+        let mut line = Vec::new();
+        let mut at = crate::gitoxide::to_gix(tip);
+        while let Some(id) = at.filter(|_| line.len() < limit as usize) {
+            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
+            let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
+            let time = commit.time().map_err(|e| broken(&e))?;
+            if since
+                .is_some_and(|since| time.seconds < i64::try_from(since.secs()).unwrap_or(i64::MAX))
+            {
+                break;
+            }
+            let message = commit.message_raw_sloppy().to_vec();
+            line.push((crate::gitoxide::from_gix(&id)?, message));
+            at = commit.parent_ids().next().map(|parent| parent.detach());
+        }
+        Ok(line)
+    }
+}
+
 /// The repository at `location` opened with its own config alone: reads do not depend on
 /// config beyond the repository's, so a clone whose user config gix cannot take is still read.
 fn open_plainly(location: &Location) -> Option<gix::Repository> {

@@ -996,3 +996,30 @@ fn a_short_chain_and_a_candidate_on_main_as_it_stands_start_no_git_process() {
         .expect("a draft on main as it stands needs no git merge-tree");
     assert!(matches!(built, BuildResult::Clean { .. }), "{built:?}");
 }
+
+#[test]
+fn a_log_from_one_commit_is_walked_in_process_and_a_range_by_git() {
+    let fx = Fixture::new();
+    let root = commit(&fx.clone, &[], &[("f", "a\n")], "root");
+    let side = commit(&fx.clone, &[], &[("g", "s\n")], "side");
+    let merge = commit(&fx.clone, &[&root, &side], &[("f", "b\n")], "merge\n\nbody");
+    fx.repo.warm();
+    refuse_new_git_processes(&fx.clone);
+    let log = fx
+        .repo
+        .read_log(Some(merge.as_str()), 10, None)
+        .expect("a line from one commit needs no git");
+    let seen: Vec<(Oid, &str)> = log
+        .iter()
+        .map(|s| (s.oid.clone(), s.message.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [(merge.clone(), "merge\n\nbody\n"), (root.clone(), "root\n")]
+    );
+    let range = format!("{root}..{merge}");
+    assert!(
+        fx.repo.read_log(Some(&range), 10, None).is_err(),
+        "a range needs git log, which cannot start now"
+    );
+}

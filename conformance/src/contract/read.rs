@@ -109,6 +109,12 @@ pub(super) fn cases() -> Vec<Case> {
                     ("A..C", range("A", "C"), 10),
                     ("X..C", range("X", "C"), 10),
                     ("one commit", Some(b.oid("B").to_string()), 10),
+                    (
+                        "from a merge, its first parents",
+                        Some(b.oid("C").to_string()),
+                        10,
+                    ),
+                    ("from a merge, at most 2", Some(b.oid("C").to_string()), 2),
                     ("a missing commit", Some(NOWHERE.to_owned()), 10),
                 ];
                 for (label, range, limit) in ranges {

@@ -277,16 +277,26 @@ impl Repo {
         Ok(())
     }
 
-    /// The bytes of `path` at `commit`; `None` when the path is not a file there, a fault
-    /// when the commit itself is missing.
     /// The commits of a first-parent range, newest first, at most `limit`, from local refs
-    /// only: `range` as Git takes it, or main's mirror as the last fetch left it.
+    /// only: `range` as Git takes it, or main's mirror as the last fetch left it. The line
+    /// from one commit id (a runner log's tip, main's commit) is walked in-process; a range or
+    /// a name goes to `git log`, which resolves it.
     pub fn read_log(
         &self,
         range: Option<&str>,
         limit: u32,
         since: Option<Timestamp>,
     ) -> Result<Vec<RawStep>, Fault> {
+        if let Some(tip) = range.and_then(|range| Oid::parse(range).ok()) {
+            let line = self.reader.first_parents(&tip, limit, since)?;
+            return Ok(line
+                .into_iter()
+                .map(|(oid, message)| RawStep {
+                    oid,
+                    message: String::from_utf8_lossy(&message).into_owned(),
+                })
+                .collect());
+        }
         let rev = match range {
             Some(range) => range.to_owned(),
             None => format!("{}heads/{}", mirror_prefix(&self.remote), self.main),
@@ -474,6 +484,8 @@ impl Repo {
             .collect()
     }
 
+    /// The bytes of `path` at `commit`; `None` when the path is not a file there, a fault
+    /// when the commit itself is missing.
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
         let names = [format!("{commit}^{{commit}}"), format!("{commit}:{path}")];
         let mut objects = self.cat_batch(&names)?.into_iter();
