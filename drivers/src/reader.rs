@@ -79,6 +79,60 @@ impl Reader {
 }
 
 impl Reader {
+    /// The refs under the folder `dir` (a ref name, without the trailing `/`), the newest
+    /// committed first, at most `limit`: as `git for-each-ref --sort=-committerdate
+    /// --count=<limit>` lists them, ties by name. A ref to no commit sorts as Git sorts it,
+    /// oldest; a symbolic ref is an error, for Git to resolve.
+    /// `Ok(None)` where the refs are not files Git's files backend keeps (reftable), or the
+    /// repository cannot be opened: the caller asks Git.
+    pub fn newest_refs_under(
+        &self,
+        dir: &str,
+        limit: u32,
+    ) -> Result<Option<Vec<(String, bay_core::git::Oid)>>, Fault> {
+        self.warm();
+        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(repo) = slot.as_ref() else {
+            return Ok(None);
+        };
+        let reftable = repo
+            .config_snapshot()
+            .string("extensions.refStorage")
+            .is_some_and(|storage| storage != "files");
+        if reftable {
+            return Ok(None);
+        }
+        let odd = |e: &dyn std::fmt::Display| Fault(format!("cannot list {dir}/: {e}"));
+        let platform = repo.references().map_err(|e| odd(&e))?;
+        let prefix = format!("{dir}/");
+        let mut listed = Vec::new();
+        for reference in platform.prefixed(prefix.as_str()).map_err(|e| odd(&e))? {
+            let reference = reference.map_err(|e| odd(&e))?;
+            let name = reference.name().as_bstr().to_string();
+            let gix::refs::TargetRef::Object(id) = reference.target() else {
+                return Err(odd(&format!("{name} is a symbolic ref")));
+            };
+            let time = repo
+                .find_commit(id)
+                .ok()
+                .and_then(|commit| commit.time().ok())
+                .map_or(0, |time| time.seconds);
+            listed.push((
+                std::cmp::Reverse(time),
+                name,
+                crate::gitoxide::from_gix(id)?,
+            ));
+        }
+        listed.sort();
+        Ok(Some(
+            listed
+                .into_iter()
+                .take(limit as usize)
+                .map(|(_, name, oid)| (name, oid))
+                .collect(),
+        ))
+    }
+
     /// The first-parent line from the commit `tip`, newest first: at most `limit` commits, and
     /// with `since` none from the first whose committer time is older, as Git's `--max-age`
     /// stops a first-parent walk. Each commit with its message as stored. A commit missing on

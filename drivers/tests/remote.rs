@@ -1023,3 +1023,32 @@ fn a_log_from_one_commit_is_walked_in_process_and_a_range_by_git() {
         "a range needs git log, which cannot start now"
     );
 }
+
+#[test]
+fn held_refs_are_listed_in_process_newest_committed_first() {
+    let fx = Fixture::new();
+    let tree = git_in(&fx.clone, &["mktree"], Some(""));
+    // Committed on days 3, 1 and 2, under names in another order.
+    for (name, day) in [("aaaaaaaa", 3u64), ("bbbbbbbb", 1), ("cccccccc", 2)] {
+        let secs = 1_700_000_000 + day * 86_400;
+        let made = bay_drivers::git::Git::in_dir(&fx.clone)
+            .cmd(["commit-tree", tree.as_str(), "-m", name])
+            .env("GIT_COMMITTER_DATE", format!("@{secs} +0000"))
+            .text()
+            .expect("commit-tree works");
+        let local = format!("refs/bay-mirror/origin/bay/changes/{name}");
+        git(&fx.clone, &["update-ref", &local, made.trim()]);
+    }
+    fx.repo.warm();
+    refuse_new_git_processes(&fx.clone);
+    let held = fx
+        .repo
+        .read_held("refs/bay/changes/", 2)
+        .expect("listed without git");
+    let names: Vec<&str> = held.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["refs/bay/changes/aaaaaaaa", "refs/bay/changes/cccccccc"],
+        "the two newest committed"
+    );
+}

@@ -82,8 +82,9 @@ impl Repo {
         Ok(held)
     }
 
-    /// `Action::ReadHeld`: one `git for-each-ref` of the mirror under `prefix` (a remote ref
-    /// name ending in `/`), newest committed tip first, at most `limit`. It never fetches: it
+    /// `Action::ReadHeld`: the mirror's refs under `prefix` (a remote ref name ending in `/`),
+    /// newest committed tip first, at most `limit`, listed in-process or by one `git
+    /// for-each-ref`. It never fetches: it
     /// says what this clone's earlier fetches brought.
     pub fn read_held(&self, prefix: &str, limit: u32) -> Result<Refs, Fault> {
         let Some(dir) = prefix.strip_suffix('/') else {
@@ -94,6 +95,10 @@ impl Repo {
             return Ok(Refs::new());
         }
         let pattern = format!("{}{}", mirror_prefix(&self.remote), strip(dir));
+        // In-process where the refs are files; Git where gix cannot list them.
+        if let Ok(Some(newest)) = self.reader.newest_refs_under(&pattern, limit) {
+            return Ok(self.held_refs(newest, |name| name.starts_with(prefix)));
+        }
         let listed = self
             .git()
             .cmd([
@@ -104,7 +109,14 @@ impl Repo {
             .arg(format!("--count={limit}"))
             .arg(pattern)
             .text()?;
-        self.listed_refs(&listed, |name| name.starts_with(prefix))
+        let mut pairs = Vec::new();
+        for line in listed.lines() {
+            let (value, local) = line
+                .split_once(' ')
+                .ok_or_else(|| Fault(format!("git for-each-ref printed {line:?}")))?;
+            pairs.push((local.to_owned(), oid(value)?));
+        }
+        Ok(self.held_refs(pairs, |name| name.starts_with(prefix)))
     }
 
     /// `Action::ReadSeen`: for each remote ref, the newest entry of its mirror's reflog, when
@@ -191,24 +203,20 @@ impl Repo {
         }
     }
 
-    /// The refs `git for-each-ref --format='%(objectname) %(refname)'` listed in the mirror,
-    /// by their names on the remote, keeping those `keep` takes.
-    fn listed_refs(&self, listed: &str, keep: impl Fn(&str) -> bool) -> Result<Refs, Fault> {
+    /// The remote refs the mirror's `(local name, value)` pairs stand for, those `keep` takes.
+    fn held_refs(
+        &self,
+        listed: impl IntoIterator<Item = (String, Oid)>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Refs {
         let mirror = mirror_prefix(&self.remote);
-        let mut seen = Refs::new();
-        for line in listed.lines() {
-            let (value, local) = line
-                .split_once(' ')
-                .ok_or_else(|| Fault(format!("git for-each-ref printed {line:?}")))?;
-            let Some(rest) = local.strip_prefix(&mirror) else {
-                continue;
-            };
-            let name = format!("refs/{rest}");
-            if keep(&name) {
-                seen.insert(name, oid(value)?);
-            }
-        }
-        Ok(seen)
+        listed
+            .into_iter()
+            .filter_map(|(local, value)| {
+                let name = format!("refs/{}", local.strip_prefix(&mirror)?);
+                keep(&name).then_some((name, value))
+            })
+            .collect()
     }
 }
 
