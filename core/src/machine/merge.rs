@@ -21,11 +21,12 @@ use super::{
     PushPlan, PushReport, RefUpdate, Refs,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::check::plan::{POLICY_PATH, parse_policy};
-use crate::conflict::{self, Marked};
+use crate::conflict;
 use crate::git::{Oid, refs};
-use crate::id::ChangeId;
+use crate::id::{ChangeId, OpId};
 use crate::limits::PathStat;
 use crate::policy::Limits;
 use crate::reason::ReasonCode;
@@ -48,17 +49,48 @@ enum Purpose {
     Fetch,
     ReadLast,
     ReadChain,
-    Freeze,
-    /// One file the draft's conflict markers were left in.
-    Marked(String),
+    /// The freeze of the draft of the change as read.
+    Freeze(Box<Read>),
+    /// One file the draft's conflict markers were left in, read with every other such file
+    /// for the same request.
+    Marked {
+        path: String,
+        ask: Arc<Ask>,
+    },
     /// The policy at the draft's base, for its `[limits]`.
-    Policy,
+    Policy(Box<Ask>),
     /// The draft's measures against its base, for these caps.
-    Stats(Limits),
-    Request,
+    Stats(Limits, Box<Ask>),
+    /// The push of the request step.
+    Request(Box<Requesting>),
     /// The request step written into the clone's store for the runner to carry, and the push
     /// it would have been.
-    WriteRequest(Box<PushPlan>),
+    WriteRequest(Box<PushPlan>, Box<Requesting>),
+}
+
+/// The change's record as one fetch found it, and its chain's tip: what a request is built
+/// on, until a lost race reads it again.
+#[derive(Clone, Debug)]
+struct Read {
+    record: ChangeRecord,
+    tip: Oid,
+}
+
+/// A draft to request, on the record as read.
+#[derive(Clone, Debug)]
+struct Ask {
+    read: Read,
+    draft: Oid,
+}
+
+/// The request step in flight, on the record as read: the operation it asks for and the
+/// queue place it takes.
+#[derive(Clone, Debug)]
+struct Requesting {
+    record: ChangeRecord,
+    step: Step,
+    op: OpId,
+    seq: u64,
 }
 
 /// The `bay merge` machine (without `--wait`). Drive it as [`Machine`](crate::machine::Machine) says.
@@ -70,7 +102,6 @@ pub struct Merge {
     nonces: Nonces,
     races: u32,
     remote: Refs,
-    record: Option<(ChangeRecord, Oid)>,
     /// The frozen draft, kept across races so a retry requests the same work.
     draft: Option<Oid>,
     /// The base and draft found within the caps of the policy at that base, so a retry after
@@ -86,8 +117,6 @@ pub struct Merge {
     next_seq: u64,
     /// The change's chain as read, oldest step first, with the request once it is up.
     chain: Vec<(Oid, Step)>,
-    /// The request step in flight.
-    pending: Option<crate::record::Step>,
     /// The runner that works the operation next in this process (`merge --wait`), whose log
     /// and evidence tips each fetch brings along, so that the runner need not fetch them.
     runner: Option<String>,
@@ -146,13 +175,11 @@ impl Merge {
             nonces,
             races: 0,
             remote: Refs::new(),
-            record: None,
             draft: None,
             within_limits: None,
             written: None,
             next_seq: 1,
             chain: Vec::new(),
-            pending: None,
             runner,
             carried,
             unpushed: None,
@@ -288,11 +315,11 @@ impl Merge {
             parent: record.current_draft().clone(),
             base: record.base.clone(),
         };
-        self.record = Some((record, tip));
+        let read = Read { record, tip };
         match self.draft.clone() {
-            Some(draft) => self.request(draft),
+            Some(draft) => self.request(read, draft),
             None => {
-                self.out.send(freeze, Purpose::Freeze);
+                self.out.send(freeze, Purpose::Freeze(Box::new(read)));
             }
         }
     }
@@ -300,12 +327,9 @@ impl Merge {
     /// Records the request for `draft`, unless the live operation already asks for it from a
     /// queue place a runner can read. One whose place is gone or holds no request bay can read
     /// is asked again: the new request takes a new place and gives the broken one up.
-    fn request(&mut self, draft: Oid) {
+    fn request(&mut self, read: Read, draft: Oid) {
         self.draft = Some(draft.clone());
-        let (record, tip) = self
-            .record
-            .clone()
-            .expect("a request follows the record's read");
+        let record = &read.record;
         // Without a sandbox, the policy at the draft's base says first whether this machine
         // can run the merge at all, even one already queued, which it would run too.
         if self.no_sandbox.is_some()
@@ -314,11 +338,12 @@ impl Merge {
                 .as_ref()
                 .is_none_or(|(base, _)| *base != record.base)
         {
-            let read = Action::ReadFile {
+            let policy = Action::ReadFile {
                 commit: record.base.clone(),
                 path: POLICY_PATH.into(),
             };
-            self.out.send(read, Purpose::Policy);
+            self.out
+                .send(policy, Purpose::Policy(Box::new(Ask { read, draft })));
             return;
         }
         if let Some(refused) = self.sandbox_refused() {
@@ -327,24 +352,27 @@ impl Merge {
         if record.live_op().is_some_and(|op| {
             op.draft == draft && lost_place(&self.remote, &self.chain, op).is_none()
         }) {
-            return self.queued(&record);
+            return self.queued(record);
         }
         if !record.marked.is_empty() && self.settled.as_ref() != Some(&draft) {
-            return self.read_marked(&record.marked, draft);
+            return self.read_marked(Ask { read, draft });
         }
         let judged = (record.base.clone(), draft.clone());
         if self.within_limits.as_ref() != Some(&judged) {
-            let read = Action::ReadFile {
+            let policy = Action::ReadFile {
                 commit: record.base.clone(),
                 path: POLICY_PATH.into(),
             };
-            self.out.send(read, Purpose::Policy);
+            self.out
+                .send(policy, Purpose::Policy(Box::new(Ask { read, draft })));
             return;
         }
+        let Read { record, tip } = read;
         let n = u32::try_from(record.ops.len() + 1).unwrap_or(u32::MAX);
         let seq = self.next_seq;
+        let op = record.change.op(n);
         let body = StepBody::Request {
-            op: record.change.op(n),
+            op: op.clone(),
             draft: draft.clone(),
             base: record.base.clone(),
             seq,
@@ -352,12 +380,11 @@ impl Merge {
         let step = self
             .nonces
             .step(&record.change, self.now, &self.input.actor, body);
-        self.pending = Some(step.clone());
         let plan = PushPlan {
             appends: vec![Append::on(
                 record.change.clone(),
                 Some(tip),
-                vec![step],
+                vec![step.clone()],
                 Some(draft),
             )],
             // The request takes a new place; the operation it replaces gives its place up.
@@ -386,47 +413,55 @@ impl Merge {
             atomic: true,
             ..PushPlan::default()
         };
-        if self.carried && record.after.is_empty() && self.nothing_queued_ahead(&record) {
+        let carried = self.carried && record.after.is_empty() && self.nothing_queued_ahead(&record);
+        let requesting = Box::new(Requesting {
+            record,
+            step,
+            op,
+            seq,
+        });
+        if carried {
             let write = Action::WriteSteps(plan.appends[0].clone());
-            self.out.send(write, Purpose::WriteRequest(Box::new(plan)));
+            self.out
+                .send(write, Purpose::WriteRequest(Box::new(plan), requesting));
             return;
         }
-        self.out.send(Action::Push(plan), Purpose::Request);
+        self.out
+            .send(Action::Push(plan), Purpose::Request(requesting));
     }
 
-    /// Reads each file of `draft` that bay left conflict markers in.
-    fn read_marked(&mut self, marked: &[Marked], draft: Oid) {
+    /// Reads each file of the draft `ask` names that bay left conflict markers in.
+    fn read_marked(&mut self, ask: Ask) {
         self.marked_read.clear();
         #[cfg(feature = "mutants")]
         if self.mutant == Some(super::runner::Mutant::IgnoreConflictMarkers) {
-            self.settled = Some(draft.clone());
-            return self.request(draft);
+            self.settled = Some(ask.draft.clone());
+            return self.request(ask.read, ask.draft);
         }
-        for path in conflict::paths(marked) {
+        let ask = Arc::new(ask);
+        for path in conflict::paths(&ask.read.record.marked) {
             let read = Action::ReadFile {
-                commit: draft.clone(),
+                commit: ask.draft.clone(),
                 path: path.clone(),
             };
-            self.out.send(read, Purpose::Marked(path));
+            let ask = Arc::clone(&ask);
+            self.out.send(read, Purpose::Marked { path, ask });
         }
     }
 
     /// One marked file read; once every one is, a draft that still holds a marker line bay
     /// wrote is refused, naming the files.
-    fn on_marked(&mut self, path: String, bytes: Option<Vec<u8>>) {
+    fn on_marked(&mut self, path: String, bytes: Option<Vec<u8>>, ask: Arc<Ask>) {
         self.marked_read.insert(path, bytes);
-        let (record, _) = self
-            .record
-            .clone()
-            .expect("marked files are read after the record");
+        let record = &ask.read.record;
         if self.marked_read.len() < conflict::paths(&record.marked).len() {
             return;
         }
         let unresolved = conflict::unresolved(&record.marked, &self.marked_read);
         if unresolved.is_empty() {
-            let (_, draft) = self.base_and_draft();
+            let Ask { read, draft } = Arc::unwrap_or_clone(ask);
             self.settled = Some(draft.clone());
-            return self.request(draft);
+            return self.request(read, draft);
         }
         let mut markers: Vec<&String> = record.marked.iter().flat_map(|m| &m.lines).collect();
         markers.sort();
@@ -463,46 +498,31 @@ impl Merge {
 
     /// The request step is in the clone's store: the runner carries it, so this command sees
     /// the remote as if it were up. A step that could not be written is pushed as usual.
-    fn on_request_written(&mut self, plan: PushPlan, written: Result<Vec<Oid>, super::Fault>) {
+    fn on_request_written(
+        &mut self,
+        plan: PushPlan,
+        requesting: Box<Requesting>,
+        written: Result<Vec<Oid>, super::Fault>,
+    ) {
         let Some(step) = written.ok().and_then(|oids| oids.first().cloned()) else {
-            self.out.send(Action::Push(plan), Purpose::Request);
+            self.out
+                .send(Action::Push(plan), Purpose::Request(requesting));
             return;
         };
         let append = &plan.appends[0];
-        let op = self
-            .pending
-            .as_ref()
-            .and_then(|step| match &step.body {
-                StepBody::Request { op, .. } => Some(op.clone()),
-                _ => None,
-            })
-            .expect("a request write carries its request step");
         self.unpushed = Some(UnpushedRequest::new(
             append.change.clone(),
-            op,
+            requesting.op.clone(),
             step.clone(),
             append.parent.clone(),
             plan.updates.clone(),
         ));
-        self.requested(step);
+        self.requested(*requesting, step);
     }
 
-    /// The draft's base and the draft, as the request will name them.
-    fn base_and_draft(&self) -> (Oid, Oid) {
-        let (record, _) = self
-            .record
-            .as_ref()
-            .expect("the limits are judged after the record's read");
-        let draft = self
-            .draft
-            .clone()
-            .expect("the limits are judged on a draft");
-        (record.base.clone(), draft)
-    }
-
-    fn on_policy(&mut self, bytes: Option<Vec<u8>>) {
-        let (base, _) = self.base_and_draft();
-        self.policy = Some((base, bytes.clone()));
+    fn on_policy(&mut self, ask: Ask, bytes: Option<Vec<u8>>) {
+        let base = ask.read.record.base.clone();
+        self.policy = Some((base.clone(), bytes.clone()));
         if let Some(refused) = self.sandbox_refused() {
             return self.finish(refused);
         }
@@ -511,14 +531,16 @@ impl Merge {
             .map(|policy| policy.limits)
             .unwrap_or_default();
         if limits.is_unset() {
-            return self.within();
+            return self.within(ask);
         }
-        let (base, commit) = self.base_and_draft();
-        self.out
-            .send(Action::ReadStats { base, commit }, Purpose::Stats(limits));
+        let read = Action::ReadStats {
+            base,
+            commit: ask.draft.clone(),
+        };
+        self.out.send(read, Purpose::Stats(limits, Box::new(ask)));
     }
 
-    fn on_stats(&mut self, limits: &Limits, stats: &[PathStat]) {
+    fn on_stats(&mut self, limits: &Limits, ask: Ask, stats: &[PathStat]) {
         match limits.judge(stats) {
             Some(too_large) => {
                 let result = report::refused(
@@ -529,22 +551,22 @@ impl Merge {
                 );
                 self.finish(result);
             }
-            None => self.within(),
+            None => self.within(ask),
         }
     }
 
     /// The draft is within the caps at its base: request it.
-    fn within(&mut self) {
-        let (base, draft) = self.base_and_draft();
-        self.within_limits = Some((base, draft.clone()));
-        self.request(draft);
+    fn within(&mut self, ask: Ask) {
+        let Ask { read, draft } = ask;
+        self.within_limits = Some((read.record.base.clone(), draft.clone()));
+        self.request(read, draft);
     }
 
-    fn on_pushed(&mut self, report: PushReport) {
+    fn on_pushed(&mut self, requesting: Requesting, report: PushReport) {
         let written = report.steps.first().and_then(|s| s.last()).cloned();
         match report.outcome {
             PushOutcome::Accepted => match written {
-                Some(written) => self.requested(written),
+                Some(written) => self.requested(requesting, written),
                 None => self.fail("the remote took the request and named no step".into()),
             },
             PushOutcome::Rejected { .. } => self.again(),
@@ -560,25 +582,24 @@ impl Merge {
 
     /// The request step `written` is up (or written for the runner to carry): the remote as the
     /// push left it, so a runner started from this view reads none of it, and the result.
-    fn requested(&mut self, written: Oid) {
-        let (mut record, _) = self
-            .record
-            .clone()
-            .expect("a request follows the record's read");
-        let step = self.pending.take().expect("a request carries its step");
-        if let StepBody::Request { seq, .. } = &step.body {
-            for name in [
-                refs::change(&self.input.change),
-                refs::queue(*seq),
-                refs::QUEUE_LAST.to_string(),
-            ] {
-                self.remote.insert(name, written.clone());
-            }
-            if let Some(old) = record.live_op() {
-                self.remote.remove(&refs::queue(old.seq));
-            }
-            self.chain.push((written, step.clone()));
+    fn requested(&mut self, requesting: Requesting, written: Oid) {
+        let Requesting {
+            mut record,
+            step,
+            seq,
+            ..
+        } = requesting;
+        for name in [
+            refs::change(&self.input.change),
+            refs::queue(seq),
+            refs::QUEUE_LAST.to_string(),
+        ] {
+            self.remote.insert(name, written.clone());
         }
+        if let Some(old) = record.live_op() {
+            self.remote.remove(&refs::queue(old.seq));
+        }
+        self.chain.push((written, step.clone()));
         match record.append(&step) {
             Ok(()) => self.queued(&record),
             Err(e) => self.fail(format!("the request does not fit the record: {e}")),
@@ -619,15 +640,21 @@ impl Merge {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadLast, Completion::StepsRead(Ok(steps))) => self.on_last(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
-            (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.request(draft),
-            (Purpose::Marked(path), Completion::FileRead(Ok(bytes))) => self.on_marked(path, bytes),
-            (Purpose::Policy, Completion::FileRead(Ok(bytes))) => self.on_policy(bytes),
-            (Purpose::Stats(limits), Completion::StatsRead(Ok(stats))) => {
-                self.on_stats(&limits, &stats)
+            (Purpose::Freeze(read), Completion::DraftFrozen(Ok(draft))) => {
+                self.request(*read, draft)
             }
-            (Purpose::Request, Completion::Pushed(report)) => self.on_pushed(report),
-            (Purpose::WriteRequest(plan), Completion::StepsWritten(written)) => {
-                self.on_request_written(*plan, written)
+            (Purpose::Marked { path, ask }, Completion::FileRead(Ok(bytes))) => {
+                self.on_marked(path, bytes, ask)
+            }
+            (Purpose::Policy(ask), Completion::FileRead(Ok(bytes))) => self.on_policy(*ask, bytes),
+            (Purpose::Stats(limits, ask), Completion::StatsRead(Ok(stats))) => {
+                self.on_stats(&limits, *ask, &stats)
+            }
+            (Purpose::Request(requesting), Completion::Pushed(report)) => {
+                self.on_pushed(*requesting, report)
+            }
+            (Purpose::WriteRequest(plan, requesting), Completion::StepsWritten(written)) => {
+                self.on_request_written(*plan, requesting, written)
             }
             (_, completion) => return Some(completion),
         }
