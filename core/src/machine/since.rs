@@ -166,8 +166,18 @@ pub struct SinceInput {
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
+    /// A read after the fetch, which found main at `main`: the commit the answer lists up to.
+    After {
+        main: Oid,
+        read: Read,
+    },
+}
+
+/// What a read after the fetch is for.
+#[derive(Clone, Debug)]
+enum Read {
     /// The view's change, for its base and its declared paths.
-    ReadChange,
+    Change,
     History,
     Log(String),
     /// Main's red, judged now.
@@ -264,39 +274,40 @@ impl Since {
         };
         if !self.input.merged_only {
             let (reader, read) = RedRead::start(main.clone());
-            self.out.send(read, Purpose::Red(Box::new(reader)));
-            self.pending += 1;
+            self.send(read, &main, Read::Red(Box::new(reader)));
         }
         match (&self.input.cursor, &self.input.change) {
             (_, Some(change)) => match read_chain(&self.remote, change) {
-                Ok(read) => {
-                    self.out.send(read, Purpose::ReadChange);
-                    self.pending += 1;
-                }
+                Ok(read) => self.send(read, &main, Read::Change),
                 Err(why) => self.fail(why),
             },
             (Some(cursor), None) => {
                 let from = cursor.main.clone();
-                self.read(Some(from));
+                self.read(main, Some(from));
             }
             // A first call outside a view lists nothing and returns a starting cursor.
-            (None, None) => self.read(Some(main)),
+            (None, None) => self.read(main.clone(), Some(main)),
         }
     }
 
-    /// Reads main after `from` and each log after the cursor's tip of it.
-    fn read(&mut self, from: Option<Oid>) {
-        let main = self.main_tip().expect("main was fetched");
+    /// Sends `action`, a read after the fetch that found main at `main`.
+    fn send(&mut self, action: Action, main: &Oid, read: Read) {
+        let main = main.clone();
+        self.out.send(action, Purpose::After { main, read });
+        self.pending += 1;
+    }
+
+    /// Reads main after `from` up to `main`, and each log after the cursor's tip of it.
+    fn read(&mut self, main: Oid, from: Option<Oid>) {
         if from.as_ref() != Some(&main) {
             let read = Action::ReadHistory(HistoryQuery {
                 from,
-                to: main,
+                to: main.clone(),
                 limit: MAX_LISTED as u32 + 1,
                 newest: false,
                 since: None,
             });
-            self.out.send(read, Purpose::History);
-            self.pending += 1;
+            self.send(read, &main, Read::History);
         }
         if !self.input.merged_only {
             let tips: Vec<(String, Oid)> = self
@@ -332,24 +343,23 @@ impl Since {
                     newest: false,
                     since,
                 });
-                self.out.send(read, Purpose::Log(runner));
-                self.pending += 1;
+                self.send(read, &main, Read::Log(runner));
             }
         }
-        self.maybe_done();
+        self.maybe_done(&main);
     }
 
-    fn maybe_done(&mut self) {
+    /// Once no read is in flight, the answer, listed up to `main`.
+    fn maybe_done(&mut self, main: &Oid) {
         if self.pending > 0 {
             return;
         }
-        let main = self.main_tip().expect("main was fetched");
         let then = self.input.cursor.as_ref().map(|cursor| cursor.reds.clone());
         let (reds, red_events) = self.red_news(then.as_ref());
         let mut listing = list(
             &self.history,
             &self.logs,
-            &main,
+            main,
             self.starts.clone(),
             reds,
             &self.input,
@@ -425,11 +435,17 @@ impl Since {
         (now, events)
     }
 
-    fn on_red(&mut self, mut reader: RedRead, completion: Completion) -> Option<Completion> {
+    fn on_red(
+        &mut self,
+        main: Oid,
+        mut reader: RedRead,
+        completion: Completion,
+    ) -> Option<Completion> {
         match reader.on(completion, &mut self.remote) {
             Err(completion) => return Some(*completion),
             Ok(RedStep::Ask(action)) => {
-                self.out.send(*action, Purpose::Red(Box::new(reader)));
+                let read = Read::Red(Box::new(reader));
+                self.out.send(*action, Purpose::After { main, read });
                 return None;
             }
             Ok(RedStep::Done(None)) => self.red = RedNow::NoPostChecks,
@@ -437,16 +453,25 @@ impl Since {
             Ok(RedStep::Unread(why)) => self.red = RedNow::Unread(why),
         }
         self.pending -= 1;
-        self.maybe_done();
+        self.maybe_done(&main);
         None
     }
 
     /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
-        match (purpose, completion) {
-            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
-            (Purpose::Red(reader), completion) => return self.on_red(*reader, completion),
-            (Purpose::ReadChange, Completion::ChainsRead(Ok(reads))) => match fold_one(&reads) {
+        let (main, read) = match purpose {
+            Purpose::Fetch => {
+                let Completion::Fetched(Ok(remote)) = completion else {
+                    return Some(completion);
+                };
+                self.on_fetched(remote);
+                return None;
+            }
+            Purpose::After { main, read } => (main, read),
+        };
+        match (read, completion) {
+            (Read::Red(reader), completion) => return self.on_red(main, *reader, completion),
+            (Read::Change, Completion::ChainsRead(Ok(reads))) => match fold_one(&reads) {
                 Ok((record, _, _)) => {
                     self.pending -= 1;
                     self.paths = Some(record.paths.clone());
@@ -455,25 +480,25 @@ impl Since {
                         Some(cursor) => cursor.main.clone(),
                         None => record.base,
                     };
-                    self.read(Some(from))
+                    self.read(main, Some(from))
                 }
                 Err(why) => self.fail(why),
             },
-            (Purpose::History, Completion::HistoryRead(Ok(commits))) => {
+            (Read::History, Completion::HistoryRead(Ok(commits))) => {
                 self.history = commits;
                 self.pending -= 1;
-                self.maybe_done();
+                self.maybe_done(&main);
             }
-            (Purpose::History | Purpose::Log(_), Completion::HistoryRead(Err(fault))) => {
+            (Read::History | Read::Log(_), Completion::HistoryRead(Err(fault))) => {
                 self.fail(format!(
                     "this repository cannot read main or a runner's log after the cursor \
                      ({fault}); run `bay status --since` again without a cursor"
                 ))
             }
-            (Purpose::Log(runner), Completion::HistoryRead(Ok(commits))) => {
+            (Read::Log(runner), Completion::HistoryRead(Ok(commits))) => {
                 self.logs.insert(runner, commits);
                 self.pending -= 1;
-                self.maybe_done();
+                self.maybe_done(&main);
             }
             (_, completion) => return Some(completion),
         }
