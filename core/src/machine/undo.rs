@@ -43,24 +43,49 @@ pub fn undo_intent(target: &ChangeId) -> String {
     format!("undo of {target}")
 }
 
+/// What each action is for, with what the undo found before it: main as the last fetch
+/// found it, the merge to take back, and then the reverse built onto that main.
 #[derive(Clone, Debug)]
 enum Purpose {
     Fetch,
     /// Whether main still holds the undone change's merge.
-    OnMain,
-    ReadTarget,
+    OnMain {
+        main: Oid,
+        merge: Oid,
+    },
+    /// The undone change's record, which names the commit its merge was made on.
+    ReadTarget {
+        main: Oid,
+        merge: Oid,
+    },
     /// The undone change's record, from the index it was compacted into.
-    CompactedTarget,
-    Touched,
-    Reverse,
-    Same,
-    ReadIntent,
+    CompactedTarget {
+        main: Oid,
+    },
+    /// The paths the merge touched.
+    Touched {
+        main: Oid,
+        merged: Merged,
+    },
+    /// The merge taken back onto main.
+    Reverse {
+        main: Oid,
+    },
+    /// Whether the reverse leaves main as it is.
+    Same(Box<Reversed>),
+    ReadIntent(Box<Reversed>),
     /// The index's record of the undo intent's latest compacted generation.
-    CompactedIntent,
-    FetchUndo,
-    ReadUndo,
-    Create,
-    View,
+    CompactedIntent(Box<Reversed>),
+    /// The chain of the earlier undo the next generation supersedes.
+    FetchUndo {
+        earlier: ChangeId,
+        reversed: Box<Reversed>,
+    },
+    ReadUndo(Box<Reversed>),
+    /// The push that opens the undo change, whose first draft is this reverse.
+    Create(Box<Refreshed>),
+    /// The undo change's view, which shows this reverse.
+    View(Box<Refreshed>),
 }
 
 /// What the undo found of the merge it takes back.
@@ -72,6 +97,13 @@ struct Merged {
     parent: Oid,
 }
 
+/// The reverse, and the main commit it was built onto.
+#[derive(Clone, Debug)]
+struct Reversed {
+    main: Oid,
+    reverse: Refreshed,
+}
+
 /// The `bay undo` machine. Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct Undo {
@@ -81,12 +113,11 @@ pub struct Undo {
     nonces: Nonces,
     races: u32,
     remote: Refs,
-    merged: Option<Merged>,
-    /// The undone change's merge commit, from its marker or its compacted record.
-    landed: Option<Oid>,
     /// The paths the merge touched: the undo change's paths.
     paths: Vec<String>,
-    reverse: Option<Refreshed>,
+    /// The reverse the undo change was last pushed with: its view shows it when the push's
+    /// reply was lost and the next fetch finds the change up.
+    pushed: Option<Refreshed>,
     /// The undo change, once its id is drawn.
     change: ChangeId,
     /// The generation it takes, and the earlier undo it supersedes.
@@ -109,10 +140,8 @@ impl Undo {
             nonces,
             races: 0,
             remote: Refs::new(),
-            merged: None,
-            landed: None,
             paths: Vec::new(),
-            reverse: None,
+            pushed: None,
             change,
             generation: 1,
             supersedes: None,
@@ -182,17 +211,20 @@ impl Undo {
         };
         if self.remote.contains_key(&refs::change(&self.change)) {
             // The undo change this machine pushed went up, though its reply was lost.
-            return self.make_view();
+            let Some(reverse) = self.pushed.clone() else {
+                return self.fail("the undo change went up, but its reverse was not kept".into());
+            };
+            return self.make_view(reverse);
         }
         let target = self.input.target.clone();
         if let Some(merge) = self.remote.get(&refs::landed(&target)).cloned() {
-            return self.ask_on_main(merge);
+            return self.ask_on_main(main, merge);
         }
         // A change compacted into the index has no marker: its record there names its merge.
         if !self.remote.contains_key(&refs::change(&target))
             && let Some(read) = agent::read_compacted(&self.remote, vec![target.clone()])
         {
-            self.out.send(read, Purpose::CompactedTarget);
+            self.out.send(read, Purpose::CompactedTarget { main });
             return;
         }
         self.refuse(
@@ -204,19 +236,16 @@ impl Undo {
 
     /// The marker, or the compacted record, says it merged once; main as it is now must still
     /// hold the merge.
-    fn ask_on_main(&mut self, merge: Oid) {
-        let main = self.main().expect("main was checked after the fetch");
+    fn ask_on_main(&mut self, main: Oid, merge: Oid) {
         let ask = agent::on_main(&merge, &main);
-        self.landed = Some(merge);
-        self.out.send(ask, Purpose::OnMain);
+        self.out.send(ask, Purpose::OnMain { main, merge });
     }
 
     /// The undone change's record as the index holds it: merged, or no change at all.
-    fn on_compacted_target(&mut self, reads: Vec<ChainRead>) {
-        let main = self.main().expect("main was checked after the fetch");
+    fn on_compacted_target(&mut self, main: Oid, reads: Vec<ChainRead>) {
         let merge = agent::merge_of(&reads);
         match merge {
-            Some(merge) => self.ask_on_main(merge),
+            Some(merge) => self.ask_on_main(main, merge),
             None => self.refuse(
                 ReasonCode::ChangeNotMerged,
                 None,
@@ -226,10 +255,8 @@ impl Undo {
     }
 
     /// Main holds the undone change's merge, or main moved back past it.
-    fn on_still_merged(&mut self, base: Option<Oid>) {
+    fn on_still_merged(&mut self, main: Oid, merge: Oid, base: Option<Oid>) {
         let target = self.input.target.clone();
-        let main = self.main().expect("main was checked after the fetch");
-        let merge = self.landed.clone().expect("asked of a merge found");
         if !agent::holds(&merge, base.as_ref()) {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
@@ -239,19 +266,18 @@ impl Undo {
         }
         match agent::read_chain(&self.remote, &target) {
             Ok(read) => {
-                self.out.send(read, Purpose::ReadTarget);
+                self.out.send(read, Purpose::ReadTarget { main, merge });
             }
             Err(why) => self.fail(why),
         }
     }
 
     /// The undone change's record names the commit its merge was made on.
-    fn on_target(&mut self, reads: Vec<ChainRead>) {
+    fn on_target(&mut self, main: Oid, landed: Oid, reads: Vec<ChainRead>) {
         let (record, _, _) = match agent::fold_one(&reads) {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
         };
-        let landed = self.landed.clone().expect("read after a merge found");
         let Some(candidate) = record
             .merged()
             .and_then(|op| op.candidates.iter().find(|c| c.commit == landed))
@@ -270,109 +296,108 @@ impl Undo {
             base: merged.parent.clone(),
             commit: merged.commit.clone(),
         };
-        self.merged = Some(merged);
-        self.out.send(read, Purpose::Touched);
+        self.out.send(read, Purpose::Touched { main, merged });
     }
 
     /// The paths the merge touched; then the reverse, onto current main.
-    fn on_touched(&mut self, stats: Vec<PathStat>) {
+    fn on_touched(&mut self, main: Oid, merged: Merged, stats: Vec<PathStat>) {
         self.paths = stats.into_iter().map(|stat| stat.path).collect();
-        let merged = self.merged.clone().expect("the merge was read");
-        let main = self.main().expect("main was checked after the fetch");
         let reverse = Action::RefreshDraft {
             labels: Labels::undo(&self.input.main, &self.input.target),
             change: self.change.clone(),
             draft: merged.parent,
             base: merged.commit,
-            onto: main,
+            onto: main.clone(),
         };
-        self.out.send(reverse, Purpose::Reverse);
+        self.out.send(reverse, Purpose::Reverse { main });
     }
 
-    fn on_reverse(&mut self, reverse: Refreshed) {
-        let main = self.main().expect("main was checked after the fetch");
+    fn on_reverse(&mut self, main: Oid, reverse: Refreshed) {
         let clean = reverse.conflicts.is_empty();
         let draft = reverse.draft.clone();
-        self.reverse = Some(reverse);
+        let reversed = Box::new(Reversed { main, reverse });
         if clean {
             // Is anything left to take out? The reverse of an effect already gone is main.
             let read = Action::ReadStats {
-                base: main,
+                base: reversed.main.clone(),
                 commit: draft,
             };
-            self.out.send(read, Purpose::Same);
+            self.out.send(read, Purpose::Same(reversed));
             return;
         }
-        self.generation_then_create();
+        self.generation_then_create(reversed);
     }
 
-    fn on_same(&mut self, stats: Vec<PathStat>) {
+    fn on_same(&mut self, reversed: Box<Reversed>, stats: Vec<PathStat>) {
         if stats.is_empty() {
             let mut detail = self.detail.clone();
             detail.insert("undo".into(), serde_json::json!("nothing to undo"));
             let result = BayResult::ok(None, detail);
             return self.finish(report::with_main(result, self.main().as_ref()));
         }
-        self.generation_then_create();
+        self.generation_then_create(reversed);
     }
 
     /// The undo intent's latest generation decides this one's: none is the first; an ended
     /// one is superseded by the next; an open one is still to merge, and refuses this.
-    fn generation_then_create(&mut self) {
+    fn generation_then_create(&mut self, reversed: Box<Reversed>) {
         let intent = undo_intent(&self.input.target);
         match agent::latest_generation(&self.remote, &intent) {
             None => match agent::read_compacted_generation(&self.remote, &intent) {
                 Some(read) => {
-                    self.out.send(read, Purpose::CompactedIntent);
+                    self.out.send(read, Purpose::CompactedIntent(reversed));
                 }
                 None => {
                     self.generation = 1;
-                    self.create();
+                    self.create(*reversed);
                 }
             },
             Some((generation, oid)) => {
                 self.generation = generation + 1;
                 let read = Action::ReadSteps { oids: vec![oid] };
-                self.out.send(read, Purpose::ReadIntent);
+                self.out.send(read, Purpose::ReadIntent(reversed));
             }
         }
     }
 
     /// Undos of this change all compacted: the latest merged, and this one supersedes it.
-    fn on_compacted_intent(&mut self, file: Option<Vec<u8>>) {
+    fn on_compacted_intent(&mut self, reversed: Reversed, file: Option<Vec<u8>>) {
         match agent::compacted_generation(file.as_deref()) {
             Ok(latest) => {
                 self.generation = latest.as_ref().map_or(1, |l| l.generation + 1);
                 self.supersedes = latest.map(|l| l.change);
-                self.create();
+                self.create(reversed);
             }
             Err(why) => self.fail(why),
         }
     }
 
-    fn on_intent(&mut self, steps: Vec<RawStep>) {
+    fn on_intent(&mut self, reversed: Box<Reversed>, steps: Vec<RawStep>) {
         match steps.first().map(|raw| Step::from_message(&raw.message)) {
             Some(Ok(step)) => {
-                self.supersedes = Some(step.change.clone());
-                let spec = FetchSpec::new([refs::change_pattern(&step.change)]);
-                self.out.send(Action::Fetch(spec), Purpose::FetchUndo);
+                let earlier = step.change;
+                self.supersedes = Some(earlier.clone());
+                let spec = FetchSpec::new([refs::change_pattern(&earlier)]);
+                self.out.send(
+                    Action::Fetch(spec),
+                    Purpose::FetchUndo { earlier, reversed },
+                );
             }
             _ => self.fail("the record of the earlier undo cannot be read".into()),
         }
     }
 
-    fn on_undo_fetched(&mut self, fetched: Refs) {
-        let earlier = self.supersedes.clone().expect("an earlier undo was named");
+    fn on_undo_fetched(&mut self, earlier: ChangeId, reversed: Box<Reversed>, fetched: Refs) {
         FetchSpec::new([refs::change_pattern(&earlier)]).apply(&mut self.remote, fetched);
         match agent::read_chain(&self.remote, &earlier) {
             Ok(read) => {
-                self.out.send(read, Purpose::ReadUndo);
+                self.out.send(read, Purpose::ReadUndo(reversed));
             }
             Err(why) => self.fail(why),
         }
     }
 
-    fn on_undo(&mut self, reads: Vec<ChainRead>) {
+    fn on_undo(&mut self, reversed: Reversed, reads: Vec<ChainRead>) {
         let (record, _, _) = match agent::fold_one(&reads) {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
@@ -384,14 +409,13 @@ impl Undo {
                 serde_json::json!({ "superseded_by": record.change, "why": "an earlier undo of this change has not merged yet" }),
             );
         }
-        self.create();
+        self.create(reversed);
     }
 
     /// Opens the undo change: its start and the reverse as its first draft, and the intent's
     /// generation, in one atomic push.
-    fn create(&mut self) {
-        let main = self.main().expect("main was checked after the fetch");
-        let reverse = self.reverse.clone().expect("the reverse was built");
+    fn create(&mut self, reversed: Reversed) {
+        let Reversed { main, reverse } = reversed;
         let actor = self.input.actor.clone();
         let intent = undo_intent(&self.input.target);
         let start = StepBody::Start {
@@ -419,7 +443,7 @@ impl Undo {
                 self.change.clone(),
                 None,
                 steps,
-                Some(reverse.draft),
+                Some(reverse.draft.clone()),
             )],
             updates: vec![RefUpdate {
                 name: refs::intent(&intent_digest(&intent), self.generation),
@@ -429,12 +453,14 @@ impl Undo {
             atomic: true,
             ..PushPlan::default()
         };
-        self.out.send(Action::Push(plan), Purpose::Create);
+        self.pushed = Some(reverse.clone());
+        self.out
+            .send(Action::Push(plan), Purpose::Create(Box::new(reverse)));
     }
 
-    fn on_pushed(&mut self, report: PushReport) {
+    fn on_pushed(&mut self, reverse: Refreshed, report: PushReport) {
         match report.outcome {
-            PushOutcome::Accepted => self.make_view(),
+            PushOutcome::Accepted => self.make_view(reverse),
             // Someone else wrote first, or the reply was lost: read again and decide anew
             // (a push that did go up is found by its change).
             PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
@@ -455,20 +481,16 @@ impl Undo {
         }
     }
 
-    fn make_view(&mut self) {
-        let Some(reverse) = self.reverse.clone() else {
-            return self.fail("the undo change went up, but its reverse was not kept".into());
-        };
+    fn make_view(&mut self, reverse: Refreshed) {
         let action = Action::MakeView {
             change: self.change.clone(),
             paths: self.paths.clone(),
-            draft: reverse.draft,
+            draft: reverse.draft.clone(),
         };
-        self.out.send(action, Purpose::View);
+        self.out.send(action, Purpose::View(Box::new(reverse)));
     }
 
-    fn on_view(&mut self, view: String) {
-        let reverse = self.reverse.clone().expect("a view shows the reverse");
+    fn on_view(&mut self, reverse: Refreshed, view: String) {
         self.detail.insert("view".into(), serde_json::json!(view));
         self.detail
             .insert("generation".into(), serde_json::json!(self.generation));
@@ -493,22 +515,42 @@ impl Undo {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
-            (Purpose::OnMain, Completion::MergeBaseFound(Ok(base))) => self.on_still_merged(base),
-            (Purpose::ReadTarget, Completion::ChainsRead(Ok(reads))) => self.on_target(reads),
-            (Purpose::Touched, Completion::StatsRead(Ok(stats))) => self.on_touched(stats),
-            (Purpose::Reverse, Completion::DraftRefreshed(Ok(reverse))) => self.on_reverse(reverse),
-            (Purpose::Same, Completion::StatsRead(Ok(stats))) => self.on_same(stats),
-            (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent(steps),
-            (Purpose::CompactedTarget, Completion::ChainsRead(Ok(reads))) => {
-                self.on_compacted_target(reads)
+            (Purpose::OnMain { main, merge }, Completion::MergeBaseFound(Ok(base))) => {
+                self.on_still_merged(main, merge, base)
             }
-            (Purpose::CompactedIntent, Completion::FileRead(Ok(file))) => {
-                self.on_compacted_intent(file)
+            (Purpose::ReadTarget { main, merge }, Completion::ChainsRead(Ok(reads))) => {
+                self.on_target(main, merge, reads)
             }
-            (Purpose::FetchUndo, Completion::Fetched(Ok(fetched))) => self.on_undo_fetched(fetched),
-            (Purpose::ReadUndo, Completion::ChainsRead(Ok(reads))) => self.on_undo(reads),
-            (Purpose::Create, Completion::Pushed(report)) => self.on_pushed(report),
-            (Purpose::View, Completion::ViewMade(Ok(view))) => self.on_view(view),
+            (Purpose::Touched { main, merged }, Completion::StatsRead(Ok(stats))) => {
+                self.on_touched(main, merged, stats)
+            }
+            (Purpose::Reverse { main }, Completion::DraftRefreshed(Ok(reverse))) => {
+                self.on_reverse(main, reverse)
+            }
+            (Purpose::Same(reversed), Completion::StatsRead(Ok(stats))) => {
+                self.on_same(reversed, stats)
+            }
+            (Purpose::ReadIntent(reversed), Completion::StepsRead(Ok(steps))) => {
+                self.on_intent(reversed, steps)
+            }
+            (Purpose::CompactedTarget { main }, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_target(main, reads)
+            }
+            (Purpose::CompactedIntent(reversed), Completion::FileRead(Ok(file))) => {
+                self.on_compacted_intent(*reversed, file)
+            }
+            (Purpose::FetchUndo { earlier, reversed }, Completion::Fetched(Ok(fetched))) => {
+                self.on_undo_fetched(earlier, reversed, fetched)
+            }
+            (Purpose::ReadUndo(reversed), Completion::ChainsRead(Ok(reads))) => {
+                self.on_undo(*reversed, reads)
+            }
+            (Purpose::Create(reverse), Completion::Pushed(report)) => {
+                self.on_pushed(*reverse, report)
+            }
+            (Purpose::View(reverse), Completion::ViewMade(Ok(view))) => {
+                self.on_view(*reverse, view)
+            }
             (_, completion) => return Some(completion),
         }
         None
