@@ -53,13 +53,42 @@ enum Run {
     Missing,
 }
 
+/// One finished run: what bay sent, and what came back.
+#[derive(Debug)]
+struct Ran {
+    request: CheckRequest,
+    exit: CheckExit,
+}
+
+/// The run in flight, with the runs finished before it.
+#[derive(Debug)]
+enum Purpose {
+    Candidate,
+    Other {
+        candidate: Box<Ran>,
+    },
+    Missing {
+        candidate: Box<Ran>,
+        other: Box<Ran>,
+    },
+}
+
+impl Purpose {
+    fn run(&self) -> Run {
+        match self {
+            Purpose::Candidate => Run::Candidate,
+            Purpose::Other { .. } => Run::Other,
+            Purpose::Missing { .. } => Run::Missing,
+        }
+    }
+}
+
 /// The plugin test, as a machine: it asks for three check runs, one after another.
 #[derive(Debug)]
 pub struct PluginTest {
     input: PluginTestInput,
-    out: Outbox<Run>,
+    out: Outbox<Purpose>,
     now: Timestamp,
-    runs: Vec<(Run, CheckRequest, CheckExit)>,
     outcome: Option<BayResult>,
 }
 
@@ -69,10 +98,9 @@ impl PluginTest {
             input,
             out: Outbox::default(),
             now,
-            runs: Vec::new(),
             outcome: None,
         };
-        test.send(Run::Candidate);
+        test.send(Purpose::Candidate);
         test
     }
 
@@ -95,7 +123,8 @@ impl PluginTest {
         })
     }
 
-    fn send(&mut self, run: Run) {
+    fn send(&mut self, purpose: Purpose) {
+        let run = purpose.run();
         let mut check = self.input.check.clone();
         if run == Run::Missing {
             check.env.push(MISSING_VARIABLE.into());
@@ -109,36 +138,33 @@ impl PluginTest {
             candidate,
             slot: run as u32,
         }));
-        self.out.send(action, run);
+        self.out.send(action, purpose);
     }
 
-    fn on_exit(&mut self, run: Run, exit: CheckExit) {
-        let request = self.request(run);
-        self.runs.push((run, request, exit));
-        match run {
-            Run::Candidate => self.send(Run::Other),
-            Run::Other => self.send(Run::Missing),
-            Run::Missing => self.finish(),
+    fn on_exit(&mut self, purpose: Purpose, exit: CheckExit) {
+        let request = self.request(purpose.run());
+        let ran = Ran { request, exit };
+        match purpose {
+            Purpose::Candidate => self.send(Purpose::Other {
+                candidate: Box::new(ran),
+            }),
+            Purpose::Other { candidate } => self.send(Purpose::Missing {
+                candidate,
+                other: Box::new(ran),
+            }),
+            Purpose::Missing { candidate, other } => self.finish(&candidate, &other, &ran),
         }
     }
 
-    fn exit(&self, run: Run) -> (&CheckRequest, &CheckExit) {
-        let (_, request, exit) = self
-            .runs
-            .iter()
-            .find(|(r, _, _)| *r == run)
-            .expect("every run finished before the cases are judged");
-        (request, exit)
-    }
-
-    fn finish(&mut self) {
+    /// Judges the cases from the three runs.
+    fn finish(&mut self, candidate: &Ran, other: &Ran, missing: &Ran) {
         let minimum = self.input.check.expected_minimum;
-        let (request, exit) = self.exit(Run::Candidate);
+        let Ran { request, exit } = candidate;
         let first = judge(request, minimum, exit);
-        let (other_request, other_exit) = self.exit(Run::Other);
-        let other = judge(other_request, minimum, other_exit);
-        let (missing_request, missing_exit) = self.exit(Run::Missing);
-        let missing = judge(missing_request, minimum, missing_exit);
+        let other_request = &other.request;
+        let other = judge(other_request, minimum, &other.exit);
+        let missing_exit = &missing.exit;
+        let missing = judge(&missing.request, minimum, missing_exit);
 
         let cases = [
             honest(&first),
@@ -388,12 +414,12 @@ impl Machine for PluginTest {
         let Event::Done(id, completion) = event else {
             return Ok(());
         };
-        let Some(run) = self.out.complete(id)? else {
+        let Some(purpose) = self.out.complete(id)? else {
             return Ok(());
         };
         match completion {
             Completion::CheckExited(exit) => {
-                self.on_exit(run, exit);
+                self.on_exit(purpose, exit);
                 Ok(())
             }
             other => Err(Misuse(format!("plugin test got {other:?} for a check run"))),
