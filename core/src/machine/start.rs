@@ -107,39 +107,78 @@ pub struct StartInput {
     pub import: Option<Import>,
 }
 
+/// What each action is for, with what the start found before it that its answer needs.
 #[derive(Clone, Debug)]
 enum Purpose {
-    /// Whether main still holds the merge of the change a fix names.
-    FixOnMain,
-    ImportBase,
+    Fetch,
+    /// The record of the change the words name, when no ref of its own names it.
+    CompactedNamed,
+    /// A step toward the change, once the fetch found main at `main`: the commit a new change
+    /// starts on, and the one a change picked up or work taken in is brought up to.
+    Fetched {
+        main: Oid,
+        then: Then,
+    },
+    /// What the change met, read once it is opened (and its view made).
+    News {
+        opened: Box<Opened>,
+        news: News,
+    },
+}
+
+/// A step toward the change, once main is known.
+#[derive(Clone, Debug)]
+enum Then {
+    /// Whether main still holds `merge`, the merge of the change `fixes` names.
+    FixOnMain {
+        fixes: ChangeId,
+        merge: Oid,
+    },
+    /// Where the imported work, at `tip`, forks from main.
+    ImportBase {
+        tip: Oid,
+    },
     ImportDraft,
     ImportPaths(Oid),
-    Fetch,
     ReadIntent,
     /// The index's record of the intent's latest compacted generation.
     CompactedIntent,
     /// The record of the change a fix names, from the index.
     CompactedFix,
-    /// The record of the change the words name, when no ref of its own names it.
-    CompactedNamed,
     /// The records of the changes `--after` names that no ref of their own names.
     CompactedAfter,
-    FetchChain,
-    FetchIntents,
+    /// More of the remote: the chain of `change`, the intent's latest generation.
+    FetchChain {
+        spec: FetchSpec,
+        change: ChangeId,
+    },
+    /// More of the remote: the generations of the intent of the change found.
+    FetchIntents {
+        spec: FetchSpec,
+        found: Box<Found>,
+    },
     ReadChain,
-    Freeze,
-    Refresh,
+    /// The freeze of the found change's draft.
+    Freeze(Box<Found>),
+    /// The found change's draft brought up to main.
+    Refresh(Box<Found>),
+    /// The push that opens generation `generation` of the intent as `change`.
     Create {
         generation: u32,
+        change: ChangeId,
     },
-    Save,
-    View,
-    Behind,
-    Places,
-    FetchLive(FetchSpec),
-    ReadLive,
-    /// When this clone first held the tip of another actor's live change.
-    Idle,
+    /// The push that picks the found change up, with `draft` as its draft.
+    Save {
+        found: Box<Found>,
+        draft: Oid,
+    },
+    /// The change's view, made for `opened`; a change picked up again was on `base`.
+    View {
+        opened: Box<Opened>,
+        base: Option<Oid>,
+    },
+    /// When this clone first held the tip of another actor's live change, the one found.
+    Idle(Box<Found>),
     /// The change records this clone holds, and then their chains, to count the actor's live
     /// changes before a new one opens as generation `generation`.
     Held {
@@ -152,6 +191,47 @@ enum Purpose {
     },
 }
 
+/// What the opened change met, read for the result.
+#[derive(Clone, Debug)]
+enum News {
+    Behind,
+    Places,
+    FetchLive(FetchSpec),
+    ReadLive,
+}
+
+/// An existing change, as read: its record and its chain's tip.
+#[derive(Clone, Debug)]
+struct Found {
+    record: ChangeRecord,
+    tip: Oid,
+}
+
+/// The change a start goes on with, for its view.
+#[derive(Debug)]
+enum Taken {
+    /// A change picked up as read, and its draft brought up to main.
+    PickedUp { found: Box<Found>, draft: Oid },
+    /// A change this start wrote and did not read back: the one it created, or one whose
+    /// push went unanswered and the next fetch found up.
+    Written(ChangeId),
+}
+
+/// A push whose reply was lost: the step it wrote, and the change it wrote to.
+#[derive(Debug)]
+struct Written {
+    step: Oid,
+    change: ChangeId,
+}
+
+/// The change opened or picked up: what the reads after it need.
+#[derive(Clone, Debug)]
+struct Opened {
+    change: ChangeId,
+    /// Its declared paths.
+    paths: Vec<String>,
+}
+
 /// The `bay start` machine. Drive it as [`Machine`](crate::machine::Machine) says.
 #[derive(Debug)]
 pub struct Start {
@@ -161,16 +241,9 @@ pub struct Start {
     nonces: Nonces,
     races: u32,
     remote: Refs,
-    /// The change picked up, as read.
-    found: Option<(ChangeRecord, Oid)>,
-    /// The patterns of a fetch in flight after the first.
-    more: Option<FetchSpec>,
-    /// The draft the view shows: the picked-up draft, brought up to main.
-    view_draft: Option<Oid>,
-    /// The start step this machine wrote, when its fate is unknown.
-    written: Option<Oid>,
-    /// The imported work's tip and, once built, its draft on main.
-    import_tip: Option<Oid>,
+    /// The step this machine wrote, when its fate is unknown.
+    written: Option<Written>,
+    /// The imported work, once built: its draft on main.
     imported: Option<Imported>,
     /// The id a change that takes work in will have: its draft is written before its start.
     reserved: Option<ChangeId>,
@@ -186,9 +259,8 @@ pub struct Start {
     change: Option<ChangeId>,
     outcome: Option<BayResult>,
     /// How long another actor's live change must stay idle before this actor adopts it
-    /// (`[runner] takeover_s`), and whether the found one was.
+    /// (`[runner] takeover_s`).
     takeover_ms: u64,
-    idle: bool,
     /// Main's `[agent]` rules ([`Start::policed`]), and, once read for a new change under a
     /// limit, the live changes this actor holds among the records this clone holds.
     rules: AgentRules,
@@ -216,11 +288,7 @@ impl Start {
             nonces,
             races: 0,
             remote: Refs::new(),
-            found: None,
-            more: None,
-            view_draft: None,
             written: None,
-            import_tip: None,
             imported: None,
             reserved: None,
             fix_on: None,
@@ -230,7 +298,6 @@ impl Start {
             change: None,
             outcome: None,
             takeover_ms: Config::default().runner.takeover_s.saturating_mul(1000),
-            idle: false,
             rules: AgentRules::default(),
             live: None,
             sessions: Sessions::default(),
@@ -291,6 +358,18 @@ impl Start {
         self.remote.get(&refs::main(&self.input.main)).cloned()
     }
 
+    /// Sends `action`, a step toward the change once the fetch found main at `main`.
+    fn send(&mut self, action: Action, main: &Oid, then: Then) {
+        let main = main.clone();
+        self.out.send(action, Purpose::Fetched { main, then });
+    }
+
+    /// Sends `action`, a read of what the opened change met.
+    fn send_news(&mut self, action: Action, opened: Opened, news: News) {
+        let opened = Box::new(opened);
+        self.out.send(action, Purpose::News { opened, news });
+    }
+
     /// Starts over from a fresh fetch after losing a race.
     fn again(&mut self) {
         self.races += 1;
@@ -300,7 +379,6 @@ impl Start {
                 serde_json::json!({ "why": "other starts kept winning the race for this intent" }),
             );
         }
-        self.found = None;
         let fetch = self.first_fetch();
         self.out.send(fetch, Purpose::Fetch);
     }
@@ -339,24 +417,6 @@ impl Start {
             patterns.push(format!("{}*", Import::branch_ref(name)));
         }
         Action::Fetch(FetchSpec::new(patterns).maintained())
-    }
-
-    /// Fetches more of the remote before going on with `then`.
-    fn fetch_more(&mut self, patterns: Vec<String>, then: Purpose) {
-        let spec = FetchSpec::new(patterns);
-        self.more = Some(spec.clone());
-        self.out.send(Action::Fetch(spec), then);
-    }
-
-    fn on_more_fetched(&mut self, fetched: Refs, then: Purpose) {
-        if let Some(spec) = self.more.take() {
-            spec.apply(&mut self.remote, fetched);
-        }
-        match (then, self.change.clone()) {
-            (Purpose::FetchChain, Some(change)) => self.read_chain(change),
-            (Purpose::FetchIntents, _) => self.decide(),
-            _ => self.fail("a fetch answered out of turn".into()),
-        }
     }
 
     /// The change the words name, when they are a change id and `--new` was not asked for.
@@ -398,6 +458,11 @@ impl Start {
                 refs::main(&self.input.main)
             ));
         };
+        self.check_fix(main);
+    }
+
+    /// Goes on from main at `main` once the change a fix names is known to be on it.
+    fn check_fix(&mut self, main: Oid) {
         // A fix names a change on main: its merged marker says it merged, and main as it is now
         // must still hold that merge (asked again only when a fetch brought another main).
         if let Some(fixes) = self.input.fixes.clone() {
@@ -414,7 +479,7 @@ impl Start {
                     .then(|| agent::read_compacted(&self.remote, vec![fixes.clone()]))
                     .flatten()
                 {
-                    self.out.send(read, Purpose::CompactedFix);
+                    self.send(read, &main, Then::CompactedFix);
                     return;
                 }
                 return self.refuse(
@@ -424,46 +489,39 @@ impl Start {
             };
             self.fix_merge = Some(Some(merge.clone()));
             if self.fix_on.as_ref() != Some(&main) {
-                self.out
-                    .send(agent::on_main(&merge, &main), Purpose::FixOnMain);
+                let ask = agent::on_main(&merge, &main);
+                self.send(ask, &main, Then::FixOnMain { fixes, merge });
                 return;
             }
         }
-        self.go_on();
+        self.go_on(main);
     }
 
     /// The record of the change a fix names, from the index: merged, or no change at all.
-    fn on_compacted_fix(&mut self, reads: Vec<super::ChainRead>) {
+    fn on_compacted_fix(&mut self, main: Oid, reads: Vec<super::ChainRead>) {
         self.fix_merge = Some(agent::merge_of(&reads));
-        self.after_fetch();
+        self.check_fix(main);
     }
 
-    /// Main holds the merge of the change the fix names, or main moved back past it.
-    fn on_fix_base(&mut self, base: Option<Oid>) {
-        let fixes = self.input.fixes.clone().expect("asked only for a fix");
-        let main = self.main().expect("main was checked after the fetch");
-        let merge = self
-            .fix_merge
-            .clone()
-            .flatten()
-            .expect("asked of a merge found");
+    /// Main holds `merge`, the merge of the change the fix names, or main moved back past it.
+    fn on_fix_base(&mut self, main: Oid, fixes: ChangeId, merge: Oid, base: Option<Oid>) {
         if !agent::holds(&merge, base.as_ref()) {
             return self.refuse(
                 ReasonCode::ChangeNotMerged,
                 serde_json::json!({ "target": fixes, "main": main, "merge": merge }),
             );
         }
-        self.fix_on = Some(main);
-        self.go_on();
+        self.fix_on = Some(main.clone());
+        self.go_on(main);
     }
 
     /// The changes `--after` names that only the index could hold: each merged, or no change.
-    fn on_compacted_after(&mut self, reads: Vec<super::ChainRead>) {
+    fn on_compacted_after(&mut self, main: Oid, reads: Vec<super::ChainRead>) {
         if let Some(absent) = reads.iter().find(|read| read.unreadable.is_some()) {
             return self.after_missing(&absent.change.clone());
         }
         self.after_compacted = true;
-        self.go_on();
+        self.go_on(main);
     }
 
     fn after_missing(&mut self, change: &ChangeId) {
@@ -472,8 +530,8 @@ impl Start {
         ));
     }
 
-    /// What follows a fetch once the change a fix names is known to be on main.
-    fn go_on(&mut self) {
+    /// What follows a fetch once the change a fix names is known to be on main, at `main`.
+    fn go_on(&mut self, main: Oid) {
         // Each change to wait for must be on the remote: by its chain, or merged and
         // compacted into the index.
         let missing: Vec<ChangeId> = self
@@ -488,43 +546,36 @@ impl Start {
         {
             let first = first.clone();
             return match agent::read_compacted(&self.remote, missing) {
-                Some(read) => {
-                    self.out.send(read, Purpose::CompactedAfter);
-                }
+                Some(read) => self.send(read, &main, Then::CompactedAfter),
                 None => self.after_missing(&first),
             };
         }
         if let Some(written) = self.written.take() {
             // A start of ours whose reply was lost: it won if its step is where the intent points.
-            if self.remote.values().any(|oid| oid == &written) {
-                return self.make_view();
+            if self.remote.values().any(|oid| oid == &written.step) {
+                return self.make_view(main, Taken::Written(written.change));
             }
         }
         // Imported work is brought up to the main just fetched before anything is decided.
-        let main = self.main();
-        if self.input.import.is_some()
-            && self.imported.as_ref().map(|i| Some(&i.main)) != Some(main.as_ref())
-        {
-            return self.import();
+        if self.input.import.is_some() && self.imported.as_ref().map(|i| &i.main) != Some(&main) {
+            return self.import(main);
         }
-        self.open();
+        self.open(main);
     }
 
     /// Opens the intent's change, or picks the named one up.
-    fn open(&mut self) {
+    fn open(&mut self, main: Oid) {
         match self.input.target.clone() {
-            StartTarget::Change(change) => self.read_chain(change),
+            StartTarget::Change(change) => self.read_chain(main, change),
             StartTarget::Intent { intent, .. } => {
                 match agent::latest_generation(&self.remote, &intent) {
                     None => match agent::read_compacted_generation(&self.remote, &intent) {
-                        Some(read) => {
-                            self.out.send(read, Purpose::CompactedIntent);
-                        }
-                        None => self.create(1, None),
+                        Some(read) => self.send(read, &main, Then::CompactedIntent),
+                        None => self.create(main, 1, None),
                     },
                     Some((_, oid)) => {
-                        self.out
-                            .send(Action::ReadSteps { oids: vec![oid] }, Purpose::ReadIntent);
+                        let read = Action::ReadSteps { oids: vec![oid] };
+                        self.send(read, &main, Then::ReadIntent);
                     }
                 }
             }
@@ -533,63 +584,61 @@ impl Start {
 
     /// An intent whose generations were all compacted: the latest merged, or was abandoned
     /// past the retention window with its drafts, so the next opens.
-    fn on_compacted_intent(&mut self, file: Option<Vec<u8>>) {
+    fn on_compacted_intent(&mut self, main: Oid, file: Option<Vec<u8>>) {
         match agent::compacted_generation(file.as_deref()) {
-            Ok(None) => self.create(1, None),
-            Ok(Some(latest)) => self.create(latest.generation + 1, Some(latest.change)),
+            Ok(None) => self.create(main, 1, None),
+            Ok(Some(latest)) => self.create(main, latest.generation + 1, Some(latest.change)),
             Err(why) => self.fail(why),
         }
     }
 
-    fn on_intent_read(&mut self, steps: Vec<RawStep>) {
+    fn on_intent_read(&mut self, main: Oid, steps: Vec<RawStep>) {
         match steps.first().map(|raw| Step::from_message(&raw.message)) {
             Some(Ok(step)) => {
-                self.change = Some(step.change.clone());
-                self.fetch_more(
-                    vec![
-                        refs::change_pattern(&step.change),
-                        refs::INDEX_PATTERN.to_string(),
-                    ],
-                    Purpose::FetchChain,
-                );
+                let change = step.change;
+                self.change = Some(change.clone());
+                let spec = FetchSpec::new([
+                    refs::change_pattern(&change),
+                    refs::INDEX_PATTERN.to_string(),
+                ]);
+                let fetch = Action::Fetch(spec.clone());
+                self.send(fetch, &main, Then::FetchChain { spec, change });
             }
             _ => self.fail("the record of this intent cannot be read".into()),
         }
     }
 
-    fn read_chain(&mut self, change: ChangeId) {
+    fn read_chain(&mut self, main: Oid, change: ChangeId) {
         self.change = Some(change.clone());
         match agent::read_chain(&self.remote, &change) {
-            Ok(read) => {
-                self.out.send(read, Purpose::ReadChain);
-            }
+            Ok(read) => self.send(read, &main, Then::ReadChain),
             Err(why) => self.fail(why),
         }
     }
 
-    fn on_chain(&mut self, reads: Vec<super::ChainRead>) {
+    fn on_chain(&mut self, main: Oid, reads: Vec<super::ChainRead>) {
         let (record, tip, _) = match agent::fold_one(&reads) {
             Ok(folded) => folded,
             Err(why) => return self.fail(why),
         };
         let by_id = matches!(self.input.target, StartTarget::Change(_));
         let digest = intent_digest(&record.intent);
-        self.found = Some((record.clone(), tip));
-        self.idle = false;
-        if by_id && record.ended() {
+        let ended = record.ended();
+        let found = Box::new(Found { record, tip });
+        if by_id && ended {
             // Whether a newer change holds the intent now decides what to say.
-            return self.fetch_more(vec![refs::intents_pattern(&digest)], Purpose::FetchIntents);
+            let spec = FetchSpec::new([refs::intents_pattern(&digest)]);
+            let fetch = Action::Fetch(spec.clone());
+            return self.send(fetch, &main, Then::FetchIntents { spec, found });
         }
-        self.decide();
+        self.decide(main, found, false);
     }
 
-    /// Picks the found change up, or opens the intent's next change, or refuses.
-    fn decide(&mut self) {
-        let (record, _) = self
-            .found
-            .clone()
-            .expect("a decision follows a found change");
-        let newer = self.newer_generation(&record);
+    /// Picks the found change up, or opens the intent's next change, or refuses. `idle`: the
+    /// found change, another actor's, was found idle for the takeover window.
+    fn decide(&mut self, main: Oid, found: Box<Found>, idle: bool) {
+        let record = &found.record;
+        let newer = self.newer_generation(record);
         let by_id = matches!(self.input.target, StartTarget::Change(_));
         if record.merged().is_some() || (record.ended() && (self.input.new || newer.is_some())) {
             if by_id {
@@ -602,7 +651,7 @@ impl Start {
                 };
             }
             let next = newer.unwrap_or(record.generation) + 1;
-            return self.create(next, Some(record.change.clone()));
+            return self.create(main, next, Some(record.change.clone()));
         }
         // A change that ended short of a merge (abandoned, or its work already on main),
         // compacted past the retention window, has no drafts left to take up: its intent
@@ -620,14 +669,13 @@ impl Start {
                     record.change, record.intent
                 ));
             }
-            return self.create(record.generation + 1, Some(record.change.clone()));
+            return self.create(main, record.generation + 1, Some(record.change.clone()));
         }
         // Another actor's live change is theirs until it has stayed idle for the takeover
         // window, judged on this machine's clock from when this clone first held its tip.
-        if !record.ended() && record.actor != self.input.actor && !self.idle {
+        if !record.ended() && record.actor != self.input.actor && !idle {
             let names = vec![refs::change(&record.change)];
-            self.out.send(Action::ReadSeen { names }, Purpose::Idle);
-            return;
+            return self.send(Action::ReadSeen { names }, &main, Then::Idle(found));
         }
         // Two live sessions of one actor never share a change: another's view is its own.
         let holder = self.sessions.holder(
@@ -658,7 +706,7 @@ impl Start {
                 conflicts: Vec::new(),
                 marked: Vec::new(),
             };
-            return self.on_refreshed(refreshed);
+            return self.on_refreshed(main, found, refreshed);
         }
         // Pick it up: save the work in this machine's view, if it has one, then bring that
         // draft up to main, as this actor's.
@@ -667,39 +715,33 @@ impl Start {
             parent: record.current_draft().clone(),
             base: record.base.clone(),
         };
-        self.out.send(action, Purpose::Freeze);
+        self.send(action, &main, Then::Freeze(found));
     }
 
-    fn on_frozen(&mut self, draft: Oid) {
-        let (record, _) = self.found.clone().expect("a freeze follows a found change");
-        let main = self.main().expect("main was checked after the fetch");
+    fn on_frozen(&mut self, main: Oid, found: Box<Found>, draft: Oid) {
+        let record = &found.record;
         let action = Action::RefreshDraft {
             labels: Labels::draft(&self.input.main, &record.change),
             change: record.change.clone(),
             draft,
-            base: record.base,
-            onto: main,
+            base: record.base.clone(),
+            onto: main.clone(),
         };
-        self.out.send(action, Purpose::Refresh);
+        self.send(action, &main, Then::Refresh(found));
     }
 
     /// Adopts the found change when its tip has been the same, as this clone saw it, for the
     /// whole takeover window; otherwise refuses `CHANGE_SUPERSEDED`, naming its holder. A tip
     /// whose first sight this clone did not record is not known to be idle.
-    fn on_idle(&mut self, seen: BTreeMap<String, Timestamp>) {
-        let (record, _) = self
-            .found
-            .clone()
-            .expect("an idle read follows a found change");
+    fn on_idle(&mut self, main: Oid, found: Box<Found>, seen: BTreeMap<String, Timestamp>) {
         let idle_ms = seen
-            .get(&refs::change(&record.change))
+            .get(&refs::change(&found.record.change))
             .map(|since| self.now.millis_since(*since));
         if idle_ms.is_some_and(|idle| idle >= self.takeover_ms) {
-            self.idle = true;
-            return self.decide();
+            return self.decide(main, found, true);
         }
         let mut detail = serde_json::json!({
-            "held_by": record.actor,
+            "held_by": found.record.actor,
             "takeover_s": self.takeover_ms / 1000,
             "why": "another actor holds this change, and it has not been idle for the takeover window",
         });
@@ -719,12 +761,8 @@ impl Start {
             .max()
     }
 
-    fn on_refreshed(&mut self, refreshed: Refreshed) {
-        let (record, tip) = self
-            .found
-            .clone()
-            .expect("a refresh follows a found change");
-        let main = self.main().expect("main was checked after the fetch");
+    fn on_refreshed(&mut self, main: Oid, found: Box<Found>, refreshed: Refreshed) {
+        let Found { record, tip } = &*found;
         let actor = self.input.actor.clone();
         let mut steps = Vec::new();
         let adopting = record.actor != actor || record.ended();
@@ -741,7 +779,7 @@ impl Start {
         if &refreshed.draft != record.current_draft() || record.base != main {
             let body = StepBody::Checkpoint {
                 draft: refreshed.draft.clone(),
-                base: main,
+                base: main.clone(),
                 marked: Labels::draft(&self.input.main, &record.change).marked(&refreshed.marked),
             };
             steps.push(self.nonces.step(&record.change, self.now, &actor, body));
@@ -752,26 +790,25 @@ impl Start {
             self.detail
                 .insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
         }
-        self.found = Some((record.clone(), tip.clone()));
-        self.view_draft = Some(refreshed.draft.clone());
+        let draft = refreshed.draft;
         if steps.is_empty() {
-            return self.make_view();
+            return self.make_view(main, Taken::PickedUp { found, draft });
         }
         let plan = PushPlan {
             appends: vec![Append::on(
                 record.change.clone(),
-                Some(tip),
+                Some(tip.clone()),
                 steps,
-                Some(refreshed.draft),
+                Some(draft.clone()),
             )],
             atomic: true,
             ..PushPlan::default()
         };
-        self.out.send(Action::Push(plan), Purpose::Save);
+        self.send(Action::Push(plan), &main, Then::Save { found, draft });
     }
 
     /// Creates generation `generation` of the intent as a new change.
-    fn create(&mut self, generation: u32, supersedes: Option<ChangeId>) {
+    fn create(&mut self, main: Oid, generation: u32, supersedes: Option<ChangeId>) {
         let StartTarget::Intent { intent, paths } = self.input.target.clone() else {
             return self.fail("only an intent opens a new change".into());
         };
@@ -781,21 +818,18 @@ impl Start {
                     prefix: refs::CHANGES.into(),
                     limit: crate::flow::FLOW_CHAINS,
                 };
-                self.out.send(
-                    held,
-                    Purpose::Held {
-                        generation,
-                        supersedes,
-                    },
-                );
-                return;
+                let then = Then::Held {
+                    generation,
+                    supersedes,
+                };
+                return self.send(held, &main, then);
             };
             if let Some(refused) = actor::over_limit(&self.rules, live) {
                 return self.finish(refused);
             }
         }
         let change = self.reserved.take().unwrap_or_else(|| self.new_id());
-        let base = self.main().expect("main was checked after the fetch");
+        let base = main.clone();
         if let Some(old) = &supersedes {
             self.detail
                 .insert("supersedes".into(), serde_json::json!(old));
@@ -843,25 +877,38 @@ impl Start {
             atomic: true,
             ..PushPlan::default()
         };
-        self.change = Some(change);
-        self.found = None;
-        self.out
-            .send(Action::Push(plan), Purpose::Create { generation });
+        self.change = Some(change.clone());
+        self.send(
+            Action::Push(plan),
+            &main,
+            Then::Create { generation, change },
+        );
     }
 
-    fn on_pushed(&mut self, purpose: Purpose, report: super::PushReport) {
+    /// The push of `taken`, a change created as generation `generation` or one picked up.
+    fn on_pushed(
+        &mut self,
+        main: Oid,
+        generation: Option<u32>,
+        taken: Taken,
+        report: super::PushReport,
+    ) {
         let written = report.steps.first().and_then(|s| s.last()).cloned();
         match report.outcome {
             PushOutcome::Accepted => {
-                if let Purpose::Create { generation } = purpose {
+                if let Some(generation) = generation {
                     self.detail
                         .insert("generation".into(), serde_json::json!(generation));
                 }
-                self.make_view();
+                self.make_view(main, taken);
             }
             PushOutcome::Rejected { .. } => self.again(),
             PushOutcome::Unknown { .. } => {
-                self.written = written;
+                let change = match taken {
+                    Taken::PickedUp { found, .. } => found.record.change,
+                    Taken::Written(change) => change,
+                };
+                self.written = written.map(|step| Written { step, change });
                 self.again();
             }
             PushOutcome::NotSent(fault) => {
@@ -870,66 +917,67 @@ impl Start {
         }
     }
 
-    fn make_view(&mut self) {
-        let main = self.main().expect("main was checked after the fetch");
-        let (change, paths, draft) = match &self.found {
-            Some((record, _)) => (
-                record.change.clone(),
-                record.paths.clone(),
-                self.view_draft
-                    .clone()
-                    .unwrap_or_else(|| record.current_draft().clone()),
-            ),
-            None => {
+    /// Makes the view of the change `taken`, on main at `main`.
+    fn make_view(&mut self, main: Oid, taken: Taken) {
+        let (change, paths, draft, base) = match taken {
+            Taken::PickedUp { found, draft } => {
+                let Found { record, .. } = *found;
+                (record.change, record.paths, draft, Some(record.base))
+            }
+            Taken::Written(change) => {
                 let StartTarget::Intent { paths, .. } = &self.input.target else {
                     return self.fail("a picked-up change was not read".into());
                 };
-                let change = self.change.clone().expect("a created change has an id");
-                let draft = self.imported.as_ref().map_or(main, |i| i.draft.clone());
-                (change, paths.clone(), draft)
+                let draft = self
+                    .imported
+                    .as_ref()
+                    .map_or(main.clone(), |i| i.draft.clone());
+                (change, paths.clone(), draft, None)
             }
         };
         self.change = Some(change.clone());
+        let opened = Box::new(Opened {
+            change: change.clone(),
+            paths: paths.clone(),
+        });
         // A save merges from the main checkout: it makes no view.
         if matches!(self.input.import, Some(Import::Checkout { .. })) {
-            return self.read_places();
+            return self.read_places(*opened);
         }
-        self.out.send(
-            Action::MakeView {
-                change,
-                paths,
-                draft,
-            },
-            Purpose::View,
-        );
+        let action = Action::MakeView {
+            change,
+            paths,
+            draft,
+        };
+        self.send(action, &main, Then::View { opened, base });
     }
 
-    fn on_view(&mut self, view: String) {
+    /// The view is made; a change picked up again on `base` says how many main commits it
+    /// missed.
+    fn on_view(&mut self, main: Oid, opened: Opened, base: Option<Oid>, view: String) {
         self.detail
             .insert("view".into(), serde_json::Value::String(view));
-        // A change picked up again says how many main commits it missed.
-        let main = self.main().expect("main was checked after the fetch");
-        match &self.found {
-            Some((record, _)) if record.base != main => {
+        match base {
+            Some(base) if base != main => {
                 let read = Action::ReadLog {
-                    range: Some(format!("{}..{main}", record.base)),
+                    range: Some(format!("{base}..{main}")),
                     limit: MAX_BEHIND,
                     since: None,
                 };
-                self.out.send(read, Purpose::Behind);
+                self.send_news(read, opened, News::Behind);
             }
-            _ => self.read_places(),
+            _ => self.read_places(opened),
         }
     }
 
-    fn on_behind(&mut self, missed: Vec<RawStep>) {
+    fn on_behind(&mut self, opened: Opened, missed: Vec<RawStep>) {
         self.detail
             .insert("behind".into(), serde_json::json!(missed.len()));
-        self.read_places();
+        self.read_places(opened);
     }
 
     /// The requests of the queue's places, for the live changes among them.
-    fn read_places(&mut self) {
+    fn read_places(&mut self, opened: Opened) {
         let oids: Vec<Oid> = self
             .remote
             .iter()
@@ -937,36 +985,34 @@ impl Start {
             .map(|(_, oid)| oid.clone())
             .collect();
         if oids.is_empty() {
-            return self.done();
+            return self.done(opened);
         }
-        self.out.send(Action::ReadSteps { oids }, Purpose::Places);
+        self.send_news(Action::ReadSteps { oids }, opened, News::Places);
     }
 
-    fn on_places(&mut self, steps: Vec<RawStep>) {
-        let mine = self.change.clone();
+    fn on_places(&mut self, opened: Opened, steps: Vec<RawStep>) {
         let changes: std::collections::BTreeSet<ChangeId> = steps
             .iter()
             .filter_map(|raw| Step::from_message(&raw.message).ok())
             .map(|step| step.change)
-            .filter(|change| Some(change) != mine.as_ref())
+            .filter(|change| *change != opened.change)
             .collect();
         if changes.is_empty() {
-            return self.done();
+            return self.done(opened);
         }
         let spec = FetchSpec::new(changes.iter().map(refs::change_pattern));
-        self.out
-            .send(Action::Fetch(spec.clone()), Purpose::FetchLive(spec));
+        let fetch = Action::Fetch(spec.clone());
+        self.send_news(fetch, opened, News::FetchLive(spec));
     }
 
-    fn on_live_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+    fn on_live_fetched(&mut self, opened: Opened, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
-        let mine = self.change.clone();
         let chains: Vec<super::ChainQuery> = self
             .remote
             .iter()
             .filter_map(|(name, tip)| {
                 let change = refs::parse_change(name)?;
-                (Some(&change) != mine.as_ref() && spec.covers(name)).then(|| super::ChainQuery {
+                (change != opened.change && spec.covers(name)).then(|| super::ChainQuery {
                     change,
                     tip: tip.clone(),
                     known: None,
@@ -974,21 +1020,20 @@ impl Start {
             })
             .collect();
         if chains.is_empty() {
-            return self.done();
+            return self.done(opened);
         }
-        self.out
-            .send(Action::ReadChains { chains }, Purpose::ReadLive);
+        self.send_news(Action::ReadChains { chains }, opened, News::ReadLive);
     }
 
     /// Names every live change whose declared paths overlap this one's: it refuses nothing.
-    fn on_live(&mut self, reads: Vec<super::ChainRead>) {
-        let paths = self.paths();
+    fn on_live(&mut self, opened: Opened, reads: Vec<super::ChainRead>) {
+        let paths = &opened.paths;
         let overlaps: Vec<serde_json::Value> = reads
             .iter()
             .filter_map(|read| agent::fold_chain(read).ok())
             .map(|(record, _)| record)
             .filter(|record| {
-                record.live_op().is_some() && crate::paths::overlap(&paths, &record.paths)
+                record.live_op().is_some() && crate::paths::overlap(paths, &record.paths)
             })
             .map(|record| {
                 serde_json::json!({
@@ -1003,16 +1048,7 @@ impl Start {
             self.detail
                 .insert("overlaps".into(), serde_json::json!(overlaps));
         }
-        self.done();
-    }
-
-    /// This change's declared paths.
-    fn paths(&self) -> Vec<String> {
-        match (&self.found, &self.input.target) {
-            (Some((record, _)), _) => record.paths.clone(),
-            (None, StartTarget::Intent { paths, .. }) => paths.clone(),
-            (None, StartTarget::Change(_)) => Vec::new(),
-        }
+        self.done(opened);
     }
 
     fn new_id(&mut self) -> ChangeId {
@@ -1022,8 +1058,7 @@ impl Start {
 
     /// Finds where the imported work forks from main: a branch anywhere in main's history; a
     /// checkout's `HEAD` must be on main itself, or it holds commits main lacks.
-    fn import(&mut self) {
-        let main = self.main().expect("main was checked after the fetch");
+    fn import(&mut self, main: Oid) {
         self.imported = None;
         let tip = match self.input.import.clone() {
             Some(Import::Branch { name, local }) => {
@@ -1044,22 +1079,15 @@ impl Start {
             Some(Import::Checkout { head, .. }) => head,
             None => return self.fail("nothing to take in".into()),
         };
-        self.import_tip = Some(tip.clone());
-        self.out.send(
-            Action::MergeBase {
-                one: tip,
-                two: main,
-            },
-            Purpose::ImportBase,
-        );
+        let ask = Action::MergeBase {
+            one: tip.clone(),
+            two: main.clone(),
+        };
+        self.send(ask, &main, Then::ImportBase { tip });
     }
 
-    fn on_import_base(&mut self, base: Option<Oid>) {
-        let main = self.main().expect("main was checked after the fetch");
-        let tip = self
-            .import_tip
-            .clone()
-            .expect("a merge base follows an import");
+    /// The imported work at `tip` forks from main at `base`.
+    fn on_import_base(&mut self, main: Oid, tip: Oid, base: Option<Oid>) {
         let (draft, base) = match (self.input.import.clone(), base) {
             (Some(Import::Branch { name, .. }), None) => {
                 return self.fail(format!(
@@ -1085,7 +1113,7 @@ impl Start {
                 conflicts: Vec::new(),
                 marked: Vec::new(),
             };
-            return self.on_import_draft(refreshed);
+            return self.on_import_draft(main, refreshed);
         }
         let change = match self.reserved.clone() {
             Some(change) => change,
@@ -1101,27 +1129,26 @@ impl Start {
             change,
             draft,
             base,
-            onto: main,
+            onto: main.clone(),
         };
-        self.out.send(action, Purpose::ImportDraft);
+        self.send(action, &main, Then::ImportDraft);
     }
 
     /// A conflict refuses before anything is written; a clean draft is measured for its paths.
-    fn on_import_draft(&mut self, refreshed: Refreshed) {
+    fn on_import_draft(&mut self, main: Oid, refreshed: Refreshed) {
         if !refreshed.conflicts.is_empty() {
             let mut detail = self.detail.clone();
             detail.insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
             return self.refuse(ReasonCode::MergeConflict, serde_json::Value::Object(detail));
         }
-        let main = self.main().expect("main was checked after the fetch");
         let read = Action::ReadStats {
-            base: main,
+            base: main.clone(),
             commit: refreshed.draft.clone(),
         };
-        self.out.send(read, Purpose::ImportPaths(refreshed.draft));
+        self.send(read, &main, Then::ImportPaths(refreshed.draft));
     }
 
-    fn on_import_paths(&mut self, draft: Oid, stats: Vec<PathStat>) {
+    fn on_import_paths(&mut self, main: Oid, draft: Oid, stats: Vec<PathStat>) {
         let paths: Vec<String> = stats.into_iter().map(|stat| stat.path).collect();
         if paths.is_empty() {
             let mut detail = self.detail.clone();
@@ -1150,35 +1177,32 @@ impl Start {
                 return self.refuse(ReasonCode::PathsUndeclared, detail);
             }
         }
-        let main = self.main().expect("main was checked after the fetch");
-        self.imported = Some(Imported { main, draft, paths });
-        self.open();
+        self.imported = Some(Imported {
+            main: main.clone(),
+            draft,
+            paths,
+        });
+        self.open(main);
     }
 
     /// The change records this clone holds, from its earlier fetches: their chains are read
     /// as `bay status` reads its flow, with no fetch, for the live changes a limit counts.
-    fn on_held(&mut self, generation: u32, supersedes: Option<ChangeId>, held: Refs) {
+    fn on_held(&mut self, main: Oid, generation: u32, supersedes: Option<ChangeId>, held: Refs) {
         let chains: Vec<ChainQuery> = held
             .iter()
             .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
             .collect();
-        self.out.send(
-            Action::ReadChains { chains },
-            Purpose::HeldChains {
-                generation,
-                supersedes,
-            },
-        );
+        let then = Then::HeldChains {
+            generation,
+            supersedes,
+        };
+        self.send(Action::ReadChains { chains }, &main, then);
     }
 
-    fn done(&mut self) {
-        let change = self
-            .change
-            .clone()
-            .expect("a view is made for a known change");
+    fn done(&mut self, opened: Opened) {
         let main = self.main();
         let result = report::started(
-            &change,
+            &opened.change,
             serde_json::Value::Object(self.detail.clone()),
             main.as_ref(),
         );
@@ -1189,80 +1213,122 @@ impl Start {
     fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
         match (purpose, completion) {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
-            (Purpose::FixOnMain, Completion::MergeBaseFound(Ok(base))) => self.on_fix_base(base),
-            (Purpose::ImportBase, Completion::MergeBaseFound(Ok(base))) => {
-                self.on_import_base(base)
-            }
-            (Purpose::ImportDraft, Completion::DraftRefreshed(Ok(refreshed))) => {
-                self.on_import_draft(refreshed)
-            }
-            (Purpose::ImportPaths(draft), Completion::StatsRead(Ok(stats))) => {
-                self.on_import_paths(draft, stats)
-            }
-            (Purpose::ReadIntent, Completion::StepsRead(Ok(steps))) => self.on_intent_read(steps),
-            (Purpose::CompactedFix, Completion::ChainsRead(Ok(reads))) => {
-                self.on_compacted_fix(reads)
-            }
             (Purpose::CompactedNamed, Completion::ChainsRead(Ok(reads))) => {
                 self.on_compacted_named(reads)
             }
-            (Purpose::CompactedAfter, Completion::ChainsRead(Ok(reads))) => {
-                self.on_compacted_after(reads)
+            (Purpose::Fetched { main, then }, completion) => {
+                return self.on_then(main, then, completion);
             }
-            (Purpose::CompactedIntent, Completion::FileRead(Ok(file))) => {
-                self.on_compacted_intent(file)
+            (Purpose::News { opened, news }, completion) => {
+                return self.on_news(*opened, news, completion);
             }
+            (_, completion) => return Some(completion),
+        }
+        None
+    }
+
+    /// Acts on the completion of a step toward the change, on main at `main`.
+    fn on_then(&mut self, main: Oid, then: Then, completion: Completion) -> Option<Completion> {
+        match (then, completion) {
+            (Then::FixOnMain { fixes, merge }, Completion::MergeBaseFound(Ok(base))) => {
+                self.on_fix_base(main, fixes, merge, base)
+            }
+            (Then::ImportBase { tip }, Completion::MergeBaseFound(Ok(base))) => {
+                self.on_import_base(main, tip, base)
+            }
+            (Then::ImportDraft, Completion::DraftRefreshed(Ok(refreshed))) => {
+                self.on_import_draft(main, refreshed)
+            }
+            (Then::ImportPaths(draft), Completion::StatsRead(Ok(stats))) => {
+                self.on_import_paths(main, draft, stats)
+            }
+            (Then::ReadIntent, Completion::StepsRead(Ok(steps))) => {
+                self.on_intent_read(main, steps)
+            }
+            (Then::CompactedFix, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_fix(main, reads)
+            }
+            (Then::CompactedAfter, Completion::ChainsRead(Ok(reads))) => {
+                self.on_compacted_after(main, reads)
+            }
+            (Then::CompactedIntent, Completion::FileRead(Ok(file))) => {
+                self.on_compacted_intent(main, file)
+            }
+            (Then::FetchChain { spec, change }, Completion::Fetched(Ok(fetched))) => {
+                spec.apply(&mut self.remote, fetched);
+                self.read_chain(main, change);
+            }
+            (Then::FetchIntents { spec, found }, Completion::Fetched(Ok(fetched))) => {
+                spec.apply(&mut self.remote, fetched);
+                self.decide(main, found, false);
+            }
+            (Then::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(main, reads),
+            (Then::Freeze(found), Completion::DraftFrozen(Ok(draft))) => {
+                self.on_frozen(main, found, draft)
+            }
+            (Then::Refresh(found), Completion::DraftRefreshed(Ok(refreshed))) => {
+                self.on_refreshed(main, found, refreshed)
+            }
+            (Then::Create { generation, change }, Completion::Pushed(report)) => {
+                self.on_pushed(main, Some(generation), Taken::Written(change), report)
+            }
+            (Then::Save { found, draft }, Completion::Pushed(report)) => {
+                self.on_pushed(main, None, Taken::PickedUp { found, draft }, report)
+            }
+            (Then::View { opened, base }, Completion::ViewMade(Ok(view))) => {
+                self.on_view(main, *opened, base, view)
+            }
+            (Then::Idle(found), Completion::SeenRead(Ok(seen))) => self.on_idle(main, found, seen),
             (
-                then @ (Purpose::FetchChain | Purpose::FetchIntents),
-                Completion::Fetched(Ok(fetched)),
-            ) => self.on_more_fetched(fetched, then),
-            (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
-            (Purpose::Freeze, Completion::DraftFrozen(Ok(draft))) => self.on_frozen(draft),
-            (Purpose::Refresh, Completion::DraftRefreshed(Ok(refreshed))) => {
-                self.on_refreshed(refreshed)
-            }
-            (purpose @ (Purpose::Create { .. } | Purpose::Save), Completion::Pushed(report)) => {
-                self.on_pushed(purpose, report)
-            }
-            (Purpose::View, Completion::ViewMade(Ok(view))) => self.on_view(view),
-            (Purpose::Behind, Completion::LogRead(Ok(missed))) => self.on_behind(missed),
-            (Purpose::Places, Completion::StepsRead(Ok(steps))) => self.on_places(steps),
-            (Purpose::FetchLive(spec), Completion::Fetched(Ok(fetched))) => {
-                self.on_live_fetched(spec, fetched)
-            }
-            (Purpose::ReadLive, Completion::ChainsRead(Ok(reads))) => self.on_live(reads),
-            (Purpose::Idle, Completion::SeenRead(Ok(seen))) => self.on_idle(seen),
-            (
-                Purpose::Held {
+                Then::Held {
                     generation,
                     supersedes,
                 },
                 Completion::HeldRead(Ok(held)),
-            ) => self.on_held(generation, supersedes, held),
+            ) => self.on_held(main, generation, supersedes, held),
             (
-                Purpose::HeldChains {
+                Then::HeldChains {
                     generation,
                     supersedes,
                 },
                 Completion::ChainsRead(Ok(reads)),
             ) => {
                 self.live = Some(crate::flow::live_changes(&reads, &self.input.actor));
-                self.create(generation, supersedes);
+                self.create(main, generation, supersedes);
             }
             (
-                Purpose::Held { .. } | Purpose::HeldChains { .. },
+                Then::Held { .. } | Then::HeldChains { .. },
                 completion @ (Completion::HeldRead(Err(_)) | Completion::ChainsRead(Err(_))),
             ) => self.fail(format!(
                 "the change records this clone holds could not be read, so the live changes \
                  cannot be counted: {}",
                 fault_of(&completion).unwrap_or_default()
             )),
+            (_, completion) => return Some(completion),
+        }
+        None
+    }
+
+    /// Acts on the completion of a read of what the opened change met.
+    fn on_news(
+        &mut self,
+        opened: Opened,
+        news: News,
+        completion: Completion,
+    ) -> Option<Completion> {
+        match (news, completion) {
+            (News::Behind, Completion::LogRead(Ok(missed))) => self.on_behind(opened, missed),
+            (News::Places, Completion::StepsRead(Ok(steps))) => self.on_places(opened, steps),
+            (News::FetchLive(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_live_fetched(opened, spec, fetched)
+            }
+            (News::ReadLive, Completion::ChainsRead(Ok(reads))) => self.on_live(opened, reads),
             // What the change meets is news, never a condition: a read that fails leaves it
             // out, and the change and its view stand.
-            (Purpose::Behind, Completion::LogRead(Err(_))) => self.read_places(),
-            (Purpose::Places, Completion::StepsRead(Err(_)))
-            | (Purpose::FetchLive(_), Completion::Fetched(Err(_)))
-            | (Purpose::ReadLive, Completion::ChainsRead(Err(_))) => self.done(),
+            (News::Behind, Completion::LogRead(Err(_))) => self.read_places(opened),
+            (News::Places, Completion::StepsRead(Err(_)))
+            | (News::FetchLive(_), Completion::Fetched(Err(_)))
+            | (News::ReadLive, Completion::ChainsRead(Err(_))) => self.done(opened),
             (_, completion) => return Some(completion),
         }
         None
