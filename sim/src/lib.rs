@@ -12,6 +12,7 @@ pub mod git_model;
 pub mod history;
 pub mod invariants;
 pub mod locks;
+pub mod plan;
 pub mod remote;
 pub mod rng;
 pub mod store;

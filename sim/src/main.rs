@@ -5,6 +5,8 @@
 //!              [--history H] [--json]
 //! bay-sim run --seeds 0..100 --check-determinism
 //! bay-sim replay --seed S [same options]
+//! bay-sim plan [--agents N] [--arrivals R] [--check-minutes D] [--failure-rate P]
+//!              [--flake-rate P] [--runners N] [--retries N] [--hours H] [--seeds A..B] [--json]
 //! ```
 //!
 //! Exit codes: 0 when every seed kept every promise; 3 for a broken safety invariant; 4 for a
@@ -59,6 +61,51 @@ enum Command {
         #[command(flatten)]
         world: WorldArgs,
     },
+    /// Plan capacity: run the real core at given rates and set it beside the analytic bounds.
+    Plan(PlanArgs),
+}
+
+#[derive(Args, Clone)]
+struct PlanArgs {
+    /// Agents, each working one change at a time.
+    #[arg(long, default_value_t = 8)]
+    agents: usize,
+    /// New changes an hour (a Poisson stream).
+    #[arg(long, default_value_t = 12.0)]
+    arrivals: f64,
+    /// Minutes a check run takes: 10 (fixed), 5..15 (uniform) or exp:10 (exponential).
+    #[arg(long, default_value = "10", value_parser = bay_sim::plan::Dist::parse)]
+    check_minutes: bay_sim::plan::Dist,
+    /// The share of changes broken at first, whose check fails until their agent repairs them.
+    #[arg(long, default_value_t = 0.1)]
+    failure_rate: f64,
+    /// The share of check runs that fail on a good change.
+    #[arg(long, default_value_t = 0.05)]
+    flake_rate: f64,
+    /// Runners taking the queue's head.
+    #[arg(long, default_value_t = 2)]
+    runners: usize,
+    /// The check's `retry_on_failure` (with `allow_flaky`).
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// Simulated hours counted per seed, after a first hour of warm-up.
+    #[arg(long, default_value_t = 24.0)]
+    hours: f64,
+    /// The `ahead` whose analytic bound the table shows (not simulated yet).
+    #[arg(long, default_value_t = 2)]
+    ahead: u32,
+    /// The `batch` whose analytic bound the table shows (not simulated yet).
+    #[arg(long, default_value_t = 4)]
+    batch: u32,
+    /// Seeds to run, as A..B (B excluded); their samples are pooled.
+    #[arg(long, value_parser = parse_range, default_value = "0..3")]
+    seeds: (u64, u64),
+    /// Skip the one-step setting changes (and so the advice).
+    #[arg(long)]
+    no_advice: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Clone)]
@@ -205,7 +252,38 @@ fn main() -> ExitCode {
             jobs,
         } => run(seeds, &world, json, check_determinism, jobs),
         Command::Replay { seed, world } => replay(seed, &world),
+        Command::Plan(args) => plan(&args),
     }
+}
+
+fn plan(args: &PlanArgs) -> ExitCode {
+    let rate = |p: f64| (0.0..1.0).contains(&p);
+    if !rate(args.failure_rate)
+        || !rate(args.flake_rate)
+        || args.hours.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+    {
+        eprintln!("bay-sim plan: rates are in [0, 1) and hours above 0");
+        return ExitCode::from(2);
+    }
+    let plan = bay_sim::plan::Plan {
+        agents: args.agents.max(1),
+        arrivals_per_hour: args.arrivals.max(0.0),
+        check: args.check_minutes,
+        failure_rate: args.failure_rate,
+        flake_rate: args.flake_rate,
+        runners: args.runners.max(1),
+        retries: args.retries,
+        hours: args.hours,
+        ahead: args.ahead,
+        batch: args.batch.max(1),
+    };
+    let report = bay_sim::plan::report(&plan, args.seeds, !args.no_advice);
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_text());
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(
