@@ -880,6 +880,31 @@ impl Report {
         self.measured.merges_per_day / self.binding().per_day - 1.0
     }
 
+    /// Why the simulator and its binding bound agree, or where and why they differ.
+    pub fn explain(&self) -> String {
+        let binding = self.binding();
+        let dev = self.deviation();
+        if dev.abs() <= 0.1 {
+            return format!(
+                "the simulator and the {} bound agree within 10%: that bound holds here",
+                binding.name
+            );
+        }
+        if dev > 0.0 {
+            return "the simulator is above its bound: check times vary and few merges were                     counted; run more seeds or hours"
+                .into();
+        }
+        let slot = self.bounds[1].per_day;
+        let arrivals = self.bounds[0].per_day;
+        if (0.7..1.4).contains(&(arrivals / slot)) {
+            "the simulator is below both bounds: arrivals and the slot are close, so random              arrivals leave the slot idle at times while at others a queue builds (a queue near              saturation never reaches either bound)"
+                .into()
+        } else {
+            "the simulator is below its bound: too few agents keep the queue full (each works              one change at a time and takes two minutes to repair one), so the slot idles"
+                .into()
+        }
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         let p = &self.plan;
         let m = &self.measured;
@@ -915,6 +940,7 @@ impl Report {
             })).collect::<Vec<_>>(),
             "binding": self.binding().name,
             "deviation": r1(self.deviation() * 1000.0) / 1000.0,
+            "explanation": self.explain(),
             "variants": self.variants.iter().map(|v| serde_json::json!({
                 "change": v.change,
                 "merges_per_day": r1(v.merges_per_day),
@@ -999,6 +1025,7 @@ impl Report {
             binding.per_day,
             self.deviation() * 100.0
         );
+        let _ = writeln!(out, "why: {}", self.explain());
         if !self.variants.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(out, "{:<34} {:>10} {:>8}", "one change", "sim/day", "gain");
