@@ -1,0 +1,183 @@
+//! `bay-sim plan`: the capacity planner's simulated throughput against its analytic bounds,
+//! where they should agree and where another bound binds, and its determinism per seed.
+
+use bay_sim::plan::{self, Dist, Plan};
+
+/// A saturated queue: more changes arrive than one check slot can take, and every agent
+/// keeps one queued.
+fn saturated(check: Dist) -> Plan {
+    Plan {
+        agents: 6,
+        arrivals_per_hour: 60.0,
+        check,
+        failure_rate: 0.0,
+        flake_rate: 0.0,
+        runners: 1,
+        retries: 0,
+        hours: 8.0,
+        ahead: 2,
+        batch: 4,
+    }
+}
+
+fn one_slot(plan: &Plan) -> f64 {
+    plan::bounds(plan)
+        .into_iter()
+        .find(|b| b.name == "one slot")
+        .expect("the one-slot row")
+        .per_day
+}
+
+#[test]
+fn a_saturated_queue_merges_at_the_one_slot_bound() {
+    let plan = saturated(Dist::Fixed(10.0));
+    assert_eq!(one_slot(&plan), 144.0, "1,440/T with T = 10 minutes");
+    let measured = plan::measure(&plan, (0, 1)).merges_per_day;
+    let ratio = measured / 144.0;
+    assert!(
+        (0.9..=1.0).contains(&ratio),
+        "the simulator merged {measured:.1} a day, the bound is 144 (ratio {ratio:.3})"
+    );
+    let report = plan::report(&plan, (0, 1), false);
+    assert_eq!(report.binding().name, "one slot");
+    assert!(report.deviation().abs() < 0.1);
+}
+
+#[test]
+fn retries_of_flakes_and_failures_count_in_t() {
+    // A fifth of the changes broken at first and a tenth of the runs flaking: 1.311 runs a
+    // merge, so T is 13.1 minutes and the bound 109.8 a day, not 144.
+    let plan = Plan {
+        failure_rate: 0.2,
+        flake_rate: 0.1,
+        hours: 12.0,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    let bound = one_slot(&plan);
+    assert!((bound - 1440.0 / (10.0 * (0.2 + 1.0 / 0.9))).abs() < 1e-9);
+    let measured = plan::measure(&plan, (0, 2));
+    let ratio = measured.merges_per_day / bound;
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "the simulator merged {:.1} a day, the bound is {bound:.1}",
+        measured.merges_per_day
+    );
+    assert!(
+        measured.merges_per_day < 0.9 * 144.0,
+        "failures and flakes take slot time"
+    );
+    let per_merge = measured.check_minutes_per_merge;
+    assert!(
+        (per_merge / plan.slot_minutes() - 1.0).abs() < 0.1,
+        "{per_merge:.2} check-minutes per merge against T = {:.2}",
+        plan.slot_minutes()
+    );
+}
+
+#[test]
+fn more_runners_do_not_raise_one_slots_throughput() {
+    let one = plan::measure(&saturated(Dist::Fixed(10.0)), (0, 1)).merges_per_day;
+    let three = Plan {
+        runners: 3,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    let three = plan::measure(&three, (0, 1)).merges_per_day;
+    assert!(
+        (three / one - 1.0).abs() < 0.03,
+        "one runner {one:.1} a day, three {three:.1}"
+    );
+}
+
+#[test]
+fn when_arrivals_are_the_bottleneck_they_are_the_bound() {
+    let plan = Plan {
+        agents: 4,
+        arrivals_per_hour: 2.0,
+        hours: 24.0,
+        ..saturated(Dist::Uniform(5.0, 15.0))
+    };
+    let measured = plan::measure(&plan, (0, 2)).merges_per_day;
+    assert!(
+        measured < 0.5 * one_slot(&plan),
+        "{measured:.1} a day is well below the one-slot bound of 144"
+    );
+    let ratio = measured / 48.0;
+    assert!(
+        (0.8..=1.2).contains(&ratio),
+        "{measured:.1} a day against 48 arrivals a day"
+    );
+    let report = plan::report(&plan, (0, 2), false);
+    assert_eq!(report.binding().name, "arrivals");
+    assert!(
+        report.measured.wait_p50_min < 5.0,
+        "the queue is mostly empty"
+    );
+}
+
+#[test]
+fn the_same_seeds_give_the_same_report() {
+    let plan = Plan {
+        failure_rate: 0.1,
+        flake_rate: 0.05,
+        hours: 4.0,
+        ..saturated(Dist::Exp(8.0))
+    };
+    let once = plan::report(&plan, (3, 5), false).to_json();
+    let again = plan::report(&plan, (3, 5), false).to_json();
+    assert_eq!(once, again);
+    let other = plan::report(&plan, (5, 7), false).to_json();
+    assert_ne!(once["simulated"], other["simulated"], "the seeds matter");
+}
+
+#[test]
+fn the_command_prints_one_json_document_with_the_table_and_advice() {
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_bay-sim"))
+            .args([
+                "plan",
+                "--json",
+                "--hours",
+                "3",
+                "--seeds",
+                "0..1",
+                "--agents",
+                "4",
+                "--arrivals",
+                "30",
+            ])
+            .output()
+            .expect("bay-sim runs")
+    };
+    let out = run();
+    assert!(out.status.success());
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    let rows: Vec<(&str, bool)> = doc["bounds"]
+        .as_array()
+        .expect("bounds")
+        .iter()
+        .map(|b| {
+            (
+                b["bound"].as_str().unwrap_or_default(),
+                b["simulated"].as_bool().unwrap_or(true),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("arrivals", true),
+            ("one slot", true),
+            ("speculation, ahead = 2", false),
+            ("batching, batch = 4", false)
+        ]
+    );
+    assert!(doc["simulated"]["merges_per_day"].as_f64().unwrap_or(0.0) > 0.0);
+    assert!(!doc["variants"].as_array().expect("variants").is_empty());
+    assert!(
+        doc["advice"]
+            .as_str()
+            .is_some_and(|a| a.contains("not simulated yet"))
+    );
+    assert_eq!(run().stdout, out.stdout, "the same seed prints the same");
+}
