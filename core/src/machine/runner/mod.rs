@@ -348,11 +348,7 @@ pub struct Runner {
     /// When a bisect's check run in flight is given up, if one is.
     bisect_deadline: Option<Timestamp>,
     /// A request handed over unpushed, until a write carrying it lands (see `request`).
-    request: Option<UnpushedRequest>,
-    /// Whether a pass read the remote since `request` was handed over.
-    request_tested: bool,
-    /// Whether this runner ended with `request` never up.
-    request_dropped: bool,
+    request: request::Handover,
     /// The policy a seed brought, at its commit, until the first candidate takes it.
     seed_policy: Option<(Oid, Option<Vec<u8>>)>,
     /// Whether `refs` holds the tips of this runner's log and evidence notes as the remote has
@@ -409,9 +405,7 @@ impl Runner {
             compacted: false,
             reading: None,
             bisect_deadline: None,
-            request: None,
-            request_tested: false,
-            request_dropped: false,
+            request: request::Handover::None,
             seed_policy: None,
             tips_known: false,
             presence_known: false,
@@ -430,7 +424,7 @@ impl Runner {
         }
         runner.refs = seed.refs;
         runner.tips_known = seed.tips_of.as_deref() == Some(runner.cfg.runner.as_str());
-        runner.request = seed.request;
+        runner.request = request::Handover::of(seed.request);
         runner.seed_policy = seed.policy;
         if let Some((tip, _)) = seed.chain.last() {
             let steps: Vec<Step> = seed.chain.iter().map(|(_, step)| step.clone()).collect();
@@ -540,7 +534,7 @@ impl Runner {
 
     /// Ends the runner with `result`, once every notice it handed the notify plugin is done.
     fn finish(&mut self, result: BayResult) {
-        self.request_dropped = self.request.is_some();
+        self.request.end();
         self.work = None;
         self.forget_all_but_notices();
         self.stage = Stage::Done;

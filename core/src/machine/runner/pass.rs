@@ -77,7 +77,7 @@ impl Runner {
             return self.read_places();
         }
         // From here on a request handed over unpushed is judged by what the remote holds.
-        self.request_tested = self.request.is_some();
+        self.request.read();
         // The merged, abandoned and no-effect markers too, which a runner compacts once
         // enough are ready: few, so the fetch costs the same however many changes ended.
         let mut spec = FetchSpec::new([

@@ -93,16 +93,61 @@ impl UnpushedRequest {
     }
 }
 
+/// Where the request a runner was handed over unpushed stands.
+#[derive(Clone, Debug, Default)]
+pub(super) enum Handover {
+    /// None was handed over, or the one handed over is up.
+    #[default]
+    None,
+    /// Handed over, and no pass has read the remote since: every write carries it.
+    Handed(UnpushedRequest),
+    /// Handed over, and a pass read the remote since: every write still carries it, and what
+    /// the remote holds says whether it landed.
+    Read(UnpushedRequest),
+    /// The runner ended with it never up.
+    Dropped,
+}
+
+impl Handover {
+    /// A request handed over with a seed, if any.
+    pub fn of(request: Option<UnpushedRequest>) -> Handover {
+        request.map_or(Handover::None, Handover::Handed)
+    }
+
+    /// The request still to go up, if any.
+    fn request(&self) -> Option<&UnpushedRequest> {
+        match self {
+            Handover::Handed(request) | Handover::Read(request) => Some(request),
+            Handover::None | Handover::Dropped => None,
+        }
+    }
+
+    /// A pass reads the remote: from here on the request is judged by what it holds.
+    pub fn read(&mut self) {
+        *self = match std::mem::take(self) {
+            Handover::Handed(request) => Handover::Read(request),
+            other => other,
+        };
+    }
+
+    /// The runner ends: a request not up by then never goes up.
+    pub fn end(&mut self) {
+        if self.request().is_some() {
+            *self = Handover::Dropped;
+        }
+    }
+}
+
 impl Runner {
     /// Whether this runner ended without the request it was handed ever going up: `merge
     /// --wait` must then ask again, with a request of its own.
     pub fn request_dropped(&self) -> bool {
-        self.request_dropped
+        matches!(self.request, Handover::Dropped)
     }
 
     /// `plan`, carrying the unpushed request while it has not landed.
     pub(super) fn with_request(&self, plan: PushPlan) -> PushPlan {
-        match &self.request {
+        match self.request.request() {
             Some(request) => request.carried_by(plan),
             None => plan,
         }
@@ -112,16 +157,14 @@ impl Runner {
     /// carried it did not land, or the work stopped short of a write): the request landed (its
     /// operation is in the record), or it did not, and the runner ends. Whether it ended.
     pub(super) fn request_settled(&mut self) -> bool {
-        let (Some(request), true, RunMode::Only(op)) =
-            (&self.request, self.request_tested, &self.cfg.mode)
-        else {
+        let (Handover::Read(request), RunMode::Only(op)) = (&self.request, &self.cfg.mode) else {
             return false;
         };
         let Some(record) = self.record(&request.change) else {
             return false;
         };
         if record.op(op).is_some() {
-            self.request = None;
+            self.request = Handover::None;
             return false;
         }
         let result = crate::report::failed(

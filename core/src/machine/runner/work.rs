@@ -1277,7 +1277,7 @@ impl Runner {
         match (report.outcome, written) {
             (PushOutcome::Accepted, Some(tip)) => {
                 // A request this write carried is up with it.
-                self.request = None;
+                self.request = super::request::Handover::None;
                 let change = self.work_mut().record.change.clone();
                 let work = self.work_mut();
                 work.tip = tip.clone();
