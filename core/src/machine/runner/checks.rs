@@ -29,7 +29,7 @@ impl Runner {
     pub(super) fn start_checks(&mut self) {
         let limit = self.cfg.parallel_checks.max(1) as usize;
         loop {
-            let work = self.work.as_ref().expect("checks run only while working");
+            let work = self.work().expect("checks run only while working");
             let Some(plan) = work.plan.as_ref().filter(|_| work.recorded) else {
                 return;
             };
@@ -56,7 +56,7 @@ impl Runner {
     /// Sends run `index` of the plan on the candidate. The progress deadline starts with the
     /// first run.
     pub(super) fn start_run(&mut self, index: usize) {
-        let work = self.work.as_ref().expect("checks run only while working");
+        let work = self.work().expect("checks run only while working");
         if let Some(producer) = work.reused.get(&index) {
             // A pass on exactly these inputs stands: it answers without a run, and keeps the
             // note it has.
@@ -178,7 +178,7 @@ impl Runner {
         base: CommitTree,
         changed_paths: Vec<String>,
     ) -> CheckRequest {
-        let work = self.work.as_ref().expect("checks run only while working");
+        let work = self.work().expect("checks run only while working");
         let policy = work
             .policy
             .as_ref()
@@ -243,7 +243,7 @@ impl Runner {
         judged: &JudgedCheck,
         exit: &CheckExit,
     ) -> String {
-        let work = self.work.as_ref().expect("judging while working");
+        let work = self.work().expect("judging while working");
         let extras = EvidenceExtras {
             producer: self.cfg.runner.clone(),
             op: work.op.to_string(),
@@ -397,7 +397,7 @@ impl Runner {
 
     /// The base the candidate in hand was built on: main's commit and its tree.
     fn base_of_work(&self) -> CommitTree {
-        let work = self.work.as_ref().expect("judging while working");
+        let work = self.work().expect("judging while working");
         let built = work
             .built
             .as_ref()

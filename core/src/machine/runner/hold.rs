@@ -141,10 +141,7 @@ impl Runner {
     /// Whether `write`, a push that moves main, must wait for the hold plugin's answer first;
     /// asks it if so. A change that fixes or undoes another is never held, so nothing is asked.
     pub(super) fn asking_before_push(&mut self, write: &Write) -> bool {
-        let work = self
-            .work
-            .as_ref()
-            .expect("a push is asked for while working");
+        let work = self.work().expect("a push is asked for while working");
         if work.cleared || work.record.fixes_or_undoes() {
             return false;
         }
@@ -180,7 +177,7 @@ impl Runner {
         match then {
             Ask::Decide => self.decide(),
             Ask::Push(write) => {
-                let Some(work) = self.work.as_mut().filter(|w| w.asking == Some(id)) else {
+                let Some(work) = self.work_opt_mut().filter(|w| w.asking == Some(id)) else {
                     // The work moved on (past its deadline, say): this answer clears nothing.
                     return Ok(());
                 };

@@ -283,17 +283,20 @@ enum Purpose {
     Work(work::Purpose),
 }
 
-/// Where the runner is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the runner is, with what that stage alone holds.
+#[derive(Debug)]
 enum Stage {
-    /// Waiting for the next pass.
-    Idle,
+    /// Waiting for the next pass, which starts at `next_pass`.
+    Idle { next_pass: Timestamp },
     /// A pass is reading the remote.
     Passing,
     /// Working a claimed operation (see `work`).
-    Working,
-    /// Done (`Once` or `Only` modes).
-    Done,
+    Working(Box<Work>),
+    /// Done (`Once` or `Only` modes), with this result once every notice and presence in
+    /// flight is done.
+    Finishing(BayResult),
+    /// Done, with this result.
+    Done(BayResult),
 }
 
 /// One runner. See the module documentation for what it does, and [`Machine`] for how to
@@ -314,16 +317,11 @@ pub struct Runner {
     /// Every queue place at or below this one has ended; passes start above it.
     floor: u64,
     watch: Option<Watch>,
-    work: Option<Work>,
     /// Chain tips this runner wrote for the claim it may still hold: the pass that finds one
     /// of them at the tip takes the work up again.
     mine: Option<(ChangeId, BTreeSet<Oid>)>,
-    next_pass: Timestamp,
     /// A change whose chain came with a seed: the first pass does not fetch it.
     seeded: Option<ChangeId>,
-    outcome: Option<BayResult>,
-    /// The outcome of a runner that finished while a notice was still in flight.
-    finishing: Option<BayResult>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
     /// The base runs of `baseline = "base"` checks on one base tree, so that each runs once:
@@ -383,18 +381,14 @@ impl Runner {
             out: Outbox::default(),
             now,
             nonces,
-            stage: Stage::Idle,
+            stage: Stage::Idle { next_pass: now },
             refs: Refs::new(),
             places: BTreeMap::new(),
             chains: BTreeMap::new(),
             floor: 0,
             watch: None,
-            work: None,
             mine: None,
-            next_pass: now,
             seeded: None,
-            outcome: None,
-            finishing: None,
             merged: 0,
             baselines: None,
             holds: None,
@@ -467,7 +461,28 @@ impl Runner {
 
     /// The operation this runner is working, if any.
     pub fn working_on(&self) -> Option<&OpId> {
-        self.work.as_ref().map(|w| &w.op)
+        self.work().map(|w| &w.op)
+    }
+
+    /// The work in hand, while working.
+    fn work(&self) -> Option<&Work> {
+        match &self.stage {
+            Stage::Working(work) => Some(work),
+            _ => None,
+        }
+    }
+
+    /// The work in hand, while working.
+    fn work_opt_mut(&mut self) -> Option<&mut Work> {
+        match &mut self.stage {
+            Stage::Working(work) => Some(work),
+            _ => None,
+        }
+    }
+
+    /// Whether the runner is done, or done once its notices are.
+    fn done(&self) -> bool {
+        matches!(self.stage, Stage::Finishing(_) | Stage::Done(_))
     }
 
     /// A step by this runner, with a fresh nonce.
@@ -517,17 +532,17 @@ impl Runner {
 
     /// Schedules the next pass `after_ms` from now and rests.
     fn rest(&mut self, after_ms: u64) {
-        if self.stage == Stage::Done {
+        if self.done() {
             return;
         }
-        self.stage = Stage::Idle;
-        self.next_pass = self.now.plus_millis(after_ms);
+        self.stage = Stage::Idle {
+            next_pass: self.now.plus_millis(after_ms),
+        };
     }
 
     /// Drops the work in memory (its answers in flight are ignored) and rests. What the
     /// remote holds is the truth; the next pass reads it.
     fn drop_work(&mut self, after_ms: u64) {
-        self.work = None;
         self.forget_all_but_notices();
         self.rest(after_ms);
     }
@@ -535,14 +550,12 @@ impl Runner {
     /// Ends the runner with `result`, once every notice it handed the notify plugin is done.
     fn finish(&mut self, result: BayResult) {
         self.request.end();
-        self.work = None;
         self.forget_all_but_notices();
-        self.stage = Stage::Done;
-        if self.notices_in_flight() {
-            self.finishing = Some(result);
+        self.stage = if self.notices_in_flight() {
+            Stage::Finishing(result)
         } else {
-            self.outcome = Some(result);
-        }
+            Stage::Done(result)
+        };
     }
 
     fn forget_all_but_notices(&mut self) {
@@ -570,11 +583,13 @@ impl Runner {
 
     /// A runner that finished while notices or a presence were in flight ends with the last.
     fn end_if_finishing(&mut self) {
-        if !self.notices_in_flight()
-            && let Some(result) = self.finishing.take()
-        {
-            self.outcome = Some(result);
+        if self.notices_in_flight() {
+            return;
         }
+        self.stage = match std::mem::replace(&mut self.stage, Stage::Passing) {
+            Stage::Finishing(result) => Stage::Done(result),
+            stage => stage,
+        };
     }
 
     /// The record of `change` as last read, if it is readable.
@@ -621,38 +636,41 @@ impl Machine for Runner {
     }
 
     fn poll_timeout(&self) -> Option<Deadline> {
-        match self.stage {
-            Stage::Idle => Some(Deadline {
-                at: self.next_pass,
-                why: self.idle_reason(),
+        match &self.stage {
+            Stage::Idle { next_pass } => Some(Deadline {
+                at: *next_pass,
+                why: self.idle_reason(*next_pass),
             }),
-            Stage::Working => self.work.as_ref().and_then(Work::deadline),
+            Stage::Working(work) => work.deadline(),
             Stage::Passing => self.bisect_deadline.map(|at| Deadline {
                 at,
                 why: Wake::CheckDeadline,
             }),
-            Stage::Done => None,
+            Stage::Finishing(_) | Stage::Done(_) => None,
         }
     }
 
     fn outcome(&self) -> Option<&BayResult> {
-        self.outcome.as_ref()
+        match &self.stage {
+            Stage::Done(result) => Some(result),
+            _ => None,
+        }
     }
 }
 
 impl Runner {
     fn on_tick(&mut self) {
         match self.stage {
-            Stage::Idle if self.now >= self.next_pass => self.start_pass(),
-            Stage::Working => self.work_tick(),
+            Stage::Idle { next_pass } if self.now >= next_pass => self.start_pass(),
+            Stage::Working(_) => self.work_tick(),
             Stage::Passing => self.bisect_tick(),
             _ => {}
         }
     }
 
-    fn idle_reason(&self) -> Wake {
+    fn idle_reason(&self, next_pass: Timestamp) -> Wake {
         match &self.watch {
-            Some(watch) if watch.expires(self.cfg.lease_ms) <= self.next_pass => Wake::LeaseWatch,
+            Some(watch) if watch.expires(self.cfg.lease_ms) <= next_pass => Wake::LeaseWatch,
             _ => Wake::Pass,
         }
     }

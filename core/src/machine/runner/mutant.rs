@@ -137,7 +137,7 @@ impl Runner {
         }
         if self.mutant_is(Mutant::RewriteHeartbeat) {
             // The lease stays on the real tip; the parent skips the previous heartbeat.
-            if let Some(work) = &self.work {
+            if let Some(work) = self.work() {
                 for append in &mut plan.appends {
                     append.expect = Expect::Is(work.tip.clone());
                 }
@@ -159,8 +159,7 @@ impl Runner {
     }
 
     fn work_mut_for_mutant(&mut self) -> &mut super::work::Work {
-        self.work
-            .as_mut()
+        self.work_opt_mut()
             .expect("heartbeats are sent only while working")
     }
 
@@ -173,7 +172,7 @@ impl Runner {
     /// The merge base a candidate is built on: the draft's own base, or for the mutant that
     /// takes the draft whole, current main.
     pub(super) fn mutant_merge_base(&self, merge_base: Oid) -> Oid {
-        match &self.work {
+        match self.work() {
             Some(work) if self.mutant_is(Mutant::WholeDraft) => work.base.clone(),
             _ => merge_base,
         }
@@ -211,7 +210,7 @@ impl Runner {
 
     pub(super) fn mutant_reuses_checks(&self) -> bool {
         self.mutant_is(Mutant::ReuseChecksAfterMainMoved)
-            && self.work.as_ref().is_some_and(|w| w.main_moved > 0)
+            && self.work().is_some_and(|w| w.main_moved > 0)
     }
 
     pub(super) fn mutant_ignores_limits(&self) -> bool {
@@ -260,7 +259,7 @@ impl Runner {
         if !self.mutant_is(Mutant::SkipFencing) {
             return false;
         }
-        let (Some(tip), Some(work)) = (tip, self.work.as_mut()) else {
+        let (Some(tip), Some(work)) = (tip, self.work_opt_mut()) else {
             return false;
         };
         work.tip = tip;

@@ -13,7 +13,7 @@ impl Runner {
     /// Hands the event the accepted push appended to the notify plugin, when main's config
     /// names one.
     pub(super) fn notify(&mut self) {
-        let Some(message) = self.work.as_mut().and_then(|work| work.event.take()) else {
+        let Some(message) = self.work_opt_mut().and_then(|work| work.event.take()) else {
             return;
         };
         let Some((main, Ok(config))) = &self.holds else {

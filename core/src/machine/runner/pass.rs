@@ -646,10 +646,10 @@ impl Runner {
     fn rest_until_watch(&mut self) {
         let interval = self.cfg.interval_ms;
         self.rest(interval);
-        if let Some(watch) = &self.watch {
+        if let (Some(watch), Stage::Idle { next_pass }) = (&self.watch, &mut self.stage) {
             let expires = watch.expires(self.cfg.lease_ms);
-            if expires < self.next_pass {
-                self.next_pass = expires;
+            if expires < *next_pass {
+                *next_pass = expires;
             }
         }
     }
@@ -664,7 +664,6 @@ impl Runner {
         let Some(base) = self.refs.get(&self.main_ref()).cloned() else {
             return self.main_gone();
         };
-        self.stage = Stage::Working;
         let waiting = self.waiting_on(&record);
         let work = Work::new(
             record,
@@ -675,7 +674,7 @@ impl Runner {
             self.now,
             self.cfg.heartbeat_ms,
         );
-        self.work = Some(work);
+        self.stage = Stage::Working(Box::new(work));
         if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {
             return self.end(
                 OpState::Blocked,

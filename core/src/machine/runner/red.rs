@@ -18,7 +18,7 @@ impl Runner {
     /// Judges the red of the base before `built` is taken as the work's candidate; a policy
     /// without post checks reads nothing.
     pub(super) fn judge_red(&mut self, built: Built) {
-        let work = self.work.as_ref().expect("judging red while working");
+        let work = self.work().expect("judging red while working");
         let policy = work
             .policy
             .as_ref()
@@ -61,7 +61,7 @@ impl Runner {
             }
             Ok(RedStep::Done(red)) => red.unwrap_or_default(),
         };
-        let work = self.work.as_ref().expect("judging red while working");
+        let work = self.work().expect("judging red while working");
         let record = &work.record;
         let exempt: Vec<_> = [&record.fixes, &record.reverts, &record.supersedes]
             .into_iter()

@@ -313,8 +313,7 @@ impl Work {
 
 impl Runner {
     pub(super) fn work_mut(&mut self) -> &mut Work {
-        self.work
-            .as_mut()
+        self.work_opt_mut()
             .expect("work actions are handled only while working")
     }
 
@@ -349,7 +348,7 @@ impl Runner {
 
     pub(super) fn work_tick(&mut self) {
         let now = self.now;
-        let Some(work) = self.work.as_mut() else {
+        let Some(work) = self.work_opt_mut() else {
             return;
         };
         let late: Vec<(usize, ActionId)> = work
@@ -405,7 +404,7 @@ impl Runner {
         for id in ids {
             self.out.forget(id);
         }
-        let work = self.work.as_ref().expect("past a deadline while working");
+        let work = self.work().expect("past a deadline while working");
         let releases = work
             .record
             .op(&work.op)
@@ -523,8 +522,8 @@ impl Runner {
 
     fn plan(&mut self, write: &Write) -> PushPlan {
         let work = self
-            .work
-            .clone()
+            .work()
+            .cloned()
             .expect("writes are planned only while working");
         let change = work.record.change.clone();
         let op = work.op.clone();
@@ -739,7 +738,7 @@ impl Runner {
     }
 
     pub(super) fn check_spec(&self, index: usize) -> CheckSpec {
-        let work = self.work.as_ref().expect("checks run only while working");
+        let work = self.work().expect("checks run only while working");
         let plan = work
             .plan
             .as_ref()
@@ -796,7 +795,7 @@ impl Runner {
         purpose: Purpose,
         completion: Completion,
     ) -> Result<(), Misuse> {
-        if self.work.is_none() {
+        if self.work().is_none() {
             return Ok(());
         }
         match (purpose, completion) {
@@ -1053,7 +1052,7 @@ impl Runner {
                 return self.release(None, format!("could not measure the candidate: {fault}"));
             }
         };
-        let work = self.work.as_ref().expect("measuring while working");
+        let work = self.work().expect("measuring while working");
         let policy = work
             .policy
             .as_ref()
@@ -1105,7 +1104,7 @@ impl Runner {
     /// [`plan::plan`] takes it), then records the claim and the candidate; with nothing to
     /// run, they go up with the merge in one push.
     fn planned(&mut self, own: Option<Result<Policy, String>>) {
-        let work = self.work.as_ref().expect("planning while working");
+        let work = self.work().expect("planning while working");
         let policy = work
             .policy
             .as_ref()
@@ -1160,7 +1159,7 @@ impl Runner {
     /// answered, and not run again. A read that failed reuses nothing.
     fn on_notes(&mut self, result: Result<Vec<String>, crate::machine::Fault>) {
         let records = result.unwrap_or_default();
-        let work = self.work.as_ref().expect("reading notes while working");
+        let work = self.work().expect("reading notes while working");
         let plan = work.plan.as_ref().expect("notes are read after the plan");
         let built = work
             .built
@@ -1186,7 +1185,7 @@ impl Runner {
     /// Records the claim and the candidate, so that the checks can run; with nothing to run,
     /// they go up with the merge in one push.
     fn record_plan(&mut self) {
-        let work = self.work.as_ref().expect("planning while working");
+        let work = self.work().expect("planning while working");
         let nothing_to_run = work.plan.as_ref().is_none_or(|p| p.runs.is_empty());
         #[cfg(feature = "mutants")]
         let nothing_to_run = nothing_to_run || self.mutant_reuses_checks();
@@ -1365,17 +1364,20 @@ impl Runner {
     /// The operation ended by this runner's push.
     fn finished(&mut self) {
         self.mine = None;
-        let work = self.work.take().expect("an operation ends while working");
+        let next_pass = Stage::Idle {
+            next_pass: self.now,
+        };
+        let Stage::Working(work) = std::mem::replace(&mut self.stage, next_pass) else {
+            unreachable!("an operation ends while working");
+        };
         self.forget_all_but_notices();
         if self.cfg.mode == super::RunMode::Only(work.op.clone()) {
             // `merge --wait`: the result comes from the record, with this runner's own steps
             // folded in, as every reader's does.
             if let Some(op) = work.record.op(&work.op) {
-                return self.finish(crate::report::op_result(&work.record, op));
+                self.finish(crate::report::op_result(&work.record, op));
             }
         }
-        self.stage = Stage::Idle;
-        self.next_pass = self.now;
     }
 
     /// Learns why a write was refused and goes on.
@@ -1401,7 +1403,7 @@ impl Runner {
         self.tips_known = true;
         let log_moved = self.refs.get(&log) != before.0.as_ref();
         let notes_moved = self.refs.get(&notes) != before.1.as_ref();
-        let work = self.work.clone().expect("verifying while working");
+        let work = self.work().cloned().expect("verifying while working");
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
         let landed = self.refs.contains_key(&refs::landed(&change));
