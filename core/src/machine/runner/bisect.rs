@@ -53,17 +53,22 @@ impl Runner {
     /// for `merge --wait`), else rest until the next pass.
     pub(super) fn bisect_or_rest(&mut self) {
         let main = self.refs.get(&self.main_ref()).cloned();
-        match main {
-            Some(main)
-                if self.cfg.bisect_post
-                    && !self.bisected
-                    && !matches!(self.cfg.mode, RunMode::Only(_)) =>
-            {
-                self.bisected = true;
+        let bisect = self.cfg.bisect_post && !matches!(self.cfg.mode, RunMode::Only(_));
+        let pass = self.pass_mut().filter(|pass| bisect && !pass.bisected);
+        match (main, pass) {
+            (Some(main), Some(pass)) => {
+                pass.bisected = true;
                 let (reader, read) = RedRead::start(main);
                 self.send_bisect(read, Purpose::Red(Box::new(reader)));
             }
             _ => self.idle_or_done(),
+        }
+    }
+
+    /// When the bisect run in flight is given up: `at`, or never (`None`).
+    fn bisect_deadline(&mut self, at: Option<crate::time::Timestamp>) {
+        if let Some(pass) = self.pass_mut() {
+            pass.bisect_deadline = at;
         }
     }
 
@@ -119,7 +124,7 @@ impl Runner {
                 Err(_) => self.pass_failed(),
             },
             (Purpose::Run(exact, request), Completion::CheckExited(exit)) => {
-                self.bisect_deadline = None;
+                self.bisect_deadline(None);
                 match judge(&request, exact.target.spec.expected_minimum, &exit) {
                     // No machine here can run it: nothing is recorded, and the bisect waits.
                     Judgement::Unavailable { .. } => self.idle_or_done(),
@@ -144,8 +149,13 @@ impl Runner {
 
     /// A bisect run that never answered by its deadline: forgotten, and nothing recorded.
     pub(super) fn bisect_tick(&mut self) {
-        if self.bisect_deadline.is_some_and(|at| self.now >= at) {
-            self.bisect_deadline = None;
+        let now = self.now;
+        if self
+            .pass()
+            .and_then(|pass| pass.bisect_deadline)
+            .is_some_and(|at| now >= at)
+        {
+            self.bisect_deadline(None);
             self.out
                 .forget_all_but(|purpose| !matches!(purpose, RunnerPurpose::Bisect(_)));
             self.pass_failed();
@@ -195,7 +205,8 @@ impl Runner {
             change: None,
         });
         // Only for a driver that never answers, as for a candidate's checks.
-        self.bisect_deadline = Some(self.check_deadline(&target.spec));
+        let deadline = self.check_deadline(&target.spec);
+        self.bisect_deadline(Some(deadline));
         let run = CheckRun {
             check: target.spec.clone(),
             request: request.clone(),

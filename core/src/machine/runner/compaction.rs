@@ -46,7 +46,7 @@ impl Runner {
     /// Whether this pass compacts first: once a pass, when enough changes are ready, never
     /// for `merge --wait`. A busy queue does not put it off, so the markers stay few.
     pub(super) fn compaction_due(&self) -> bool {
-        !self.compacted
+        self.pass().is_some_and(|pass| !pass.compacted)
             && !matches!(self.cfg.mode, RunMode::Only(_))
             && self.ready().len() >= self.cfg.compact_at.max(1)
     }
@@ -85,7 +85,9 @@ impl Runner {
 
     /// Compacts a batch, then decides the pass again.
     pub(super) fn compact(&mut self) {
-        self.compacted = true;
+        if let Some(pass) = self.pass_mut() {
+            pass.compacted = true;
+        }
         let batch: Vec<ChangeId> = self.ready().into_iter().take(BATCH).collect();
         let mut patterns = Vec::with_capacity(batch.len() * 2 + 1);
         for change in &batch {
@@ -104,7 +106,9 @@ impl Runner {
     /// Ends the compaction, done or given up for this pass (the next pass looks again), and
     /// goes on with the pass.
     fn compaction_over(&mut self) {
-        self.reading = None;
+        if let Some(pass) = self.pass_mut() {
+            pass.reading = None;
+        }
         self.decide();
     }
 
@@ -243,13 +247,15 @@ impl Runner {
         };
         let index = self.refs.get(refs::INDEX).cloned();
         let awaiting = if index.is_some() { digests.len() } else { 0 };
-        self.reading = Some(Reading {
-            items,
-            stale,
-            index: index.clone(),
-            known: BTreeMap::new(),
-            awaiting,
-        });
+        if let Some(pass) = self.pass_mut() {
+            pass.reading = Some(Reading {
+                items,
+                stale,
+                index: index.clone(),
+                known: BTreeMap::new(),
+                awaiting,
+            });
+        }
         match index {
             Some(index) if awaiting > 0 => {
                 for digest in digests {
@@ -265,7 +271,7 @@ impl Runner {
     }
 
     fn on_known(&mut self, digest: String, bytes: Option<&[u8]>) {
-        let Some(reading) = self.reading.as_mut() else {
+        let Some(reading) = self.pass_mut().and_then(|pass| pass.reading.as_mut()) else {
             return;
         };
         if let Some(known) = bytes.and_then(|bytes| Generation::decode(bytes).ok()) {
@@ -278,7 +284,7 @@ impl Runner {
     }
 
     fn push_compaction(&mut self) {
-        let Some(reading) = self.reading.take() else {
+        let Some(reading) = self.pass_mut().and_then(|pass| pass.reading.take()) else {
             return self.compaction_over();
         };
         #[cfg(feature = "mutants")]

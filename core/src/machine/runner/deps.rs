@@ -44,7 +44,10 @@ impl Runner {
     /// The named changes with neither chain nor marker on the remote whose record was not
     /// read from the index yet: compacted, or gone. Read once a pass.
     pub(super) fn compacted_dependencies(&self) -> Vec<ChangeId> {
-        if !self.dependencies_read || self.compacted_read {
+        if !self
+            .pass()
+            .is_some_and(|pass| pass.dependencies_read && !pass.compacted_read)
+        {
             return Vec::new();
         }
         self.dependencies()

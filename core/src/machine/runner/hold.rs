@@ -20,6 +20,24 @@ use crate::plugin::{hold_call, judge_hold, plugin_hold};
 use crate::reason::ReasonCode;
 use crate::record::ChangeRecord;
 
+/// The hold plugin's answer for now, for one pass and the work it begins.
+#[derive(Clone, Debug, Default)]
+pub(super) enum HoldAnswer {
+    /// Not asked yet.
+    #[default]
+    Unasked,
+    /// Main is not held.
+    Clear,
+    /// Main is held, for this reason.
+    Held(String),
+}
+
+impl HoldAnswer {
+    fn of(held: Option<String>) -> HoldAnswer {
+        held.map_or(HoldAnswer::Clear, HoldAnswer::Held)
+    }
+}
+
 /// What to go on with once the config at a main commit is read.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Then {
@@ -100,9 +118,20 @@ impl Runner {
         }
         let fixes_or_undoes = record.fixes_or_undoes();
         hold_on(&self.holds.as_ref()?.1, self.now, fixes_or_undoes).or_else(|| {
-            let reason = self.plugin_answer.as_ref()?.as_ref()?;
+            let HoldAnswer::Held(reason) = self.hold_answer()? else {
+                return None;
+            };
             (!fixes_or_undoes).then(|| plugin_hold(reason))
         })
+    }
+
+    /// The hold plugin's answer as the pass under way, or the work it began, knows it.
+    fn hold_answer(&self) -> Option<&HoldAnswer> {
+        match &self.stage {
+            super::Stage::Passing(pass) => Some(&pass.hold),
+            super::Stage::Working(work) => Some(&work.hold),
+            _ => None,
+        }
     }
 
     /// The hold plugin main's config at `main` sets, when the holds known are of `main`.
@@ -125,7 +154,7 @@ impl Runner {
         let Some(main) = self.refs.get(&self.main_ref()).cloned() else {
             return false;
         };
-        let ask = self.plugin_answer.is_none()
+        let ask = matches!(self.hold_answer(), None | Some(HoldAnswer::Unasked))
             && heads
                 .iter()
                 .any(|record| self.held(record).is_none() && !record.fixes_or_undoes());
@@ -173,7 +202,12 @@ impl Runner {
             ));
         };
         let held = judge_hold(&exit);
-        self.plugin_answer = Some(held.clone());
+        let answer = HoldAnswer::of(held.clone());
+        match &mut self.stage {
+            super::Stage::Passing(pass) => pass.hold = answer,
+            super::Stage::Working(work) => work.hold = answer,
+            _ => {}
+        }
         match then {
             Ask::Decide => self.decide(),
             Ask::Push(write) => {

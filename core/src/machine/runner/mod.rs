@@ -47,7 +47,7 @@ use crate::record::{ChangeRecord, Step, StepBody};
 use crate::result::BayResult;
 use crate::time::Timestamp;
 
-use pass::{Chain, Place, Watch};
+use pass::{Chain, Pass, Place, Watch};
 pub use request::UnpushedRequest;
 use work::Work;
 pub use work::candidate_message;
@@ -288,8 +288,8 @@ enum Purpose {
 enum Stage {
     /// Waiting for the next pass, which starts at `next_pass`.
     Idle { next_pass: Timestamp },
-    /// A pass is reading the remote.
-    Passing,
+    /// A pass is reading the remote, with what it has done so far.
+    Passing(Pass),
     /// Working a claimed operation (see `work`).
     Working(Box<Work>),
     /// Done (`Once` or `Only` modes), with this result once every notice and presence in
@@ -330,21 +330,6 @@ pub struct Runner {
     baselines: Option<(Oid, work::Baselines)>,
     /// The holds main's config says of at one main commit, read once per commit.
     holds: Option<(Oid, Result<crate::config::Config, String>)>,
-    /// The hold plugin's last answer in this pass, `None` until it is asked: why main is
-    /// held, or `None` when it is not.
-    plugin_answer: Option<Option<String>>,
-    /// Whether this pass has read the changes live operations name with `--after`, and those
-    /// of them compacted into the index.
-    dependencies_read: bool,
-    compacted_read: bool,
-    /// Whether this pass has looked for a red post check to bisect.
-    bisected: bool,
-    /// Whether this pass has looked for merged changes to compact, and the batch whose index
-    /// entries it reads.
-    compacted: bool,
-    reading: Option<compaction::Reading>,
-    /// When a bisect's check run in flight is given up, if one is.
-    bisect_deadline: Option<Timestamp>,
     /// A request handed over unpushed, until a write carrying it lands (see `request`).
     request: request::Handover,
     /// The policy a seed brought, at its commit, until the first candidate takes it.
@@ -392,13 +377,6 @@ impl Runner {
             merged: 0,
             baselines: None,
             holds: None,
-            plugin_answer: None,
-            dependencies_read: false,
-            compacted_read: false,
-            bisected: false,
-            compacted: false,
-            reading: None,
-            bisect_deadline: None,
             request: request::Handover::None,
             seed_policy: None,
             tips_known: false,
@@ -476,6 +454,21 @@ impl Runner {
     fn work_opt_mut(&mut self) -> Option<&mut Work> {
         match &mut self.stage {
             Stage::Working(work) => Some(work),
+            _ => None,
+        }
+    }
+
+    /// What the pass under way has done so far, while one is.
+    fn pass(&self) -> Option<&Pass> {
+        match &self.stage {
+            Stage::Passing(pass) => Some(pass),
+            _ => None,
+        }
+    }
+
+    fn pass_mut(&mut self) -> Option<&mut Pass> {
+        match &mut self.stage {
+            Stage::Passing(pass) => Some(pass),
             _ => None,
         }
     }
@@ -586,7 +579,7 @@ impl Runner {
         if self.notices_in_flight() {
             return;
         }
-        self.stage = match std::mem::replace(&mut self.stage, Stage::Passing) {
+        self.stage = match std::mem::replace(&mut self.stage, Stage::Passing(Pass::default())) {
             Stage::Finishing(result) => Stage::Done(result),
             stage => stage,
         };
@@ -642,7 +635,7 @@ impl Machine for Runner {
                 why: self.idle_reason(*next_pass),
             }),
             Stage::Working(work) => work.deadline(),
-            Stage::Passing => self.bisect_deadline.map(|at| Deadline {
+            Stage::Passing(pass) => pass.bisect_deadline.map(|at| Deadline {
                 at,
                 why: Wake::CheckDeadline,
             }),
@@ -663,7 +656,7 @@ impl Runner {
         match self.stage {
             Stage::Idle { next_pass } if self.now >= next_pass => self.start_pass(),
             Stage::Working(_) => self.work_tick(),
-            Stage::Passing => self.bisect_tick(),
+            Stage::Passing(_) => self.bisect_tick(),
             _ => {}
         }
     }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::hold::Then;
+use super::hold::{HoldAnswer, Then};
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
@@ -47,6 +47,27 @@ impl Watch {
     }
 }
 
+/// What one pass has done so far. Each pass starts with a new one, and drops it when it ends:
+/// nothing of it outlives the pass but the hold plugin's answer, which the work the pass
+/// begins takes with it.
+#[derive(Debug, Default)]
+pub(super) struct Pass {
+    /// The hold plugin's answer, once this pass asked it.
+    pub hold: HoldAnswer,
+    /// Whether this pass has read the changes live operations name with `--after`, and those
+    /// of them compacted into the index.
+    pub dependencies_read: bool,
+    pub compacted_read: bool,
+    /// Whether this pass has looked for a red post check to bisect.
+    pub bisected: bool,
+    /// Whether this pass has looked for merged changes to compact, and the batch whose index
+    /// entries it reads.
+    pub compacted: bool,
+    pub reading: Option<super::compaction::Reading>,
+    /// When a bisect's check run in flight is given up, if one is.
+    pub bisect_deadline: Option<Timestamp>,
+}
+
 /// What the pass found at the head of the queue.
 enum Head {
     Empty,
@@ -57,13 +78,8 @@ impl Runner {
     /// A pass fetches main, the queue and the evidence notes: what an idle pass reads, the
     /// same however much history the remote holds. Chains come after, only those it needs.
     pub(super) fn start_pass(&mut self) {
-        self.stage = Stage::Passing;
-        self.dependencies_read = false;
-        self.compacted_read = false;
-        self.bisected = false;
-        self.compacted = false;
         // The hold plugin answers for now: each pass that needs its answer asks again.
-        self.plugin_answer = None;
+        self.stage = Stage::Passing(Pass::default());
         if self.seeded.is_some() {
             // The first pass of a seeded runner starts from what it was handed, and reads only
             // its own log's and notes' tips when the seed lacks them: its pushes append to
@@ -224,7 +240,7 @@ impl Runner {
             wanted.insert(op.change.clone());
         }
         // And the changes they wait for, once the pass has fetched those.
-        if self.dependencies_read {
+        if self.pass().is_some_and(|pass| pass.dependencies_read) {
             wanted.extend(self.dependencies());
         }
         wanted
@@ -305,7 +321,9 @@ impl Runner {
                 self.absorb_chain(read);
             }
         }
-        self.compacted_read = true;
+        if let Some(pass) = self.pass_mut() {
+            pass.compacted_read = true;
+        }
         self.read_chains();
         Ok(())
     }
@@ -489,8 +507,8 @@ impl Runner {
             return self.compact();
         }
         // The changes live operations wait for: their markers and records, once a pass.
-        if !self.dependencies_read {
-            self.dependencies_read = true;
+        if let Some(pass) = self.pass_mut().filter(|pass| !pass.dependencies_read) {
+            pass.dependencies_read = true;
             if let Some(spec) = self.dependencies_spec() {
                 self.out
                     .send(Action::Fetch(spec.clone()), Purpose::FetchChains(spec));
@@ -665,14 +683,18 @@ impl Runner {
             return self.main_gone();
         };
         let waiting = self.waiting_on(&record);
+        let hold = self
+            .pass_mut()
+            .map(|pass| std::mem::take(&mut pass.hold))
+            .unwrap_or_default();
         let work = Work::new(
             record,
             op,
             tip,
             claimed,
             base,
-            self.now,
-            self.cfg.heartbeat_ms,
+            hold,
+            self.now.plus_millis(self.cfg.heartbeat_ms),
         );
         self.stage = Stage::Working(Box::new(work));
         if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {

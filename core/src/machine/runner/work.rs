@@ -199,6 +199,9 @@ pub(super) struct Work {
     pub recorded: bool,
     /// Main as the candidate is built on it.
     pub base: Oid,
+    /// The hold plugin's answer: the pass's that began this work, then the last one asked
+    /// before a push that moves main.
+    pub hold: super::hold::HoldAnswer,
     pub policy: Option<Policy>,
     pub built: Option<Built>,
     /// What the current candidate must pass.
@@ -244,15 +247,15 @@ pub(super) struct Work {
 
 impl Work {
     /// Work on `op` of `record`, whose chain's tip is `tip`; `claimed` when this runner holds
-    /// the claim there already.
+    /// the claim there already; its first heartbeat is due at `heartbeat_at`.
     pub fn new(
         record: ChangeRecord,
         op: OpId,
         tip: Oid,
         claimed: bool,
         base: Oid,
-        now: Timestamp,
-        heartbeat_ms: u64,
+        hold: super::hold::HoldAnswer,
+        heartbeat_at: Timestamp,
     ) -> Work {
         Work {
             record,
@@ -261,6 +264,7 @@ impl Work {
             claimed,
             recorded: false,
             base,
+            hold,
             policy: None,
             built: None,
             plan: None,
@@ -268,7 +272,7 @@ impl Work {
             attempts: Vec::new(),
             gaps: Vec::new(),
             main_moved: 0,
-            heartbeat_at: now.plus_millis(heartbeat_ms),
+            heartbeat_at,
             writing: false,
             deferred: None,
             running: BTreeMap::new(),
