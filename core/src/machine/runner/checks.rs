@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::Runner;
-use super::work::{Baselines, Ending, Judged, Purpose, Running, Then, Write};
+use super::work::{Baselines, Ending, Judged, Placed, Purpose, Running, Then, Work, Write};
 use crate::check::plan::AdapterFrom;
 use crate::check::reuse::{failing_on_base, product_failures};
 use crate::check::{
@@ -26,10 +26,9 @@ use crate::result::OpState;
 impl Runner {
     /// Starts runs of the plan, in order, while fewer than `parallel_checks` are in flight. A
     /// baseline check starts only alone, once every run before it is recorded.
-    pub(super) fn start_checks(&mut self) {
+    pub(super) fn start_checks(&mut self, work: &mut Work) {
         let limit = self.cfg.parallel_checks.max(1) as usize;
         loop {
-            let work = self.work().expect("checks run only while working");
             let Some(plan) = work.plan.as_ref().filter(|_| work.recorded) else {
                 return;
             };
@@ -48,15 +47,14 @@ impl Runner {
             {
                 return;
             }
-            self.work_mut().next_start += 1;
-            self.start_run(index);
+            work.next_start += 1;
+            self.start_run(work, index);
         }
     }
 
     /// Sends run `index` of the plan on the candidate. The progress deadline starts with the
     /// first run.
-    pub(super) fn start_run(&mut self, index: usize) {
-        let work = self.work().expect("checks run only while working");
+    pub(super) fn start_run(&mut self, work: &mut Work, index: usize) {
         if let Some(producer) = work.reused.get(&index) {
             // A pass on exactly these inputs stands: it answers without a run, and keeps the
             // note it has.
@@ -70,7 +68,7 @@ impl Runner {
                 failed: Vec::new(),
                 stderr_log: None,
             };
-            self.work_mut().answered.insert(index, run);
+            work.answered.insert(index, run);
             return;
         }
         let plan = work
@@ -92,13 +90,21 @@ impl Runner {
             AdapterFrom::Base => work.base.clone(),
             AdapterFrom::Candidate => built.commit.clone(),
         };
-        let request = self.request_for(&spec, candidate, base, built.changed_paths.clone());
-        self.send_run(index, spec, request, adapter_from, Purpose::Check { index });
+        let request = self.request_for(work, &spec, candidate, base, built.changed_paths.clone());
+        self.send_run(
+            work,
+            index,
+            spec,
+            request,
+            adapter_from,
+            Purpose::Check { index },
+        );
     }
 
     /// Sends one run of `spec` for `request`, in the slot of plan index `index`.
     fn send_run(
         &mut self,
+        work: &mut Work,
         index: usize,
         spec: CheckSpec,
         request: CheckRequest,
@@ -115,7 +121,6 @@ impl Runner {
         };
         let id = self.send_work(Action::RunCheck(Box::new(run)), purpose);
         let progress = self.now.plus_millis(self.cfg.progress_ms);
-        let work = self.work_mut();
         work.running.insert(
             index,
             Running {
@@ -138,31 +143,29 @@ impl Runner {
 
     /// Goes on with the checks when no chain write is in flight: a write waiting its turn
     /// first, then the next run's answer in order, else more runs.
-    pub(super) fn advance(&mut self) {
-        let work = self.work_mut();
+    pub(super) fn advance(&mut self, mut work: Box<Work>) -> Placed {
         // While the hold plugin is asked about the push that moves main, nothing else starts.
         if work.writing || work.asking.is_some() {
-            return;
+            return self.keep(work);
         }
         if work.deferred.is_some() {
-            return self.send_deferred();
+            return self.send_deferred(work);
         }
         let done = work.done;
         if let Some(run) = work.answered.remove(&done) {
-            return self.judged(done, run);
+            return self.judged(work, done, run);
         }
-        self.start_checks();
+        self.start_checks(&mut work);
         // A reused pass answers as soon as it starts.
-        let work = self.work_mut();
         let done = work.done;
-        if let Some(run) = work.answered.remove(&done) {
-            self.judged(done, run);
+        match work.answered.remove(&done) {
+            Some(run) => self.judged(work, done, run),
+            None => self.keep(work),
         }
     }
 
     /// The run in slot `index` answered with `exit`, if it is the one in flight there.
-    fn take_running(&mut self, index: usize, id: ActionId) -> Option<CheckRequest> {
-        let work = self.work_mut();
+    fn take_running(work: &mut Work, index: usize, id: ActionId) -> Option<CheckRequest> {
         match work.running.get(&index) {
             Some(running) if running.id == id => work.running.remove(&index).map(|r| r.request),
             _ => None,
@@ -173,12 +176,12 @@ impl Runner {
     /// change under the base's policy.
     fn request_for(
         &self,
+        work: &Work,
         spec: &CheckSpec,
         candidate: CommitTree,
         base: CommitTree,
         changed_paths: Vec<String>,
     ) -> CheckRequest {
-        let work = self.work().expect("checks run only while working");
         let policy = work
             .policy
             .as_ref()
@@ -205,17 +208,23 @@ impl Runner {
         })
     }
 
-    pub(super) fn on_check(&mut self, id: ActionId, index: usize, exit: CheckExit) {
-        let Some(request) = self.take_running(index, id) else {
-            return;
+    pub(super) fn on_check(
+        &mut self,
+        mut work: Box<Work>,
+        id: ActionId,
+        index: usize,
+        exit: CheckExit,
+    ) -> Placed {
+        let Some(request) = Self::take_running(&mut work, index, id) else {
+            return self.keep(work);
         };
-        let spec = self.check_spec(index);
+        let spec = self.check_spec(&work, index);
         #[cfg(feature = "mutants")]
         let request = self.mutant_request(request, &exit);
         match judge(&request, spec.expected_minimum, &exit) {
-            Judgement::Unavailable { reason } => self.unavailable(reason),
+            Judgement::Unavailable { reason } => self.unavailable(work, reason),
             Judgement::Judged(judged) => {
-                let record = self.evidence(&spec, &request, &judged, &exit);
+                let record = self.evidence(&work, &spec, &request, &judged, &exit);
                 let failed = judged
                     .failed
                     .iter()
@@ -229,8 +238,8 @@ impl Runner {
                     failed,
                     stderr_log: exit.stderr_log,
                 };
-                self.work_mut().answered.insert(index, run);
-                self.advance();
+                work.answered.insert(index, run);
+                self.advance(work)
             }
         }
     }
@@ -238,12 +247,12 @@ impl Runner {
     /// The evidence record of one judged run, as the note's JSON.
     fn evidence(
         &self,
+        work: &Work,
         spec: &CheckSpec,
         request: &CheckRequest,
         judged: &JudgedCheck,
         exit: &CheckExit,
     ) -> String {
-        let work = self.work().expect("judging while working");
         let extras = EvidenceExtras {
             producer: self.cfg.runner.clone(),
             op: work.op.to_string(),
@@ -262,15 +271,14 @@ impl Runner {
     /// again on the same tree while `retry_on_failure` allows; a pass after a failure is
     /// flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a coverage gap); any
     /// other verdict but `pass` ends the operation; the last run's pass merges.
-    pub(super) fn judged(&mut self, index: usize, run: Judged) {
-        let spec = self.check_spec(index);
+    pub(super) fn judged(&mut self, mut work: Box<Work>, index: usize, run: Judged) -> Placed {
+        let spec = self.check_spec(&work, index);
         let Judged {
             verdict,
             why,
             record,
             ..
         } = run.clone();
-        let work = self.work_mut();
         let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
         work.attempts
             .push(serde_json::json!({ "verdict": verdict, "why": why }));
@@ -290,7 +298,7 @@ impl Runner {
         let then = match verdict {
             Verdict::ProductFailure if failures <= spec.retry_on_failure as usize => Then::Again,
             Verdict::ProductFailure if spec.baseline == Some(Baseline::Base) => {
-                return self.against_baseline(index, run);
+                return self.against_baseline(work, index, run);
             }
             Verdict::ProductFailure => blocked(
                 ReasonCode::CheckFailed,
@@ -330,42 +338,47 @@ impl Runner {
                 }
             }
         };
-        self.write(Write::Check {
-            index,
-            verdict,
-            why,
-            record,
-            base_record: None,
-            then,
-        });
+        self.write(
+            work,
+            Write::Check {
+                index,
+                verdict,
+                why,
+                record,
+                base_record: None,
+                then,
+            },
+        )
     }
 
     /// A `baseline = "base"` check failed on the candidate: compare its failing units with the
     /// same check's result on the base. That is the base's own record of the check, when the
     /// remote holds one made with the same definition; else the check runs once on the base
     /// tree, and its record is kept.
-    fn against_baseline(&mut self, index: usize, run: Judged) {
-        let spec = self.check_spec(index);
-        let base = self.base_of_work();
+    fn against_baseline(&mut self, work: Box<Work>, index: usize, run: Judged) -> Placed {
+        let spec = self.check_spec(&work, index);
+        let base = base_of_work(&work);
         let key = (spec.id.clone(), spec.environment.clone());
         #[cfg(feature = "mutants")]
         if let Some(pretended) = self.mutant_baseline(&run.failed) {
-            return self.baseline_judged(index, run, Some(pretended.into_iter().collect()), None);
+            let pretended = Some(pretended.into_iter().collect());
+            return self.baseline_judged(work, index, run, pretended, None);
         }
         if let Some((tree, known)) = &self.baselines
             && *tree == base.tree
             && let Some(failing) = known.get(&key)
         {
             let failing = failing.clone();
-            return self.baseline_judged(index, run, failing, None);
+            return self.baseline_judged(work, index, run, failing, None);
         }
         let notes = self.evidence_tips();
         if notes.is_empty() {
-            return self.run_base(index, run);
+            return self.run_base(work, index, run);
         }
         let objects = vec![base.tree, base.commit];
         let read = Action::ReadNotes { notes, objects };
         self.send_work(read, Purpose::BaseRecords { index, run });
+        self.keep(work)
     }
 
     /// The evidence on the base answered: the base's own records of the check, made with the
@@ -373,12 +386,13 @@ impl Runner {
     /// runs on the base.
     pub(super) fn on_base_records(
         &mut self,
+        work: Box<Work>,
         index: usize,
         run: Judged,
         records: Result<Vec<String>, crate::machine::Fault>,
-    ) {
-        let spec = self.check_spec(index);
-        let base = self.base_of_work();
+    ) -> Placed {
+        let spec = self.check_spec(&work, index);
+        let base = base_of_work(&work);
         let definition = EvidenceRecord::from_json(&run.record).map(|record| record.definition);
         let found = match definition {
             Ok(definition) => {
@@ -389,46 +403,42 @@ impl Runner {
         match found {
             Some(failing) => {
                 self.remember_base(&spec, base.tree, Some(failing.clone()));
-                self.baseline_judged(index, run, Some(failing), None);
+                self.baseline_judged(work, index, run, Some(failing), None)
             }
-            None => self.run_base(index, run),
-        }
-    }
-
-    /// The base the candidate in hand was built on: main's commit and its tree.
-    fn base_of_work(&self) -> CommitTree {
-        let work = self.work().expect("judging while working");
-        let built = work
-            .built
-            .as_ref()
-            .expect("checks run on a built candidate");
-        CommitTree {
-            commit: work.base.clone(),
-            tree: built.base_tree.clone(),
+            None => self.run_base(work, index, run),
         }
     }
 
     /// Runs the check once on the base tree, with the base's adapters.
-    fn run_base(&mut self, index: usize, run: Judged) {
-        let spec = self.check_spec(index);
-        let base = self.base_of_work();
-        let request = self.request_for(&spec, base.clone(), base.clone(), Vec::new());
+    fn run_base(&mut self, mut work: Box<Work>, index: usize, run: Judged) -> Placed {
+        let spec = self.check_spec(&work, index);
+        let base = base_of_work(&work);
+        let request = self.request_for(&work, &spec, base.clone(), base.clone(), Vec::new());
         self.send_run(
+            &mut work,
             index,
             spec,
             request,
             base.commit,
             Purpose::Baseline { index, run },
         );
+        self.keep(work)
     }
 
     /// The base run answered: remember what failed there, keep its record on the base, and
     /// judge the candidate's failure.
-    pub(super) fn on_baseline(&mut self, id: ActionId, index: usize, run: Judged, exit: CheckExit) {
-        let Some(request) = self.take_running(index, id) else {
-            return;
+    pub(super) fn on_baseline(
+        &mut self,
+        mut work: Box<Work>,
+        id: ActionId,
+        index: usize,
+        run: Judged,
+        exit: CheckExit,
+    ) -> Placed {
+        let Some(request) = Self::take_running(&mut work, index, id) else {
+            return self.keep(work);
         };
-        let spec = self.check_spec(index);
+        let spec = self.check_spec(&work, index);
         let (failing, kept) = match judge(&request, spec.expected_minimum, &exit) {
             Judgement::Judged(judged) => {
                 let failing = match judged.verdict {
@@ -436,7 +446,7 @@ impl Runner {
                     Verdict::Pass => Some(BTreeSet::new()),
                     _ => None,
                 };
-                let record = self.evidence(&spec, &request, &judged, &exit);
+                let record = self.evidence(&work, &spec, &request, &judged, &exit);
                 let object = if CheckTarget::of(&spec).keyed_by_commit() {
                     request.candidate.commit.clone()
                 } else {
@@ -444,10 +454,10 @@ impl Runner {
                 };
                 (failing, Some((object, record)))
             }
-            Judgement::Unavailable { reason } => return self.unavailable(reason),
+            Judgement::Unavailable { reason } => return self.unavailable(work, reason),
         };
         self.remember_base(&spec, request.candidate.tree.clone(), failing.clone());
-        self.baseline_judged(index, run, failing, kept);
+        self.baseline_judged(work, index, run, failing, kept)
     }
 
     /// Remembers what `spec` failed on the base tree `tree`, so that it runs once per base.
@@ -465,13 +475,14 @@ impl Runner {
     /// check; a base run with no verdict to compare with makes the run `unknown`, never a pass.
     fn baseline_judged(
         &mut self,
+        mut work: Box<Work>,
         index: usize,
         run: Judged,
         base: Option<BTreeSet<String>>,
         kept: Option<(Oid, String)>,
-    ) {
-        let spec = self.check_spec(index);
-        let required = self.work_mut().plan.as_ref().map_or(0, |p| p.runs.len());
+    ) -> Placed {
+        let spec = self.check_spec(&work, index);
+        let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
         let Some(base) = base else {
             let why = format!(
                 "{} The same check on the base gave no verdict to compare with, so the run is \
@@ -489,20 +500,23 @@ impl Runner {
                 reason: Some(ReasonCode::CheckUnknown),
                 detail,
             });
-            return self.write(Write::Check {
-                index,
-                verdict: Verdict::Unknown,
-                why,
-                record: run.record,
-                base_record: kept,
-                then,
-            });
+            return self.write(
+                work,
+                Write::Check {
+                    index,
+                    verdict: Verdict::Unknown,
+                    why,
+                    record: run.record,
+                    base_record: kept,
+                    then,
+                },
+            );
         };
         let (shared, new): (Vec<&UnitReason>, Vec<&UnitReason>) =
             run.failed.iter().partition(|unit| base.contains(&unit.id));
         let shared_ids: Vec<&String> = shared.iter().map(|unit| &unit.id).collect();
         let (then, why) = if !run.failed.is_empty() && new.is_empty() {
-            self.work_mut().gaps.push(serde_json::json!({
+            work.gaps.push(serde_json::json!({
                 "check": spec.id,
                 "environment": spec.environment,
                 "baseline_failures": shared_ids,
@@ -533,14 +547,17 @@ impl Runner {
             });
             (then, run.why.clone())
         };
-        self.write(Write::Check {
-            index,
-            verdict: run.verdict,
-            why,
-            record: run.record,
-            base_record: kept,
-            then,
-        });
+        self.write(
+            work,
+            Write::Check {
+                index,
+                verdict: run.verdict,
+                why,
+                record: run.record,
+                base_record: kept,
+                then,
+            },
+        )
     }
 
     /// Why this machine may not run `spec`: it does not serve the check's environment
@@ -567,8 +584,20 @@ impl Runner {
     }
 
     /// No worker can run the check here: keep no record, give the claim back, and wait.
-    pub(super) fn unavailable(&mut self, why: String) {
-        self.release(Some(ReasonCode::CheckUnavailable), why);
+    pub(super) fn unavailable(&mut self, work: Box<Work>, why: String) -> Placed {
+        self.release(work, Some(ReasonCode::CheckUnavailable), why)
+    }
+}
+
+/// The base the candidate in hand was built on: main's commit and its tree.
+fn base_of_work(work: &Work) -> CommitTree {
+    let built = work
+        .built
+        .as_ref()
+        .expect("checks run on a built candidate");
+    CommitTree {
+        commit: work.base.clone(),
+        tree: built.base_tree.clone(),
     }
 }
 

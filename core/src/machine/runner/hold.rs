@@ -12,7 +12,10 @@
 //! again right before each push that moves main, since the answer may have changed while the
 //! checks ran. An answer that cannot be read holds main (see [`crate::plugin::judge_hold`]).
 
-use super::{Purpose, Runner, work::Write};
+use super::{
+    Purpose, Runner,
+    work::{Work, Write},
+};
 use crate::config::{CONFIG_PATH, Config, PluginCommand, hold_on};
 use crate::git::Oid;
 use crate::machine::{Action, ActionId, Completion, Fault, Misuse};
@@ -94,7 +97,10 @@ impl Runner {
                 match then {
                     Then::Decide => self.pass_failed(),
                     Then::Work => {
-                        self.release(None, format!("could not read {CONFIG_PATH}: {why}"))
+                        if let Some(work) = self.take_work() {
+                            let why = format!("could not read {CONFIG_PATH}: {why}");
+                            let _placed = self.release(work, None, why);
+                        }
                     }
                 }
                 return Ok(());
@@ -104,7 +110,11 @@ impl Runner {
         self.holds = Some((main, holds));
         match then {
             Then::Decide => self.decide(),
-            Then::Work => self.read_policy(),
+            Then::Work => {
+                if let Some(work) = self.take_work() {
+                    let _placed = self.read_policy(work);
+                }
+            }
         }
         Ok(())
     }
@@ -112,13 +122,22 @@ impl Runner {
     /// The hold that keeps `record` from merging now, as `detail.hold` names it: `None` for a
     /// change that fixes or undoes another, or when main is not held.
     pub(super) fn held(&self, record: &ChangeRecord) -> Option<serde_json::Value> {
+        self.held_under(record, self.hold_answer())
+    }
+
+    /// The hold that keeps `record` from merging now, with `answer` the hold plugin's.
+    pub(super) fn held_under(
+        &self,
+        record: &ChangeRecord,
+        answer: Option<&HoldAnswer>,
+    ) -> Option<serde_json::Value> {
         #[cfg(feature = "mutants")]
         if self.mutant_ignores_holds() {
             return None;
         }
         let fixes_or_undoes = record.fixes_or_undoes();
         hold_on(&self.holds.as_ref()?.1, self.now, fixes_or_undoes).or_else(|| {
-            let HoldAnswer::Held(reason) = self.hold_answer()? else {
+            let HoldAnswer::Held(reason) = answer? else {
                 return None;
             };
             (!fixes_or_undoes).then(|| plugin_hold(reason))
@@ -169,8 +188,7 @@ impl Runner {
 
     /// Whether `write`, a push that moves main, must wait for the hold plugin's answer first;
     /// asks it if so. A change that fixes or undoes another is never held, so nothing is asked.
-    pub(super) fn asking_before_push(&mut self, write: &Write) -> bool {
-        let work = self.work().expect("a push is asked for while working");
+    pub(super) fn asking_before_push(&mut self, work: &mut Work, write: &Write) -> bool {
         if work.cleared || work.record.fixes_or_undoes() {
             return false;
         }
@@ -178,7 +196,7 @@ impl Runner {
         match self.hold_plugin(&base) {
             Some(plugin) => {
                 let id = self.ask_plugin(&plugin, base, Ask::Push(write.clone()));
-                self.work_mut().asking = Some(id);
+                work.asking = Some(id);
                 true
             }
             None => false,
@@ -203,29 +221,34 @@ impl Runner {
         };
         let held = judge_hold(&exit);
         let answer = HoldAnswer::of(held.clone());
-        match &mut self.stage {
-            super::Stage::Passing(pass) => pass.hold = answer,
-            super::Stage::Working(work) => work.hold = answer,
-            _ => {}
-        }
         match then {
-            Ask::Decide => self.decide(),
+            Ask::Decide => {
+                if let Some(pass) = self.pass_mut() {
+                    pass.hold = answer;
+                }
+                self.decide();
+            }
             Ask::Push(write) => {
-                let Some(work) = self.work_opt_mut().filter(|w| w.asking == Some(id)) else {
-                    // The work moved on (past its deadline, say): this answer clears nothing.
+                let Some(mut work) = self.take_work() else {
                     return Ok(());
                 };
+                work.hold = answer;
+                if work.asking != Some(id) {
+                    // The work moved on (past its deadline, say): this answer clears nothing.
+                    let _placed = self.keep(work);
+                    return Ok(());
+                }
                 work.asking = None;
-                match held {
+                let _placed = match held {
                     Some(reason) => {
                         let why = format!("main is held: {}", plugin_hold(&reason));
-                        self.release(Some(ReasonCode::MainHeld), why);
+                        self.release(work, Some(ReasonCode::MainHeld), why)
                     }
                     None => {
                         work.cleared = true;
-                        self.write(write);
+                        self.write(work, write)
                     }
-                }
+                };
             }
         }
         Ok(())

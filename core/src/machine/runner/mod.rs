@@ -450,14 +450,6 @@ impl Runner {
         }
     }
 
-    /// The work in hand, while working.
-    fn work_opt_mut(&mut self) -> Option<&mut Work> {
-        match &mut self.stage {
-            Stage::Working(work) => Some(work),
-            _ => None,
-        }
-    }
-
     /// What the pass under way has done so far, while one is.
     fn pass(&self) -> Option<&Pass> {
         match &self.stage {
@@ -531,13 +523,6 @@ impl Runner {
         self.stage = Stage::Idle {
             next_pass: self.now.plus_millis(after_ms),
         };
-    }
-
-    /// Drops the work in memory (its answers in flight are ignored) and rests. What the
-    /// remote holds is the truth; the next pass reads it.
-    fn drop_work(&mut self, after_ms: u64) {
-        self.forget_all_but_notices();
-        self.rest(after_ms);
     }
 
     /// Ends the runner with `result`, once every notice it handed the notify plugin is done.

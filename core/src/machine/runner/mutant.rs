@@ -4,6 +4,7 @@
 //! them (see `sim/tests/mutants.rs`): an invariant checker that cannot fail is a defect.
 
 use super::Runner;
+use super::work::Work;
 use crate::check::CheckExit;
 use crate::check::CheckRequest;
 use crate::check::UnitReason;
@@ -122,7 +123,7 @@ impl Runner {
     }
 
     /// Removes the leases and flags a mutant does without.
-    pub(super) fn mutant_plan(&self, mut plan: PushPlan) -> PushPlan {
+    pub(super) fn mutant_plan(&self, work: &Work, mut plan: PushPlan) -> PushPlan {
         if self.mutant_is(Mutant::MergeNotAtomic) {
             plan.atomic = false;
         }
@@ -137,30 +138,23 @@ impl Runner {
         }
         if self.mutant_is(Mutant::RewriteHeartbeat) {
             // The lease stays on the real tip; the parent skips the previous heartbeat.
-            if let Some(work) = self.work() {
-                for append in &mut plan.appends {
-                    append.expect = Expect::Is(work.tip.clone());
-                }
+            for append in &mut plan.appends {
+                append.expect = Expect::Is(work.tip.clone());
             }
         }
         plan
     }
 
-    pub(super) fn heartbeat_parent(&mut self) -> Oid {
-        let tip = self.work_mut_for_mutant().tip.clone();
+    pub(super) fn heartbeat_parent(&mut self, work: &Work) -> Oid {
+        let tip = work.tip.clone();
         if !self.mutant_is(Mutant::RewriteHeartbeat) {
             return tip;
         }
         // Replace the previous heartbeat of this work, if the tip is one.
-        match self.work_mut_for_mutant().last_heartbeat_parent.clone() {
+        match work.last_heartbeat_parent.clone() {
             Some((heartbeat, parent)) if heartbeat == tip => parent,
             _ => tip,
         }
-    }
-
-    fn work_mut_for_mutant(&mut self) -> &mut super::work::Work {
-        self.work_opt_mut()
-            .expect("heartbeats are sent only while working")
     }
 
     /// What the base failed, as the mutant that never runs the base pretends: everything.
@@ -171,10 +165,11 @@ impl Runner {
 
     /// The merge base a candidate is built on: the draft's own base, or for the mutant that
     /// takes the draft whole, current main.
-    pub(super) fn mutant_merge_base(&self, merge_base: Oid) -> Oid {
-        match self.work() {
-            Some(work) if self.mutant_is(Mutant::WholeDraft) => work.base.clone(),
-            _ => merge_base,
+    pub(super) fn mutant_merge_base(&self, work: &Work, merge_base: Oid) -> Oid {
+        if self.mutant_is(Mutant::WholeDraft) {
+            work.base.clone()
+        } else {
+            merge_base
         }
     }
 
@@ -208,9 +203,8 @@ impl Runner {
         self.mutant_is(Mutant::IgnoreHoldPlugin)
     }
 
-    pub(super) fn mutant_reuses_checks(&self) -> bool {
-        self.mutant_is(Mutant::ReuseChecksAfterMainMoved)
-            && self.work().is_some_and(|w| w.main_moved > 0)
+    pub(super) fn mutant_reuses_checks(&self, work: &Work) -> bool {
+        self.mutant_is(Mutant::ReuseChecksAfterMainMoved) && work.main_moved > 0
     }
 
     pub(super) fn mutant_ignores_limits(&self) -> bool {
@@ -250,21 +244,17 @@ impl Runner {
             .is_some_and(|owner| owner != &self.cfg.runner)
     }
 
-    /// Writes again on the chain's new tip instead of letting go.
-    pub(super) fn mutant_ignores_fence(
-        &mut self,
-        write: &super::work::Write,
-        tip: Option<Oid>,
-    ) -> bool {
+    /// Whether a mutant writes again on the chain's new tip, `tip`, instead of letting go:
+    /// then the work takes that tip, and a claim it holds there.
+    pub(super) fn mutant_ignores_fence(&self, work: &mut Work, tip: Option<Oid>) -> bool {
         if !self.mutant_is(Mutant::SkipFencing) {
             return false;
         }
-        let (Some(tip), Some(work)) = (tip, self.work_opt_mut()) else {
+        let Some(tip) = tip else {
             return false;
         };
         work.tip = tip;
         work.claimed = true;
-        self.write_again(write.clone());
         true
     }
 

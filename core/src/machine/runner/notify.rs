@@ -12,8 +12,8 @@ use crate::plugin::notify_call;
 impl Runner {
     /// Hands the event the accepted push appended to the notify plugin, when main's config
     /// names one.
-    pub(super) fn notify(&mut self) {
-        let Some(message) = self.work_opt_mut().and_then(|work| work.event.take()) else {
+    pub(super) fn notify(&mut self, work: &mut super::work::Work) {
+        let Some(message) = work.event.take() else {
             return;
         };
         let Some((main, Ok(config))) = &self.holds else {

@@ -696,22 +696,28 @@ impl Runner {
             hold,
             self.now.plus_millis(self.cfg.heartbeat_ms),
         );
-        self.stage = Stage::Working(Box::new(work));
-        if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {
-            return self.end(
+        let work = Box::new(work);
+        // From here on the work is in hand: each step of it places the runner again.
+        self.stage = Stage::Idle {
+            next_pass: self.now,
+        };
+        let _placed = if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {
+            self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::DependencyAbandoned),
                 detail,
-            );
-        }
-        if let Some(detail) = self.marked_merged(&change) {
-            return self.end(
+            )
+        } else if let Some(detail) = self.marked_merged(&change) {
+            self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::ChangeAlreadyMerged),
                 detail,
-            );
-        }
-        self.read_policy();
+            )
+        } else {
+            self.read_policy(work)
+        };
     }
 
     /// The merged marker of a change whose record has not merged: made outside bay, or by a

@@ -7,7 +7,7 @@
 //! the change that owns the red. Nothing of it is stored: the next candidate reads it again.
 
 use super::Runner;
-use super::work::{Built, Purpose};
+use super::work::{Built, Placed, Purpose, Work};
 use crate::machine::red_read::{RedRead, RedStep};
 use crate::machine::{Completion, Misuse};
 use crate::reason::ReasonCode;
@@ -17,8 +17,7 @@ use crate::result::OpState;
 impl Runner {
     /// Judges the red of the base before `built` is taken as the work's candidate; a policy
     /// without post checks reads nothing.
-    pub(super) fn judge_red(&mut self, built: Built) {
-        let work = self.work().expect("judging red while working");
+    pub(super) fn judge_red(&mut self, work: Box<Work>, built: Built) -> Placed {
         let policy = work
             .policy
             .as_ref()
@@ -27,7 +26,7 @@ impl Runner {
         #[cfg(feature = "mutants")]
         let unjudged = unjudged || self.mutant_ignores_red();
         if unjudged {
-            return self.accept(built);
+            return self.accept(work, built);
         }
         // Records arrive at any time, and a runner seeded by `merge --wait` has fetched none:
         // the reader fetches the evidence afresh.
@@ -37,31 +36,33 @@ impl Runner {
             self.cfg.red_window,
         );
         self.send_work(fetch, Purpose::Red(built, Box::new(reader)));
+        self.keep(work)
     }
 
     /// One step of the red read; once judged, a candidate on a red check's paths ends
     /// `MAIN_RED` unless its change fixes, undoes or supersedes the owner.
     pub(super) fn on_red(
         &mut self,
+        work: Box<Work>,
         built: Built,
         mut reader: RedRead,
         completion: Completion,
-    ) -> Result<(), Misuse> {
+    ) -> Result<Placed, Misuse> {
         let red = match reader.on(completion, &mut self.refs) {
             Err(other) => {
+                let _placed = self.keep(work);
                 return Err(Misuse(format!("a red read answered with {other:?}")));
             }
             Ok(RedStep::Ask(action)) => {
                 self.send_work(*action, Purpose::Red(built, Box::new(reader)));
-                return Ok(());
+                return Ok(self.keep(work));
             }
             Ok(RedStep::Unread(why)) => {
-                self.release(None, format!("could not judge whether main is red: {why}"));
-                return Ok(());
+                let why = format!("could not judge whether main is red: {why}");
+                return Ok(self.release(work, None, why));
             }
             Ok(RedStep::Done(red)) => red.unwrap_or_default(),
         };
-        let work = self.work().expect("judging red while working");
         let record = &work.record;
         let exempt: Vec<_> = [&record.fixes, &record.reverts, &record.supersedes]
             .into_iter()
@@ -69,12 +70,11 @@ impl Runner {
             .cloned()
             .collect();
         let blocking = red.blocking(&built.changed_paths, &exempt);
-        if blocking.is_empty() {
-            self.accept(built);
+        Ok(if blocking.is_empty() {
+            self.accept(work, built)
         } else {
             let detail = red::refusal_detail(&blocking);
-            self.end(OpState::Blocked, Some(ReasonCode::MainRed), detail);
-        }
-        Ok(())
+            self.end(work, OpState::Blocked, Some(ReasonCode::MainRed), detail)
+        })
     }
 }

@@ -315,10 +315,41 @@ impl Work {
     }
 }
 
+/// Where a step of the work leaves the runner: still working, or past the work. Only
+/// [`Runner::keep`], [`Runner::drop_work`], [`Runner::let_go`] and [`Runner::finished`] make
+/// one, and each takes the work: every path of a step says what becomes of the work, and none
+/// can touch it after.
+#[must_use]
+pub(super) struct Placed(());
+
 impl Runner {
-    pub(super) fn work_mut(&mut self) -> &mut Work {
-        self.work_opt_mut()
-            .expect("work actions are handled only while working")
+    /// Takes the work out of the stage for one step of it, which places the runner again.
+    pub(super) fn take_work(&mut self) -> Option<Box<Work>> {
+        let placeholder = Stage::Idle {
+            next_pass: self.now,
+        };
+        match std::mem::replace(&mut self.stage, placeholder) {
+            Stage::Working(work) => Some(work),
+            stage => {
+                self.stage = stage;
+                None
+            }
+        }
+    }
+
+    /// Goes on working.
+    pub(super) fn keep(&mut self, work: Box<Work>) -> Placed {
+        self.stage = Stage::Working(work);
+        Placed(())
+    }
+
+    /// Drops the work in memory (its answers in flight are ignored) and rests. What the
+    /// remote holds is the truth; the next pass reads it.
+    pub(super) fn drop_work(&mut self, work: Box<Work>, after_ms: u64) -> Placed {
+        drop(work);
+        self.forget_all_but_notices();
+        self.rest(after_ms);
+        Placed(())
     }
 
     pub(super) fn send_work(&mut self, action: Action, purpose: Purpose) -> ActionId {
@@ -327,19 +358,18 @@ impl Runner {
 
     /// Reads the policy at the base the candidate is built on, once main there is known not
     /// to be held for this change; held, the claim goes back (`MAIN_HELD`).
-    pub(super) fn read_policy(&mut self) {
-        let commit = self.work_mut().base.clone();
+    pub(super) fn read_policy(&mut self, work: Box<Work>) -> Placed {
+        let commit = work.base.clone();
         if !self.holds_known(&commit, super::hold::Then::Work) {
-            return;
+            return self.keep(work);
         }
-        let record = self.work_mut().record.clone();
-        if let Some(hold) = self.held(&record) {
+        if let Some(hold) = self.held_under(&work.record, Some(&work.hold)) {
             let why = format!("main is held: {hold}");
-            return self.release(Some(ReasonCode::MainHeld), why);
+            return self.release(work, Some(ReasonCode::MainHeld), why);
         }
         // The policy the seed brought, read at this very commit, is the policy there.
         if let Some((_, bytes)) = self.seed_policy.take().filter(|(at, _)| *at == commit) {
-            return self.on_policy(Ok(bytes));
+            return self.on_policy(work, Ok(bytes));
         }
         self.send_work(
             Action::ReadFile {
@@ -348,11 +378,12 @@ impl Runner {
             },
             Purpose::ReadPolicy,
         );
+        self.keep(work)
     }
 
     pub(super) fn work_tick(&mut self) {
         let now = self.now;
-        let Some(work) = self.work_opt_mut() else {
+        let Some(mut work) = self.take_work() else {
             return;
         };
         let late: Vec<(usize, ActionId)> = work
@@ -366,7 +397,6 @@ impl Runner {
             // unknown, never a pass. A late answer is ignored.
             for (index, id) in late {
                 self.out.forget(id);
-                let work = self.work_mut();
                 work.running.remove(&index);
                 work.answered.insert(
                     index,
@@ -379,23 +409,22 @@ impl Runner {
                     },
                 );
             }
-            return self.advance();
+            let _placed = self.advance(work);
+            return;
         }
-        let work = self.work_mut();
-        if !work.writing && work.progress_until.is_some_and(|until| now >= until) {
-            return self.past_deadline();
-        }
-        let work = self.work_mut();
-        if work.claimed && !work.writing && now >= work.heartbeat_at {
-            self.heartbeat();
-        }
+        let _placed = if !work.writing && work.progress_until.is_some_and(|until| now >= until) {
+            self.past_deadline(work)
+        } else if work.claimed && !work.writing && now >= work.heartbeat_at {
+            self.heartbeat(work)
+        } else {
+            self.keep(work)
+        };
     }
 
     /// The head ran past its progress deadline: whatever is in flight is dropped, the claim
     /// goes back and the operation loses its place at the head, so the queue moves; the third
     /// time the operation is blocked.
-    fn past_deadline(&mut self) {
-        let work = self.work_mut();
+    fn past_deadline(&mut self, mut work: Box<Work>) -> Placed {
         work.progress_until = None;
         let ids: Vec<ActionId> = work
             .running
@@ -408,7 +437,6 @@ impl Runner {
         for id in ids {
             self.out.forget(id);
         }
-        let work = self.work().expect("past a deadline while working");
         let releases = work
             .record
             .op(&work.op)
@@ -416,6 +444,7 @@ impl Runner {
         let seconds = self.cfg.progress_ms / 1000;
         if releases + 1 >= QUEUE_DEADLINE_RELEASES {
             return self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::QueueDeadlineExceeded),
                 serde_json::json!({
@@ -426,7 +455,7 @@ impl Runner {
         }
         let why = format!("the checks ran past the head's progress deadline of {seconds} s");
         if !work.claimed {
-            return self.let_go(Some(ReasonCode::QueueDeadlineExceeded), why);
+            return self.let_go(work, Some(ReasonCode::QueueDeadlineExceeded), why);
         }
         // It loses its place at the head: it queues behind every place taken so far, so the
         // operations waiting behind it go first.
@@ -436,20 +465,20 @@ impl Runner {
             .filter_map(|name| refs::parse_queue(name))
             .chain(work.record.op(&work.op).map(|op| op.queue_key().0))
             .max();
-        self.write(Write::Release {
-            reason: Some(ReasonCode::QueueDeadlineExceeded),
-            why,
-            behind,
-        });
+        self.write(
+            work,
+            Write::Release {
+                reason: Some(ReasonCode::QueueDeadlineExceeded),
+                why,
+                behind,
+            },
+        )
     }
 
-    fn heartbeat(&mut self) {
-        let (change, op) = {
-            let work = self.work_mut();
-            (work.record.change.clone(), work.op.clone())
-        };
+    fn heartbeat(&mut self, mut work: Box<Work>) -> Placed {
+        let (change, op) = (work.record.change.clone(), work.op.clone());
         let step = self.step(&change, StepBody::Heartbeat { op });
-        let parent = self.heartbeat_parent();
+        let parent = self.heartbeat_parent(&work);
         let parent_sent = parent.clone();
         let plan = PushPlan {
             appends: vec![Append::on(change, Some(parent), vec![step], None)],
@@ -457,78 +486,71 @@ impl Runner {
             ..PushPlan::default()
         };
         #[cfg(feature = "mutants")]
-        let plan = self.mutant_plan(plan);
-        self.work_mut().writing = true;
+        let plan = self.mutant_plan(&work, plan);
+        work.writing = true;
         self.send_work(
             Action::Push(plan),
             Purpose::Heartbeat {
                 parent: parent_sent,
             },
         );
+        self.keep(work)
     }
 
     #[cfg(not(feature = "mutants"))]
-    fn heartbeat_parent(&mut self) -> Oid {
-        self.work_mut().tip.clone()
-    }
-
-    /// Sends `write` again (for a mutant).
-    #[cfg(feature = "mutants")]
-    pub(super) fn write_again(&mut self, write: Write) {
-        self.write(write);
+    fn heartbeat_parent(&mut self, work: &Work) -> Oid {
+        work.tip.clone()
     }
 
     /// Sends `write` now, or after the chain write in flight.
-    pub(super) fn write(&mut self, write: Write) {
-        let work = self.work_mut();
+    pub(super) fn write(&mut self, mut work: Box<Work>, write: Write) -> Placed {
         if work.writing {
             work.deferred = Some(write);
-            return;
+            return self.keep(work);
         }
         // Each push that moves main goes out only on the hold plugin's "not held", asked anew.
         if write.merges() {
-            if self.asking_before_push(&write) {
-                return;
+            if self.asking_before_push(&mut work, &write) {
+                return self.keep(work);
             }
-            self.work_mut().cleared = false;
+            work.cleared = false;
         }
-        let work = self.work_mut();
         work.writing = true;
-        let plan = self.plan(&write);
+        let plan = self.plan(&work, &write);
         let plan = self.with_request(plan);
         #[cfg(feature = "mutants")]
-        let plan = self.mutant_plan(plan);
+        let plan = self.mutant_plan(&work, plan);
         // The event this push appends to the log, for the notify plugin once it is accepted.
-        self.work_mut().event = plan.log.as_ref().map(|log| log.message.clone());
+        work.event = plan.log.as_ref().map(|log| log.message.clone());
         let steps: Vec<crate::record::Step> =
             plan.appends.iter().flat_map(|a| a.steps.clone()).collect();
         // Never push a step the record would refuse: a chain no reader can fold would hold its
         // operation for good.
-        let mut check = self.work_mut().record.clone();
+        let mut check = work.record.clone();
         if let Err(error) = steps.iter().try_for_each(|step| check.append(step)) {
-            self.work_mut().writing = false;
+            work.writing = false;
             let why = format!(
                 "bay would have written a step its record refuses ({error}); please report it"
             );
-            let claimed = self.work_mut().claimed;
+            let claimed = work.claimed;
             return match write {
-                Write::Release { .. } => self.drop_work(self.cfg.backoff_ms),
-                _ if claimed => self.write(Write::Release {
-                    reason: None,
-                    why,
-                    behind: None,
-                }),
-                _ => self.drop_work(self.cfg.backoff_ms),
+                Write::Release { .. } => self.drop_work(work, self.cfg.backoff_ms),
+                _ if claimed => self.write(
+                    work,
+                    Write::Release {
+                        reason: None,
+                        why,
+                        behind: None,
+                    },
+                ),
+                _ => self.drop_work(work, self.cfg.backoff_ms),
             };
         }
         self.send_work(Action::Push(plan), Purpose::Write(write, steps));
+        self.keep(work)
     }
 
-    fn plan(&mut self, write: &Write) -> PushPlan {
-        let work = self
-            .work()
-            .cloned()
-            .expect("writes are planned only while working");
+    fn plan(&mut self, work: &Work, write: &Write) -> PushPlan {
         let change = work.record.change.clone();
         let op = work.op.clone();
         let mut plan = PushPlan {
@@ -571,7 +593,7 @@ impl Runner {
                     .built
                     .clone()
                     .expect("a check runs on a built candidate");
-                let spec = self.check_spec(*index);
+                let spec = self.check_spec(work, *index);
                 steps.push(self.step(
                     &change,
                     StepBody::Check {
@@ -607,12 +629,12 @@ impl Runner {
                 }
                 match then {
                     Then::Again | Then::Continue => {}
-                    Then::End(end) => self.push_ending(&work, &mut plan, &mut steps, end),
-                    Then::Merge => self.push_merge(&work, &mut plan, &mut steps),
+                    Then::End(end) => self.push_ending(work, &mut plan, &mut steps, end),
+                    Then::Merge => self.push_merge(work, &mut plan, &mut steps),
                 }
             }
-            Write::Merge => self.push_merge(&work, &mut plan, &mut steps),
-            Write::End(end) => self.push_ending(&work, &mut plan, &mut steps, end),
+            Write::Merge => self.push_merge(work, &mut plan, &mut steps),
+            Write::End(end) => self.push_ending(work, &mut plan, &mut steps, end),
             Write::Release {
                 reason,
                 why,
@@ -630,7 +652,7 @@ impl Runner {
             }
         }
         plan.appends
-            .push(Append::on(change, Some(work.tip), steps, carry));
+            .push(Append::on(change, Some(work.tip.clone()), steps, carry));
         plan
     }
 
@@ -741,8 +763,7 @@ impl Runner {
         give_up_place(&self.refs, seq)
     }
 
-    pub(super) fn check_spec(&self, index: usize) -> CheckSpec {
-        let work = self.work().expect("checks run only while working");
+    pub(super) fn check_spec(&self, work: &Work, index: usize) -> CheckSpec {
         let plan = work
             .plan
             .as_ref()
@@ -753,44 +774,58 @@ impl Runner {
     /// Ends the operation short of a merge.
     pub(super) fn end(
         &mut self,
+        work: Box<Work>,
         state: OpState,
         reason: Option<ReasonCode>,
         detail: serde_json::Value,
-    ) {
-        self.write(Write::End(Ending {
-            state,
-            reason,
-            detail,
-        }));
+    ) -> Placed {
+        self.write(
+            work,
+            Write::End(Ending {
+                state,
+                reason,
+                detail,
+            }),
+        )
     }
 
     /// Gives the claim back after a fault, so another runner may claim at once. Before the
     /// claim is recorded there is nothing to give back: the work is dropped.
-    pub(super) fn release(&mut self, reason: Option<ReasonCode>, why: String) {
-        if !self.work_mut().claimed {
-            return self.let_go(reason, why);
+    pub(super) fn release(
+        &mut self,
+        work: Box<Work>,
+        reason: Option<ReasonCode>,
+        why: String,
+    ) -> Placed {
+        if !work.claimed {
+            return self.let_go(work, reason, why);
         }
-        self.write(Write::Release {
-            reason,
-            why,
-            behind: None,
-        });
+        self.write(
+            work,
+            Write::Release {
+                reason,
+                why,
+                behind: None,
+            },
+        )
     }
 
     /// Lets go of the work after a release: try again after a while; but a `--once` run that
     /// cannot run the head's check here has nothing more it can do now, and ends.
-    fn let_go(&mut self, reason: Option<ReasonCode>, why: String) {
+    fn let_go(&mut self, work: Box<Work>, reason: Option<ReasonCode>, why: String) -> Placed {
         if reason != Some(ReasonCode::CheckUnavailable) {
             let backoff = self.cfg.backoff_ms;
-            return self.drop_work(backoff);
+            return self.drop_work(work, backoff);
         }
         if self.cfg.mode == super::RunMode::Once {
+            drop(work);
             let mut detail = serde_json::Map::new();
             detail.insert("unavailable".into(), serde_json::Value::from(why));
-            return self.finish(crate::result::BayResult::ok(None, detail));
+            self.finish(crate::result::BayResult::ok(None, detail));
+            return Placed(());
         }
         let interval = self.cfg.interval_ms;
-        self.drop_work(interval);
+        self.drop_work(work, interval)
     }
 
     pub(super) fn on_work(
@@ -799,60 +834,76 @@ impl Runner {
         purpose: Purpose,
         completion: Completion,
     ) -> Result<(), Misuse> {
-        if self.work().is_none() {
+        let Some(work) = self.take_work() else {
             return Ok(());
-        }
-        match (purpose, completion) {
-            (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(result),
-            (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(result),
-            (Purpose::Stats(built), Completion::StatsRead(result)) => self.on_stats(built, result),
+        };
+        let _placed = match (purpose, completion) {
+            (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(work, result),
+            (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(work, result),
+            (Purpose::Stats(built), Completion::StatsRead(result)) => {
+                self.on_stats(work, built, result)
+            }
             (Purpose::Signature(built), Completion::CommitsRead(result)) => {
-                self.on_signature(built, result)
+                self.on_signature(work, built, result)
             }
             (Purpose::Red(built, reader), completion) => {
-                return self.on_red(built, *reader, completion);
+                self.on_red(work, built, *reader, completion)?
             }
-            (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => self.on_own_policy(result),
-            (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(result),
+            (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => {
+                self.on_own_policy(work, result)
+            }
+            (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(work, result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
-                self.on_check(id, index, exit)
+                self.on_check(work, id, index, exit)
             }
             (Purpose::Baseline { index, run }, Completion::CheckExited(exit)) => {
-                self.on_baseline(id, index, run, exit)
+                self.on_baseline(work, id, index, run, exit)
             }
             (Purpose::BaseRecords { index, run }, Completion::NotesRead(records)) => {
-                self.on_base_records(index, run, records)
+                self.on_base_records(work, index, run, records)
             }
             (Purpose::Heartbeat { parent }, Completion::Pushed(report)) => {
-                self.on_heartbeat(report, parent)
+                self.on_heartbeat(work, report, parent)
             }
             (Purpose::Write(write, steps), Completion::Pushed(report)) => {
-                self.on_written(write, steps, report)
+                self.on_written(work, write, steps, report)
             }
             (Purpose::Verify(write, spec), Completion::Fetched(result)) => {
-                self.on_verified(write, spec, result)
+                self.on_verified(work, write, spec, result)
             }
             (purpose, completion) => {
+                let _placed = self.keep(work);
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
             }
-        }
+        };
         Ok(())
     }
 
-    fn on_policy(&mut self, result: Result<Option<Vec<u8>>, crate::machine::Fault>) {
+    fn on_policy(
+        &mut self,
+        mut work: Box<Work>,
+        result: Result<Option<Vec<u8>>, crate::machine::Fault>,
+    ) -> Placed {
         match result {
-            Err(fault) => self.release(None, format!("could not read {POLICY_PATH}: {fault}")),
+            Err(fault) => {
+                self.release(work, None, format!("could not read {POLICY_PATH}: {fault}"))
+            }
             Ok(None) => {
-                let detail =
-                    serde_json::json!({ "path": POLICY_PATH, "base": self.work_mut().base });
-                self.end(OpState::Blocked, Some(ReasonCode::PolicyMissing), detail)
+                let detail = serde_json::json!({ "path": POLICY_PATH, "base": work.base });
+                self.end(
+                    work,
+                    OpState::Blocked,
+                    Some(ReasonCode::PolicyMissing),
+                    detail,
+                )
             }
             Ok(Some(bytes)) => match parse_policy(&bytes) {
                 Ok(policy) => {
-                    self.work_mut().policy = Some(policy);
-                    self.build();
+                    work.policy = Some(policy);
+                    self.build(work)
                 }
                 Err(why) => self.end(
+                    work,
                     OpState::Blocked,
                     Some(ReasonCode::PolicyInvalid),
                     serde_json::json!({ "path": POLICY_PATH, "why": why }),
@@ -861,9 +912,8 @@ impl Runner {
         }
     }
 
-    fn build(&mut self) {
+    fn build(&mut self, mut work: Box<Work>) -> Placed {
         let trailers = self.cfg.trailers.clone();
-        let work = self.work_mut();
         work.plan = None;
         work.done = 0;
         work.next_start = 0;
@@ -898,16 +948,26 @@ impl Runner {
         };
         #[cfg(feature = "mutants")]
         let spec = CandidateSpec {
-            merge_base: self.mutant_merge_base(spec.merge_base),
+            merge_base: self.mutant_merge_base(&work, spec.merge_base),
             ..spec
         };
         self.send_work(Action::BuildCandidate(spec), Purpose::Build);
+        self.keep(work)
     }
 
-    fn on_built(&mut self, result: Result<BuildResult, crate::machine::Fault>) {
+    fn on_built(
+        &mut self,
+        work: Box<Work>,
+        result: Result<BuildResult, crate::machine::Fault>,
+    ) -> Placed {
         match result {
-            Err(fault) => self.release(None, format!("could not build the candidate: {fault}")),
+            Err(fault) => self.release(
+                work,
+                None,
+                format!("could not build the candidate: {fault}"),
+            ),
             Ok(BuildResult::Conflict { paths }) => self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::MergeConflict),
                 serde_json::json!({ "paths": paths }),
@@ -916,7 +976,6 @@ impl Runner {
                 // The request names a draft the remote does not hold: no retry can build it,
                 // so the operation ends, by name, and the queue goes on. A draft Git cannot
                 // read is a fault no reason code names (as for a merge Git cannot read).
-                let work = self.work_mut();
                 let draft = work.record.op(&work.op).map(|o| o.draft.clone());
                 let detail = serde_json::json!({
                     "why": format!(
@@ -930,7 +989,7 @@ impl Runner {
                     "hint": "its record names a draft the remote does not hold: start the work \
                              again with `bay start <intent> --new`",
                 });
-                self.end(OpState::Failed, None, detail)
+                self.end(work, OpState::Failed, None, detail)
             }
             Ok(BuildResult::Clean {
                 commit,
@@ -938,15 +997,15 @@ impl Runner {
                 base_tree,
                 changed_paths,
             }) => {
-                let base = self.work_mut().base.clone();
+                let base = work.base.clone();
                 if tree == base_tree {
                     return self.end(
+                        work,
                         OpState::NoEffect,
                         None,
                         serde_json::json!({ "main_commit": base, "tree": tree }),
                     );
                 }
-                let work = self.work_mut();
                 let attempt = work.record.op(&work.op).map_or(1, |o| {
                     u32::try_from(o.candidates.len() + 1).unwrap_or(u32::MAX)
                 });
@@ -965,9 +1024,9 @@ impl Runner {
                         commits: vec![built.commit.clone()],
                     };
                     self.send_work(read, Purpose::Signature(built));
-                    return;
+                    return self.keep(work);
                 }
-                self.measure(built);
+                self.measure(work, built)
             }
         }
     }
@@ -976,13 +1035,14 @@ impl Runner {
     /// `executor` file as this runner read it when it started.
     fn on_signature(
         &mut self,
+        work: Box<Work>,
         mut built: Built,
         result: Result<Vec<String>, crate::machine::Fault>,
-    ) {
+    ) -> Placed {
         let raw = match result {
             Ok(raw) => raw.into_iter().next().unwrap_or_default(),
             Err(fault) => {
-                return self.release(None, format!("could not read the candidate: {fault}"));
+                return self.release(work, None, format!("could not read the candidate: {fault}"));
             }
         };
         let signers = self
@@ -1006,7 +1066,7 @@ impl Runner {
         match verdict {
             Ok(Some(verdict)) if verdict.is_good() => {
                 built.signed = true;
-                self.measure(built);
+                self.measure(work, built)
             }
             other => {
                 let why = match other {
@@ -1015,19 +1075,19 @@ impl Runner {
                     Err(why) => why,
                 };
                 self.release(
+                    work,
                     None,
                     format!(
                         "the candidate's signature does not verify against the registry's \
                          executor file ({why})"
                     ),
-                );
+                )
             }
         }
     }
 
     /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
-    fn measure(&mut self, built: Built) {
-        let work = self.work_mut();
+    fn measure(&mut self, work: Box<Work>, built: Built) -> Placed {
         let unmeasured = work
             .policy
             .as_ref()
@@ -1038,7 +1098,7 @@ impl Runner {
         #[cfg(feature = "mutants")]
         let unmeasured = unmeasured || self.mutant_ignores_limits();
         if unmeasured {
-            return self.judge_red(built);
+            return self.judge_red(work, built);
         }
         // The caps of the policy at the base judge the candidate against that base,
         // before any check runs; a policy without caps costs no measuring.
@@ -1047,34 +1107,43 @@ impl Runner {
             commit: built.commit.clone(),
         };
         self.send_work(read, Purpose::Stats(built));
+        self.keep(work)
     }
 
-    fn on_stats(&mut self, built: Built, result: Result<Vec<PathStat>, crate::machine::Fault>) {
+    fn on_stats(
+        &mut self,
+        work: Box<Work>,
+        built: Built,
+        result: Result<Vec<PathStat>, crate::machine::Fault>,
+    ) -> Placed {
         let stats = match result {
             Ok(stats) => stats,
             Err(fault) => {
-                return self.release(None, format!("could not measure the candidate: {fault}"));
+                return self.release(
+                    work,
+                    None,
+                    format!("could not measure the candidate: {fault}"),
+                );
             }
         };
-        let work = self.work().expect("measuring while working");
         let policy = work
             .policy
             .as_ref()
             .expect("a candidate is built under a policy");
         match policy.limits.judge(&stats) {
             Some(too_large) => self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::ChangeTooLarge),
                 too_large.detail(),
             ),
-            None => self.judge_red(built),
+            None => self.judge_red(work, built),
         }
     }
 
     /// Takes a candidate within the caps as the work's, then reads its own policy when it
     /// changes the checks, or plans at once.
-    pub(super) fn accept(&mut self, built: Built) {
-        let work = self.work_mut();
+    pub(super) fn accept(&mut self, mut work: Box<Work>, built: Built) -> Placed {
         let policy = work
             .policy
             .as_ref()
@@ -1089,26 +1158,31 @@ impl Runner {
         match own_policy {
             Some(read) => {
                 self.send_work(read, Purpose::ReadOwnPolicy);
+                self.keep(work)
             }
-            None => self.planned(None),
+            None => self.planned(work, None),
         }
     }
 
-    fn on_own_policy(&mut self, result: Result<Option<Vec<u8>>, crate::machine::Fault>) {
+    fn on_own_policy(
+        &mut self,
+        work: Box<Work>,
+        result: Result<Option<Vec<u8>>, crate::machine::Fault>,
+    ) -> Placed {
         match result {
             Err(fault) => self.release(
+                work,
                 None,
                 format!("could not read the change's own {POLICY_PATH}: {fault}"),
             ),
-            Ok(bytes) => self.planned(bytes.map(|bytes| parse_policy(&bytes))),
+            Ok(bytes) => self.planned(work, bytes.map(|bytes| parse_policy(&bytes))),
         }
     }
 
     /// Decides what the candidate must pass (`own` is the change's own policy, as
     /// [`plan::plan`] takes it), then records the claim and the candidate; with nothing to
     /// run, they go up with the merge in one push.
-    fn planned(&mut self, own: Option<Result<Policy, String>>) {
-        let work = self.work().expect("planning while working");
+    fn planned(&mut self, mut work: Box<Work>, own: Option<Result<Policy, String>>) -> Placed {
         let policy = work
             .policy
             .as_ref()
@@ -1117,6 +1191,7 @@ impl Runner {
         let planned = plan::plan(policy, own, &built.changed_paths, &self.now.date());
         match planned {
             Err(why) => self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::PolicyInvalid),
                 serde_json::json!({ "path": POLICY_PATH, "why": why }),
@@ -1125,7 +1200,7 @@ impl Runner {
                 // A run this machine may not do means the operation cannot end here: leave it,
                 // unclaimed, to a machine that can.
                 if let Some(why) = plan.runs.iter().find_map(|run| self.cannot_run(&run.spec)) {
-                    return self.unavailable(why);
+                    return self.unavailable(work, why);
                 }
                 let reuse = self.cfg.evidence_reuse
                     && policy.reuse_unsigned
@@ -1135,17 +1210,17 @@ impl Runner {
                         .iter()
                         .all(|run| run.adapter_from == AdapterFrom::Base);
                 let (tree, commit) = (built.tree.clone(), built.commit.clone());
-                self.work_mut().plan = Some(plan);
+                work.plan = Some(plan);
                 if reuse {
                     let notes = self.evidence_tips();
                     if !notes.is_empty() {
                         let objects = vec![tree, commit];
                         let read = Action::ReadNotes { notes, objects };
                         self.send_work(read, Purpose::ReadNotes);
-                        return;
+                        return self.keep(work);
                     }
                 }
-                self.record_plan();
+                self.record_plan(work)
             }
         }
     }
@@ -1161,9 +1236,12 @@ impl Runner {
 
     /// The passes already recorded on exactly these inputs: each run they cover is taken as
     /// answered, and not run again. A read that failed reuses nothing.
-    fn on_notes(&mut self, result: Result<Vec<String>, crate::machine::Fault>) {
+    fn on_notes(
+        &mut self,
+        mut work: Box<Work>,
+        result: Result<Vec<String>, crate::machine::Fault>,
+    ) -> Placed {
         let records = result.unwrap_or_default();
-        let work = self.work().expect("reading notes while working");
         let plan = work.plan.as_ref().expect("notes are read after the plan");
         let built = work
             .built
@@ -1182,30 +1260,29 @@ impl Runner {
                     .map(|producer| (index, producer))
             })
             .collect();
-        self.work_mut().reused = reused;
-        self.record_plan();
+        work.reused = reused;
+        self.record_plan(work)
     }
 
     /// Records the claim and the candidate, so that the checks can run; with nothing to run,
     /// they go up with the merge in one push.
-    fn record_plan(&mut self) {
-        let work = self.work().expect("planning while working");
+    fn record_plan(&mut self, work: Box<Work>) -> Placed {
         let nothing_to_run = work.plan.as_ref().is_none_or(|p| p.runs.is_empty());
         #[cfg(feature = "mutants")]
-        let nothing_to_run = nothing_to_run || self.mutant_reuses_checks();
-        self.write(if nothing_to_run {
+        let nothing_to_run = nothing_to_run || self.mutant_reuses_checks(&work);
+        let write = if nothing_to_run {
             Write::Merge
         } else {
             Write::Record
-        });
+        };
+        self.write(work, write)
     }
 
-    fn on_heartbeat(&mut self, report: PushReport, parent: Oid) {
+    fn on_heartbeat(&mut self, mut work: Box<Work>, report: PushReport, parent: Oid) -> Placed {
         let written = last_written(&report);
         let heartbeat_ms = self.cfg.heartbeat_ms;
         let backoff = self.cfg.backoff_ms;
         let now = self.now;
-        let work = self.work_mut();
         work.writing = false;
         match (report.outcome, written) {
             (PushOutcome::Accepted, Some(tip)) => {
@@ -1218,32 +1295,33 @@ impl Runner {
                 #[cfg(not(feature = "mutants"))]
                 let _ = parent;
                 self.remember(tip);
-                self.advance();
+                self.advance(work)
             }
             (PushOutcome::NotSent(_), _) => {
                 work.heartbeat_at = now.plus_millis(backoff);
-                self.advance();
+                self.advance(work)
             }
             // A mutant shrugs the refusal off and goes on working.
             #[cfg(feature = "mutants")]
             (PushOutcome::Rejected { .. }, _)
                 if self.cfg.mutant == Some(super::Mutant::SkipFencing) =>
             {
-                self.work_mut().heartbeat_at = now.plus_millis(heartbeat_ms);
-                self.advance();
+                work.heartbeat_at = now.plus_millis(heartbeat_ms);
+                self.advance(work)
             }
             // Refused: the claim was taken over, or the change moved under it. Write nothing more.
             (PushOutcome::Rejected { .. }, _) => {
                 self.mine = None;
-                self.drop_work(0);
+                self.drop_work(work, 0)
             }
-            (_, written) => self.in_doubt(written),
+            (_, written) => self.in_doubt(work, written),
         }
     }
 
-    pub(super) fn send_deferred(&mut self) {
-        if let Some(write) = self.work_mut().deferred.take() {
-            self.write(write);
+    pub(super) fn send_deferred(&mut self, mut work: Box<Work>) -> Placed {
+        match work.deferred.take() {
+            Some(write) => self.write(work, write),
+            None => self.keep(work),
         }
     }
 
@@ -1257,10 +1335,9 @@ impl Runner {
 
     /// A write's fate is unknown: drop the work; the next pass reads which tip won and takes the
     /// work up again if either is this runner's.
-    fn in_doubt(&mut self, written: Option<Oid>) {
+    fn in_doubt(&mut self, work: Box<Work>, written: Option<Oid>) -> Placed {
         // The push may have appended to the log: read its tip again before the next end.
         self.tips_known = false;
-        let work = self.work_mut();
         let (claimed, change) = (work.claimed, work.record.change.clone());
         if let Some(written) = written {
             match self.mine.as_mut() {
@@ -1271,18 +1348,23 @@ impl Runner {
                 _ => self.mine = Some((change, std::collections::BTreeSet::from([written]))),
             }
         }
-        self.drop_work(0);
+        self.drop_work(work, 0)
     }
 
-    fn on_written(&mut self, write: Write, steps: Vec<crate::record::Step>, report: PushReport) {
+    fn on_written(
+        &mut self,
+        mut work: Box<Work>,
+        write: Write,
+        steps: Vec<crate::record::Step>,
+        report: PushReport,
+    ) -> Placed {
         let written = last_written(&report);
-        self.work_mut().writing = false;
+        work.writing = false;
         match (report.outcome, written) {
             (PushOutcome::Accepted, Some(tip)) => {
                 // A request this write carried is up with it.
                 self.request = super::request::Handover::None;
-                let change = self.work_mut().record.change.clone();
-                let work = self.work_mut();
+                let change = work.record.change.clone();
                 work.tip = tip.clone();
                 work.recorded = true;
                 // What this runner wrote, folded in, keeps the record it holds true.
@@ -1294,20 +1376,20 @@ impl Runner {
                 self.remember(tip);
                 if folded.is_err() {
                     // The record refuses what was just written: never build on it.
-                    return self.drop_work(self.cfg.backoff_ms);
+                    return self.drop_work(work, self.cfg.backoff_ms);
                 }
                 if let Some(note) = report.notes.first() {
                     self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
                 }
                 if let Some(event) = report.log {
                     self.wrote_own(refs::log(&self.cfg.runner), event);
-                    self.notify();
+                    self.notify(&mut work);
                 }
-                self.after_write(write);
+                self.after_write(work, write)
             }
             (PushOutcome::Rejected { .. }, _) => {
-                self.work_mut().writing = true;
-                let change = self.work_mut().record.change.clone();
+                work.writing = true;
+                let change = work.record.change.clone();
                 // Main by a pattern: a refusal because main is gone must be learnt too.
                 let spec = FetchSpec::new([
                     self.main_pattern(true),
@@ -1317,85 +1399,85 @@ impl Runner {
                     refs::log_pattern(&self.cfg.runner),
                 ]);
                 self.send_work(Action::Fetch(spec.clone()), Purpose::Verify(write, spec));
+                self.keep(work)
             }
             (PushOutcome::NotSent(_), _) => {
                 // Nothing reached the remote; the claim still stands. Try the pass again later.
                 let backoff = self.cfg.backoff_ms;
-                self.drop_work(backoff);
+                self.drop_work(work, backoff)
             }
-            (_, written) => self.in_doubt(written),
+            (_, written) => self.in_doubt(work, written),
         }
     }
 
     /// Goes on after a write the remote accepted.
-    fn after_write(&mut self, write: Write) {
+    fn after_write(&mut self, mut work: Box<Work>, write: Write) -> Placed {
         match write {
-            Write::Record => self.advance(),
+            Write::Record => self.advance(work),
             Write::Check {
                 then: Then::Again, ..
             } => {
-                let done = self.work_mut().done;
-                self.start_run(done);
-                self.advance();
+                let done = work.done;
+                self.start_run(&mut work, done);
+                self.advance(work)
             }
             Write::Check {
                 then: Then::Continue,
                 ..
             } => {
-                let work = self.work_mut();
                 work.done += 1;
                 work.attempts.clear();
-                self.advance();
+                self.advance(work)
             }
             Write::Merge
             | Write::Check {
                 then: Then::Merge, ..
             } => {
                 self.merged += 1;
-                self.finished();
+                self.finished(work)
             }
             Write::Check {
                 then: Then::End(_), ..
             }
-            | Write::End(_) => self.finished(),
+            | Write::End(_) => self.finished(work),
             Write::Release { reason, why, .. } => {
                 self.mine = None;
-                self.let_go(reason, why);
+                self.let_go(work, reason, why)
             }
         }
     }
 
     /// The operation ended by this runner's push.
-    fn finished(&mut self) {
+    fn finished(&mut self, work: Box<Work>) -> Placed {
         self.mine = None;
-        let next_pass = Stage::Idle {
-            next_pass: self.now,
-        };
-        let Stage::Working(work) = std::mem::replace(&mut self.stage, next_pass) else {
-            unreachable!("an operation ends while working");
-        };
         self.forget_all_but_notices();
         if self.cfg.mode == super::RunMode::Only(work.op.clone()) {
             // `merge --wait`: the result comes from the record, with this runner's own steps
             // folded in, as every reader's does.
             if let Some(op) = work.record.op(&work.op) {
                 self.finish(crate::report::op_result(&work.record, op));
+                return Placed(());
             }
         }
+        self.stage = Stage::Idle {
+            next_pass: self.now,
+        };
+        Placed(())
     }
 
     /// Learns why a write was refused and goes on.
     fn on_verified(
         &mut self,
+        mut work: Box<Work>,
         write: Write,
         spec: FetchSpec,
         result: Result<crate::machine::Refs, crate::machine::Fault>,
-    ) {
-        self.work_mut().writing = false;
+    ) -> Placed {
+        work.writing = false;
         let Ok(fetched) = result else {
             self.main_in_doubt = true;
             let backoff = self.cfg.backoff_ms;
-            return self.drop_work(backoff);
+            return self.drop_work(work, backoff);
         };
         let (log, notes) = (
             refs::log(&self.cfg.runner),
@@ -1407,13 +1489,13 @@ impl Runner {
         self.tips_known = true;
         let log_moved = self.refs.get(&log) != before.0.as_ref();
         let notes_moved = self.refs.get(&notes) != before.1.as_ref();
-        let work = self.work().cloned().expect("verifying while working");
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
         let landed = self.refs.contains_key(&refs::landed(&change));
         if let Some(detail) = self.marked_merged(&change).filter(|_| !chain_moved) {
             // No writer moved the chain, yet the change is marked merged: never merge it twice.
             return self.end(
+                work,
                 OpState::Blocked,
                 Some(ReasonCode::ChangeAlreadyMerged),
                 detail,
@@ -1422,47 +1504,45 @@ impl Runner {
         if chain_moved || landed {
             #[cfg(feature = "mutants")]
             if !landed
-                && self.mutant_ignores_fence(&write, self.refs.get(&refs::change(&change)).cloned())
+                && self
+                    .mutant_ignores_fence(&mut work, self.refs.get(&refs::change(&change)).cloned())
             {
-                return;
+                return self.write(work, write);
             }
             // Fenced: another writer moved the change. This runner writes nothing more to it.
             self.mine = None;
-            return self.drop_work(0);
+            return self.drop_work(work, 0);
         }
         let main_now = self.refs.get(&self.main_ref()).cloned();
         match write {
             write if write.merges() && main_now.as_ref() != Some(&work.base) => {
                 let Some(main_now) = main_now else {
-                    return self.release(None, "main is gone from the remote".into());
+                    return self.release(work, None, "main is gone from the remote".into());
                 };
-                let moved = {
-                    let work = self.work_mut();
-                    work.main_moved += 1;
-                    work.base = main_now;
-                    work.main_moved
-                };
-                if moved <= 1 {
+                work.main_moved += 1;
+                work.base = main_now;
+                if work.main_moved <= 1 {
                     // Main moved: build again on the new main, under the policy there, once.
-                    self.read_policy();
+                    self.read_policy(work)
                 } else {
                     self.release(
+                        work,
                         Some(ReasonCode::MainMoved),
                         "main moved twice during the push".into(),
-                    );
+                    )
                 }
             }
             // Only this runner's log or notes moved (another process under the same name, or a
             // tip this runner had not read): write the same again on the new tips. The chain
             // and main are as they were, so nothing else changes, and the candidate stands.
             write if (log_moved && write.ends()) || (notes_moved && write.notes()) => {
-                self.write(write)
+                self.write(work, write)
             }
             // The chain did not move, so the refusal came from elsewhere (our evidence notes were
             // behind, or the remote refused for its own reasons): drop and let the pass retry.
             _ => {
                 let backoff = self.cfg.backoff_ms;
-                self.drop_work(backoff)
+                self.drop_work(work, backoff)
             }
         }
     }
