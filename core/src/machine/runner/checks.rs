@@ -6,56 +6,77 @@
 //! operation at the first failing run in that order. A `baseline = "base"` check runs alone,
 //! after the runs before it are recorded. When a check answers `unavailable`, no further check
 //! starts, nothing after it is recorded, and the claim goes back.
+//!
+//! Everything here works on the candidate's [`Checking`]: a check action answers only while
+//! the work checks its candidate.
 
 use std::collections::BTreeSet;
 
 use super::Runner;
-use super::work::{Baselines, Ending, Judged, Placed, Purpose, Running, Then, Work, Write};
+use super::work::{
+    Baselines, Checking, Ending, Judged, Phase, Placed, Purpose, Running, Then, Work, Write,
+};
 use crate::check::plan::AdapterFrom;
 use crate::check::reuse::{failing_on_base, product_failures};
 use crate::check::{
-    ChangeContext, CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras,
-    EvidenceRecord, JudgedCheck, Judgement, RequestInput, UnitReason, Verdict, judge,
+    CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord, JudgedCheck,
+    Judgement, RequestInput, UnitReason, Verdict, judge,
 };
 use crate::git::Oid;
+use crate::id::OpId;
 use crate::machine::{Action, ActionId, CheckRun};
 use crate::policy::{Baseline, CheckSpec};
 use crate::reason::ReasonCode;
 use crate::result::OpState;
+use crate::time::Timestamp;
 
 impl Runner {
-    /// Starts runs of the plan, in order, while fewer than `parallel_checks` are in flight. A
-    /// baseline check starts only alone, once every run before it is recorded.
-    pub(super) fn start_checks(&mut self, work: &mut Work) {
+    /// Starts runs of the plan, in order, while fewer than `parallel_checks` are in flight,
+    /// once the candidate is recorded. A baseline check starts only alone, once every run
+    /// before it is recorded.
+    pub(super) fn start_checks(
+        &mut self,
+        checking: &mut Checking,
+        progress_until: &mut Option<Timestamp>,
+    ) {
         let limit = self.cfg.parallel_checks.max(1) as usize;
         loop {
-            let Some(plan) = work.plan.as_ref().filter(|_| work.recorded) else {
+            if !checking.candidate.recorded {
                 return;
-            };
-            let index = work.next_start;
-            let Some(planned) = plan.runs.get(index) else {
+            }
+            let index = checking.next_start;
+            let Some(planned) = checking.plan.runs.get(index) else {
                 return;
             };
             let alone = |spec: &CheckSpec| spec.baseline.is_some();
-            let running_alone = work
-                .running
-                .keys()
-                .any(|i| plan.runs.get(*i).is_some_and(|run| alone(&run.spec)));
-            if work.running.len() >= limit
+            let running_alone = checking.running.keys().any(|i| {
+                checking
+                    .plan
+                    .runs
+                    .get(*i)
+                    .is_some_and(|run| alone(&run.spec))
+            });
+            if checking.running.len() >= limit
                 || running_alone
-                || (alone(&planned.spec) && (index != work.done || !work.running.is_empty()))
+                || (alone(&planned.spec)
+                    && (index != checking.done || !checking.running.is_empty()))
             {
                 return;
             }
-            work.next_start += 1;
-            self.start_run(work, index);
+            checking.next_start += 1;
+            self.start_run(checking, progress_until, index);
         }
     }
 
     /// Sends run `index` of the plan on the candidate. The progress deadline starts with the
     /// first run.
-    pub(super) fn start_run(&mut self, work: &mut Work, index: usize) {
-        if let Some(producer) = work.reused.get(&index) {
+    pub(super) fn start_run(
+        &mut self,
+        checking: &mut Checking,
+        progress_until: &mut Option<Timestamp>,
+        index: usize,
+    ) {
+        if let Some(producer) = checking.reused.get(&index) {
             // A pass on exactly these inputs stands: it answers without a run, and keeps the
             // note it has.
             let why = format!(
@@ -68,60 +89,42 @@ impl Runner {
                 failed: Vec::new(),
                 stderr_log: None,
             };
-            work.answered.insert(index, run);
+            checking.answered.insert(index, run);
             return;
         }
-        let plan = work
-            .plan
-            .as_ref()
-            .expect("checks run after the plan is made");
-        let planned = plan.runs[index].clone();
+        let planned = checking.plan.runs[index].clone();
         let spec = planned.spec;
-        let built = work.built.clone().expect("checks run on a built candidate");
+        let built = &checking.candidate.built;
         let candidate = CommitTree {
             commit: built.commit.clone(),
             tree: built.tree.clone(),
         };
-        let base = CommitTree {
-            commit: work.base.clone(),
-            tree: built.base_tree.clone(),
-        };
         let adapter_from = match planned.adapter_from {
-            AdapterFrom::Base => work.base.clone(),
+            AdapterFrom::Base => checking.base.commit.clone(),
             AdapterFrom::Candidate => built.commit.clone(),
         };
-        let request = self.request_for(work, &spec, candidate, base, built.changed_paths.clone());
-        self.send_run(
-            work,
-            index,
-            spec,
-            request,
-            adapter_from,
-            Purpose::Check { index },
-        );
+        let base = checking.base.clone();
+        let changed_paths = built.changed_paths.clone();
+        let request = request_for(checking, &spec, candidate, base, changed_paths);
+        let run = check_run(spec, request, adapter_from, index);
+        let purpose = Purpose::Check { index };
+        self.send_run(checking, progress_until, index, run, purpose);
     }
 
-    /// Sends one run of `spec` for `request`, in the slot of plan index `index`.
+    /// Sends `run`, in the slot of plan index `index`.
     fn send_run(
         &mut self,
-        work: &mut Work,
+        checking: &mut Checking,
+        progress_until: &mut Option<Timestamp>,
         index: usize,
-        spec: CheckSpec,
-        request: CheckRequest,
-        adapter_from: crate::git::Oid,
+        run: CheckRun,
         purpose: Purpose,
     ) {
-        let deadline = self.check_deadline(&spec);
-        let run = CheckRun {
-            check: spec,
-            candidate: request.candidate.commit.clone(),
-            request: request.clone(),
-            adapter_from,
-            slot: u32::try_from(index).unwrap_or(u32::MAX),
-        };
+        let deadline = self.check_deadline(&run.check);
+        let request = run.request.clone();
         let id = self.send_work(Action::RunCheck(Box::new(run)), purpose);
         let progress = self.now.plus_millis(self.cfg.progress_ms);
-        work.running.insert(
+        checking.running.insert(
             index,
             Running {
                 id,
@@ -129,7 +132,7 @@ impl Runner {
                 request,
             },
         );
-        work.progress_until.get_or_insert(progress);
+        progress_until.get_or_insert(progress);
     }
 
     /// When a run of `spec` started now is given up. The driver bounds the copy
@@ -142,7 +145,8 @@ impl Runner {
     }
 
     /// Goes on with the checks when no chain write is in flight: a write waiting its turn
-    /// first, then the next run's answer in order, else more runs.
+    /// first, then the next run's answer in order, else more runs. Before the checks are
+    /// planned there is nothing more to go on with.
     pub(super) fn advance(&mut self, mut work: Box<Work>) -> Placed {
         // While the hold plugin is asked about the push that moves main, nothing else starts.
         if work.writing || work.asking.is_some() {
@@ -151,61 +155,37 @@ impl Runner {
         if work.deferred.is_some() {
             return self.send_deferred(work);
         }
-        let done = work.done;
-        if let Some(run) = work.answered.remove(&done) {
-            return self.judged(work, done, run);
+        let Work {
+            phase: Phase::Checking(checking),
+            progress_until,
+            ..
+        } = &mut *work
+        else {
+            return self.keep(work);
+        };
+        let done = checking.done;
+        let mut next = checking.answered.remove(&done).map(|run| (done, run));
+        if next.is_none() {
+            self.start_checks(checking, progress_until);
+            // A reused pass answers as soon as it starts.
+            let done = checking.done;
+            next = checking.answered.remove(&done).map(|run| (done, run));
         }
-        self.start_checks(&mut work);
-        // A reused pass answers as soon as it starts.
-        let done = work.done;
-        match work.answered.remove(&done) {
-            Some(run) => self.judged(work, done, run),
+        let Some((index, run)) = next else {
+            return self.keep(work);
+        };
+        match self.judged(checking, progress_until, index, run) {
+            Some(write) => self.write(work, write),
             None => self.keep(work),
         }
     }
 
     /// The run in slot `index` answered with `exit`, if it is the one in flight there.
-    fn take_running(work: &mut Work, index: usize, id: ActionId) -> Option<CheckRequest> {
-        match work.running.get(&index) {
-            Some(running) if running.id == id => work.running.remove(&index).map(|r| r.request),
+    fn take_running(checking: &mut Checking, index: usize, id: ActionId) -> Option<CheckRequest> {
+        match checking.running.get(&index) {
+            Some(running) if running.id == id => checking.running.remove(&index).map(|r| r.request),
             _ => None,
         }
-    }
-
-    /// The request for one run of `spec` on `candidate`, made on `base`, about this work's
-    /// change under the base's policy.
-    fn request_for(
-        &self,
-        work: &Work,
-        spec: &CheckSpec,
-        candidate: CommitTree,
-        base: CommitTree,
-        changed_paths: Vec<String>,
-    ) -> CheckRequest {
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("checks run after the policy is read");
-        let revision = work
-            .record
-            .op(&work.op)
-            .expect("the work's operation is in its record")
-            .draft
-            .clone();
-        CheckRequest::build(RequestInput {
-            target: CheckTarget::of(spec),
-            policy_revision: policy.revision.to_string(),
-            candidate,
-            base,
-            changed_paths,
-            change: Some(ChangeContext {
-                id: work.record.change.clone(),
-                intent: work.record.intent.clone(),
-                actor: work.record.actor.clone(),
-                revision,
-                messages: Vec::new(),
-            }),
-        })
     }
 
     pub(super) fn on_check(
@@ -215,16 +195,24 @@ impl Runner {
         index: usize,
         exit: CheckExit,
     ) -> Placed {
-        let Some(request) = Self::take_running(&mut work, index, id) else {
+        let Work {
+            phase: Phase::Checking(checking),
+            op,
+            ..
+        } = &mut *work
+        else {
             return self.keep(work);
         };
-        let spec = self.check_spec(&work, index);
+        let Some(request) = Self::take_running(checking, index, id) else {
+            return self.keep(work);
+        };
+        let spec = checking.spec(index);
         #[cfg(feature = "mutants")]
         let request = self.mutant_request(request, &exit);
         match judge(&request, spec.expected_minimum, &exit) {
             Judgement::Unavailable { reason } => self.unavailable(work, reason),
             Judgement::Judged(judged) => {
-                let record = self.evidence(&work, &spec, &request, &judged, &exit);
+                let record = self.evidence(op, checking, &spec, &request, &judged, &exit);
                 let failed = judged
                     .failed
                     .iter()
@@ -238,16 +226,17 @@ impl Runner {
                     failed,
                     stderr_log: exit.stderr_log,
                 };
-                work.answered.insert(index, run);
+                checking.answered.insert(index, run);
                 self.advance(work)
             }
         }
     }
 
-    /// The evidence record of one judged run, as the note's JSON.
+    /// The evidence record of one judged run of `op`'s candidate, as the note's JSON.
     fn evidence(
         &self,
-        work: &Work,
+        op: &OpId,
+        checking: &Checking,
         spec: &CheckSpec,
         request: &CheckRequest,
         judged: &JudgedCheck,
@@ -255,39 +244,44 @@ impl Runner {
     ) -> String {
         let extras = EvidenceExtras {
             producer: self.cfg.runner.clone(),
-            op: work.op.to_string(),
-            candidate_id: work
-                .built
-                .as_ref()
-                .map(|b| b.id.to_string())
-                .unwrap_or_default(),
+            op: op.to_string(),
+            candidate_id: checking.candidate.built.id.to_string(),
             at: self.now,
             definition: crate::check::definition::digest(spec, &exit.adapter),
         };
         EvidenceRecord::new(request, judged, exit, extras).to_json()
     }
 
-    /// Records a judged check, with what follows in the same push. A `product_failure` runs
-    /// again on the same tree while `retry_on_failure` allows; a pass after a failure is
-    /// flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a coverage gap); any
-    /// other verdict but `pass` ends the operation; the last run's pass merges.
-    pub(super) fn judged(&mut self, mut work: Box<Work>, index: usize, run: Judged) -> Placed {
-        let spec = self.check_spec(&work, index);
+    /// Judges a run in its turn: the write that records it, with what follows in the same
+    /// push; or `None` while the failure of a baseline check is compared with the base. A
+    /// `product_failure` runs again on the same tree while `retry_on_failure` allows; a pass
+    /// after a failure is flaky (`CHECK_FLAKY`, unless `allow_flaky`, which merges it as a
+    /// coverage gap); any other verdict but `pass` ends the operation; the last run's pass
+    /// merges.
+    fn judged(
+        &mut self,
+        checking: &mut Checking,
+        progress_until: &mut Option<Timestamp>,
+        index: usize,
+        run: Judged,
+    ) -> Option<Write> {
+        let spec = checking.spec(index);
         let Judged {
             verdict,
             why,
             record,
             ..
         } = run.clone();
-        let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
-        work.attempts
+        let required = checking.plan.runs.len();
+        checking
+            .attempts
             .push(serde_json::json!({ "verdict": verdict, "why": why }));
-        let failures = work
+        let failures = checking
             .attempts
             .iter()
             .filter(|run| run["verdict"] == Verdict::ProductFailure.as_str())
             .count();
-        let runs = serde_json::Value::from(work.attempts.clone());
+        let runs = serde_json::Value::from(checking.attempts.clone());
         let blocked = |reason: ReasonCode, detail: serde_json::Value| {
             Then::End(Ending {
                 state: OpState::Blocked,
@@ -298,7 +292,7 @@ impl Runner {
         let then = match verdict {
             Verdict::ProductFailure if failures <= spec.retry_on_failure as usize => Then::Again,
             Verdict::ProductFailure if spec.baseline == Some(Baseline::Base) => {
-                return self.against_baseline(work, index, run);
+                return self.against_baseline(checking, progress_until, index, run);
             }
             Verdict::ProductFailure => blocked(
                 ReasonCode::CheckFailed,
@@ -324,7 +318,7 @@ impl Runner {
             ),
             Verdict::Pass => {
                 if failures > 0 {
-                    work.gaps.push(serde_json::json!({
+                    checking.gaps.push(serde_json::json!({
                         "check": spec.id,
                         "environment": spec.environment,
                         "flaky": true,
@@ -332,53 +326,52 @@ impl Runner {
                     }));
                 }
                 if index + 1 >= required {
-                    Then::Merge
+                    Then::Merge(Box::new(checking.merge(self.cfg.unsigned_trust())))
                 } else {
                     Then::Continue
                 }
             }
         };
-        self.write(
-            work,
-            Write::Check {
-                index,
-                verdict,
-                why,
-                record,
-                base_record: None,
-                then,
-            },
-        )
+        Some(check_write(
+            checking, &spec, verdict, why, record, None, then,
+        ))
     }
 
     /// A `baseline = "base"` check failed on the candidate: compare its failing units with the
     /// same check's result on the base. That is the base's own record of the check, when the
     /// remote holds one made with the same definition; else the check runs once on the base
-    /// tree, and its record is kept.
-    fn against_baseline(&mut self, work: Box<Work>, index: usize, run: Judged) -> Placed {
-        let spec = self.check_spec(&work, index);
-        let base = base_of_work(&work);
+    /// tree, and its record is kept. The write, when the comparison needs nothing read.
+    fn against_baseline(
+        &mut self,
+        checking: &mut Checking,
+        progress_until: &mut Option<Timestamp>,
+        index: usize,
+        run: Judged,
+    ) -> Option<Write> {
+        let spec = checking.spec(index);
+        let base = checking.base.clone();
         let key = (spec.id.clone(), spec.environment.clone());
         #[cfg(feature = "mutants")]
         if let Some(pretended) = self.mutant_baseline(&run.failed) {
             let pretended = Some(pretended.into_iter().collect());
-            return self.baseline_judged(work, index, run, pretended, None);
+            return Some(self.baseline_judged(checking, index, run, pretended, None));
         }
         if let Some((tree, known)) = &self.baselines
             && *tree == base.tree
             && let Some(failing) = known.get(&key)
         {
             let failing = failing.clone();
-            return self.baseline_judged(work, index, run, failing, None);
+            return Some(self.baseline_judged(checking, index, run, failing, None));
         }
         let notes = self.evidence_tips();
         if notes.is_empty() {
-            return self.run_base(work, index, run);
+            self.run_base(checking, progress_until, index, run);
+            return None;
         }
         let objects = vec![base.tree, base.commit];
         let read = Action::ReadNotes { notes, objects };
         self.send_work(read, Purpose::BaseRecords { index, run });
-        self.keep(work)
+        None
     }
 
     /// The evidence on the base answered: the base's own records of the check, made with the
@@ -386,13 +379,21 @@ impl Runner {
     /// runs on the base.
     pub(super) fn on_base_records(
         &mut self,
-        work: Box<Work>,
+        mut work: Box<Work>,
         index: usize,
         run: Judged,
         records: Result<Vec<String>, crate::machine::Fault>,
     ) -> Placed {
-        let spec = self.check_spec(&work, index);
-        let base = base_of_work(&work);
+        let Work {
+            phase: Phase::Checking(checking),
+            progress_until,
+            ..
+        } = &mut *work
+        else {
+            return self.keep(work);
+        };
+        let spec = checking.spec(index);
+        let base = checking.base.clone();
         let definition = EvidenceRecord::from_json(&run.record).map(|record| record.definition);
         let found = match definition {
             Ok(definition) => {
@@ -403,26 +404,30 @@ impl Runner {
         match found {
             Some(failing) => {
                 self.remember_base(&spec, base.tree, Some(failing.clone()));
-                self.baseline_judged(work, index, run, Some(failing), None)
+                let write = self.baseline_judged(checking, index, run, Some(failing), None);
+                self.write(work, write)
             }
-            None => self.run_base(work, index, run),
+            None => {
+                self.run_base(checking, progress_until, index, run);
+                self.keep(work)
+            }
         }
     }
 
     /// Runs the check once on the base tree, with the base's adapters.
-    fn run_base(&mut self, mut work: Box<Work>, index: usize, run: Judged) -> Placed {
-        let spec = self.check_spec(&work, index);
-        let base = base_of_work(&work);
-        let request = self.request_for(&work, &spec, base.clone(), base.clone(), Vec::new());
-        self.send_run(
-            &mut work,
-            index,
-            spec,
-            request,
-            base.commit,
-            Purpose::Baseline { index, run },
-        );
-        self.keep(work)
+    fn run_base(
+        &mut self,
+        checking: &mut Checking,
+        progress_until: &mut Option<Timestamp>,
+        index: usize,
+        run: Judged,
+    ) {
+        let spec = checking.spec(index);
+        let base = checking.base.clone();
+        let request = request_for(checking, &spec, base.clone(), base.clone(), Vec::new());
+        let check = check_run(spec, request, base.commit, index);
+        let purpose = Purpose::Baseline { index, run };
+        self.send_run(checking, progress_until, index, check, purpose);
     }
 
     /// The base run answered: remember what failed there, keep its record on the base, and
@@ -435,10 +440,18 @@ impl Runner {
         run: Judged,
         exit: CheckExit,
     ) -> Placed {
-        let Some(request) = Self::take_running(&mut work, index, id) else {
+        let Work {
+            phase: Phase::Checking(checking),
+            op,
+            ..
+        } = &mut *work
+        else {
             return self.keep(work);
         };
-        let spec = self.check_spec(&work, index);
+        let Some(request) = Self::take_running(checking, index, id) else {
+            return self.keep(work);
+        };
+        let spec = checking.spec(index);
         let (failing, kept) = match judge(&request, spec.expected_minimum, &exit) {
             Judgement::Judged(judged) => {
                 let failing = match judged.verdict {
@@ -446,7 +459,7 @@ impl Runner {
                     Verdict::Pass => Some(BTreeSet::new()),
                     _ => None,
                 };
-                let record = self.evidence(&work, &spec, &request, &judged, &exit);
+                let record = self.evidence(op, checking, &spec, &request, &judged, &exit);
                 let object = if CheckTarget::of(&spec).keyed_by_commit() {
                     request.candidate.commit.clone()
                 } else {
@@ -457,7 +470,8 @@ impl Runner {
             Judgement::Unavailable { reason } => return self.unavailable(work, reason),
         };
         self.remember_base(&spec, request.candidate.tree.clone(), failing.clone());
-        self.baseline_judged(work, index, run, failing, kept)
+        let write = self.baseline_judged(checking, index, run, failing, kept);
+        self.write(work, write)
     }
 
     /// Remembers what `spec` failed on the base tree `tree`, so that it runs once per base.
@@ -475,14 +489,14 @@ impl Runner {
     /// check; a base run with no verdict to compare with makes the run `unknown`, never a pass.
     fn baseline_judged(
         &mut self,
-        mut work: Box<Work>,
+        checking: &mut Checking,
         index: usize,
         run: Judged,
         base: Option<BTreeSet<String>>,
         kept: Option<(Oid, String)>,
-    ) -> Placed {
-        let spec = self.check_spec(&work, index);
-        let required = work.plan.as_ref().map_or(0, |p| p.runs.len());
+    ) -> Write {
+        let spec = checking.spec(index);
+        let required = checking.plan.runs.len();
         let Some(base) = base else {
             let why = format!(
                 "{} The same check on the base gave no verdict to compare with, so the run is \
@@ -500,29 +514,27 @@ impl Runner {
                 reason: Some(ReasonCode::CheckUnknown),
                 detail,
             });
-            return self.write(
-                work,
-                Write::Check {
-                    index,
-                    verdict: Verdict::Unknown,
-                    why,
-                    record: run.record,
-                    base_record: kept,
-                    then,
-                },
+            return check_write(
+                checking,
+                &spec,
+                Verdict::Unknown,
+                why,
+                run.record,
+                kept,
+                then,
             );
         };
         let (shared, new): (Vec<&UnitReason>, Vec<&UnitReason>) =
             run.failed.iter().partition(|unit| base.contains(&unit.id));
         let shared_ids: Vec<&String> = shared.iter().map(|unit| &unit.id).collect();
         let (then, why) = if !run.failed.is_empty() && new.is_empty() {
-            work.gaps.push(serde_json::json!({
+            checking.gaps.push(serde_json::json!({
                 "check": spec.id,
                 "environment": spec.environment,
                 "baseline_failures": shared_ids,
             }));
             let then = if index + 1 >= required {
-                Then::Merge
+                Then::Merge(Box::new(checking.merge(self.cfg.unsigned_trust())))
             } else {
                 Then::Continue
             };
@@ -547,17 +559,7 @@ impl Runner {
             });
             (then, run.why.clone())
         };
-        self.write(
-            work,
-            Write::Check {
-                index,
-                verdict: run.verdict,
-                why,
-                record: run.record,
-                base_record: kept,
-                then,
-            },
-        )
+        check_write(checking, &spec, run.verdict, why, run.record, kept, then)
     }
 
     /// Why this machine may not run `spec`: it does not serve the check's environment
@@ -589,15 +591,64 @@ impl Runner {
     }
 }
 
-/// The base the candidate in hand was built on: main's commit and its tree.
-fn base_of_work(work: &Work) -> CommitTree {
-    let built = work
-        .built
-        .as_ref()
-        .expect("checks run on a built candidate");
-    CommitTree {
-        commit: work.base.clone(),
-        tree: built.base_tree.clone(),
+/// The request for one run of `spec` on `candidate`, made on `base`, about the change under
+/// the base's policy.
+fn request_for(
+    checking: &Checking,
+    spec: &CheckSpec,
+    candidate: CommitTree,
+    base: CommitTree,
+    changed_paths: Vec<String>,
+) -> CheckRequest {
+    CheckRequest::build(RequestInput {
+        target: CheckTarget::of(spec),
+        policy_revision: checking.policy.revision.to_string(),
+        candidate,
+        base,
+        changed_paths,
+        change: Some(checking.change.clone()),
+    })
+}
+
+/// One run of `spec` for `request`, in the slot of plan index `index`.
+fn check_run(spec: CheckSpec, request: CheckRequest, adapter_from: Oid, index: usize) -> CheckRun {
+    CheckRun {
+        check: spec,
+        candidate: request.candidate.commit.clone(),
+        request,
+        adapter_from,
+        slot: u32::try_from(index).unwrap_or(u32::MAX),
+    }
+}
+
+/// The write that records a judged run of `spec` on the candidate with `verdict`, keeping the
+/// run's own `record` (when there is one) and `base_record` (that of its run on the base), and
+/// what follows in the same push.
+fn check_write(
+    checking: &Checking,
+    spec: &CheckSpec,
+    verdict: Verdict,
+    why: String,
+    record: String,
+    base_record: Option<(Oid, String)>,
+    then: Then,
+) -> Write {
+    let built = &checking.candidate.built;
+    // A record that counts only for the exact commit hangs on the commit.
+    let object = if CheckTarget::of(spec).keyed_by_commit() {
+        built.commit.clone()
+    } else {
+        built.tree.clone()
+    };
+    let kept = (!record.is_empty()).then_some((object, record));
+    Write::Check {
+        candidate: built.id.clone(),
+        check: spec.id.clone(),
+        environment: spec.environment.clone(),
+        verdict,
+        why,
+        notes: base_record.into_iter().chain(kept).collect(),
+        then,
     }
 }
 

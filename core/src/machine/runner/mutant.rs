@@ -203,8 +203,8 @@ impl Runner {
         self.mutant_is(Mutant::IgnoreHoldPlugin)
     }
 
-    pub(super) fn mutant_reuses_checks(&self, work: &Work) -> bool {
-        self.mutant_is(Mutant::ReuseChecksAfterMainMoved) && work.main_moved > 0
+    pub(super) fn mutant_reuses_checks(&self, main_moved: u32) -> bool {
+        self.mutant_is(Mutant::ReuseChecksAfterMainMoved) && main_moved > 0
     }
 
     pub(super) fn mutant_ignores_limits(&self) -> bool {

@@ -7,7 +7,7 @@
 //! the change that owns the red. Nothing of it is stored: the next candidate reads it again.
 
 use super::Runner;
-use super::work::{Built, Placed, Purpose, Work};
+use super::work::{Basis, Built, Placed, Purpose, Work};
 use crate::machine::red_read::{RedRead, RedStep};
 use crate::machine::{Completion, Misuse};
 use crate::reason::ReasonCode;
@@ -17,16 +17,13 @@ use crate::result::OpState;
 impl Runner {
     /// Judges the red of the base before `built` is taken as the work's candidate; a policy
     /// without post checks reads nothing.
-    pub(super) fn judge_red(&mut self, work: Box<Work>, built: Built) -> Placed {
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("a candidate is built under a policy");
+    pub(super) fn judge_red(&mut self, work: Box<Work>, built: Built, basis: Basis) -> Placed {
+        let policy = &basis.policy;
         let unjudged = PostCheck::of(policy).is_empty();
         #[cfg(feature = "mutants")]
         let unjudged = unjudged || self.mutant_ignores_red();
         if unjudged {
-            return self.accept(work, built);
+            return self.accept(work, built, basis);
         }
         // Records arrive at any time, and a runner seeded by `merge --wait` has fetched none:
         // the reader fetches the evidence afresh.
@@ -35,7 +32,10 @@ impl Runner {
             PostCheck::of(policy),
             self.cfg.red_window,
         );
-        self.send_work(fetch, Purpose::Red(built, Box::new(reader)));
+        self.send_work(
+            fetch,
+            Purpose::Red(built, Box::new(basis), Box::new(reader)),
+        );
         self.keep(work)
     }
 
@@ -45,6 +45,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         built: Built,
+        basis: Basis,
         mut reader: RedRead,
         completion: Completion,
     ) -> Result<Placed, Misuse> {
@@ -54,7 +55,8 @@ impl Runner {
                 return Err(Misuse(format!("a red read answered with {other:?}")));
             }
             Ok(RedStep::Ask(action)) => {
-                self.send_work(*action, Purpose::Red(built, Box::new(reader)));
+                let purpose = Purpose::Red(built, Box::new(basis), Box::new(reader));
+                self.send_work(*action, purpose);
                 return Ok(self.keep(work));
             }
             Ok(RedStep::Unread(why)) => {
@@ -71,7 +73,7 @@ impl Runner {
             .collect();
         let blocking = red.blocking(&built.changed_paths, &exempt);
         Ok(if blocking.is_empty() {
-            self.accept(work, built)
+            self.accept(work, built, basis)
         } else {
             let detail = red::refusal_detail(&blocking);
             self.end(work, OpState::Blocked, Some(ReasonCode::MainRed), detail)

@@ -1,11 +1,17 @@
 //! Working one claimed operation: policy, candidate, checks, and the merge push.
+//!
+//! The work goes through phases ([`Phase`]), each holding only what it needs: no candidate
+//! (the policy is read, then a candidate built under it), a candidate in hand (its plan made
+//! next, or main moved under it), then its checks ([`Checking`]). What a step in flight needs
+//! next travels with its action ([`Purpose`]): the policy a candidate is built under, and the
+//! candidate being judged. What a chain write pushes travels with the write ([`Write`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::reuse::reusable_pass;
-use crate::check::{CheckRequest, UnitReason, Verdict};
+use crate::check::{ChangeContext, CheckRequest, CommitTree, UnitReason, Verdict};
 use crate::event::{BayEvent, Ended};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
@@ -15,7 +21,7 @@ use crate::machine::{
     Action, ActionId, Append, BuildResult, CandidateSpec, Completion, Deadline, Expect, FetchSpec,
     LogAdd, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
-use crate::policy::{CheckSpec, Policy};
+use crate::policy::Policy;
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, StepBody};
 use crate::result::OpState;
@@ -30,16 +36,17 @@ const QUEUE_DEADLINE_RELEASES: u32 = 3;
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
     ReadPolicy,
-    Build,
+    /// A candidate built under `Basis`.
+    Build(Box<Basis>),
     /// The measures of a built candidate, judged by the base's `[limits]` before the
     /// candidate becomes the work's.
-    Stats(Built),
+    Stats(Built, Box<Basis>),
     /// A signed candidate read back raw, its signature judged before anything else.
-    Signature(Built),
+    Signature(Built, Box<Basis>),
     /// A step of judging the base's red, for a built candidate.
-    Red(Built, Box<crate::machine::red_read::RedRead>),
+    Red(Built, Box<Basis>, Box<crate::machine::red_read::RedRead>),
     /// The candidate's own policy, for a change that alters the checks.
-    ReadOwnPolicy,
+    ReadOwnPolicy(Built, Box<Basis>),
     /// The evidence on the candidate, for passes to reuse.
     ReadNotes,
     Check {
@@ -64,6 +71,14 @@ pub(super) enum Purpose {
     Verify(Write, FetchSpec),
 }
 
+/// What a candidate is built under, from its build to its plan: the policy at the base, and
+/// the draft the operation requests.
+#[derive(Clone, Debug)]
+pub(super) struct Basis {
+    pub policy: Policy,
+    pub draft: Oid,
+}
+
 /// A chain write the work wants, built into a push only when no other chain write is in
 /// flight, so that each one leases on the tip the previous one made. Every write also carries
 /// what is not recorded yet: the claim, and the candidate. So a runner claims with its first
@@ -75,15 +90,18 @@ pub(super) enum Write {
     Record,
     /// A judged check, then what follows it.
     Check {
-        index: usize,
+        /// The check step: the candidate the check ran on, the check and its environment.
+        candidate: CandidateId,
+        check: String,
+        environment: String,
         verdict: Verdict,
         why: String,
-        record: String,
-        /// The record of the check's run on the base, for the object it hangs on.
-        base_record: Option<(Oid, String)>,
+        /// The evidence records it keeps, each with the object it hangs on: the record of the
+        /// check's run on the base first, if there is one, then the run's own.
+        notes: Vec<(Oid, String)>,
         then: Then,
     },
-    Merge,
+    Merge(Box<Merge>),
     End(Ending),
     Release {
         reason: Option<ReasonCode>,
@@ -103,7 +121,14 @@ pub(super) enum Then {
     /// The operation ends short of a merge.
     End(Ending),
     /// That was the last check: merge.
-    Merge,
+    Merge(Box<Merge>),
+}
+
+/// A merge: main moves to the candidate's commit, and the outcome names what it merged.
+#[derive(Clone, Debug)]
+pub(super) struct Merge {
+    pub commit: Oid,
+    pub detail: serde_json::Value,
 }
 
 impl Write {
@@ -111,10 +136,10 @@ impl Write {
     fn ends(&self) -> bool {
         matches!(
             self,
-            Write::Merge
+            Write::Merge(_)
                 | Write::End(_)
                 | Write::Check {
-                    then: Then::Merge | Then::End(_),
+                    then: Then::Merge(_) | Then::End(_),
                     ..
                 }
         )
@@ -122,16 +147,16 @@ impl Write {
 
     /// Whether this push appends to the runner's evidence notes.
     fn notes(&self) -> bool {
-        matches!(self, Write::Check { record, base_record, .. } if !record.is_empty() || base_record.is_some())
+        matches!(self, Write::Check { notes, .. } if !notes.is_empty())
     }
 
     /// Whether this push moves main.
     fn merges(&self) -> bool {
         matches!(
             self,
-            Write::Merge
+            Write::Merge(_)
                 | Write::Check {
-                    then: Then::Merge,
+                    then: Then::Merge(_),
                     ..
                 }
         )
@@ -186,27 +211,71 @@ pub(super) struct Built {
     pub signed: bool,
 }
 
-/// One operation in hand.
+/// A candidate in hand, and whether its step is recorded: until it is, every chain write
+/// carries it.
 #[derive(Clone, Debug)]
-pub(super) struct Work {
-    pub record: ChangeRecord,
-    pub op: OpId,
-    /// The chain's tip as this runner last read or wrote it: every write leases on it.
-    pub tip: Oid,
-    /// The claim is recorded (at `tip` or before it).
-    pub claimed: bool,
-    /// The current candidate is recorded.
+pub(super) struct Candidate {
+    pub built: Built,
     pub recorded: bool,
-    /// Main as the candidate is built on it.
-    pub base: Oid,
-    /// The hold plugin's answer: the pass's that began this work, then the last one asked
-    /// before a push that moves main.
-    pub hold: super::hold::HoldAnswer,
-    pub policy: Option<Policy>,
-    pub built: Option<Built>,
-    /// What the current candidate must pass.
-    pub plan: Option<Plan>,
-    /// How many of the plan's runs the current candidate has passed.
+}
+
+/// Where the work's candidate stands.
+#[derive(Clone, Debug)]
+pub(super) enum Phase {
+    /// No candidate in hand: main's holds and the policy at the base are read, then a
+    /// candidate is built under that policy, measured and judged against main's red (what it
+    /// is built under and what was built travel with those actions).
+    Unbuilt,
+    /// A candidate in hand, its checks not planned yet: its own policy is read to plan them;
+    /// or main moved under it, and it stays in hand while the policy at the new main is read,
+    /// until the next one is built.
+    Built(Candidate),
+    /// The candidate's checks planned: the candidate is recorded, then its checks run and are
+    /// recorded in the plan's order.
+    Checking(Box<Checking>),
+}
+
+impl Phase {
+    /// The candidate in hand, if there is one.
+    fn candidate(&self) -> Option<&Candidate> {
+        match self {
+            Phase::Unbuilt => None,
+            Phase::Built(candidate) => Some(candidate),
+            Phase::Checking(checking) => Some(&checking.candidate),
+        }
+    }
+
+    /// The phase once a write recorded the candidate in hand.
+    fn recorded(&mut self) {
+        match self {
+            Phase::Unbuilt => {}
+            Phase::Built(candidate) => candidate.recorded = true,
+            Phase::Checking(checking) => checking.candidate.recorded = true,
+        }
+    }
+
+    /// The phase once main moved under the candidate in hand: only the candidate stays.
+    fn main_moved(self) -> Phase {
+        match self {
+            Phase::Checking(checking) => Phase::Built(checking.candidate),
+            phase => phase,
+        }
+    }
+}
+
+/// A candidate whose checks are planned, and how far they are.
+#[derive(Clone, Debug)]
+pub(super) struct Checking {
+    /// The policy at the base, which the checks' requests name.
+    pub policy: Policy,
+    /// The change, as each check's request tells it.
+    pub change: ChangeContext,
+    pub candidate: Candidate,
+    /// Main's commit the candidate is built on, and its tree.
+    pub base: CommitTree,
+    /// What the candidate must pass.
+    pub plan: Plan,
+    /// How many of the plan's runs the candidate has passed.
     pub done: usize,
     /// The runs of the current check so far on this candidate (`retry_on_failure`), each
     /// `{verdict, why}`.
@@ -215,13 +284,6 @@ pub(super) struct Work {
     /// after failing (`allow_flaky`), with every run, and failures the base shares
     /// (`baseline_failures`).
     pub gaps: Vec<serde_json::Value>,
-    /// Times main moved under a merge push in this work.
-    pub main_moved: u32,
-    pub heartbeat_at: Timestamp,
-    /// A chain write (heartbeat included) is in flight.
-    pub writing: bool,
-    /// A write waiting for the one in flight.
-    pub deferred: Option<Write>,
     /// Check runs in flight, by the plan index they answer (a baseline run answers the index
     /// whose failure it judges).
     pub running: BTreeMap<usize, Running>,
@@ -231,8 +293,34 @@ pub(super) struct Work {
     pub next_start: usize,
     /// Runs a pass recorded on exactly these inputs answers, by plan index: the producer.
     pub reused: BTreeMap<usize, String>,
+}
+
+/// One operation in hand.
+#[derive(Clone, Debug)]
+pub(super) struct Work {
+    pub record: ChangeRecord,
+    pub op: OpId,
+    /// The chain's tip as this runner last read or wrote it: every write leases on it.
+    pub tip: Oid,
+    /// The claim is recorded (at `tip` or before it).
+    pub claimed: bool,
+    /// Main as the candidate is built on it.
+    pub base: Oid,
+    /// The hold plugin's answer: the pass's that began this work, then the last one asked
+    /// before a push that moves main.
+    pub hold: super::hold::HoldAnswer,
+    /// Where the candidate stands.
+    pub phase: Phase,
+    /// Times main moved under a merge push in this work.
+    pub main_moved: u32,
+    pub heartbeat_at: Timestamp,
+    /// A chain write (heartbeat included) is in flight.
+    pub writing: bool,
+    /// A write waiting for the one in flight.
+    pub deferred: Option<Write>,
     /// The progress deadline, set when the first check starts: the wait before it (for a
-    /// machine that can run the check, say) never counts.
+    /// machine that can run the check, say) never counts. It holds for every candidate the
+    /// work builds.
     pub progress_until: Option<Timestamp>,
     /// The hold plugin's run asked before the push that moves main, while it is out.
     pub asking: Option<ActionId>,
@@ -262,23 +350,13 @@ impl Work {
             op,
             tip,
             claimed,
-            recorded: false,
             base,
             hold,
-            policy: None,
-            built: None,
-            plan: None,
-            done: 0,
-            attempts: Vec::new(),
-            gaps: Vec::new(),
+            phase: Phase::Unbuilt,
             main_moved: 0,
             heartbeat_at,
             writing: false,
             deferred: None,
-            running: BTreeMap::new(),
-            answered: BTreeMap::new(),
-            next_start: 0,
-            reused: BTreeMap::new(),
             progress_until: None,
             asking: None,
             cleared: false,
@@ -293,9 +371,13 @@ impl Work {
             at: self.heartbeat_at,
             why: Wake::Heartbeat,
         });
-        let check = self
-            .running
-            .values()
+        let running = match &self.phase {
+            Phase::Checking(checking) => Some(&checking.running),
+            Phase::Unbuilt | Phase::Built(_) => None,
+        };
+        let check = running
+            .into_iter()
+            .flat_map(BTreeMap::values)
             .map(|running| Deadline {
                 at: running.deadline,
                 why: Wake::CheckDeadline,
@@ -386,31 +468,33 @@ impl Runner {
         let Some(mut work) = self.take_work() else {
             return;
         };
-        let late: Vec<(usize, ActionId)> = work
-            .running
-            .iter()
-            .filter(|(_, running)| now >= running.deadline)
-            .map(|(index, running)| (*index, running.id))
-            .collect();
-        if !late.is_empty() {
-            // The driver should have killed each at its time limit; none answered, so each is
-            // unknown, never a pass. A late answer is ignored.
-            for (index, id) in late {
-                self.out.forget(id);
-                work.running.remove(&index);
-                work.answered.insert(
-                    index,
-                    Judged {
-                        verdict: Verdict::Unknown,
-                        why: "The check ran past its time limit and never answered.".into(),
-                        record: String::new(),
-                        failed: Vec::new(),
-                        stderr_log: None,
-                    },
-                );
+        if let Phase::Checking(checking) = &mut work.phase {
+            let late: Vec<(usize, ActionId)> = checking
+                .running
+                .iter()
+                .filter(|(_, running)| now >= running.deadline)
+                .map(|(index, running)| (*index, running.id))
+                .collect();
+            if !late.is_empty() {
+                // The driver should have killed each at its time limit; none answered, so
+                // each is unknown, never a pass. A late answer is ignored.
+                for (index, id) in late {
+                    self.out.forget(id);
+                    checking.running.remove(&index);
+                    checking.answered.insert(
+                        index,
+                        Judged {
+                            verdict: Verdict::Unknown,
+                            why: "The check ran past its time limit and never answered.".into(),
+                            record: String::new(),
+                            failed: Vec::new(),
+                            stderr_log: None,
+                        },
+                    );
+                }
+                let _placed = self.advance(work);
+                return;
             }
-            let _placed = self.advance(work);
-            return;
         }
         let _placed = if !work.writing && work.progress_until.is_some_and(|until| now >= until) {
             self.past_deadline(work)
@@ -426,14 +510,13 @@ impl Runner {
     /// time the operation is blocked.
     fn past_deadline(&mut self, mut work: Box<Work>) -> Placed {
         work.progress_until = None;
-        let ids: Vec<ActionId> = work
-            .running
-            .values()
-            .map(|r| r.id)
-            .chain(work.asking.take())
-            .collect();
-        work.running.clear();
-        work.answered.clear();
+        let mut ids: Vec<ActionId> = Vec::new();
+        if let Phase::Checking(checking) = &mut work.phase {
+            ids.extend(checking.running.values().map(|r| r.id));
+            checking.running.clear();
+            checking.answered.clear();
+        }
+        ids.extend(work.asking.take());
         for id in ids {
             self.out.forget(id);
         }
@@ -562,7 +645,11 @@ impl Runner {
         if !work.claimed {
             steps.push(self.step(&change, StepBody::Claim { op: op.clone() }));
         }
-        if let Some(built) = work.built.clone().filter(|_| !work.recorded) {
+        let unrecorded = work
+            .phase
+            .candidate()
+            .filter(|candidate| !candidate.recorded);
+        if let Some(built) = unrecorded.map(|candidate| candidate.built.clone()) {
             steps.push(self.step(
                 &change,
                 StepBody::Candidate {
@@ -582,38 +669,28 @@ impl Runner {
         match write {
             Write::Record => {}
             Write::Check {
-                index,
+                candidate,
+                check,
+                environment,
                 verdict,
                 why,
-                record,
-                base_record,
+                notes,
                 then,
             } => {
-                let built = work
-                    .built
-                    .clone()
-                    .expect("a check runs on a built candidate");
-                let spec = self.check_spec(work, *index);
                 steps.push(self.step(
                     &change,
                     StepBody::Check {
                         op: op.clone(),
-                        candidate: built.id,
-                        check: spec.id.clone(),
-                        environment: spec.environment.clone(),
+                        candidate: candidate.clone(),
+                        check: check.clone(),
+                        environment: environment.clone(),
                         verdict: *verdict,
                         why: why.clone(),
                     },
                 ));
-                // A record that counts only for the exact commit hangs on the commit. Notes of
-                // one producer in one push build on each other, under the first one's lease.
-                let object = if crate::check::CheckTarget::of(&spec).keyed_by_commit() {
-                    built.commit.clone()
-                } else {
-                    built.tree
-                };
-                let kept = (!record.is_empty()).then(|| (object, record.clone()));
-                for (object, record) in base_record.iter().cloned().chain(kept) {
+                // Notes of one producer in one push build on each other, under the first
+                // one's lease.
+                for (object, record) in notes.iter().cloned() {
                     let producer = self.cfg.runner.clone();
                     let expect = match self.refs.get(&refs::evidence(&producer)) {
                         Some(tip) => Expect::Is(tip.clone()),
@@ -630,10 +707,10 @@ impl Runner {
                 match then {
                     Then::Again | Then::Continue => {}
                     Then::End(end) => self.push_ending(work, &mut plan, &mut steps, end),
-                    Then::Merge => self.push_merge(work, &mut plan, &mut steps),
+                    Then::Merge(merge) => self.push_merge(work, &mut plan, &mut steps, merge),
                 }
             }
-            Write::Merge => self.push_merge(work, &mut plan, &mut steps),
+            Write::Merge(merge) => self.push_merge(work, &mut plan, &mut steps, merge),
             Write::End(end) => self.push_ending(work, &mut plan, &mut steps, end),
             Write::Release {
                 reason,
@@ -722,37 +799,34 @@ impl Runner {
         work: &Work,
         plan: &mut PushPlan,
         steps: &mut Vec<crate::record::Step>,
+        merge: &Merge,
     ) {
         let change = work.record.change.clone();
-        let built = work
-            .built
-            .clone()
-            .expect("a merge pushes a built candidate");
         steps.push(self.step(
             &change,
             StepBody::Outcome {
                 op: work.op.clone(),
                 state: OpState::Merged,
                 reason: None,
-                detail: merged_detail(work, &built, self.cfg.unsigned_trust()),
+                detail: merge.detail.clone(),
             },
         ));
         plan.updates.push(RefUpdate {
             name: self.main_ref(),
             expect: Expect::Is(work.base.clone()),
-            new: NewValue::Oid(built.commit.clone()),
+            new: NewValue::Oid(merge.commit.clone()),
         });
         plan.updates.push(RefUpdate {
             name: refs::landed(&change),
             expect: Expect::Absent,
-            new: NewValue::Oid(built.commit.clone()),
+            new: NewValue::Oid(merge.commit.clone()),
         });
         plan.updates.extend(self.give_up_place(work));
         plan.log = self.log_event(
             work,
             OpState::Merged,
             None,
-            Some((&built.commit, &work.base)),
+            Some((&merge.commit, &work.base)),
         );
     }
 
@@ -761,14 +835,6 @@ impl Runner {
     fn give_up_place(&self, work: &Work) -> Option<RefUpdate> {
         let seq = work.record.op(&work.op)?.seq;
         give_up_place(&self.refs, seq)
-    }
-
-    pub(super) fn check_spec(&self, work: &Work, index: usize) -> CheckSpec {
-        let plan = work
-            .plan
-            .as_ref()
-            .expect("checks run after the plan is made");
-        plan.runs[index].spec.clone()
     }
 
     /// Ends the operation short of a merge.
@@ -839,18 +905,20 @@ impl Runner {
         };
         let _placed = match (purpose, completion) {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(work, result),
-            (Purpose::Build, Completion::CandidateBuilt(result)) => self.on_built(work, result),
-            (Purpose::Stats(built), Completion::StatsRead(result)) => {
-                self.on_stats(work, built, result)
+            (Purpose::Build(basis), Completion::CandidateBuilt(result)) => {
+                self.on_built(work, *basis, result)
             }
-            (Purpose::Signature(built), Completion::CommitsRead(result)) => {
-                self.on_signature(work, built, result)
+            (Purpose::Stats(built, basis), Completion::StatsRead(result)) => {
+                self.on_stats(work, built, *basis, result)
             }
-            (Purpose::Red(built, reader), completion) => {
-                self.on_red(work, built, *reader, completion)?
+            (Purpose::Signature(built, basis), Completion::CommitsRead(result)) => {
+                self.on_signature(work, built, *basis, result)
             }
-            (Purpose::ReadOwnPolicy, Completion::FileRead(result)) => {
-                self.on_own_policy(work, result)
+            (Purpose::Red(built, basis, reader), completion) => {
+                self.on_red(work, built, *basis, *reader, completion)?
+            }
+            (Purpose::ReadOwnPolicy(built, basis), Completion::FileRead(result)) => {
+                self.on_own_policy(work, built, *basis, result)
             }
             (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(work, result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
@@ -881,7 +949,7 @@ impl Runner {
 
     fn on_policy(
         &mut self,
-        mut work: Box<Work>,
+        work: Box<Work>,
         result: Result<Option<Vec<u8>>, crate::machine::Fault>,
     ) -> Placed {
         match result {
@@ -898,10 +966,7 @@ impl Runner {
                 )
             }
             Ok(Some(bytes)) => match parse_policy(&bytes) {
-                Ok(policy) => {
-                    work.policy = Some(policy);
-                    self.build(work)
-                }
+                Ok(policy) => self.build(work, policy),
                 Err(why) => self.end(
                     work,
                     OpState::Blocked,
@@ -912,16 +977,11 @@ impl Runner {
         }
     }
 
-    fn build(&mut self, mut work: Box<Work>) -> Placed {
+    /// Builds a candidate on the base under `policy`, the policy there; the candidate in hand,
+    /// if there is one, is let go.
+    fn build(&mut self, mut work: Box<Work>, policy: Policy) -> Placed {
         let trailers = self.cfg.trailers.clone();
-        work.plan = None;
-        work.done = 0;
-        work.next_start = 0;
-        work.answered.clear();
-        work.reused.clear();
-        work.attempts.clear();
-        work.gaps.clear();
-        work.built = None;
+        work.phase = Phase::Unbuilt;
         let operation = work
             .record
             .op(&work.op)
@@ -951,13 +1011,21 @@ impl Runner {
             merge_base: self.mutant_merge_base(&work, spec.merge_base),
             ..spec
         };
-        self.send_work(Action::BuildCandidate(spec), Purpose::Build);
+        let basis = Basis {
+            policy,
+            draft: operation.draft.clone(),
+        };
+        self.send_work(
+            Action::BuildCandidate(spec),
+            Purpose::Build(Box::new(basis)),
+        );
         self.keep(work)
     }
 
     fn on_built(
         &mut self,
         work: Box<Work>,
+        basis: Basis,
         result: Result<BuildResult, crate::machine::Fault>,
     ) -> Placed {
         match result {
@@ -1023,10 +1091,10 @@ impl Runner {
                     let read = Action::ReadCommits {
                         commits: vec![built.commit.clone()],
                     };
-                    self.send_work(read, Purpose::Signature(built));
+                    self.send_work(read, Purpose::Signature(built, Box::new(basis)));
                     return self.keep(work);
                 }
-                self.measure(work, built)
+                self.measure(work, built, basis)
             }
         }
     }
@@ -1037,6 +1105,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         mut built: Built,
+        basis: Basis,
         result: Result<Vec<String>, crate::machine::Fault>,
     ) -> Placed {
         let raw = match result {
@@ -1066,7 +1135,7 @@ impl Runner {
         match verdict {
             Ok(Some(verdict)) if verdict.is_good() => {
                 built.signed = true;
-                self.measure(work, built)
+                self.measure(work, built, basis)
             }
             other => {
                 let why = match other {
@@ -1087,18 +1156,13 @@ impl Runner {
     }
 
     /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
-    fn measure(&mut self, work: Box<Work>, built: Built) -> Placed {
-        let unmeasured = work
-            .policy
-            .as_ref()
-            .expect("a candidate is built under a policy")
-            .limits
-            .is_unset();
+    fn measure(&mut self, work: Box<Work>, built: Built, basis: Basis) -> Placed {
+        let unmeasured = basis.policy.limits.is_unset();
         let base = work.base.clone();
         #[cfg(feature = "mutants")]
         let unmeasured = unmeasured || self.mutant_ignores_limits();
         if unmeasured {
-            return self.judge_red(work, built);
+            return self.judge_red(work, built, basis);
         }
         // The caps of the policy at the base judge the candidate against that base,
         // before any check runs; a policy without caps costs no measuring.
@@ -1106,7 +1170,7 @@ impl Runner {
             base,
             commit: built.commit.clone(),
         };
-        self.send_work(read, Purpose::Stats(built));
+        self.send_work(read, Purpose::Stats(built, Box::new(basis)));
         self.keep(work)
     }
 
@@ -1114,6 +1178,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         built: Built,
+        basis: Basis,
         result: Result<Vec<PathStat>, crate::machine::Fault>,
     ) -> Placed {
         let stats = match result {
@@ -1126,47 +1191,43 @@ impl Runner {
                 );
             }
         };
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("a candidate is built under a policy");
-        match policy.limits.judge(&stats) {
+        match basis.policy.limits.judge(&stats) {
             Some(too_large) => self.end(
                 work,
                 OpState::Blocked,
                 Some(ReasonCode::ChangeTooLarge),
                 too_large.detail(),
             ),
-            None => self.judge_red(work, built),
+            None => self.judge_red(work, built, basis),
         }
     }
 
     /// Takes a candidate within the caps as the work's, then reads its own policy when it
     /// changes the checks, or plans at once.
-    pub(super) fn accept(&mut self, mut work: Box<Work>, built: Built) -> Placed {
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("a candidate is built under a policy");
+    pub(super) fn accept(&mut self, mut work: Box<Work>, built: Built, basis: Basis) -> Placed {
         let own_policy =
-            plan::changes_checks(policy, &built.changed_paths).then(|| Action::ReadFile {
+            plan::changes_checks(&basis.policy, &built.changed_paths).then(|| Action::ReadFile {
                 commit: built.commit.clone(),
                 path: POLICY_PATH.into(),
             });
-        work.built = Some(built);
-        work.recorded = false;
+        work.phase = Phase::Built(Candidate {
+            built: built.clone(),
+            recorded: false,
+        });
         match own_policy {
             Some(read) => {
-                self.send_work(read, Purpose::ReadOwnPolicy);
+                self.send_work(read, Purpose::ReadOwnPolicy(built, Box::new(basis)));
                 self.keep(work)
             }
-            None => self.planned(work, None),
+            None => self.planned(work, built, basis, None),
         }
     }
 
     fn on_own_policy(
         &mut self,
         work: Box<Work>,
+        built: Built,
+        basis: Basis,
         result: Result<Option<Vec<u8>>, crate::machine::Fault>,
     ) -> Placed {
         match result {
@@ -1175,54 +1236,88 @@ impl Runner {
                 None,
                 format!("could not read the change's own {POLICY_PATH}: {fault}"),
             ),
-            Ok(bytes) => self.planned(work, bytes.map(|bytes| parse_policy(&bytes))),
+            Ok(bytes) => self.planned(work, built, basis, bytes.map(|bytes| parse_policy(&bytes))),
         }
     }
 
-    /// Decides what the candidate must pass (`own` is the change's own policy, as
+    /// Decides what the candidate `built` must pass (`own` is the change's own policy, as
     /// [`plan::plan`] takes it), then records the claim and the candidate; with nothing to
     /// run, they go up with the merge in one push.
-    fn planned(&mut self, mut work: Box<Work>, own: Option<Result<Policy, String>>) -> Placed {
-        let policy = work
-            .policy
-            .as_ref()
-            .expect("a candidate is built under a policy");
-        let built = work.built.as_ref().expect("planning a built candidate");
-        let planned = plan::plan(policy, own, &built.changed_paths, &self.now.date());
-        match planned {
-            Err(why) => self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::PolicyInvalid),
-                serde_json::json!({ "path": POLICY_PATH, "why": why }),
-            ),
-            Ok(plan) => {
-                // A run this machine may not do means the operation cannot end here: leave it,
-                // unclaimed, to a machine that can.
-                if let Some(why) = plan.runs.iter().find_map(|run| self.cannot_run(&run.spec)) {
-                    return self.unavailable(work, why);
-                }
-                let reuse = self.cfg.evidence_reuse
-                    && policy.reuse_unsigned
-                    && !plan.runs.is_empty()
-                    && plan
-                        .runs
-                        .iter()
-                        .all(|run| run.adapter_from == AdapterFrom::Base);
-                let (tree, commit) = (built.tree.clone(), built.commit.clone());
-                work.plan = Some(plan);
-                if reuse {
-                    let notes = self.evidence_tips();
-                    if !notes.is_empty() {
-                        let objects = vec![tree, commit];
-                        let read = Action::ReadNotes { notes, objects };
-                        self.send_work(read, Purpose::ReadNotes);
-                        return self.keep(work);
-                    }
-                }
-                self.record_plan(work)
+    fn planned(
+        &mut self,
+        mut work: Box<Work>,
+        built: Built,
+        basis: Basis,
+        own: Option<Result<Policy, String>>,
+    ) -> Placed {
+        let Basis { policy, draft } = basis;
+        let planned = plan::plan(&policy, own, &built.changed_paths, &self.now.date());
+        let plan = match planned {
+            Err(why) => {
+                return self.end(
+                    work,
+                    OpState::Blocked,
+                    Some(ReasonCode::PolicyInvalid),
+                    serde_json::json!({ "path": POLICY_PATH, "why": why }),
+                );
             }
+            Ok(plan) => plan,
+        };
+        // A run this machine may not do means the operation cannot end here: leave it,
+        // unclaimed, to a machine that can.
+        if let Some(why) = plan.runs.iter().find_map(|run| self.cannot_run(&run.spec)) {
+            return self.unavailable(work, why);
         }
+        let reuse = self.cfg.evidence_reuse
+            && policy.reuse_unsigned
+            && !plan.runs.is_empty()
+            && plan
+                .runs
+                .iter()
+                .all(|run| run.adapter_from == AdapterFrom::Base);
+        let (tree, commit) = (built.tree.clone(), built.commit.clone());
+        let change = ChangeContext {
+            id: work.record.change.clone(),
+            intent: work.record.intent.clone(),
+            actor: work.record.actor.clone(),
+            revision: draft,
+            messages: Vec::new(),
+        };
+        let checking = Checking {
+            policy,
+            change,
+            base: CommitTree {
+                commit: work.base.clone(),
+                tree: built.base_tree.clone(),
+            },
+            candidate: Candidate {
+                built,
+                recorded: false,
+            },
+            plan,
+            done: 0,
+            attempts: Vec::new(),
+            gaps: Vec::new(),
+            running: BTreeMap::new(),
+            answered: BTreeMap::new(),
+            next_start: 0,
+            reused: BTreeMap::new(),
+        };
+        let notes = if reuse {
+            self.evidence_tips()
+        } else {
+            Vec::new()
+        };
+        if !notes.is_empty() {
+            work.phase = Phase::Checking(Box::new(checking));
+            let objects = vec![tree, commit];
+            let read = Action::ReadNotes { notes, objects };
+            self.send_work(read, Purpose::ReadNotes);
+            return self.keep(work);
+        }
+        let write = self.record_plan(&checking, work.main_moved);
+        work.phase = Phase::Checking(Box::new(checking));
+        self.write(work, write)
     }
 
     /// The tip of every producer's evidence notes, as the pass fetched them.
@@ -1241,17 +1336,19 @@ impl Runner {
         mut work: Box<Work>,
         result: Result<Vec<String>, crate::machine::Fault>,
     ) -> Placed {
+        let main_moved = work.main_moved;
+        // The evidence is read only once the checks are planned.
+        let Phase::Checking(checking) = &mut work.phase else {
+            return self.keep(work);
+        };
         let records = result.unwrap_or_default();
-        let plan = work.plan.as_ref().expect("notes are read after the plan");
-        let built = work
-            .built
-            .as_ref()
-            .expect("notes are read for a built candidate");
+        let built = &checking.candidate.built;
         let candidate = crate::check::CommitTree {
             commit: built.commit.clone(),
             tree: built.tree.clone(),
         };
-        let reused: BTreeMap<usize, String> = plan
+        let reused: BTreeMap<usize, String> = checking
+            .plan
             .runs
             .iter()
             .enumerate()
@@ -1260,22 +1357,24 @@ impl Runner {
                     .map(|producer| (index, producer))
             })
             .collect();
-        work.reused = reused;
-        self.record_plan(work)
+        checking.reused = reused;
+        let write = self.record_plan(checking, main_moved);
+        self.write(work, write)
     }
 
-    /// Records the claim and the candidate, so that the checks can run; with nothing to run,
-    /// they go up with the merge in one push.
-    fn record_plan(&mut self, work: Box<Work>) -> Placed {
-        let nothing_to_run = work.plan.as_ref().is_none_or(|p| p.runs.is_empty());
+    /// The write that records the claim and the candidate, so that the checks can run; with
+    /// nothing to run, they go up with the merge in one push.
+    fn record_plan(&self, checking: &Checking, main_moved: u32) -> Write {
+        let nothing_to_run = checking.plan.runs.is_empty();
         #[cfg(feature = "mutants")]
-        let nothing_to_run = nothing_to_run || self.mutant_reuses_checks(&work);
-        let write = if nothing_to_run {
-            Write::Merge
+        let nothing_to_run = nothing_to_run || self.mutant_reuses_checks(main_moved);
+        #[cfg(not(feature = "mutants"))]
+        let _ = main_moved;
+        if nothing_to_run {
+            Write::Merge(Box::new(checking.merge(self.cfg.unsigned_trust())))
         } else {
             Write::Record
-        };
-        self.write(work, write)
+        }
     }
 
     fn on_heartbeat(&mut self, mut work: Box<Work>, report: PushReport, parent: Oid) -> Placed {
@@ -1366,7 +1465,7 @@ impl Runner {
                 self.request = super::request::Handover::None;
                 let change = work.record.change.clone();
                 work.tip = tip.clone();
-                work.recorded = true;
+                work.phase.recorded();
                 // What this runner wrote, folded in, keeps the record it holds true.
                 let folded = steps.iter().try_for_each(|step| work.record.append(step));
                 if !work.claimed {
@@ -1417,21 +1516,31 @@ impl Runner {
             Write::Check {
                 then: Then::Again, ..
             } => {
-                let done = work.done;
-                self.start_run(&mut work, done);
+                let Work {
+                    phase,
+                    progress_until,
+                    ..
+                } = &mut *work;
+                if let Phase::Checking(checking) = phase {
+                    let done = checking.done;
+                    self.start_run(checking, progress_until, done);
+                }
                 self.advance(work)
             }
             Write::Check {
                 then: Then::Continue,
                 ..
             } => {
-                work.done += 1;
-                work.attempts.clear();
+                if let Phase::Checking(checking) = &mut work.phase {
+                    checking.done += 1;
+                    checking.attempts.clear();
+                }
                 self.advance(work)
             }
-            Write::Merge
+            Write::Merge(_)
             | Write::Check {
-                then: Then::Merge, ..
+                then: Then::Merge(_),
+                ..
             } => {
                 self.merged += 1;
                 self.finished(work)
@@ -1521,6 +1630,7 @@ impl Runner {
                 };
                 work.main_moved += 1;
                 work.base = main_now;
+                work.phase = std::mem::replace(&mut work.phase, Phase::Unbuilt).main_moved();
                 if work.main_moved <= 1 {
                     // Main moved: build again on the new main, under the policy there, once.
                     self.read_policy(work)
@@ -1548,32 +1658,42 @@ impl Runner {
     }
 }
 
-/// What a merge's outcome names: the candidate, and what the plan spared or could not
-/// cover (`not_required`, `post_checks`, `coverage_gaps` with quarantines and flaky checks).
-fn merged_detail(work: &Work, built: &Built, unsigned: &str) -> serde_json::Value {
-    let mut detail = serde_json::Map::new();
-    detail.insert("candidate".into(), serde_json::json!(built.id));
-    detail.insert("commit".into(), serde_json::json!(built.commit));
-    detail.insert("tree".into(), serde_json::json!(built.tree));
-    detail.insert("base".into(), serde_json::json!(work.base));
-    if let Some(plan) = &work.plan {
-        detail.extend(plan.detail());
+impl Checking {
+    /// The check of run `index` of the plan.
+    pub fn spec(&self, index: usize) -> crate::policy::CheckSpec {
+        self.plan.runs[index].spec.clone()
     }
-    if !work.gaps.is_empty() {
-        let gaps = detail
-            .entry("coverage_gaps")
-            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
-        if let serde_json::Value::Array(gaps) = gaps {
-            gaps.extend(work.gaps.iter().cloned());
+
+    /// The merge of the candidate, once its checks are recorded: what its outcome names is
+    /// the candidate, and what the plan spared or could not cover (`not_required`,
+    /// `post_checks`, `coverage_gaps` with quarantines and flaky checks).
+    pub fn merge(&self, unsigned: &str) -> Merge {
+        let built = &self.candidate.built;
+        let mut detail = serde_json::Map::new();
+        detail.insert("candidate".into(), serde_json::json!(built.id));
+        detail.insert("commit".into(), serde_json::json!(built.commit));
+        detail.insert("tree".into(), serde_json::json!(built.tree));
+        detail.insert("base".into(), serde_json::json!(self.base.commit));
+        detail.extend(self.plan.detail());
+        if !self.gaps.is_empty() {
+            let gaps = detail
+                .entry("coverage_gaps")
+                .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+            if let serde_json::Value::Array(gaps) = gaps {
+                gaps.extend(self.gaps.iter().cloned());
+            }
+        }
+        let trust = if built.signed {
+            crate::trust::Trust::Signed.as_str()
+        } else {
+            unsigned
+        };
+        detail.insert("trust".into(), serde_json::json!(trust));
+        Merge {
+            commit: built.commit.clone(),
+            detail: serde_json::Value::Object(detail),
         }
     }
-    let trust = if built.signed {
-        crate::trust::Trust::Signed.as_str()
-    } else {
-        unsigned
-    };
-    detail.insert("trust".into(), serde_json::json!(trust));
-    serde_json::Value::Object(detail)
 }
 
 /// A check refusal says how far its evidence is trusted, as a merge does: `unsigned` (or
