@@ -25,7 +25,9 @@ impl Runner {
         let Ok(event) = BayEvent::from_message(&message) else {
             return;
         };
-        let json = serde_json::to_string(&event).expect("an event serializes: plain data");
+        let Ok(json) = serde_json::to_string(&event) else {
+            return;
+        };
         let run = Action::RunPlugin(notify_call(plugin, main, &json));
         self.out.send(run, Purpose::Notify);
     }

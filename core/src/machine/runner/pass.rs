@@ -11,7 +11,7 @@ use crate::machine::{
     Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, RawStep, unreadable,
 };
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, Step};
+use crate::record::{ChangeRecord, Operation, Step};
 use crate::result::BayResult;
 use crate::result::OpState;
 use crate::time::Timestamp;
@@ -71,7 +71,20 @@ pub(super) struct Pass {
 /// What the pass found at the head of the queue.
 enum Head {
     Empty,
-    Op { change: ChangeId, op: OpId },
+    /// The live operation first in queue order, as read: its change's record, the operation
+    /// in it, and the chain's tip.
+    Op {
+        record: Box<ChangeRecord>,
+        operation: Box<Operation>,
+        tip: Oid,
+    },
+}
+
+/// A queue place's live operation, as read at its chain's tip.
+struct Live<'a> {
+    tip: &'a Oid,
+    record: &'a ChangeRecord,
+    operation: &'a Operation,
 }
 
 impl Runner {
@@ -379,9 +392,8 @@ impl Runner {
         );
     }
 
-    /// A queue place's live operation and where it stands in the queue
-    /// (`Operation::queue_key`): `None` when it has ended or cannot be read.
-    fn live_state(&self, place: &Place) -> Option<(ChangeId, OpId, (u64, bool, u64))> {
+    /// A queue place's live operation: `None` when it has ended or cannot be read.
+    fn live_state(&self, place: &Place) -> Option<Live<'_>> {
         let op = place.op.as_ref().ok()?;
         let chain = self.chains.get(&op.change)?;
         if self.refs.get(&refs::change(&op.change)) != Some(&chain.tip) {
@@ -389,8 +401,11 @@ impl Runner {
         }
         let record = chain.record.as_ref().ok()?;
         let operation = record.op(op)?;
-        (!operation.state.is_terminal())
-            .then(|| (op.change.clone(), op.clone(), operation.queue_key()))
+        (!operation.state.is_terminal()).then_some(Live {
+            tip: &chain.tip,
+            record,
+            operation,
+        })
     }
 
     /// Finds the head, the live operation first in queue order, raising the floor over every
@@ -398,32 +413,35 @@ impl Runner {
     fn find_head(&mut self) -> Head {
         let mut floor = self.floor;
         let mut ended_so_far = true;
-        let mut head: Option<((u64, bool, u64), ChangeId, OpId)> = None;
+        // The first live operation in queue order (`Operation::queue_key`).
+        let mut head: Option<Live<'_>> = None;
         for (seq, place) in self.places.range(self.floor + 1..) {
             #[cfg(feature = "mutants")]
             if self.mutant_stops_at(place) {
                 break;
             }
-            if let Some((change, op, key)) = self.live_state(place) {
+            if let Some(live) = self.live_state(place) {
                 ended_so_far = false;
                 // A held operation, or one whose dependencies are pending, is passed over: it
                 // waits without holding up the others.
-                let waiting = self.record(&change).is_some_and(|record| {
-                    self.held(record).is_some()
-                        || matches!(
-                            self.waiting_on(record),
-                            Some((ReasonCode::DependencyPending, _))
-                        )
-                });
+                let waiting = self.held(live.record).is_some()
+                    || matches!(
+                        self.waiting_on(live.record),
+                        Some((ReasonCode::DependencyPending, _))
+                    );
                 if waiting {
                     continue;
                 }
                 #[cfg(feature = "mutants")]
-                if self.mutant_skips_claimed_head(&change, &op) {
+                if self.mutant_skips_claimed_head(&live.record.change, &live.operation.id) {
                     continue;
                 }
-                if head.as_ref().is_none_or(|(first, ..)| key < *first) {
-                    head = Some((key, change, op));
+                let key = live.operation.queue_key();
+                if head
+                    .as_ref()
+                    .is_none_or(|first| key < first.operation.queue_key())
+                {
+                    head = Some(live);
                 }
                 continue;
             }
@@ -433,8 +451,13 @@ impl Runner {
                 ended_so_far = false;
             }
         }
+        let head = head.map_or(Head::Empty, |live| Head::Op {
+            record: Box::new(live.record.clone()),
+            operation: Box::new(live.operation.clone()),
+            tip: live.tip.clone(),
+        });
         self.floor = floor;
-        head.map_or(Head::Empty, |(_, change, op)| Head::Op { change, op })
+        head
     }
 
     /// Ended for good: its chain was read at the remote's tip and the operation is over. A
@@ -532,7 +555,7 @@ impl Runner {
         // The hold plugin is asked only for an operation the pass would take on now: the head
         // (which for `merge --wait` must wait when it is another's), or `merge --wait`'s own.
         let mut heads: Vec<ChangeRecord> = match self.find_head() {
-            Head::Op { change, .. } => self.record(&change).cloned().into_iter().collect(),
+            Head::Op { record, .. } => vec![*record],
             Head::Empty => Vec::new(),
         };
         if let RunMode::Only(op) = &self.cfg.mode {
@@ -557,35 +580,32 @@ impl Runner {
         }
         let head = self.find_head();
         self.present_pass(&head);
-        let Head::Op { change, op } = head else {
+        let Head::Op {
+            record,
+            operation,
+            tip,
+        } = head
+        else {
             self.watch = None;
             return self.bisect_or_rest();
         };
         if let RunMode::Only(only) = &self.cfg.mode
-            && only != &op
+            && only != &operation.id
         {
             // Another operation is ahead: it merges first, by whichever runner.
             let interval = self.cfg.interval_ms;
             return self.rest(interval);
         }
-        let tip = self.refs[&refs::change(&change)].clone();
-        let record = self
-            .record(&change)
-            .cloned()
-            .expect("a live head has a readable record");
-        let operation = record
-            .op(&op)
-            .expect("a live head's operation is in its record");
         match &operation.owner {
             None => {
                 self.watch = None;
-                self.begin(record, op, tip, false);
+                self.begin(*record, &operation, tip, false);
             }
-            Some(owner) if owner == &self.cfg.runner && self.is_mine(&change, &tip) => {
+            Some(owner) if owner == &self.cfg.runner && self.is_mine(&record.change, &tip) => {
                 self.watch = None;
-                self.begin(record, op, tip, true);
+                self.begin(*record, &operation, tip, true);
             }
-            Some(_) => self.watch_or_take_over(change, op, tip),
+            Some(_) => self.watch_or_take_over(*record, &operation, tip),
         }
     }
 
@@ -598,14 +618,10 @@ impl Runner {
             .filter(|(_, place)| self.live_state(place).is_some())
             .count();
         let holding = match head {
-            Head::Op { change, op } => self
-                .record(change)
-                .and_then(|record| record.op(op))
-                .filter(|operation| match &operation.owner {
-                    None => true,
-                    Some(owner) => owner == &self.cfg.runner,
-                })
-                .map(|_| op.clone()),
+            Head::Op { operation, .. } => match &operation.owner {
+                None => Some(operation.id.clone()),
+                Some(owner) => (owner == &self.cfg.runner).then(|| operation.id.clone()),
+            },
             Head::Empty => None,
         };
         self.present(holding, depth as u64);
@@ -634,25 +650,22 @@ impl Runner {
 
     /// Takes over a claim only after its chain has not moved for one whole lease, timed on
     /// this runner's own clock from the moment it first saw that tip.
-    fn watch_or_take_over(&mut self, change: ChangeId, op: OpId, tip: Oid) {
+    fn watch_or_take_over(&mut self, record: ChangeRecord, operation: &Operation, tip: Oid) {
         let lease = self.cfg.lease_ms;
         match &self.watch {
-            Some(watch) if watch.change == change && watch.tip == tip => {
+            Some(watch) if watch.change == record.change && watch.tip == tip => {
                 #[cfg(feature = "mutants")]
                 if self.mutant_never_takes_over() {
                     return self.rest_until_watch();
                 }
                 if self.now.millis_since(watch.since) >= lease {
                     self.watch = None;
-                    return match self.record(&change).cloned() {
-                        Some(record) => self.begin(record, op, tip, false),
-                        None => self.rest(0),
-                    };
+                    return self.begin(record, operation, tip, false);
                 }
             }
             _ => {
                 self.watch = Some(Watch {
-                    change,
+                    change: record.change,
                     tip,
                     since: self.now,
                 })
@@ -676,7 +689,7 @@ impl Runner {
     /// claiming it with the first write, leased on the `tip` the pass read. A runner reads the
     /// policy and builds the candidate before it claims, so the claim goes up with what the
     /// operation needs next: its candidate, or its whole merge when no check is required.
-    fn begin(&mut self, record: ChangeRecord, op: OpId, tip: Oid, claimed: bool) {
+    fn begin(&mut self, record: ChangeRecord, operation: &Operation, tip: Oid, claimed: bool) {
         let change = record.change.clone();
         self.mine = claimed.then(|| (change.clone(), BTreeSet::from([tip.clone()])));
         let Some(base) = self.refs.get(&self.main_ref()).cloned() else {
@@ -689,7 +702,7 @@ impl Runner {
             .unwrap_or_default();
         let work = Work::new(
             record,
-            op,
+            operation,
             tip,
             claimed,
             base,

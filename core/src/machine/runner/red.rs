@@ -7,9 +7,10 @@
 //! the change that owns the red. Nothing of it is stored: the next candidate reads it again.
 
 use super::Runner;
-use super::work::{Basis, Built, Placed, Purpose, Work};
+use super::work::{Built, Placed, Purpose, Work};
 use crate::machine::red_read::{RedRead, RedStep};
 use crate::machine::{Completion, Misuse};
+use crate::policy::Policy;
 use crate::reason::ReasonCode;
 use crate::red::{self, PostCheck};
 use crate::result::OpState;
@@ -17,24 +18,23 @@ use crate::result::OpState;
 impl Runner {
     /// Judges the red of the base before `built` is taken as the work's candidate; a policy
     /// without post checks reads nothing.
-    pub(super) fn judge_red(&mut self, work: Box<Work>, built: Built, basis: Basis) -> Placed {
-        let policy = &basis.policy;
-        let unjudged = PostCheck::of(policy).is_empty();
+    pub(super) fn judge_red(&mut self, work: Box<Work>, built: Built, policy: Policy) -> Placed {
+        let unjudged = PostCheck::of(&policy).is_empty();
         #[cfg(feature = "mutants")]
         let unjudged = unjudged || self.mutant_ignores_red();
         if unjudged {
-            return self.accept(work, built, basis);
+            return self.accept(work, built, policy);
         }
         // Records arrive at any time, and a runner seeded by `merge --wait` has fetched none:
         // the reader fetches the evidence afresh.
         let (reader, fetch) = RedRead::with_checks(
             work.base.clone(),
-            PostCheck::of(policy),
+            PostCheck::of(&policy),
             self.cfg.red_window,
         );
         self.send_work(
             fetch,
-            Purpose::Red(built, Box::new(basis), Box::new(reader)),
+            Purpose::Red(built, Box::new(policy), Box::new(reader)),
         );
         self.keep(work)
     }
@@ -45,7 +45,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         built: Built,
-        basis: Basis,
+        policy: Policy,
         mut reader: RedRead,
         completion: Completion,
     ) -> Result<Placed, Misuse> {
@@ -55,7 +55,7 @@ impl Runner {
                 return Err(Misuse(format!("a red read answered with {other:?}")));
             }
             Ok(RedStep::Ask(action)) => {
-                let purpose = Purpose::Red(built, Box::new(basis), Box::new(reader));
+                let purpose = Purpose::Red(built, Box::new(policy), Box::new(reader));
                 self.send_work(*action, purpose);
                 return Ok(self.keep(work));
             }
@@ -73,7 +73,7 @@ impl Runner {
             .collect();
         let blocking = red.blocking(&built.changed_paths, &exempt);
         Ok(if blocking.is_empty() {
-            self.accept(work, built, basis)
+            self.accept(work, built, policy)
         } else {
             let detail = red::refusal_detail(&blocking);
             self.end(work, OpState::Blocked, Some(ReasonCode::MainRed), detail)

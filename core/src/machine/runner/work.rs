@@ -23,7 +23,7 @@ use crate::machine::{
 };
 use crate::policy::Policy;
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, StepBody};
+use crate::record::{ChangeRecord, Operation, StepBody};
 use crate::result::OpState;
 use crate::time::Timestamp;
 
@@ -36,17 +36,17 @@ const QUEUE_DEADLINE_RELEASES: u32 = 3;
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
     ReadPolicy,
-    /// A candidate built under `Basis`.
-    Build(Box<Basis>),
+    /// A candidate built under the policy at the base.
+    Build(Box<Policy>),
     /// The measures of a built candidate, judged by the base's `[limits]` before the
     /// candidate becomes the work's.
-    Stats(Built, Box<Basis>),
+    Stats(Built, Box<Policy>),
     /// A signed candidate read back raw, its signature judged before anything else.
-    Signature(Built, Box<Basis>),
+    Signature(Built, Box<Policy>),
     /// A step of judging the base's red, for a built candidate.
-    Red(Built, Box<Basis>, Box<crate::machine::red_read::RedRead>),
+    Red(Built, Box<Policy>, Box<crate::machine::red_read::RedRead>),
     /// The candidate's own policy, for a change that alters the checks.
-    ReadOwnPolicy(Built, Box<Basis>),
+    ReadOwnPolicy(Built, Box<Policy>),
     /// The evidence on the candidate, for passes to reuse.
     ReadNotes,
     Check {
@@ -69,14 +69,6 @@ pub(super) enum Purpose {
     Write(Write, Vec<crate::record::Step>),
     /// A fetch to learn why a write was refused.
     Verify(Write, FetchSpec),
-}
-
-/// What a candidate is built under, from its build to its plan: the policy at the base, and
-/// the draft the operation requests.
-#[derive(Clone, Debug)]
-pub(super) struct Basis {
-    pub policy: Policy,
-    pub draft: Oid,
 }
 
 /// A chain write the work wants, built into a push only when no other chain write is in
@@ -295,11 +287,24 @@ pub(super) struct Checking {
     pub reused: BTreeMap<usize, String>,
 }
 
+/// What an operation's request asks: fixed for the operation's life.
+#[derive(Clone, Debug)]
+pub(super) struct Requested {
+    /// The draft it asks to merge.
+    pub draft: Oid,
+    /// Main's commit the draft was made on: the candidate's merge base.
+    pub base: Oid,
+    /// Who asked.
+    pub by: String,
+}
+
 /// One operation in hand.
 #[derive(Clone, Debug)]
 pub(super) struct Work {
     pub record: ChangeRecord,
     pub op: OpId,
+    /// What the operation's request asks, as the record holds it.
+    pub requested: Requested,
     /// The chain's tip as this runner last read or wrote it: every write leases on it.
     pub tip: Oid,
     /// The claim is recorded (at `tip` or before it).
@@ -334,11 +339,11 @@ pub(super) struct Work {
 }
 
 impl Work {
-    /// Work on `op` of `record`, whose chain's tip is `tip`; `claimed` when this runner holds
+    /// Work on `operation` of `record`, whose chain's tip is `tip`; `claimed` when this runner holds
     /// the claim there already; its first heartbeat is due at `heartbeat_at`.
     pub fn new(
         record: ChangeRecord,
-        op: OpId,
+        operation: &Operation,
         tip: Oid,
         claimed: bool,
         base: Oid,
@@ -347,7 +352,12 @@ impl Work {
     ) -> Work {
         Work {
             record,
-            op,
+            op: operation.id.clone(),
+            requested: Requested {
+                draft: operation.draft.clone(),
+                base: operation.base.clone(),
+                by: operation.requested_by.clone(),
+            },
             tip,
             claimed,
             base,
@@ -905,20 +915,20 @@ impl Runner {
         };
         let _placed = match (purpose, completion) {
             (Purpose::ReadPolicy, Completion::FileRead(result)) => self.on_policy(work, result),
-            (Purpose::Build(basis), Completion::CandidateBuilt(result)) => {
-                self.on_built(work, *basis, result)
+            (Purpose::Build(policy), Completion::CandidateBuilt(result)) => {
+                self.on_built(work, *policy, result)
             }
-            (Purpose::Stats(built, basis), Completion::StatsRead(result)) => {
-                self.on_stats(work, built, *basis, result)
+            (Purpose::Stats(built, policy), Completion::StatsRead(result)) => {
+                self.on_stats(work, built, *policy, result)
             }
-            (Purpose::Signature(built, basis), Completion::CommitsRead(result)) => {
-                self.on_signature(work, built, *basis, result)
+            (Purpose::Signature(built, policy), Completion::CommitsRead(result)) => {
+                self.on_signature(work, built, *policy, result)
             }
-            (Purpose::Red(built, basis, reader), completion) => {
-                self.on_red(work, built, *basis, *reader, completion)?
+            (Purpose::Red(built, policy, reader), completion) => {
+                self.on_red(work, built, *policy, *reader, completion)?
             }
-            (Purpose::ReadOwnPolicy(built, basis), Completion::FileRead(result)) => {
-                self.on_own_policy(work, built, *basis, result)
+            (Purpose::ReadOwnPolicy(built, policy), Completion::FileRead(result)) => {
+                self.on_own_policy(work, built, *policy, result)
             }
             (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(work, result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
@@ -982,27 +992,23 @@ impl Runner {
     fn build(&mut self, mut work: Box<Work>, policy: Policy) -> Placed {
         let trailers = self.cfg.trailers.clone();
         work.phase = Phase::Unbuilt;
-        let operation = work
-            .record
-            .op(&work.op)
-            .expect("the work's operation is in its record");
         // Candidates are numbered as the record holds them: one built and never recorded
         // (main moved before it went up) leaves no gap.
-        let attempt = u32::try_from(operation.candidates.len() + 1).unwrap_or(u32::MAX);
+        let recorded = work.record.op(&work.op).map_or(0, |o| o.candidates.len());
+        let attempt = u32::try_from(recorded + 1).unwrap_or(u32::MAX);
         let candidate = work.op.candidate(attempt);
         let message = candidate_message(
             &work.record,
             &work.op,
-            &operation.requested_by,
+            &work.requested.by,
             &candidate,
             &trailers,
         );
-        let merge_base = operation.base.clone();
         let spec = CandidateSpec {
             candidate,
             base: work.base.clone(),
-            draft: operation.draft.clone(),
-            merge_base,
+            draft: work.requested.draft.clone(),
+            merge_base: work.requested.base.clone(),
             message,
             sign: self.cfg.signer.as_ref().map(|s| s.executor_key.clone()),
         };
@@ -1011,13 +1017,9 @@ impl Runner {
             merge_base: self.mutant_merge_base(&work, spec.merge_base),
             ..spec
         };
-        let basis = Basis {
-            policy,
-            draft: operation.draft.clone(),
-        };
         self.send_work(
             Action::BuildCandidate(spec),
-            Purpose::Build(Box::new(basis)),
+            Purpose::Build(Box::new(policy)),
         );
         self.keep(work)
     }
@@ -1025,7 +1027,7 @@ impl Runner {
     fn on_built(
         &mut self,
         work: Box<Work>,
-        basis: Basis,
+        policy: Policy,
         result: Result<BuildResult, crate::machine::Fault>,
     ) -> Placed {
         match result {
@@ -1044,7 +1046,7 @@ impl Runner {
                 // The request names a draft the remote does not hold: no retry can build it,
                 // so the operation ends, by name, and the queue goes on. A draft Git cannot
                 // read is a fault no reason code names (as for a merge Git cannot read).
-                let draft = work.record.op(&work.op).map(|o| o.draft.clone());
+                let draft = &work.requested.draft;
                 let detail = serde_json::json!({
                     "why": format!(
                         "the draft this request names, or the version of main it was made on, \
@@ -1091,10 +1093,10 @@ impl Runner {
                     let read = Action::ReadCommits {
                         commits: vec![built.commit.clone()],
                     };
-                    self.send_work(read, Purpose::Signature(built, Box::new(basis)));
+                    self.send_work(read, Purpose::Signature(built, Box::new(policy)));
                     return self.keep(work);
                 }
-                self.measure(work, built, basis)
+                self.measure(work, built, policy)
             }
         }
     }
@@ -1105,7 +1107,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         mut built: Built,
-        basis: Basis,
+        policy: Policy,
         result: Result<Vec<String>, crate::machine::Fault>,
     ) -> Placed {
         let raw = match result {
@@ -1135,7 +1137,7 @@ impl Runner {
         match verdict {
             Ok(Some(verdict)) if verdict.is_good() => {
                 built.signed = true;
-                self.measure(work, built, basis)
+                self.measure(work, built, policy)
             }
             other => {
                 let why = match other {
@@ -1156,13 +1158,13 @@ impl Runner {
     }
 
     /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
-    fn measure(&mut self, work: Box<Work>, built: Built, basis: Basis) -> Placed {
-        let unmeasured = basis.policy.limits.is_unset();
+    fn measure(&mut self, work: Box<Work>, built: Built, policy: Policy) -> Placed {
+        let unmeasured = policy.limits.is_unset();
         let base = work.base.clone();
         #[cfg(feature = "mutants")]
         let unmeasured = unmeasured || self.mutant_ignores_limits();
         if unmeasured {
-            return self.judge_red(work, built, basis);
+            return self.judge_red(work, built, policy);
         }
         // The caps of the policy at the base judge the candidate against that base,
         // before any check runs; a policy without caps costs no measuring.
@@ -1170,7 +1172,7 @@ impl Runner {
             base,
             commit: built.commit.clone(),
         };
-        self.send_work(read, Purpose::Stats(built, Box::new(basis)));
+        self.send_work(read, Purpose::Stats(built, Box::new(policy)));
         self.keep(work)
     }
 
@@ -1178,7 +1180,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         built: Built,
-        basis: Basis,
+        policy: Policy,
         result: Result<Vec<PathStat>, crate::machine::Fault>,
     ) -> Placed {
         let stats = match result {
@@ -1191,22 +1193,22 @@ impl Runner {
                 );
             }
         };
-        match basis.policy.limits.judge(&stats) {
+        match policy.limits.judge(&stats) {
             Some(too_large) => self.end(
                 work,
                 OpState::Blocked,
                 Some(ReasonCode::ChangeTooLarge),
                 too_large.detail(),
             ),
-            None => self.judge_red(work, built, basis),
+            None => self.judge_red(work, built, policy),
         }
     }
 
     /// Takes a candidate within the caps as the work's, then reads its own policy when it
     /// changes the checks, or plans at once.
-    pub(super) fn accept(&mut self, mut work: Box<Work>, built: Built, basis: Basis) -> Placed {
+    pub(super) fn accept(&mut self, mut work: Box<Work>, built: Built, policy: Policy) -> Placed {
         let own_policy =
-            plan::changes_checks(&basis.policy, &built.changed_paths).then(|| Action::ReadFile {
+            plan::changes_checks(&policy, &built.changed_paths).then(|| Action::ReadFile {
                 commit: built.commit.clone(),
                 path: POLICY_PATH.into(),
             });
@@ -1216,10 +1218,10 @@ impl Runner {
         });
         match own_policy {
             Some(read) => {
-                self.send_work(read, Purpose::ReadOwnPolicy(built, Box::new(basis)));
+                self.send_work(read, Purpose::ReadOwnPolicy(built, Box::new(policy)));
                 self.keep(work)
             }
-            None => self.planned(work, built, basis, None),
+            None => self.planned(work, built, policy, None),
         }
     }
 
@@ -1227,7 +1229,7 @@ impl Runner {
         &mut self,
         work: Box<Work>,
         built: Built,
-        basis: Basis,
+        policy: Policy,
         result: Result<Option<Vec<u8>>, crate::machine::Fault>,
     ) -> Placed {
         match result {
@@ -1236,7 +1238,7 @@ impl Runner {
                 None,
                 format!("could not read the change's own {POLICY_PATH}: {fault}"),
             ),
-            Ok(bytes) => self.planned(work, built, basis, bytes.map(|bytes| parse_policy(&bytes))),
+            Ok(bytes) => self.planned(work, built, policy, bytes.map(|bytes| parse_policy(&bytes))),
         }
     }
 
@@ -1247,10 +1249,9 @@ impl Runner {
         &mut self,
         mut work: Box<Work>,
         built: Built,
-        basis: Basis,
+        policy: Policy,
         own: Option<Result<Policy, String>>,
     ) -> Placed {
-        let Basis { policy, draft } = basis;
         let planned = plan::plan(&policy, own, &built.changed_paths, &self.now.date());
         let plan = match planned {
             Err(why) => {
@@ -1280,7 +1281,7 @@ impl Runner {
             id: work.record.change.clone(),
             intent: work.record.intent.clone(),
             actor: work.record.actor.clone(),
-            revision: draft,
+            revision: work.requested.draft.clone(),
             messages: Vec::new(),
         };
         let checking = Checking {
