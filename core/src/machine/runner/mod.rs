@@ -346,9 +346,7 @@ pub struct Runner {
     presence_known: bool,
     /// When this runner last pushed its presence, on its own clock, or an earlier run of it
     /// did: at most once per heartbeat.
-    presence_at: Option<Timestamp>,
-    /// Whether this runner read the presence an earlier run of it left.
-    presence_read: bool,
+    last_presence: presence::Last,
     /// Whether main may be gone: a fetch failed since main was last seen. A pass then fetches
     /// main by a pattern that says whether it is there (see `main_pattern`).
     main_in_doubt: bool,
@@ -381,8 +379,7 @@ impl Runner {
             seed_policy: None,
             tips_known: false,
             presence_known: false,
-            presence_at: None,
-            presence_read: false,
+            last_presence: presence::Last::Unread,
             main_in_doubt: false,
             own_commits: own::Known::new(),
         }

@@ -12,6 +12,18 @@ use crate::git::refs;
 use crate::id::OpId;
 use crate::machine::{Action, Completion, Expect, Misuse, PresenceAdd, PushOutcome, PushPlan};
 use crate::presence::{PRESENCE_SCHEMA, Presence};
+use crate::time::Timestamp;
+
+/// When this runner last said its presence.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Last {
+    /// Not known yet: the presence an earlier run of this runner left is not read.
+    Unread,
+    /// Never, as far as it counts: no earlier presence, or one that does not count.
+    Never,
+    /// At this moment, on this runner's clock.
+    At(Timestamp),
+}
 
 impl Runner {
     /// Whether this runner writes a presence at all.
@@ -56,15 +68,15 @@ impl Runner {
             atomic: true,
             ..PushPlan::default()
         };
-        self.presence_at = Some(self.now);
+        self.last_presence = Last::At(self.now);
         self.out.send(Action::Push(plan), Purpose::Presence);
     }
 
     /// `Some(())` when a heartbeat has passed on this runner's clock since its last presence
     /// (a clock that went back waits until it passes that moment again).
     fn presence_due(&self) -> Option<()> {
-        match self.presence_at {
-            Some(at) if self.now < at || self.now.millis_since(at) < self.cfg.heartbeat_ms => {
+        match self.last_presence {
+            Last::At(at) if self.now < at || self.now.millis_since(at) < self.cfg.heartbeat_ms => {
                 #[cfg(feature = "mutants")]
                 if self.mutant_presence_every_pass() {
                     return Some(());
@@ -80,10 +92,10 @@ impl Runner {
     /// ago) counts towards the heartbeat, so that a runner run again and again writes at most
     /// once per heartbeat too. Whether a read went out.
     pub(super) fn read_earlier_presence(&mut self) -> bool {
-        if !self.says_presence() || self.presence_read || self.presence_at.is_some() {
+        if !self.says_presence() || !matches!(self.last_presence, Last::Unread) {
             return false;
         }
-        self.presence_read = true;
+        self.last_presence = Last::Never;
         let Some(tip) = self.refs.get(&refs::executor(&self.cfg.runner)).cloned() else {
             return false;
         };
@@ -107,7 +119,7 @@ impl Runner {
             .flatten()
             .filter_map(|raw| Presence::from_message(&raw.message).ok())
             .find(|presence| presence.runner == self.cfg.runner && presence.last_pass <= self.now);
-        self.presence_at = earlier.map(|presence| presence.last_pass);
+        self.last_presence = earlier.map_or(Last::Never, |presence| Last::At(presence.last_pass));
         self.read_places();
         Ok(())
     }
