@@ -10,10 +10,10 @@ use crate::machine::Action;
 use crate::plugin::notify_call;
 
 impl Runner {
-    /// Hands the event the accepted push appended to the notify plugin, when main's config
-    /// names one.
-    pub(super) fn notify(&mut self, work: &mut super::work::Work) {
-        let Some(message) = work.event.take() else {
+    /// Hands the event the accepted push appended (its log message) to the notify plugin,
+    /// when main's config names one.
+    pub(super) fn notify(&mut self, message: Option<String>) {
+        let Some(message) = message else {
             return;
         };
         let Some((main, Ok(config))) = &self.holds else {

@@ -65,8 +65,9 @@ pub(super) enum Purpose {
     Heartbeat {
         parent: Oid,
     },
-    /// A chain write, and the steps it appends.
-    Write(Write, Vec<crate::record::Step>),
+    /// A chain write, the steps it appends, and the log message of the event it appends, if
+    /// it appends one.
+    Write(Write, Vec<crate::record::Step>, Option<String>),
     /// A fetch to learn why a write was refused.
     Verify(Write, FetchSpec),
 }
@@ -331,8 +332,6 @@ pub(super) struct Work {
     pub asking: Option<ActionId>,
     /// The hold plugin answered "not held" for the push that moves main, which goes out next.
     pub cleared: bool,
-    /// The log message of the event the push in flight appends, if it appends one.
-    pub event: Option<String>,
     /// The last heartbeat this work wrote and the parent it was given (for a mutant).
     #[cfg(feature = "mutants")]
     pub last_heartbeat_parent: Option<(Oid, Oid)>,
@@ -370,7 +369,6 @@ impl Work {
             progress_until: None,
             asking: None,
             cleared: false,
-            event: None,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
         }
@@ -614,7 +612,7 @@ impl Runner {
         #[cfg(feature = "mutants")]
         let plan = self.mutant_plan(&work, plan);
         // The event this push appends to the log, for the notify plugin once it is accepted.
-        work.event = plan.log.as_ref().map(|log| log.message.clone());
+        let event = plan.log.as_ref().map(|log| log.message.clone());
         let steps: Vec<crate::record::Step> =
             plan.appends.iter().flat_map(|a| a.steps.clone()).collect();
         // Never push a step the record would refuse: a chain no reader can fold would hold its
@@ -639,7 +637,7 @@ impl Runner {
                 _ => self.drop_work(work, self.cfg.backoff_ms),
             };
         }
-        self.send_work(Action::Push(plan), Purpose::Write(write, steps));
+        self.send_work(Action::Push(plan), Purpose::Write(write, steps, event));
         self.keep(work)
     }
 
@@ -943,8 +941,8 @@ impl Runner {
             (Purpose::Heartbeat { parent }, Completion::Pushed(report)) => {
                 self.on_heartbeat(work, report, parent)
             }
-            (Purpose::Write(write, steps), Completion::Pushed(report)) => {
-                self.on_written(work, write, steps, report)
+            (Purpose::Write(write, steps, event), Completion::Pushed(report)) => {
+                self.on_written(work, write, steps, event, report)
             }
             (Purpose::Verify(write, spec), Completion::Fetched(result)) => {
                 self.on_verified(work, write, spec, result)
@@ -1456,6 +1454,7 @@ impl Runner {
         mut work: Box<Work>,
         write: Write,
         steps: Vec<crate::record::Step>,
+        event: Option<String>,
         report: PushReport,
     ) -> Placed {
         let written = last_written(&report);
@@ -1481,9 +1480,9 @@ impl Runner {
                 if let Some(note) = report.notes.first() {
                     self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
                 }
-                if let Some(event) = report.log {
-                    self.wrote_own(refs::log(&self.cfg.runner), event);
-                    self.notify(&mut work);
+                if let Some(tip) = report.log {
+                    self.wrote_own(refs::log(&self.cfg.runner), tip);
+                    self.notify(event);
                 }
                 self.after_write(work, write)
             }
