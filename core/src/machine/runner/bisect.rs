@@ -38,6 +38,18 @@ pub(super) struct Exact {
     parent_tree: Oid,
 }
 
+/// Where a pass stands with bisecting.
+#[derive(Debug, Default)]
+pub(super) enum Bisecting {
+    /// It has not looked for a red post check to bisect.
+    #[default]
+    Unlooked,
+    /// It has looked, and no bisect run is in flight.
+    Looked,
+    /// A bisect run is in flight, given up at this moment.
+    Running(crate::time::Timestamp),
+}
+
 /// What each action of a bisect is for.
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
@@ -54,10 +66,12 @@ impl Runner {
     pub(super) fn bisect_or_rest(&mut self) {
         let main = self.refs.get(&self.main_ref()).cloned();
         let bisect = self.cfg.bisect_post && !matches!(self.cfg.mode, RunMode::Only(_));
-        let pass = self.pass_mut().filter(|pass| bisect && !pass.bisected);
+        let pass = self
+            .pass_mut()
+            .filter(|pass| bisect && matches!(pass.bisect, Bisecting::Unlooked));
         match (main, pass) {
             (Some(main), Some(pass)) => {
-                pass.bisected = true;
+                pass.bisect = Bisecting::Looked;
                 let (reader, read) = RedRead::start(main);
                 self.send_bisect(read, Purpose::Red(Box::new(reader)));
             }
@@ -65,10 +79,12 @@ impl Runner {
         }
     }
 
-    /// When the bisect run in flight is given up: `at`, or never (`None`).
-    fn bisect_deadline(&mut self, at: Option<crate::time::Timestamp>) {
-        if let Some(pass) = self.pass_mut() {
-            pass.bisect_deadline = at;
+    /// The bisect run in flight answered, or was given up.
+    fn bisect_run_over(&mut self) {
+        if let Some(pass) = self.pass_mut()
+            && let Bisecting::Running(_) = pass.bisect
+        {
+            pass.bisect = Bisecting::Looked;
         }
     }
 
@@ -124,7 +140,7 @@ impl Runner {
                 Err(_) => self.pass_failed(),
             },
             (Purpose::Run(exact, request), Completion::CheckExited(exit)) => {
-                self.bisect_deadline(None);
+                self.bisect_run_over();
                 match judge(&request, exact.target.spec.expected_minimum, &exit) {
                     // No machine here can run it: nothing is recorded, and the bisect waits.
                     Judgement::Unavailable { .. } => self.idle_or_done(),
@@ -150,12 +166,11 @@ impl Runner {
     /// A bisect run that never answered by its deadline: forgotten, and nothing recorded.
     pub(super) fn bisect_tick(&mut self) {
         let now = self.now;
-        if self
-            .pass()
-            .and_then(|pass| pass.bisect_deadline)
-            .is_some_and(|at| now >= at)
+        if let Some(pass) = self.pass()
+            && let Bisecting::Running(at) = pass.bisect
+            && now >= at
         {
-            self.bisect_deadline(None);
+            self.bisect_run_over();
             self.out
                 .forget_all_but(|purpose| !matches!(purpose, RunnerPurpose::Bisect(_)));
             self.pass_failed();
@@ -206,7 +221,9 @@ impl Runner {
         });
         // Only for a driver that never answers, as for a candidate's checks.
         let deadline = self.check_deadline(&target.spec);
-        self.bisect_deadline(Some(deadline));
+        if let Some(pass) = self.pass_mut() {
+            pass.bisect = Bisecting::Running(deadline);
+        }
         let run = CheckRun {
             check: target.spec.clone(),
             request: request.clone(),

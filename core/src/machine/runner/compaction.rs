@@ -32,6 +32,18 @@ pub(super) enum Purpose {
     Push(Vec<Item>, Vec<(String, Oid)>),
 }
 
+/// Where a pass stands with compacting.
+#[derive(Debug, Default)]
+pub(super) enum Compacting {
+    /// It has not looked for changes to compact.
+    #[default]
+    Unlooked,
+    /// It has looked, and reads no index entries.
+    Looked,
+    /// It reads the index's entries for a batch.
+    Reading(Reading),
+}
+
 /// A batch whose index entries are being read.
 #[derive(Clone, Debug)]
 pub(super) struct Reading {
@@ -46,7 +58,8 @@ impl Runner {
     /// Whether this pass compacts first: once a pass, when enough changes are ready, never
     /// for `merge --wait`. A busy queue does not put it off, so the markers stay few.
     pub(super) fn compaction_due(&self) -> bool {
-        self.pass().is_some_and(|pass| !pass.compacted)
+        self.pass()
+            .is_some_and(|pass| matches!(pass.compaction, Compacting::Unlooked))
             && !matches!(self.cfg.mode, RunMode::Only(_))
             && self.ready().len() >= self.cfg.compact_at.max(1)
     }
@@ -86,7 +99,7 @@ impl Runner {
     /// Compacts a batch, then decides the pass again.
     pub(super) fn compact(&mut self) {
         if let Some(pass) = self.pass_mut() {
-            pass.compacted = true;
+            pass.compaction = Compacting::Looked;
         }
         let batch: Vec<ChangeId> = self.ready().into_iter().take(BATCH).collect();
         let mut patterns = Vec::with_capacity(batch.len() * 2 + 1);
@@ -106,8 +119,10 @@ impl Runner {
     /// Ends the compaction, done or given up for this pass (the next pass looks again), and
     /// goes on with the pass.
     fn compaction_over(&mut self) {
-        if let Some(pass) = self.pass_mut() {
-            pass.reading = None;
+        if let Some(pass) = self.pass_mut()
+            && let Compacting::Reading(_) = pass.compaction
+        {
+            pass.compaction = Compacting::Looked;
         }
         self.decide();
     }
@@ -248,7 +263,7 @@ impl Runner {
         let index = self.refs.get(refs::INDEX).cloned();
         let awaiting = if index.is_some() { digests.len() } else { 0 };
         if let Some(pass) = self.pass_mut() {
-            pass.reading = Some(Reading {
+            pass.compaction = Compacting::Reading(Reading {
                 items,
                 stale,
                 index: index.clone(),
@@ -271,7 +286,8 @@ impl Runner {
     }
 
     fn on_known(&mut self, digest: String, bytes: Option<&[u8]>) {
-        let Some(reading) = self.pass_mut().and_then(|pass| pass.reading.as_mut()) else {
+        let Some(Compacting::Reading(reading)) = self.pass_mut().map(|pass| &mut pass.compaction)
+        else {
             return;
         };
         if let Some(known) = bytes.and_then(|bytes| Generation::decode(bytes).ok()) {
@@ -284,7 +300,17 @@ impl Runner {
     }
 
     fn push_compaction(&mut self) {
-        let Some(reading) = self.pass_mut().and_then(|pass| pass.reading.take()) else {
+        let reading = match self.pass_mut() {
+            Some(pass) => match std::mem::replace(&mut pass.compaction, Compacting::Looked) {
+                Compacting::Reading(reading) => Some(reading),
+                other => {
+                    pass.compaction = other;
+                    None
+                }
+            },
+            None => None,
+        };
+        let Some(reading) = reading else {
             return self.compaction_over();
         };
         #[cfg(feature = "mutants")]

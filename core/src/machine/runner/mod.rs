@@ -290,7 +290,8 @@ enum Stage {
     Idle { next_pass: Timestamp },
     /// A pass is reading the remote, with what it has done so far.
     Passing(Pass),
-    /// Working a claimed operation (see `work`).
+    /// Working a claimed operation (see `work`). A step of the work takes it out of the stage
+    /// and places the runner again (`work::Placed`).
     Working(Box<Work>),
     /// Done (`Once` or `Only` modes), with this result once every notice and presence in
     /// flight is done.
@@ -561,7 +562,10 @@ impl Runner {
         if self.notices_in_flight() {
             return;
         }
-        self.stage = match std::mem::replace(&mut self.stage, Stage::Passing(Pass::default())) {
+        let placeholder = Stage::Idle {
+            next_pass: self.now,
+        };
+        self.stage = match std::mem::replace(&mut self.stage, placeholder) {
             Stage::Finishing(result) => Stage::Done(result),
             stage => stage,
         };
@@ -617,10 +621,13 @@ impl Machine for Runner {
                 why: self.idle_reason(*next_pass),
             }),
             Stage::Working(work) => work.deadline(),
-            Stage::Passing(pass) => pass.bisect_deadline.map(|at| Deadline {
-                at,
-                why: Wake::CheckDeadline,
-            }),
+            Stage::Passing(pass) => match pass.bisect {
+                bisect::Bisecting::Running(at) => Some(Deadline {
+                    at,
+                    why: Wake::CheckDeadline,
+                }),
+                bisect::Bisecting::Unlooked | bisect::Bisecting::Looked => None,
+            },
             Stage::Finishing(_) | Stage::Done(_) => None,
         }
     }

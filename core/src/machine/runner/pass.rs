@@ -58,14 +58,10 @@ pub(super) struct Pass {
     /// of them compacted into the index.
     pub dependencies_read: bool,
     pub compacted_read: bool,
-    /// Whether this pass has looked for a red post check to bisect.
-    pub bisected: bool,
-    /// Whether this pass has looked for merged changes to compact, and the batch whose index
-    /// entries it reads.
-    pub compacted: bool,
-    pub reading: Option<super::compaction::Reading>,
-    /// When a bisect's check run in flight is given up, if one is.
-    pub bisect_deadline: Option<Timestamp>,
+    /// Whether this pass has looked for a red post check to bisect, and a bisect run's.
+    pub bisect: super::bisect::Bisecting,
+    /// Whether this pass has looked for merged changes to compact, and a compaction's.
+    pub compaction: super::compaction::Compacting,
 }
 
 /// What the pass found at the head of the queue.
