@@ -76,13 +76,12 @@ impl Reader {
         };
         parsed.into_iter().map(|name| name.look_up(repo)).collect()
     }
-}
 
-impl Reader {
     /// The refs under the folder `dir` (a ref name, without the trailing `/`), the newest
     /// committed first, at most `limit`: as `git for-each-ref --sort=-committerdate
     /// --count=<limit>` lists them, ties by name. A ref to no commit sorts as Git sorts it,
     /// oldest; a symbolic ref is an error, for Git to resolve.
+    ///
     /// `Ok(None)` where the refs are not files Git's files backend keeps (reftable), or the
     /// repository cannot be opened: the caller asks Git.
     pub fn newest_refs_under(
