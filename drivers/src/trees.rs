@@ -475,8 +475,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_id_that_is_not_a_tree_is_a_fault() {
+    /// A bare repository with the empty tree and one blob written: the folder (kept while the
+    /// test runs), its Git, the tree's id and the blob's.
+    fn bare_with_a_blob() -> (tempfile::TempDir, Git, Oid, String) {
         let dir = tempfile::tempdir().expect("a temp dir");
         let git = Git::in_dir(dir.path());
         git.cmd(["init", "-q", "--bare"]).run().expect("git init");
@@ -486,6 +487,12 @@ mod tests {
             .stdin(b"x".to_vec())
             .text()
             .expect("hash-object");
+        (dir, git, empty, blob)
+    }
+
+    #[test]
+    fn an_id_that_is_not_a_tree_is_a_fault() {
+        let (_dir, git, empty, blob) = bare_with_a_blob();
         let reader = Reader::new(git);
         let blob = Oid::parse(&blob).expect("an id");
         assert!(changed_paths(&reader, &empty, &blob).is_err());
@@ -495,15 +502,7 @@ mod tests {
 
     #[test]
     fn a_changed_path_that_is_not_utf8_is_refused_by_name() {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let git = Git::in_dir(dir.path());
-        git.cmd(["init", "-q", "--bare"]).run().expect("git init");
-        let empty = tree(&git, &[]);
-        let blob = git
-            .cmd(["hash-object", "-w", "--stdin"])
-            .stdin(b"x".to_vec())
-            .text()
-            .expect("hash-object");
+        let (_dir, git, empty, blob) = bare_with_a_blob();
         // Two names a lossy reading would make one, `caf\u{fffd}.rs`.
         let mut listing = Vec::new();
         for name in [&b"caf\xe8.rs"[..], &b"caf\xe9.rs"[..]] {
