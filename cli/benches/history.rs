@@ -7,11 +7,13 @@
 //! `git fast-import`; a tenth of the changes are blocked, then abandoned, a tenth abandoned,
 //! the rest merge). The commands run in two clones of it, each fetched once first:
 //!
-//! - a fresh clone, whose mirror (`refs/bay-mirror/origin/`) holds only what the commands
-//!   fetch: what the remote's history costs;
+//! - a fresh clone, cloned as over a network (only the objects main reaches: 320,000 of the
+//!   1.6 million the 100,000-change remote holds), whose mirror (`refs/bay-mirror/origin/`)
+//!   holds only what the commands fetch: what the remote's history costs;
 //! - a clone that holds every chain, as a long-lived runner's clone holds them (it fetched the
 //!   chain of every change that passed through the queue, and bay never drops a ref from the
-//!   mirror that it does not fetch again): what the clone's own history adds.
+//!   mirror that it does not fetch again; a local clone, so it holds every object the remote
+//!   ever held): what the clone's own history adds.
 //!
 //! Then, run after run, each size and clone in turn (so that a machine busy for a while slows
 //! all alike), the commands as an agent and a runner run them, each timed alone:
@@ -22,7 +24,10 @@
 //! change under the `unchecked = true` policy, the plumbing floor of a merge on the same
 //! remote (fetch, merge-tree, commit-tree, one atomic push; `git push` hears every ref the
 //! remote holds, so the floor grows too), `abandon` of a third, and `undo` of the change
-//! `merge --wait` merged (whose undo change is then abandoned). The medians are printed.
+//! `merge --wait` merged (whose undo change is then abandoned). The medians are printed. The
+//! first round is left out of them and printed apart for the fresh clone: what each command
+//! cost once, right after `git clone`, and the objects the clone then holds (a layout that made
+//! a new clone fetch every ended change would show there and nowhere else).
 //!
 //! With `BAY_BENCH_TRACE=1`, each command then runs once more at each size under Git's trace
 //! (`GIT_TRACE2_EVENT`), and the bench prints where its time went: each `git` it started, how
@@ -70,7 +75,7 @@ const CONFIG: &str = "[runner]\nlease_s = 3600\nheartbeat_s = 1800\n";
 /// The clones the commands run in: what each holds before the first command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Held {
-    /// Only main, as `git clone` left it.
+    /// Only main, as `git clone` over a network leaves it.
     Fresh,
     /// Every chain, the queue, the runner's log and notes, as a long-lived runner's clone.
     Chains,
@@ -132,10 +137,16 @@ fn main() {
         );
     }
 
-    // One untimed round first, so that caches and the first fetches do not count.
+    // One round first, apart: caches and a clone's first fetches do not count in the medians,
+    // but what the first round costs in a fresh clone (its first fetch of what bay keeps) is
+    // printed on its own.
+    let mut first_round = Vec::new();
     for site in &sites {
         for (held, clone) in &site.clones {
-            round(site, *held, clone, 0, None);
+            let took = round(site, *held, clone, 0, None);
+            if *held == Held::Fresh {
+                first_round.push((took, objects_in(clone)));
+            }
         }
     }
     let mut samples: BTreeMap<(Held, &str, usize), Vec<Duration>> = BTreeMap::new();
@@ -147,6 +158,9 @@ fn main() {
                 }
             }
         }
+    }
+    if !first_round.is_empty() {
+        print_first_round(&sites, &first_round);
     }
     for held in &kinds {
         print_table(*held, &sites, &samples);
@@ -224,7 +238,7 @@ fn site(root: &Path, count: usize, kinds: &[Held]) -> Site {
         .iter()
         .map(|&held| {
             let clone = root.join(format!("history-{count}-{}", held.name()));
-            support::clone_of(&remote, &clone);
+            support::clone_of(&remote, &clone, held == Held::Chains);
             git(&clone, &["fetch", "--quiet", "origin"]);
             if held == Held::Chains {
                 hold_chains(&clone);
@@ -452,6 +466,58 @@ fn print_table(held: Held, sites: &[Site], samples: &BTreeMap<(Held, &str, usize
         line.push_str(&format!("{:>10}", site.refs));
     }
     println!("{line}");
+}
+
+/// What the first round cost in each fresh clone, once, and how many objects the clone held
+/// after it: a clone's first command fetches what bay keeps on the remote, so this is where a
+/// layout that makes a new clone fetch every ended change would show.
+fn print_first_round(sites: &[Site], first_round: &[(Vec<(&'static str, Duration)>, u64)]) {
+    let first = sites.first().map_or(0, |site| site.count);
+    println!("\nthe first round in a fresh clone (once, right after `git clone`):");
+    let mut header = format!("{:<26}", "ms");
+    for site in sites {
+        header.push_str(&format!("{:>10}", site.count));
+    }
+    for site in sites.iter().skip(1) {
+        header.push_str(&format!("{:>14}", format!("{}/{first}", site.count)));
+    }
+    println!("{header}");
+    for command in COMMANDS {
+        let took: Vec<Duration> = first_round
+            .iter()
+            .map(|(round, _)| {
+                round
+                    .iter()
+                    .find(|(name, _)| *name == command)
+                    .map_or(Duration::ZERO, |(_, took)| *took)
+            })
+            .collect();
+        let mut line = format!("{command:<26}");
+        for taken in &took {
+            line.push_str(&format!("{:>10.1}", ms(*taken)));
+        }
+        for taken in took.iter().skip(1) {
+            let ratio = support::ratio(*taken, took[0]);
+            line.push_str(&format!("{ratio:>14.2}"));
+        }
+        println!("{line}");
+    }
+    let mut line = format!("{:<26}", "objects in the clone");
+    for (_, objects) in first_round {
+        line.push_str(&format!("{objects:>10}"));
+    }
+    println!("{line}");
+}
+
+/// The objects a clone holds, packed and loose, as `git count-objects -v` counts them.
+fn objects_in(clone: &Path) -> u64 {
+    git(clone, &["count-objects", "-v"])
+        .lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(": ")?;
+            matches!(key, "count" | "in-pack").then(|| value.trim().parse::<u64>().ok())?
+        })
+        .sum()
 }
 
 /// Where each traced command's time went, size by size: each `git` it started, in order, with

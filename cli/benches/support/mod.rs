@@ -131,7 +131,7 @@ pub fn repository_with(
             remote.to_str().expect("utf-8"),
         ],
     );
-    let clone = clone_of(&remote, &root.join(name));
+    let clone = clone_of(&remote, &root.join(name), false);
     for n in 0..50 {
         write(
             &clone.join(format!("src/file{n}.txt")),
@@ -152,17 +152,20 @@ pub fn repository_with(
     (remote, clone)
 }
 
-/// A clone of `remote` at `clone`, set up for bay as [`RUNNER`].
-pub fn clone_of(remote: &Path, clone: &Path) -> PathBuf {
-    git(
-        remote,
-        &[
-            "clone",
-            "--quiet",
-            remote.to_str().expect("utf-8"),
-            clone.to_str().expect("utf-8"),
-        ],
-    );
+/// A clone of `remote` at `clone`, set up for bay as [`RUNNER`]. With `every_object`, Git's
+/// local clone hardlinks the remote's packs, so the clone holds every object the remote ever
+/// held; without, it is cloned as over a network (`--no-local`) and holds only what main
+/// reaches.
+pub fn clone_of(remote: &Path, clone: &Path, every_object: bool) -> PathBuf {
+    let mut args = vec!["clone", "--quiet"];
+    if !every_object {
+        args.push("--no-local");
+    }
+    args.extend([
+        remote.to_str().expect("utf-8"),
+        clone.to_str().expect("utf-8"),
+    ]);
+    git(remote, &args);
     for (key, value) in [
         ("user.name", "bench"),
         ("user.email", "bench@bench.invalid"),
