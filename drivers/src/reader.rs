@@ -142,6 +142,48 @@ impl Reader {
         limit: u32,
         since: Option<bay_core::time::Timestamp>,
     ) -> Result<Vec<(bay_core::git::Oid, Vec<u8>)>, Fault> {
+        self.walk(tip, limit, since, |id, commit| {
+            Ok((id, commit.message_raw_sloppy().to_vec()))
+        })
+    }
+
+    /// The same line as [`Reader::first_parents`], each commit as `git log` in bay's format
+    /// shows it: id, parents, committer time and `Name <email>`, and its message.
+    pub fn main_commits(
+        &self,
+        tip: &bay_core::git::Oid,
+        limit: u32,
+        since: Option<bay_core::time::Timestamp>,
+    ) -> Result<Vec<bay_core::machine::MainCommit>, Fault> {
+        self.walk(tip, limit, since, |oid, commit| {
+            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {oid}: {e}"));
+            let parents = commit
+                .parent_ids()
+                .map(|parent| crate::gitoxide::from_gix(&parent))
+                .collect::<Result<Vec<_>, Fault>>()?;
+            let committer = commit.committer().map_err(|e| broken(&e))?;
+            let seconds = committer.time().map_err(|e| broken(&e))?.seconds;
+            Ok(bay_core::machine::MainCommit {
+                oid,
+                parents,
+                at: bay_core::time::Timestamp::from_secs(u64::try_from(seconds).unwrap_or(0)),
+                committer: format!("{} <{}>", committer.name, committer.email),
+                message: String::from_utf8_lossy(commit.message_raw_sloppy()).into_owned(),
+                off_first_parent: 0,
+                brought: Vec::new(),
+            })
+        })
+    }
+
+    /// Walks the first-parent line from `tip` as [`Reader::first_parents`] says, taking what
+    /// `each` makes of every commit.
+    fn walk<T>(
+        &self,
+        tip: &bay_core::git::Oid,
+        limit: u32,
+        since: Option<bay_core::time::Timestamp>,
+        mut each: impl FnMut(bay_core::git::Oid, &gix::Commit<'_>) -> Result<T, Fault>,
+    ) -> Result<Vec<T>, Fault> {
         self.warm();
         let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
         let Some(repo) = slot.as_ref() else {
@@ -161,11 +203,60 @@ impl Reader {
             {
                 break;
             }
-            let message = commit.message_raw_sloppy().to_vec();
-            line.push((crate::gitoxide::from_gix(&id)?, message));
+            line.push(each(crate::gitoxide::from_gix(&id)?, &commit)?);
             at = commit.parent_ids().next().map(|parent| parent.detach());
         }
         Ok(line)
+    }
+
+    /// The newest of the newest `within` commits on `tip`'s first-parent line that holds `path`
+    /// where its first parent does not (a root commit holding it added it), as Git's
+    /// `log --first-parent --diff-filter=A -- <path>` over that stretch finds it. Each commit's
+    /// tree is looked up once along the walk, so the cost is bounded by `within`, not by how
+    /// long the line is.
+    pub fn newest_adding(
+        &self,
+        tip: &bay_core::git::Oid,
+        path: &str,
+        within: u32,
+    ) -> Result<Option<bay_core::git::Oid>, Fault> {
+        self.warm();
+        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(repo) = slot.as_ref() else {
+            return Err(Fault(format!(
+                "cannot open the repository at {:?} to read commits",
+                self.location
+            )));
+        };
+        // Whether a commit holds `path`, and its first parent.
+        let read = |id: gix::ObjectId| -> Result<(bool, Option<gix::ObjectId>), Fault> {
+            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
+            let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
+            let tree = commit.tree().map_err(|e| broken(&e))?;
+            let holds = tree
+                .lookup_entry_by_path(path)
+                .map_err(|e| broken(&e))?
+                .is_some();
+            Ok((holds, commit.parent_ids().next().map(|p| p.detach())))
+        };
+        let start = crate::gitoxide::to_gix(tip)
+            .ok_or_else(|| Fault(format!("{tip} is not an object id of this repository")))?;
+        let (mut holds, mut parent) = read(start)?;
+        let mut at = start;
+        for _ in 0..within {
+            let (parent_holds, grandparent) = match parent {
+                Some(parent) => read(parent)?,
+                None => (false, None),
+            };
+            if holds && !parent_holds {
+                return crate::gitoxide::from_gix(&at).map(Some);
+            }
+            let Some(next) = parent else {
+                return Ok(None);
+            };
+            (at, holds, parent) = (next, parent_holds, grandparent);
+        }
+        Ok(None)
     }
 }
 
@@ -443,6 +534,109 @@ mod tests {
         ] {
             let error = reader.read(&[name.to_string()]).expect_err(name);
             assert!(error.0.contains("by id alone"), "{error:?}");
+        }
+    }
+
+    /// Git's answer to "the newest of the newest `within` commits that added `path`": a
+    /// first-parent `log --diff-filter=A` over that stretch.
+    fn git_adding(git: &Git, tip: &str, path: &str, within: u32) -> Option<String> {
+        let line = git
+            .cmd(["rev-list", "--first-parent"])
+            .arg(format!("--max-count={}", within + 1))
+            .arg(tip)
+            .text()
+            .expect("rev-list");
+        let range = match line.split_whitespace().nth(within as usize) {
+            Some(past) => format!("{past}..{tip}"),
+            None => tip.to_owned(),
+        };
+        let out = git
+            .cmd([
+                "log",
+                "--first-parent",
+                "--diff-filter=A",
+                "--format=%H",
+                "-n1",
+            ])
+            .arg(range)
+            .arg("--")
+            .arg(path)
+            .text()
+            .expect("log");
+        (!out.is_empty()).then_some(out)
+    }
+
+    #[test]
+    fn the_commit_that_added_a_path_is_the_one_git_log_finds() {
+        let (_dir, git) = repository();
+        let config = blob(&git, b"[red]\n");
+        let other = blob(&git, b"[red]\nwindow = 3\n");
+        let file = blob(&git, b"a file\n");
+        let tree = |config: Option<&str>| {
+            let mut listing = format!("100644 blob {file}\tfile.txt\n");
+            if let Some(config) = config {
+                let inner = git
+                    .cmd(["mktree"])
+                    .stdin(format!("100644 blob {config}\tconfig.toml\n").into_bytes())
+                    .text()
+                    .expect("mktree");
+                listing.push_str(&format!("040000 tree {inner}\t.bay\n"));
+            }
+            git.cmd(["mktree"])
+                .stdin(listing.into_bytes())
+                .text()
+                .expect("mktree")
+        };
+        // Oldest first: held from the root, changed, removed, two without it, added again,
+        // changed, then another file's commit.
+        let states = [
+            Some(&config),
+            Some(&other),
+            None,
+            None,
+            Some(&config),
+            Some(&other),
+            Some(&other),
+        ];
+        let mut line: Vec<String> = Vec::new();
+        for (n, state) in states.iter().enumerate() {
+            let mut args = vec!["commit-tree".to_string(), tree(state.map(String::as_str))];
+            if let Some(parent) = line.last() {
+                args.extend(["-p".into(), parent.clone()]);
+            }
+            args.extend(["-m".into(), format!("commit {n}")]);
+            let commit = git
+                .cmd(args)
+                .env("GIT_AUTHOR_NAME", "a")
+                .env("GIT_AUTHOR_EMAIL", "a@a")
+                .env("GIT_COMMITTER_NAME", "a")
+                .env("GIT_COMMITTER_EMAIL", "a@a")
+                .text()
+                .expect("commit-tree");
+            line.push(commit);
+        }
+        let reader = Reader::new(git.clone());
+        let mut found = Vec::new();
+        for tip in &line {
+            let tip_oid = bay_core::git::Oid::parse(tip).expect("an id");
+            for path in [".bay/config.toml", "file.txt", ".bay", "absent.toml"] {
+                for within in 0..=states.len() as u32 + 1 {
+                    let ours = reader
+                        .newest_adding(&tip_oid, path, within)
+                        .expect("a walk")
+                        .map(|oid| oid.to_string());
+                    assert_eq!(
+                        ours,
+                        git_adding(&git, tip, path, within),
+                        "{tip} {path} {within}"
+                    );
+                    found.extend(ours);
+                }
+            }
+        }
+        // The walk found both additions of the config, and the root's.
+        for added in [&line[0], &line[4]] {
+            assert!(found.contains(added), "{added} never found");
         }
     }
 

@@ -745,6 +745,91 @@ fn a_history_or_log_read_since_a_moment_stops_at_the_first_older_commit() {
 }
 
 #[test]
+fn the_newest_of_main_read_in_process_are_what_git_log_reads() {
+    let fx = Fixture::new();
+    let tree = git_in(&fx.clone, &["mktree"], Some(""));
+    // A commit from its message's exact bytes (stdin: no newline added, none stripped).
+    let made = |parents: &[&Oid], message: &str, who: &str| -> Oid {
+        let mut args = vec!["commit-tree".to_string(), tree.clone()];
+        for parent in parents {
+            args.extend(["-p".to_string(), parent.to_string()]);
+        }
+        let made = bay_drivers::git::Git::in_dir(&fx.clone)
+            .cmd(args.iter().map(String::as_str))
+            .env("GIT_COMMITTER_NAME", who)
+            .env("GIT_COMMITTER_EMAIL", "who@example.com")
+            .env("GIT_AUTHOR_NAME", "author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .stdin(message.as_bytes())
+            .text()
+            .expect("commit-tree works");
+        oid(&made)
+    };
+    let root = made(&[], "root\n", "tester");
+    let side = made(&[&root], "side\n", "tester");
+    let mut line = vec![root.clone()];
+    for (n, message) in [
+        "subject\n\nbody with a blank line\n",
+        "no newline at the end",
+        "trailing blank lines\n\n\n",
+        "non-ASCII: ß → ✓\n",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let parent = line.last().expect("a line").clone();
+        line.push(made(&[&parent], message, &format!("Committer No {n}")));
+    }
+    let parent = line.last().expect("a line").clone();
+    line.push(made(&[&parent, &side], "a merge\n", "tester"));
+    let tip = line.last().expect("a line").clone();
+    // An unrelated root as `from`: the walk never meets it, so Git's `from..to` answers,
+    // and bounds nothing of the line.
+    let unrelated = made(&[], "elsewhere\n", "tester");
+    for limit in [1, 3, 6, 10] {
+        let query = |from: Option<&Oid>| HistoryQuery {
+            from: from.cloned(),
+            to: tip.clone(),
+            limit,
+            newest: true,
+            since: None,
+        };
+        let walked = fx.repo.read_history(&query(None)).expect("read in-process");
+        let logged = fx
+            .repo
+            .read_history(&query(Some(&unrelated)))
+            .expect("read by git log");
+        assert_eq!(walked, logged, "limit {limit}");
+        assert_eq!(walked.len(), (limit as usize).min(line.len()));
+        // A `from` on the line bounds the walk as `from..to` does.
+        let from = &line[2];
+        let bounded = fx.repo.read_history(&query(Some(from))).expect("a read");
+        let ids: Vec<Oid> = bounded.iter().map(|c| c.oid.clone()).collect();
+        let expected: Vec<Oid> = line[3..]
+            .iter()
+            .rev()
+            .take(limit as usize)
+            .rev()
+            .cloned()
+            .collect();
+        assert_eq!(ids, expected, "limit {limit}");
+    }
+    let merge = fx.repo.read_history(&HistoryQuery {
+        from: None,
+        to: tip.clone(),
+        limit: 1,
+        newest: true,
+        since: None,
+    });
+    let merge = merge.expect("a read");
+    assert_eq!(merge[0].parents, vec![parent, side]);
+    assert_eq!(
+        merge[0].off_first_parent, 1,
+        "the merge brought in the side commit"
+    );
+}
+
+#[test]
 fn a_push_to_no_repository_is_not_sent() {
     let fx = Fixture::new();
     git(

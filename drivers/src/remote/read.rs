@@ -342,7 +342,9 @@ impl Repo {
         let since = query
             .since
             .map(|since| format!("--max-age={}", since.secs()));
-        let mut commits = if query.newest {
+        let mut commits = if let Some(walked) = self.newest_walked(query)? {
+            walked
+        } else if query.newest {
             let out = self
                 .git()
                 .cmd(["log", "--first-parent", "-z", COMMIT_FORMAT])
@@ -389,6 +391,30 @@ impl Repo {
         Ok(commits)
     }
 
+    /// The newest of a range walked in-process from `to`, oldest first: when the range has no
+    /// `from`, or the walk meets it (a `from` on `to`'s first-parent line, as status's read of
+    /// the red window's has). A `from` the walk does not meet may bound the range off the line,
+    /// which only Git's walk of `from..to` answers: `None`, for `git log`.
+    fn newest_walked(&self, query: &HistoryQuery) -> Result<Option<Vec<MainCommit>>, Fault> {
+        if !query.newest {
+            return Ok(None);
+        }
+        let limit = query.limit as usize;
+        let mut walked =
+            self.reader
+                .main_commits(&query.to, query.limit.saturating_add(1), query.since)?;
+        let end = match &query.from {
+            None => limit,
+            Some(from) => match walked.iter().position(|commit| &commit.oid == from) {
+                Some(at) => at.min(limit),
+                None => return Ok(None),
+            },
+        };
+        walked.truncate(end);
+        walked.reverse();
+        Ok(Some(walked))
+    }
+
     /// The newest commits (at most [`BROUGHT_READ`]) the merge `merge` brought in that its
     /// first parent `first` lacks.
     fn read_brought(&self, merge: &Oid, first: &Oid) -> Result<Vec<MainCommit>, Fault> {
@@ -408,41 +434,9 @@ impl Repo {
     }
 
     /// The newest of the newest `within` commits on `commit`'s first-parent line that added
-    /// `path`, if one did: one `rev-list` to bound the walk, one `log` within it.
+    /// `path`, if one did: walked in-process, each commit's tree looked up once.
     pub fn read_added(&self, commit: &Oid, path: &str, within: u32) -> Result<Option<Oid>, Fault> {
-        // The first commit past the newest `within` bounds the walk below.
-        let line = self
-            .git()
-            .cmd(["rev-list", "--first-parent"])
-            .arg(format!("--max-count={}", u64::from(within) + 1))
-            .arg("--end-of-options")
-            .arg(commit.to_string())
-            .arg("--")
-            .run()?
-            .text();
-        let range = match line.split_whitespace().nth(within as usize) {
-            Some(past) => format!("{past}..{commit}"),
-            None => commit.to_string(),
-        };
-        let out = self
-            .git()
-            .cmd([
-                "log",
-                "--first-parent",
-                "--diff-filter=A",
-                "--format=%H",
-                "-n1",
-            ])
-            .arg("--end-of-options")
-            .arg(range)
-            .arg("--")
-            .arg(path)
-            .run()?
-            .text();
-        match out.trim() {
-            "" => Ok(None),
-            id => Oid::parse(id).map(Some).map_err(Fault),
-        }
+        self.reader.newest_adding(commit, path, within)
     }
 
     /// How many commits the merge `merge` brought in that its first parent lacks.
