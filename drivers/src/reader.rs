@@ -53,6 +53,27 @@ impl Reader {
         }
     }
 
+    /// The repository slot, opened first if it was not.
+    fn opened(&self) -> std::sync::MutexGuard<'_, Option<gix::Repository>> {
+        self.warm();
+        self.repo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The repository an opened slot holds, or a fault saying it could not be opened to read
+    /// `what`.
+    fn repository<'a>(
+        &self,
+        slot: &'a Option<gix::Repository>,
+        what: &str,
+    ) -> Result<&'a gix::Repository, Fault> {
+        slot.as_ref().ok_or_else(|| {
+            Fault(format!(
+                "cannot open the repository at {:?} to read {what}",
+                self.location
+            ))
+        })
+    }
+
     /// The objects `names` name, in order. A name must start with an object id.
     pub fn read(&self, names: &[String]) -> Result<Vec<Object>, Fault> {
         if names.is_empty() {
@@ -66,14 +87,8 @@ impl Reader {
                 ))
             })?);
         }
-        self.warm();
-        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(repo) = slot.as_ref() else {
-            return Err(Fault(format!(
-                "cannot open the repository at {:?} to read objects",
-                self.location
-            )));
-        };
+        let slot = self.opened();
+        let repo = self.repository(&slot, "objects")?;
         parsed.into_iter().map(|name| name.look_up(repo)).collect()
     }
 
@@ -89,8 +104,7 @@ impl Reader {
         dir: &str,
         limit: u32,
     ) -> Result<Option<Vec<(String, bay_core::git::Oid)>>, Fault> {
-        self.warm();
-        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = self.opened();
         let Some(repo) = slot.as_ref() else {
             return Ok(None);
         };
@@ -184,14 +198,8 @@ impl Reader {
         since: Option<bay_core::time::Timestamp>,
         mut each: impl FnMut(bay_core::git::Oid, &gix::Commit<'_>) -> Result<T, Fault>,
     ) -> Result<Vec<T>, Fault> {
-        self.warm();
-        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(repo) = slot.as_ref() else {
-            return Err(Fault(format!(
-                "cannot open the repository at {:?} to read commits",
-                self.location
-            )));
-        };
+        let slot = self.opened();
+        let repo = self.repository(&slot, "commits")?;
         let mut line = Vec::new();
         let mut at = crate::gitoxide::to_gix(tip);
         while let Some(id) = at.filter(|_| line.len() < limit as usize) {
@@ -220,14 +228,8 @@ impl Reader {
         path: &str,
         within: u32,
     ) -> Result<Option<bay_core::git::Oid>, Fault> {
-        self.warm();
-        let slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(repo) = slot.as_ref() else {
-            return Err(Fault(format!(
-                "cannot open the repository at {:?} to read commits",
-                self.location
-            )));
-        };
+        let slot = self.opened();
+        let repo = self.repository(&slot, "commits")?;
         // Whether a commit holds `path`, and its first parent.
         let read = |id: gix::ObjectId| -> Result<(bool, Option<gix::ObjectId>), Fault> {
             let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
