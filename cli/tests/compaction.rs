@@ -1,4 +1,5 @@
-//! Compaction with real Git: a runner moves ended changes' refs into `refs/bay/index`, and
+//! Compaction with real Git: a runner moves ended changes' refs into the index's shards
+//! (`refs/bay/index/changes/<x>`, `refs/bay/index/intents/<x>`), and
 //! every command reads a compacted change as it read it before. A low `[retention]
 //! ref_budget` makes a runner compact once that many changes are ready (by default, 32).
 
@@ -48,7 +49,9 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
     bay(&world.admin, "runner", &["runner", "run", "--once"]);
     let second = world.merged("bob", "other", "src/other.txt", "Other 2\n");
     // The pass that merged the second found two markers waiting and compacted both.
-    let index = world.remote_ref("refs/bay/index").expect("an index");
+    let shard = format!("refs/bay/index/changes/{}", &first[..1]);
+    let index = world.remote_ref(&shard).expect("an index shard");
+    let shards = remote_refs(&world, "refs/bay/index");
     for change in [&first, &second] {
         for name in [
             format!("refs/bay/changes/{change}"),
@@ -68,7 +71,8 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
         remote_refs(&world, "refs/bay/landed"),
         [format!("refs/bay/landed/{third}")]
     );
-    assert_eq!(world.remote_ref("refs/bay/index"), Some(index.clone()));
+    assert_eq!(remote_refs(&world, "refs/bay/index"), shards);
+    assert_eq!(world.remote_ref(&shard), Some(index.clone()));
     // Plain Git reads the index.
     let kept = git_dir(
         &world.remote,
@@ -83,6 +87,22 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
     assert!(
         status.doc.to_string().contains(&merge_of(&world, &first)),
         "{status:?}"
+    );
+    // It fetched the one change shard that holds it, and the intent shard of its undos:
+    // never the whole index.
+    let fetched: Vec<String> = git(&dave, &["for-each-ref", "--format=%(refname)"])
+        .lines()
+        .filter_map(|name| name.split_once("/bay/index/").map(|(_, s)| s.to_owned()))
+        .collect();
+    let undos = bay_core::id::intent_digest(&format!("undo of {first}"));
+    let expected = [
+        format!("changes/{}", &first[..1]),
+        format!("intents/{}", &undos[..1]),
+    ];
+    assert!(
+        fetched.iter().all(|shard| expected.contains(shard)) && fetched.contains(&expected[0]),
+        "{fetched:?} of {:?}",
+        remote_refs(&world, "refs/bay/index")
     );
 
     // A retry of its merge says it merged already, as before compaction, and merges nothing.

@@ -3,17 +3,22 @@
 //! Every ref on the remote costs every push, since Git's push hears the remote's whole ref
 //! advertisement: with 30,000 refs a one-ref push takes five times as long as with 30. An ended
 //! change would leave three refs for good (its chain, its intent's generation and its merged or
-//! abandoned marker), so a runner moves them into `refs/bay/index` in batches: merged changes
+//! abandoned marker), so a runner moves them into the index in batches: merged changes
 //! at once, abandoned ones once `[retention] window_s` has passed (their drafts, which a start
-//! may pick up again until then, go with their chains). One atomic push writes a new index
-//! commit holding each change's chain, verbatim, and deletes the change's refs, each leased on
-//! the value the runner read. A reader that finds no chain ref reads the index
-//! (`changes/<xx>/<change>`), and gets the very steps, with their commit ids, that the chain
-//! held; a start that finds no generation of its intent reads the latest compacted one
-//! (`intents/<xx>/<digest>`). Nothing a command reports changes.
+//! may pick up again until then, go with their chains). One atomic push writes a new commit of
+//! each index shard the batch touches, holding each change's chain, verbatim, and deletes the
+//! change's refs, each leased on the value the runner read. A reader that finds no chain ref
+//! reads the change's shard (`changes/<xx>/<change>` in `refs/bay/index/changes/<x>`), and gets
+//! the very steps, with their commit ids, that the chain held; a start that finds no generation
+//! of its intent reads the latest compacted one (`intents/<xx>/<digest>` in
+//! `refs/bay/index/intents/<x>`). Nothing a command reports changes.
 //!
-//! The index is one ref whatever the history, and each of its commits adds only the files of
-//! one batch, so a fetch of it brings what was compacted since the last one.
+//! The index is sharded so that what a command fetches stays small however long the history:
+//! a start fetches the one intent shard of its intent (a sixteenth of the intents), a status
+//! of a compacted change the one change shard of its id (a thirty-second of the changes), and a
+//! command about live changes none. 48 shard refs at most, so every push's ref advertisement
+//! stays short. A shard's commit has no parent: a fetch of it brings each record once, not
+//! every version of its tree.
 
 use std::collections::BTreeMap;
 
@@ -156,23 +161,28 @@ pub struct Item {
     pub intent: Option<(String, Oid)>,
 }
 
-/// The one atomic push that compacts `items` onto the index at `index` (none yet): a new
-/// index commit holding each chain, and for each intent the highest generation between what
-/// the index holds (`known`, by digest) and what the batch brings; each change's refs
-/// deleted, leased on the values read; and the `stale` markers (of abandoned changes a start
-/// took up again) deleted too. Any ref that moved since refuses the whole push.
+/// The one atomic push that compacts `items` onto the index shards whose tips `shards` holds
+/// (a shard it lacks is none yet): a new commit of each shard the batch touches, holding each
+/// chain, and for each intent the highest generation between what the index holds (`known`,
+/// by digest) and what the batch brings; each change's refs deleted, leased on the values
+/// read; and the `stale` markers (of abandoned changes a start took up again) deleted too. Any
+/// ref that moved since refuses the whole push.
 pub fn plan(
-    index: Option<&Oid>,
+    shards: &crate::machine::Refs,
     items: &[Item],
     known: &BTreeMap<String, Generation>,
     stale: &[(String, Oid)],
 ) -> PushPlan {
-    let mut files = Vec::new();
+    // By shard, then by path.
+    let mut files: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut intents: BTreeMap<String, Generation> = BTreeMap::new();
     let mut updates = Vec::new();
     for item in items {
         let change = &item.chain.change;
-        files.push((change_path(change), encode(&item.chain)));
+        files
+            .entry(refs::index_of_change(change))
+            .or_default()
+            .push((change_path(change), encode(&item.chain)));
         updates.push(delete(refs::change(change), &item.chain.tip));
         for (name, value) in &item.markers {
             updates.push(delete(name.clone(), value));
@@ -196,7 +206,10 @@ pub fn plan(
         }
     }
     for (digest, entry) in &intents {
-        files.push((intent_path(digest), entry.encode()));
+        files
+            .entry(refs::index_of_intent(digest))
+            .or_default()
+            .push((intent_path(digest), entry.encode()));
     }
     for (name, value) in stale {
         updates.push(delete(name.clone(), value));
@@ -208,8 +221,15 @@ pub fn plan(
         if items.len() == 1 { "" } else { "s" },
         names.join("\n")
     );
+    let indexes = files
+        .into_iter()
+        .map(|(shard, files)| {
+            let base = shards.get(&shard).cloned();
+            IndexAdd::on(shard, base, files, message.clone())
+        })
+        .collect();
     PushPlan {
-        index: (!items.is_empty()).then(|| Box::new(IndexAdd::on(index.cloned(), files, message))),
+        indexes,
         updates,
         atomic: true,
         ..PushPlan::default()
@@ -295,21 +315,42 @@ mod tests {
             },
         )]);
         let stale = [(refs::abandoned(&one, crate::time::Timestamp(0)), oid('4'))];
-        let plan = plan(Some(&oid('9')), &items, &known, &stale);
+        let one_shard = refs::index_of_change(&one);
+        assert_eq!(one_shard, "refs/bay/index/changes/c");
+        let shards = crate::machine::Refs::from([(one_shard.clone(), oid('9'))]);
+        let plan = plan(&shards, &items, &known, &stale);
         assert!(plan.atomic);
-        let index = plan.index.clone().expect("an index commit");
-        assert_eq!(index.expect, Expect::Is(oid('9')));
-        let paths: Vec<&str> = index.files.iter().map(|(p, _)| p.as_str()).collect();
+        // One commit for each shard the batch touches, each leased on the tip it builds on.
+        let touched: Vec<(&str, &Expect, Vec<&str>)> = plan
+            .indexes
+            .iter()
+            .map(|add| {
+                let paths = add.files.iter().map(|(p, _)| p.as_str()).collect();
+                (add.shard.as_str(), &add.expect, paths)
+            })
+            .collect();
         assert_eq!(
-            paths,
+            touched,
             vec![
-                "changes/c7/c7k2m4qa",
-                "changes/d7/d7k2m4qa",
-                "intents/01/0123456789abcdef"
+                (
+                    "refs/bay/index/changes/c",
+                    &Expect::Is(oid('9')),
+                    vec!["changes/c7/c7k2m4qa"]
+                ),
+                (
+                    "refs/bay/index/changes/d",
+                    &Expect::Absent,
+                    vec!["changes/d7/d7k2m4qa"]
+                ),
+                (
+                    "refs/bay/index/intents/0",
+                    &Expect::Absent,
+                    vec!["intents/01/0123456789abcdef"]
+                ),
             ]
         );
         assert_eq!(
-            Generation::decode(index.files[2].1.as_bytes()),
+            Generation::decode(plan.indexes[2].files[0].1.as_bytes()),
             Ok(Generation {
                 generation: 2,
                 change: one.clone()
@@ -330,11 +371,11 @@ mod tests {
                 change: two,
             },
         )]);
-        let plan = plan_of(&items, &known);
-        assert_eq!(plan.index.expect("an index").files.len(), 2);
-    }
-
-    fn plan_of(items: &[Item], known: &BTreeMap<String, Generation>) -> PushPlan {
-        plan(None, items, known, &[])
+        let plan = super::plan(&crate::machine::Refs::new(), &items, &known, &[]);
+        let shards: Vec<&str> = plan.indexes.iter().map(|a| a.shard.as_str()).collect();
+        assert_eq!(
+            shards,
+            vec!["refs/bay/index/changes/c", "refs/bay/index/changes/d"]
+        );
     }
 }

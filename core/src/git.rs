@@ -100,12 +100,9 @@ pub mod refs {
     pub const LOCKS: &str = "refs/bay/locks/";
     pub const LIVE: &str = "refs/bay/live/";
 
-    /// The index of compacted records: one commit whose tree holds the chains of merged
-    /// changes whose own refs a runner removed (`crate::compact`).
-    pub const INDEX: &str = "refs/bay/index";
-
-    /// The fetch pattern of the index, which is absent until the first compaction.
-    pub const INDEX_PATTERN: &str = "refs/bay/index*";
+    /// The index of compacted records (`crate::compact`), in shards: each a ref of its own, so
+    /// that a command fetches the one shard it reads and never the whole history.
+    pub const INDEX: &str = "refs/bay/index/";
 
     /// Every namespace bay keeps its own records in; nothing else may write there.
     pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
@@ -298,6 +295,31 @@ pub mod refs {
     /// The fetch pattern of every generation of one intent.
     pub fn intents_pattern(digest: &str) -> String {
         format!("{INTENTS}{digest}/*")
+    }
+
+    /// The index shard that holds `change`'s compacted chain: one of 32, by the first
+    /// character of its id (`refs/bay/index/changes/c` holds `c7k2m4qa`).
+    pub fn index_of_change(change: &ChangeId) -> String {
+        let fan = change.as_str().get(..1).unwrap_or_default();
+        format!("{INDEX}changes/{fan}")
+    }
+
+    /// The index shard that holds the latest compacted generation of the intent with `digest`:
+    /// one of 16, by the first hex digit of the digest.
+    pub fn index_of_intent(digest: &str) -> String {
+        let fan = digest.get(..1).unwrap_or_default();
+        format!("{INDEX}intents/{fan}")
+    }
+
+    /// The fetch pattern of one index shard, which is absent until something lands in it:
+    /// the trailing `*` makes its absence no fault, and matches no other shard.
+    pub fn index_pattern(shard: &str) -> String {
+        format!("{shard}*")
+    }
+
+    /// Whether `name` is one of the index's shards.
+    pub fn is_index(name: &str) -> bool {
+        name.starts_with(INDEX)
     }
 
     /// The change id of a chain ref, if `name` is one.

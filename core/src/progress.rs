@@ -167,7 +167,7 @@ mod tests {
             notes: Vec::new(),
             log: None,
             presence: None,
-            index: None,
+            indexes: Vec::new(),
             outcome,
         })
     }

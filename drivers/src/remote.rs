@@ -153,8 +153,8 @@ impl Repo {
             Action::Fetch(spec) => Completion::Fetched(self.fetch(spec)),
             Action::ReadSteps { oids } => Completion::StepsRead(self.read_steps(oids)),
             Action::ReadChains { chains } => Completion::ChainsRead(self.read_chains(chains)),
-            Action::ReadCompacted { index, changes } => {
-                Completion::ChainsRead(self.read_compacted(index, changes))
+            Action::ReadCompacted { changes } => {
+                Completion::ChainsRead(self.read_compacted(changes))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
             Action::ReadStats { base, commit } => {

@@ -1983,17 +1983,15 @@ impl Driver {
                 let places = self.places.clone();
                 Completion::ChainsRead(maybe_fault(u, 16, |u| read_chains(u, chains, &places))?)
             }
-            Action::ReadCompacted { index, changes } => {
-                Completion::ChainsRead(maybe_fault(u, 16, |u| {
-                    changes
-                        .iter()
-                        .map(|change| {
-                            let file = Option::<Vec<u8>>::arbitrary(u)?;
-                            Ok(bay_core::compact::read_back(change, index, file.as_deref()))
-                        })
-                        .collect()
-                })?)
-            }
+            Action::ReadCompacted { changes } => Completion::ChainsRead(maybe_fault(u, 16, |u| {
+                changes
+                    .iter()
+                    .map(|(change, shard)| {
+                        let file = Option::<Vec<u8>>::arbitrary(u)?;
+                        Ok(bay_core::compact::read_back(change, shard, file.as_deref()))
+                    })
+                    .collect()
+            })?),
             // Main's config: none, a hold plugin, or a hold window, so the runner asks the plugin.
             Action::ReadFile { path, .. } if path == bay_core::config::CONFIG_PATH => {
                 Completion::FileRead(maybe_fault(u, 16, |u| {
@@ -2398,16 +2396,18 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
         (Some(_), true) => Some(oid(u)?),
         _ => None,
     };
-    let index = match (&plan.index, written) {
-        (Some(_), true) => Some(oid(u)?),
-        _ => None,
-    };
+    let mut indexes = Vec::new();
+    if written {
+        for _ in &plan.indexes {
+            indexes.push(oid(u)?);
+        }
+    }
     Ok(PushReport {
         steps,
         notes,
         log,
         presence,
-        index,
+        indexes,
         outcome,
     })
 }

@@ -281,7 +281,7 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
         notes: Vec::new(),
         log: None,
         presence: None,
-        index: None,
+        indexes: Vec::new(),
         outcome: PushOutcome::Unknown {
             why: "the connection dropped".into(),
         },

@@ -40,11 +40,11 @@ impl GitModel {
         if let Some(tip) = self.remote.get(&refs::change(change)) {
             return bay_core::record::ChangeRecord::fold(&self.store.chain(tip)?).ok();
         }
-        let index = self.remote.get(refs::INDEX)?;
+        let shard = self.remote.get(&refs::index_of_change(change))?;
         let file = self
             .store
-            .read(index, &bay_core::compact::change_path(change))?;
-        let read = bay_core::compact::read_back(change, index, Some(file.as_bytes()));
+            .read(shard, &bay_core::compact::change_path(change))?;
+        let read = bay_core::compact::read_back(change, shard, Some(file.as_bytes()));
         bay_core::compact::fold(&read).ok()
     }
 
@@ -105,19 +105,19 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
-            Action::ReadCompacted { index, changes } => {
-                Completion::ChainsRead(match self.store.get(index) {
-                    None => Err(Fault(format!("no commit {index}"))),
-                    Some(_) => Ok(changes
-                        .iter()
-                        .map(|change| {
-                            let path = bay_core::compact::change_path(change);
-                            let file = self.store.read(index, &path).map(str::as_bytes);
-                            bay_core::compact::read_back(change, index, file)
-                        })
-                        .collect()),
-                })
-            }
+            Action::ReadCompacted { changes } => Completion::ChainsRead(
+                changes
+                    .iter()
+                    .map(|(change, shard)| {
+                        self.store
+                            .get(shard)
+                            .ok_or_else(|| Fault(format!("no commit {shard}")))?;
+                        let path = bay_core::compact::change_path(change);
+                        let file = self.store.read(shard, &path).map(str::as_bytes);
+                        Ok(bay_core::compact::read_back(change, shard, file))
+                    })
+                    .collect(),
+            ),
             Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
             Action::ReadAdded {
                 commit,

@@ -255,8 +255,7 @@ fn compact(git: &mut GitModel, compacted: &[&Ended]) {
             )),
         })
         .collect();
-    let index = git.remote.get(refs::INDEX).cloned();
-    let plan = compact::plan(index.as_ref(), &items, &BTreeMap::new(), &[]);
+    let plan = compact::plan(&git.remote.refs, &items, &BTreeMap::new(), &[]);
     let (report, _) = git.push(&plan);
     assert_eq!(
         report.outcome,

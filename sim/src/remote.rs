@@ -156,27 +156,24 @@ impl Remote {
             ));
             oid
         });
-        // A commit of the index of compacted records, as the Git driver writes it: the parent's
-        // files with the plan's put in, the parent as its only parent.
-        let index = plan.index.as_ref().map(|index| {
+        // A commit of each index shard, as the Git driver writes it: the base's files with the
+        // plan's put in, no parent.
+        let mut indexes = Vec::with_capacity(plan.indexes.len());
+        for index in &plan.indexes {
             let mut files: Tree = index
-                .parent
+                .base
                 .as_ref()
-                .and_then(|parent| store.files(parent))
+                .and_then(|base| store.files(base))
                 .map(|files| (*files).clone())
                 .unwrap_or_default();
             for (path, content) in &index.files {
                 files.insert(path.clone(), store.blob(content));
             }
             let tree = store.tree(files);
-            let oid = store.commit(tree, index.parent.iter().cloned().collect(), &index.message);
-            updates.push((
-                refs::INDEX.to_string(),
-                index.expect.clone(),
-                Some(oid.clone()),
-            ));
-            oid
-        });
+            let oid = store.commit(tree, Vec::new(), &index.message);
+            updates.push((index.shard.clone(), index.expect.clone(), Some(oid.clone())));
+            indexes.push(oid);
+        }
         for update in &plan.updates {
             let new = match &update.new {
                 NewValue::Oid(oid) => Some(Some(oid.clone())),
@@ -204,7 +201,7 @@ impl Remote {
             .chain(&notes)
             .chain(log.iter())
             .chain(presence.iter())
-            .chain(index.iter());
+            .chain(&indexes);
         let unsendable = written
             .filter_map(|commit| store.get(commit))
             .any(|commit| commit.parents.iter().any(|p| store.get(p).is_none()));
@@ -242,7 +239,7 @@ impl Remote {
                 notes,
                 log,
                 presence,
-                index,
+                indexes,
                 outcome,
             },
             applied,

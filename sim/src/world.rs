@@ -1031,7 +1031,7 @@ impl World {
                         notes: Vec::new(),
                         log: None,
                         presence: None,
-                        index: None,
+                        indexes: Vec::new(),
                         outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
                     };
                     return self.reply(host, id, lat, Completion::Pushed(report));
@@ -1174,7 +1174,7 @@ impl World {
                 notes: Vec::new(),
                 log: None,
                 presence: None,
-                index: None,
+                indexes: Vec::new(),
                 outcome: PushOutcome::Unknown {
                     why: "the connection broke".into(),
                 },

@@ -23,18 +23,20 @@ fn records(world: &World) -> Vec<ChangeRecord> {
         .refs
         .keys()
         .filter_map(|name| refs::parse_change(name));
-    let in_index = git
+    let in_index: Vec<ChangeId> = git
         .remote
-        .get(refs::INDEX)
-        .and_then(|index| git.store.files(index))
-        .map(|files| {
+        .refs
+        .iter()
+        .filter(|(name, _)| refs::is_index(name))
+        .filter_map(|(_, shard)| git.store.files(shard))
+        .flat_map(|files| {
             files
                 .keys()
                 .filter(|path| path.starts_with("changes/"))
                 .filter_map(|path| ChangeId::parse(path.rsplit('/').next()?).ok())
                 .collect::<Vec<_>>()
         })
-        .unwrap_or_default();
+        .collect();
     in_refs
         .chain(in_index)
         .filter_map(|change| git.record(&change))
@@ -92,7 +94,6 @@ fn the_history_is_written_as_a_runners_compactions_leave_it() {
         },
     );
     let (git, history) = (&world.git, &world.history);
-    let index = git.remote.get(refs::INDEX).expect("an index");
     let (mut in_index, mut waiting) = (0, 0);
     for ended in history.changes() {
         let record = git.record(&ended.change).expect("every change reads back");
@@ -104,8 +105,12 @@ fn the_history_is_written_as_a_runners_compactions_leave_it() {
             assert!(record.merged().is_some() || record.abandoned);
             assert_eq!(record.abandoned, ended.abandoned);
             assert_eq!((chain_ref, marker), (None, None));
-            let file = git.store.read(index, &compact::change_path(&ended.change));
-            let read = compact::read_back(&ended.change, index, file.map(str::as_bytes));
+            let shard = git
+                .remote
+                .get(&refs::index_of_change(&ended.change))
+                .expect("the change's index shard");
+            let file = git.store.read(shard, &compact::change_path(&ended.change));
+            let read = compact::read_back(&ended.change, shard, file.map(str::as_bytes));
             assert_eq!(read.tip, ended.tip, "the index holds the chain verbatim");
         } else {
             assert_eq!(chain_ref, Some(&ended.tip));

@@ -661,7 +661,7 @@ impl World {
                 notes: Vec::new(),
                 log: None,
                 presence: None,
-                index: None,
+                indexes: Vec::new(),
                 outcome: lost,
             },
         };

@@ -328,7 +328,7 @@ fn a_merge_lost_before_it_applied_is_checked_again_and_merged_once() {
         notes: Vec::new(),
         log: None,
         presence: None,
-        index: None,
+        indexes: Vec::new(),
         outcome: PushOutcome::Unknown {
             why: "broken".into(),
         },

@@ -105,8 +105,9 @@ impl Layout {
     }
 }
 
-/// Writes `refs/bay/index` holding `compacted`, one commit per batch as runners write it:
-/// each change's chain as `compact::encode` keeps it, and its intent's generation.
+/// Writes the index shards holding `compacted` as runners' compactions leave them, one commit
+/// with no parent each (a shard keeps no history): each change's chain as `compact::encode`
+/// keeps it, in its id's shard, and its intent's generation, in its digest's.
 fn write_index(stream: &mut Stream, compacted: &[&Written]) {
     let asked: Vec<Vec<usize>> = compacted
         .iter()
@@ -119,52 +120,51 @@ fn write_index(stream: &mut Stream, compacted: &[&Written]) {
         })
         .collect();
     let answers = stream.answers();
-    let mut parent = Parent::None;
-    for (at, batch) in compacted.chunks(compact::BATCH).enumerate() {
-        let mut files = Vec::with_capacity(batch.len() * 2);
-        for (change, asked) in batch.iter().zip(&asked[at * compact::BATCH..]) {
-            let steps: Vec<RawStep> = change
-                .steps
-                .iter()
-                .zip(asked)
-                .rev()
-                .map(|((_, message), answer)| RawStep {
-                    oid: answers[*answer].clone(),
-                    message: message.clone(),
-                })
-                .collect();
-            let read = ChainRead {
-                change: change.change.clone(),
-                tip: steps[0].oid.clone(),
-                steps,
-                reached_known: false,
-                unreadable: None,
-            };
-            files.push((compact::change_path(&change.change), compact::encode(&read)));
-            let generation = compact::Generation {
-                generation: 1,
-                change: change.change.clone(),
-            };
-            files.push((compact::intent_path(&change.digest), generation.encode()));
-        }
-        let names: Vec<&str> = batch.iter().map(|c| c.change.as_str()).collect();
-        let message = format!(
-            "bay: compacted {} ended changes\n\n{}\n",
-            batch.len(),
-            names.join("\n")
-        );
+    let mut shards: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for (change, asked) in compacted.iter().zip(&asked) {
+        let steps: Vec<RawStep> = change
+            .steps
+            .iter()
+            .zip(asked)
+            .rev()
+            .map(|((_, message), answer)| RawStep {
+                oid: answers[*answer].clone(),
+                message: message.clone(),
+            })
+            .collect();
+        let read = ChainRead {
+            change: change.change.clone(),
+            tip: steps[0].oid.clone(),
+            steps,
+            reached_known: false,
+            unreadable: None,
+        };
+        shards
+            .entry(refs::index_of_change(&change.change))
+            .or_default()
+            .push((compact::change_path(&change.change), compact::encode(&read)));
+        let generation = compact::Generation {
+            generation: 1,
+            change: change.change.clone(),
+        };
+        shards
+            .entry(refs::index_of_intent(&change.digest))
+            .or_default()
+            .push((compact::intent_path(&change.digest), generation.encode()));
+    }
+    let when = seconds(compacted.len(), 9);
+    for (shard, files) in &shards {
+        let message = format!("bay: compacted {} records\n", files.len());
         let mark = stream.mark();
-        let when = seconds(at * compact::BATCH, 9);
         stream.commit(
-            refs::INDEX,
+            shard,
             mark,
             when,
             &message,
-            &parent,
+            &Parent::None,
             None,
-            &Files::Many(&files),
+            &Files::Many(files),
         );
-        parent = Parent::Branch;
     }
 }
 

@@ -1,6 +1,7 @@
-//! Compaction: one atomic push writes a commit of `refs/bay/index` holding a merged change's
-//! chain and deletes the change's own refs, each leased; a stale lease moves nothing. The
-//! index's files read back as written.
+//! Compaction: one atomic push writes a commit of each index shard it adds to (the change's and
+//! its intent's), holding a merged change's chain and its intent's generation, and deletes the
+//! change's own refs, each leased; a stale lease moves nothing. The shards' files read back as
+//! written, and a change a shard lacks reads back absent.
 
 use std::collections::BTreeMap;
 
@@ -45,21 +46,25 @@ fn see_all(b: &mut Bench<'_>) {
         &refs::change(&change()),
         &refs::landed(&change()),
         &intent(),
-        refs::INDEX,
+        &refs::index_of_change(&change()),
+        &refs::index_of_intent(DIGEST),
     ]);
 }
 
 pub(super) fn cases() -> Vec<Case> {
     vec![
         Case::new(
-            "index: a compaction moves a merged change's refs into one index commit",
+            "index: a compaction moves a merged change's refs into its index shards",
             |b| {
                 let item = merged(b);
-                let plan = compact::plan(None, std::slice::from_ref(&item), &BTreeMap::new(), &[]);
+                let none = BTreeMap::new();
+                let plan = compact::plan(&none, std::slice::from_ref(&item), &BTreeMap::new(), &[]);
                 let report = b.push("compaction", "", plan);
                 see_all(b);
-                if let Some(index) = report.index {
-                    b.see_paths("index", &index);
+                if let [index, intents] = &report.indexes[..] {
+                    let index = index.clone();
+                    b.see_paths("changes shard", &index);
+                    b.see_paths("intents shard", intents);
                     let read = Action::ReadFile {
                         commit: index.clone(),
                         path: compact::change_path(&change()),
@@ -76,6 +81,25 @@ pub(super) fn cases() -> Vec<Case> {
                         _ => "fault",
                     };
                     b.see("read back", back);
+                    // The same, through the action every reader of a compacted change sends;
+                    // another change is absent from the shard, by name.
+                    let other = bay_core::id::ChangeId::parse("c7k2m4qb").expect("an id");
+                    let read = Action::ReadCompacted {
+                        changes: vec![(change(), index.clone()), (other, index.clone())],
+                    };
+                    let back = match b.execute(&read) {
+                        Completion::ChainsRead(Ok(reads)) => reads
+                            .iter()
+                            .map(|read| match &read.unreadable {
+                                None if *read == item.chain => "the chain".to_owned(),
+                                None => "another chain".to_owned(),
+                                Some(why) => why.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                        _ => "fault".to_owned(),
+                    };
+                    b.see("read compacted", back);
                     // A second compaction builds on the first.
                     b.set(&refs::landed(&change()), "B");
                     let again = Item {
@@ -83,10 +107,11 @@ pub(super) fn cases() -> Vec<Case> {
                         ..item
                     };
                     b.set(&refs::change(&change()), "A");
-                    let plan = compact::plan(Some(&index), &[again], &BTreeMap::new(), &[]);
+                    let shards = BTreeMap::from([(refs::index_of_change(&change()), index)]);
+                    let plan = compact::plan(&shards, &[again], &BTreeMap::new(), &[]);
                     let second = b.push("second", "second ", plan);
-                    if let Some(next) = second.index {
-                        b.see_paths("second index", &next);
+                    if let Some(next) = second.indexes.first() {
+                        b.see_paths("second changes shard", next);
                     }
                 }
             },
@@ -96,7 +121,8 @@ pub(super) fn cases() -> Vec<Case> {
             |b| {
                 let item = merged(b);
                 b.set(&refs::landed(&change()), "A");
-                let plan = compact::plan(None, &[item], &BTreeMap::new(), &[]);
+                let none = BTreeMap::new();
+                let plan = compact::plan(&none, &[item], &BTreeMap::new(), &[]);
                 b.push("compaction", "", plan);
                 see_all(b);
             },

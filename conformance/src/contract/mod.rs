@@ -305,8 +305,8 @@ impl<'a> Bench<'a> {
         if let Some(oid) = &report.presence {
             self.named(oid, &format!("{prefix}presence"));
         }
-        if let Some(oid) = &report.index {
-            self.named(oid, &format!("{prefix}index"));
+        for (i, oid) in report.indexes.iter().enumerate() {
+            self.named(oid, &format!("{prefix}index {i}"));
         }
         self.see(format!("{label} outcome"), seen::outcome(&report.outcome));
         let counts: Vec<String> = report.steps.iter().map(|s| s.len().to_string()).collect();

@@ -329,7 +329,7 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
             }
         }),
         presence: None,
-        index: None,
+        indexes: Vec::new(),
         updates: plan
             .updates
             .iter()
@@ -381,7 +381,7 @@ fn reply_lost(bench: &mut Bench<'_>) {
         notes: vec![],
         log: None,
         presence: None,
-        index: None,
+        indexes: Vec::new(),
         updates: vec![
             RefUpdate {
                 name: MAIN.to_owned(),

@@ -62,11 +62,13 @@ impl Abandon {
 
     /// The change's chain and the queue, whose place a live operation gives up.
     fn fetch(&self) -> Action {
-        Action::Fetch(FetchSpec::new([
+        let mut spec = FetchSpec::new([
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
-            refs::INDEX_PATTERN.to_string(),
-        ]))
+        ]);
+        spec.patterns
+            .extend(super::agent::compacted_patterns([&self.input.change]));
+        Action::Fetch(spec)
     }
 
     fn finish(&mut self, result: BayResult) {

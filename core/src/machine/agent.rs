@@ -87,8 +87,8 @@ pub fn unreadable_chain(change: &ChangeId, why: &str) -> String {
 }
 
 /// The action that reads the whole chain of `change` at its tip on `remote`, or, when its chain
-/// ref is gone and `remote` holds the index (fetched with [`refs::INDEX_PATTERN`] beside the
-/// chain's pattern, so that both come from one moment of the remote), its compacted chain
+/// ref is gone and `remote` holds its index shard (fetched with [`compacted_patterns`] beside
+/// the chain's pattern, so that both come from one moment of the remote), its compacted chain
 /// there; the failure to say when the remote has neither.
 pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
     match ChainQuery::whole(remote, change) {
@@ -107,14 +107,21 @@ pub fn merge_of(reads: &[ChainRead]) -> Option<Oid> {
         .and_then(|(record, _, _)| record.merge_commit().cloned())
 }
 
-/// The action that reads `changes` from the index `remote` names; none when there is no
-/// index, or nothing to read.
+/// The action that reads `changes` from the index shards `remote` holds; none when it holds
+/// none, or there is nothing to read. A change whose own shard is not there was never
+/// compacted: it is read in a shard that is, which lacks it too, so that each change asked
+/// for is answered, and one that is nowhere is absent by name.
 pub fn read_compacted(remote: &Refs, changes: Vec<ChangeId>) -> Option<Action> {
-    let index = remote.get(refs::INDEX)?;
-    (!changes.is_empty()).then(|| Action::ReadCompacted {
-        index: index.clone(),
-        changes,
-    })
+    let (_, any) = remote.iter().find(|(name, _)| refs::is_index(name))?;
+    let changes: Vec<(ChangeId, Oid)> = changes
+        .into_iter()
+        .map(|change| {
+            let shard = remote.get(&refs::index_of_change(&change)).unwrap_or(any);
+            let shard = shard.clone();
+            (change, shard)
+        })
+        .collect();
+    (!changes.is_empty()).then_some(Action::ReadCompacted { changes })
 }
 
 /// The one chain a command asked for, folded, with its tip and its steps (oldest first, each
@@ -137,14 +144,31 @@ pub fn latest_generation(remote: &Refs, intent: &str) -> Option<(u32, Oid)> {
         .map(|(_, generation, oid)| (generation, oid.clone()))
 }
 
-/// When `remote` holds no generation ref of `intent` but holds the index: the read of the
+/// The fetch patterns of the index shards that hold `changes` once compacted.
+pub fn compacted_patterns<'a>(changes: impl IntoIterator<Item = &'a ChangeId>) -> Vec<String> {
+    let mut patterns: Vec<String> = changes
+        .into_iter()
+        .map(|change| refs::index_pattern(&refs::index_of_change(change)))
+        .collect();
+    patterns.sort();
+    patterns.dedup();
+    patterns
+}
+
+/// The fetch pattern of the index shard that holds `intent`'s latest compacted generation.
+pub fn compacted_intent_pattern(intent: &str) -> String {
+    refs::index_pattern(&refs::index_of_intent(&crate::id::intent_digest(intent)))
+}
+
+/// When `remote` holds no generation ref of `intent` but holds its index shard: the read of the
 /// index's record of the intent's latest compacted generation (`crate::compact`), answered
 /// with [`compacted_generation`].
 pub fn read_compacted_generation(remote: &Refs, intent: &str) -> Option<Action> {
-    let index = remote.get(refs::INDEX)?;
+    let digest = crate::id::intent_digest(intent);
+    let shard = remote.get(&refs::index_of_intent(&digest))?;
     Some(Action::ReadFile {
-        commit: index.clone(),
-        path: crate::compact::intent_path(&crate::id::intent_digest(intent)),
+        commit: shard.clone(),
+        path: crate::compact::intent_path(&digest),
     })
 }
 

@@ -35,10 +35,10 @@ pub enum Action {
     /// before `known` when the walk meets it. A chain whose walk meets an object that is not a
     /// commit is answered `unreadable`, alone: one broken record never fails the others.
     ReadChains { chains: Vec<ChainQuery> },
-    /// Read the compacted chain of each of `changes` from the index commit `index`
-    /// (`crate::compact`), answered as [`Action::ReadChains`] is: each file decoded with
+    /// Read the compacted chain of each of `changes` at the tip of the index shard that holds
+    /// it (`crate::compact`), answered as [`Action::ReadChains`] is: each file decoded with
     /// [`crate::compact::read_back`], so a change the index lacks is unreadable, by name.
-    ReadCompacted { index: Oid, changes: Vec<ChangeId> },
+    ReadCompacted { changes: Vec<(ChangeId, Oid)> },
     /// Read one file of a commit's tree; absent is not an error.
     ReadFile { commit: Oid, path: String },
     /// Measure, for `[limits]`, each path whose content, mode or presence differs between the
@@ -227,7 +227,7 @@ impl Action {
                 notes: Vec::new(),
                 log: None,
                 presence: None,
-                index: None,
+                indexes: Vec::new(),
                 outcome: PushOutcome::Unknown { why: fault.0 },
             }),
             Action::BuildCandidate(_) => Completion::CandidateBuilt(Err(fault)),
@@ -337,9 +337,9 @@ pub struct PushPlan {
     /// A runner's presence, replacing `refs/bay/executor/<runner>`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub presence: Option<PresenceAdd>,
-    /// A new commit of the index of compacted records (`crate::compact`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<Box<IndexAdd>>,
+    /// A new commit of each index shard a compaction adds to (`crate::compact`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<IndexAdd>,
     pub updates: Vec<RefUpdate>,
     /// All refs or none. bay's own pushes are always atomic.
     pub atomic: bool,
@@ -424,24 +424,33 @@ impl LogAdd {
     }
 }
 
-/// One commit of `refs/bay/index`: the tree of `parent` (none: empty) with each of `files`
-/// (path, content) put in it, `parent` as its only parent, and `message`; leased on `parent`.
+/// One commit of the index shard `shard` (`refs/bay/index/...`): the tree of `base`, the
+/// shard's tip (none: empty), with each of `files` (path, content) put in it, and `message`;
+/// leased on `base`. It has no parent: a shard keeps no history, so a fetch of it brings its
+/// records once, not every version of its tree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IndexAdd {
-    pub parent: Option<Oid>,
-    /// Always exactly `parent` (or `Absent`), so that a compaction never loses another's.
+    pub shard: String,
+    pub base: Option<Oid>,
+    /// Always exactly `base` (or `Absent`), so that a compaction never loses another's.
     pub expect: Expect,
     pub files: Vec<(String, String)>,
     pub message: String,
 }
 
 impl IndexAdd {
-    /// Files added on the index's tip `parent`, leased on it.
-    pub fn on(parent: Option<Oid>, files: Vec<(String, String)>, message: String) -> IndexAdd {
-        let expect = Expect::tip(parent.as_ref());
+    /// Files added to the shard `shard` at its tip `base`, leased on it.
+    pub fn on(
+        shard: String,
+        base: Option<Oid>,
+        files: Vec<(String, String)>,
+        message: String,
+    ) -> IndexAdd {
+        let expect = Expect::tip(base.as_ref());
         IndexAdd {
-            parent,
+            shard,
+            base,
             expect,
             files,
             message,
@@ -769,9 +778,9 @@ pub struct PushReport {
     /// The presence commit written for the plan's presence, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence: Option<Oid>,
-    /// The index commit written for the plan's compaction, if it had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub index: Option<Oid>,
+    /// The commit written for each index shard of the plan's compaction, in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<Oid>,
     pub outcome: PushOutcome,
 }
 

@@ -203,8 +203,9 @@ impl Merge {
             refs::main(&self.input.main),
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
-            refs::INDEX_PATTERN.to_string(),
         ]);
+        spec.patterns
+            .extend(super::agent::compacted_patterns([&self.input.change]));
         spec.patterns.extend(
             self.runner
                 .as_deref()

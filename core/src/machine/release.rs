@@ -73,7 +73,8 @@ impl Release {
             .map(|change| (*change).clone())
             .collect();
         let mut spec = FetchSpec::new(looked_at.iter().map(refs::change_pattern));
-        spec.patterns.push(refs::INDEX_PATTERN.to_owned());
+        spec.patterns
+            .extend(super::agent::compacted_patterns(&looked_at));
         let empty = looked_at.is_empty();
         let mut release = Release {
             input,

@@ -227,7 +227,7 @@ impl Since {
         }
         if let Some(change) = &input.change {
             patterns.push(refs::change_pattern(change));
-            patterns.push(refs::INDEX_PATTERN.to_string());
+            patterns.extend(super::agent::compacted_patterns([change]));
         }
         let mut since = Since {
             input,

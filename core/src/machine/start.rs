@@ -387,23 +387,25 @@ impl Start {
     /// the chain of a change this machine created, when its push went unanswered).
     fn first_fetch(&self) -> Action {
         // The queue too: the live changes whose paths overlap this one's are named. And the
-        // index, which holds merged changes and their intents' generations once compacted.
+        // index shards that hold, once compacted, the intent's generations and each change
+        // named here: never the whole index.
         let mut patterns = vec![
             refs::main(&self.input.main),
             refs::QUEUE_PATTERN.to_string(),
-            refs::INDEX_PATTERN.to_string(),
         ];
+        let mut named: Vec<ChangeId> = Vec::new();
         match &self.input.target {
             StartTarget::Intent { intent, .. } => {
                 patterns.push(refs::intents_pattern(&intent_digest(intent)));
+                patterns.push(agent::compacted_intent_pattern(intent));
                 // Words that are a change id may name that change.
-                if let Some(change) = self.named_change() {
-                    patterns.push(refs::change_pattern(&change));
-                }
+                named.extend(self.named_change());
             }
-            StartTarget::Change(change) => patterns.push(refs::change_pattern(change)),
+            StartTarget::Change(change) => named.push(change.clone()),
         }
-        patterns.extend(self.change.iter().map(refs::change_pattern));
+        named.extend(self.change.iter().cloned());
+        named.extend(self.input.after.iter().cloned());
+        patterns.extend(named.iter().map(refs::change_pattern));
         // A fix's change: its marker, or, once compacted, its record in the index.
         patterns.extend(
             self.input
@@ -411,7 +413,8 @@ impl Start {
                 .iter()
                 .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
         );
-        patterns.extend(self.input.after.iter().map(refs::change_pattern));
+        named.extend(self.input.fixes.iter().cloned());
+        patterns.extend(agent::compacted_patterns(&named));
         // A trailing `*`: a branch the remote lacks is no fault, since this clone may hold it.
         if let Some(Import::Branch { name, .. }) = &self.input.import {
             patterns.push(format!("{}*", Import::branch_ref(name)));
@@ -597,10 +600,8 @@ impl Start {
             Some(Ok(step)) => {
                 let change = step.change;
                 self.change = Some(change.clone());
-                let spec = FetchSpec::new([
-                    refs::change_pattern(&change),
-                    refs::INDEX_PATTERN.to_string(),
-                ]);
+                let mut spec = FetchSpec::new([refs::change_pattern(&change)]);
+                spec.patterns.extend(agent::compacted_patterns([&change]));
                 let fetch = Action::Fetch(spec.clone());
                 self.send(fetch, &main, Then::FetchChain { spec, change });
             }

@@ -176,9 +176,13 @@ impl Status {
         ];
         if let Some(change) = &status.input.change {
             patterns.push(refs::change_pattern(change));
-            patterns.push(refs::INDEX_PATTERN.to_string());
-            // Its undos, should it have merged: the generations of their one intent.
+            patterns.extend(super::agent::compacted_patterns([change]));
+            // Its undos, should it have merged: the generations of their one intent, and the
+            // index shard that holds their latest once compacted.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
+            patterns.push(refs::index_pattern(&refs::index_of_intent(&undo_digest(
+                change,
+            ))));
             // The key registry, should the change have merged: its merge's trust.
             patterns.push(format!("{REGISTRY}*"));
         }
@@ -627,7 +631,8 @@ impl Status {
                     .iter()
                     .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
             );
-            spec.patterns.push(refs::INDEX_PATTERN.to_owned());
+            spec.patterns
+                .extend(super::agent::compacted_patterns(&record.after));
             let fetch = Action::Fetch(spec.clone());
             self.out
                 .send(fetch, Purpose::FetchAfter(Box::new(record), spec));
@@ -651,10 +656,13 @@ impl Status {
         // An undo compacted into the index merged: the index names the latest such.
         if result.decision == Decision::Merged
             && self.compacted_undo.is_none()
-            && let (Some(index), Some(change)) = (self.remote.get(refs::INDEX), &self.input.change)
+            && let Some(change) = &self.input.change
+            && let Some(shard) = self
+                .remote
+                .get(&refs::index_of_intent(&undo_digest(change)))
         {
             let read = Action::ReadFile {
-                commit: index.clone(),
+                commit: shard.clone(),
                 path: crate::compact::intent_path(&undo_digest(change)),
             };
             self.compacted_undo = Some(None);

@@ -190,14 +190,16 @@ impl Undo {
     /// undo's own change (for a push whose reply was lost).
     fn fetch(&mut self) {
         let target = &self.input.target;
-        let spec = FetchSpec::new([
+        let mut spec = FetchSpec::new([
             refs::main(&self.input.main),
             refs::landed_pattern(target),
             refs::change_pattern(target),
             refs::intents_pattern(&intent_digest(&undo_intent(target))),
             refs::change_pattern(&self.change),
-            refs::INDEX_PATTERN.to_string(),
+            agent::compacted_intent_pattern(&undo_intent(target)),
         ]);
+        spec.patterns
+            .extend(agent::compacted_patterns([target, &self.change]));
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
     }
 

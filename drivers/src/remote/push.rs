@@ -58,7 +58,7 @@ impl Repo {
             notes: Vec::new(),
             log: None,
             presence: None,
-            index: None,
+            indexes: Vec::new(),
             outcome: PushOutcome::Accepted,
         };
         let updates = match self.write(plan, &mut report) {
@@ -252,22 +252,21 @@ impl Repo {
             });
         }
 
-        // A commit of the index of compacted records: the parent's tree with the files put in,
-        // the parent as its only parent, leased on it.
-        if let Some(index) = &plan.index {
+        // A commit of each index shard of compacted records: its base's tree with the files put
+        // in, no parent, leased on the base.
+        for index in &plan.indexes {
             let git = self.git();
             let mut edits = Vec::with_capacity(index.files.len());
             for (path, content) in &index.files {
                 let blob = self.objects.blob(&git, content.as_bytes().to_vec())?;
                 edits.push(("100644".to_owned(), blob, path.clone()));
             }
-            let parent = index.parent.as_ref();
-            let tree = crate::trees::edited(&self.reader, &self.objects, &git, parent, &edits)?;
-            let parents: Vec<&Oid> = index.parent.iter().collect();
-            let commit = self.commit_tree(&tree, &parents, &index.message)?;
-            report.index = Some(commit.clone());
+            let base = index.base.as_ref();
+            let tree = crate::trees::edited(&self.reader, &self.objects, &git, base, &edits)?;
+            let commit = self.commit_tree(&tree, &[], &index.message)?;
+            report.indexes.push(commit.clone());
             updates.push(Update {
-                name: refs::INDEX.to_owned(),
+                name: index.shard.clone(),
                 expect: index.expect.clone(),
                 new: Some(commit),
             });

@@ -463,17 +463,17 @@ impl Repo {
         crate::trees::of_commits(&self.reader, commits)
     }
 
-    /// `Action::ReadCompacted`: each change's file at the index commit, read back as its chain.
+    /// `Action::ReadCompacted`: each change's file at its index shard's commit, read back as
+    /// its chain.
     pub fn read_compacted(
         &self,
-        index: &Oid,
-        changes: &[bay_core::id::ChangeId],
+        changes: &[(bay_core::id::ChangeId, Oid)],
     ) -> Result<Vec<ChainRead>, Fault> {
         changes
             .iter()
-            .map(|change| {
-                let file = self.read_file(index, &bay_core::compact::change_path(change))?;
-                Ok(bay_core::compact::read_back(change, index, file.as_deref()))
+            .map(|(change, shard)| {
+                let file = self.read_file(shard, &bay_core::compact::change_path(change))?;
+                Ok(bay_core::compact::read_back(change, shard, file.as_deref()))
             })
             .collect()
     }

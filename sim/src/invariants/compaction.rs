@@ -1,8 +1,8 @@
 //! S16: compaction keeps every outcome. A runner may delete an ended change's chain, marker and
-//! intent generation only in the push that moves `refs/bay/index` to a commit whose file for
-//! that change holds, step for step, the chain it deleted; an abandoned marker otherwise only
-//! once a start took its change up again. From then on every index commit must
-//! keep that file, and the record it folds to must keep every ended operation's outcome as the
+//! intent generation only in the push that moves the change's index shard
+//! (`refs/bay/index/changes/<x>`) to a commit whose file for that change holds, step for step,
+//! the chain it deleted; an abandoned marker otherwise only once a start took its change up
+//! again. From then on every commit of that shard must keep that file, and the record it folds to must keep every ended operation's outcome as the
 //! checker saw it end; and no intent's generation is ever opened twice, compacted or not.
 //!
 //! Judged on the checker's own reading of the Git model, decoding the index with core's reader.
@@ -28,8 +28,8 @@ pub struct CompactionWatch {
     pub(super) markers_deleted: Vec<ChangeId>,
     /// Abandoned and no-effect markers deleted by the push being checked.
     pub(super) ended_deleted: Vec<ChangeId>,
-    /// The index as last judged.
-    pub(super) index: Option<Oid>,
+    /// The index shards as last judged, by name.
+    pub(super) shards: BTreeMap<String, Oid>,
     /// The blob of each held change's file in the index when it was last judged kept: a file
     /// unchanged since reads the same, so only the files a push changed are read again, and a
     /// history of thousands costs each index move little.
@@ -92,11 +92,17 @@ impl Checker {
     /// exactly; and the index keeps every change it held, with each ended outcome.
     pub(super) fn check_compaction(&mut self, at: u64, git: &GitModel) {
         let deleted = std::mem::take(&mut self.compaction.deleted);
-        let index = git.remote.refs.get(refs::INDEX).cloned();
+        let shards: BTreeMap<String, Oid> = git
+            .remote
+            .refs
+            .iter()
+            .filter(|(name, _)| refs::is_index(name))
+            .map(|(name, tip)| (name.clone(), tip.clone()))
+            .collect();
         for (change, tip) in deleted {
-            let held = index
-                .as_ref()
-                .map(|index| self.compacted_read(git, index, &change));
+            let held = shards
+                .get(&refs::index_of_change(&change))
+                .map(|shard| self.compacted_read(git, shard, &change));
             match held {
                 Some(Ok((read_tip, record))) if read_tip == tip => {
                     self.marked.remove(&change);
@@ -123,7 +129,7 @@ impl Checker {
                 None => self.violate(
                     Invariant::NothingLost,
                     at,
-                    format!("the chain of {change} was deleted with no index"),
+                    format!("the chain of {change} was deleted with no index shard for it"),
                 ),
             }
         }
@@ -151,26 +157,41 @@ impl Checker {
                 );
             }
         }
-        // The index's files are judged again only when it moved.
-        let Some(index) = index.filter(|index| self.compaction.index.as_ref() != Some(index))
-        else {
+        // A shard's files are judged again only when it moved, or went.
+        if shards == self.compaction.shards {
             return;
+        }
+        let moved = |name: &String| shards.get(name) != self.compaction.shards.get(name);
+        let files: BTreeMap<&String, _> = shards
+            .iter()
+            .filter(|(name, _)| moved(name))
+            .map(|(name, tip)| (name, git.store.files(tip).unwrap_or_default()))
+            .collect();
+        let blob = |change: &ChangeId| {
+            let files = files.get(&refs::index_of_change(change))?;
+            files.get(&compact::change_path(change)).cloned()
         };
-        self.compaction.index = Some(index.clone());
-        let files = git.store.files(&index).unwrap_or_default();
-        let blob = |change: &ChangeId| files.get(&compact::change_path(change)).cloned();
         let due: Vec<(ChangeId, Oid)> = self
             .compaction
             .held
             .iter()
             .filter(|(change, _)| {
                 let blob = blob(change);
-                blob.is_none() || self.compaction.judged.get(*change) != blob.as_ref()
+                moved(&refs::index_of_change(change))
+                    && (blob.is_none() || self.compaction.judged.get(*change) != blob.as_ref())
             })
             .map(|(change, tip)| (change.clone(), tip.clone()))
             .collect();
         for (change, tip) in due {
-            match self.compacted_read(git, &index, &change) {
+            let Some(shard) = shards.get(&refs::index_of_change(&change)) else {
+                self.violate(
+                    Invariant::CompactionKeeps,
+                    at,
+                    format!("the index no longer holds {change}: its shard is gone"),
+                );
+                continue;
+            };
+            match self.compacted_read(git, shard, &change) {
                 Ok((read_tip, record)) if read_tip == tip => {
                     let broken = self.violations.len();
                     self.outcomes_kept(at, &change, &record);
@@ -200,6 +221,7 @@ impl Checker {
                 ),
             }
         }
+        self.compaction.shards = shards;
     }
 
     /// Every operation of `change` the checker saw end keeps that outcome in `record`.

@@ -15,8 +15,6 @@ use crate::history::History;
 impl Checker {
     /// Learns `history`, which `git` holds now, before any machine of the seed ran.
     pub fn history(&mut self, git: &GitModel, history: &History) {
-        let index = git.remote.get(refs::INDEX).cloned();
-        let files = index.as_ref().and_then(|index| git.store.files(index));
         for ended in history.changes() {
             self.generation_opened(0, &ended.intent, 1, &ended.change);
             if let Some((merge, _)) = &ended.merge {
@@ -29,10 +27,11 @@ impl Checker {
             }
             if history.compacted(ended) {
                 // Judged as kept: S16 judges it again once a push changes its file.
-                let blob = files
-                    .as_ref()
-                    .and_then(|files| files.get(&compact::change_path(&ended.change)))
-                    .cloned();
+                let blob = git
+                    .remote
+                    .get(&refs::index_of_change(&ended.change))
+                    .and_then(|shard| git.store.files(shard))
+                    .and_then(|files| files.get(&compact::change_path(&ended.change)).cloned());
                 self.compaction
                     .keep(ended.change.clone(), ended.tip.clone(), blob);
                 continue;
@@ -48,6 +47,12 @@ impl Checker {
             self.chains
                 .insert(ended.change.clone(), ChainSeen { record });
         }
-        self.compaction.index = index;
+        self.compaction.shards = git
+            .remote
+            .refs
+            .iter()
+            .filter(|(name, _)| refs::is_index(name))
+            .map(|(name, tip)| (name.clone(), tip.clone()))
+            .collect();
     }
 }

@@ -4,8 +4,8 @@
 //! [`BATCH`] of them into the index in one atomic push before it decides what to work on. It
 //! reads what it moves first: each change's whole chain (which must fold to an ended record,
 //! a merged one with its merged marker), its intent's generation
-//! ref, and the index's entries for those intents; every ref the push deletes is leased on the
-//! value read, so a change that moved meanwhile refuses the whole push, which the next pass
+//! ref, and the index's entries for those intents (from their shards); every ref the push
+//! deletes, and every shard it adds to, is leased on the value read, so a change that moved meanwhile refuses the whole push, which the next pass
 //! tries again. An abandoned change a start took up again is not compacted; its old marker is
 //! deleted instead. A compaction never holds up work: any fault, and the pass goes on.
 
@@ -16,20 +16,23 @@ use crate::compact::{self, BATCH, Generation, Item};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
 use crate::machine::agent::fold_chain;
-use crate::machine::{Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, PushOutcome};
+use crate::machine::{
+    Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, PushOutcome, Refs,
+};
 
 /// What each action of a compaction is for.
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
-    /// The batch's chains, their markers and the index.
+    /// The batch's chains, their markers and their index shards.
     Fetch(FetchSpec),
     Chains,
     /// The generation refs of the batch's intents, with the stale markers found.
     Intents(Vec<Item>, Vec<(String, Oid)>, FetchSpec),
     /// The index's entry for one intent (by digest), while `awaiting` more.
     Known(String),
-    /// The compaction of these changes, and the deletion of these stale markers.
-    Push(Vec<Item>, Vec<(String, Oid)>),
+    /// The compaction of these changes, the deletion of these stale markers, and the index
+    /// shards it adds to, in the plan's order.
+    Push(Vec<Item>, Vec<(String, Oid)>, Vec<String>),
 }
 
 /// Where a pass stands with compacting.
@@ -49,7 +52,6 @@ pub(super) enum Compacting {
 pub(super) struct Reading {
     items: Vec<Item>,
     stale: Vec<(String, Oid)>,
-    index: Option<Oid>,
     known: BTreeMap<String, Generation>,
     awaiting: usize,
 }
@@ -102,12 +104,14 @@ impl Runner {
             pass.compaction = Compacting::Looked;
         }
         let batch: Vec<ChangeId> = self.ready().into_iter().take(BATCH).collect();
-        let mut patterns = Vec::with_capacity(batch.len() * 2 + 1);
+        let mut patterns = Vec::with_capacity(batch.len() * 3);
         for change in &batch {
             patterns.push(refs::change_pattern(change));
+            patterns.push(refs::index_pattern(&refs::index_of_change(change)));
             patterns.extend(self.markers(change).into_iter().map(|(name, _)| name));
         }
-        patterns.push(refs::INDEX_PATTERN.to_owned());
+        patterns.sort();
+        patterns.dedup();
         let spec = FetchSpec::new(patterns);
         self.send_compaction(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
     }
@@ -145,9 +149,10 @@ impl Runner {
             (Purpose::Known(digest), Completion::FileRead(Ok(bytes))) => {
                 self.on_known(digest, bytes.as_deref());
             }
-            (Purpose::Push(items, stale), Completion::Pushed(report)) => {
+            (Purpose::Push(items, stale, added), Completion::Pushed(report)) => {
                 if report.outcome == PushOutcome::Accepted {
-                    self.compacted_refs(&items, &stale, report.index);
+                    let shards = added.into_iter().zip(report.indexes).collect();
+                    self.compacted_refs(&items, &stale, shards);
                 }
                 self.compaction_over();
             }
@@ -224,6 +229,7 @@ impl Runner {
             // The generation ref names the chain's first step, its start.
             let start = read.steps.last().map(|raw| raw.oid.clone());
             intents.push(refs::intents_pattern(&digest));
+            intents.push(refs::index_pattern(&refs::index_of_intent(&digest)));
             items.push(Item {
                 intent: start.map(|start| (name, start)),
                 chain: read,
@@ -241,7 +247,7 @@ impl Runner {
     }
 
     /// Keeps the generation refs that still name their change's start, then reads what the
-    /// index says of those intents.
+    /// index's shards say of those intents.
     fn on_intents(&mut self, mut items: Vec<Item>, stale: Vec<(String, Oid)>) {
         for item in &mut items {
             item.intent = item
@@ -260,28 +266,31 @@ impl Runner {
             digests.dedup();
             digests
         };
-        let index = self.refs.get(refs::INDEX).cloned();
-        let awaiting = if index.is_some() { digests.len() } else { 0 };
+        // Only an intent whose shard exists can have a compacted generation.
+        let reads: Vec<(String, Oid)> = digests
+            .into_iter()
+            .filter_map(|digest| {
+                let shard = self.refs.get(&refs::index_of_intent(&digest))?.clone();
+                Some((digest, shard))
+            })
+            .collect();
         if let Some(pass) = self.pass_mut() {
             pass.compaction = Compacting::Reading(Reading {
                 items,
                 stale,
-                index: index.clone(),
                 known: BTreeMap::new(),
-                awaiting,
+                awaiting: reads.len(),
             });
         }
-        match index {
-            Some(index) if awaiting > 0 => {
-                for digest in digests {
-                    let read = Action::ReadFile {
-                        commit: index.clone(),
-                        path: compact::intent_path(&digest),
-                    };
-                    self.send_compaction(read, Purpose::Known(digest));
-                }
-            }
-            _ => self.push_compaction(),
+        if reads.is_empty() {
+            return self.push_compaction();
+        }
+        for (digest, shard) in reads {
+            let read = Action::ReadFile {
+                commit: shard,
+                path: compact::intent_path(&digest),
+            };
+            self.send_compaction(read, Purpose::Known(digest));
         }
     }
 
@@ -313,29 +322,31 @@ impl Runner {
         let Some(reading) = reading else {
             return self.compaction_over();
         };
+        let shards: Refs = self
+            .refs
+            .iter()
+            .filter(|(name, _)| refs::is_index(name))
+            .map(|(name, tip)| (name.clone(), tip.clone()))
+            .collect();
         #[cfg(feature = "mutants")]
-        let reading = Reading {
-            index: self.mutant_index(reading.index.clone()),
-            ..reading
-        };
-        let plan = compact::plan(
-            reading.index.as_ref(),
-            &reading.items,
-            &reading.known,
-            &reading.stale,
-        );
+        let shards = self.mutant_shards(shards);
+        let plan = compact::plan(&shards, &reading.items, &reading.known, &reading.stale);
         #[cfg(feature = "mutants")]
         let plan = self.mutant_compaction(plan);
-        let purpose = Purpose::Push(reading.items, reading.stale);
+        let added = plan.indexes.iter().map(|add| add.shard.clone()).collect();
+        let purpose = Purpose::Push(reading.items, reading.stale, added);
         self.send_compaction(Action::Push(plan), purpose);
     }
 
     /// What this runner knows of the remote after its compaction landed: the batch's refs
-    /// gone, the index at its new commit.
-    fn compacted_refs(&mut self, items: &[Item], stale: &[(String, Oid)], index: Option<Oid>) {
-        if let Some(index) = index {
-            self.refs.insert(refs::INDEX.to_owned(), index);
-        }
+    /// gone, each shard it added to at its new commit.
+    fn compacted_refs(
+        &mut self,
+        items: &[Item],
+        stale: &[(String, Oid)],
+        shards: Vec<(String, Oid)>,
+    ) {
+        self.refs.extend(shards);
         for (name, _) in stale {
             self.refs.remove(name);
         }

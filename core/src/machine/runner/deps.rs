@@ -36,7 +36,8 @@ impl Runner {
                     .iter()
                     .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
             );
-            spec.patterns.push(refs::INDEX_PATTERN.to_owned());
+            spec.patterns
+                .extend(crate::machine::agent::compacted_patterns(&named));
             spec
         })
     }

@@ -82,11 +82,13 @@ impl Runner {
         self.cfg.mutant == Some(mutant)
     }
 
-    /// The index a compaction builds on: none for a mutant that starts it afresh each time.
-    pub(super) fn mutant_index(&self, index: Option<Oid>) -> Option<Oid> {
-        (!self.mutant_is(Mutant::CompactFromNothing))
-            .then_some(index)
-            .flatten()
+    /// The index shards a compaction builds on: none for a mutant that starts them afresh
+    /// each time.
+    pub(super) fn mutant_shards(&self, shards: crate::machine::Refs) -> crate::machine::Refs {
+        if self.mutant_is(Mutant::CompactFromNothing) {
+            return crate::machine::Refs::new();
+        }
+        shards
     }
 
     /// Whether a mutant takes an ended change's abandoned markers for stale ones.
@@ -101,10 +103,10 @@ impl Runner {
 
     /// A compaction's plan, its index unleased for a mutant that starts it afresh.
     pub(super) fn mutant_compaction(&self, mut plan: PushPlan) -> PushPlan {
-        if self.mutant_is(Mutant::CompactFromNothing)
-            && let Some(index) = plan.index.as_mut()
-        {
-            index.expect = Expect::Any;
+        if self.mutant_is(Mutant::CompactFromNothing) {
+            for index in &mut plan.indexes {
+                index.expect = Expect::Any;
+            }
         }
         plan
     }
