@@ -33,9 +33,10 @@
 //! (`GIT_TRACE2_EVENT`), and the bench prints where its time went: each `git` it started, how
 //! long it ran, and how many refspecs each fetch named.
 //!
-//! The remotes keep ended changes as runners' compactions leave them (merged changes in
-//! `refs/bay/index`, the newest few still waiting); `BAY_BENCH_LAYOUT=per-change` keeps every
-//! change by refs of its own instead, as bay did before compaction.
+//! The remotes keep ended changes as runners' compactions leave them (merged changes in the
+//! index's shards, `refs/bay/index/...`, the newest few still waiting);
+//! `BAY_BENCH_LAYOUT=per-change` keeps every change by refs of its own instead, as bay did
+//! before compaction.
 //!
 //! `BAY_BENCH_SIZES=10,10000` runs a subset (the first size is the one the ratios divide by),
 //! `BAY_BENCH_CLONES=fresh` (or `held`) one kind of clone, `BAY_BENCH_RUNS=3` fewer runs (5 by

@@ -108,9 +108,9 @@ pub fn decode(change: &ChangeId, bytes: &[u8]) -> Result<ChainRead, String> {
 /// Why a change is no record at all: neither its chain ref nor the index holds it.
 pub const ABSENT: &str = "no such change on the remote, in its refs or in its index";
 
-/// The answer to `Action::ReadCompacted` for `change`, from its file at the index commit
-/// `index` (`None`: the index has no file there): its chain, or the read of a chain that cannot
-/// be read, saying why ([`ABSENT`] when the file is missing).
+/// The answer to `Action::ReadCompacted` for `change`, from its file at the commit `index` of
+/// its shard (`None`: the shard has no file there): its chain, or the read of a chain that
+/// cannot be read, saying why ([`ABSENT`] when the file is missing).
 pub fn read_back(change: &ChangeId, index: &Oid, file: Option<&[u8]>) -> ChainRead {
     let unreadable = |why: String| ChainRead {
         change: change.clone(),
@@ -124,6 +124,12 @@ pub fn read_back(change: &ChangeId, index: &Oid, file: Option<&[u8]>) -> ChainRe
         Some(Err(why)) => unreadable(why),
         None => unreadable(ABSENT.to_owned()),
     }
+}
+
+/// The answer to `Action::ReadCompacted` for `change` when the remote has no shard for it:
+/// absent, by name, at Git's null id (no commit holds it).
+pub fn read_back_unsharded(change: &ChangeId) -> ChainRead {
+    read_back(change, &Oid::null(), None)
 }
 
 /// The record a chain read (from its ref or from the index) folds to, as every reader folds it.

@@ -26,6 +26,11 @@ impl Oid {
         }
     }
 
+    /// Git's null id, forty zeros: no object at all.
+    pub fn null() -> Oid {
+        Oid("0".repeat(40))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -1986,9 +1986,14 @@ impl Driver {
             Action::ReadCompacted { changes } => Completion::ChainsRead(maybe_fault(u, 16, |u| {
                 changes
                     .iter()
-                    .map(|(change, shard)| {
+                    .map(|change| {
                         let file = Option::<Vec<u8>>::arbitrary(u)?;
-                        Ok(bay_core::compact::read_back(change, shard, file.as_deref()))
+                        let shard = oid(u)?;
+                        Ok(bay_core::compact::read_back(
+                            change,
+                            &shard,
+                            file.as_deref(),
+                        ))
                     })
                     .collect()
             })?),

@@ -105,19 +105,20 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
-            Action::ReadCompacted { changes } => Completion::ChainsRead(
-                changes
-                    .iter()
-                    .map(|(change, shard)| {
-                        self.store
-                            .get(shard)
-                            .ok_or_else(|| Fault(format!("no commit {shard}")))?;
-                        let path = bay_core::compact::change_path(change);
-                        let file = self.store.read(shard, &path).map(str::as_bytes);
-                        Ok(bay_core::compact::read_back(change, shard, file))
-                    })
-                    .collect(),
-            ),
+            // The shards as the remote holds them now, as the Git driver's fetch of them.
+            Action::ReadCompacted { changes } => Completion::ChainsRead(Ok(changes
+                .iter()
+                .map(
+                    |change| match self.remote.get(&refs::index_of_change(change)) {
+                        Some(shard) => {
+                            let path = bay_core::compact::change_path(change);
+                            let file = self.store.read(shard, &path).map(str::as_bytes);
+                            bay_core::compact::read_back(change, shard, file)
+                        }
+                        None => bay_core::compact::read_back_unsharded(change),
+                    },
+                )
+                .collect())),
             Action::ReadHistory(query) => Completion::HistoryRead(self.read_history(query)),
             Action::ReadAdded {
                 commit,

@@ -19,7 +19,7 @@
 //!
 //! Where the ended changes are named is the [`Layout`]: one function writes the records, and
 //! each layout only names them: every change by refs of its own, as bay kept them before
-//! compaction, or as a runner's compactions leave them (ended changes in `refs/bay/index`).
+//! compaction, or as a runner's compactions leave them (ended changes in the index's shards).
 //!
 //! A tenth of the changes are blocked (`CHECK_FAILED`) and then abandoned by their agent, a
 //! tenth abandoned before they asked to merge; the rest merge.
@@ -54,9 +54,9 @@ pub enum Layout {
     PerChange,
     /// As runners' compactions leave them (`bay_core::compact`): the merged changes, all but
     /// the last few that wait for the next compaction, and the abandoned ones (all abandoned
-    /// longer ago than the retention window) are files of `refs/bay/index`, written in
-    /// batches of [`compact::BATCH`] as a runner writes them, with their intents' latest
-    /// generations.
+    /// longer ago than the retention window) are files of the index's shards, with their
+    /// intents' latest generations: one commit with no parent per shard, as runners'
+    /// compactions leave them.
     Compacted,
 }
 

@@ -81,11 +81,13 @@ pub(super) fn cases() -> Vec<Case> {
                         _ => "fault",
                     };
                     b.see("read back", back);
-                    // The same, through the action every reader of a compacted change sends;
-                    // another change is absent from the shard, by name.
+                    // The same, through the action every reader of a compacted change sends (it
+                    // fetches the shard); another change is absent from the shard, and one
+                    // whose shard the remote lacks is absent too, by name.
                     let other = bay_core::id::ChangeId::parse("c7k2m4qb").expect("an id");
+                    let elsewhere = bay_core::id::ChangeId::parse("z7k2m4qa").expect("an id");
                     let read = Action::ReadCompacted {
-                        changes: vec![(change(), index.clone()), (other, index.clone())],
+                        changes: vec![change(), other, elsewhere],
                     };
                     let back = match b.execute(&read) {
                         Completion::ChainsRead(Ok(reads)) => reads

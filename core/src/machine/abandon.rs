@@ -62,13 +62,10 @@ impl Abandon {
 
     /// The change's chain and the queue, whose place a live operation gives up.
     fn fetch(&self) -> Action {
-        let mut spec = FetchSpec::new([
+        Action::Fetch(FetchSpec::new([
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
-        ]);
-        spec.patterns
-            .extend(super::agent::compacted_patterns([&self.input.change]));
-        Action::Fetch(spec)
+        ]))
     }
 
     fn finish(&mut self, result: BayResult) {
@@ -88,12 +85,10 @@ impl Abandon {
 
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
-        match read_chain(&self.remote, &self.input.change) {
-            Ok(read) => {
-                self.out.send(read, Purpose::ReadChain);
-            }
-            Err(why) => self.fail(why),
-        }
+        self.out.send(
+            read_chain(&self.remote, &self.input.change),
+            Purpose::ReadChain,
+        );
     }
 
     fn on_chain(&mut self, reads: Vec<ChainRead>) {

@@ -87,16 +87,15 @@ pub fn unreadable_chain(change: &ChangeId, why: &str) -> String {
 }
 
 /// The action that reads the whole chain of `change` at its tip on `remote`, or, when its chain
-/// ref is gone and `remote` holds its index shard (fetched with [`compacted_patterns`] beside
-/// the chain's pattern, so that both come from one moment of the remote), its compacted chain
-/// there; the failure to say when the remote has neither.
-pub fn read_chain(remote: &Refs, change: &ChangeId) -> Result<Action, String> {
+/// ref is gone, its compacted chain in the index ([`read_compacted`]).
+pub fn read_chain(remote: &Refs, change: &ChangeId) -> Action {
     match ChainQuery::whole(remote, change) {
-        Some(chain) => Ok(Action::ReadChains {
+        Some(chain) => Action::ReadChains {
             chains: vec![chain],
-        }),
-        None => read_compacted(remote, vec![change.clone()])
-            .ok_or_else(|| format!("no change {change} on the remote")),
+        },
+        None => Action::ReadCompacted {
+            changes: vec![change.clone()],
+        },
     }
 }
 
@@ -107,20 +106,12 @@ pub fn merge_of(reads: &[ChainRead]) -> Option<Oid> {
         .and_then(|(record, _, _)| record.merge_commit().cloned())
 }
 
-/// The action that reads `changes` from the index shards `remote` holds; none when it holds
-/// none, or there is nothing to read. A change whose own shard is not there was never
-/// compacted: it is read in a shard that is, which lacks it too, so that each change asked
-/// for is answered, and one that is nowhere is absent by name.
-pub fn read_compacted(remote: &Refs, changes: Vec<ChangeId>) -> Option<Action> {
-    let (_, any) = remote.iter().find(|(name, _)| refs::is_index(name))?;
-    let changes: Vec<(ChangeId, Oid)> = changes
-        .into_iter()
-        .map(|change| {
-            let shard = remote.get(&refs::index_of_change(&change)).unwrap_or(any);
-            let shard = shard.clone();
-            (change, shard)
-        })
-        .collect();
+/// The action that reads `changes` from the index, each from its shard as the remote holds it
+/// then; none when there is nothing to read. A command asks only for changes its fetch found
+/// no chain ref of: compaction deletes a chain ref in the push that adds the chain to its
+/// shard, and a shard only gains files, so a change that was compacted then is in the shard
+/// read later, and one that is not there was never a change.
+pub fn read_compacted(changes: Vec<ChangeId>) -> Option<Action> {
     (!changes.is_empty()).then_some(Action::ReadCompacted { changes })
 }
 
@@ -142,17 +133,6 @@ pub fn latest_generation(remote: &Refs, intent: &str) -> Option<(u32, Oid)> {
         .filter(|(d, _, _)| *d == digest)
         .max_by_key(|(_, generation, _)| *generation)
         .map(|(_, generation, oid)| (generation, oid.clone()))
-}
-
-/// The fetch patterns of the index shards that hold `changes` once compacted.
-pub fn compacted_patterns<'a>(changes: impl IntoIterator<Item = &'a ChangeId>) -> Vec<String> {
-    let mut patterns: Vec<String> = changes
-        .into_iter()
-        .map(|change| refs::index_pattern(&refs::index_of_change(change)))
-        .collect();
-    patterns.sort();
-    patterns.dedup();
-    patterns
 }
 
 /// The fetch pattern of the index shard that holds `intent`'s latest compacted generation.

@@ -35,10 +35,12 @@ pub enum Action {
     /// before `known` when the walk meets it. A chain whose walk meets an object that is not a
     /// commit is answered `unreadable`, alone: one broken record never fails the others.
     ReadChains { chains: Vec<ChainQuery> },
-    /// Read the compacted chain of each of `changes` at the tip of the index shard that holds
-    /// it (`crate::compact`), answered as [`Action::ReadChains`] is: each file decoded with
-    /// [`crate::compact::read_back`], so a change the index lacks is unreadable, by name.
-    ReadCompacted { changes: Vec<(ChangeId, Oid)> },
+    /// Fetch the index shard that holds each of `changes` (`crate::git::refs::index_of_change`)
+    /// and read its compacted chain at the tip fetched (`crate::compact`), answered as
+    /// [`Action::ReadChains`] is: each file decoded with [`crate::compact::read_back`], so a
+    /// change the index lacks, or whose shard the remote lacks, is unreadable, by name. Only
+    /// the shards asked for are fetched, and only when a command needs a compacted change.
+    ReadCompacted { changes: Vec<ChangeId> },
     /// Read one file of a commit's tree; absent is not an error.
     ReadFile { commit: Oid, path: String },
     /// Measure, for `[limits]`, each path whose content, mode or presence differs between the

@@ -204,8 +204,6 @@ impl Merge {
             refs::change_pattern(&self.input.change),
             refs::QUEUE_PATTERN.to_string(),
         ]);
-        spec.patterns
-            .extend(super::agent::compacted_patterns([&self.input.change]));
         spec.patterns.extend(
             self.runner
                 .as_deref()
@@ -271,12 +269,10 @@ impl Merge {
     }
 
     fn read_chain(&mut self) {
-        match read_chain(&self.remote, &self.input.change) {
-            Ok(read) => {
-                self.out.send(read, Purpose::ReadChain);
-            }
-            Err(why) => self.fail(why),
-        }
+        self.out.send(
+            read_chain(&self.remote, &self.input.change),
+            Purpose::ReadChain,
+        );
     }
 
     fn on_chain(&mut self, reads: Vec<ChainRead>) {

@@ -72,9 +72,7 @@ impl Release {
             .take(candidates.len().min(LOOKED_AT))
             .map(|change| (*change).clone())
             .collect();
-        let mut spec = FetchSpec::new(looked_at.iter().map(refs::change_pattern));
-        spec.patterns
-            .extend(super::agent::compacted_patterns(&looked_at));
+        let spec = FetchSpec::new(looked_at.iter().map(refs::change_pattern));
         let empty = looked_at.is_empty();
         let mut release = Release {
             input,
@@ -124,7 +122,7 @@ impl Release {
             self.reading += 1;
             self.out.send(Action::ReadChains { chains }, Purpose::Read);
         }
-        if let Some(read) = super::agent::read_compacted(&remote, compacted) {
+        if let Some(read) = super::agent::read_compacted(compacted) {
             self.reading += 1;
             self.out.send(read, Purpose::Read);
         }

@@ -227,7 +227,6 @@ impl Since {
         }
         if let Some(change) = &input.change {
             patterns.push(refs::change_pattern(change));
-            patterns.extend(super::agent::compacted_patterns([change]));
         }
         let mut since = Since {
             input,
@@ -277,10 +276,7 @@ impl Since {
             self.send(read, &main, Read::Red(Box::new(reader)));
         }
         match (&self.input.cursor, &self.input.change) {
-            (_, Some(change)) => match read_chain(&self.remote, change) {
-                Ok(read) => self.send(read, &main, Read::Change),
-                Err(why) => self.fail(why),
-            },
+            (_, Some(change)) => self.send(read_chain(&self.remote, change), &main, Read::Change),
             (Some(cursor), None) => {
                 let from = cursor.main.clone();
                 self.read(main, Some(from));

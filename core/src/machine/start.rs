@@ -387,25 +387,25 @@ impl Start {
     /// the chain of a change this machine created, when its push went unanswered).
     fn first_fetch(&self) -> Action {
         // The queue too: the live changes whose paths overlap this one's are named. And the
-        // index shards that hold, once compacted, the intent's generations and each change
-        // named here: never the whole index.
+        // index shard that holds the intent's latest generation once compacted: a sixteenth
+        // of the intents, never the whole index. A named change found by no ref is read from
+        // the index after (`agent::read_compacted`).
         let mut patterns = vec![
             refs::main(&self.input.main),
             refs::QUEUE_PATTERN.to_string(),
         ];
-        let mut named: Vec<ChangeId> = Vec::new();
         match &self.input.target {
             StartTarget::Intent { intent, .. } => {
                 patterns.push(refs::intents_pattern(&intent_digest(intent)));
                 patterns.push(agent::compacted_intent_pattern(intent));
                 // Words that are a change id may name that change.
-                named.extend(self.named_change());
+                if let Some(change) = self.named_change() {
+                    patterns.push(refs::change_pattern(&change));
+                }
             }
-            StartTarget::Change(change) => named.push(change.clone()),
+            StartTarget::Change(change) => patterns.push(refs::change_pattern(change)),
         }
-        named.extend(self.change.iter().cloned());
-        named.extend(self.input.after.iter().cloned());
-        patterns.extend(named.iter().map(refs::change_pattern));
+        patterns.extend(self.change.iter().map(refs::change_pattern));
         // A fix's change: its marker, or, once compacted, its record in the index.
         patterns.extend(
             self.input
@@ -413,8 +413,7 @@ impl Start {
                 .iter()
                 .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
         );
-        named.extend(self.input.fixes.iter().cloned());
-        patterns.extend(agent::compacted_patterns(&named));
+        patterns.extend(self.input.after.iter().map(refs::change_pattern));
         // A trailing `*`: a branch the remote lacks is no fault, since this clone may hold it.
         if let Some(Import::Branch { name, .. }) = &self.input.import {
             patterns.push(format!("{}*", Import::branch_ref(name)));
@@ -437,7 +436,7 @@ impl Start {
         if let Some(change) = self.named_change() {
             if self.remote.contains_key(&refs::change(&change)) {
                 self.input.target = StartTarget::Change(change);
-            } else if let Some(read) = agent::read_compacted(&self.remote, vec![change]) {
+            } else if let Some(read) = agent::read_compacted(vec![change]) {
                 self.out.send(read, Purpose::CompactedNamed);
                 return;
             }
@@ -479,7 +478,7 @@ impl Start {
                 let unread =
                     self.fix_merge.is_none() && !self.remote.contains_key(&refs::change(&fixes));
                 if let Some(read) = unread
-                    .then(|| agent::read_compacted(&self.remote, vec![fixes.clone()]))
+                    .then(|| agent::read_compacted(vec![fixes.clone()]))
                     .flatten()
                 {
                     self.send(read, &main, Then::CompactedFix);
@@ -548,7 +547,7 @@ impl Start {
             && !self.after_compacted
         {
             let first = first.clone();
-            return match agent::read_compacted(&self.remote, missing) {
+            return match agent::read_compacted(missing) {
                 Some(read) => self.send(read, &main, Then::CompactedAfter),
                 None => self.after_missing(&first),
             };
@@ -600,8 +599,7 @@ impl Start {
             Some(Ok(step)) => {
                 let change = step.change;
                 self.change = Some(change.clone());
-                let mut spec = FetchSpec::new([refs::change_pattern(&change)]);
-                spec.patterns.extend(agent::compacted_patterns([&change]));
+                let spec = FetchSpec::new([refs::change_pattern(&change)]);
                 let fetch = Action::Fetch(spec.clone());
                 self.send(fetch, &main, Then::FetchChain { spec, change });
             }
@@ -611,10 +609,11 @@ impl Start {
 
     fn read_chain(&mut self, main: Oid, change: ChangeId) {
         self.change = Some(change.clone());
-        match agent::read_chain(&self.remote, &change) {
-            Ok(read) => self.send(read, &main, Then::ReadChain),
-            Err(why) => self.fail(why),
-        }
+        self.send(
+            agent::read_chain(&self.remote, &change),
+            &main,
+            Then::ReadChain,
+        );
     }
 
     fn on_chain(&mut self, main: Oid, reads: Vec<super::ChainRead>) {

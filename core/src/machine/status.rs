@@ -176,7 +176,6 @@ impl Status {
         ];
         if let Some(change) = &status.input.change {
             patterns.push(refs::change_pattern(change));
-            patterns.extend(super::agent::compacted_patterns([change]));
             // Its undos, should it have merged: the generations of their one intent, and the
             // index shard that holds their latest once compacted.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
@@ -488,12 +487,10 @@ impl Status {
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
         match self.input.change.clone() {
-            Some(change) => match read_chain(&self.remote, &change) {
-                Ok(read) => {
-                    self.out.send(read, Purpose::ReadChains);
-                }
-                Err(why) => self.fail(why),
-            },
+            Some(change) => {
+                let read = read_chain(&self.remote, &change);
+                self.out.send(read, Purpose::ReadChains);
+            }
             None => {
                 let places: Vec<(u64, Oid)> = self
                     .remote
@@ -625,14 +622,12 @@ impl Status {
         }
         self.waiting = u64::from(record.live_op().is_some());
         if record.live_op().is_some() && !record.after.is_empty() && self.waits.is_none() {
-            let mut spec = FetchSpec::new(
+            let spec = FetchSpec::new(
                 record
                     .after
                     .iter()
                     .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
             );
-            spec.patterns
-                .extend(super::agent::compacted_patterns(&record.after));
             let fetch = Action::Fetch(spec.clone());
             self.out
                 .send(fetch, Purpose::FetchAfter(Box::new(record), spec));
@@ -791,7 +786,7 @@ impl Status {
             })
             .cloned()
             .collect();
-        if let Some(read) = super::agent::read_compacted(&self.remote, gone) {
+        if let Some(read) = super::agent::read_compacted(gone) {
             self.out
                 .send(read, Purpose::CompactedAfter(Box::new(record)));
             return;

@@ -190,7 +190,7 @@ impl Undo {
     /// undo's own change (for a push whose reply was lost).
     fn fetch(&mut self) {
         let target = &self.input.target;
-        let mut spec = FetchSpec::new([
+        let spec = FetchSpec::new([
             refs::main(&self.input.main),
             refs::landed_pattern(target),
             refs::change_pattern(target),
@@ -198,8 +198,6 @@ impl Undo {
             refs::change_pattern(&self.change),
             agent::compacted_intent_pattern(&undo_intent(target)),
         ]);
-        spec.patterns
-            .extend(agent::compacted_patterns([target, &self.change]));
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
     }
 
@@ -224,7 +222,7 @@ impl Undo {
         }
         // A change compacted into the index has no marker: its record there names its merge.
         if !self.remote.contains_key(&refs::change(&target))
-            && let Some(read) = agent::read_compacted(&self.remote, vec![target.clone()])
+            && let Some(read) = agent::read_compacted(vec![target.clone()])
         {
             self.out.send(read, Purpose::CompactedTarget { main });
             return;
@@ -266,12 +264,8 @@ impl Undo {
                 serde_json::json!({ "target": target, "main": main, "merge": merge }),
             );
         }
-        match agent::read_chain(&self.remote, &target) {
-            Ok(read) => {
-                self.out.send(read, Purpose::ReadTarget { main, merge });
-            }
-            Err(why) => self.fail(why),
-        }
+        let read = agent::read_chain(&self.remote, &target);
+        self.out.send(read, Purpose::ReadTarget { main, merge });
     }
 
     /// The undone change's record names the commit its merge was made on.
@@ -391,12 +385,10 @@ impl Undo {
 
     fn on_undo_fetched(&mut self, earlier: ChangeId, reversed: Box<Reversed>, fetched: Refs) {
         FetchSpec::new([refs::change_pattern(&earlier)]).apply(&mut self.remote, fetched);
-        match agent::read_chain(&self.remote, &earlier) {
-            Ok(read) => {
-                self.out.send(read, Purpose::ReadUndo(reversed));
-            }
-            Err(why) => self.fail(why),
-        }
+        self.out.send(
+            agent::read_chain(&self.remote, &earlier),
+            Purpose::ReadUndo(reversed),
+        );
     }
 
     fn on_undo(&mut self, reversed: Reversed, reads: Vec<ChainRead>) {

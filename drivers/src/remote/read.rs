@@ -5,8 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bay_core::git::Oid;
-use bay_core::machine::{ChainQuery, ChainRead, Fault, HistoryQuery, MainCommit, RawStep};
+use bay_core::git::{Oid, refs};
+use bay_core::machine::{
+    ChainQuery, ChainRead, Fault, FetchSpec, HistoryQuery, MainCommit, RawStep,
+};
 use bay_core::time::Timestamp;
 
 use super::{Repo, mirror_prefix, oid};
@@ -463,17 +465,27 @@ impl Repo {
         crate::trees::of_commits(&self.reader, commits)
     }
 
-    /// `Action::ReadCompacted`: each change's file at its index shard's commit, read back as
-    /// its chain.
+    /// `Action::ReadCompacted`: one fetch of the index shards that hold the changes, then each
+    /// change's file at its shard's tip, read back as its chain.
     pub fn read_compacted(
         &self,
-        changes: &[(bay_core::id::ChangeId, Oid)],
+        changes: &[bay_core::id::ChangeId],
     ) -> Result<Vec<ChainRead>, Fault> {
+        let mut shards: Vec<String> = changes
+            .iter()
+            .map(|change| refs::index_pattern(&refs::index_of_change(change)))
+            .collect();
+        shards.sort();
+        shards.dedup();
+        let tips = self.fetch(&FetchSpec::new(shards))?;
         changes
             .iter()
-            .map(|(change, shard)| {
-                let file = self.read_file(shard, &bay_core::compact::change_path(change))?;
-                Ok(bay_core::compact::read_back(change, shard, file.as_deref()))
+            .map(|change| match tips.get(&refs::index_of_change(change)) {
+                Some(shard) => {
+                    let file = self.read_file(shard, &bay_core::compact::change_path(change))?;
+                    Ok(bay_core::compact::read_back(change, shard, file.as_deref()))
+                }
+                None => Ok(bay_core::compact::read_back_unsharded(change)),
             })
             .collect()
     }

@@ -26,19 +26,16 @@ impl Runner {
             .collect()
     }
 
-    /// What a pass fetches for the named changes: each one's merged marker and chain, and the
-    /// index, which holds them once merged and compacted.
+    /// What a pass fetches for the named changes: each one's merged marker and chain. One with
+    /// neither was compacted (or never was), and is read from the index after.
     pub(super) fn dependencies_spec(&self) -> Option<FetchSpec> {
         let named = self.dependencies();
         (!named.is_empty()).then(|| {
-            let mut spec = FetchSpec::new(
+            FetchSpec::new(
                 named
                     .iter()
                     .flat_map(|c| [refs::landed_pattern(c), refs::change_pattern(c)]),
-            );
-            spec.patterns
-                .extend(crate::machine::agent::compacted_patterns(&named));
-            spec
+            )
         })
     }
 

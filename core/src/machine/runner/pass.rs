@@ -292,7 +292,7 @@ impl Runner {
     /// records of named changes whose refs are gone, from the index they were compacted into.
     fn read_chains(&mut self) {
         let compacted = self.compacted_dependencies();
-        if let Some(read) = crate::machine::agent::read_compacted(&self.refs, compacted) {
+        if let Some(read) = crate::machine::agent::read_compacted(compacted) {
             self.out.send(read, Purpose::ReadCompacted);
             return;
         }
