@@ -102,6 +102,25 @@ pub(super) fn cases() -> Vec<Case> {
                         _ => "fault".to_owned(),
                     };
                     b.see("read compacted", back);
+                    // An intent's latest compacted generation, fetched with its shard; an
+                    // intent whose shard the remote lacks has none.
+                    for (fact, digest) in [("intent", DIGEST), ("other intent", "f0123456789abcde")]
+                    {
+                        let read = Action::ReadCompactedIntent {
+                            digest: digest.to_owned(),
+                        };
+                        let back = match b.execute(&read) {
+                            Completion::FileRead(Ok(Some(bytes))) => {
+                                match compact::Generation::decode(&bytes) {
+                                    Ok(g) => format!("generation {} of {}", g.generation, g.change),
+                                    Err(_) => "unreadable".to_owned(),
+                                }
+                            }
+                            Completion::FileRead(Ok(None)) => "absent".to_owned(),
+                            _ => "fault".to_owned(),
+                        };
+                        b.see(format!("read compacted {fact}"), back);
+                    }
                     // A second compaction builds on the first.
                     b.set(&refs::landed(&change()), "B");
                     let again = Item {

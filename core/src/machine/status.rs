@@ -176,12 +176,8 @@ impl Status {
         ];
         if let Some(change) = &status.input.change {
             patterns.push(refs::change_pattern(change));
-            // Its undos, should it have merged: the generations of their one intent, and the
-            // index shard that holds their latest once compacted.
+            // Its undos, should it have merged: the generations of their one intent.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
-            patterns.push(refs::index_pattern(&refs::index_of_intent(&undo_digest(
-                change,
-            ))));
             // The key registry, should the change have merged: its merge's trust.
             patterns.push(format!("{REGISTRY}*"));
         }
@@ -648,17 +644,14 @@ impl Status {
 
     /// A merged change's status reads which of its undos merged; any other ends as it is.
     fn undos(&mut self, result: BayResult) {
-        // An undo compacted into the index merged: the index names the latest such.
+        // An undo compacted into the index merged: the index names the latest such. Its shard
+        // is fetched only here, for a merged change.
         if result.decision == Decision::Merged
             && self.compacted_undo.is_none()
             && let Some(change) = &self.input.change
-            && let Some(shard) = self
-                .remote
-                .get(&refs::index_of_intent(&undo_digest(change)))
         {
-            let read = Action::ReadFile {
-                commit: shard.clone(),
-                path: crate::compact::intent_path(&undo_digest(change)),
+            let read = Action::ReadCompactedIntent {
+                digest: undo_digest(change),
             };
             self.compacted_undo = Some(None);
             self.out
