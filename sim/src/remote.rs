@@ -73,6 +73,15 @@ pub fn write_steps(store: &mut Store, append: &Append) -> Vec<Oid> {
 }
 
 impl Remote {
+    /// The index's shards (`refs/bay/index/...`) as the remote holds them now, by name.
+    pub fn index_shards(&self) -> BTreeMap<String, Oid> {
+        self.refs
+            .iter()
+            .filter(|(name, _)| refs::is_index(name))
+            .map(|(name, tip)| (name.clone(), tip.clone()))
+            .collect()
+    }
+
     pub fn get(&self, name: &str) -> Option<&Oid> {
         self.refs.get(name)
     }

@@ -25,10 +25,9 @@ fn records(world: &World) -> Vec<ChangeRecord> {
         .filter_map(|name| refs::parse_change(name));
     let in_index: Vec<ChangeId> = git
         .remote
-        .refs
-        .iter()
-        .filter(|(name, _)| refs::is_index(name))
-        .filter_map(|(_, shard)| git.store.files(shard))
+        .index_shards()
+        .values()
+        .filter_map(|shard| git.store.files(shard))
         .flat_map(|files| {
             files
                 .keys()

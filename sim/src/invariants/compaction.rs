@@ -92,13 +92,7 @@ impl Checker {
     /// exactly; and the index keeps every change it held, with each ended outcome.
     pub(super) fn check_compaction(&mut self, at: u64, git: &GitModel) {
         let deleted = std::mem::take(&mut self.compaction.deleted);
-        let shards: BTreeMap<String, Oid> = git
-            .remote
-            .refs
-            .iter()
-            .filter(|(name, _)| refs::is_index(name))
-            .map(|(name, tip)| (name.clone(), tip.clone()))
-            .collect();
+        let shards = git.remote.index_shards();
         for (change, tip) in deleted {
             let held = shards
                 .get(&refs::index_of_change(&change))

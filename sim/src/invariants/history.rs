@@ -47,12 +47,6 @@ impl Checker {
             self.chains
                 .insert(ended.change.clone(), ChainSeen { record });
         }
-        self.compaction.shards = git
-            .remote
-            .refs
-            .iter()
-            .filter(|(name, _)| refs::is_index(name))
-            .map(|(name, tip)| (name.clone(), tip.clone()))
-            .collect();
+        self.compaction.shards = git.remote.index_shards();
     }
 }
