@@ -30,6 +30,15 @@ fn remote_refs(world: &World, prefix: &str) -> Vec<String> {
     .collect()
 }
 
+/// The index shards a clone's mirror holds (`changes/<x>`, `intents/<x>`): what its commands
+/// fetched of the index.
+fn shards_fetched(clone: &std::path::Path) -> Vec<String> {
+    git(clone, &["for-each-ref", "--format=%(refname)"])
+        .lines()
+        .filter_map(|name| name.split_once("/bay/index/").map(|(_, s)| s.to_owned()))
+        .collect()
+}
+
 /// The main commit that merged `change`.
 fn merge_of(world: &World, change: &str) -> String {
     let needle = format!("Change-Id: {change}");
@@ -90,10 +99,7 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
     );
     // It fetched the one change shard that holds it, and the intent shard of its undos:
     // never the whole index.
-    let fetched: Vec<String> = git(&dave, &["for-each-ref", "--format=%(refname)"])
-        .lines()
-        .filter_map(|name| name.split_once("/bay/index/").map(|(_, s)| s.to_owned()))
-        .collect();
+    let fetched = shards_fetched(&dave);
     let undos = bay_core::id::intent_digest(&format!("undo of {first}"));
     let expected = [
         format!("changes/{}", &first[..1]),
@@ -104,6 +110,19 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
         "{fetched:?} of {:?}",
         remote_refs(&world, "refs/bay/index")
     );
+
+    // A fresh clone's start of a new intent fetches the one intent shard its intent would be
+    // in (should the remote hold it), and no change shard.
+    let erin = world.clone_as("erin");
+    let new = bay(
+        &erin,
+        "erin",
+        &["start", "tidy", "--paths", "src/other.txt"],
+    );
+    assert_eq!(new.code, 0, "{new:?}");
+    let tidy = format!("intents/{}", &bay_core::id::intent_digest("tidy")[..1]);
+    let fetched = shards_fetched(&erin);
+    assert!(fetched.iter().all(|shard| *shard == tidy), "{fetched:?}");
 
     // A retry of its merge says it merged already, as before compaction, and merges nothing.
     let retry = bay(&view, "ann", &["merge"]);
