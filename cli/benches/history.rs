@@ -34,7 +34,7 @@
 //! long it ran, and how many refspecs each fetch named.
 //!
 //! The remotes keep ended changes as runners' compactions leave them (merged changes in the
-//! index's shards, `refs/bay/index/...`, the newest few still waiting);
+//! index's shards, `refs/bay/compacted/...`, the newest few still waiting);
 //! `BAY_BENCH_LAYOUT=per-change` keeps every change by refs of its own instead, as bay did
 //! before compaction.
 //!

@@ -1,5 +1,5 @@
 //! Compaction with real Git: a runner moves ended changes' refs into the index's shards
-//! (`refs/bay/index/changes/<x>`, `refs/bay/index/intents/<x>`), and
+//! (`refs/bay/compacted/changes/<x>`, `refs/bay/compacted/intents/<x>`), and
 //! every command reads a compacted change as it read it before. A low `[retention]
 //! ref_budget` makes a runner compact once that many changes are ready (by default, 32).
 
@@ -35,7 +35,10 @@ fn remote_refs(world: &World, prefix: &str) -> Vec<String> {
 fn shards_fetched(clone: &std::path::Path) -> Vec<String> {
     git(clone, &["for-each-ref", "--format=%(refname)"])
         .lines()
-        .filter_map(|name| name.split_once("/bay/index/").map(|(_, s)| s.to_owned()))
+        .filter_map(|name| {
+            name.split_once("/bay/compacted/")
+                .map(|(_, s)| s.to_owned())
+        })
         .collect()
 }
 
@@ -58,9 +61,9 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
     bay(&world.admin, "runner", &["runner", "run", "--once"]);
     let second = world.merged("bob", "other", "src/other.txt", "Other 2\n");
     // The pass that merged the second found two markers waiting and compacted both.
-    let shard = format!("refs/bay/index/changes/{}", &first[..1]);
+    let shard = format!("refs/bay/compacted/changes/{}", &first[..1]);
     let index = world.remote_ref(&shard).expect("an index shard");
-    let shards = remote_refs(&world, "refs/bay/index");
+    let shards = remote_refs(&world, "refs/bay/compacted");
     for change in [&first, &second] {
         for name in [
             format!("refs/bay/changes/{change}"),
@@ -80,7 +83,7 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
         remote_refs(&world, "refs/bay/landed"),
         [format!("refs/bay/landed/{third}")]
     );
-    assert_eq!(remote_refs(&world, "refs/bay/index"), shards);
+    assert_eq!(remote_refs(&world, "refs/bay/compacted"), shards);
     assert_eq!(world.remote_ref(&shard), Some(index.clone()));
     // Plain Git reads the index.
     let kept = git_dir(
@@ -108,7 +111,7 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
     assert!(
         fetched.iter().all(|shard| expected.contains(shard)) && fetched.contains(&expected[0]),
         "{fetched:?} of {:?}",
-        remote_refs(&world, "refs/bay/index")
+        remote_refs(&world, "refs/bay/compacted")
     );
 
     // A fresh clone's start of a new intent fetches the one intent shard its intent would be

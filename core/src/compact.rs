@@ -8,10 +8,10 @@
 //! may pick up again until then, go with their chains). One atomic push writes a new commit of
 //! each index shard the batch touches, holding each change's chain, verbatim, and deletes the
 //! change's refs, each leased on the value the runner read. A reader that finds no chain ref
-//! reads the change's shard (`changes/<xx>/<change>` in `refs/bay/index/changes/<x>`), and gets
+//! reads the change's shard (`changes/<xx>/<change>` in `refs/bay/compacted/changes/<x>`), and gets
 //! the very steps, with their commit ids, that the chain held; a start that finds no generation
 //! of its intent reads the latest compacted one (`intents/<xx>/<digest>` in
-//! `refs/bay/index/intents/<x>`). Nothing a command reports changes.
+//! `refs/bay/compacted/intents/<x>`). Nothing a command reports changes.
 //!
 //! The index is sharded so that what a command fetches stays small however long the history:
 //! a start fetches the one intent shard of its intent (a sixteenth of the intents), a status
@@ -322,7 +322,7 @@ mod tests {
         )]);
         let stale = [(refs::abandoned(&one, crate::time::Timestamp(0)), oid('4'))];
         let one_shard = refs::index_of_change(&one);
-        assert_eq!(one_shard, "refs/bay/index/changes/c");
+        assert_eq!(one_shard, "refs/bay/compacted/changes/c");
         let shards = crate::machine::Refs::from([(one_shard.clone(), oid('9'))]);
         let plan = plan(&shards, &items, &known, &stale);
         assert!(plan.atomic);
@@ -339,17 +339,17 @@ mod tests {
             touched,
             vec![
                 (
-                    "refs/bay/index/changes/c",
+                    "refs/bay/compacted/changes/c",
                     &Expect::Is(oid('9')),
                     vec!["changes/c7/c7k2m4qa"]
                 ),
                 (
-                    "refs/bay/index/changes/d",
+                    "refs/bay/compacted/changes/d",
                     &Expect::Absent,
                     vec!["changes/d7/d7k2m4qa"]
                 ),
                 (
-                    "refs/bay/index/intents/0",
+                    "refs/bay/compacted/intents/0",
                     &Expect::Absent,
                     vec!["intents/01/0123456789abcdef"]
                 ),
@@ -381,7 +381,10 @@ mod tests {
         let shards: Vec<&str> = plan.indexes.iter().map(|a| a.shard.as_str()).collect();
         assert_eq!(
             shards,
-            vec!["refs/bay/index/changes/c", "refs/bay/index/changes/d"]
+            vec![
+                "refs/bay/compacted/changes/c",
+                "refs/bay/compacted/changes/d"
+            ]
         );
     }
 }

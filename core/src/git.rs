@@ -106,8 +106,10 @@ pub mod refs {
     pub const LIVE: &str = "refs/bay/live/";
 
     /// The index of compacted records (`crate::compact`), in shards: each a ref of its own, so
-    /// that a command fetches the one shard it reads and never the whole history.
-    pub const INDEX: &str = "refs/bay/index/";
+    /// that a command fetches the one shard it reads and never the whole history. (Not under
+    /// `refs/bay/index`, the one ref the index was before it was sharded: a remote that still
+    /// holds that ref keeps it, readable with Git, and the two names never collide.)
+    pub const INDEX: &str = "refs/bay/compacted/";
 
     /// Every namespace bay keeps its own records in; nothing else may write there.
     pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
@@ -303,7 +305,7 @@ pub mod refs {
     }
 
     /// The index shard that holds `change`'s compacted chain: one of 32, by the first
-    /// character of its id (`refs/bay/index/changes/c` holds `c7k2m4qa`).
+    /// character of its id (`refs/bay/compacted/changes/c` holds `c7k2m4qa`).
     pub fn index_of_change(change: &ChangeId) -> String {
         let fan = change.as_str().get(..1).unwrap_or_default();
         format!("{INDEX}changes/{fan}")

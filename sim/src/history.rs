@@ -16,10 +16,10 @@
 //!   (its draft as second parent) and `abandon`;
 //! - `refs/bay/queue/last` on the last request (ended operations hold no queue place);
 //! - the layout runners' compactions leave: every merged change but the newest `waiting`, and
-//!   every abandoned one (abandoned long past the retention window), moved into
-//!   `refs/bay/index` by `compact::plan`, pushed through the model as a runner's compaction
-//!   is; the newest merged ones, and every blocked one (live still), keep their chain, intent
-//!   generation and (merged) marker refs.
+//!   every abandoned one (abandoned long past the retention window), moved into the index's
+//!   shards (`refs/bay/compacted/...`) by `compact::plan`, pushed through the model as a
+//!   runner's compaction is; the newest merged ones, and every blocked one (live still), keep
+//!   their chain, intent generation and (merged) marker refs.
 //!
 //! A tenth of the changes end blocked (`CHECK_FAILED`) and a tenth abandoned; the rest merge.
 //! The runner logs and evidence notes the bench also writes are left out: no simulated

@@ -73,7 +73,7 @@ pub fn write_steps(store: &mut Store, append: &Append) -> Vec<Oid> {
 }
 
 impl Remote {
-    /// The index's shards (`refs/bay/index/...`) as the remote holds them now, by name.
+    /// The index's shards (`refs/bay/compacted/...`) as the remote holds them now, by name.
     pub fn index_shards(&self) -> BTreeMap<String, Oid> {
         self.refs
             .iter()

@@ -435,7 +435,7 @@ impl LogAdd {
     }
 }
 
-/// One commit of the index shard `shard` (`refs/bay/index/...`): the tree of `base`, the
+/// One commit of the index shard `shard` (`refs/bay/compacted/...`): the tree of `base`, the
 /// shard's tip (none: empty), with each of `files` (path, content) put in it, and `message`;
 /// leased on `base`. It has no parent: a shard keeps no history, so a fetch of it brings its
 /// records once, not every version of its tree.

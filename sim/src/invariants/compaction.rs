@@ -1,6 +1,6 @@
 //! S16: compaction keeps every outcome. A runner may delete an ended change's chain, marker and
 //! intent generation only in the push that moves the change's index shard
-//! (`refs/bay/index/changes/<x>`) to a commit whose file for that change holds, step for step,
+//! (`refs/bay/compacted/changes/<x>`) to a commit whose file for that change holds, step for step,
 //! the chain it deleted; an abandoned marker otherwise only once a start took its change up
 //! again. From then on every commit of that shard must keep that file, and the record it folds to must keep every ended operation's outcome as the
 //! checker saw it end; and no intent's generation is ever opened twice, compacted or not.
