@@ -24,6 +24,9 @@ use bay_sim::invariants::Invariant;
 use bay_sim::{RunReport, Scenario, run_seed};
 use clap::{Args, Parser, Subcommand};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "bay-sim",
