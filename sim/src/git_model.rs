@@ -38,7 +38,7 @@ impl GitModel {
     /// compacted, its file in the index. `None` when neither holds it, or it does not fold.
     pub fn record(&self, change: &ChangeId) -> Option<bay_core::record::ChangeRecord> {
         if let Some(tip) = self.remote.get(&refs::change(change)) {
-            return bay_core::record::ChangeRecord::fold(&self.store.chain(tip)?).ok();
+            return self.store.fold(tip)?.ok().map(|record| (*record).clone());
         }
         let shard = self.remote.get(&refs::index_of_change(change))?;
         let file = self

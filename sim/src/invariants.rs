@@ -852,8 +852,7 @@ impl Checker {
         // The checks a baseline comparison let through, as the merge's outcome names them.
         let outcome = remote
             .get(&refs::change(&op.change))
-            .and_then(|tip| store.chain(tip))
-            .and_then(|steps| ChangeRecord::fold(&steps).ok())
+            .and_then(|tip| store.fold(tip)?.ok())
             .and_then(|record| record.op(op).and_then(|o| o.outcome.clone()));
         let baseline_gap = |check: &str| {
             outcome.as_ref().is_some_and(|outcome| {
@@ -1081,8 +1080,8 @@ impl Checker {
             }
         }
         // S6: the record stays readable; a chain no reader can fold holds its operations for good.
-        let record = match store.chain(new).map(|steps| ChangeRecord::fold(&steps)) {
-            Some(Ok(record)) => Some(record),
+        let record = match store.fold(new) {
+            Some(Ok(record)) => Some((*record).clone()),
             Some(Err(error)) => {
                 self.violate(
                     Invariant::NothingLost,

@@ -4,11 +4,11 @@
 //! except that a fetch never has to copy them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bay_core::git::Oid;
 use bay_core::limits::PathStat;
-use bay_core::record::Step;
+use bay_core::record::{ChangeRecord, RecordError, Step};
 use sha2::{Digest, Sha256};
 
 /// A tree: path to blob id. Paths are files; directories are implied by `/`.
@@ -33,7 +33,16 @@ pub struct Store {
     /// Each step commit's step, parsed once when the commit is made: the checkers and the
     /// agents read chains far more often than anyone writes them.
     steps: HashMap<Oid, Arc<Step>>,
+    /// The fold of the chain ending at each step commit a reader asked about, made from its
+    /// parent's fold and its own step (`ChangeRecord::append`, which is `fold` one step at a
+    /// time). Exact: a commit's id names its whole first-parent line, and objects never
+    /// change. Behind a lock only so a shared history store stays `Sync`; no two threads
+    /// write one store.
+    folds: Mutex<HashMap<Oid, Folded>>,
 }
+
+/// The fold of one chain: `None` when a commit on it is no step.
+type Folded = Option<Result<Arc<ChangeRecord>, RecordError>>;
 
 /// What a three-way merge of trees gives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -196,6 +205,50 @@ impl Store {
             .rev()
             .map(|oid| self.step(oid).map(|step| (*step).clone()))
             .collect()
+    }
+
+    /// `ChangeRecord::fold` of [`Store::chain`] at `tip`, as that gives it, each chain commit
+    /// folded once: a fold from the nearest commit below `tip` already folded, step by step.
+    pub fn fold(&self, tip: &Oid) -> Folded {
+        let mut folds = self.folds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(folded) = folds.get(tip) {
+            return folded.clone();
+        }
+        // Walk down the first parents to a commit already folded, or the chain's root.
+        let mut above = Vec::new();
+        let mut at = tip.clone();
+        let mut below: Folded = loop {
+            if let Some(folded) = folds.get(&at) {
+                break folded.clone();
+            }
+            let Some(step) = self.step(&at) else {
+                break None;
+            };
+            let parent = self.get(&at).and_then(|c| c.parents.first().cloned());
+            above.push((at, step));
+            match parent {
+                Some(parent) => at = parent,
+                None => {
+                    let (root, step) = above.pop().expect("just pushed");
+                    let folded =
+                        Some(ChangeRecord::fold(std::slice::from_ref(&*step)).map(Arc::new));
+                    folds.insert(root, folded.clone());
+                    break folded;
+                }
+            }
+        };
+        // Fold each commit above onto the one below it, oldest first.
+        while let Some((oid, step)) = above.pop() {
+            below = match below {
+                Some(Ok(record)) => {
+                    let mut record = (*record).clone();
+                    Some(record.append(&step).map(|()| Arc::new(record)))
+                }
+                other => other,
+            };
+            folds.insert(oid, below.clone());
+        }
+        below
     }
 
     pub fn get(&self, oid: &Oid) -> Option<&Commit> {

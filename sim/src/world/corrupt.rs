@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use bay_core::git::{Oid, refs};
 use bay_core::id::OpId;
 use bay_core::machine::{Machine, PushPlan};
-use bay_core::record::{ChangeRecord, StepBody};
+use bay_core::record::StepBody;
 
 use super::{Ev, Millis, Role, World};
 use crate::agent::Cmd;
@@ -102,7 +102,7 @@ impl World {
                 let seq = refs::parse_queue(name)?;
                 let op = self.git.store.step(oid)?.op()?.clone();
                 let tip = self.git.remote.get(&refs::change(&op.change))?;
-                let record = ChangeRecord::fold(&self.git.store.chain(tip)?).ok()?;
+                let record = self.git.store.fold(tip)?.ok()?;
                 (record.live_op()?.id == op).then_some((seq, op))
             })
             .collect()
