@@ -17,7 +17,6 @@ use bay_core::config::{CONFIG_PATH, Config, hold_on};
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
 use bay_core::machine::RawStep;
-use bay_core::policy::Policy;
 use bay_core::reason::ReasonCode;
 use bay_core::record::{ChangeRecord, Operation, Step, StepBody};
 use bay_core::red::{DEFAULT_WINDOW, PostCheck, Red};
@@ -613,10 +612,7 @@ impl Checker {
         old: &Oid,
         new: &Oid,
     ) {
-        let Some(policy) = store
-            .read(old, plan::POLICY_PATH)
-            .and_then(|text| Policy::parse(text).ok())
-        else {
+        let Some(policy) = store.policy(old, plan::POLICY_PATH).and_then(Result::ok) else {
             return;
         };
         let checks = PostCheck::of(&policy);
@@ -790,7 +786,7 @@ impl Checker {
             .get(merged)
             .map(|c| c.tree.clone())
             .expect("a merged commit is in the store");
-        let policy = store.read(base, ".bay/policy.toml").map(Policy::parse);
+        let policy = store.policy(base, ".bay/policy.toml");
         let policy = match policy {
             Some(Ok(policy)) => policy,
             Some(Err(e)) => {
@@ -836,9 +832,11 @@ impl Checker {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let own = store
-            .read(merged, plan::POLICY_PATH)
-            .map(|text| Policy::parse(text).map_err(|e| e.to_string()));
+        let own = store.policy(merged, plan::POLICY_PATH).map(|parsed| {
+            parsed
+                .map(|policy| (*policy).clone())
+                .map_err(|e| e.to_string())
+        });
         let planned = match plan::plan(&policy, own, &changed, "1970-01-01") {
             Ok(planned) => planned,
             Err(why) => {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use bay_core::git::Oid;
 use bay_core::limits::PathStat;
+use bay_core::policy::{Policy, PolicyError};
 use bay_core::record::{ChangeRecord, RecordError, Step};
 use sha2::{Digest, Sha256};
 
@@ -39,6 +40,9 @@ pub struct Store {
     /// change. Behind a lock only so a shared history store stays `Sync`; no two threads
     /// write one store.
     folds: Mutex<HashMap<Oid, Folded>>,
+    /// `Policy::parse` of each blob a checker read as a policy: a pure function of the
+    /// blob's text, which its id names.
+    policies: Mutex<HashMap<Oid, Result<Arc<Policy>, PolicyError>>>,
 }
 
 /// The fold of one chain: `None` when a commit on it is no step.
@@ -176,8 +180,9 @@ impl Store {
                 message.as_bytes(),
             ],
         );
+        // A commit already held was parsed when it was made: same id, same message.
         if message.starts_with("bay: ")
-            && self.step(&oid).is_none()
+            && self.get(&oid).is_none()
             && let Ok(step) = Step::from_message(message)
         {
             self.steps.insert(oid.clone(), Arc::new(step));
@@ -261,6 +266,19 @@ impl Store {
     /// The tree of a commit, as a map.
     pub fn files(&self, commit: &Oid) -> Option<Arc<Tree>> {
         self.tree_of(&self.get(commit)?.tree)
+    }
+
+    /// `Policy::parse` of the file at `path` in `commit`, each blob parsed once.
+    pub fn policy(&self, commit: &Oid, path: &str) -> Option<Result<Arc<Policy>, PolicyError>> {
+        let files = self.files(commit)?;
+        let blob = files.get(path)?;
+        let mut policies = self.policies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(parsed) = policies.get(blob) {
+            return Some(parsed.clone());
+        }
+        let parsed = Policy::parse(self.blob_text(blob)?).map(Arc::new);
+        policies.insert(blob.clone(), parsed.clone());
+        Some(parsed)
     }
 
     /// The content of `path` at `commit`.

@@ -18,7 +18,6 @@ use bay_core::machine::{
     Action, ActionId, Completion, Event, Fault, Machine, PluginExit, PushOutcome, PushPlan,
     PushReport,
 };
-use bay_core::policy::Policy;
 use bay_core::red::PostCheck;
 use bay_core::time::Timestamp;
 
@@ -1438,8 +1437,8 @@ impl World {
     fn post_checks(&self, main: &Oid) -> Vec<PostCheck> {
         self.git
             .store
-            .read(main, POLICY_PATH)
-            .and_then(|text| Policy::parse(text).ok())
+            .policy(main, POLICY_PATH)
+            .and_then(Result::ok)
             .map(|policy| PostCheck::of(&policy))
             .unwrap_or_default()
     }
