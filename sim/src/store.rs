@@ -182,6 +182,7 @@ impl Store {
         );
         // A commit already held was parsed when it was made: same id, same message.
         if message.starts_with("bay: ")
+            && may_be_step(message)
             && self.get(&oid).is_none()
             && let Ok(step) = Step::from_message(message)
         {
@@ -399,6 +400,16 @@ impl Store {
     }
 }
 
+/// Whether `message` could be a step's: `Step::from_message` takes only a body whose
+/// `schema` is `bay.step/1`, and JSON can spell that string otherwise only with an escape. So
+/// a runner's presence or log event, which names another schema, skips a parse bound to fail.
+fn may_be_step(message: &str) -> bool {
+    message.contains(STEP_SCHEMA) || message.contains('\\')
+}
+
+/// The schema every step's body names (core's `record::STEP_SCHEMA`, which it keeps private).
+const STEP_SCHEMA: &str = "bay.step/1";
+
 /// Whether Git's diff takes `text` as binary: a NUL byte in its first 8,000 bytes.
 pub fn is_binary(text: &str) -> bool {
     text.bytes().take(8_000).any(|b| b == 0)
@@ -448,6 +459,30 @@ mod tests {
             .iter()
             .map(|(path, text)| (path.to_string(), store.blob(text)))
             .collect()
+    }
+
+    #[test]
+    fn a_step_message_names_the_step_schema_and_others_are_not_parsed() {
+        let step = Step {
+            change: bay_core::id::ChangeId::parse("abcdefgh").expect("an id"),
+            at: bay_core::time::Timestamp(0),
+            by: "runner".into(),
+            nonce: 1,
+            body: bay_core::record::StepBody::Abandon,
+        };
+        let message = step.to_message();
+        assert!(may_be_step(&message));
+        let mut store = Store::default();
+        let empty = store.tree(Tree::new());
+        let oid = store.commit(empty, Vec::new(), &message);
+        assert_eq!(store.step(&oid).as_deref(), Some(&step));
+        // A body that names another schema is no step, with or without the check.
+        let other = "bay: presence r\n\n{\"schema\":\"bay.presence/1\"}\n";
+        assert!(!may_be_step(other) && Step::from_message(other).is_err());
+        // An escape could spell the schema: such a message is parsed.
+        let escaped = message.replace("bay.step/1", "bay.step\\/1");
+        assert!(may_be_step(&escaped));
+        assert_eq!(Step::from_message(&escaped).ok(), Some(step));
     }
 
     #[test]
