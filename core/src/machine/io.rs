@@ -300,9 +300,32 @@ impl FetchSpec {
 
     /// Folds a fetch's answer into what a machine knows of the remote: every ref the spec
     /// covers takes the answer's value, or goes when the answer lacks it; others stay.
+    ///
+    /// One walk of both maps in name order: a ref known and fetched takes its new value in
+    /// place, so a pass that finds most refs where it left them moves no entry of the map.
     pub fn apply(&self, known: &mut Refs, fetched: Refs) {
-        known.retain(|name, _| !self.covers(name));
-        known.extend(fetched.into_iter().filter(|(name, _)| self.covers(name)));
+        let mut incoming = fetched
+            .into_iter()
+            .filter(|(name, _)| self.covers(name))
+            .peekable();
+        let mut new = Vec::new();
+        known.retain(|name, oid| {
+            while let Some(below) = incoming.next_if(|(next, _)| next < name) {
+                new.push(below);
+            }
+            if !self.covers(name) {
+                return true;
+            }
+            match incoming.next_if(|(next, _)| next == name) {
+                Some((_, fetched)) => {
+                    *oid = fetched;
+                    true
+                }
+                None => false,
+            }
+        });
+        known.extend(new);
+        known.extend(incoming);
     }
 }
 
@@ -870,6 +893,61 @@ mod tests {
     use super::*;
     use crate::result::OpState;
     use crate::time::Timestamp;
+
+    #[test]
+    fn a_fetch_answer_replaces_exactly_the_refs_its_spec_covers() {
+        let oid = |n: u8| Oid::parse(&format!("{n:040x}")).expect("an id");
+        let refs = |pairs: &[(&str, u8)]| -> Refs {
+            pairs
+                .iter()
+                .map(|(name, n)| (name.to_string(), oid(*n)))
+                .collect()
+        };
+        let spec = FetchSpec::new(["refs/a/*".to_string(), "refs/c".to_string()]);
+        let mut known = refs(&[
+            ("refs/a/1", 1), // fetched the same: stays
+            ("refs/a/2", 2), // fetched moved: takes the new value
+            ("refs/a/4", 4), // not fetched: gone from the remote
+            ("refs/b", 5),   // not covered: stays whatever the answer says
+            ("refs/c", 6),   // covered by name, not fetched: gone
+            ("refs/d/9", 9), // not covered, after every fetched ref
+        ]);
+        let fetched = refs(&[
+            ("refs/a/0", 10), // new, before every known ref
+            ("refs/a/1", 1),
+            ("refs/a/2", 12),
+            ("refs/a/3", 13), // new, between known refs
+            ("refs/b", 15),   // not covered: ignored
+            ("refs/a/9", 19), // new, after the covered ones known
+            ("refs/e", 20),   // not covered, last: ignored
+        ]);
+        // What the fold means: every covered ref takes the answer's value or goes.
+        let mut expected = known.clone();
+        expected.retain(|name, _| !spec.covers(name));
+        expected.extend(
+            fetched
+                .clone()
+                .into_iter()
+                .filter(|(name, _)| spec.covers(name)),
+        );
+        spec.apply(&mut known, fetched);
+        assert_eq!(known, expected);
+        assert_eq!(
+            known,
+            refs(&[
+                ("refs/a/0", 10),
+                ("refs/a/1", 1),
+                ("refs/a/2", 12),
+                ("refs/a/3", 13),
+                ("refs/a/9", 19),
+                ("refs/b", 5),
+                ("refs/d/9", 9),
+            ])
+        );
+        let mut empty = Refs::new();
+        spec.apply(&mut empty, refs(&[("refs/c", 3), ("refs/z", 4)]));
+        assert_eq!(empty, refs(&[("refs/c", 3)]));
+    }
 
     #[test]
     fn a_push_ends_the_operations_whose_outcome_it_writes() {
