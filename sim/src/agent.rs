@@ -494,7 +494,7 @@ fn place_lost(world: &World, change: &ChangeId, op: &bay_core::record::Operation
     bay_core::machine::unreadable::lost_place(&world.git.remote.refs, &steps, op).is_some()
 }
 
-fn read_record(world: &World, change: &ChangeId) -> Option<ChangeRecord> {
+fn read_record(world: &World, change: &ChangeId) -> Option<std::sync::Arc<ChangeRecord>> {
     world.git.record(change)
 }
 

@@ -154,7 +154,7 @@ impl Bench {
     /// If the chain does not fold: honest writers never make such a chain.
     pub fn try_record(&self, change: &ChangeId) -> Option<ChangeRecord> {
         if self.git.remote.get(&refs::change(change)).is_none() {
-            return self.git.record(change);
+            return self.git.record(change).map(|record| (*record).clone());
         }
         let tip = self.git.remote.get(&refs::change(change))?;
         let steps = self

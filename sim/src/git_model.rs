@@ -8,6 +8,7 @@ use bay_core::id::ChangeId;
 use bay_core::limits::PathStat;
 use bay_core::paths;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bay_core::machine::{
     Action, BuildResult, CandidateSpec, ChainQuery, ChainRead, Completion, Event, Fault, FetchSpec,
@@ -36,16 +37,16 @@ pub struct GitModel {
 impl GitModel {
     /// The record of `change` as `bay status` reads it: its chain on the remote, or, once
     /// compacted, its file in the index. `None` when neither holds it, or it does not fold.
-    pub fn record(&self, change: &ChangeId) -> Option<bay_core::record::ChangeRecord> {
+    pub fn record(&self, change: &ChangeId) -> Option<Arc<bay_core::record::ChangeRecord>> {
         if let Some(tip) = self.remote.get(&refs::change(change)) {
-            return self.store.fold(tip)?.ok().map(|record| (*record).clone());
+            return self.store.fold(tip)?.ok();
         }
         let shard = self.remote.get(&refs::index_of_change(change))?;
         let file = self
             .store
             .read(shard, &bay_core::compact::change_path(change))?;
         let read = bay_core::compact::read_back(change, shard, Some(file.as_bytes()));
-        bay_core::compact::fold(&read).ok()
+        bay_core::compact::fold(&read).ok().map(Arc::new)
     }
 
     /// Makes main's first commit from `files` (path, content).

@@ -1251,6 +1251,14 @@ impl Checker {
             .count()
     }
 
+    /// Whether any operation is open as [`Checker::open_ops`] counts them: the first found
+    /// answers, since the world asks after every event once healed.
+    pub fn any_open(&self) -> bool {
+        self.submitted
+            .keys()
+            .any(|op| !self.ended.contains_key(op) && !self.excused(op))
+    }
+
     /// Whether `op` may stay open for good: it waits on a stuck change it names, or it is
     /// unreadable (a record someone corrupted).
     fn excused(&self, op: &OpId) -> bool {

@@ -759,11 +759,10 @@ impl World {
     }
 
     fn all_done(&self) -> bool {
-        self.checker.open_ops() == 0
-            && self.hosts.iter().all(|host| match &host.role {
-                Role::Agent(agent) => agent.is_done(),
-                Role::Runner { .. } => true,
-            })
+        self.hosts.iter().all(|host| match &host.role {
+            Role::Agent(agent) => agent.is_done(),
+            Role::Runner { .. } => true,
+        }) && !self.checker.any_open()
     }
 
     fn report(self, seed: u64) -> RunReport {

@@ -38,7 +38,7 @@ fn records(world: &World) -> Vec<ChangeRecord> {
         .collect();
     in_refs
         .chain(in_index)
-        .filter_map(|change| git.record(&change))
+        .filter_map(|change| git.record(&change).map(|record| (*record).clone()))
         .collect()
 }
 
