@@ -26,6 +26,10 @@
 //!   panics; its `say` repeats the document, stays on one line and says no listed word that
 //!   `detail` does not hand it; a reason brings its advice from the table; the JSON reads back
 //!   equal and meets the published schema;
+//! - trust: SSHSIG signatures, public keys, allowed-signers files and registry versions never
+//!   panic; what they accept reads back the same; a signature over other bytes never verifies;
+//!   a refusal is one short line; a removed key enrolled again is refused by name
+//!   (`trust.rs`);
 //! - shell: judging any command never panics, gives the same verdict twice and reads within
 //!   its work budget; a command after `git reset --hard;` never unsets that denial; and bay
 //!   knowing less (main unread, targets and lanes set) never allows what knowing more denies.
@@ -33,6 +37,10 @@
 //! Worlds are tiny on purpose: four change ids, eight object ids, two actors, two intents,
 //! two runners and three queue places, so that fuzzed ids collide with the ones a machine
 //! asked about.
+
+mod trust;
+
+pub use trust::{key, registry, sshsig};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;

@@ -157,7 +157,7 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 fn every_target_has_seeds() {
     for target in [
         "policy", "config", "judge", "record", "runner", "agent", "result", "red", "hold",
-        "presence", "shell",
+        "presence", "shell", "sshsig", "key", "registry",
     ] {
         assert!(
             !files("seeds", target).is_empty(),
@@ -419,4 +419,46 @@ fn hold() {
 #[test]
 fn presence() {
     exercise("presence", fuzzing::presence, 10);
+}
+
+#[test]
+fn sshsig() {
+    exercise("sshsig", fuzzing::sshsig, 14);
+}
+
+#[test]
+fn key() {
+    exercise("key", fuzzing::key, 15);
+}
+
+#[test]
+fn registry() {
+    exercise("registry", fuzzing::registry, 16);
+}
+
+/// The `sshsig` seeds are what `make-trust-seeds.sh` says: good signatures by ssh-keygen, so
+/// the body's promises about a good signature are exercised on every run.
+#[test]
+fn every_sshsig_seed_is_a_good_signature_by_ssh_keygen() {
+    use bay_core::trust::{AllowedSigners, sshsig};
+    let seeds = files("seeds", "sshsig");
+    assert!(seeds.len() >= 6, "{} seeds", seeds.len());
+    for (path, bytes) in seeds {
+        let (message, armoured) = match bytes.iter().position(|&b| b == 0) {
+            Some(at) => (&bytes[..at], &bytes[at + 1..]),
+            None => (&[][..], &bytes[..]),
+        };
+        let key = sshsig::signer(armoured).expect("a seed names its key");
+        let signers = AllowedSigners::parse(&format!("seed {}\n", key.openssh())).expect("line");
+        let good = ["git", "bay-evidence"]
+            .iter()
+            .filter(|ns| sshsig::verify_by_key(&signers, ns, message, armoured).is_good())
+            .count();
+        assert_eq!(
+            good,
+            1,
+            "{} verifies under {good} namespaces",
+            path.display()
+        );
+    }
 }

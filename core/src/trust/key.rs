@@ -18,8 +18,14 @@ impl PublicKey {
     /// Reads `<keytype> <base64>`: the two fields must name the same algorithm, and the
     /// base64 must decode to a key of it. Anything else is refused with what is wrong.
     pub fn from_fields(keytype: &str, base64: &str) -> Result<PublicKey, String> {
-        let parsed = ssh_key::PublicKey::from_openssh(&format!("{keytype} {base64}"))
-            .map_err(|e| format!("`{}` is not an OpenSSH public key ({e})", clip(keytype)))?;
+        let parsed =
+            ssh_key::PublicKey::from_openssh(&format!("{keytype} {base64}")).map_err(|e| {
+                format!(
+                    "`{}` is not an OpenSSH public key ({})",
+                    clip(keytype),
+                    reader_said(&e)
+                )
+            })?;
         if parsed.algorithm().as_str() != keytype {
             return Err(format!(
                 "the key's type says `{}` but its data holds a {} key",
@@ -102,11 +108,56 @@ impl Ord for PublicKey {
     }
 }
 
+/// What the SSH reader said about bad input, on one short line: it quotes what it read, and
+/// that may hold control characters (shown escaped) or be long (cut off).
+pub(crate) fn reader_said(error: &dyn fmt::Display) -> String {
+    let text = error.to_string();
+    let mut shown = String::new();
+    for c in text.chars() {
+        match c.is_control() {
+            true => shown.extend(c.escape_default()),
+            false => shown.push(c),
+        }
+        if shown.chars().count() >= 120 {
+            shown.push('…');
+            break;
+        }
+    }
+    shown
+}
+
 /// Input quoted back in a refusal stays short and on one line.
 pub(crate) fn clip(text: &str) -> String {
     let one_line: String = text.chars().filter(|c| !c.is_control()).take(40).collect();
     match one_line.len() < text.len() {
         true => format!("{one_line}…"),
         false => one_line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_whose_data_names_a_type_with_a_control_character_is_refused_on_one_line() {
+        // A fuzzed `ed25519.pub`: one base64 letter changed, so the data's type field reads
+        // `ssh-eg\u{2}5519`, which the SSH reader quoted raw.
+        let why = PublicKey::from_pub_file(
+            "ssh-ed25519 AAAAC3NzaC1lZwI1NTE5AAAAICGEIBb7Ju7Bcni6IMfSOwjfCsQpWSjQD6ALih7bWb1G\n",
+        )
+        .expect_err("a broken key");
+        assert!(!why.chars().any(char::is_control), "{why:?}");
+        assert!(why.contains("is not an OpenSSH public key"), "{why}");
+        assert!(why.contains("\\u{2}"), "{why}");
+    }
+
+    #[test]
+    fn what_the_reader_said_is_clipped_to_one_short_line() {
+        let long = format!("first\nsecond\t{}", "x".repeat(500));
+        let said = reader_said(&long);
+        assert!(!said.chars().any(char::is_control), "{said:?}");
+        assert!(said.starts_with("first\\nsecond\\t"), "{said}");
+        assert!(said.chars().count() <= 121 && said.ends_with('…'), "{said}");
     }
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use ssh_key::SshSig;
 
-use super::key::PublicKey;
+use super::key::{PublicKey, reader_said};
 use super::signers::{AllowedSigners, Entry};
 
 /// What a signature proves. Only `Good` counts; every other verdict names why not.
@@ -59,7 +59,20 @@ struct Decoded {
 }
 
 fn decode(armoured: &[u8]) -> Result<Decoded, Verdict> {
-    let sig = SshSig::from_pem(armoured).map_err(|e| Verdict::Malformed { why: e.to_string() })?;
+    let sig = SshSig::from_pem(armoured).map_err(|e| Verdict::Malformed {
+        why: format!("the signature does not read ({})", reader_said(&e)),
+    })?;
+    // PROTOCOL.sshsig knows version 1 only; the crate refuses a later one but reads an
+    // earlier, which no signer makes.
+    if sig.version() != SshSig::VERSION {
+        return Err(Verdict::Malformed {
+            why: format!(
+                "the signature says version {}; bay reads SSHSIG version {}",
+                sig.version(),
+                SshSig::VERSION
+            ),
+        });
+    }
     let key = PublicKey::from_data(sig.public_key().clone());
     Ok(Decoded { sig, key })
 }
@@ -177,5 +190,56 @@ pub fn signer(armoured: &[u8]) -> Result<PublicKey, String> {
         Ok(decoded) => Ok(decoded.key),
         Err(Verdict::Malformed { why }) => Err(why),
         Err(other) => Err(other.name().to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed `fuzz/seeds/sshsig/ed25519-git`: a good signature by `ssh-keygen -Y sign`.
+    const MESSAGE: &[u8] =
+        "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nbay: a git seed for ed25519\n".as_bytes();
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICGEIBb7Ju7Bcni6IMfSOwjfCsQpWSjQD6ALih7bWb1G";
+
+    const GOOD: &str = "-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAQAAADMAAAALc3NoLWVkMjU1MTkAAAAgIYQgFvsm7sFyeLogx9I7CN8KxC\nlZKNAPoAuKHttZvUYAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5\nAAAAQHpnW5TTeDafBDUyuqUHIDoOxZbVKLjtVz1d4Qscl+vb4jhY2z49IWZ2ZwRGw/q8yD\n72buM23lnHXGZ4TWuuMAU=\n-----END SSH SIGNATURE-----\n";
+
+    fn signers() -> AllowedSigners {
+        AllowedSigners::parse(&format!("admin {KEY}\n")).expect("a line")
+    }
+
+    fn malformed(armoured: &str) -> String {
+        match verify_by_key(&signers(), "git", MESSAGE, armoured.as_bytes()) {
+            Verdict::Malformed { why } => why,
+            other => panic!("read: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_signature_of_version_0_is_refused_though_its_bytes_verify() {
+        // The seed with its version field set to 0: the signed data leaves the version out,
+        // so only the version check refuses it.
+        assert!(verify_by_key(&signers(), "git", MESSAGE, GOOD.as_bytes()).is_good());
+        let why = malformed(
+            "-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAAAAADMAAAALc3NoLWVkMjU1MTkAAAAgIYQgFvsm7sFyeLogx9I7CN8KxC\nlZKNAPoAuKHttZvUYAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5\nAAAAQHpnW5TTeDafBDUyuqUHIDoOxZbVKLjtVz1d4Qscl+vb4jhY2z49IWZ2ZwRGw/q8yD\n72buM23lnHXGZ4TWuuMAU=\n-----END SSH SIGNATURE-----\n",
+        );
+        assert!(
+            why.contains("version 0") && why.contains("version 1"),
+            "{why}"
+        );
+        assert!(signer("-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAAAAADMAAAALc3NoLWVkMjU1MTkAAAAgIYQgFvsm7sFyeLogx9I7CN8KxC\nlZKNAPoAuKHttZvUYAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5\nAAAAQHpnW5TTeDafBDUyuqUHIDoOxZbVKLjtVz1d4Qscl+vb4jhY2z49IWZ2ZwRGw/q8yD\n72buM23lnHXGZ4TWuuMAU=\n-----END SSH SIGNATURE-----\n".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_length_prefix_past_the_end_is_refused_on_one_line() {
+        for armoured in [
+            "-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAX///wAAAAALc3NoLWVkMjU1MTkAAAAgIYQgFvsm7sFyeLogx9I7CN8KxC\nlZKNAPoAuKHttZvUYAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5\nAAAAQHpnW5TTeDafBDUyuqUHIDoOxZbVKLjtVz1d4Qscl+vb4jhY2z49IWZ2ZwRGw/q8yD\n72buM23lnHXGZ4TWuuMAU=\n-----END SSH SIGNATURE-----\n",
+            "-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAQAAADMAAACtc3NoLWVkMjU1MTkAAAAgIYQgFvsm7sFyeLogx9I7CN8KxC\nlZKNAPoAuKHttZvUYAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5\nAAAAQHpnW5TTeDafBDUyuqUHIDoOxZbVKLjtVz1d4Qscl+vb4jhY2z49IWZ2ZwRGw/q8yD\n72buM23lnHXGZ4TWuuMAU=\n-----END SSH SIGNATURE-----\n",
+        ] {
+            let why = malformed(armoured);
+            assert!(why.starts_with("the signature does not read"), "{why}");
+            assert!(!why.chars().any(char::is_control), "{why:?}");
+        }
     }
 }
