@@ -7,7 +7,7 @@
 //!
 //! Some keys the specification defines bring behaviour this bay does not have yet: approval
 //! checks (`kind = "approval"`, `carry`, `[limits] max_waiting_approvals`), waivers
-//! (`waivable`), `footprint`, `[[input]]` and `[agent] require_actor_proof`. Each is validated
+//! (`waivable`), `footprint` and `[[input]]`. Each is validated
 //! as fully as any other key, so a wrong value gets its own error, and then refused by name
 //! (see [`NotYet`]) once the rest of the file is valid.
 
@@ -135,6 +135,10 @@ pub struct AgentRules {
     /// `max_live_changes`: the most live changes one actor may hold; `None` is no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_live_changes: Option<u64>,
+    /// `require_actor_proof`: `bay merge` refuses `ACTOR_UNPROVEN` while the agent key cannot
+    /// show which agent signs (`actor::unproven`). Off by default.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub require_actor_proof: bool,
 }
 
 impl AgentRules {
@@ -627,7 +631,7 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
         parse_input(table, &mut input_names)?;
     }
     let agent = match root.table("agent")? {
-        Some(mut table) => parse_agent(&mut table, &mut later)?,
+        Some(mut table) => parse_agent(&mut table)?,
         None => AgentRules::default(),
     };
     let (signing, reuse_unsigned) = match root.table("policy")? {
@@ -1370,21 +1374,20 @@ fn parse_input(
     Ok(())
 }
 
-/// `[agent]` of the policy file. `require_actor_proof` needs agent keys, which this bay does
-/// not have yet, so it is refused by name once the rest is valid.
-fn parse_agent(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<AgentRules, TomlError> {
+/// `[agent]` of the policy file.
+fn parse_agent(table: &mut Table<'_, '_>) -> Result<AgentRules, TomlError> {
     table.check_keys(
         &["require_actor", "require_actor_proof", "max_live_changes"],
         &[],
     )?;
     let require_actor = table.bool("require_actor")?.unwrap_or(false);
-    table.bool("require_actor_proof")?;
-    later.key(table, "require_actor_proof");
+    let require_actor_proof = table.bool("require_actor_proof")?.unwrap_or(false);
     let max_live_changes = table.uint("max_live_changes", 1..=u64::MAX)?;
     table.finish()?;
     Ok(AgentRules {
         require_actor,
         max_live_changes,
+        require_actor_proof,
     })
 }
 

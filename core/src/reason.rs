@@ -84,6 +84,7 @@ pub enum ReasonCode {
     RegistryChanged,
     RunnerKeyMissing,
     KeyExposed,
+    ActorUnproven,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -106,7 +107,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 42] = [
+    pub const ALL: [ReasonCode; 43] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -149,6 +150,7 @@ impl ReasonCode {
         ReasonCode::RegistryChanged,
         ReasonCode::RunnerKeyMissing,
         ReasonCode::KeyExposed,
+        ReasonCode::ActorUnproven,
     ];
 
     /// The code as it appears in a result.
@@ -196,6 +198,7 @@ impl ReasonCode {
             ReasonCode::RegistryChanged => "REGISTRY_CHANGED",
             ReasonCode::RunnerKeyMissing => "RUNNER_KEY_MISSING",
             ReasonCode::KeyExposed => "KEY_EXPOSED",
+            ReasonCode::ActorUnproven => "ACTOR_UNPROVEN",
         }
     }
 
@@ -752,6 +755,21 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     account agent sessions run as.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ActorUnproven,
+        meaning: "Main's policy sets `[agent] require_actor_proof = true`, and the agent key \
+                  (`bay.agentKey`) cannot show which agent signs: several actors share this \
+                  OS account and it can read their file key (`actor_proof` is `account`), or \
+                  bay cannot judge the key here (`unjudged`: a file key off Unix, or no file \
+                  where the setting points). `bay merge` refuses before it signs anything. \
+                  `detail` names `actor_proof`, the `actors` and the key.",
+        decision: Decision::Blocked,
+        allowed: &[Read],
+        retry_when: "actor_provable",
+        next_step: "Tell the user the policy needs proof of the actor: a hardware agent key, \
+                    or one OS account per actor.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -804,6 +822,7 @@ mod tests {
             ReasonCode::RegistryChanged => 39,
             ReasonCode::RunnerKeyMissing => 40,
             ReasonCode::KeyExposed => 41,
+            ReasonCode::ActorUnproven => 42,
         }
     }
 

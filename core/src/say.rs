@@ -253,6 +253,11 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
              to move it onto hardware or out of that account.",
             quoted(names(detail, "key"))
         ),
+        ReasonCode::ActorUnproven => format!(
+            "The project asks for proof of which agent signs, and the agent key here cannot \
+             give it{}; tell the user to use a hardware agent key, or one account per agent.",
+            quoted(names(detail, "actors"))
+        ),
     }
 }
 

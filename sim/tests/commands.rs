@@ -185,8 +185,8 @@ fn a_live_session_of_the_same_name_holds_its_change_against_a_second_start() {
 fn the_live_changes_limit_is_read_by_the_machine_for_a_new_change_alone() {
     let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
     let rules = bay_core::policy::AgentRules {
-        require_actor: false,
         max_live_changes: Some(1),
+        ..Default::default()
     };
     let first = start_with(&mut bench, "ann", "greet", &rules, Sessions::default());
     assert_eq!(first.decision, Decision::Ok, "{first:?}");

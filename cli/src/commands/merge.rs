@@ -1,6 +1,11 @@
 //! `bay merge [<change>] [--wait[=<seconds>]]`.
 
+use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use bay_core::actor::ActorFacts;
+use bay_core::doctor::custody::KeyFile;
 
 use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
@@ -8,12 +13,13 @@ use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::RunMode;
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::{BayResult, Decision, OpState};
-use bay_drivers::clock;
 use bay_drivers::pump::Driver;
+use bay_drivers::{clock, custody};
 
 use super::doctor::sandbox;
+use super::enrol::expand_home;
 use super::runner::{runner_config, with_keys};
-use super::{begin_agent, drive, prepare, run_agent, with_actor};
+use super::{begin_merge, drive, prepare, with_actor};
 use crate::Cli;
 use crate::context::Context;
 use crate::local::Local;
@@ -62,8 +68,8 @@ pub fn merge_change(
         return merge_here(context, driver, &change);
     }
     let mut merge = Merge::new(merge_input(context, &change), clock::now());
-    let queued = match run_agent(context, driver, &mut merge) {
-        Ok((result, _)) => with_actor(result, context),
+    let queued = match begin_merge(context, driver, &mut merge, &actor_facts(context), &change) {
+        Ok((_, fetched_at)) => with_actor(drive(driver, &mut merge, fetched_at), context),
         Err(result) => return result,
     };
     let (Some(wait), Decision::Queued) = (wait, queued.decision) else {
@@ -94,6 +100,31 @@ pub fn merge_change(
     }
 }
 
+/// What `actor::unproven` judges: the key `bay.agentKey` names (its path, mode and public
+/// half; never the private key), whether this is Unix, and the actors of this clone's session
+/// records, which this account wrote, with the one acting now.
+fn actor_facts(context: &Context) -> ActorFacts {
+    let inside = [context.top.clone(), context.common_dir.clone()];
+    let agent_key = context.setting_values("bay.agentkey").pop().map(|value| {
+        let path = expand_home(&value);
+        KeyFile {
+            setting: "bay.agentKey".into(),
+            found: custody::key_facts(Path::new(&path), &inside),
+            path,
+        }
+    });
+    let mut actors: BTreeSet<String> = super::hook::all_sessions(&context.sessions_dir())
+        .into_iter()
+        .map(|session| session.actor)
+        .collect();
+    actors.insert(context.actor.clone());
+    ActorFacts {
+        unix: cfg!(unix),
+        agent_key,
+        actors,
+    }
+}
+
 fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
     MergeInput {
         change: change.clone(),
@@ -119,7 +150,8 @@ fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) 
     if let Some(refusal) = bay_core::doctor::sandbox_refusal(&sandbox()) {
         machine.without_sandbox(refusal);
     }
-    let (config, fetched_at) = match begin_agent(context, driver, &mut machine) {
+    let facts = actor_facts(context);
+    let (config, fetched_at) = match begin_merge(context, driver, &mut machine, &facts, change) {
         Ok(begun) => begun,
         Err(result) => return result,
     };

@@ -18,8 +18,10 @@ mod start;
 mod status;
 mod undo;
 
+use bay_core::actor::{self, ActorFacts};
 use bay_core::config::Config;
 use bay_core::git::refs;
+use bay_core::id::ChangeId;
 use bay_core::machine::start::Start;
 use bay_core::machine::status::Status;
 use bay_core::machine::{Action, ActionId, Completion, Event, FetchSpec, Machine, Refs};
@@ -269,6 +271,26 @@ pub fn begin_agent(
     machine: &mut dyn Machine,
 ) -> Result<(Config, Timestamp), BayResult> {
     let first = fetch_first(context, driver, machine)?;
+    let begun = (first.config.clone(), first.fetched_at);
+    answer_first(machine, first)?;
+    Ok(begun)
+}
+
+/// Begins a merge's machine as [`begin_agent`] does, but first holds the actor to main's
+/// `[agent] require_actor_proof` with `facts` (core's [`actor::unproven`] decides): a refusal
+/// comes back before the machine sees the fetch, so nothing is signed or pushed.
+pub fn begin_merge(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+    facts: &ActorFacts,
+    change: &ChangeId,
+) -> Result<(Config, Timestamp), BayResult> {
+    let first = fetch_first(context, driver, machine)?;
+    let rules = context.agent_rules(&first.remote, driver.executor())?;
+    if let Some(refused) = actor::unproven(&rules, facts, Some(change)) {
+        return Err(with_actor(refused, context));
+    }
     let begun = (first.config.clone(), first.fetched_at);
     answer_first(machine, first)?;
     Ok(begun)

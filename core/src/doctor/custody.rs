@@ -71,7 +71,7 @@ pub struct Exposed {
 }
 
 /// Whether a `.pub` names a hardware key (`sk-ssh-ed25519@openssh.com`, `sk-ecdsa-...`).
-fn hardware(public: Option<&str>) -> bool {
+pub(crate) fn hardware(public: Option<&str>) -> bool {
     public
         .and_then(|text| text.split_whitespace().next())
         .is_some_and(|keytype| keytype.starts_with("sk-"))

@@ -13,6 +13,33 @@ fn agent_rules_hold_nothing_without_a_readable_policy() {
     assert_eq!(rules.map(|p| p.agent.max_live_changes), Some(Some(2)));
 }
 
+#[test]
+fn require_actor_proof_is_read_and_off_by_default() {
+    let read = |agent: &str| {
+        Policy::parse(&format!(
+            "revision = 1\nunchecked = true\n\n[agent]\n{agent}"
+        ))
+        .expect("a policy")
+        .agent
+        .require_actor_proof
+    };
+    assert!(!read(""));
+    assert!(!read("require_actor_proof = false\n"));
+    assert!(read("require_actor_proof = true\n"));
+    let unset = Policy::parse("revision = 1\nunchecked = true\n").expect("a policy");
+    let off =
+        Policy::parse("revision = 1\nunchecked = true\n[agent]\nrequire_actor_proof = false\n")
+            .expect("a policy");
+    assert_eq!(
+        unset.digest(),
+        off.digest(),
+        "the default spelt out changes nothing"
+    );
+    let on = Policy::parse("revision = 1\nunchecked = true\n[agent]\nrequire_actor_proof = true\n")
+        .expect("a policy");
+    assert_ne!(unset.digest(), on.digest());
+}
+
 /// The policy example of the Configuration page, whole.
 const SPEC_EXAMPLE: &str = r#"# .bay/policy.toml (on main)
 revision = 5                       # an integer; every policy change raises it
@@ -264,7 +291,7 @@ producers = ["review-bot"]
 
 [agent]
 require_actor = true
-require_actor_proof = false
+require_actor_proof = true
 max_live_changes = 3
 
 [policy]
@@ -276,7 +303,7 @@ reuse_unsigned = true
 /// `kind = "approval"`.
 fn later_keys() -> Vec<&'static str> {
     let mut keys: Vec<&str> = TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect();
-    keys.extend(["kind", "max_waiting_approvals", "require_actor_proof"]);
+    keys.extend(["kind", "max_waiting_approvals"]);
     keys
 }
 
@@ -539,9 +566,10 @@ fn every_key_validates_and_then_each_later_one_is_refused_in_text_order() {
                     policy.agent,
                     AgentRules {
                         require_actor: true,
-                        max_live_changes: Some(3)
+                        max_live_changes: Some(3),
+                        require_actor_proof: true,
                     },
-                    "[agent] is acted on but for require_actor_proof"
+                    "[agent] is acted on"
                 );
                 assert_eq!(policy.locks, ["art/", "**/*.psd"], "[locks] is acted on");
                 assert_eq!(policy.dimensions[0].name, "reviewed", "[[dimension]] too");
@@ -565,7 +593,6 @@ fn every_key_validates_and_then_each_later_one_is_refused_in_text_order() {
             "kind",
             "max_waiting_approvals",
             "input",
-            "require_actor_proof"
         ]
     );
 }
