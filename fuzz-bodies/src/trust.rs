@@ -209,12 +209,18 @@ pub fn key(data: &[u8]) {
 }
 
 /// A registry version from `== <file>` lines, each followed by its text; `==! <file>` is an
-/// entry that is no blob. Text before the first header is ignored.
-fn registry_files(text: &str) -> Vec<RegistryFile> {
+/// entry that is no blob; `==@ commit` is followed by the raw commit that holds the version.
+/// Text before the first header is ignored.
+fn registry_files(text: &str) -> (Vec<RegistryFile>, Option<String>) {
     let mut files: Vec<RegistryFile> = Vec::new();
+    let mut commit: Option<String> = None;
     for line in text.split_inclusive('\n') {
         let header = line.trim_end_matches('\n');
-        if let Some(name) = header.strip_prefix("==! ") {
+        if let Some(raw) = &mut commit {
+            raw.push_str(line);
+        } else if header == "==@ commit" {
+            commit = Some(String::new());
+        } else if let Some(name) = header.strip_prefix("==! ") {
             files.push(RegistryFile {
                 name: name.to_owned(),
                 text: None,
@@ -231,7 +237,7 @@ fn registry_files(text: &str) -> Vec<RegistryFile> {
             body.push_str(line);
         }
     }
-    files
+    (files, commit)
 }
 
 /// `registry`: a registry version's files. Read twice, the same verdict; a whole version is
@@ -240,7 +246,7 @@ fn registry_files(text: &str) -> Vec<RegistryFile> {
 /// removed, is refused when enrolled again, by name and by the registry's own reading.
 pub fn registry(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let files = registry_files(&text);
+    let (files, commit) = registry_files(&text);
     let whole = Version::read(&files);
     assert_eq!(Version::read(&files), whole, "judged twice");
     let repairable = Version::read_as(&files, Reading::Repairable);
@@ -263,6 +269,50 @@ pub fn registry(data: &[u8]) {
     }
     if let Ok(version) = &repairable {
         assert_reads_back_as(version, Reading::Repairable);
+    }
+    if let Some(raw) = commit {
+        assert_chain(files, raw, whole.as_ref().ok());
+    }
+}
+
+/// A chain of one commit: judged twice the same; readable only when its version is whole and
+/// its signature verifies, so a commit with other bytes (a changed message or header) is
+/// refused; a refusal names the commit and is one short line.
+fn assert_chain(files: Vec<RegistryFile>, raw: String, whole: Option<&Version>) {
+    let oid = bay_core::git::Oid::parse("1183dd943ddbf0e5e43fb7a659359f480010c97a")
+        .expect("an object id");
+    let chain = [registry::RegistryCommit { oid, raw, files }];
+    let judged = registry::judge_chain(&chain);
+    assert_eq!(registry::judge_chain(&chain), judged, "judged twice");
+    let repair = registry::judge_for_repair(&chain);
+    match &judged {
+        Ok(version) => {
+            assert_eq!(
+                Some(version),
+                whole,
+                "a readable chain's tip is a whole version"
+            );
+            assert_eq!(repair.as_ref(), Ok(version));
+            let (payload, _) = registry::split_signed(&chain[0].raw).expect("signed");
+            assert!(!payload.contains("gpgsig"), "{payload}");
+            for other in [
+                format!("{}x\n", chain[0].raw),
+                chain[0].raw.replacen("bay", "bat", 1),
+                chain[0].raw.replacen("\n\n", "\n\n\n", 1),
+            ] {
+                if other == chain[0].raw {
+                    continue;
+                }
+                let mut changed = chain.clone();
+                changed[0].raw = other;
+                let broken = registry::judge_chain(&changed).expect_err("other bytes");
+                assert_refusal(&broken.why);
+            }
+        }
+        Err(broken) => {
+            assert_refusal(&broken.why);
+            assert!(broken.commit.is_some(), "{broken:?}");
+        }
     }
 }
 

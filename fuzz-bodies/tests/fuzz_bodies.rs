@@ -462,3 +462,28 @@ fn every_sshsig_seed_is_a_good_signature_by_ssh_keygen() {
         );
     }
 }
+
+/// The `registry` seed with a commit is a first registry commit Git signed with its own
+/// `registry` key, which bay reads: the body's promises about a readable chain always run.
+#[test]
+fn the_signed_registry_seed_is_a_readable_chain() {
+    let (_, bytes) = files("seeds", "registry")
+        .into_iter()
+        .find(|(path, _)| path.ends_with("signed-first-commit"))
+        .expect("the seed");
+    let text = String::from_utf8(bytes).expect("text");
+    let (version, raw) = text.split_once("==@ commit\n").expect("a commit");
+    let key = version
+        .strip_prefix("== registry\n")
+        .expect("the registry file");
+    let chain = [bay_core::trust::registry::RegistryCommit {
+        oid: bay_core::git::Oid::parse("1183dd943ddbf0e5e43fb7a659359f480010c97a").expect("oid"),
+        raw: raw.to_owned(),
+        files: vec![bay_core::trust::registry::RegistryFile {
+            name: "registry".into(),
+            text: Some(key.to_owned()),
+        }],
+    }];
+    let read = bay_core::trust::registry::judge_chain(&chain).expect("a readable chain");
+    assert_eq!(read.files(), [("registry".to_owned(), key.to_owned())]);
+}

@@ -6,7 +6,9 @@
 #
 #   sshsig seed:   <message> NUL <armoured signature>
 #   key seed:      a `.pub` file, or an allowed-signers file
-#   registry seed: `== <file>` lines, each followed by that file's text
+#   registry seed: `== <file>` lines, each followed by that file's text, and optionally a
+#                  `==@ commit` line followed by the raw registry commit (as
+#                  `git cat-file commit` prints it), signed by Git with SSH
 #
 # Run from anywhere: sh fuzz/seeds/make-trust-seeds.sh
 set -eu
@@ -57,3 +59,16 @@ ssh-keygen -q -t ed25519 -N '' -f old
     printf '== removed\nagent agent-6 revoked 2026-10-17T19:30:02Z %s\n' "$(cut -d' ' -f1,2 old.pub)"
 } >"$seeds/registry/every-class"
 printf '== registry\nadmin %s\n' "$(cut -d' ' -f1,2 ed25519.pub)" >"$seeds/registry/first-version"
+
+# A first registry commit, signed by Git (namespace `git`) with its own `registry` key.
+git init -q repo
+printf 'admin %s\n' "$(cut -d' ' -f1,2 ed25519.pub)" >repo/registry
+git -C repo add registry
+git -C repo -c user.name=bay -c user.email=bay@example.invalid -c gpg.format=ssh \
+    -c user.signingKey="$work/ed25519" commit -q -S -m "bay: enrol registry admin"
+{
+    printf '== registry\n'
+    cat repo/registry
+    printf '==@ commit\n'
+    git -C repo cat-file commit HEAD
+} >"$seeds/registry/signed-first-commit"
