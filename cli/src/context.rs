@@ -14,7 +14,7 @@ use bay_core::config::Config;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{self, ChangeId};
 use bay_core::machine::Refs;
-use bay_core::policy::{AgentRules, Policy};
+use bay_core::policy::AgentRules;
 use bay_core::reason::ReasonCode;
 use bay_core::report;
 use bay_core::result::BayResult;
@@ -109,7 +109,7 @@ impl Context {
 
     /// Where the hook keeps each session's work record and state.
     pub fn sessions_dir(&self) -> PathBuf {
-        self.common_dir.join("bay").join("sessions")
+        sessions_dir(&self.common_dir)
     }
 
     /// Every value of a `bay.*` key, in the order Git lists them.
@@ -189,15 +189,13 @@ impl Context {
     }
 
     /// The `[agent]` rules of the policy committed on main at the fetch `remote`
-    /// ([`Policy::agent_side`] says which).
+    /// ([`AgentRules::at_main`] says which).
     pub fn agent_rules(&self, remote: &Refs, local: &Local) -> Result<AgentRules, BayResult> {
         let Some(main) = remote.get(&refs::main(&self.main)) else {
             return Ok(AgentRules::default());
         };
         let text = read_text(local, main, POLICY_PATH)?;
-        Ok(Policy::agent_side(text.as_deref())
-            .map(|policy| policy.agent)
-            .unwrap_or_default())
+        Ok(AgentRules::at_main(text.as_deref()))
     }
 
     /// Reads and checks `.bay/config.toml` at main as `remote` (a fetch's refs) holds it, read
@@ -227,6 +225,12 @@ impl Context {
         named("remote", &config.remote, &self.remote)?;
         Ok(config)
     }
+}
+
+/// Where the hook keeps each session's work record and state in the clone whose common Git
+/// directory is `common_dir`.
+pub fn sessions_dir(common_dir: &Path) -> PathBuf {
+    common_dir.join("bay").join("sessions")
 }
 
 /// The change whose view the worktree at `top` is, when it is one of this clone's views

@@ -480,6 +480,17 @@ impl Policy {
     }
 }
 
+impl AgentRules {
+    /// The `[agent]` rules of main's policy text ([`Policy::agent_side`]): none without a
+    /// policy that parses. `bay merge` reads them after its fetch; `bay doctor` from main as
+    /// this clone last fetched it, so both hold a machine to the same rules.
+    pub fn at_main(text: Option<&str>) -> AgentRules {
+        Policy::agent_side(text)
+            .map(|policy| policy.agent)
+            .unwrap_or_default()
+    }
+}
+
 impl Policy {
     /// Parses and validates the text of `.bay/policy.toml`.
     pub fn parse(text: &str) -> Result<Policy, PolicyError> {

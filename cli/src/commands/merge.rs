@@ -1,11 +1,8 @@
 //! `bay merge [<change>] [--wait[=<seconds>]]`.
 
-use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bay_core::actor::ActorFacts;
-use bay_core::doctor::custody::KeyFile;
 
 use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
@@ -13,11 +10,10 @@ use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::RunMode;
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::{BayResult, Decision, OpState};
+use bay_drivers::clock;
 use bay_drivers::pump::Driver;
-use bay_drivers::{clock, custody};
 
 use super::doctor::sandbox;
-use super::enrol::expand_home;
 use super::runner::{runner_config, with_keys};
 use super::{begin_merge, drive, prepare, with_actor};
 use crate::Cli;
@@ -100,29 +96,14 @@ pub fn merge_change(
     }
 }
 
-/// What `actor::unproven` judges: the key `bay.agentKey` names (its path, mode and public
-/// half; never the private key), whether this is Unix, and the actors of this clone's session
-/// records, which this account wrote, with the one acting now.
+/// What `actor::unproven` judges, gathered by [`super::actor_facts`], as `bay doctor`'s
+/// `key-custody` row gathers it.
 fn actor_facts(context: &Context) -> ActorFacts {
-    let inside = [context.top.clone(), context.common_dir.clone()];
-    let agent_key = context.setting_values("bay.agentkey").pop().map(|value| {
-        let path = expand_home(&value);
-        KeyFile {
-            setting: "bay.agentKey".into(),
-            found: custody::key_facts(Path::new(&path), &inside),
-            path,
-        }
-    });
-    let mut actors: BTreeSet<String> = super::hook::all_sessions(&context.sessions_dir())
-        .into_iter()
-        .map(|session| session.actor)
-        .collect();
-    actors.insert(context.actor.clone());
-    ActorFacts {
-        unix: cfg!(unix),
-        agent_key,
-        actors,
-    }
+    super::actor_facts(
+        &context.settings,
+        Some((context.top.as_path(), context.common_dir.as_path())),
+        &context.actor,
+    )
 }
 
 fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {

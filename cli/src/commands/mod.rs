@@ -18,8 +18,12 @@ mod start;
 mod status;
 mod undo;
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
 use bay_core::actor::{self, ActorFacts};
 use bay_core::config::Config;
+use bay_core::doctor::custody::KeyFile;
 use bay_core::git::refs;
 use bay_core::id::ChangeId;
 use bay_core::machine::start::Start;
@@ -28,8 +32,8 @@ use bay_core::machine::{Action, ActionId, Completion, Event, FetchSpec, Machine,
 use bay_core::progress::Progress;
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
-use bay_drivers::clock;
 use bay_drivers::pump::{Driver, Stopped};
+use bay_drivers::{clock, custody};
 use clap::Subcommand;
 
 use crate::context::{Context, failed};
@@ -294,6 +298,47 @@ pub fn begin_merge(
     let begun = (first.config.clone(), first.fetched_at);
     answer_first(machine, first)?;
     Ok(begun)
+}
+
+/// What a signature by this machine's agent key proves (core's [`actor::actor_proof`]
+/// judges it): the key `bay.agentKey` names among `settings` (its path, mode and public half;
+/// never the private key), whether this is Unix, and the actors of the session records of
+/// `clone` (its work tree top and common Git directory; `None` outside a clone), which this
+/// account wrote, with `actor`, the one acting now. `bay merge` holds the actor to
+/// `require_actor_proof` with these facts, and `bay doctor`'s `key-custody` row shows them:
+/// one gathering, so the two never judge a machine apart.
+pub fn actor_facts(
+    settings: &[(String, String)],
+    clone: Option<(&Path, &Path)>,
+    actor: &str,
+) -> ActorFacts {
+    let inside: Vec<PathBuf> = clone
+        .map(|(top, common_dir)| vec![top.to_path_buf(), common_dir.to_path_buf()])
+        .unwrap_or_default();
+    let agent_key = settings
+        .iter()
+        .rev()
+        .find(|(key, _)| key.eq_ignore_ascii_case("bay.agentKey"))
+        .map(|(_, value)| {
+            let path = enrol::expand_home(value);
+            KeyFile {
+                setting: "bay.agentKey".into(),
+                found: custody::key_facts(Path::new(&path), &inside),
+                path,
+            }
+        });
+    let mut actors: BTreeSet<String> = clone
+        .map(|(_, common_dir)| hook::all_sessions(&crate::context::sessions_dir(common_dir)))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|session| session.actor)
+        .collect();
+    actors.insert(actor.to_owned());
+    ActorFacts {
+        unix: cfg!(unix),
+        agent_key,
+        actors,
+    }
 }
 
 /// An agent command's first fetch, made and not yet handed to its machine.
