@@ -1,6 +1,7 @@
 //! What `bay doctor` decides: one row per concern of this machine (bay itself, Git, the agent
 //! product, the check sandbox, the hooks, the skill, the remote, the check variables, the
-//! object store), each green or red with its floor and its fix, and the result they make.
+//! object store, key custody), each green or red with its floor and its fix (or `advice`, `off`
+//! or `degraded`, which never turn doctor red), and the result they make.
 //!
 //! The CLI gathers the facts ([`Facts`]: version texts, file contents, probe outcomes) and
 //! prints what [`judge`] returns; every verdict is made here, so the rows can be tested from
@@ -127,6 +128,10 @@ pub enum State {
     Off,
     /// Worth fixing, but never required: doctor stays green.
     Advice,
+    /// It works, with less than bay can give here: the spec's `degraded`, such as several
+    /// actors who can sign as one another (`key-custody`). Never red, so doctor stays `ok`
+    /// (exit 0) and the row is not among `detail.red`; its `fix` says how to mend it.
+    Degraded,
 }
 
 /// One concern and its verdict.

@@ -12,7 +12,7 @@ use bay_core::check::plan::POLICY_PATH;
 use bay_core::config::{CONFIG_PATH, Config};
 use bay_core::doctor::custody::{Custody, KEY_SETTINGS, KeyFile};
 use bay_core::doctor::{self, CloneFacts, Facts, Role, SandboxFact, Variable};
-use bay_core::policy::Policy;
+use bay_core::policy::{AgentRules, Policy};
 use bay_core::result::BayResult;
 use bay_core::skill::SKILL_PATH;
 use bay_core::trust::registry::REF as REGISTRY;
@@ -24,7 +24,9 @@ use bay_drivers::sandbox::Sandbox;
 use super::enrol::expand_home;
 use super::install::{claude_config_dirs, find_clone, has_filters, held_config};
 use crate::Cli;
-use crate::context::{fetched_main_file, git_config, remote_and_main};
+use crate::context::{
+    actor_from_env, fetched_main_file, git_config, remote_and_main, sessions_dir,
+};
 
 /// The role doctor judges this machine as.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -68,8 +70,14 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(found) => found,
         Err(result) => return result,
     };
-    let custody = custody_facts(found.as_ref(), home);
-    let clone = found.map(|found| clone_facts(&found, role, &config_dirs));
+    let (clone, agent) = match &found {
+        Some(found) => {
+            let (clone, agent) = clone_facts(found, role, &config_dirs);
+            (Some(clone), agent)
+        }
+        None => (None, AgentRules::default()),
+    };
+    let custody = custody_facts(found.as_ref(), home, agent);
     doctor::judge(&Facts {
         role,
         bay_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -82,9 +90,11 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
 }
 
 /// The `key-custody` row's facts: each key a `bay.*Key` setting names (the clone's config,
-/// else the user's), and whether agent sessions run under this account (hook sessions in
-/// this clone). Paths, modes and public halves only.
-fn custody_facts(found: Option<&Found>, home: &str) -> Custody {
+/// else the user's), whether agent sessions run under this account (hook sessions in this
+/// clone), and the agent key and actors as `bay merge` gathers them
+/// ([`super::actor_facts`]), with main's `[agent]` rules `agent`. Paths, modes and public
+/// halves only.
+fn custody_facts(found: Option<&Found>, home: &str, agent: AgentRules) -> Custody {
     let git = match found {
         Some(found) => Git::in_dir(&found.top),
         None => Git::in_dir(home),
@@ -111,15 +121,22 @@ fn custody_facts(found: Option<&Found>, home: &str) -> Custody {
         })
         .collect();
     let sessions_here = found.is_some_and(|found| {
-        std::fs::read_dir(found.common_dir.join("bay").join("sessions"))
+        std::fs::read_dir(sessions_dir(&found.common_dir))
             .is_ok_and(|mut entries| entries.next().is_some())
     });
     let passwordless_sudo = sessions_here && !keys.is_empty() && custody::passwordless_sudo();
+    let actor = super::actor_facts(
+        &held,
+        found.map(|found| (found.top.as_path(), found.common_dir.as_path())),
+        &actor_from_env().0,
+    );
     Custody {
         unix: cfg!(unix),
         keys,
         sessions_here,
         passwordless_sudo,
+        actor,
+        agent,
     }
 }
 
@@ -137,7 +154,9 @@ pub fn sandbox() -> SandboxFact {
     }
 }
 
-fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts {
+/// The clone's facts, and main's `[agent]` rules as this clone last fetched them (read as
+/// `bay merge` reads them after its fetch, [`AgentRules::at_main`]).
+fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> (CloneFacts, AgentRules) {
     let git = Git::in_dir(&found.top);
     let held = held_config(&git);
     let (remote, main) = remote_and_main(
@@ -174,22 +193,23 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
             switches.push((file.display().to_string(), contents));
         }
     }
+    let policy = text(POLICY_PATH);
     let variables = match role {
         Role::Agent => Ok(Vec::new()),
-        Role::Executor => set_variables(text(POLICY_PATH)),
+        Role::Executor => set_variables(policy.clone()),
     };
     let registry = reached.is_ok().then(|| {
         git.cmd(["ls-remote", &remote, REGISTRY])
             .text()
             .is_ok_and(|out| !out.trim().is_empty())
     });
-    let signing = match text(POLICY_PATH) {
-        Some(policy) => Policy::parse(&policy)
+    let signing = match &policy {
+        Some(policy) => Policy::parse(policy)
             .map(|policy| policy.signing)
             .map_err(|e| e.to_string()),
         None => Err(format!("{POLICY_PATH} is not on main")),
     };
-    CloneFacts {
+    let clone = CloneFacts {
         registry,
         signing,
         remote,
@@ -201,7 +221,8 @@ fn clone_facts(found: &Found, role: Role, config_dirs: &[String]) -> CloneFacts 
         variables,
         graph_filters: has_filters(&found.common_dir),
         graph_on_fetch: held.get("fetch.writecommitgraph").cloned(),
-    }
+    };
+    (clone, AgentRules::at_main(policy.as_deref()))
 }
 
 /// What `<product> --version` prints, or `None` when the program does not start.

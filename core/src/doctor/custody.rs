@@ -10,11 +10,20 @@
 //!
 //! A hardware key (an `sk-` type in its `.pub`) signs only with a touch, and stays green.
 //! Off Unix the row says `not checked`.
+//!
+//! The agent key (`bay.agentKey`) belongs to the account agent sessions run as, so it is never
+//! exposed; the row lists it, with what its signature proves about who signed
+//! (`actor::actor_proof`, from the facts `bay merge` gathers): several actors who can all read
+//! one file agent key (`account`) make the row `degraded`, unless an exposed key made it red.
+//! Under main's `require_actor_proof`, `actor_refusal` names the code `bay merge` refuses with
+//! here (`actor::unproven`, the same judgement).
 
 use serde::Serialize;
 use serde_json::json;
 
 use super::{Row, State};
+use crate::actor::{self, ActorFacts, ActorProof};
+use crate::policy::AgentRules;
 use crate::reason::ReasonCode;
 
 /// The Git config settings that name a signing key the row judges.
@@ -60,6 +69,10 @@ pub struct Custody {
     pub sessions_here: bool,
     /// Whether this account has passwordless `sudo`.
     pub passwordless_sudo: bool,
+    /// The agent key and the actors, gathered as `bay merge` gathers them.
+    pub actor: ActorFacts,
+    /// Main's `[agent]` rules as this clone last fetched them; none outside a clone.
+    pub agent: AgentRules,
 }
 
 /// One exposed key: `detail.keys` of `KEY_EXPOSED`.
@@ -119,8 +132,73 @@ pub fn exposed(custody: &Custody) -> Vec<Exposed> {
         .collect()
 }
 
+/// What to do when the agent key cannot tell the actors apart: `actor_note`.
+fn actor_note(facts: &ActorFacts, proof: ActorProof) -> Option<String> {
+    const HARDWARE: &str = "a hardware agent key (ssh-keygen -t ed25519-sk)";
+    let path = facts.agent_key.as_ref().map_or("", |key| key.path.as_str());
+    match proof {
+        ActorProof::None | ActorProof::Key => None,
+        ActorProof::Account => Some(format!(
+            "{} run under this OS account, which can read the file agent key {path}, so any \
+             of them can sign as another: give each actor its own OS account, or use {HARDWARE}",
+            facts.actors.iter().cloned().collect::<Vec<_>>().join(", ")
+        )),
+        ActorProof::Unjudged if facts.agent_key.as_ref().is_some_and(|k| k.found.is_none()) => {
+            Some(format!(
+                "no file is at {path}, where bay.agentKey points, so bay cannot judge it: \
+                 point bay.agentKey at the key's file, or use {HARDWARE}"
+            ))
+        }
+        ActorProof::Unjudged => Some(format!(
+            "bay cannot judge the file agent key {path} off Unix: use {HARDWARE}"
+        )),
+    }
+}
+
+/// `row` with the actor fields: `agent_key`, `actors`, `actor_proof`, `require_actor_proof`,
+/// and `actor_note` and `actor_refusal` where they apply; `degraded` for `account` unless the
+/// row is red already.
+fn with_actors(mut row: Row, custody: &Custody) -> Row {
+    let facts = &custody.actor;
+    let proof = actor::actor_proof(facts);
+    let note = actor_note(facts, proof);
+    let refusal = actor::unproven(&custody.agent, facts, None).and_then(|refused| refused.reason);
+    if proof == ActorProof::Account && row.state == State::Green {
+        row.state = State::Degraded;
+        row.fix = note.clone();
+    }
+    let agent_key = facts.agent_key.as_ref().map(|key| {
+        json!({
+            "path": key.path,
+            "hardware": key.found.as_ref().is_some_and(|f| hardware(f.public.as_deref())),
+            "found": key.found.is_some(),
+        })
+    });
+    let row = row
+        .with("agent_key", json!(agent_key))
+        .with("actors", json!(facts.actors))
+        .with("actor_proof", json!(proof))
+        .with(
+            "require_actor_proof",
+            json!(custody.agent.require_actor_proof),
+        );
+    let row = match note {
+        Some(note) => row.with("actor_note", json!(note)),
+        None => row,
+    };
+    match refusal {
+        Some(code) => row.with("actor_refusal", json!(code)),
+        None => row,
+    }
+}
+
 /// The `key-custody` row.
 pub fn custody_row(custody: &Custody) -> Row {
+    with_actors(key_row(custody), custody)
+}
+
+/// The row's verdict on the keys `KEY_SETTINGS` name.
+fn key_row(custody: &Custody) -> Row {
     let listed: Vec<_> = custody
         .keys
         .iter()
@@ -174,6 +252,8 @@ pub fn custody_row(custody: &Custody) -> Row {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn key(setting: &str, mode: u32, readable: bool, public: Option<&str>) -> KeyFile {
@@ -195,11 +275,41 @@ mod tests {
             keys,
             sessions_here,
             passwordless_sudo: false,
+            actor: ActorFacts {
+                unix: true,
+                agent_key: None,
+                actors: BTreeSet::from(["ann".to_owned()]),
+            },
+            agent: AgentRules::default(),
         }
+    }
+
+    /// `custody` with an agent key of type `keytype` (`None`: no file at its path) this
+    /// account can read, `actors` among the session records, and `require_actor_proof`.
+    fn with_agent(
+        mut facts: Custody,
+        keytype: Option<&str>,
+        actors: &[&str],
+        require_actor_proof: bool,
+    ) -> Custody {
+        let mut agent = key("bay.agentKey", 0o600, true, None);
+        let readable = agent.found.take().expect("a key file");
+        agent.found = keytype.map(|keytype| KeyFacts {
+            public: Some(format!("{keytype} AAAA agent")),
+            ..readable
+        });
+        facts.actor = ActorFacts {
+            unix: facts.unix,
+            agent_key: Some(agent),
+            actors: actors.iter().map(|a| (*a).to_owned()).collect(),
+        };
+        facts.agent.require_actor_proof = require_actor_proof;
+        facts
     }
 
     const ED25519: &str =
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl r";
+    const SK_TYPE: &str = "sk-ssh-ed25519@openssh.com";
     const SK: &str = "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAI r";
 
     #[test]
@@ -274,5 +384,147 @@ mod tests {
             found: None,
         };
         assert!(exposed(&custody(vec![gone], true)).is_empty());
+    }
+
+    #[test]
+    fn each_actor_proof_shows_on_the_row_and_only_account_degrades_it() {
+        let both = ["ann", "bot-7"];
+        // (agent key type, actors, unix, proof, state, a note)
+        let cases = [
+            (None, &both[..], true, "none", State::Green, false),
+            (
+                Some(Some("ssh-ed25519")),
+                &both[..1],
+                true,
+                "key",
+                State::Green,
+                false,
+            ),
+            (
+                Some(Some(SK_TYPE)),
+                &both[..],
+                true,
+                "key",
+                State::Green,
+                false,
+            ),
+            (
+                Some(Some("ssh-ed25519")),
+                &both[..],
+                true,
+                "account",
+                State::Degraded,
+                true,
+            ),
+            (Some(None), &both[..1], true, "unjudged", State::Green, true),
+            (
+                Some(Some("ssh-ed25519")),
+                &both[..1],
+                false,
+                "unjudged",
+                State::Off,
+                true,
+            ),
+        ];
+        for (agent, actors, unix, proof, state, noted) in cases {
+            let mut facts = custody(Vec::new(), true);
+            facts.unix = unix;
+            facts.actor.unix = unix;
+            if let Some(keytype) = agent {
+                facts = with_agent(facts, keytype, actors, false);
+            } else {
+                facts.actor.actors = actors.iter().map(|a| (*a).to_owned()).collect();
+            }
+            let row = custody_row(&facts);
+            let case = format!("{proof} {unix}: {row:?}");
+            assert_eq!(row.more["actor_proof"], proof, "{case}");
+            assert_eq!(row.state, state, "{case}");
+            assert_eq!(row.more["actors"], json!(actors), "{case}");
+            assert_eq!(row.more["require_actor_proof"], false, "{case}");
+            assert_eq!(row.more.contains_key("actor_note"), noted, "{case}");
+            assert!(!row.more.contains_key("actor_refusal"), "{case}");
+            assert!(!row.is_red(), "{case}");
+            assert_eq!(row.more["agent_key"].is_null(), agent.is_none(), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_shared_file_agent_key_is_degraded_and_names_the_fix() {
+        let row = custody_row(&with_agent(
+            custody(Vec::new(), true),
+            Some("ssh-ed25519"),
+            &["ann", "bot-7"],
+            false,
+        ));
+        assert_eq!(row.state, State::Degraded, "{row:?}");
+        assert_eq!(row.code, None);
+        let note = row.more["actor_note"].as_str().expect("a note");
+        assert!(
+            note.contains("ann, bot-7")
+                && note.contains("its own OS account")
+                && note.contains("hardware agent key"),
+            "{note}"
+        );
+        assert_eq!(row.fix.as_deref(), Some(note));
+        assert_eq!(
+            serde_json::to_value(&row).expect("a row")["state"],
+            "degraded"
+        );
+    }
+
+    #[test]
+    fn require_actor_proof_names_the_refusal_for_account_and_unjudged_only() {
+        let both = ["ann", "bot-7"];
+        for (keytype, actors, refused) in [
+            (Some(Some("ssh-ed25519")), &both[..], true),
+            (Some(None), &both[..1], true),
+            (Some(Some("ssh-ed25519")), &both[..1], false),
+            (Some(Some(SK_TYPE)), &both[..], false),
+            (None, &both[..], false),
+        ] {
+            let mut facts = custody(Vec::new(), true);
+            match keytype {
+                Some(keytype) => facts = with_agent(facts, keytype, actors, true),
+                None => facts.agent.require_actor_proof = true,
+            }
+            let row = custody_row(&facts);
+            assert_eq!(row.more["require_actor_proof"], true, "{row:?}");
+            match refused {
+                true => assert_eq!(row.more["actor_refusal"], "ACTOR_UNPROVEN", "{row:?}"),
+                false => assert!(!row.more.contains_key("actor_refusal"), "{row:?}"),
+            }
+            // The row and `bay merge` judge alike.
+            let merge = actor::unproven(&facts.agent, &facts.actor, None);
+            assert_eq!(merge.is_some(), refused, "{row:?}");
+        }
+        // The same shared key with the setting off: degraded, and no refusal.
+        let off = with_agent(custody(Vec::new(), true), Some("ssh-ed25519"), &both, false);
+        let row = custody_row(&off);
+        assert_eq!(row.state, State::Degraded);
+        assert!(!row.more.contains_key("actor_refusal"), "{row:?}");
+    }
+
+    #[test]
+    fn an_exposed_key_keeps_the_row_red_beside_a_shared_agent_key() {
+        let facts = with_agent(
+            custody(
+                vec![key("bay.executorKey", 0o600, true, Some(ED25519))],
+                true,
+            ),
+            Some("ssh-ed25519"),
+            &["ann", "bot-7"],
+            true,
+        );
+        let row = custody_row(&facts);
+        assert_eq!(row.state, State::Red, "{row:?}");
+        assert_eq!(row.code, Some(ReasonCode::KeyExposed));
+        assert!(
+            row.fix
+                .as_deref()
+                .is_some_and(|fix| fix.contains("bay.executorKey"))
+        );
+        assert_eq!(row.more["actor_proof"], "account");
+        assert_eq!(row.more["actor_refusal"], "ACTOR_UNPROVEN");
+        assert!(row.more["actor_note"].is_string(), "{row:?}");
     }
 }

@@ -1,4 +1,6 @@
 use super::*;
+use crate::actor::ActorFacts;
+use crate::policy::AgentRules;
 use crate::result::Decision;
 use crate::skill::SKILL;
 use custody::{Custody, KeyFacts, KeyFile};
@@ -35,6 +37,12 @@ fn green() -> Facts {
             keys: Vec::new(),
             sessions_here: false,
             passwordless_sudo: false,
+            actor: ActorFacts {
+                unix: true,
+                agent_key: None,
+                actors: ["ann".to_owned()].into(),
+            },
+            agent: AgentRules::default(),
         },
     }
 }
@@ -129,6 +137,32 @@ fn an_exposed_key_turns_doctor_red_with_key_exposed() {
     let result = judge(&facts);
     assert_eq!(result.reason, Some(ReasonCode::KeyExposed), "{result:?}");
     assert_eq!(result.detail["key"], "bay.executorKey");
+}
+
+#[test]
+fn a_degraded_row_leaves_doctor_ok_with_exit_0() {
+    let mut facts = green();
+    facts.custody.sessions_here = true;
+    facts.custody.agent.require_actor_proof = true;
+    facts.custody.actor.actors = ["ann".to_owned(), "bot-7".to_owned()].into();
+    facts.custody.actor.agent_key = Some(KeyFile {
+        setting: "bay.agentKey".into(),
+        path: "/h/.ssh/agent".into(),
+        found: Some(KeyFacts {
+            mode: 0o600,
+            readable: true,
+            public: None,
+            in_repository: false,
+        }),
+    });
+    let custody = row(&facts, "key-custody");
+    assert_eq!(custody.state, State::Degraded, "{custody:?}");
+    assert_eq!(custody.more["actor_refusal"], "ACTOR_UNPROVEN");
+    let result = judge(&facts);
+    assert_eq!(result.decision, Decision::Ok, "{result:?}");
+    assert_eq!(result.exit_code(), 0);
+    assert_eq!(result.reason, None);
+    assert_eq!(result.detail["red"], json!([]));
 }
 
 #[test]
