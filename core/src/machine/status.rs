@@ -63,8 +63,8 @@ enum Purpose {
     FetchAfter(Box<ChangeRecord>, FetchSpec),
     /// Those of them gone from the refs, as the index they were compacted into holds them.
     CompactedAfter(Box<ChangeRecord>),
-    /// The index's record of the latest compacted undo of the change.
-    CompactedUndo,
+    /// The index's record of the latest compacted undo of the change, for the result so far.
+    CompactedUndo(Box<BayResult>),
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
     TestMerge(Box<BayResult>),
@@ -134,8 +134,8 @@ pub struct Status {
     unreadable: Vec<Value>,
     /// The records of changes its operation names, read from the index.
     compacted_after: Vec<ChainRead>,
-    /// Where the read of the change's latest undo compacted into the index stands.
-    compacted_undo: UndoRead,
+    /// The latest undo of the change compacted into the index, once read.
+    compacted_undo: Option<Option<ChangeId>>,
     /// `[agent] max_live_changes` in main's policy: each actor's limit in `detail.flow`.
     limit: Option<u64>,
     /// The merge of a merged change still on main, until its completion is read.
@@ -164,7 +164,7 @@ impl Status {
             requests: BTreeMap::new(),
             unreadable: Vec::new(),
             compacted_after: Vec::new(),
-            compacted_undo: UndoRead::Unasked,
+            compacted_undo: None,
             limit: None,
             merged: None,
             outcome: None,
@@ -485,11 +485,6 @@ impl Status {
         match self.input.change.clone() {
             Some(change) => {
                 let read = read_chain(&self.remote, &change);
-                // A change compacted is most often merged, and then its undos' shard is read
-                // too: asked now, beside its own shard, the two fetches overlap.
-                if matches!(read, Action::ReadCompacted { .. }) {
-                    self.ask_compacted_undo(&change);
-                }
                 self.out.send(read, Purpose::ReadChains);
             }
             None => {
@@ -647,33 +642,21 @@ impl Status {
         }
     }
 
-    /// Asks the index for the latest compacted undo of `change`.
-    fn ask_compacted_undo(&mut self, change: &ChangeId) {
-        let read = Action::ReadCompactedIntent {
-            digest: undo_digest(change),
-        };
-        self.compacted_undo = UndoRead::Asked;
-        self.out.send(read, Purpose::CompactedUndo);
-    }
-
     /// A merged change's status reads which of its undos merged; any other ends as it is.
     fn undos(&mut self, result: BayResult) {
         // An undo compacted into the index merged: the index names the latest such. Its shard
-        // is fetched only for a merged change, or beside a compacted one's; a read asked
-        // is waited for, whatever the change's end, so that none is left in flight.
-        match std::mem::replace(&mut self.compacted_undo, UndoRead::Unasked) {
-            UndoRead::Unasked if result.decision == Decision::Merged => {
-                if let Some(change) = self.input.change.clone() {
-                    self.ask_compacted_undo(&change);
-                    self.compacted_undo = UndoRead::Waiting(Box::new(result));
-                    return;
-                }
-            }
-            UndoRead::Asked | UndoRead::Waiting(_) => {
-                self.compacted_undo = UndoRead::Waiting(Box::new(result));
-                return;
-            }
-            other => self.compacted_undo = other,
+        // is fetched only here, for a merged change.
+        if result.decision == Decision::Merged
+            && self.compacted_undo.is_none()
+            && let Some(change) = &self.input.change
+        {
+            let read = Action::ReadCompactedIntent {
+                digest: undo_digest(change),
+            };
+            self.compacted_undo = Some(None);
+            self.out
+                .send(read, Purpose::CompactedUndo(Box::new(result)));
+            return;
         }
         let digest = self.input.change.as_ref().map(undo_digest);
         let oids: Vec<Oid> = self
@@ -693,26 +676,24 @@ impl Status {
         );
     }
 
-    /// The latest compacted undo, read: the status goes on if it waited for it.
-    fn on_compacted_undo(&mut self, file: Option<Vec<u8>>) {
+    fn on_compacted_undo(&mut self, result: BayResult, file: Option<Vec<u8>>) {
         let latest = super::agent::compacted_generation(file.as_deref())
             .ok()
             .flatten()
             .map(|latest| latest.change);
-        if let UndoRead::Waiting(result) =
-            std::mem::replace(&mut self.compacted_undo, UndoRead::Read(latest))
-        {
-            self.undos(*result);
-        }
+        self.compacted_undo = Some(latest);
+        self.undos(result);
     }
 
     /// Ends with `detail.undone_by`: the undos in `undone`, after the one compacted, if any.
     fn undone(&mut self, mut result: BayResult, undone: Vec<ChangeId>) {
-        let compacted = match &self.compacted_undo {
-            UndoRead::Read(latest) => latest.clone(),
-            _ => None,
-        };
-        let undone: Vec<ChangeId> = compacted.into_iter().chain(undone).collect();
+        let undone: Vec<ChangeId> = self
+            .compacted_undo
+            .clone()
+            .flatten()
+            .into_iter()
+            .chain(undone)
+            .collect();
         if !undone.is_empty() {
             result
                 .detail
@@ -1037,8 +1018,8 @@ impl Status {
             (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_after_fetched(*record, spec, fetched)
             }
-            (Purpose::CompactedUndo, Completion::FileRead(Ok(file))) => {
-                self.on_compacted_undo(file)
+            (Purpose::CompactedUndo(result), Completion::FileRead(Ok(file))) => {
+                self.on_compacted_undo(*result, file)
             }
             (Purpose::CompactedAfter(record), Completion::ChainsRead(Ok(reads))) => {
                 self.compacted_after = reads;
@@ -1131,19 +1112,6 @@ impl Status {
         }
         None
     }
-}
-
-/// Where the read of a change's latest compacted undo stands.
-#[derive(Debug)]
-enum UndoRead {
-    /// Not asked.
-    Unasked,
-    /// Asked, and nothing waits for it yet.
-    Asked,
-    /// Asked, and the status made so far waits for it.
-    Waiting(Box<BayResult>),
-    /// Answered: the latest compacted undo, if any.
-    Read(Option<ChangeId>),
 }
 
 /// The digest of the intent every undo of `change` shares.
@@ -1284,53 +1252,6 @@ mod tests {
             since: Some(Timestamp::from_secs(10 * 24 * 3600)),
         };
         assert_eq!(log_reads, [read]);
-    }
-
-    #[test]
-    fn a_change_found_by_no_ref_is_read_from_the_index_beside_its_undos() {
-        let change = ChangeId::parse("c7k2m4qa").expect("an id");
-        let main = Oid::parse(&"1".repeat(40)).expect("an id");
-        let input = StatusInput {
-            change: Some(change.clone()),
-            main: "main".into(),
-            flow: false,
-        };
-        let now = Timestamp::from_secs(1_000);
-        let mut status = Status::new(input, now);
-        let (fetch, _) = status.poll_action().expect("the fetch");
-        let remote = Refs::from([("refs/heads/main".into(), main)]);
-        status
-            .handle(now, Event::Done(fetch, Completion::Fetched(Ok(remote))))
-            .expect("answered in kind");
-        // Both reads are out at once, so that their fetches overlap.
-        let first = status.poll_action().expect("a read");
-        let second = status.poll_action().expect("another read");
-        let intent = Action::ReadCompactedIntent {
-            digest: undo_digest(&change),
-        };
-        let compacted = Action::ReadCompacted {
-            changes: vec![change.clone()],
-        };
-        assert_eq!([&first.1, &second.1], [&intent, &compacted]);
-        // The change is nowhere: the status says so, and the undo read, answered after, is
-        // ignored.
-        let absent = crate::compact::read_back_unsharded(&change);
-        status
-            .handle(
-                now,
-                Event::Done(second.0, Completion::ChainsRead(Ok(vec![absent]))),
-            )
-            .expect("answered in kind");
-        let result = status.outcome().expect("ended").clone();
-        assert_ne!(result.decision, Decision::Ok);
-        assert!(
-            result.say.contains("no change c7k2m4qa on the remote"),
-            "{result:?}"
-        );
-        status
-            .handle(now, Event::Done(first.0, Completion::FileRead(Ok(None))))
-            .expect("a late answer is no misuse");
-        assert_eq!(status.outcome(), Some(&result));
     }
 
     #[test]
