@@ -70,6 +70,10 @@ pub struct Repo {
     local_refs: OnceLock<Option<LocalRefs>>,
     /// Every object read, through one process; shared with the clone's views.
     reader: Arc<Reader>,
+    /// Held by each `git fetch` this process runs in the clone: two at once fail on Git's own
+    /// locks (the commit-graph a fetch writes under `fetch.writeCommitGraph`, which `bay
+    /// install` sets), and the pump runs a machine's actions on threads of their own.
+    fetching: std::sync::Mutex<()>,
 }
 
 impl Repo {
@@ -100,6 +104,7 @@ impl Repo {
             identity: Identity::default(),
             bounds: Bounds::default(),
             empty_tree: OnceLock::new(),
+            fetching: std::sync::Mutex::new(()),
             local_refs: OnceLock::new(),
             reader: Arc::new(Reader::new(
                 Git::in_dir(&dir).with_timeout(Bounds::default().local),

@@ -45,6 +45,11 @@ impl Repo {
         // the record, on this clone's clock, of when the fetch first brought each tip
         // (`read_seen`).
         let reflog = spec.patterns.iter().any(|p| refs::keeps_first_seen(p));
+        // One fetch at a time in this clone; a poisoned lock guards nothing of its own.
+        let _one = self
+            .fetching
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let out = self
             .net()
             .cmd(keeping_reflog(reflog))
