@@ -97,17 +97,6 @@ pub enum ActorProof {
     Unjudged,
 }
 
-impl ActorProof {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ActorProof::None => "none",
-            ActorProof::Key => "key",
-            ActorProof::Account => "account",
-            ActorProof::Unjudged => "unjudged",
-        }
-    }
-}
-
 /// The facts the CLI gathers for [`actor_proof`]: paths, modes and public halves only.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActorFacts {
@@ -158,7 +147,7 @@ pub fn unproven(
             change,
             None,
             json!({
-                "actor_proof": proof.as_str(),
+                "actor_proof": proof,
                 "actors": facts.actors,
                 "key": facts.agent_key.as_ref().map(|key| &key.path),
             }),

@@ -145,6 +145,15 @@ impl AgentRules {
     fn is_unset(&self) -> bool {
         *self == AgentRules::default()
     }
+
+    /// The `[agent]` rules of main's policy text ([`Policy::agent_side`]): none without a
+    /// policy that parses. `bay merge` reads them after its fetch; `bay doctor` from main as
+    /// this clone last fetched it, so both hold a machine to the same rules.
+    pub fn at_main(text: Option<&str>) -> AgentRules {
+        Policy::agent_side(text)
+            .map(|policy| policy.agent)
+            .unwrap_or_default()
+    }
 }
 
 /// One `[[check]]`: a command that bay runs on a candidate, and what its result must show.
@@ -477,17 +486,6 @@ impl Policy {
     /// code, so nothing it does not check can land.
     pub fn agent_side(text: Option<&str>) -> Option<Policy> {
         Policy::parse(text?).ok()
-    }
-}
-
-impl AgentRules {
-    /// The `[agent]` rules of main's policy text ([`Policy::agent_side`]): none without a
-    /// policy that parses. `bay merge` reads them after its fetch; `bay doctor` from main as
-    /// this clone last fetched it, so both hold a machine to the same rules.
-    pub fn at_main(text: Option<&str>) -> AgentRules {
-        Policy::agent_side(text)
-            .map(|policy| policy.agent)
-            .unwrap_or_default()
     }
 }
 

@@ -3,7 +3,6 @@
 use std::time::{Duration, Instant};
 
 use bay_core::actor::ActorFacts;
-
 use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::merge_wait::MergeWait;

@@ -275,6 +275,11 @@ pub fn begin_agent(
     machine: &mut dyn Machine,
 ) -> Result<(Config, Timestamp), BayResult> {
     let first = fetch_first(context, driver, machine)?;
+    begin_with(machine, first)
+}
+
+/// Hands the first fetch to `machine`: the config and time it read.
+fn begin_with(machine: &mut dyn Machine, first: First) -> Result<(Config, Timestamp), BayResult> {
     let begun = (first.config.clone(), first.fetched_at);
     answer_first(machine, first)?;
     Ok(begun)
@@ -295,9 +300,7 @@ pub fn begin_merge(
     if let Some(refused) = actor::unproven(&rules, facts, Some(change)) {
         return Err(with_actor(refused, context));
     }
-    let begun = (first.config.clone(), first.fetched_at);
-    answer_first(machine, first)?;
-    Ok(begun)
+    begin_with(machine, first)
 }
 
 /// What a signature by this machine's agent key proves (core's [`actor::actor_proof`]
