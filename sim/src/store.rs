@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use bay_core::git::Oid;
 use bay_core::limits::PathStat;
 use bay_core::policy::{Policy, PolicyError};
-use bay_core::record::{ChangeRecord, RecordError, Step};
+use bay_core::record::{ChangeRecord, RecordError, STEP_SCHEMA, Step};
 use sha2::{Digest, Sha256};
 
 /// A tree: path to blob id. Paths are files; directories are implied by `/`.
@@ -406,9 +406,6 @@ impl Store {
 fn may_be_step(message: &str) -> bool {
     message.contains(STEP_SCHEMA) || message.contains('\\')
 }
-
-/// The schema every step's body names (core's `record::STEP_SCHEMA`, which it keeps private).
-const STEP_SCHEMA: &str = "bay.step/1";
 
 /// Whether Git's diff takes `text` as binary: a NUL byte in its first 8,000 bytes.
 pub fn is_binary(text: &str) -> bool {

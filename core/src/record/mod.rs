@@ -10,7 +10,7 @@ mod fold;
 mod step;
 
 pub use fold::{CandidateRec, ChangeRecord, CheckRec, OpOutcome, Operation, RecordError};
-pub use step::{Step, StepBody, StepParseError};
+pub use step::{STEP_SCHEMA, Step, StepBody, StepParseError};
 
 #[cfg(test)]
 mod tests;
