@@ -13,7 +13,10 @@
 //! - a clone that holds every chain, as a long-lived runner's clone holds them (it fetched the
 //!   chain of every change that passed through the queue, and bay never drops a ref from the
 //!   mirror that it does not fetch again; a local clone, so it holds every object the remote
-//!   ever held): what the clone's own history adds.
+//!   ever held), and every index shard (its compactions fetched each): what the clone's own
+//!   history adds. In the fresh clone, a command that needs a shard the clone never fetched
+//!   (`start` of an intent, `status` and `undo` of a compacted change) fetches all of it, so
+//!   its times there include those first fetches.
 //!
 //! Then, run after run, each size and clone in turn (so that a machine busy for a while slows
 //! all alike), the commands as an agent and a runner run them, each timed alone:
@@ -257,13 +260,14 @@ fn site(root: &Path, count: usize, kinds: &[Held]) -> Site {
 }
 
 /// Fetches into the clone's mirror what a long-lived runner's clone holds: main, every chain
-/// (keeping reflogs, as bay's fetches of chains do), the queue, the runners' logs and the
-/// evidence notes.
+/// (keeping reflogs, as bay's fetches of chains do), every index shard (its compactions
+/// fetched each), the queue, the runners' logs and the evidence notes.
 fn hold_chains(clone: &Path) {
     let mirror = bay_drivers::remote::mirror_prefix("origin");
     let refspecs: Vec<String> = [
         "refs/heads/main",
         "refs/bay/changes/*",
+        "refs/bay/compacted/*",
         "refs/bay/queue/*",
         "refs/bay/log/*",
         "refs/notes/bay/*",

@@ -162,9 +162,6 @@ impl Repo {
                 Completion::ChainsRead(self.read_compacted(changes))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
-            Action::ReadCompactedIntent { digest } => {
-                Completion::FileRead(self.read_compacted_intent(digest))
-            }
             Action::ReadStats { base, commit } => {
                 Completion::StatsRead(self.read_stats(base, commit))
             }

@@ -2018,25 +2018,27 @@ impl Driver {
                     })
                 })?)
             }
+            // An intent's compacted generation: none, or a record of any generation and change.
+            Action::ReadFile { path, .. } if path.starts_with("intents/") => {
+                Completion::FileRead(maybe_fault(u, 16, |u| {
+                    Ok(match u.int_in_range(0..=3)? {
+                        0 => None,
+                        1 => Some(Vec::<u8>::arbitrary(u)?),
+                        _ => {
+                            let change = change_id(u)?;
+                            let generation = u.int_in_range(1..=3)?;
+                            let text =
+                                format!("{{\"generation\":{generation},\"change\":\"{change}\"}}");
+                            Some(text.into_bytes())
+                        }
+                    })
+                })?)
+            }
             Action::ReadFile { .. } => Completion::FileRead(maybe_fault(u, 16, |u| {
                 Ok(match u.int_in_range(0..=15)? {
                     0 => None,
                     1 => Some(Vec::<u8>::arbitrary(u)?),
                     _ => Some(pick(u, &POLICIES)?.as_bytes().to_vec()),
-                })
-            })?),
-            // An intent's compacted generation: none, or a record of any generation and change.
-            Action::ReadCompactedIntent { .. } => Completion::FileRead(maybe_fault(u, 16, |u| {
-                Ok(match u.int_in_range(0..=3)? {
-                    0 => None,
-                    1 => Some(Vec::<u8>::arbitrary(u)?),
-                    _ => {
-                        let change = change_id(u)?;
-                        let generation = u.int_in_range(1..=3)?;
-                        let text =
-                            format!("{{\"generation\":{generation},\"change\":\"{change}\"}}");
-                        Some(text.into_bytes())
-                    }
                 })
             })?),
             Action::ReadTrees { commits } => Completion::TreesRead(maybe_fault(u, 16, |u| {

@@ -106,14 +106,6 @@ impl GitModel {
                 Completion::ChainsRead(Ok(self.read_chains(chains.clone())))
             }
             Action::ReadFile { commit, path } => Completion::FileRead(self.read_file(commit, path)),
-            Action::ReadCompactedIntent { digest } => Completion::FileRead(Ok(self
-                .remote
-                .get(&refs::index_of_intent(digest))
-                .and_then(|shard| {
-                    self.store
-                        .read(shard, &bay_core::compact::intent_path(digest))
-                })
-                .map(|file| file.as_bytes().to_vec()))),
             // The shards as the remote holds them now, as the Git driver's fetch of them.
             Action::ReadCompacted { changes } => Completion::ChainsRead(Ok(changes
                 .iter()

@@ -102,12 +102,13 @@ pub(super) fn cases() -> Vec<Case> {
                         _ => "fault".to_owned(),
                     };
                     b.see("read compacted", back);
-                    // An intent's latest compacted generation, fetched with its shard; an
-                    // intent whose shard the remote lacks has none.
+                    // An intent's latest compacted generation, read in its shard; an intent
+                    // the shard lacks has none.
                     for (fact, digest) in [("intent", DIGEST), ("other intent", "f0123456789abcde")]
                     {
-                        let read = Action::ReadCompactedIntent {
-                            digest: digest.to_owned(),
+                        let read = Action::ReadFile {
+                            commit: intents.clone(),
+                            path: compact::intent_path(digest),
                         };
                         let back = match b.execute(&read) {
                             Completion::FileRead(Ok(Some(bytes))) => {

@@ -41,12 +41,6 @@ pub enum Action {
     /// change the index lacks, or whose shard the remote lacks, is unreadable, by name. Only
     /// the shards asked for are fetched, and only when a command needs a compacted change.
     ReadCompacted { changes: Vec<ChangeId> },
-    /// Fetch the index shard that holds the latest compacted generation of the intent with
-    /// `digest` (`crate::git::refs::index_of_intent`) and read its file there
-    /// (`crate::compact::intent_path`), answered as [`Action::ReadFile`] is: absent when the
-    /// shard or the file is. For a command that needs it only now and then (`bay status` of a
-    /// merged change, for its undos), so that it never fetches the shard otherwise.
-    ReadCompactedIntent { digest: String },
     /// Read one file of a commit's tree; absent is not an error.
     ReadFile { commit: Oid, path: String },
     /// Measure, for `[limits]`, each path whose content, mode or presence differs between the
@@ -178,7 +172,6 @@ impl Action {
             Action::ReadSteps { .. } => "read-steps",
             Action::ReadChains { .. } => "read-chains",
             Action::ReadCompacted { .. } => "read-compacted",
-            Action::ReadCompactedIntent { .. } => "read-compacted-intent",
             Action::ReadFile { .. } => "read-file",
             Action::ReadStats { .. } => "read-stats",
             Action::ReadTrees { .. } => "read-trees",
@@ -219,9 +212,7 @@ impl Action {
             Action::ReadChains { .. } | Action::ReadCompacted { .. } => {
                 Completion::ChainsRead(Err(fault))
             }
-            Action::ReadFile { .. } | Action::ReadCompactedIntent { .. } => {
-                Completion::FileRead(Err(fault))
-            }
+            Action::ReadFile { .. } => Completion::FileRead(Err(fault)),
             Action::ReadStats { .. } => Completion::StatsRead(Err(fault)),
             Action::ReadTrees { .. } => Completion::TreesRead(Err(fault)),
             Action::ReadNotes { .. } => Completion::NotesRead(Err(fault)),

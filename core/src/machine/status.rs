@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::agent::{fold_chain, fold_one, holds, on_main, read_chain};
+use super::agent::{fold_chain, fold_one, holds, on_main};
 use super::completion_read::{CompletionRead, CompletionStep};
 use super::red_read::{RedRead, RedStep};
 use super::since::{not_linear_warnings, unattributed};
@@ -52,6 +52,11 @@ enum Purpose {
     ReadPlaces(Vec<(u64, Oid)>),
     FetchChains(FetchSpec),
     ReadChains,
+    /// The one change asked about, gone from the refs: the index shards that hold its
+    /// compacted chain and its undos' latest compacted generation, in one fetch; then its
+    /// chain's file at its shard's tip.
+    FetchCompacted(FetchSpec),
+    ReadCompactedChain(Oid),
     /// Whether main still holds a merged change's merge.
     OnMain(Box<ChangeRecord>),
     /// Main's config, for a hold that keeps the change's live operation waiting.
@@ -63,7 +68,9 @@ enum Purpose {
     FetchAfter(Box<ChangeRecord>, FetchSpec),
     /// Those of them gone from the refs, as the index they were compacted into holds them.
     CompactedAfter(Box<ChangeRecord>),
-    /// The index's record of the latest compacted undo of the change, for the result so far.
+    /// The index shard of the change's undos, fetched for the result so far when the chain's
+    /// own fetch did not bring it; then its record of their latest compacted generation.
+    FetchUndoShard(Box<BayResult>, FetchSpec),
     CompactedUndo(Box<BayResult>),
     ReadAfter(Box<ChangeRecord>),
     /// The operation's draft test-merged onto main, for the result made so far.
@@ -136,6 +143,9 @@ pub struct Status {
     compacted_after: Vec<ChainRead>,
     /// The latest undo of the change compacted into the index, once read.
     compacted_undo: Option<Option<ChangeId>>,
+    /// Whether `remote` holds the index shard of the change's undos as fetched by this
+    /// command (absent there: the remote has none).
+    undo_shard_fetched: bool,
     /// `[agent] max_live_changes` in main's policy: each actor's limit in `detail.flow`.
     limit: Option<u64>,
     /// The merge of a merged change still on main, until its completion is read.
@@ -165,6 +175,7 @@ impl Status {
             unreadable: Vec::new(),
             compacted_after: Vec::new(),
             compacted_undo: None,
+            undo_shard_fetched: false,
             limit: None,
             merged: None,
             outcome: None,
@@ -483,10 +494,24 @@ impl Status {
     fn on_fetched(&mut self, remote: Refs) {
         self.remote = remote;
         match self.input.change.clone() {
-            Some(change) => {
-                let read = read_chain(&self.remote, &change);
-                self.out.send(read, Purpose::ReadChains);
-            }
+            Some(change) => match ChainQuery::whole(&self.remote, &change) {
+                Some(chain) => {
+                    let read = Action::ReadChains {
+                        chains: vec![chain],
+                    };
+                    self.out.send(read, Purpose::ReadChains);
+                }
+                // Compacted, or never a change. A compacted change is an ended one, and a
+                // merged one is read with its undos: both shards come in one fetch.
+                None => {
+                    let spec = FetchSpec::new([
+                        refs::index_pattern(&refs::index_of_change(&change)),
+                        refs::index_pattern(&refs::index_of_intent(&undo_digest(&change))),
+                    ]);
+                    let fetch = Action::Fetch(spec.clone());
+                    self.out.send(fetch, Purpose::FetchCompacted(spec));
+                }
+            },
             None => {
                 let places: Vec<(u64, Oid)> = self
                     .remote
@@ -642,21 +667,62 @@ impl Status {
         }
     }
 
+    /// The change's shard, fetched with its undos' shard: its chain's file at the shard's tip,
+    /// or absent, by name, when the remote has no such shard.
+    fn on_compacted_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        self.undo_shard_fetched = true;
+        let Some(change) = self.input.change.clone() else {
+            return;
+        };
+        match self.remote.get(&refs::index_of_change(&change)) {
+            Some(shard) => {
+                let read = Action::ReadFile {
+                    commit: shard.clone(),
+                    path: crate::compact::change_path(&change),
+                };
+                self.out
+                    .send(read, Purpose::ReadCompactedChain(shard.clone()));
+            }
+            None => self.on_chains(vec![crate::compact::read_back_unsharded(&change)]),
+        }
+    }
+
+    fn on_compacted_chain(&mut self, shard: &Oid, file: Option<Vec<u8>>) {
+        if let Some(change) = self.input.change.clone() {
+            let read = crate::compact::read_back(&change, shard, file.as_deref());
+            self.on_chains(vec![read]);
+        }
+    }
+
     /// A merged change's status reads which of its undos merged; any other ends as it is.
     fn undos(&mut self, result: BayResult) {
         // An undo compacted into the index merged: the index names the latest such. Its shard
-        // is fetched only here, for a merged change.
+        // is fetched only for a merged change, with the change's own shard when that was
+        // fetched, else now.
         if result.decision == Decision::Merged
             && self.compacted_undo.is_none()
             && let Some(change) = &self.input.change
         {
-            let read = Action::ReadCompactedIntent {
-                digest: undo_digest(change),
-            };
+            let digest = undo_digest(change);
+            let shard = refs::index_of_intent(&digest);
+            if !self.undo_shard_fetched {
+                let spec = FetchSpec::new([refs::index_pattern(&shard)]);
+                let fetch = Action::Fetch(spec.clone());
+                self.out
+                    .send(fetch, Purpose::FetchUndoShard(Box::new(result), spec));
+                return;
+            }
             self.compacted_undo = Some(None);
-            self.out
-                .send(read, Purpose::CompactedUndo(Box::new(result)));
-            return;
+            if let Some(tip) = self.remote.get(&shard) {
+                let read = Action::ReadFile {
+                    commit: tip.clone(),
+                    path: crate::compact::intent_path(&digest),
+                };
+                self.out
+                    .send(read, Purpose::CompactedUndo(Box::new(result)));
+                return;
+            }
         }
         let digest = self.input.change.as_ref().map(undo_digest);
         let oids: Vec<Oid> = self
@@ -1018,6 +1084,17 @@ impl Status {
             (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_after_fetched(*record, spec, fetched)
             }
+            (Purpose::FetchCompacted(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_compacted_fetched(spec, fetched)
+            }
+            (Purpose::ReadCompactedChain(shard), Completion::FileRead(Ok(file))) => {
+                self.on_compacted_chain(&shard, file)
+            }
+            (Purpose::FetchUndoShard(result, spec), Completion::Fetched(Ok(fetched))) => {
+                spec.apply(&mut self.remote, fetched);
+                self.undo_shard_fetched = true;
+                self.undos(*result)
+            }
             (Purpose::CompactedUndo(result), Completion::FileRead(Ok(file))) => {
                 self.on_compacted_undo(*result, file)
             }
@@ -1252,6 +1329,135 @@ mod tests {
             since: Some(Timestamp::from_secs(10 * 24 * 3600)),
         };
         assert_eq!(log_reads, [read]);
+    }
+
+    /// `bay status <change>` of a merged change that compaction took off the refs: its chain's
+    /// shard and its undos' shard come in the status's second fetch, the only one after the
+    /// first; the chain is read from the one and the undo from the other.
+    #[test]
+    fn a_compacted_change_is_read_with_its_undos_from_one_fetch_of_both_shards() {
+        use crate::record::{Step, StepBody};
+        let oid = |c: char| Oid::parse(&c.to_string().repeat(40)).expect("an id");
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let undo = ChangeId::parse("u7k2m4qa").expect("an id");
+        let op = change.op(1);
+        let step = |by: &str, body| Step {
+            change: change.clone(),
+            at: Timestamp(1),
+            by: by.into(),
+            nonce: 7,
+            body,
+        };
+        let steps = [
+            step(
+                "ann",
+                StepBody::first_start("fix", "ann", &["src/"], oid('1')),
+            ),
+            step(
+                "ann",
+                StepBody::Request {
+                    op: op.clone(),
+                    draft: oid('2'),
+                    base: oid('1'),
+                    seq: 1,
+                },
+            ),
+            step("r1", StepBody::Claim { op: op.clone() }),
+            step(
+                "r1",
+                StepBody::Candidate {
+                    op: op.clone(),
+                    candidate: op.candidate(1),
+                    base: oid('1'),
+                    base_tree: oid('3'),
+                    commit: oid('4'),
+                    tree: oid('5'),
+                },
+            ),
+            step(
+                "r1",
+                StepBody::Outcome {
+                    op: op.clone(),
+                    state: crate::result::OpState::Merged,
+                    reason: None,
+                    detail: serde_json::json!({}),
+                },
+            ),
+        ];
+        let chain = ChainRead {
+            change: change.clone(),
+            tip: Oid::parse(&format!("{:040x}", 16)).expect("an id"),
+            steps: steps
+                .iter()
+                .rev()
+                .enumerate()
+                .map(|(n, step)| RawStep {
+                    oid: Oid::parse(&format!("{:040x}", n + 16)).expect("an id"),
+                    message: step.to_message(),
+                })
+                .collect(),
+            reached_known: false,
+            unreadable: None,
+        };
+        let (main, change_shard, undo_shard) = (oid('4'), oid('a'), oid('b'));
+        let undo_index = refs::index_of_intent(&undo_digest(&change));
+        let generation = crate::compact::Generation {
+            generation: 1,
+            change: undo.clone(),
+        };
+        let input = StatusInput {
+            change: Some(change.clone()),
+            main: "main".into(),
+            flow: false,
+        };
+        let now = Timestamp::from_secs(1_000);
+        let mut status = Status::new(input, now);
+        let mut fetches = Vec::new();
+        while status.outcome().is_none() {
+            let (id, action) = status.poll_action().expect("a status waits on an action");
+            let completion = match &action {
+                Action::Fetch(spec) => {
+                    fetches.push(spec.clone());
+                    let mut refs = Refs::from([("refs/heads/main".into(), main.clone())]);
+                    if fetches.len() == 2 {
+                        refs = Refs::from([
+                            (refs::index_of_change(&change), change_shard.clone()),
+                            (undo_index.clone(), undo_shard.clone()),
+                        ]);
+                    }
+                    Completion::Fetched(Ok(refs))
+                }
+                Action::ReadFile { commit, path } => Completion::FileRead(Ok(
+                    if *commit == change_shard && *path == crate::compact::change_path(&change) {
+                        Some(crate::compact::encode(&chain).into_bytes())
+                    } else if *commit == undo_shard
+                        && *path == crate::compact::intent_path(&undo_digest(&change))
+                    {
+                        Some(generation.encode().into_bytes())
+                    } else {
+                        None
+                    },
+                )),
+                Action::MergeBase { .. } => Completion::MergeBaseFound(Ok(Some(oid('4')))),
+                Action::ReadSteps { .. } => Completion::StepsRead(Ok(Vec::new())),
+                Action::ReadCommits { .. } => Completion::CommitsRead(Ok(Vec::new())),
+                Action::ReadAdded { .. } => Completion::AddedRead(Ok(None)),
+                Action::ReadHistory(_) => Completion::HistoryRead(Ok(Vec::new())),
+                other => panic!("a status of a compacted change asked {other:?}"),
+            };
+            status
+                .handle(now, Event::Done(id, completion))
+                .expect("each action answered once, in kind");
+        }
+        let result = status.outcome().expect("ended");
+        assert_eq!(result.decision, Decision::Merged, "{result:?}");
+        assert_eq!(result.detail["undone_by"], serde_json::json!([undo]));
+        assert_eq!(fetches.len(), 2, "{fetches:?}");
+        let second = FetchSpec::new([
+            refs::index_pattern(&refs::index_of_change(&change)),
+            refs::index_pattern(&undo_index),
+        ]);
+        assert_eq!(fetches[1], second);
     }
 
     #[test]

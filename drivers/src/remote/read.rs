@@ -490,17 +490,6 @@ impl Repo {
             .collect()
     }
 
-    /// `Action::ReadCompactedIntent`: one fetch of the intent's index shard, then its file at
-    /// the tip fetched; `None` when the shard or the file is absent.
-    pub fn read_compacted_intent(&self, digest: &str) -> Result<Option<Vec<u8>>, Fault> {
-        let shard = refs::index_of_intent(digest);
-        let tips = self.fetch(&FetchSpec::new([refs::index_pattern(&shard)]))?;
-        match tips.get(&shard) {
-            Some(tip) => self.read_file(tip, &bay_core::compact::intent_path(digest)),
-            None => Ok(None),
-        }
-    }
-
     /// The bytes of `path` at `commit`; `None` when the path is not a file there, a fault
     /// when the commit itself is missing.
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Fault> {
