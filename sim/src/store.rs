@@ -87,22 +87,58 @@ impl Store {
         }
     }
 
-    /// A common ancestor of `one` and `two` nearest to `two`, breadth first; none when they
-    /// share no history. Git's best common ancestor is the same commit on the histories the
-    /// simulator makes (a contract case holds the two together).
+    /// The best common ancestor of `one` and `two` that `git merge-base` names: of several
+    /// (a criss-cross), the first Git's walk finds; none when they share no history. A
+    /// contract case holds the two together.
     pub fn merge_base(&self, one: &Oid, two: &Oid) -> Option<Oid> {
-        let behind_one = self.ancestors(one);
-        let mut seen = BTreeSet::new();
-        let mut next = std::collections::VecDeque::from([two.clone()]);
-        while let Some(oid) = next.pop_front() {
-            if behind_one.contains(&oid) {
-                return Some(oid);
+        const ONE: u8 = 1;
+        const TWO: u8 = 2;
+        const STALE: u8 = 4;
+        const RESULT: u8 = 8;
+        if one == two {
+            return Some(one.clone());
+        }
+        // Git's walk (`paint_down_to_common`): commits in date order, and the model's
+        // commits have no date, so in the order met. A commit both sides reach is a
+        // candidate, and what lies behind it is stale.
+        let mut flags: HashMap<Oid, u8> = HashMap::from([(one.clone(), ONE), (two.clone(), TWO)]);
+        let mut queue = std::collections::VecDeque::from([one.clone(), two.clone()]);
+        let mut found = Vec::new();
+        while queue.iter().any(|oid| flags[oid] & STALE == 0) {
+            let Some(oid) = queue.pop_front() else { break };
+            let mut spread = flags[&oid] & (ONE | TWO | STALE);
+            if spread == ONE | TWO {
+                if flags[&oid] & RESULT == 0 {
+                    flags.insert(oid.clone(), flags[&oid] | RESULT);
+                    found.push(oid.clone());
+                }
+                spread |= STALE;
             }
-            if let Some(commit) = self.get(&oid).filter(|_| seen.insert(oid.clone())) {
-                next.extend(commit.parents.iter().cloned());
+            for parent in self
+                .get(&oid)
+                .map(|c| c.parents.clone())
+                .unwrap_or_default()
+            {
+                let now = flags.get(&parent).copied().unwrap_or(0);
+                if now & spread != spread {
+                    flags.insert(parent.clone(), now | spread);
+                    queue.push_back(parent);
+                }
             }
         }
-        None
+        // The candidates not behind another, in the order found; Git names the first.
+        let bases: Vec<Oid> = found
+            .into_iter()
+            .filter(|oid| flags[oid] & STALE == 0)
+            .collect();
+        bases
+            .iter()
+            .find(|base| {
+                !bases
+                    .iter()
+                    .any(|other| other != *base && self.ancestors(other).contains(*base))
+            })
+            .cloned()
     }
 
     /// `oid` and every commit behind it.

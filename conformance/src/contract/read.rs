@@ -230,12 +230,20 @@ pub(super) fn cases() -> Vec<Case> {
                 b.commit("F", &["B"], &[("side", "f\n")]);
                 b.commit("G", &["F", "C"], &[("side", "g\n")]);
                 b.commit("X", &[], &[("other", "x\n")]);
+                // A criss-cross: P and Q each merge M and N, so both are best common
+                // ancestors, and `git merge-base` names one of them.
+                b.commit("M", &["B"], &[("m", "m\n")]);
+                b.commit("N", &["B"], &[("n", "n\n")]);
+                b.commit("P", &["M", "N"], &[("p", "p\n")]);
+                b.commit("Q", &["N", "M"], &[("q", "q\n")]);
                 let pairs = [
                     ("a branch off main", b.oid("F"), b.oid("C")),
                     ("an ancestor", b.oid("A"), b.oid("C")),
                     ("the same commit", b.oid("C"), b.oid("C")),
                     ("a branch that merged main", b.oid("G"), b.oid("C")),
                     ("no shared history", b.oid("X"), b.oid("C")),
+                    ("a criss-cross", b.oid("P"), b.oid("Q")),
+                    ("a criss-cross, the other way", b.oid("Q"), b.oid("P")),
                     ("a missing commit", nowhere(), b.oid("C")),
                 ];
                 for (label, one, two) in pairs {

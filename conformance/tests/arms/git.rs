@@ -43,6 +43,11 @@ fn git_indexed(dir: &Path, args: &[&str], stdin: Option<&[u8]>, index: Option<&P
         .env("GIT_AUTHOR_EMAIL", "tester@localhost")
         .env("GIT_COMMITTER_NAME", "tester")
         .env("GIT_COMMITTER_EMAIL", "tester@localhost")
+        // One date for every commit the test makes, as the model's commits have none: Git
+        // orders commits of one date by when it met them, and a case never depends on which
+        // second a commit was made in (a criss-cross's merge base would).
+        .env("GIT_AUTHOR_DATE", "1700000000 +0000")
+        .env("GIT_COMMITTER_DATE", "1700000000 +0000")
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
