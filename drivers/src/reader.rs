@@ -146,6 +146,30 @@ impl Reader {
         ))
     }
 
+    /// The best common ancestor of two commits, as `git merge-base` names it (of several, the
+    /// first its walk finds; a contract case holds gix and Git together); `None` when they
+    /// share no history. A name that is not a commit here is a fault, as it is to Git.
+    pub fn merge_base(
+        &self,
+        one: &bay_core::git::Oid,
+        two: &bay_core::git::Oid,
+    ) -> Result<Option<bay_core::git::Oid>, Fault> {
+        let slot = self.opened();
+        let repo = self.repository(&slot, "commits")?;
+        let commit = |oid: &bay_core::git::Oid| {
+            let id = crate::gitoxide::to_gix(oid)
+                .ok_or_else(|| Fault(format!("{oid} is not an object id")))?;
+            repo.find_commit(id)
+                .map(|_| id)
+                .map_err(|e| Fault(format!("no commit {oid} to take a merge base of: {e}")))
+        };
+        let (a, b) = (commit(one)?, commit(two)?);
+        let base = repo
+            .merge_base(a, b)
+            .map_err(|e| Fault(format!("the merge base of {one} and {two}: {e}")))?;
+        base.map(|id| crate::gitoxide::from_gix(&id)).transpose()
+    }
+
     /// The first-parent line from the commit `tip`, newest first: at most `limit` commits, and
     /// with `since` none from the first whose committer time is older, as Git's `--max-age`
     /// stops a first-parent walk. Each commit with its message as stored. A commit missing on

@@ -188,7 +188,7 @@ impl Repo {
                 candidate::merge_tree(&self.git(), base, onto, draft).map(|m| m.conflicts),
             ),
             Action::MergeBase { one, two } => {
-                Completion::MergeBaseFound(candidate::merge_base(&self.git(), one, two))
+                Completion::MergeBaseFound(self.reader.merge_base(one, two))
             }
             Action::WriteSteps(append) => Completion::StepsWritten(self.write_steps(append)),
             Action::Push(plan) => Completion::Pushed(self.push(plan)),

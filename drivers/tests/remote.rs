@@ -1137,3 +1137,64 @@ fn held_refs_are_listed_in_process_newest_committed_first() {
         "the two newest committed"
     );
 }
+
+/// Commits and the key registry are read in-process: each commit raw as `git cat-file commit`
+/// prints it, each registry file as `git ls-tree` lists it, a name that is not UTF-8 kept apart
+/// (escaped) rather than made into another, and a commit the clone lacks a fault.
+#[test]
+fn commits_and_the_registry_read_in_process_as_git_shows_them() {
+    let fx = Fixture::new();
+    let g = bay_drivers::git::Git::in_dir(&fx.clone);
+    let blob = git_in(
+        &fx.clone,
+        &["hash-object", "-w", "--stdin"],
+        Some("alice key\n"),
+    );
+    let mut listing = format!("100644 blob {blob}\tagent\n").into_bytes();
+    listing.extend(format!("100644 blob {blob}\tag").as_bytes());
+    listing.extend(b"\xffent\n");
+    let tree = g
+        .cmd(["mktree"])
+        .stdin(listing)
+        .text()
+        .expect("mktree works");
+    let first = oid(&git(&fx.clone, &["commit-tree", tree.trim(), "-m", "v1"]));
+    let second = oid(&git(
+        &fx.clone,
+        &["commit-tree", tree.trim(), "-p", first.as_str(), "-m", "v2"],
+    ));
+    let raw = |c: &Oid| format!("{}\n", git(&fx.clone, &["cat-file", "commit", c.as_str()]));
+    let read = fx.repo.execute(&Action::ReadCommits {
+        commits: vec![second.clone(), first.clone()],
+    });
+    let Some(Completion::CommitsRead(Ok(read))) = read else {
+        panic!("the commits read failed: {read:?}");
+    };
+    assert_eq!(read, [raw(&second), raw(&first)]);
+    let missing = Oid::parse(&"e".repeat(40)).expect("an id");
+    assert!(matches!(
+        fx.repo.execute(&Action::ReadCommits {
+            commits: vec![missing]
+        }),
+        Some(Completion::CommitsRead(Err(_)))
+    ));
+    let Some(Completion::RegistryRead(Ok(chain))) = fx.repo.execute(&Action::ReadRegistry {
+        tip: second.clone(),
+    }) else {
+        panic!("the registry read failed");
+    };
+    type Files = Vec<(String, Option<String>)>;
+    let seen: Vec<(Oid, Files)> = chain
+        .into_iter()
+        .map(|commit| {
+            assert_eq!(commit.raw, raw(&commit.oid));
+            let files = commit.files.into_iter().map(|f| (f.name, f.text)).collect();
+            (commit.oid, files)
+        })
+        .collect();
+    let files = vec![
+        ("agent".to_owned(), Some("alice key\n".to_owned())),
+        ("\"ag\\xffent\"".to_owned(), Some("alice key\n".to_owned())),
+    ];
+    assert_eq!(seen, [(second, files.clone()), (first, files)]);
+}

@@ -83,12 +83,13 @@ impl Repo {
     fn sign_commit(&self, commit: &Oid, key: &str) -> Result<Oid, Fault> {
         let key = SigningKey::load(Path::new(key))
             .map_err(|why| Fault(format!("bay.executorKey: {why}")))?;
-        let git = self.git();
-        let raw = git.cmd(["cat-file", "commit", commit.as_str()]).run()?;
-        let raw = String::from_utf8(raw.stdout)
-            .map_err(|_| Fault(format!("the commit {commit} is not UTF-8")))?;
+        let raw = self
+            .read_commits(std::slice::from_ref(commit))?
+            .pop()
+            .ok_or_else(|| Fault(format!("no commit {commit} to sign")))?;
         let signed = sign::signed_commit(&key, &raw).map_err(Fault)?;
-        let signed = git
+        let signed = self
+            .git()
             .cmd(["hash-object", "-t", "commit", "-w", "--stdin"])
             .stdin(signed.into_bytes())
             .text()?;
@@ -114,22 +115,6 @@ pub struct Stage {
     pub blob: Oid,
     pub stage: u8,
     pub path: String,
-}
-
-/// The best common ancestor of two commits: `git merge-base` exits 1 with nothing on stdout
-/// when they share no history, and anything else that is not a success is a fault.
-pub fn merge_base(git: &Git, one: &Oid, two: &Oid) -> Result<Option<Oid>, Fault> {
-    let out = git
-        .cmd(["merge-base", one.as_str(), two.as_str()])
-        .output()?;
-    match out.code {
-        Some(0) => oid(&out.text()).map(Some),
-        Some(1) if out.stdout.is_empty() && out.stderr.trim().is_empty() => Ok(None),
-        _ => Err(Fault(format!(
-            "git merge-base {one} {two} failed: {}",
-            crate::git::tail(out.stderr.as_bytes())
-        ))),
-    }
 }
 
 /// `git merge-tree --write-tree -z --merge-base=<base> <ours> <theirs>`.

@@ -1,6 +1,5 @@
-//! The key registry's commits (`bay_core::trust::registry`): read a chain whole, and write
-//! one signed version. Plain `git` plumbing, one call per object: a registry holds one commit
-//! per enrolment, so there is nothing to batch.
+//! The key registry's commits (`bay_core::trust::registry`): read a chain whole, in-process
+//! through the clone's reader, and write one signed version with `git` plumbing.
 
 use std::path::Path;
 
@@ -9,6 +8,7 @@ use bay_core::machine::{Fault, RegistryWrite};
 use bay_core::trust::registry::{MAX_VERSIONS, RegistryCommit, RegistryFile};
 
 use super::Repo;
+use crate::reader::Object;
 use crate::sign::SigningKey;
 
 fn fault(e: impl std::fmt::Display) -> Fault {
@@ -39,53 +39,51 @@ impl Repo {
         Ok(chain)
     }
 
-    /// Each of `commits` raw, as `git cat-file commit` gives it.
+    /// Each of `commits` raw, as `git cat-file commit` gives it, read in-process; one that is
+    /// no commit in this clone, or not UTF-8, is a fault.
     pub(super) fn read_commits(&self, commits: &[Oid]) -> Result<Vec<String>, Fault> {
-        let git = self.git();
+        let names: Vec<String> = commits.iter().map(Oid::to_string).collect();
+        let objects = self.reader.read(&names)?;
         commits
             .iter()
-            .map(|oid| {
-                let raw = git
-                    .cmd(["cat-file", "commit", oid.as_str()])
-                    .run()
-                    .map_err(fault)?;
-                String::from_utf8(raw.stdout)
-                    .map_err(|_| Fault(format!("the commit {oid} is not UTF-8")))
+            .zip(objects)
+            .map(|(oid, object)| match object {
+                Object::Found { kind, body } if kind == "commit" => String::from_utf8(body)
+                    .map_err(|_| Fault(format!("the commit {oid} is not UTF-8"))),
+                _ => Err(Fault(format!("no commit {oid} in this clone"))),
             })
             .collect()
     }
 
+    /// One registry commit: the commit raw and each file of its tree, read in-process. A name
+    /// that is not UTF-8 is kept escaped, so that it reads as the unknown file it is.
     fn read_registry_commit(&self, oid: &Oid) -> Result<RegistryCommit, Fault> {
-        let git = self.git();
-        let raw = git
-            .cmd(["cat-file", "commit", oid.as_str()])
-            .run()
-            .map_err(fault)?;
-        let raw = String::from_utf8(raw.stdout)
-            .map_err(|_| Fault(format!("the registry commit {oid} is not UTF-8")))?;
-        let listing = git
-            .cmd(["ls-tree", "-z", oid.as_str()])
-            .run()
-            .map_err(fault)?;
-        let mut files = Vec::new();
-        for entry in listing.stdout.split(|&b| b == 0).filter(|e| !e.is_empty()) {
-            let entry = String::from_utf8_lossy(entry);
-            let Some((meta, name)) = entry.split_once('\t') else {
-                return Err(Fault(format!("git ls-tree gave {entry:?}")));
-            };
-            let mut fields = meta.split(' ');
-            let (kind, object) = (fields.nth(1), fields.next());
-            let text = match (kind, object) {
-                (Some("blob"), Some(object)) => {
-                    let blob = git.cmd(["cat-file", "blob", object]).run().map_err(fault)?;
-                    String::from_utf8(blob.stdout).ok()
-                }
+        let raw = self
+            .read_commits(std::slice::from_ref(oid))
+            .map_err(|Fault(why)| Fault(format!("the key registry: {why}")))?
+            .pop()
+            .ok_or_else(|| Fault(format!("no registry commit {oid}")))?;
+        let entries = crate::trees::entries(&self.reader, oid)?;
+        let blobs: Vec<String> = entries
+            .values()
+            .filter(|entry| entry.kind() == "blob")
+            .map(|entry| entry.id.to_string())
+            .collect();
+        let mut texts = self.reader.read(&blobs)?.into_iter();
+        let mut files = Vec::with_capacity(entries.len());
+        for (name, entry) in entries {
+            let text = match entry.kind() {
+                "blob" => match texts.next() {
+                    Some(Object::Found { body, .. }) => String::from_utf8(body).ok(),
+                    _ => return Err(Fault(format!("no blob {} in this clone", entry.id))),
+                },
                 _ => None,
             };
-            files.push(RegistryFile {
-                name: name.to_owned(),
-                text,
-            });
+            let name = match String::from_utf8(name) {
+                Ok(name) => name,
+                Err(raw) => format!("{:?}", gix::bstr::BStr::new(raw.as_bytes())),
+            };
+            files.push(RegistryFile { name, text });
         }
         Ok(RegistryCommit {
             oid: oid.clone(),
