@@ -15,6 +15,7 @@ use bay_core::machine::{
     HistoryQuery, Machine, MainCommit, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use bay_core::time::Timestamp;
+use bay_core::trust::registry::{MAX_VERSIONS, RegistryCommit, RegistryFile};
 
 use crate::remote::{Applied, NotesLog, Remote};
 use crate::store::{Merged, Store, Tree};
@@ -203,16 +204,77 @@ impl GitModel {
             Action::ReleaseView { change } => {
                 Completion::ViewReleased(Ok(views.remove(change).is_some()))
             }
-            // The model holds no key registry yet (issue 18's simulator work).
-            Action::ReadRegistry { .. } | Action::WriteRegistry(_) => {
-                return Some(action.fault("the model holds no key registry".into()));
+            Action::ReadRegistry { tip } => Completion::RegistryRead(self.read_registry(tip)),
+            // The model signs nothing (issue 18's simulator work): no registry is written.
+            Action::WriteRegistry(_) => {
+                return Some(action.fault("the model holds no signing keys".into()));
             }
-            // Asked only to judge a merge's signature, with a registry the model never holds.
-            Action::ReadCommits { .. } => {
-                return Some(action.fault("the model holds no raw commits".into()));
-            }
+            Action::ReadCommits { commits } => Completion::CommitsRead(
+                commits
+                    .iter()
+                    .map(|oid| {
+                        self.raw_commit(oid)
+                            .ok_or_else(|| Fault(format!("no commit {oid}")))
+                    })
+                    .collect(),
+            ),
             Action::RunCheck(_) | Action::RunPlugin(_) => return None,
         })
+    }
+
+    /// `oid` raw as Git stores a commit, but for the headers the model keeps none of (author,
+    /// committer): its tree, its parents, a blank line and its message.
+    fn raw_commit(&self, oid: &Oid) -> Option<String> {
+        let commit = self.store.get(oid)?;
+        let parents: String = commit
+            .parents
+            .iter()
+            .map(|parent| format!("parent {parent}\n"))
+            .collect();
+        Some(format!(
+            "tree {}\n{parents}\n{}",
+            commit.tree, commit.message
+        ))
+    }
+
+    /// The registry's chain from `tip` back along first parents, tip first, each commit with
+    /// its tree's top-level entries: a file with its text, a folder with none.
+    fn read_registry(&self, tip: &Oid) -> Result<Vec<RegistryCommit>, Fault> {
+        let mut chain = Vec::new();
+        let mut next = Some(tip.clone());
+        while let Some(oid) = next.take() {
+            if chain.len() >= MAX_VERSIONS {
+                return Err(Fault(format!(
+                    "the key registry holds over {MAX_VERSIONS} versions"
+                )));
+            }
+            let raw = self
+                .raw_commit(&oid)
+                .ok_or_else(|| Fault(format!("no registry commit {oid}")))?;
+            let tree = self.store.files(&oid).unwrap_or_default();
+            let mut files: BTreeMap<String, Option<String>> = BTreeMap::new();
+            for (path, blob) in tree.iter() {
+                match path.split_once('/') {
+                    Some((folder, _)) => files.insert(folder.to_owned(), None),
+                    None => {
+                        files.insert(path.clone(), self.store.blob_text(blob).map(str::to_owned))
+                    }
+                };
+            }
+            next = self
+                .store
+                .get(&oid)
+                .and_then(|c| c.parents.first().cloned());
+            chain.push(RegistryCommit {
+                oid,
+                raw,
+                files: files
+                    .into_iter()
+                    .map(|(name, text)| RegistryFile { name, text })
+                    .collect(),
+            });
+        }
+        Ok(chain)
     }
 
     /// Runs an agent command to its end against the model at `now`, answering each action at

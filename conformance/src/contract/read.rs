@@ -222,6 +222,60 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
         Case::new(
+            "read: commits raw, and the key registry's chain with its files",
+            |b| {
+                b.commit("R1", &[], &[("agent", "key one\n"), ("removed", "")]);
+                b.commit(
+                    "R2",
+                    &["R1"],
+                    &[("agent", "key one\nkey two\n"), ("keys/x", "x\n")],
+                );
+                // A commit raw: what core judges a signature on; its ids differ by world.
+                let commits = vec![b.oid("R2"), b.oid("R1")];
+                let shown = match b.execute(&Action::ReadCommits { commits }) {
+                    Completion::CommitsRead(Ok(raws)) => raws
+                        .iter()
+                        .map(|raw| shown_raw(b, raw))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    Completion::CommitsRead(Err(_)) => "fault".to_owned(),
+                    other => panic!("a commits read answered {other:?}"),
+                };
+                b.see("commits", shown);
+                let commits = vec![b.oid("R1"), nowhere()];
+                let shown = match b.execute(&Action::ReadCommits { commits }) {
+                    Completion::CommitsRead(Ok(_)) => "read",
+                    Completion::CommitsRead(Err(_)) => "fault",
+                    other => panic!("a commits read answered {other:?}"),
+                };
+                b.see("a commit no store holds", shown);
+                for (label, tip) in [("registry", b.oid("R2")), ("no registry", nowhere())] {
+                    let shown = match b.execute(&Action::ReadRegistry { tip }) {
+                        Completion::RegistryRead(Ok(chain)) => chain
+                            .iter()
+                            .map(|commit| {
+                                let files: Vec<String> = commit
+                                    .files
+                                    .iter()
+                                    .map(|f| format!("{}={:?}", f.name, f.text))
+                                    .collect();
+                                format!(
+                                    "{} ({}) {}",
+                                    b.show(&commit.oid),
+                                    shown_raw(b, &commit.raw),
+                                    files.join(" ")
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                        Completion::RegistryRead(Err(_)) => "fault".to_owned(),
+                        other => panic!("a registry read answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
+        Case::new(
             "read: the merge base of a branch and main, of unrelated and of missing commits",
             |b| {
                 b.commit("A", &[], &[("file", "a\n")]);
@@ -436,4 +490,20 @@ fn read_chains(b: &mut Bench<'_>, chains: Vec<ChainQuery>) -> String {
         Completion::ChainsRead(Err(_)) => "fault".to_owned(),
         other => panic!("a chain read answered {other:?}"),
     }
+}
+
+/// A raw commit as the contract compares it: its parents by symbol and its message; the
+/// tree's id and the author and committer lines differ between worlds.
+fn shown_raw(b: &Bench<'_>, raw: &str) -> String {
+    let (headers, message) = raw.split_once("\n\n").unwrap_or((raw, ""));
+    let parents: Vec<String> = headers
+        .lines()
+        .filter_map(|line| line.strip_prefix("parent "))
+        .map(|parent| Oid::parse(parent).map_or("unreadable".to_owned(), |p| b.show(&p)))
+        .collect();
+    format!(
+        "parents [{}] message {:?}",
+        parents.join(" "),
+        message.trim_end()
+    )
 }
