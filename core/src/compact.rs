@@ -17,8 +17,9 @@
 //! a start fetches the one intent shard of its intent (a sixteenth of the intents), a status
 //! of a compacted change the one change shard of its id (a thirty-second of the changes), and a
 //! command about live changes none. 48 shard refs at most, so every push's ref advertisement
-//! stays short. A shard's commit has no parent: a fetch of it brings each record once, not
-//! every version of its tree.
+//! stays short. Each version of a shard is a child of the one before, so that a push of it,
+//! and a fetch by a clone that holds the one before, moves only what it added: Git leaves
+//! out of a pack what the tree of a parent holds, never what a replaced tree held.
 
 use std::collections::BTreeMap;
 
@@ -37,6 +38,39 @@ pub const COMPACT_AT: usize = 32;
 
 /// The most changes one compaction moves: one push, leased on each of their refs.
 pub const BATCH: usize = 128;
+
+/// The most change shards, and the most intent shards, one compaction adds to. A compaction
+/// fetches each shard it adds to, whole, so a runner's new clone would fetch nearly all of the
+/// index on its first pass if a batch took every ready change (they spread over all the
+/// shards); with a few shards a pass, it fetches those, and the next passes the others.
+pub const SHARDS: usize = 4;
+
+/// The changes one compaction moves, of those `ready`: the ones in the [`SHARDS`] change
+/// shards that hold the most of them, at most [`BATCH`], in `ready`'s order.
+pub fn batch(ready: &[ChangeId]) -> Vec<ChangeId> {
+    let mut batch = within_shards(ready.to_vec(), refs::index_of_change);
+    batch.truncate(BATCH);
+    batch
+}
+
+/// Those of `items` in the [`SHARDS`] shards (as `shard_of` names each item's) that hold the
+/// most of them, of shards holding as many the first by name; in `items`' order.
+pub fn within_shards<T>(items: Vec<T>, shard_of: impl Fn(&T) -> String) -> Vec<T> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for item in &items {
+        *counts.entry(shard_of(item)).or_default() += 1;
+    }
+    let mut shards: Vec<(String, usize)> = counts.into_iter().collect();
+    shards.sort_by(|(a, m), (b, n)| n.cmp(m).then_with(|| a.cmp(b)));
+    shards.truncate(SHARDS);
+    items
+        .into_iter()
+        .filter(|item| {
+            let shard = shard_of(item);
+            shards.iter().any(|(name, _)| *name == shard)
+        })
+        .collect()
+}
 
 /// Where `change`'s compacted chain lies in the index's tree, fanned out by its first two
 /// characters as Git's notes are.
@@ -275,6 +309,26 @@ mod tests {
             reached_known: false,
             unreadable: None,
         }
+    }
+
+    #[test]
+    fn a_batch_takes_the_ready_changes_of_the_fullest_few_shards() {
+        let ids = [
+            "aaaaaaaa", "abaaaaaa", "acaaaaaa", "baaaaaaa", "bbaaaaaa", "caaaaaaa", "daaaaaaa",
+            "dbaaaaaa", "eaaaaaaa", "faaaaaaa",
+        ];
+        let ready: Vec<ChangeId> = ids
+            .iter()
+            .map(|id| ChangeId::parse(id).expect("an id"))
+            .collect();
+        let picked = batch(&ready);
+        // Shards a (3), b (2), d (2), then c, e and f (1 each): c is first of those by name.
+        let expected = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| ready[i].clone());
+        assert_eq!(picked, expected);
+        let shards: std::collections::BTreeSet<String> =
+            picked.iter().map(refs::index_of_change).collect();
+        assert_eq!(shards.len(), SHARDS);
+        assert!(batch(&[]).is_empty());
     }
 
     #[test]

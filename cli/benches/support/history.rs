@@ -55,8 +55,8 @@ pub enum Layout {
     /// As runners' compactions leave them (`bay_core::compact`): the merged changes, all but
     /// the last few that wait for the next compaction, and the abandoned ones (all abandoned
     /// longer ago than the retention window) are files of the index's shards, with their
-    /// intents' latest generations: one commit with no parent per shard, as runners'
-    /// compactions leave them.
+    /// intents' latest generations: one commit per shard, as if one compaction had written
+    /// each (runners' compactions leave a line of versions, each a child of the one before).
     Compacted,
 }
 
@@ -105,8 +105,8 @@ impl Layout {
     }
 }
 
-/// Writes the index shards holding `compacted` as runners' compactions leave them, one commit
-/// with no parent each (a shard keeps no history): each change's chain as `compact::encode`
+/// Writes the index shards holding `compacted` as one compaction would leave them, one commit
+/// each: each change's chain as `compact::encode`
 /// keeps it, in its id's shard, and its intent's generation, in its digest's.
 fn write_index(stream: &mut Stream, compacted: &[&Written]) {
     let asked: Vec<Vec<usize>> = compacted

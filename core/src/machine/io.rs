@@ -451,8 +451,9 @@ impl LogAdd {
 
 /// One commit of the index shard `shard` (`refs/bay/compacted/...`): the tree of `base`, the
 /// shard's tip (none: empty), with each of `files` (path, content) put in it, and `message`;
-/// leased on `base`. It has no parent: a shard keeps no history, so a fetch of it brings its
-/// records once, not every version of its tree.
+/// leased on `base`, whose child it is. Git sends a new version's objects less the ones its
+/// parent's tree holds, but never less those of a tree it merely replaces: a version with no
+/// parent would send the whole shard again on every push and to every clone's next fetch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IndexAdd {

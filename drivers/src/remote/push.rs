@@ -253,7 +253,7 @@ impl Repo {
         }
 
         // A commit of each index shard of compacted records: its base's tree with the files put
-        // in, no parent, leased on the base.
+        // in, a child of the base, leased on it.
         for index in &plan.indexes {
             let git = self.git();
             let mut edits = Vec::with_capacity(index.files.len());
@@ -263,7 +263,8 @@ impl Repo {
             }
             let base = index.base.as_ref();
             let tree = crate::trees::edited(&self.reader, &self.objects, &git, base, &edits)?;
-            let commit = self.commit_tree(&tree, &[], &index.message)?;
+            let parents: Vec<&Oid> = base.into_iter().collect();
+            let commit = self.commit_tree(&tree, &parents, &index.message)?;
             report.indexes.push(commit.clone());
             updates.push(Update {
                 name: index.shard.clone(),

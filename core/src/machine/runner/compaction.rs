@@ -1,18 +1,21 @@
 //! Compaction (`crate::compact`): when a pass finds the remote holding `compact_at` changes
 //! ready to compact or more (merged, or ended short of a merge, abandoned or `no_effect`,
 //! longer ago than the retention window, by their markers' names), the runner moves up to
-//! [`BATCH`] of them into the index in one atomic push before it decides what to work on. It
-//! reads what it moves first: each change's whole chain (which must fold to an ended record,
-//! a merged one with its merged marker), its intent's generation
-//! ref, and the index's entries for those intents (from their shards); every ref the push
-//! deletes, and every shard it adds to, is leased on the value read, so a change that moved meanwhile refuses the whole push, which the next pass
-//! tries again. An abandoned change a start took up again is not compacted; its old marker is
-//! deleted instead. A compaction never holds up work: any fault, and the pass goes on.
+//! [`BATCH`](compact::BATCH) of them, from at most [`SHARDS`](compact::SHARDS) change shards
+//! and as many intent shards (`compact::within_shards`), into the index in one atomic push
+//! before it decides what to work on; the others wait for a later pass.
+//! It reads what it moves first: each change's whole chain (which must fold to an ended
+//! record, a merged one with its merged marker), its intent's generation ref, and the index's
+//! entries for those intents (from their shards); every ref the push deletes, and every shard
+//! it adds to, is leased on the value read, so a change that moved meanwhile refuses the whole
+//! push, which the next pass tries again. An abandoned change a start took up again is not
+//! compacted; its old marker is deleted instead. A compaction never holds up work: any fault,
+//! and the pass goes on.
 
 use std::collections::BTreeMap;
 
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
-use crate::compact::{self, BATCH, Generation, Item};
+use crate::compact::{self, Generation, Item};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
 use crate::machine::agent::fold_chain;
@@ -103,7 +106,7 @@ impl Runner {
         if let Some(pass) = self.pass_mut() {
             pass.compaction = Compacting::Looked;
         }
-        let batch: Vec<ChangeId> = self.ready().into_iter().take(BATCH).collect();
+        let batch = compact::batch(&self.ready());
         let mut patterns = Vec::with_capacity(batch.len() * 3);
         for change in &batch {
             patterns.push(refs::change_pattern(change));
@@ -170,10 +173,8 @@ impl Runner {
 
     /// Reads the whole chain of each ready change whose chain and marker are there.
     fn read_batch(&mut self) {
-        let chains: Vec<ChainQuery> = self
-            .ready()
+        let chains: Vec<ChainQuery> = compact::batch(&self.ready())
             .into_iter()
-            .take(BATCH)
             .filter_map(|change| ChainQuery::whole(&self.refs, &change))
             .collect();
         if chains.is_empty() {
@@ -188,7 +189,6 @@ impl Runner {
     fn on_batch(&mut self, reads: Vec<ChainRead>) {
         let mut items = Vec::new();
         let mut stale = Vec::new();
-        let mut intents = Vec::new();
         for read in reads {
             let Ok((record, _)) = fold_chain(&read) else {
                 continue;
@@ -228,17 +228,26 @@ impl Runner {
             let name = refs::intent(&digest, record.generation);
             // The generation ref names the chain's first step, its start.
             let start = read.steps.last().map(|raw| raw.oid.clone());
-            intents.push(refs::intents_pattern(&digest));
-            intents.push(refs::index_pattern(&refs::index_of_intent(&digest)));
-            items.push(Item {
-                intent: start.map(|start| (name, start)),
-                chain: read,
-                markers,
-            });
+            items.push((
+                digest,
+                Item {
+                    intent: start.map(|start| (name, start)),
+                    chain: read,
+                    markers,
+                },
+            ));
         }
+        // Those of a few intent shards, as of a few change shards: the rest wait a pass.
+        let items = compact::within_shards(items, |(digest, _)| refs::index_of_intent(digest));
         if items.is_empty() && stale.is_empty() {
             return self.compaction_over();
         }
+        let mut intents = Vec::with_capacity(items.len() * 2);
+        for (digest, _) in &items {
+            intents.push(refs::intents_pattern(digest));
+            intents.push(refs::index_pattern(&refs::index_of_intent(digest)));
+        }
+        let items: Vec<Item> = items.into_iter().map(|(_, item)| item).collect();
         intents.sort();
         intents.dedup();
         let spec = FetchSpec::new(intents);
