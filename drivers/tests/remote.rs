@@ -1198,3 +1198,61 @@ fn commits_and_the_registry_read_in_process_as_git_shows_them() {
     ];
     assert_eq!(seen, [(second, files.clone()), (first, files)]);
 }
+
+/// Objects the bare repository at `dir` holds, loose and packed.
+fn objects_held(dir: &std::path::Path) -> u64 {
+    let counts = git(dir, &["count-objects", "-v"]);
+    counts
+        .lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(": ")?;
+            matches!(key, "count" | "in-pack").then(|| value.trim().parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+/// A shard's new version is a child of the one it replaces, so its push sends what it adds:
+/// Git leaves out of a pack what a parent's tree holds, never what a replaced tree held, and a
+/// version with no parent sent the whole shard again on every compaction.
+#[test]
+fn a_shard_version_pushes_only_what_it_adds() {
+    use bay_core::machine::IndexAdd;
+    let fx = Fixture::new();
+    let shard = "refs/bay/compacted/changes/c".to_owned();
+    let files = |from: usize, to: usize| -> Vec<(String, String)> {
+        (from..to)
+            .map(|i| {
+                (
+                    format!("changes/c{}/c{i:07}", i % 10),
+                    format!("record {i}\n"),
+                )
+            })
+            .collect()
+    };
+    let add = |base: Option<Oid>, files| PushPlan {
+        indexes: vec![IndexAdd::on(
+            shard.clone(),
+            base,
+            files,
+            "compaction".into(),
+        )],
+        atomic: true,
+        ..PushPlan::default()
+    };
+    let first = fx.repo.push(&add(None, files(0, 300)));
+    assert_eq!(first.outcome, PushOutcome::Accepted, "{first:?}");
+    let tip = first.indexes[0].clone();
+    let before = objects_held(&fx.server);
+    let second = fx.repo.push(&add(Some(tip.clone()), files(300, 301)));
+    assert_eq!(second.outcome, PushOutcome::Accepted, "{second:?}");
+    // The commit, the root tree, the fan-out folder `changes/`, one `c<n>` folder, one record.
+    let sent = objects_held(&fx.server) - before;
+    assert!(sent <= 5, "the second version sent {sent} objects");
+    let shown = git(
+        &fx.server,
+        &["rev-parse", &format!("{}^", second.indexes[0])],
+    );
+    assert_eq!(oid(&shown), tip);
+    let listed = git(&fx.server, &["ls-tree", "-r", "--name-only", &shard]);
+    assert_eq!(listed.lines().count(), 301);
+}
