@@ -15,7 +15,7 @@ use bay_core::machine::{
     HistoryQuery, Machine, MainCommit, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
 use bay_core::time::Timestamp;
-use bay_core::trust::registry::{MAX_VERSIONS, RegistryCommit, RegistryFile};
+use bay_core::trust::registry::{self, RegistryCommit, RegistryFile};
 
 use crate::remote::{Applied, NotesLog, Remote};
 use crate::store::{Merged, Store, Tree};
@@ -240,18 +240,11 @@ impl GitModel {
     /// The registry's chain from `tip` back along first parents, tip first, each commit with
     /// its tree's top-level entries: a file with its text, a folder with none.
     fn read_registry(&self, tip: &Oid) -> Result<Vec<RegistryCommit>, Fault> {
-        let mut chain = Vec::new();
-        let mut next = Some(tip.clone());
-        while let Some(oid) = next.take() {
-            if chain.len() >= MAX_VERSIONS {
-                return Err(Fault(format!(
-                    "the key registry holds over {MAX_VERSIONS} versions"
-                )));
-            }
+        registry::read_chain(tip, |oid| {
             let raw = self
-                .raw_commit(&oid)
+                .raw_commit(oid)
                 .ok_or_else(|| Fault(format!("no registry commit {oid}")))?;
-            let tree = self.store.files(&oid).unwrap_or_default();
+            let tree = self.store.files(oid).unwrap_or_default();
             let mut files: BTreeMap<String, Option<String>> = BTreeMap::new();
             for (path, blob) in tree.iter() {
                 match path.split_once('/') {
@@ -261,20 +254,15 @@ impl GitModel {
                     }
                 };
             }
-            next = self
-                .store
-                .get(&oid)
-                .and_then(|c| c.parents.first().cloned());
-            chain.push(RegistryCommit {
-                oid,
+            Ok(RegistryCommit {
+                oid: oid.clone(),
                 raw,
                 files: files
                     .into_iter()
                     .map(|(name, text)| RegistryFile { name, text })
                     .collect(),
-            });
-        }
-        Ok(chain)
+            })
+        })
     }
 
     /// Runs an agent command to its end against the model at `now`, answering each action at

@@ -31,6 +31,34 @@ pub const REMOVED: &str = "removed";
 /// The most commits a registry chain may hold: one per enrolment or removal.
 pub const MAX_VERSIONS: usize = 10_000;
 
+/// The registry's chain from `tip` back along first parents, tip first, each commit read by
+/// `read` (the driver's reading: objects are not core's); a chain over [`MAX_VERSIONS`] is a
+/// fault. Each commit's first parent is taken from its raw headers, as Git wrote them.
+pub fn read_chain(
+    tip: &Oid,
+    mut read: impl FnMut(&Oid) -> Result<RegistryCommit, crate::machine::Fault>,
+) -> Result<Vec<RegistryCommit>, crate::machine::Fault> {
+    let mut chain = Vec::new();
+    let mut next = Some(tip.clone());
+    while let Some(oid) = next.take() {
+        if chain.len() >= MAX_VERSIONS {
+            return Err(crate::machine::Fault(format!(
+                "the key registry holds over {MAX_VERSIONS} versions"
+            )));
+        }
+        let commit = read(&oid)?;
+        next = commit
+            .raw
+            .split_once("\n\n")
+            .map_or(commit.raw.as_str(), |(headers, _)| headers)
+            .lines()
+            .find_map(|line| line.strip_prefix("parent "))
+            .and_then(|parent| Oid::parse(parent).ok());
+        chain.push(commit);
+    }
+    Ok(chain)
+}
+
 /// A class of key, and the file that lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

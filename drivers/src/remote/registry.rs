@@ -5,7 +5,7 @@ use std::path::Path;
 
 use bay_core::git::Oid;
 use bay_core::machine::{Fault, RegistryWrite};
-use bay_core::trust::registry::{MAX_VERSIONS, RegistryCommit, RegistryFile};
+use bay_core::trust::registry::{self, RegistryCommit, RegistryFile};
 
 use super::Repo;
 use crate::reader::Object;
@@ -18,25 +18,7 @@ fn fault(e: impl std::fmt::Display) -> Fault {
 impl Repo {
     /// The chain from `tip` back along first parents, tip first.
     pub(super) fn read_registry(&self, tip: &Oid) -> Result<Vec<RegistryCommit>, Fault> {
-        let mut chain = Vec::new();
-        let mut next = Some(tip.clone());
-        while let Some(oid) = next.take() {
-            if chain.len() >= MAX_VERSIONS {
-                return Err(Fault(format!(
-                    "the key registry holds over {MAX_VERSIONS} versions"
-                )));
-            }
-            let commit = self.read_registry_commit(&oid)?;
-            next = commit
-                .raw
-                .split_once("\n\n")
-                .map_or(commit.raw.as_str(), |(headers, _)| headers)
-                .lines()
-                .find_map(|line| line.strip_prefix("parent "))
-                .and_then(|parent| Oid::parse(parent).ok());
-            chain.push(commit);
-        }
-        Ok(chain)
+        registry::read_chain(tip, |oid| self.read_registry_commit(oid))
     }
 
     /// Each of `commits` raw, as `git cat-file commit` gives it, read in-process; one that is
