@@ -55,8 +55,8 @@ enum Purpose {
     /// The one change asked about, gone from the refs: the index shards that hold its
     /// compacted chain and its undos' latest compacted generation, in one fetch; then its
     /// chain's file at its shard's tip.
-    FetchCompacted(FetchSpec),
-    ReadCompactedChain(Oid),
+    FetchCompacted(ChangeId, FetchSpec),
+    ReadCompactedChain(ChangeId, Oid),
     /// Whether main still holds a merged change's merge.
     OnMain(Box<ChangeRecord>),
     /// Main's config, for a hold that keeps the change's live operation waiting.
@@ -509,7 +509,7 @@ impl Status {
                         refs::index_pattern(&refs::index_of_intent(&undo_digest(&change))),
                     ]);
                     let fetch = Action::Fetch(spec.clone());
-                    self.out.send(fetch, Purpose::FetchCompacted(spec));
+                    self.out.send(fetch, Purpose::FetchCompacted(change, spec));
                 }
             },
             None => {
@@ -669,29 +669,19 @@ impl Status {
 
     /// The change's shard, fetched with its undos' shard: its chain's file at the shard's tip,
     /// or absent, by name, when the remote has no such shard.
-    fn on_compacted_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+    fn on_compacted_fetched(&mut self, change: ChangeId, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
         self.undo_shard_fetched = true;
-        let Some(change) = self.input.change.clone() else {
-            return;
-        };
-        match self.remote.get(&refs::index_of_change(&change)) {
+        match self.remote.get(&refs::index_of_change(&change)).cloned() {
             Some(shard) => {
                 let read = Action::ReadFile {
                     commit: shard.clone(),
                     path: crate::compact::change_path(&change),
                 };
                 self.out
-                    .send(read, Purpose::ReadCompactedChain(shard.clone()));
+                    .send(read, Purpose::ReadCompactedChain(change, shard));
             }
             None => self.on_chains(vec![crate::compact::read_back_unsharded(&change)]),
-        }
-    }
-
-    fn on_compacted_chain(&mut self, shard: &Oid, file: Option<Vec<u8>>) {
-        if let Some(change) = self.input.change.clone() {
-            let read = crate::compact::read_back(&change, shard, file.as_deref());
-            self.on_chains(vec![read]);
         }
     }
 
@@ -1084,11 +1074,12 @@ impl Status {
             (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_after_fetched(*record, spec, fetched)
             }
-            (Purpose::FetchCompacted(spec), Completion::Fetched(Ok(fetched))) => {
-                self.on_compacted_fetched(spec, fetched)
+            (Purpose::FetchCompacted(change, spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_compacted_fetched(change, spec, fetched)
             }
-            (Purpose::ReadCompactedChain(shard), Completion::FileRead(Ok(file))) => {
-                self.on_compacted_chain(&shard, file)
+            (Purpose::ReadCompactedChain(change, shard), Completion::FileRead(Ok(file))) => {
+                let read = crate::compact::read_back(&change, &shard, file.as_deref());
+                self.on_chains(vec![read])
             }
             (Purpose::FetchUndoShard(result, spec), Completion::Fetched(Ok(fetched))) => {
                 spec.apply(&mut self.remote, fetched);
