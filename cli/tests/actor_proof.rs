@@ -34,18 +34,33 @@ fn a_file_agent_key_shared_by_two_actors_is_refused_and_a_hardware_one_merges() 
     ]);
     let ann = world.clone_as("ann");
     let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
-    // bob runs a session in ann's clone, under the same OS account.
+    // ann runs a session in her clone, and bob one too, under the same OS account.
     let env_file = world.root.path().join("claude-env");
-    claude_hook(
-        &view,
-        "session.start",
-        "SessionStart",
-        "s-bob",
-        &[
-            ("CLAUDE_ENV_FILE", &env_file),
-            ("BAY_ACTOR", Path::new("bob")),
-        ],
-    );
+    let session = |id: &str, actor: &str| {
+        claude_hook(
+            &view,
+            "session.start",
+            "SessionStart",
+            id,
+            &[
+                ("CLAUDE_ENV_FILE", &env_file),
+                ("BAY_ACTOR", Path::new(actor)),
+            ],
+        )
+    };
+    session("s-ann", "ann");
+    // With ann's sessions alone, one actor: the key proves who signed, and doctor says so
+    // whoever runs it (a person running `bay doctor` is no second actor).
+    let (row, _) = custody_row(&view);
+    assert_eq!(row["actors"], serde_json::json!(["ann"]), "{row}");
+    let ran = bay(&view, "dana", &["doctor"]);
+    let row = ran.doc["detail"]["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["name"] == "key-custody"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["actors"], serde_json::json!(["ann"]), "{row}");
+    session("s-bob", "bob");
     let keys = world.root.path().join("keys");
     std::fs::create_dir_all(&keys).expect("a key folder");
     let key = keygen(&keys, "agent");

@@ -104,8 +104,8 @@ pub struct ActorFacts {
     pub unix: bool,
     /// The key `bay.agentKey` names, as the CLI found its file; `None` when it is unset.
     pub agent_key: Option<KeyFile>,
-    /// The actors named in this clone's session records (which this account wrote), with the
-    /// one acting now.
+    /// The actors named in this clone's session records (which this account wrote): the agents
+    /// whose sessions run here, not whoever runs the command.
     pub actors: BTreeSet<String>,
 }
 

@@ -24,9 +24,7 @@ use bay_drivers::sandbox::Sandbox;
 use super::enrol::expand_home;
 use super::install::{claude_config_dirs, find_clone, has_filters, held_config};
 use crate::Cli;
-use crate::context::{
-    actor_from_env, fetched_main_file, git_config, remote_and_main, sessions_dir,
-};
+use crate::context::{fetched_main_file, git_config, remote_and_main, sessions_dir};
 
 /// The role doctor judges this machine as.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -128,7 +126,6 @@ fn custody_facts(found: Option<&Found>, home: &str, agent: AgentRules) -> Custod
     let actor = super::actor_facts(
         &held,
         found.map(|found| (found.top.as_path(), found.common_dir.as_path())),
-        &actor_from_env().0,
     );
     Custody {
         unix: cfg!(unix),

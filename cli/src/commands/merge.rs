@@ -101,7 +101,6 @@ fn actor_facts(context: &Context) -> ActorFacts {
     super::actor_facts(
         &context.settings,
         Some((context.top.as_path(), context.common_dir.as_path())),
-        &context.actor,
     )
 }
 

@@ -307,14 +307,11 @@ pub fn begin_merge(
 /// judges it): the key `bay.agentKey` names among `settings` (its path, mode and public half;
 /// never the private key), whether this is Unix, and the actors of the session records of
 /// `clone` (its work tree top and common Git directory; `None` outside a clone), which this
-/// account wrote, with `actor`, the one acting now. `bay merge` holds the actor to
+/// account wrote: the agents, as the spec's `actors` are, and never whoever runs the command
+/// (a person's `bay doctor` would count as a second actor). `bay merge` holds the actor to
 /// `require_actor_proof` with these facts, and `bay doctor`'s `key-custody` row shows them:
 /// one gathering, so the two never judge a machine apart.
-pub fn actor_facts(
-    settings: &[(String, String)],
-    clone: Option<(&Path, &Path)>,
-    actor: &str,
-) -> ActorFacts {
+pub fn actor_facts(settings: &[(String, String)], clone: Option<(&Path, &Path)>) -> ActorFacts {
     let inside: Vec<PathBuf> = clone
         .map(|(top, common_dir)| vec![top.to_path_buf(), common_dir.to_path_buf()])
         .unwrap_or_default();
@@ -330,13 +327,12 @@ pub fn actor_facts(
                 path,
             }
         });
-    let mut actors: BTreeSet<String> = clone
+    let actors: BTreeSet<String> = clone
         .map(|(_, common_dir)| hook::all_sessions(&crate::context::sessions_dir(common_dir)))
         .unwrap_or_default()
         .into_iter()
         .map(|session| session.actor)
         .collect();
-    actors.insert(actor.to_owned());
     ActorFacts {
         unix: cfg!(unix),
         agent_key,
