@@ -207,6 +207,47 @@ fn compacted_changes_read_as_merged_and_nothing_merges_twice() {
         still.doc["detail"]["undone_by"],
         undone_by.doc["detail"]["undone_by"]
     );
+    // Every shard is a line of versions, each a child of the one before and one place
+    // further, back to a first with no parent at place 0. One intent merged and compacted
+    // twice adds to its intent's shard twice (a runner compacts two ready changes at once).
+    for n in 0..4 {
+        world.submit(&ann, "ann", "once more", "src/other.txt", &format!("{n}\n"));
+        bay(&world.admin, "runner", &["runner", "run", "--once"]);
+        bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    }
+    assert!(shard_lines(&world).into_iter().max().unwrap_or(0) > 1);
+}
+
+/// The length of each index shard's line of versions on the remote, each checked: a child of
+/// the one before and one place further, back to a first with no parent at place 0.
+fn shard_lines(world: &World) -> Vec<usize> {
+    let mut lengths = Vec::new();
+    for shard in remote_refs(world, "refs/bay/compacted/") {
+        let line = git_dir(
+            &world.remote,
+            &["log", "--first-parent", "--format=%P%x00%B%x01", &shard],
+        );
+        let versions: Vec<&str> = line
+            .split('\x01')
+            .filter(|v| !v.trim().is_empty())
+            .collect();
+        for (n, version) in versions.iter().enumerate() {
+            let (parents, message) = version.trim_start().split_once('\0').expect("a version");
+            let place = bay_core::compact::place_in_line(message);
+            assert_eq!(
+                place,
+                Some((versions.len() - 1 - n) as u32),
+                "{shard}: {line}"
+            );
+            assert_eq!(
+                parents.is_empty(),
+                n + 1 == versions.len(),
+                "{shard}: {line}"
+            );
+        }
+        lengths.push(versions.len());
+    }
+    lengths
 }
 
 #[test]

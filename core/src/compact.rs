@@ -45,6 +45,42 @@ pub const BATCH: usize = 128;
 /// shards); with a few shards a pass, it fetches those, and the next passes the others.
 pub const SHARDS: usize = 4;
 
+/// The most versions of a shard in one line: each version is a child of the one before, so
+/// that a push, and a fetch by a clone holding the one before, moves only what it adds; but a
+/// new clone's first fetch of a shard brings every version's trees (measured, a 6,250-file
+/// shard: one version, 6,269 objects, 0.5 MB, 62 ms; a line of 4,000, 24,359 objects, 2.8 MB,
+/// 410 ms). Every `LINE`th version starts a new line, with no parent: its push sends the
+/// shard whole once, and a first fetch brings at most `LINE` versions.
+pub const LINE: u32 = 32;
+
+/// The trailer that says a shard version's place in its line, from 0.
+const PLACE: &str = "Bay-Shard-Line: ";
+
+/// Each shard version of `plan` placed in its line: after its base, whose place `places` holds
+/// (by the base's commit; one not there, written before places were, counts as 0), or first
+/// in a new line, with no parent, once the line is [`LINE`] long. The place goes in the
+/// version's message.
+pub fn in_lines(plan: &mut PushPlan, places: &BTreeMap<Oid, u32>) {
+    for add in &mut plan.indexes {
+        let place = match &add.base {
+            Some(base) => places.get(base).copied().unwrap_or(0).saturating_add(1),
+            None => 0,
+        };
+        let place = if place >= LINE { 0 } else { place };
+        add.parent = add.base.clone().filter(|_| place > 0);
+        add.message = format!("{}\n{PLACE}{place}\n", add.message.trim_end());
+    }
+}
+
+/// A shard version's place in its line, from its commit message; `None` when it names none.
+pub fn place_in_line(message: &str) -> Option<u32> {
+    message
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix(PLACE))
+        .and_then(|place| place.trim().parse().ok())
+}
+
 /// The changes one compaction moves, of those `ready`: the ones in the [`SHARDS`] change
 /// shards that hold the most of them, at most [`BATCH`], in `ready`'s order.
 pub fn batch(ready: &[ChangeId]) -> Vec<ChangeId> {
@@ -329,6 +365,50 @@ mod tests {
             picked.iter().map(refs::index_of_change).collect();
         assert_eq!(shards.len(), SHARDS);
         assert!(batch(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_shard_version_follows_its_base_and_every_line_of_them_ends_at_line() {
+        let plan_on = |base: Option<Oid>| PushPlan {
+            indexes: vec![IndexAdd::on(
+                "refs/bay/compacted/changes/c".into(),
+                base,
+                vec![("changes/c7/c7k2m4qa".into(), "{}".into())],
+                "bay: compacted 1 ended change\n\nc7k2m4qa\n".into(),
+            )],
+            ..PushPlan::default()
+        };
+        let placed = |base: Option<Oid>, places: &BTreeMap<Oid, u32>| {
+            let mut plan = plan_on(base);
+            in_lines(&mut plan, places);
+            let add = plan.indexes.remove(0);
+            (add.parent, place_in_line(&add.message))
+        };
+        let base = oid('b');
+        // A first version starts the line; the next follows its base.
+        assert_eq!(placed(None, &BTreeMap::new()), (None, Some(0)));
+        let places = BTreeMap::from([(base.clone(), 3)]);
+        assert_eq!(
+            placed(Some(base.clone()), &places),
+            (Some(base.clone()), Some(4))
+        );
+        // A base written before places were counts as first in its line.
+        assert_eq!(
+            placed(Some(base.clone()), &BTreeMap::new()),
+            (Some(base.clone()), Some(1))
+        );
+        // The version after a line's last starts a new one, with no parent, leased still.
+        let places = BTreeMap::from([(base.clone(), LINE - 1)]);
+        let mut plan = plan_on(Some(base.clone()));
+        in_lines(&mut plan, &places);
+        assert_eq!(plan.indexes[0].parent, None);
+        assert_eq!(plan.indexes[0].expect, Expect::Is(base));
+        assert_eq!(place_in_line(&plan.indexes[0].message), Some(0));
+        assert!(
+            plan.indexes[0]
+                .message
+                .starts_with("bay: compacted 1 ended change\n")
+        );
     }
 
     #[test]

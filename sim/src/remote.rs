@@ -166,7 +166,7 @@ impl Remote {
             oid
         });
         // A commit of each index shard, as the Git driver writes it: the base's files with the
-        // plan's put in, a child of the base.
+        // plan's put in, a child of its parent (the base, or none).
         let mut indexes = Vec::with_capacity(plan.indexes.len());
         for index in &plan.indexes {
             let mut files: Tree = index
@@ -179,7 +179,7 @@ impl Remote {
                 files.insert(path.clone(), store.blob(content));
             }
             let tree = store.tree(files);
-            let parents = index.base.iter().cloned().collect();
+            let parents = index.parent.iter().cloned().collect();
             let oid = store.commit(tree, parents, &index.message);
             updates.push((index.shard.clone(), index.expect.clone(), Some(oid.clone())));
             indexes.push(oid);

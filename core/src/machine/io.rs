@@ -451,9 +451,12 @@ impl LogAdd {
 
 /// One commit of the index shard `shard` (`refs/bay/compacted/...`): the tree of `base`, the
 /// shard's tip (none: empty), with each of `files` (path, content) put in it, and `message`;
-/// leased on `base`, whose child it is. Git sends a new version's objects less the ones its
-/// parent's tree holds, but never less those of a tree it merely replaces: a version with no
-/// parent would send the whole shard again on every push and to every clone's next fetch.
+/// leased on `base`, and a child of `parent`. Git sends a new version's objects less the ones
+/// its parent's tree holds, but never less those of a tree it merely replaces: a version with
+/// no parent sends the whole shard again, on its push and to every clone's next fetch. A long
+/// line of versions costs a new clone's first fetch instead (every version's trees), so a
+/// shard starts a new line now and then (`crate::compact::LINE`): `parent` is `base`, or
+/// none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct IndexAdd {
@@ -461,12 +464,14 @@ pub struct IndexAdd {
     pub base: Option<Oid>,
     /// Always exactly `base` (or `Absent`), so that a compaction never loses another's.
     pub expect: Expect,
+    /// `base`, or none to start a new line of versions.
+    pub parent: Option<Oid>,
     pub files: Vec<(String, String)>,
     pub message: String,
 }
 
 impl IndexAdd {
-    /// Files added to the shard `shard` at its tip `base`, leased on it.
+    /// Files added to the shard `shard` at its tip `base`, leased on it, a child of it.
     pub fn on(
         shard: String,
         base: Option<Oid>,
@@ -476,6 +481,7 @@ impl IndexAdd {
         let expect = Expect::tip(base.as_ref());
         IndexAdd {
             shard,
+            parent: base.clone(),
             base,
             expect,
             files,

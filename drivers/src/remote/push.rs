@@ -253,7 +253,7 @@ impl Repo {
         }
 
         // A commit of each index shard of compacted records: its base's tree with the files put
-        // in, a child of the base, leased on it.
+        // in, a child of its parent (the base, or none), leased on the base.
         for index in &plan.indexes {
             let git = self.git();
             let mut edits = Vec::with_capacity(index.files.len());
@@ -263,7 +263,7 @@ impl Repo {
             }
             let base = index.base.as_ref();
             let tree = crate::trees::edited(&self.reader, &self.objects, &git, base, &edits)?;
-            let parents: Vec<&Oid> = base.into_iter().collect();
+            let parents: Vec<&Oid> = index.parent.iter().collect();
             let commit = self.commit_tree(&tree, &parents, &index.message)?;
             report.indexes.push(commit.clone());
             updates.push(Update {

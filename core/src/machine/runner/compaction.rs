@@ -33,6 +33,9 @@ pub(super) enum Purpose {
     Intents(Vec<Item>, Vec<(String, Oid)>, FetchSpec),
     /// The index's entry for one intent (by digest), while `awaiting` more.
     Known(String),
+    /// The tips of the shards the plan adds to, for each one's place in its line of versions
+    /// (`compact::in_lines`); then the push.
+    Places(Vec<Item>, Vec<(String, Oid)>, Box<crate::machine::PushPlan>),
     /// The compaction of these changes, the deletion of these stale markers, and the index
     /// shards it adds to, in the plan's order.
     Push(Vec<Item>, Vec<(String, Oid)>, Vec<String>),
@@ -152,6 +155,18 @@ impl Runner {
             (Purpose::Known(digest), Completion::FileRead(Ok(bytes))) => {
                 self.on_known(digest, bytes.as_deref());
             }
+            (Purpose::Places(items, stale, plan), Completion::StepsRead(Ok(tips))) => {
+                let places = tips
+                    .iter()
+                    .map(|tip| {
+                        (
+                            tip.oid.clone(),
+                            compact::place_in_line(&tip.message).unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                self.send_placed(items, stale, *plan, &places);
+            }
             (Purpose::Push(items, stale, added), Completion::Pushed(report)) => {
                 if report.outcome == PushOutcome::Accepted {
                     let shards = added.into_iter().zip(report.indexes).collect();
@@ -161,7 +176,8 @@ impl Runner {
             }
             (Purpose::Fetch(_) | Purpose::Intents(..), Completion::Fetched(Err(_)))
             | (Purpose::Chains, Completion::ChainsRead(Err(_)))
-            | (Purpose::Known(_), Completion::FileRead(Err(_))) => self.compaction_over(),
+            | (Purpose::Known(_), Completion::FileRead(Err(_)))
+            | (Purpose::Places(..), Completion::StepsRead(Err(_))) => self.compaction_over(),
             (purpose, other) => {
                 return Err(Misuse(format!(
                     "a compaction's {purpose:?} answered with {other:?}"
@@ -340,10 +356,31 @@ impl Runner {
         #[cfg(feature = "mutants")]
         let shards = self.mutant_shards(shards);
         let plan = compact::plan(&shards, &reading.items, &reading.known, &reading.stale);
+        let oids: Vec<Oid> = plan
+            .indexes
+            .iter()
+            .filter_map(|add| add.base.clone())
+            .collect();
+        if oids.is_empty() {
+            return self.send_placed(reading.items, reading.stale, plan, &BTreeMap::new());
+        }
+        let purpose = Purpose::Places(reading.items, reading.stale, Box::new(plan));
+        self.send_compaction(Action::ReadSteps { oids }, purpose);
+    }
+
+    /// Pushes `plan` with each shard version placed in its line, after its base's `places`.
+    fn send_placed(
+        &mut self,
+        items: Vec<Item>,
+        stale: Vec<(String, Oid)>,
+        mut plan: crate::machine::PushPlan,
+        places: &BTreeMap<Oid, u32>,
+    ) {
+        compact::in_lines(&mut plan, places);
         #[cfg(feature = "mutants")]
         let plan = self.mutant_compaction(plan);
         let added = plan.indexes.iter().map(|add| add.shard.clone()).collect();
-        let purpose = Purpose::Push(reading.items, reading.stale, added);
+        let purpose = Purpose::Push(items, stale, added);
         self.send_compaction(Action::Push(plan), purpose);
     }
 
