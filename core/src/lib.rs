@@ -8,6 +8,7 @@
 
 pub mod actor;
 pub mod adapter;
+pub mod approval;
 pub mod check;
 pub mod compact;
 pub mod completion;

@@ -5,8 +5,8 @@
 //! skipped: skipping it would quietly change what a merge must pass, and the person who wrote
 //! it would believe it was enforced.
 //!
-//! Some keys the specification defines bring behaviour this bay does not have yet: approval
-//! checks (`kind = "approval"`, `carry`, `[limits] max_waiting_approvals`), waivers
+//! Some keys the specification defines bring behaviour this bay does not have yet: an approval
+//! carried to later candidates (`carry = true`), `[limits] max_waiting_approvals`, waivers
 //! (`waivable`), `footprint` and `[[input]]`. Each is validated
 //! as fully as any other key, so a wrong value gets its own error, and then refused by name
 //! (see [`NotYet`]) once the rest of the file is valid.
@@ -33,6 +33,11 @@ pub struct Policy {
     pub unchecked: bool,
     /// The checks, in the order the policy lists them.
     pub checks: Vec<CheckSpec>,
+    /// The approval checks (`kind = "approval"`), in the order the policy lists them: a
+    /// person's signed yes answers each, and bay runs nothing for them. Left out of the digest
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<ApprovalCheck>,
     /// The checks set aside for a stated time, in the order the policy lists them. Each names
     /// one `(id, environment)` of `checks`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -153,6 +158,32 @@ impl AgentRules {
         Policy::agent_side(text)
             .map(|policy| policy.agent)
             .unwrap_or_default()
+    }
+}
+
+/// One `[[check]]` with `kind = "approval"`: an enrolled approver's signed record answers it,
+/// for a candidate whose own diff touches `when_paths`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalCheck {
+    pub id: String,
+    pub environment: String,
+    /// Globs: a yes is owed only when the candidate changes a matching path. Never empty.
+    pub when_paths: Vec<String>,
+    /// The only approvers whose records answer it; `None` is any enrolled approver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producers: Option<Vec<String>>,
+    /// `carry = false`: ask on every candidate. Only `false` is accepted by this bay, which
+    /// asks again on every candidate whatever the key says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carry: Option<bool>,
+}
+
+impl ApprovalCheck {
+    /// Whether `approver` may answer this check.
+    pub fn allows(&self, approver: &str) -> bool {
+        self.producers
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|name| name == approver))
     }
 }
 
@@ -454,8 +485,9 @@ const CHECK_KEYS: &[&str] = &[
 ];
 
 /// `[[check]]` keys this bay validates and then refuses, because it does not act on them yet.
-/// `kind` is refused too, but only as `kind = "approval"`.
-pub const CHECK_NOT_YET: [&str; 3] = ["carry", "footprint", "waivable"];
+/// `carry` is refused only as `carry = true` (left out, bay asks on every candidate, as
+/// `carry = false` does).
+pub const CHECK_NOT_YET: [&str; 2] = ["footprint", "waivable"];
 
 /// The keys that make a check run; an approval check runs nothing, so it takes none of them.
 const RUN_SETTINGS: &[&str] = &[
@@ -525,8 +557,9 @@ impl Policy {
 
 /// One `[[check]]` as the policy-wide rules need it.
 struct Parsed {
-    /// `None` for an approval check, which this bay refuses once the rest is valid.
+    /// `None` for an approval check, which `approval` holds.
     spec: Option<CheckSpec>,
+    approval: Option<ApprovalCheck>,
     id: String,
     environment: String,
     stage: Stage,
@@ -666,6 +699,10 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
     Ok(Policy {
         revision,
         unchecked,
+        approvals: parsed
+            .iter()
+            .filter_map(|check| check.approval.clone())
+            .collect(),
         checks: parsed.into_iter().filter_map(|check| check.spec).collect(),
         quarantine,
         limits,
@@ -770,33 +807,30 @@ fn parse_check(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<Parsed, 
             ));
         }
     };
-    let spec = if approval {
-        parse_approval(table, stage, later)?;
-        None
+    let (spec, approval) = if approval {
+        let approval = parse_approval(table, id.clone(), environment.clone(), stage, later)?;
+        (None, Some(approval))
     } else {
-        Some(parse_run(
-            table,
-            id.clone(),
-            environment.clone(),
-            stage,
-            later,
-        )?)
+        let spec = parse_run(table, id.clone(), environment.clone(), stage, later)?;
+        (Some(spec), None)
     };
     Ok(Parsed {
         spec,
+        approval,
         id,
         environment,
         stage,
     })
 }
 
-/// Validates an approval check. This bay does not ask for approvals yet, so it notes the
-/// check for refusal.
+/// Reads an approval check: `when_paths` required, never post, no run setting.
 fn parse_approval(
     table: &mut Table<'_, '_>,
+    id: String,
+    environment: String,
     stage: Stage,
     later: &mut NotYet,
-) -> Result<(), TomlError> {
+) -> Result<ApprovalCheck, TomlError> {
     let kind_line = table.line_of("kind");
     if stage == Stage::Post {
         return Err(table.error(
@@ -823,8 +857,7 @@ fn parse_approval(
             format!("is set on an approval check (kind = \"approval\" on line {kind_line}); {why}"),
         ));
     }
-    let when_paths = globs(table, "when_paths")?;
-    if when_paths.is_none() {
+    let Some(when_paths) = globs(table, "when_paths")? else {
         return Err(table.error(
             "when_paths",
             format!(
@@ -832,22 +865,31 @@ fn parse_approval(
                  names the paths that need a yes; use [\"**\"] to ask on every change"
             ),
         ));
-    }
-    names(table, "producers")?;
-    table.bool("carry")?;
+    };
+    let producers = names(table, "producers")?;
+    let carry = table.bool("carry")?;
     // With `when_paths` always present, `footprint = true` has its read set.
     table.bool("footprint")?;
     table.finish()?;
-    later.note(table.error(
-        "kind",
-        "is \"approval\": approval checks are part of bay, but this version of bay does not \
-         support them yet; remove this [[check]] for now: bay refuses it rather than ignore it, \
-         because ignoring it would change what bay enforces",
-    ));
+    if carry == Some(true) {
+        later.note(table.error(
+            "carry",
+            "is true: carrying a yes to later candidates is part of bay, but this version of \
+             bay does not support it yet, and asks for a yes on every candidate; remove the key \
+             or set `carry = false`: bay refuses it rather than ignore it, because ignoring it \
+             would change what bay enforces",
+        ));
+    }
     for key in CHECK_NOT_YET {
         later.key(table, key);
     }
-    Ok(())
+    Ok(ApprovalCheck {
+        id,
+        environment,
+        when_paths: values(when_paths),
+        producers: producers.map(values),
+        carry,
+    })
 }
 
 fn parse_run(

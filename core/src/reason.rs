@@ -85,6 +85,7 @@ pub enum ReasonCode {
     RunnerKeyMissing,
     KeyExposed,
     ActorUnproven,
+    ApprovalPending,
 }
 
 /// What one code means and what a result carrying it lets you do.
@@ -107,7 +108,7 @@ pub struct ReasonInfo {
 
 impl ReasonCode {
     /// Every code, in declaration order.
-    pub const ALL: [ReasonCode; 43] = [
+    pub const ALL: [ReasonCode; 44] = [
         ReasonCode::MergeConflict,
         ReasonCode::MainMoved,
         ReasonCode::MergeRetryExhausted,
@@ -151,6 +152,7 @@ impl ReasonCode {
         ReasonCode::RunnerKeyMissing,
         ReasonCode::KeyExposed,
         ReasonCode::ActorUnproven,
+        ReasonCode::ApprovalPending,
     ];
 
     /// The code as it appears in a result.
@@ -199,6 +201,7 @@ impl ReasonCode {
             ReasonCode::RunnerKeyMissing => "RUNNER_KEY_MISSING",
             ReasonCode::KeyExposed => "KEY_EXPOSED",
             ReasonCode::ActorUnproven => "ACTOR_UNPROVEN",
+            ReasonCode::ApprovalPending => "APPROVAL_PENDING",
         }
     }
 
@@ -770,6 +773,21 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
                     or one OS account per actor.",
         transient: false,
     },
+    ReasonInfo {
+        code: ReasonCode::ApprovalPending,
+        meaning: "Every other check passed, and an approval check on the paths this change \
+                  touches has no counted yes yet. `detail.approval` names the candidate \
+                  `commit` and `tree`, each check owed with the `approvers` who may answer it, \
+                  and `approve`, the command an approver runs; without a key registry its \
+                  `why` says that no approval can count. `detail.lands_by` says who merges it \
+                  once approved.",
+        decision: Decision::Blocked,
+        allowed: &[Read, Wait],
+        retry_when: "approval_recorded",
+        next_step: "Tell the user who can approve (`detail.approval`); the approver runs `bay \
+                    approve <change>`. Then the runner merges it, or `bay merge --wait`.",
+        transient: false,
+    },
 ];
 
 #[cfg(test)]
@@ -823,6 +841,7 @@ mod tests {
             ReasonCode::RunnerKeyMissing => 40,
             ReasonCode::KeyExposed => 41,
             ReasonCode::ActorUnproven => 42,
+            ReasonCode::ApprovalPending => 43,
         }
     }
 

@@ -43,6 +43,12 @@ pub fn op_result(record: &ChangeRecord, op: &Operation) -> BayResult {
                 result.with_state(state)
             }
         },
+        // It waits for a person's yes: the release said for what, and who may give it.
+        (None, state) if awaits_approval(op) => BayResult::refusal(
+            ReasonCode::ApprovalPending,
+            object(op.released_detail.clone().unwrap_or(Value::Null)),
+        )
+        .with_state(state),
         (None, state) => {
             let mut result = BayResult::queued(state, WaitingFor::Runner);
             if let Some(code) = op.released {
@@ -67,6 +73,15 @@ pub fn op_result(record: &ChangeRecord, op: &Operation) -> BayResult {
         );
     }
     result
+}
+
+/// Whether live operation `op` waits for an approval: a runner gave its claim back with
+/// `APPROVAL_PENDING`, and no one has claimed it since.
+pub fn awaits_approval(op: &Operation) -> bool {
+    !op.state.is_terminal()
+        && op.owner.is_none()
+        && op.released == Some(ReasonCode::ApprovalPending)
+        && op.released_detail.is_some()
 }
 
 /// The status of a change whose record says it merged, but whose merge `merge` main at `main`
@@ -219,6 +234,22 @@ pub fn status(record: &ChangeRecord) -> BayResult {
     }
     if let Some(timing) = timing(op) {
         operation.insert("timing".into(), timing);
+    }
+    if awaits_approval(op) {
+        // The commands an approver runs: a yes, a no, or a record by hand.
+        let approval = op
+            .released_detail
+            .as_ref()
+            .and_then(|detail| detail.get("approval"));
+        let command = |key: &str| approval.and_then(|a| a.get(key)).cloned();
+        operation.insert(
+            "approval".into(),
+            serde_json::json!({
+                "approve": command("approve"),
+                "reject": command("reject"),
+                "record": command("record"),
+            }),
+        );
     }
     result
         .detail

@@ -258,7 +258,34 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
              give it{}; tell the user to use a hardware agent key, or one account per agent.",
             quoted(names(detail, "actors"))
         ),
+        ReasonCode::ApprovalPending => format!(
+            "Every check passed, and this change now waits for a person to say yes{}; tell \
+             the user who can approve it, and then {}.",
+            quoted(approvers(detail)),
+            match detail.get("lands_by").and_then(Value::as_str) {
+                Some("author") => "run `bay merge --wait` again once they have",
+                _ => "bay adds it to main by itself",
+            }
+        ),
     }
+}
+
+/// The approvers an `APPROVAL_PENDING` wait names, each once.
+fn approvers(detail: &Map<String, Value>) -> Vec<String> {
+    let mut names: Vec<String> = detail
+        .get("approval")
+        .and_then(|a| a.get("checks"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|check| check.get("approvers").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// An `ok` or `queued` result without a reason: say where the operation is.
@@ -294,6 +321,20 @@ fn say_state(
             )
         }
         None if detail.contains_key("lineage") => lineage(detail),
+        None if detail.contains_key("lands_by") => match detail
+            .get("lands_by")
+            .and_then(Value::as_str)
+        {
+            Some("author_repairs") => "Your no is signed and sent, so this change is stopped; \
+                                       its author repairs it and submits it again."
+                .to_owned(),
+            Some("author") => "Your yes is signed and sent; the change's author adds it to main \
+                               with `bay merge --wait`, as no runner picks it up."
+                .to_owned(),
+            _ => "Your yes is signed and sent; the runner's next pass adds this change to main, \
+                  with nothing more to do."
+                .to_owned(),
+        },
         None if detail.contains_key("installed") => installed(detail),
         None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
             "This change is given up; another agent may take it over, or you can start it again \

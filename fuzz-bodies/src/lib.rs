@@ -395,6 +395,7 @@ impl ChainState {
                     reason: Option::<ReasonCode>::arbitrary(u)?,
                     why: word(u, &["could not build the candidate"])?,
                     behind: Option::<u64>::arbitrary(u)?,
+                    detail: None,
                 };
                 self.step(u, &by, body)?
             }

@@ -1471,6 +1471,8 @@ impl World {
                 producer_key: None,
                 reviewer: None,
                 reviewer_key: None,
+                approver: None,
+                approver_key: None,
                 check: check.id.clone(),
                 environment: check.environment.clone(),
                 kind: "check".into(),

@@ -49,8 +49,8 @@ pub struct MissingArgs {
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
     /// What the record is: `check` (a post check's answer, signed by bay.producerKey when
-    /// set) or `review` (signed by bay.reviewerKey). Approvals and waivers answer approval checks, which this bay does
-    /// not have yet.
+    /// set), `review` (signed by bay.reviewerKey) or `approval` (an approval check's answer
+    /// on a candidate, signed by bay.approverKey). Waivers are not built yet.
     #[arg(long, value_name = "KIND")]
     kind: String,
     /// `pass`, `product_failure`, `infra_failure` or `unknown`; no default.
@@ -169,6 +169,8 @@ fn record_input(context: &Context, args: &RecordArgs) -> Result<RecordInput, Str
         producer_key: key("bay.producerkey"),
         reviewer: context.setting_values("bay.reviewername").pop(),
         reviewer_key: key("bay.reviewerkey"),
+        approver: context.setting_values("bay.approvername").pop(),
+        approver_key: key("bay.approverkey"),
         kind: args.kind.clone(),
         verdict: args.verdict.clone(),
         check: args.check.clone().unwrap_or_default(),

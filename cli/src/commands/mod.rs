@@ -2,6 +2,7 @@
 //! result to print.
 
 mod abandon;
+mod approve;
 mod demo;
 mod doctor;
 mod enrol;
@@ -17,6 +18,7 @@ mod save;
 mod start;
 mod status;
 mod undo;
+mod waiting;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -72,13 +74,19 @@ pub enum Command {
     Doctor(doctor::Args),
     /// Add one public key to the key registry, or with --remove take a name's keys out.
     Enrol(enrol::Args),
+    /// The changes that wait for an approval you can give, with candidate, paths and diff.
+    Waiting(waiting::Args),
+    /// Sign and push your approval of the exact candidate a change waits on.
+    Approve(approve::Args),
+    /// Sign and push your no for the exact candidate a change waits on: it is blocked.
+    Reject(approve::Args),
     /// Push this machine's live summary for the fleet map; the hook runs it in the background.
     #[command(hide = true)]
     Live(live::Args),
 }
 
 /// What each command writes, and what it never writes, in bay's own words.
-pub const WRITES: [(&str, &str, &str); 16] = [
+pub const WRITES: [(&str, &str, &str); 19] = [
     (
         "start",
         "the change's record and the claim of its intent on the remote; its view, a folder under .git/bay/views",
@@ -151,6 +159,21 @@ pub const WRITES: [(&str, &str, &str); 16] = [
         "your files; main",
     ),
     (
+        "waiting",
+        "only fetched copies of the remote's refs",
+        "your files; your branches; main",
+    ),
+    (
+        "approve",
+        "your signed approval, pushed to your notes ref refs/notes/bay/evidence/<approver>",
+        "the change itself; main",
+    ),
+    (
+        "reject",
+        "your signed no, pushed to your notes ref refs/notes/bay/evidence/<approver>: the change is blocked",
+        "the change itself; main",
+    ),
+    (
         "live",
         "push: this machine's live summary, one commit holding live.json at refs/bay/live/<machine>, and the moment of that push under .git/bay/live",
         "your files; main; another machine's summary",
@@ -186,6 +209,9 @@ pub fn run(cli: &Cli) -> Answer {
         Command::Hook(args) => return Answer::Product(hook::run(cli, args)),
         Command::Doctor(args) => doctor::run(cli, args),
         Command::Enrol(args) => enrol::run(cli, args),
+        Command::Waiting(args) => waiting::run(cli, args),
+        Command::Approve(args) => approve::approve(cli, args),
+        Command::Reject(args) => approve::reject(cli, args),
         Command::Live(args) => live::run(cli, args),
     };
     Answer::Result(Box::new(result))

@@ -8,12 +8,16 @@
 //! `bay.producerKey` when it is set. A review needs `bay.reviewerName` and `bay.reviewerKey`
 //! even where no registry is, is signed whole by that key, and sits on the merge's tree. With
 //! a registry that signs everything, the signing key must be enrolled in the file its kind
-//! names under the writer's name, or nothing is written. Approvals and
-//! waivers answer approval checks, which this bay does not have yet, so they are refused.
+//! names under the writer's name, or nothing is written. An approval (`--kind approval`, with
+//! `--check` and `--environment` naming the approval check and `--commit` the candidate)
+//! needs `bay.approverName`, `bay.approverKey` and a registry that enrols that key in its
+//! `approver` file, under either signing mode, and sits on the candidate commit. Waivers are
+//! not built yet, and refused.
 
 use super::agent::MAX_RACES;
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
+use crate::approval::APPROVAL;
 use crate::check::Verdict;
 use crate::git::{Oid, refs};
 use crate::policy::Signing;
@@ -49,7 +53,11 @@ pub struct RecordInput {
     /// `bay.reviewerKey`: the only key that signs a review, with its public half or why there
     /// is none.
     pub reviewer_key: Option<KeySetting>,
-    /// `--kind`: `check` or `review`.
+    /// `bay.approverName`: who writes an approval; none when it is not set.
+    pub approver: Option<String>,
+    /// `bay.approverKey`: the only key that signs an approval.
+    pub approver_key: Option<KeySetting>,
+    /// `--kind`: `check`, `review` or `approval`.
     pub kind: String,
     /// `--verdict`, one of the four words exactly.
     pub verdict: String,
@@ -87,6 +95,8 @@ enum Purpose {
 enum Record {
     Check(Box<PostRecord>),
     Review(ReviewRecord),
+    /// An approval record's line, and its id.
+    Approval(String, String),
 }
 
 impl Record {
@@ -94,6 +104,7 @@ impl Record {
         match self {
             Record::Check(record) => &record.id,
             Record::Review(record) => record.id(),
+            Record::Approval(id, _) => id,
         }
     }
 
@@ -101,6 +112,7 @@ impl Record {
         match self {
             Record::Check(record) => record.to_json(),
             Record::Review(record) => record.to_json(),
+            Record::Approval(_, line) => line.clone(),
         }
     }
 
@@ -118,6 +130,10 @@ impl Record {
                 .filter_map(|line| ReviewRecord::from_json(line))
                 .find(|held| held.id() == record.id())
                 .map(|held| record.same_content(&held)),
+            Record::Approval(id, line) => lines
+                .iter()
+                .find(|held| crate::approval::record_id_of(held).as_deref() == Some(id.as_str()))
+                .map(|held| crate::approval::same_content(held, line)),
         }
     }
 }
@@ -175,10 +191,20 @@ impl RecordEvidence {
         self.input.kind == REVIEW
     }
 
+    fn is_approval(&self) -> bool {
+        self.input.kind == APPROVAL
+    }
+
     /// The key that signs the records, and the Git setting that names it: a review's is
-    /// `bay.reviewerKey`; a check record's `bay.producerKey`, when set.
+    /// `bay.reviewerKey`, an approval's `bay.approverKey`; a check record's `bay.producerKey`,
+    /// when set.
     fn signer(&self) -> Option<(&KeySetting, &'static str)> {
-        if self.is_review() {
+        if self.is_approval() {
+            self.input
+                .approver_key
+                .as_ref()
+                .map(|k| (k, "bay.approverKey"))
+        } else if self.is_review() {
             self.input
                 .reviewer_key
                 .as_ref()
@@ -191,8 +217,12 @@ impl RecordEvidence {
         }
     }
 
-    /// Who writes the records: the reviewer for a review, else the producer.
+    /// Who writes the records: the reviewer for a review, the approver for an approval, else
+    /// the producer.
     fn writer(&self) -> &str {
+        if self.is_approval() {
+            return self.input.approver.as_deref().unwrap_or_default();
+        }
         match (&self.input.reviewer, self.is_review()) {
             (Some(reviewer), true) => reviewer,
             _ => &self.input.producer,
@@ -202,7 +232,11 @@ impl RecordEvidence {
     /// What makes the call unwritable, judged before anything is read.
     fn refusal(&self) -> Option<String> {
         let input = &self.input;
-        if self.is_review() {
+        if self.is_approval() {
+            if let Some(why) = approval_keys(input) {
+                return Some(why);
+            }
+        } else if self.is_review() {
             if let Some(why) = review_keys(input) {
                 return Some(why);
             }
@@ -262,7 +296,25 @@ impl RecordEvidence {
             .map(|merged| {
                 let (commit, tree) = (&merged.commit, &merged.tree);
                 let base_tree = merged.base_tree.as_ref();
-                if self.is_review() {
+                if self.is_approval() {
+                    let answer = crate::approval::Answer {
+                        approver: self.writer().to_owned(),
+                        check: input.check.clone(),
+                        environment: input.environment.clone(),
+                        verdict: flags.verdict,
+                        why: input.why.clone(),
+                    };
+                    let about = crate::approval::About {
+                        change: String::new(),
+                        candidate: String::new(),
+                        commit: commit.clone(),
+                        tree: tree.clone(),
+                        base_tree: base_tree.cloned(),
+                    };
+                    let line = crate::approval::record(&answer, &about, self.now);
+                    let id = crate::approval::record_id_of(&line).unwrap_or_default();
+                    Record::Approval(id, line)
+                } else if self.is_review() {
                     Record::Review(ReviewRecord::of(&review, commit, tree, base_tree, self.now))
                 } else {
                     // The record says what it is: `signed` when an enrolled key signs it.
@@ -312,6 +364,13 @@ impl RecordEvidence {
 
     fn on_fetched(&mut self, remote: Refs) {
         self.tip = remote.get(&self.notes_ref()).cloned();
+        if self.is_approval() && !remote.contains_key(REGISTRY) {
+            return self.fail(
+                "the remote holds no key registry, so no approval can count; on the machine \
+                 with the registry key run `bay enrol approver <name> <key.pub>`"
+                    .into(),
+            );
+        }
         match (
             remote.get(REGISTRY),
             remote.get(&refs::main(&self.input.main)),
@@ -351,7 +410,8 @@ impl RecordEvidence {
     /// it is enrolled under the writer's name and the registry signs everything. Under
     /// `signing = "approvals"` they run unsigned, as without a registry, and need no enrolment.
     fn on_registry(&mut self, signing: Signing, version: &Version) {
-        if signing == Signing::Approvals {
+        // An approval needs its enrolled key under either mode.
+        if signing == Signing::Approvals && !self.is_approval() {
             self.trust = Trust::Approvals;
             return self.read_notes();
         }
@@ -517,16 +577,36 @@ pub fn flags(input: &RecordInput) -> Result<Flags, String> {
                 );
             }
         }
-        "approval" | "waiver" => {
-            return Err(format!(
-                "--kind {} answers an approval check, which this bay does not have yet; only \
-                 `--kind check` and `--kind review` are recorded",
-                input.kind
-            ));
+        APPROVAL => {
+            if input.check.is_empty() || input.environment.is_empty() {
+                return Err("an approval names its approval check with --check and \
+                            --environment, and the candidate with --commit"
+                    .into());
+            }
+            if input.body.is_some() || !input.inputs.is_empty() || input.version.is_some() {
+                return Err(
+                    "an approval carries no --body, --input or --version; give --why".into(),
+                );
+            }
+            if !matches!(input.verdict.as_str(), "pass" | "product_failure") {
+                return Err(format!(
+                    "--verdict {} is no answer to an approval check; give pass for a yes or \
+                     product_failure for a no",
+                    input.verdict
+                ));
+            }
+        }
+        "waiver" => {
+            return Err(
+                "--kind waiver waives a failed check, which this version of bay does \
+                        not support yet; only `--kind check`, `review` and `approval` are \
+                        recorded"
+                    .into(),
+            );
         }
         other => {
             return Err(format!(
-                "--kind {other} is not a kind bay records; give check or review"
+                "--kind {other} is not a kind bay records; give check, review or approval"
             ));
         }
     }
@@ -587,6 +667,34 @@ fn review_keys(input: &RecordInput) -> Option<String> {
     }
 }
 
+/// Why an approval cannot be written with this machine's approver settings, if it cannot.
+fn approval_keys(input: &RecordInput) -> Option<String> {
+    let Some(name) = &input.approver else {
+        return Some(
+            "an approval needs bay.approverName and bay.approverKey in Git config; set \
+             bay.approverName to the approver's name (`git config bay.approverName alice`)"
+                .into(),
+        );
+    };
+    if !is_name(name) {
+        return Some(format!(
+            "bay.approverName {name:?} is not a short lower-case word (a-z, 0-9 and `-`)"
+        ));
+    }
+    match &input.approver_key {
+        None => Some(
+            "an approval is signed by bay.approverKey, which is not set in Git config; set it \
+             to the approver's private key file"
+                .into(),
+        ),
+        Some(KeySetting {
+            public: Err(why),
+            path,
+        }) => Some(format!("bay.approverKey ({path}): {why}")),
+        Some(_) => None,
+    }
+}
+
 /// A producer's name goes into a ref name: letters, digits, `-` and `_` only.
 pub fn producer_name_ok(name: &str) -> bool {
     !name.is_empty()
@@ -616,6 +724,8 @@ mod tests {
             producer_key: None,
             reviewer: None,
             reviewer_key: None,
+            approver: None,
+            approver_key: None,
             kind: kind.into(),
             verdict: verdict.into(),
             check: "smoke".into(),
@@ -666,7 +776,7 @@ mod tests {
             ..review_input()
         };
         for (bad, said) in [
-            (input("approval", "pass", &[]), "--kind approval"),
+            (input("approval", "unknown", &[]), "--verdict unknown"),
             (input("waiver", "unknown", &[]), "--kind waiver"),
             (input("reviews", "pass", &[]), "--kind reviews"),
             (with_check, "--check"),

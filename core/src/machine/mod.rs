@@ -16,6 +16,7 @@
 
 pub mod abandon;
 pub(crate) mod agent;
+pub mod approve;
 pub mod checkpoint;
 pub mod completion_read;
 pub mod enrol;
@@ -37,6 +38,7 @@ pub mod start;
 pub mod status;
 pub mod undo;
 pub mod unreadable;
+pub mod waiting;
 
 pub use io::*;
 pub use outbox::Outbox;

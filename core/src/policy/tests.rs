@@ -129,10 +129,28 @@ paths = [".lint.toml"]             # always given to the check
 "#,
 ];
 
+/// The approval check examples of "Require a person's approval"; an approval check cannot
+/// stand alone, since every policy needs a check bay runs, so each sits beside [`RUN_CHECK`].
+const SPEC_APPROVAL_EXAMPLES: [&str; 2] = [
+    r#"[[check]]
+id = "billing-approval"
+environment = "people"
+kind = "approval"                  # a person answers; bay runs nothing
+when_paths = ["billing/"]          # the paths that need a yes
+producers = ["alice"]              # optional: only these approvers count
+"#,
+    r#"[[check]]
+id = "billing-approval"
+environment = "people"
+kind = "approval"
+when_paths = ["billing/"]
+carry = false                      # ask again on every candidate
+"#,
+];
+
 /// The policy examples of the specification that hold a key this bay does not act on yet,
-/// each with that key (its first in the text). An approval check cannot stand alone, since
-/// every policy needs a check bay runs, so every example sits beside [`RUN_CHECK`].
-const SPEC_LATER_EXAMPLES: [(&str, &str); 6] = [
+/// each with that key (its first in the text). Each sits beside [`RUN_CHECK`].
+const SPEC_LATER_EXAMPLES: [(&str, &str); 4] = [
     (
         r#"[[check]]
 id = "api"
@@ -144,26 +162,6 @@ when_paths = ["api/"]
 footprint = true                   # the verdict reads only api/
 "#,
         "footprint",
-    ),
-    (
-        r#"[[check]]
-id = "billing-approval"
-environment = "people"
-kind = "approval"                  # a person answers; bay runs nothing
-when_paths = ["billing/"]          # the paths that need a yes
-producers = ["alice"]              # optional: only these approvers count
-"#,
-        "kind",
-    ),
-    (
-        r#"[[check]]
-id = "billing-approval"
-environment = "people"
-kind = "approval"
-when_paths = ["billing/"]
-carry = false                      # ask again on every candidate
-"#,
-        "kind",
     ),
     (
         r#"[[check]]
@@ -299,11 +297,11 @@ signing = "approvals"
 reuse_unsigned = true
 "#;
 
-/// Every key and table this bay validates and then refuses. `kind` is refused only as
-/// `kind = "approval"`.
+/// Every key and table this bay validates and then refuses. `carry` is refused only as
+/// `carry = true`.
 fn later_keys() -> Vec<&'static str> {
     let mut keys: Vec<&str> = TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect();
-    keys.extend(["kind", "max_waiting_approvals"]);
+    keys.extend(["max_waiting_approvals"]);
     keys
 }
 
@@ -542,13 +540,42 @@ fn the_spec_examples_of_later_features_are_refused_by_name() {
             format!("{key} =")
         };
         assert_eq!(error.line, line_of(&text, &needle), "{error}");
-        let trimmed = if key == "kind" {
-            remove_refused(&text, &error)
-        } else {
-            trim(&text, &later_keys())
-        };
-        accept(&trimmed);
+        accept(&trim(&text, &later_keys()));
     }
+}
+
+#[test]
+fn the_spec_approval_examples_parse_as_approval_checks() {
+    for example in SPEC_APPROVAL_EXAMPLES {
+        let policy = accept(&format!("revision = 1\n{RUN_CHECK}\n{example}"));
+        assert_eq!(policy.checks.len(), 1, "an approval check runs nothing");
+        let approval = &policy.approvals[0];
+        assert_eq!(approval.id, "billing-approval");
+        assert_eq!(approval.environment, "people");
+        assert_eq!(approval.when_paths, ["billing/"]);
+    }
+    let named = accept(&format!(
+        "revision = 1\n{RUN_CHECK}\n{}",
+        SPEC_APPROVAL_EXAMPLES[0]
+    ));
+    assert_eq!(
+        named.approvals[0].producers.as_deref(),
+        Some(&["alice".to_owned()][..])
+    );
+    assert_eq!(named.approvals[0].carry, None);
+    let every = accept(&format!(
+        "revision = 1\n{RUN_CHECK}\n{}",
+        SPEC_APPROVAL_EXAMPLES[1]
+    ));
+    assert_eq!(every.approvals[0].carry, Some(false));
+    // An approval check enters the digest; a policy without one keeps the digest it had.
+    let plain = accept(&format!("revision = 1\n{RUN_CHECK}"));
+    assert_ne!(named.digest(), plain.digest());
+    assert!(
+        !serde_json::to_string(&plain)
+            .expect("json")
+            .contains("approvals")
+    );
 }
 
 #[test]
@@ -559,6 +586,7 @@ fn every_key_validates_and_then_each_later_one_is_refused_in_text_order() {
         match Policy::parse(&text) {
             Ok(policy) => {
                 assert_eq!(policy.checks.len(), 2);
+                assert_eq!(policy.approvals.len(), 1, "an approval check is acted on");
                 assert_eq!(policy.quarantine.len(), 1);
                 assert!(policy.reuse_unsigned, "[policy] reuse_unsigned is acted on");
                 assert_eq!(policy.signing, Signing::Approvals, "[policy] signing too");
@@ -587,13 +615,7 @@ fn every_key_validates_and_then_each_later_one_is_refused_in_text_order() {
     let keys: Vec<&str> = refused.iter().map(String::as_str).collect();
     assert_eq!(
         keys,
-        [
-            "footprint",
-            "waivable",
-            "kind",
-            "max_waiting_approvals",
-            "input",
-        ]
+        ["footprint", "waivable", "max_waiting_approvals", "input",]
     );
 }
 
@@ -1037,12 +1059,8 @@ fn an_approval_check_needs_when_paths_is_never_post_and_runs_nothing() {
             "[[check]]\nid = \"billing\"\nenvironment = \"people\"\nkind = \"approval\"\n{extra}"
         ))
     };
-    let error = not_yet(&approval("when_paths = [\"**\"]\nstage = \"pre\"\n"));
-    assert_eq!(place(&error), (Some("kind"), "[[check]] #2", 13));
-    assert!(
-        error.message.contains("approval checks are part of bay"),
-        "{error}"
-    );
+    let policy = accept(&approval("when_paths = [\"**\"]\nstage = \"pre\"\n"));
+    assert_eq!(policy.approvals[0].when_paths, ["**"]);
     let error = refuse(&approval(""));
     assert_eq!(place(&error), (Some("when_paths"), "[[check]] #2", 10));
     assert!(

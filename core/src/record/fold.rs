@@ -84,6 +84,9 @@ pub struct Operation {
     pub checks: Vec<CheckRec>,
     /// Why the last claim was given back, if one was.
     pub released: Option<ReasonCode>,
+    /// The detail the last release gave, if it gave one (what an `APPROVAL_PENDING` wait
+    /// owes).
+    pub released_detail: Option<serde_json::Value>,
     /// How many times the head's progress deadline gave the claim back.
     pub deadline_releases: u32,
     /// The place it queues behind since it last lost its place at the head, if it did.
@@ -335,6 +338,7 @@ impl ChangeRecord {
                     candidates: Vec::new(),
                     checks: Vec::new(),
                     released: None,
+                    released_detail: None,
                     deadline_releases: 0,
                     behind: None,
                     outcome: None,
@@ -352,7 +356,11 @@ impl ChangeRecord {
                 self.owned_mut(op, &step.by)?;
             }
             StepBody::Release {
-                op, reason, behind, ..
+                op,
+                reason,
+                behind,
+                detail,
+                ..
             } => {
                 let live = self.owned_mut(op, &step.by)?;
                 if let Some(behind) = *behind {
@@ -370,6 +378,7 @@ impl ChangeRecord {
                 }
                 live.owner = None;
                 live.released = *reason;
+                live.released_detail = detail.clone();
                 if *reason == Some(ReasonCode::QueueDeadlineExceeded) {
                     live.deadline_releases += 1;
                 }

@@ -85,6 +85,12 @@ pub enum StepBody {
         /// it, and ahead of any place taken after.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         behind: Option<u64>,
+        /// What the wait is for, as an object: with `APPROVAL_PENDING`, `approval` names the
+        /// candidate, the checks owed and who may answer them. It becomes the `detail` of the
+        /// results that report the waiting operation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_release_detail))]
+        detail: Option<serde_json::Value>,
     },
     /// The owner built candidate `candidate`: `commit` (tree `tree`) on main at `base`.
     Candidate {
@@ -123,6 +129,18 @@ pub enum StepBody {
 fn arbitrary_detail(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<serde_json::Value> {
     let text: String = u.arbitrary()?;
     Ok(serde_json::json!({ "note": text }))
+}
+
+#[cfg(feature = "arbitrary")]
+fn arbitrary_release_detail(
+    u: &mut arbitrary::Unstructured<'_>,
+) -> arbitrary::Result<Option<serde_json::Value>> {
+    let some: bool = u.arbitrary()?;
+    if some {
+        arbitrary_detail(u).map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 /// The JSON body of a step commit's message, behind its subject line.

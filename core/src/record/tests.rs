@@ -142,6 +142,7 @@ fn a_runner_writes_only_under_its_own_claim() {
             reason: None,
             why: "fault".into(),
             behind: None,
+            detail: None,
         },
     );
     let record = fold(&[start(), request(1), claim("r1", 1), release, claim("r2", 1)])
@@ -334,6 +335,7 @@ fn any_step() -> impl Strategy<Value = Step> {
                 reason: None,
                 why: String::new(),
                 behind: None,
+                detail: None,
             },
         ),
     })
@@ -362,6 +364,7 @@ fn release_behind(reason: Option<ReasonCode>, behind: Option<u64>) -> Step {
             reason,
             why: "past the deadline".into(),
             behind,
+            detail: None,
         },
     )
 }

@@ -172,6 +172,10 @@ impl Runner {
             next = checking.answered.remove(&done).map(|run| (done, run));
         }
         let Some((index, run)) = next else {
+            if checking.approval_due() {
+                checking.judging = true;
+                return self.ask_approvals(work);
+            }
             return self.keep(work);
         };
         match self.judged(checking, progress_until, index, run) {
@@ -272,7 +276,6 @@ impl Runner {
             record,
             ..
         } = run.clone();
-        let required = checking.plan.runs.len();
         checking
             .attempts
             .push(serde_json::json!({ "verdict": verdict, "why": why }));
@@ -325,11 +328,7 @@ impl Runner {
                         "runs": runs,
                     }));
                 }
-                if index + 1 >= required {
-                    Then::Merge(Box::new(checking.merge(self.cfg.unsigned_trust())))
-                } else {
-                    Then::Continue
-                }
+                checking.after_pass(index, self.cfg.unsigned_trust())
             }
         };
         Some(check_write(
@@ -496,7 +495,6 @@ impl Runner {
         kept: Option<(Oid, String)>,
     ) -> Write {
         let spec = checking.spec(index);
-        let required = checking.plan.runs.len();
         let Some(base) = base else {
             let why = format!(
                 "{} The same check on the base gave no verdict to compare with, so the run is \
@@ -533,11 +531,7 @@ impl Runner {
                 "environment": spec.environment,
                 "baseline_failures": shared_ids,
             }));
-            let then = if index + 1 >= required {
-                Then::Merge(Box::new(checking.merge(self.cfg.unsigned_trust())))
-            } else {
-                Then::Continue
-            };
+            let then = checking.after_pass(index, self.cfg.unsigned_trust());
             (
                 then,
                 format!("{} Every failing unit also fails on the base.", run.why),

@@ -16,6 +16,7 @@
 //! fate is unknown, the runner drops what it holds in memory and lets the next pass read the
 //! truth from the remote: it never pushes blindly again.
 
+mod approval;
 mod bisect;
 mod checks;
 mod compaction;
@@ -325,6 +326,9 @@ pub struct Runner {
     seeded: Option<ChangeId>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
+    /// Operations that wait for an approval, each with the evidence tips (other than this
+    /// runner's own) it was last judged on: a pass passes one over until they move.
+    awaiting: BTreeMap<OpId, Vec<(String, Oid)>>,
     /// The base runs of `baseline = "base"` checks on one base tree, so that each runs once:
     /// per (check, environment), the units that failed there, or `None` when the base run
     /// gave no verdict to compare with.
@@ -374,6 +378,7 @@ impl Runner {
             mine: None,
             seeded: None,
             merged: 0,
+            awaiting: BTreeMap::new(),
             baselines: None,
             holds: None,
             request: request::Handover::None,

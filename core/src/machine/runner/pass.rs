@@ -421,6 +421,7 @@ impl Runner {
                 // A held operation, or one whose dependencies are pending, is passed over: it
                 // waits without holding up the others.
                 let waiting = self.held(live.record).is_some()
+                    || self.still_awaiting(live.operation)
                     || matches!(
                         self.waiting_on(live.record),
                         Some((ReasonCode::DependencyPending, _))

@@ -70,6 +70,13 @@ pub(super) enum Purpose {
     Write(Write, Vec<crate::record::Step>, Option<String>),
     /// A fetch to learn why a write was refused.
     Verify(Write, FetchSpec),
+    /// The recorded candidate's changed paths, to take it up again under the policy.
+    Resume(Box<crate::record::CandidateRec>, Box<Policy>),
+    /// A step of reading the approvals the candidate owes: the evidence and registry fetch,
+    /// the registry, then the records on the candidate.
+    ApprovalFetch(FetchSpec),
+    ApprovalKeys(Box<crate::machine::keys_read::KeysRead>),
+    ApprovalNotes(Option<Box<crate::trust::registry::Version>>),
 }
 
 /// A chain write the work wants, built into a push only when no other chain write is in
@@ -101,6 +108,8 @@ pub(super) enum Write {
         why: String,
         /// Past the progress deadline, the place the operation now queues behind.
         behind: Option<u64>,
+        /// What the wait is for (`APPROVAL_PENDING`'s `approval` and `lands_by`).
+        detail: Option<serde_json::Value>,
     },
 }
 
@@ -202,6 +211,9 @@ pub(super) struct Built {
     /// Its signature verified against the registry's `executor` file (`RunnerConfig::signer`)
     /// once it was built: the merge's `detail.trust` is then `signed`.
     pub signed: bool,
+    /// The candidate the record already holds, taken up again once an approval it waited
+    /// for may have come: it is not built, nor recorded again, and its passed checks stand.
+    pub resumed: bool,
 }
 
 /// A candidate in hand, and whether its step is recorded: until it is, every chain write
@@ -286,6 +298,11 @@ pub(super) struct Checking {
     pub next_start: usize,
     /// Runs a pass recorded on exactly these inputs answers, by plan index: the producer.
     pub reused: BTreeMap<usize, String>,
+    /// The approval checks the candidate owes a yes for (`approval::required`), asked once
+    /// every run passed.
+    pub approvals: Vec<crate::policy::ApprovalCheck>,
+    /// The approval records are being read and judged.
+    pub judging: bool,
 }
 
 /// What an operation's request asks: fixed for the operation's life.
@@ -562,6 +579,7 @@ impl Runner {
                 reason: Some(ReasonCode::QueueDeadlineExceeded),
                 why,
                 behind,
+                detail: None,
             },
         )
     }
@@ -632,6 +650,7 @@ impl Runner {
                         reason: None,
                         why,
                         behind: None,
+                        detail: None,
                     },
                 ),
                 _ => self.drop_work(work, self.cfg.backoff_ms),
@@ -724,7 +743,13 @@ impl Runner {
                 reason,
                 why,
                 behind,
+                detail,
             } => {
+                // A wait for an approval names the candidate, so it keeps it on the remote,
+                // where an approver fetches it with the change's record.
+                if detail.is_some() && steps.is_empty() {
+                    carry = work.phase.candidate().map(|c| c.built.commit.clone());
+                }
                 steps.push(self.step(
                     &change,
                     StepBody::Release {
@@ -732,6 +757,7 @@ impl Runner {
                         reason: *reason,
                         why: why.clone(),
                         behind: *behind,
+                        detail: detail.clone(),
                     },
                 ));
             }
@@ -880,6 +906,7 @@ impl Runner {
                 reason,
                 why,
                 behind: None,
+                detail: None,
             },
         )
     }
@@ -947,6 +974,18 @@ impl Runner {
             (Purpose::Verify(write, spec), Completion::Fetched(result)) => {
                 self.on_verified(work, write, spec, result)
             }
+            (Purpose::Resume(candidate, policy), Completion::StatsRead(result)) => {
+                self.on_resume(work, *candidate, *policy, result)
+            }
+            (Purpose::ApprovalFetch(spec), Completion::Fetched(result)) => {
+                self.on_approval_fetch(work, spec, result)
+            }
+            (Purpose::ApprovalKeys(reader), completion) => {
+                self.on_approval_keys(work, *reader, completion)?
+            }
+            (Purpose::ApprovalNotes(version), Completion::NotesRead(result)) => {
+                self.on_approval_notes(work, version, result)
+            }
             (purpose, completion) => {
                 let _placed = self.keep(work);
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
@@ -988,6 +1027,15 @@ impl Runner {
     /// Builds a candidate on the base under `policy`, the policy there; the candidate in hand,
     /// if there is one, is let go.
     fn build(&mut self, mut work: Box<Work>, policy: Policy) -> Placed {
+        if let Some(candidate) = self.resumable(&work) {
+            // The candidate waited for an approval on this very main: take it up again.
+            let read = Action::ReadStats {
+                base: work.base.clone(),
+                commit: candidate.commit.clone(),
+            };
+            self.send_work(read, Purpose::Resume(Box::new(candidate), Box::new(policy)));
+            return self.keep(work);
+        }
         let trailers = self.cfg.trailers.clone();
         work.phase = Phase::Unbuilt;
         // Candidates are numbered as the record holds them: one built and never recorded
@@ -1084,6 +1132,7 @@ impl Runner {
                     base_tree,
                     changed_paths,
                     signed: false,
+                    resumed: false,
                 };
                 // A signed candidate is read back and its signature judged before anything
                 // else: a merge whose signature does not verify is never pushed.
@@ -1156,7 +1205,7 @@ impl Runner {
     }
 
     /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
-    fn measure(&mut self, work: Box<Work>, built: Built, policy: Policy) -> Placed {
+    pub(super) fn measure(&mut self, work: Box<Work>, built: Built, policy: Policy) -> Placed {
         let unmeasured = policy.limits.is_unset();
         let base = work.base.clone();
         #[cfg(feature = "mutants")]
@@ -1211,8 +1260,8 @@ impl Runner {
                 path: POLICY_PATH.into(),
             });
         work.phase = Phase::Built(Candidate {
+            recorded: built.resumed,
             built: built.clone(),
-            recorded: false,
         });
         match own_policy {
             Some(read) => {
@@ -1282,6 +1331,11 @@ impl Runner {
             revision: work.requested.draft.clone(),
             messages: Vec::new(),
         };
+        let approvals = crate::approval::required(&policy, &built.changed_paths)
+            .into_iter()
+            .cloned()
+            .collect();
+        let resumed = built.resumed;
         let checking = Checking {
             policy,
             change,
@@ -1291,7 +1345,7 @@ impl Runner {
             },
             candidate: Candidate {
                 built,
-                recorded: false,
+                recorded: resumed,
             },
             plan,
             done: 0,
@@ -1301,7 +1355,12 @@ impl Runner {
             answered: BTreeMap::new(),
             next_start: 0,
             reused: BTreeMap::new(),
+            approvals,
+            judging: false,
         };
+        if resumed {
+            return self.resume_checks(work, checking);
+        }
         let notes = if reuse {
             self.evidence_tips()
         } else {
@@ -1369,7 +1428,7 @@ impl Runner {
         let nothing_to_run = nothing_to_run || self.mutant_reuses_checks(main_moved);
         #[cfg(not(feature = "mutants"))]
         let _ = main_moved;
-        if nothing_to_run {
+        if nothing_to_run && checking.approvals.is_empty() {
             Write::Merge(Box::new(checking.merge(self.cfg.unsigned_trust())))
         } else {
             Write::Record
@@ -1551,9 +1610,21 @@ impl Runner {
             | Write::End(_) => self.finished(work),
             Write::Release { reason, why, .. } => {
                 self.mine = None;
+                if reason == Some(ReasonCode::ApprovalPending) {
+                    return self.awaits_approval(work);
+                }
                 self.let_go(work, reason, why)
             }
         }
+    }
+
+    /// The work is over with `result`, the run's own (`merge --wait`).
+    pub(super) fn end_with(&mut self, work: Box<Work>, result: crate::result::BayResult) -> Placed {
+        drop(work);
+        self.mine = None;
+        self.forget_all_but_notices();
+        self.finish(result);
+        Placed(())
     }
 
     /// The operation ended by this runner's push.
@@ -1659,6 +1730,16 @@ impl Runner {
 }
 
 impl Checking {
+    /// What follows the recorded pass of run `index`: the next run, or once it was the last
+    /// one the merge, unless an approval is owed, which is asked next.
+    pub fn after_pass(&self, index: usize, unsigned: &str) -> Then {
+        if index + 1 >= self.plan.runs.len() && self.approvals.is_empty() {
+            Then::Merge(Box::new(self.merge(unsigned)))
+        } else {
+            Then::Continue
+        }
+    }
+
     /// The check of run `index` of the plan.
     pub fn spec(&self, index: usize) -> crate::policy::CheckSpec {
         self.plan.runs[index].spec.clone()

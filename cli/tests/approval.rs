@@ -1,0 +1,369 @@
+//! A person's approval, with real Git and ssh-keygen's keys: a change to paths an approval
+//! check names waits `APPROVAL_PENDING` once its checks passed, holding up no one; `bay status`
+//! says who may approve it and how; only a yes signed by a key the registry's `approver` file
+//! enrols counts, and then the runner merges that same candidate without running its checks
+//! again; a signed no blocks it `CHECK_FAILED`, naming the approver.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::*;
+
+/// An approval check on `billing/`; under a registry only approvals are signed, so the runner
+/// needs no keys of its own.
+const APPROVAL_CHECK: &str = "\n[[check]]\nid = \"billing-approval\"\nenvironment = \"people\"\n\
+                              kind = \"approval\"\nwhen_paths = [\"billing/\"]\n\
+                              \n[policy]\nsigning = \"approvals\"\n";
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// A remote whose policy asks a person's yes for `billing/`.
+fn approval_world() -> World {
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("billing/rates.txt", "1\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (".bay/policy.toml", &policy(APPROVAL_CHECK), false),
+        (".bay/check", CHECK, true),
+    ])
+}
+
+fn runner_once(world: &World) -> Ran {
+    let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    ran
+}
+
+fn kinds(world: &World, change: &str) -> Vec<String> {
+    world
+        .chain(change)
+        .iter()
+        .map(|step| step["kind"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The key registry, held by `admin`, with `alice` enrolled as an approver in the clone
+/// `alice` (its `bay.approverName` and `bay.approverKey` set). Returns that clone.
+fn enrolled_approver(world: &World, name: &str) -> PathBuf {
+    let dir = world.root.path().join("keys");
+    std::fs::create_dir_all(&dir).expect("a folder for keys");
+    let registry = dir.join("bay-registry");
+    if !registry.exists() {
+        keygen(&dir, "bay-registry");
+        git(
+            &world.admin,
+            &["config", "bay.registryKey", path(&registry)],
+        );
+        let ran = bay(
+            &world.admin,
+            "admin",
+            &[
+                "enrol",
+                "registry",
+                "admin",
+                &format!("{}.pub", registry.display()),
+            ],
+        );
+        assert_eq!(ran.code, 0, "{ran:?}");
+    }
+    let key = keygen(&dir, name);
+    let ran = bay(
+        &world.admin,
+        "admin",
+        &["enrol", "approver", name, &format!("{}.pub", key.display())],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let clone = world.clone_as(name);
+    git(&clone, &["config", "bay.approverName", name]);
+    git(&clone, &["config", "bay.approverKey", path(&key)]);
+    clone
+}
+
+#[test]
+fn a_change_to_approval_paths_waits_for_a_yes_and_holds_up_no_one() {
+    let world = approval_world();
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    // The change elsewhere, queued behind it, merges past the one that waits.
+    let (other, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let before = kinds(&world, &billing);
+    runner_once(&world);
+    assert_eq!(world.merges_of(&other), 1);
+    assert_eq!(kinds(&world, &billing), before, "passed over, not taken up");
+    assert_eq!(world.merges_of(&billing), 0);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.code, 10, "{status:?}");
+    assert_eq!(status.doc["decision"], "blocked", "{status:?}");
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let detail = &status.doc["detail"];
+    assert_eq!(detail["lands_by"], "executor", "{detail}");
+    let approval = &detail["approval"];
+    let candidate = world
+        .chain(&billing)
+        .iter()
+        .rev()
+        .find(|step| step["kind"] == "candidate")
+        .cloned()
+        .expect("a candidate step");
+    assert_eq!(approval["commit"], candidate["commit"], "{approval}");
+    assert_eq!(approval["tree"], candidate["tree"], "{approval}");
+    assert_eq!(approval["checks"][0]["check"], "billing-approval");
+    assert!(
+        approval["checks"][0]["why"]
+            .as_str()
+            .is_some_and(|why| why.contains("no key registry")),
+        "without a registry no approval can count: {approval}"
+    );
+    assert_eq!(
+        detail["operation"]["approval"]["approve"],
+        format!("bay approve {billing}")
+    );
+    assert!(
+        detail["operation"]["approval"]["record"]
+            .as_str()
+            .is_some_and(|cmd| cmd.starts_with("bay evidence record --kind approval")),
+        "{detail}"
+    );
+    // The files check ran and passed; the wait is recorded once.
+    let steps = kinds(&world, &billing);
+    assert_eq!(
+        steps.iter().filter(|k| *k == "check").count(),
+        1,
+        "{steps:?}"
+    );
+    assert_eq!(
+        steps.last().map(String::as_str),
+        Some("release"),
+        "{steps:?}"
+    );
+
+    // `merge --wait` says the same and returns.
+    let waited = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(waited.doc["reason"], "APPROVAL_PENDING", "{waited:?}");
+    assert_eq!(world.merges_of(&billing), 0);
+}
+
+#[test]
+fn an_enrolled_approvers_yes_merges_the_same_candidate_without_running_its_checks_again() {
+    let world = approval_world();
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+
+    // Nothing waits yet: approving is refused, as `failed` with why and what to do.
+    let early = bay(&alice, "alice", &["approve", &billing]);
+    assert_eq!(early.code, 20, "{early:?}");
+    assert!(early.doc["detail"]["recovery"].is_string(), "{early:?}");
+
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let approval = &status.doc["detail"]["approval"];
+    assert_eq!(
+        approval["checks"][0]["approvers"],
+        serde_json::json!(["alice"])
+    );
+    let waited_on = approval["commit"].as_str().expect("a candidate").to_owned();
+    let checks_before = kinds(&world, &billing)
+        .iter()
+        .filter(|k| *k == "check")
+        .count();
+
+    // A name the registry does not enrol as an approver signs nothing that counts: refused.
+    let mallory = world.clone_as("mallory");
+    let dir = world.root.path().join("keys");
+    let stray = keygen(&dir, "mallory");
+    git(&mallory, &["config", "bay.approverName", "mallory"]);
+    git(&mallory, &["config", "bay.approverKey", path(&stray)]);
+    let refused = bay(&mallory, "mallory", &["approve", &billing]);
+    assert_eq!(refused.code, 20, "{refused:?}");
+    assert!(
+        refused.doc["detail"]["why"]
+            .as_str()
+            .is_some_and(|why| why.contains("not enrolled")),
+        "{refused:?}"
+    );
+    assert_eq!(world.evidence_lines("mallory"), 0);
+
+    let approved = bay(
+        &alice,
+        "alice",
+        &["approve", &billing, "--why", "refunds look right"],
+    );
+    assert_eq!(approved.code, 0, "{approved:?}");
+    assert_eq!(approved.doc["detail"]["commit"], waited_on.as_str());
+    assert_eq!(approved.doc["detail"]["lands_by"], "executor");
+    assert_eq!(approved.doc["detail"]["trust"], "signed");
+    let records = world.evidence("alice");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["kind"], "approval");
+    assert_eq!(records[0]["commit"], waited_on.as_str());
+    assert_eq!(records[0]["why"], "refunds look right");
+    assert!(records[0]["signature"].is_string());
+    // Again: the same yes is already there, and nothing more is written.
+    let again = bay(
+        &alice,
+        "alice",
+        &["approve", &billing, "--why", "refunds look right"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(world.evidence_lines("alice"), 1);
+
+    runner_once(&world);
+    assert_eq!(world.merges_of(&billing), 1);
+    let main = world.remote_ref("refs/heads/main").expect("main");
+    assert_eq!(main, waited_on, "the very candidate that waited merged");
+    let steps = kinds(&world, &billing);
+    assert_eq!(
+        steps.iter().filter(|k| *k == "check").count(),
+        checks_before,
+        "no check ran again: {steps:?}"
+    );
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_eq!(
+        status.doc["detail"]["approvals"][0]["approver"], "alice",
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_signed_no_blocks_the_change_naming_the_approver_and_a_hand_record_counts_too() {
+    let world = approval_world();
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    let rejected = bay(
+        &alice,
+        "alice",
+        &["reject", &billing, "--why", "The refund rule is wrong"],
+    );
+    assert_eq!(rejected.code, 0, "{rejected:?}");
+    assert_eq!(rejected.doc["detail"]["lands_by"], "author_repairs");
+    runner_once(&world);
+    assert_eq!(world.merges_of(&billing), 0);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
+    assert_eq!(status.doc["detail"]["checks"][0]["approver"], "alice");
+    assert_eq!(
+        status.doc["detail"]["checks"][0]["why"],
+        "The refund rule is wrong"
+    );
+
+    // A second change: a yes recorded by hand, on the candidate, counts as `bay approve`'s.
+    let (second, view) = world.submit(&ann, "ann", "rates", "billing/rates.txt", "3\n");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let commit = status.doc["detail"]["approval"]["commit"]
+        .as_str()
+        .expect("a candidate")
+        .to_owned();
+    // The candidate hangs on the change's record.
+    git(
+        &alice,
+        &[
+            "fetch",
+            "--quiet",
+            "origin",
+            &format!("refs/bay/changes/{second}"),
+        ],
+    );
+    let by_hand = bay(
+        &alice,
+        "alice",
+        &[
+            "evidence",
+            "record",
+            "--kind",
+            "approval",
+            "--verdict",
+            "pass",
+            "--commit",
+            &commit,
+            "--check",
+            "billing-approval",
+            "--environment",
+            "people",
+        ],
+    );
+    assert_eq!(by_hand.code, 0, "{by_hand:?}");
+    assert_eq!(by_hand.doc["detail"]["trust"], "signed", "{by_hand:?}");
+    runner_once(&world);
+    assert_eq!(world.merges_of(&second), 1);
+}
+
+#[test]
+fn waiting_lists_what_waits_for_this_approver_with_its_candidate_paths_and_diff() {
+    let world = approval_world();
+    let alice = enrolled_approver(&world, "alice");
+    // Nothing waits: ok, with an empty list.
+    let empty = bay(&alice, "alice", &["waiting"]);
+    assert_eq!(empty.code, 0, "{empty:?}");
+    assert_eq!(empty.doc["detail"]["waiting"], serde_json::json!([]));
+
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.edited(
+        &ann,
+        "ann",
+        "refunds",
+        "billing/rates.txt",
+        "2\n3\n",
+        &["--paths", "src/greeting.txt"],
+    );
+    write(&view, "src/greeting.txt", "Hi\n");
+    let merge = bay(&view, "ann", &["merge"]);
+    assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+
+    let listed = bay(&alice, "alice", &["waiting"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let waiting = listed.doc["detail"]["waiting"].as_array().expect("a list");
+    assert_eq!(waiting.len(), 1, "{listed:?}");
+    let item = &waiting[0];
+    assert_eq!(item["change"], billing.as_str());
+    assert_eq!(item["intent"], "refunds");
+    assert_eq!(item["actor"], "ann");
+    assert_eq!(item["paths"], serde_json::json!(["billing/rates.txt"]));
+    assert_eq!(item["checks"][0]["check"], "billing-approval");
+    assert_eq!(item["diff"]["summary"]["files"], 2, "{item}");
+    assert_eq!(item["diff"]["summary"]["lines_added"], 3, "{item}");
+    assert_eq!(item["commit"], status.doc["detail"]["approval"]["commit"]);
+
+    // Once main's policy names only bob, both changes (the first built again on the new main)
+    // owe bob's yes: none is listed to alice; without a name, both are.
+    let bob_only = policy(&APPROVAL_CHECK.replace(
+        "when_paths = [\"billing/\"]\n",
+        "when_paths = [\"billing/\"]\nproducers = [\"bob\"]\n",
+    ));
+    write(
+        &world.admin,
+        ".bay/policy.toml",
+        &bob_only.replace("revision = 1", "revision = 2"),
+    );
+    git(&world.admin, &["commit", "--quiet", "-am", "only bob"]);
+    git(&world.admin, &["push", "--quiet", "origin", "main"]);
+    let (_, view) = world.submit(&ann, "ann", "more", "billing/more.txt", "4\n");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let listed = bay(&alice, "alice", &["waiting"]);
+    assert_eq!(
+        listed.doc["detail"]["waiting"],
+        serde_json::json!([]),
+        "{listed:?}"
+    );
+    git(&alice, &["config", "--unset", "bay.approverName"]);
+    let everyone = bay(&alice, "alice", &["waiting"]);
+    assert_eq!(
+        everyone.doc["detail"]["waiting"].as_array().map(Vec::len),
+        Some(2)
+    );
+}

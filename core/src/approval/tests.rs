@@ -1,0 +1,149 @@
+use super::*;
+use crate::policy::Signing;
+
+fn oid(c: char) -> Oid {
+    Oid::parse(&c.to_string().repeat(40)).expect("an oid")
+}
+
+fn about() -> About {
+    About {
+        change: "c7k2m4qa".into(),
+        candidate: "c7k2m4qa.1.1".into(),
+        commit: oid('a'),
+        tree: oid('b'),
+        base_tree: Some(oid('c')),
+    }
+}
+
+fn billing(producers: Option<&[&str]>) -> ApprovalCheck {
+    ApprovalCheck {
+        id: "billing-approval".into(),
+        environment: "people".into(),
+        when_paths: vec!["billing/".into()],
+        producers: producers.map(|names| names.iter().map(|n| (*n).to_owned()).collect()),
+        carry: None,
+    }
+}
+
+fn yes(approver: &str, commit: &Oid) -> String {
+    let answer = Answer {
+        approver: approver.into(),
+        check: "billing-approval".into(),
+        environment: "people".into(),
+        verdict: Verdict::Pass,
+        why: String::new(),
+    };
+    let about = About {
+        commit: commit.clone(),
+        ..about()
+    };
+    record(&answer, &about, Timestamp(5))
+}
+
+#[test]
+fn only_checks_whose_paths_the_candidate_changes_are_owed_and_a_quarantine_sets_one_aside() {
+    let text = "revision = 1\n[[check]]\nid = \"t\"\nenvironment = \"e\"\ncommand = \"x\"\n\
+                adapter = [\"x\"]\nexpected_minimum = 1\n[[check]]\nid = \"billing-approval\"\n\
+                environment = \"people\"\nkind = \"approval\"\nwhen_paths = [\"billing/\"]\n";
+    let policy = Policy::parse(text).expect("a policy with an approval check");
+    assert_eq!(policy.approvals, vec![billing(None)]);
+    assert_eq!(
+        policy.checks.len(),
+        1,
+        "an approval check is never a run check"
+    );
+    let owed = |paths: &[&str]| {
+        let paths: Vec<String> = paths.iter().map(|p| (*p).to_owned()).collect();
+        required(&policy, &paths).len()
+    };
+    assert_eq!(owed(&["src/a.rs"]), 0);
+    assert_eq!(owed(&["src/a.rs", "billing/refund.rs"]), 1);
+    let quarantined = format!(
+        "{text}[[quarantine]]\nid = \"billing-approval\"\nenvironment = \"people\"\n\
+         reason = \"r\"\nend = \"2099-01-01\"\n"
+    );
+    let policy = Policy::parse(&quarantined).expect("a quarantined approval check");
+    let paths = vec!["billing/refund.rs".to_owned()];
+    assert!(required(&policy, &paths).is_empty());
+}
+
+#[test]
+fn without_a_registry_nothing_counts_and_the_wait_says_why() {
+    let keys = Keys {
+        registry: None,
+        signing: Signing::All,
+    };
+    let judged = judge(&[billing(None)], &[yes("alice", &oid('a'))], keys, &about());
+    let Judgement::Pending(detail) = judged else {
+        panic!("an unsigned yes never counts: {judged:?}");
+    };
+    assert_eq!(detail["commit"], oid('a').as_str());
+    assert_eq!(detail["tree"], oid('b').as_str());
+    assert_eq!(detail["approve"], "bay approve c7k2m4qa");
+    assert_eq!(detail["checks"][0]["check"], "billing-approval");
+    assert!(
+        detail["checks"][0]["why"]
+            .as_str()
+            .is_some_and(|why| why.contains("no key registry")),
+        "{detail}"
+    );
+    assert!(
+        detail["record"]
+            .as_str()
+            .is_some_and(|cmd| cmd.contains("--kind approval") && cmd.contains(oid('a').as_str())),
+        "{detail}"
+    );
+}
+
+#[test]
+fn an_unsigned_record_under_a_registry_counts_for_nothing_yes_or_no() {
+    let registry = Version::default();
+    let keys = Keys {
+        registry: Some(&registry),
+        signing: Signing::Approvals,
+    };
+    let no = yes("alice", &oid('a')).replace("\"pass\"", "\"product_failure\"");
+    let judged = judge(
+        &[billing(None)],
+        &[yes("alice", &oid('a')), no],
+        keys,
+        &about(),
+    );
+    assert!(matches!(judged, Judgement::Pending(_)), "{judged:?}");
+}
+
+#[test]
+fn with_nothing_owed_the_candidate_is_approved_at_once() {
+    let keys = Keys {
+        registry: None,
+        signing: Signing::All,
+    };
+    assert_eq!(
+        judge(&[], &[], keys, &about()),
+        Judgement::Approved(Vec::new())
+    );
+}
+
+#[test]
+fn a_record_names_its_approver_check_verdict_and_candidate_and_ids_differ_by_verdict() {
+    let line = yes("alice", &oid('a'));
+    let value: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(value["kind"], "approval");
+    assert_eq!(value["producer"], "alice");
+    assert_eq!(value["check"], "billing-approval");
+    assert_eq!(value["candidate"], "c7k2m4qa.1.1");
+    assert_eq!(value["verdict"], "pass");
+    let no = Answer {
+        approver: "alice".into(),
+        check: "billing-approval".into(),
+        environment: "people".into(),
+        verdict: Verdict::ProductFailure,
+        why: "wrong".into(),
+    };
+    let no = record(&no, &about(), Timestamp(5));
+    assert_ne!(record_id_of(&line), record_id_of(&no));
+    assert!(same_content(&line, &yes("alice", &oid('a'))));
+    assert!(!same_content(&line, &no));
+    assert!(billing(Some(&["bob"])).allows("bob"));
+    assert!(!billing(Some(&["bob"])).allows("alice"));
+}

@@ -1,0 +1,281 @@
+//! `bay waiting`: the changes that wait for an approval, as the remote holds them. With
+//! `bay.approverName` set, only the checks that approver may answer (and only the changes that
+//! owe one of them); without it, every waiting change with who may approve each.
+//!
+//! It reads the queue's places, the chains of their changes (which bring each waiting
+//! candidate, the release step's second parent) and measures each candidate against its base
+//! for `diff.summary`. It writes nothing; with nothing waiting it is `ok` with an empty list.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::agent::fold_chain;
+use super::{
+    Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs, unreadable,
+};
+use crate::git::{Oid, refs};
+use crate::id::ChangeId;
+use crate::limits::PathStat;
+use crate::record::ChangeRecord;
+use crate::report;
+use crate::result::BayResult;
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug)]
+pub struct WaitingInput {
+    pub main: String,
+    /// `bay.approverName`, if set.
+    pub approver: Option<String>,
+}
+
+/// A waiting item found: its operation's queue key, the item, the candidate and its base.
+type Found = ((u64, bool, u64), Value, Oid, Oid);
+
+#[derive(Clone, Debug)]
+enum Purpose {
+    Fetch,
+    Places(Vec<(u64, Oid)>),
+    Chains(FetchSpec),
+    ReadChains,
+    /// The measures of the candidate of item `index`.
+    Stats(usize),
+}
+
+/// The machine. Drive it as [`Machine`](crate::machine::Machine) says.
+#[derive(Debug)]
+pub struct Waiting {
+    input: WaitingInput,
+    out: Outbox<Purpose>,
+    now: Timestamp,
+    remote: Refs,
+    /// The items so far, in queue order, each with the candidate and base it measures.
+    items: Vec<(Value, Oid, Oid)>,
+    /// How many measures are still out.
+    measuring: usize,
+    outcome: Option<BayResult>,
+}
+
+super::agent::command_machine!(Waiting, "waiting");
+
+impl Waiting {
+    pub fn new(input: WaitingInput, now: Timestamp) -> Waiting {
+        let mut machine = Waiting {
+            input,
+            out: Outbox::default(),
+            now,
+            remote: Refs::new(),
+            items: Vec::new(),
+            measuring: 0,
+            outcome: None,
+        };
+        let spec = FetchSpec::new([
+            refs::main(&machine.input.main),
+            refs::QUEUE_PATTERN.to_string(),
+        ]);
+        machine.out.send(Action::Fetch(spec), Purpose::Fetch);
+        machine
+    }
+
+    fn finish(&mut self, result: BayResult) {
+        self.outcome = Some(result);
+        self.out.forget_all();
+    }
+
+    fn fail(&mut self, why: String) {
+        self.finish(report::failed(why, None));
+    }
+
+    fn on_fetched(&mut self, remote: Refs) {
+        self.remote = remote;
+        let places: Vec<(u64, Oid)> = self
+            .remote
+            .iter()
+            .filter_map(|(name, oid)| Some((refs::parse_queue(name)?, oid.clone())))
+            .collect();
+        if places.is_empty() {
+            return self.done();
+        }
+        let oids = places.iter().map(|(_, oid)| oid.clone()).collect();
+        self.out
+            .send(Action::ReadSteps { oids }, Purpose::Places(places));
+    }
+
+    fn on_places(&mut self, places: Vec<(u64, Oid)>, steps: Vec<RawStep>) {
+        // A place bay cannot read holds nothing to approve.
+        let changes: BTreeSet<ChangeId> = places
+            .iter()
+            .filter_map(|(seq, oid)| {
+                let message = steps.iter().find(|raw| &raw.oid == oid)?;
+                unreadable::request_at(*seq, Some(&message.message)).ok()
+            })
+            .map(|op| op.change)
+            .collect();
+        if changes.is_empty() {
+            return self.done();
+        }
+        let spec = FetchSpec::new(changes.iter().map(refs::change_pattern));
+        self.out
+            .send(Action::Fetch(spec.clone()), Purpose::Chains(spec));
+    }
+
+    fn on_chains_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        let chains: Vec<ChainQuery> = self
+            .remote
+            .keys()
+            .filter_map(|name| refs::parse_change(name))
+            .filter_map(|change| ChainQuery::whole(&self.remote, &change))
+            .collect();
+        if chains.is_empty() {
+            return self.done();
+        }
+        self.out
+            .send(Action::ReadChains { chains }, Purpose::ReadChains);
+    }
+
+    fn on_chains(&mut self, reads: Vec<ChainRead>) {
+        let mut found: Vec<Found> = reads
+            .iter()
+            .filter_map(|read| fold_chain(read).ok())
+            .filter_map(|(record, _)| self.item(&record))
+            .collect();
+        found.sort_by_key(|found| found.0);
+        self.items = found
+            .into_iter()
+            .map(|(_, item, commit, base)| (item, commit, base))
+            .collect();
+        for (index, (_, commit, base)) in self.items.iter().enumerate() {
+            let read = Action::ReadStats {
+                base: base.clone(),
+                commit: commit.clone(),
+            };
+            self.out.send(read, Purpose::Stats(index));
+        }
+        self.measuring = self.items.len();
+        if self.measuring == 0 {
+            self.done();
+        }
+    }
+
+    /// The item of `record` when its live operation waits for an approval this machine's
+    /// approver may give (any, without one): its queue key, the item, the candidate commit
+    /// and its base.
+    fn item(&self, record: &ChangeRecord) -> Option<Found> {
+        let op = record.live_op().filter(|op| report::awaits_approval(op))?;
+        let detail = op.released_detail.as_ref()?;
+        let approval = detail.get("approval")?;
+        let commit = approval.get("commit")?.as_str()?;
+        let candidate = op.candidates.iter().find(|c| c.commit.as_str() == commit)?;
+        let checks: Vec<Value> = approval
+            .get("checks")?
+            .as_array()?
+            .iter()
+            .filter(|check| match &self.input.approver {
+                None => true,
+                Some(name) => check
+                    .get("producers")
+                    .and_then(Value::as_array)
+                    .is_none_or(|names| names.iter().any(|n| n.as_str() == Some(name))),
+            })
+            .cloned()
+            .collect();
+        if checks.is_empty() {
+            return None;
+        }
+        let item = json!({
+            "change": record.change,
+            "intent": record.intent,
+            "actor": record.actor,
+            "candidate": candidate.id,
+            "commit": candidate.commit,
+            "tree": candidate.tree,
+            "paths": approval.get("paths").cloned().unwrap_or(Value::Array(Vec::new())),
+            "checks": checks,
+            "approve": approval.get("approve").cloned().unwrap_or(Value::Null),
+            "reject": approval.get("reject").cloned().unwrap_or(Value::Null),
+            "lands_by": detail.get("lands_by").cloned().unwrap_or(Value::Null),
+        });
+        Some((
+            op.queue_key(),
+            item,
+            candidate.commit.clone(),
+            candidate.base.clone(),
+        ))
+    }
+
+    /// `diff.summary` of item `index`: files changed (of them removed) and lines added.
+    fn on_stats(&mut self, index: usize, stats: Result<Vec<PathStat>, super::Fault>) {
+        let summary = match stats {
+            Ok(stats) => json!({
+                "files": stats.len(),
+                "removed": stats.iter().filter(|s| s.bytes.is_none()).count(),
+                "lines_added": stats.iter().filter_map(|s| s.added_lines).sum::<u64>(),
+            }),
+            Err(fault) => json!({ "unread": fault.0 }),
+        };
+        if let Some((item, _, _)) = self.items.get_mut(index) {
+            item["diff"] = json!({ "summary": summary });
+        }
+        self.measuring = self.measuring.saturating_sub(1);
+        if self.measuring == 0 {
+            self.done();
+        }
+    }
+
+    fn done(&mut self) {
+        let waiting: Vec<Value> = self.items.iter().map(|(item, _, _)| item.clone()).collect();
+        let detail = json!({
+            "approver": self.input.approver,
+            "waiting": waiting,
+        });
+        let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default());
+        self.finish(report::with_main(
+            result,
+            self.remote.get(&refs::main(&self.input.main)),
+        ));
+    }
+
+    /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
+    fn on(&mut self, purpose: Purpose, completion: Completion) -> Option<Completion> {
+        match (purpose, completion) {
+            (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
+            (Purpose::Places(places), Completion::StepsRead(Ok(steps))) => {
+                self.on_places(places, steps)
+            }
+            (Purpose::Chains(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_chains_fetched(spec, fetched)
+            }
+            (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
+            (Purpose::Stats(index), Completion::StatsRead(stats)) => self.on_stats(index, stats),
+            (_, completion) => return Some(completion),
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+
+    #[test]
+    fn with_an_empty_queue_nothing_waits_and_it_is_ok() {
+        let input = WaitingInput {
+            main: "main".into(),
+            approver: Some("alice".into()),
+        };
+        let mut machine = Waiting::new(input, Timestamp(1));
+        let (id, action) = machine.poll_action().expect("a fetch");
+        assert!(matches!(action, Action::Fetch(_)));
+        machine
+            .handle(
+                Timestamp(2),
+                crate::machine::Event::Done(id, Completion::Fetched(Ok(Refs::new()))),
+            )
+            .expect("handled");
+        let outcome = machine.outcome().expect("done");
+        assert_eq!(outcome.detail["waiting"], json!([]));
+        assert_eq!(outcome.detail["approver"], "alice");
+    }
+}
