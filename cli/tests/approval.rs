@@ -367,3 +367,54 @@ fn waiting_lists_what_waits_for_this_approver_with_its_candidate_paths_and_diff(
         Some(2)
     );
 }
+
+#[test]
+fn a_yes_carries_to_a_later_candidate_while_the_approved_files_stay_the_same() {
+    let world = approval_world();
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    // Main moves under it with a change elsewhere, then alice approves what waited.
+    world.merged("bob", "greet", "src/greeting.txt", "Hi\n");
+    let approved = bay(&alice, "alice", &["approve", &billing]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+    let approved_commit = approved.doc["detail"]["commit"].clone();
+
+    runner_once(&world);
+    assert_eq!(
+        world.merges_of(&billing),
+        1,
+        "the yes held for the new candidate"
+    );
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_ne!(
+        status.doc["detail"]["commit"], approved_commit,
+        "a later candidate merged"
+    );
+    let carried = &status.doc["detail"]["carried_approvals"][0];
+    assert_eq!(carried["approver"], "alice", "{status:?}");
+    assert!(carried["carried_from"].is_string(), "{carried}");
+
+    // A second change: main changes a file under billing/ before the yes; it is set aside.
+    let (second, view) = world.submit(&ann, "ann", "rates", "billing/rates.txt", "3\n");
+    runner_once(&world);
+    git(&world.admin, &["pull", "--quiet", "origin", "main"]);
+    write(&world.admin, "billing/fees.txt", "5\n");
+    git(&world.admin, &["add", "billing/fees.txt"]);
+    git(&world.admin, &["commit", "--quiet", "-m", "fees by hand"]);
+    git(&world.admin, &["push", "--quiet", "origin", "main"]);
+    let approved = bay(&alice, "alice", &["approve", &second]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+    runner_once(&world);
+    assert_eq!(world.merges_of(&second), 0);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let set_aside = &status.doc["detail"]["approval"]["checks"][0]["set_aside"];
+    assert_eq!(
+        set_aside["paths"],
+        serde_json::json!(["billing/fees.txt"]),
+        "{status:?}"
+    );
+}

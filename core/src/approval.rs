@@ -9,8 +9,10 @@
 //! signed by another class or by a name the check's `producers` leave out, it never counts,
 //! for a yes or a no. Unknown is never a pass.
 //!
-//! This bay asks for a yes on every candidate: a record counts only for the candidate commit
-//! it names (carrying a yes to a later candidate with the same files is not built yet).
+//! A yes holds for later candidates of the same change while every file under the check's
+//! `when_paths` is byte for byte the same, in the candidate and in its base, and the policy
+//! too ([`carries`], [`changed_under`]); `carry = false` asks on every candidate. A no never
+//! carries, and stops a yes from carrying.
 
 use serde_json::{Map, Value, json};
 
@@ -159,71 +161,188 @@ pub fn approvers(registry: Option<&Version>, check: &ApprovalCheck) -> Vec<Strin
     names
 }
 
-/// Judges the approval records `lines` (every evidence line noted on the candidate; other
-/// kinds are skipped) for the checks `owed` of the candidate `about`, under `keys`. A record
-/// counts only when it names this candidate commit and check, comes from an approver the
-/// check allows, and verifies as `signed` against the registry's `approver` file.
-pub fn judge(owed: &[ApprovalCheck], lines: &[String], keys: Keys<'_>, about: &About) -> Judgement {
+/// The counted answers among `lines` for `check` on the candidate `commit`: the yeses and the
+/// noes, each as `detail` names it. A record counts only when it names this commit and check,
+/// comes from an approver the check allows, and verifies as `signed` against the registry's
+/// `approver` file; a signed word that is not a yes is a no.
+fn counted(
+    check: &ApprovalCheck,
+    lines: &[String],
+    keys: Keys<'_>,
+    commit: &Oid,
+) -> (Vec<Value>, Vec<Value>) {
+    let mut yes = Vec::new();
+    let mut no = Vec::new();
+    for line in lines {
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let text = |key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default();
+        if text("kind") != APPROVAL
+            || text("check") != check.id
+            || text("environment") != check.environment
+            || text("commit") != commit.as_str()
+            || !check.allows(text("producer"))
+            || keys.record(line) != Trust::Signed
+        {
+            continue;
+        }
+        let answer = json!({
+            "check": check.id,
+            "environment": check.environment,
+            "approver": text("producer"),
+            "verdict": text("verdict"),
+            "why": text("why"),
+            "record": text("id"),
+        });
+        match Verdict::parse(text("verdict")) {
+            Some(Verdict::Pass) => yes.push(answer),
+            _ => no.push(answer),
+        }
+    }
+    (yes, no)
+}
+
+/// An earlier candidate of the same change: its commit and the main commit it was built on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Earlier {
+    pub commit: Oid,
+    pub base: Oid,
+}
+
+/// A yes on an earlier candidate that may hold for this one, once the files under the
+/// check's `when_paths` are compared: in the two candidates and in their bases.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Carry {
+    pub check: String,
+    pub from: Earlier,
+    /// The counted yes, as `detail` names it.
+    pub answer: Value,
+}
+
+/// The yeses that may carry to the candidate `about`: for each owed check that has no counted
+/// answer on it and does not set `carry = false`, the counted yes on the latest of `earlier`
+/// (oldest first) that has one. A counted no of the check on any earlier candidate stops
+/// carrying (stricter than the files-same rule: a no never helps a yes along).
+pub fn carries(
+    owed: &[ApprovalCheck],
+    lines: &[String],
+    keys: Keys<'_>,
+    about: &About,
+    earlier: &[Earlier],
+) -> Vec<Carry> {
+    let mut found = Vec::new();
+    for check in owed.iter().filter(|check| check.carry != Some(false)) {
+        let (yes, no) = counted(check, lines, keys, &about.commit);
+        if !yes.is_empty() || !no.is_empty() {
+            continue;
+        }
+        let answers: Vec<(&Earlier, Vec<Value>, Vec<Value>)> = earlier
+            .iter()
+            .filter(|e| e.commit != about.commit)
+            .map(|e| {
+                let (yes, no) = counted(check, lines, keys, &e.commit);
+                (e, yes, no)
+            })
+            .collect();
+        if answers.iter().any(|(_, _, no)| !no.is_empty()) {
+            continue;
+        }
+        if let Some((from, yes, _)) = answers
+            .into_iter()
+            .rev()
+            .find(|(_, yes, _)| !yes.is_empty())
+        {
+            found.push(Carry {
+                check: check.id.clone(),
+                from: from.clone(),
+                answer: yes.into_iter().next().unwrap_or(Value::Null),
+            });
+        }
+    }
+    found
+}
+
+/// Whether a carried yes holds: the paths under `check`'s `when_paths` that differ between the
+/// two candidates (`candidates`) or their bases (`bases`), and the policy when the bases
+/// differ there, since an approval carries only under the same policy. Empty: it holds.
+pub fn changed_under(
+    check: &ApprovalCheck,
+    candidates: &[String],
+    bases: &[String],
+) -> Vec<String> {
+    let mut paths: Vec<String> = candidates
+        .iter()
+        .chain(bases)
+        .filter(|path| {
+            glob::any_path_matches(&check.when_paths, path)
+                || path.as_str() == crate::check::plan::POLICY_PATH && bases.contains(path)
+        })
+        .cloned()
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// What became of a yes that may carry: it holds (its answer, naming `carried_from`), or a
+/// covered file changed and it is set aside (the record and those `paths`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Carried {
+    Holds(Value),
+    SetAside(Value),
+}
+
+/// Judges the approval records `lines` for the checks `owed` of the candidate `about`, under
+/// `keys` (see [`counted`]), with the yeses `carried` from earlier candidates by check id.
+/// An answer on this candidate comes first: any counted no rejects it.
+pub fn judge(
+    owed: &[ApprovalCheck],
+    lines: &[String],
+    keys: Keys<'_>,
+    about: &About,
+    carried: &std::collections::BTreeMap<String, Carried>,
+) -> Judgement {
     let mut yes: Vec<Value> = Vec::new();
     let mut no: Vec<Value> = Vec::new();
     let mut pending: Vec<Value> = Vec::new();
     for check in owed {
-        let mut said_yes: Vec<Value> = Vec::new();
-        let mut said_no: Vec<Value> = Vec::new();
-        for line in lines {
-            let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            let text = |key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default();
-            if text("kind") != APPROVAL
-                || text("check") != check.id
-                || text("environment") != check.environment
-                || text("commit") != about.commit.as_str()
-                || !check.allows(text("producer"))
-                || keys.record(line) != Trust::Signed
-            {
-                continue;
-            }
-            let answer = json!({
-                "check": check.id,
-                "environment": check.environment,
-                "approver": text("producer"),
-                "verdict": text("verdict"),
-                "why": text("why"),
-                "record": text("id"),
-            });
-            match Verdict::parse(text("verdict")) {
-                Some(Verdict::Pass) => said_yes.push(answer),
-                // A signed word that is not a yes is never one.
-                _ => said_no.push(answer),
-            }
-        }
+        let (said_yes, said_no) = counted(check, lines, keys, &about.commit);
         if !said_no.is_empty() {
             no.extend(said_no);
-        } else if let Some(first) = said_yes.into_iter().next() {
-            yes.push(first);
-        } else {
-            let approvers = approvers(keys.registry, check);
-            let mut entry = json!({
-                "check": check.id,
-                "environment": check.environment,
-                "approvers": approvers,
-            });
-            if let Some(producers) = &check.producers {
-                entry["producers"] = json!(producers);
-            }
-            if keys.registry.is_none() {
-                entry["why"] = Value::from(
-                    "the remote holds no key registry, so no approval can count; enrol an \
-                     approver with `bay enrol approver <name> <key.pub>`",
-                );
-            } else if approvers.is_empty() {
-                entry["why"] = Value::from(
-                    "no approver this check allows is enrolled in the registry's approver file",
-                );
-            }
-            pending.push(entry);
+            continue;
         }
+        if let Some(first) = said_yes.into_iter().next() {
+            yes.push(first);
+            continue;
+        }
+        if let Some(Carried::Holds(answer)) = carried.get(&check.id) {
+            yes.push(answer.clone());
+            continue;
+        }
+        let approvers = approvers(keys.registry, check);
+        let mut entry = json!({
+            "check": check.id,
+            "environment": check.environment,
+            "approvers": approvers,
+        });
+        if let Some(producers) = &check.producers {
+            entry["producers"] = json!(producers);
+        }
+        if let Some(Carried::SetAside(set_aside)) = carried.get(&check.id) {
+            entry["set_aside"] = set_aside.clone();
+        }
+        if keys.registry.is_none() {
+            entry["why"] = Value::from(
+                "the remote holds no key registry, so no approval can count; enrol an \
+                 approver with `bay enrol approver <name> <key.pub>`",
+            );
+        } else if approvers.is_empty() {
+            entry["why"] = Value::from(
+                "no approver this check allows is enrolled in the registry's approver file",
+            );
+        }
+        pending.push(entry);
     }
     if !no.is_empty() {
         let names: Vec<&str> = no.iter().filter_map(|a| a["approver"].as_str()).collect();

@@ -5,8 +5,8 @@
 //! skipped: skipping it would quietly change what a merge must pass, and the person who wrote
 //! it would believe it was enforced.
 //!
-//! Some keys the specification defines bring behaviour this bay does not have yet: an approval
-//! carried to later candidates (`carry = true`), `[limits] max_waiting_approvals`, waivers
+//! Some keys the specification defines bring behaviour this bay does not have yet:
+//! `[limits] max_waiting_approvals`, waivers
 //! (`waivable`), `footprint` and `[[input]]`. Each is validated
 //! as fully as any other key, so a wrong value gets its own error, and then refused by name
 //! (see [`NotYet`]) once the rest of the file is valid.
@@ -172,8 +172,8 @@ pub struct ApprovalCheck {
     /// The only approvers whose records answer it; `None` is any enrolled approver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producers: Option<Vec<String>>,
-    /// `carry = false`: ask on every candidate. Only `false` is accepted by this bay, which
-    /// asks again on every candidate whatever the key says.
+    /// `carry = false`: ask on every candidate. Left out (or `true`), a yes holds for later
+    /// candidates of the same change while the files under `when_paths` stay the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carry: Option<bool>,
 }
@@ -485,8 +485,6 @@ const CHECK_KEYS: &[&str] = &[
 ];
 
 /// `[[check]]` keys this bay validates and then refuses, because it does not act on them yet.
-/// `carry` is refused only as `carry = true` (left out, bay asks on every candidate, as
-/// `carry = false` does).
 pub const CHECK_NOT_YET: [&str; 2] = ["footprint", "waivable"];
 
 /// The keys that make a check run; an approval check runs nothing, so it takes none of them.
@@ -871,15 +869,6 @@ fn parse_approval(
     // With `when_paths` always present, `footprint = true` has its read set.
     table.bool("footprint")?;
     table.finish()?;
-    if carry == Some(true) {
-        later.note(table.error(
-            "carry",
-            "is true: carrying a yes to later candidates is part of bay, but this version of \
-             bay does not support it yet, and asks for a yes on every candidate; remove the key \
-             or set `carry = false`: bay refuses it rather than ignore it, because ignoring it \
-             would change what bay enforces",
-        ));
-    }
     for key in CHECK_NOT_YET {
         later.key(table, key);
     }

@@ -73,7 +73,13 @@ fn without_a_registry_nothing_counts_and_the_wait_says_why() {
         registry: None,
         signing: Signing::All,
     };
-    let judged = judge(&[billing(None)], &[yes("alice", &oid('a'))], keys, &about());
+    let judged = judge(
+        &[billing(None)],
+        &[yes("alice", &oid('a'))],
+        keys,
+        &about(),
+        &Default::default(),
+    );
     let Judgement::Pending(detail) = judged else {
         panic!("an unsigned yes never counts: {judged:?}");
     };
@@ -108,6 +114,7 @@ fn an_unsigned_record_under_a_registry_counts_for_nothing_yes_or_no() {
         &[yes("alice", &oid('a')), no],
         keys,
         &about(),
+        &Default::default(),
     );
     assert!(matches!(judged, Judgement::Pending(_)), "{judged:?}");
 }
@@ -119,7 +126,7 @@ fn with_nothing_owed_the_candidate_is_approved_at_once() {
         signing: Signing::All,
     };
     assert_eq!(
-        judge(&[], &[], keys, &about()),
+        judge(&[], &[], keys, &about(), &Default::default()),
         Judgement::Approved(Vec::new())
     );
 }
@@ -146,4 +153,62 @@ fn a_record_names_its_approver_check_verdict_and_candidate_and_ids_differ_by_ver
     assert!(!same_content(&line, &no));
     assert!(billing(Some(&["bob"])).allows("bob"));
     assert!(!billing(Some(&["bob"])).allows("alice"));
+}
+
+#[test]
+fn a_carried_yes_holds_only_while_no_covered_file_or_the_policy_changed() {
+    let check = billing(None);
+    let none: Vec<String> = Vec::new();
+    assert!(changed_under(&check, &["src/a.rs".into()], &["src/b.rs".into()]).is_empty());
+    assert_eq!(
+        changed_under(&check, &none, &["billing/rates.txt".into()]),
+        ["billing/rates.txt"],
+        "a covered file changed on main under it"
+    );
+    assert_eq!(
+        changed_under(&check, &none, &[".bay/policy.toml".into()]),
+        [".bay/policy.toml"],
+        "only under the same policy"
+    );
+    let keys = Keys {
+        registry: None,
+        signing: Signing::All,
+    };
+    let carried = std::collections::BTreeMap::from([(
+        "billing-approval".to_owned(),
+        Carried::Holds(serde_json::json!({"check": "billing-approval", "carried_from": "r"})),
+    )]);
+    let judged = judge(std::slice::from_ref(&check), &[], keys, &about(), &carried);
+    assert!(
+        matches!(judged, Judgement::Approved(ref yes) if yes.len() == 1),
+        "{judged:?}"
+    );
+    let set_aside = std::collections::BTreeMap::from([(
+        "billing-approval".to_owned(),
+        Carried::SetAside(serde_json::json!({"record": "r", "paths": ["billing/rates.txt"]})),
+    )]);
+    let Judgement::Pending(detail) = judge(&[check], &[], keys, &about(), &set_aside) else {
+        panic!("a set-aside yes owes a fresh one");
+    };
+    assert_eq!(
+        detail["checks"][0]["set_aside"]["paths"][0],
+        "billing/rates.txt"
+    );
+}
+
+#[test]
+fn without_a_registry_nothing_carries_and_carry_false_never_asks() {
+    let keys = Keys {
+        registry: None,
+        signing: Signing::All,
+    };
+    let earlier = [Earlier {
+        commit: oid('d'),
+        base: oid('e'),
+    }];
+    let lines = [yes("alice", &oid('d'))];
+    assert!(carries(&[billing(None)], &lines, keys, &about(), &earlier).is_empty());
+    let mut never = billing(None);
+    never.carry = Some(false);
+    assert!(carries(&[never], &lines, keys, &about(), &earlier).is_empty());
 }

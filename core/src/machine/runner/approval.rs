@@ -19,7 +19,9 @@
 
 use super::work::{Built, Checking, Ending, Merge, Phase, Placed, Purpose, Work, Write};
 use super::{RunMode, Runner};
-use crate::approval::{About, Judgement, judge};
+use std::collections::BTreeMap;
+
+use crate::approval::{About, Carried, Carry, Earlier, Judgement, carries, changed_under, judge};
 use crate::git::{Oid, refs};
 use crate::machine::keys_read::{KeysRead, KeysStep};
 use crate::machine::{Action, Completion, Fault, FetchSpec, Misuse, Refs};
@@ -201,7 +203,9 @@ impl Runner {
                     return Ok(self.keep(work));
                 };
                 let built = &checking.candidate.built;
-                let objects = vec![built.commit.clone(), built.tree.clone()];
+                // The earlier candidates too, whose yes may carry to this one.
+                let mut objects = vec![built.commit.clone(), built.tree.clone()];
+                objects.extend(earlier(&work).into_iter().map(|e| e.commit));
                 if notes.is_empty() {
                     return Ok(self.judge_approvals(work, Some(version), Vec::new()));
                 }
@@ -237,36 +241,146 @@ impl Runner {
         )
     }
 
-    /// Judges the records `lines` on the candidate under `version`, the registry.
+    /// Judges the records `lines` on the candidate under `version`, the registry: first the
+    /// yeses on earlier candidates that may carry, whose files are compared (`ReadStats` of
+    /// the two candidates and of their bases) before the judgement.
     fn judge_approvals(
         &mut self,
         mut work: Box<Work>,
         version: Option<Box<Version>>,
         lines: Vec<String>,
     ) -> Placed {
-        let unsigned = self.cfg.unsigned_trust();
-        let change = work.record.change.to_string();
-        let Phase::Checking(checking) = &mut work.phase else {
+        let earlier = earlier(&work);
+        let (Some(about), Phase::Checking(checking)) = (about(&work), &mut work.phase) else {
             return self.keep(work);
-        };
-        checking.judging = false;
-        let built = &checking.candidate.built;
-        let about = About {
-            change,
-            candidate: built.id.to_string(),
-            commit: built.commit.clone(),
-            tree: built.tree.clone(),
-            base_tree: Some(built.base_tree.clone()),
         };
         let keys = Keys {
             registry: version.as_deref(),
             signing: checking.policy.signing,
         };
-        match judge(&checking.approvals, &lines, keys, &about) {
+        let found = carries(&checking.approvals, &lines, keys, &about, &earlier);
+        if found.is_empty() {
+            return self.approvals_judged(work, version, lines, BTreeMap::new());
+        }
+        let built = checking.candidate.built.clone();
+        let base = checking.base.commit.clone();
+        for (index, carry) in found.iter().enumerate() {
+            for (side, (from, to)) in [
+                (carry.from.commit.clone(), built.commit.clone()),
+                (carry.from.base.clone(), base.clone()),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let read = Action::ReadStats {
+                    base: from,
+                    commit: to,
+                };
+                self.send_work(read, Purpose::CarryStats(index * 2 + side));
+            }
+        }
+        checking.carrying = Some(Box::new(Carrying {
+            version,
+            lines,
+            diffs: vec![None; found.len() * 2],
+            carries: found,
+        }));
+        self.keep(work)
+    }
+
+    /// One comparison of a carried yes's files answered; once all did, the judgement.
+    pub(super) fn on_carry_stats(
+        &mut self,
+        mut work: Box<Work>,
+        index: usize,
+        result: Result<Vec<crate::limits::PathStat>, Fault>,
+    ) -> Placed {
+        let Phase::Checking(checking) = &mut work.phase else {
+            return self.keep(work);
+        };
+        let Some(carrying) = checking.carrying.as_mut() else {
+            return self.keep(work);
+        };
+        // A comparison that could not be made keeps nothing the same: the yes is set aside.
+        let paths = match result {
+            Ok(stats) => Ok(stats.into_iter().map(|stat| stat.path).collect()),
+            Err(fault) => Err(fault.0),
+        };
+        if let Some(slot) = carrying.diffs.get_mut(index) {
+            *slot = Some(paths);
+        }
+        if carrying.diffs.iter().any(Option::is_none) {
+            return self.keep(work);
+        }
+        let Some(carrying) = checking.carrying.take() else {
+            return self.keep(work);
+        };
+        let Carrying {
+            version,
+            lines,
+            carries,
+            diffs,
+        } = *carrying;
+        let mut carried = BTreeMap::new();
+        for (index, carry) in carries.into_iter().enumerate() {
+            let Some(check) = checking.approvals.iter().find(|c| c.id == carry.check) else {
+                continue;
+            };
+            let record = carry.answer["record"].clone();
+            let both = (diffs[index * 2].clone(), diffs[index * 2 + 1].clone());
+            let outcome = match both {
+                (Some(Ok(candidates)), Some(Ok(bases))) => {
+                    let paths = changed_under(check, &candidates, &bases);
+                    if paths.is_empty() {
+                        let mut answer = carry.answer.clone();
+                        answer["carried_from"] = record;
+                        answer["from_commit"] = serde_json::json!(carry.from.commit);
+                        Carried::Holds(answer)
+                    } else {
+                        Carried::SetAside(serde_json::json!({ "record": record, "paths": paths }))
+                    }
+                }
+                (Some(Err(why)), _) | (_, Some(Err(why))) => Carried::SetAside(
+                    serde_json::json!({ "record": record, "why": format!("could not compare the files: {why}") }),
+                ),
+                _ => continue,
+            };
+            carried.insert(carry.check, outcome);
+        }
+        self.approvals_judged(work, version, lines, carried)
+    }
+
+    /// The judgement, with what carried from earlier candidates.
+    fn approvals_judged(
+        &mut self,
+        mut work: Box<Work>,
+        version: Option<Box<Version>>,
+        lines: Vec<String>,
+        carried: BTreeMap<String, Carried>,
+    ) -> Placed {
+        let unsigned = self.cfg.unsigned_trust();
+        let (Some(about), Phase::Checking(checking)) = (about(&work), &mut work.phase) else {
+            return self.keep(work);
+        };
+        checking.judging = false;
+        let built = &checking.candidate.built;
+        let keys = Keys {
+            registry: version.as_deref(),
+            signing: checking.policy.signing,
+        };
+        match judge(&checking.approvals, &lines, keys, &about, &carried) {
             Judgement::Approved(yes) => {
                 let mut merge: Merge = checking.merge(unsigned);
+                let carried: Vec<serde_json::Value> = yes
+                    .iter()
+                    .filter(|answer| answer.get("carried_from").is_some())
+                    .cloned()
+                    .collect();
                 if let serde_json::Value::Object(detail) = &mut merge.detail {
                     detail.insert("approvals".into(), serde_json::Value::from(yes));
+                    if !carried.is_empty() {
+                        detail.insert("carried_approvals".into(), serde_json::Value::from(carried));
+                    }
                 }
                 self.awaiting.remove(&work.op);
                 self.write(work, Write::Merge(Box::new(merge)))
@@ -332,4 +446,43 @@ impl Runner {
         }
         self.drop_work(work, 0)
     }
+}
+
+/// Yeses on earlier candidates that may carry, while their files are compared.
+#[derive(Clone, Debug)]
+pub(super) struct Carrying {
+    version: Option<Box<Version>>,
+    lines: Vec<String>,
+    carries: Vec<Carry>,
+    /// Per carry, the paths that differ between the two candidates, then between their
+    /// bases; `None` until answered, `Err` when the comparison could not be made.
+    diffs: Vec<Option<Result<Vec<String>, String>>>,
+}
+
+/// The candidate the work judges, as an approval record names it.
+fn about(work: &Work) -> Option<About> {
+    let Phase::Checking(checking) = &work.phase else {
+        return None;
+    };
+    let built = &checking.candidate.built;
+    Some(About {
+        change: work.record.change.to_string(),
+        candidate: built.id.to_string(),
+        commit: built.commit.clone(),
+        tree: built.tree.clone(),
+        base_tree: Some(built.base_tree.clone()),
+    })
+}
+
+/// Every candidate of the change the record holds, over all its operations, oldest first.
+fn earlier(work: &Work) -> Vec<Earlier> {
+    work.record
+        .ops
+        .iter()
+        .flat_map(|op| op.candidates.iter())
+        .map(|c| Earlier {
+            commit: c.commit.clone(),
+            base: c.base.clone(),
+        })
+        .collect()
 }

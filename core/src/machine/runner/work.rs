@@ -77,6 +77,8 @@ pub(super) enum Purpose {
     ApprovalFetch(FetchSpec),
     ApprovalKeys(Box<crate::machine::keys_read::KeysRead>),
     ApprovalNotes(Option<Box<crate::trust::registry::Version>>),
+    /// One comparison of a carried yes's files: slot `2 * carry + side`.
+    CarryStats(usize),
 }
 
 /// A chain write the work wants, built into a push only when no other chain write is in
@@ -303,6 +305,8 @@ pub(super) struct Checking {
     pub approvals: Vec<crate::policy::ApprovalCheck>,
     /// The approval records are being read and judged.
     pub judging: bool,
+    /// Yeses on earlier candidates whose files are being compared.
+    pub carrying: Option<Box<super::approval::Carrying>>,
 }
 
 /// What an operation's request asks: fixed for the operation's life.
@@ -986,6 +990,9 @@ impl Runner {
             (Purpose::ApprovalNotes(version), Completion::NotesRead(result)) => {
                 self.on_approval_notes(work, version, result)
             }
+            (Purpose::CarryStats(index), Completion::StatsRead(result)) => {
+                self.on_carry_stats(work, index, result)
+            }
             (purpose, completion) => {
                 let _placed = self.keep(work);
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
@@ -1357,6 +1364,7 @@ impl Runner {
             reused: BTreeMap::new(),
             approvals,
             judging: false,
+            carrying: None,
         };
         if resumed {
             return self.resume_checks(work, checking);
