@@ -418,3 +418,49 @@ fn a_yes_carries_to_a_later_candidate_while_the_approved_files_stay_the_same() {
         "{status:?}"
     );
 }
+
+#[test]
+fn max_waiting_approvals_refuses_a_change_that_needs_one_more_and_never_another() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("billing/rates.txt", "1\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            &policy(&format!(
+                "{APPROVAL_CHECK}\n[limits]\nmax_waiting_approvals = 1\n"
+            )),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+    ]);
+    let ann = world.clone_as("ann");
+    let (first, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    // This clone's records: the flow shows the queue of waits.
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let status = bay(&ann, "ann", &["status"]);
+    assert_eq!(
+        status.doc["detail"]["flow"]["waiting_approval"]["count"], 1,
+        "{status:?}"
+    );
+    assert_eq!(
+        status.doc["detail"]["flow"]["waiting_approval"]["oldest"]["change"],
+        first.as_str()
+    );
+
+    let (_, second) = world.edited(&ann, "ann", "fees", "billing/fees.txt", "3\n", &[]);
+    let refused = bay(&second, "ann", &["merge"]);
+    assert_eq!(refused.doc["reason"], "WIP_LIMIT", "{refused:?}");
+    let review = &refused.doc["detail"]["review"];
+    assert_eq!(
+        (review["waiting"].clone(), review["max"].clone()),
+        (1.into(), 1.into())
+    );
+    assert_eq!(review["oldest"]["change"], first.as_str(), "{review}");
+    // A change that needs no approval is never held by the cap.
+    let (other, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    runner_once(&world);
+    assert_eq!(world.merges_of(&other), 1);
+}

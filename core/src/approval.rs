@@ -367,6 +367,39 @@ pub fn judge(
     }))
 }
 
+/// The live changes among `records` that wait for an approval (`APPROVAL_PENDING`): how
+/// many, and the oldest (by when its wait began, on its writer's clock) with its `age_s` at
+/// `now`, leaving out `except`. `detail.flow.waiting_approval` and `WIP_LIMIT`'s
+/// `detail.review` both say it.
+pub fn waiting_queue<'a>(
+    records: impl IntoIterator<Item = &'a crate::record::ChangeRecord>,
+    except: Option<&crate::id::ChangeId>,
+    now: Timestamp,
+) -> (usize, Value) {
+    let waiting: Vec<(&crate::record::ChangeRecord, Timestamp)> = records
+        .into_iter()
+        .filter(|record| Some(&record.change) != except)
+        .filter_map(|record| {
+            let op = record
+                .live_op()
+                .filter(|op| crate::report::awaits_approval(op))?;
+            Some((record, op.released_at.unwrap_or(record.started_at)))
+        })
+        .collect();
+    let oldest = waiting
+        .iter()
+        .min_by_key(|(record, at)| (*at, &record.change))
+        .map_or(Value::Null, |(record, at)| {
+            json!({
+                "change": record.change,
+                "intent": record.intent,
+                "actor": record.actor,
+                "age_s": now.millis_since(*at) / 1000,
+            })
+        });
+    (waiting.len(), oldest)
+}
+
 /// The `bay evidence record` command that records a yes by hand for the first owed check.
 pub fn record_command(about: &About, owed: &[ApprovalCheck]) -> String {
     let check = owed.first();

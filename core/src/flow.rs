@@ -210,9 +210,15 @@ pub fn flow(
         "queue_wait_s": percentiles(&waits, "merged"),
         "check_time_s": percentiles(&checks, "runs"),
         "oldest_live": oldest,
-        // bay has no approvals yet, so no change waits for one.
-        "waiting_approval": { "count": 0, "oldest": null, "age_s": null },
+        "waiting_approval": waiting_approval(&records, now),
     })
+}
+
+/// The changes that wait for an approval: how many, the oldest and its age.
+fn waiting_approval(records: &[&ChangeRecord], now: Timestamp) -> Value {
+    let (count, oldest) = crate::approval::waiting_queue(records.iter().copied(), None, now);
+    let age_s = oldest.get("age_s").cloned().unwrap_or(Value::Null);
+    json!({ "count": count, "oldest": oldest, "age_s": age_s })
 }
 
 /// `detail.flakes`: for each check, how many of `records`' merges within the red window

@@ -179,6 +179,7 @@ mod tests {
             max_file_mib,
             max_files,
             max_added_lines: lines,
+            max_waiting_approvals: None,
         }
     }
 

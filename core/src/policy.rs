@@ -5,8 +5,7 @@
 //! skipped: skipping it would quietly change what a merge must pass, and the person who wrote
 //! it would believe it was enforced.
 //!
-//! Some keys the specification defines bring behaviour this bay does not have yet:
-//! `[limits] max_waiting_approvals`, waivers
+//! Some keys the specification defines bring behaviour this bay does not have yet: waivers
 //! (`waivable`), `footprint` and `[[input]]`. Each is validated
 //! as fully as any other key, so a wrong value gets its own error, and then refused by name
 //! (see [`NotYet`]) once the rest of the file is valid.
@@ -377,12 +376,23 @@ pub struct Limits {
     pub max_files: Option<u64>,
     /// The lines the change adds; a binary file adds none.
     pub max_added_lines: Option<u64>,
+    /// `max_waiting_approvals`: the most live changes that may wait for an approval at once;
+    /// `bay merge` refuses `WIP_LIMIT` for a change that needs one more. Left out of the
+    /// digest when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_waiting_approvals: Option<u64>,
 }
 
 impl Limits {
     /// Whether no cap is set.
     pub fn is_unset(&self) -> bool {
         *self == Limits::default()
+    }
+
+    /// Whether no cap on the size of one change is set (`max_waiting_approvals` caps the
+    /// queue of waits, not a change).
+    pub fn sizes_unset(&self) -> bool {
+        self.max_file_mib.is_none() && self.max_files.is_none() && self.max_added_lines.is_none()
     }
 }
 
@@ -1237,11 +1247,12 @@ fn parse_limits(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<Limits,
     for (cap, key) in caps.iter_mut().zip(LIMIT_KEYS) {
         *cap = table.uint(key, 1..=u64::MAX)?;
     }
-    table.uint("max_waiting_approvals", 1..=u64::MAX)?;
+    let max_waiting_approvals = table.uint("max_waiting_approvals", 1..=u64::MAX)?;
     table.finish()?;
-    later.key(table, "max_waiting_approvals");
+    let _ = later;
     let [max_file_mib, max_files, max_added_lines] = caps;
     Ok(Limits {
+        max_waiting_approvals,
         max_file_mib,
         max_files,
         max_added_lines,

@@ -678,15 +678,19 @@ static TABLE: [ReasonInfo; ReasonCode::ALL.len()] = [
     },
     ReasonInfo {
         code: ReasonCode::WipLimit,
-        meaning: "Main's policy sets `[agent] max_live_changes`, and the actor already holds \
-                  that many live changes among the change records this clone holds; \
-                  `detail.live_changes` names them and `detail.limit` the cap. Picking up \
-                  one's own change is never refused this.",
+        meaning: "From `bay start`: main's policy sets `[agent] max_live_changes`, and the \
+                  actor already holds that many live changes among the change records this \
+                  clone holds; `detail.live_changes` names them and `detail.limit` the cap. \
+                  Picking up one's own change is never refused this. From `bay merge`: the \
+                  policy sets `[limits] max_waiting_approvals`, this change needs an \
+                  approval, and that many live changes already wait for one; \
+                  `detail.review` names how many wait, the `max`, the `oldest` and its \
+                  `age_s`.",
         decision: Decision::Blocked,
         allowed: &[Read, Wait],
         retry_when: "live_change_ended",
-        next_step: "Merge or abandon one of the changes in `detail.live_changes`, then run \
-                    the command again.",
+        next_step: "Merge or abandon one of the changes `detail` names (`live_changes`, or \
+                    `review.oldest`), then run the command again.",
         transient: false,
     },
     ReasonInfo {

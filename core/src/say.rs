@@ -225,6 +225,19 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
                                      one came from a default; set BAY_ACTOR to the agent's \
                                      name, then run the command again."
             .to_owned(),
+        ReasonCode::WipLimit if detail.contains_key("review") => format!(
+            "As many changes as the project allows already wait for a person to say yes{}; \
+             wait until one of them is approved or ended, then submit this one again.",
+            quoted(
+                detail
+                    .get("review")
+                    .and_then(|review| review.get("oldest"))
+                    .and_then(|oldest| oldest.get("change"))
+                    .and_then(Value::as_str)
+                    .map(|change| vec![change.to_owned()])
+                    .unwrap_or_default()
+            )
+        ),
         ReasonCode::WipLimit => format!(
             "This agent already has as many unfinished changes as the project allows{}; \
              finish or give up one of them, then run the command again.",

@@ -17,8 +17,8 @@ use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
 use super::runner::{Seed, UnpushedRequest};
 use super::unreadable::lost_place;
 use super::{
-    Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
-    PushPlan, PushReport, RefUpdate, Refs,
+    Action, Append, ChainQuery, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox,
+    PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ use crate::conflict;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::limits::PathStat;
-use crate::policy::Limits;
+use crate::policy::Policy;
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
@@ -59,8 +59,11 @@ enum Purpose {
     },
     /// The policy at the draft's base, for its `[limits]`.
     Policy(Box<Ask>),
-    /// The draft's measures against its base, for these caps.
-    Stats(Limits, Box<Ask>),
+    /// The draft's measures against its base, for the caps of this policy.
+    Stats(Box<Policy>, Box<Ask>),
+    /// The change records this clone holds, for `[limits] max_waiting_approvals`, this cap.
+    Held(u64, Box<Ask>),
+    HeldChains(u64, Box<Ask>),
     /// The push of the request step.
     Request(Box<Requesting>),
     /// The request step written into the clone's store for the runner to carry, and the push
@@ -523,22 +526,25 @@ impl Merge {
         if let Some(refused) = self.sandbox_refused() {
             return self.finish(refused);
         }
-        let limits = bytes
-            .and_then(|bytes| parse_policy(&bytes).ok())
-            .map(|policy| policy.limits)
-            .unwrap_or_default();
-        if limits.is_unset() {
+        let Some(policy) = bytes.and_then(|bytes| parse_policy(&bytes).ok()) else {
+            return self.within(ask);
+        };
+        // A cap on the waits for a yes needs the draft's paths, to know whether it owes one.
+        let capped = policy.limits.max_waiting_approvals.is_some() && !policy.approvals.is_empty();
+        if policy.limits.sizes_unset() && !capped {
             return self.within(ask);
         }
         let read = Action::ReadStats {
             base,
             commit: ask.draft.clone(),
         };
-        self.out.send(read, Purpose::Stats(limits, Box::new(ask)));
+        self.out
+            .send(read, Purpose::Stats(Box::new(policy), Box::new(ask)));
     }
 
-    fn on_stats(&mut self, limits: &Limits, ask: Ask, stats: &[PathStat]) {
-        match limits.judge(stats) {
+    fn on_stats(&mut self, policy: &Policy, ask: Ask, stats: &[PathStat]) {
+        let paths: Vec<String> = stats.iter().map(|stat| stat.path.clone()).collect();
+        match policy.limits.judge(stats) {
             Some(too_large) => {
                 let result = report::refused(
                     ReasonCode::ChangeTooLarge,
@@ -548,8 +554,58 @@ impl Merge {
                 );
                 self.finish(result);
             }
-            None => self.within(ask),
+            None => match policy.limits.max_waiting_approvals {
+                // The cap never holds a change that needs no approval.
+                Some(cap) if !crate::approval::required(policy, &paths).is_empty() => {
+                    let held = Action::ReadHeld {
+                        prefix: refs::CHANGES.into(),
+                        limit: crate::flow::FLOW_CHAINS,
+                    };
+                    self.out.send(held, Purpose::Held(cap, Box::new(ask)));
+                }
+                _ => self.within(ask),
+            },
         }
+    }
+
+    /// The change records this clone holds, from its earlier fetches, read with no fetch, as
+    /// `bay status` reads its flow.
+    fn on_held(&mut self, cap: u64, ask: Ask, held: Refs) {
+        let chains: Vec<ChainQuery> = held
+            .iter()
+            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
+            .collect();
+        if chains.is_empty() {
+            return self.within(ask);
+        }
+        self.out.send(
+            Action::ReadChains { chains },
+            Purpose::HeldChains(cap, Box::new(ask)),
+        );
+    }
+
+    /// `WIP_LIMIT` while `cap` other live changes wait for a yes: `detail.review` names how
+    /// many, the `max`, the `oldest` and its `age_s`.
+    fn on_held_chains(&mut self, cap: u64, ask: Ask, reads: Vec<ChainRead>) {
+        let records: Vec<ChangeRecord> = reads
+            .iter()
+            .filter_map(|read| super::agent::fold_chain(read).ok())
+            .map(|(record, _)| record)
+            .collect();
+        let (count, oldest) =
+            crate::approval::waiting_queue(&records, Some(&self.input.change), self.now);
+        if (count as u64) < cap {
+            return self.within(ask);
+        }
+        let age_s = oldest
+            .get("age_s")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        let detail = serde_json::json!({
+            "review": { "waiting": count, "max": cap, "oldest": oldest, "age_s": age_s },
+        });
+        let result = report::refused(ReasonCode::WipLimit, Some(&self.input.change), None, detail);
+        self.finish(result);
     }
 
     /// The draft is within the caps at its base: request it.
@@ -644,8 +700,14 @@ impl Merge {
                 self.on_marked(path, bytes, ask)
             }
             (Purpose::Policy(ask), Completion::FileRead(Ok(bytes))) => self.on_policy(*ask, bytes),
-            (Purpose::Stats(limits, ask), Completion::StatsRead(Ok(stats))) => {
-                self.on_stats(&limits, *ask, &stats)
+            (Purpose::Stats(policy, ask), Completion::StatsRead(Ok(stats))) => {
+                self.on_stats(&policy, *ask, &stats)
+            }
+            (Purpose::Held(cap, ask), Completion::HeldRead(Ok(held))) => {
+                self.on_held(cap, *ask, held)
+            }
+            (Purpose::HeldChains(cap, ask), Completion::ChainsRead(Ok(reads))) => {
+                self.on_held_chains(cap, *ask, reads)
             }
             (Purpose::Request(requesting), Completion::Pushed(report)) => {
                 self.on_pushed(*requesting, report)

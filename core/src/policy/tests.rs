@@ -150,7 +150,7 @@ carry = false                      # ask again on every candidate
 
 /// The policy examples of the specification that hold a key this bay does not act on yet,
 /// each with that key (its first in the text). Each sits beside [`RUN_CHECK`].
-const SPEC_LATER_EXAMPLES: [(&str, &str); 4] = [
+const SPEC_LATER_EXAMPLES: [(&str, &str); 3] = [
     (
         r#"[[check]]
 id = "api"
@@ -173,13 +173,6 @@ expected_minimum = 1
 waivable = true                    # an enrolled approver may waive it on one candidate
 "#,
         "waivable",
-    ),
-    (
-        r#"# .bay/policy.toml
-[limits]
-max_waiting_approvals = 5
-"#,
-        "max_waiting_approvals",
     ),
     (
         r#"[[input]]
@@ -299,9 +292,7 @@ reuse_unsigned = true
 
 /// Every key and table this bay validates and then refuses.
 fn later_keys() -> Vec<&'static str> {
-    let mut keys: Vec<&str> = TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect();
-    keys.extend(["max_waiting_approvals"]);
-    keys
+    TOP_NOT_YET.iter().chain(&CHECK_NOT_YET).copied().collect()
 }
 
 /// Removes every line that sets one of `keys`, and every table whose header names one. A
@@ -410,27 +401,11 @@ fn remove_refused(text: &str, error: &TomlError) -> String {
 }
 
 #[test]
-fn the_spec_example_is_refused_only_on_its_later_keys() {
-    let error = not_yet(SPEC_EXAMPLE);
-    assert_eq!(
-        place(&error),
-        (
-            Some("max_waiting_approvals"),
-            "[limits]",
-            line_of(SPEC_EXAMPLE, "max_waiting_approvals =")
-        )
-    );
-    assert_eq!(
-        error.to_string(),
-        format!(
-            "`max_waiting_approvals` in [limits] on line {} {}",
-            error.line,
-            crate::toml_doc::NOT_YET
-        )
-    );
-    let without = trim(SPEC_EXAMPLE, &["max_waiting_approvals"]);
-    assert_eq!(accept(&without).locks, ["art/", "**/*.psd"]);
-    accept(&trim(SPEC_EXAMPLE, &later_keys()));
+fn the_spec_example_is_accepted_whole() {
+    let policy = accept(SPEC_EXAMPLE);
+    assert_eq!(policy.locks, ["art/", "**/*.psd"]);
+    assert_eq!(policy.limits.max_waiting_approvals, Some(5));
+    assert!(!policy.limits.sizes_unset());
 }
 
 #[test]
@@ -488,6 +463,7 @@ fn the_spec_example_without_its_later_keys_reads_whole() {
             max_file_mib: Some(10),
             max_files: Some(200),
             max_added_lines: Some(5000),
+            max_waiting_approvals: Some(5),
         }
     );
 }
@@ -612,10 +588,7 @@ fn every_key_validates_and_then_each_later_one_is_refused_in_text_order() {
         }
     }
     let keys: Vec<&str> = refused.iter().map(String::as_str).collect();
-    assert_eq!(
-        keys,
-        ["footprint", "waivable", "max_waiting_approvals", "input",]
-    );
+    assert_eq!(keys, ["footprint", "waivable", "input"]);
 }
 
 #[test]

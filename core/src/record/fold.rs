@@ -87,6 +87,8 @@ pub struct Operation {
     /// The detail the last release gave, if it gave one (what an `APPROVAL_PENDING` wait
     /// owes).
     pub released_detail: Option<serde_json::Value>,
+    /// When the last release was written, on its writer's clock.
+    pub released_at: Option<Timestamp>,
     /// How many times the head's progress deadline gave the claim back.
     pub deadline_releases: u32,
     /// The place it queues behind since it last lost its place at the head, if it did.
@@ -339,6 +341,7 @@ impl ChangeRecord {
                     checks: Vec::new(),
                     released: None,
                     released_detail: None,
+                    released_at: None,
                     deadline_releases: 0,
                     behind: None,
                     outcome: None,
@@ -379,6 +382,7 @@ impl ChangeRecord {
                 live.owner = None;
                 live.released = *reason;
                 live.released_detail = detail.clone();
+                live.released_at = Some(step.at);
                 if *reason == Some(ReasonCode::QueueDeadlineExceeded) {
                     live.deadline_releases += 1;
                 }

@@ -1213,7 +1213,7 @@ impl Runner {
 
     /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
     pub(super) fn measure(&mut self, work: Box<Work>, built: Built, policy: Policy) -> Placed {
-        let unmeasured = policy.limits.is_unset();
+        let unmeasured = policy.limits.sizes_unset();
         let base = work.base.clone();
         #[cfg(feature = "mutants")]
         let unmeasured = unmeasured || self.mutant_ignores_limits();
