@@ -464,3 +464,31 @@ fn max_waiting_approvals_refuses_a_change_that_needs_one_more_and_never_another(
     runner_once(&world);
     assert_eq!(world.merges_of(&other), 1);
 }
+
+#[test]
+fn without_a_runner_the_authors_merge_wait_waits_then_merges_once_approved() {
+    let world = approval_world();
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.edited(&ann, "ann", "refunds", "billing/rates.txt", "2\n", &[]);
+    let waited = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(waited.code, 10, "{waited:?}");
+    assert_eq!(waited.doc["reason"], "APPROVAL_PENDING", "{waited:?}");
+    assert_eq!(waited.doc["detail"]["lands_by"], "author", "{waited:?}");
+    assert!(
+        waited.doc["say"]
+            .as_str()
+            .is_some_and(|say| say.contains("`bay merge --wait`")),
+        "{waited:?}"
+    );
+    let approved = bay(&alice, "alice", &["approve", &billing]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+    assert_eq!(approved.doc["detail"]["lands_by"], "author", "{approved:?}");
+    let merged = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+    assert_eq!(world.merges_of(&billing), 1);
+    assert_eq!(
+        merged.doc["detail"]["commit"], approved.doc["detail"]["commit"],
+        "the candidate approved is the one merged"
+    );
+}

@@ -662,9 +662,12 @@ impl Merge {
     /// What this command knows of the remote once its request is up, for a runner that works
     /// the operation next (`merge --wait`).
     pub fn seed(&self) -> Option<Seed> {
-        self.outcome
-            .as_ref()
-            .filter(|r| r.decision == crate::result::Decision::Queued)?;
+        // A live operation that waits for an approval is queued too: `merge --wait` takes it
+        // up, and merges it once the yes is in.
+        self.outcome.as_ref().filter(|r| {
+            r.decision == crate::result::Decision::Queued
+                || r.reason == Some(ReasonCode::ApprovalPending)
+        })?;
         Some(Seed {
             refs: self.remote.clone(),
             change: self.input.change.clone(),
