@@ -492,3 +492,67 @@ fn without_a_runner_the_authors_merge_wait_waits_then_merges_once_approved() {
         "the candidate approved is the one merged"
     );
 }
+
+#[test]
+fn a_waiver_lets_one_failed_check_through_on_that_candidate_never_as_a_pass() {
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("billing/rates.txt", "1\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            &policy(&format!("waivable = true\n{APPROVAL_CHECK}")),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+    ]);
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    // An empty file under src/ fails the files check.
+    let (change, view) = world.submit(&ann, "ann", "blank", "src/blank.txt", "");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
+
+    // A waiver needs a reason.
+    let bare = bay(&alice, "alice", &["approve", &change, "--waive", "files"]);
+    assert_eq!(bare.code, 20, "{bare:?}");
+    let waived = bay(
+        &alice,
+        "alice",
+        &[
+            "approve",
+            &change,
+            "--waive",
+            "files",
+            "--why",
+            "Runner out of disk; OPS-12",
+        ],
+    );
+    assert_eq!(waived.code, 0, "{waived:?}");
+    assert_eq!(waived.doc["detail"]["lands_by"], "author");
+    let records = world.evidence("alice");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["kind"], "waiver");
+    assert_eq!(records[0]["verdict"], "unknown", "a waiver is never a pass");
+    assert_eq!(records[0]["waived_verdict"], "product_failure");
+
+    // The author asks again: the same candidate's content merges, the check named as a gap.
+    let merged = bay(&view, "ann", &["merge", "--wait"]);
+    assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
+    let gaps = merged.doc["detail"]["coverage_gaps"]
+        .as_array()
+        .expect("gaps");
+    let gap = gaps
+        .iter()
+        .find(|gap| gap["waived_by"] == "alice")
+        .expect("the waiver is a gap");
+    assert_eq!(gap["check"], "files");
+    assert_eq!(gap["verdict"], "product_failure");
+    assert_eq!(gap["why"], "Runner out of disk; OPS-12");
+    let say = merged.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        say.contains("did not pass") && say.contains("waived"),
+        "{say}"
+    );
+}

@@ -28,6 +28,8 @@ use crate::trust::registry::{Class, Version};
 
 /// The kind an approval record has.
 pub const APPROVAL: &str = "approval";
+/// The kind a waiver record has: never a pass, its verdict is always `unknown`.
+pub const WAIVER: &str = "waiver";
 
 /// The approval checks of `policy` a candidate changing `changed_paths` owes a yes for: each
 /// whose `when_paths` match a changed path and that no quarantine sets aside.
@@ -115,10 +117,67 @@ pub fn record(answer: &Answer, about: &About, at: Timestamp) -> String {
     serde_json::to_string(&Value::Object(map)).expect("a JSON object always serializes")
 }
 
-/// The id of an approval record line, if it is one.
+/// The waiver by `answer.approver` of the failed check `answer.check` on the candidate
+/// `about`, whose real verdict was `waived`: a record of kind `waiver` whose own verdict is
+/// always `unknown`, written at `at`, unsigned until the driver signs it.
+pub fn waiver(answer: &Answer, waived: Verdict, about: &About, at: Timestamp) -> String {
+    let line = record(answer, about, at);
+    let mut value: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let inputs = vec![
+        ("check".to_owned(), answer.check.clone()),
+        ("environment".to_owned(), answer.environment.clone()),
+    ];
+    value["kind"] = Value::from(WAIVER);
+    value["id"] = Value::from(record_id(
+        &answer.approver,
+        WAIVER,
+        &about.commit,
+        &inputs,
+        None,
+    ));
+    value["verdict"] = Value::from(Verdict::Unknown.as_str());
+    value["waived_verdict"] = Value::from(waived.as_str());
+    serde_json::to_string(&value).expect("a JSON object always serializes")
+}
+
+/// The coverage gap of a counted waiver of `check` among `lines` for a candidate of `tree`
+/// on a base of `base_tree`: one candidate's content, never carried to another. It counts
+/// only signed by a key of the registry's `approver` file under its `producer`.
+pub fn waived(
+    check: &crate::policy::CheckSpec,
+    lines: &[String],
+    keys: Keys<'_>,
+    tree: &Oid,
+    base_tree: &Oid,
+) -> Option<Value> {
+    lines.iter().find_map(|line| {
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
+            return None;
+        };
+        let text = |key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default();
+        let counts = text("kind") == WAIVER
+            && text("check") == check.id
+            && text("environment") == check.environment
+            && text("tree") == tree.as_str()
+            && text("base_tree") == base_tree.as_str()
+            && keys.record(line) == Trust::Signed;
+        counts.then(|| {
+            json!({
+                "check": check.id,
+                "environment": check.environment,
+                "verdict": text("waived_verdict"),
+                "waived_by": text("producer"),
+                "why": text("why"),
+                "record": text("id"),
+            })
+        })
+    })
+}
+
+/// The id of an approval or waiver record line, if it is one.
 pub fn record_id_of(line: &str) -> Option<String> {
     let value: Value = serde_json::from_str(line).ok()?;
-    (value.get("kind")? == APPROVAL)
+    matches!(value.get("kind")?.as_str()?, APPROVAL | WAIVER)
         .then(|| value.get("id")?.as_str().map(str::to_owned))
         .flatten()
 }

@@ -5,8 +5,8 @@
 //! skipped: skipping it would quietly change what a merge must pass, and the person who wrote
 //! it would believe it was enforced.
 //!
-//! Some keys the specification defines bring behaviour this bay does not have yet: waivers
-//! (`waivable`), `footprint` and `[[input]]`. Each is validated
+//! Some keys the specification defines bring behaviour this bay does not have yet:
+//! `footprint` and `[[input]]`. Each is validated
 //! as fully as any other key, so a wrong value gets its own error, and then refused by name
 //! (see [`NotYet`]) once the rest of the file is valid.
 
@@ -248,6 +248,10 @@ pub struct CheckSpec {
     /// What failures are judged against; `None` fails on every failure. Only on a `Pre` check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
+    /// `waivable = true`: an enrolled approver may waive a failure of it on one candidate,
+    /// never as a pass.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub waivable: bool,
 }
 
 /// An input of a check beyond the candidate's tree.
@@ -495,7 +499,7 @@ const CHECK_KEYS: &[&str] = &[
 ];
 
 /// `[[check]]` keys this bay validates and then refuses, because it does not act on them yet.
-pub const CHECK_NOT_YET: [&str; 2] = ["footprint", "waivable"];
+pub const CHECK_NOT_YET: [&str; 1] = ["footprint"];
 
 /// The keys that make a check run; an approval check runs nothing, so it takes none of them.
 const RUN_SETTINGS: &[&str] = &[
@@ -1003,7 +1007,7 @@ fn parse_run(
         }
     };
     let footprint = table.bool("footprint")?;
-    table.bool("waivable")?;
+    let waivable = table.bool("waivable")?.unwrap_or(false);
     table.finish()?;
 
     let adapter = values(adapter);
@@ -1080,6 +1084,7 @@ fn parse_run(
         retry_on_failure,
         allow_flaky,
         baseline,
+        waivable,
     })
 }
 

@@ -456,6 +456,31 @@ fn doctor(decision: Decision, detail: &Map<String, Value>) -> Option<String> {
 /// A merged change: part of main, unless later changes took it back out
 /// (`detail.undone_by`).
 fn merged(detail: &Map<String, Value>) -> String {
+    let waived: Vec<&Value> = detail
+        .get("coverage_gaps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|gap| gap.get("waived_by").is_some())
+        .collect();
+    if !waived.is_empty() {
+        let checks: Vec<String> = waived
+            .iter()
+            .filter_map(|gap| gap.get("check").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        let by: Vec<String> = waived
+            .iter()
+            .filter_map(|gap| gap.get("waived_by").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        return format!(
+            "This change is now part of main, though a check did not pass{}: a person waived \
+             it{}, so it counts as a gap, never as a pass.",
+            quoted(checks),
+            quoted(by)
+        );
+    }
     let undone = names(detail, "undone_by");
     if undone.is_empty() {
         return format!(

@@ -22,6 +22,9 @@ pub struct Args {
     /// Your reason, kept in the signed record.
     #[arg(long, value_name = "TEXT")]
     pub why: Option<String>,
+    /// Sign a waiver of this failed check, marked `waivable`, instead: never a pass.
+    #[arg(long, value_name = "CHECK")]
+    pub waive: Option<String>,
 }
 
 /// `bay approve`: a signed yes.
@@ -47,6 +50,12 @@ fn answer(cli: &Cli, args: &Args, yes: bool) -> BayResult {
         Err(result) => return result,
     };
     let verb = if yes { "approve" } else { "reject" };
+    if !yes && args.waive.is_some() {
+        crate::usage_error(
+            verb,
+            "--waive goes with `bay approve`; a waiver is never a no",
+        );
+    }
     let change = match context.change(Some(&args.change), verb) {
         Ok(change) => change,
         Err(result) => return result,
@@ -58,6 +67,7 @@ fn answer(cli: &Cli, args: &Args, yes: bool) -> BayResult {
         key: approver_key(&context),
         yes,
         why: args.why.clone().unwrap_or_default(),
+        waive: if yes { args.waive.clone() } else { None },
     };
     let mut machine = Approve::new(input, clock::now());
     match run_agent(&context, &mut driver, &mut machine) {

@@ -165,7 +165,7 @@ pub const WRITES: [(&str, &str, &str); 19] = [
     ),
     (
         "approve",
-        "your signed approval, pushed to your notes ref refs/notes/bay/evidence/<approver>",
+        "your signed approval, or with --waive a signed waiver, pushed to your notes ref refs/notes/bay/evidence/<approver>",
         "the change itself; main",
     ),
     (

@@ -212,3 +212,50 @@ fn without_a_registry_nothing_carries_and_carry_false_never_asks() {
     never.carry = Some(false);
     assert!(carries(&[never], &lines, keys, &about(), &earlier).is_empty());
 }
+
+#[test]
+fn a_waiver_is_never_a_pass_and_counts_only_signed_for_that_content() {
+    let answer = Answer {
+        approver: "alice".into(),
+        check: "files".into(),
+        environment: "any".into(),
+        verdict: Verdict::Pass,
+        why: "known".into(),
+    };
+    let line = waiver(&answer, Verdict::ProductFailure, &about(), Timestamp(5));
+    let value: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(value["kind"], WAIVER);
+    assert_eq!(value["verdict"], "unknown", "whatever the answer said");
+    assert_eq!(value["waived_verdict"], "product_failure");
+    assert!(record_id_of(&line).is_some_and(|id| id.starts_with("alice/waiver/")));
+    let spec = Policy::parse(
+        "revision = 1\n[[check]]\nid = \"files\"\nenvironment = \"any\"\ncommand = \"x\"\n\
+         adapter = [\"x\"]\nexpected_minimum = 1\nwaivable = true\n",
+    )
+    .expect("a policy")
+    .checks
+    .remove(0);
+    let registry = Version::default();
+    for keys in [
+        Keys {
+            registry: None,
+            signing: Signing::All,
+        },
+        Keys {
+            registry: Some(&registry),
+            signing: Signing::Approvals,
+        },
+    ] {
+        assert_eq!(
+            waived(
+                &spec,
+                std::slice::from_ref(&line),
+                keys,
+                &oid('b'),
+                &oid('c')
+            ),
+            None,
+            "unsigned, or without a registry, a waiver never counts"
+        );
+    }
+}

@@ -16,7 +16,7 @@ use crate::policy::CheckSpec;
 pub fn digest(spec: &CheckSpec, adapter: &[(String, String)]) -> String {
     let mut adapter: Vec<&(String, String)> = adapter.iter().collect();
     adapter.sort();
-    let definition = json!({
+    let mut definition = json!({
         "id": spec.id,
         "environment": spec.environment,
         "command": spec.command,
@@ -32,6 +32,10 @@ pub fn digest(spec: &CheckSpec, adapter: &[(String, String)]) -> String {
         "expected_minimum": spec.expected_minimum,
         "timeout_s": spec.timeout_s,
     });
+    // Only when set, so that a check without it keeps the digest it had.
+    if spec.waivable {
+        definition["waivable"] = json!(true);
+    }
     let mut hasher = Sha256::new();
     hasher.update(b"bay check definition v1\n");
     hasher.update(definition.to_string().as_bytes());

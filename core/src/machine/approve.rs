@@ -38,6 +38,8 @@ pub struct ApproveInput {
     pub yes: bool,
     /// `--why`.
     pub why: String,
+    /// `--waive <check>`: a waiver of that failed check instead of a yes.
+    pub waive: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -45,8 +47,20 @@ enum Purpose {
     Fetch,
     Chain,
     Keys(KeysRead),
+    /// The policy at the blocked candidate's base, which must mark the check waivable.
+    Policy,
     Notes,
     Push,
+}
+
+/// A waiver asked for: the failed check, its environment and real verdict, and the base the
+/// candidate was built on.
+#[derive(Clone, Debug)]
+struct Waive {
+    check: String,
+    environment: String,
+    verdict: Verdict,
+    base: Oid,
 }
 
 /// What the change waits on, as its record says.
@@ -57,6 +71,8 @@ struct Waiting {
     checks: Vec<ApprovalCheck>,
     /// Who merges it once approved, as the release said.
     lands_by: String,
+    /// With `--waive`, the check waived.
+    waive: Option<Waive>,
 }
 
 /// The machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -124,6 +140,12 @@ impl Approve {
                 format!("bay.approverKey ({path}): {why}"),
                 "point bay.approverKey at a readable private key with its .pub beside it".into(),
             )),
+            Some(_) if self.input.waive.is_some() && self.input.why.trim().is_empty() => Err((
+                "a waiver needs a reason, and --why gives none".into(),
+                "give the reason with --why, such as `--why \"Runner out of disk; tracked in \
+                 OPS-12\"`"
+                    .into(),
+            )),
             Some(key) => Ok((name, key)),
         }
     }
@@ -184,7 +206,11 @@ impl Approve {
             Some(Err(why)) => return self.fail(why),
             None => return self.fail(format!("no change {} on the remote", self.input.change)),
         };
-        match self.waiting_of(&record) {
+        let waiting = match &self.input.waive {
+            Some(check) => self.waivable_of(&record, check),
+            None => self.waiting_of(&record),
+        };
+        match waiting {
             Ok(waiting) => self.waiting = Some(waiting),
             Err(why) => {
                 let recovery = format!(
@@ -195,6 +221,45 @@ impl Approve {
                 return self.refuse(why, recovery);
             }
         }
+        if let Some(waive) = self.waiting.as_ref().and_then(|w| w.waive.clone()) {
+            let read = Action::ReadFile {
+                commit: waive.base,
+                path: crate::check::plan::POLICY_PATH.into(),
+            };
+            self.out.send(read, Purpose::Policy);
+            return;
+        }
+        self.read_keys();
+    }
+
+    /// The policy at the candidate's base marks the check waivable, or nothing is written.
+    fn on_policy(&mut self, bytes: Option<Vec<u8>>) {
+        let Some(waive) = self.waiting.as_ref().and_then(|w| w.waive.clone()) else {
+            return;
+        };
+        let waivable = bytes
+            .and_then(|bytes| crate::check::plan::parse_policy(&bytes).ok())
+            .is_some_and(|policy| {
+                policy.checks.iter().any(|c| {
+                    c.id == waive.check && c.environment == waive.environment && c.waivable
+                })
+            });
+        if !waivable {
+            return self.refuse(
+                format!(
+                    "the check {} is not marked `waivable = true` in the policy at the \
+                     candidate's base, so no waiver of it counts",
+                    waive.check
+                ),
+                "mark the check `waivable = true` in .bay/policy.toml on main, then run the \
+                 change again"
+                    .into(),
+            );
+        }
+        self.read_keys();
+    }
+
+    fn read_keys(&mut self) {
         let (Some(registry), Some(main)) = (
             self.remote.get(REGISTRY).cloned(),
             self.remote.get(&refs::main(&self.input.main)).cloned(),
@@ -263,6 +328,60 @@ impl Approve {
             },
             checks,
             lands_by: detail["lands_by"].as_str().unwrap_or("executor").to_owned(),
+            waive: None,
+        })
+    }
+
+    /// The candidate a waiver is for: the change's last operation ended blocked on `check`
+    /// (`CHECK_FAILED`, `CHECK_FLAKY` or `CHECK_UNKNOWN`), on its last candidate.
+    fn waivable_of(&self, record: &ChangeRecord, check: &str) -> Result<Waiting, String> {
+        use crate::reason::ReasonCode;
+        let change = &self.input.change;
+        let op = record
+            .ops
+            .last()
+            .filter(|op| op.state == crate::result::OpState::Blocked)
+            .filter(|op| {
+                matches!(
+                    op.outcome.as_ref().and_then(|o| o.reason),
+                    Some(
+                        ReasonCode::CheckFailed | ReasonCode::CheckFlaky | ReasonCode::CheckUnknown
+                    )
+                )
+            })
+            .ok_or_else(|| format!("the change {change} is not blocked on a failed check"))?;
+        let candidate = op
+            .candidates
+            .last()
+            .ok_or_else(|| format!("the change {change} has no candidate to waive a check on"))?;
+        let run = op
+            .checks
+            .iter()
+            .rev()
+            .find(|c| c.candidate == candidate.id && c.check == check)
+            .filter(|c| c.verdict != Verdict::Pass)
+            .ok_or_else(|| {
+                format!(
+                    "the check {check} did not fail on {}, the change's candidate",
+                    candidate.id
+                )
+            })?;
+        Ok(Waiting {
+            about: About {
+                change: change.to_string(),
+                candidate: candidate.id.to_string(),
+                commit: candidate.commit.clone(),
+                tree: candidate.tree.clone(),
+                base_tree: Some(candidate.base_tree.clone()),
+            },
+            checks: Vec::new(),
+            lands_by: "author".into(),
+            waive: Some(Waive {
+                check: run.check.clone(),
+                environment: run.environment.clone(),
+                verdict: run.verdict,
+                base: candidate.base.clone(),
+            }),
         })
     }
 
@@ -310,7 +429,7 @@ impl Approve {
         let Some(waiting) = &self.waiting else {
             return;
         };
-        let objects = vec![waiting.about.commit.clone()];
+        let objects = vec![waiting.about.commit.clone(), waiting.about.tree.clone()];
         match self.remote.get(&self.notes_ref()).cloned() {
             Some(tip) => {
                 let read = Action::ReadNotes {
@@ -327,6 +446,21 @@ impl Approve {
         let Some(waiting) = &self.waiting else {
             return Vec::new();
         };
+        if let Some(waive) = &waiting.waive {
+            let answer = Answer {
+                approver: self.name(),
+                check: waive.check.clone(),
+                environment: waive.environment.clone(),
+                verdict: Verdict::Unknown,
+                why: self.input.why.clone(),
+            };
+            return vec![crate::approval::waiver(
+                &answer,
+                waive.verdict,
+                &waiting.about,
+                self.now,
+            )];
+        }
         let verdict = if self.input.yes {
             Verdict::Pass
         } else {
@@ -373,12 +507,19 @@ impl Approve {
             None => Expect::Absent,
         };
         let key = self.input.key.as_ref().map(|k| k.path.clone());
+        // A waiver covers the candidate's content (its tree, on its base's), which a runner
+        // builds again on the same main: it hangs on the tree; an approval on the commit.
+        let object = if waiting.waive.is_some() {
+            waiting.about.tree.clone()
+        } else {
+            waiting.about.commit.clone()
+        };
         let notes = new
             .iter()
             .map(|(_, line)| NoteAdd {
                 producer: self.name(),
                 expect: expect.clone(),
-                object: waiting.about.commit.clone(),
+                object: object.clone(),
                 record: line.clone(),
                 key: key.clone(),
             })
@@ -402,6 +543,23 @@ impl Approve {
         } else {
             "author_repairs"
         };
+        if let Some(waive) = &waiting.waive {
+            let detail = json!({
+                "approver": self.name(),
+                "waived": waive.check,
+                "verdict": Verdict::Unknown.as_str(),
+                "waived_verdict": waive.verdict.as_str(),
+                "candidate": waiting.about.candidate,
+                "commit": waiting.about.commit,
+                "recorded": recorded,
+                "unchanged": unchanged.len(),
+                "lands_by": "author",
+                "trust": "signed",
+            });
+            let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default())
+                .with_change(Some(self.input.change.clone()));
+            return self.finish(result);
+        }
         let detail = json!({
             "approver": self.name(),
             "verdict": if self.input.yes { "pass" } else { "product_failure" },
@@ -448,6 +606,7 @@ impl Approve {
             (Purpose::Chain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
             (Purpose::Keys(reader), completion) => return self.on_keys(reader, completion),
             (Purpose::Notes, Completion::NotesRead(Ok(lines))) => self.write(lines),
+            (Purpose::Policy, Completion::FileRead(Ok(bytes))) => self.on_policy(bytes),
             (Purpose::Push, Completion::Pushed(report)) => self.on_pushed(report.outcome),
             (_, completion) => return Some(completion),
         }

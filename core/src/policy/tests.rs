@@ -150,7 +150,7 @@ carry = false                      # ask again on every candidate
 
 /// The policy examples of the specification that hold a key this bay does not act on yet,
 /// each with that key (its first in the text). Each sits beside [`RUN_CHECK`].
-const SPEC_LATER_EXAMPLES: [(&str, &str); 3] = [
+const SPEC_LATER_EXAMPLES: [(&str, &str); 2] = [
     (
         r#"[[check]]
 id = "api"
@@ -162,17 +162,6 @@ when_paths = ["api/"]
 footprint = true                   # the verdict reads only api/
 "#,
         "footprint",
-    ),
-    (
-        r#"[[check]]
-id = "tests"
-environment = "local"
-command = "scripts/bay-check"
-adapter = ["scripts/bay-check"]
-expected_minimum = 1
-waivable = true                    # an enrolled approver may waive it on one candidate
-"#,
-        "waivable",
     ),
     (
         r#"[[input]]
@@ -588,7 +577,7 @@ fn every_key_validates_and_then_each_later_one_is_refused_in_text_order() {
         }
     }
     let keys: Vec<&str> = refused.iter().map(String::as_str).collect();
-    assert_eq!(keys, ["footprint", "waivable", "input"]);
+    assert_eq!(keys, ["footprint", "input"]);
 }
 
 #[test]
@@ -1079,8 +1068,14 @@ fn waivable_is_never_on_an_approval_check() {
     ));
     assert_eq!(place(&error), (Some("waivable"), "[[check]] #2", 15));
     assert!(error.message.contains("never a waiver"), "{error}");
-    let error = not_yet(&with_minimum("waivable = true\n"));
-    assert_eq!(place(&error), (Some("waivable"), "[[check]] #1", 9));
+    let waivable = accept(&with_minimum("waivable = true\n"));
+    assert!(waivable.checks[0].waivable, "a check bay runs takes it");
+    assert!(!accept(&with_minimum("")).checks[0].waivable);
+    // The spec's example.
+    let example = "revision = 1\n[[check]]\nid = \"tests\"\nenvironment = \"local\"\n\
+                   command = \"scripts/bay-check\"\nadapter = [\"scripts/bay-check\"]\n\
+                   expected_minimum = 1\nwaivable = true\n";
+    assert!(accept(example).checks[0].waivable);
 }
 
 #[test]

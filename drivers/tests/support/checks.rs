@@ -241,6 +241,7 @@ pub fn check(command: &str, adapter: &[&str]) -> CheckSpec {
         retry_on_failure: 0,
         allow_flaky: false,
         baseline: None,
+        waivable: false,
     }
 }
 

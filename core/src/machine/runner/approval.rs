@@ -448,6 +448,128 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Fetches the evidence and the registry afresh, to read the waivers on the candidate.
+    pub(super) fn read_waivers(&mut self, work: Box<Work>, reuse: bool) -> Placed {
+        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string(), format!("{REGISTRY}*")]);
+        self.send_work(
+            Action::Fetch(spec.clone()),
+            Purpose::WaiverFetch(spec, reuse),
+        );
+        self.keep(work)
+    }
+
+    pub(super) fn on_waiver_fetch(
+        &mut self,
+        work: Box<Work>,
+        spec: FetchSpec,
+        reuse: bool,
+        result: Result<Refs, Fault>,
+    ) -> Placed {
+        let fetched = match result {
+            Ok(fetched) => fetched,
+            Err(fault) => {
+                return self.release(work, None, format!("could not read the waivers: {fault}"));
+            }
+        };
+        spec.apply(&mut self.refs, fetched);
+        match self.refs.get(REGISTRY).cloned() {
+            Some(registry) => {
+                let (reader, read) = KeysRead::start(work.base.clone(), registry);
+                self.send_work(read, Purpose::WaiverKeys(Box::new(reader), reuse));
+                self.keep(work)
+            }
+            // Without a registry no waiver counts.
+            None => self.waivers_read(work, None, reuse, Vec::new()),
+        }
+    }
+
+    pub(super) fn on_waiver_keys(
+        &mut self,
+        work: Box<Work>,
+        mut reader: KeysRead,
+        reuse: bool,
+        completion: Completion,
+    ) -> Result<Placed, Misuse> {
+        Ok(match reader.on(completion) {
+            Err(completion) => {
+                let _placed = self.keep(work);
+                return Err(Misuse(format!(
+                    "the waiver keys read answered with {completion:?}"
+                )));
+            }
+            Ok(KeysStep::Ask(action)) => {
+                self.send_work(*action, Purpose::WaiverKeys(Box::new(reader), reuse));
+                self.keep(work)
+            }
+            Ok(KeysStep::Done(_, version)) => {
+                let notes = self.evidence_tips();
+                let Phase::Checking(checking) = &work.phase else {
+                    return Ok(self.keep(work));
+                };
+                let built = &checking.candidate.built;
+                let objects = vec![built.commit.clone(), built.tree.clone()];
+                if notes.is_empty() {
+                    return Ok(self.waivers_read(work, Some(version), reuse, Vec::new()));
+                }
+                let read = Action::ReadNotes { notes, objects };
+                self.send_work(read, Purpose::WaiverNotes(Some(version), reuse));
+                self.keep(work)
+            }
+            Ok(KeysStep::Broken(_)) => self.waivers_read(work, None, reuse, Vec::new()),
+            Ok(KeysStep::Unread(fault)) => self.release(
+                work,
+                None,
+                format!("could not read the waivers: {}", fault.0),
+            ),
+        })
+    }
+
+    pub(super) fn on_waiver_notes(
+        &mut self,
+        work: Box<Work>,
+        version: Option<Box<Version>>,
+        reuse: bool,
+        result: Result<Vec<String>, Fault>,
+    ) -> Placed {
+        match result {
+            Ok(lines) => self.waivers_read(work, version, reuse, lines),
+            Err(fault) => self.release(work, None, format!("could not read the waivers: {fault}")),
+        }
+    }
+
+    /// Each waivable run a counted waiver answers is marked waived; then the checks go on.
+    fn waivers_read(
+        &mut self,
+        mut work: Box<Work>,
+        version: Option<Box<Version>>,
+        reuse: bool,
+        lines: Vec<String>,
+    ) -> Placed {
+        let Phase::Checking(mut checking) = std::mem::replace(&mut work.phase, Phase::Unbuilt)
+        else {
+            return self.keep(work);
+        };
+        let keys = Keys {
+            registry: version.as_deref(),
+            signing: checking.policy.signing,
+        };
+        let built = checking.candidate.built.clone();
+        checking.waived = checking
+            .plan
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(_, run)| run.spec.waivable)
+            .filter_map(|(index, run)| {
+                crate::approval::waived(&run.spec, &lines, keys, &built.tree, &built.base_tree)
+                    .map(|gap| (index, gap))
+            })
+            .collect();
+        self.checks_planned(work, *checking, reuse)
+    }
+}
+
 /// Yeses on earlier candidates that may carry, while their files are compared.
 #[derive(Clone, Debug)]
 pub(super) struct Carrying {

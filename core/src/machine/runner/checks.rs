@@ -76,6 +76,23 @@ impl Runner {
         progress_until: &mut Option<Timestamp>,
         index: usize,
     ) {
+        if let Some(gap) = checking.waived.get(&index) {
+            // A waiver answers without a run, and never as a pass.
+            let why = format!(
+                "The check did not pass, and {} waived it on this candidate: {}",
+                gap["waived_by"].as_str().unwrap_or_default(),
+                gap["why"].as_str().unwrap_or_default()
+            );
+            let run = Judged {
+                verdict: Verdict::Unknown,
+                why,
+                record: String::new(),
+                failed: Vec::new(),
+                stderr_log: None,
+            };
+            checking.answered.insert(index, run);
+            return;
+        }
         if let Some(producer) = checking.reused.get(&index) {
             // A pass on exactly these inputs stands: it answers without a run, and keeps the
             // note it has.
@@ -276,6 +293,14 @@ impl Runner {
             record,
             ..
         } = run.clone();
+        if let Some(gap) = checking.waived.get(&index).cloned() {
+            // Waived: a gap the merge names with the real verdict, never a pass.
+            checking.gaps.push(gap);
+            let then = checking.after_pass(index, self.cfg.unsigned_trust());
+            return Some(check_write(
+                checking, &spec, verdict, why, record, None, then,
+            ));
+        }
         checking
             .attempts
             .push(serde_json::json!({ "verdict": verdict, "why": why }));

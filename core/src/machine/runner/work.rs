@@ -79,6 +79,10 @@ pub(super) enum Purpose {
     ApprovalNotes(Option<Box<crate::trust::registry::Version>>),
     /// One comparison of a carried yes's files: slot `2 * carry + side`.
     CarryStats(usize),
+    /// A step of reading the waivers on the candidate (whether passes are reused after).
+    WaiverFetch(FetchSpec, bool),
+    WaiverKeys(Box<crate::machine::keys_read::KeysRead>, bool),
+    WaiverNotes(Option<Box<crate::trust::registry::Version>>, bool),
 }
 
 /// A chain write the work wants, built into a push only when no other chain write is in
@@ -307,6 +311,8 @@ pub(super) struct Checking {
     pub judging: bool,
     /// Yeses on earlier candidates whose files are being compared.
     pub carrying: Option<Box<super::approval::Carrying>>,
+    /// Runs a signed waiver answers, by plan index: the coverage gap it adds.
+    pub waived: BTreeMap<usize, serde_json::Value>,
 }
 
 /// What an operation's request asks: fixed for the operation's life.
@@ -993,6 +999,15 @@ impl Runner {
             (Purpose::CarryStats(index), Completion::StatsRead(result)) => {
                 self.on_carry_stats(work, index, result)
             }
+            (Purpose::WaiverFetch(spec, reuse), Completion::Fetched(result)) => {
+                self.on_waiver_fetch(work, spec, reuse, result)
+            }
+            (Purpose::WaiverKeys(reader, reuse), completion) => {
+                self.on_waiver_keys(work, *reader, reuse, completion)?
+            }
+            (Purpose::WaiverNotes(version, reuse), Completion::NotesRead(result)) => {
+                self.on_waiver_notes(work, version, reuse, result)
+            }
             (purpose, completion) => {
                 let _placed = self.keep(work);
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
@@ -1330,7 +1345,6 @@ impl Runner {
                 .runs
                 .iter()
                 .all(|run| run.adapter_from == AdapterFrom::Base);
-        let (tree, commit) = (built.tree.clone(), built.commit.clone());
         let change = ChangeContext {
             id: work.record.change.clone(),
             intent: work.record.intent.clone(),
@@ -1365,10 +1379,30 @@ impl Runner {
             approvals,
             judging: false,
             carrying: None,
+            waived: BTreeMap::new(),
         };
         if resumed {
             return self.resume_checks(work, checking);
         }
+        if checking.plan.runs.iter().any(|run| run.spec.waivable) {
+            // A waiver signed for this very candidate answers a waivable check, never as a
+            // pass: read them before any check runs.
+            work.phase = Phase::Checking(Box::new(checking));
+            return self.read_waivers(work, reuse);
+        }
+        self.checks_planned(work, checking, reuse)
+    }
+
+    /// The checks are planned (and any waiver read): read the passes to reuse, or record the
+    /// claim and the candidate.
+    pub(super) fn checks_planned(
+        &mut self,
+        mut work: Box<Work>,
+        checking: Checking,
+        reuse: bool,
+    ) -> Placed {
+        let built = &checking.candidate.built;
+        let (tree, commit) = (built.tree.clone(), built.commit.clone());
         let notes = if reuse {
             self.evidence_tips()
         } else {
