@@ -513,6 +513,17 @@ fn a_waiver_lets_one_failed_check_through_on_that_candidate_never_as_a_pass() {
     runner_once(&world);
     let status = bay(&view, "ann", &["status"]);
     assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
+    // `bay waiting` lists the waivable check, its real verdict and the command.
+    let listed = bay(&alice, "alice", &["waiting"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let item = &listed.doc["detail"]["waiting"][0];
+    assert_eq!(item["change"], change.as_str(), "{listed:?}");
+    assert_eq!(item["waivable"][0]["check"], "files");
+    assert_eq!(item["waivable"][0]["verdict"], "product_failure");
+    assert_eq!(
+        item["waivable"][0]["waive"],
+        format!("bay approve {change} --waive files --why <text>")
+    );
 
     // A waiver needs a reason.
     let bare = bay(&alice, "alice", &["approve", &change, "--waive", "files"]);

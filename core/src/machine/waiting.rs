@@ -4,7 +4,10 @@
 //!
 //! It reads the queue's places, the chains of their changes (which bring each waiting
 //! candidate, the release step's second parent) and measures each candidate against its base
-//! for `diff.summary`. It writes nothing; with nothing waiting it is `ok` with an empty list.
+//! for `diff.summary`. With a key registry it also reads every change record, and lists a
+//! change blocked `CHECK_FAILED`, `CHECK_FLAKY` or `CHECK_UNKNOWN` on a check the policy at its
+//! candidate's base marks `waivable`, with the check's real `verdict` and `waive`, the command
+//! that waives it. It writes nothing; with nothing waiting it is `ok` with an empty list.
 
 use std::collections::BTreeSet;
 
@@ -40,6 +43,21 @@ enum Purpose {
     ReadChains,
     /// The measures of the candidate of item `index`.
     Stats(usize),
+    /// Every change record, for the blocked ones a waiver could let through.
+    Blocked(FetchSpec),
+    ReadBlocked,
+    /// The policy at the base of blocked candidate `index` of `blocked`.
+    BlockedPolicy(usize),
+}
+
+/// A change blocked on a failed check, and the check: a waiver may let it through if the
+/// policy at its candidate's base marks the check waivable.
+#[derive(Clone, Debug)]
+struct Blocked {
+    item: Value,
+    check: String,
+    environment: String,
+    base: Oid,
 }
 
 /// The machine. Drive it as [`Machine`](crate::machine::Machine) says.
@@ -53,6 +71,11 @@ pub struct Waiting {
     items: Vec<(Value, Oid, Oid)>,
     /// How many measures are still out.
     measuring: usize,
+    /// Blocked changes whose check may be waivable, and how many policy reads are out.
+    blocked: Vec<Blocked>,
+    blocked_read: bool,
+    waivable: Vec<Value>,
+    reading: usize,
     outcome: Option<BayResult>,
 }
 
@@ -67,11 +90,16 @@ impl Waiting {
             remote: Refs::new(),
             items: Vec::new(),
             measuring: 0,
+            blocked: Vec::new(),
+            blocked_read: false,
+            waivable: Vec::new(),
+            reading: 0,
             outcome: None,
         };
         let spec = FetchSpec::new([
             refs::main(&machine.input.main),
             refs::QUEUE_PATTERN.to_string(),
+            format!("{}*", crate::trust::registry::REF),
         ]);
         machine.out.send(Action::Fetch(spec), Purpose::Fetch);
         machine
@@ -223,8 +251,120 @@ impl Waiting {
         }
     }
 
+    /// The waits for a yes are read: with a registry, the blocked changes a waiver could let
+    /// through come next.
     fn done(&mut self) {
-        let waiting: Vec<Value> = self.items.iter().map(|(item, _, _)| item.clone()).collect();
+        if self.remote.contains_key(crate::trust::registry::REF)
+            && self.blocked.is_empty()
+            && self.reading == 0
+            && !self.blocked_read
+        {
+            self.blocked_read = true;
+            let spec = FetchSpec::new([format!("{}*", refs::CHANGES)]);
+            self.out
+                .send(Action::Fetch(spec.clone()), Purpose::Blocked(spec));
+            return;
+        }
+        self.report();
+    }
+
+    fn on_blocked_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
+        spec.apply(&mut self.remote, fetched);
+        let chains: Vec<ChainQuery> = self
+            .remote
+            .keys()
+            .filter_map(|name| refs::parse_change(name))
+            .filter_map(|change| ChainQuery::whole(&self.remote, &change))
+            .collect();
+        if chains.is_empty() {
+            return self.report();
+        }
+        self.out
+            .send(Action::ReadChains { chains }, Purpose::ReadBlocked);
+    }
+
+    /// Each change whose last operation ended blocked on a failed check, on its last
+    /// candidate; the policy at that candidate's base says whether the check is waivable.
+    fn on_blocked(&mut self, reads: Vec<ChainRead>) {
+        use crate::reason::ReasonCode;
+        for (record, _) in reads.iter().filter_map(|read| fold_chain(read).ok()) {
+            let Some(op) = record.ops.last() else {
+                continue;
+            };
+            let blocked = op.state == crate::result::OpState::Blocked
+                && matches!(
+                    op.outcome.as_ref().and_then(|o| o.reason),
+                    Some(
+                        ReasonCode::CheckFailed | ReasonCode::CheckFlaky | ReasonCode::CheckUnknown
+                    )
+                );
+            let Some(candidate) = op.candidates.last().filter(|_| blocked) else {
+                continue;
+            };
+            let Some(run) =
+                op.checks.iter().rev().find(|c| {
+                    c.candidate == candidate.id && c.verdict != crate::check::Verdict::Pass
+                })
+            else {
+                continue;
+            };
+            self.blocked.push(Blocked {
+                item: json!({
+                    "change": record.change,
+                    "intent": record.intent,
+                    "actor": record.actor,
+                    "candidate": candidate.id,
+                    "commit": candidate.commit,
+                    "waivable": [{
+                        "check": run.check,
+                        "environment": run.environment,
+                        "verdict": run.verdict,
+                        "waive": format!(
+                            "bay approve {} --waive {} --why <text>",
+                            record.change, run.check
+                        ),
+                    }],
+                }),
+                check: run.check.clone(),
+                environment: run.environment.clone(),
+                base: candidate.base.clone(),
+            });
+        }
+        for (index, blocked) in self.blocked.iter().enumerate() {
+            let read = Action::ReadFile {
+                commit: blocked.base.clone(),
+                path: crate::check::plan::POLICY_PATH.into(),
+            };
+            self.out.send(read, Purpose::BlockedPolicy(index));
+        }
+        self.reading = self.blocked.len();
+        if self.reading == 0 {
+            self.report();
+        }
+    }
+
+    fn on_blocked_policy(&mut self, index: usize, bytes: Option<Vec<u8>>) {
+        if let Some(blocked) = self.blocked.get(index) {
+            let waivable = bytes
+                .and_then(|bytes| crate::check::plan::parse_policy(&bytes).ok())
+                .is_some_and(|policy| {
+                    policy.checks.iter().any(|c| {
+                        c.id == blocked.check && c.environment == blocked.environment && c.waivable
+                    })
+                });
+            if waivable {
+                self.waivable.push(blocked.item.clone());
+            }
+        }
+        self.reading = self.reading.saturating_sub(1);
+        if self.reading == 0 {
+            self.report();
+        }
+    }
+
+    fn report(&mut self) {
+        let mut waiting: Vec<Value> = self.items.iter().map(|(item, _, _)| item.clone()).collect();
+        waiting.extend(self.waivable.iter().cloned());
         let detail = json!({
             "approver": self.input.approver,
             "waiting": waiting,
@@ -248,6 +388,13 @@ impl Waiting {
             }
             (Purpose::ReadChains, Completion::ChainsRead(Ok(reads))) => self.on_chains(reads),
             (Purpose::Stats(index), Completion::StatsRead(stats)) => self.on_stats(index, stats),
+            (Purpose::Blocked(spec), Completion::Fetched(Ok(fetched))) => {
+                self.on_blocked_fetched(spec, fetched)
+            }
+            (Purpose::ReadBlocked, Completion::ChainsRead(Ok(reads))) => self.on_blocked(reads),
+            (Purpose::BlockedPolicy(index), Completion::FileRead(Ok(bytes))) => {
+                self.on_blocked_policy(index, bytes)
+            }
             (_, completion) => return Some(completion),
         }
         None
