@@ -567,3 +567,33 @@ fn a_waiver_lets_one_failed_check_through_on_that_candidate_never_as_a_pass() {
         "{say}"
     );
 }
+
+#[test]
+fn a_change_to_the_policy_owes_a_yes_under_its_own_policy_too() {
+    let world = approval_world();
+    let ann = world.clone_as("ann");
+    let (change, view) = world.edited(
+        &ann,
+        "ann",
+        "ask for src",
+        "src/greeting.txt",
+        "Hi\n",
+        &["--paths", ".bay/policy.toml"],
+    );
+    let own = policy(&format!(
+        "{APPROVAL_CHECK}\n[[check]]\nid = \"src-approval\"\nenvironment = \"people\"\n\
+         kind = \"approval\"\nwhen_paths = [\"src/\"]\n"
+    ))
+    .replace("revision = 1", "revision = 2");
+    write(&view, ".bay/policy.toml", &own);
+    let merge = bay(&view, "ann", &["merge"]);
+    assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
+    runner_once(&world);
+    assert_eq!(world.merges_of(&change), 0);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    assert_eq!(
+        status.doc["detail"]["approval"]["checks"][0]["check"], "src-approval",
+        "{status:?}"
+    );
+}

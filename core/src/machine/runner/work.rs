@@ -1321,6 +1321,15 @@ impl Runner {
         policy: Policy,
         own: Option<Result<Policy, String>>,
     ) -> Placed {
+        // A change to the policy owes a yes under both policies: its own approval checks
+        // count too (one of the same id and environment is owed once).
+        let own_approvals: Vec<crate::policy::ApprovalCheck> = match &own {
+            Some(Ok(own)) => crate::approval::required(own, &built.changed_paths)
+                .into_iter()
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         let planned = plan::plan(&policy, own, &built.changed_paths, &self.now.date());
         let plan = match planned {
             Err(why) => {
@@ -1352,10 +1361,19 @@ impl Runner {
             revision: work.requested.draft.clone(),
             messages: Vec::new(),
         };
-        let approvals = crate::approval::required(&policy, &built.changed_paths)
-            .into_iter()
-            .cloned()
-            .collect();
+        let mut approvals: Vec<crate::policy::ApprovalCheck> =
+            crate::approval::required(&policy, &built.changed_paths)
+                .into_iter()
+                .cloned()
+                .collect();
+        for check in own_approvals {
+            if !approvals
+                .iter()
+                .any(|c| c.id == check.id && c.environment == check.environment)
+            {
+                approvals.push(check);
+            }
+        }
         let resumed = built.resumed;
         let checking = Checking {
             policy,
