@@ -250,6 +250,7 @@ fn a_signed_no_blocks_the_change_naming_the_approver_and_a_hand_record_counts_to
     let status = bay(&view, "ann", &["status"]);
     assert_eq!(status.doc["reason"], "CHECK_FAILED", "{status:?}");
     assert_eq!(status.doc["detail"]["checks"][0]["approver"], "alice");
+    assert_eq!(status.doc["detail"]["lands_by"], "author_repairs");
     assert_eq!(
         status.doc["detail"]["checks"][0]["why"],
         "The refund rule is wrong"

@@ -410,6 +410,7 @@ pub fn judge(
             "commit": about.commit,
             "why": format!("rejected by {}", names.join(", ")),
             "checks": no,
+            "lands_by": "author_repairs",
         }));
     }
     if pending.is_empty() {
