@@ -586,13 +586,17 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
     let mut tables = root.tables("check")?;
 
     // Named before any check's own problems: with `unchecked = true`, fixing a check would not
-    // make the policy valid.
-    if let (true, Some(first)) = (unchecked, tables.first()) {
+    // make the policy valid. An approval check runs nothing, so it goes with either.
+    let first_run = tables
+        .iter()
+        .find(|table| table.peek_string("kind") != Some("approval"));
+    if let (true, Some(first)) = (unchecked, first_run) {
         return Err(root.error(
             "unchecked",
             format!(
-                "is true, but {} on line {} names a check; a policy either merges with no \
-                 checks or lists the checks a merge must pass, never both",
+                "is true, but {} on line {} names a check bay runs; a policy either merges \
+                 with no run checks or lists the checks a merge must pass, never both (an \
+                 approval check goes with either)",
                 first.name(),
                 first.line()
             ),

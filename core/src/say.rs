@@ -349,6 +349,7 @@ fn say_state(
                 .to_owned(),
         },
         None if detail.contains_key("installed") => installed(detail),
+        None if detail.contains_key("waiting") => waiting(detail),
         None if detail.get("abandoned") == Some(&Value::Bool(true)) => {
             "This change is given up; another agent may take it over, or you can start it again \
              later."
@@ -582,6 +583,34 @@ fn unless_no_runner(detail: &Map<String, Value>, otherwise: &str) -> String {
         ", but no runner has been heard from lately; start one with `bay runner run`".to_owned()
     } else {
         otherwise.to_owned()
+    }
+}
+
+/// `bay waiting`: how many changes wait for this approver, and the command for the first.
+fn waiting(detail: &Map<String, Value>) -> String {
+    let items: Vec<&Value> = detail
+        .get("waiting")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().collect())
+        .unwrap_or_default();
+    let first = items.first().and_then(|item| {
+        let command = item
+            .get("approve")
+            .or_else(|| item.get("waive"))?
+            .as_str()?;
+        let change = item.get("change")?.as_str()?;
+        Some((change, command))
+    });
+    match (items.len(), first) {
+        (0, _) | (_, None) => "Nothing waits for an approval you can give.".to_owned(),
+        (1, Some((change, command))) => format!(
+            "One change waits for your approval ({change}); review its candidate, then run \
+             `{command}` or reject it."
+        ),
+        (n, Some((change, command))) => format!(
+            "There are {n} changes waiting for your approval; review each candidate, then run \
+             `{command}` for {change}, and likewise for the others."
+        ),
     }
 }
 
@@ -930,6 +959,34 @@ mod tests {
             Value::Object(map) => map,
             _ => Map::new(),
         }
+    }
+
+    #[test]
+    fn waiting_names_how_many_wait_and_the_command_for_the_first() {
+        let said = |waiting: Value| {
+            let sentence = say(
+                Decision::Ok,
+                None,
+                None,
+                None,
+                &object(json!({"waiting": waiting})),
+            );
+            assert_clean(&sentence);
+            sentence
+        };
+        assert_eq!(
+            said(json!([])),
+            "Nothing waits for an approval you can give."
+        );
+        let one = json!([{"change": "c7k2m4qa", "approve": "bay approve c7k2m4qa"}]);
+        let sentence = said(one);
+        assert!(sentence.starts_with("One change waits"), "{sentence}");
+        assert!(sentence.contains("`bay approve c7k2m4qa`"), "{sentence}");
+        let two = json!([
+            {"change": "c7k2m4qa", "approve": "bay approve c7k2m4qa"},
+            {"change": "d7k2m4qa", "waive": "bay approve d7k2m4qa --waive tests --why \"...\""},
+        ]);
+        assert!(said(two).starts_with("There are 2 changes waiting"));
     }
 
     /// Every field `say` reads, with names that hold no listed word.

@@ -290,6 +290,15 @@ impl<'a, 'i> Table<'a, 'i> {
         )
     }
 
+    /// The string at `key`, without taking it: `None` when it is absent or no string. For a
+    /// rule that must look at a key before the table's own reader takes and judges it.
+    pub fn peek_string(&self, key: &str) -> Option<&'a str> {
+        match self.entry(key)?.1.get_ref() {
+            DeValue::String(text) => Some(text.as_ref()),
+            _ => None,
+        }
+    }
+
     /// Takes an optional string.
     pub fn string(&mut self, key: &str) -> Result<Option<String>, TomlError> {
         match self.take(key) {

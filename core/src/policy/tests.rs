@@ -1717,6 +1717,23 @@ fn unchecked_cannot_sit_beside_a_check() {
     assert!(Policy::parse(&text).is_ok());
 }
 
+/// An approval check runs nothing, so it sits beside `unchecked = true`: the spec asks a run
+/// check of every policy "unless it declares unchecked = true". A run check after it is still
+/// named.
+#[test]
+fn unchecked_takes_an_approval_check_and_no_run_check() {
+    let approval = "[[check]]\nid = \"billing-approval\"\nenvironment = \"people\"\n\
+                    kind = \"approval\"\nwhen_paths = [\"billing/\"]\n";
+    let policy = accept(&format!("revision = 1\nunchecked = true\n{approval}"));
+    assert!(policy.unchecked);
+    assert!(policy.checks.is_empty());
+    assert_eq!(policy.approvals.len(), 1);
+    let run = "[[check]]\nid = \"half\"\n";
+    let error = refuse(&format!("revision = 1\nunchecked = true\n{approval}{run}"));
+    assert_eq!(error.key.as_deref(), Some("unchecked"));
+    assert!(error.message.contains("[[check]] #2 on line 8"), "{error}");
+}
+
 #[test]
 fn a_policy_with_no_checks_must_say_unchecked() {
     let error = refuse("revision = 1\n");
