@@ -272,8 +272,8 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
             quoted(names(detail, "actors"))
         ),
         ReasonCode::ApprovalPending => format!(
-            "Every check passed, and this change now waits for a person to say yes{}; tell \
-             the user who can approve it, and then {}.",
+            "Nothing failed, and this change now waits for a person to say yes{}; tell the \
+             user who can approve it, and then {}.",
             quoted(approvers(detail)),
             match detail.get("lands_by").and_then(Value::as_str) {
                 Some("author") => "run `bay merge --wait` again once they have",
