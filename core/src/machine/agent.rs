@@ -1,7 +1,7 @@
 //! What the agent-side commands (`start`, `merge`, `abandon`) share: reading one change's
 //! record, writing steps with fresh nonces, and the bound on retries after a lost race.
 
-use super::{Action, ChainQuery, ChainRead, Expect, NewValue, RefUpdate, Refs};
+use super::{Action, ChainQuery, ChainRead, Expect, NewValue, PushOutcome, RefUpdate, Refs};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::record::{ChangeRecord, Step, StepBody};
@@ -10,6 +10,35 @@ use crate::time::Timestamp;
 /// How many times a command starts over after the remote refused its push because someone
 /// else wrote first. Each refusal means progress elsewhere, so a small bound suffices.
 pub const MAX_RACES: u32 = 8;
+
+/// What a command that pushes records onto its notes does after the push: finish, read the
+/// notes again and write what is missing (another writer moved them, or the reply was lost:
+/// a record that went up is then found unchanged), or fail, once `races` pushes lost.
+pub enum AfterNotesPush {
+    Landed,
+    Again,
+    Failed(String),
+}
+
+impl AfterNotesPush {
+    /// Judges `outcome`, counting a lost race in `races`; `notes` names whose notes they are.
+    pub fn of(outcome: PushOutcome, races: &mut u32, notes: &str) -> AfterNotesPush {
+        match outcome {
+            PushOutcome::Accepted => AfterNotesPush::Landed,
+            PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
+                *races += 1;
+                if *races > MAX_RACES {
+                    AfterNotesPush::Failed(format!("other writers kept moving {notes}"))
+                } else {
+                    AfterNotesPush::Again
+                }
+            }
+            PushOutcome::NotSent(fault) => {
+                AfterNotesPush::Failed(format!("the remote could not be reached: {fault}"))
+            }
+        }
+    }
+}
 
 /// One chain append racing other writers: how often its push lost, and the step a push that
 /// did not land (or whose fate is unknown) wrote, so that the next read of the chain tells

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use super::agent::{MAX_RACES, fold_chain, read_chain};
+use super::agent::{AfterNotesPush, fold_chain, read_chain};
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
 use crate::approval::{About, Answer, record, record_id_of, same_content};
@@ -578,24 +578,14 @@ impl Approve {
     }
 
     fn on_pushed(&mut self, outcome: PushOutcome) {
-        match outcome {
-            PushOutcome::Accepted => {
+        match AfterNotesPush::of(outcome, &mut self.races, "this approver's notes") {
+            AfterNotesPush::Landed => {
                 let recorded = std::mem::take(&mut self.pending);
                 let unchanged = std::mem::take(&mut self.unchanged);
                 self.done(recorded, unchanged);
             }
-            // The notes moved, or the reply was lost: read again; a record that went up is
-            // found as unchanged.
-            PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
-                self.races += 1;
-                if self.races > MAX_RACES {
-                    return self.fail("other writers kept moving this approver's notes".into());
-                }
-                self.fetch();
-            }
-            PushOutcome::NotSent(fault) => {
-                self.fail(format!("the remote could not be reached: {fault}"))
-            }
+            AfterNotesPush::Again => self.fetch(),
+            AfterNotesPush::Failed(why) => self.fail(why),
         }
     }
 

@@ -14,7 +14,7 @@
 //! `approver` file, under either signing mode, and sits on the candidate commit. Waivers are
 //! not built yet, and refused.
 
-use super::agent::MAX_RACES;
+use super::agent::AfterNotesPush;
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
 use crate::approval::APPROVAL;
@@ -518,24 +518,14 @@ impl RecordEvidence {
     }
 
     fn on_pushed(&mut self, outcome: PushOutcome) {
-        match outcome {
-            PushOutcome::Accepted => {
+        match AfterNotesPush::of(outcome, &mut self.races, "this producer's notes") {
+            AfterNotesPush::Landed => {
                 let recorded = std::mem::take(&mut self.pending);
                 let unchanged = std::mem::take(&mut self.unchanged);
                 self.done(recorded, unchanged);
             }
-            // The notes moved, or the reply was lost: read again; a record that went up is
-            // found as unchanged.
-            PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
-                self.races += 1;
-                if self.races > MAX_RACES {
-                    return self.fail("other writers kept moving this producer's notes".into());
-                }
-                self.fetch();
-            }
-            PushOutcome::NotSent(fault) => {
-                self.fail(format!("the remote could not be reached: {fault}"))
-            }
+            AfterNotesPush::Again => self.fetch(),
+            AfterNotesPush::Failed(why) => self.fail(why),
         }
     }
 

@@ -338,6 +338,14 @@ impl ChainQuery {
         })
     }
 
+    /// The whole chain of every change `remote` holds a chain ref of.
+    pub fn every_whole(remote: &Refs) -> Vec<ChainQuery> {
+        remote
+            .iter()
+            .filter_map(|(name, tip)| ChainQuery::of_ref(name, tip))
+            .collect()
+    }
+
     /// The whole chain the ref `name` holds at `tip`, when `name` is a chain's ref.
     pub fn of_ref(name: &str, tip: &Oid) -> Option<ChainQuery> {
         Some(ChainQuery {

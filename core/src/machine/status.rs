@@ -552,15 +552,7 @@ impl Status {
 
     fn on_chains_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
-        let changes: Vec<ChangeId> = self
-            .remote
-            .keys()
-            .filter_map(|name| refs::parse_change(name))
-            .collect();
-        let chains: Vec<ChainQuery> = changes
-            .into_iter()
-            .filter_map(|change| ChainQuery::whole(&self.remote, &change))
-            .collect();
+        let chains = ChainQuery::every_whole(&self.remote);
         if chains.is_empty() {
             return self.finish(self.queue_result(Vec::new()));
         }

@@ -149,12 +149,7 @@ impl Waiting {
 
     fn on_chains_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
-        let chains: Vec<ChainQuery> = self
-            .remote
-            .keys()
-            .filter_map(|name| refs::parse_change(name))
-            .filter_map(|change| ChainQuery::whole(&self.remote, &change))
-            .collect();
+        let chains = ChainQuery::every_whole(&self.remote);
         if chains.is_empty() {
             return self.done();
         }
@@ -270,12 +265,7 @@ impl Waiting {
 
     fn on_blocked_fetched(&mut self, spec: FetchSpec, fetched: Refs) {
         spec.apply(&mut self.remote, fetched);
-        let chains: Vec<ChainQuery> = self
-            .remote
-            .keys()
-            .filter_map(|name| refs::parse_change(name))
-            .filter_map(|change| ChainQuery::whole(&self.remote, &change))
-            .collect();
+        let chains = ChainQuery::every_whole(&self.remote);
         if chains.is_empty() {
             return self.report();
         }

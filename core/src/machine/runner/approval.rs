@@ -111,14 +111,7 @@ impl Runner {
             signed: false,
             resumed: true,
         };
-        if self.cfg.signer.is_some() {
-            let read = Action::ReadCommits {
-                commits: vec![built.commit.clone()],
-            };
-            self.send_work(read, Purpose::Signature(built, Box::new(policy)));
-            return self.keep(work);
-        }
-        self.measure(work, built, policy)
+        self.sign_or_measure(work, built, policy)
     }
 
     /// A candidate taken up again: the runs the record holds passes of, in the plan's order,

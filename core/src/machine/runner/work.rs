@@ -1156,18 +1156,28 @@ impl Runner {
                     signed: false,
                     resumed: false,
                 };
-                // A signed candidate is read back and its signature judged before anything
-                // else: a merge whose signature does not verify is never pushed.
-                if self.cfg.signer.is_some() {
-                    let read = Action::ReadCommits {
-                        commits: vec![built.commit.clone()],
-                    };
-                    self.send_work(read, Purpose::Signature(built, Box::new(policy)));
-                    return self.keep(work);
-                }
-                self.measure(work, built, policy)
+                self.sign_or_measure(work, built, policy)
             }
         }
+    }
+
+    /// A candidate built, or taken up again: when this runner signs, read back and its
+    /// signature judged before anything else (a merge whose signature does not verify is never
+    /// pushed); then measured against `[limits]`.
+    pub(super) fn sign_or_measure(
+        &mut self,
+        work: Box<Work>,
+        built: Built,
+        policy: Policy,
+    ) -> Placed {
+        if self.cfg.signer.is_some() {
+            let read = Action::ReadCommits {
+                commits: vec![built.commit.clone()],
+            };
+            self.send_work(read, Purpose::Signature(built, Box::new(policy)));
+            return self.keep(work);
+        }
+        self.measure(work, built, policy)
     }
 
     /// Whether `raw`, the candidate as Git stores it, is signed by a key of the registry's
