@@ -73,6 +73,22 @@ pub struct About {
     pub base_tree: Option<Oid>,
 }
 
+impl About {
+    /// The candidate `candidate` of `change`, as its record holds it.
+    pub fn candidate(
+        change: &crate::id::ChangeId,
+        candidate: &crate::record::CandidateRec,
+    ) -> About {
+        About {
+            change: change.to_string(),
+            candidate: candidate.id.to_string(),
+            commit: candidate.commit.clone(),
+            tree: candidate.tree.clone(),
+            base_tree: Some(candidate.base_tree.clone()),
+        }
+    }
+}
+
 /// The record of `answer` about `about`, written at `at`, unsigned: the driver signs it
 /// before it is written. Its id names the approver, the candidate commit, the check and the
 /// verdict, so a yes and a later no of one approver stand side by side (and the no wins).

@@ -319,13 +319,7 @@ impl Approve {
             ));
         }
         Ok(Waiting {
-            about: About {
-                change: change.to_string(),
-                candidate: candidate.id.to_string(),
-                commit: candidate.commit.clone(),
-                tree: candidate.tree.clone(),
-                base_tree: Some(candidate.base_tree.clone()),
-            },
+            about: About::candidate(change, candidate),
             checks,
             lands_by: detail["lands_by"].as_str().unwrap_or("executor").to_owned(),
             waive: None,
@@ -367,13 +361,7 @@ impl Approve {
                 )
             })?;
         Ok(Waiting {
-            about: About {
-                change: change.to_string(),
-                candidate: candidate.id.to_string(),
-                commit: candidate.commit.clone(),
-                tree: candidate.tree.clone(),
-                base_tree: Some(candidate.base_tree.clone()),
-            },
+            about: About::candidate(change, candidate),
             checks: Vec::new(),
             lands_by: "author".into(),
             waive: Some(Waive {

@@ -83,14 +83,9 @@ impl Runner {
                 gap["waived_by"].as_str().unwrap_or_default(),
                 gap["why"].as_str().unwrap_or_default()
             );
-            let run = Judged {
-                verdict: Verdict::Unknown,
-                why,
-                record: String::new(),
-                failed: Vec::new(),
-                stderr_log: None,
-            };
-            checking.answered.insert(index, run);
+            checking
+                .answered
+                .insert(index, Judged::unrun(Verdict::Unknown, why));
             return;
         }
         if let Some(producer) = checking.reused.get(&index) {
@@ -99,14 +94,9 @@ impl Runner {
             let why = format!(
                 "A pass by {producer} on exactly these inputs stands; the check did not run again."
             );
-            let run = Judged {
-                verdict: Verdict::Pass,
-                why,
-                record: String::new(),
-                failed: Vec::new(),
-                stderr_log: None,
-            };
-            checking.answered.insert(index, run);
+            checking
+                .answered
+                .insert(index, Judged::unrun(Verdict::Pass, why));
             return;
         }
         let planned = checking.plan.runs[index].clone();

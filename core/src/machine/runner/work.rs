@@ -184,6 +184,19 @@ pub(super) struct Judged {
     pub stderr_log: Option<String>,
 }
 
+impl Judged {
+    /// A check answered with no run of its own, so with no record, units or log kept.
+    pub fn unrun(verdict: Verdict, why: String) -> Judged {
+        Judged {
+            verdict,
+            why,
+            record: String::new(),
+            failed: Vec::new(),
+            stderr_log: None,
+        }
+    }
+}
+
 /// One check run in flight.
 #[derive(Clone, Debug)]
 pub(super) struct Running {
@@ -516,16 +529,10 @@ impl Runner {
                 for (index, id) in late {
                     self.out.forget(id);
                     checking.running.remove(&index);
-                    checking.answered.insert(
-                        index,
-                        Judged {
-                            verdict: Verdict::Unknown,
-                            why: "The check ran past its time limit and never answered.".into(),
-                            record: String::new(),
-                            failed: Vec::new(),
-                            stderr_log: None,
-                        },
-                    );
+                    let why = "The check ran past its time limit and never answered.";
+                    checking
+                        .answered
+                        .insert(index, Judged::unrun(Verdict::Unknown, why.into()));
                 }
                 let _placed = self.advance(work);
                 return;
