@@ -304,6 +304,9 @@ pub mod refs {
         format!("{INTENTS}{digest}/*")
     }
 
+    /// How many index shards there can be: 32 of changes and 16 of intents.
+    pub const INDEX_SHARDS: u32 = 32 + 16;
+
     /// The index shard that holds `change`'s compacted chain: one of 32, by the first
     /// character of its id (`refs/bay/compacted/changes/c` holds `c7k2m4qa`).
     pub fn index_of_change(change: &ChangeId) -> String {

@@ -34,7 +34,7 @@ use bay_core::machine::{Action, ActionId, Completion, Event, FetchSpec, Machine,
 use bay_core::progress::Progress;
 use bay_core::result::BayResult;
 use bay_core::time::Timestamp;
-use bay_drivers::pump::{Driver, Stopped};
+use bay_drivers::pump::{Driver, Execute, Stopped};
 use bay_drivers::{clock, custody};
 use clap::Subcommand;
 
@@ -385,10 +385,23 @@ fn fetch_first(
     if let Some(result) = machine.outcome() {
         return Err(result.clone());
     }
-    let Some((id, Action::Fetch(spec))) = machine.poll_action() else {
-        return Err(failed(
-            "a command's machine did not begin with a fetch; please report it".into(),
-        ));
+    // It may first ask what this clone holds, which never reaches the network and shapes
+    // what the fetch names.
+    let (id, spec) = loop {
+        match machine.poll_action() {
+            Some((id, Action::Fetch(spec))) => break (id, spec),
+            Some((id, action @ Action::ReadHeld { .. })) => {
+                let held = driver.executor().execute(action);
+                machine
+                    .handle(clock::now(), Event::Done(id, held))
+                    .map_err(broke)?;
+            }
+            _ => {
+                return Err(failed(
+                    "a command's machine did not begin with a fetch; please report it".into(),
+                ));
+            }
+        }
     };
     let mut wide = spec.clone();
     wide.patterns.push(refs::main(&context.main));
@@ -419,11 +432,14 @@ fn answer_first(machine: &mut dyn Machine, first: First) -> Result<(), BayResult
             clock::now(),
             Event::Done(first.id, Completion::Fetched(Ok(answer))),
         )
-        .map_err(|misuse| {
-            failed(format!(
-                "bay broke its own protocol ({misuse}); please report it"
-            ))
-        })
+        .map_err(broke)
+}
+
+/// A machine handed what it did not ask for: bay's own defect.
+pub(crate) fn broke(misuse: impl std::fmt::Display) -> BayResult {
+    failed(format!(
+        "bay broke its own protocol ({misuse}); please report it"
+    ))
 }
 
 fn fetch_failed(context: &Context, why: String) -> BayResult {
@@ -438,9 +454,7 @@ pub fn drive(
 ) -> BayResult {
     let result = match driver.pump(machine, &mut |_| false) {
         Ok(result) => result,
-        Err(Stopped::Misuse(misuse)) => failed(format!(
-            "bay broke its own protocol ({misuse}); please report it"
-        )),
+        Err(Stopped::Misuse(misuse)) => broke(misuse),
         Err(Stopped::Asked) => failed("the command was stopped before it finished".into()),
     };
     with_fetch_time(result, fetched_at)

@@ -117,9 +117,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
     })));
     match driver.pump(&mut machine, &mut |_| false) {
         Ok(result) => result,
-        Err(Stopped::Misuse(misuse)) => failed(format!(
-            "bay broke its own protocol ({misuse}); please report it"
-        )),
+        Err(Stopped::Misuse(misuse)) => super::broke(misuse),
         Err(Stopped::Asked) => failed("the test was stopped before it finished".into()),
     }
 }

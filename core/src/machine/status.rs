@@ -47,6 +47,9 @@ pub struct StatusInput {
 
 #[derive(Clone, Debug)]
 enum Purpose {
+    /// The index shards this clone already holds: those of the change and of its undos join
+    /// the first fetch, which then brings only what they gained since.
+    Held,
     Fetch,
     /// The requests the newest queue places hold: each place and its value.
     ReadPlaces(Vec<(u64, Oid)>),
@@ -143,9 +146,9 @@ pub struct Status {
     compacted_after: Vec<ChainRead>,
     /// The latest undo of the change compacted into the index, once read.
     compacted_undo: Option<Option<ChangeId>>,
-    /// Whether `remote` holds the index shard of the change's undos as fetched by this
-    /// command (absent there: the remote has none).
-    undo_shard_fetched: bool,
+    /// The index shards this command's fetches named: `remote` holds each as the remote had
+    /// it (absent there: the remote has none).
+    fetched_shards: BTreeSet<String>,
     /// `[agent] max_live_changes` in main's policy: each actor's limit in `detail.flow`.
     limit: Option<u64>,
     /// The merge of a merged change still on main, until its completion is read.
@@ -175,34 +178,70 @@ impl Status {
             unreadable: Vec::new(),
             compacted_after: Vec::new(),
             compacted_undo: None,
-            undo_shard_fetched: false,
+            fetched_shards: BTreeSet::new(),
             limit: None,
             merged: None,
             outcome: None,
         };
+        match &status.input.change {
+            // A clone that asked about a compacted change before holds its shards: fetched
+            // with the rest, they cost what they gained since, not a fetch of their own.
+            Some(_) => {
+                let held = Action::ReadHeld {
+                    prefix: refs::INDEX.into(),
+                    limit: refs::INDEX_SHARDS,
+                };
+                status.out.send(held, Purpose::Held);
+            }
+            None => status.fetch(Vec::new()),
+        }
+        status
+    }
+
+    /// The change's shard and its undos' shard, as far as this clone holds them. What it
+    /// holds only shapes the fetches: a read it cannot make fetches both later.
+    fn on_held(&mut self, held: Result<Refs, Fault>) {
+        let held = held.unwrap_or_default();
+        let shards = self
+            .input
+            .change
+            .iter()
+            .flat_map(|change| {
+                [
+                    refs::index_of_change(change),
+                    refs::index_of_intent(&undo_digest(change)),
+                ]
+            })
+            .filter(|shard| held.contains_key(shard))
+            .collect();
+        self.fetch(shards);
+    }
+
+    /// The first fetch: main and the queue, and the change's refs with `shards`.
+    fn fetch(&mut self, shards: Vec<String>) {
         // A change's live operation is judged with its queue place, so both read the queue.
         let mut patterns = vec![
-            refs::main(&status.input.main),
+            refs::main(&self.input.main),
             refs::QUEUE_PATTERN.to_string(),
         ];
-        if let Some(change) = &status.input.change {
+        if let Some(change) = &self.input.change {
             patterns.push(refs::change_pattern(change));
             // Its undos, should it have merged: the generations of their one intent.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
             // The key registry, should the change have merged: its merge's trust.
             patterns.push(format!("{REGISTRY}*"));
         }
-        if status.input.flow {
+        if self.input.flow {
             // Plain `bay status` judges whether a runner runs, from the same fetch.
             patterns.push(refs::EXECUTOR_PATTERN.to_string());
             // And each machine's live summary, for `bay start` (`CHANGE_HELD`) and the
             // fleet map: one ref per machine.
             patterns.push(refs::LIVE_PATTERN.to_string());
         }
-        status
-            .out
+        patterns.extend(shards.iter().map(|shard| refs::index_pattern(shard)));
+        self.fetched_shards.extend(shards);
+        self.out
             .send(Action::Fetch(FetchSpec::new(patterns)), Purpose::Fetch);
-        status
     }
 
     /// Warns `no_live_runner` when operations wait and no runner is fresh, then adds what
@@ -501,16 +540,7 @@ impl Status {
                     };
                     self.out.send(read, Purpose::ReadChains);
                 }
-                // Compacted, or never a change. A compacted change is an ended one, and a
-                // merged one is read with its undos: both shards come in one fetch.
-                None => {
-                    let spec = FetchSpec::new([
-                        refs::index_pattern(&refs::index_of_change(&change)),
-                        refs::index_pattern(&refs::index_of_intent(&undo_digest(&change))),
-                    ]);
-                    let fetch = Action::Fetch(spec.clone());
-                    self.out.send(fetch, Purpose::FetchCompacted(change, spec));
-                }
+                None => self.compacted(change),
             },
             None => {
                 let places: Vec<(u64, Oid)> = self
@@ -659,11 +689,28 @@ impl Status {
         }
     }
 
-    /// The change's shard, fetched with its undos' shard: its chain's file at the shard's tip,
-    /// or absent, by name, when the remote has no such shard.
-    fn on_compacted_fetched(&mut self, change: ChangeId, spec: FetchSpec, fetched: Refs) {
-        spec.apply(&mut self.remote, fetched);
-        self.undo_shard_fetched = true;
+    /// Compacted, or never a change. A compacted change is an ended one, and a merged one is
+    /// read with its undos: the shards of both the first fetch did not name come in one fetch.
+    fn compacted(&mut self, change: ChangeId) {
+        let shards: Vec<String> = [
+            refs::index_of_change(&change),
+            refs::index_of_intent(&undo_digest(&change)),
+        ]
+        .into_iter()
+        .filter(|shard| !self.fetched_shards.contains(shard))
+        .collect();
+        if shards.is_empty() {
+            return self.read_compacted(change);
+        }
+        let spec = FetchSpec::new(shards.iter().map(|shard| refs::index_pattern(shard)));
+        self.fetched_shards.extend(shards);
+        let fetch = Action::Fetch(spec.clone());
+        self.out.send(fetch, Purpose::FetchCompacted(change, spec));
+    }
+
+    /// The change's chain's file at its shard's tip, or absent, by name, when the remote has
+    /// no such shard.
+    fn read_compacted(&mut self, change: ChangeId) {
         match self.remote.get(&refs::index_of_change(&change)).cloned() {
             Some(shard) => {
                 let read = Action::ReadFile {
@@ -688,8 +735,9 @@ impl Status {
         {
             let digest = undo_digest(change);
             let shard = refs::index_of_intent(&digest);
-            if !self.undo_shard_fetched {
+            if !self.fetched_shards.contains(&shard) {
                 let spec = FetchSpec::new([refs::index_pattern(&shard)]);
+                self.fetched_shards.insert(shard);
                 let fetch = Action::Fetch(spec.clone());
                 self.out
                     .send(fetch, Purpose::FetchUndoShard(Box::new(result), spec));
@@ -1066,8 +1114,10 @@ impl Status {
             (Purpose::FetchAfter(record, spec), Completion::Fetched(Ok(fetched))) => {
                 self.on_after_fetched(*record, spec, fetched)
             }
+            (Purpose::Held, Completion::HeldRead(held)) => self.on_held(held),
             (Purpose::FetchCompacted(change, spec), Completion::Fetched(Ok(fetched))) => {
-                self.on_compacted_fetched(change, spec, fetched)
+                spec.apply(&mut self.remote, fetched);
+                self.read_compacted(change)
             }
             (Purpose::ReadCompactedChain(change, shard), Completion::FileRead(Ok(file))) => {
                 let read = crate::compact::read_back(&change, &shard, file.as_deref());
@@ -1075,7 +1125,6 @@ impl Status {
             }
             (Purpose::FetchUndoShard(result, spec), Completion::Fetched(Ok(fetched))) => {
                 spec.apply(&mut self.remote, fetched);
-                self.undo_shard_fetched = true;
                 self.undos(*result)
             }
             (Purpose::CompactedUndo(result), Completion::FileRead(Ok(file))) => {
@@ -1314,11 +1363,10 @@ mod tests {
         assert_eq!(log_reads, [read]);
     }
 
-    /// `bay status <change>` of a merged change that compaction took off the refs: its chain's
-    /// shard and its undos' shard come in the status's second fetch, the only one after the
-    /// first; the chain is read from the one and the undo from the other.
-    #[test]
-    fn a_compacted_change_is_read_with_its_undos_from_one_fetch_of_both_shards() {
+    /// `bay status <change>` of a merged change that compaction took off the refs, in a clone
+    /// that holds `held` of the index: the fetches it made, and its result. The remote's
+    /// shards answer every fetch that names them.
+    fn compacted_status(held: &[&str]) -> (BayResult, Vec<FetchSpec>) {
         use crate::record::{Step, StepBody};
         let oid = |c: char| Oid::parse(&c.to_string().repeat(40)).expect("an id");
         let change = ChangeId::parse("c7k2m4qa").expect("an id");
@@ -1394,20 +1442,29 @@ mod tests {
             flow: false,
         };
         let now = Timestamp::from_secs(1_000);
+        let remote = Refs::from([
+            ("refs/heads/main".into(), main.clone()),
+            (refs::index_of_change(&change), change_shard.clone()),
+            (undo_index.clone(), undo_shard.clone()),
+        ]);
         let mut status = Status::new(input, now);
         let mut fetches = Vec::new();
         while status.outcome().is_none() {
             let (id, action) = status.poll_action().expect("a status waits on an action");
             let completion = match &action {
+                Action::ReadHeld { prefix, .. } => Completion::HeldRead(Ok(remote
+                    .iter()
+                    .filter(|(name, _)| name.starts_with(prefix.as_str()))
+                    .filter(|(name, _)| held.iter().any(|shard| shard == name))
+                    .map(|(name, oid)| (name.clone(), oid.clone()))
+                    .collect())),
                 Action::Fetch(spec) => {
                     fetches.push(spec.clone());
-                    let mut refs = Refs::from([("refs/heads/main".into(), main.clone())]);
-                    if fetches.len() == 2 {
-                        refs = Refs::from([
-                            (refs::index_of_change(&change), change_shard.clone()),
-                            (undo_index.clone(), undo_shard.clone()),
-                        ]);
-                    }
+                    let refs = remote
+                        .iter()
+                        .filter(|(name, _)| spec.covers(name))
+                        .map(|(name, oid)| (name.clone(), oid.clone()))
+                        .collect();
                     Completion::Fetched(Ok(refs))
                 }
                 Action::ReadFile { commit, path } => Completion::FileRead(Ok(
@@ -1432,15 +1489,46 @@ mod tests {
                 .handle(now, Event::Done(id, completion))
                 .expect("each action answered once, in kind");
         }
-        let result = status.outcome().expect("ended");
+        let result = status.outcome().expect("ended").clone();
         assert_eq!(result.decision, Decision::Merged, "{result:?}");
         assert_eq!(result.detail["undone_by"], serde_json::json!([undo]));
+        (result, fetches)
+    }
+
+    fn change_shard() -> String {
+        refs::index_of_change(&ChangeId::parse("c7k2m4qa").expect("an id"))
+    }
+
+    fn undo_shard() -> String {
+        refs::index_of_intent(&undo_digest(&ChangeId::parse("c7k2m4qa").expect("an id")))
+    }
+
+    /// In a clone that holds neither shard, both come in the status's second fetch, the only
+    /// one after the first; the chain is read from the one and the undo from the other.
+    #[test]
+    fn a_compacted_change_is_read_with_its_undos_from_one_fetch_of_both_shards() {
+        let (_, fetches) = compacted_status(&[]);
         assert_eq!(fetches.len(), 2, "{fetches:?}");
         let second = FetchSpec::new([
-            refs::index_pattern(&refs::index_of_change(&change)),
-            refs::index_pattern(&undo_index),
+            refs::index_pattern(&change_shard()),
+            refs::index_pattern(&undo_shard()),
         ]);
         assert_eq!(fetches[1], second);
+        assert!(!fetches[0].covers(&change_shard()));
+    }
+
+    /// A clone that holds the shards fetches what they gained with the first fetch, and
+    /// makes no other; one that holds one of them fetches the other alone after it.
+    #[test]
+    fn the_shards_a_clone_holds_come_with_the_first_fetch() {
+        let (change, undo) = (change_shard(), undo_shard());
+        let (_, fetches) = compacted_status(&[&change, &undo]);
+        assert_eq!(fetches.len(), 1, "{fetches:?}");
+        assert!(fetches[0].covers(&change) && fetches[0].covers(&undo));
+        let (_, fetches) = compacted_status(&[&undo]);
+        assert_eq!(fetches.len(), 2, "{fetches:?}");
+        assert!(fetches[0].covers(&undo) && !fetches[0].covers(&change));
+        assert_eq!(fetches[1], FetchSpec::new([refs::index_pattern(&change)]));
     }
 
     #[test]
