@@ -466,6 +466,30 @@ fn max_waiting_approvals_refuses_a_change_that_needs_one_more_and_never_another(
     assert_eq!(world.merges_of(&other), 1);
 }
 
+/// The cap is main's, as the spec says ("reads the cap from main"): a change started before
+/// main set it is held to it all the same.
+#[test]
+fn max_waiting_approvals_is_read_from_main_not_the_drafts_base() {
+    let world = approval_world();
+    let ann = world.clone_as("ann");
+    world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    let (_, second) = world.edited(&ann, "ann", "fees", "billing/fees.txt", "3\n", &[]);
+    // Main sets the cap after the second change's base.
+    let capped = policy(&format!(
+        "{APPROVAL_CHECK}\n[limits]\nmax_waiting_approvals = 1\n"
+    ));
+    write(&world.admin, ".bay/policy.toml", &capped);
+    git(
+        &world.admin,
+        &["commit", "--quiet", "-am", "cap the waits for a yes"],
+    );
+    git(&world.admin, &["push", "--quiet", "origin", "HEAD:main"]);
+    let refused = bay(&second, "ann", &["merge"]);
+    assert_eq!(refused.doc["reason"], "WIP_LIMIT", "{refused:?}");
+    assert_eq!(refused.doc["detail"]["review"]["max"], 1, "{refused:?}");
+}
+
 #[test]
 fn without_a_runner_the_authors_merge_wait_waits_then_merges_once_approved() {
     let world = approval_world();

@@ -59,8 +59,10 @@ enum Purpose {
     },
     /// The policy at the draft's base, for its `[limits]`.
     Policy(Box<Ask>),
-    /// The draft's measures against its base, for the caps of this policy.
-    Stats(Box<Policy>, Box<Ask>),
+    /// The policy on main, for `[limits] max_waiting_approvals`, with the base's.
+    MainPolicy(Box<Policy>, Box<Ask>),
+    /// The draft's measures against its base, for the caps of these policies.
+    Stats(Box<Caps>, Box<Ask>),
     /// The change records this clone holds, for `[limits] max_waiting_approvals`, this cap.
     Held(u64, Box<Ask>),
     HeldChains(u64, Box<Ask>),
@@ -69,6 +71,31 @@ enum Purpose {
     /// The request step written into the clone's store for the runner to carry, and the push
     /// it would have been.
     WriteRequest(Box<PushPlan>, Box<Requesting>),
+}
+
+/// The policies a draft's caps come from: its size caps from the policy at its base, and the
+/// cap on the waits for a yes from main's, as are the approval checks that decide whether the
+/// draft owes one (`bay` reads approval checks from main).
+#[derive(Clone, Debug)]
+struct Caps {
+    at_base: Policy,
+    /// Main's policy, when main moved past the base; `None`: the base's.
+    on_main: Option<Policy>,
+}
+
+impl Caps {
+    fn on_main(&self) -> &Policy {
+        self.on_main.as_ref().unwrap_or(&self.at_base)
+    }
+
+    /// The cap on the waits for a yes, when main sets one and asks for approvals at all.
+    fn waits(&self) -> Option<u64> {
+        let policy = self.on_main();
+        policy
+            .limits
+            .max_waiting_approvals
+            .filter(|_| !policy.approvals.is_empty())
+    }
 }
 
 /// The change's record as one fetch found it, and its chain's tip: what a request is built
@@ -529,22 +556,48 @@ impl Merge {
         let Some(policy) = bytes.and_then(|bytes| parse_policy(&bytes).ok()) else {
             return self.within(ask);
         };
+        match self.remote.get(&refs::main(&self.input.main)) {
+            Some(main) if *main != base => {
+                let read = Action::ReadFile {
+                    commit: main.clone(),
+                    path: POLICY_PATH.into(),
+                };
+                self.out
+                    .send(read, Purpose::MainPolicy(Box::new(policy), Box::new(ask)));
+            }
+            _ => self.measure(
+                Caps {
+                    at_base: policy,
+                    on_main: None,
+                },
+                ask,
+            ),
+        }
+    }
+
+    /// Main's policy read; one bay cannot read leaves the base's to say the cap (the runner
+    /// refuses the merge on main's broken policy all the same).
+    fn on_main_policy(&mut self, at_base: Policy, ask: Ask, bytes: Option<Vec<u8>>) {
+        let on_main = bytes.and_then(|bytes| parse_policy(&bytes).ok());
+        self.measure(Caps { at_base, on_main }, ask);
+    }
+
+    fn measure(&mut self, caps: Caps, ask: Ask) {
         // A cap on the waits for a yes needs the draft's paths, to know whether it owes one.
-        let capped = policy.limits.max_waiting_approvals.is_some() && !policy.approvals.is_empty();
-        if policy.limits.sizes_unset() && !capped {
+        if caps.at_base.limits.sizes_unset() && caps.waits().is_none() {
             return self.within(ask);
         }
         let read = Action::ReadStats {
-            base,
+            base: ask.read.record.base.clone(),
             commit: ask.draft.clone(),
         };
         self.out
-            .send(read, Purpose::Stats(Box::new(policy), Box::new(ask)));
+            .send(read, Purpose::Stats(Box::new(caps), Box::new(ask)));
     }
 
-    fn on_stats(&mut self, policy: &Policy, ask: Ask, stats: &[PathStat]) {
+    fn on_stats(&mut self, caps: &Caps, ask: Ask, stats: &[PathStat]) {
         let paths: Vec<String> = stats.iter().map(|stat| stat.path.clone()).collect();
-        match policy.limits.judge(stats) {
+        match caps.at_base.limits.judge(stats) {
             Some(too_large) => {
                 let result = report::refused(
                     ReasonCode::ChangeTooLarge,
@@ -554,9 +607,9 @@ impl Merge {
                 );
                 self.finish(result);
             }
-            None => match policy.limits.max_waiting_approvals {
+            None => match caps.waits() {
                 // The cap never holds a change that needs no approval.
-                Some(cap) if !crate::approval::required(policy, &paths).is_empty() => {
+                Some(cap) if !crate::approval::required(caps.on_main(), &paths).is_empty() => {
                     let held = Action::ReadHeld {
                         prefix: refs::CHANGES.into(),
                         limit: crate::flow::FLOW_CHAINS,
@@ -703,8 +756,11 @@ impl Merge {
                 self.on_marked(path, bytes, ask)
             }
             (Purpose::Policy(ask), Completion::FileRead(Ok(bytes))) => self.on_policy(*ask, bytes),
-            (Purpose::Stats(policy, ask), Completion::StatsRead(Ok(stats))) => {
-                self.on_stats(&policy, *ask, &stats)
+            (Purpose::MainPolicy(policy, ask), Completion::FileRead(Ok(bytes))) => {
+                self.on_main_policy(*policy, *ask, bytes)
+            }
+            (Purpose::Stats(caps, ask), Completion::StatsRead(Ok(stats))) => {
+                self.on_stats(&caps, *ask, &stats)
             }
             (Purpose::Held(cap, ask), Completion::HeldRead(Ok(held))) => {
                 self.on_held(cap, *ask, held)
