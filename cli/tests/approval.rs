@@ -549,6 +549,20 @@ fn a_waiver_lets_one_failed_check_through_on_that_candidate_never_as_a_pass() {
         item["waivable"][0]["waive"],
         format!("bay approve {change} --waive files --why <text>")
     );
+    // Listed to anyone with no `bay.approverName`, never to an approver name the registry
+    // does not enrol.
+    let anyone = bay(&ann, "ann", &["waiting"]);
+    assert_eq!(
+        anyone.doc["detail"]["waiting"][0]["change"],
+        change.as_str()
+    );
+    git(&ann, &["config", "bay.approverName", "mallory"]);
+    let stranger = bay(&ann, "ann", &["waiting"]);
+    assert_eq!(
+        stranger.doc["detail"]["waiting"],
+        serde_json::json!([]),
+        "{stranger:?}"
+    );
 
     // A waiver needs a reason.
     let bare = bay(&alice, "alice", &["approve", &change, "--waive", "files"]);

@@ -7,13 +7,15 @@
 //! for `diff.summary`. With a key registry it also reads every change record, and lists a
 //! change blocked `CHECK_FAILED`, `CHECK_FLAKY` or `CHECK_UNKNOWN` on a check the policy at its
 //! candidate's base marks `waivable`, with the check's real `verdict` and `waive`, the command
-//! that waives it. It writes nothing; with nothing waiting it is `ok` with an empty list.
+//! that waives it, to an approver the registry's `approver` file enrols under
+//! `bay.approverName`, or to anyone without one. It writes nothing; with nothing waiting it is `ok` with an empty list.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
 use super::agent::fold_chain;
+use super::keys_read::{KeysRead, KeysStep};
 use super::{
     Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs, unreadable,
 };
@@ -48,6 +50,8 @@ enum Purpose {
     ReadBlocked,
     /// The policy at the base of blocked candidate `index` of `blocked`.
     BlockedPolicy(usize),
+    /// The key registry, for whether this machine's approver is enrolled to waive.
+    Keys(KeysRead),
 }
 
 /// A change blocked on a failed check, and the check: a waiver may let it through if the
@@ -348,8 +352,50 @@ impl Waiting {
         }
         self.reading = self.reading.saturating_sub(1);
         if self.reading == 0 {
-            self.report();
+            self.enrolled();
         }
+    }
+
+    /// Waivable checks are listed to an approver the registry enrols, or to anyone with no
+    /// `bay.approverName`: the registry is read only to say whether this one is enrolled.
+    fn enrolled(&mut self) {
+        let registry = self.remote.get(crate::trust::registry::REF).cloned();
+        let main = self.remote.get(&refs::main(&self.input.main)).cloned();
+        match (&self.input.approver, registry, main) {
+            (Some(_), Some(registry), Some(main)) if !self.waivable.is_empty() => {
+                let (reader, read) = KeysRead::start(main, registry);
+                self.out.send(read, Purpose::Keys(reader));
+            }
+            _ => self.report(),
+        }
+    }
+
+    fn on_keys(&mut self, mut reader: KeysRead, completion: Completion) -> Option<Completion> {
+        match reader.on(completion) {
+            Err(completion) => return Some(*completion),
+            Ok(KeysStep::Ask(action)) => {
+                self.out.send(*action, Purpose::Keys(reader));
+            }
+            Ok(KeysStep::Done(_, version)) => {
+                let name = self.input.approver.as_deref();
+                let enrolled = version
+                    .classes
+                    .get(&crate::trust::registry::Class::Approver)
+                    .into_iter()
+                    .flatten()
+                    .any(|entry| Some(entry.name.as_str()) == name);
+                if !enrolled {
+                    self.waivable.clear();
+                }
+                self.report();
+            }
+            // A registry bay cannot judge counts no waiver: nothing to offer.
+            Ok(KeysStep::Broken(_) | KeysStep::Unread(_)) => {
+                self.waivable.clear();
+                self.report();
+            }
+        }
+        None
     }
 
     fn report(&mut self) {
@@ -385,6 +431,7 @@ impl Waiting {
             (Purpose::BlockedPolicy(index), Completion::FileRead(Ok(bytes))) => {
                 self.on_blocked_policy(index, bytes)
             }
+            (Purpose::Keys(reader), completion) => return self.on_keys(reader, completion),
             (_, completion) => return Some(completion),
         }
         None
