@@ -318,6 +318,7 @@ fn waiting_lists_what_waits_for_this_approver_with_its_candidate_paths_and_diff(
         &["--paths", "src/greeting.txt"],
     );
     write(&view, "src/greeting.txt", "Hi\n");
+    write(&view, "billing/notes.txt", "new\n");
     let merge = bay(&view, "ann", &["merge"]);
     assert_eq!(merge.doc["decision"], "queued", "{merge:?}");
     runner_once(&world);
@@ -332,10 +333,20 @@ fn waiting_lists_what_waits_for_this_approver_with_its_candidate_paths_and_diff(
     assert_eq!(item["change"], billing.as_str());
     assert_eq!(item["intent"], "refunds");
     assert_eq!(item["actor"], "ann");
-    assert_eq!(item["paths"], serde_json::json!(["billing/rates.txt"]));
+    assert_eq!(
+        item["paths"],
+        serde_json::json!(["billing/notes.txt", "billing/rates.txt"])
+    );
     assert_eq!(item["checks"][0]["check"], "billing-approval");
-    assert_eq!(item["diff"]["summary"]["files"], 2, "{item}");
-    assert_eq!(item["diff"]["summary"]["lines_added"], 3, "{item}");
+    // One file added, two changed ("1" to "2\n3", "Hello" to "Hi"), none removed.
+    assert_eq!(
+        item["diff"]["summary"],
+        serde_json::json!({
+            "files": 3, "added": 1, "changed": 2, "removed": 0,
+            "lines_added": 4, "lines_removed": 2,
+        }),
+        "{item}"
+    );
     assert_eq!(item["commit"], status.doc["detail"]["approval"]["commit"]);
 
     // Once main's policy names only bob, both changes (the first built again on the new main)

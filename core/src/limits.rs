@@ -28,8 +28,14 @@ pub struct PathStat {
     /// The file's size as the change leaves it; `None` when the change deletes it, since a
     /// deleted file is not one it adds or changes.
     pub bytes: Option<u64>,
+    /// Whether the base lacks it: a file the change adds, not one it changes.
+    #[serde(default)]
+    pub created: bool,
     /// The lines the change adds to it; `None` for a binary file, whose lines do not count.
     pub added_lines: Option<u64>,
+    /// The lines the change removes from it; `None` for a binary file.
+    #[serde(default)]
+    pub removed_lines: Option<u64>,
 }
 
 /// One cap of `[limits]`, named as the policy names it.
@@ -154,7 +160,9 @@ mod tests {
         PathStat {
             path: path.into(),
             bytes: Some(bytes),
+            created: false,
             added_lines: Some(lines),
+            removed_lines: Some(0),
         }
     }
 
@@ -162,7 +170,9 @@ mod tests {
         PathStat {
             path: path.into(),
             bytes: Some(bytes),
+            created: false,
             added_lines: None,
+            removed_lines: None,
         }
     }
 
@@ -170,7 +180,9 @@ mod tests {
         PathStat {
             path: path.into(),
             bytes: None,
+            created: false,
             added_lines: Some(0),
+            removed_lines: Some(1),
         }
     }
 

@@ -929,11 +929,14 @@ fn stats_measure_each_path_the_change_touches_against_its_base() {
         ],
         "change",
     );
-    let stat = |path: &str, bytes: Option<u64>, added_lines: Option<u64>| PathStat {
-        path: path.into(),
-        bytes,
-        added_lines,
-    };
+    let stat =
+        |path: &str, bytes: Option<u64>, created: bool, lines: Option<(u64, u64)>| PathStat {
+            path: path.into(),
+            bytes,
+            created,
+            added_lines: lines.map(|(added, _)| added),
+            removed_lines: lines.map(|(_, removed)| removed),
+        };
     let Some(Completion::StatsRead(Ok(stats))) = fx.repo.execute(&Action::ReadStats {
         base: base.clone(),
         commit: change.clone(),
@@ -943,12 +946,12 @@ fn stats_measure_each_path_the_change_touches_against_its_base() {
     assert_eq!(
         stats,
         vec![
-            stat("a.txt", Some(6), Some(2)),
-            stat("big.txt", Some(1_500_000), Some(300_000)),
-            stat("dir/new.txt", Some(4), Some(1)),
-            stat("gone.txt", None, Some(0)),
-            stat("image.bin", Some(4), None),
-            stat("no-newline.txt", Some(7), Some(2)),
+            stat("a.txt", Some(6), false, Some((2, 1))),
+            stat("big.txt", Some(1_500_000), true, Some((300_000, 0))),
+            stat("dir/new.txt", Some(4), true, Some((1, 0))),
+            stat("gone.txt", None, false, Some((0, 1))),
+            stat("image.bin", Some(4), false, None),
+            stat("no-newline.txt", Some(7), true, Some((2, 0))),
         ]
     );
     let same = fx.repo.read_stats(&base, &base).expect("no difference");

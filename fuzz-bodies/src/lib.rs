@@ -2170,7 +2170,9 @@ impl Driver {
                     stats.push(PathStat {
                         path: (*path).to_owned(),
                         bytes: Option::<u16>::arbitrary(u)?.map(|kib| u64::from(kib) * 1024),
+                        created: u.arbitrary()?,
                         added_lines: Option::<u8>::arbitrary(u)?.map(u64::from),
+                        removed_lines: Option::<u8>::arbitrary(u)?.map(u64::from),
                     });
                 }
                 Ok(stats)

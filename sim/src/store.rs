@@ -327,9 +327,9 @@ impl Store {
 
     /// What each path `commit` changes against `base` weighs, as the driver reads it from
     /// `git diff-tree --raw --numstat`: every path whose blob differs, sorted, with its size in
-    /// `commit` (none when deleted) and the lines it adds (none when either side is binary, as
-    /// Git takes a text with a NUL byte in its first 8,000 bytes). `None` if a commit is
-    /// missing.
+    /// `commit` (none when deleted), whether `base` lacks it, and the lines it adds and removes
+    /// (none when either side is binary, as Git takes a text with a NUL byte in its first 8,000
+    /// bytes). `None` if a commit is missing.
     pub fn stats(&self, base: &Oid, commit: &Oid) -> Option<Vec<PathStat>> {
         let (before, after) = (self.files(base)?, self.files(commit)?);
         let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
@@ -341,11 +341,14 @@ impl Store {
                 .map(|path| {
                     let (old, new) = (text(&before, path), text(&after, path));
                     let binary = old.is_some_and(is_binary) || new.is_some_and(is_binary);
+                    let lines =
+                        (!binary).then(|| line_counts(old.unwrap_or(""), new.unwrap_or("")));
                     PathStat {
                         path: path.clone(),
                         bytes: new.map(|new| new.len() as u64),
-                        added_lines: (!binary)
-                            .then(|| added_lines(old.unwrap_or(""), new.unwrap_or(""))),
+                        created: !before.contains_key(path.as_str()),
+                        added_lines: lines.map(|(added, _)| added),
+                        removed_lines: lines.map(|(_, removed)| removed),
                     }
                 })
                 .collect(),
@@ -448,11 +451,11 @@ pub fn is_binary(text: &str) -> bool {
     text.bytes().take(8_000).any(|b| b == 0)
 }
 
-/// The lines of `new` that a minimal line diff from `old` adds: every line of `new` outside a
-/// longest common subsequence of the two, a line's ending included (so a last line that gains
+/// The lines of `new` that a minimal line diff from `old` adds, and those of `old` it removes:
+/// every line of each outside a longest common subsequence of the two, a line's ending included (so a last line that gains
 /// its newline counts as added, as in Git). Git's own diff is minimal for files as small as the
 /// simulator's; for large ones its heuristics may count a few more.
-fn added_lines(old: &str, new: &str) -> u64 {
+fn line_counts(old: &str, new: &str) -> (u64, u64) {
     let old: Vec<&str> = old.split_inclusive('\n').collect();
     let new: Vec<&str> = new.split_inclusive('\n').collect();
     let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
@@ -480,7 +483,8 @@ fn added_lines(old: &str, new: &str) -> u64 {
             diagonal = above;
         }
     }
-    (new.len() - row[new.len()]) as u64
+    let common = row[new.len()];
+    ((new.len() - common) as u64, (old.len() - common) as u64)
 }
 
 #[cfg(test)]
@@ -549,16 +553,16 @@ mod tests {
     }
 
     #[test]
-    fn added_lines_are_the_new_lines_outside_a_longest_common_run() {
-        assert_eq!(added_lines("", "a\nb\n"), 2);
-        assert_eq!(added_lines("a\nb\n", ""), 0);
-        assert_eq!(added_lines("a\nb\nc\nd\n", "d\na\nb\nc\nx\n"), 2);
+    fn lines_added_and_removed_are_those_outside_a_longest_common_run() {
+        assert_eq!(line_counts("", "a\nb\n"), (2, 0));
+        assert_eq!(line_counts("a\nb\n", ""), (0, 2));
+        assert_eq!(line_counts("a\nb\nc\nd\n", "d\na\nb\nc\nx\n"), (2, 1));
         assert_eq!(
-            added_lines("end\n", "end"),
-            1,
+            line_counts("end\n", "end"),
+            (1, 1),
             "a lost newline changes the line"
         );
-        assert_eq!(added_lines("same\n", "same\n"), 0);
+        assert_eq!(line_counts("same\n", "same\n"), (0, 0));
         assert!(is_binary("x\0y") && !is_binary("plain\n"));
         assert!(
             !is_binary(&format!("{}\0", "x".repeat(8_000))),

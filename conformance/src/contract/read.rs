@@ -387,13 +387,23 @@ fn held(b: &mut Bench<'_>, prefix: &str, limit: u32) -> String {
     }
 }
 
-/// Each path as `<path>:<bytes>/<added lines>`, `-` for what is not there.
+/// Each path as `<path>:<bytes>/+<added lines>-<removed lines>`, `-` for what is not there,
+/// and ` new` after a path the base lacks.
 fn stats(b: &mut Bench<'_>, base: Oid, commit: Oid) -> String {
     let show = |n: Option<u64>| n.map_or("-".to_owned(), |n| n.to_string());
     match b.execute(&Action::ReadStats { base, commit }) {
         Completion::StatsRead(Ok(stats)) => stats
             .iter()
-            .map(|s| format!("{}:{}/{}", s.path, show(s.bytes), show(s.added_lines)))
+            .map(|s| {
+                format!(
+                    "{}:{}/+{}-{}{}",
+                    s.path,
+                    show(s.bytes),
+                    show(s.added_lines),
+                    show(s.removed_lines),
+                    if s.created { " new" } else { "" }
+                )
+            })
             .collect::<Vec<_>>()
             .join(" "),
         Completion::StatsRead(Err(_)) => "fault".to_owned(),

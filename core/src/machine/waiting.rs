@@ -231,14 +231,22 @@ impl Waiting {
         ))
     }
 
-    /// `diff.summary` of item `index`: files changed (of them removed) and lines added.
+    /// `diff.summary` of item `index`: the files it adds, changes and removes (and how many in
+    /// all), and the lines it adds and removes (a binary file's count none).
     fn on_stats(&mut self, index: usize, stats: Result<Vec<PathStat>, super::Fault>) {
         let summary = match stats {
-            Ok(stats) => json!({
-                "files": stats.len(),
-                "removed": stats.iter().filter(|s| s.bytes.is_none()).count(),
-                "lines_added": stats.iter().filter_map(|s| s.added_lines).sum::<u64>(),
-            }),
+            Ok(stats) => {
+                let removed = stats.iter().filter(|s| s.bytes.is_none()).count();
+                let added = stats.iter().filter(|s| s.created).count();
+                json!({
+                    "files": stats.len(),
+                    "added": added,
+                    "changed": stats.len() - added - removed,
+                    "removed": removed,
+                    "lines_added": stats.iter().filter_map(|s| s.added_lines).sum::<u64>(),
+                    "lines_removed": stats.iter().filter_map(|s| s.removed_lines).sum::<u64>(),
+                })
+            }
             Err(fault) => json!({ "unread": fault.0 }),
         };
         if let Some((item, _, _)) = self.items.get_mut(index) {

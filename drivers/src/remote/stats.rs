@@ -8,7 +8,7 @@
 //! A submodule (mode `160000`) names a commit of another repository: it weighs nothing here,
 //! and the line Git counts for it is not a line of the change.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bay_core::git::Oid;
 use bay_core::limits::PathStat;
@@ -43,7 +43,11 @@ impl Repo {
                 commit.as_str(),
             ])
             .run()?;
-        let Diff { after, added } = parse_diff(&out.stdout)?;
+        let Diff {
+            after,
+            created,
+            lines,
+        } = parse_diff(&out.stdout)?;
         let blobs: Vec<&Oid> = after
             .values()
             .filter_map(|after| match after {
@@ -55,24 +59,26 @@ impl Repo {
         after
             .into_iter()
             .map(|(path, after)| {
-                let lines = added
+                let counted = lines
                     .get(&path)
                     .copied()
                     .ok_or_else(|| Fault(format!("git diff-tree counted no lines for {path:?}")))?;
-                let (bytes, added_lines) = match after {
-                    After::Deleted => (None, lines),
+                let (bytes, counted) = match after {
+                    After::Deleted => (None, counted),
                     After::Submodule => (Some(0), None),
                     After::Blob(blob) => {
                         let size = sizes.get(&blob).copied().ok_or_else(|| {
                             Fault(format!("git cat-file gave no size for {blob}"))
                         })?;
-                        (Some(size), lines)
+                        (Some(size), counted)
                     }
                 };
                 Ok(PathStat {
+                    created: created.contains(&path),
                     path,
                     bytes,
-                    added_lines,
+                    added_lines: counted.map(|(added, _)| added),
+                    removed_lines: counted.map(|(_, removed)| removed),
                 })
             })
             .collect()
@@ -113,8 +119,10 @@ impl Repo {
 struct Diff {
     /// Its new side, from `--raw`.
     after: BTreeMap<String, After>,
-    /// The lines it adds, from `--numstat`: `None` for a binary file.
-    added: BTreeMap<String, Option<u64>>,
+    /// The paths the base lacks, from `--raw`.
+    created: BTreeSet<String>,
+    /// The lines it adds and removes, from `--numstat`: `None` for a binary file.
+    lines: BTreeMap<String, Option<(u64, u64)>>,
 }
 
 /// Reads `diff-tree -z` output, where both formats follow each other. A path that is not
@@ -140,9 +148,13 @@ fn parse_diff(stdout: &[u8]) -> Result<Diff, Fault> {
                 .next()
                 .ok_or_else(|| bad(format!("{meta:?} without its path")))?;
             let parts: Vec<&str> = meta.split(' ').collect();
-            let [_, mode, _, blob, _] = parts.as_slice() else {
+            let [old_mode, mode, _, blob, _] = parts.as_slice() else {
                 return Err(bad(format!("the entry {meta:?}")));
             };
+            let raw = path(raw)?;
+            if old_mode.bytes().all(|b| b == b'0') {
+                diff.created.insert(raw.clone());
+            }
             let side = if mode.bytes().all(|b| b == b'0') {
                 After::Deleted
             } else if *mode == GITLINK {
@@ -150,29 +162,27 @@ fn parse_diff(stdout: &[u8]) -> Result<Diff, Fault> {
             } else {
                 After::Blob(oid(blob)?)
             };
-            diff.after.insert(path(raw)?, side);
+            diff.after.insert(raw, side);
         } else {
             // `<added>\t<deleted>\t<path>`, with `-` for both when Git takes the file as binary.
             let mut parts = field.splitn(3, |&b| b == b'\t');
-            let (Some(lines), Some(_), Some(raw)) = (parts.next(), parts.next(), parts.next())
+            let unread = || bad(format!("the count {:?}", field.escape_ascii().to_string()));
+            let (Some(added), Some(removed), Some(raw)) =
+                (parts.next(), parts.next(), parts.next())
             else {
-                return Err(bad(format!(
-                    "the count {:?}",
-                    field.escape_ascii().to_string()
-                )));
+                return Err(unread());
             };
-            let lines = match lines {
-                b"-" => None,
-                count => Some(
-                    std::str::from_utf8(count)
-                        .ok()
-                        .and_then(|count| count.parse().ok())
-                        .ok_or_else(|| {
-                            bad(format!("the count {:?}", field.escape_ascii().to_string()))
-                        })?,
-                ),
+            let count = |count: &[u8]| {
+                std::str::from_utf8(count)
+                    .ok()
+                    .and_then(|count| count.parse::<u64>().ok())
+                    .ok_or_else(unread)
             };
-            diff.added.insert(path(raw)?, lines);
+            let lines = match (added, removed) {
+                (b"-", b"-") => None,
+                (added, removed) => Some((count(added)?, count(removed)?)),
+            };
+            diff.lines.insert(path(raw)?, lines);
         }
     }
     Ok(diff)
@@ -201,15 +211,25 @@ mod tests {
             "1\t0\tsub".into(),
         ];
         let out = fields.join("\0") + "\0";
-        let Diff { after, added } = parse_diff(out.as_bytes()).expect("well-formed");
+        let Diff {
+            after,
+            created,
+            lines,
+        } = parse_diff(out.as_bytes()).expect("well-formed");
         assert_eq!(after["src/a.rs"], After::Blob(oid(&b).expect("an id")));
         assert_eq!(after["gone"], After::Deleted);
         assert_eq!(after["sub"], After::Submodule);
-        assert_eq!(added["src/a.rs"], Some(2));
-        assert_eq!(added["gone"], Some(0));
-        assert_eq!(added["img.png"], None);
+        assert_eq!(lines["src/a.rs"], Some((2, 1)));
+        assert_eq!(lines["gone"], Some((0, 3)));
+        assert_eq!(lines["img.png"], None);
+        let created: Vec<&str> = created.iter().map(String::as_str).collect();
+        assert_eq!(created, ["img.png", "sub"]);
         assert!(parse_diff(b":100644\0").is_err());
         assert!(parse_diff(b"x\tonly\0").is_err());
+        assert!(
+            parse_diff(b"1\tx\tpath\0").is_err(),
+            "a count that is no number"
+        );
     }
 
     #[test]
@@ -230,6 +250,6 @@ mod tests {
         let Fault(why) = parse_diff(b"1\t0\tcaf\xe9.rs\0").expect_err("in --numstat too");
         assert!(why.contains("caf\\xe9.rs"), "{why}");
         let text = parse_diff("1\t0\tcaf\u{e9}.rs\0".as_bytes()).expect("UTF-8");
-        assert_eq!(text.added["caf\u{e9}.rs"], Some(1));
+        assert_eq!(text.lines["caf\u{e9}.rs"], Some((1, 0)));
     }
 }
