@@ -431,6 +431,37 @@ fn a_yes_carries_to_a_later_candidate_while_the_approved_files_stay_the_same() {
     );
 }
 
+/// A no stops a yes from carrying only on the same files: once the author repaired them and
+/// a yes came for the repair, that yes carries to a candidate built after main moved.
+#[test]
+fn a_no_on_files_since_repaired_does_not_stop_a_later_yes_from_carrying() {
+    let world = approval_world();
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    let rejected = bay(&alice, "alice", &["reject", &billing, "--why", "wrong"]);
+    assert_eq!(rejected.code, 0, "{rejected:?}");
+    runner_once(&world);
+    // The author repairs the file and asks again; alice says yes to the repair.
+    write(&view, "billing/rates.txt", "4\n");
+    let again = bay(&view, "ann", &["merge"]);
+    assert_eq!(again.doc["decision"], "queued", "{again:?}");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    world.merged("bob", "greet", "src/greeting.txt", "Hi\n");
+    let approved = bay(&alice, "alice", &["approve", &billing]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_eq!(
+        status.doc["detail"]["carried_approvals"][0]["approver"], "alice",
+        "{status:?}"
+    );
+}
+
 #[test]
 fn max_waiting_approvals_refuses_a_change_that_needs_one_more_and_never_another() {
     let world = World::new(&[

@@ -12,7 +12,7 @@
 //! A yes holds for later candidates of the same change while every file under the check's
 //! `when_paths` is byte for byte the same, in the candidate and in its base, and the policy
 //! too ([`carries`], [`changed_under`]); `carry = false` asks on every candidate. A no never
-//! carries, and stops a yes from carrying.
+//! carries, and one on the same files stops a yes from carrying ([`Carry::outcome`]).
 
 use serde_json::{Map, Value, json};
 
@@ -293,12 +293,70 @@ pub struct Carry {
     pub from: Earlier,
     /// The counted yes, as `detail` names it.
     pub answer: Value,
+    /// The counted noes of the check on earlier candidates, each with its candidate: one on
+    /// the same files as this candidate's stops the yes from carrying.
+    pub noes: Vec<(Earlier, Value)>,
+}
+
+/// A comparison of an earlier candidate with this one: the paths that differ between the two
+/// candidates and between their bases, or why they could not be compared.
+pub type Compared = Result<(Vec<String>, Vec<String>), String>;
+
+impl Carry {
+    /// The candidates whose files are compared with this one: the yes's, then each no's.
+    pub fn compared(&self) -> impl Iterator<Item = &Earlier> {
+        std::iter::once(&self.from).chain(self.noes.iter().map(|(earlier, _)| earlier))
+    }
+
+    /// What became of the yes under `check`, given for each of [`Carry::compared`], in order,
+    /// the paths that differ between the two candidates and between their bases, or why they
+    /// could not be compared. It holds while no covered file changed since the yes, and no no
+    /// was said on files that are the same as this candidate's; a comparison that could not be
+    /// made keeps nothing the same for a yes, and everything the same for a no (the stricter
+    /// reading each way: a yes it cannot vouch for is set aside, a no it cannot tell apart
+    /// stops it).
+    pub fn outcome(&self, check: &ApprovalCheck, diffs: &[Compared]) -> Carried {
+        let record = self.answer["record"].clone();
+        let changed = |index: usize| match diffs.get(index) {
+            Some(Ok((candidates, bases))) => Ok(changed_under(check, candidates, bases)),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err("no comparison was made".to_owned()),
+        };
+        match changed(0) {
+            Err(why) => {
+                return Carried::SetAside(json!({
+                    "record": record,
+                    "why": format!("could not compare the files: {why}"),
+                }));
+            }
+            Ok(paths) if !paths.is_empty() => {
+                return Carried::SetAside(json!({ "record": record, "paths": paths }));
+            }
+            Ok(_) => {}
+        }
+        let same_as_a_no = self
+            .noes
+            .iter()
+            .enumerate()
+            .find(|(index, _)| changed(index + 1).map_or(true, |paths| paths.is_empty()));
+        if let Some((_, (_, no))) = same_as_a_no {
+            return Carried::SetAside(json!({
+                "record": record,
+                "stopped_by": no["record"],
+                "why": "a no on the same files stops this yes from carrying",
+            }));
+        }
+        let mut answer = self.answer.clone();
+        answer["carried_from"] = record;
+        answer["from_commit"] = json!(self.from.commit);
+        Carried::Holds(answer)
+    }
 }
 
 /// The yeses that may carry to the candidate `about`: for each owed check that has no counted
 /// answer on it and does not set `carry = false`, the counted yes on the latest of `earlier`
-/// (oldest first) that has one. A counted no of the check on any earlier candidate stops
-/// carrying (stricter than the files-same rule: a no never helps a yes along).
+/// (oldest first) that has one, with the check's counted noes on the others: a no never
+/// carries, and one on the same files stops the yes ([`Carry::outcome`]).
 pub fn carries(
     owed: &[ApprovalCheck],
     lines: &[String],
@@ -320,9 +378,10 @@ pub fn carries(
                 (e, yes, no)
             })
             .collect();
-        if answers.iter().any(|(_, _, no)| !no.is_empty()) {
-            continue;
-        }
+        let noes: Vec<(Earlier, Value)> = answers
+            .iter()
+            .flat_map(|(earlier, _, no)| no.iter().map(|no| ((*earlier).clone(), no.clone())))
+            .collect();
         if let Some((from, yes, _)) = answers
             .into_iter()
             .rev()
@@ -332,6 +391,7 @@ pub fn carries(
                 check: check.id.clone(),
                 from: from.clone(),
                 answer: yes.into_iter().next().unwrap_or(Value::Null),
+                noes,
             });
         }
     }

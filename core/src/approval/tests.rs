@@ -259,3 +259,48 @@ fn a_waiver_is_never_a_pass_and_counts_only_signed_for_that_content() {
         );
     }
 }
+
+/// A yes carries while its files stay the same, unless a no was said on files that are the
+/// same as this candidate's; a no whose files differ (the author repaired them) stops nothing.
+#[test]
+fn a_no_stops_a_yes_from_carrying_only_on_the_same_files() {
+    let check = billing(None);
+    let earlier = |c: char| Earlier {
+        commit: oid(c),
+        base: oid('e'),
+    };
+    let carry = Carry {
+        check: check.id.clone(),
+        from: earlier('d'),
+        answer: json!({"check": "billing-approval", "record": "alice/yes"}),
+        noes: vec![(earlier('f'), json!({"record": "bob/no"}))],
+    };
+    assert_eq!(carry.compared().count(), 2);
+    let same: Compared = Ok((vec!["src/a.rs".into()], Vec::new()));
+    let repaired: Compared = Ok((vec!["billing/rates.txt".into()], Vec::new()));
+    let Carried::Holds(held) = carry.outcome(&check, &[same.clone(), repaired.clone()]) else {
+        panic!("a no on other files stops nothing");
+    };
+    assert_eq!(held["carried_from"], "alice/yes");
+    assert_eq!(held["from_commit"], json!(oid('d')));
+    let Carried::SetAside(stopped) = carry.outcome(&check, &[same.clone(), same.clone()]) else {
+        panic!("a no on the same files stops the yes");
+    };
+    assert_eq!(stopped["stopped_by"], "bob/no");
+    let unknown: Compared = Err("the disk is gone".into());
+    assert!(
+        matches!(
+            carry.outcome(&check, &[same.clone(), unknown.clone()]),
+            Carried::SetAside(_)
+        ),
+        "a no it cannot tell apart stops the yes"
+    );
+    let Carried::SetAside(aside) = carry.outcome(&check, &[repaired, same.clone()]) else {
+        panic!("a yes whose files changed is set aside");
+    };
+    assert_eq!(aside["paths"], json!(["billing/rates.txt"]));
+    assert!(matches!(
+        carry.outcome(&check, &[unknown, same]),
+        Carried::SetAside(_)
+    ));
+}

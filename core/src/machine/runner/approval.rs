@@ -21,7 +21,7 @@ use super::work::{Built, Checking, Ending, Merge, Phase, Placed, Purpose, Work, 
 use super::{RunMode, Runner};
 use std::collections::BTreeMap;
 
-use crate::approval::{About, Carried, Carry, Earlier, Judgement, carries, changed_under, judge};
+use crate::approval::{About, Carried, Carry, Compared, Earlier, Judgement, carries, judge};
 use crate::git::{Oid, refs};
 use crate::machine::keys_read::{KeysRead, KeysStep};
 use crate::machine::{Action, Completion, Fault, FetchSpec, Misuse, Refs};
@@ -257,25 +257,24 @@ impl Runner {
         }
         let built = checking.candidate.built.clone();
         let base = checking.base.commit.clone();
-        for (index, carry) in found.iter().enumerate() {
-            for (side, (from, to)) in [
-                (carry.from.commit.clone(), built.commit.clone()),
-                (carry.from.base.clone(), base.clone()),
-            ]
-            .into_iter()
-            .enumerate()
-            {
+        let mut slots = 0;
+        for earlier in found.iter().flat_map(Carry::compared) {
+            for (from, to) in [
+                (earlier.commit.clone(), built.commit.clone()),
+                (earlier.base.clone(), base.clone()),
+            ] {
                 let read = Action::ReadStats {
                     base: from,
                     commit: to,
                 };
-                self.send_work(read, Purpose::CarryStats(index * 2 + side));
+                self.send_work(read, Purpose::CarryStats(slots));
+                slots += 1;
             }
         }
         checking.carrying = Some(Box::new(Carrying {
             version,
             lines,
-            diffs: vec![None; found.len() * 2],
+            diffs: vec![None; slots],
             carries: found,
         }));
         self.keep(work)
@@ -314,31 +313,21 @@ impl Runner {
             carries,
             diffs,
         } = *carrying;
+        // Two comparisons for each compared candidate, in the order they were sent.
+        let mut diffs = diffs.into_iter().flatten();
         let mut carried = BTreeMap::new();
-        for (index, carry) in carries.into_iter().enumerate() {
-            let Some(check) = checking.approvals.iter().find(|c| c.id == carry.check) else {
-                continue;
-            };
-            let record = carry.answer["record"].clone();
-            let both = (diffs[index * 2].clone(), diffs[index * 2 + 1].clone());
-            let outcome = match both {
-                (Some(Ok(candidates)), Some(Ok(bases))) => {
-                    let paths = changed_under(check, &candidates, &bases);
-                    if paths.is_empty() {
-                        let mut answer = carry.answer.clone();
-                        answer["carried_from"] = record;
-                        answer["from_commit"] = serde_json::json!(carry.from.commit);
-                        Carried::Holds(answer)
-                    } else {
-                        Carried::SetAside(serde_json::json!({ "record": record, "paths": paths }))
-                    }
-                }
-                (Some(Err(why)), _) | (_, Some(Err(why))) => Carried::SetAside(
-                    serde_json::json!({ "record": record, "why": format!("could not compare the files: {why}") }),
-                ),
-                _ => continue,
-            };
-            carried.insert(carry.check, outcome);
+        for carry in carries {
+            let compared: Vec<Compared> = carry
+                .compared()
+                .map(|_| match (diffs.next(), diffs.next()) {
+                    (Some(Ok(candidates)), Some(Ok(bases))) => Ok((candidates, bases)),
+                    (Some(Err(why)), _) | (_, Some(Err(why))) => Err(why),
+                    _ => Err("no comparison was made".to_owned()),
+                })
+                .collect();
+            if let Some(check) = checking.approvals.iter().find(|c| c.id == carry.check) {
+                carried.insert(carry.check.clone(), carry.outcome(check, &compared));
+            }
         }
         self.approvals_judged(work, version, lines, carried)
     }
@@ -569,8 +558,9 @@ pub(super) struct Carrying {
     version: Option<Box<Version>>,
     lines: Vec<String>,
     carries: Vec<Carry>,
-    /// Per carry, the paths that differ between the two candidates, then between their
-    /// bases; `None` until answered, `Err` when the comparison could not be made.
+    /// Per carry, for each of its compared candidates ([`Carry::compared`]), the paths that
+    /// differ between the two candidates, then between their bases; `None` until answered,
+    /// `Err` when the comparison could not be made.
     diffs: Vec<Option<Result<Vec<String>, String>>>,
 }
 
