@@ -535,7 +535,7 @@ fn max_waiting_approvals_is_read_from_main_not_the_drafts_base() {
 #[test]
 fn without_a_runner_the_authors_merge_wait_waits_then_merges_once_approved() {
     let world = approval_world();
-    let alice = enrolled_approver(&world, "alice");
+    enrolled_approver(&world, "alice");
     let ann = world.clone_as("ann");
     let (billing, view) = world.edited(&ann, "ann", "refunds", "billing/rates.txt", "2\n", &[]);
     let waited = bay(&view, "ann", &["merge", "--wait"]);
@@ -548,9 +548,15 @@ fn without_a_runner_the_authors_merge_wait_waits_then_merges_once_approved() {
             .is_some_and(|say| say.contains("`bay merge --wait`")),
         "{waited:?}"
     );
-    let approved = bay(&alice, "alice", &["approve", &billing]);
+    // alice approves on the author's machine, whose clone holds the view: it lands from here.
+    let key = world.root.path().join("keys").join("alice");
+    git(&ann, &["config", "bay.approverName", "alice"]);
+    git(&ann, &["config", "bay.approverKey", path(&key)]);
+    let approved = bay(&ann, "alice", &["approve", &billing]);
     assert_eq!(approved.code, 0, "{approved:?}");
-    assert_eq!(approved.doc["detail"]["lands_by"], "author", "{approved:?}");
+    assert_eq!(approved.doc["detail"]["lands_by"], "here", "{approved:?}");
+    let say = approved.doc["say"].as_str().unwrap_or_default();
+    assert!(say.contains("in this clone"), "{say}");
     let merged = bay(&view, "ann", &["merge", "--wait"]);
     assert_eq!(merged.doc["decision"], "merged", "{merged:?}");
     assert_eq!(world.merges_of(&billing), 1);
@@ -623,6 +629,11 @@ fn a_waiver_lets_one_failed_check_through_on_that_candidate_never_as_a_pass() {
     );
     assert_eq!(waived.code, 0, "{waived:?}");
     assert_eq!(waived.doc["detail"]["lands_by"], "author");
+    let say = waived.doc["say"].as_str().unwrap_or_default();
+    assert!(
+        say.contains("waiver (files)") && say.contains("no pass"),
+        "{say}"
+    );
     let records = world.evidence("alice");
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["kind"], "waiver");

@@ -334,6 +334,17 @@ fn say_state(
             )
         }
         None if detail.contains_key("lineage") => lineage(detail),
+        None if detail.contains_key("waived") => format!(
+            "Your waiver{} is signed and sent; it is no pass, and the merge will name the check \
+             as a gap. {}",
+            quoted(names(detail, "waived")),
+            match detail.get("lands_by").and_then(Value::as_str) {
+                Some("here") =>
+                    "Run `bay merge --wait` in the change's view in this clone to \
+                                 merge that same candidate.",
+                _ => "The change's author runs `bay merge --wait` to merge that same candidate.",
+            }
+        ),
         None if detail.contains_key("lands_by") => match detail
             .get("lands_by")
             .and_then(Value::as_str)
@@ -343,6 +354,9 @@ fn say_state(
                 .to_owned(),
             Some("author") => "Your yes is signed and sent; the change's author adds it to main \
                                with `bay merge --wait`, as no runner picks it up."
+                .to_owned(),
+            Some("here") => "Your yes is signed and sent; no runner picks it up, so run `bay \
+                             merge --wait` in the change's view in this clone to add it to main."
                 .to_owned(),
             _ => "Your yes is signed and sent; the runner's next pass adds this change to main, \
                   with nothing more to do."

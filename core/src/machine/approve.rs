@@ -51,6 +51,9 @@ enum Purpose {
     Policy,
     Notes,
     Push,
+    /// Whether this clone holds the change's view, once the records are pushed: for an
+    /// answer its author merges with `bay merge --wait`, whether that is here.
+    Views(Vec<String>, Vec<String>),
 }
 
 /// A waiver asked for: the failed check, its environment and real verdict, and the base the
@@ -522,14 +525,37 @@ impl Approve {
         self.unchanged = unchanged;
     }
 
+    /// The records are pushed. An answer its author merges with `bay merge --wait` (a waiver,
+    /// or a yes no runner picks up) first asks whether this clone holds the change's view.
     fn done(&mut self, recorded: Vec<String>, unchanged: Vec<String>) {
+        let Some(waiting) = &self.waiting else {
+            return;
+        };
+        let by_author = waiting.waive.is_some() || (self.input.yes && waiting.lands_by == "author");
+        if by_author {
+            let inspect = Action::InspectViews {
+                changes: vec![self.input.change.clone()],
+            };
+            self.out.send(inspect, Purpose::Views(recorded, unchanged));
+            return;
+        }
+        self.answered(recorded, unchanged, false);
+    }
+
+    /// The result: who merges the change next (`lands_by`): a runner (`executor`), its
+    /// author, `here` when this clone holds its view (the author's `bay merge --wait` runs
+    /// here), or its author once repaired after a no.
+    fn answered(&mut self, recorded: Vec<String>, unchanged: Vec<String>, view_here: bool) {
         let Some(waiting) = self.waiting.clone() else {
             return;
         };
-        let lands_by = if self.input.yes {
-            waiting.lands_by.as_str()
-        } else {
+        let by_author = if view_here { "here" } else { "author" };
+        let lands_by = if !self.input.yes {
             "author_repairs"
+        } else if waiting.lands_by == "author" {
+            by_author
+        } else {
+            waiting.lands_by.as_str()
         };
         if let Some(waive) = &waiting.waive {
             let detail = json!({
@@ -541,7 +567,7 @@ impl Approve {
                 "commit": waiting.about.commit,
                 "recorded": recorded,
                 "unchanged": unchanged.len(),
-                "lands_by": "author",
+                "lands_by": by_author,
                 "trust": "signed",
             });
             let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default())
@@ -586,6 +612,12 @@ impl Approve {
             (Purpose::Notes, Completion::NotesRead(Ok(lines))) => self.write(lines),
             (Purpose::Policy, Completion::FileRead(Ok(bytes))) => self.on_policy(bytes),
             (Purpose::Push, Completion::Pushed(report)) => self.on_pushed(report.outcome),
+            // A view that cannot be inspected is not known to be here.
+            (Purpose::Views(recorded, unchanged), Completion::ViewsInspected(views)) => {
+                let here = views
+                    .is_ok_and(|views| views.iter().any(|view| view.change == self.input.change));
+                self.answered(recorded, unchanged, here);
+            }
             (_, completion) => return Some(completion),
         }
         None
