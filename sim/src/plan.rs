@@ -104,11 +104,18 @@ impl Dist {
 
     pub fn name(&self) -> String {
         match *self {
-            Dist::Fixed(m) => format!("{m}"),
-            Dist::Uniform(a, b) => format!("{a}..{b}"),
-            Dist::Exp(m) => format!("exp:{m}"),
+            Dist::Fixed(m) => minutes(m),
+            Dist::Uniform(a, b) => format!("{}..{}", minutes(a), minutes(b)),
+            Dist::Exp(m) => format!("exp:{}", minutes(m)),
         }
     }
+}
+
+/// Minutes as a person writes them: at most two decimals, none that are zero (`9.6`, not
+/// `9.600000000000001`, which is what `12 x 0.8` is in floating point).
+fn minutes(m: f64) -> String {
+    let text = format!("{m:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// A number in [0, 1).

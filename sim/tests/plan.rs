@@ -181,3 +181,11 @@ fn the_command_prints_one_json_document_with_the_table_and_advice() {
     );
     assert_eq!(run().stdout, out.stdout, "the same seed prints the same");
 }
+
+#[test]
+fn check_minutes_are_named_as_a_person_writes_them() {
+    assert_eq!(Dist::Fixed(12.0).scaled(0.8).name(), "9.6");
+    assert_eq!(Dist::Uniform(5.0, 15.0).name(), "5..15");
+    assert_eq!(Dist::Exp(2.5).scaled(0.8).name(), "exp:2");
+    assert_eq!(Dist::Fixed(1.0 / 3.0).name(), "0.33");
+}
