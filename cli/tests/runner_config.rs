@@ -62,6 +62,10 @@ fn a_head_past_its_deadline_lets_the_change_behind_it_merge_first() {
     let pass = bay(&world.admin, "runner", &["runner", "run", "--once"]);
     assert_eq!(pass.code, 0, "{pass:?}");
     assert_eq!(world.merges_of(&quick), 1);
+    // The run says what it did.
+    assert_eq!(pass.doc["detail"]["merged"], 1, "{pass:?}");
+    let say = pass.doc["say"].as_str().unwrap_or_default();
+    assert!(say.contains("one change merged"), "{say}");
     let status = bay(&view, "ann", &["status"]);
     assert_eq!(
         status.doc["reason"], "QUEUE_DEADLINE_EXCEEDED",

@@ -402,7 +402,11 @@ fn say_state(
             };
             format!("Done, passing over {entries}; tell the person in charge, as the details say.")
         }
-        None => "Done; there is nothing more to do.".to_owned(),
+        None => match detail.get("merged").and_then(Value::as_u64) {
+            Some(1) => "Done: one change merged into main; there is nothing more to do.".to_owned(),
+            Some(n) => format!("Done: {n} changes merged into main; there is nothing more to do."),
+            None => "Done; there is nothing more to do.".to_owned(),
+        },
         Some(OpState::Submitted) => format!(
             "This change is waiting for a runner to pick it up{}.",
             unless_no_runner(detail, "; nothing to do for now")

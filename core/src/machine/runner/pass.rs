@@ -633,6 +633,10 @@ impl Runner {
             if !skipped.is_empty() {
                 detail.insert("skipped".into(), serde_json::Value::Array(skipped));
             }
+            // How many changes this run merged, so that it says what it did.
+            if self.merged > 0 {
+                detail.insert("merged".into(), serde_json::Value::from(self.merged));
+            }
             let result = BayResult::ok(None, detail);
             self.finish(result);
         } else {
