@@ -1773,6 +1773,10 @@ struct Driver {
     candidates: BTreeMap<CandidateId, Oid>,
     /// Every check run answered: the run as asked for, and what the driver said it printed.
     check_runs: Vec<(CheckRun, CheckExit)>,
+    /// Steps the machine wrote into the clone's store unpushed (`WriteSteps`, as `merge
+    /// --wait` writes its request), each with the tip its chain stood on: a push that carries
+    /// one appends on it, leased on that tip.
+    unpushed: BTreeMap<Oid, Option<Oid>>,
     outcome: Option<BayResult>,
 }
 
@@ -1805,7 +1809,7 @@ impl Driver {
                 "an action after the outcome: {action:?}"
             );
             if let Action::Push(plan) = &action {
-                assert_leased(plan, role);
+                assert_leased(plan, role, &self.unpushed);
                 self.assert_passes_warranted(plan);
             }
             self.outstanding.push((id, action));
@@ -1878,6 +1882,13 @@ impl Driver {
                     (&action, &completion)
                 {
                     self.check_runs.push(((**run).clone(), exit.clone()));
+                }
+                if let (Action::WriteSteps(append), Completion::StepsWritten(Ok(oids))) =
+                    (&action, &completion)
+                {
+                    for oid in oids {
+                        self.unpushed.insert(oid.clone(), append.parent.clone());
+                    }
                 }
                 assert!(self.answered.insert(id));
                 // Of the right kind it is taken, of the wrong kind it may be refused; either
@@ -2444,13 +2455,20 @@ fn push_report(u: &mut Unstructured<'_>, plan: &PushPlan) -> Result<PushReport> 
     })
 }
 
-/// The leases every push must carry.
-fn assert_leased(plan: &PushPlan, role: Role) {
+/// The leases every push must carry: an append is leased on its parent, or, on a step
+/// written unpushed (a request carried by its runner), on the tip that step stood on.
+fn assert_leased(plan: &PushPlan, role: Role, unpushed: &BTreeMap<Oid, Option<Oid>>) {
     assert!(plan.atomic, "a push that is not atomic: {plan:?}");
     for append in &plan.appends {
+        let under = append
+            .parent
+            .as_ref()
+            .and_then(|parent| unpushed.get(parent))
+            .cloned()
+            .unwrap_or_else(|| append.parent.clone());
         assert_eq!(
             append.expect,
-            Expect::tip(append.parent.as_ref()),
+            Expect::tip(under.as_ref()),
             "a chain append whose lease is not its parent: {append:?}"
         );
         if role == Role::Runner {
@@ -2459,7 +2477,15 @@ fn assert_leased(plan: &PushPlan, role: Role) {
                 "a runner started a chain: {append:?}"
             );
         }
-        assert!(!append.steps.is_empty(), "an append with no step");
+        // One that only pushes a carried request adds no step of its own.
+        let carries = append
+            .parent
+            .as_ref()
+            .is_some_and(|p| unpushed.contains_key(p));
+        assert!(
+            carries || !append.steps.is_empty(),
+            "an append with no step"
+        );
         for step in &append.steps {
             assert_eq!(step.change, append.change, "a step on another chain");
         }
