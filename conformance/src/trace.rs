@@ -36,7 +36,7 @@ pub struct Trace {
 pub enum Entry {
     Runner {
         machine: String,
-        config: RunnerConfig,
+        config: Box<RunnerConfig>,
         now: Timestamp,
         after: After,
     },
@@ -85,7 +85,7 @@ impl Recorder {
         let runner = Runner::new(config.clone(), now);
         self.entries.push(Entry::Runner {
             machine: machine.to_owned(),
-            config,
+            config: Box::new(config),
             now,
             after: After::of(&runner),
         });
@@ -204,7 +204,7 @@ pub fn replay(trace: &Trace) -> Result<(), Divergence> {
                 now,
                 after,
             } => {
-                let runner = Runner::new(config.clone(), *now);
+                let runner = Runner::new(RunnerConfig::clone(config), *now);
                 let found = differs(machine, "state", json(after), json(&After::of(&runner)));
                 runners.insert(machine, runner);
                 found

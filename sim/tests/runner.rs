@@ -1664,6 +1664,7 @@ fn a_signing_runner_never_checks_or_merges_a_candidate_whose_signature_does_not_
         executor_signers:
             "a ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEHZMmOi6qxlml6NZljupSooIs0XnEI/jbILagCubsN8\n"
                 .into(),
+        executor_public: String::new(),
     };
     let mut a = Rig::with("a", 1_000_000, |cfg| cfg.signer = Some(signer));
     let is_read = |action: &Action| matches!(action, Action::ReadCommits { .. });

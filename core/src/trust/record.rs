@@ -244,6 +244,10 @@ pub struct RunnerSigner {
     /// against it before the candidate goes further.
     #[serde(default)]
     pub executor_signers: String,
+    /// The executor key's public half (`<keytype> <base64>`): the runner stops signing once
+    /// the registry no longer enrols it (`REGISTRY_CHANGED`).
+    #[serde(default)]
+    pub executor_public: String,
 }
 
 /// One of the runner's keys as this machine found it: the path Git config names, and its
@@ -325,12 +329,17 @@ pub fn runner_keys(
         }
     };
     let executor_key = judge("bay.executorKey", Class::Executor, executor);
+    let executor_public = executor
+        .and_then(|key| key.public.as_ref().ok())
+        .map(|key| key.openssh().to_owned())
+        .unwrap_or_default();
     let producer_key = judge("bay.producerKey", Class::Producer, producer);
     match (executor_key, producer_key) {
         (Some(executor_key), Some(producer_key)) => Ok(Some(RunnerSigner {
             executor_key,
             producer_key,
             executor_signers: registry.signers_text(Class::Executor),
+            executor_public,
         })),
         _ => Err(problems),
     }

@@ -70,8 +70,15 @@ impl Runner {
     /// The recorded candidate of a waiting operation that can be taken up again on main as
     /// it is now: built on this very main, and no check of it recorded short of a pass.
     pub(super) fn resumable(&self, work: &Work) -> Option<CandidateRec> {
+        Runner::taken_up(work, ReasonCode::ApprovalPending).cloned()
+    }
+
+    /// The last recorded candidate of an operation whose claim went back for `released`, if
+    /// it can be taken up again on main as it is now: built on this very main, and no check
+    /// of it recorded short of a pass.
+    pub(super) fn taken_up(work: &Work, released: ReasonCode) -> Option<&CandidateRec> {
         let operation = work.record.op(&work.op)?;
-        if operation.released != Some(ReasonCode::ApprovalPending) {
+        if operation.released != Some(released) {
             return None;
         }
         let candidate = operation.candidates.last()?;
@@ -80,7 +87,7 @@ impl Runner {
             .iter()
             .filter(|check| check.candidate == candidate.id)
             .all(|check| check.verdict == crate::check::Verdict::Pass);
-        (candidate.base == work.base && clean).then(|| candidate.clone())
+        (candidate.base == work.base && clean).then_some(candidate)
     }
 
     /// The recorded candidate's changed paths are read: it goes the way a built one does
@@ -109,6 +116,8 @@ impl Runner {
             base_tree: candidate.base_tree,
             changed_paths: stats.into_iter().map(|stat| stat.path).collect(),
             signed: false,
+            signed_by: None,
+            stands_for: None,
             resumed: true,
         };
         self.sign_or_measure(work, built, policy)
@@ -118,7 +127,10 @@ impl Runner {
     /// stand; the rest run under a claim written first. With every run passed, the approvals
     /// are judged at once, before any claim.
     pub(super) fn resume_checks(&mut self, mut work: Box<Work>, mut checking: Checking) -> Placed {
-        let candidate = checking.candidate.built.id.clone();
+        // A candidate signed again after `REGISTRY_CHANGED` takes the passes of the one it
+        // stands for: the same tree on the same parent.
+        let built = &checking.candidate.built;
+        let candidate = built.stands_for.clone().unwrap_or_else(|| built.id.clone());
         let passed = work.record.op(&work.op).map_or(0, |operation| {
             checking
                 .plan
@@ -137,8 +149,14 @@ impl Runner {
         checking.done = passed;
         checking.next_start = passed;
         let rest = passed < checking.plan.runs.len();
+        let recorded = checking.candidate.recorded;
+        let merge = (!rest && !recorded && checking.approvals.is_empty())
+            .then(|| checking.merge(self.cfg.unsigned_trust()));
         work.phase = Phase::Checking(Box::new(checking));
-        if rest {
+        if let Some(merge) = merge {
+            return self.write(work, Write::Merge(Box::new(merge)));
+        }
+        if rest || !recorded {
             return self.write(work, Write::Record);
         }
         self.advance(work)

@@ -22,6 +22,7 @@ mod checks;
 mod compaction;
 pub mod deps;
 mod hold;
+mod keys;
 mod notify;
 mod own;
 mod pass;
@@ -358,6 +359,12 @@ pub struct Runner {
     /// The tips of its own log and evidence notes this runner knows are commits, which it can
     /// append to (see `own`).
     own_commits: own::Known,
+    /// The registry tip whose `executor` file last enrolled the key of a candidate this
+    /// runner was about to merge: the same tip fetched again needs no read.
+    keys_seen: Option<Oid>,
+    /// The registry no longer enrols this runner's executor key (`REGISTRY_CHANGED`): it
+    /// claims nothing more until it starts again with a key the registry enrols.
+    withdrawn: bool,
 }
 
 impl Runner {
@@ -388,6 +395,8 @@ impl Runner {
             last_presence: presence::Last::Unread,
             main_in_doubt: false,
             own_commits: own::Known::new(),
+            keys_seen: None,
+            withdrawn: false,
         }
     }
 

@@ -75,6 +75,12 @@ pub enum Mutant {
     /// S16: takes a change a start took up again after it ended short of a merge for an
     /// ended one, and compacts it while it is live.
     CompactLive,
+    /// S18: takes a candidate's signature as verified whatever core's verdict, so a
+    /// signature over other bytes, or by a key the registry never enrolled, lands on main.
+    AcceptAnySignature,
+    /// S19: reads the registry before the merge push but merges whatever it says, so a key
+    /// taken out after it signed the candidate still lands on main.
+    IgnoreKeyRemoval,
 }
 
 impl Runner {
@@ -271,5 +277,17 @@ impl Runner {
 
     pub(super) fn mutant_never_takes_over(&self) -> bool {
         self.mutant_is(Mutant::NeverTakeOver)
+    }
+}
+
+impl Runner {
+    /// Whether the candidate's signature is taken as verified whatever the verdict (S18).
+    pub(super) fn mutant_accepts_any_signature(&self) -> bool {
+        self.cfg.mutant == Some(Mutant::AcceptAnySignature)
+    }
+
+    /// Whether the registry read before the merge push is ignored (S19).
+    pub(super) fn mutant_ignores_removal(&self) -> bool {
+        self.cfg.mutant == Some(Mutant::IgnoreKeyRemoval)
     }
 }

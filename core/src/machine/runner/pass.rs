@@ -577,6 +577,10 @@ impl Runner {
         }
         let head = self.find_head();
         self.present_pass(&head);
+        if self.withdrawn() {
+            // Its executor key is no longer enrolled: another runner signs and merges.
+            return self.idle_or_done();
+        }
         let Head::Op {
             record,
             operation,

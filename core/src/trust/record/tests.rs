@@ -246,6 +246,7 @@ fn a_runner_signs_only_with_both_keys_enrolled_under_a_registry_that_signs_all()
             executor_key: executor.path.clone(),
             producer_key: producer.path.clone(),
             executor_signers: format!("r1 {EXECUTOR_PUB}\n"),
+            executor_public: EXECUTOR_PUB.to_owned(),
         }))
     );
     let refused = |executor: Option<&KeySetting>, producer: Option<&KeySetting>, runner: &str| {

@@ -1,0 +1,165 @@
+//! The key registry, read again right before each push that moves main, when the runner
+//! signs: bay's own checks read the current registry, so a key the registry took out of its
+//! `executor` file since the candidate was signed never lands on main with that signature.
+//!
+//! - The registry still enrols the key (under any name): the push goes out.
+//! - It does not (removed, `rotated` or `revoked`): the claim goes back `REGISTRY_CHANGED`,
+//!   and the operation keeps its place. A runner whose own key is out claims nothing more
+//!   until it starts again with an enrolled key. A runner with a valid key takes the
+//!   operation up and signs the same tree on the same parent again (a new candidate), with
+//!   no check run again: the passes of the candidate it stands for stand. A check keyed to
+//!   the commit (an approval) is owed again, since it names the old commit.
+//! - A registry that cannot be read, or breaks a rule, gives the claim back: nothing is
+//!   merged unjudged.
+//!
+//! The tip judged last is remembered: a fetch that finds it again reads nothing more.
+
+use super::Runner;
+use super::work::{Placed, Purpose, Then, Work, Write};
+use crate::git::Oid;
+use crate::id::CandidateId;
+use crate::machine::{Action, Fault, FetchSpec, Refs};
+use crate::reason::ReasonCode;
+use crate::trust::registry::{Class, REF as REGISTRY, RegistryCommit, judge_chain};
+
+impl Runner {
+    /// Whether the push that moves main waits for the registry to be read first: when this
+    /// runner signs and the candidate's signature verified, until the read clears it.
+    pub(super) fn reading_keys_before_push(&mut self, work: &mut Work, write: &Write) -> bool {
+        if work.keys_cleared || self.cfg.signer.is_none() {
+            return false;
+        }
+        let signed = work
+            .phase
+            .candidate()
+            .is_some_and(|candidate| candidate.built.signed);
+        if !signed {
+            return false;
+        }
+        // `*`: a registry that is gone is no fault of the fetch; it is judged below.
+        let spec = FetchSpec::new([format!("{REGISTRY}*")]);
+        let action = Action::Fetch(spec.clone());
+        self.send_work(action, Purpose::KeysFetch(Box::new(write.clone()), spec));
+        true
+    }
+
+    pub(super) fn on_keys_fetched(
+        &mut self,
+        work: Box<Work>,
+        write: Write,
+        spec: FetchSpec,
+        result: Result<Refs, Fault>,
+    ) -> Placed {
+        let fetched = match result {
+            Ok(fetched) => fetched,
+            Err(fault) => return self.keys_unread(work, "fetch", &fault),
+        };
+        spec.apply(&mut self.refs, fetched);
+        let Some(tip) = self.refs.get(REGISTRY).cloned() else {
+            let why = "the remote holds no key registry now, so the candidate's signature \
+                       cannot be judged"
+                .to_owned();
+            return self.release(work, Some(ReasonCode::RegistryChanged), why);
+        };
+        if self.keys_seen.as_ref() == Some(&tip) {
+            return self.keys_cleared(work, write);
+        }
+        let read = Action::ReadRegistry { tip: tip.clone() };
+        self.send_work(read, Purpose::KeysRead(Box::new(write), tip));
+        self.keep(work)
+    }
+
+    pub(super) fn on_keys_read(
+        &mut self,
+        work: Box<Work>,
+        write: Write,
+        tip: Oid,
+        result: Result<Vec<RegistryCommit>, Fault>,
+    ) -> Placed {
+        let chain = match result {
+            Ok(chain) => chain,
+            Err(fault) => return self.keys_unread(work, "read", &fault),
+        };
+        let version = match judge_chain(&chain) {
+            Ok(version) => version,
+            Err(broken) => {
+                let why = format!("the key registry breaks a rule: {}", broken.why);
+                return self.release(work, Some(ReasonCode::RegistryUnreadable), why);
+            }
+        };
+        let key = work
+            .phase
+            .candidate()
+            .and_then(|candidate| candidate.built.signed_by.clone());
+        let enrolled = key.as_ref().is_some_and(|key| {
+            version
+                .classes
+                .get(&Class::Executor)
+                .into_iter()
+                .flatten()
+                .any(|enrolled| enrolled.key == **key)
+        });
+        #[cfg(feature = "mutants")]
+        let enrolled = enrolled || self.mutant_ignores_removal();
+        if enrolled {
+            self.keys_seen = Some(tip);
+            if let Some(signer) = self.cfg.signer.as_mut() {
+                signer.executor_signers = version.signers_text(Class::Executor);
+            }
+            return self.keys_cleared(work, write);
+        }
+        // This runner's own key out of the file: it signs nothing more.
+        let own = self
+            .cfg
+            .signer
+            .as_ref()
+            .map(|signer| signer.executor_public.as_str())
+            .unwrap_or_default();
+        self.withdrawn = !version
+            .classes
+            .get(&Class::Executor)
+            .into_iter()
+            .flatten()
+            .any(|enrolled| enrolled.key.openssh() == own);
+        let why = format!(
+            "the key registry no longer enrols the executor key {} that signed the candidate; \
+             a runner with a valid key signs the same tree again",
+            key.map_or_else(|| "?".to_owned(), |key| key.fingerprint())
+        );
+        let mut write = write;
+        // The last check's pass still goes up, so that the runner that signs the candidate
+        // again finds it recorded.
+        if let Write::Check { then, .. } = &mut write
+            && matches!(then, Then::Merge(_))
+        {
+            *then = Then::Release(ReasonCode::RegistryChanged, why);
+            return self.write(work, write);
+        }
+        self.release(work, Some(ReasonCode::RegistryChanged), why)
+    }
+
+    /// The registry could not be fetched or read: nothing merges unjudged.
+    fn keys_unread(&mut self, work: Box<Work>, what: &str, fault: &Fault) -> Placed {
+        let why = format!("could not {what} the key registry before the merge: {fault}");
+        self.release(work, None, why)
+    }
+
+    fn keys_cleared(&mut self, mut work: Box<Work>, write: Write) -> Placed {
+        work.keys_cleared = true;
+        self.write(work, write)
+    }
+
+    /// Whether this runner gave up signing: the registry took its executor key out.
+    pub(super) fn withdrawn(&self) -> bool {
+        self.withdrawn
+    }
+
+    /// The recorded candidate a candidate of `tree` signs again: the operation's last, built
+    /// on the same main, after its claim went back `REGISTRY_CHANGED` with no check of it
+    /// recorded short of a pass.
+    pub(super) fn signed_again(&self, work: &Work, tree: &Oid) -> Option<CandidateId> {
+        Runner::taken_up(work, ReasonCode::RegistryChanged)
+            .filter(|candidate| candidate.tree == *tree)
+            .map(|candidate| candidate.id.clone())
+    }
+}
