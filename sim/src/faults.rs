@@ -39,10 +39,14 @@ pub enum FaultClass {
     /// request naming a draft nobody holds, or main deleted for a while. What bay cannot read
     /// is that change's (or that runner's) problem alone; the healthy changes still merge.
     Corrupt,
+    /// On a seed with a key registry: a runner's executor key is taken out (revoked or
+    /// rotated) while it works, then replaced; or its key file holds a key the registry never
+    /// enrolled, or its signer signs other bytes, for a while (`world::keys`).
+    Keys,
 }
 
 impl FaultClass {
-    pub const ALL: [FaultClass; 14] = [
+    pub const ALL: [FaultClass; 15] = [
         FaultClass::Crash,
         FaultClass::Pause,
         FaultClass::LostReply,
@@ -57,6 +61,7 @@ impl FaultClass {
         FaultClass::UnavailableCheck,
         FaultClass::OutsidePush,
         FaultClass::Corrupt,
+        FaultClass::Keys,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +80,7 @@ impl FaultClass {
             FaultClass::UnavailableCheck => "unavailable-check",
             FaultClass::OutsidePush => "outside-push",
             FaultClass::Corrupt => "corrupt",
+            FaultClass::Keys => "keys",
         }
     }
 
@@ -116,11 +122,12 @@ pub struct FaultMix {
 impl FaultMix {
     /// The mix of `allowed`: `corrupt` is drawn from `corrupt` (a stream of its own), so that
     /// adding it moved no other draw of any seed, and a seed without it runs as it did before.
+    /// `keys` is the world's to add, on a seed with a registry (`world::keys`).
     pub fn pick(rng: &mut Rng, corrupt: &mut Rng, allowed: &BTreeSet<FaultClass>) -> FaultMix {
         let mut on: BTreeSet<FaultClass> = allowed
             .iter()
             .copied()
-            .filter(|class| *class != FaultClass::Corrupt)
+            .filter(|class| *class != FaultClass::Corrupt && *class != FaultClass::Keys)
             .filter(|_| rng.chance(500))
             .collect();
         let intensity = rng.range(1, 3);

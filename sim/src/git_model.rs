@@ -17,6 +17,7 @@ use bay_core::machine::{
 use bay_core::time::Timestamp;
 use bay_core::trust::registry::{self, RegistryCommit, RegistryFile};
 
+use crate::keys::Keys;
 use crate::remote::{Applied, NotesLog, Remote};
 use crate::store::{Merged, Store, Tree};
 
@@ -33,6 +34,8 @@ pub struct GitModel {
     /// Every conflict marker line a refresh wrote into a draft: the ground truth the checker
     /// holds main's files to (S15).
     pub markers_written: std::collections::BTreeSet<String>,
+    /// The private keys machines sign with (see `crate::keys`).
+    pub keys: Keys,
 }
 
 impl GitModel {
@@ -205,10 +208,7 @@ impl GitModel {
                 Completion::ViewReleased(Ok(views.remove(change).is_some()))
             }
             Action::ReadRegistry { tip } => Completion::RegistryRead(self.read_registry(tip)),
-            // The model signs nothing (issue 18's simulator work): no registry is written.
-            Action::WriteRegistry(_) => {
-                return Some(action.fault("the model holds no signing keys".into()));
-            }
+            Action::WriteRegistry(write) => Completion::RegistryWritten(self.write_registry(write)),
             Action::ReadCommits { commits } => Completion::CommitsRead(
                 commits
                     .iter()
@@ -223,23 +223,68 @@ impl GitModel {
     }
 
     /// `oid` raw as Git stores a commit, but for the headers the model keeps none of (author,
-    /// committer): its tree, its parents, a blank line and its message.
-    fn raw_commit(&self, oid: &Oid) -> Option<String> {
+    /// committer): its tree, its parents, its `gpgsig` when signed, a blank line and its
+    /// message.
+    pub fn raw_commit(&self, oid: &Oid) -> Option<String> {
         let commit = self.store.get(oid)?;
-        let parents: String = commit
-            .parents
-            .iter()
-            .map(|parent| format!("parent {parent}\n"))
-            .collect();
-        Some(format!(
-            "tree {}\n{parents}\n{}",
-            commit.tree, commit.message
-        ))
+        let unsigned = unsigned_raw(&commit.tree, &commit.parents, &commit.message);
+        Some(match &commit.gpgsig {
+            None => unsigned,
+            Some(gpgsig) => {
+                let (headers, message) = unsigned.split_once("\n\n").unwrap_or((&unsigned, ""));
+                format!("{headers}\ngpgsig {gpgsig}\n\n{message}")
+            }
+        })
+    }
+
+    /// A commit signed with the key at `key` as Git signs commits (`gpgsig`), or unsigned.
+    fn commit_signed(
+        &mut self,
+        tree: Oid,
+        parents: Vec<Oid>,
+        message: &str,
+        key: Option<&str>,
+    ) -> Result<Oid, String> {
+        let gpgsig = match key {
+            Some(key) => Some(
+                self.keys
+                    .commit_signature(key, &unsigned_raw(&tree, &parents, message))?,
+            ),
+            None => None,
+        };
+        Ok(self
+            .store
+            .signed_commit(tree, parents, message, gpgsig.as_deref()))
+    }
+
+    /// Writes and signs one registry version, as the driver's `write_registry` does, and
+    /// reads it back.
+    fn write_registry(
+        &mut self,
+        write: &bay_core::machine::RegistryWrite,
+    ) -> Result<RegistryCommit, Fault> {
+        let mut tree = Tree::new();
+        for (name, text) in &write.files {
+            tree.insert(name.clone(), self.store.blob(text));
+        }
+        let tree = self.store.tree(tree);
+        let mut message = write.message.clone();
+        if !message.ends_with('\n') {
+            message.push('\n');
+        }
+        let parents = write.parent.iter().cloned().collect();
+        let oid = self
+            .commit_signed(tree, parents, &message, Some(&write.key))
+            .map_err(Fault)?;
+        self.read_registry(&oid)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Fault(format!("no registry commit {oid}")))
     }
 
     /// The registry's chain from `tip` back along first parents, tip first, each commit with
     /// its tree's top-level entries: a file with its text, a folder with none.
-    fn read_registry(&self, tip: &Oid) -> Result<Vec<RegistryCommit>, Fault> {
+    pub fn read_registry(&self, tip: &Oid) -> Result<Vec<RegistryCommit>, Fault> {
         registry::read_chain(tip, |oid| {
             let raw = self
                 .raw_commit(oid)
@@ -286,8 +331,25 @@ impl GitModel {
         }
     }
 
+    /// Pushes `plan`, each note with a key signed first as the driver signs it; a key that
+    /// cannot sign sends nothing.
     pub fn push(&mut self, plan: &PushPlan) -> (PushReport, Applied) {
-        self.remote.push(&mut self.store, plan, &mut self.notes)
+        if plan.notes.iter().all(|note| note.key.is_none()) {
+            return self.remote.push(&mut self.store, plan, &mut self.notes);
+        }
+        let mut signed = plan.clone();
+        for note in &mut signed.notes {
+            if let Some(key) = note.key.take() {
+                match self.keys.signed_record(&key, &note.record) {
+                    Ok(record) => note.record = record,
+                    Err(why) => {
+                        let report = crate::remote::not_sent(format!("bay.producerKey: {why}"));
+                        return (report, Applied::default());
+                    }
+                }
+            }
+        }
+        self.remote.push(&mut self.store, &signed, &mut self.notes)
     }
 
     /// `ReadSeen`: the model keeps no clone's mirror apart from the remote (as for
@@ -450,9 +512,14 @@ impl GitModel {
                     .get(&spec.base)
                     .map(|c| c.tree.clone())
                     .expect("base was read above");
-                let commit =
-                    self.store
-                        .commit(tree_oid.clone(), vec![spec.base.clone()], &spec.message);
+                let commit = self
+                    .commit_signed(
+                        tree_oid.clone(),
+                        vec![spec.base.clone()],
+                        &spec.message,
+                        spec.sign.as_deref(),
+                    )
+                    .map_err(|why| Fault(format!("bay.executorKey: {why}")))?;
                 Ok(BuildResult::Clean {
                     commit,
                     tree: tree_oid,
@@ -702,4 +769,14 @@ fn with_end(text: &str) -> String {
         true => text.to_owned(),
         false => format!("{text}\n"),
     }
+}
+
+/// A commit raw as the model writes it before any signature: tree, parents, a blank line and
+/// the message.
+fn unsigned_raw(tree: &Oid, parents: &[Oid], message: &str) -> String {
+    let parents: String = parents
+        .iter()
+        .map(|parent| format!("parent {parent}\n"))
+        .collect();
+    format!("tree {tree}\n{parents}\n{message}")
 }

@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S16, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S19, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -8,6 +8,7 @@
 mod bisect;
 mod compaction;
 mod history;
+pub mod keys;
 mod markers;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,6 +88,13 @@ pub enum Invariant {
     /// (`crate::locks`, and the main world's hook sessions, `world::locks`): no edit of a
     /// locked path is let through while another session holds its lock.
     OneLockHolder,
+    /// S18: a forged signature never counts: with a registry that signs everything, every bay
+    /// merge on main is signed over its own bytes by a key the registry enrolled as an
+    /// executor (`invariants::keys`).
+    ForgedNeverCounts,
+    /// S19: a key the registry took out before the merge push never lands what it signed: the
+    /// pusher read the registry after the candidate was signed, and it still enrolled the key.
+    RemovedKeyNeverLands,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -111,6 +119,8 @@ impl Invariant {
             Invariant::NoConflictMarkers => "S15",
             Invariant::CompactionKeeps => "S16",
             Invariant::OneLockHolder => "S17",
+            Invariant::ForgedNeverCounts => "S18",
+            Invariant::RemovedKeyNeverLands => "S19",
             Invariant::Liveness => "L",
         }
     }

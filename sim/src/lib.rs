@@ -11,6 +11,7 @@ pub mod faults;
 pub mod git_model;
 pub mod history;
 pub mod invariants;
+pub mod keys;
 pub mod locks;
 pub mod plan;
 pub mod remote;

@@ -349,6 +349,7 @@ fn summarize(
     let mut red: BTreeMap<&str, u64> = BTreeMap::new();
     let mut corruptions: BTreeMap<&str, u64> = BTreeMap::new();
     let mut locks: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut keys: BTreeMap<&str, u64> = BTreeMap::new();
     let mut unreadable_open = 0u64;
     let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
     let mut presences = 0u64;
@@ -388,6 +389,9 @@ fn summarize(
                 }
                 for (what, n) in &report.locks {
                     *locks.entry(what).or_insert(0) += n;
+                }
+                for (what, n) in &report.keys {
+                    *keys.entry(what).or_insert(0) += n;
                 }
                 unreadable_open += report.unreadable_open;
                 held_merges += report.held_merges;
@@ -451,6 +455,7 @@ fn summarize(
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
             "locks": locks,
+            "keys": keys,
             "unreadable_open": unreadable_open,
             "logged": logged,
             "presences": presences,
@@ -523,6 +528,11 @@ fn summarize(
         println!(
             "locks: {} (each edit let through checked for a second live holder, S17)",
             locks.join(", ")
+        );
+        let keys: Vec<String> = keys.iter().map(|(what, n)| format!("{what} {n}")).collect();
+        println!(
+            "keys: {} (each merge's signature judged against the registry, S18, S19)",
+            keys.join(", ")
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");
         println!("runner presences: {presences}, each a heartbeat after the last (S14)");

@@ -21,6 +21,18 @@ pub struct RefMove {
     pub new: Option<Oid>,
 }
 
+/// The answer to a push of which nothing reached the remote, for `why`.
+pub fn not_sent(why: String) -> bay_core::machine::PushReport {
+    bay_core::machine::PushReport {
+        steps: Vec::new(),
+        notes: Vec::new(),
+        log: None,
+        presence: None,
+        indexes: Vec::new(),
+        outcome: bay_core::machine::PushOutcome::NotSent(bay_core::machine::Fault(why)),
+    }
+}
+
 /// What one accepted push changed.
 #[derive(Clone, Debug, Default)]
 pub struct Applied {

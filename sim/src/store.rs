@@ -20,6 +20,9 @@ pub struct Commit {
     pub tree: Oid,
     pub parents: Vec<Oid>,
     pub message: Arc<str>,
+    /// The `gpgsig` header's value (lines after the first indented by one space), for a
+    /// commit signed as Git signs commits.
+    pub gpgsig: Option<Arc<str>>,
 }
 
 #[derive(Debug, Default)]
@@ -207,15 +210,28 @@ impl Store {
     }
 
     pub fn commit(&mut self, tree: Oid, parents: Vec<Oid>, message: &str) -> Oid {
+        self.signed_commit(tree, parents, message, None)
+    }
+
+    /// A commit with a `gpgsig` header (see [`Commit::gpgsig`]), or none.
+    pub fn signed_commit(
+        &mut self,
+        tree: Oid,
+        parents: Vec<Oid>,
+        message: &str,
+        gpgsig: Option<&str>,
+    ) -> Oid {
         let parent_text: Vec<&str> = parents.iter().map(Oid::as_str).collect();
-        let oid = hash(
-            "commit",
-            &[
-                tree.as_str().as_bytes(),
-                parent_text.join(" ").as_bytes(),
-                message.as_bytes(),
-            ],
-        );
+        let parent_text = parent_text.join(" ");
+        let mut parts = vec![
+            tree.as_str().as_bytes(),
+            parent_text.as_bytes(),
+            message.as_bytes(),
+        ];
+        if let Some(gpgsig) = gpgsig {
+            parts.push(gpgsig.as_bytes());
+        }
+        let oid = hash("commit", &parts);
         // A commit already held was parsed when it was made: same id, same message.
         if message.starts_with("bay: ")
             && may_be_step(message)
@@ -228,6 +244,7 @@ impl Store {
             tree,
             parents,
             message: Arc::from(message),
+            gpgsig: gpgsig.map(Arc::from),
         });
         oid
     }

@@ -31,6 +31,7 @@ use crate::rng::Rng;
 use crate::trace::Trace;
 
 mod corrupt;
+mod keys;
 mod locks;
 
 /// Virtual milliseconds.
@@ -276,6 +277,16 @@ enum Ev {
         fate: Fate,
     },
     Heal,
+    /// A `keys` fault (see `keys`).
+    Keys,
+    /// A runner's removed executor key is replaced, and the runner started again with it.
+    Rekey {
+        host: usize,
+    },
+    /// A forged key file or signer is mended.
+    Unforge {
+        path: String,
+    },
 }
 
 /// What becomes of one push on the wire.
@@ -341,6 +352,9 @@ pub struct RunReport {
     pub logged: u64,
     /// Presences S14 checked.
     pub presences: u64,
+    /// What the `keys` fault did (`revoked`, `rotated`, `enrolled`, `forged-key`,
+    /// `forged-bytes`), and `registry` when the seed keeps one.
+    pub keys: BTreeMap<&'static str, u64>,
     /// Ended changes a runner compacted into the index, each S16 checked, and of those the
     /// abandoned and the `no_effect` ones.
     pub compacted: u64,
@@ -433,6 +447,8 @@ pub struct World {
     pub history: History,
     /// The agents' hook sessions on the lockable path, and what S17 knows of them.
     locks: locks::LockSessions,
+    /// The key registry, the runners' keys and the `keys` fault (see `keys`).
+    keys: keys::KeyWorld,
 }
 
 impl World {
@@ -487,8 +503,15 @@ impl World {
                 Rng::new(seed ^ 0x6c6f_636b_735f_7331),
                 scenario.lock_take,
             ),
+            keys: keys::KeyWorld::new(seed),
             scenario,
         };
+        if world
+            .keys
+            .fault_on(world.scenario.allowed.contains(&FaultClass::Keys))
+        {
+            world.mix.on.insert(FaultClass::Keys);
+        }
         world.setup();
         world
     }
@@ -564,6 +587,11 @@ impl World {
         }
         self.checker.history(&self.git, &self.history);
         let drift = self.mix.has(FaultClass::Clock);
+        let names: Vec<String> = (0..self.scenario.runners)
+            .map(|n| format!("runner-{n}"))
+            .chain((0..self.scenario.agents).map(|n| format!("agent-{n}")))
+            .collect();
+        self.enrol_all(&names);
         for n in 0..self.scenario.runners {
             let clock = self.new_clock(drift);
             let name = format!("runner-{n}");
@@ -572,7 +600,7 @@ impl World {
                 name,
                 clock,
                 role: Role::Runner {
-                    machine: Some(Box::new(machine)),
+                    machine: machine.map(Box::new),
                     down_until: None,
                     restarts: 0,
                 },
@@ -615,6 +643,7 @@ impl World {
             let at = self.post_rng.range(20_000, 60_000);
             self.at(at, Ev::PostAnswer);
         }
+        self.schedule_keys();
         if self.mix.has(FaultClass::Corrupt) {
             let at = self.corrupt.first();
             self.at(at, Ev::Corrupt);
@@ -681,13 +710,23 @@ impl World {
         Clock::new(start, rate)
     }
 
-    fn new_runner(&mut self, name: &str, clock: &Clock) -> Runner {
-        let cfg = self.runner_config(name, RunMode::Loop);
-        Runner::new(cfg, clock.local(self.t))
+    /// A runner named `name`; none when the registry refuses its keys, as `bay runner run`
+    /// refuses to start (`RUNNER_KEY_MISSING`).
+    fn new_runner(&mut self, name: &str, clock: &Clock) -> Option<Runner> {
+        let mut cfg = self.unsigned_config(name, RunMode::Loop);
+        cfg.signer = self.signer_for(name).ok()?;
+        Some(Runner::new(cfg, clock.local(self.t)))
     }
 
-    /// The configuration every runner of this world runs with, named `name`, in `mode`.
+    /// The configuration every runner of this world runs with, named `name`, in `mode`, with
+    /// its keys as the registry judges them.
     pub fn runner_config(&mut self, name: &str, mode: RunMode) -> RunnerConfig {
+        let mut cfg = self.unsigned_config(name, mode);
+        cfg.signer = self.signer_for(name).ok().flatten();
+        cfg
+    }
+
+    fn unsigned_config(&mut self, name: &str, mode: RunMode) -> RunnerConfig {
         let mut cfg = RunnerConfig::new(name, MAIN, self.rng.next_u64());
         cfg.lease_ms = LEASE_MS;
         cfg.heartbeat_ms = HEARTBEAT_MS;
@@ -816,6 +855,7 @@ impl World {
             plugin: self.plugin.map(|_| self.plugin_runs),
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),
+            keys: self.keys.report(),
             locks: self.locks.counts.clone(),
             unreadable_open,
             virtual_ms: self.t,
@@ -862,6 +902,9 @@ impl World {
                 fate,
             } => self.lock_push_arrives(host, session, writes, kind, fate),
             Ev::Heal => self.heal(),
+            Ev::Keys => self.keys_fault(),
+            Ev::Rekey { host } => self.rekey(host),
+            Ev::Unforge { path } => self.unforge(&path),
         }
     }
 
@@ -1004,6 +1047,7 @@ impl World {
     }
 
     fn execute(&mut self, host: usize, id: ActionId, action: Action) {
+        self.keys_note(host, &action);
         match action {
             Action::Fetch(spec) => {
                 let lat = self.latency();
@@ -1024,14 +1068,7 @@ impl World {
                 if self.cut_off(host)
                     || self.net_rng.chance(self.mix.rate(FaultClass::PushFail, 30))
                 {
-                    let report = PushReport {
-                        steps: Vec::new(),
-                        notes: Vec::new(),
-                        log: None,
-                        presence: None,
-                        indexes: Vec::new(),
-                        outcome: PushOutcome::NotSent(Fault("could not reach the remote".into())),
-                    };
+                    let report = crate::remote::not_sent("could not reach the remote".into());
                     return self.reply(host, id, lat, Completion::Pushed(report));
                 }
                 let fate = if self
@@ -1122,6 +1159,7 @@ impl World {
                     .git
                     .answer(&local, views)
                     .expect("the model answers all but checks, which are run above");
+                self.keys_built(&completion);
                 self.reply(host, id, delay, completion);
             }
         }
@@ -1201,6 +1239,9 @@ impl World {
             .note(self.t, host, "push-applied", applied.moves.len() as u64);
         self.checker
             .after_push(self.t, &self.git, &self.truth, &applied, pusher.as_deref());
+        if pusher.is_some() && report.outcome == PushOutcome::Accepted {
+            self.keys_pushed(host, &plan, &applied);
+        }
         if let Some(pusher) = &pusher {
             self.checker.presence_pushed(
                 self.t,
@@ -1332,7 +1373,10 @@ impl World {
         }
         let clock = self.hosts[host].clock.clone();
         let name = self.hosts[host].name.clone();
-        let runner = self.new_runner(&name, &clock);
+        let Some(runner) = self.new_runner(&name, &clock) else {
+            // Its keys are refused: it stays down until a person enrols a new one.
+            return;
+        };
         if let Role::Runner {
             machine,
             down_until,
@@ -1565,6 +1609,7 @@ impl World {
         // What a person reads from a stopped runner or a missing main, mended; a chain or a
         // place bay named unreadable stays so, and the healthy changes merge around it.
         self.mend();
+        self.heal_keys();
         let main = self.git.remote.get(&refs::main(MAIN)).cloned();
         if self.plugin.is_some() {
             self.set_plugin(PluginAnswer::Clear);

@@ -259,3 +259,17 @@ fn a_lock_take_without_lease_breaks_s17_in_the_main_world() {
         caught.unwrap_or_default()
     );
 }
+mutant_test!(
+    any_signature_breaks_s18,
+    Mutant::AcceptAnySignature,
+    Invariant::ForgedNeverCounts,
+    400,
+    [Keys]
+);
+mutant_test!(
+    ignored_key_removal_breaks_s19,
+    Mutant::IgnoreKeyRemoval,
+    Invariant::RemovedKeyNeverLands,
+    400,
+    [Keys]
+);

@@ -1659,8 +1659,8 @@ fn a_signing_runner_never_checks_or_merges_a_candidate_whose_signature_does_not_
     let mut bench = Bench::new(Some(POLICY));
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let signer = bay_core::trust::record::RunnerSigner {
-        executor_key: "/keys/executor".into(),
-        producer_key: "/keys/producer".into(),
+        executor_key: bay_sim::keys::path("a.executor"),
+        producer_key: bay_sim::keys::path("a.producer"),
         executor_signers:
             "a ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEHZMmOi6qxlml6NZljupSooIs0XnEI/jbILagCubsN8\n"
                 .into(),

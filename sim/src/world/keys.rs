@@ -1,0 +1,360 @@
+//! Keys and the registry in a run: half the seeds keep a key registry that signs everything,
+//! written by core's own `bay enrol` machine against the model, with a `registry` key and an
+//! `executor` and a `producer` key for every host (a runner, or an agent's `merge --wait`).
+//! Each runner judges its keys with core's `runner_keys` machine when it starts, and signs
+//! its candidates and evidence through the model's keys (`crate::keys`).
+//!
+//! The `keys` fault, on a seed with a registry: a person takes a runner's executor key out
+//! (`bay enrol --remove executor <runner> --reason revoked|rotated`) while it works, and a while
+//! later enrols a new key for it and starts it again; or a runner's key file is replaced by a
+//! key the registry never enrolled, or its signer signs other bytes, for a while.
+//!
+//! What S18 and S19 judge a landed merge by is kept here: when each host last read the
+//! registry (a fetch that named it, answered from the remote then), and when each candidate
+//! was built and signed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bay_core::git::Oid;
+use bay_core::machine::enrol::{Enrol, EnrolInput};
+use bay_core::machine::runner_keys::{RunnerKeys, RunnerKeysInput};
+use bay_core::machine::{Action, Completion, FetchSpec, Machine, RegistryWrite};
+use bay_core::result::Decision;
+use bay_core::time::Timestamp;
+use bay_core::trust::record::{KeySetting, RunnerSigner};
+use bay_core::trust::registry::{Class, Enrolment, REF, Reason, next_version};
+
+use super::{Ev, MAIN, Millis, Role, World};
+use crate::faults::FaultClass;
+use crate::keys::{self, Forgery};
+use crate::rng::Rng;
+
+/// The registry key's name, and the name of the key a thief swaps in.
+const ADMIN: &str = "registry.admin";
+const THIEF: &str = "thief";
+
+#[derive(Debug)]
+pub(super) struct KeyWorld {
+    /// Its own stream, so that a seed without a registry draws as it did before keys.
+    rng: Rng,
+    /// This seed keeps a registry.
+    pub on: bool,
+    /// Each host's executor key generation: a new key after each removal.
+    generation: BTreeMap<String, u32>,
+    /// Runner hosts whose executor key is out of the registry now.
+    removed: BTreeSet<usize>,
+    /// Per host, when it last read the registry and the tip it read.
+    pub read: BTreeMap<usize, (Millis, Option<Oid>)>,
+    /// Per candidate commit, when it was built.
+    pub built: BTreeMap<Oid, Millis>,
+    /// What the fault did: `revoked`, `rotated`, `enrolled`, `forged-key`, `forged-bytes`.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// S18 and S19's reading of each registry tip, judged once.
+    memo: crate::invariants::keys::Memo,
+}
+
+impl KeyWorld {
+    pub(super) fn new(seed: u64) -> KeyWorld {
+        let mut rng = Rng::new(seed ^ 0x6b65_7973_5f72_6567);
+        let on = rng.chance(500);
+        KeyWorld {
+            rng,
+            on,
+            generation: BTreeMap::new(),
+            removed: BTreeSet::new(),
+            read: BTreeMap::new(),
+            built: BTreeMap::new(),
+            counts: BTreeMap::new(),
+            memo: Default::default(),
+        }
+    }
+
+    /// Whether the `keys` fault is on for a seed that allows it: half the seeds with a
+    /// registry, drawn from this stream alone.
+    pub(super) fn fault_on(&mut self, allowed: bool) -> bool {
+        allowed && self.on && self.rng.chance(500)
+    }
+
+    pub(super) fn report(&self) -> BTreeMap<&'static str, u64> {
+        let mut counts = self.counts.clone();
+        if self.on {
+            counts.insert("registry", 1);
+        }
+        counts
+    }
+
+    fn executor_key(&self, host: &str) -> String {
+        let generation = self.generation.get(host).copied().unwrap_or(1);
+        format!("{host}.executor.{generation}")
+    }
+}
+
+impl World {
+    /// The registry this seed starts with, when it keeps one: a `registry` key, and keys for
+    /// each of `names`. A person creates the first registry themselves (as the spec says a
+    /// host's owner does): one version, decided by core's `next_version` one key at a time
+    /// and signed by its own `registry` key, so that a seed pays for one signature, not for a
+    /// chain judged again at each key. Later changes go through `bay enrol`.
+    pub(super) fn enrol_all(&mut self, names: &[String]) {
+        if !self.keys.on {
+            return;
+        }
+        let admin = self.git.keys.public(ADMIN);
+        let mut requests = vec![Enrolment::Add {
+            class: Class::Registry,
+            name: "admin".into(),
+            key: admin.clone(),
+        }];
+        for name in names {
+            for (class, key) in [
+                (Class::Executor, self.keys.executor_key(name)),
+                (Class::Producer, format!("{name}.producer")),
+            ] {
+                requests.push(Enrolment::Add {
+                    class,
+                    name: name.clone(),
+                    key: self.git.keys.public(&key),
+                });
+            }
+        }
+        let now = Timestamp(1_800_000_000_000);
+        let version = requests.iter().fold(None, |version, request| {
+            let next = next_version(version.as_ref(), request, &admin, now);
+            Some(next.expect("the world's first registry keeps the rules"))
+        });
+        let write = RegistryWrite {
+            parent: None,
+            files: version.map(|v| v.files()).unwrap_or_default(),
+            message: "bay: the first registry\n".into(),
+            at: now,
+            key: keys::path(ADMIN),
+        };
+        let no_views = &mut BTreeMap::new();
+        let Some(Completion::RegistryWritten(Ok(first))) =
+            self.git.answer(&Action::WriteRegistry(write), no_views)
+        else {
+            panic!("the model writes a registry version");
+        };
+        self.git.remote.refs.insert(REF.to_owned(), first.oid);
+    }
+
+    /// Runs `bay enrol` against the model, signed by the registry key, as a person at another
+    /// machine would.
+    fn enrol(&mut self, request: Enrolment) {
+        let input = EnrolInput {
+            request,
+            signer: self.git.keys.public(ADMIN),
+            key_path: keys::path(ADMIN),
+        };
+        let now = Timestamp(1_800_000_000_000 + self.t);
+        let mut enrol = Enrol::new(input, now);
+        self.git.run_command(&mut enrol, &mut BTreeMap::new(), now);
+        let result = enrol.outcome().expect("an enrol run to its end");
+        assert!(
+            result.decision == Decision::Ok,
+            "the world's enrolment was refused: {result:?}"
+        );
+    }
+
+    /// What the runner `name` signs with, as `bay runner run` judges its keys when it starts:
+    /// `Err` when the registry refuses them (`RUNNER_KEY_MISSING`), and it does not start.
+    pub(super) fn signer_for(&mut self, name: &str) -> Result<Option<RunnerSigner>, ()> {
+        if !self.keys.on {
+            return Ok(None);
+        }
+        let setting = |world: &mut World, key: String| KeySetting {
+            path: keys::path(&key),
+            public: Ok(world.git.keys.public(&key)),
+        };
+        let input = RunnerKeysInput {
+            runner: name.to_owned(),
+            main: MAIN.into(),
+            executor: Some(setting(self, self.keys.executor_key(name))),
+            producer: Some(setting(self, format!("{name}.producer"))),
+        };
+        let now = Timestamp(1_800_000_000_000 + self.t);
+        let mut machine = RunnerKeys::new(input, now);
+        self.git
+            .run_command(&mut machine, &mut BTreeMap::new(), now);
+        match machine.outcome().map(|result| result.decision) {
+            Some(Decision::Ok) => Ok(machine.signer().cloned()),
+            _ => Err(()),
+        }
+    }
+
+    /// Notes what S18 and S19 judge by, for an action `host` sends now.
+    pub(super) fn keys_note(&mut self, host: usize, action: &bay_core::machine::Action) {
+        if !self.keys.on {
+            return;
+        }
+        match action {
+            bay_core::machine::Action::Fetch(spec) if names_registry(spec) => {
+                let tip = self.git.remote.get(REF).cloned();
+                self.keys.read.insert(host, (self.t, tip));
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a candidate the model built now.
+    pub(super) fn keys_built(&mut self, completion: &bay_core::machine::Completion) {
+        if let bay_core::machine::Completion::CandidateBuilt(Ok(
+            bay_core::machine::BuildResult::Clean { commit, .. },
+        )) = completion
+        {
+            self.keys.built.entry(commit.clone()).or_insert(self.t);
+        }
+    }
+
+    /// S18 and S19 on what an accepted push by `host` just put on main; and the claims it
+    /// gave back `REGISTRY_CHANGED`, counted.
+    pub(super) fn keys_pushed(
+        &mut self,
+        host: usize,
+        plan: &bay_core::machine::PushPlan,
+        applied: &crate::remote::Applied,
+    ) {
+        if !self.keys.on {
+            return;
+        }
+        let changed = plan
+            .appends
+            .iter()
+            .flat_map(|append| &append.steps)
+            .filter(|step| {
+                matches!(
+                    step.body,
+                    bay_core::record::StepBody::Release {
+                        reason: Some(bay_core::reason::ReasonCode::RegistryChanged),
+                        ..
+                    }
+                )
+            })
+            .count() as u64;
+        if changed > 0 {
+            *self.keys.counts.entry("registry-changed").or_insert(0) += changed;
+        }
+        let main = bay_core::git::refs::main(MAIN);
+        let landed = applied
+            .moves
+            .iter()
+            .filter(|moved| moved.name == main)
+            .filter_map(|moved| moved.new.clone());
+        for commit in landed {
+            let built = self.keys.built.get(&commit).copied();
+            let found = self.keys.memo.judge_merge(
+                &self.git,
+                self.t,
+                &commit,
+                self.keys.read.get(&host),
+                built,
+            );
+            self.checker.violations.extend(found);
+        }
+    }
+
+    pub(super) fn schedule_keys(&mut self) {
+        if self.mix.has(FaultClass::Keys) {
+            let at = self.keys.rng.range(10_000, 120_000) / self.mix.intensity;
+            self.at(at, Ev::Keys);
+        }
+    }
+
+    fn runner_hosts(&self) -> Vec<usize> {
+        (0..self.hosts.len())
+            .filter(|host| matches!(self.hosts[*host].role, Role::Runner { .. }))
+            .collect()
+    }
+
+    /// One `keys` fault: a runner's executor key taken out, or its signatures forged.
+    pub(super) fn keys_fault(&mut self) {
+        if self.healed {
+            return;
+        }
+        let runners = self.runner_hosts();
+        let host = runners[self.keys.rng.range(0, runners.len() as u64 - 1) as usize];
+        let name = self.hosts[host].name.clone();
+        let roll = self.keys.rng.range(0, 99);
+        if roll < 60 && !self.keys.removed.contains(&host) {
+            let reason = if self.keys.rng.chance(500) {
+                Reason::Revoked
+            } else {
+                Reason::Rotated
+            };
+            self.enrol(Enrolment::Remove {
+                class: Class::Executor,
+                name,
+                reason,
+            });
+            self.keys.removed.insert(host);
+            *self.keys.counts.entry(reason.as_str()).or_insert(0) += 1;
+            self.trace.note(self.t, host, "key-removed", 0);
+            let delay = self.keys.rng.range(5_000, 90_000);
+            self.after(delay, Ev::Rekey { host });
+        } else if roll >= 60 {
+            let path = keys::path(&self.keys.executor_key(&name));
+            let (forgery, what) = if self.keys.rng.chance(500) {
+                (Forgery::OtherKey(THIEF.into()), "forged-key")
+            } else {
+                (Forgery::OtherBytes, "forged-bytes")
+            };
+            self.git.keys.forged.insert(path.clone(), forgery);
+            *self.keys.counts.entry(what).or_insert(0) += 1;
+            self.trace.note(self.t, host, what, 0);
+            let delay = self.keys.rng.range(5_000, 60_000);
+            self.after(delay, Ev::Unforge { path });
+        }
+        if !self.healed {
+            let delay = self.keys.rng.range(60_000, 240_000) / self.mix.intensity;
+            self.after(delay, Ev::Keys);
+        }
+    }
+
+    /// A person enrols a new executor key for the runner on `host` and starts it again with it.
+    pub(super) fn rekey(&mut self, host: usize) {
+        if !self.keys.removed.remove(&host) {
+            return;
+        }
+        let name = self.hosts[host].name.clone();
+        *self.keys.generation.entry(name.clone()).or_insert(1) += 1;
+        let key = self.git.keys.public(&self.keys.executor_key(&name));
+        self.enrol(Enrolment::Add {
+            class: Class::Executor,
+            name,
+            key,
+        });
+        *self.keys.counts.entry("enrolled").or_insert(0) += 1;
+        if let Role::Runner {
+            machine,
+            down_until,
+            ..
+        } = &mut self.hosts[host].role
+        {
+            machine.take();
+            *down_until = None;
+        }
+        self.hosts[host].incarnation += 1;
+        self.hosts[host].wake = None;
+        self.trace.note(self.t, host, "rekey", 0);
+        self.restart(host);
+    }
+
+    pub(super) fn unforge(&mut self, path: &str) {
+        self.git.keys.forged.remove(path);
+    }
+
+    /// At heal: every forgery ends and every removed key is replaced.
+    pub(super) fn heal_keys(&mut self) {
+        self.git.keys.forged.clear();
+        let removed: Vec<usize> = self.keys.removed.iter().copied().collect();
+        for host in removed {
+            self.rekey(host);
+        }
+    }
+}
+
+fn names_registry(spec: &FetchSpec) -> bool {
+    spec.patterns
+        .iter()
+        .any(|pattern| pattern == REF || *pattern == format!("{REF}*"))
+}
