@@ -1,4 +1,4 @@
-//! The safety invariants S1 to S19, checked after every change to the remote, and liveness.
+//! The safety invariants S1 to S20, checked after every change to the remote, and liveness.
 //!
 //! The checker keeps its own reading of the remote, independent of any machine's memory: what
 //! main held, who held each claim, which queue places exist. It reads the record with core's
@@ -95,6 +95,9 @@ pub enum Invariant {
     /// S19: a key the registry took out before the merge push never lands what it signed: the
     /// pusher read the registry after the candidate was signed, and it still enrolled the key.
     RemovedKeyNeverLands,
+    /// S20: an approval counts only for the candidate it signed: a merge that owes a person's
+    /// yes has one signed for its very commit.
+    ApprovalForItsCandidate,
     /// Every submitted operation ends within the stated bound after the faults stop.
     Liveness,
 }
@@ -121,6 +124,7 @@ impl Invariant {
             Invariant::OneLockHolder => "S17",
             Invariant::ForgedNeverCounts => "S18",
             Invariant::RemovedKeyNeverLands => "S19",
+            Invariant::ApprovalForItsCandidate => "S20",
             Invariant::Liveness => "L",
         }
     }
@@ -983,6 +987,7 @@ impl Checker {
             })
             .filter(|other| !self.waiting_between(other, requested, claimed))
             .filter(|other| !self.unreadable_changes.contains(&other.change))
+            .filter(|other| !self.awaits_approval(other))
             .map(ToString::to_string)
             .collect();
         if !waiting.is_empty() {
@@ -992,6 +997,15 @@ impl Checker {
                 format!("{op} merged ahead of {}", waiting.join(", ")),
             );
         }
+    }
+
+    /// Whether `op` waits for a person's yes: its claim went back `APPROVAL_PENDING` and no
+    /// one took it up since. It keeps its place and holds up no one (read as the checker last
+    /// read its chain: a release after the merged operation's claim is not told apart).
+    fn awaits_approval(&self, op: &OpId) -> bool {
+        self.operation(op).is_some_and(|operation| {
+            operation.released == Some(ReasonCode::ApprovalPending) && operation.owner.is_none()
+        })
     }
 
     /// An operation, as the checker last read its chain.

@@ -531,7 +531,8 @@ fn summarize(
         );
         let keys: Vec<String> = keys.iter().map(|(what, n)| format!("{what} {n}")).collect();
         println!(
-            "keys: {} (each merge's signature judged against the registry, S18, S19)",
+            "keys: {} (each merge's signature judged against the registry, S18, S19, and its \
+             approvals, S20)",
             keys.join(", ")
         );
         println!("runner logs: {logged} events, each checked against its outcome (S12)");

@@ -287,6 +287,8 @@ enum Ev {
     Unforge {
         path: String,
     },
+    /// The approver answers the operations that wait for a yes.
+    Approve,
 }
 
 /// What becomes of one push on the wire.
@@ -541,7 +543,7 @@ impl World {
             let blob = self.git.store.blob(&format!("{path} as it began\n"));
             files.insert(path.to_string(), blob);
         }
-        if let Some(policy) = self.pick_policy() {
+        if let Some(policy) = self.pick_policy().map(|policy| self.with_approval(policy)) {
             let blob = self.git.store.blob(&policy);
             files.insert(POLICY_PATH.to_string(), blob);
         }
@@ -905,6 +907,7 @@ impl World {
             Ev::Keys => self.keys_fault(),
             Ev::Rekey { host } => self.rekey(host),
             Ev::Unforge { path } => self.unforge(&path),
+            Ev::Approve => self.approve_waiting(),
         }
     }
 

@@ -273,3 +273,10 @@ mutant_test!(
     400,
     [Keys]
 );
+mutant_test!(
+    approval_of_any_commit_breaks_s20,
+    Mutant::ApprovalOfAnyCommit,
+    Invariant::ApprovalForItsCandidate,
+    400,
+    [Keys]
+);

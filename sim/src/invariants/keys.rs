@@ -9,12 +9,22 @@
 //! - S19, a removed key never lands: the pushing machine read the registry after the candidate
 //!   was built and signed, and the version it read still enrols the key that signed it. A key
 //!   taken out (`revoked` or `rotated`) before that read lands nothing it signed.
+//! - S20, an approval counts only for the candidate it signed: a merge whose base's policy
+//!   owes a person's yes for the paths it changes (`approval::required`) carries, in some
+//!   producer's evidence notes on its very commit, an `approval` of each such check with a
+//!   `pass` verdict that names that commit, by an approver the check allows, whose signature
+//!   core finds good against the registry's `approver` file. (The world's approval checks set
+//!   `carry = false`, so no yes of an earlier candidate may stand in.)
 
 use std::collections::BTreeMap;
 
-use bay_core::git::Oid;
+use bay_core::approval;
+use bay_core::check::plan::POLICY_PATH;
+use bay_core::git::{Oid, refs};
+use bay_core::policy::ApprovalCheck;
 use bay_core::trust::registry::{self, COMMIT_NAMESPACE, Class, REF, Version, split_signed};
 use bay_core::trust::{AllowedSigners, sshsig, verify_by_key};
+use bay_core::trust::{Keys, Trust};
 
 use super::{Invariant, Violation};
 use crate::git_model::GitModel;
@@ -112,6 +122,90 @@ impl Memo {
         }
         found
     }
+}
+
+impl Memo {
+    /// S20 on the merge `commit` that just landed: how many yeses it owed, and what it broke.
+    pub fn judge_approvals(
+        &mut self,
+        git: &GitModel,
+        at: u64,
+        commit: &Oid,
+    ) -> (usize, Vec<Violation>) {
+        let Some(tip) = git.remote.get(REF) else {
+            return (0, Vec::new());
+        };
+        let Some(base) = git
+            .store
+            .get(commit)
+            .and_then(|c| c.parents.first().cloned())
+        else {
+            return (0, Vec::new());
+        };
+        let Some(Ok(policy)) = git.store.policy(&base, POLICY_PATH) else {
+            return (0, Vec::new());
+        };
+        let paths: Vec<String> = git
+            .store
+            .stats(&base, commit)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|stat| stat.path)
+            .collect();
+        let owed = approval::required(&policy, &paths);
+        if owed.is_empty() {
+            return (0, Vec::new());
+        }
+        let version = self
+            .versions
+            .entry(tip.clone())
+            .or_insert_with(|| version_at(git, tip))
+            .as_ref();
+        let keys = Keys {
+            registry: version,
+            signing: policy.signing,
+        };
+        let lines: Vec<&str> = git
+            .remote
+            .refs
+            .iter()
+            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+            .flat_map(|(_, notes)| git.notes.records(notes, commit))
+            .collect();
+        let found = owed
+            .iter()
+            .filter(|check| !lines.iter().any(|line| counts(check, line, keys, commit)))
+            .map(|check| Violation {
+                invariant: Invariant::ApprovalForItsCandidate,
+                at,
+                what: format!(
+                    "merge {} owed a yes for {} and no yes signed for that very commit counts",
+                    commit.short(),
+                    check.id
+                ),
+            })
+            .collect();
+        (owed.len(), found)
+    }
+}
+
+/// Whether `line` is a counted yes of `check` for `commit`, read here, not by core's judge.
+fn counts(check: &ApprovalCheck, line: &str, keys: Keys<'_>, commit: &Oid) -> bool {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(line) else {
+        return false;
+    };
+    let text = |key: &str| {
+        map.get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+    };
+    text("kind") == "approval"
+        && text("check") == check.id
+        && text("environment") == check.environment
+        && text("verdict") == "pass"
+        && text("commit") == commit.as_str()
+        && check.allows(text("producer"))
+        && keys.record(line) == Trust::Signed
 }
 
 /// The registry at `tip`, judged whole.

@@ -14,6 +14,15 @@
 //! was built and signed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+
+use bay_core::approval::{About, Answer};
+use bay_core::git::refs;
+use bay_core::id::ChangeId;
+use bay_core::machine::approve::{Approve, ApproveInput};
+use bay_core::machine::{Expect, NoteAdd, PushPlan};
+use bay_core::reason::ReasonCode;
+use bay_core::record::CandidateRec;
 
 use bay_core::git::Oid;
 use bay_core::machine::enrol::{Enrol, EnrolInput};
@@ -39,6 +48,8 @@ pub(super) struct KeyWorld {
     rng: Rng,
     /// This seed keeps a registry.
     pub on: bool,
+    /// Main's policy asks a person's approval, which the approver `alice` gives.
+    pub approvals: bool,
     /// Each host's executor key generation: a new key after each removal.
     generation: BTreeMap<String, u32>,
     /// Runner hosts whose executor key is out of the registry now.
@@ -60,6 +71,7 @@ impl KeyWorld {
         KeyWorld {
             rng,
             on,
+            approvals: false,
             generation: BTreeMap::new(),
             removed: BTreeSet::new(),
             read: BTreeMap::new(),
@@ -116,6 +128,13 @@ impl World {
                     key: self.git.keys.public(&key),
                 });
             }
+        }
+        if self.keys.approvals {
+            requests.push(Enrolment::Add {
+                class: Class::Approver,
+                name: APPROVER.into(),
+                key: self.git.keys.public(&format!("{APPROVER}.approver")),
+            });
         }
         let now = Timestamp(1_800_000_000_000);
         let version = requests.iter().fold(None, |version, request| {
@@ -250,6 +269,11 @@ impl World {
                 built,
             );
             self.checker.violations.extend(found);
+            if self.keys.approvals {
+                let (owed, found) = self.keys.memo.judge_approvals(&self.git, self.t, &commit);
+                *self.keys.counts.entry("approved-merges").or_insert(0) += u64::from(owed > 0);
+                self.checker.violations.extend(found);
+            }
         }
     }
 
@@ -357,4 +381,118 @@ fn names_registry(spec: &FetchSpec) -> bool {
     spec.patterns
         .iter()
         .any(|pattern| pattern == REF || *pattern == format!("{REF}*"))
+}
+
+/// The approval check some seeds with a registry add to main's policy: a person's signed yes
+/// for changes to `src/a.txt`, asked again on every candidate (`carry = false`), so that S20
+/// holds each merge to a yes signed for its very commit.
+const APPROVAL_CHECK: &str = "\n[[check]]\nid = \"owner-approval\"\nenvironment = \"people\"\nkind = \"approval\"\nwhen_paths = [\"src/a.txt\"]\ncarry = false\n";
+/// The approver's name.
+const APPROVER: &str = "alice";
+
+impl World {
+    /// Main's policy, with the approval check when this seed asks for one: half the seeds
+    /// with a registry whose policy runs checks.
+    pub(super) fn with_approval(&mut self, policy: String) -> String {
+        let runs = policy.contains("[[check]]");
+        if !(self.keys.on && runs && self.keys.rng.chance(500)) {
+            return policy;
+        }
+        self.keys.approvals = true;
+        let first = self.keys.rng.range(5_000, 20_000);
+        self.after(first, Ev::Approve);
+        policy + APPROVAL_CHECK
+    }
+
+    fn approver_key(&mut self) -> KeySetting {
+        let key = format!("{APPROVER}.approver");
+        KeySetting {
+            path: keys::path(&key),
+            public: Ok(self.git.keys.public(&key)),
+        }
+    }
+
+    /// The approver answers every operation that waits for a yes: `bay approve` (now and then
+    /// `bay reject`), with core's approve machine; with the `keys` fault, sometimes a yes
+    /// signed for another commit hung on the candidate instead, which must never count.
+    pub(super) fn approve_waiting(&mut self) {
+        let waiting: Vec<(ChangeId, CandidateRec)> = self
+            .git
+            .remote
+            .refs
+            .range::<str, _>((Bound::Included(refs::CHANGES), Bound::Unbounded))
+            .take_while(|(name, _)| name.starts_with(refs::CHANGES))
+            .filter_map(|(name, _)| ChangeId::parse(&name[refs::CHANGES.len()..]).ok())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|change| {
+                let record = self.git.record(&change)?;
+                let candidate = record.ops.iter().find_map(|op| {
+                    let waits = op.released == Some(ReasonCode::ApprovalPending)
+                        && op.owner.is_none()
+                        && !op.state.is_terminal();
+                    waits.then(|| op.candidates.last().cloned()).flatten()
+                })?;
+                Some((change, candidate))
+            })
+            .collect();
+        for (change, candidate) in waiting {
+            if self.mix.has(FaultClass::Keys) && self.keys.rng.chance(300) {
+                self.stale_approval(&change, &candidate);
+                continue;
+            }
+            let input = ApproveInput {
+                main: MAIN.into(),
+                change,
+                approver: Some(APPROVER.into()),
+                key: Some(self.approver_key()),
+                yes: !self.keys.rng.chance(100),
+                why: "looked at it".into(),
+                waive: None,
+            };
+            let now = Timestamp(1_800_000_000_000 + self.t);
+            let mut approve = Approve::new(input, now);
+            self.git
+                .run_command(&mut approve, &mut BTreeMap::new(), now);
+            *self.keys.counts.entry("approvals").or_insert(0) += 1;
+        }
+        let delay = self.keys.rng.range(5_000, 30_000);
+        self.after(delay, Ev::Approve);
+    }
+
+    /// A yes the approver signed for the candidate's base, hung on the candidate itself.
+    fn stale_approval(&mut self, change: &ChangeId, candidate: &CandidateRec) {
+        let answer = Answer {
+            approver: APPROVER.into(),
+            check: "owner-approval".into(),
+            environment: "people".into(),
+            verdict: bay_core::check::Verdict::Pass,
+            why: "said of another candidate".into(),
+        };
+        let mut about = About::candidate(change, candidate);
+        about.commit = candidate.base.clone();
+        let at = Timestamp(1_800_000_000_000 + self.t);
+        let line = bay_core::approval::record(&answer, &about, at);
+        let key = self.approver_key().path;
+        let Ok(record) = self.git.keys.signed_record(&key, &line) else {
+            return;
+        };
+        let expect = match self.git.remote.get(&refs::evidence(APPROVER)) {
+            Some(tip) => Expect::Is(tip.clone()),
+            None => Expect::Absent,
+        };
+        let plan = PushPlan {
+            notes: vec![NoteAdd {
+                producer: APPROVER.into(),
+                expect,
+                object: candidate.commit.clone(),
+                record,
+                key: None,
+            }],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.git.push(&plan);
+        *self.keys.counts.entry("stale-approvals").or_insert(0) += 1;
+    }
 }

@@ -363,6 +363,8 @@ impl Runner {
             return self.keep(work);
         };
         checking.judging = false;
+        #[cfg(feature = "mutants")]
+        let about = self.mutant_about(about, &lines);
         let built = &checking.candidate.built;
         let keys = Keys {
             registry: version.as_deref(),

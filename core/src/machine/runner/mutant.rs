@@ -81,6 +81,9 @@ pub enum Mutant {
     /// S19: reads the registry before the merge push but merges whatever it says, so a key
     /// taken out after it signed the candidate still lands on main.
     IgnoreKeyRemoval,
+    /// S20: judges the approvals on a candidate by the commit the first approval record
+    /// names, so a yes signed for another candidate counts for this one.
+    ApprovalOfAnyCommit,
 }
 
 impl Runner {
@@ -289,5 +292,27 @@ impl Runner {
     /// Whether the registry read before the merge push is ignored (S19).
     pub(super) fn mutant_ignores_removal(&self) -> bool {
         self.cfg.mutant == Some(Mutant::IgnoreKeyRemoval)
+    }
+
+    /// The candidate the approvals are judged for: with the S20 mutant, the commit the first
+    /// approval record names, whatever candidate it hangs on.
+    pub(super) fn mutant_about(
+        &self,
+        mut about: crate::approval::About,
+        lines: &[String],
+    ) -> crate::approval::About {
+        if self.cfg.mutant != Some(Mutant::ApprovalOfAnyCommit) {
+            return about;
+        }
+        let named = lines.iter().find_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).ok()?;
+            (value["kind"] == "approval")
+                .then(|| Oid::parse(value["commit"].as_str()?).ok())
+                .flatten()
+        });
+        if let Some(commit) = named {
+            about.commit = commit;
+        }
+        about
     }
 }
