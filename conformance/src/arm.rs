@@ -53,4 +53,9 @@ pub trait Arm {
     /// Writes (`Some`) or removes (`None`) one file in the view of `change`, as an agent's
     /// editor would.
     fn edit_view(&mut self, change: &ChangeId, path: &str, content: Option<&str>);
+
+    /// Keeps the OpenSSH private key `openssh` where the driver reads keys (a file, for a
+    /// driver that reads files), and gives the path an action names it by (`sign`, a note's
+    /// `key`, a registry write's `key`), as `bay.executorKey` would.
+    fn signing_key(&mut self, openssh: &str) -> String;
 }

@@ -56,6 +56,24 @@ impl Keys {
         })
     }
 
+    /// Keeps the OpenSSH private key `openssh` (unencrypted) under a name of its own, as a key
+    /// file would hold it, and gives its path; `Err` says why it cannot sign.
+    pub fn import(&mut self, openssh: &str) -> Result<String, String> {
+        let private = PrivateKey::from_openssh(openssh)
+            .map_err(|e| format!("is not an OpenSSH private key ({e})"))?;
+        if private.is_encrypted() {
+            return Err("has a passphrase".into());
+        }
+        let line = private
+            .public_key()
+            .to_openssh()
+            .map_err(|e| format!("has a public half bay cannot write ({e})"))?;
+        let public = PublicKey::from_pub_file(&line)?;
+        let name = format!("imported-{}", self.made.len());
+        self.made.insert(name.clone(), (private, public));
+        Ok(path(&name))
+    }
+
     /// The public half of the key called `name`.
     pub fn public(&mut self, name: &str) -> PublicKey {
         self.key(name).1.clone()

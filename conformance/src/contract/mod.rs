@@ -12,6 +12,7 @@ mod notes;
 mod presence;
 mod push;
 mod read;
+mod signing;
 mod view;
 
 use std::collections::BTreeMap;
@@ -61,6 +62,7 @@ pub fn cases() -> Vec<Case> {
         notes::cases(),
         presence::cases(),
         view::cases(),
+        signing::cases(),
     ]
     .concat()
 }
@@ -253,6 +255,11 @@ impl<'a> Bench<'a> {
 
     pub fn execute(&mut self, action: &Action) -> Completion {
         self.arm.execute(action)
+    }
+
+    /// The path the driver's actions name the private key `openssh` by.
+    pub fn signing_key(&mut self, openssh: &str) -> String {
+        self.arm.signing_key(openssh)
     }
 
     /// Fetches `patterns` and records the answer under `label`, in symbols.

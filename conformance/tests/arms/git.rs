@@ -321,6 +321,15 @@ impl Arm for GitArm {
             None => std::fs::remove_file(&file).expect("the file is removed"),
         }
     }
+
+    fn signing_key(&mut self, openssh: &str) -> String {
+        let keys = self._dir.path().join("keys");
+        std::fs::create_dir_all(&keys).expect("mkdir");
+        let count = std::fs::read_dir(&keys).map_or(0, Iterator::count);
+        let file = keys.join(format!("key-{count}"));
+        std::fs::write(&file, openssh).expect("the key is written");
+        file.to_string_lossy().into_owned()
+    }
 }
 
 /// Every file under `dir` but the worktree's `.git` file, by path from `root`.

@@ -100,6 +100,13 @@ impl Arm for SimArm {
         self.texts(&files)
     }
 
+    fn signing_key(&mut self, openssh: &str) -> String {
+        self.git
+            .keys
+            .import(openssh)
+            .expect("a key the model can sign with")
+    }
+
     fn edit_view(&mut self, change: &ChangeId, path: &str, content: Option<&str>) {
         let blob = content.map(|c| self.git.store.blob(c));
         let view = self.views.entry(change.clone()).or_default();
