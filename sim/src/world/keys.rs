@@ -438,7 +438,8 @@ impl World {
             .collect();
         for (change, candidate) in waiting {
             if self.mix.has(FaultClass::Keys) && self.keys.rng.chance(300) {
-                self.stale_approval(&change, &candidate);
+                let forged = self.keys.rng.chance(500);
+                self.false_approval(&change, &candidate, forged);
                 continue;
             }
             let input = ApproveInput {
@@ -460,8 +461,10 @@ impl World {
         self.after(delay, Ev::Approve);
     }
 
-    /// A yes the approver signed for the candidate's base, hung on the candidate itself.
-    fn stale_approval(&mut self, change: &ChangeId, candidate: &CandidateRec) {
+    /// A yes hung on the candidate that must not count: one the approver signed for the
+    /// candidate's base, or (`forged`) one for the candidate signed by a key the registry
+    /// never enrolled.
+    fn false_approval(&mut self, change: &ChangeId, candidate: &CandidateRec, forged: bool) {
         let answer = Answer {
             approver: APPROVER.into(),
             check: "owner-approval".into(),
@@ -470,10 +473,15 @@ impl World {
             why: "said of another candidate".into(),
         };
         let mut about = About::candidate(change, candidate);
-        about.commit = candidate.base.clone();
+        if !forged {
+            about.commit = candidate.base.clone();
+        }
         let at = Timestamp(1_800_000_000_000 + self.t);
         let line = bay_core::approval::record(&answer, &about, at);
-        let key = self.approver_key().path;
+        let key = match forged {
+            true => keys::path(THIEF),
+            false => self.approver_key().path,
+        };
         let Ok(record) = self.git.keys.signed_record(&key, &line) else {
             return;
         };
@@ -493,6 +501,11 @@ impl World {
             ..PushPlan::default()
         };
         self.git.push(&plan);
-        *self.keys.counts.entry("stale-approvals").or_insert(0) += 1;
+        let what = if forged {
+            "forged-approvals"
+        } else {
+            "stale-approvals"
+        };
+        *self.keys.counts.entry(what).or_insert(0) += 1;
     }
 }

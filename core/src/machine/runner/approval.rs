@@ -126,23 +126,61 @@ impl Runner {
     /// A candidate taken up again: the runs the record holds passes of, in the plan's order,
     /// stand; the rest run under a claim written first. With every run passed, the approvals
     /// are judged at once, before any claim.
-    pub(super) fn resume_checks(&mut self, mut work: Box<Work>, mut checking: Checking) -> Placed {
-        // A candidate signed again after `REGISTRY_CHANGED` takes the passes of the one it
-        // stands for: the same tree on the same parent.
+    pub(super) fn resume_checks(&mut self, work: Box<Work>, checking: Checking) -> Placed {
+        // The evidence of each pass must still be there: read it first.
+        let built = &checking.candidate.built;
+        let read = Action::ReadNotes {
+            notes: self.evidence_tips(),
+            objects: vec![built.tree.clone(), built.commit.clone()],
+        };
+        self.send_work(read, Purpose::ResumeNotes(Box::new(checking)));
+        self.keep(work)
+    }
+
+    /// The evidence on the candidate taken up again is read: a run stands when the record
+    /// holds a pass of it (for a candidate signed again after `REGISTRY_CHANGED`, of the one
+    /// it stands for: the same tree on the same parent) and a pass of it is still in the
+    /// evidence on exactly its inputs (its tree, or for a commit-keyed check this very
+    /// commit, which a candidate signed again never has: that check runs again).
+    pub(super) fn on_resume_notes(
+        &mut self,
+        mut work: Box<Work>,
+        mut checking: Checking,
+        result: Result<Vec<String>, Fault>,
+    ) -> Placed {
+        let lines = match result {
+            Ok(lines) => lines,
+            Err(fault) => {
+                let why = format!("could not read the evidence of the candidate's passes: {fault}");
+                return self.release(work, None, why);
+            }
+        };
         let built = &checking.candidate.built;
         let candidate = built.stands_for.clone().unwrap_or_else(|| built.id.clone());
+        let target = crate::check::CommitTree {
+            commit: built.commit.clone(),
+            tree: built.tree.clone(),
+        };
         let passed = work.record.op(&work.op).map_or(0, |operation| {
             checking
                 .plan
                 .runs
                 .iter()
                 .take_while(|run| {
-                    operation.checks.iter().any(|check| {
+                    let recorded = operation.checks.iter().any(|check| {
                         check.candidate == candidate
                             && check.check == run.spec.id
                             && check.environment == run.spec.environment
                             && check.verdict == crate::check::Verdict::Pass
-                    })
+                    });
+                    recorded
+                        && crate::check::reuse::reusable_pass(
+                            &lines,
+                            &run.spec,
+                            &target,
+                            &built.base_tree,
+                        )
+                        .is_some()
                 })
                 .count()
         });

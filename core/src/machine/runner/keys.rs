@@ -3,6 +3,8 @@
 //! `executor` file since the candidate was signed never lands on main with that signature.
 //!
 //! - The registry still enrols the key (under any name): the push goes out.
+//! - It does not, and the candidate was taken up again after an approval, signed by another
+//!   runner: this runner signs the same tree on the same parent again itself.
 //! - It does not (removed, `rotated` or `revoked`): the claim goes back `REGISTRY_CHANGED`,
 //!   and the operation keeps its place. A runner whose own key is out claims nothing more
 //!   until it starts again with an enrolled key. A runner with a valid key takes the
@@ -15,7 +17,7 @@
 //! The tip judged last is remembered: a fetch that finds it again reads nothing more.
 
 use super::Runner;
-use super::work::{Placed, Purpose, Then, Work, Write};
+use super::work::{Phase, Placed, Purpose, Then, Work, Write};
 use crate::git::Oid;
 use crate::id::CandidateId;
 use crate::machine::{Action, Fault, FetchSpec, Refs};
@@ -71,7 +73,7 @@ impl Runner {
 
     pub(super) fn on_keys_read(
         &mut self,
-        work: Box<Work>,
+        mut work: Box<Work>,
         write: Write,
         tip: Oid,
         result: Result<Vec<RegistryCommit>, Fault>,
@@ -91,6 +93,9 @@ impl Runner {
             .phase
             .candidate()
             .and_then(|candidate| candidate.built.signed_by.clone());
+        if let Some(signer) = self.cfg.signer.as_mut() {
+            signer.executor_signers = version.signers_text(Class::Executor);
+        }
         let enrolled = key.as_ref().is_some_and(|key| {
             version
                 .classes
@@ -103,9 +108,6 @@ impl Runner {
         let enrolled = enrolled || self.mutant_ignores_removal();
         if enrolled {
             self.keys_seen = Some(tip);
-            if let Some(signer) = self.cfg.signer.as_mut() {
-                signer.executor_signers = version.signers_text(Class::Executor);
-            }
             return self.keys_cleared(work, write);
         }
         // This runner's own key out of the file: it signs nothing more.
@@ -126,6 +128,16 @@ impl Runner {
              a runner with a valid key signs the same tree again",
             key.map_or_else(|| "?".to_owned(), |key| key.fingerprint())
         );
+        // A candidate taken up again after an approval, signed by another runner's key that
+        // is out now: this runner signs the same tree on the same parent again itself.
+        if let Phase::Checking(checking) = &work.phase
+            && checking.candidate.built.resumed
+            && !self.withdrawn
+        {
+            let policy = checking.policy.clone();
+            work.resign = true;
+            return self.build(work, policy);
+        }
         let mut write = write;
         // The last check's pass still goes up, so that the runner that signs the candidate
         // again finds it recorded.
@@ -155,10 +167,14 @@ impl Runner {
     }
 
     /// The recorded candidate a candidate of `tree` signs again: the operation's last, built
-    /// on the same main, after its claim went back `REGISTRY_CHANGED` with no check of it
-    /// recorded short of a pass.
+    /// on the same main, after its claim went back `REGISTRY_CHANGED` (or `APPROVAL_PENDING`,
+    /// when its signature no longer verifies) with no check of it recorded short of a pass.
     pub(super) fn signed_again(&self, work: &Work, tree: &Oid) -> Option<CandidateId> {
-        Runner::taken_up(work, ReasonCode::RegistryChanged)
+        let released = match work.resign {
+            true => ReasonCode::ApprovalPending,
+            false => ReasonCode::RegistryChanged,
+        };
+        Runner::taken_up(work, released)
             .filter(|candidate| candidate.tree == *tree)
             .map(|candidate| candidate.id.clone())
     }

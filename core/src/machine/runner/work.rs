@@ -72,6 +72,9 @@ pub(super) enum Purpose {
     Verify(Write, FetchSpec),
     /// The recorded candidate's changed paths, to take it up again under the policy.
     Resume(Box<crate::record::CandidateRec>, Box<Policy>),
+    /// The evidence on a candidate taken up again, whose passes stand only while it holds
+    /// them.
+    ResumeNotes(Box<Checking>),
     /// A step of reading the approvals the candidate owes: the evidence and registry fetch,
     /// the registry, then the records on the candidate.
     ApprovalFetch(FetchSpec),
@@ -387,6 +390,9 @@ pub(super) struct Work {
     /// The registry, read right before the push that moves main, still enrols the key that
     /// signed the candidate: the push goes out next.
     pub keys_cleared: bool,
+    /// The candidate that waited for an approval no longer verifies against the executor
+    /// file (its key was taken out meanwhile): it is signed again, not taken up as it is.
+    pub resign: bool,
     /// The last heartbeat this work wrote and the parent it was given (for a mutant).
     #[cfg(feature = "mutants")]
     pub last_heartbeat_parent: Option<(Oid, Oid)>,
@@ -425,6 +431,7 @@ impl Work {
             asking: None,
             cleared: false,
             keys_cleared: false,
+            resign: false,
             #[cfg(feature = "mutants")]
             last_heartbeat_parent: None,
         }
@@ -1024,6 +1031,9 @@ impl Runner {
             (Purpose::Resume(candidate, policy), Completion::StatsRead(result)) => {
                 self.on_resume(work, *candidate, *policy, result)
             }
+            (Purpose::ResumeNotes(checking), Completion::NotesRead(result)) => {
+                self.on_resume_notes(work, *checking, result)
+            }
             (Purpose::ApprovalFetch(spec), Completion::Fetched(result)) => {
                 self.on_approval_fetch(work, spec, result)
             }
@@ -1091,8 +1101,8 @@ impl Runner {
 
     /// Builds a candidate on the base under `policy`, the policy there; the candidate in hand,
     /// if there is one, is let go.
-    fn build(&mut self, mut work: Box<Work>, policy: Policy) -> Placed {
-        if let Some(candidate) = self.resumable(&work) {
+    pub(super) fn build(&mut self, mut work: Box<Work>, policy: Policy) -> Placed {
+        if let Some(candidate) = self.resumable(&work).filter(|_| !work.resign) {
             // The candidate waited for an approval on this very main: take it up again.
             let read = Action::ReadStats {
                 base: work.base.clone(),
@@ -1230,7 +1240,7 @@ impl Runner {
     /// `executor` file as this runner read it when it started.
     fn on_signature(
         &mut self,
-        work: Box<Work>,
+        mut work: Box<Work>,
         mut built: Built,
         policy: Policy,
         result: Result<Vec<String>, crate::machine::Fault>,
@@ -1283,6 +1293,12 @@ impl Runner {
                 self.measure(work, built, policy)
             }
             other => {
+                if built.resumed {
+                    // Taken up again after an approval, by a key the registry no longer
+                    // enrols: the same tree on the same parent is signed again.
+                    work.resign = true;
+                    return self.build(work, policy);
+                }
                 let why = match other {
                     Ok(Some(verdict)) => verdict.name().to_owned(),
                     Ok(None) => "it carries no SSH signature".to_owned(),
