@@ -168,6 +168,9 @@ pub struct Checker {
     pub held_merges: u64,
     /// When each operation was last claimed: what its runner knew then decides S7.
     claimed_at: BTreeMap<OpId, u64>,
+    /// When each operation waited for a person's yes (released `APPROVAL_PENDING`, held by no
+    /// one): from, and until (none while it still waits).
+    approval_waits: BTreeMap<OpId, Vec<(u64, Option<u64>)>>,
     /// When each change merged.
     merged_at: BTreeMap<ChangeId, u64>,
     /// From when main was held, and from when it was not, as main moved.
@@ -223,6 +226,7 @@ impl Checker {
             undo_merges: 0,
             held_merges: 0,
             claimed_at: BTreeMap::new(),
+            approval_waits: BTreeMap::new(),
             merged_at: BTreeMap::new(),
             post_records: Vec::new(),
             red_merges: 0,
@@ -987,7 +991,7 @@ impl Checker {
             })
             .filter(|other| !self.waiting_between(other, requested, claimed))
             .filter(|other| !self.unreadable_changes.contains(&other.change))
-            .filter(|other| !self.awaits_approval(other))
+            .filter(|other| !self.awaited_approval(other, requested, claimed))
             .map(ToString::to_string)
             .collect();
         if !waiting.is_empty() {
@@ -999,12 +1003,14 @@ impl Checker {
         }
     }
 
-    /// Whether `op` waits for a person's yes: its claim went back `APPROVAL_PENDING` and no
-    /// one took it up since. It keeps its place and holds up no one (read as the checker last
-    /// read its chain: a release after the merged operation's claim is not told apart).
-    fn awaits_approval(&self, op: &OpId) -> bool {
-        self.operation(op).is_some_and(|operation| {
-            operation.released == Some(ReasonCode::ApprovalPending) && operation.owner.is_none()
+    /// Whether `op` waited for a person's yes at some moment between `from` and `to`: a
+    /// runner that read the remote then passed it over, as it keeps its place and holds up
+    /// no one.
+    fn awaited_approval(&self, op: &OpId, from: u64, to: u64) -> bool {
+        self.approval_waits.get(op).is_some_and(|waits| {
+            waits
+                .iter()
+                .any(|(since, until)| *since <= to && until.is_none_or(|until| until >= from))
         })
     }
 
@@ -1132,9 +1138,33 @@ impl Checker {
                     .and_then(|r| r.op(id))
                     .map_or(0, |op| op.claims)
             };
+            let waited_before = |id: &OpId| {
+                before
+                    .as_ref()
+                    .and_then(|b| b.record.as_ref())
+                    .and_then(|r| r.op(id))
+                    .is_some_and(awaits_approval)
+            };
             for op in &record.ops {
                 if op.claims > claims_before(&op.id) {
                     self.claimed_at.insert(op.id.clone(), at);
+                }
+                match (waited_before(&op.id), awaits_approval(op)) {
+                    (false, true) => self
+                        .approval_waits
+                        .entry(op.id.clone())
+                        .or_default()
+                        .push((at, None)),
+                    (true, false) => {
+                        if let Some(last) = self
+                            .approval_waits
+                            .get_mut(&op.id)
+                            .and_then(|waits| waits.last_mut())
+                        {
+                            last.1 = Some(at);
+                        }
+                    }
+                    _ => {}
                 }
                 self.submitted.entry(op.id.clone()).or_insert(at);
                 if op.state.is_terminal() {
@@ -1369,6 +1399,12 @@ fn plugin_at(store: &Store, base: &Oid) -> bool {
 fn held_at(store: &Store, base: &Oid, at: u64) -> bool {
     let config = Config::at_main(store.read(base, CONFIG_PATH).map(str::as_bytes));
     hold_on(&config, Timestamp(at), false).is_some()
+}
+
+/// Whether `op` waits for a person's yes: its claim went back `APPROVAL_PENDING` and no one
+/// took it up since.
+fn awaits_approval(op: &Operation) -> bool {
+    op.released == Some(ReasonCode::ApprovalPending) && op.owner.is_none()
 }
 
 /// What S12 says of one runner's log.
