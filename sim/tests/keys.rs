@@ -5,6 +5,7 @@
 
 use bay_core::check::plan::parse_policy;
 use bay_core::git::refs;
+use bay_core::id::OpId;
 use bay_core::machine::enrol::{Enrol, EnrolInput};
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::runner_keys::{RunnerKeys, RunnerKeysInput};
@@ -76,21 +77,21 @@ fn runner(bench: &mut Bench, name: &str, clock: u64) -> Runner {
 }
 
 /// Runs `runner` at `clock` until it waits, answering each check with a pass; `on_check`
-/// is called before each is answered. Returns the checks it ran.
+/// is called before each is answered with how many ran before. Returns the checks it ran.
 fn run(
     bench: &mut Bench,
     runner: &mut Runner,
     clock: u64,
-    on_check: &mut dyn FnMut(&mut Bench),
-) -> usize {
+    on_check: &mut dyn FnMut(&mut Bench, usize),
+) -> Vec<String> {
     let now = Timestamp(clock);
     runner.handle(now, Event::Tick).expect("a faithful driver");
-    let mut checks = 0;
+    let mut checks = Vec::new();
     while let Some((id, action)) = runner.poll_action() {
         let completion = match &action {
-            Action::RunCheck(_) => {
-                checks += 1;
-                on_check(bench);
+            Action::RunCheck(run) => {
+                on_check(bench, checks.len());
+                checks.push(run.check.id.clone());
                 Completion::CheckExited(passing_exit(&action))
             }
             _ => bench.answer(&action).expect("the model answers"),
@@ -102,24 +103,26 @@ fn run(
     checks
 }
 
-#[test]
-fn a_key_removed_after_it_signed_lands_nothing_and_another_runner_signs_the_same_tree() {
-    let mut bench = Bench::new(Some(POLICY));
+/// A change checked by runner `a` under `policy`, whose executor key the registry takes out
+/// while its last check runs; then runner `b`, whose key is valid, takes the operation up.
+/// Returns the checks each ran, and the bench.
+fn revoked_while_checking(policy: &str, checks: usize) -> (Bench, OpId, Vec<String>, Vec<String>) {
+    let mut bench = Bench::new(Some(policy));
     registry(&mut bench, &["a", "b"]);
     let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
     let base = bench.main();
     let mut a = runner(&mut bench, "a", 1_000_000);
     let mut b = runner(&mut bench, "b", 1_000_000);
-    // The registry takes a's executor key out while a's check runs.
-    let checked = run(&mut bench, &mut a, 1_000_000, &mut |bench| {
-        let remove = Enrolment::Remove {
-            class: Class::Executor,
-            name: "a".into(),
-            reason: Reason::Revoked,
-        };
-        enrol(bench, remove);
+    let ran_a = run(&mut bench, &mut a, 1_000_000, &mut |bench, before| {
+        if before + 1 == checks {
+            let remove = Enrolment::Remove {
+                class: Class::Executor,
+                name: "a".into(),
+                reason: Reason::Revoked,
+            };
+            enrol(bench, remove);
+        }
     });
-    assert_eq!(checked, 1);
     assert_eq!(
         bench.main(),
         base,
@@ -130,17 +133,32 @@ fn a_key_removed_after_it_signed_lands_nothing_and_another_runner_signs_the_same
     assert_eq!(operation.released, Some(ReasonCode::RegistryChanged));
     assert_eq!(operation.owner, None);
     assert!(!operation.state.is_terminal(), "{:?}", operation.state);
-    let signed = operation.candidates.last().expect("a candidate").clone();
-    // a claims nothing more; b signs the same tree on the same parent, and runs no check.
-    assert_eq!(run(&mut bench, &mut a, 1_100_000, &mut |_| {}), 0);
+    // a claims nothing more.
+    assert!(run(&mut bench, &mut a, 1_100_000, &mut |_, _| {}).is_empty());
     assert_eq!(bench.main(), base);
-    let rechecked = run(&mut bench, &mut b, 1_100_000, &mut |_| {});
-    assert_eq!(rechecked, 0, "no check runs again");
+    let ran_b = run(&mut bench, &mut b, 1_100_000, &mut |_, _| {});
+    (bench, op, ran_a, ran_b)
+}
+
+#[test]
+fn a_key_removed_after_it_signed_lands_nothing_and_another_runner_signs_the_same_tree() {
+    let (bench, op, ran_a, ran_b) = revoked_while_checking(POLICY, 1);
+    assert_eq!(ran_a, ["unit"]);
+    assert!(ran_b.is_empty(), "no check runs again: {ran_b:?}");
     assert_eq!(bench.state(&op), (OpState::Merged, None));
+    let record = bench.record(&op.change);
+    let operation = record.op(&op).expect("the operation");
+    let [signed, again] = &operation.candidates[..] else {
+        panic!("two candidates: {:?}", operation.candidates);
+    };
     let merged = bench.main();
+    assert_eq!(merged, again.commit);
     assert_ne!(merged, signed.commit, "signed again: a new commit");
     let commit = bench.git.store.get(&merged).expect("the merge").clone();
-    assert_eq!((commit.tree, commit.parents), (signed.tree, vec![base]));
+    assert_eq!(
+        (commit.tree, commit.parents),
+        (signed.tree.clone(), vec![signed.base.clone()])
+    );
     // The merge verifies as signed against the registry as it is now.
     let tip = bench.git.remote.get(REF).expect("a registry").clone();
     let version = judge_chain(&bench.git.read_registry(&tip).expect("read")).expect("judged");
@@ -152,4 +170,19 @@ fn a_key_removed_after_it_signed_lands_nothing_and_another_runner_signs_the_same
     let raw = bench.git.raw_commit(&merged).expect("raw");
     assert_eq!(trust.commit(&raw), bay_core::trust::Trust::Signed);
     assert!(bench.git.remote.get(&refs::landed(&op.change)).is_some());
+}
+
+#[test]
+fn signed_again_only_a_check_keyed_to_the_commit_runs_again() {
+    let policy = format!(
+        "{POLICY}\n[[check]]\nid = \"message\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\nmaterialize_timeout_s = 10\ninputs = [\"commit\"]\n"
+    );
+    let (bench, op, ran_a, ran_b) = revoked_while_checking(&policy, 2);
+    assert_eq!(ran_a, ["unit", "message"]);
+    assert_eq!(
+        ran_b,
+        ["message"],
+        "the tree's pass stands, the commit's does not"
+    );
+    assert_eq!(bench.state(&op), (OpState::Merged, None));
 }
