@@ -8,7 +8,8 @@
 //! change blocked `CHECK_FAILED`, `CHECK_FLAKY` or `CHECK_UNKNOWN` on a check the policy at its
 //! candidate's base marks `waivable`, with the check's real `verdict` and `waive`, the command
 //! that waives it, to an approver the registry's `approver` file enrols under
-//! `bay.approverName`, or to anyone without one. It writes nothing; with nothing waiting it is `ok` with an empty list.
+//! `bay.approverName`, or to anyone without one. It writes nothing; with nothing waiting it is
+//! `ok` with an empty list.
 
 use std::collections::BTreeSet;
 
@@ -231,22 +232,10 @@ impl Waiting {
         ))
     }
 
-    /// `diff.summary` of item `index`: the files it adds, changes and removes (and how many in
-    /// all), and the lines it adds and removes (a binary file's count none).
+    /// `diff.summary` of item `index` ([`summary`]), or why it could not be read.
     fn on_stats(&mut self, index: usize, stats: Result<Vec<PathStat>, super::Fault>) {
         let summary = match stats {
-            Ok(stats) => {
-                let removed = stats.iter().filter(|s| s.bytes.is_none()).count();
-                let added = stats.iter().filter(|s| s.created).count();
-                json!({
-                    "files": stats.len(),
-                    "added": added,
-                    "changed": stats.len() - added - removed,
-                    "removed": removed,
-                    "lines_added": stats.iter().filter_map(|s| s.added_lines).sum::<u64>(),
-                    "lines_removed": stats.iter().filter_map(|s| s.removed_lines).sum::<u64>(),
-                })
-            }
+            Ok(stats) => summary(&stats),
             Err(fault) => json!({ "unread": fault.0 }),
         };
         if let Some((item, _, _)) = self.items.get_mut(index) {
@@ -446,10 +435,57 @@ impl Waiting {
     }
 }
 
+/// `diff.summary`: the files a candidate adds, changes and removes against its base (and how
+/// many in all), and the lines it adds and removes (a binary file's count none).
+fn summary(stats: &[PathStat]) -> Value {
+    let removed = stats.iter().filter(|s| s.bytes.is_none()).count();
+    // A path the base lacks that the candidate lacks too is no change a diff lists; a driver
+    // that says so anyway is counted as removed, never a panic.
+    let added = stats
+        .iter()
+        .filter(|s| s.created && s.bytes.is_some())
+        .count();
+    json!({
+        "files": stats.len(),
+        "added": added,
+        "changed": stats.len().saturating_sub(added + removed),
+        "removed": removed,
+        "lines_added": stats.iter().filter_map(|s| s.added_lines).sum::<u64>(),
+        "lines_removed": stats.iter().filter_map(|s| s.removed_lines).sum::<u64>(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::machine::Machine;
+
+    #[test]
+    fn a_summary_counts_each_path_once_even_when_a_driver_says_the_impossible() {
+        let stat =
+            |path: &str, bytes: Option<u64>, created: bool, lines: Option<(u64, u64)>| PathStat {
+                path: path.into(),
+                bytes,
+                created,
+                added_lines: lines.map(|(added, _)| added),
+                removed_lines: lines.map(|(_, removed)| removed),
+            };
+        let stats = [
+            stat("new.txt", Some(4), true, Some((2, 0))),
+            stat("edited.txt", Some(9), false, Some((1, 3))),
+            stat("gone.txt", None, false, Some((0, 5))),
+            stat("image.png", Some(7), false, None),
+            // New and gone at once: no diff says so, but a driver might.
+            stat("odd.txt", None, true, Some((0, 0))),
+        ];
+        assert_eq!(
+            summary(&stats),
+            json!({
+                "files": 5, "added": 1, "changed": 2, "removed": 2,
+                "lines_added": 3, "lines_removed": 8,
+            })
+        );
+    }
 
     #[test]
     fn with_an_empty_queue_nothing_waits_and_it_is_ok() {
