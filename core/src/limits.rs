@@ -38,6 +38,20 @@ pub struct PathStat {
     pub removed_lines: Option<u64>,
 }
 
+impl PathStat {
+    /// One path's measures: `lines` are the lines the change adds and removes, `None` for a
+    /// binary file.
+    pub fn new(path: &str, bytes: Option<u64>, created: bool, lines: Option<(u64, u64)>) -> Self {
+        PathStat {
+            path: path.to_owned(),
+            bytes,
+            created,
+            added_lines: lines.map(|(added, _)| added),
+            removed_lines: lines.map(|(_, removed)| removed),
+        }
+    }
+}
+
 /// One cap of `[limits]`, named as the policy names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

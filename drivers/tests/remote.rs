@@ -929,14 +929,7 @@ fn stats_measure_each_path_the_change_touches_against_its_base() {
         ],
         "change",
     );
-    let stat =
-        |path: &str, bytes: Option<u64>, created: bool, lines: Option<(u64, u64)>| PathStat {
-            path: path.into(),
-            bytes,
-            created,
-            added_lines: lines.map(|(added, _)| added),
-            removed_lines: lines.map(|(_, removed)| removed),
-        };
+    let stat = PathStat::new;
     let Some(Completion::StatsRead(Ok(stats))) = fx.repo.execute(&Action::ReadStats {
         base: base.clone(),
         commit: change.clone(),

@@ -360,13 +360,12 @@ impl Store {
                     let binary = old.is_some_and(is_binary) || new.is_some_and(is_binary);
                     let lines =
                         (!binary).then(|| line_counts(old.unwrap_or(""), new.unwrap_or("")));
-                    PathStat {
-                        path: path.clone(),
-                        bytes: new.map(|new| new.len() as u64),
-                        created: !before.contains_key(path.as_str()),
-                        added_lines: lines.map(|(added, _)| added),
-                        removed_lines: lines.map(|(_, removed)| removed),
-                    }
+                    PathStat::new(
+                        path,
+                        new.map(|new| new.len() as u64),
+                        !before.contains_key(path.as_str()),
+                        lines,
+                    )
                 })
                 .collect(),
         )

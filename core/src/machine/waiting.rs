@@ -462,14 +462,7 @@ mod tests {
 
     #[test]
     fn a_summary_counts_each_path_once_even_when_a_driver_says_the_impossible() {
-        let stat =
-            |path: &str, bytes: Option<u64>, created: bool, lines: Option<(u64, u64)>| PathStat {
-                path: path.into(),
-                bytes,
-                created,
-                added_lines: lines.map(|(added, _)| added),
-                removed_lines: lines.map(|(_, removed)| removed),
-            };
+        let stat = PathStat::new;
         let stats = [
             stat("new.txt", Some(4), true, Some((2, 0))),
             stat("edited.txt", Some(9), false, Some((1, 3))),

@@ -73,13 +73,12 @@ impl Repo {
                         (Some(size), counted)
                     }
                 };
-                Ok(PathStat {
-                    created: created.contains(&path),
-                    path,
+                Ok(PathStat::new(
+                    &path,
                     bytes,
-                    added_lines: counted.map(|(added, _)| added),
-                    removed_lines: counted.map(|(_, removed)| removed),
-                })
+                    created.contains(&path),
+                    counted,
+                ))
             })
             .collect()
     }
