@@ -251,6 +251,10 @@ pub struct RunnerSettings {
     /// Whether a runner narrows a red post check's suspect range to one merge by running the
     /// check on its midpoints (`bisect_post`).
     pub bisect_post: bool,
+    /// How many queued entries behind the head a runner that does not hold the head checks
+    /// early, on the base the entries ahead of each predict (`ahead`, 0 to 16).
+    #[serde(default)]
+    pub ahead: u32,
 }
 
 impl Default for RunnerSettings {
@@ -265,6 +269,7 @@ impl Default for RunnerSettings {
             publish_window_s: 60,
             parallel_checks: 1,
             bisect_post: false,
+            ahead: 0,
         }
     }
 }
@@ -362,7 +367,8 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 7] = [
+const RUNNER_ACTED_ON: [&str; 8] = [
+    "ahead",
     "lease_s",
     "takeover_s",
     "bisect_post",
@@ -495,12 +501,15 @@ fn parse(text: &str) -> Result<Config, TomlError> {
     root.finish()?;
     later.finish()?;
 
+    let throughput = runner.ahead > 0;
     Ok(Config {
         main,
         remote,
         trailers,
         runner,
-        evidence_reuse: reuse,
+        // A throughput key turns exact-inputs reuse on by itself; "off" beside one was
+        // refused above.
+        evidence_reuse: reuse || throughput,
         holds,
         red_window,
         retention_window_s: retention_window.seconds,
@@ -737,7 +746,7 @@ fn parse_runner(
         .uint("publish_window_s", 0..=ANY)?
         .unwrap_or(defaults.publish_window_s);
     let bisect_post = table.bool("bisect_post")?.unwrap_or(defaults.bisect_post);
-    table.uint("ahead", 0..=16)?;
+    let ahead = table.uint("ahead", 0..=16)?.map_or(0, |n| n as u32);
     table.bool("footprint_lanes")?;
     if let Some(mut batch) = table.table("batch")? {
         parse_batch(&mut batch)?;
@@ -784,6 +793,7 @@ fn parse_runner(
         publish_window_s,
         parallel_checks,
         bisect_post,
+        ahead,
         ..defaults
     })
 }

@@ -1312,9 +1312,15 @@ pub fn config(data: &[u8]) {
                     publish_window_s: runner.publish_window_s,
                     parallel_checks: runner.parallel_checks,
                     bisect_post: runner.bisect_post,
+                    ahead: runner.ahead,
                     ..RunnerSettings::default()
                 },
                 "a runner setting bay does not act on was read"
+            );
+            assert!(runner.ahead <= 16, "ahead over 16");
+            assert!(
+                runner.ahead == 0 || config.evidence_reuse,
+                "ahead without evidence reuse"
             );
             assert!(
                 !config
@@ -1394,9 +1400,10 @@ pub fn config(data: &[u8]) {
                 for key in policy.keys() {
                     assert_eq!(key, "evidence_reuse", "bay accepted [policy] {key}");
                 }
+                // Left out, reuse is on only when a throughput key (`ahead`) is set.
                 let reuse = policy.get("evidence_reuse").and_then(toml::Value::as_str);
                 assert_eq!(
-                    reuse == Some("exact-inputs"),
+                    reuse == Some("exact-inputs") || (reuse.is_none() && config.runner.ahead > 0),
                     config.evidence_reuse,
                     "evidence_reuse misread"
                 );
@@ -1411,6 +1418,7 @@ pub fn config(data: &[u8]) {
                             "publish_window_s",
                             "parallel_checks",
                             "bisect_post",
+                            "ahead",
                         ]
                         .contains(&key.as_str()),
                         "bay accepted [runner] {key}, which it does not act on"
@@ -1472,6 +1480,9 @@ fn config_to_toml(config: &Config) -> String {
         uint_value(u64::from(r.parallel_checks)),
     );
     runner.insert("bisect_post".into(), toml::Value::Boolean(r.bisect_post));
+    if r.ahead > 0 {
+        runner.insert("ahead".into(), uint_value(u64::from(r.ahead)));
+    }
     root.insert("runner".into(), toml::Value::Table(runner));
     if config.evidence_reuse {
         let mut policy = toml::Table::new();

@@ -786,7 +786,9 @@ impl Checker {
     }
 
     /// S3 and S5: the merged tree passed every check the policy at its base requires, by
-    /// recorded evidence (S3) that rests on an honest pass (S5); and it is within that
+    /// recorded evidence on exactly its inputs, that tree on its base's tree (S3: a record
+    /// made on another base, as an early run on a prediction main missed is, never counts),
+    /// that rests on an honest pass (S5); and it is within that
     /// policy's caps, by the simulator's own measure of the merge against its base (S3).
     #[allow(clippy::too_many_arguments)]
     fn check_merge_evidence(
@@ -889,9 +891,9 @@ impl Checker {
                     .iter()
                     .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
                     .any(|(_, tip)| {
-                        notes
-                            .records(tip, &tree)
-                            .any(|record| records_verdict(record, &check.id, &tree, verdict))
+                        notes.records(tip, &tree).any(|record| {
+                            records_verdict(record, &check.id, &tree, base_tree.as_ref(), verdict)
+                        })
                     })
             };
             let baselined = check.baseline.is_some() && baseline_gap(&check.id);
@@ -1327,6 +1329,17 @@ impl Checker {
             .count() as u64
     }
 
+    /// The passes operations took from a record on exactly their inputs, not run again.
+    pub fn reused_passes(&self) -> u64 {
+        self.chains
+            .values()
+            .filter_map(|chain| chain.record.as_ref())
+            .flat_map(|record| &record.ops)
+            .flat_map(|op| &op.checks)
+            .filter(|check| check.why.contains("did not run again"))
+            .count() as u64
+    }
+
     /// Operations left waiting on a change that is open with nothing in the queue.
     pub fn dependency_waits(&self) -> u64 {
         self.submitted
@@ -1378,13 +1391,20 @@ fn bay_trailers(message: &str) -> Option<(ChangeId, OpId)> {
 
 /// Whether an evidence record is a pass of `check` on `tree`.
 /// Whether an evidence record says `verdict` for `check` on `tree`.
-fn records_verdict(record: &str, check: &str, tree: &Oid, verdict: &str) -> bool {
+fn records_verdict(
+    record: &str,
+    check: &str,
+    tree: &Oid,
+    base_tree: Option<&Oid>,
+    verdict: &str,
+) -> bool {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(record) else {
         return false;
     };
     value["check"] == check
         && value["verdict"] == verdict
         && value["candidate"]["tree"] == tree.as_str()
+        && base_tree.is_some_and(|base| value["base"]["tree"] == base.as_str())
 }
 
 /// Whether main's config at `base` sets a hold plugin, which a runner asks before it merges

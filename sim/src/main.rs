@@ -357,6 +357,7 @@ fn summarize(
     let mut history = 0u64;
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
+    let mut ahead = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -405,6 +406,9 @@ fn summarize(
                 if let Some((runs, held)) = report.plugin {
                     plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
                 }
+                if let Some((early, reused)) = report.ahead {
+                    ahead = (ahead.0 + 1, ahead.1 + early, ahead.2 + reused);
+                }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
                     code = code.max(if safety { 3 } else { 4 });
@@ -452,6 +456,7 @@ fn summarize(
             "held_merges": held_merges,
             "red": red,
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
+            "ahead": {"seeds": ahead.0, "early_runs": ahead.1, "reused": ahead.2},
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
             "locks": locks,
@@ -550,6 +555,10 @@ fn summarize(
         println!(
             "hold plugin: set in {} seeds, asked {} times, {} answers held main",
             plugin.0, plugin.1, plugin.2
+        );
+        println!(
+            "ahead: set in {} seeds, {} early runs on predicted bases, {} passes reused",
+            ahead.0, ahead.1, ahead.2
         );
         println!("violations: {}", failures.len());
         println!(

@@ -367,6 +367,9 @@ pub struct RunReport {
     /// Whether main's config set a hold plugin, how many times runners asked it, and how many
     /// of its answers held main.
     pub plugin: Option<(u64, u64)>,
+    /// With `[runner] ahead`: the early runs runners made on predicted bases, and the passes
+    /// merged operations reused rather than ran.
+    pub ahead: Option<(u64, u64)>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     /// The records someone wrote wrongly by hand (the `corrupt` fault), by kind.
@@ -402,6 +405,8 @@ pub struct World {
     fault_rng: Rng,
     /// The producer of post check answers: its own stream, so other draws stay as they were.
     post_rng: Rng,
+    /// Draws `ahead`, apart from every other draw.
+    ahead_rng: Rng,
     /// Post check answers recorded, and failed ones.
     post_answers: BTreeMap<&'static str, u64>,
     pub trace: Trace,
@@ -420,6 +425,9 @@ pub struct World {
     evidence_reuse: bool,
     /// Whether runners bisect a red post check (`[runner] bisect_post`).
     bisect_post: bool,
+    /// How many queued entries a runner that does not hold the head checks early (`[runner]
+    /// ahead`), in half the seeds that reuse evidence.
+    ahead: u32,
     /// How many ended changes a runner lets wait before it compacts them: few, picked from
     /// the seed alone, so that compaction runs under every fault in most seeds.
     compact_at: usize,
@@ -431,6 +439,8 @@ pub struct World {
     plugin_rng: Rng,
     /// The hold plugin's runs so far, and those whose answer held main.
     plugin_runs: (u64, u64),
+    /// Check runs on a base that was never main: early runs on a prediction.
+    early_runs: u64,
     /// `bay merge` refusals so far, by reason code.
     pub submit_refusals: BTreeMap<&'static str, u64>,
     /// What `bay undo` gave so far.
@@ -474,12 +484,14 @@ impl World {
             fault_rng: rng.split(4),
             // Seeded apart from `rng`, so adding it changed no other draw of any seed.
             post_rng: Rng::new(seed ^ 0x706f_7374_5f63_6921),
+            ahead_rng: Rng::new(seed ^ 0x6168_6561_6421),
             post_answers: BTreeMap::new(),
             // A stream of its own, so that a seed without a plugin runs as it did before there
             // was one.
             plugin_rng: Rng::new(seed).split(5),
             plugin: None,
             plugin_runs: (0, 0),
+            early_runs: 0,
             rng,
             trace: Trace::new(scenario.full_trace),
             tasks_left: scenario.changes,
@@ -489,6 +501,7 @@ impl World {
             parallel_checks: 1,
             evidence_reuse: false,
             bisect_post: false,
+            ahead: 0,
             compact_at: 2 + (seed % 7) as usize,
             retention_ms: (seed % 5) * 20_000,
             submit_refusals: BTreeMap::new(),
@@ -556,6 +569,10 @@ impl World {
             self.parallel_checks = 2 + self.rng.range(0, 1) as u32;
         }
         self.evidence_reuse = self.rng.chance(500);
+        // Drawn apart from the seed's other draws, so that every other draw stays as it was.
+        if self.evidence_reuse && self.ahead_rng.chance(500) {
+            self.ahead = 1 + self.ahead_rng.range(0, 2) as u32;
+        }
         // Some repositories ask a hold plugin, whose answer flips while the faults last.
         if self.plugin_rng.chance(300) {
             for (path, text) in [
@@ -738,6 +755,7 @@ impl World {
         cfg.parallel_checks = self.parallel_checks;
         cfg.evidence_reuse = self.evidence_reuse;
         cfg.bisect_post = self.bisect_post;
+        cfg.ahead = self.ahead;
         cfg.compact_at = self.compact_at;
         cfg.retention_ms = self.retention_ms;
         cfg.trailers = Trailers::default();
@@ -809,6 +827,9 @@ impl World {
     fn report(self, seed: u64) -> RunReport {
         let waiting = self.checker.dependency_waits();
         let unreadable_open = self.checker.unreadable_open();
+        // A scenario's tweak may set `ahead` where the seed did not.
+        let ahead = (self.ahead > 0 || self.early_runs > 0)
+            .then(|| (self.early_runs, self.checker.reused_passes()));
         let mut outcomes = BTreeMap::new();
         let mut reasons = BTreeMap::new();
         // The history's operations ended before the seed began: the seed's are those submitted.
@@ -855,6 +876,7 @@ impl World {
             compacted_no_effect: self.checker.compaction.compacted_no_effect,
             history: self.history.changes().len() as u64,
             plugin: self.plugin.map(|_| self.plugin_runs),
+            ahead,
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),
             keys: self.keys.report(),
@@ -1099,6 +1121,14 @@ impl World {
                 );
             }
             Action::RunCheck(run) => {
+                let main = self.git.remote.get(&refs::main(MAIN));
+                if run.request.change.is_some()
+                    && main.is_some_and(|main| {
+                        !self.git.store.is_ancestor(&run.request.base.commit, main)
+                    })
+                {
+                    self.early_runs += 1;
+                }
                 let behaviour = self.behaviour();
                 match checks::run(
                     &self.git.store,

@@ -280,3 +280,23 @@ mutant_test!(
     400,
     [Keys]
 );
+
+/// With every runner checking ahead: an early run keyed by its change, so a pass on a
+/// prediction main missed merges a tree no one checked on its base.
+#[test]
+fn a_precheck_by_change_breaks_s3() {
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.evidence_reuse = true;
+        cfg.ahead = 2;
+        cfg.mutant = Some(Mutant::PrecheckByChange);
+    }
+    let caught = first_catch(tweak, Invariant::MergedIsChecked, &[OutsidePush], 2000);
+    assert!(
+        caught.is_some(),
+        "an early run keyed by its change was not caught as S3 within 2000 seeds"
+    );
+    eprintln!(
+        "PrecheckByChange: caught as S3 at seed {}",
+        caught.unwrap_or_default()
+    );
+}

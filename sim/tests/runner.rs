@@ -1689,3 +1689,111 @@ fn a_signing_runner_never_checks_or_merges_a_candidate_whose_signature_does_not_
     assert_eq!(bench.merges_of(&op.change), 0);
     assert_ne!(bench.state(&op).0, OpState::Merged);
 }
+
+/// `POLICY` with unsigned evidence reusable, and two changes queued behind each other on
+/// separate files; runner `a` holds the first and its check, runner `b` checks ahead.
+fn two_queued_and_a_checking() -> (Bench, OpId, OpId, Rig, ActionId, Action) {
+    let policy = format!("{POLICY}\n[policy]\nreuse_unsigned = true\n");
+    let mut bench = Bench::new(Some(&policy));
+    let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let second = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let mut a = Rig::with("a", 1_000_000, |cfg| cfg.evidence_reuse = true);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a checks the head");
+    (bench, first, second, a, id, check)
+}
+
+/// A runner that checks up to two entries ahead.
+fn ahead_rig(name: &str, clock: u64) -> Rig {
+    Rig::with(name, clock, |cfg| {
+        cfg.evidence_reuse = true;
+        cfg.ahead = 2;
+    })
+}
+
+/// Runner `b` checks `second` ahead, on main with the head merged, and notes a pass there.
+fn b_checks_ahead(bench: &mut Bench, second: &OpId, head: &Action) -> Action {
+    let mut b = ahead_rig("b", 1_000_000);
+    let (id, early) = b
+        .run_until(bench, 1_000_000, &is_check)
+        .expect("b checks an entry ahead");
+    let (Action::RunCheck(run), Action::RunCheck(head_run)) = (&early, head) else {
+        unreachable!()
+    };
+    let change = run.request.change.as_ref().map(|c| c.id.clone());
+    assert_eq!(
+        change.as_ref(),
+        Some(&second.change),
+        "the entry behind the head"
+    );
+    assert_eq!(
+        run.request.base.tree, head_run.request.candidate.tree,
+        "its base is main with the head merged"
+    );
+    let (_, record) = b
+        .answer(bench, id, Completion::CheckExited(pass(&early)), &is_push)
+        .expect("b notes the run");
+    let plan = push_plan(&record);
+    assert!(
+        plan.appends.is_empty() && plan.updates.is_empty() && plan.notes.len() == 1,
+        "an early run writes only its own evidence note: {plan:?}"
+    );
+    assert_eq!(plan.notes[0].producer, "b");
+    bench_push(bench, &record);
+    early
+}
+
+#[test]
+fn a_runner_ahead_checks_the_next_entry_and_the_head_reuses_that_pass() {
+    let (mut bench, first, second, mut a, id, head) = two_queued_and_a_checking();
+    b_checks_ahead(&mut bench, &second, &head);
+    assert_eq!(
+        bench.state(&second).0,
+        OpState::Submitted,
+        "b took no ownership"
+    );
+    // The head merges; its runner takes the next one up, on exactly the predicted base.
+    a.answer_pass(&mut bench, id, &head);
+    assert_eq!(bench.state(&first), (OpState::Merged, None));
+    let ran = a.run_until(&mut bench, 1_000_000 + 10_000, &is_check);
+    assert!(ran.is_none(), "the early pass answers: {ran:?}");
+    assert_eq!(bench.state(&second), (OpState::Merged, None));
+    let record = bench.record(&second.change);
+    assert!(
+        record.ops[0].checks[0].why.contains("did not run again"),
+        "{:?}",
+        record.ops[0].checks
+    );
+}
+
+#[test]
+fn a_missed_prediction_never_counts() {
+    let (mut bench, first, second, mut a, id, head) = two_queued_and_a_checking();
+    b_checks_ahead(&mut bench, &second, &head);
+    // The head fails: main never takes it, and the early run was on another base.
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(bay_sim::bench::failing_exit(&head)),
+        &|_| false,
+    );
+    assert_eq!(bench.state(&first).0, OpState::Blocked);
+    let (_, again) = a
+        .run_until(&mut bench, 1_000_000 + 10_000, &is_check)
+        .expect("the check runs on the real candidate");
+    let Action::RunCheck(run) = &again else {
+        unreachable!()
+    };
+    assert_eq!(run.request.base.commit, bench.main(), "on main as it is");
+}
+
+#[test]
+fn a_runner_ahead_runs_each_check_on_one_base_once() {
+    let (mut bench, _, second, _a, _, head) = two_queued_and_a_checking();
+    b_checks_ahead(&mut bench, &second, &head);
+    // Its next pass predicts the same and finds the record: nothing more to run early.
+    let mut c = ahead_rig("c", 1_000_000);
+    let ran = c.run_until(&mut bench, 1_000_000, &is_check);
+    assert!(ran.is_none(), "{ran:?}");
+}

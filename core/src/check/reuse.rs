@@ -58,6 +58,18 @@ pub fn reusable_pass(
         .map(|record| record.producer)
 }
 
+/// Whether a producer `spec` allows recorded a run of it, with any verdict, on exactly
+/// `candidate` made on a base whose tree is `base_tree`: then an early run of it there would
+/// only repeat what is known.
+pub fn recorded(
+    records: &[String],
+    spec: &CheckSpec,
+    candidate: &CommitTree,
+    base_tree: &Oid,
+) -> bool {
+    records_on(records, spec, candidate).any(|record| &record.base.tree == base_tree)
+}
+
 /// What `spec` fails on `base`, by the base's own records among `records` made with
 /// `definition` that pass or fail. A unit counts as failing there only when every such record
 /// fails it, so a base that flaked never hides a failure. `None` without such a record.

@@ -242,7 +242,6 @@ fn the_spec_example_is_refused_only_on_its_later_keys() {
             "cache_max_age_s in [hooks]",
             "view in top level",
             "submission_timeout_s in [runner]",
-            "ahead in [runner]",
             "footprint_lanes in [runner]",
             "prune in [plugin]",
             "target in top level",
@@ -319,7 +318,7 @@ fn the_spec_fragments_are_refused_only_on_their_later_keys() {
     assert_eq!(
         first,
         [
-            "ahead in [runner]",
+            "footprint_lanes in [runner]",
             "prune in [plugin]",
             "target in top level",
             "target in top level",
@@ -366,9 +365,10 @@ fn the_hooks_table_is_acted_on_but_for_the_cache_age() {
 fn later_keys_are_refused_in_text_order_once_all_is_valid() {
     let error = refuse("[view]\nwarm_history = true\n[runner]\nlease_s = 0\n");
     assert_eq!(place(&error), (Some("lease_s"), "[runner]", 4));
-    let error = validated("[runner]\nlease_s = 30\nahead = 2\n[view]\nwarm_history = true\n");
-    assert_eq!(place(&error), (Some("ahead"), "[runner]", 3));
-    let error = validated("[view]\nwarm_history = true\n[runner]\nahead = 2\n");
+    let error =
+        validated("[runner]\nlease_s = 30\nfootprint_lanes = true\n[view]\nwarm_history = true\n");
+    assert_eq!(place(&error), (Some("footprint_lanes"), "[runner]", 3));
+    let error = validated("[view]\nwarm_history = true\n[runner]\nfootprint_lanes = true\n");
     assert_eq!(
         place(&error),
         (Some("view"), "top level", 1),
@@ -448,7 +448,6 @@ fn every_other_runner_key_is_checked_then_refused() {
     for (line, key) in [
         ("command = \"ci/submit\"", "command"),
         ("submission_timeout_s = 120", "submission_timeout_s"),
-        ("ahead = 0", "ahead"),
         ("footprint_lanes = false", "footprint_lanes"),
         ("batch = { min = 2 }", "batch"),
     ] {
@@ -629,8 +628,12 @@ fn parallel_checks_is_from_1_to_16() {
 }
 
 #[test]
-fn ahead_is_at_most_16() {
-    validated("[runner]\nahead = 16\n");
+fn ahead_is_at_most_16_and_turns_reuse_on() {
+    let config = accept("[runner]\nahead = 16\n");
+    assert_eq!(config.runner.ahead, 16);
+    assert!(config.evidence_reuse, "a throughput key turns reuse on");
+    let config = accept("[runner]\nahead = 0\n");
+    assert!(!config.evidence_reuse, "ahead = 0 checks nothing early");
     assert_eq!(
         place(&refuse("[runner]\nahead = 17\n")),
         (Some("ahead"), "[runner]", 2)
@@ -678,8 +681,17 @@ fn throughput_keys_need_evidence_reuse() {
         let error = refuse(&text);
         assert_eq!(place(&error), (Some(key), "[runner]", 5));
         assert!(error.message.contains("line 2"), "{error}");
-        validated(&text.replace("\"off\"", "\"exact-inputs\""));
-        validated(&text.replace("evidence_reuse = \"off\"\n", ""));
+        for text in [
+            text.replace("\"off\"", "\"exact-inputs\""),
+            text.replace("evidence_reuse = \"off\"\n", ""),
+        ] {
+            // `ahead` is acted on; the others are valid, and refused until bay acts on them.
+            if key == "ahead" {
+                assert!(accept(&text).evidence_reuse, "{text}");
+            } else {
+                validated(&text);
+            }
+        }
     }
     let config = accept("[policy]\nevidence_reuse = \"off\"\n[runner]\nparallel_checks = 4\n");
     assert!(!config.evidence_reuse);

@@ -16,6 +16,7 @@
 //! fate is unknown, the runner drops what it holds in memory and lets the next pass read the
 //! truth from the remote: it never pushes blindly again.
 
+mod ahead;
 mod approval;
 mod bisect;
 mod checks;
@@ -93,6 +94,10 @@ pub struct RunnerConfig {
     /// inputs, where the policy at the base allows it (`reuse_unsigned`).
     #[serde(default)]
     pub evidence_reuse: bool,
+    /// `[runner] ahead`: how many queued entries behind a head another runner holds this
+    /// runner checks early, each on the base the entries ahead of it predict.
+    #[serde(default)]
+    pub ahead: u32,
     /// `[red] window`: how many first-parent main commits judge a red main.
     #[serde(default = "red_window")]
     pub red_window: u32,
@@ -161,6 +166,7 @@ impl RunnerConfig {
             progress_ms: default_progress_ms(),
             parallel_checks: 1,
             evidence_reuse: false,
+            ahead: 0,
             red_window: red_window(),
             bisect_post: false,
             compact_at: compact_at(),
@@ -188,6 +194,7 @@ impl RunnerConfig {
         self.progress_ms = config.runner.progress_s().saturating_mul(1000);
         self.parallel_checks = config.runner.parallel_checks;
         self.evidence_reuse = config.evidence_reuse;
+        self.ahead = config.runner.ahead;
         self.red_window = config.red_window();
         self.bisect_post = config.runner.bisect_post;
         self.compact_at = usize::try_from(config.ref_budget)
@@ -271,6 +278,8 @@ enum Purpose {
     Notify,
     /// An action of a bisect of a red post check.
     Bisect(bisect::Purpose),
+    /// An action of checking queued entries early (`[runner] ahead`).
+    Ahead(ahead::Purpose),
     /// An action of a compaction of merged changes into the index.
     Compact(compaction::Purpose),
     /// This runner's presence, pushed. Like a notice it outlives the work, and a runner that
@@ -327,6 +336,8 @@ pub struct Runner {
     seeded: Option<ChangeId>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
+    /// Early runs on queued entries (`[runner] ahead`) whose records went up, for reports.
+    prechecks: Vec<serde_json::Value>,
     /// Operations that wait for an approval, each with the evidence tips (other than this
     /// runner's own) it was last judged on: a pass passes one over until they move.
     awaiting: BTreeMap<OpId, Vec<(String, Oid)>>,
@@ -385,6 +396,7 @@ impl Runner {
             mine: None,
             seeded: None,
             merged: 0,
+            prechecks: Vec::new(),
             awaiting: BTreeMap::new(),
             baselines: None,
             holds: None,
@@ -612,6 +624,7 @@ impl Machine for Runner {
                     Purpose::AskHold { then } => self.on_hold_answer(id, then, completion)?,
                     Purpose::Notify => self.on_notified(completion)?,
                     Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
+                    Purpose::Ahead(purpose) => self.on_ahead(purpose, completion)?,
                     Purpose::Compact(purpose) => self.on_compaction(purpose, completion)?,
                     Purpose::Presence => self.on_presence(completion)?,
                     Purpose::PresenceRead => self.on_earlier_presence(completion)?,
@@ -635,12 +648,14 @@ impl Machine for Runner {
                 why: self.idle_reason(*next_pass),
             }),
             Stage::Working(work) => work.deadline(),
-            Stage::Passing(pass) => match pass.bisect {
-                bisect::Bisecting::Running(at) => Some(Deadline {
-                    at,
-                    why: Wake::CheckDeadline,
-                }),
-                bisect::Bisecting::Unlooked | bisect::Bisecting::Looked => None,
+            Stage::Passing(pass) => match (&pass.bisect, &pass.ahead) {
+                (bisect::Bisecting::Running(at), _) | (_, ahead::Ahead::Running(at)) => {
+                    Some(Deadline {
+                        at: *at,
+                        why: Wake::CheckDeadline,
+                    })
+                }
+                _ => None,
             },
             Stage::Finishing(_) | Stage::Done(_) => None,
         }
@@ -659,7 +674,10 @@ impl Runner {
         match self.stage {
             Stage::Idle { next_pass } if self.now >= next_pass => self.start_pass(),
             Stage::Working(_) => self.work_tick(),
-            Stage::Passing(_) => self.bisect_tick(),
+            Stage::Passing(_) => {
+                self.bisect_tick();
+                self.ahead_tick();
+            }
             _ => {}
         }
     }

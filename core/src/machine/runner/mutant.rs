@@ -84,11 +84,43 @@ pub enum Mutant {
     /// S20: judges the approvals on a candidate by the commit the first approval record
     /// names, so a yes signed for another candidate counts for this one.
     ApprovalOfAnyCommit,
+    /// S3: keys an early run (`[runner] ahead`) by its change rather than its inputs: the
+    /// record hangs on the change's draft, and the head takes any pass of its operation
+    /// found there, so a run on a prediction main then missed counts.
+    PrecheckByChange,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// Whether a mutant keys early runs by their change.
+    pub(super) fn mutant_prechecks_by_change(&self) -> bool {
+        self.mutant_is(Mutant::PrecheckByChange)
+    }
+
+    /// The passes a mutant that keys early runs by their change takes for `op`'s run of
+    /// `spec`: any of its operation's, on whatever tree and base.
+    pub(super) fn mutant_pass_of_op(
+        &self,
+        records: &[String],
+        op: &crate::id::OpId,
+        spec: &crate::policy::CheckSpec,
+    ) -> Option<String> {
+        if !self.mutant_prechecks_by_change() {
+            return None;
+        }
+        records
+            .iter()
+            .filter_map(|line| crate::check::EvidenceRecord::from_json(line).ok())
+            .find(|record| {
+                record.op == op.to_string()
+                    && record.check == spec.id
+                    && record.environment == spec.environment
+                    && record.verdict == crate::check::Verdict::Pass
+            })
+            .map(|record| record.producer)
     }
 
     /// The index shards a compaction builds on: none for a mutant that starts them afresh

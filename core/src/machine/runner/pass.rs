@@ -62,6 +62,8 @@ pub(super) struct Pass {
     pub bisect: super::bisect::Bisecting,
     /// Whether this pass has looked for merged changes to compact, and a compaction's.
     pub compaction: super::compaction::Compacting,
+    /// Whether this pass has looked for a queued entry to check early, and an early run's.
+    pub ahead: super::ahead::Ahead,
 }
 
 /// What the pass found at the head of the queue.
@@ -418,15 +420,7 @@ impl Runner {
             }
             if let Some(live) = self.live_state(place) {
                 ended_so_far = false;
-                // A held operation, or one whose dependencies are pending, is passed over: it
-                // waits without holding up the others.
-                let waiting = self.held(live.record).is_some()
-                    || self.still_awaiting(live.operation)
-                    || matches!(
-                        self.waiting_on(live.record),
-                        Some((ReasonCode::DependencyPending, _))
-                    );
-                if waiting {
+                if self.waits(&live) {
                     continue;
                 }
                 #[cfg(feature = "mutants")]
@@ -455,6 +449,38 @@ impl Runner {
         });
         self.floor = floor;
         head
+    }
+
+    /// A held operation, or one whose dependencies or approvals are pending, is passed over:
+    /// it waits without holding up the others.
+    fn waits(&self, live: &Live<'_>) -> bool {
+        self.held(live.record).is_some()
+            || self.still_awaiting(live.operation)
+            || matches!(
+                self.waiting_on(live.record),
+                Some((ReasonCode::DependencyPending, _))
+            )
+    }
+
+    /// The live operations above the floor that do not wait, in queue order (the head first),
+    /// each with its change's record and its chain's tip.
+    pub(super) fn in_queue_order(&self) -> Vec<(ChangeRecord, Operation, Oid)> {
+        let mut live: Vec<Live<'_>> = self
+            .places
+            .range(self.floor + 1..)
+            .filter_map(|(_, place)| self.live_state(place))
+            .filter(|live| !self.waits(live))
+            .collect();
+        live.sort_by_key(|live| live.operation.queue_key());
+        live.into_iter()
+            .map(|live| {
+                (
+                    live.record.clone(),
+                    live.operation.clone(),
+                    live.tip.clone(),
+                )
+            })
+            .collect()
     }
 
     /// Ended for good: its chain was read at the remote's tip and the operation is over. A
@@ -641,6 +667,10 @@ impl Runner {
             if self.merged > 0 {
                 detail.insert("merged".into(), serde_json::Value::from(self.merged));
             }
+            // The runs it made early on queued entries (`[runner] ahead`).
+            if !self.prechecks.is_empty() {
+                detail.insert("prechecks".into(), self.prechecks.clone().into());
+            }
             let result = BayResult::ok(None, detail);
             self.finish(result);
         } else {
@@ -676,10 +706,10 @@ impl Runner {
                 })
             }
         }
-        self.rest_until_watch();
+        self.ahead_or_rest();
     }
 
-    fn rest_until_watch(&mut self) {
+    pub(super) fn rest_until_watch(&mut self) {
         let interval = self.cfg.interval_ms;
         self.rest(interval);
         if let (Some(watch), Stage::Idle { next_pass }) = (&self.watch, &mut self.stage) {

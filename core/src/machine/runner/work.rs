@@ -1519,7 +1519,12 @@ impl Runner {
         };
         if !notes.is_empty() {
             work.phase = Phase::Checking(Box::new(checking));
-            let objects = vec![tree, commit];
+            #[allow(unused_mut)]
+            let mut objects = vec![tree, commit];
+            #[cfg(feature = "mutants")]
+            if self.mutant_prechecks_by_change() {
+                objects.push(work.requested.draft.clone());
+            }
             let read = Action::ReadNotes { notes, objects };
             self.send_work(read, Purpose::ReadNotes);
             return self.keep(work);
@@ -1562,8 +1567,11 @@ impl Runner {
             .iter()
             .enumerate()
             .filter_map(|(index, run)| {
-                reusable_pass(&records, &run.spec, &candidate, &built.base_tree)
-                    .map(|producer| (index, producer))
+                let reused = reusable_pass(&records, &run.spec, &candidate, &built.base_tree);
+                #[cfg(feature = "mutants")]
+                let reused =
+                    reused.or_else(|| self.mutant_pass_of_op(&records, &work.op, &run.spec));
+                reused.map(|producer| (index, producer))
             })
             .collect();
         checking.reused = reused;

@@ -1,0 +1,426 @@
+//! Checking queued entries early (`[runner] ahead = N`). A runner whose pass finds the head
+//! held by another runner checks the entries behind it now, each on the base the entries
+//! ahead of it predict: main with each of them merged, in queue order. It merges nothing,
+//! claims nothing and writes nothing to any change: a run's record goes into its own evidence
+//! notes, on the predicted candidate's tree, with the predicted base in it.
+//!
+//! When the entry reaches the head, its owner builds the real candidate. Where main matches
+//! the prediction, that candidate has the predicted tree on the predicted base tree, and
+//! exact-inputs reuse (`check::reuse::reusable_pass`) finds the pass: the check does not run
+//! again. Where it misses, the record is about another tree or another base, and no reader
+//! counts it. A prediction is never trusted, only matched.
+//!
+//! The prediction: an entry that conflicts, or whose tree is main's already, is predicted not
+//! to merge, and the entries behind build on the base before it; an entry that changes the
+//! policy or a check's `adapter` files stops the prediction, since the checks behind it would
+//! be its own. Only checks whose evidence counts for a tree are run early: one keyed by its
+//! commit could never match, as the real candidate is another commit.
+//!
+//! As a bisect does, a pass runs at most one check early and keeps nothing in memory after:
+//! the next pass predicts again and runs the first check no producer has recorded on exactly
+//! those inputs, so two runners run one entry's check on one base at most once each.
+
+use super::{Purpose as RunnerPurpose, RunMode, Runner};
+use crate::check::plan::{self, POLICY_PATH, changes_checks, parse_policy};
+use crate::check::reuse::recorded;
+use crate::check::{
+    ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord,
+    Judgement, RequestInput, judge,
+};
+use crate::git::{Oid, refs};
+use crate::id::OpId;
+use crate::machine::{
+    Action, BuildResult, CandidateSpec, CheckRun, Completion, Expect, Misuse, NoteAdd, PushOutcome,
+    PushPlan,
+};
+use crate::policy::{CheckSpec, Policy};
+use crate::record::{ChangeRecord, Operation};
+use crate::time::Timestamp;
+
+/// Where a pass stands with checking ahead.
+#[derive(Debug, Default)]
+pub(super) enum Ahead {
+    /// It has not looked for an entry to check early.
+    #[default]
+    Unlooked,
+    /// It has looked, and no early run is in flight.
+    Looked,
+    /// An early run is in flight, given up at this moment.
+    Running(Timestamp),
+}
+
+/// One queued entry, as a prediction builds it.
+#[derive(Clone, Debug)]
+pub(super) struct Entry {
+    record: ChangeRecord,
+    operation: Operation,
+}
+
+impl Entry {
+    /// The candidate the entry's owner would build next: numbered as its record holds them.
+    fn candidate(&self) -> crate::id::CandidateId {
+        let attempt = u32::try_from(self.operation.candidates.len() + 1).unwrap_or(u32::MAX);
+        self.operation.id.candidate(attempt)
+    }
+
+    fn op(&self) -> &OpId {
+        &self.operation.id
+    }
+}
+
+/// A prediction under way: main's policy, and main with every entry built so far that is
+/// predicted to merge.
+#[derive(Clone, Debug)]
+pub(super) struct Predict {
+    policy: Policy,
+    main: Oid,
+    base: CommitTree,
+    /// The entries still to build, in queue order; the head is first until it is built.
+    entries: std::collections::VecDeque<Entry>,
+    /// Whether the entry built next is the head, whose own runner checks it.
+    at_head: bool,
+}
+
+/// An entry built on its predicted base, with the runs it would need there.
+#[derive(Clone, Debug)]
+pub(super) struct Target {
+    predict: Predict,
+    entry: Entry,
+    candidate: CommitTree,
+    changed_paths: Vec<String>,
+    runs: Vec<CheckSpec>,
+}
+
+/// What a prediction starts from: main, and the entries from the head on.
+#[derive(Clone, Debug)]
+pub(super) struct Start {
+    main: Oid,
+    entries: std::collections::VecDeque<Entry>,
+}
+
+/// What each action of checking ahead is for.
+#[derive(Clone, Debug)]
+pub(super) enum Purpose {
+    MainTree(Box<Start>),
+    Policy(Box<Start>, Oid),
+    Build(Box<Predict>, Box<Entry>),
+    Notes(Box<Target>),
+    Run(Box<Target>, Box<CheckSpec>, Box<CheckRequest>),
+    Record(Box<serde_json::Value>),
+}
+
+impl Runner {
+    /// The head is another runner's: check the entries behind it early when `ahead` is set
+    /// (once a pass, never for `merge --wait`), else rest until the next pass or the lease's
+    /// end.
+    pub(super) fn ahead_or_rest(&mut self) {
+        let main = self.refs.get(&self.main_ref()).cloned();
+        let on = self.cfg.ahead > 0
+            && self.cfg.evidence_reuse
+            && !matches!(self.cfg.mode, RunMode::Only(_));
+        let looking = self
+            .pass_mut()
+            .filter(|pass| on && matches!(pass.ahead, Ahead::Unlooked))
+            .map(|pass| pass.ahead = Ahead::Looked)
+            .is_some();
+        let (Some(main), true) = (main, looking) else {
+            return self.rest_until_watch();
+        };
+        let entries: std::collections::VecDeque<Entry> = self
+            .in_queue_order()
+            .into_iter()
+            .take(1 + self.cfg.ahead as usize)
+            .map(|(record, operation, _)| Entry { record, operation })
+            .collect();
+        if entries.len() < 2 {
+            return self.rest_until_watch();
+        }
+        let read = Action::ReadTrees {
+            commits: vec![main.clone()],
+        };
+        self.send_ahead(read, Purpose::MainTree(Box::new(Start { main, entries })));
+    }
+
+    fn send_ahead(&mut self, action: Action, purpose: Purpose) {
+        self.out.send(action, RunnerPurpose::Ahead(purpose));
+    }
+
+    /// The early run in flight answered, or was given up.
+    fn ahead_run_over(&mut self) {
+        if let Some(pass) = self.pass_mut()
+            && let Ahead::Running(_) = pass.ahead
+        {
+            pass.ahead = Ahead::Looked;
+        }
+    }
+
+    /// An early run that never answered by its deadline: forgotten, and nothing recorded.
+    pub(super) fn ahead_tick(&mut self) {
+        let now = self.now;
+        if let Some(pass) = self.pass()
+            && let Ahead::Running(at) = pass.ahead
+            && now >= at
+        {
+            self.ahead_run_over();
+            self.out
+                .forget_all_but(|purpose| !matches!(purpose, RunnerPurpose::Ahead(_)));
+            self.pass_failed();
+        }
+    }
+
+    pub(super) fn on_ahead(
+        &mut self,
+        purpose: Purpose,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        match (purpose, completion) {
+            (Purpose::MainTree(start), Completion::TreesRead(read)) => match read.as_deref() {
+                Ok([tree]) => {
+                    let read = Action::ReadFile {
+                        commit: start.main.clone(),
+                        path: POLICY_PATH.into(),
+                    };
+                    self.send_ahead(read, Purpose::Policy(start, tree.clone()));
+                }
+                _ => self.pass_failed(),
+            },
+            (Purpose::Policy(start, tree), Completion::FileRead(read)) => {
+                // Main's policy, as the head's runner reads it. Early checks count only where
+                // it lets unsigned evidence be reused, as the head's runner does.
+                match read.ok().flatten().map(|bytes| parse_policy(&bytes)) {
+                    Some(Ok(policy)) if policy.reuse_unsigned => {
+                        let Start { main, entries } = *start;
+                        let predict = Predict {
+                            policy,
+                            base: CommitTree {
+                                commit: main.clone(),
+                                tree,
+                            },
+                            main,
+                            entries,
+                            at_head: true,
+                        };
+                        self.predict_next(predict);
+                    }
+                    _ => self.rest_until_watch(),
+                }
+            }
+            (Purpose::Build(predict, entry), Completion::CandidateBuilt(built)) => {
+                self.on_predicted(*predict, *entry, built.ok());
+            }
+            (Purpose::Notes(target), Completion::NotesRead(read)) => match read {
+                Ok(records) => self.run_first_unrecorded(*target, &records),
+                Err(_) => self.pass_failed(),
+            },
+            (Purpose::Run(target, spec, request), Completion::CheckExited(exit)) => {
+                self.ahead_run_over();
+                match judge(&request, spec.expected_minimum, &exit) {
+                    // No machine here can run it: nothing is recorded.
+                    Judgement::Unavailable { .. } => self.rest_until_watch(),
+                    Judgement::Judged(judged) => {
+                        let extras = EvidenceExtras {
+                            producer: self.cfg.runner.clone(),
+                            op: target.entry.op().to_string(),
+                            candidate_id: target.entry.candidate().to_string(),
+                            at: self.now,
+                            definition: crate::check::definition::digest(&spec, &exit.adapter),
+                        };
+                        let record = EvidenceRecord::new(&request, &judged, &exit, extras);
+                        self.note_early(*target, &spec, record);
+                    }
+                }
+            }
+            (Purpose::Record(listed), Completion::Pushed(report)) => match report.outcome {
+                // The next pass predicts again and goes on from this record.
+                PushOutcome::Accepted => {
+                    self.prechecks.push(*listed);
+                    self.rest(0);
+                }
+                PushOutcome::Rejected { .. }
+                | PushOutcome::Unknown { .. }
+                | PushOutcome::NotSent(_) => self.pass_failed(),
+            },
+            (purpose, completion) => {
+                return Err(Misuse(format!(
+                    "checking ahead's {purpose:?} answered with {completion:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the next entry on the base predicted so far; with none left, rests.
+    fn predict_next(&mut self, mut predict: Predict) {
+        let Some(entry) = predict.entries.pop_front() else {
+            return self.rest_until_watch();
+        };
+        let candidate = entry.candidate();
+        let message = super::candidate_message(
+            &entry.record,
+            entry.op(),
+            &entry.operation.requested_by,
+            &candidate,
+            &self.cfg.trailers,
+        );
+        // Never signed: a predicted candidate is never pushed, and the record is keyed by its
+        // tree.
+        let spec = CandidateSpec {
+            candidate,
+            base: predict.base.commit.clone(),
+            draft: entry.operation.draft.clone(),
+            merge_base: entry.operation.base.clone(),
+            message,
+            sign: None,
+        };
+        self.send_ahead(
+            Action::BuildCandidate(spec),
+            Purpose::Build(Box::new(predict), Box::new(entry)),
+        );
+    }
+
+    /// An entry built on its predicted base: it moves the prediction on, stops it, or is
+    /// the target of an early run.
+    fn on_predicted(&mut self, mut predict: Predict, entry: Entry, built: Option<BuildResult>) {
+        let at_head = std::mem::replace(&mut predict.at_head, false);
+        let Some(BuildResult::Clean {
+            commit,
+            tree,
+            base_tree,
+            changed_paths,
+        }) = built
+        else {
+            // A conflict, or a draft this clone cannot build: predicted not to merge. A
+            // fault building it predicts nothing.
+            return match built {
+                Some(_) => self.predict_next(predict),
+                None => self.rest_until_watch(),
+            };
+        };
+        if tree == base_tree {
+            // Its work is on main already: it ends `no_effect`, and moves nothing.
+            return self.predict_next(predict);
+        }
+        if changes_checks(&predict.policy, &changed_paths) {
+            // The checks behind it would be its own: the prediction stops here.
+            return self.rest_until_watch();
+        }
+        let candidate = CommitTree { commit, tree };
+        if at_head {
+            predict.base = candidate;
+            return self.predict_next(predict);
+        }
+        let runs = match plan::plan(&predict.policy, None, &changed_paths, &self.now.date()) {
+            Ok(plan) => plan
+                .runs
+                .into_iter()
+                .map(|run| run.spec)
+                .filter(|spec| {
+                    !CheckTarget::of(spec).keyed_by_commit() && self.cannot_run(spec).is_none()
+                })
+                .collect(),
+            Err(_) => return self.rest_until_watch(),
+        };
+        let target = Target {
+            predict,
+            entry,
+            candidate,
+            changed_paths,
+            runs,
+        };
+        let notes = self.evidence_tips();
+        if target.runs.is_empty() || notes.is_empty() {
+            return self.run_first_unrecorded(target, &[]);
+        }
+        let read = Action::ReadNotes {
+            notes,
+            objects: vec![target.candidate.tree.clone()],
+        };
+        self.send_ahead(read, Purpose::Notes(Box::new(target)));
+    }
+
+    /// Runs the target's first check that no producer has recorded on exactly these inputs;
+    /// when every one is recorded, the entry is predicted to merge and the next one builds on
+    /// it.
+    fn run_first_unrecorded(&mut self, target: Target, records: &[String]) {
+        let base = &target.predict.base;
+        let unrecorded = target
+            .runs
+            .iter()
+            .find(|spec| !recorded(records, spec, &target.candidate, &base.tree))
+            .cloned();
+        let Some(spec) = unrecorded else {
+            let Target {
+                mut predict,
+                candidate,
+                ..
+            } = target;
+            predict.base = candidate;
+            return self.predict_next(predict);
+        };
+        let record = &target.entry.record;
+        let request = CheckRequest::build(RequestInput {
+            target: CheckTarget::of(&spec),
+            policy_revision: target.predict.policy.revision.to_string(),
+            candidate: target.candidate.clone(),
+            base: base.clone(),
+            changed_paths: target.changed_paths.clone(),
+            change: Some(ChangeContext {
+                id: record.change.clone(),
+                intent: record.intent.clone(),
+                actor: record.actor.clone(),
+                revision: target.entry.operation.draft.clone(),
+                messages: Vec::new(),
+            }),
+        });
+        let deadline = self.check_deadline(&spec);
+        if let Some(pass) = self.pass_mut() {
+            pass.ahead = Ahead::Running(deadline);
+        }
+        // The adapter comes from main: no entry ahead changed it, or the prediction stopped.
+        let run = CheckRun {
+            check: spec.clone(),
+            request: request.clone(),
+            adapter_from: target.predict.main.clone(),
+            candidate: target.candidate.commit.clone(),
+            slot: 0,
+        };
+        self.send_ahead(
+            Action::RunCheck(Box::new(run)),
+            Purpose::Run(Box::new(target), Box::new(spec), Box::new(request)),
+        );
+    }
+
+    /// Notes an early run's record on the predicted tree, in this runner's evidence notes,
+    /// leased on the tip the pass fetched.
+    fn note_early(&mut self, target: Target, spec: &CheckSpec, record: EvidenceRecord) {
+        let producer = self.cfg.runner.clone();
+        let listed = serde_json::json!({
+            "change": target.entry.record.change,
+            "op": target.entry.op(),
+            "check": spec.id,
+            "environment": spec.environment,
+            "verdict": record.verdict,
+            "base": target.predict.base,
+            "candidate": target.candidate,
+        });
+        let object = target.candidate.tree.clone();
+        #[cfg(feature = "mutants")]
+        let object = if self.mutant_prechecks_by_change() {
+            target.entry.operation.draft.clone()
+        } else {
+            object
+        };
+        let plan = PushPlan {
+            notes: vec![NoteAdd {
+                expect: Expect::tip(self.refs.get(&refs::evidence(&producer))),
+                producer,
+                object,
+                record: record.to_json(),
+                key: self.cfg.signer.as_ref().map(|s| s.producer_key.clone()),
+            }],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.send_ahead(Action::Push(plan), Purpose::Record(Box::new(listed)));
+    }
+}
