@@ -402,11 +402,23 @@ fn say_state(
             };
             format!("Done, passing over {entries}; tell the person in charge, as the details say.")
         }
-        None => match detail.get("merged").and_then(Value::as_u64) {
-            Some(1) => "Done: one change merged into main; there is nothing more to do.".to_owned(),
-            Some(n) => format!("Done: {n} changes merged into main; there is nothing more to do."),
-            None => "Done; there is nothing more to do.".to_owned(),
-        },
+        None => {
+            let merged = match detail.get("merged").and_then(Value::as_u64) {
+                Some(1) => ": one change went into main".to_owned(),
+                Some(n) => format!(": {n} changes went into main"),
+                None => String::new(),
+            };
+            let early = match detail
+                .get("prechecks")
+                .and_then(Value::as_array)
+                .map(Vec::len)
+            {
+                None | Some(0) => String::new(),
+                Some(1) => ", and one check run early on a queued change".to_owned(),
+                Some(n) => format!(", and {n} checks run early on queued changes"),
+            };
+            format!("Done{merged}{early}; there is nothing more to do.")
+        }
         Some(OpState::Submitted) => format!(
             "This change is waiting for a runner to pick it up{}.",
             unless_no_runner(detail, "; nothing to do for now")
@@ -1062,6 +1074,29 @@ mod tests {
 
     fn change() -> ChangeId {
         ChangeId::parse("c7k2m4qa").expect("a change id")
+    }
+
+    #[test]
+    fn a_once_run_says_what_it_merged_and_checked_early() {
+        let said = |detail: Value| {
+            let sentence = say(Decision::Ok, None, None, None, &object(detail));
+            assert_clean(&sentence);
+            sentence
+        };
+        assert_eq!(said(json!({})), "Done; there is nothing more to do.");
+        assert_eq!(
+            said(json!({"merged": 2})),
+            "Done: 2 changes went into main; there is nothing more to do."
+        );
+        assert_eq!(
+            said(json!({"merged": 1, "prechecks": [{}, {}]})),
+            "Done: one change went into main, and 2 checks run early on queued changes; \
+             there is nothing more to do."
+        );
+        assert_eq!(
+            said(json!({"prechecks": [{}]})),
+            "Done, and one check run early on a queued change; there is nothing more to do."
+        );
     }
 
     #[test]

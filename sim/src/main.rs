@@ -94,8 +94,9 @@ struct PlanArgs {
     /// Simulated hours counted per seed, after a first hour of warm-up.
     #[arg(long, default_value_t = 24.0)]
     hours: f64,
-    /// The `ahead` whose analytic bound the table shows (not simulated yet).
-    #[arg(long, default_value_t = 2)]
+    /// The runners' `[runner] ahead`: how many queued entries a runner that does not hold the
+    /// head checks early. 0, the default, leaves it off.
+    #[arg(long, default_value_t = 0)]
     ahead: u32,
     /// The `batch` whose analytic bound the table shows (not simulated yet).
     #[arg(long, default_value_t = 4)]

@@ -15,7 +15,7 @@ fn saturated(check: Dist) -> Plan {
         runners: 1,
         retries: 0,
         hours: 8.0,
-        ahead: 2,
+        ahead: 0,
         batch: 4,
     }
 }
@@ -170,16 +170,72 @@ fn the_command_prints_one_json_document_with_the_table_and_advice() {
             ("one slot", true),
             ("speculation, ahead = 2", false),
             ("batching, batch = 4", false)
-        ]
+        ],
+        "without --ahead the speculation row is a what-if"
+    );
+    assert!(
+        doc["variants"]
+            .as_array()
+            .expect("variants")
+            .iter()
+            .any(|v| v["change"] == "ahead 0 -> 2"),
+        "checking ahead is one of the changes tried"
     );
     assert!(doc["simulated"]["merges_per_day"].as_f64().unwrap_or(0.0) > 0.0);
     assert!(!doc["variants"].as_array().expect("variants").is_empty());
     assert!(
         doc["advice"]
             .as_str()
-            .is_some_and(|a| a.contains("not simulated yet"))
+            .is_some_and(|a| a.contains("batch is not simulated yet"))
     );
     assert_eq!(run().stdout, out.stdout, "the same seed prints the same");
+}
+
+#[test]
+fn two_runners_checking_ahead_merge_at_the_speculation_bound() {
+    // One runner checks the head while the other checks the entry behind it, on main with the
+    // head merged: two check slots, so twice one slot's 144 a day when nothing fails.
+    let plan = Plan {
+        runners: 2,
+        ahead: 2,
+        agents: 12,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    let report = plan::report(&plan, (0, 2), false);
+    assert_eq!(report.binding().name, "speculation, ahead = 2");
+    assert!((report.binding().per_day - 288.0).abs() < 1e-9);
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against 288",
+        report.measured.merges_per_day
+    );
+    let alone = plan::measure(
+        &Plan {
+            ahead: 0,
+            ..plan.clone()
+        },
+        (0, 2),
+    );
+    assert!(
+        report.measured.merges_per_day > 1.8 * alone.merges_per_day,
+        "{:.1} a day checking ahead, {:.1} without",
+        report.measured.merges_per_day,
+        alone.merges_per_day
+    );
+    // A tenth of the changes broken: a failing head makes the run behind it a miss, which
+    // runs again; still within 10% of the bound.
+    let failing = Plan {
+        failure_rate: 0.1,
+        hours: 12.0,
+        ..plan
+    };
+    let report = plan::report(&failing, (0, 3), false);
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against {:.1}",
+        report.measured.merges_per_day,
+        report.binding().per_day
+    );
 }
 
 #[test]

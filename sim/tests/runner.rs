@@ -1797,3 +1797,53 @@ fn a_runner_ahead_runs_each_check_on_one_base_once() {
     let ran = c.run_until(&mut bench, 1_000_000, &is_check);
     assert!(ran.is_none(), "{ran:?}");
 }
+
+#[test]
+fn a_pass_that_lands_while_the_head_s_own_run_is_in_flight_answers_it() {
+    let policy = format!("{POLICY}\n[policy]\nreuse_unsigned = true\n");
+    let mut bench = Bench::new(Some(&policy));
+    let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let second = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let mut a = ahead_rig("a", 1_000_000);
+    let (head_id, head) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a checks the head");
+    // b starts its early run of the second entry, which has not answered when the head merges.
+    let mut b = ahead_rig("b", 1_000_000);
+    let (early_id, early) = b
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("b checks ahead");
+    a.answer_pass(&mut bench, head_id, &head);
+    assert_eq!(bench.state(&first), (OpState::Merged, None));
+    let (_, own) = a
+        .run_until(&mut bench, 1_010_000, &is_check)
+        .expect("a runs the second entry itself: no record is there yet");
+    let (Action::RunCheck(own_run), Action::RunCheck(early_run)) = (&own, &early) else {
+        unreachable!()
+    };
+    assert_eq!(
+        own_run.request.candidate.tree,
+        early_run.request.candidate.tree
+    );
+    // b's run ends first and its record goes up.
+    let (_, record) = b
+        .answer(
+            &mut bench,
+            early_id,
+            Completion::CheckExited(pass(&early)),
+            &is_push,
+        )
+        .expect("b notes its run");
+    bench_push(&mut bench, &record);
+    // After a's next heartbeat it reads the notes again: the pass answers its run.
+    a.run_until(&mut bench, 1_010_000 + HEARTBEAT, &|_| false);
+    assert_eq!(bench.state(&second), (OpState::Merged, None));
+    let record = bench.record(&second.change);
+    assert!(
+        record.ops[0].checks[0]
+            .why
+            .contains("landed while the check ran"),
+        "{:?}",
+        record.ops[0].checks
+    );
+}

@@ -79,6 +79,52 @@ pub(super) struct Predict {
     entries: std::collections::VecDeque<Entry>,
     /// Whether the entry built next is the head, whose own runner checks it.
     at_head: bool,
+    /// Where the line ahead of the entry built next stands, which says whether an early run
+    /// of it can end before its owner would run it (see [`Line::worth_a_run`]).
+    line: Line,
+}
+
+/// The entries ahead of the one built next, as far as an early run of it is concerned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Line {
+    /// Whether the head has a run no record answers yet: its owner is still checking it.
+    head_unanswered: bool,
+    /// Whether some entry between the head and the one built next has a run no record
+    /// answers yet: someone must still check it, after the head.
+    unanswered_between: bool,
+    /// Whether the entry built next is the one right behind the head.
+    right_behind_head: bool,
+}
+
+impl Line {
+    /// Whether an early run of the entry built next can end before its owner would run it.
+    ///
+    /// An entry behind a line whose every run is answered is the head in a moment, and its
+    /// owner runs it then: a run here would start no sooner, and only run it twice. So is an
+    /// entry whose line is the head being checked and, between, only answered entries: it is
+    /// the head as soon as the head's run ends, about when a run started here would. The
+    /// entry right behind a head being checked is worth it (its run here starts while the
+    /// head's is under way), and so is any entry with an unanswered one between: that one
+    /// needs a run of its own first.
+    fn worth_a_run(self) -> bool {
+        self.unanswered_between || (self.head_unanswered && self.right_behind_head)
+    }
+
+    /// The line for the entry behind one that is `answered` (or not).
+    fn after(self, at_head: bool, answered: bool) -> Line {
+        if at_head {
+            return Line {
+                head_unanswered: !answered,
+                unanswered_between: false,
+                right_behind_head: true,
+            };
+        }
+        Line {
+            head_unanswered: self.head_unanswered,
+            unanswered_between: self.unanswered_between || !answered,
+            right_behind_head: false,
+        }
+    }
 }
 
 /// An entry built on its predicted base, with the runs it would need there.
@@ -88,7 +134,13 @@ pub(super) struct Target {
     entry: Entry,
     candidate: CommitTree,
     changed_paths: Vec<String>,
+    /// The runs an early run could answer: those whose evidence counts for the tree.
     runs: Vec<CheckSpec>,
+    /// Whether the plan also needs a run no early one can answer (keyed by its commit, or one
+    /// this runner may not run).
+    unmatched: bool,
+    /// Whether the entry is the head, only read, never run early.
+    at_head: bool,
 }
 
 /// What a prediction starts from: main, and the entries from the head on.
@@ -199,6 +251,7 @@ impl Runner {
                             main,
                             entries,
                             at_head: true,
+                            line: Line::default(),
                         };
                         self.predict_next(predict);
                     }
@@ -305,27 +358,26 @@ impl Runner {
             return self.rest_until_watch();
         }
         let candidate = CommitTree { commit, tree };
-        if at_head {
-            predict.base = candidate;
-            return self.predict_next(predict);
-        }
-        let runs = match plan::plan(&predict.policy, None, &changed_paths, &self.now.date()) {
-            Ok(plan) => plan
-                .runs
-                .into_iter()
-                .map(|run| run.spec)
-                .filter(|spec| {
-                    !CheckTarget::of(spec).keyed_by_commit() && self.cannot_run(spec).is_none()
-                })
-                .collect(),
+        let planned = match plan::plan(&predict.policy, None, &changed_paths, &self.now.date()) {
+            Ok(plan) => plan.runs,
             Err(_) => return self.rest_until_watch(),
         };
+        let planned_runs = planned.len();
+        let runs: Vec<CheckSpec> = planned
+            .into_iter()
+            .map(|run| run.spec)
+            .filter(|spec| {
+                !CheckTarget::of(spec).keyed_by_commit() && self.cannot_run(spec).is_none()
+            })
+            .collect();
         let target = Target {
             predict,
             entry,
             candidate,
             changed_paths,
+            unmatched: runs.len() < planned_runs,
             runs,
+            at_head,
         };
         let notes = self.evidence_tips();
         if target.runs.is_empty() || notes.is_empty() {
@@ -348,14 +400,22 @@ impl Runner {
             .iter()
             .find(|spec| !recorded(records, spec, &target.candidate, &base.tree))
             .cloned();
-        let Some(spec) = unrecorded else {
-            let Target {
-                mut predict,
-                candidate,
-                ..
-            } = target;
-            predict.base = candidate;
-            return self.predict_next(predict);
+        let answered = unrecorded.is_none() && !target.unmatched;
+        let spec = match unrecorded {
+            Some(spec) if !target.at_head && target.predict.line.worth_a_run() => spec,
+            _ => {
+                // The head, one whose runs are all answered, or one its owner would run as
+                // soon: predicted to merge, and the next entry builds on it.
+                let Target {
+                    mut predict,
+                    candidate,
+                    at_head,
+                    ..
+                } = target;
+                predict.line = predict.line.after(at_head, answered);
+                predict.base = candidate;
+                return self.predict_next(predict);
+            }
         };
         let record = &target.entry.record;
         let request = CheckRequest::build(RequestInput {
@@ -422,5 +482,33 @@ impl Runner {
             ..PushPlan::default()
         };
         self.send_ahead(Action::Push(plan), Purpose::Record(Box::new(listed)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Line;
+
+    #[test]
+    fn an_early_run_is_worth_it_only_where_its_owner_would_not_start_as_soon() {
+        let head_checked = Line::default().after(true, false);
+        assert!(
+            head_checked.worth_a_run(),
+            "right behind a head being checked"
+        );
+        let head_answered = Line::default().after(true, true);
+        assert!(!head_answered.worth_a_run(), "the head in a moment");
+        let behind_answered = head_checked.after(false, true);
+        assert!(
+            !behind_answered.worth_a_run(),
+            "the head as soon as the head's run ends"
+        );
+        let behind_unanswered = head_checked.after(false, false);
+        assert!(
+            behind_unanswered.worth_a_run(),
+            "one ahead needs a run first"
+        );
+        assert!(behind_unanswered.after(false, true).worth_a_run());
+        assert!(head_answered.after(false, false).worth_a_run());
     }
 }

@@ -24,6 +24,7 @@ mod compaction;
 pub mod deps;
 mod hold;
 mod keys;
+mod late;
 mod notify;
 mod own;
 mod pass;

@@ -86,6 +86,10 @@ pub(super) enum Purpose {
     WaiverFetch(FetchSpec, bool),
     WaiverKeys(Box<crate::machine::keys_read::KeysRead>, bool),
     WaiverNotes(Option<Box<crate::trust::registry::Version>>, bool),
+    /// The evidence notes fetched, then read on the candidate, for passes that landed while
+    /// runs are in flight (`late`).
+    LateFetch(FetchSpec),
+    LateNotes,
     /// The registry fetched, then read, right before the push that moves main (`write`).
     KeysFetch(Box<Write>, FetchSpec),
     KeysRead(Box<Write>, Oid),
@@ -341,6 +345,8 @@ pub(super) struct Checking {
     pub carrying: Option<Box<super::approval::Carrying>>,
     /// Runs a signed waiver answers, by plan index: the coverage gap it adds.
     pub waived: BTreeMap<usize, serde_json::Value>,
+    /// Whether the runner looks for passes that land while runs are in flight.
+    pub late: super::late::Late,
 }
 
 /// What an operation's request asks: fixed for the operation's life.
@@ -1010,6 +1016,10 @@ impl Runner {
                 self.on_own_policy(work, built, *policy, result)
             }
             (Purpose::ReadNotes, Completion::NotesRead(result)) => self.on_notes(work, result),
+            (Purpose::LateFetch(spec), Completion::Fetched(result)) => {
+                self.on_late_fetch(work, spec, result)
+            }
+            (Purpose::LateNotes, Completion::NotesRead(result)) => self.on_late_notes(work, result),
             (Purpose::Check { index }, Completion::CheckExited(exit)) => {
                 self.on_check(work, id, index, exit)
             }
@@ -1489,6 +1499,11 @@ impl Runner {
             judging: false,
             carrying: None,
             waived: BTreeMap::new(),
+            late: if reuse && self.cfg.ahead > 0 {
+                super::late::Late::Idle
+            } else {
+                super::late::Late::Off
+            },
         };
         if resumed || stands {
             return self.resume_checks(work, checking);
@@ -1611,7 +1626,7 @@ impl Runner {
                 #[cfg(not(feature = "mutants"))]
                 let _ = parent;
                 self.remember(tip);
-                self.advance(work)
+                self.look_for_late_passes(work)
             }
             (PushOutcome::NotSent(_), _) => {
                 work.heartbeat_at = now.plus_millis(backoff);
