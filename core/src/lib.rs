@@ -29,6 +29,7 @@ pub mod lineage;
 pub mod live;
 pub mod lock;
 pub mod machine;
+pub mod memo;
 pub mod ordered_json;
 pub mod paths;
 pub mod plugin;

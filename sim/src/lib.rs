@@ -22,7 +22,12 @@ pub mod world;
 
 pub use world::{RunReport, Scenario};
 
-/// Runs one seed of a scenario to its end.
+/// Runs one seed of a scenario to its end. A seed judges the same signatures many times (each
+/// command that reads the key registry judges its whole chain, the checkers judge every record
+/// again, each runner parses main's policy at every work item): core remembers its pure
+/// judgements for the seed's length (`bay_core::memo`), so the same signature over the same
+/// bytes is verified once, a chain judged once, a policy parsed once. The answers are the ones
+/// core gives without the memo.
 pub fn run_seed(seed: u64, scenario: &Scenario) -> RunReport {
-    world::World::new(seed, scenario.clone()).run(seed)
+    bay_core::memo::remembering(|| world::World::new(seed, scenario.clone()).run(seed))
 }

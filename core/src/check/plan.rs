@@ -28,10 +28,13 @@ pub const POLICY_PATH: &str = ".bay/policy.toml";
 
 /// A policy file's bytes, read: every reader of the policy at a base (the runner, and
 /// `bay merge` for `[limits]`) refuses the same files in the same words.
+/// Parsed once per distinct file while the caller remembers ([`crate::memo`]).
 pub fn parse_policy(bytes: &[u8]) -> Result<Policy, String> {
-    std::str::from_utf8(bytes)
-        .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
-        .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()))
+    crate::memo::recall(&[bytes], || {
+        std::str::from_utf8(bytes)
+            .map_err(|_| format!("{POLICY_PATH} is not UTF-8 text"))
+            .and_then(|text| Policy::parse(text).map_err(|e| e.to_string()))
+    })
 }
 
 /// Which commit a run takes its `adapter` paths from.
@@ -239,6 +242,30 @@ mod tests {
         format!(
             "[[check]]\nid = \"{id}\"\nenvironment = \"linux\"\ncommand = \"ci/{id}\"\nadapter = [\"ci/\"]\nexpected_minimum = 1\n{extra}"
         )
+    }
+
+    #[test]
+    fn a_remembered_policy_is_the_parse_of_those_very_bytes() {
+        let good = format!("revision = 1\n{}", check("unit", ""));
+        let bad = good.replace("expected_minimum = 1", "expected_minimum = \"one\"");
+        let parsed = || {
+            (
+                parse_policy(good.as_bytes()),
+                parse_policy(bad.as_bytes()),
+                parse_policy(b"\xff"),
+            )
+        };
+        let fresh = parsed();
+        assert!(fresh.0.is_ok() && fresh.1.is_err(), "{fresh:?}");
+        assert_eq!(fresh.2, Err(format!("{POLICY_PATH} is not UTF-8 text")));
+        let remembered = crate::memo::remembering(|| {
+            let first = parsed();
+            assert_eq!(crate::memo::remembered(), Some((0, 0, 3)));
+            assert_eq!(parsed(), first);
+            assert_eq!(crate::memo::remembered(), Some((0, 0, 3)));
+            first
+        });
+        assert_eq!(remembered, fresh);
     }
 
     fn policy(revision: i64, body: &str) -> Policy {

@@ -560,7 +560,32 @@ pub fn judge_for_repair(tip_first: &[RegistryCommit]) -> Result<Version, Broken>
     judge(tip_first, Reading::Repairable)
 }
 
+/// [`judge_whole`], or its answer for the same commits read the same way if the caller
+/// remembers ([`crate::memo`]): the parts are the reading, then each commit's id, raw object and
+/// files (name, whether a blob, text), all the judgement reads.
 fn judge(tip_first: &[RegistryCommit], tip: Reading) -> Result<Version, Broken> {
+    let counts: Vec<[u8; 8]> = tip_first
+        .iter()
+        .map(|commit| (commit.files.len() as u64).to_be_bytes())
+        .collect();
+    let mut parts: Vec<&[u8]> = vec![match tip {
+        Reading::Whole => b"whole",
+        Reading::Repairable => b"repairable",
+    }];
+    for (commit, count) in tip_first.iter().zip(&counts) {
+        parts.extend([commit.oid.as_str().as_bytes(), commit.raw.as_bytes(), count]);
+        for file in &commit.files {
+            parts.push(file.name.as_bytes());
+            match &file.text {
+                Some(text) => parts.extend([b"blob".as_slice(), text.as_bytes()]),
+                None => parts.push(b"none"),
+            }
+        }
+    }
+    crate::memo::recall(&parts, || judge_whole(tip_first, tip))
+}
+
+fn judge_whole(tip_first: &[RegistryCommit], tip: Reading) -> Result<Version, Broken> {
     if tip_first.is_empty() {
         return Err(Broken::new("the registry holds no commit"));
     }
@@ -963,5 +988,44 @@ mod tests {
         .expect_err("unsigned");
         assert!(broken.why.contains("no SSH signature"), "{broken:?}");
         assert!(broken.commit.is_some());
+    }
+
+    #[test]
+    fn a_remembered_chain_judgement_is_the_judgement_of_those_very_commits() {
+        let commit = |text: &str| RegistryCommit {
+            oid: Oid::parse("1183dd943ddbf0e5e43fb7a659359f480010c97a").expect("an oid"),
+            raw: "tree t\n\nunsigned\n".into(),
+            files: files(&[("registry", text)]),
+        };
+        let good = [commit(&format!("admin {A}\n"))];
+        // The same id and object, one file's text changed: a line bay cannot read.
+        let bad = [commit(&format!("Admin {A}\n"))];
+        let judged = || {
+            (
+                judge_chain(&good),
+                judge_chain(&bad),
+                judge_for_repair(&good),
+            )
+        };
+        let fresh = judged();
+        assert!(
+            fresh
+                .0
+                .as_ref()
+                .is_err_and(|b| b.why.contains("no SSH signature"))
+        );
+        assert!(
+            fresh.1.as_ref().is_err_and(|b| b.file.is_some()),
+            "{fresh:?}"
+        );
+        let remembered = crate::memo::remembering(|| {
+            let first = judged();
+            assert_eq!(crate::memo::remembered(), Some((0, 3, 0)));
+            let again = judged();
+            assert_eq!(crate::memo::remembered(), Some((0, 3, 0)));
+            assert_eq!(first, again);
+            first
+        });
+        assert_eq!(remembered, fresh);
     }
 }

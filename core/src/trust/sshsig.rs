@@ -78,7 +78,13 @@ fn decode(armoured: &[u8]) -> Result<Decoded, Verdict> {
 }
 
 /// Judges `message` against `armoured` under `namespace` by the entry that allows its key.
-fn judge(decoded: &Decoded, entry: &Entry, namespace: &str, message: &[u8]) -> Verdict {
+fn judge(
+    decoded: &Decoded,
+    entry: &Entry,
+    namespace: &str,
+    message: &[u8],
+    armoured: &[u8],
+) -> Verdict {
     let Decoded { sig, key } = decoded;
     if sig.namespace() != namespace {
         return Verdict::WrongNamespace {
@@ -86,22 +92,48 @@ fn judge(decoded: &Decoded, entry: &Entry, namespace: &str, message: &[u8]) -> V
             wanted: namespace.to_owned(),
         };
     }
-    let public = ssh_key::PublicKey::new(key.data().clone(), "");
-    match public.verify(namespace, message, sig) {
-        Ok(()) => Verdict::Good {
+    match checked(namespace, message, armoured, sig, key) {
+        Checked::Good => Verdict::Good {
             principal: entry.principals.first().cloned().unwrap_or_default(),
             line: entry.line,
             fingerprint: key.fingerprint(),
             algorithm: key.algorithm(),
         },
-        Err(ssh_key::Error::AlgorithmUnsupported { algorithm }) => Verdict::Unsupported {
-            algorithm: algorithm.as_str().to_owned(),
-        },
-        Err(ssh_key::Error::AlgorithmUnknown) => Verdict::Unsupported {
-            algorithm: key.algorithm(),
-        },
-        Err(_) => Verdict::OtherBytes,
+        Checked::Unsupported(algorithm) => Verdict::Unsupported { algorithm },
+        Checked::Bad => Verdict::OtherBytes,
     }
+}
+
+/// What the cryptographic check of one signature over one message said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Checked {
+    Good,
+    Unsupported(String),
+    Bad,
+}
+
+/// The check itself: `sig` over `message` under `namespace` by `key`, the key it names; one a
+/// caller made before for the same namespace, message and armoured signature if it remembers
+/// ([`crate::memo`]): `sig` is `armoured` decoded and `key` the key it names, so those three
+/// are all the check reads.
+fn checked(
+    namespace: &str,
+    message: &[u8],
+    armoured: &[u8],
+    sig: &SshSig,
+    key: &PublicKey,
+) -> Checked {
+    crate::memo::recall(&[namespace.as_bytes(), message, armoured], || {
+        let public = ssh_key::PublicKey::new(key.data().clone(), "");
+        match public.verify(namespace, message, sig) {
+            Ok(()) => Checked::Good,
+            Err(ssh_key::Error::AlgorithmUnsupported { algorithm }) => {
+                Checked::Unsupported(algorithm.as_str().to_owned())
+            }
+            Err(ssh_key::Error::AlgorithmUnknown) => Checked::Unsupported(key.algorithm()),
+            Err(_) => Checked::Bad,
+        }
+    })
 }
 
 /// Whether a line lets its key sign plain signatures under `namespace`. A validity window is
@@ -165,7 +197,10 @@ fn judge_by(
             fingerprint: decoded.key.fingerprint(),
         };
     };
-    match (judge(&decoded, entry, namespace, message), principal) {
+    match (
+        judge(&decoded, entry, namespace, message, armoured),
+        principal,
+    ) {
         (
             Verdict::Good {
                 line,
@@ -229,6 +264,40 @@ mod tests {
             "{why}"
         );
         assert!(signer("-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAAAAADMAAAALc3NoLWVkMjU1MTkAAAAgIYQgFvsm7sFyeLogx9I7CN8KxC\nlZKNAPoAuKHttZvUYAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5\nAAAAQHpnW5TTeDafBDUyuqUHIDoOxZbVKLjtVz1d4Qscl+vb4jhY2z49IWZ2ZwRGw/q8yD\n72buM23lnHXGZ4TWuuMAU=\n-----END SSH SIGNATURE-----\n".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_remembered_check_answers_as_the_check_does_for_each_message_and_signature() {
+        let other = [MESSAGE, b"!"].concat();
+        let verdicts = |message: &[u8]| {
+            (
+                verify_by_key(&signers(), "git", message, GOOD.as_bytes()),
+                verify(&signers(), "admin", "git", message, GOOD.as_bytes()),
+            )
+        };
+        let fresh = (verdicts(MESSAGE), verdicts(&other));
+        assert!(fresh.0.0.is_good() && fresh.0.1.is_good());
+        assert_eq!(fresh.1.0, Verdict::OtherBytes);
+        let remembered = crate::memo::remembering(|| {
+            let first = (verdicts(MESSAGE), verdicts(&other));
+            assert_eq!(crate::memo::remembered(), Some((2, 0, 0)));
+            // Asked again, from the memo: the same verdicts, and nothing new kept.
+            let again = (verdicts(MESSAGE), verdicts(&other));
+            assert_eq!(crate::memo::remembered(), Some((2, 0, 0)));
+            assert_eq!(first, again);
+            // Another namespace is refused before any check, as without the memo.
+            assert_eq!(
+                verify_by_key(&signers(), "bay-evidence", MESSAGE, GOOD.as_bytes()).name(),
+                "wrong_namespace"
+            );
+            first
+        });
+        assert_eq!(remembered, fresh);
+        assert_eq!(
+            crate::memo::remembered(),
+            None,
+            "dropped when the call ends"
+        );
     }
 
     #[test]

@@ -1,0 +1,123 @@
+//! Answers remembered for a caller that asks core the same pure questions again and again.
+//!
+//! Three of core's judgements are pure functions of bytes and cost far more than reading the
+//! bytes: a signature's cryptographic check (namespace, message, armoured signature), the key
+//! registry's chain judged whole (each commit's id, raw object and files), and a policy file
+//! parsed. Inside [`remembering`], each is made once per distinct input on the caller's thread
+//! and its answer given again for the same input, found by the SHA-256 of the input's parts,
+//! each prefixed by its length. Outside it nothing is kept and nothing is hashed: the CLI and
+//! the drivers judge every time, as before.
+//!
+//! The answers are the same with or without the memo; only the time differs. The simulator
+//! remembers for one seed's length, where every command that reads the registry judges its
+//! whole chain again and every checker judges each record again.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+
+use crate::policy::Policy;
+use crate::trust::registry::{Broken, Version};
+use crate::trust::sshsig::Checked;
+
+type Digested = [u8; 32];
+
+/// What this thread remembers while a caller asks it to.
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    checks: BTreeMap<Digested, Checked>,
+    chains: BTreeMap<Digested, Result<Version, Broken>>,
+    policies: BTreeMap<Digested, Result<Policy, String>>,
+}
+
+/// An answer the memo keeps, in a table of its own kind.
+pub(crate) trait Kept: Clone + Sized {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self>;
+}
+
+impl Kept for Checked {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+        &mut memo.checks
+    }
+}
+
+impl Kept for Result<Version, Broken> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+        &mut memo.chains
+    }
+}
+
+impl Kept for Result<Policy, String> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+        &mut memo.policies
+    }
+}
+
+thread_local! {
+    static MEMO: RefCell<Option<Memo>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the answers of core's pure judgements remembered on this thread, so that the
+/// same input is judged once. The memo is dropped when the outermost call returns (or
+/// unwinds); a call inside another shares the outer one's.
+pub fn remembering<T>(f: impl FnOnce() -> T) -> T {
+    /// Forgets the memo when the outermost call ends, even by a panic.
+    struct Forget;
+    impl Drop for Forget {
+        fn drop(&mut self) {
+            MEMO.with(|memo| memo.borrow_mut().take());
+        }
+    }
+    let outermost = MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        let outermost = memo.is_none();
+        memo.get_or_insert_with(Memo::default);
+        outermost
+    });
+    let _forget = outermost.then_some(Forget);
+    f()
+}
+
+/// The answer `judge` gives for the input made of `parts`: remembered if this thread
+/// remembers and has judged the same parts before, else judged now (and kept while it
+/// remembers). `parts` must hold everything `judge` reads.
+pub(crate) fn recall<V: Kept>(parts: &[&[u8]], judge: impl FnOnce() -> V) -> V {
+    let remembering = MEMO.with(|memo| memo.borrow().is_some());
+    if !remembering {
+        return judge();
+    }
+    let mut hasher = Sha256::new();
+    hasher.update((parts.len() as u64).to_be_bytes());
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    let digest: Digested = hasher.finalize().into();
+    let known = MEMO.with(|memo| {
+        memo.borrow_mut()
+            .as_mut()
+            .and_then(|memo| V::table(memo).get(&digest).cloned())
+    });
+    if let Some(known) = known {
+        return known;
+    }
+    // Judged with no borrow held: a judgement may recall another (a chain's signatures).
+    let answer = judge();
+    MEMO.with(|memo| {
+        if let Some(memo) = memo.borrow_mut().as_mut() {
+            V::table(memo).insert(digest, answer.clone());
+        }
+    });
+    answer
+}
+
+/// How many answers this thread remembers now, of each kind: checks, chains, policies.
+#[cfg(test)]
+pub(crate) fn remembered() -> Option<(usize, usize, usize)> {
+    MEMO.with(|memo| {
+        memo.borrow()
+            .as_ref()
+            .map(|memo| (memo.checks.len(), memo.chains.len(), memo.policies.len()))
+    })
+}
