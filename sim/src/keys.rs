@@ -9,14 +9,17 @@
 //! or made to sign other bytes (a signer that lies): the forgeries the `keys` fault makes,
 //! which core's verification must refuse.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bay_core::trust::PublicKey;
 use bay_core::trust::record;
 use bay_core::trust::registry::COMMIT_NAMESPACE;
+use ed25519_dalek::Signer;
 use sha2::{Digest, Sha256};
-use ssh_key::private::Ed25519Keypair;
-use ssh_key::{HashAlg, LineEnding, PrivateKey};
+use ssh_key::private::{Ed25519Keypair, KeypairData};
+use ssh_key::{Algorithm, HashAlg, LineEnding, PrivateKey, Signature, SshSig};
 
 /// How a key file names the key it holds.
 pub const PREFIX: &str = "sim-key:";
@@ -35,24 +38,79 @@ pub enum Forgery {
     OtherBytes,
 }
 
+/// One key the model holds.
+#[derive(Debug)]
+struct Made {
+    private: PrivateKey,
+    /// An ed25519 key's signing half, made once: ssh-key makes it again from the seed (a
+    /// scalar multiplication as long as the signature's own) every time it signs.
+    ed25519: Option<ed25519_dalek::SigningKey>,
+    public: PublicKey,
+}
+
+impl Made {
+    fn new(private: PrivateKey, public: PublicKey) -> Made {
+        let ed25519 = match private.key_data() {
+            KeypairData::Ed25519(pair) => Some(ed25519_dalek::SigningKey::from(&pair.private)),
+            _ => None,
+        };
+        Made {
+            private,
+            ed25519,
+            public,
+        }
+    }
+
+    /// The SSHSIG signature of `message` under `namespace`, SHA-512 as `ssh-keygen` hashes:
+    /// what `PrivateKey::sign` makes (ed25519 signatures are deterministic), byte for byte.
+    fn sign(&self, namespace: &str, message: &[u8]) -> ssh_key::Result<SshSig> {
+        let Some(signing) = &self.ed25519 else {
+            return self.private.sign(namespace, HashAlg::Sha512, message);
+        };
+        let data = SshSig::signed_data(namespace, HashAlg::Sha512, message)?;
+        let signature = Signature::new(Algorithm::Ed25519, signing.sign(&data).to_bytes())?;
+        SshSig::new(
+            self.private.public_key().key_data().clone(),
+            namespace,
+            HashAlg::Sha512,
+            signature,
+        )
+    }
+}
+
+thread_local! {
+    /// The keys made from their names on this thread, for every seed it runs: a key is a
+    /// function of its name, and making one costs as much as a signature.
+    static NAMED: RefCell<BTreeMap<String, Arc<Made>>> = const { RefCell::new(BTreeMap::new()) };
+}
+
 #[derive(Debug, Default)]
 pub struct Keys {
-    made: BTreeMap<String, (PrivateKey, PublicKey)>,
+    made: BTreeMap<String, Arc<Made>>,
     /// Paths that sign falsely for now.
     pub forged: BTreeMap<String, Forgery>,
 }
 
 impl Keys {
-    fn key(&mut self, name: &str) -> &(PrivateKey, PublicKey) {
+    fn key(&mut self, name: &str) -> &Made {
         self.made.entry(name.to_owned()).or_insert_with(|| {
-            let seed: [u8; 32] = Sha256::digest(format!("bay-sim key {name}")).into();
-            let private = PrivateKey::from(Ed25519Keypair::from_seed(&seed));
-            let line = private
-                .public_key()
-                .to_openssh()
-                .expect("an ed25519 public key writes");
-            let public = PublicKey::from_pub_file(&line).expect("bay reads an ed25519 key");
-            (private, public)
+            NAMED.with(|named| {
+                named
+                    .borrow_mut()
+                    .entry(name.to_owned())
+                    .or_insert_with(|| {
+                        let seed: [u8; 32] = Sha256::digest(format!("bay-sim key {name}")).into();
+                        let private = PrivateKey::from(Ed25519Keypair::from_seed(&seed));
+                        let line = private
+                            .public_key()
+                            .to_openssh()
+                            .expect("an ed25519 public key writes");
+                        let public =
+                            PublicKey::from_pub_file(&line).expect("bay reads an ed25519 key");
+                        Arc::new(Made::new(private, public))
+                    })
+                    .clone()
+            })
         })
     }
 
@@ -70,13 +128,14 @@ impl Keys {
             .map_err(|e| format!("has a public half bay cannot write ({e})"))?;
         let public = PublicKey::from_pub_file(&line)?;
         let name = format!("imported-{}", self.made.len());
-        self.made.insert(name.clone(), (private, public));
+        self.made
+            .insert(name.clone(), Arc::new(Made::new(private, public)));
         Ok(path(&name))
     }
 
     /// The public half of the key called `name`.
     pub fn public(&mut self, name: &str) -> PublicKey {
-        self.key(name).1.clone()
+        self.key(name).public.clone()
     }
 
     /// Signs `message` under `namespace` with the key at `path`, as `sign::SigningKey::sign`
@@ -92,8 +151,7 @@ impl Keys {
         };
         let signature = self
             .key(&name)
-            .0
-            .sign(namespace, HashAlg::Sha512, &message)
+            .sign(namespace, &message)
             .and_then(|sig| sig.to_pem(LineEnding::LF))
             .map_err(|e| format!("signing failed ({e})"))?;
         Ok(if signature.ends_with('\n') {
@@ -141,6 +199,33 @@ mod tests {
             signature.as_bytes(),
         )
         .is_good()
+    }
+
+    #[test]
+    fn a_signature_is_the_one_ssh_key_makes_byte_for_byte() {
+        let mut keys = Keys::default();
+        for (name, namespace, message) in [
+            (
+                "runner-0",
+                "git",
+                b"tree t\n\nbay: a candidate\n".as_slice(),
+            ),
+            ("admin", "bay-evidence", b"{}"),
+            ("runner-0", "git", b""),
+        ] {
+            let made = keys.key(name);
+            let slow = made
+                .private
+                .sign(namespace, HashAlg::Sha512, message)
+                .and_then(|sig| sig.to_pem(LineEnding::LF))
+                .expect("ssh-key signs");
+            let fast = made
+                .sign(namespace, message)
+                .and_then(|sig| sig.to_pem(LineEnding::LF))
+                .expect("the model signs");
+            assert!(made.ed25519.is_some());
+            assert_eq!(fast, slow);
+        }
     }
 
     #[test]
