@@ -1,9 +1,9 @@
 //! Answers remembered for a caller that asks core the same pure questions again and again.
 //!
-//! Three of core's judgements are pure functions of bytes and cost far more than reading the
+//! Some of core's judgements are pure functions of bytes and cost far more than reading the
 //! bytes: a signature's cryptographic check (namespace, message, armoured signature), the key
-//! registry's chain judged whole (each commit's id, raw object and files), and a policy file
-//! parsed. Inside [`remembering`], each is made once per distinct input on the caller's thread
+//! registry's chain judged whole (each commit's id, raw object and files), a policy file
+//! parsed, a public key read from its fields, a step read from its commit message. Inside [`remembering`], each is made once per distinct input on the caller's thread
 //! and its answer given again for the same input, found by the SHA-256 of the input's parts,
 //! each prefixed by its length. Outside it nothing is kept and nothing is hashed: the CLI and
 //! the drivers judge every time, as before.
@@ -18,6 +18,8 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use crate::policy::Policy;
+use crate::record::{Step, StepParseError};
+use crate::trust::PublicKey;
 use crate::trust::registry::{Broken, Version};
 use crate::trust::sshsig::Checked;
 
@@ -29,6 +31,8 @@ pub(crate) struct Memo {
     checks: BTreeMap<Digested, Checked>,
     chains: BTreeMap<Digested, Result<Version, Broken>>,
     policies: BTreeMap<Digested, Result<Policy, String>>,
+    keys: BTreeMap<Digested, Result<PublicKey, String>>,
+    steps: BTreeMap<Digested, Result<Step, StepParseError>>,
 }
 
 /// An answer the memo keeps, in a table of its own kind.
@@ -51,6 +55,18 @@ impl Kept for Result<Version, Broken> {
 impl Kept for Result<Policy, String> {
     fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
         &mut memo.policies
+    }
+}
+
+impl Kept for Result<PublicKey, String> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+        &mut memo.keys
+    }
+}
+
+impl Kept for Result<Step, StepParseError> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+        &mut memo.steps
     }
 }
 
@@ -112,12 +128,8 @@ pub(crate) fn recall<V: Kept>(parts: &[&[u8]], judge: impl FnOnce() -> V) -> V {
     answer
 }
 
-/// How many answers this thread remembers now, of each kind: checks, chains, policies.
+/// How many answers of kind `V` this thread remembers now; `None` when it does not remember.
 #[cfg(test)]
-pub(crate) fn remembered() -> Option<(usize, usize, usize)> {
-    MEMO.with(|memo| {
-        memo.borrow()
-            .as_ref()
-            .map(|memo| (memo.checks.len(), memo.chains.len(), memo.policies.len()))
-    })
+pub(crate) fn remembered<V: Kept>() -> Option<usize> {
+    MEMO.with(|memo| memo.borrow_mut().as_mut().map(|memo| V::table(memo).len()))
 }

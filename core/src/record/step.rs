@@ -230,8 +230,13 @@ impl Step {
         format!("{subject}\n\n{body}\n")
     }
 
-    /// Reads a step back from its commit message.
+    /// Reads a step back from its commit message; once per distinct message while the caller
+    /// remembers ([`crate::memo`]).
     pub fn from_message(message: &str) -> Result<Step, StepParseError> {
+        crate::memo::recall(&[message.as_bytes()], || Step::read_message(message))
+    }
+
+    fn read_message(message: &str) -> Result<Step, StepParseError> {
         let (_, body) = message
             .split_once("\n\n")
             .ok_or_else(|| StepParseError("no body after the subject".into()))?;

@@ -307,6 +307,39 @@ fn messages_that_are_not_steps_are_refused() {
 }
 
 #[test]
+fn a_remembered_step_is_the_read_of_that_very_message() {
+    let messages = [
+        claim("r1", 1).to_message(),
+        claim("r2", 1).to_message(),
+        claim("r1", 1)
+            .to_message()
+            .replace("bay.step/1", "bay.step/9"),
+    ];
+    let read = || {
+        messages
+            .iter()
+            .map(|m| Step::from_message(m))
+            .collect::<Vec<_>>()
+    };
+    let fresh = read();
+    assert_eq!(fresh[0], Ok(claim("r1", 1)));
+    assert_eq!(fresh[1], Ok(claim("r2", 1)));
+    assert!(fresh[2].is_err());
+    let remembered = crate::memo::remembering(|| {
+        let first = read();
+        let kept = crate::memo::remembered::<Result<Step, StepParseError>>();
+        assert_eq!(kept, Some(3));
+        assert_eq!(read(), first);
+        assert_eq!(
+            crate::memo::remembered::<Result<Step, StepParseError>>(),
+            kept
+        );
+        first
+    });
+    assert_eq!(remembered, fresh);
+}
+
+#[test]
 fn append_extends_a_record_as_a_fold_would() {
     let steps = [start(), request(1), claim("r1", 1), candidate("r1", 1, 1)];
     let mut record = fold(&steps[..2]).expect("folds");

@@ -17,7 +17,14 @@ pub struct PublicKey {
 impl PublicKey {
     /// Reads `<keytype> <base64>`: the two fields must name the same algorithm, and the
     /// base64 must decode to a key of it. Anything else is refused with what is wrong.
+    /// Read once per distinct pair while the caller remembers ([`crate::memo`]).
     pub fn from_fields(keytype: &str, base64: &str) -> Result<PublicKey, String> {
+        crate::memo::recall(&[keytype.as_bytes(), base64.as_bytes()], || {
+            PublicKey::read_fields(keytype, base64)
+        })
+    }
+
+    fn read_fields(keytype: &str, base64: &str) -> Result<PublicKey, String> {
         let parsed =
             ssh_key::PublicKey::from_openssh(&format!("{keytype} {base64}")).map_err(|e| {
                 format!(
@@ -150,6 +157,36 @@ mod tests {
         assert!(!why.chars().any(char::is_control), "{why:?}");
         assert!(why.contains("is not an OpenSSH public key"), "{why}");
         assert!(why.contains("\\u{2}"), "{why}");
+    }
+
+    #[test]
+    fn a_remembered_key_is_the_read_of_those_very_fields() {
+        let good = "AAAAC3NzaC1lZDI1NTE5AAAAICGEIBb7Ju7Bcni6IMfSOwjfCsQpWSjQD6ALih7bWb1G";
+        // One base64 letter changed: the data's type field no longer reads.
+        let bad = good.replace("ZDI1", "ZwI1");
+        let read = || {
+            [
+                PublicKey::from_fields("ssh-ed25519", good),
+                PublicKey::from_fields("ssh-ed25519", &bad),
+                PublicKey::from_fields("ssh-rsa", good),
+            ]
+        };
+        let fresh = read();
+        assert!(fresh[0].is_ok() && fresh[1].is_err() && fresh[2].is_err());
+        let remembered = crate::memo::remembering(|| {
+            let first = read();
+            assert_eq!(
+                crate::memo::remembered::<Result<PublicKey, String>>(),
+                Some(3)
+            );
+            assert_eq!(read(), first);
+            assert_eq!(
+                crate::memo::remembered::<Result<PublicKey, String>>(),
+                Some(3)
+            );
+            first
+        });
+        assert_eq!(remembered, fresh);
     }
 
     #[test]

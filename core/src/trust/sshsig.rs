@@ -280,10 +280,10 @@ mod tests {
         assert_eq!(fresh.1.0, Verdict::OtherBytes);
         let remembered = crate::memo::remembering(|| {
             let first = (verdicts(MESSAGE), verdicts(&other));
-            assert_eq!(crate::memo::remembered(), Some((2, 0, 0)));
+            assert_eq!(crate::memo::remembered::<Checked>(), Some(2));
             // Asked again, from the memo: the same verdicts, and nothing new kept.
             let again = (verdicts(MESSAGE), verdicts(&other));
-            assert_eq!(crate::memo::remembered(), Some((2, 0, 0)));
+            assert_eq!(crate::memo::remembered::<Checked>(), Some(2));
             assert_eq!(first, again);
             // Another namespace is refused before any check, as without the memo.
             assert_eq!(
@@ -294,7 +294,7 @@ mod tests {
         });
         assert_eq!(remembered, fresh);
         assert_eq!(
-            crate::memo::remembered(),
+            crate::memo::remembered::<Checked>(),
             None,
             "dropped when the call ends"
         );
