@@ -1847,3 +1847,22 @@ fn a_pass_that_lands_while_the_head_s_own_run_is_in_flight_answers_it() {
         record.ops[0].checks
     );
 }
+
+#[test]
+fn a_head_that_changes_the_checks_stops_the_prediction() {
+    let policy = format!("{POLICY}\n[policy]\nreuse_unsigned = true\n");
+    let mut bench = Bench::new(Some(&policy));
+    // The head changes the policy: the entries behind it would run its checks.
+    let raised = policy.replace("revision = 1", "revision = 2");
+    bench.submit("new policy", &[(".bay/policy.toml", raised.as_str())]);
+    bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let mut a = ahead_rig("a", 1_000_000);
+    a.run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a checks the head");
+    let mut b = ahead_rig("b", 1_000_000);
+    let ran = b.run_until(&mut bench, 1_000_000, &is_check);
+    assert!(ran.is_none(), "nothing is checked behind it: {ran:?}");
+    // An ordinary head lets the same runner check the entry behind it.
+    let (mut bench, _, second, _a, _, head) = two_queued_and_a_checking();
+    b_checks_ahead(&mut bench, &second, &head);
+}
