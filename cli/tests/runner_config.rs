@@ -65,7 +65,7 @@ fn a_head_past_its_deadline_lets_the_change_behind_it_merge_first() {
     // The run says what it did.
     assert_eq!(pass.doc["detail"]["merged"], 1, "{pass:?}");
     let say = pass.doc["say"].as_str().unwrap_or_default();
-    assert!(say.contains("one change merged"), "{say}");
+    assert!(say.contains("one change went into main"), "{say}");
     let status = bay(&view, "ann", &["status"]);
     assert_eq!(
         status.doc["reason"], "QUEUE_DEADLINE_EXCEEDED",
