@@ -18,7 +18,11 @@
 //!
 //! As a bisect does, a pass runs at most one check early and keeps nothing in memory after:
 //! the next pass predicts again and runs the first check no producer has recorded on exactly
-//! those inputs, so two runners run one entry's check on one base at most once each.
+//! those inputs, so two runners run one entry's check on one base at most once each. It passes
+//! over an entry whose owner would start its own run as soon (`Line::worth_a_run`).
+//!
+//! While an early run is out the runner makes no pass: a head whose lease runs out meanwhile
+//! is taken over once the run ends, at most one check's time late.
 
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
 use crate::check::plan::{self, POLICY_PATH, changes_checks, parse_policy};
