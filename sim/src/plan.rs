@@ -917,7 +917,8 @@ impl Report {
             );
         }
         if dev > 0.0 {
-            return "the simulator is above its bound: check times vary and few merges were                     counted; run more seeds or hours"
+            return "the simulator is above its bound: check times vary and few merges were \
+                    counted; run more seeds or hours"
                 .into();
         }
         if binding.name.starts_with("speculation") && self.plan.runners > 2 {
@@ -929,10 +930,13 @@ impl Report {
         let slot = self.bounds[1].per_day;
         let arrivals = self.bounds[0].per_day;
         if (0.7..1.4).contains(&(arrivals / slot)) {
-            "the simulator is below both bounds: arrivals and the slot are close, so random              arrivals leave the slot idle at times while at others a queue builds (a queue near              saturation never reaches either bound)"
+            "the simulator is below both bounds: arrivals and the slot are close, so random \
+             arrivals leave the slot idle at times while at others a queue builds (a queue near \
+             saturation never reaches either bound)"
                 .into()
         } else {
-            "the simulator is below its bound: too few agents keep the queue full (each works              one change at a time and takes two minutes to repair one), so the slot idles"
+            "the simulator is below its bound: too few agents keep the queue full (each works \
+             one change at a time and takes two minutes to repair one), so the slot idles"
                 .into()
         }
     }
