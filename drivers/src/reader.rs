@@ -74,6 +74,17 @@ impl Reader {
         })
     }
 
+    /// What `read` makes of the repository, opened first if it was not; `what` names the read
+    /// in the fault when it cannot be opened.
+    pub fn with_repository<T>(
+        &self,
+        what: &str,
+        read: impl FnOnce(&gix::Repository) -> Result<T, Fault>,
+    ) -> Result<T, Fault> {
+        let slot = self.opened();
+        read(self.repository(&slot, what)?)
+    }
+
     /// The objects `names` name, in order. A name must start with an object id.
     pub fn read(&self, names: &[String]) -> Result<Vec<Object>, Fault> {
         if names.is_empty() {

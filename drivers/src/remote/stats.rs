@@ -1,254 +1,204 @@
 //! `Action::ReadStats`: what each path a change touches weighs, for `[limits]`.
 //!
-//! One `git diff-tree -r -z --raw --numstat --no-renames` lists every path whose content, mode
-//! or presence differs, with its new blob and mode (`--raw`) and the lines it adds
-//! (`--numstat`, where Git prints `-` for a file it takes as binary); one
-//! `git cat-file --batch-check` gives the new blobs' sizes. Two processes however many paths.
+//! Read in-process through the clone's [`crate::reader::Reader`], as
+//! `git diff-tree -r --raw --numstat --no-renames <base> <commit>` answers, without its
+//! process or the `git cat-file` that sized the new blobs: the two trees are compared level by
+//! level (a subtree with the same id on both sides is not read), and each path whose content,
+//! mode or presence differs is measured:
 //!
-//! A submodule (mode `160000`) names a commit of another repository: it weighs nothing here,
-//! and the line Git counts for it is not a line of the change.
+//! - `bytes`: the new blob's size; `None` for a deleted path, `0` for a submodule.
+//! - `created`: the base has no file at the path (a file that replaced a directory too).
+//! - lines: what `--numstat` counts, a Myers line diff (gix's, imara-diff's port of xdiff's,
+//!   lines with their terminators so a missing final newline is a change); `None` where Git
+//!   prints `-` for a binary file: a NUL in the first 8000 bytes of either side, or a side
+//!   over `core.bigFileThreshold` (512 MiB by default). A submodule side reads as Git shows it,
+//!   `Subproject commit <id>\n`; the new side a submodule counts no lines, as before.
+//!
+//! Not followed: `.gitattributes` (`binary`, `-diff`, `diff=<driver>`). `diff-tree` reads them
+//! from the working tree of whatever directory it runs in, not from the trees compared, so its
+//! answer there depended on a checkout; here a file is binary by its bytes alone.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use bay_core::git::Oid;
 use bay_core::limits::PathStat;
 use bay_core::machine::Fault;
+use gix::diff::blob::{Algorithm, Diff, InternedInput, sources::byte_lines};
+use gix::objs::tree::EntryMode;
 
-use super::{Repo, oid};
+use super::Repo;
 
-/// The mode of a submodule entry.
-const GITLINK: &str = "160000";
+/// How far Git looks for a NUL to call a file binary (`FIRST_FEW_BYTES`).
+const FIRST_FEW_BYTES: usize = 8000;
 
-/// What `diff-tree --raw` says of one path's new side.
-#[derive(Debug, PartialEq, Eq)]
-enum After {
-    Deleted,
-    Submodule,
-    Blob(Oid),
+/// Git's default `core.bigFileThreshold`: a larger file is binary without being read.
+const BIG_FILE_THRESHOLD: u64 = 512 * 1024 * 1024;
+
+/// A file entry of a tree: its mode and object.
+type Leaf = (EntryMode, gix::ObjectId);
+
+/// One side of a changed path, read for counting.
+enum Side {
+    /// Text, or nothing (an absent side is empty).
+    Text(Vec<u8>),
+    Binary,
 }
 
 impl Repo {
     /// The stats of each path `commit` changes against `base`, sorted by path.
     pub fn read_stats(&self, base: &Oid, commit: &Oid) -> Result<Vec<PathStat>, Fault> {
-        let out = self
-            .git()
-            .cmd([
-                "diff-tree",
-                "-r",
-                "-z",
-                "--raw",
-                "--numstat",
-                "--no-renames",
-                base.as_str(),
-                commit.as_str(),
-            ])
-            .run()?;
-        let Diff {
-            after,
-            created,
-            lines,
-        } = parse_diff(&out.stdout)?;
-        let blobs: Vec<&Oid> = after
-            .values()
-            .filter_map(|after| match after {
-                After::Blob(blob) => Some(blob),
-                After::Deleted | After::Submodule => None,
-            })
-            .collect();
-        let sizes = self.sizes(&blobs)?;
-        after
-            .into_iter()
-            .map(|(path, after)| {
-                let counted = lines
-                    .get(&path)
-                    .copied()
-                    .ok_or_else(|| Fault(format!("git diff-tree counted no lines for {path:?}")))?;
-                let (bytes, counted) = match after {
-                    After::Deleted => (None, counted),
-                    After::Submodule => (Some(0), None),
-                    After::Blob(blob) => {
-                        let size = sizes.get(&blob).copied().ok_or_else(|| {
-                            Fault(format!("git cat-file gave no size for {blob}"))
-                        })?;
-                        (Some(size), counted)
-                    }
-                };
-                Ok(PathStat::new(
-                    &path,
-                    bytes,
-                    created.contains(&path),
-                    counted,
-                ))
-            })
-            .collect()
+        self.reader
+            .with_repository("stats", |repo| read_stats(repo, base, commit))
     }
+}
 
-    /// The size of each blob, from one `git cat-file --batch-check`.
-    fn sizes(&self, blobs: &[&Oid]) -> Result<BTreeMap<Oid, u64>, Fault> {
-        if blobs.is_empty() {
-            return Ok(BTreeMap::new());
-        }
-        let input: String = blobs.iter().map(|blob| format!("{blob}\n")).collect();
-        let out = self
-            .git()
-            .cmd([
-                "cat-file",
-                "--batch-check=%(objectname) %(objecttype) %(objectsize)",
-            ])
-            .stdin(input)
-            .text()?;
-        let mut sizes = BTreeMap::new();
-        for line in out.lines() {
-            match line.split(' ').collect::<Vec<_>>().as_slice() {
-                [name, "blob", size] => {
-                    let size = size
-                        .parse()
-                        .map_err(|_| Fault(format!("git cat-file printed the size {size:?}")))?;
-                    sizes.insert(oid(name)?, size);
-                }
-                _ => return Err(Fault(format!("git cat-file cannot size {line:?}"))),
+fn read_stats(repo: &gix::Repository, base: &Oid, commit: &Oid) -> Result<Vec<PathStat>, Fault> {
+    let mut changes = Vec::new();
+    compare(
+        repo,
+        Vec::new(),
+        Some(tree_of(repo, base)?),
+        Some(tree_of(repo, commit)?),
+        &mut changes,
+    )?;
+    let threshold = repo
+        .config_snapshot()
+        .integer("core.bigFileThreshold")
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(BIG_FILE_THRESHOLD);
+    let mut stats = BTreeMap::new();
+    for (raw, old, new) in changes {
+        // A name that is not UTF-8 is refused by name: read lossily, two could become one.
+        let path = bay_core::paths::from_git(&raw).map_err(Fault)?;
+        let size = |id: gix::ObjectId| {
+            repo.find_header(id)
+                .map(|header| header.size())
+                .map_err(|e| Fault(format!("cannot size {id} at {path}: {e}")))
+        };
+        let bytes = match new {
+            None => None,
+            Some((mode, _)) if mode.is_commit() => Some(0),
+            Some((_, id)) => Some(size(id)?),
+        };
+        let lines = if new.is_some_and(|(mode, _)| mode.is_commit()) {
+            None
+        } else if old.map(|(_, id)| id) == new.map(|(_, id)| id) {
+            // Only the mode changed: Git counts nothing, or `-` for a binary file.
+            match side(repo, new, threshold, path)? {
+                Side::Binary => None,
+                Side::Text(_) => Some((0, 0)),
             }
-        }
-        Ok(sizes)
+        } else {
+            match (
+                side(repo, old, threshold, path)?,
+                side(repo, new, threshold, path)?,
+            ) {
+                (Side::Text(old), Side::Text(new)) => Some(count_lines(&old, &new)),
+                _ => None,
+            }
+        };
+        stats.insert(
+            path.to_owned(),
+            PathStat::new(path, bytes, old.is_none(), lines),
+        );
     }
+    Ok(stats.into_values().collect())
 }
 
-/// What `diff-tree --raw --numstat` says of each path.
-#[derive(Debug, Default)]
-struct Diff {
-    /// Its new side, from `--raw`.
-    after: BTreeMap<String, After>,
-    /// The paths the base lacks, from `--raw`.
-    created: BTreeSet<String>,
-    /// The lines it adds and removes, from `--numstat`: `None` for a binary file.
-    lines: BTreeMap<String, Option<(u64, u64)>>,
+/// The lines `new` adds to `old` and removes from it, as Git's `--numstat` counts them.
+pub(crate) fn count_lines(old: &[u8], new: &[u8]) -> (u64, u64) {
+    let input = InternedInput::new(byte_lines(old), byte_lines(new));
+    let diff = Diff::compute(Algorithm::Myers, &input);
+    (
+        u64::from(diff.count_additions()),
+        u64::from(diff.count_removals()),
+    )
 }
 
-/// Reads `diff-tree -z` output, where both formats follow each other. A path that is not
-/// UTF-8 is refused by name ([`bay_core::paths::from_git`]), never read lossily: two such
-/// names could read as one and share one weight.
-fn parse_diff(stdout: &[u8]) -> Result<Diff, Fault> {
-    let bad = |why: String| Fault(format!("git diff-tree printed {why}"));
-    let path = |raw: &[u8]| {
-        bay_core::paths::from_git(raw)
-            .map(str::to_owned)
-            .map_err(Fault)
+/// One side of a path as Git's diff reads it.
+fn side(
+    repo: &gix::Repository,
+    leaf: Option<Leaf>,
+    threshold: u64,
+    path: &str,
+) -> Result<Side, Fault> {
+    let Some((mode, id)) = leaf else {
+        return Ok(Side::Text(Vec::new()));
     };
-    let mut fields = stdout.split(|&b| b == 0);
-    let mut diff = Diff::default();
-    while let Some(field) = fields.next() {
-        if field.is_empty() {
+    if mode.is_commit() {
+        return Ok(Side::Text(
+            format!("Subproject commit {}\n", id.to_hex()).into_bytes(),
+        ));
+    }
+    let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id} at {path}: {e}"));
+    let size = repo.find_header(id).map_err(|e| broken(&e))?.size();
+    if size > threshold {
+        return Ok(Side::Binary);
+    }
+    let data = repo.find_blob(id).map_err(|e| broken(&e))?.detach().data;
+    if data[..data.len().min(FIRST_FEW_BYTES)].contains(&0) {
+        return Ok(Side::Binary);
+    }
+    Ok(Side::Text(data))
+}
+
+/// The tree `treeish` (a commit or a tree) names.
+fn tree_of(repo: &gix::Repository, treeish: &Oid) -> Result<gix::ObjectId, Fault> {
+    let id = crate::gitoxide::to_gix(treeish)
+        .ok_or_else(|| Fault(format!("{treeish} is not an object id of this repository")))?;
+    let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read the tree of {id}: {e}"));
+    let object = repo.find_object(id).map_err(|e| broken(&e))?;
+    Ok(object.peel_to_tree().map_err(|e| broken(&e))?.id)
+}
+
+/// The entries of the tree `id`, by name; none for an absent side.
+fn entries(
+    repo: &gix::Repository,
+    id: Option<gix::ObjectId>,
+) -> Result<BTreeMap<Vec<u8>, Leaf>, Fault> {
+    let mut entries = BTreeMap::new();
+    let Some(id) = id else {
+        return Ok(entries);
+    };
+    let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read the tree {id}: {e}"));
+    let tree = repo.find_tree(id).map_err(|e| broken(&e))?;
+    for entry in gix::objs::TreeRefIter::from_bytes(&tree.data, repo.object_hash()) {
+        let entry = entry.map_err(|e| broken(&e))?;
+        entries.insert(entry.filename.to_vec(), (entry.mode, entry.oid.to_owned()));
+    }
+    Ok(entries)
+}
+
+/// Adds to `changes` each file path under `prefix` whose entry differs between the trees
+/// `old` and `new`, with its entry on each side (`None` where the side has no file there).
+/// A file that became a directory is a deleted file and the files under the directory.
+fn compare(
+    repo: &gix::Repository,
+    prefix: Vec<u8>,
+    old: Option<gix::ObjectId>,
+    new: Option<gix::ObjectId>,
+    changes: &mut Vec<(Vec<u8>, Option<Leaf>, Option<Leaf>)>,
+) -> Result<(), Fault> {
+    let (old, new) = (entries(repo, old)?, entries(repo, new)?);
+    let names: std::collections::BTreeSet<&Vec<u8>> = old.keys().chain(new.keys()).collect();
+    for name in names {
+        let (a, b) = (old.get(name).copied(), new.get(name).copied());
+        if a == b {
             continue;
         }
-        if let Some(meta) = field.strip_prefix(b":") {
-            // `:<old mode> <new mode> <old blob> <new blob> <status>`, then the path.
-            let meta = String::from_utf8_lossy(meta);
-            let raw = fields
-                .next()
-                .ok_or_else(|| bad(format!("{meta:?} without its path")))?;
-            let parts: Vec<&str> = meta.split(' ').collect();
-            let [old_mode, mode, _, blob, _] = parts.as_slice() else {
-                return Err(bad(format!("the entry {meta:?}")));
-            };
-            let raw = path(raw)?;
-            if old_mode.bytes().all(|b| b == b'0') {
-                diff.created.insert(raw.clone());
-            }
-            let side = if mode.bytes().all(|b| b == b'0') {
-                After::Deleted
-            } else if *mode == GITLINK {
-                After::Submodule
-            } else {
-                After::Blob(oid(blob)?)
-            };
-            diff.after.insert(raw, side);
-        } else {
-            // `<added>\t<deleted>\t<path>`, with `-` for both when Git takes the file as binary.
-            let mut parts = field.splitn(3, |&b| b == b'\t');
-            let unread = || bad(format!("the count {:?}", field.escape_ascii().to_string()));
-            let (Some(added), Some(removed), Some(raw)) =
-                (parts.next(), parts.next(), parts.next())
-            else {
-                return Err(unread());
-            };
-            let count = |count: &[u8]| {
-                std::str::from_utf8(count)
-                    .ok()
-                    .and_then(|count| count.parse::<u64>().ok())
-                    .ok_or_else(unread)
-            };
-            let lines = match (added, removed) {
-                (b"-", b"-") => None,
-                (added, removed) => Some((count(added)?, count(removed)?)),
-            };
-            diff.lines.insert(path(raw)?, lines);
+        let mut path = prefix.clone();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        let file = |leaf: Option<Leaf>| leaf.filter(|(mode, _)| !mode.is_tree());
+        let tree = |leaf: Option<Leaf>| leaf.filter(|(mode, _)| mode.is_tree()).map(|l| l.1);
+        if file(a).is_some() || file(b).is_some() {
+            changes.push((path.clone(), file(a), file(b)));
+        }
+        if tree(a).is_some() || tree(b).is_some() {
+            compare(repo, path, tree(a), tree(b), changes)?;
         }
     }
-    Ok(diff)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn raw_and_numstat_records_are_read_together() {
-        let (a, b) = ("1".repeat(40), "2".repeat(40));
-        let zero = "0".repeat(40);
-        let fields = [
-            format!(":100644 100644 {a} {b} M"),
-            "src/a.rs".into(),
-            format!(":100644 000000 {a} {zero} D"),
-            "gone".into(),
-            format!(":000000 100644 {zero} {b} A"),
-            "img.png".into(),
-            format!(":000000 160000 {zero} {a} A"),
-            "sub".into(),
-            "2\t1\tsrc/a.rs".into(),
-            "0\t3\tgone".into(),
-            "-\t-\timg.png".into(),
-            "1\t0\tsub".into(),
-        ];
-        let out = fields.join("\0") + "\0";
-        let Diff {
-            after,
-            created,
-            lines,
-        } = parse_diff(out.as_bytes()).expect("well-formed");
-        assert_eq!(after["src/a.rs"], After::Blob(oid(&b).expect("an id")));
-        assert_eq!(after["gone"], After::Deleted);
-        assert_eq!(after["sub"], After::Submodule);
-        assert_eq!(lines["src/a.rs"], Some((2, 1)));
-        assert_eq!(lines["gone"], Some((0, 3)));
-        assert_eq!(lines["img.png"], None);
-        let created: Vec<&str> = created.iter().map(String::as_str).collect();
-        assert_eq!(created, ["img.png", "sub"]);
-        assert!(parse_diff(b":100644\0").is_err());
-        assert!(parse_diff(b"x\tonly\0").is_err());
-        assert!(
-            parse_diff(b"1\tx\tpath\0").is_err(),
-            "a count that is no number"
-        );
-    }
-
-    #[test]
-    fn a_path_that_is_not_utf8_is_refused_by_name() {
-        let (a, b) = ("1".repeat(40), "2".repeat(40));
-        // Two names a lossy reading would make one, `caf\u{fffd}.rs`.
-        let mut out = Vec::new();
-        for (name, blob) in [(&b"caf\xe9.rs"[..], &a), (&b"caf\xe8.rs"[..], &b)] {
-            out.extend(format!(":000000 100644 {} {blob} A\0", "0".repeat(40)).bytes());
-            out.extend(name);
-            out.push(0);
-        }
-        let Fault(why) = parse_diff(&out).expect_err("a name that is not UTF-8");
-        assert!(
-            why.contains("caf\\xe9.rs") && why.contains("not UTF-8"),
-            "{why}"
-        );
-        let Fault(why) = parse_diff(b"1\t0\tcaf\xe9.rs\0").expect_err("in --numstat too");
-        assert!(why.contains("caf\\xe9.rs"), "{why}");
-        let text = parse_diff("1\t0\tcaf\u{e9}.rs\0".as_bytes()).expect("UTF-8");
-        assert_eq!(text.lines["caf\u{e9}.rs"], Some((1, 0)));
-    }
+    Ok(())
 }
