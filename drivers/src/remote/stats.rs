@@ -11,9 +11,8 @@
 //! - lines: what `--numstat` counts, a Myers line diff (gix's, imara-diff's port of xdiff's,
 //!   lines with their terminators so a missing final newline is a change; on long files of
 //!   few distinct lines its script can be a little longer than Git's, see `tests/stats.rs`);
-//!   `None` where Git
-//!   prints `-` for a binary file: a NUL in the first 8000 bytes of either side, or a side
-//!   over `core.bigFileThreshold` (512 MiB by default). A submodule side reads as Git shows it,
+//!   `None` where Git prints `-` for a binary file: a NUL in the first 8000 bytes of either
+//!   side, or a side over `core.bigFileThreshold` (512 MiB by default). A submodule side reads as Git shows it,
 //!   `Subproject commit <id>\n`; the new side a submodule counts no lines, as before.
 //!
 //! Not followed: `.gitattributes` (`binary`, `-diff`, `diff=<driver>`). `diff-tree` reads them
