@@ -186,7 +186,7 @@ impl Runner {
             .in_queue_order()
             .into_iter()
             .take(1 + self.cfg.ahead as usize)
-            .map(|(record, operation, _)| Entry { record, operation })
+            .map(|(record, operation)| Entry { record, operation })
             .collect();
         if entries.len() < 2 {
             return self.rest_until_watch();
@@ -290,7 +290,10 @@ impl Runner {
             (Purpose::Record(listed), Completion::Pushed(report)) => match report.outcome {
                 // The next pass predicts again and goes on from this record.
                 PushOutcome::Accepted => {
-                    self.prechecks.push(*listed);
+                    // Only a `--once` run reports them; a loop keeps nothing of them.
+                    if self.cfg.mode == RunMode::Once {
+                        self.prechecks.push(*listed);
+                    }
                     self.rest(0);
                 }
                 PushOutcome::Rejected { .. }

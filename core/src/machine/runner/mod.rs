@@ -337,7 +337,8 @@ pub struct Runner {
     seeded: Option<ChangeId>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
-    /// Early runs on queued entries (`[runner] ahead`) whose records went up, for reports.
+    /// Early runs on queued entries (`[runner] ahead`) whose records went up, for a `--once`
+    /// run's report; a loop, which never reports, keeps none.
     prechecks: Vec<serde_json::Value>,
     /// Operations that wait for an approval, each with the evidence tips (other than this
     /// runner's own) it was last judged on: a pass passes one over until they move.

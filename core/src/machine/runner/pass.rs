@@ -463,8 +463,8 @@ impl Runner {
     }
 
     /// The live operations above the floor that do not wait, in queue order (the head first),
-    /// each with its change's record and its chain's tip.
-    pub(super) fn in_queue_order(&self) -> Vec<(ChangeRecord, Operation, Oid)> {
+    /// each with its change's record.
+    pub(super) fn in_queue_order(&self) -> Vec<(ChangeRecord, Operation)> {
         let mut live: Vec<Live<'_>> = self
             .places
             .range(self.floor + 1..)
@@ -473,13 +473,7 @@ impl Runner {
             .collect();
         live.sort_by_key(|live| live.operation.queue_key());
         live.into_iter()
-            .map(|live| {
-                (
-                    live.record.clone(),
-                    live.operation.clone(),
-                    live.tip.clone(),
-                )
-            })
+            .map(|live| (live.record.clone(), live.operation.clone()))
             .collect()
     }
 
