@@ -31,6 +31,11 @@ impl Entry {
         self.mode == TREE_MODE
     }
 
+    /// A submodule: the entry names a commit of another repository.
+    pub fn is_submodule(&self) -> bool {
+        self.kind() == "commit"
+    }
+
     /// The kind of object the entry names, as `git ls-tree` prints it.
     pub fn kind(&self) -> &'static str {
         match self.mode.as_str() {
@@ -97,10 +102,19 @@ pub fn of_commits(reader: &Reader, commits: &[Oid]) -> Result<Vec<Oid>, Fault> {
         .collect()
 }
 
-/// The paths whose content, mode or presence differs between the trees `from` and `to`,
-/// sorted and each once: every changed file (blob, symlink or submodule), never a directory.
-/// A file that became a directory is listed with every file under the directory.
-pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
+/// One file whose entry differs between two trees: its path (bytes, as Git keeps it), and its
+/// entry on each side, `None` where that side has no file there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: Vec<u8>,
+    pub old: Option<Entry>,
+    pub new: Option<Entry>,
+}
+
+/// Every file (blob, symlink or submodule, never a directory) whose content, mode or presence
+/// differs between the trees `from` and `to`, in the order the walk meets them. A file that
+/// became a directory is a file gone and every file under the directory.
+pub fn changed_files(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<FileChange>, Fault> {
     let mut changed = Vec::new();
     // Pairs of subtrees still to compare, with the path that leads to them; `None` is a side
     // without a tree there.
@@ -136,9 +150,13 @@ pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String
                 path.extend_from_slice(name);
                 let subtree =
                     |entry: Option<&Entry>| entry.filter(|e| e.is_tree()).map(|e| e.id.clone());
-                let leaf = |entry: Option<&Entry>| entry.is_some_and(|e| !e.is_tree());
-                if leaf(old) || leaf(new) {
-                    changed.push(path.clone());
+                let file = |entry: Option<&Entry>| entry.filter(|e| !e.is_tree()).cloned();
+                if file(old).is_some() || file(new).is_some() {
+                    changed.push(FileChange {
+                        path: path.clone(),
+                        old: file(old),
+                        new: file(new),
+                    });
                 }
                 let (old_tree, new_tree) = (subtree(old), subtree(new));
                 if old_tree.is_some() || new_tree.is_some() {
@@ -148,11 +166,17 @@ pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String
         }
         level = next;
     }
+    Ok(changed)
+}
+
+/// The paths whose content, mode or presence differs between the trees `from` and `to`,
+/// as `git diff-tree -r --name-only --no-renames` lists them: sorted and each once.
+pub fn changed_paths(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
     // A name that is not UTF-8 is refused by name: read lossily, two could become one.
-    let mut paths: Vec<String> = changed
+    let mut paths: Vec<String> = changed_files(reader, from, to)?
         .iter()
-        .map(|p| {
-            bay_core::paths::from_git(p)
+        .map(|change| {
+            bay_core::paths::from_git(&change.path)
                 .map(str::to_owned)
                 .map_err(Fault)
         })

@@ -2,35 +2,16 @@
 //! over repositories built with the real `git` in a working tree: every kind of change a tree
 //! can hold, and line edits chosen to stress the line diff.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use bay_core::git::Oid;
 use bay_core::limits::PathStat;
 use bay_drivers::remote::Repo;
-
-/// `git <args>` in `dir`, its stdout; panics with Git's message on failure.
-fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "tester")
-        .env("GIT_AUTHOR_EMAIL", "tester@localhost")
-        .env("GIT_COMMITTER_NAME", "tester")
-        .env("GIT_COMMITTER_EMAIL", "tester@localhost")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
+use support::remote::git_bytes as git;
 
 /// A working tree with its repository, `main` checked out.
 fn worktree() -> tempfile::TempDir {

@@ -25,18 +25,16 @@ use bay_core::git::Oid;
 use bay_core::limits::PathStat;
 use bay_core::machine::Fault;
 use gix::diff::blob::{Algorithm, Diff, InternedInput, sources::byte_lines};
-use gix::objs::tree::EntryMode;
 
 use super::Repo;
+use crate::gitoxide::{from_gix, to_gix};
+use crate::trees::{Entry, FileChange, changed_files};
 
 /// How far Git looks for a NUL to call a file binary (`FIRST_FEW_BYTES`).
 const FIRST_FEW_BYTES: usize = 8000;
 
 /// Git's default `core.bigFileThreshold`: a larger file is binary without being read.
 const BIG_FILE_THRESHOLD: u64 = 512 * 1024 * 1024;
-
-/// A file entry of a tree: its mode and object.
-type Leaf = (EntryMode, gix::ObjectId);
 
 /// One side of a changed path, read for counting.
 enum Side {
@@ -46,53 +44,69 @@ enum Side {
 }
 
 impl Repo {
-    /// The stats of each path `commit` changes against `base`, sorted by path.
+    /// The stats of each path `commit` changes against `base`, sorted by path. The files that
+    /// differ are the ones `trees::changed_files` walks to, as for a candidate's changed paths.
     pub fn read_stats(&self, base: &Oid, commit: &Oid) -> Result<Vec<PathStat>, Fault> {
+        let (from, to, threshold) = self.reader.with_repository("stats", |repo| {
+            Ok((
+                tree_of(repo, base)?,
+                tree_of(repo, commit)?,
+                threshold(repo),
+            ))
+        })?;
+        let changes = changed_files(&self.reader, &from, &to)?;
         self.reader
-            .with_repository("stats", |repo| read_stats(repo, base, commit))
+            .with_repository("stats", |repo| measure(repo, &changes, threshold))
     }
 }
 
-fn read_stats(repo: &gix::Repository, base: &Oid, commit: &Oid) -> Result<Vec<PathStat>, Fault> {
-    let mut changes = Vec::new();
-    compare(
-        repo,
-        Vec::new(),
-        Some(tree_of(repo, base)?),
-        Some(tree_of(repo, commit)?),
-        &mut changes,
-    )?;
-    let threshold = repo
-        .config_snapshot()
+/// `core.bigFileThreshold`, or Git's default.
+fn threshold(repo: &gix::Repository) -> u64 {
+    repo.config_snapshot()
         .integer("core.bigFileThreshold")
         .and_then(|n| u64::try_from(n).ok())
-        .unwrap_or(BIG_FILE_THRESHOLD);
+        .unwrap_or(BIG_FILE_THRESHOLD)
+}
+
+/// The stats of each changed file, sorted by path.
+fn measure(
+    repo: &gix::Repository,
+    changes: &[FileChange],
+    threshold: u64,
+) -> Result<Vec<PathStat>, Fault> {
     let mut stats = BTreeMap::new();
-    for (raw, old, new) in changes {
+    for FileChange {
+        path: raw,
+        old,
+        new,
+    } in changes
+    {
         // A name that is not UTF-8 is refused by name: read lossily, two could become one.
-        let path = bay_core::paths::from_git(&raw).map_err(Fault)?;
-        let size = |id: gix::ObjectId| {
-            repo.find_header(id)
-                .map(|header| header.size())
-                .map_err(|e| Fault(format!("cannot size {id} at {path}: {e}")))
-        };
+        let path = bay_core::paths::from_git(raw).map_err(Fault)?;
+        let submodule = new.as_ref().is_some_and(Entry::is_submodule);
         let bytes = match new {
             None => None,
-            Some((mode, _)) if mode.is_commit() => Some(0),
-            Some((_, id)) => Some(size(id)?),
+            Some(_) if submodule => Some(0),
+            Some(entry) => {
+                let id = gix_id(&entry.id)?;
+                let header = repo
+                    .find_header(id)
+                    .map_err(|e| Fault(format!("cannot size {id} at {path}: {e}")))?;
+                Some(header.size())
+            }
         };
-        let lines = if new.is_some_and(|(mode, _)| mode.is_commit()) {
+        let lines = if submodule {
             None
-        } else if old.map(|(_, id)| id) == new.map(|(_, id)| id) {
+        } else if old.as_ref().map(|e| &e.id) == new.as_ref().map(|e| &e.id) {
             // Only the mode changed: Git counts nothing, or `-` for a binary file.
-            match side(repo, new, threshold, path)? {
+            match side(repo, new.as_ref(), threshold, path)? {
                 Side::Binary => None,
                 Side::Text(_) => Some((0, 0)),
             }
         } else {
             match (
-                side(repo, old, threshold, path)?,
-                side(repo, new, threshold, path)?,
+                side(repo, old.as_ref(), threshold, path)?,
+                side(repo, new.as_ref(), threshold, path)?,
             ) {
                 (Side::Text(old), Side::Text(new)) => Some(count_lines(&old, &new)),
                 _ => None,
@@ -119,18 +133,19 @@ pub(crate) fn count_lines(old: &[u8], new: &[u8]) -> (u64, u64) {
 /// One side of a path as Git's diff reads it.
 fn side(
     repo: &gix::Repository,
-    leaf: Option<Leaf>,
+    entry: Option<&Entry>,
     threshold: u64,
     path: &str,
 ) -> Result<Side, Fault> {
-    let Some((mode, id)) = leaf else {
+    let Some(entry) = entry else {
         return Ok(Side::Text(Vec::new()));
     };
-    if mode.is_commit() {
+    if entry.is_submodule() {
         return Ok(Side::Text(
-            format!("Subproject commit {}\n", id.to_hex()).into_bytes(),
+            format!("Subproject commit {}\n", entry.id).into_bytes(),
         ));
     }
+    let id = gix_id(&entry.id)?;
     let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id} at {path}: {e}"));
     let size = repo.find_header(id).map_err(|e| broken(&e))?.size();
     if size > threshold {
@@ -143,63 +158,15 @@ fn side(
     Ok(Side::Text(data))
 }
 
+/// `id` as gix's, or a fault naming it.
+fn gix_id(id: &Oid) -> Result<gix::ObjectId, Fault> {
+    to_gix(id).ok_or_else(|| Fault(format!("{id} is not an object id of this repository")))
+}
+
 /// The tree `treeish` (a commit or a tree) names.
-fn tree_of(repo: &gix::Repository, treeish: &Oid) -> Result<gix::ObjectId, Fault> {
-    let id = crate::gitoxide::to_gix(treeish)
-        .ok_or_else(|| Fault(format!("{treeish} is not an object id of this repository")))?;
+fn tree_of(repo: &gix::Repository, treeish: &Oid) -> Result<Oid, Fault> {
+    let id = gix_id(treeish)?;
     let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read the tree of {id}: {e}"));
     let object = repo.find_object(id).map_err(|e| broken(&e))?;
-    Ok(object.peel_to_tree().map_err(|e| broken(&e))?.id)
-}
-
-/// The entries of the tree `id`, by name; none for an absent side.
-fn entries(
-    repo: &gix::Repository,
-    id: Option<gix::ObjectId>,
-) -> Result<BTreeMap<Vec<u8>, Leaf>, Fault> {
-    let mut entries = BTreeMap::new();
-    let Some(id) = id else {
-        return Ok(entries);
-    };
-    let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read the tree {id}: {e}"));
-    let tree = repo.find_tree(id).map_err(|e| broken(&e))?;
-    for entry in gix::objs::TreeRefIter::from_bytes(&tree.data, repo.object_hash()) {
-        let entry = entry.map_err(|e| broken(&e))?;
-        entries.insert(entry.filename.to_vec(), (entry.mode, entry.oid.to_owned()));
-    }
-    Ok(entries)
-}
-
-/// Adds to `changes` each file path under `prefix` whose entry differs between the trees
-/// `old` and `new`, with its entry on each side (`None` where the side has no file there).
-/// A file that became a directory is a deleted file and the files under the directory.
-fn compare(
-    repo: &gix::Repository,
-    prefix: Vec<u8>,
-    old: Option<gix::ObjectId>,
-    new: Option<gix::ObjectId>,
-    changes: &mut Vec<(Vec<u8>, Option<Leaf>, Option<Leaf>)>,
-) -> Result<(), Fault> {
-    let (old, new) = (entries(repo, old)?, entries(repo, new)?);
-    let names: std::collections::BTreeSet<&Vec<u8>> = old.keys().chain(new.keys()).collect();
-    for name in names {
-        let (a, b) = (old.get(name).copied(), new.get(name).copied());
-        if a == b {
-            continue;
-        }
-        let mut path = prefix.clone();
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(name);
-        let file = |leaf: Option<Leaf>| leaf.filter(|(mode, _)| !mode.is_tree());
-        let tree = |leaf: Option<Leaf>| leaf.filter(|(mode, _)| mode.is_tree()).map(|l| l.1);
-        if file(a).is_some() || file(b).is_some() {
-            changes.push((path.clone(), file(a), file(b)));
-        }
-        if tree(a).is_some() || tree(b).is_some() {
-            compare(repo, path, tree(a), tree(b), changes)?;
-        }
-    }
-    Ok(())
+    from_gix(&object.peel_to_tree().map_err(|e| broken(&e))?.id)
 }

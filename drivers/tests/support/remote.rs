@@ -9,7 +9,7 @@ use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::record::{Step, StepBody};
 use bay_core::time::Timestamp;
-use bay_drivers::git::Git;
+use bay_drivers::git::{Call, Git};
 use bay_drivers::remote::Repo;
 use tempfile::TempDir;
 
@@ -29,17 +29,34 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 pub fn git_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> String {
     let g = Git::in_dir(dir);
-    let mut call = g
-        .cmd(args)
-        .env("GIT_AUTHOR_NAME", "tester")
-        .env("GIT_AUTHOR_EMAIL", "tester@localhost")
-        .env("GIT_COMMITTER_NAME", "tester")
-        .env("GIT_COMMITTER_EMAIL", "tester@localhost");
+    let mut call = as_tester(&g, args);
     if let Some(input) = stdin {
         call = call.stdin(input.as_bytes());
     }
     match call.text() {
         Ok(text) => text,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// A call of `git <args>` on `g` as the fixed test identity, not run yet.
+pub fn as_tester<'g>(g: &'g Git, args: &[&str]) -> Call<'g> {
+    g.cmd(args)
+        .env("GIT_AUTHOR_NAME", "tester")
+        .env("GIT_AUTHOR_EMAIL", "tester@localhost")
+        .env("GIT_COMMITTER_NAME", "tester")
+        .env("GIT_COMMITTER_EMAIL", "tester@localhost")
+}
+
+/// `git <args>` in `dir` as the fixed test identity and with no system or global config, its
+/// stdout as bytes (paths Git prints need not be UTF-8); panics with Git's message on failure.
+pub fn git_bytes(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let g = Git::in_dir(dir);
+    let call = as_tester(&g, args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+    match call.run() {
+        Ok(out) => out.stdout,
         Err(error) => panic!("{error}"),
     }
 }
