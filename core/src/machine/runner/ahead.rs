@@ -25,7 +25,7 @@
 //! is taken over once the run ends, at most one check's time late.
 
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
-use crate::check::plan::{self, POLICY_PATH, changes_checks, parse_policy};
+use crate::check::plan::{self, POLICY_PATH, parse_policy};
 use crate::check::reuse::recorded;
 use crate::check::{
     ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord,
@@ -360,11 +360,10 @@ impl Runner {
             // Its work is on main already: it ends `no_effect`, and moves nothing.
             return self.predict_next(predict);
         }
-        if changes_checks(&predict.policy, &changed_paths) {
-            // The checks behind it would be its own: the prediction stops here.
-            return self.rest_until_watch();
-        }
         let candidate = CommitTree { commit, tree };
+        // Planned under main's policy and no policy of its own: an entry that changes the
+        // policy or an adapter (`plan::changes_checks`) cannot be, and that is the only refusal.
+        // The checks behind it would be its own, so the prediction stops there.
         let planned = match plan::plan(&predict.policy, None, &changed_paths, &self.now.date()) {
             Ok(plan) => plan.runs,
             Err(_) => return self.rest_until_watch(),
