@@ -58,19 +58,26 @@ fn records(world: &World) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn the_entry_behind_a_held_head_is_checked_early_and_merges_on_that_run() {
+/// Two changes queued, the first writing `greeting` into `src/greeting.txt`, the second
+/// another file; the first claimed by another runner; then `bay runner run --once` here,
+/// which ended with exit 0. Returns the world, both changes and the run.
+fn behind_a_held_head(greeting: &str) -> (World, String, String, Ran) {
     let world = world_ahead();
     let ann = world.clone_as("ann");
     let bob = world.clone_as("bob");
-    let (first, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let (first, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", greeting);
     let (second, _) = world.submit(&bob, "bob", "part", "src/farewell.txt", "Bye\n");
     claimed_by_other(&world, &first);
-
-    // The head is another runner's: this one checks the entry behind it, then, once the
-    // claim has been still for a whole lease, takes the head over and merges both.
     let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
     assert_eq!(run.code, 0, "{run:?}");
+    (world, first, second, run)
+}
+
+#[test]
+fn the_entry_behind_a_held_head_is_checked_early_and_merges_on_that_run() {
+    // The head is another runner's: this one checks the entry behind it, then, once the
+    // claim has been still for a whole lease, takes the head over and merges both.
+    let (world, first, second, run) = behind_a_held_head("Hi\n");
     assert_eq!(world.merges_of(&first), 1);
     assert_eq!(world.merges_of(&second), 1);
     let prechecks = run.doc["detail"]["prechecks"]
@@ -103,16 +110,8 @@ fn the_entry_behind_a_held_head_is_checked_early_and_merges_on_that_run() {
 
 #[test]
 fn a_prediction_main_misses_never_counts() {
-    let world = world_ahead();
-    let ann = world.clone_as("ann");
-    let bob = world.clone_as("bob");
     // The head empties a file, which the check fails: main never takes it.
-    let (first, _) = world.submit(&ann, "ann", "empty", "src/greeting.txt", "");
-    let (second, _) = world.submit(&bob, "bob", "part", "src/farewell.txt", "Bye\n");
-    claimed_by_other(&world, &first);
-
-    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let (world, first, second, run) = behind_a_held_head("");
     assert_eq!(world.merges_of(&first), 0);
     assert_eq!(world.merges_of(&second), 1);
     let prechecks = run.doc["detail"]["prechecks"].clone();
