@@ -98,9 +98,9 @@ impl Reader {
                 ))
             })?);
         }
-        let slot = self.opened();
-        let repo = self.repository(&slot, "objects")?;
-        parsed.into_iter().map(|name| name.look_up(repo)).collect()
+        self.with_repository("objects", |repo| {
+            parsed.into_iter().map(|name| name.look_up(repo)).collect()
+        })
     }
 
     /// The refs under the folder `dir` (a ref name, without the trailing `/`), the newest
@@ -165,20 +165,20 @@ impl Reader {
         one: &bay_core::git::Oid,
         two: &bay_core::git::Oid,
     ) -> Result<Option<bay_core::git::Oid>, Fault> {
-        let slot = self.opened();
-        let repo = self.repository(&slot, "commits")?;
-        let commit = |oid: &bay_core::git::Oid| {
-            let id = crate::gitoxide::to_gix(oid)
-                .ok_or_else(|| Fault(format!("{oid} is not an object id")))?;
-            repo.find_commit(id)
-                .map(|_| id)
-                .map_err(|e| Fault(format!("no commit {oid} to take a merge base of: {e}")))
-        };
-        let (a, b) = (commit(one)?, commit(two)?);
-        let base = repo
-            .merge_base(a, b)
-            .map_err(|e| Fault(format!("the merge base of {one} and {two}: {e}")))?;
-        base.map(|id| crate::gitoxide::from_gix(&id)).transpose()
+        self.with_repository("commits", |repo| {
+            let commit = |oid: &bay_core::git::Oid| {
+                let id = crate::gitoxide::to_gix(oid)
+                    .ok_or_else(|| Fault(format!("{oid} is not an object id")))?;
+                repo.find_commit(id)
+                    .map(|_| id)
+                    .map_err(|e| Fault(format!("no commit {oid} to take a merge base of: {e}")))
+            };
+            let (a, b) = (commit(one)?, commit(two)?);
+            let base = repo
+                .merge_base(a, b)
+                .map_err(|e| Fault(format!("the merge base of {one} and {two}: {e}")))?;
+            base.map(|id| crate::gitoxide::from_gix(&id)).transpose()
+        })
     }
 
     /// The first-parent line from the commit `tip`, newest first: at most `limit` commits, and
@@ -233,23 +233,24 @@ impl Reader {
         since: Option<bay_core::time::Timestamp>,
         mut each: impl FnMut(bay_core::git::Oid, &gix::Commit<'_>) -> Result<T, Fault>,
     ) -> Result<Vec<T>, Fault> {
-        let slot = self.opened();
-        let repo = self.repository(&slot, "commits")?;
-        let mut line = Vec::new();
-        let mut at = crate::gitoxide::to_gix(tip);
-        while let Some(id) = at.filter(|_| line.len() < limit as usize) {
-            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
-            let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
-            let time = commit.time().map_err(|e| broken(&e))?;
-            if since
-                .is_some_and(|since| time.seconds < i64::try_from(since.secs()).unwrap_or(i64::MAX))
-            {
-                break;
+        self.with_repository("commits", |repo| {
+            let mut line = Vec::new();
+            let mut at = crate::gitoxide::to_gix(tip);
+            while let Some(id) = at.filter(|_| line.len() < limit as usize) {
+                let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
+                let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
+                let time = commit.time().map_err(|e| broken(&e))?;
+                let before_since = since.is_some_and(|since| {
+                    time.seconds < i64::try_from(since.secs()).unwrap_or(i64::MAX)
+                });
+                if before_since {
+                    break;
+                }
+                line.push(each(crate::gitoxide::from_gix(&id)?, &commit)?);
+                at = commit.parent_ids().next().map(|parent| parent.detach());
             }
-            line.push(each(crate::gitoxide::from_gix(&id)?, &commit)?);
-            at = commit.parent_ids().next().map(|parent| parent.detach());
-        }
-        Ok(line)
+            Ok(line)
+        })
     }
 
     /// The newest of the newest `within` commits on `tip`'s first-parent line that holds `path`
@@ -263,37 +264,37 @@ impl Reader {
         path: &str,
         within: u32,
     ) -> Result<Option<bay_core::git::Oid>, Fault> {
-        let slot = self.opened();
-        let repo = self.repository(&slot, "commits")?;
-        // Whether a commit holds `path`, and its first parent.
-        let read = |id: gix::ObjectId| -> Result<(bool, Option<gix::ObjectId>), Fault> {
-            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
-            let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
-            let tree = commit.tree().map_err(|e| broken(&e))?;
-            let holds = tree
-                .lookup_entry_by_path(path)
-                .map_err(|e| broken(&e))?
-                .is_some();
-            Ok((holds, commit.parent_ids().next().map(|p| p.detach())))
-        };
-        let start = crate::gitoxide::to_gix(tip)
-            .ok_or_else(|| Fault(format!("{tip} is not an object id of this repository")))?;
-        let (mut holds, mut parent) = read(start)?;
-        let mut at = start;
-        for _ in 0..within {
-            let (parent_holds, grandparent) = match parent {
-                Some(parent) => read(parent)?,
-                None => (false, None),
+        self.with_repository("commits", |repo| {
+            // Whether a commit holds `path`, and its first parent.
+            let read = |id: gix::ObjectId| -> Result<(bool, Option<gix::ObjectId>), Fault> {
+                let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
+                let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
+                let tree = commit.tree().map_err(|e| broken(&e))?;
+                let holds = tree
+                    .lookup_entry_by_path(path)
+                    .map_err(|e| broken(&e))?
+                    .is_some();
+                Ok((holds, commit.parent_ids().next().map(|p| p.detach())))
             };
-            if holds && !parent_holds {
-                return crate::gitoxide::from_gix(&at).map(Some);
+            let start = crate::gitoxide::to_gix(tip)
+                .ok_or_else(|| Fault(format!("{tip} is not an object id of this repository")))?;
+            let (mut holds, mut parent) = read(start)?;
+            let mut at = start;
+            for _ in 0..within {
+                let (parent_holds, grandparent) = match parent {
+                    Some(parent) => read(parent)?,
+                    None => (false, None),
+                };
+                if holds && !parent_holds {
+                    return crate::gitoxide::from_gix(&at).map(Some);
+                }
+                let Some(next) = parent else {
+                    return Ok(None);
+                };
+                (at, holds, parent) = (next, parent_holds, grandparent);
             }
-            let Some(next) = parent else {
-                return Ok(None);
-            };
-            (at, holds, parent) = (next, parent_holds, grandparent);
-        }
-        Ok(None)
+            Ok(None)
+        })
     }
 }
 
