@@ -1,6 +1,7 @@
 //! `[policy] evidence_reuse = "exact-inputs"` with real Git: a pass recorded on exactly a
 //! run's inputs stands for the next attempt at the same candidate, where the policy at the
-//! base allows unsigned reuse (`[policy] reuse_unsigned`).
+//! base allows unsigned reuse (`[policy] reuse_unsigned`), or, whatever the policy says, where
+//! a key registry signs everything and the pass's record is signed.
 
 mod support;
 
@@ -152,5 +153,75 @@ fn a_pass_on_another_tree_of_the_same_base_is_never_reused() {
         count(&world, "files"),
         2,
         "each candidate ran its own check"
+    );
+}
+
+#[test]
+fn under_a_registry_that_signs_everything_a_signed_pass_is_reused_without_reuse_unsigned() {
+    let world = gated_world("");
+    let keys = enrol_runner_keys(&world);
+    configure_runner_keys(&world, &keys);
+    let (status, files, gated) = run_twice(&world);
+    assert_eq!(status["decision"], "merged", "{status}");
+    assert_eq!(
+        files, 1,
+        "the signed pass stood: the check did not run again"
+    );
+    assert_eq!(gated, 1);
+    assert_eq!(status["detail"]["trust"], "signed", "{status}");
+}
+
+#[test]
+fn under_a_registry_a_pass_whose_signature_fails_is_run_again() {
+    let world = gated_world("\n[policy]\nreuse_unsigned = true\n");
+    let keys = enrol_runner_keys(&world);
+    configure_runner_keys(&world, &keys);
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let (home, gate) = home_and_gate(&world);
+    let env = [
+        ("HOME", home.to_str().expect("utf-8")),
+        ("GATE", gate.to_str().expect("utf-8")),
+    ];
+    bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    assert_eq!(count(&world, "files"), 1);
+    // Someone with plain Git rewrites each record: its time moves by a millisecond, its
+    // signature stays, so it no longer verifies; everything reuse matches on is unchanged.
+    let notes = "refs/notes/bay/evidence/admin";
+    let listed = git_dir(&world.remote, &["notes", "--ref", notes, "list"]);
+    for object in listed
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(1))
+    {
+        let text = git_dir(&world.remote, &["notes", "--ref", notes, "show", object]);
+        let tampered: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let mut record: Value = serde_json::from_str(line).expect("a record");
+                let at = record["at"].as_u64().expect("a time");
+                record["at"] = Value::from(at + 1);
+                record.to_string()
+            })
+            .collect();
+        let message = tampered.join("\n");
+        let add = ["notes", "--ref", notes, "add", "-f", "-m", &message, object];
+        let identity = [
+            "-c",
+            "user.name=someone",
+            "-c",
+            "user.email=someone@example.com",
+        ];
+        git_dir(&world.remote, &[&identity[..], &add[..]].concat());
+    }
+    write(&gate, "open", "");
+    let second = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    assert_eq!(second.code, 0, "{second:?}");
+    let status = bay(&view, "ann", &["status"]).doc;
+    assert_eq!(status["decision"], "merged", "{status}");
+    assert_eq!(world.merges_of(&change), 1);
+    assert_eq!(
+        count(&world, "files"),
+        2,
+        "the tampered pass did not count, even with reuse_unsigned: the check ran again"
     );
 }

@@ -13,64 +13,18 @@ use support::*;
 
 const REGISTRY: &str = "refs/bay/registry";
 
-fn pub_file(path: &Path) -> String {
-    format!("{}.pub", path.display())
-}
-
 fn path(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
 }
 
-struct Keys {
-    dir: PathBuf,
-    executor: PathBuf,
-    producer: PathBuf,
-}
-
-/// The standard world with a registry enrolling an executor and a producer key for the
-/// admin clone's runner (`admin`), neither of them configured yet.
-fn world_with_registry() -> (World, Keys) {
+fn world_with_registry() -> (World, RunnerKeys) {
     let world = World::standard();
-    let dir = world.root.path().join("keys");
-    std::fs::create_dir(&dir).expect("a folder for keys");
-    let registry = keygen(&dir, "bay-registry");
-    let keys = Keys {
-        executor: keygen(&dir, "bay-executor"),
-        producer: keygen(&dir, "bay-producer"),
-        dir,
-    };
-    git(
-        &world.admin,
-        &["config", "bay.registryKey", path(&registry)],
-    );
-    for (class, name, key) in [
-        ("registry", "admin", &registry),
-        ("executor", "admin", &keys.executor),
-        ("producer", "admin", &keys.producer),
-    ] {
-        let ran = bay(
-            &world.admin,
-            "admin",
-            &["enrol", class, name, &pub_file(key)],
-        );
-        assert_eq!(ran.code, 0, "{ran:?}");
-    }
+    let keys = enrol_runner_keys(&world);
     (world, keys)
 }
 
-fn configure(world: &World, keys: &Keys) {
-    git(
-        &world.admin,
-        &["config", "bay.executorKey", path(&keys.executor)],
-    );
-    git(
-        &world.admin,
-        &["config", "bay.producerKey", path(&keys.producer)],
-    );
-}
-
 /// An allowed-signers file made from one class file of the remote's registry.
-fn allowed_signers(world: &World, keys: &Keys, class: &str) -> PathBuf {
+fn allowed_signers(world: &World, keys: &RunnerKeys, class: &str) -> PathBuf {
     let text = git_dir(&world.remote, &["show", &format!("{REGISTRY}:{class}")]);
     let file = keys.dir.join(format!("allowed-{class}"));
     std::fs::write(&file, format!("{}\n", text.trim_end())).expect("written");
@@ -80,7 +34,7 @@ fn allowed_signers(world: &World, keys: &Keys, class: &str) -> PathBuf {
 #[test]
 fn a_runner_with_enrolled_keys_signs_the_merge_and_its_evidence() {
     let (world, keys) = world_with_registry();
-    configure(&world, &keys);
+    configure_runner_keys(&world, &keys);
     let clone = world.clone_as("ann");
     let (change, view) = world.submit(&clone, "ann", "greet", "src/greeting.txt", "Hi\n");
     let ran = bay(&world.admin, "runner", &["runner", "run", "--once"]);
@@ -259,7 +213,7 @@ fn doctor_row(world: &World, name: &str) -> serde_json::Value {
 fn doctor_shows_the_signing_mode_and_turns_red_for_a_key_others_can_read() {
     use std::os::unix::fs::PermissionsExt;
     let (world, keys) = world_with_registry();
-    configure(&world, &keys);
+    configure_runner_keys(&world, &keys);
     git(&world.admin, &["fetch", "--quiet", "origin"]);
     let signing = doctor_row(&world, "signing");
     assert_eq!(signing["found"], "all", "{signing}");

@@ -55,6 +55,16 @@ fn registry(bench: &mut Bench, runners: &[&str]) {
 
 /// A runner named `name` with its keys judged as `bay runner run` judges them.
 fn runner(bench: &mut Bench, name: &str, clock: u64) -> Runner {
+    runner_with(bench, name, clock, |_| {})
+}
+
+/// A runner as [`runner`] makes one, its config then changed by `tweak`.
+fn runner_with(
+    bench: &mut Bench,
+    name: &str,
+    clock: u64,
+    tweak: impl FnOnce(&mut RunnerConfig),
+) -> Runner {
     let setting = |bench: &mut Bench, key: &str| {
         let key = format!("{name}.{key}");
         Some(KeySetting {
@@ -73,6 +83,7 @@ fn runner(bench: &mut Bench, name: &str, clock: u64) -> Runner {
     let mut cfg = RunnerConfig::new(name, MAIN, clock);
     cfg.signer = keys.signer().cloned();
     assert!(cfg.signer.is_some(), "{:?}", keys.outcome());
+    tweak(&mut cfg);
     Runner::new(cfg, Timestamp(clock))
 }
 
@@ -86,6 +97,16 @@ fn run(
 ) -> Vec<String> {
     let now = Timestamp(clock);
     runner.handle(now, Event::Tick).expect("a faithful driver");
+    drain(bench, runner, now, on_check)
+}
+
+/// Answers `runner`'s actions at `now` until it waits, each check with a pass, as [`run`].
+fn drain(
+    bench: &mut Bench,
+    runner: &mut Runner,
+    now: Timestamp,
+    on_check: &mut dyn FnMut(&mut Bench, usize),
+) -> Vec<String> {
     let mut checks = Vec::new();
     while let Some((id, action)) = runner.poll_action() {
         let completion = match &action {
@@ -185,4 +206,69 @@ fn signed_again_only_a_check_keyed_to_the_commit_runs_again() {
         "the tree's pass stands, the commit's does not"
     );
     assert_eq!(bench.state(&op), (OpState::Merged, None));
+}
+
+/// Two changes queued under a registry that signs everything and `policy`: runner `a` claims the head and holds its check out; runner `b`, checking
+/// ahead with its producer key signing as `producer_key` says, checks the second early. Then
+/// `a`'s check passes, the head merges, and `a` takes the second up. Returns the checks `a`
+/// ran for the second, and whether it merged.
+fn checked_ahead_under_a_registry(policy: &str, producer_key: Option<&str>) -> (Vec<String>, bool) {
+    let mut bench = Bench::new(Some(policy));
+    registry(&mut bench, &["a", "b"]);
+    let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let second = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let reuse = |cfg: &mut RunnerConfig| cfg.evidence_reuse = true;
+    let mut a = runner_with(&mut bench, "a", 1_000_000, reuse);
+    let mut b = runner_with(&mut bench, "b", 1_000_000, |cfg| {
+        cfg.evidence_reuse = true;
+        cfg.ahead = 2;
+        if let (Some(key), Some(signer)) = (producer_key, cfg.signer.as_mut()) {
+            signer.producer_key = keys::path(key);
+        }
+    });
+    let now = Timestamp(1_000_000);
+    a.handle(now, Event::Tick).expect("a faithful driver");
+    let head = loop {
+        let (id, action) = a.poll_action().expect("a checks the head");
+        if matches!(action, Action::RunCheck(_)) {
+            break (id, action);
+        }
+        let completion = bench.answer(&action).expect("the model answers");
+        a.handle(now, Event::Done(id, completion))
+            .expect("a faithful driver");
+    };
+    let early = run(&mut bench, &mut b, 1_000_000, &mut |_, _| {});
+    assert_eq!(early, ["unit"], "b checks the second early");
+    assert_eq!(bench.state(&second).0, OpState::Submitted, "b owns nothing");
+    let (id, check) = head;
+    a.handle(
+        now,
+        Event::Done(id, Completion::CheckExited(passing_exit(&check))),
+    )
+    .expect("a faithful driver");
+    drain(&mut bench, &mut a, now, &mut |_, _| {});
+    assert_eq!(bench.state(&first), (OpState::Merged, None));
+    let ran = run(&mut bench, &mut a, 1_010_000, &mut |_, _| {});
+    (ran, bench.state(&second) == (OpState::Merged, None))
+}
+
+#[test]
+fn under_a_registry_that_signs_everything_a_signed_early_pass_is_reused() {
+    // The policy does not set `reuse_unsigned`: the registry stands in for it.
+    let (ran, merged) = checked_ahead_under_a_registry(POLICY, None);
+    assert!(ran.is_empty(), "b's signed pass answers: {ran:?}");
+    assert!(merged);
+}
+
+#[test]
+fn under_a_registry_a_pass_its_producer_s_key_did_not_sign_is_run_again() {
+    // b's records are signed by a key the registry never enrolled as b's producer key.
+    let (ran, merged) = checked_ahead_under_a_registry(POLICY, Some("thief"));
+    assert_eq!(ran, ["unit"], "the check runs on the real candidate");
+    assert!(merged);
+    // Under such a registry `reuse_unsigned = true` changes nothing.
+    let policy = format!("{POLICY}\n[policy]\nreuse_unsigned = true\n");
+    let (ran, merged) = checked_ahead_under_a_registry(&policy, Some("thief"));
+    assert_eq!(ran, ["unit"], "still run again");
+    assert!(merged);
 }

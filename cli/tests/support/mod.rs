@@ -511,6 +511,55 @@ pub fn keygen(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
+/// The admin clone's runner keys, made by ssh-keygen in `dir`.
+pub struct RunnerKeys {
+    pub dir: PathBuf,
+    pub executor: PathBuf,
+    pub producer: PathBuf,
+}
+
+/// Starts a key registry that signs everything on `world`'s remote, with a registry key and,
+/// for the admin clone's runner (`admin`), an executor and a producer key enrolled; the
+/// runner's keys are not configured yet ([`configure_runner_keys`]).
+pub fn enrol_runner_keys(world: &World) -> RunnerKeys {
+    let dir = world.root.path().join("keys");
+    std::fs::create_dir(&dir).expect("a folder for keys");
+    let registry = keygen(&dir, "bay-registry");
+    let keys = RunnerKeys {
+        executor: keygen(&dir, "bay-executor"),
+        producer: keygen(&dir, "bay-producer"),
+        dir,
+    };
+    let utf8 = |path: &Path| path.to_str().expect("a UTF-8 path").to_owned();
+    git(
+        &world.admin,
+        &["config", "bay.registryKey", &utf8(&registry)],
+    );
+    for (class, key) in [
+        ("registry", &registry),
+        ("executor", &keys.executor),
+        ("producer", &keys.producer),
+    ] {
+        let public = format!("{}.pub", key.display());
+        let ran = bay(&world.admin, "admin", &["enrol", class, "admin", &public]);
+        assert_eq!(ran.code, 0, "{ran:?}");
+    }
+    keys
+}
+
+/// Points the admin clone's Git config at the runner keys, so that its runner signs.
+pub fn configure_runner_keys(world: &World, keys: &RunnerKeys) {
+    let utf8 = |path: &Path| path.to_str().expect("a UTF-8 path").to_owned();
+    git(
+        &world.admin,
+        &["config", "bay.executorKey", &utf8(&keys.executor)],
+    );
+    git(
+        &world.admin,
+        &["config", "bay.producerKey", &utf8(&keys.producer)],
+    );
+}
+
 /// Holds `doc` to `schema` (one of bay's published schemas) with a real validator: every way
 /// it fails, each with the path where.
 pub fn schema_errors(schema: &Value, doc: &Value) -> Result<(), Vec<String>> {

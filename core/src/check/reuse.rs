@@ -1,8 +1,10 @@
 //! Evidence reuse: a record already on the remote answers instead of a run.
 //!
-//! - `[policy] evidence_reuse = "exact-inputs"` in the config, with the policy's
-//!   `reuse_unsigned = true` while bay has no key registry: a pass already recorded on exactly
-//!   the inputs a run would have is not run again. Exactly the inputs: the same check and
+//! - `[policy] evidence_reuse = "exact-inputs"` in the config, with a key registry that signs
+//!   everything, or else the policy's `reuse_unsigned = true`: a pass already recorded on
+//!   exactly the inputs a run would have is not run again. Under such a registry only a
+//!   record whose signature verifies counts ([`signed_only`]), whatever `reuse_unsigned`
+//!   says. Exactly the inputs: the same check and
 //!   environment; the same tree (or, for a check whose evidence counts only for one commit,
 //!   the same commit); and the same base tree, which pins the policy and the `adapter` files
 //!   the check ran with (and with them its definition).
@@ -16,7 +18,24 @@ use std::collections::BTreeSet;
 
 use super::{CheckTarget, CommitTree, EvidenceKey, EvidenceRecord, UnitReason, Verdict};
 use crate::git::Oid;
-use crate::policy::CheckSpec;
+use crate::policy::{CheckSpec, Signing};
+use crate::trust::registry::Version;
+use crate::trust::{Keys, Trust};
+
+/// The records among `records` that a registry signing everything vouches for: each signed
+/// by a `producer` key `registry` enrols under the record's own `producer`
+/// ([`Keys::record`]). Reuse under such a registry takes no other: a record anyone could
+/// have written names a producer, but only the producer's key can sign it.
+pub fn signed_only(records: Vec<String>, registry: &Version) -> Vec<String> {
+    let keys = Keys {
+        registry: Some(registry),
+        signing: Signing::All,
+    };
+    records
+        .into_iter()
+        .filter(|line| keys.record(line) == Trust::Signed)
+        .collect()
+}
 
 /// The records among `records` (each one note line) of `spec`'s check and environment, by a
 /// producer it allows, on exactly `target`: its tree, or its commit for a commit-keyed check.

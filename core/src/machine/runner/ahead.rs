@@ -24,6 +24,7 @@
 //! While an early run is out the runner makes no pass: a head whose lease runs out meanwhile
 //! is taken over once the run ends, at most one check's time late.
 
+use super::reuse_keys::{ReuseBy, Then};
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
 use crate::check::plan::{self, POLICY_PATH, parse_policy};
 use crate::check::reuse::recorded;
@@ -242,9 +243,12 @@ impl Runner {
             },
             (Purpose::Policy(start, tree), Completion::FileRead(read)) => {
                 // Main's policy, as the head's runner reads it. Early checks count only where
-                // it lets unsigned evidence be reused, as the head's runner does.
-                match read.ok().flatten().map(|bytes| parse_policy(&bytes)) {
-                    Some(Ok(policy)) if policy.reuse_unsigned => {
+                // it lets evidence be reused, as the head's runner does: under a registry,
+                // once it is read, since only signed records count there.
+                let policy = read.ok().flatten().map(|bytes| parse_policy(&bytes));
+                match policy {
+                    Some(Ok(policy)) if self.reuse_by(&policy).is_some() => {
+                        let by = self.reuse_by(&policy);
                         let Start { main, entries } = *start;
                         let predict = Predict {
                             policy,
@@ -257,7 +261,11 @@ impl Runner {
                             at_head: true,
                             line: Line::default(),
                         };
-                        self.predict_next(predict);
+                        if by == Some(ReuseBy::Registry) {
+                            self.read_reuse_keys(Then::Ahead(Box::new(predict)));
+                        } else {
+                            self.predict_next(predict);
+                        }
                     }
                     _ => self.rest_until_watch(),
                 }
@@ -266,7 +274,10 @@ impl Runner {
                 self.on_predicted(*predict, *entry, built.ok());
             }
             (Purpose::Notes(target), Completion::NotesRead(read)) => match read {
-                Ok(records) => self.run_first_unrecorded(*target, &records),
+                Ok(records) => {
+                    let records = self.counted(&target.predict.policy, records);
+                    self.run_first_unrecorded(*target, &records);
+                }
                 Err(_) => self.pass_failed(),
             },
             (Purpose::Run(target, spec, request), Completion::CheckExited(exit)) => {
@@ -310,7 +321,7 @@ impl Runner {
     }
 
     /// Builds the next entry on the base predicted so far; with none left, rests.
-    fn predict_next(&mut self, mut predict: Predict) {
+    pub(super) fn predict_next(&mut self, mut predict: Predict) {
         let Some(entry) = predict.entries.pop_front() else {
             return self.rest_until_watch();
         };

@@ -79,7 +79,7 @@ impl Runner {
             return self.advance(work);
         };
         checking.late = Late::Idle;
-        let records = read.unwrap_or_default();
+        let records = self.counted(&checking.policy, read.unwrap_or_default());
         let built = &checking.candidate.built;
         let candidate = CommitTree {
             commit: built.commit.clone(),

@@ -31,6 +31,7 @@ mod pass;
 mod presence;
 mod red;
 mod request;
+mod reuse_keys;
 mod work;
 
 #[cfg(feature = "mutants")]
@@ -92,7 +93,8 @@ pub struct RunnerConfig {
     #[serde(default = "one")]
     pub parallel_checks: u32,
     /// `[policy] evidence_reuse = "exact-inputs"`: reuse a pass recorded on exactly a run's
-    /// inputs, where the policy at the base allows it (`reuse_unsigned`).
+    /// inputs: signed, under a registry that signs everything; else where the policy at the
+    /// base sets `reuse_unsigned` (see `reuse_keys`).
     #[serde(default)]
     pub evidence_reuse: bool,
     /// `[runner] ahead`: how many queued entries behind a head another runner holds this
@@ -281,6 +283,8 @@ enum Purpose {
     Bisect(bisect::Purpose),
     /// An action of checking queued entries early (`[runner] ahead`).
     Ahead(ahead::Purpose),
+    /// A read of the registry before a prediction reads the passes it may reuse.
+    ReuseKeys(reuse_keys::Purpose),
     /// An action of a compaction of merged changes into the index.
     Compact(compaction::Purpose),
     /// This runner's presence, pushed. Like a notice it outlives the work, and a runner that
@@ -375,6 +379,8 @@ pub struct Runner {
     /// The registry tip whose `executor` file last enrolled the key of a candidate this
     /// runner was about to merge: the same tip fetched again needs no read.
     keys_seen: Option<Oid>,
+    /// The registry as reuse judged it last, with its tip (see `reuse_keys`).
+    reuse_keys: reuse_keys::Judged,
     /// The registry no longer enrols this runner's executor key (`REGISTRY_CHANGED`): it
     /// claims nothing more until it starts again with a key the registry enrols.
     withdrawn: bool,
@@ -410,6 +416,7 @@ impl Runner {
             main_in_doubt: false,
             own_commits: own::Known::new(),
             keys_seen: None,
+            reuse_keys: None,
             withdrawn: false,
         }
     }
@@ -627,6 +634,7 @@ impl Machine for Runner {
                     Purpose::Notify => self.on_notified(completion)?,
                     Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
                     Purpose::Ahead(purpose) => self.on_ahead(purpose, completion)?,
+                    Purpose::ReuseKeys(purpose) => self.on_reuse_keys(purpose, completion)?,
                     Purpose::Compact(purpose) => self.on_compaction(purpose, completion)?,
                     Purpose::Presence => self.on_presence(completion)?,
                     Purpose::PresenceRead => self.on_earlier_presence(completion)?,

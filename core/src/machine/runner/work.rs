@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::reuse_keys::ReuseBy;
 use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::reuse::reusable_pass;
@@ -90,6 +91,8 @@ pub(super) enum Purpose {
     /// runs are in flight (`late`).
     LateFetch(FetchSpec),
     LateNotes,
+    /// The registry fetched, then read, before the passes to reuse are read.
+    ReuseKeys(super::reuse_keys::Purpose),
     /// The registry fetched, then read, right before the push that moves main (`write`).
     KeysFetch(Box<Write>, FetchSpec),
     KeysRead(Box<Write>, Oid),
@@ -1071,6 +1074,11 @@ impl Runner {
             (Purpose::KeysRead(write, tip), Completion::RegistryRead(result)) => {
                 self.on_keys_read(work, *write, tip, result)
             }
+            (Purpose::ReuseKeys(purpose), completion) => {
+                let placed = self.keep(work);
+                self.on_reuse_keys(purpose, completion)?;
+                placed
+            }
             (purpose, completion) => {
                 let _placed = self.keep(work);
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
@@ -1447,8 +1455,7 @@ impl Runner {
         if let Some(why) = plan.runs.iter().find_map(|run| self.cannot_run(&run.spec)) {
             return self.unavailable(work, why);
         }
-        let reuse = self.cfg.evidence_reuse
-            && policy.reuse_unsigned
+        let reuse = self.reuse_by(&policy).is_some()
             && !plan.runs.is_empty()
             && plan
                 .runs
@@ -1517,35 +1524,54 @@ impl Runner {
         self.checks_planned(work, checking, reuse)
     }
 
-    /// The checks are planned (and any waiver read): read the passes to reuse, or record the
-    /// claim and the candidate.
+    /// The checks are planned (and any waiver read): read the passes to reuse (under a
+    /// registry, once it is read), or record the claim and the candidate.
     pub(super) fn checks_planned(
         &mut self,
         mut work: Box<Work>,
         checking: Checking,
         reuse: bool,
     ) -> Placed {
-        let built = &checking.candidate.built;
-        let (tree, commit) = (built.tree.clone(), built.commit.clone());
-        let notes = if reuse {
-            self.evidence_tips()
-        } else {
-            Vec::new()
-        };
-        if !notes.is_empty() {
-            work.phase = Phase::Checking(Box::new(checking));
-            #[allow(unused_mut)]
-            let mut objects = vec![tree, commit];
-            #[cfg(feature = "mutants")]
-            if self.mutant_prechecks_by_change() {
-                objects.push(work.requested.draft.clone());
-            }
-            let read = Action::ReadNotes { notes, objects };
-            self.send_work(read, Purpose::ReadNotes);
-            return self.keep(work);
-        }
-        let write = self.record_plan(&checking, work.main_moved);
+        let by = self.reuse_by(&checking.policy);
         work.phase = Phase::Checking(Box::new(checking));
+        match by {
+            Some(ReuseBy::Registry) if reuse => {
+                self.read_reuse_keys(super::reuse_keys::Then::Work);
+                self.keep(work)
+            }
+            Some(ReuseBy::Unsigned) if reuse => self.read_reused(work),
+            _ => self.record_checks(work),
+        }
+    }
+
+    /// Reads the passes on the candidate that answer its runs; with no notes to read,
+    /// records the claim and the candidate.
+    pub(super) fn read_reused(&mut self, work: Box<Work>) -> Placed {
+        let notes = self.evidence_tips();
+        let Phase::Checking(checking) = &work.phase else {
+            return self.keep(work);
+        };
+        if notes.is_empty() {
+            return self.record_checks(work);
+        }
+        let built = &checking.candidate.built;
+        #[allow(unused_mut)]
+        let mut objects = vec![built.tree.clone(), built.commit.clone()];
+        #[cfg(feature = "mutants")]
+        if self.mutant_prechecks_by_change() {
+            objects.push(work.requested.draft.clone());
+        }
+        let read = Action::ReadNotes { notes, objects };
+        self.send_work(read, Purpose::ReadNotes);
+        self.keep(work)
+    }
+
+    /// Records the claim and the candidate, so that the checks can run.
+    fn record_checks(&mut self, work: Box<Work>) -> Placed {
+        let Phase::Checking(checking) = &work.phase else {
+            return self.keep(work);
+        };
+        let write = self.record_plan(checking, work.main_moved);
         self.write(work, write)
     }
 
@@ -1570,7 +1596,7 @@ impl Runner {
         let Phase::Checking(checking) = &mut work.phase else {
             return self.keep(work);
         };
-        let records = result.unwrap_or_default();
+        let records = self.counted(&checking.policy, result.unwrap_or_default());
         let built = &checking.candidate.built;
         let candidate = crate::check::CommitTree {
             commit: built.commit.clone(),

@@ -157,6 +157,23 @@ fn a_record_counts_as_signed_only_when_its_signature_verifies_whatever_it_says()
 }
 
 #[test]
+fn reuse_under_a_registry_that_signs_everything_takes_only_signed_records() {
+    let registry = enrolled();
+    let signed = signed_record(PRODUCER, RECORD);
+    let records = vec![
+        RECORD.to_owned(),
+        signed.clone(),
+        signed_record(EXECUTOR, RECORD),
+        signed.replace("1700000000123", "1700000000124"),
+    ];
+    assert_eq!(
+        crate::check::reuse::signed_only(records, &registry),
+        vec![signed],
+        "the unsigned, the executor-signed and the changed-after-signing records are dropped"
+    );
+}
+
+#[test]
 fn a_review_verifies_only_against_the_reviewer_file_and_never_as_a_producer() {
     let review = RECORD.replace("\"check\":\"unit\",", "\"kind\":\"review\",");
     // The same key, enrolled as producer r1: a review it signs does not count.
