@@ -14,6 +14,8 @@ use bay_core::save::{After, Before};
 
 use crate::git::{Git, Location};
 use crate::objects::{Identity, Objects};
+use crate::reader::Reader;
+use crate::trees::{self, Entry};
 
 /// The checkout's edits, committed on `HEAD` and on no branch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,13 +108,7 @@ impl Checkout {
         }
         self.with_index(&index, ["add", "--all"])?;
         let tree = oid(&self.with_index(&index, ["write-tree"])?)?;
-        let raw = self
-            .git()
-            .cmd(["diff-tree", "-r", "-z", "--no-commit-id", "--raw"])
-            .args([head_tree.as_str(), tree.as_str()])
-            .run()?
-            .stdout;
-        let submodules = gitlinks(&raw)?;
+        let submodules = self.gitlinks(&head_tree, &tree)?;
         let changed = tree != head_tree;
         Ok((
             Snapshot {
@@ -122,6 +118,27 @@ impl Checkout {
             },
             submodules,
         ))
+    }
+
+    /// The paths of the submodules (gitlinks) added, removed or moved between the trees
+    /// `from` and `to`, on either side, walked in-process; a name that is not UTF-8 is
+    /// refused by name.
+    fn gitlinks(&self, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
+        let reader = Reader::new(Git::git_dir(&self.common_dir));
+        trees::changed_files(&reader, from, to)?
+            .into_iter()
+            .filter(|change| {
+                [&change.old, &change.new]
+                    .into_iter()
+                    .flatten()
+                    .any(Entry::is_submodule)
+            })
+            .map(|change| {
+                bay_core::paths::from_git(&change.path)
+                    .map(str::to_owned)
+                    .map_err(Fault)
+            })
+            .collect()
     }
 
     fn with_index<const N: usize>(&self, index: &Path, args: [&str; N]) -> Result<String, Fault> {
@@ -211,22 +228,6 @@ fn split_z(bytes: &[u8]) -> Result<Vec<String>, Fault> {
         .collect()
 }
 
-/// The paths of a `diff-tree -r -z --raw` whose old or new mode is a gitlink.
-fn gitlinks(raw: &[u8]) -> Result<Vec<String>, Fault> {
-    let fields = split_z(raw)?;
-    Ok(fields
-        .chunks(2)
-        .filter(|pair| {
-            pair.first().is_some_and(|meta| {
-                // `:<old mode> <new mode> <old> <new> <status>`
-                let modes: Vec<&str> = meta.trim_start_matches(':').split(' ').take(2).collect();
-                modes.contains(&"160000")
-            })
-        })
-        .filter_map(|pair| pair.get(1).cloned())
-        .collect())
-}
-
 fn oid(text: &str) -> Result<Oid, Fault> {
     Oid::parse(text.trim()).map_err(Fault)
 }
@@ -278,17 +279,28 @@ mod tests {
         assert!(snapshot.changed, "the edit was missed");
     }
 
+    /// A file edit alone names no submodule; one added beside it is named, and, once
+    /// committed and taken out of the checkout, named again from the old side.
     #[test]
-    fn gitlinks_are_read_from_either_side_of_a_raw_diff() {
-        let raw = b":000000 160000 0000 1111 A\0vendor/x\0:100644 100644 2222 3333 M\0src/a\0:160000 000000 4444 0000 D\0old/y\0";
-        assert_eq!(
-            gitlinks(raw).expect("paths"),
-            vec!["vendor/x".to_owned(), "old/y".to_owned()]
-        );
-        assert!(gitlinks(b"").expect("none").is_empty());
-        // A name that is not UTF-8 is refused by name, not read as `vendor/\u{fffd}`.
-        let raw = b":000000 160000 0000 1111 A\0vendor/\xe9\0";
-        let Fault(why) = gitlinks(raw).expect_err("not UTF-8");
-        assert!(why.contains("vendor/\\xe9"), "{why}");
+    fn the_snapshot_names_submodules_added_or_removed() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let git = repository_with_a_commit(dir.path());
+        let checkout = Checkout::new(dir.path(), dir.path().join(".git"));
+        std::fs::write(dir.path().join("greeting.txt"), "Topic\n").expect("write");
+        let (snapshot, submodules) = checkout.snapshot().expect("a snapshot");
+        assert!(snapshot.changed);
+        assert!(submodules.is_empty(), "{submodules:?}");
+        let nested = dir.path().join("vendor/x");
+        repository_with_a_commit(&nested);
+        let (_, submodules) = checkout.snapshot().expect("a snapshot");
+        assert_eq!(submodules, vec!["vendor/x".to_owned()]);
+        git.cmd(["add", "--all"]).run().expect("add");
+        git.cmd(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(["commit", "-q", "-m", "with a submodule"])
+            .run()
+            .expect("commit");
+        std::fs::remove_dir_all(&nested).expect("rm");
+        let (_, submodules) = checkout.snapshot().expect("a snapshot");
+        assert_eq!(submodules, vec!["vendor/x".to_owned()]);
     }
 }
