@@ -50,6 +50,11 @@ impl Local {
         self.views.stage(change);
     }
 
+    /// The clone's one reader of objects, for a command that reads trees itself.
+    pub fn reader(&self) -> Arc<bay_drivers::reader::Reader> {
+        self.repo.reader()
+    }
+
     /// A file at `commit`, `None` when the commit has no such file.
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, String> {
         self.repo

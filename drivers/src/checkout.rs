@@ -7,6 +7,7 @@
 //! the checkout.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bay_core::git::Oid;
 use bay_core::machine::Fault;
@@ -34,6 +35,8 @@ pub struct Checkout {
     common_dir: PathBuf,
     /// Where the saved edits' commit is written.
     objects: Objects,
+    /// How trees are read: the clone's one reader, which the command shares.
+    reader: Arc<Reader>,
 }
 
 /// What a state file in a worktree's Git directory says is under way.
@@ -46,12 +49,19 @@ const UNDER_WAY: [(&str, &str); 5] = [
 ];
 
 impl Checkout {
-    pub fn new(top: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Checkout {
+    /// The checkout at `top`, of the clone whose Git directory is `common_dir` and whose
+    /// objects `reader` reads.
+    pub fn new(
+        top: impl Into<PathBuf>,
+        common_dir: impl Into<PathBuf>,
+        reader: Arc<Reader>,
+    ) -> Checkout {
         let common_dir = common_dir.into();
         Checkout {
             top: top.into(),
             objects: Objects::new(Location::GitDir(common_dir.clone())),
             common_dir,
+            reader,
         }
     }
 
@@ -124,8 +134,7 @@ impl Checkout {
     /// `from` and `to`, on either side, walked in-process; a name that is not UTF-8 is
     /// refused by name.
     fn gitlinks(&self, from: &Oid, to: &Oid) -> Result<Vec<String>, Fault> {
-        let reader = Reader::new(Git::git_dir(&self.common_dir));
-        trees::changed_files(&reader, from, to)?
+        trees::changed_files(&self.reader, from, to)?
             .into_iter()
             .filter(|change| {
                 [&change.old, &change.new]
@@ -274,7 +283,11 @@ mod tests {
             .expect("status");
         assert_eq!(seen.trim(), "M greeting.txt", "Git sees the edit");
 
-        let checkout = Checkout::new(dir.path(), dir.path().join(".git"));
+        let checkout = Checkout::new(
+            dir.path(),
+            dir.path().join(".git"),
+            Arc::new(Reader::new(git.clone())),
+        );
         let (snapshot, _) = checkout.snapshot().expect("a snapshot");
         assert!(snapshot.changed, "the edit was missed");
     }
@@ -285,7 +298,11 @@ mod tests {
     fn the_snapshot_names_submodules_added_or_removed() {
         let dir = tempfile::tempdir().expect("a folder");
         let git = repository_with_a_commit(dir.path());
-        let checkout = Checkout::new(dir.path(), dir.path().join(".git"));
+        let checkout = Checkout::new(
+            dir.path(),
+            dir.path().join(".git"),
+            Arc::new(Reader::new(git.clone())),
+        );
         std::fs::write(dir.path().join("greeting.txt"), "Topic\n").expect("write");
         let (snapshot, submodules) = checkout.snapshot().expect("a snapshot");
         assert!(snapshot.changed);

@@ -30,7 +30,8 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let checkout = Checkout::new(&context.top, &context.common_dir);
+    let reader = driver.executor().reader();
+    let checkout = Checkout::new(&context.top, &context.common_dir, reader);
     // Every refusal is judged before anything is written.
     let (snapshot, edits) = match snapshot(&context, &checkout, args) {
         Ok(Some(taken)) => taken,
