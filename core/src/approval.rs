@@ -156,6 +156,20 @@ pub fn waiver(answer: &Answer, waived: Verdict, about: &About, at: Timestamp) ->
     serde_json::to_string(&value).expect("a JSON object always serializes")
 }
 
+/// A counted waiver of one check on one candidate: the coverage gap a merge names for it,
+/// with the verdict the check really had.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Waived {
+    pub check: String,
+    pub environment: String,
+    /// The check's own verdict, which the waiver does not turn into a pass.
+    pub verdict: String,
+    pub waived_by: String,
+    pub why: String,
+    /// The waiver record's id.
+    pub record: String,
+}
+
 /// The coverage gap of a counted waiver of `check` among `lines` for a candidate of `tree`
 /// on a base of `base_tree`: one candidate's content, never carried to another. It counts
 /// only signed by a key of the registry's `approver` file under its `producer`.
@@ -165,27 +179,30 @@ pub fn waived(
     keys: Keys<'_>,
     tree: &Oid,
     base_tree: &Oid,
-) -> Option<Value> {
+) -> Option<Waived> {
     lines.iter().find_map(|line| {
         let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
             return None;
         };
-        let text = |key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default();
+        let text = |key: &str| {
+            map.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let counts = text("kind") == WAIVER
             && text("check") == check.id
             && text("environment") == check.environment
             && text("tree") == tree.as_str()
             && text("base_tree") == base_tree.as_str()
             && keys.record(line) == Trust::Signed;
-        counts.then(|| {
-            json!({
-                "check": check.id,
-                "environment": check.environment,
-                "verdict": text("waived_verdict"),
-                "waived_by": text("producer"),
-                "why": text("why"),
-                "record": text("id"),
-            })
+        counts.then(|| Waived {
+            check: check.id.clone(),
+            environment: check.environment.clone(),
+            verdict: text("waived_verdict"),
+            waived_by: text("producer"),
+            why: text("why"),
+            record: text("id"),
         })
     })
 }

@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::Runner;
+use super::gap::{Attempt, Gap};
 use super::work::{
     Baselines, Checking, Ending, Judged, Phase, Placed, Purpose, Running, Then, Work, Write,
 };
@@ -76,12 +77,11 @@ impl Runner {
         progress_until: &mut Option<Timestamp>,
         index: usize,
     ) {
-        if let Some(gap) = checking.waived.get(&index) {
+        if let Some(waived) = checking.waived.get(&index) {
             // A waiver answers without a run, and never as a pass.
             let why = format!(
                 "The check did not pass, and {} waived it on this candidate: {}",
-                gap["waived_by"].as_str().unwrap_or_default(),
-                gap["why"].as_str().unwrap_or_default()
+                waived.waived_by, waived.why
             );
             checking
                 .answered
@@ -283,23 +283,24 @@ impl Runner {
             record,
             ..
         } = run.clone();
-        if let Some(gap) = checking.waived.get(&index).cloned() {
+        if let Some(waived) = checking.waived.get(&index).cloned() {
             // Waived: a gap the merge names with the real verdict, never a pass.
-            checking.gaps.push(gap);
+            checking.gaps.push(Gap::Waived(waived));
             let then = checking.after_pass(index, self.cfg.unsigned_trust());
             return Some(check_write(
                 checking, &spec, verdict, why, record, None, then,
             ));
         }
-        checking
-            .attempts
-            .push(serde_json::json!({ "verdict": verdict, "why": why }));
+        checking.attempts.push(Attempt {
+            verdict,
+            why: why.clone(),
+        });
         let failures = checking
             .attempts
             .iter()
-            .filter(|run| run["verdict"] == Verdict::ProductFailure.as_str())
+            .filter(|run| run.verdict == Verdict::ProductFailure)
             .count();
-        let runs = serde_json::Value::from(checking.attempts.clone());
+        let runs = serde_json::to_value(&checking.attempts).unwrap_or_default();
         let blocked = |reason: ReasonCode, detail: serde_json::Value| {
             Then::End(Ending {
                 state: OpState::Blocked,
@@ -336,12 +337,12 @@ impl Runner {
             ),
             Verdict::Pass => {
                 if failures > 0 {
-                    checking.gaps.push(serde_json::json!({
-                        "check": spec.id,
-                        "environment": spec.environment,
-                        "flaky": true,
-                        "runs": runs,
-                    }));
+                    checking.gaps.push(Gap::Flaky {
+                        check: spec.id.clone(),
+                        environment: spec.environment.clone(),
+                        flaky: true,
+                        runs: checking.attempts.clone(),
+                    });
                 }
                 checking.after_pass(index, self.cfg.unsigned_trust())
             }
@@ -541,11 +542,11 @@ impl Runner {
             run.failed.iter().partition(|unit| base.contains(&unit.id));
         let shared_ids: Vec<&String> = shared.iter().map(|unit| &unit.id).collect();
         let (then, why) = if !run.failed.is_empty() && new.is_empty() {
-            checking.gaps.push(serde_json::json!({
-                "check": spec.id,
-                "environment": spec.environment,
-                "baseline_failures": shared_ids,
-            }));
+            checking.gaps.push(Gap::Baseline {
+                check: spec.id.clone(),
+                environment: spec.environment.clone(),
+                baseline_failures: shared_ids.iter().map(|id| (*id).clone()).collect(),
+            });
             let then = checking.after_pass(index, self.cfg.unsigned_trust());
             (
                 then,

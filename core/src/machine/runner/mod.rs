@@ -22,6 +22,7 @@ mod bisect;
 mod checks;
 mod compaction;
 pub mod deps;
+mod gap;
 mod hold;
 mod keys;
 mod late;

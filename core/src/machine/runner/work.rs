@@ -323,13 +323,12 @@ pub(super) struct Checking {
     pub plan: Plan,
     /// How many of the plan's runs the candidate has passed.
     pub done: usize,
-    /// The runs of the current check so far on this candidate (`retry_on_failure`), each
-    /// `{verdict, why}`.
-    pub attempts: Vec<serde_json::Value>,
+    /// The runs of the current check so far on this candidate (`retry_on_failure`).
+    pub attempts: Vec<super::gap::Attempt>,
     /// What the merge's `coverage_gaps` must name besides the plan's: checks that passed only
     /// after failing (`allow_flaky`), with every run, and failures the base shares
     /// (`baseline_failures`).
-    pub gaps: Vec<serde_json::Value>,
+    pub gaps: Vec<super::gap::Gap>,
     /// Check runs in flight, by the plan index they answer (a baseline run answers the index
     /// whose failure it judges).
     pub running: BTreeMap<usize, Running>,
@@ -347,7 +346,7 @@ pub(super) struct Checking {
     /// Yeses on earlier candidates whose files are being compared.
     pub carrying: Option<Box<super::approval::Carrying>>,
     /// Runs a signed waiver answers, by plan index: the coverage gap it adds.
-    pub waived: BTreeMap<usize, serde_json::Value>,
+    pub waived: BTreeMap<usize, crate::approval::Waived>,
     /// Whether the runner looks for passes that land while runs are in flight.
     pub late: super::late::Late,
 }
@@ -1968,7 +1967,7 @@ impl Checking {
                 .entry("coverage_gaps")
                 .or_insert_with(|| serde_json::Value::Array(Vec::new()));
             if let serde_json::Value::Array(gaps) = gaps {
-                gaps.extend(self.gaps.iter().cloned());
+                gaps.extend(self.gaps.iter().map(super::gap::Gap::to_json));
             }
         }
         let trust = if built.signed {
