@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::Runner;
-use super::gap::{Attempt, Gap};
+use super::gap::{Attempt, FailedCheck, Gap, Refusal};
 use super::work::{
     Baselines, Checking, Ending, Judged, Phase, Placed, Purpose, Running, Then, Work, Write,
 };
@@ -300,12 +300,11 @@ impl Runner {
             .iter()
             .filter(|run| run.verdict == Verdict::ProductFailure)
             .count();
-        let runs = serde_json::to_value(&checking.attempts).unwrap_or_default();
-        let blocked = |reason: ReasonCode, detail: serde_json::Value| {
+        let blocked = |reason: ReasonCode, refusal: Refusal| {
             Then::End(Ending {
                 state: OpState::Blocked,
                 reason: Some(reason),
-                detail,
+                detail: refusal.to_json(),
             })
         };
         let then = match verdict {
@@ -315,25 +314,30 @@ impl Runner {
             }
             Verdict::ProductFailure => blocked(
                 ReasonCode::CheckFailed,
-                serde_json::json!({
-                    "check": spec.id,
-                    "verdict": verdict,
-                    "why": why,
-                    "runs": runs,
-                    "checks": [failed_check(&spec, &run, run.failed.iter(), None)],
-                }),
+                Refusal::Failed {
+                    check: spec.id.clone(),
+                    verdict,
+                    why: why.clone(),
+                    runs: checking.attempts.clone(),
+                    checks: vec![failed_check(&spec, &run, run.failed.iter(), None)],
+                },
             ),
             Verdict::InfraFailure | Verdict::Unknown => blocked(
                 ReasonCode::CheckUnknown,
-                serde_json::json!({ "check": spec.id, "verdict": verdict, "why": why }),
+                Refusal::Unknown {
+                    check: spec.id.clone(),
+                    verdict,
+                    why: why.clone(),
+                    baseline: None,
+                },
             ),
             Verdict::Pass if failures > 0 && !spec.allow_flaky => blocked(
                 ReasonCode::CheckFlaky,
-                serde_json::json!({
-                    "check": spec.id,
-                    "environment": spec.environment,
-                    "checks": runs,
-                }),
+                Refusal::Flaky {
+                    check: spec.id.clone(),
+                    environment: spec.environment.clone(),
+                    checks: checking.attempts.clone(),
+                },
             ),
             Verdict::Pass => {
                 if failures > 0 {
@@ -517,16 +521,16 @@ impl Runner {
                  unknown.",
                 run.why
             );
-            let detail = serde_json::json!({
-                "check": spec.id,
-                "verdict": Verdict::Unknown,
-                "why": why,
-                "baseline": "the base run gave no verdict",
-            });
+            let refusal = Refusal::Unknown {
+                check: spec.id.clone(),
+                verdict: Verdict::Unknown,
+                why: why.clone(),
+                baseline: Some("the base run gave no verdict"),
+            };
             let then = Then::End(Ending {
                 state: OpState::Blocked,
                 reason: Some(ReasonCode::CheckUnknown),
-                detail,
+                detail: refusal.to_json(),
             });
             return check_write(
                 checking,
@@ -540,12 +544,12 @@ impl Runner {
         };
         let (shared, new): (Vec<&UnitReason>, Vec<&UnitReason>) =
             run.failed.iter().partition(|unit| base.contains(&unit.id));
-        let shared_ids: Vec<&String> = shared.iter().map(|unit| &unit.id).collect();
+        let shared_ids: Vec<String> = shared.iter().map(|unit| unit.id.clone()).collect();
         let (then, why) = if !run.failed.is_empty() && new.is_empty() {
             checking.gaps.push(Gap::Baseline {
                 check: spec.id.clone(),
                 environment: spec.environment.clone(),
-                baseline_failures: shared_ids.iter().map(|id| (*id).clone()).collect(),
+                baseline_failures: shared_ids,
             });
             let then = checking.after_pass(index, self.cfg.unsigned_trust());
             (
@@ -553,19 +557,18 @@ impl Runner {
                 format!("{} Every failing unit also fails on the base.", run.why),
             )
         } else {
-            let new_ids: Vec<&String> = new.iter().map(|unit| &unit.id).collect();
-            let detail = serde_json::json!({
-                "check": spec.id,
-                "verdict": run.verdict,
-                "why": run.why,
-                "new_failures": new_ids,
-                "baseline": "compared",
-                "checks": [failed_check(&spec, &run, new.into_iter(), Some(&shared_ids))],
-            });
+            let refusal = Refusal::NewFailures {
+                check: spec.id.clone(),
+                verdict: run.verdict,
+                why: run.why.clone(),
+                new_failures: new.iter().map(|unit| unit.id.clone()).collect(),
+                baseline: "compared",
+                checks: vec![failed_check(&spec, &run, new.into_iter(), Some(shared_ids))],
+            };
             let then = Then::End(Ending {
                 state: OpState::Blocked,
                 reason: Some(ReasonCode::CheckFailed),
-                detail,
+                detail: refusal.to_json(),
             });
             (then, run.why.clone())
         };
@@ -662,29 +665,20 @@ fn check_write(
     }
 }
 
-/// One failed check as `detail.checks` lists it for `CHECK_FAILED`: its verdict, and under
-/// `reasons` each failed unit (with its reason when the check sent one); with a baseline,
-/// `reasons` holds only the new failures and `baseline_failures` the pre-existing ones; and
-/// `stderr_log`, when the driver kept one, where the end of the run's stderr is, in the Git
-/// directory of the machine that ran it.
+/// One failed check as `detail.checks` lists it for `CHECK_FAILED` ([`FailedCheck`]).
 fn failed_check<'a>(
     spec: &CheckSpec,
     run: &Judged,
     reasons: impl Iterator<Item = &'a UnitReason>,
-    baseline_failures: Option<&Vec<&String>>,
-) -> serde_json::Value {
-    let mut check = serde_json::json!({
-        "check": spec.id,
-        "environment": spec.environment,
-        "verdict": run.verdict,
-        "why": run.why,
-        "reasons": reasons.collect::<Vec<_>>(),
-    });
-    if let Some(shared) = baseline_failures {
-        check["baseline_failures"] = serde_json::json!(shared);
+    baseline_failures: Option<Vec<String>>,
+) -> FailedCheck {
+    FailedCheck {
+        check: spec.id.clone(),
+        environment: spec.environment.clone(),
+        verdict: run.verdict,
+        why: run.why.clone(),
+        reasons: reasons.cloned().collect(),
+        baseline_failures,
+        stderr_log: run.stderr_log.clone(),
     }
-    if let Some(log) = &run.stderr_log {
-        check["stderr_log"] = serde_json::json!(log);
-    }
-    check
 }

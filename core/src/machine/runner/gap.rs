@@ -1,12 +1,12 @@
-//! What a check's runs leave on the way to a merge, as types: each run of the check under
-//! way ([`Attempt`]), and what the merge's `coverage_gaps` names beside the plan's own
-//! ([`Gap`]). Each serialises to the JSON the result documents publish, so a decision reads
-//! fields, never keys of a JSON value.
+//! What a check's runs leave, as types: each run of the check under way ([`Attempt`]), what
+//! a merge's `coverage_gaps` names beside the plan's own ([`Gap`]), and the `detail` of a
+//! refusal the runs end in ([`Refusal`]). Each serialises to the JSON the result documents
+//! publish, so a decision reads fields, never keys of a JSON value.
 
 use serde::Serialize;
 
 use crate::approval::Waived;
-use crate::check::Verdict;
+use crate::check::{UnitReason, Verdict};
 
 /// One run of the check under way on the candidate (`retry_on_failure`): `{verdict, why}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -42,6 +42,68 @@ impl Gap {
     pub(super) fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
+}
+
+/// The `detail` of an operation a check's runs end short of a merge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub(super) enum Refusal {
+    /// `CHECK_FAILED` after every run allowed (`retry_on_failure`).
+    Failed {
+        check: String,
+        verdict: Verdict,
+        why: String,
+        runs: Vec<Attempt>,
+        checks: Vec<FailedCheck>,
+    },
+    /// `CHECK_FAILED` on units the base passes (`baseline = "base"`).
+    NewFailures {
+        check: String,
+        verdict: Verdict,
+        why: String,
+        new_failures: Vec<String>,
+        /// Always `compared`.
+        baseline: &'static str,
+        checks: Vec<FailedCheck>,
+    },
+    /// `CHECK_UNKNOWN`: no verdict, or (with `baseline`) a base run that gave none.
+    Unknown {
+        check: String,
+        verdict: Verdict,
+        why: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        baseline: Option<&'static str>,
+    },
+    /// `CHECK_FLAKY`: a pass after a failure, which the check does not allow: every run.
+    Flaky {
+        check: String,
+        environment: String,
+        checks: Vec<Attempt>,
+    },
+}
+
+impl Refusal {
+    pub(super) fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// One failed check as `detail.checks` lists it for `CHECK_FAILED`: under `reasons` each
+/// failed unit (with its reason when the check sent one); with a baseline, `reasons` holds
+/// only the new failures and `baseline_failures` the pre-existing ones; and `stderr_log`,
+/// when the driver kept one, where the end of the run's stderr is, in the Git directory of
+/// the machine that ran it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(super) struct FailedCheck {
+    pub check: String,
+    pub environment: String,
+    pub verdict: Verdict,
+    pub why: String,
+    pub reasons: Vec<UnitReason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_failures: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_log: Option<String>,
 }
 
 #[cfg(test)]
@@ -100,6 +162,53 @@ mod tests {
             serde_json::json!({
                 "check": "e2e", "environment": "linux", "verdict": "product_failure",
                 "waived_by": "alice", "why": "known", "record": "alice/w1",
+            })
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_only_what_it_holds() {
+        let unknown = Refusal::Unknown {
+            check: "unit".into(),
+            verdict: Verdict::InfraFailure,
+            why: "no sandbox".into(),
+            baseline: None,
+        };
+        assert_eq!(
+            unknown.to_json(),
+            serde_json::json!({"check": "unit", "verdict": "infra_failure", "why": "no sandbox"})
+        );
+        let failed = FailedCheck {
+            check: "unit".into(),
+            environment: "linux".into(),
+            verdict: Verdict::ProductFailure,
+            why: "u failed".into(),
+            reasons: vec![UnitReason {
+                id: "u".into(),
+                verdict: Verdict::ProductFailure,
+                reason: None,
+            }],
+            baseline_failures: Some(vec!["v".into()]),
+            stderr_log: None,
+        };
+        let new_failures = Refusal::NewFailures {
+            check: "unit".into(),
+            verdict: Verdict::ProductFailure,
+            why: "u failed".into(),
+            new_failures: vec!["u".into()],
+            baseline: "compared",
+            checks: vec![failed],
+        };
+        assert_eq!(
+            new_failures.to_json(),
+            serde_json::json!({
+                "check": "unit", "verdict": "product_failure", "why": "u failed",
+                "new_failures": ["u"], "baseline": "compared",
+                "checks": [{
+                    "check": "unit", "environment": "linux", "verdict": "product_failure",
+                    "why": "u failed", "reasons": [{"id": "u", "verdict": "product_failure"}],
+                    "baseline_failures": ["v"],
+                }],
             })
         );
     }
