@@ -164,6 +164,8 @@ pub(super) enum Purpose {
     Notes(Box<Target>),
     Run(Box<Target>, Box<CheckSpec>, Box<CheckRequest>),
     Record(Box<serde_json::Value>),
+    /// The registry read before the prediction reads the passes it may reuse.
+    ReuseKeys(super::reuse_keys::Purpose),
 }
 
 impl Runner {
@@ -311,6 +313,9 @@ impl Runner {
                 | PushOutcome::Unknown { .. }
                 | PushOutcome::NotSent(_) => self.pass_failed(),
             },
+            (Purpose::ReuseKeys(purpose), completion) => {
+                self.on_reuse_keys(purpose, completion)?;
+            }
             (purpose, completion) => {
                 return Err(Misuse(format!(
                     "checking ahead's {purpose:?} answered with {completion:?}"

@@ -284,8 +284,6 @@ enum Purpose {
     Bisect(bisect::Purpose),
     /// An action of checking queued entries early (`[runner] ahead`).
     Ahead(ahead::Purpose),
-    /// A read of the registry before a prediction reads the passes it may reuse.
-    ReuseKeys(reuse_keys::Purpose),
     /// An action of a compaction of merged changes into the index.
     Compact(compaction::Purpose),
     /// This runner's presence, pushed. Like a notice it outlives the work, and a runner that
@@ -635,7 +633,6 @@ impl Machine for Runner {
                     Purpose::Notify => self.on_notified(completion)?,
                     Purpose::Bisect(purpose) => self.on_bisect(purpose, completion)?,
                     Purpose::Ahead(purpose) => self.on_ahead(purpose, completion)?,
-                    Purpose::ReuseKeys(purpose) => self.on_reuse_keys(purpose, completion)?,
                     Purpose::Compact(purpose) => self.on_compaction(purpose, completion)?,
                     Purpose::Presence => self.on_presence(completion)?,
                     Purpose::PresenceRead => self.on_earlier_presence(completion)?,

@@ -73,16 +73,15 @@ impl Runner {
         self.send_reuse_keys(Action::Fetch(spec.clone()), Purpose::Fetch(spec, then));
     }
 
+    /// Sends a read as a step of what it is for (the work's, or checking ahead's), so that
+    /// whatever forgets that forgets the read too.
     fn send_reuse_keys(&mut self, action: Action, purpose: Purpose) {
-        let purpose = match purpose {
-            // The work's reads go with the work, so that dropping the work forgets them.
-            Purpose::Fetch(spec, Then::Work) => {
-                RunnerPurpose::Work(work::Purpose::ReuseKeys(Purpose::Fetch(spec, Then::Work)))
-            }
-            Purpose::Read(tip, Then::Work) => {
-                RunnerPurpose::Work(work::Purpose::ReuseKeys(Purpose::Read(tip, Then::Work)))
-            }
-            purpose => RunnerPurpose::ReuseKeys(purpose),
+        let then = match &purpose {
+            Purpose::Fetch(_, then) | Purpose::Read(_, then) => then,
+        };
+        let purpose = match then {
+            Then::Work => RunnerPurpose::Work(work::Purpose::ReuseKeys(purpose)),
+            Then::Ahead(_) => RunnerPurpose::Ahead(ahead::Purpose::ReuseKeys(purpose)),
         };
         self.out.send(action, purpose);
     }
