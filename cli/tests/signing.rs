@@ -111,9 +111,15 @@ fn a_runner_with_enrolled_keys_signs_the_merge_and_its_evidence() {
     // candidate's signature was read back and verified before it was pushed.
     // In ann's clone, with no keys, it refuses as a runner does and sends nothing.
     let (second, view) = world.edited(&clone, "ann", "other", "src/other.txt", "More\n", &[]);
+    let queued_before = git_dir(&world.remote, &["for-each-ref", "refs/bay/queue/"]);
     let refused = bay(&view, "ann", &["merge", "--wait"]);
     assert_eq!(refused.doc["reason"], "RUNNER_KEY_MISSING", "{refused:?}");
     assert_eq!(world.merges_of(&second), 0);
+    assert_eq!(
+        git_dir(&world.remote, &["for-each-ref", "refs/bay/queue/"]),
+        queued_before,
+        "the request never went up"
+    );
     let (second, view) = world.edited(
         &world.admin,
         "admin",

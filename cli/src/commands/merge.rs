@@ -7,14 +7,15 @@ use bay_core::id::ChangeId;
 use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::RunMode;
+use bay_core::machine::runner_keys::RunnerKeys;
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::result::{BayResult, Decision, OpState};
 use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
 use super::doctor::sandbox;
-use super::runner::{runner_config, with_keys};
-use super::{begin_merge, drive, prepare, with_actor};
+use super::runner::{keys_input, runner_config};
+use super::{begin_merge, begin_with, drive, fetch_merge, prepare, with_actor};
 use crate::Cli;
 use crate::context::Context;
 use crate::local::Local;
@@ -117,12 +118,8 @@ fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
 /// (core's [`MergeWait`] decides each step). The config the request's fetch reads on main
 /// sets the runner's timings.
 fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) -> BayResult {
-    // A merge here signs as a runner does: refused `RUNNER_KEY_MISSING` before the request
-    // goes up when the registry signs everything and this machine's keys cannot.
-    let runner = match with_keys(context, driver, runner_config(context, RunMode::Loop, 10)) {
-        Ok(runner) => runner,
-        Err(refused) => return with_actor(refused, context),
-    };
+    let runner = runner_config(context, RunMode::Loop, 10);
+    let keys = keys_input(context, &runner);
     let mut machine = MergeWait::new(merge_input(context, change), clock::now(), runner);
     // The checks run here: a machine with no sandbox refuses as a runner does, before the
     // request goes up, when the policy has checks to run.
@@ -130,7 +127,23 @@ fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) 
         machine.without_sandbox(refusal);
     }
     let facts = actor_facts(context);
-    let (config, fetched_at) = match begin_merge(context, driver, &mut machine, &facts, change) {
+    let patterns = RunnerKeys::patterns(&context.main);
+    let first = match fetch_merge(context, driver, &mut machine, &facts, change, &patterns) {
+        Ok(first) => first,
+        Err(result) => return result,
+    };
+    // A merge here signs as a runner does: refused `RUNNER_KEY_MISSING` before the request
+    // goes up when the registry signs everything and this machine's keys cannot. The keys are
+    // judged on the request's own first fetch, which brought the registry too; the run takes
+    // what they sign with before the machine sees the fetch, which may hand it the request.
+    let now = clock::now();
+    let mut judged = RunnerKeys::fetched(keys, now, &first.remote);
+    let keys_result = drive(driver, &mut judged, now);
+    if keys_result.decision != Decision::Ok {
+        return with_actor(keys_result, context);
+    }
+    machine.signs(judged.signer().cloned(), judged.approvals_only());
+    let (config, fetched_at) = match begin_with(&mut machine, first) {
         Ok(begun) => begun,
         Err(result) => return result,
     };

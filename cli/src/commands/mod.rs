@@ -321,12 +321,26 @@ pub fn begin_merge(
     facts: &ActorFacts,
     change: &ChangeId,
 ) -> Result<(Config, Timestamp), BayResult> {
-    let first = fetch_first(context, driver, machine)?;
+    let first = fetch_merge(context, driver, machine, facts, change, &[])?;
+    begin_with(machine, first)
+}
+
+/// A merge's first fetch, widened by `extra` patterns, once the actor is held to main's
+/// `[agent] require_actor_proof`; the machine has not seen it yet.
+fn fetch_merge(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+    facts: &ActorFacts,
+    change: &ChangeId,
+    extra: &[String],
+) -> Result<First, BayResult> {
+    let first = fetch_first_with(context, driver, machine, extra)?;
     let rules = context.agent_rules(&first.remote, driver.executor())?;
     if let Some(refused) = actor::unproven(&rules, facts, Some(change)) {
         return Err(with_actor(refused, context));
     }
-    begin_with(machine, first)
+    Ok(first)
 }
 
 /// What a signature by this machine's agent key proves (core's [`actor::actor_proof`]
@@ -381,6 +395,17 @@ fn fetch_first(
     driver: &mut Driver<Local>,
     machine: &mut dyn Machine,
 ) -> Result<First, BayResult> {
+    fetch_first_with(context, driver, machine, &[])
+}
+
+/// [`fetch_first`], with `extra` patterns fetched in the same round trip for the command
+/// itself.
+fn fetch_first_with(
+    context: &Context,
+    driver: &mut Driver<Local>,
+    machine: &mut dyn Machine,
+    extra: &[String],
+) -> Result<First, BayResult> {
     // A machine may refuse before it reads anything (a start below the disk floor).
     if let Some(result) = machine.outcome() {
         return Err(result.clone());
@@ -405,6 +430,7 @@ fn fetch_first(
     };
     let mut wide = spec.clone();
     wide.patterns.push(refs::main(&context.main));
+    wide.patterns.extend(extra.iter().cloned());
     let fetched_at = clock::now();
     let remote = driver
         .executor()

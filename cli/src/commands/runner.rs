@@ -88,17 +88,7 @@ pub fn with_keys(
     driver: &mut Driver<Local>,
     mut cfg: RunnerConfig,
 ) -> Result<RunnerConfig, BayResult> {
-    let setting = |name: &str| {
-        let path = expand_home(&context.setting_values(name).pop()?);
-        let public = SigningKey::load(Path::new(&path)).map(|key| key.public().clone());
-        Some(KeySetting { path, public })
-    };
-    let input = RunnerKeysInput {
-        runner: cfg.runner.clone(),
-        main: cfg.main.clone(),
-        executor: setting("bay.executorkey"),
-        producer: setting("bay.producerkey"),
-    };
+    let input = keys_input(context, &cfg);
     let now = clock::now();
     let mut machine = RunnerKeys::new(input, now);
     let result = drive(driver, &mut machine, now);
@@ -108,6 +98,22 @@ pub fn with_keys(
     cfg.signer = machine.signer().cloned();
     cfg.approvals_only = machine.approvals_only();
     Ok(cfg)
+}
+
+/// What judging the keys of `cfg`'s runner starts from: its name, main, and the keys this
+/// clone's `bay.executorKey` and `bay.producerKey` name, each loaded to its public half.
+pub fn keys_input(context: &Context, cfg: &RunnerConfig) -> RunnerKeysInput {
+    let setting = |name: &str| {
+        let path = expand_home(&context.setting_values(name).pop()?);
+        let public = SigningKey::load(Path::new(&path)).map(|key| key.public().clone());
+        Some(KeySetting { path, public })
+    };
+    RunnerKeysInput {
+        runner: cfg.runner.clone(),
+        main: cfg.main.clone(),
+        executor: setting("bay.executorkey"),
+        producer: setting("bay.producerkey"),
+    }
 }
 
 /// `bay.runnerName`, else the host's name, made safe to use in a ref name.

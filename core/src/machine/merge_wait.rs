@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::id::OpId;
 use crate::result::BayResult;
 use crate::time::Timestamp;
+use crate::trust::record::RunnerSigner;
 
 /// Mixed into the entropy of a phase that runs again, so that its nonces are new.
 const AGAIN: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -103,6 +104,13 @@ impl MergeWait {
     pub fn configured(&mut self, config: Config) {
         self.runner = self.runner.clone().configured(&config);
         self.config = Some(config);
+    }
+
+    /// What the run signs with, as [`crate::machine::runner_keys::RunnerKeys`] judged this
+    /// machine's keys on the request's first fetch, before the request goes up.
+    pub fn signs(&mut self, signer: Option<RunnerSigner>, approvals_only: bool) {
+        self.runner.signer = signer;
+        self.runner.approvals_only = approvals_only;
     }
 
     /// Which phase runs: 0 for the first request; each later phase (its run, a request

@@ -55,7 +55,36 @@ pub struct RunnerKeys {
 
 impl RunnerKeys {
     pub fn new(input: RunnerKeysInput, now: Timestamp) -> RunnerKeys {
-        let mut machine = RunnerKeys {
+        let mut machine = RunnerKeys::unread(input, now);
+        let spec = FetchSpec::new(RunnerKeys::patterns(&machine.input.main));
+        machine.out.send(Action::Fetch(spec), Purpose::Fetch);
+        machine
+    }
+
+    /// The judgement on refs a command fetched itself, with [`RunnerKeys::patterns`] among
+    /// what it fetched: no fetch of its own, so `merge --wait` judges its keys on its first
+    /// fetch and makes one round trip, not two.
+    pub fn fetched(input: RunnerKeysInput, now: Timestamp, remote: &Refs) -> RunnerKeys {
+        let mut machine = RunnerKeys::unread(input, now);
+        let judged: Refs = remote
+            .iter()
+            .filter(|(name, _)| {
+                FetchSpec::new(RunnerKeys::patterns(&machine.input.main)).covers(name)
+            })
+            .map(|(name, oid)| (name.clone(), oid.clone()))
+            .collect();
+        machine.on_fetched(judged);
+        machine
+    }
+
+    /// What the judgement reads of the remote: main, and the registry (`*`: it may not
+    /// exist, and that is no fault).
+    pub fn patterns(main: &str) -> [String; 2] {
+        [refs::main(main), format!("{REF}*")]
+    }
+
+    fn unread(input: RunnerKeysInput, now: Timestamp) -> RunnerKeys {
+        RunnerKeys {
             input,
             out: Outbox::default(),
             now,
@@ -63,11 +92,7 @@ impl RunnerKeys {
             signing: Signing::All,
             signer: None,
             outcome: None,
-        };
-        // `*`: the registry may not exist, and that is no fault.
-        let spec = FetchSpec::new([refs::main(&machine.input.main), format!("{REF}*")]);
-        machine.out.send(Action::Fetch(spec), Purpose::Fetch);
-        machine
+        }
     }
 
     /// What the runner signs with: `None` when it signs nothing (or was refused).
@@ -256,5 +281,29 @@ mod tests {
         run.answer(Completion::RegistryRead(Ok(Vec::new())));
         assert_eq!(run.reason(), Some(ReasonCode::RunnerKeyMissing));
         assert_eq!(run.machine.signer(), None);
+    }
+
+    #[test]
+    fn judged_on_a_command_s_own_fetch_it_fetches_nothing_more() {
+        let input = RunnerKeysInput {
+            runner: "r1".into(),
+            main: "main".into(),
+            executor: None,
+            producer: None,
+        };
+        // Refs the command fetched for itself too: only main and the registry are read.
+        let mut remote = with_registry();
+        remote.insert("refs/bay/queue/1".into(), oid('3'));
+        let mut judged = RunnerKeys::fetched(input.clone(), Timestamp(0), &remote);
+        let next = judged.poll_action().map(|(_, action)| action);
+        assert!(
+            matches!(&next, Some(Action::ReadFile { commit, .. }) if *commit == oid('1')),
+            "the policy at the fetched main, no fetch: {next:?}"
+        );
+        let bare: Refs = [(refs::main("main"), oid('1'))].into_iter().collect();
+        let judged = RunnerKeys::fetched(input, Timestamp(0), &bare);
+        assert_eq!(judged.outcome.as_ref().and_then(|r| r.reason), None);
+        assert!(judged.outcome.is_some(), "no registry: judged at once");
+        assert_eq!(judged.signer(), None);
     }
 }
