@@ -237,13 +237,28 @@ pub fn watch(cli: &Cli, driver: &mut Driver<Local>, progress: Progress) {
 
 /// Reads the config committed on main, with a fetch of main alone.
 pub fn config(context: &Context, driver: &Driver<Local>) -> Result<(Config, Timestamp), BayResult> {
+    let (config, fetched_at, _) = config_with(context, driver, &[])?;
+    Ok((config, fetched_at))
+}
+
+/// [`config`], with `extra` patterns fetched in the same round trip; what the fetch brought.
+pub fn config_with(
+    context: &Context,
+    driver: &Driver<Local>,
+    extra: &[String],
+) -> Result<(Config, Timestamp, Refs), BayResult> {
     let fetched_at = clock::now();
-    let spec = FetchSpec::new([refs::main(&context.main)]);
+    let mut spec = FetchSpec::new([refs::main(&context.main)]);
+    spec.patterns.extend(extra.iter().cloned());
     let remote = driver
         .executor()
         .fetch(&spec)
         .map_err(|why| fetch_failed(context, why))?;
-    Ok((context.config(&remote, driver.executor())?, fetched_at))
+    Ok((
+        context.config(&remote, driver.executor())?,
+        fetched_at,
+        remote,
+    ))
 }
 
 /// Runs an agent command's machine to its outcome (see [`begin_agent`]), with the config

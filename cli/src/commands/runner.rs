@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use bay_core::machine::Refs;
 use bay_core::machine::runner::{RunMode, Runner, RunnerConfig};
 use bay_core::machine::runner_keys::{RunnerKeys, RunnerKeysInput};
 use bay_core::progress::{self, Progress};
@@ -13,7 +14,7 @@ use bay_drivers::sign::SigningKey;
 
 use super::doctor::{git_version, sandbox};
 use super::enrol::expand_home;
-use super::{config, drive, prepare, watch};
+use super::{config_with, drive, prepare, watch};
 use crate::context::Context;
 use crate::local::Local;
 use crate::{Cli, output};
@@ -48,13 +49,15 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         Ok(prepared) => prepared,
         Err(result) => return result,
     };
-    let (config, fetched_at) = match config(&context, &driver) {
+    // Main's config and the registry in one fetch: the keys are judged on what it brought.
+    let patterns = RunnerKeys::patterns(&context.main);
+    let (config, fetched_at, remote) = match config_with(&context, &driver, &patterns) {
         Ok(read) => read,
         Err(result) => return result,
     };
     let mode = if *once { RunMode::Once } else { RunMode::Loop };
     let cfg = runner_config(&context, mode, *interval_s).configured(&config);
-    let cfg = match with_keys(&context, &mut driver, cfg) {
+    let cfg = match with_keys(&context, &mut driver, cfg, &remote) {
         Ok(cfg) => cfg,
         Err(refused) => return refused,
     };
@@ -80,17 +83,18 @@ pub fn runner_config(context: &Context, mode: RunMode, interval_s: u64) -> Runne
 }
 
 /// The runner's keys judged against the remote's registry before it claims anything
-/// (`machine::runner_keys`): the same config with what it signs with, or
-/// `RUNNER_KEY_MISSING` when the registry signs everything and a key is not set or not
-/// enrolled.
+/// (`machine::runner_keys`), on `remote` as a fetch of [`RunnerKeys::patterns`] brought it:
+/// the same config with what it signs with, or `RUNNER_KEY_MISSING` when the registry signs
+/// everything and a key is not set or not enrolled.
 pub fn with_keys(
     context: &Context,
     driver: &mut Driver<Local>,
     mut cfg: RunnerConfig,
+    remote: &Refs,
 ) -> Result<RunnerConfig, BayResult> {
     let input = keys_input(context, &cfg);
     let now = clock::now();
-    let mut machine = RunnerKeys::new(input, now);
+    let mut machine = RunnerKeys::fetched(input, now, remote);
     let result = drive(driver, &mut machine, now);
     if result.decision != Decision::Ok {
         return Err(result);
