@@ -55,13 +55,8 @@ fn gated_world(policy_extra: &str) -> World {
 fn run_twice(world: &World) -> (Value, usize, usize) {
     let ann = world.clone_as("ann");
     let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
-    let (home, gate) = home_and_gate(world);
-    let env = [
-        ("HOME", home.to_str().expect("utf-8")),
-        ("GATE", gate.to_str().expect("utf-8")),
-    ];
-    let first = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
-    assert_eq!(first.code, 0, "{first:?}");
+    let gate = Gate::shut(world);
+    gate.run(world);
     let waiting = bay(&view, "ann", &["status"]).doc;
     assert_eq!(waiting["decision"], "queued", "{waiting}");
     assert_eq!(world.merges_of(&change), 0);
@@ -76,22 +71,42 @@ fn run_twice(world: &World) -> (Value, usize, usize) {
         "an unavailable check keeps no record"
     );
 
-    write(&gate, "open", "");
-    let second = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
-    assert_eq!(second.code, 0, "{second:?}");
+    gate.open();
+    gate.run(world);
     let status = bay(&view, "ann", &["status"]).doc;
     (status, count(world, "files"), count(world, "gated"))
 }
 
 /// A home whose Git config turns the sandbox off, so that the gated check sees the gate the
 /// test opens, and the gate folder, shut.
-fn home_and_gate(world: &World) -> (std::path::PathBuf, std::path::PathBuf) {
-    let home = world.root.path().join("home");
-    std::fs::create_dir_all(&home).expect("mkdir");
-    write(&home, ".gitconfig", "[bay]\n\texecutorSandbox = none\n");
-    let gate = world.root.path().join("gate");
-    std::fs::create_dir_all(&gate).expect("mkdir");
-    (home, gate)
+struct Gate {
+    home: std::path::PathBuf,
+    gate: std::path::PathBuf,
+}
+
+impl Gate {
+    fn shut(world: &World) -> Gate {
+        let home = world.root.path().join("home");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        write(&home, ".gitconfig", "[bay]\n\texecutorSandbox = none\n");
+        let gate = world.root.path().join("gate");
+        std::fs::create_dir_all(&gate).expect("mkdir");
+        Gate { home, gate }
+    }
+
+    fn open(&self) {
+        write(&self.gate, "open", "");
+    }
+
+    /// One `bay runner run --once` in the admin clone, which must end with exit code 0.
+    fn run(&self, world: &World) {
+        let env = [
+            ("HOME", self.home.to_str().expect("utf-8")),
+            ("GATE", self.gate.to_str().expect("utf-8")),
+        ];
+        let ran = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+        assert_eq!(ran.code, 0, "{ran:?}");
+    }
 }
 
 /// How many pass records of `check` the remote holds, from any producer.
@@ -132,21 +147,17 @@ fn a_pass_on_another_tree_of_the_same_base_is_never_reused() {
     let world = gated_world("\n[policy]\nreuse_unsigned = true\n");
     let ann = world.clone_as("ann");
     let (first, _) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
-    let (home, gate) = home_and_gate(&world);
-    let env = [
-        ("HOME", home.to_str().expect("utf-8")),
-        ("GATE", gate.to_str().expect("utf-8")),
-    ];
+    let gate = Gate::shut(&world);
     // The first candidate passes `files`, then waits on the gate; main stays where it was.
-    bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    gate.run(&world);
     assert_eq!(count(&world, "files"), 1);
     let abandoned = bay(&ann, "ann", &["abandon", &first]);
     assert_eq!(abandoned.code, 0, "{abandoned:?}");
     // Another change on the same base: same check, same base tree, another tree.
-    write(&gate, "open", "");
+    gate.open();
     let bob = world.clone_as("bob");
     let (_, view) = world.submit(&bob, "bob", "bye", "src/bye.txt", "Bye\n");
-    bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    gate.run(&world);
     let status = bay(&view, "bob", &["status"]).doc;
     assert_eq!(status["decision"], "merged", "{status}");
     assert_eq!(
@@ -178,12 +189,8 @@ fn under_a_registry_a_pass_whose_signature_fails_is_run_again() {
     configure_runner_keys(&world, &keys);
     let ann = world.clone_as("ann");
     let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
-    let (home, gate) = home_and_gate(&world);
-    let env = [
-        ("HOME", home.to_str().expect("utf-8")),
-        ("GATE", gate.to_str().expect("utf-8")),
-    ];
-    bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
+    let gate = Gate::shut(&world);
+    gate.run(&world);
     assert_eq!(count(&world, "files"), 1);
     // Someone with plain Git rewrites each record: its time moves by a millisecond, its
     // signature stays, so it no longer verifies; everything reuse matches on is unchanged.
@@ -213,9 +220,8 @@ fn under_a_registry_a_pass_whose_signature_fails_is_run_again() {
         ];
         git_dir(&world.remote, &[&identity[..], &add[..]].concat());
     }
-    write(&gate, "open", "");
-    let second = bay_with(&world.admin, "runner", &["runner", "run", "--once"], &env);
-    assert_eq!(second.code, 0, "{second:?}");
+    gate.open();
+    gate.run(&world);
     let status = bay(&view, "ann", &["status"]).doc;
     assert_eq!(status["decision"], "merged", "{status}");
     assert_eq!(world.merges_of(&change), 1);
