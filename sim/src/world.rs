@@ -1128,6 +1128,8 @@ impl World {
                     })
                 {
                     self.early_runs += 1;
+                } else if run.request.change.is_some() {
+                    self.forge_evidence(&run);
                 }
                 let behaviour = self.behaviour();
                 match checks::run(

@@ -300,3 +300,34 @@ fn a_precheck_by_change_breaks_s3() {
         caught.unwrap_or_default()
     );
 }
+
+#[test]
+fn reuse_of_unsigned_records_under_a_registry_breaks_s5() {
+    // Reuse on, and checking ahead so that the head looks for passes while its runs are in
+    // flight; the `keys` fault forges passes for the inputs of head runs.
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.evidence_reuse = true;
+        cfg.ahead = 2;
+        cfg.mutant = Some(Mutant::ReuseUnsigned);
+    }
+    let caught = first_catch(tweak, Invariant::UnknownNeverPasses, &[Keys], 600);
+    assert!(
+        caught.is_some(),
+        "reuse of unsigned records under a registry was not caught as S5 within 600 seeds"
+    );
+    eprintln!(
+        "ReuseUnsigned: caught as S5 at seed {}",
+        caught.unwrap_or_default()
+    );
+    // The catch is the mutant's: the real core, with the same settings and forged passes,
+    // breaks nothing on the same seeds.
+    fn honest(cfg: &mut RunnerConfig) {
+        cfg.evidence_reuse = true;
+        cfg.ahead = 2;
+    }
+    let last = caught.unwrap_or_default() + 1;
+    assert_eq!(
+        first_catch(honest, Invariant::UnknownNeverPasses, &[Keys], last),
+        None
+    );
+}

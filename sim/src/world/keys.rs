@@ -7,7 +7,10 @@
 //! The `keys` fault, on a seed with a registry: a person takes a runner's executor key out
 //! (`bay enrol --remove executor <runner> --reason revoked|rotated`) while it works, and a while
 //! later enrols a new key for it and starts it again; or a runner's key file is replaced by a
-//! key the registry never enrolled, or its signer signs other bytes, for a while.
+//! key the registry never enrolled, or its signer signs other bytes, for a while. And, on its
+//! own stream, someone with plain Git writes a pass for the very inputs a head's check is
+//! running on, unsigned, in a producer's name (`forge_evidence`): reuse under a registry
+//! that signs everything must never take it (S5 holds the merge to an honest pass).
 //!
 //! What S18 and S19 judge a landed merge by is kept here: when each host last read the
 //! registry (a fetch that named it, answered from the remote then), and when each candidate
@@ -58,8 +61,11 @@ pub(super) struct KeyWorld {
     pub read: BTreeMap<usize, (Millis, Option<Oid>)>,
     /// Per candidate commit, when it was built.
     pub built: BTreeMap<Oid, Millis>,
-    /// What the fault did: `revoked`, `rotated`, `enrolled`, `forged-key`, `forged-bytes`.
+    /// What the fault did: `revoked`, `rotated`, `enrolled`, `forged-key`, `forged-bytes`,
+    /// `forged-passes`.
     pub counts: BTreeMap<&'static str, u64>,
+    /// Which head runs get a forged pass: a stream of its own, so no other draw moved.
+    forge_rng: Rng,
     /// S18 and S19's reading of each registry tip, judged once.
     memo: crate::invariants::keys::Memo,
 }
@@ -78,6 +84,7 @@ impl KeyWorld {
             built: BTreeMap::new(),
             counts: BTreeMap::new(),
             memo: Default::default(),
+            forge_rng: Rng::new(seed ^ 0x666f_7267_6564_2121),
         }
     }
 
@@ -288,6 +295,48 @@ impl World {
         (0..self.hosts.len())
             .filter(|host| matches!(self.hosts[*host].role, Role::Runner { .. }))
             .collect()
+    }
+
+    /// Under the `keys` fault, now and then: a pass for exactly the inputs of the head's run
+    /// `run`, as honest as a record can look but signed by no one, in the notes of a producer
+    /// named `thief` that claims to be one of the runners. Only a reuse that skips the
+    /// signature could take it, and a merge on it rests on no honest pass (S5).
+    pub(super) fn forge_evidence(&mut self, run: &bay_core::machine::CheckRun) {
+        if !self.mix.has(FaultClass::Keys) || self.healed || !self.keys.forge_rng.chance(300) {
+            return;
+        }
+        let action = Action::RunCheck(Box::new(run.clone()));
+        let exit = crate::bench::passing_exit(&action);
+        let bay_core::check::Judgement::Judged(judged) =
+            bay_core::check::judge(&run.request, run.check.expected_minimum, &exit)
+        else {
+            return;
+        };
+        let runners = self.runner_hosts();
+        let named = runners[self.keys.forge_rng.range(0, runners.len() as u64 - 1) as usize];
+        let extras = bay_core::check::EvidenceExtras {
+            producer: self.hosts[named].name.clone(),
+            op: String::new(),
+            candidate_id: String::new(),
+            at: Timestamp(self.t),
+            definition: bay_core::check::definition::digest(&run.check, &exit.adapter),
+        };
+        let record = bay_core::check::EvidenceRecord::new(&run.request, &judged, &exit, extras);
+        let plan = PushPlan {
+            notes: vec![NoteAdd {
+                producer: THIEF.into(),
+                expect: Expect::tip(self.git.remote.get(&refs::evidence(THIEF))),
+                object: run.request.candidate.tree.clone(),
+                record: record.to_json(),
+                key: None,
+            }],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        let (report, _) = self.git.push(&plan);
+        if report.outcome == bay_core::machine::PushOutcome::Accepted {
+            *self.keys.counts.entry("forged-passes").or_insert(0) += 1;
+        }
     }
 
     /// One `keys` fault: a runner's executor key taken out, or its signatures forged.

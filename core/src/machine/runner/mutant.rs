@@ -88,11 +88,19 @@ pub enum Mutant {
     /// record hangs on the change's draft, and the head takes any pass of its operation
     /// found there, so a run on a prediction main then missed counts.
     PrecheckByChange,
+    /// S5: under a registry that signs everything, reuses every record as if none needed a
+    /// signature, so a pass anyone wrote in a producer's name answers a run.
+    ReuseUnsigned,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// Whether a mutant reuses records whatever their signature.
+    pub(super) fn mutant_reuses_unsigned(&self) -> bool {
+        self.mutant_is(Mutant::ReuseUnsigned)
     }
 
     /// Whether a mutant keys early runs by their change.
