@@ -224,6 +224,40 @@ impl Reader {
         })
     }
 
+    /// The ids of the first-parent line from `tip` down to `until`, which is left out, newest
+    /// first; with `since` the walk stops at the first commit older than that, as
+    /// [`Reader::first_parents`] does. `None` when the walk ends (a root, or `since`) without
+    /// meeting `until`: a `from..to` off the line is Git's to answer. Only the range is read,
+    /// and no message, so the cost is the range's, however long the line below it.
+    pub fn first_parent_ids_until(
+        &self,
+        tip: &bay_core::git::Oid,
+        until: Option<&bay_core::git::Oid>,
+        since: Option<bay_core::time::Timestamp>,
+    ) -> Result<Option<Vec<bay_core::git::Oid>>, Fault> {
+        self.with_repository("commits", |repo| {
+            let mut line = Vec::new();
+            let mut at = crate::gitoxide::to_gix(tip);
+            while let Some(id) = at {
+                let oid = crate::gitoxide::from_gix(&id)?;
+                if Some(&oid) == until {
+                    return Ok(Some(line));
+                }
+                let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
+                let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
+                let time = commit.time().map_err(|e| broken(&e))?;
+                if since.is_some_and(|since| {
+                    time.seconds < i64::try_from(since.secs()).unwrap_or(i64::MAX)
+                }) {
+                    break;
+                }
+                line.push(oid);
+                at = commit.parent_ids().next().map(|parent| parent.detach());
+            }
+            Ok(until.is_none().then_some(line))
+        })
+    }
+
     /// Walks the first-parent line from `tip` as [`Reader::first_parents`] says, taking what
     /// `each` makes of every commit.
     fn walk<T>(

@@ -745,7 +745,7 @@ fn a_history_or_log_read_since_a_moment_stops_at_the_first_older_commit() {
 }
 
 #[test]
-fn the_newest_of_main_read_in_process_are_what_git_log_reads() {
+fn the_newest_and_oldest_of_main_read_in_process_are_what_git_reads() {
     let fx = Fixture::new();
     let tree = git_in(&fx.clone, &["mktree"], Some(""));
     // A commit from its message's exact bytes (stdin: no newline added, none stripped).
@@ -813,6 +813,33 @@ fn the_newest_of_main_read_in_process_are_what_git_log_reads() {
             .cloned()
             .collect();
         assert_eq!(ids, expected, "limit {limit}");
+    }
+    // The oldest of the range likewise: walked in-process, or by Git's `from..to` where the
+    // walk never meets `from`.
+    for limit in [1, 3, 6, 10] {
+        let query = |from: Option<&Oid>| HistoryQuery {
+            from: from.cloned(),
+            to: tip.clone(),
+            limit,
+            newest: false,
+            since: None,
+        };
+        let walked = fx.repo.read_history(&query(None)).expect("read in-process");
+        let listed = fx
+            .repo
+            .read_history(&query(Some(&unrelated)))
+            .expect("read by git rev-list and log");
+        assert_eq!(walked, listed, "oldest, limit {limit}");
+        let expected: Vec<Oid> = line.iter().take(limit as usize).cloned().collect();
+        let ids: Vec<Oid> = walked.iter().map(|c| c.oid.clone()).collect();
+        assert_eq!(ids, expected, "oldest, limit {limit}");
+        let from = &line[2];
+        let bounded = fx.repo.read_history(&query(Some(from))).expect("a read");
+        let ids: Vec<Oid> = bounded.iter().map(|c| c.oid.clone()).collect();
+        let expected: Vec<Oid> = line[3..].iter().take(limit as usize).cloned().collect();
+        assert_eq!(ids, expected, "oldest after {from}, limit {limit}");
+        let at_tip = fx.repo.read_history(&query(Some(&tip))).expect("a read");
+        assert!(at_tip.is_empty(), "nothing after the tip itself");
     }
     let merge = fx.repo.read_history(&HistoryQuery {
         from: None,

@@ -334,17 +334,20 @@ impl Repo {
     }
 
     /// The commits `query` names, oldest first, and for each commit with more than one parent
-    /// one `rev-list --count` of what it brought in. The newest of a range come from one `log`
-    /// walked no further than asked, so a window of main costs the same however long main's
-    /// history is; the oldest of a range need the whole range's ids first (one `rev-list`),
-    /// then one `log --no-walk` for what the picked ones say. A `from` this clone lacks fails
-    /// either walk.
+    /// one `rev-list --count` of what it brought in. The newest of a range are walked no
+    /// further than asked, so a window of main costs the same however long main's history is;
+    /// the oldest of a range need the whole range's ids first, then what the picked ones say.
+    /// Both are walked in-process where the walk meets `from` (or there is none); else one
+    /// `log`, or one `rev-list` and one `log --no-walk`, answer. A `from` this clone lacks
+    /// fails either walk.
     pub fn read_history(&self, query: &HistoryQuery) -> Result<Vec<MainCommit>, Fault> {
         // Git stops a first-parent walk at the first commit older than this.
         let since = query
             .since
             .map(|since| format!("--max-age={}", since.secs()));
         let mut commits = if let Some(walked) = self.newest_walked(query)? {
+            walked
+        } else if let Some(walked) = self.oldest_walked(query)? {
             walked
         } else if query.newest {
             let out = self
@@ -415,6 +418,26 @@ impl Repo {
         walked.truncate(end);
         walked.reverse();
         Ok(Some(walked))
+    }
+
+    /// The oldest of a range walked in-process, oldest first: the range's ids from `to` down
+    /// to `from` (or a root, or `since`), then only the picked commits read whole. `None` when
+    /// the walk does not meet `from`, for Git's `from..to`.
+    fn oldest_walked(&self, query: &HistoryQuery) -> Result<Option<Vec<MainCommit>>, Fault> {
+        if query.newest {
+            return Ok(None);
+        }
+        let ids =
+            self.reader
+                .first_parent_ids_until(&query.to, query.from.as_ref(), query.since)?;
+        let Some(ids) = ids else {
+            return Ok(None);
+        };
+        let mut commits = Vec::new();
+        for id in query.pick(ids) {
+            commits.extend(self.reader.main_commits(&id, 1, None)?);
+        }
+        Ok(Some(commits))
     }
 
     /// The newest commits (at most [`BROUGHT_READ`]) the merge `merge` brought in that its
