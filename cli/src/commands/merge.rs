@@ -14,7 +14,7 @@ use bay_drivers::clock;
 use bay_drivers::pump::Driver;
 
 use super::doctor::sandbox;
-use super::runner::{keys_input, runner_config};
+use super::runner::{runner_config, with_keys};
 use super::{begin_merge, begin_with, drive, fetch_merge, prepare, with_actor};
 use crate::Cli;
 use crate::context::Context;
@@ -119,8 +119,7 @@ fn merge_input(context: &Context, change: &ChangeId) -> MergeInput {
 /// sets the runner's timings.
 fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) -> BayResult {
     let runner = runner_config(context, RunMode::Loop, 10);
-    let keys = keys_input(context, &runner);
-    let mut machine = MergeWait::new(merge_input(context, change), clock::now(), runner);
+    let mut machine = MergeWait::new(merge_input(context, change), clock::now(), runner.clone());
     // The checks run here: a machine with no sandbox refuses as a runner does, before the
     // request goes up, when the policy has checks to run.
     if let Some(refusal) = bay_core::doctor::sandbox_refusal(&sandbox()) {
@@ -136,13 +135,11 @@ fn merge_here(context: &Context, driver: &mut Driver<Local>, change: &ChangeId) 
     // goes up when the registry signs everything and this machine's keys cannot. The keys are
     // judged on the request's own first fetch, which brought the registry too; the run takes
     // what they sign with before the machine sees the fetch, which may hand it the request.
-    let now = clock::now();
-    let mut judged = RunnerKeys::fetched(keys, now, &first.remote);
-    let keys_result = drive(driver, &mut judged, now);
-    if keys_result.decision != Decision::Ok {
-        return with_actor(keys_result, context);
-    }
-    machine.signs(judged.signer().cloned(), judged.approvals_only());
+    let signing = match with_keys(context, driver, runner, &first.remote) {
+        Ok(signing) => signing,
+        Err(refused) => return with_actor(refused, context),
+    };
+    machine.signs(signing.signer, signing.approvals_only);
     let (config, fetched_at) = match begin_with(&mut machine, first) {
         Ok(begun) => begun,
         Err(result) => return result,

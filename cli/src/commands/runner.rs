@@ -106,7 +106,7 @@ pub fn with_keys(
 
 /// What judging the keys of `cfg`'s runner starts from: its name, main, and the keys this
 /// clone's `bay.executorKey` and `bay.producerKey` name, each loaded to its public half.
-pub fn keys_input(context: &Context, cfg: &RunnerConfig) -> RunnerKeysInput {
+fn keys_input(context: &Context, cfg: &RunnerConfig) -> RunnerKeysInput {
     let setting = |name: &str| {
         let path = expand_home(&context.setting_values(name).pop()?);
         let public = SigningKey::load(Path::new(&path)).map(|key| key.public().clone());

@@ -247,10 +247,13 @@ impl Runner {
                 // Main's policy, as the head's runner reads it. Early checks count only where
                 // it lets evidence be reused, as the head's runner does: under a registry,
                 // once it is read, since only signed records count there.
-                let policy = read.ok().flatten().map(|bytes| parse_policy(&bytes));
-                match policy {
-                    Some(Ok(policy)) if self.reuse_by(&policy).is_some() => {
-                        let by = self.reuse_by(&policy);
+                let policy = read
+                    .ok()
+                    .flatten()
+                    .and_then(|bytes| parse_policy(&bytes).ok());
+                let by = policy.as_ref().and_then(|policy| self.reuse_by(policy));
+                match (policy, by) {
+                    (Some(policy), Some(by)) => {
                         let Start { main, entries } = *start;
                         let predict = Predict {
                             policy,
@@ -263,7 +266,7 @@ impl Runner {
                             at_head: true,
                             line: Line::default(),
                         };
-                        if by == Some(ReuseBy::Registry) {
+                        if by == ReuseBy::Registry {
                             self.read_reuse_keys(Then::Ahead(Box::new(predict)));
                         } else {
                             self.predict_next(predict);
