@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -352,7 +353,10 @@ impl Since {
         }
         let then = self.input.cursor.as_ref().map(|cursor| cursor.reds.clone());
         let (reds, red_events) = self.red_news(then.as_ref());
-        let mut listing = list(
+        let Listing {
+            detail: mut listing,
+            outside,
+        } = list(
             &self.history,
             &self.logs,
             main,
@@ -374,7 +378,7 @@ impl Since {
             RedNow::Unasked | RedNow::NoPostChecks => {}
         }
         let mut result = BayResult::ok(None, listing);
-        result.say = sentence(&result.detail);
+        result.say = sentence(&result.detail, outside);
         self.finish(result);
     }
 
@@ -515,7 +519,7 @@ fn list(
     mut cursor_logs: BTreeMap<String, Oid>,
     reds: BTreeSet<RedMark>,
     input: &SinceInput,
-) -> Map<String, Value> {
+) -> Listing {
     let listed = &history[..history.len().min(MAX_LISTED)];
     let mut more = history.len() > MAX_LISTED;
     let main_cursor = match listed.last() {
@@ -527,12 +531,11 @@ fn list(
     let mut merges = Vec::new();
     for commit in listed {
         for hidden in bay_merges_off_line(commit).rev() {
-            let mut row = merge_row(hidden);
-            row["via"] = json!(commit.oid);
-            merges.push(row);
+            merges.push(MergeRow::of(hidden).via(&commit.oid));
         }
-        merges.push(merge_row(commit));
+        merges.push(MergeRow::of(commit));
     }
+    let outside = merges.iter().filter(|row| row.outside_bay()).count();
     let off_first_parent: u64 = listed.iter().map(|c| c.off_first_parent).sum();
 
     let mut events = Vec::new();
@@ -588,7 +591,14 @@ fn list(
     if let Some(change) = &input.change {
         detail.insert("change".into(), json!(change));
     }
-    detail
+    Listing { detail, outside }
+}
+
+/// One answer's `detail`, and how many of its merges came outside bay, which its sentence
+/// says.
+struct Listing {
+    detail: Map<String, Value>,
+    outside: usize,
 }
 
 /// The bay merges `commit` (a merge outside bay) brought in off the first-parent line, as
@@ -615,21 +625,15 @@ fn not_linear_event(commit: &MainCommit) -> Option<Value> {
     Some(serde_json::to_value(event).expect("an event serializes"))
 }
 
-/// The plain sentence of an answer: how many versions reached main and how many events, and
-/// where to go on from.
-fn sentence(detail: &Map<String, Value>) -> String {
+/// The plain sentence of an answer: how many versions reached main (`outside` of them outside
+/// bay) and how many events, and where to go on from.
+fn sentence(detail: &Map<String, Value>, outside: usize) -> String {
     let count = |key: &str| {
         detail
             .get(key)
             .and_then(Value::as_array)
             .map_or(0, Vec::len)
     };
-    let outside = detail
-        .get("merges")
-        .and_then(Value::as_array)
-        .map_or(0, |rows| {
-            rows.iter().filter(|r| r["outside_bay"] == true).count()
-        });
     let many = |n: usize, one: &str, more: &str| format!("{n} {}", if n == 1 { one } else { more });
     let mut text = format!(
         "{} main",
@@ -668,28 +672,86 @@ fn subject(commit: &MainCommit) -> &str {
     commit.message.lines().next().unwrap_or("")
 }
 
-/// One merge as listed: a bay merge names its change and actor; any other commit is
-/// `outside_bay` with how it got there.
-fn merge_row(commit: &MainCommit) -> Value {
-    let base = commit.parents.first();
-    match bay_merge(&commit.message) {
-        Some((change, actor)) => json!({
-            "commit": commit.oid,
-            "base": base,
-            "change": change,
-            "actor": actor,
-            "at": commit.at,
-            "outside_bay": false,
-        }),
-        None => json!({
-            "commit": commit.oid,
-            "base": base,
-            "at": commit.at,
-            "subject": subject(commit),
-            "outside_bay": true,
-            "merged_as": merged_as(commit),
-            "committer": commit.committer,
-        }),
+/// One merge as `detail.merges` lists it: a bay merge names its change and actor (and, when
+/// a merge outside bay put it off the line, that merge as `via`); any other commit is
+/// `outside_bay`, with how it got there.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum MergeRow<'a> {
+    Bay {
+        commit: &'a Oid,
+        base: Option<&'a Oid>,
+        change: ChangeId,
+        actor: Option<String>,
+        at: Timestamp,
+        /// Always `false`.
+        outside_bay: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<&'a Oid>,
+    },
+    Outside {
+        commit: &'a Oid,
+        base: Option<&'a Oid>,
+        at: Timestamp,
+        subject: &'a str,
+        /// Always `true`.
+        outside_bay: bool,
+        merged_as: &'static str,
+        committer: &'a str,
+    },
+}
+
+impl<'a> MergeRow<'a> {
+    fn of(commit: &'a MainCommit) -> MergeRow<'a> {
+        let base = commit.parents.first();
+        match bay_merge(&commit.message) {
+            Some((change, actor)) => MergeRow::Bay {
+                commit: &commit.oid,
+                base,
+                change,
+                actor,
+                at: commit.at,
+                outside_bay: false,
+                via: None,
+            },
+            None => MergeRow::Outside {
+                commit: &commit.oid,
+                base,
+                at: commit.at,
+                subject: subject(commit),
+                outside_bay: true,
+                merged_as: merged_as(commit),
+                committer: &commit.committer,
+            },
+        }
+    }
+
+    /// The same bay merge, put off the line by the merge `merge`.
+    fn via(self, merge: &'a Oid) -> MergeRow<'a> {
+        match self {
+            MergeRow::Bay {
+                commit,
+                base,
+                change,
+                actor,
+                at,
+                outside_bay,
+                ..
+            } => MergeRow::Bay {
+                commit,
+                base,
+                change,
+                actor,
+                at,
+                outside_bay,
+                via: Some(merge),
+            },
+            row => row,
+        }
+    }
+
+    fn outside_bay(&self) -> bool {
+        matches!(self, MergeRow::Outside { .. })
     }
 }
 

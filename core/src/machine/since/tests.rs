@@ -202,7 +202,8 @@ fn at_most_500_merges_are_listed_and_the_cursor_goes_on_after_the_last() {
         BTreeMap::new(),
         BTreeSet::new(),
         &input(true, None),
-    );
+    )
+    .detail;
     assert_eq!(detail["merges"].as_array().map(Vec::len), Some(MAX_LISTED));
     assert_eq!(detail["more"], true);
     assert!(detail.get("events").is_none(), "--merged lists no events");
@@ -226,7 +227,8 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         BTreeMap::new(),
         BTreeSet::new(),
         &input(false, None),
-    );
+    )
+    .detail;
     assert_eq!(all["events"].as_array().map(Vec::len), Some(MAX_LISTED));
     assert_eq!(all["more"], true);
     let cursor = Cursor::decode(all["cursor"].as_str().expect("a cursor")).expect("ours");
@@ -239,7 +241,8 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         BTreeMap::new(),
         BTreeSet::new(),
         &input(false, Some("bbbbbbbb")),
-    );
+    )
+    .detail;
     let events = view["events"].as_array().expect("events");
     assert_eq!(events.len(), MAX_LISTED / 2, "its own among the 500 read");
     assert!(events.iter().all(|e| e["change"] == "bbbbbbbb"));
@@ -265,7 +268,8 @@ fn at_most_500_events_are_listed_and_a_view_sees_only_its_change() {
         BTreeMap::new(),
         BTreeSet::new(),
         &input(false, Some("bbbbbbbb")),
-    );
+    )
+    .detail;
     assert_eq!(view["events"].as_array().map(Vec::len), Some(5));
     assert_eq!(view["more"], false);
 }
@@ -469,20 +473,25 @@ fn list_of<'a>(detail: &'a Map<String, Value>, key: &str) -> &'a Vec<Value> {
 #[test]
 fn the_sentence_counts_what_came_and_says_where_to_go_on_in_plain_words() {
     let history = vec![bay_commit(2, "aaaaaaaa"), outside_commit(3, 1, "typo")];
-    let detail = main_only(&history, 3, input(false, None));
-    let text = sentence(&detail);
+    let Listing { detail, outside } = listing(&history, 3, input(false, None));
+    let text = sentence(&detail, outside);
     assert_eq!(
         text,
         "2 saved versions reached main (1 of them outside bay) and 1 event was listed since \
          the cursor; pass detail.cursor to --since next time."
     );
     assert_eq!(crate::words::forbidden_word(&text), None);
-    let merged_only = main_only(&history, 3, input(true, None));
-    assert!(!sentence(&merged_only).contains("events"));
+    let merged_only = listing(&history, 3, input(true, None));
+    assert!(!sentence(&merged_only.detail, merged_only.outside).contains("events"));
 }
 
 /// The listing of `history` alone (no logs, no earlier cursor) with main at `oid(main)`.
 fn main_only(history: &[MainCommit], main: u64, input: SinceInput) -> Map<String, Value> {
+    listing(history, main, input).detail
+}
+
+/// [`main_only`], with the count of merges outside bay the sentence takes.
+fn listing(history: &[MainCommit], main: u64, input: SinceInput) -> Listing {
     list(
         history,
         &BTreeMap::new(),
