@@ -319,5 +319,11 @@ mod tests {
         std::fs::remove_dir_all(&nested).expect("rm");
         let (_, submodules) = checkout.snapshot().expect("a snapshot");
         assert_eq!(submodules, vec!["vendor/x".to_owned()]);
+        // A submodule whose name is not UTF-8 is refused by name, never read as another.
+        use std::os::unix::ffi::OsStrExt;
+        let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"vendor/\xe9"));
+        repository_with_a_commit(&odd);
+        let Fault(why) = checkout.snapshot().expect_err("a name that is not UTF-8");
+        assert!(why.contains("vendor/\\xe9"), "{why}");
     }
 }
