@@ -167,8 +167,7 @@ impl Reader {
     ) -> Result<Option<bay_core::git::Oid>, Fault> {
         self.with_repository("commits", |repo| {
             let commit = |oid: &bay_core::git::Oid| {
-                let id = crate::gitoxide::to_gix(oid)
-                    .ok_or_else(|| Fault(format!("{oid} is not an object id")))?;
+                let id = crate::gitoxide::gix_id(oid)?;
                 repo.find_commit(id)
                     .map(|_| id)
                     .map_err(|e| Fault(format!("no commit {oid} to take a merge base of: {e}")))
@@ -235,27 +234,8 @@ impl Reader {
         until: Option<&bay_core::git::Oid>,
         since: Option<bay_core::time::Timestamp>,
     ) -> Result<Option<Vec<bay_core::git::Oid>>, Fault> {
-        self.with_repository("commits", |repo| {
-            let mut line = Vec::new();
-            let mut at = crate::gitoxide::to_gix(tip);
-            while let Some(id) = at {
-                let oid = crate::gitoxide::from_gix(&id)?;
-                if Some(&oid) == until {
-                    return Ok(Some(line));
-                }
-                let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
-                let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
-                let time = commit.time().map_err(|e| broken(&e))?;
-                if since.is_some_and(|since| {
-                    time.seconds < i64::try_from(since.secs()).unwrap_or(i64::MAX)
-                }) {
-                    break;
-                }
-                line.push(oid);
-                at = commit.parent_ids().next().map(|parent| parent.detach());
-            }
-            Ok(until.is_none().then_some(line))
-        })
+        let (line, met) = self.walk_until(tip, u32::MAX, since, until, |oid, _| Ok(oid))?;
+        Ok((until.is_none() || met).then_some(line))
     }
 
     /// Walks the first-parent line from `tip` as [`Reader::first_parents`] says, taking what
@@ -265,12 +245,28 @@ impl Reader {
         tip: &bay_core::git::Oid,
         limit: u32,
         since: Option<bay_core::time::Timestamp>,
-        mut each: impl FnMut(bay_core::git::Oid, &gix::Commit<'_>) -> Result<T, Fault>,
+        each: impl FnMut(bay_core::git::Oid, &gix::Commit<'_>) -> Result<T, Fault>,
     ) -> Result<Vec<T>, Fault> {
+        Ok(self.walk_until(tip, limit, since, None, each)?.0)
+    }
+
+    /// [`Reader::walk`], stopping before `until` too; whether it met `until`.
+    fn walk_until<T>(
+        &self,
+        tip: &bay_core::git::Oid,
+        limit: u32,
+        since: Option<bay_core::time::Timestamp>,
+        until: Option<&bay_core::git::Oid>,
+        mut each: impl FnMut(bay_core::git::Oid, &gix::Commit<'_>) -> Result<T, Fault>,
+    ) -> Result<(Vec<T>, bool), Fault> {
         self.with_repository("commits", |repo| {
             let mut line = Vec::new();
             let mut at = crate::gitoxide::to_gix(tip);
             while let Some(id) = at.filter(|_| line.len() < limit as usize) {
+                let oid = crate::gitoxide::from_gix(&id)?;
+                if Some(&oid) == until {
+                    return Ok((line, true));
+                }
                 let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {id}: {e}"));
                 let commit = repo.find_commit(id).map_err(|e| broken(&e))?;
                 let time = commit.time().map_err(|e| broken(&e))?;
@@ -280,10 +276,10 @@ impl Reader {
                 if before_since {
                     break;
                 }
-                line.push(each(crate::gitoxide::from_gix(&id)?, &commit)?);
+                line.push(each(oid, &commit)?);
                 at = commit.parent_ids().next().map(|parent| parent.detach());
             }
-            Ok(line)
+            Ok((line, false))
         })
     }
 
@@ -310,8 +306,7 @@ impl Reader {
                     .is_some();
                 Ok((holds, commit.parent_ids().next().map(|p| p.detach())))
             };
-            let start = crate::gitoxide::to_gix(tip)
-                .ok_or_else(|| Fault(format!("{tip} is not an object id of this repository")))?;
+            let start = crate::gitoxide::gix_id(tip)?;
             let (mut holds, mut parent) = read(start)?;
             let mut at = start;
             for _ in 0..within {
