@@ -235,6 +235,12 @@ pub(crate) fn to_gix(id: &bay_core::git::Oid) -> Option<gix::ObjectId> {
     gix::ObjectId::from_hex(id.as_str().as_bytes()).ok()
 }
 
+/// An id of bay's core as gix's, or a fault naming an id this repository cannot hold (one of
+/// another hash's length).
+pub(crate) fn gix_id(id: &bay_core::git::Oid) -> Result<gix::ObjectId, bay_core::machine::Fault> {
+    to_gix(id).ok_or_else(|| bay_core::machine::Fault(format!("{id} is not an object id")))
+}
+
 /// An id of gix's as bay core's.
 pub(crate) fn from_gix(id: &gix::oid) -> Result<bay_core::git::Oid, bay_core::machine::Fault> {
     bay_core::git::Oid::from_raw(id.as_bytes()).map_err(bay_core::machine::Fault)

@@ -15,7 +15,7 @@ use bay_core::git::Oid;
 use bay_core::machine::Fault;
 use gix::index::entry::{Flags, Stage};
 
-use crate::gitoxide::to_gix;
+use crate::gitoxide::gix_id;
 use crate::objects::Store;
 
 /// One directory being built: its files and subdirectories by name.
@@ -131,7 +131,7 @@ fn write(
         tree.entries.push(gix::objs::tree::Entry {
             mode: gix::objs::tree::EntryKind::Tree.into(),
             filename: name.clone().into(),
-            oid: to_gix(&id).ok_or_else(|| Fault(format!("{id} is not an object id")))?,
+            oid: gix_id(&id)?,
         });
     }
     tree.entries.sort();

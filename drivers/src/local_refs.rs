@@ -19,7 +19,7 @@ use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::{FullName, Target};
 
 use crate::git::Location;
-use crate::gitoxide::{Gate, from_gix, to_gix};
+use crate::gitoxide::{Gate, from_gix, gix_id};
 
 /// The refs of one repository, opened in-process.
 #[derive(Debug)]
@@ -102,7 +102,7 @@ impl LocalRefs {
                         message: Default::default(),
                     },
                     expected: PreviousValue::Any,
-                    new: Target::Object(id(value)?),
+                    new: Target::Object(gix_id(value)?),
                 },
                 None => Change::Delete {
                     expected: PreviousValue::Any,
@@ -121,8 +121,8 @@ impl LocalRefs {
         let edit = RefEdit {
             change: Change::Update {
                 log: LogChange::default(),
-                expected: PreviousValue::MustExistAndMatch(Target::Object(id(old)?)),
-                new: Target::Object(id(new)?),
+                expected: PreviousValue::MustExistAndMatch(Target::Object(gix_id(old)?)),
+                new: Target::Object(gix_id(new)?),
             },
             name: full_name("HEAD")?,
             deref: false,
@@ -139,10 +139,6 @@ impl LocalRefs {
             .map(|_| ())
             .map_err(|e| Fault(format!("cannot move local refs: {e}")))
     }
-}
-
-fn id(oid: &Oid) -> Result<gix::ObjectId, Fault> {
-    to_gix(oid).ok_or_else(|| Fault(format!("{oid} is not an object id")))
 }
 
 fn full_name(name: &str) -> Result<FullName, Fault> {

@@ -27,7 +27,7 @@ use bay_core::machine::Fault;
 use gix::diff::blob::{Algorithm, Diff, InternedInput, sources::byte_lines};
 
 use super::Repo;
-use crate::gitoxide::{from_gix, to_gix};
+use crate::gitoxide::{from_gix, gix_id};
 use crate::trees::{Entry, FileChange, changed_files};
 
 /// How far Git looks for a NUL to call a file binary (`FIRST_FEW_BYTES`).
@@ -156,11 +156,6 @@ fn side(
         return Ok(Side::Binary);
     }
     Ok(Side::Text(data))
-}
-
-/// `id` as gix's, or a fault naming it.
-fn gix_id(id: &Oid) -> Result<gix::ObjectId, Fault> {
-    to_gix(id).ok_or_else(|| Fault(format!("{id} is not an object id of this repository")))
 }
 
 /// The tree `treeish` (a commit or a tree) names.
