@@ -727,27 +727,11 @@ impl<'a> MergeRow<'a> {
     }
 
     /// The same bay merge, put off the line by the merge `merge`.
-    fn via(self, merge: &'a Oid) -> MergeRow<'a> {
-        match self {
-            MergeRow::Bay {
-                commit,
-                base,
-                change,
-                actor,
-                at,
-                outside_bay,
-                ..
-            } => MergeRow::Bay {
-                commit,
-                base,
-                change,
-                actor,
-                at,
-                outside_bay,
-                via: Some(merge),
-            },
-            row => row,
+    fn via(mut self, merge: &'a Oid) -> MergeRow<'a> {
+        if let MergeRow::Bay { via, .. } = &mut self {
+            *via = Some(merge);
         }
+        self
     }
 
     fn outside_bay(&self) -> bool {
