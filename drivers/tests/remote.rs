@@ -10,7 +10,7 @@ use bay_core::id::ChangeId;
 use bay_core::limits::PathStat;
 use bay_core::machine::{
     Action, Append, BuildResult, CandidateSpec, ChainQuery, Completion, Expect, FetchSpec,
-    HistoryQuery, NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
+    HistoryQuery, MainCommit, NewValue, NoteAdd, PushOutcome, PushPlan, RefUpdate,
 };
 use bay_core::record::Step;
 use bay_core::time::Timestamp;
@@ -786,60 +786,51 @@ fn the_newest_and_oldest_of_main_read_in_process_are_what_git_reads() {
     // An unrelated root as `from`: the walk never meets it, so Git's `from..to` answers,
     // and bounds nothing of the line.
     let unrelated = made(&[], "elsewhere\n", "tester");
-    for limit in [1, 3, 6, 10] {
-        let query = |from: Option<&Oid>| HistoryQuery {
-            from: from.cloned(),
-            to: tip.clone(),
-            limit,
-            newest: true,
-            since: None,
-        };
-        let walked = fx.repo.read_history(&query(None)).expect("read in-process");
-        let logged = fx
-            .repo
-            .read_history(&query(Some(&unrelated)))
-            .expect("read by git log");
-        assert_eq!(walked, logged, "limit {limit}");
-        assert_eq!(walked.len(), (limit as usize).min(line.len()));
-        // A `from` on the line bounds the walk as `from..to` does.
-        let from = &line[2];
-        let bounded = fx.repo.read_history(&query(Some(from))).expect("a read");
-        let ids: Vec<Oid> = bounded.iter().map(|c| c.oid.clone()).collect();
-        let expected: Vec<Oid> = line[3..]
-            .iter()
-            .rev()
-            .take(limit as usize)
-            .rev()
-            .cloned()
-            .collect();
-        assert_eq!(ids, expected, "limit {limit}");
-    }
-    // The oldest of the range likewise: walked in-process, or by Git's `from..to` where the
-    // walk never meets `from`.
-    for limit in [1, 3, 6, 10] {
-        let query = |from: Option<&Oid>| HistoryQuery {
-            from: from.cloned(),
-            to: tip.clone(),
-            limit,
-            newest: false,
-            since: None,
-        };
-        let walked = fx.repo.read_history(&query(None)).expect("read in-process");
-        let listed = fx
-            .repo
-            .read_history(&query(Some(&unrelated)))
-            .expect("read by git rev-list and log");
-        assert_eq!(walked, listed, "oldest, limit {limit}");
-        let expected: Vec<Oid> = line.iter().take(limit as usize).cloned().collect();
-        let ids: Vec<Oid> = walked.iter().map(|c| c.oid.clone()).collect();
-        assert_eq!(ids, expected, "oldest, limit {limit}");
-        let from = &line[2];
-        let bounded = fx.repo.read_history(&query(Some(from))).expect("a read");
-        let ids: Vec<Oid> = bounded.iter().map(|c| c.oid.clone()).collect();
-        let expected: Vec<Oid> = line[3..].iter().take(limit as usize).cloned().collect();
-        assert_eq!(ids, expected, "oldest after {from}, limit {limit}");
-        let at_tip = fx.repo.read_history(&query(Some(&tip))).expect("a read");
-        assert!(at_tip.is_empty(), "nothing after the tip itself");
+    // The newest or the oldest of the range, each at several limits: walked in-process, or by
+    // Git's `from..to` (`log`, or `rev-list` and `log --no-walk`) where the walk never meets
+    // `from`.
+    for newest in [true, false] {
+        for limit in [1, 3, 6, 10] {
+            let query = |from: Option<&Oid>| HistoryQuery {
+                from: from.cloned(),
+                to: tip.clone(),
+                limit,
+                newest,
+                since: None,
+            };
+            // The window a read of `range` (oldest first) lists.
+            let window = |range: &[Oid]| -> Vec<Oid> {
+                let take = (limit as usize).min(range.len());
+                match newest {
+                    true => range[range.len() - take..].to_vec(),
+                    false => range[..take].to_vec(),
+                }
+            };
+            let ids =
+                |read: &[MainCommit]| -> Vec<Oid> { read.iter().map(|c| c.oid.clone()).collect() };
+            let walked = fx.repo.read_history(&query(None)).expect("read in-process");
+            let by_git = fx
+                .repo
+                .read_history(&query(Some(&unrelated)))
+                .expect("read by git");
+            assert_eq!(walked, by_git, "newest {newest}, limit {limit}");
+            assert_eq!(walked.len(), (limit as usize).min(line.len()));
+            assert_eq!(
+                ids(&walked),
+                window(&line),
+                "newest {newest}, limit {limit}"
+            );
+            // A `from` on the line bounds the walk as `from..to` does.
+            let from = &line[2];
+            let bounded = fx.repo.read_history(&query(Some(from))).expect("a read");
+            assert_eq!(
+                ids(&bounded),
+                window(&line[3..]),
+                "newest {newest}, after {from}, limit {limit}"
+            );
+            let at_tip = fx.repo.read_history(&query(Some(&tip))).expect("a read");
+            assert!(at_tip.is_empty(), "nothing after the tip itself");
+        }
     }
     let merge = fx.repo.read_history(&HistoryQuery {
         from: None,

@@ -26,6 +26,25 @@ fn first_catch(
     })
 }
 
+/// The first seed that catches `mutant` (which `tweak` sets) as `invariant`, which must come
+/// within `budget` seeds.
+fn expect_caught(
+    mutant: Mutant,
+    tweak: fn(&mut RunnerConfig),
+    invariant: Invariant,
+    faults: &[FaultClass],
+    budget: u64,
+) -> u64 {
+    let caught = first_catch(tweak, invariant, faults, budget);
+    assert!(
+        caught.is_some(),
+        "{mutant:?} was not caught as {invariant:?} within {budget} seeds"
+    );
+    let seed = caught.unwrap_or_default();
+    eprintln!("{mutant:?}: caught as {} at seed {seed}", invariant.code());
+    seed
+}
+
 macro_rules! mutant_test {
     ($name:ident, $mutant:expr, $invariant:expr, $budget:expr, [$($fault:expr),*]) => {
         #[test]
@@ -33,10 +52,7 @@ macro_rules! mutant_test {
             fn tweak(cfg: &mut RunnerConfig) {
                 cfg.mutant = Some($mutant);
             }
-            let faults = [$($fault),*];
-            let caught = first_catch(tweak, $invariant, &faults, $budget);
-            assert!(caught.is_some(), "{:?} was not caught as {:?} within {} seeds", $mutant, $invariant, $budget);
-            eprintln!("{:?}: caught as {} at seed {}", $mutant, $invariant.code(), caught.unwrap_or_default());
+            expect_caught($mutant, tweak, $invariant, &[$($fault),*], $budget);
         }
     };
 }
@@ -281,23 +297,27 @@ mutant_test!(
     [Keys]
 );
 
+/// Every runner reusing evidence and checking two entries ahead.
+fn reusing_ahead(cfg: &mut RunnerConfig) {
+    cfg.evidence_reuse = true;
+    cfg.ahead = 2;
+}
+
 /// With every runner checking ahead: an early run keyed by its change, so a pass on a
 /// prediction main missed merges a tree no one checked on its base.
 #[test]
 fn a_precheck_by_change_breaks_s3() {
     fn tweak(cfg: &mut RunnerConfig) {
-        cfg.evidence_reuse = true;
-        cfg.ahead = 2;
+        reusing_ahead(cfg);
         cfg.mutant = Some(Mutant::PrecheckByChange);
     }
-    let caught = first_catch(tweak, Invariant::MergedIsChecked, &[OutsidePush], 2000);
-    assert!(
-        caught.is_some(),
-        "an early run keyed by its change was not caught as S3 within 2000 seeds"
-    );
-    eprintln!(
-        "PrecheckByChange: caught as S3 at seed {}",
-        caught.unwrap_or_default()
+    let mutant = Mutant::PrecheckByChange;
+    expect_caught(
+        mutant,
+        tweak,
+        Invariant::MergedIsChecked,
+        &[OutsidePush],
+        2000,
     );
 }
 
@@ -306,28 +326,12 @@ fn reuse_of_unsigned_records_under_a_registry_breaks_s5() {
     // Reuse on, and checking ahead so that the head looks for passes while its runs are in
     // flight; the `keys` fault forges passes for the inputs of head runs.
     fn tweak(cfg: &mut RunnerConfig) {
-        cfg.evidence_reuse = true;
-        cfg.ahead = 2;
+        reusing_ahead(cfg);
         cfg.mutant = Some(Mutant::ReuseUnsigned);
     }
-    let caught = first_catch(tweak, Invariant::UnknownNeverPasses, &[Keys], 600);
-    assert!(
-        caught.is_some(),
-        "reuse of unsigned records under a registry was not caught as S5 within 600 seeds"
-    );
-    eprintln!(
-        "ReuseUnsigned: caught as S5 at seed {}",
-        caught.unwrap_or_default()
-    );
+    let s5 = Invariant::UnknownNeverPasses;
+    let seed = expect_caught(Mutant::ReuseUnsigned, tweak, s5, &[Keys], 600);
     // The catch is the mutant's: the real core, with the same settings and forged passes,
     // breaks nothing on the same seeds.
-    fn honest(cfg: &mut RunnerConfig) {
-        cfg.evidence_reuse = true;
-        cfg.ahead = 2;
-    }
-    let last = caught.unwrap_or_default() + 1;
-    assert_eq!(
-        first_catch(honest, Invariant::UnknownNeverPasses, &[Keys], last),
-        None
-    );
+    assert_eq!(first_catch(reusing_ahead, s5, &[Keys], seed + 1), None);
 }
