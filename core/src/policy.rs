@@ -5,10 +5,9 @@
 //! skipped: skipping it would quietly change what a merge must pass, and the person who wrote
 //! it would believe it was enforced.
 //!
-//! Some keys the specification defines bring behaviour this bay does not have yet:
-//! `footprint` and `[[input]]`. Each is validated
-//! as fully as any other key, so a wrong value gets its own error, and then refused by name
-//! (see [`NotYet`]) once the rest of the file is valid.
+//! One table the specification defines brings behaviour this bay does not have yet:
+//! `[[input]]`. It is validated as fully as any other, so a wrong value gets its own error,
+//! and then refused by name (see [`NotYet`]) once the rest of the file is valid.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -252,6 +251,11 @@ pub struct CheckSpec {
     /// never as a pass.
     #[serde(default, skip_serializing_if = "is_false")]
     pub waivable: bool,
+    /// `footprint = true`: the verdict reads only the check's `paths`, else its `when_paths`,
+    /// so its pass may carry to a later candidate whose read set is the same
+    /// (`check::footprint`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub footprint: bool,
 }
 
 /// An input of a check beyond the candidate's tree.
@@ -498,9 +502,6 @@ const CHECK_KEYS: &[&str] = &[
     "waivable",
 ];
 
-/// `[[check]]` keys this bay validates and then refuses, because it does not act on them yet.
-pub const CHECK_NOT_YET: [&str; 1] = ["footprint"];
-
 /// The keys that make a check run; an approval check runs nothing, so it takes none of them.
 const RUN_SETTINGS: &[&str] = &[
     "command",
@@ -608,7 +609,7 @@ fn parse(text: &str) -> Result<Policy, TomlError> {
     let mut pairs: BTreeMap<(String, String), String> = BTreeMap::new();
     let mut stages: BTreeMap<String, (Stage, String)> = BTreeMap::new();
     for table in &mut tables {
-        let check = parse_check(table, &mut later)?;
+        let check = parse_check(table)?;
         let here = format!("{} on line {}", table.name(), table.line());
         let pair = (check.id.clone(), check.environment.clone());
         if let Some(first) = pairs.get(&pair) {
@@ -791,7 +792,7 @@ fn expects_tests(
     ))
 }
 
-fn parse_check(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<Parsed, TomlError> {
+fn parse_check(table: &mut Table<'_, '_>) -> Result<Parsed, TomlError> {
     table.check_keys(CHECK_KEYS, &[])?;
     let id = non_empty_string(table, "id")?;
     let environment = non_empty_string(table, "environment")?;
@@ -824,10 +825,10 @@ fn parse_check(table: &mut Table<'_, '_>, later: &mut NotYet) -> Result<Parsed, 
         }
     };
     let (spec, approval) = if approval {
-        let approval = parse_approval(table, id.clone(), environment.clone(), stage, later)?;
+        let approval = parse_approval(table, id.clone(), environment.clone(), stage)?;
         (None, Some(approval))
     } else {
-        let spec = parse_run(table, id.clone(), environment.clone(), stage, later)?;
+        let spec = parse_run(table, id.clone(), environment.clone(), stage)?;
         (Some(spec), None)
     };
     Ok(Parsed {
@@ -845,7 +846,6 @@ fn parse_approval(
     id: String,
     environment: String,
     stage: Stage,
-    later: &mut NotYet,
 ) -> Result<ApprovalCheck, TomlError> {
     let kind_line = table.line_of("kind");
     if stage == Stage::Post {
@@ -884,12 +884,9 @@ fn parse_approval(
     };
     let producers = names(table, "producers")?;
     let carry = table.bool("carry")?;
-    // With `when_paths` always present, `footprint = true` has its read set.
+    // An approval carries by its own rule (`carry`); `footprint` is read, and changes nothing.
     table.bool("footprint")?;
     table.finish()?;
-    for key in CHECK_NOT_YET {
-        later.key(table, key);
-    }
     Ok(ApprovalCheck {
         id,
         environment,
@@ -904,7 +901,6 @@ fn parse_run(
     id: String,
     environment: String,
     stage: Stage,
-    later: &mut NotYet,
 ) -> Result<CheckSpec, TomlError> {
     if table.has("carry") {
         return Err(table.error(
@@ -1010,7 +1006,7 @@ fn parse_run(
             ));
         }
     };
-    let footprint = table.bool("footprint")?;
+    let footprint = table.bool("footprint")?.unwrap_or(false);
     let waivable = table.bool("waivable")?.unwrap_or(false);
     table.finish()?;
 
@@ -1043,7 +1039,7 @@ fn parse_run(
             ),
         ));
     }
-    if footprint == Some(true) {
+    if footprint {
         if materialize == Materialize::Changed {
             return Err(table.error(
                 "materialize",
@@ -1063,10 +1059,6 @@ fn parse_run(
             ));
         }
     }
-    for key in CHECK_NOT_YET {
-        later.key(table, key);
-    }
-
     Ok(CheckSpec {
         id,
         environment,
@@ -1089,6 +1081,7 @@ fn parse_run(
         allow_flaky,
         baseline,
         waivable,
+        footprint,
     })
 }
 

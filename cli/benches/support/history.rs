@@ -677,6 +677,8 @@ fn write_note(stream: &mut Stream, change: &Change) -> Option<(Oid, usize)> {
         key: EvidenceKey::Tree,
         sandbox_read: Vec::new(),
         definition: String::new(),
+        footprint: None,
+        carried: None,
     };
     let mark = stream.mark();
     stream.blob(mark, &format!("{}\n", record.to_json()));

@@ -4,7 +4,7 @@
 //!
 //! It covers the `[[check]]` keys that shape a run (`id`, `environment`, `command`, `env` names
 //! never their values, `path`, `fixtures`, `network`, `inputs`, `paths`, `materialize`,
-//! `baseline`, `expected_minimum`, `timeout_s`) and what the `adapter` files held, as the
+//! `baseline`, `expected_minimum`, `timeout_s`, and `waivable` and `footprint` when set) and what the `adapter` files held, as the
 //! driver laid them out (each path with its blob id).
 
 use serde_json::json;
@@ -35,6 +35,10 @@ pub fn digest(spec: &CheckSpec, adapter: &[(String, String)]) -> String {
     // Only when set, so that a check without it keeps the digest it had.
     if spec.waivable {
         definition["waivable"] = json!(true);
+    }
+    // A check that declares its read set is another check: no record made before counts.
+    if spec.footprint {
+        definition["footprint"] = json!(true);
     }
     let mut hasher = Sha256::new();
     hasher.update(b"bay check definition v1\n");
@@ -92,5 +96,14 @@ pub(super) mod tests {
         ] {
             assert_ne!(base, digest(&spec(extra), &blob("ci/run", 'a')), "{extra}");
         }
+        let paths = "paths = [\"src/\"]\n";
+        assert_ne!(
+            digest(&spec(paths), &blob("ci/run", 'a')),
+            digest(
+                &spec(&format!("{paths}footprint = true\n")),
+                &blob("ci/run", 'a')
+            ),
+            "a declared read set"
+        );
     }
 }

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::footprint::{Carried, Stamp};
 use super::{CheckExit, CheckRequest, CommitTree, JudgedCheck, UnitReason, Verdict, schema_tag};
 use crate::time::Timestamp;
 
@@ -68,6 +69,14 @@ pub struct EvidenceRecord {
     /// held (`check::definition`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub definition: String,
+    /// For a check that declares its read set (`footprint = true`), under `footprint_lanes`:
+    /// the digests of what its verdict rests on (`check::footprint::Stamp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<Stamp>,
+    /// A pass carried from another candidate of the same operation with the same stamp: the
+    /// record it came from. The check did not run on this candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<Carried>,
 }
 
 /// What one record counts for.
@@ -133,6 +142,8 @@ impl EvidenceRecord {
             },
             sandbox_read: exit.sandbox_read.clone(),
             definition,
+            footprint: None,
+            carried: None,
         }
     }
 

@@ -16,6 +16,7 @@ use crate::git::Oid;
 
 pub mod definition;
 mod evidence;
+pub mod footprint;
 mod judge;
 pub mod plan;
 pub mod read_path;
