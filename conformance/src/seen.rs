@@ -72,6 +72,7 @@ pub fn fault(completion: &Completion) -> Option<&'static str> {
         Completion::StatsRead(r) => r.is_err(),
         Completion::NotesRead(r) => r.is_err(),
         Completion::TreesRead(r) => r.is_err(),
+        Completion::FilesRead(r) => r.is_err(),
         Completion::StepsWritten(r) => r.is_err(),
         Completion::LogRead(r) => r.is_err(),
         Completion::HistoryRead(r) => r.is_err(),

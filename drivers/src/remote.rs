@@ -166,6 +166,9 @@ impl Repo {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
             Action::ReadTrees { commits } => Completion::TreesRead(self.read_trees(commits)),
+            Action::ReadFiles { commits, under } => {
+                Completion::FilesRead(crate::trees::files_under(&self.reader, commits, under))
+            }
             Action::ReadNotes { notes, objects } => {
                 Completion::NotesRead(self.read_notes(notes, objects))
             }

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use bay_core::check::footprint::TreeFile;
 use bay_core::git::Oid;
 use bay_core::machine::Fault;
 
@@ -167,6 +168,65 @@ pub fn changed_files(reader: &Reader, from: &Oid, to: &Oid) -> Result<Vec<FileCh
         level = next;
     }
     Ok(changed)
+}
+
+/// Every file (blob, symlink or submodule) of the tree of each of `commits` whose path starts
+/// with one of `under`, sorted by path (`Action::ReadFiles`). The walk reads a subtree only
+/// when a path under it could start with a prefix, one exchange per level for all commits; a
+/// path it lists that is not UTF-8 is refused by name, since read lossily two could be one.
+pub fn files_under(
+    reader: &Reader,
+    commits: &[Oid],
+    under: &[String],
+) -> Result<Vec<Vec<TreeFile>>, Fault> {
+    let wanted = |path: &[u8]| under.iter().any(|p| path.starts_with(p.as_bytes()));
+    // A directory is walked when some prefix lies below it or it lies below a prefix.
+    let walked = |dir: &[u8]| {
+        under.iter().any(|p| {
+            let p = p.as_bytes();
+            p.starts_with(dir) || dir.starts_with(p)
+        })
+    };
+    let mut files: Vec<Vec<TreeFile>> = vec![Vec::new(); commits.len()];
+    // Subtrees still to read: which commit's, the path that leads to them, and their id.
+    let mut level: Vec<(usize, Vec<u8>, Oid)> = of_commits(reader, commits)?
+        .into_iter()
+        .enumerate()
+        .map(|(index, tree)| (index, Vec::new(), tree))
+        .collect();
+    while !level.is_empty() {
+        let ids: Vec<Oid> = level.iter().map(|(_, _, id)| id.clone()).collect();
+        let mut next = Vec::new();
+        for ((index, dir, _), entries) in level.into_iter().zip(read_trees(reader, &ids)?) {
+            for (name, entry) in entries {
+                let mut path = dir.clone();
+                path.extend_from_slice(&name);
+                if entry.is_tree() {
+                    path.push(b'/');
+                    if walked(&path) {
+                        next.push((index, path, entry.id));
+                    }
+                } else if wanted(&path) {
+                    let path = String::from_utf8(path).map_err(|bad| {
+                        Fault(format!(
+                            "the path {} is not UTF-8, so bay cannot name it in a footprint",
+                            String::from_utf8_lossy(bad.as_bytes())
+                        ))
+                    })?;
+                    files[index].push(TreeFile {
+                        path,
+                        mode: entry.mode,
+                        oid: entry.id,
+                    });
+                }
+            }
+        }
+        level = next;
+    }
+    for list in &mut files {
+        list.sort();
+    }
+    Ok(files)
 }
 
 /// The paths whose content, mode or presence differs between the trees `from` and `to`,

@@ -66,7 +66,7 @@ use bay_core::machine::{
     Action, ActionId, BuildResult, ChainQuery, ChainRead, CheckRun, Completion, Event, Expect,
     Fault, Machine, PluginExit, PushOutcome, PushPlan, PushReport, RawStep, Refreshed, Refs,
 };
-use bay_core::policy::{CHECK_NOT_YET, Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
+use bay_core::policy::{Materialize, Policy, QuarantineEnd, Stage, TOP_NOT_YET};
 use bay_core::reason::ReasonCode;
 use bay_core::record::{ChangeRecord, Step, StepBody};
 use bay_core::report;
@@ -1043,8 +1043,13 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
                 .and_then(|n| u64::try_from(n).ok())
         };
         let flag = |key: &str| raw.get(key).and_then(toml::Value::as_bool).unwrap_or(false);
-        for key in CHECK_NOT_YET {
-            assert!(!raw.contains_key(key), "bay accepted {key}");
+        assert_eq!(flag("footprint"), check.footprint);
+        if check.footprint {
+            assert!(
+                check.materialize != Materialize::Changed
+                    && (check.paths.is_some() || check.when_paths.is_some()),
+                "a footprint with no read set, or beside materialize = \"changed\""
+            );
         }
         assert_ne!(
             string("kind").as_deref(),
@@ -2066,6 +2071,9 @@ impl Driver {
             })?),
             Action::ReadTrees { commits } => Completion::TreesRead(maybe_fault(u, 16, |u| {
                 commits.iter().map(|_| oid(u)).collect()
+            })?),
+            Action::ReadFiles { commits, .. } => Completion::FilesRead(maybe_fault(u, 16, |u| {
+                commits.iter().map(|_| Vec::arbitrary(u)).collect()
             })?),
             Action::ReadNotes { .. } => Completion::NotesRead(maybe_fault(u, 16, |u| {
                 let mut lines = Vec::new();

@@ -2,6 +2,7 @@
 //! the evidence notes, and the answer to each of core's actions, with no faults. The world
 //! wraps these answers in latency and faults; the scripted tests use them directly.
 
+use bay_core::check::footprint::TreeFile;
 use bay_core::conflict::Labels;
 use bay_core::git::{Oid, refs};
 use bay_core::id::ChangeId;
@@ -138,6 +139,9 @@ impl GitModel {
                 Completion::StatsRead(self.read_stats(base, commit))
             }
             Action::ReadTrees { commits } => Completion::TreesRead(self.read_trees(commits)),
+            Action::ReadFiles { commits, under } => {
+                Completion::FilesRead(self.read_files(commits, under))
+            }
             Action::ReadNotes { notes, objects } => Completion::NotesRead(Ok(notes
                 .iter()
                 .flat_map(|tip| {
@@ -460,6 +464,30 @@ impl GitModel {
                     .get(commit)
                     .map(|c| c.tree.clone())
                     .ok_or_else(|| Fault(format!("no commit {commit}")))
+            })
+            .collect()
+    }
+
+    /// Every file of each commit's tree under one of `under`, sorted by path; the model's files
+    /// are all plain (`100644`).
+    pub fn read_files(
+        &self,
+        commits: &[Oid],
+        under: &[String],
+    ) -> Result<Vec<Vec<TreeFile>>, Fault> {
+        commits
+            .iter()
+            .map(|commit| {
+                let files = self.files(commit)?;
+                Ok(files
+                    .iter()
+                    .filter(|(path, _)| under.iter().any(|p| path.starts_with(p.as_str())))
+                    .map(|(path, oid)| TreeFile {
+                        path: path.clone(),
+                        mode: "100644".into(),
+                        oid: oid.clone(),
+                    })
+                    .collect())
             })
             .collect()
     }

@@ -222,6 +222,60 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
         Case::new(
+            "read: the files of trees under prefixes, and a missing commit",
+            |b| {
+                let files = [
+                    ("api/a.rs", "one\n"),
+                    ("api/v2/b.rs", "two\n"),
+                    ("apix", "three\n"),
+                    ("docs/api.md", "two\n"),
+                    ("web/c.js", "one\n"),
+                ];
+                b.commit("A", &[], &files);
+                b.commit("B", &["A"], &[("api/a.rs", "four\n")]);
+                let (a, bb) = (b.oid("A"), b.oid("B"));
+                for (label, commits, under) in [
+                    (
+                        "a read set",
+                        vec![a.clone(), bb],
+                        vec!["api/", "docs/api.md"],
+                    ),
+                    ("the whole tree", vec![a.clone()], vec![""]),
+                    ("nothing there", vec![a.clone()], vec!["lib/"]),
+                    ("one missing", vec![a, nowhere()], vec!["api/"]),
+                ] {
+                    let under = under.into_iter().map(str::to_owned).collect();
+                    let shown = match b.execute(&Action::ReadFiles { commits, under }) {
+                        // Blob ids are each arm's own; which files share one is not.
+                        Completion::FilesRead(Ok(lists)) => {
+                            let mut blobs = Vec::new();
+                            lists
+                                .iter()
+                                .map(|files| {
+                                    let shown: Vec<String> = files
+                                        .iter()
+                                        .map(|file| {
+                                            if !blobs.contains(&file.oid) {
+                                                blobs.push(file.oid.clone());
+                                            }
+                                            let blob = blobs.iter().position(|o| o == &file.oid);
+                                            let blob = blob.unwrap_or(0);
+                                            format!("{} {} blob#{blob}", file.path, file.mode)
+                                        })
+                                        .collect();
+                                    format!("[{}]", shown.join(", "))
+                                })
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        }
+                        Completion::FilesRead(Err(_)) => "fault".to_owned(),
+                        other => panic!("a files read answered {other:?}"),
+                    };
+                    b.see(label, shown);
+                }
+            },
+        ),
+        Case::new(
             "read: commits raw, and the key registry's chain with its files",
             |b| {
                 b.commit("R1", &[], &[("agent", "key one\n"), ("removed", "")]);

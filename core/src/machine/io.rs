@@ -51,6 +51,14 @@ pub enum Action {
     /// lacks is a fault. A bisect's check request names a merge's exact tree and its first
     /// parent's.
     ReadTrees { commits: Vec<Oid> },
+    /// List, for each of `commits` in order, every file of its tree (blob, symlink or
+    /// submodule, never a directory) whose path starts with one of `under`, with its mode and
+    /// id, from local objects; a commit this clone lacks, or a listed path that is not UTF-8,
+    /// is a fault. A footprint's stamp reads them (`crate::check::footprint`).
+    ReadFiles {
+        commits: Vec<Oid>,
+        under: Vec<String>,
+    },
     /// Read the evidence records noted on each of `objects` in each notes commit of `notes`
     /// (tips of `refs/notes/bay/evidence/*` as fetched): every line of every such note.
     ReadNotes { notes: Vec<Oid>, objects: Vec<Oid> },
@@ -175,6 +183,7 @@ impl Action {
             Action::ReadFile { .. } => "read-file",
             Action::ReadStats { .. } => "read-stats",
             Action::ReadTrees { .. } => "read-trees",
+            Action::ReadFiles { .. } => "read-files",
             Action::ReadNotes { .. } => "read-notes",
             Action::ReadLog { .. } => "read-log",
             Action::ReadHistory(_) => "read-history",
@@ -215,6 +224,7 @@ impl Action {
             Action::ReadFile { .. } => Completion::FileRead(Err(fault)),
             Action::ReadStats { .. } => Completion::StatsRead(Err(fault)),
             Action::ReadTrees { .. } => Completion::TreesRead(Err(fault)),
+            Action::ReadFiles { .. } => Completion::FilesRead(Err(fault)),
             Action::ReadNotes { .. } => Completion::NotesRead(Err(fault)),
             Action::ReadLog { .. } => Completion::LogRead(Err(fault)),
             Action::ReadHistory(_) => Completion::HistoryRead(Err(fault)),
@@ -836,6 +846,8 @@ pub enum Completion {
     StatsRead(Result<Vec<PathStat>, Fault>),
     NotesRead(Result<Vec<String>, Fault>),
     TreesRead(Result<Vec<Oid>, Fault>),
+    /// One list per commit asked, each sorted by path.
+    FilesRead(Result<Vec<Vec<crate::check::footprint::TreeFile>>, Fault>),
     LogRead(Result<Vec<RawStep>, Fault>),
     HistoryRead(Result<Vec<MainCommit>, Fault>),
     AddedRead(Result<Option<Oid>, Fault>),
