@@ -255,6 +255,10 @@ pub struct RunnerSettings {
     /// early, on the base the entries ahead of each predict (`ahead`, 0 to 16).
     #[serde(default)]
     pub ahead: u32,
+    /// Whether a runner checks a queued entry beside the head when their footprints are
+    /// disjoint, and carries `footprint = true` records (`footprint_lanes`).
+    #[serde(default)]
+    pub footprint_lanes: bool,
 }
 
 impl Default for RunnerSettings {
@@ -270,6 +274,7 @@ impl Default for RunnerSettings {
             parallel_checks: 1,
             bisect_post: false,
             ahead: 0,
+            footprint_lanes: false,
         }
     }
 }
@@ -367,8 +372,9 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 8] = [
+const RUNNER_ACTED_ON: [&str; 9] = [
     "ahead",
+    "footprint_lanes",
     "lease_s",
     "takeover_s",
     "bisect_post",
@@ -501,7 +507,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
     root.finish()?;
     later.finish()?;
 
-    let throughput = runner.ahead > 0;
+    let throughput = runner.ahead > 0 || runner.footprint_lanes;
     Ok(Config {
         main,
         remote,
@@ -747,7 +753,7 @@ fn parse_runner(
         .unwrap_or(defaults.publish_window_s);
     let bisect_post = table.bool("bisect_post")?.unwrap_or(defaults.bisect_post);
     let ahead = table.uint("ahead", 0..=16)?.map_or(0, |n| n as u32);
-    table.bool("footprint_lanes")?;
+    let footprint_lanes = table.bool("footprint_lanes")?.unwrap_or(false);
     if let Some(mut batch) = table.table("batch")? {
         parse_batch(&mut batch)?;
     }
@@ -794,6 +800,7 @@ fn parse_runner(
         parallel_checks,
         bisect_post,
         ahead,
+        footprint_lanes,
         ..defaults
     })
 }

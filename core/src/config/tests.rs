@@ -242,7 +242,6 @@ fn the_spec_example_is_refused_only_on_its_later_keys() {
             "cache_max_age_s in [hooks]",
             "view in top level",
             "submission_timeout_s in [runner]",
-            "footprint_lanes in [runner]",
             "prune in [plugin]",
             "target in top level",
             "lane in top level",
@@ -318,7 +317,7 @@ fn the_spec_fragments_are_refused_only_on_their_later_keys() {
     assert_eq!(
         first,
         [
-            "footprint_lanes in [runner]",
+            "batch in [runner]",
             "prune in [plugin]",
             "target in top level",
             "target in top level",
@@ -366,9 +365,9 @@ fn later_keys_are_refused_in_text_order_once_all_is_valid() {
     let error = refuse("[view]\nwarm_history = true\n[runner]\nlease_s = 0\n");
     assert_eq!(place(&error), (Some("lease_s"), "[runner]", 4));
     let error =
-        validated("[runner]\nlease_s = 30\nfootprint_lanes = true\n[view]\nwarm_history = true\n");
-    assert_eq!(place(&error), (Some("footprint_lanes"), "[runner]", 3));
-    let error = validated("[view]\nwarm_history = true\n[runner]\nfootprint_lanes = true\n");
+        validated("[runner]\nlease_s = 30\nbatch = { max = 4 }\n[view]\nwarm_history = true\n");
+    assert_eq!(place(&error), (Some("batch"), "[runner]", 3));
+    let error = validated("[view]\nwarm_history = true\n[runner]\nbatch = { max = 4 }\n");
     assert_eq!(
         place(&error),
         (Some("view"), "top level", 1),
@@ -448,7 +447,6 @@ fn every_other_runner_key_is_checked_then_refused() {
     for (line, key) in [
         ("command = \"ci/submit\"", "command"),
         ("submission_timeout_s = 120", "submission_timeout_s"),
-        ("footprint_lanes = false", "footprint_lanes"),
         ("batch = { min = 2 }", "batch"),
     ] {
         let error = validated(&format!("[runner]\nlease_s = 60\n{line}\n"));
@@ -685,8 +683,9 @@ fn throughput_keys_need_evidence_reuse() {
             text.replace("\"off\"", "\"exact-inputs\""),
             text.replace("evidence_reuse = \"off\"\n", ""),
         ] {
-            // `ahead` is acted on; the others are valid, and refused until bay acts on them.
-            if key == "ahead" {
+            // `ahead` and `footprint_lanes` are acted on; `batch` is valid, and refused until
+            // bay acts on it.
+            if key != "batch" {
                 assert!(accept(&text).evidence_reuse, "{text}");
             } else {
                 validated(&text);

@@ -88,6 +88,10 @@ impl Runner {
                 .insert(index, Judged::unrun(Verdict::Unknown, why));
             return;
         }
+        if let Some(carried) = checking.carried_run(index) {
+            checking.answered.insert(index, carried);
+            return;
+        }
         if let Some(producer) = checking.reused.get(&index) {
             // A pass on exactly these inputs stands: it answers without a run, and keeps the
             // note it has.
@@ -223,7 +227,9 @@ impl Runner {
         match judge(&request, spec.expected_minimum, &exit) {
             Judgement::Unavailable { reason } => self.unavailable(work, reason),
             Judgement::Judged(judged) => {
-                let record = self.evidence(op, checking, &spec, &request, &judged, &exit);
+                let mut record = self.evidence(op, checking, &spec, &request, &judged, &exit);
+                record.footprint = checking.stamps.get(&index).cloned();
+                let record = record.to_json();
                 let failed = judged
                     .failed
                     .iter()
@@ -243,7 +249,7 @@ impl Runner {
         }
     }
 
-    /// The evidence record of one judged run of `op`'s candidate, as the note's JSON.
+    /// The evidence record of one judged run of `op`'s candidate.
     fn evidence(
         &self,
         op: &OpId,
@@ -252,7 +258,7 @@ impl Runner {
         request: &CheckRequest,
         judged: &JudgedCheck,
         exit: &CheckExit,
-    ) -> String {
+    ) -> EvidenceRecord {
         let extras = EvidenceExtras {
             producer: self.cfg.runner.clone(),
             op: op.to_string(),
@@ -260,7 +266,7 @@ impl Runner {
             at: self.now,
             definition: crate::check::definition::digest(spec, &exit.adapter),
         };
-        EvidenceRecord::new(request, judged, exit, extras).to_json()
+        EvidenceRecord::new(request, judged, exit, extras)
     }
 
     /// Judges a run in its turn: the write that records it, with what follows in the same
@@ -478,7 +484,9 @@ impl Runner {
                     Verdict::Pass => Some(BTreeSet::new()),
                     _ => None,
                 };
-                let record = self.evidence(op, checking, &spec, &request, &judged, &exit);
+                let record = self
+                    .evidence(op, checking, &spec, &request, &judged, &exit)
+                    .to_json();
                 let object = if CheckTarget::of(&spec).keyed_by_commit() {
                     request.candidate.commit.clone()
                 } else {
@@ -653,6 +661,9 @@ fn check_write(
     } else {
         built.tree.clone()
     };
+    // A stamped record hangs on the draft too, where a later candidate finds it (`carry`).
+    let on_draft = (!record.is_empty() && checking.stamped(spec))
+        .then(|| (checking.change.revision.clone(), record.clone()));
     let kept = (!record.is_empty()).then_some((object, record));
     Write::Check {
         candidate: built.id.clone(),
@@ -660,7 +671,11 @@ fn check_write(
         environment: spec.environment.clone(),
         verdict,
         why,
-        notes: base_record.into_iter().chain(kept).collect(),
+        notes: base_record
+            .into_iter()
+            .chain(kept)
+            .chain(on_draft)
+            .collect(),
         then,
     }
 }

@@ -19,6 +19,7 @@
 mod ahead;
 mod approval;
 mod bisect;
+mod carry;
 mod checks;
 mod compaction;
 pub mod deps;
@@ -102,6 +103,11 @@ pub struct RunnerConfig {
     /// runner checks early, each on the base the entries ahead of it predict.
     #[serde(default)]
     pub ahead: u32,
+    /// `[runner] footprint_lanes`: check a queued entry early on the current main when its
+    /// footprint is disjoint from every entry ahead, and carry `footprint = true` passes to a
+    /// later candidate of the same operation whose stamp is the same.
+    #[serde(default)]
+    pub footprint_lanes: bool,
     /// `[red] window`: how many first-parent main commits judge a red main.
     #[serde(default = "red_window")]
     pub red_window: u32,
@@ -171,6 +177,7 @@ impl RunnerConfig {
             parallel_checks: 1,
             evidence_reuse: false,
             ahead: 0,
+            footprint_lanes: false,
             red_window: red_window(),
             bisect_post: false,
             compact_at: compact_at(),
@@ -199,6 +206,7 @@ impl RunnerConfig {
         self.parallel_checks = config.runner.parallel_checks;
         self.evidence_reuse = config.evidence_reuse;
         self.ahead = config.runner.ahead;
+        self.footprint_lanes = config.runner.footprint_lanes;
         self.red_window = config.red_window();
         self.bisect_post = config.runner.bisect_post;
         self.compact_at = usize::try_from(config.ref_budget)

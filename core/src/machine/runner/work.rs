@@ -93,6 +93,8 @@ pub(super) enum Purpose {
     LateNotes,
     /// The registry fetched, then read, before the passes to reuse are read.
     ReuseKeys(super::reuse_keys::Purpose),
+    /// The files the footprint checks' stamps rest on (`carry`).
+    Stamps,
     /// The registry fetched, then read, right before the push that moves main (`write`).
     KeysFetch(Box<Write>, FetchSpec),
     KeysRead(Box<Write>, Oid),
@@ -338,6 +340,11 @@ pub(super) struct Checking {
     pub next_start: usize,
     /// Runs a pass recorded on exactly these inputs answers, by plan index: the producer.
     pub reused: BTreeMap<usize, String>,
+    /// The stamps of the runs that declare their read set, by plan index, once read (`carry`).
+    pub stamps: BTreeMap<usize, crate::check::footprint::Stamp>,
+    /// Runs a pass of the same operation with the same stamp answers, by plan index: the
+    /// carried record to keep (`carry`).
+    pub carry_from: BTreeMap<usize, String>,
     /// The approval checks the candidate owes a yes for (`approval::required`), asked once
     /// every run passed.
     pub approvals: Vec<crate::policy::ApprovalCheck>,
@@ -1078,6 +1085,7 @@ impl Runner {
                 self.on_reuse_keys(purpose, completion)?;
                 placed
             }
+            (Purpose::Stamps, Completion::FilesRead(read)) => self.on_stamp_files(work, read),
             (purpose, completion) => {
                 let _placed = self.keep(work);
                 return Err(Misuse(format!("{purpose:?} answered with {completion:?}")));
@@ -1501,6 +1509,8 @@ impl Runner {
             answered: BTreeMap::new(),
             next_start: 0,
             reused: BTreeMap::new(),
+            stamps: BTreeMap::new(),
+            carry_from: BTreeMap::new(),
             approvals,
             judging: false,
             carrying: None,
@@ -1523,17 +1533,25 @@ impl Runner {
         self.checks_planned(work, checking, reuse)
     }
 
-    /// The checks are planned (and any waiver read): read the passes to reuse (under a
-    /// registry, once it is read), or record the claim and the candidate.
+    /// The checks are planned (and any waiver read): stamp the footprint checks (`carry`),
+    /// then read the passes to reuse, or record the claim and the candidate.
     pub(super) fn checks_planned(
         &mut self,
         mut work: Box<Work>,
         checking: Checking,
         reuse: bool,
     ) -> Placed {
-        let by = self.reuse_by(&checking.policy);
         work.phase = Phase::Checking(Box::new(checking));
-        match by {
+        self.stamp_checks(work, reuse)
+    }
+
+    /// Reads the passes to reuse (under a registry, once it is read), or records the claim
+    /// and the candidate.
+    pub(super) fn reuse_or_record(&mut self, work: Box<Work>, reuse: bool) -> Placed {
+        let Phase::Checking(checking) = &work.phase else {
+            return self.keep(work);
+        };
+        match self.reuse_by(&checking.policy) {
             Some(ReuseBy::Registry) if reuse => {
                 self.read_reuse_keys(super::reuse_keys::Then::Work);
                 self.keep(work)
@@ -1556,6 +1574,10 @@ impl Runner {
         let built = &checking.candidate.built;
         #[allow(unused_mut)]
         let mut objects = vec![built.tree.clone(), built.commit.clone()];
+        if !checking.stamps.is_empty() {
+            // Where a pass of this operation on another candidate hangs (`carry`).
+            objects.push(checking.change.revision.clone());
+        }
         #[cfg(feature = "mutants")]
         if self.mutant_prechecks_by_change() {
             objects.push(work.requested.draft.clone());
@@ -1615,6 +1637,7 @@ impl Runner {
             })
             .collect();
         checking.reused = reused;
+        checking.carry_from = checking.carried(&records, &work.op, &self.cfg.runner, self.now);
         let write = self.record_plan(checking, main_moved);
         self.write(work, write)
     }
