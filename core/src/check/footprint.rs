@@ -113,6 +113,26 @@ fn digest(globs: &[String], files: &[TreeFile]) -> String {
     crate::id::hex(&hasher.finalize())
 }
 
+/// Whether `record` is one of `spec`'s, with any verdict, for operation `op` (as its id
+/// reads), whose stamp is `stamp`, by a producer the check allows: a pass of it carries, and
+/// an early run would only repeat it.
+pub fn of_operation(
+    record: &super::EvidenceRecord,
+    spec: &CheckSpec,
+    op: &str,
+    stamp: &Stamp,
+) -> bool {
+    record.op == op
+        && record.check == spec.id
+        && record.environment == spec.environment
+        && record.key == super::EvidenceKey::Tree
+        && record.footprint.as_ref() == Some(stamp)
+        && spec
+            .producers
+            .as_ref()
+            .is_none_or(|producers| producers.contains(&record.producer))
+}
+
 /// The literal text of `glob` before anything that matches more than itself: up to the last
 /// `/` before its first `*`, or the whole glob when it has none. Every path the glob matches
 /// starts with it.

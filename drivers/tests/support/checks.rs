@@ -242,6 +242,7 @@ pub fn check(command: &str, adapter: &[&str]) -> CheckSpec {
         allow_flaky: false,
         baseline: None,
         waivable: false,
+        footprint: false,
     }
 }
 

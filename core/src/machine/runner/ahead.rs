@@ -24,6 +24,8 @@
 //! While an early run is out the runner makes no pass: a head whose lease runs out meanwhile
 //! is taken over once the run ends, at most one check's time late.
 
+mod lanes;
+
 use super::reuse_keys::{ReuseBy, Then};
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
 use crate::check::plan::{self, POLICY_PATH, parse_policy};
@@ -87,6 +89,11 @@ pub(super) struct Predict {
     /// Where the line ahead of the entry built next stands, which says whether an early run
     /// of it can end before its owner would run it (see [`Line::worth_a_run`]).
     line: Line,
+    /// How many more entries behind the head may be checked early on their predicted base
+    /// (`ahead`); the prediction may walk further for lanes.
+    exact_left: u32,
+    /// With `footprint_lanes`: the main lane runs build on, and the footprints ahead.
+    lanes: Option<lanes::Lanes>,
 }
 
 /// The entries ahead of the one built next, as far as an early run of it is concerned.
@@ -146,6 +153,8 @@ pub(super) struct Target {
     unmatched: bool,
     /// Whether the entry is the head, only read, never run early.
     at_head: bool,
+    /// Whether `ahead` reaches this far: else the target is only read, for the prediction.
+    early: bool,
 }
 
 /// What a prediction starts from: main, and the entries from the head on.
@@ -166,6 +175,8 @@ pub(super) enum Purpose {
     Record(Box<serde_json::Value>),
     /// The registry read before the prediction reads the passes it may reuse.
     ReuseKeys(super::reuse_keys::Purpose),
+    /// A step of a run beside the head (`footprint_lanes`).
+    Lane(lanes::Purpose),
 }
 
 impl Runner {
@@ -174,7 +185,7 @@ impl Runner {
     /// end.
     pub(super) fn ahead_or_rest(&mut self) {
         let main = self.refs.get(&self.main_ref()).cloned();
-        let on = self.cfg.ahead > 0
+        let on = (self.cfg.ahead > 0 || self.cfg.footprint_lanes)
             && self.cfg.evidence_reuse
             && !matches!(self.cfg.mode, RunMode::Only(_));
         let looking = self
@@ -185,10 +196,16 @@ impl Runner {
         let (Some(main), true) = (main, looking) else {
             return self.rest_until_watch();
         };
+        // Lanes look as far as the furthest `ahead` allows, whatever `ahead` says.
+        let span = if self.cfg.footprint_lanes {
+            MAX_AHEAD
+        } else {
+            self.cfg.ahead
+        };
         let entries: std::collections::VecDeque<Entry> = self
             .in_queue_order()
             .into_iter()
-            .take(1 + self.cfg.ahead as usize)
+            .take(1 + span as usize)
             .map(|(record, operation)| Entry { record, operation })
             .collect();
         if entries.len() < 2 {
@@ -255,16 +272,22 @@ impl Runner {
                 match (policy, by) {
                     (Some(policy), Some(by)) => {
                         let Start { main, entries } = *start;
+                        let base = CommitTree {
+                            commit: main.clone(),
+                            tree,
+                        };
                         let predict = Predict {
                             policy,
-                            base: CommitTree {
-                                commit: main.clone(),
-                                tree,
-                            },
+                            lanes: self
+                                .cfg
+                                .footprint_lanes
+                                .then(|| lanes::Lanes::on(base.clone())),
+                            base,
                             main,
                             entries,
                             at_head: true,
                             line: Line::default(),
+                            exact_left: self.cfg.ahead,
                         };
                         if by == ReuseBy::Registry {
                             self.read_reuse_keys(Then::Ahead(Box::new(predict)));
@@ -299,7 +322,20 @@ impl Runner {
                             definition: crate::check::definition::digest(&spec, &exit.adapter),
                         };
                         let record = EvidenceRecord::new(&request, &judged, &exit, extras);
-                        self.note_early(*target, &spec, record);
+                        let noted = Noted {
+                            change: &target.entry.record.change,
+                            op: target.entry.op(),
+                            base: &target.predict.base,
+                            candidate: &target.candidate,
+                            lane: false,
+                        };
+                        #[cfg(feature = "mutants")]
+                        let extra = self
+                            .mutant_prechecks_by_change()
+                            .then(|| target.entry.operation.draft.clone());
+                        #[cfg(not(feature = "mutants"))]
+                        let extra = None;
+                        self.note_early(noted, &spec, record, extra);
                     }
                 }
             }
@@ -319,6 +355,7 @@ impl Runner {
             (Purpose::ReuseKeys(purpose), completion) => {
                 self.on_reuse_keys(purpose, completion)?;
             }
+            (Purpose::Lane(purpose), completion) => self.on_lane(purpose, completion)?,
             (purpose, completion) => {
                 return Err(Misuse(format!(
                     "checking ahead's {purpose:?} answered with {completion:?}"
@@ -370,6 +407,9 @@ impl Runner {
         else {
             // A conflict, or a draft this clone cannot build: predicted not to merge. A
             // fault building it predicts nothing.
+            if let Some(lanes) = &mut predict.lanes {
+                lanes.unknown();
+            }
             return match built {
                 Some(_) => self.predict_next(predict),
                 None => self.rest_until_watch(),
@@ -388,9 +428,19 @@ impl Runner {
             Err(_) => return self.rest_until_watch(),
         };
         let planned_runs = planned.len();
-        let runs: Vec<CheckSpec> = planned
+        let required: Vec<CheckSpec> = planned.into_iter().map(|run| run.spec).collect();
+        if let Some(mut lane) = self.beside(&mut predict, &entry, at_head, &required) {
+            // Its owner still runs it, behind the head: the prediction takes it as merged, and
+            // goes on from there once the lane run is over.
+            lane.predict_after(&candidate);
+            return self.build_beside(lane);
+        }
+        let early = !at_head && predict.exact_left > 0;
+        if !at_head {
+            predict.exact_left = predict.exact_left.saturating_sub(1);
+        }
+        let runs: Vec<CheckSpec> = required
             .into_iter()
-            .map(|run| run.spec)
             .filter(|spec| {
                 !CheckTarget::of(spec).keyed_by_commit() && self.cannot_run(spec).is_none()
             })
@@ -403,6 +453,7 @@ impl Runner {
             unmatched: runs.len() < planned_runs,
             runs,
             at_head,
+            early,
         };
         let notes = self.evidence_tips();
         if target.runs.is_empty() || notes.is_empty() {
@@ -427,7 +478,7 @@ impl Runner {
             .cloned();
         let answered = unrecorded.is_none() && !target.unmatched;
         let spec = match unrecorded {
-            Some(spec) if !target.at_head && target.predict.line.worth_a_run() => spec,
+            Some(spec) if target.early && target.predict.line.worth_a_run() => spec,
             _ => {
                 // The head, one whose runs are all answered, or one its owner would run as
                 // soon: predicted to merge, and the next entry builds on it.
@@ -457,10 +508,7 @@ impl Runner {
                 messages: Vec::new(),
             }),
         });
-        let deadline = self.check_deadline(&spec);
-        if let Some(pass) = self.pass_mut() {
-            pass.ahead = Ahead::Running(deadline);
-        }
+        self.ahead_running(&spec);
         // The adapter comes from main: no entry ahead changed it, or the prediction stopped.
         let run = CheckRun {
             check: spec.clone(),
@@ -475,40 +523,71 @@ impl Runner {
         );
     }
 
-    /// Notes an early run's record on the predicted tree, in this runner's evidence notes,
-    /// leased on the tip the pass fetched.
-    fn note_early(&mut self, target: Target, spec: &CheckSpec, record: EvidenceRecord) {
+    /// An early run of `spec` is out: no pass until it answers or its deadline passes.
+    fn ahead_running(&mut self, spec: &CheckSpec) {
+        let deadline = self.check_deadline(spec);
+        if let Some(pass) = self.pass_mut() {
+            pass.ahead = Ahead::Running(deadline);
+        }
+    }
+
+    /// Notes an early run's record on its candidate's tree (and on `extra`, the draft of a
+    /// stamped lane record), in this runner's evidence notes, leased on the tip the pass
+    /// fetched; the run is listed under `prechecks`.
+    fn note_early(
+        &mut self,
+        noted: Noted<'_>,
+        spec: &CheckSpec,
+        record: EvidenceRecord,
+        extra: Option<Oid>,
+    ) {
         let producer = self.cfg.runner.clone();
-        let listed = serde_json::json!({
-            "change": target.entry.record.change,
-            "op": target.entry.op(),
+        let mut listed = serde_json::json!({
+            "change": noted.change,
+            "op": noted.op,
             "check": spec.id,
             "environment": spec.environment,
             "verdict": record.verdict,
-            "base": target.predict.base,
-            "candidate": target.candidate,
+            "base": noted.base,
+            "candidate": noted.candidate,
         });
-        let object = target.candidate.tree.clone();
-        #[cfg(feature = "mutants")]
-        let object = if self.mutant_prechecks_by_change() {
-            target.entry.operation.draft.clone()
-        } else {
-            object
-        };
-        let plan = PushPlan {
-            notes: vec![NoteAdd {
-                expect: Expect::tip(self.refs.get(&refs::evidence(&producer))),
-                producer,
+        if noted.lane {
+            listed["beside_head"] = serde_json::json!(true);
+        }
+        let expect = Expect::tip(self.refs.get(&refs::evidence(&producer)));
+        let key = self.cfg.signer.as_ref().map(|s| s.producer_key.clone());
+        let json = record.to_json();
+        let notes = std::iter::once(noted.candidate.tree.clone())
+            .chain(extra)
+            .map(|object| NoteAdd {
+                expect: expect.clone(),
+                producer: producer.clone(),
                 object,
-                record: record.to_json(),
-                key: self.cfg.signer.as_ref().map(|s| s.producer_key.clone()),
-            }],
+                record: json.clone(),
+                key: key.clone(),
+            })
+            .collect();
+        let plan = PushPlan {
+            notes,
             atomic: true,
             ..PushPlan::default()
         };
         self.send_ahead(Action::Push(plan), Purpose::Record(Box::new(listed)));
     }
 }
+
+/// What the listing of an early run names.
+struct Noted<'a> {
+    change: &'a crate::id::ChangeId,
+    op: &'a OpId,
+    base: &'a CommitTree,
+    candidate: &'a CommitTree,
+    /// Whether it ran beside the head, on the current main (`footprint_lanes`).
+    lane: bool,
+}
+
+/// The furthest `ahead` reaches; lanes look as far.
+const MAX_AHEAD: u32 = 16;
 
 #[cfg(test)]
 mod tests {

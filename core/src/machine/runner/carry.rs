@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use super::Runner;
 use super::work::{Checking, Judged, Phase, Placed, Purpose, Work};
-use crate::check::footprint::{self, Carried, Stamp, TreeFile};
-use crate::check::{CheckTarget, EvidenceKey, EvidenceRecord, Verdict};
+use crate::check::footprint::{self, Carried, TreeFile};
+use crate::check::{EvidenceRecord, Verdict};
 use crate::id::OpId;
 use crate::machine::{Action, Fault};
 use crate::policy::CheckSpec;
@@ -92,7 +92,10 @@ impl Checking {
                 let source = records
                     .iter()
                     .filter_map(|line| EvidenceRecord::from_json(line).ok())
-                    .find(|record| carries(record, spec, &op, stamp))?;
+                    .find(|record| {
+                        record.verdict == Verdict::Pass
+                            && footprint::of_operation(record, spec, &op, stamp)
+                    })?;
                 Some((*index, self.carry(source, producer, at).to_json()))
             })
             .collect()
@@ -151,20 +154,4 @@ impl Checking {
             ..Judged::unrun(Verdict::Pass, why)
         })
     }
-}
-
-/// Whether `record` is a pass of `spec` for operation `op` whose stamp is `stamp`, by a
-/// producer the check allows: one that carries.
-fn carries(record: &EvidenceRecord, spec: &CheckSpec, op: &str, stamp: &Stamp) -> bool {
-    record.op == op
-        && record.check == spec.id
-        && record.environment == spec.environment
-        && record.verdict == Verdict::Pass
-        && record.key == EvidenceKey::Tree
-        && !CheckTarget::of(spec).keyed_by_commit()
-        && record.footprint.as_ref() == Some(stamp)
-        && spec
-            .producers
-            .as_ref()
-            .is_none_or(|producers| producers.contains(&record.producer))
 }
