@@ -23,24 +23,30 @@ printf '{"schema":"bay.check.result/1","exercised":{"commit":"%s","tree":"%s"},"
 /// A remote whose policy runs `files` (the usual check) and then `gated`, with `policy_extra`
 /// after the checks, and whose config turns exact-inputs reuse on.
 fn gated_world(policy_extra: &str) -> World {
-    let check = |id: &str, program: &str| {
+    gated_world_with("", "", policy_extra)
+}
+
+/// As [`gated_world`], with `files_extra` in the `files` check and `runner_extra` in the
+/// config's `[runner]`.
+fn gated_world_with(files_extra: &str, runner_extra: &str, policy_extra: &str) -> World {
+    let check = |id: &str, program: &str, extra: &str| {
         format!(
-            "\n[[check]]\nid = \"{id}\"\nenvironment = \"any\"\ncommand = \"{program}\"\nadapter = [\"{program}\"]\nexpected_minimum = 1\ntimeout_s = 60\nenv = [\"GATE\"]\n"
+            "\n[[check]]\nid = \"{id}\"\nenvironment = \"any\"\ncommand = \"{program}\"\nadapter = [\"{program}\"]\nexpected_minimum = 1\ntimeout_s = 60\nenv = [\"GATE\"]\n{extra}"
         )
     };
     World::new(&[
         ("src/greeting.txt", "Hello\n", false),
         (
             ".bay/config.toml",
-            &format!("{CONFIG}\n[policy]\nevidence_reuse = \"exact-inputs\"\n"),
+            &format!("{CONFIG}{runner_extra}\n[policy]\nevidence_reuse = \"exact-inputs\"\n"),
             false,
         ),
         (
             ".bay/policy.toml",
             &format!(
                 "revision = 1\n{}{}{policy_extra}",
-                check("files", ".bay/check"),
-                check("gated", ".bay/gated")
+                check("files", ".bay/check", files_extra),
+                check("gated", ".bay/gated", "")
             ),
             false,
         ),
@@ -230,4 +236,70 @@ fn under_a_registry_a_pass_whose_signature_fails_is_run_again() {
         2,
         "the tampered pass did not count, even with reuse_unsigned: the check ran again"
     );
+}
+
+/// One change checked while someone pushes `path` to main around bay, under a policy whose
+/// `files` check reads only `src/` (`footprint = true`) and a runner that carries
+/// (`footprint_lanes`): the first pass `files` on the first candidate, then the gate opens on
+/// a new one. Returns the final status and the `files` pass records, carried or not.
+fn pushed_around_a_footprint(path: &str) -> (Value, Vec<Value>) {
+    let world = gated_world_with(
+        "when_paths = [\"src/\"]\nfootprint = true\n",
+        "footprint_lanes = true\n",
+        "\n[policy]\nreuse_unsigned = true\n",
+    );
+    let ann = world.clone_as("ann");
+    let (_, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let gate = Gate::shut(&world);
+    gate.run(&world);
+    // Stamped, the record hangs on the candidate's tree and on the draft.
+    assert_eq!(count(&world, "files"), 2);
+    let person = world.clone_as("person");
+    write(&person, path, "pushed around bay\n");
+    git(&person, &["add", "--all"]);
+    git(&person, &["commit", "--quiet", "-m", "around bay"]);
+    git(&person, &["push", "--quiet", "origin", "main"]);
+    gate.open();
+    gate.run(&world);
+    let status = bay(&view, "ann", &["status"]).doc;
+    let mut passes: Vec<Value> = world
+        .evidence("admin")
+        .into_iter()
+        .filter(|record| record["check"] == "files" && record["verdict"] == "pass")
+        .collect();
+    passes.sort_by_key(Value::to_string);
+    passes.dedup();
+    (status, passes)
+}
+
+#[test]
+fn a_footprint_pass_carries_over_a_push_outside_the_files_it_reads() {
+    let (status, passes) = pushed_around_a_footprint("README.md");
+    assert_eq!(status["decision"], "merged", "{status}");
+    let (carried, ran): (Vec<&Value>, Vec<&Value>) = passes
+        .iter()
+        .partition(|record| record.get("carried").is_some());
+    assert_eq!(ran.len(), 1, "files ran once: {passes:?}");
+    assert_eq!(
+        carried.len(),
+        1,
+        "and its pass carried to the new candidate"
+    );
+    assert_eq!(carried[0]["carried"]["candidate"], ran[0]["candidate"]);
+    assert_eq!(carried[0]["footprint"], ran[0]["footprint"]);
+    assert_eq!(
+        carried[0]["candidate"]["tree"], status["detail"]["tree"],
+        "{status}"
+    );
+}
+
+#[test]
+fn a_push_inside_the_files_it_reads_runs_the_check_again() {
+    let (status, passes) = pushed_around_a_footprint("src/other.txt");
+    assert_eq!(status["decision"], "merged", "{status}");
+    assert!(
+        passes.iter().all(|record| record.get("carried").is_none()),
+        "{passes:?}"
+    );
+    assert_eq!(passes.len(), 2, "files ran on each candidate");
 }

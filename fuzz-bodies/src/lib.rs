@@ -1017,12 +1017,23 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
         policy.reuse_unsigned,
         "reuse_unsigned misread"
     );
-    let checks: Vec<&toml::Table> = table
+    let (approvals, checks): (Vec<&toml::Table>, Vec<&toml::Table>) = table
         .get("check")
         .and_then(toml::Value::as_array)
-        .map(|list| list.iter().filter_map(toml::Value::as_table).collect())
-        .unwrap_or_default();
+        .map(|list| {
+            list.iter()
+                .filter_map(toml::Value::as_table)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .partition(|raw| raw.get("kind").and_then(toml::Value::as_str) == Some("approval"));
     assert_eq!(checks.len(), policy.checks.len(), "checks miscounted");
+    assert_eq!(
+        approvals.len(),
+        policy.approvals.len(),
+        "approvals miscounted"
+    );
     for (raw, check) in checks.iter().zip(&policy.checks) {
         let string = |key: &str| {
             raw.get(key)
@@ -1051,11 +1062,6 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
                 "a footprint with no read set, or beside materialize = \"changed\""
             );
         }
-        assert_ne!(
-            string("kind").as_deref(),
-            Some("approval"),
-            "bay accepted an approval"
-        );
         assert_eq!(string("id").as_ref(), Some(&check.id));
         assert_eq!(string("environment").as_ref(), Some(&check.environment));
         assert_eq!(string("command").as_ref(), Some(&check.command));
@@ -1143,9 +1149,9 @@ fn assert_policy_matches_toml(policy: &Policy, text: &str) {
             .and_then(toml::Value::as_integer)
             .and_then(|n| u64::try_from(n).ok())
     };
-    assert!(
-        limits.is_none_or(|t| !t.contains_key("max_waiting_approvals")),
-        "bay accepted max_waiting_approvals"
+    assert_eq!(
+        cap("max_waiting_approvals"),
+        policy.limits.max_waiting_approvals
     );
     assert_eq!(cap("max_file_mib"), policy.limits.max_file_mib);
     assert_eq!(cap("max_files"), policy.limits.max_files);
@@ -1227,10 +1233,32 @@ fn policy_to_toml(policy: &Policy) -> String {
                 if check.baseline.is_some() {
                     table.insert("baseline".into(), string_value("base"));
                 }
+                if check.waivable {
+                    table.insert("waivable".into(), toml::Value::Boolean(true));
+                }
+                if check.footprint {
+                    table.insert("footprint".into(), toml::Value::Boolean(true));
+                }
                 toml::Value::Table(table)
             })
+            .chain(policy.approvals.iter().map(|approval| {
+                let mut table = toml::Table::new();
+                table.insert("id".into(), string_value(&approval.id));
+                table.insert("environment".into(), string_value(&approval.environment));
+                table.insert("kind".into(), string_value("approval"));
+                table.insert("when_paths".into(), strings_value(&approval.when_paths));
+                if let Some(producers) = &approval.producers {
+                    table.insert("producers".into(), strings_value(producers));
+                }
+                if let Some(carry) = approval.carry {
+                    table.insert("carry".into(), toml::Value::Boolean(carry));
+                }
+                toml::Value::Table(table)
+            }))
             .collect();
         root.insert("check".into(), toml::Value::Array(checks));
+    } else if !policy.approvals.is_empty() {
+        unreachable!("an approval check beside no check bay runs is refused");
     }
     if !policy.quarantine.is_empty() {
         let entries = policy
@@ -1259,6 +1287,7 @@ fn policy_to_toml(policy: &Policy) -> String {
         ("max_file_mib", limits.max_file_mib),
         ("max_files", limits.max_files),
         ("max_added_lines", limits.max_added_lines),
+        ("max_waiting_approvals", limits.max_waiting_approvals),
     ] {
         if let Some(cap) = cap {
             caps.insert(key.into(), uint_value(cap));
@@ -1277,6 +1306,52 @@ fn policy_to_toml(policy: &Policy) -> String {
             );
         }
         root.insert("policy".into(), toml::Value::Table(table));
+    }
+    let agent = &policy.agent;
+    let mut rules = toml::Table::new();
+    rules.insert(
+        "require_actor".into(),
+        toml::Value::Boolean(agent.require_actor),
+    );
+    rules.insert(
+        "require_actor_proof".into(),
+        toml::Value::Boolean(agent.require_actor_proof),
+    );
+    if let Some(max) = agent.max_live_changes {
+        rules.insert("max_live_changes".into(), uint_value(max));
+    }
+    root.insert("agent".into(), toml::Value::Table(rules));
+    if !policy.locks.is_empty() {
+        let mut locks = toml::Table::new();
+        locks.insert("paths".into(), strings_value(&policy.locks));
+        root.insert("locks".into(), toml::Value::Table(locks));
+    }
+    if !policy.dimensions.is_empty() {
+        let dimensions = policy
+            .dimensions
+            .iter()
+            .map(|dimension| {
+                let mut table = toml::Table::new();
+                table.insert("name".into(), string_value(&dimension.name));
+                table.insert("kind".into(), string_value(&dimension.kind));
+                table.insert("producers".into(), strings_value(&dimension.producers));
+                toml::Value::Table(table)
+            })
+            .collect();
+        root.insert("dimension".into(), toml::Value::Array(dimensions));
+    }
+    if !policy.profiles.is_empty() {
+        let mut profiles = toml::Table::new();
+        for (name, profile) in &policy.profiles {
+            let mut table = toml::Table::new();
+            table.insert("require".into(), strings_value(&profile.require));
+            table.insert(
+                "require_signed".into(),
+                toml::Value::Boolean(profile.require_signed),
+            );
+            profiles.insert(name.clone(), toml::Value::Table(table));
+        }
+        root.insert("profile".into(), toml::Value::Table(profiles));
     }
     toml::to_string(&root).expect("a TOML table always serializes")
 }
@@ -1318,14 +1393,15 @@ pub fn config(data: &[u8]) {
                     parallel_checks: runner.parallel_checks,
                     bisect_post: runner.bisect_post,
                     ahead: runner.ahead,
+                    footprint_lanes: runner.footprint_lanes,
                     ..RunnerSettings::default()
                 },
                 "a runner setting bay does not act on was read"
             );
             assert!(runner.ahead <= 16, "ahead over 16");
             assert!(
-                runner.ahead == 0 || config.evidence_reuse,
-                "ahead without evidence reuse"
+                (runner.ahead == 0 && !runner.footprint_lanes) || config.evidence_reuse,
+                "ahead or footprint_lanes without evidence reuse"
             );
             assert!(
                 !config
@@ -1405,10 +1481,11 @@ pub fn config(data: &[u8]) {
                 for key in policy.keys() {
                     assert_eq!(key, "evidence_reuse", "bay accepted [policy] {key}");
                 }
-                // Left out, reuse is on only when a throughput key (`ahead`) is set.
+                // Left out, reuse is on only when a throughput key is set.
                 let reuse = policy.get("evidence_reuse").and_then(toml::Value::as_str);
+                let throughput = config.runner.ahead > 0 || config.runner.footprint_lanes;
                 assert_eq!(
-                    reuse == Some("exact-inputs") || (reuse.is_none() && config.runner.ahead > 0),
+                    reuse == Some("exact-inputs") || (reuse.is_none() && throughput),
                     config.evidence_reuse,
                     "evidence_reuse misread"
                 );
@@ -1424,6 +1501,7 @@ pub fn config(data: &[u8]) {
                             "parallel_checks",
                             "bisect_post",
                             "ahead",
+                            "footprint_lanes",
                         ]
                         .contains(&key.as_str()),
                         "bay accepted [runner] {key}, which it does not act on"
@@ -1485,6 +1563,9 @@ fn config_to_toml(config: &Config) -> String {
         uint_value(u64::from(r.parallel_checks)),
     );
     runner.insert("bisect_post".into(), toml::Value::Boolean(r.bisect_post));
+    if r.footprint_lanes {
+        runner.insert("footprint_lanes".into(), toml::Value::Boolean(true));
+    }
     if r.ahead > 0 {
         runner.insert("ahead".into(), uint_value(u64::from(r.ahead)));
     }

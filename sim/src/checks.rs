@@ -1,15 +1,19 @@
 //! Checks in the simulated world: what a check prints for a candidate, honest or not, and the
 //! ground truth of every run, which the invariant checkers hold bay's evidence against.
 //!
-//! An honest check fails a tree holding the text `BUG` and passes any other. A faulty run is
+//! An honest check fails a tree holding the text `BUG` and passes any other; one that declares
+//! its read set (`footprint = true`) reads only those files, so only a `BUG` there fails it. A faulty run is
 //! slow, hung, flaky, or lies: it reports another tree, too few units, an oversized reason, a
 //! non-zero exit with a pass, or garbage. Only honest passing runs enter the ground truth.
 
 use std::collections::BTreeSet;
 
 use bay_core::check::CheckExit;
+use bay_core::check::footprint::{self, TreeFile};
 use bay_core::git::Oid;
+use bay_core::glob::any_path_matches;
 use bay_core::machine::CheckRun;
+use bay_core::policy::CheckSpec;
 use serde_json::json;
 
 use crate::rng::Rng;
@@ -70,6 +74,9 @@ pub enum Run {
 #[derive(Debug, Default)]
 pub struct Truth {
     honest_passes: BTreeSet<(Oid, String)>,
+    /// The honest passes of checks that declare their read set, by the digest of the files
+    /// the check read: what an honest run of it on any tree with those files would say.
+    honest_read_sets: BTreeSet<(String, String)>,
     failures: BTreeSet<(Oid, String)>,
     pub runs: u64,
 }
@@ -80,6 +87,13 @@ impl Truth {
             .contains(&(tree.clone(), check.to_string()))
     }
 
+    /// Whether `spec`, which declares its read set, honestly passed some tree whose files in
+    /// that read set are `tree`'s: an honest run of it on `tree` would read the same files.
+    pub fn honestly_passed_read_set(&self, store: &Store, tree: &Oid, spec: &CheckSpec) -> bool {
+        read_set_digest(store, tree, spec)
+            .is_some_and(|digest| self.honest_read_sets.contains(&(digest, spec.id.clone())))
+    }
+
     /// Whether some run of `check` on `tree` reported a `product_failure` (a real bug, or a
     /// flake): what a `baseline = "base"` comparison may rest on.
     pub fn failed_on(&self, tree: &Oid, check: &str) -> bool {
@@ -87,12 +101,32 @@ impl Truth {
     }
 }
 
-fn has_bug(store: &Store, tree: &Oid) -> bool {
+/// Whether the files of `tree` that `spec` reads hold a `BUG`: all of them, or only its read
+/// set when it declares one (`footprint = true`), as its verdict then says it does.
+fn has_bug(store: &Store, tree: &Oid, spec: &CheckSpec) -> bool {
+    let read = footprint::read_set(spec);
     store.tree_of(tree).is_some_and(|files| {
         files
-            .values()
-            .any(|blob| store.blob_text(blob).is_some_and(|t| t.contains("BUG")))
+            .iter()
+            .filter(|(path, _)| read.is_none_or(|globs| any_path_matches(globs, path)))
+            .any(|(_, blob)| store.blob_text(blob).is_some_and(|t| t.contains("BUG")))
     })
+}
+
+/// The digest of the files of `tree` in `spec`'s declared read set, by the simulator's own
+/// listing; `None` for a check that declares none.
+fn read_set_digest(store: &Store, tree: &Oid, spec: &CheckSpec) -> Option<String> {
+    footprint::read_set(spec)?;
+    let files: Vec<TreeFile> = store
+        .tree_of(tree)?
+        .iter()
+        .map(|(path, oid)| TreeFile {
+            path: path.clone(),
+            mode: "100644".into(),
+            oid: oid.clone(),
+        })
+        .collect();
+    footprint::stamp(spec, &files, &[]).map(|stamp| stamp.candidate)
 }
 
 /// Runs one check in the simulated sandbox.
@@ -108,7 +142,7 @@ pub fn run(
     let candidate = &run.request.candidate;
     let timeout_ms = run.check.timeout_s * 1000;
     let units = run.check.expected_minimum.max(1) + 2;
-    let bug = has_bug(store, &candidate.tree);
+    let bug = has_bug(store, &candidate.tree, &run.check);
     let quick = rng.range(500, 5_000);
     let result = |verdict: &str, tree: &Oid, units: u64, reason: Option<String>| {
         let mut checks: Vec<serde_json::Value> = (0..units)
@@ -158,6 +192,11 @@ pub fn run(
             truth
                 .honest_passes
                 .insert((candidate.tree.clone(), run.check.id.clone()));
+            if let Some(digest) = read_set_digest(store, &candidate.tree, &run.check) {
+                truth
+                    .honest_read_sets
+                    .insert((digest, run.check.id.clone()));
+            }
             Run::Exits {
                 millis,
                 exit: exit(

@@ -916,7 +916,10 @@ impl Checker {
                     .as_ref()
                     .is_some_and(|base| truth.failed_on(base, &check.id))
             } else {
+                // A check that declares its read set rests as well on an honest pass of the
+                // same files in another tree: a carried record's (`footprint = true`).
                 truth.honestly_passed(&tree, &check.id)
+                    || truth.honestly_passed_read_set(store, &tree, check)
             };
             if !rests {
                 self.violate(
@@ -1337,6 +1340,17 @@ impl Checker {
             .flat_map(|record| &record.ops)
             .flat_map(|op| &op.checks)
             .filter(|check| check.why.contains("did not run again"))
+            .count() as u64
+    }
+
+    /// The passes operations carried from another candidate with the same read set.
+    pub fn carried_passes(&self) -> u64 {
+        self.chains
+            .values()
+            .filter_map(|chain| chain.record.as_ref())
+            .flat_map(|record| &record.ops)
+            .flat_map(|op| &op.checks)
+            .filter(|check| check.why.starts_with("Carried from"))
             .count() as u64
     }
 

@@ -130,6 +130,10 @@ struct WorldArgs {
     /// them: most merged ones in the index, the newest few waiting with their refs.
     #[arg(long, default_value_t = 0)]
     history: usize,
+    /// Every seed's policy declares its checks' read sets (`footprint = true`), and every
+    /// runner checks entries beside the head (`[runner] footprint_lanes`).
+    #[arg(long)]
+    lanes: bool,
 }
 
 impl WorldArgs {
@@ -143,6 +147,7 @@ impl WorldArgs {
             full_trace,
             history: self.history,
             lock_take: bay_core::lock::take,
+            lanes: self.lanes,
         }
     }
 
@@ -163,8 +168,9 @@ impl WorldArgs {
             0 => String::new(),
             n => format!(" --history {n}"),
         };
+        let lanes = if self.lanes { " --lanes" } else { "" };
         format!(
-            "--runners {} --agents {} --changes {} --faults {faults}{history}",
+            "--runners {} --agents {} --changes {} --faults {faults}{history}{lanes}",
             self.runners, self.agents, self.changes
         )
     }
@@ -359,6 +365,7 @@ fn summarize(
     // Seeds with a hold plugin, its runs, and its answers that held main.
     let mut plugin = (0u64, 0u64, 0u64);
     let mut ahead = (0u64, 0u64, 0u64);
+    let mut lanes = (0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -410,6 +417,9 @@ fn summarize(
                 if let Some((early, reused)) = report.ahead {
                     ahead = (ahead.0 + 1, ahead.1 + early, ahead.2 + reused);
                 }
+                if let Some(carried) = report.lanes {
+                    lanes = (lanes.0 + 1, lanes.1 + carried);
+                }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
                     code = code.max(if safety { 3 } else { 4 });
@@ -458,6 +468,7 @@ fn summarize(
             "red": red,
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "ahead": {"seeds": ahead.0, "early_runs": ahead.1, "reused": ahead.2},
+            "lanes": {"seeds": lanes.0, "carried": lanes.1},
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
             "locks": locks,
@@ -560,6 +571,10 @@ fn summarize(
         println!(
             "ahead: set in {} seeds, {} early runs on predicted bases, {} passes reused",
             ahead.0, ahead.1, ahead.2
+        );
+        println!(
+            "footprint lanes: set in {} seeds, {} passes carried by read set",
+            lanes.0, lanes.1
         );
         println!("violations: {}", failures.len());
         println!(

@@ -54,6 +54,9 @@ pub struct Scenario {
     /// How each agent's hook session decides an edit of the lockable path: `lock::take`, or
     /// a mutant of it (see `world::locks`).
     pub lock_take: crate::locks::Decide,
+    /// Every seed's policy declares its checks' read sets and every runner checks beside the
+    /// head (`footprint_lanes`), where a seed alone would only now and then.
+    pub lanes: bool,
 }
 
 impl Default for Scenario {
@@ -67,6 +70,7 @@ impl Default for Scenario {
             full_trace: false,
             history: 0,
             lock_take: bay_core::lock::take,
+            lanes: false,
         }
     }
 }
@@ -147,6 +151,27 @@ impl PluginAnswer {
 /// The most required checks a simulated policy has.
 pub const MAX_CHECKS: u64 = 2;
 /// Paths agents edit: few, so changes collide.
+/// `policy` with read sets declared, where it has a `unit` check: `unit` reads (and is
+/// required for) only `src/a.txt` and `e.txt`, two more checks each one other file of `src/`,
+/// and `docs` only `docs/`; so changes to different files are checked beside each other.
+fn with_footprints(policy: &str) -> String {
+    if !policy.contains("id = \"unit\"\n") {
+        return policy.to_owned();
+    }
+    let narrow = |path: &str| format!("when_paths = [\"{path}\"]\nfootprint = true");
+    let more = [
+        check("unit-b", &narrow("src/b.txt")),
+        check("unit-c", &narrow("src/c.txt")),
+    ];
+    policy
+        .replace(
+            "id = \"unit\"\n",
+            "id = \"unit\"\nwhen_paths = [\"src/a.txt\", \"e.txt\"]\nfootprint = true\n",
+        )
+        .replace("id = \"docs\"\n", "id = \"docs\"\nfootprint = true\n")
+        + &more.concat()
+}
+
 pub const PATHS: [&str; 5] = ["src/a.txt", "src/b.txt", "src/c.txt", "docs/d.txt", "e.txt"];
 pub const MAIN: &str = "main";
 
@@ -370,6 +395,9 @@ pub struct RunReport {
     /// With `[runner] ahead`: the early runs runners made on predicted bases, and the passes
     /// merged operations reused rather than ran.
     pub ahead: Option<(u64, u64)>,
+    /// With `[runner] footprint_lanes`: the passes merged operations carried from another
+    /// candidate of theirs with the same read set.
+    pub lanes: Option<u64>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     /// The records someone wrote wrongly by hand (the `corrupt` fault), by kind.
@@ -407,6 +435,10 @@ pub struct World {
     post_rng: Rng,
     /// Draws `ahead`, apart from every other draw.
     ahead_rng: Rng,
+    /// Whether runners check entries beside the head and carry footprint passes (`[runner]
+    /// footprint_lanes`), in half the seeds that reuse evidence, drawn from `lanes_rng`.
+    footprint_lanes: bool,
+    lanes_rng: Rng,
     /// Post check answers recorded, and failed ones.
     post_answers: BTreeMap<&'static str, u64>,
     pub trace: Trace,
@@ -485,6 +517,8 @@ impl World {
             // Seeded apart from `rng`, so adding it changed no other draw of any seed.
             post_rng: Rng::new(seed ^ 0x706f_7374_5f63_6921),
             ahead_rng: Rng::new(seed ^ 0x6168_6561_6421),
+            footprint_lanes: false,
+            lanes_rng: Rng::new(seed ^ 0x006c_616e_6573),
             post_answers: BTreeMap::new(),
             // A stream of its own, so that a seed without a plugin runs as it did before there
             // was one.
@@ -556,8 +590,9 @@ impl World {
             let blob = self.git.store.blob(&format!("{path} as it began\n"));
             files.insert(path.to_string(), blob);
         }
-        if let Some(policy) = self.pick_policy().map(|policy| self.with_approval(policy)) {
-            let blob = self.git.store.blob(&policy);
+        let policy = self.pick_policy().map(|policy| self.with_approval(policy));
+        if let Some(policy) = &policy {
+            let blob = self.git.store.blob(policy);
             files.insert(POLICY_PATH.to_string(), blob);
         }
         // Some repositories give the head a budget that slow checks outrun.
@@ -572,6 +607,14 @@ impl World {
         // Drawn apart from the seed's other draws, so that every other draw stays as it was.
         if self.evidence_reuse && self.ahead_rng.chance(500) {
             self.ahead = 1 + self.ahead_rng.range(0, 2) as u32;
+        }
+        // Some of those check entries beside the head, under a policy whose checks declare
+        // their read sets (`footprint_lanes`), drawn apart too.
+        let lanes = self.scenario.lanes || (self.evidence_reuse && self.lanes_rng.chance(500));
+        if let (true, Some(policy)) = (lanes, policy) {
+            self.footprint_lanes = true;
+            let blob = self.git.store.blob(&with_footprints(&policy));
+            files.insert(POLICY_PATH.to_string(), blob);
         }
         // Some repositories ask a hold plugin, whose answer flips while the faults last.
         if self.plugin_rng.chance(300) {
@@ -756,6 +799,8 @@ impl World {
         cfg.evidence_reuse = self.evidence_reuse;
         cfg.bisect_post = self.bisect_post;
         cfg.ahead = self.ahead;
+        cfg.footprint_lanes = self.footprint_lanes;
+        cfg.evidence_reuse |= self.footprint_lanes;
         cfg.compact_at = self.compact_at;
         cfg.retention_ms = self.retention_ms;
         cfg.trailers = Trailers::default();
@@ -830,6 +875,8 @@ impl World {
         // A scenario's tweak may set `ahead` where the seed did not.
         let ahead = (self.ahead > 0 || self.early_runs > 0)
             .then(|| (self.early_runs, self.checker.reused_passes()));
+        let carried = self.checker.carried_passes();
+        let lanes = (self.footprint_lanes || carried > 0).then_some(carried);
         let mut outcomes = BTreeMap::new();
         let mut reasons = BTreeMap::new();
         // The history's operations ended before the seed began: the seed's are those submitted.
@@ -877,6 +924,7 @@ impl World {
             history: self.history.changes().len() as u64,
             plugin: self.plugin.map(|_| self.plugin_runs),
             ahead,
+            lanes,
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),
             keys: self.keys.report(),

@@ -10,6 +10,7 @@ use bay_core::machine::{Action, Completion, Event, Machine};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
 use bay_sim::bench::{Bench, MAIN, passing_exit};
+use bay_sim::{Scenario, run_seed};
 
 /// A check `a` of `src/a.txt` and a check `b` of `b_paths`, each declaring its read set with
 /// `extra`.
@@ -234,4 +235,26 @@ fn an_entry_that_overlaps_the_head_waits_its_turn() {
     assert!(beside.is_empty(), "{beside:?}");
     assert_eq!(ran, ["b"]);
     assert!(merged);
+}
+
+#[test]
+fn every_invariant_holds_with_every_runner_checking_beside_the_head() {
+    let scenario = Scenario {
+        runners: 3,
+        changes: 8,
+        lanes: true,
+        ..Scenario::default()
+    };
+    let mut carried = 0;
+    for seed in 0..300 {
+        let report = run_seed(seed, &scenario);
+        assert!(
+            report.violations.is_empty(),
+            "seed {seed} broke {:?}; replay: bay-sim replay --seed {seed} --runners 3 --changes 8 --lanes",
+            report.violations
+        );
+        carried += report.lanes.unwrap_or_default();
+    }
+    eprintln!("{carried} passes carried by read set");
+    assert!(carried > 0, "no pass was carried");
 }

@@ -13,10 +13,21 @@ fn first_catch(
     faults: &[FaultClass],
     budget: u64,
 ) -> Option<u64> {
+    first_catch_in(Scenario::default(), tweak, invariant, faults, budget)
+}
+
+/// [`first_catch`] in `scenario`, its faults and tweak replaced.
+fn first_catch_in(
+    scenario: Scenario,
+    tweak: fn(&mut RunnerConfig),
+    invariant: Invariant,
+    faults: &[FaultClass],
+    budget: u64,
+) -> Option<u64> {
     let scenario = Scenario {
         allowed: faults.iter().copied().collect(),
         tweak: Some(tweak),
-        ..Scenario::default()
+        ..scenario
     };
     (0..budget).find(|seed| {
         run_seed(*seed, &scenario)
@@ -334,4 +345,28 @@ fn reuse_of_unsigned_records_under_a_registry_breaks_s5() {
     // The catch is the mutant's: the real core, with the same settings and forged passes,
     // breaks nothing on the same seeds.
     assert_eq!(first_catch(reusing_ahead, s5, &[Keys], seed + 1), None);
+}
+
+#[test]
+fn carrying_across_read_sets_breaks_s5() {
+    // Every runner checks beside the head under footprint policies; a person's pushes to main
+    // change files the carried checks read.
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.mutant = Some(Mutant::CarryAcrossReadSets);
+    }
+    fn real(_: &mut RunnerConfig) {}
+    let lanes = || Scenario {
+        lanes: true,
+        runners: 3,
+        ..Scenario::default()
+    };
+    let s5 = Invariant::UnknownNeverPasses;
+    let caught = first_catch_in(lanes(), tweak, s5, &[OutsidePush], 600);
+    let seed = caught.expect("CarryAcrossReadSets was not caught as S5 within 600 seeds");
+    eprintln!("CarryAcrossReadSets: caught as S5 at seed {seed}");
+    // The real core carries on the same seeds and breaks nothing.
+    assert_eq!(
+        first_catch_in(lanes(), real, s5, &[OutsidePush], seed + 1),
+        None
+    );
 }

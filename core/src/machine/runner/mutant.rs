@@ -91,6 +91,9 @@ pub enum Mutant {
     /// S5: under a registry that signs everything, reuses every record as if none needed a
     /// signature, so a pass anyone wrote in a producer's name answers a run.
     ReuseUnsigned,
+    /// S5: carries a footprint pass of the operation whatever its stamp, so a record made
+    /// before the files its verdict reads changed answers for the new ones.
+    CarryAcrossReadSets,
 }
 
 impl Runner {
@@ -101,6 +104,38 @@ impl Runner {
     /// Whether a mutant reuses records whatever their signature.
     pub(super) fn mutant_reuses_unsigned(&self) -> bool {
         self.mutant_is(Mutant::ReuseUnsigned)
+    }
+
+    /// The records a mutant that carries across read sets reads: every stamped record of the
+    /// operation restamped as if its read set were the candidate's.
+    pub(super) fn mutant_restamp(
+        &self,
+        records: Vec<String>,
+        checking: &super::work::Checking,
+    ) -> Vec<String> {
+        if !self.mutant_is(Mutant::CarryAcrossReadSets) {
+            return records;
+        }
+        records
+            .into_iter()
+            .map(|line| {
+                let Ok(mut record) = crate::check::EvidenceRecord::from_json(&line) else {
+                    return line;
+                };
+                let stamp = checking.plan.runs.iter().zip(0..).find_map(|(run, index)| {
+                    (run.spec.id == record.check && run.spec.environment == record.environment)
+                        .then(|| checking.stamps.get(&index).cloned())
+                        .flatten()
+                });
+                match (&record.footprint, stamp) {
+                    (Some(_), Some(stamp)) => {
+                        record.footprint = Some(stamp);
+                        record.to_json()
+                    }
+                    _ => line,
+                }
+            })
+            .collect()
     }
 
     /// Whether a mutant keys early runs by their change.

@@ -1637,6 +1637,8 @@ impl Runner {
             })
             .collect();
         checking.reused = reused;
+        #[cfg(feature = "mutants")]
+        let records = self.mutant_restamp(records, checking);
         checking.carry_from = checking.carried(&records, &work.op, &self.cfg.runner, self.now);
         let write = self.record_plan(checking, main_moved);
         self.write(work, write)
