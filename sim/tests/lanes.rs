@@ -237,6 +237,76 @@ fn an_entry_that_overlaps_the_head_waits_its_turn() {
     assert!(merged);
 }
 
+/// Answers `runner`'s actions at `clock` (after a tick, when `tick`) until it runs a check, or
+/// waits: that run, if any.
+fn until_check(
+    bench: &mut Bench,
+    runner: &mut Runner,
+    clock: u64,
+    tick: bool,
+) -> Option<(bay_core::machine::ActionId, Action)> {
+    let now = Timestamp(clock);
+    if tick {
+        runner.handle(now, Event::Tick).expect("a faithful driver");
+    }
+    while let Some((id, action)) = runner.poll_action() {
+        if matches!(action, Action::RunCheck(_)) {
+            return Some((id, action));
+        }
+        let completion = bench.answer(&action).expect("the model answers");
+        runner
+            .handle(now, Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    None
+}
+
+fn check_id(action: &Action) -> &str {
+    match action {
+        Action::RunCheck(run) => &run.check.id,
+        _ => "",
+    }
+}
+
+#[test]
+fn a_lane_pass_that_lands_while_the_owner_runs_its_own_answers_it() {
+    let mut bench = Bench::new(Some(&policy(FOOTPRINT)));
+    let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let later = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let mut a = runner("a", true);
+    let mut b = runner("b", true);
+    let at = 1_000_000;
+    let (head, head_check) = until_check(&mut bench, &mut a, at, true).expect("a checks A");
+    let (lane, lane_check) = until_check(&mut bench, &mut b, at, true).expect("b checks B");
+    assert_eq!(check_id(&lane_check), "b", "beside the head");
+    // A passes and merges; a takes B up and, finding no record yet, runs b itself.
+    a.handle(
+        Timestamp(at),
+        Event::Done(head, Completion::CheckExited(passing_exit(&head_check))),
+    )
+    .expect("a faithful driver");
+    assert!(until_check(&mut bench, &mut a, at, false).is_none());
+    assert_eq!(bench.state(&first), (OpState::Merged, None));
+    let at = at + 10_000;
+    let (_, own) = until_check(&mut bench, &mut a, at, true).expect("a runs B's check");
+    assert_eq!(check_id(&own), "b");
+    // The lane run ends and its record goes up; a heartbeat later, a reads it and carries.
+    b.handle(
+        Timestamp(at),
+        Event::Done(lane, Completion::CheckExited(passing_exit(&lane_check))),
+    )
+    .expect("a faithful driver");
+    assert!(until_check(&mut bench, &mut b, at, false).is_none());
+    let after = at + RunnerConfig::new("a", MAIN, 1).heartbeat_ms + 1;
+    let more = until_check(&mut bench, &mut a, after, true);
+    assert!(more.is_none(), "no other run: {more:?}");
+    assert_eq!(
+        bench.state(&later),
+        (OpState::Merged, None),
+        "B merged on the carried pass"
+    );
+}
+
 #[test]
 fn every_invariant_holds_with_every_runner_checking_beside_the_head() {
     let scenario = Scenario {

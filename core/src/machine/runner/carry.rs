@@ -145,13 +145,17 @@ impl Checking {
 
     /// A carried pass answers without a run, and keeps the record that names its source.
     pub(super) fn carried_run(&self, index: usize) -> Option<Judged> {
-        let record = self.carry_from.get(&index)?;
-        let why = EvidenceRecord::from_json(record)
-            .map(|record| record.why)
-            .unwrap_or_default();
-        Some(Judged {
-            record: record.clone(),
-            ..Judged::unrun(Verdict::Pass, why)
-        })
+        self.carry_from.get(&index).cloned().map(carried_judged)
+    }
+}
+
+/// A pass carried as `record` (its JSON): answered without a run, keeping the record.
+pub(super) fn carried_judged(record: String) -> Judged {
+    let why = EvidenceRecord::from_json(&record)
+        .map(|record| record.why)
+        .unwrap_or_default();
+    Judged {
+        record,
+        ..Judged::unrun(Verdict::Pass, why)
     }
 }

@@ -1,13 +1,16 @@
-//! Passes that land while the head's own run is in flight (`[runner] ahead`).
+//! Passes that land while the head's own run is in flight (`[runner] ahead`, and
+//! `footprint_lanes`).
 //!
-//! A runner checking ahead runs an entry on its predicted base while the head is checked, so
-//! its run usually ends a moment after the entry becomes the head and its owner has started
-//! a run of its own: the owner read the notes before the early record was there. So, with
-//! `ahead` set, the owner looks again after each heartbeat while runs are in flight: it
-//! fetches the evidence notes and reads those on its candidate, and a run that a pass on
-//! exactly its inputs now answers (`check::reuse::reusable_pass`, as before the runs) stops
-//! waiting for its own answer, which is ignored when it comes. A pass is still only ever
-//! taken on exactly the candidate's tree and base tree.
+//! A runner checking ahead (or beside the head) runs an entry early while the head is
+//! checked, so its run usually ends a moment after the entry becomes the head and its owner
+//! has started a run of its own: the owner read the notes before the early record was there.
+//! So, with either set, the owner looks again after each heartbeat while runs are in flight:
+//! it fetches the evidence notes and reads those on its candidate (and on its draft, where a
+//! stamped record hangs), and a run that a pass on exactly its inputs now answers
+//! (`check::reuse::reusable_pass`, as before the runs), or that a pass of its operation with
+//! the same stamp now carries to (`runner::carry`), stops waiting for its own answer, which is
+//! ignored when it comes. A pass is still only ever taken on exactly the candidate's tree and
+//! base tree, or on exactly the files its verdict reads.
 
 use super::Runner;
 use super::work::{Judged, Phase, Placed, Purpose, Work};
@@ -19,7 +22,8 @@ use crate::machine::{Action, Fault, FetchSpec, Refs};
 /// Whether the owner looks for passes that land while its runs are in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Late {
-    /// Not here: no `ahead`, or a plan whose passes are never reused.
+    /// Not here: neither `ahead` nor `footprint_lanes`, or a plan whose passes are never
+    /// reused.
     Off,
     /// After the next heartbeat.
     Idle,
@@ -64,12 +68,16 @@ impl Runner {
             return self.advance(work);
         }
         let built = &checking.candidate.built;
-        let objects = vec![built.tree.clone(), built.commit.clone()];
+        let mut objects = vec![built.tree.clone(), built.commit.clone()];
+        if !checking.stamps.is_empty() {
+            objects.push(checking.change.revision.clone());
+        }
         self.send_work(Action::ReadNotes { notes, objects }, Purpose::LateNotes);
         self.keep(work)
     }
 
-    /// Each run in flight that a pass on exactly its inputs now answers is answered by it.
+    /// Each run in flight that a pass on exactly its inputs now answers is answered by it; each
+    /// other that a pass of its operation with its stamp now carries to, by that.
     pub(super) fn on_late_notes(
         &mut self,
         mut work: Box<Work>,
@@ -85,26 +93,31 @@ impl Runner {
             commit: built.commit.clone(),
             tree: built.tree.clone(),
         };
-        let answered: Vec<(usize, String)> = checking
+        let mut answered: Vec<(usize, Judged)> = checking
             .running
             .keys()
             .filter_map(|index| {
                 let spec = &checking.plan.runs.get(*index)?.spec;
-                reusable_pass(&records, spec, &candidate, &built.base_tree)
-                    .map(|producer| (*index, producer))
+                let producer = reusable_pass(&records, spec, &candidate, &built.base_tree)?;
+                let why = format!(
+                    "A pass by {producer} on exactly these inputs landed while the check ran \
+                     here; it stands, and the check did not run again."
+                );
+                Some((*index, Judged::unrun(Verdict::Pass, why)))
             })
             .collect();
-        for (index, producer) in answered {
+        let carried: Vec<(usize, Judged)> = checking
+            .carried(&records, &work.op, &self.cfg.runner, self.now)
+            .into_iter()
+            .filter(|(index, _)| answered.iter().all(|(done, _)| done != index))
+            .map(|(index, record)| (index, super::carry::carried_judged(record)))
+            .collect();
+        answered.extend(carried);
+        for (index, run) in answered {
             if let Some(running) = checking.running.remove(&index) {
                 self.out.forget(running.id);
+                checking.answered.insert(index, run);
             }
-            let why = format!(
-                "A pass by {producer} on exactly these inputs landed while the check ran here; \
-                 it stands, and the check did not run again."
-            );
-            checking
-                .answered
-                .insert(index, Judged::unrun(Verdict::Pass, why));
         }
         self.advance(work)
     }

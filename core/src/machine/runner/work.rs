@@ -1515,7 +1515,7 @@ impl Runner {
             judging: false,
             carrying: None,
             waived: BTreeMap::new(),
-            late: if reuse && self.cfg.ahead > 0 {
+            late: if reuse && (self.cfg.ahead > 0 || self.cfg.footprint_lanes) {
                 super::late::Late::Idle
             } else {
                 super::late::Late::Off
