@@ -9,8 +9,9 @@ use bay_core::check::CheckExit;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{ChangeId, OpId};
 use bay_core::machine::merge::{Merge, MergeInput};
+use bay_core::machine::runner::Runner;
 use bay_core::machine::start::{Start, StartInput, StartTarget};
-use bay_core::machine::{Action, Completion, Machine};
+use bay_core::machine::{Action, ActionId, Completion, Event, Machine};
 use bay_core::reason::ReasonCode;
 use bay_core::record::ChangeRecord;
 use bay_core::result::OpState;
@@ -204,6 +205,68 @@ impl Bench {
             .remote
             .outside_push(&mut self.git.store, MAIN, "src/z.txt", "outside\n");
     }
+}
+
+/// Runs `runner` at `clock` until it waits, answering each check with a pass; `on_check` is
+/// called before each is answered with how many ran before. Returns the checks it ran, by id.
+pub fn run_passing(
+    bench: &mut Bench,
+    runner: &mut Runner,
+    clock: u64,
+    on_check: &mut dyn FnMut(&mut Bench, usize),
+) -> Vec<String> {
+    let now = Timestamp(clock);
+    runner.handle(now, Event::Tick).expect("a faithful driver");
+    drain_passing(bench, runner, now, on_check)
+}
+
+/// Answers `runner`'s actions at `now` until it waits, each check with a pass, as
+/// [`run_passing`] does.
+pub fn drain_passing(
+    bench: &mut Bench,
+    runner: &mut Runner,
+    now: Timestamp,
+    on_check: &mut dyn FnMut(&mut Bench, usize),
+) -> Vec<String> {
+    let mut checks = Vec::new();
+    while let Some((id, action)) = runner.poll_action() {
+        let completion = match &action {
+            Action::RunCheck(run) => {
+                on_check(bench, checks.len());
+                checks.push(run.check.id.clone());
+                Completion::CheckExited(passing_exit(&action))
+            }
+            _ => bench.answer(&action).expect("the model answers"),
+        };
+        runner
+            .handle(now, Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    checks
+}
+
+/// Answers `runner`'s actions at `clock` (after a tick, when `tick`) until it runs a check, or
+/// waits: that run, if any, for the test to answer.
+pub fn until_check(
+    bench: &mut Bench,
+    runner: &mut Runner,
+    clock: u64,
+    tick: bool,
+) -> Option<(ActionId, Action)> {
+    let now = Timestamp(clock);
+    if tick {
+        runner.handle(now, Event::Tick).expect("a faithful driver");
+    }
+    while let Some((id, action)) = runner.poll_action() {
+        if matches!(action, Action::RunCheck(_)) {
+            return Some((id, action));
+        }
+        let completion = bench.answer(&action).expect("the model answers");
+        runner
+            .handle(now, Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    None
 }
 
 /// An honest passing result (three units) for the candidate a check run names.

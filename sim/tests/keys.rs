@@ -9,14 +9,16 @@ use bay_core::id::OpId;
 use bay_core::machine::enrol::{Enrol, EnrolInput};
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::runner_keys::{RunnerKeys, RunnerKeysInput};
-use bay_core::machine::{Action, Completion, Event, Machine};
+use bay_core::machine::{Completion, Event, Machine};
 use bay_core::reason::ReasonCode;
 use bay_core::result::{Decision, OpState};
 use bay_core::time::Timestamp;
 use bay_core::trust::Keys as TrustKeys;
 use bay_core::trust::record::KeySetting;
 use bay_core::trust::registry::{Class, Enrolment, REF, Reason, judge_chain};
-use bay_sim::bench::{Bench, MAIN, passing_exit};
+use bay_sim::bench::{
+    Bench, MAIN, drain_passing as drain, passing_exit, run_passing as run, until_check,
+};
 use bay_sim::keys;
 
 const POLICY: &str = "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\nmaterialize_timeout_s = 10\n";
@@ -85,43 +87,6 @@ fn runner_with(
     assert!(cfg.signer.is_some(), "{:?}", keys.outcome());
     tweak(&mut cfg);
     Runner::new(cfg, Timestamp(clock))
-}
-
-/// Runs `runner` at `clock` until it waits, answering each check with a pass; `on_check`
-/// is called before each is answered with how many ran before. Returns the checks it ran.
-fn run(
-    bench: &mut Bench,
-    runner: &mut Runner,
-    clock: u64,
-    on_check: &mut dyn FnMut(&mut Bench, usize),
-) -> Vec<String> {
-    let now = Timestamp(clock);
-    runner.handle(now, Event::Tick).expect("a faithful driver");
-    drain(bench, runner, now, on_check)
-}
-
-/// Answers `runner`'s actions at `now` until it waits, each check with a pass, as [`run`].
-fn drain(
-    bench: &mut Bench,
-    runner: &mut Runner,
-    now: Timestamp,
-    on_check: &mut dyn FnMut(&mut Bench, usize),
-) -> Vec<String> {
-    let mut checks = Vec::new();
-    while let Some((id, action)) = runner.poll_action() {
-        let completion = match &action {
-            Action::RunCheck(run) => {
-                on_check(bench, checks.len());
-                checks.push(run.check.id.clone());
-                Completion::CheckExited(passing_exit(&action))
-            }
-            _ => bench.answer(&action).expect("the model answers"),
-        };
-        runner
-            .handle(now, Event::Done(id, completion))
-            .expect("a faithful driver");
-    }
-    checks
 }
 
 /// A change checked by runner `a` under `policy`, whose executor key the registry takes out
@@ -227,16 +192,7 @@ fn checked_ahead_under_a_registry(policy: &str, producer_key: Option<&str>) -> (
         }
     });
     let now = Timestamp(1_000_000);
-    a.handle(now, Event::Tick).expect("a faithful driver");
-    let head = loop {
-        let (id, action) = a.poll_action().expect("a checks the head");
-        if matches!(action, Action::RunCheck(_)) {
-            break (id, action);
-        }
-        let completion = bench.answer(&action).expect("the model answers");
-        a.handle(now, Event::Done(id, completion))
-            .expect("a faithful driver");
-    };
+    let head = until_check(&mut bench, &mut a, 1_000_000, true).expect("a checks the head");
     let early = run(&mut bench, &mut b, 1_000_000, &mut |_, _| {});
     assert_eq!(early, ["unit"], "b checks the second early");
     assert_eq!(bench.state(&second).0, OpState::Submitted, "b owns nothing");

@@ -9,7 +9,7 @@ use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{Action, Completion, Event, Machine};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
-use bay_sim::bench::{Bench, MAIN, passing_exit};
+use bay_sim::bench::{Bench, MAIN, passing_exit, run_passing as run, until_check};
 use bay_sim::{Scenario, run_seed};
 
 /// A check `a` of `src/a.txt` and a check `b` of `b_paths`, each declaring its read set with
@@ -39,33 +39,6 @@ fn runner(name: &str, lanes: bool) -> Runner {
     cfg.evidence_reuse = true;
     cfg.footprint_lanes = lanes;
     Runner::new(cfg, Timestamp(1_000_000))
-}
-
-/// Answers `runner`'s actions at `clock` until it waits, each check with a pass after
-/// `on_check` (given how many ran before). Returns the checks it ran, by id.
-fn run(
-    bench: &mut Bench,
-    runner: &mut Runner,
-    clock: u64,
-    on_check: &mut dyn FnMut(&mut Bench, usize),
-) -> Vec<String> {
-    let now = Timestamp(clock);
-    runner.handle(now, Event::Tick).expect("a faithful driver");
-    let mut checks = Vec::new();
-    while let Some((id, action)) = runner.poll_action() {
-        let completion = match &action {
-            Action::RunCheck(run) => {
-                on_check(bench, checks.len());
-                checks.push(run.check.id.clone());
-                Completion::CheckExited(passing_exit(&action))
-            }
-            _ => bench.answer(&action).expect("the model answers"),
-        };
-        runner
-            .handle(now, Event::Done(id, completion))
-            .expect("a faithful driver");
-    }
-    checks
 }
 
 /// The records noted on `object` in every producer's evidence notes.
@@ -179,16 +152,7 @@ fn beside_the_head(policy: &str) -> (Vec<String>, Vec<String>, bool) {
     let mut a = runner("a", true);
     let mut b = runner("b", true);
     let now = Timestamp(1_000_000);
-    a.handle(now, Event::Tick).expect("a faithful driver");
-    let (id, check) = loop {
-        let (id, action) = a.poll_action().expect("a checks the head");
-        if matches!(action, Action::RunCheck(_)) {
-            break (id, action);
-        }
-        let completion = bench.answer(&action).expect("the model answers");
-        a.handle(now, Event::Done(id, completion))
-            .expect("a faithful driver");
-    };
+    let (id, check) = until_check(&mut bench, &mut a, 1_000_000, true).expect("a checks A");
     let beside = run(&mut bench, &mut b, 1_000_000, &mut |_, _| {});
     assert_eq!(bench.state(&later).0, OpState::Submitted, "b owns nothing");
     a.handle(
@@ -235,30 +199,6 @@ fn an_entry_that_overlaps_the_head_waits_its_turn() {
     assert!(beside.is_empty(), "{beside:?}");
     assert_eq!(ran, ["b"]);
     assert!(merged);
-}
-
-/// Answers `runner`'s actions at `clock` (after a tick, when `tick`) until it runs a check, or
-/// waits: that run, if any.
-fn until_check(
-    bench: &mut Bench,
-    runner: &mut Runner,
-    clock: u64,
-    tick: bool,
-) -> Option<(bay_core::machine::ActionId, Action)> {
-    let now = Timestamp(clock);
-    if tick {
-        runner.handle(now, Event::Tick).expect("a faithful driver");
-    }
-    while let Some((id, action)) = runner.poll_action() {
-        if matches!(action, Action::RunCheck(_)) {
-            return Some((id, action));
-        }
-        let completion = bench.answer(&action).expect("the model answers");
-        runner
-            .handle(now, Event::Done(id, completion))
-            .expect("a faithful driver");
-    }
-    None
 }
 
 fn check_id(action: &Action) -> &str {

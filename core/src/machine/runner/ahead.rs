@@ -301,42 +301,27 @@ impl Runner {
             (Purpose::Build(predict, entry), Completion::CandidateBuilt(built)) => {
                 self.on_predicted(*predict, *entry, built.ok());
             }
-            (Purpose::Notes(target), Completion::NotesRead(read)) => match read {
-                Ok(records) => {
-                    let records = self.counted(&target.predict.policy, records);
+            (Purpose::Notes(target), Completion::NotesRead(read)) => {
+                if let Some(records) = self.early_records(&target.predict.policy, read) {
                     self.run_first_unrecorded(*target, &records);
                 }
-                Err(_) => self.pass_failed(),
-            },
+            }
             (Purpose::Run(target, spec, request), Completion::CheckExited(exit)) => {
-                self.ahead_run_over();
-                match judge(&request, spec.expected_minimum, &exit) {
-                    // No machine here can run it: nothing is recorded.
-                    Judgement::Unavailable { .. } => self.rest_until_watch(),
-                    Judgement::Judged(judged) => {
-                        let extras = EvidenceExtras {
-                            producer: self.cfg.runner.clone(),
-                            op: target.entry.op().to_string(),
-                            candidate_id: target.entry.candidate().to_string(),
-                            at: self.now,
-                            definition: crate::check::definition::digest(&spec, &exit.adapter),
-                        };
-                        let record = EvidenceRecord::new(&request, &judged, &exit, extras);
-                        let noted = Noted {
-                            change: &target.entry.record.change,
-                            op: target.entry.op(),
-                            base: &target.predict.base,
-                            candidate: &target.candidate,
-                            lane: false,
-                        };
-                        #[cfg(feature = "mutants")]
-                        let extra = self
-                            .mutant_prechecks_by_change()
-                            .then(|| target.entry.operation.draft.clone());
-                        #[cfg(not(feature = "mutants"))]
-                        let extra = None;
-                        self.note_early(noted, &spec, record, extra);
-                    }
+                if let Some(record) = self.early_record(&target.entry, &spec, &request, &exit) {
+                    let noted = Noted {
+                        change: &target.entry.record.change,
+                        op: target.entry.op(),
+                        base: &target.predict.base,
+                        candidate: &target.candidate,
+                        lane: false,
+                    };
+                    #[cfg(feature = "mutants")]
+                    let extra = self
+                        .mutant_prechecks_by_change()
+                        .then(|| target.entry.operation.draft.clone());
+                    #[cfg(not(feature = "mutants"))]
+                    let extra = None;
+                    self.note_early(noted, &spec, record, extra);
                 }
             }
             (Purpose::Record(listed), Completion::Pushed(report)) => match report.outcome {
@@ -521,6 +506,50 @@ impl Runner {
             Action::RunCheck(Box::new(run)),
             Purpose::Run(Box::new(target), Box::new(spec), Box::new(request)),
         );
+    }
+
+    /// The records read before an early run that count under `policy`; none, and the pass
+    /// fails, when the read did.
+    fn early_records(
+        &mut self,
+        policy: &Policy,
+        read: Result<Vec<String>, crate::machine::Fault>,
+    ) -> Option<Vec<String>> {
+        match read {
+            Ok(records) => Some(self.counted(policy, records)),
+            Err(_) => {
+                self.pass_failed();
+                None
+            }
+        }
+    }
+
+    /// The record of an early run of `spec` for `entry` that answered with `exit`; none, and
+    /// the pass rests, when no machine here can run it.
+    fn early_record(
+        &mut self,
+        entry: &Entry,
+        spec: &CheckSpec,
+        request: &CheckRequest,
+        exit: &crate::check::CheckExit,
+    ) -> Option<EvidenceRecord> {
+        self.ahead_run_over();
+        match judge(request, spec.expected_minimum, exit) {
+            Judgement::Unavailable { .. } => {
+                self.rest_until_watch();
+                None
+            }
+            Judgement::Judged(judged) => {
+                let extras = EvidenceExtras {
+                    producer: self.cfg.runner.clone(),
+                    op: entry.op().to_string(),
+                    candidate_id: entry.candidate().to_string(),
+                    at: self.now,
+                    definition: crate::check::definition::digest(spec, &exit.adapter),
+                };
+                Some(EvidenceRecord::new(request, &judged, exit, extras))
+            }
+        }
     }
 
     /// An early run of `spec` is out: no pass until it answers or its deadline passes.

@@ -13,8 +13,7 @@
 use super::{Entry, Predict, Purpose as AheadPurpose};
 use crate::check::footprint::{self, Stamp, TreeFile};
 use crate::check::{
-    ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord,
-    Judgement, RequestInput, judge,
+    ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceRecord, RequestInput,
 };
 use crate::machine::runner::Runner;
 use crate::machine::{Action, BuildResult, CandidateSpec, CheckRun, Completion, Fault, Misuse};
@@ -143,38 +142,24 @@ impl Runner {
                 self.on_lane_built(*lane, built.ok());
             }
             (Purpose::Files(lane), Completion::FilesRead(read)) => self.on_lane_files(*lane, read),
-            (Purpose::Notes(lane), Completion::NotesRead(read)) => match read {
-                Ok(records) => {
-                    let records = self.counted(&lane.predict.policy, records);
+            (Purpose::Notes(lane), Completion::NotesRead(read)) => {
+                if let Some(records) = self.early_records(&lane.predict.policy, read) {
                     self.run_unstamped(*lane, &records);
                 }
-                Err(_) => self.pass_failed(),
-            },
+            }
             (Purpose::Run(lane, index, request), Completion::CheckExited(exit)) => {
-                self.ahead_run_over();
                 let spec = &lane.runs[index];
-                match judge(&request, spec.expected_minimum, &exit) {
-                    Judgement::Unavailable { .. } => self.rest_until_watch(),
-                    Judgement::Judged(judged) => {
-                        let extras = EvidenceExtras {
-                            producer: self.cfg.runner.clone(),
-                            op: lane.entry.op().to_string(),
-                            candidate_id: lane.entry.candidate().to_string(),
-                            at: self.now,
-                            definition: crate::check::definition::digest(spec, &exit.adapter),
-                        };
-                        let mut record = EvidenceRecord::new(&request, &judged, &exit, extras);
-                        record.footprint = lane.stamps.get(index).cloned().flatten();
-                        let noted = super::Noted {
-                            change: &lane.entry.record.change,
-                            op: lane.entry.op(),
-                            base: &request.base,
-                            candidate: &request.candidate,
-                            lane: true,
-                        };
-                        let draft = lane.entry.operation.draft.clone();
-                        self.note_early(noted, spec, record, Some(draft));
-                    }
+                if let Some(mut record) = self.early_record(&lane.entry, spec, &request, &exit) {
+                    record.footprint = lane.stamps.get(index).cloned().flatten();
+                    let noted = super::Noted {
+                        change: &lane.entry.record.change,
+                        op: lane.entry.op(),
+                        base: &request.base,
+                        candidate: &request.candidate,
+                        lane: true,
+                    };
+                    let draft = lane.entry.operation.draft.clone();
+                    self.note_early(noted, spec, record, Some(draft));
                 }
             }
             (purpose, completion) => {
