@@ -201,10 +201,11 @@ impl Runner {
     }
 
     /// The files read: each run's stamp, then the records of the operation on its draft. A
-    /// read that failed runs nothing.
+    /// read that failed (a path that is not UTF-8, say) runs nothing here; the prediction goes
+    /// on.
     fn on_lane_files(&mut self, mut lane: Lane, read: Result<Vec<Vec<TreeFile>>, Fault>) {
         let Ok([candidate, base]) = <[Vec<TreeFile>; 2]>::try_from(read.unwrap_or_default()) else {
-            return self.pass_failed();
+            return self.predict_next(lane.predict);
         };
         lane.stamps = lane
             .runs
