@@ -291,6 +291,13 @@ fn a_footprint_pass_carries_over_a_push_outside_the_files_it_reads() {
         carried[0]["candidate"]["tree"], status["detail"]["tree"],
         "{status}"
     );
+    // The merge names what it carried, and from where.
+    let named = &status["detail"]["carried"];
+    assert_eq!(named[0]["check"], "files", "{status}");
+    assert_eq!(
+        named[0]["from"]["candidate"], ran[0]["candidate"],
+        "{status}"
+    );
 }
 
 #[test]
@@ -302,4 +309,5 @@ fn a_push_inside_the_files_it_reads_runs_the_check_again() {
         "{passes:?}"
     );
     assert_eq!(passes.len(), 2, "files ran on each candidate");
+    assert!(status["detail"].get("carried").is_none(), "{status}");
 }

@@ -170,7 +170,21 @@ fn beside_the_head(policy: &str) -> (Vec<String>, Vec<String>, bool) {
     }
     assert_eq!(bench.state(&first), (OpState::Merged, None));
     let ran = run(&mut bench, &mut a, 1_010_000, &mut |_, _| {});
-    (beside, ran, bench.state(&later) == (OpState::Merged, None))
+    let merged = bench.state(&later) == (OpState::Merged, None);
+    let outcome = bench
+        .record(&later.change)
+        .op(&later)
+        .and_then(|op| op.outcome.clone());
+    let named = outcome.map(|o| o.detail["carried"].clone());
+    // The merge names each pass it carried and where it came from; none when it ran.
+    match named {
+        Some(serde_json::Value::Array(carried)) => {
+            assert!(ran.is_empty() && merged, "{carried:?}");
+            assert_eq!(carried[0]["from"]["producer"], "b");
+        }
+        other => assert!(!ran.is_empty() || !merged, "{other:?}"),
+    }
+    (beside, ran, merged)
 }
 
 #[test]

@@ -147,6 +147,30 @@ impl Checking {
     pub(super) fn carried_run(&self, index: usize) -> Option<Judged> {
         self.carry_from.get(&index).cloned().map(carried_judged)
     }
+
+    /// The checks a merge's outcome names under `detail.carried`: each carried pass, with the
+    /// record it came from, since its own tree was not checked by that run.
+    pub(super) fn carried_checks(&self) -> Vec<CarriedCheck> {
+        self.carry_from
+            .values()
+            .filter_map(|record| EvidenceRecord::from_json(record).ok())
+            .filter_map(|record| {
+                Some(CarriedCheck {
+                    check: record.check,
+                    environment: record.environment,
+                    from: record.carried?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One check a merge carried (`detail.carried`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub(super) struct CarriedCheck {
+    check: String,
+    environment: String,
+    from: Carried,
 }
 
 /// A pass carried as `record` (its JSON): answered without a run, keeping the record.

@@ -106,13 +106,18 @@ impl Runner {
                 Some((*index, Judged::unrun(Verdict::Pass, why)))
             })
             .collect();
-        let carried: Vec<(usize, Judged)> = checking
+        let carried: Vec<(usize, String)> = checking
             .carried(&records, &work.op, &self.cfg.runner, self.now)
             .into_iter()
-            .filter(|(index, _)| answered.iter().all(|(done, _)| done != index))
-            .map(|(index, record)| (index, super::carry::carried_judged(record)))
+            .filter(|(index, _)| {
+                checking.running.contains_key(index)
+                    && answered.iter().all(|(done, _)| done != index)
+            })
             .collect();
-        answered.extend(carried);
+        for (index, record) in carried {
+            answered.push((index, super::carry::carried_judged(record.clone())));
+            checking.carry_from.insert(index, record);
+        }
         for (index, run) in answered {
             if let Some(running) = checking.running.remove(&index) {
                 self.out.forget(running.id);

@@ -1987,6 +1987,10 @@ impl Checking {
         detail.insert("tree".into(), serde_json::json!(built.tree));
         detail.insert("base".into(), serde_json::json!(self.base.commit));
         detail.extend(self.plan.detail());
+        let carried = self.carried_checks();
+        if !carried.is_empty() {
+            detail.insert("carried".into(), serde_json::json!(carried));
+        }
         if !self.gaps.is_empty() {
             let gaps = detail
                 .entry("coverage_gaps")
