@@ -441,7 +441,10 @@ impl Runner {
             early,
         };
         let notes = self.evidence_tips();
-        if target.runs.is_empty() || notes.is_empty() {
+        // Past `ahead`'s reach nothing runs early on a prediction, and the line the notes
+        // would judge decides nothing more: the walk goes on for lanes alone.
+        let past_ahead = !target.early && target.predict.exact_left == 0;
+        if target.runs.is_empty() || notes.is_empty() || past_ahead {
             return self.run_first_unrecorded(target, &[]);
         }
         let read = Action::ReadNotes {
