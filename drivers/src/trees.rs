@@ -207,12 +207,9 @@ pub fn files_under(
                         next.push((index, path, entry.id));
                     }
                 } else if wanted(&path) {
-                    let path = String::from_utf8(path).map_err(|bad| {
-                        Fault(format!(
-                            "the path {} is not UTF-8, so bay cannot name it in a footprint",
-                            String::from_utf8_lossy(bad.as_bytes())
-                        ))
-                    })?;
+                    let path = bay_core::paths::from_git(&path)
+                        .map(str::to_owned)
+                        .map_err(Fault)?;
                     files[index].push(TreeFile {
                         path,
                         mode: entry.mode,
@@ -602,6 +599,41 @@ mod tests {
         let reader = Reader::new(git);
         let odd = Oid::parse(&odd).expect("an id");
         let Fault(why) = changed_paths(&reader, &empty, &odd).expect_err("not UTF-8");
+        assert!(
+            why.contains("caf\\xe8.rs") && why.contains("not UTF-8"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_listed_path_that_is_not_utf8_is_refused_by_name_and_one_outside_is_not_read() {
+        let (_dir, git, _, blob) = bare_with_a_blob();
+        let mut listing = Vec::new();
+        for name in [&b"caf\xe8.rs"[..], &b"ok.txt"[..]] {
+            listing.extend(format!("100644 blob {blob}\t").bytes());
+            listing.extend(name);
+            listing.push(0);
+        }
+        let tree = git
+            .cmd(["mktree", "-z"])
+            .stdin(listing)
+            .text()
+            .expect("mktree");
+        let commit = git
+            .cmd(["commit-tree", "-m", "odd", &tree])
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .text()
+            .expect("commit-tree");
+        let reader = Reader::new(git);
+        let commit = Oid::parse(&commit).expect("an id");
+        let listed = files_under(&reader, std::slice::from_ref(&commit), &["ok".to_owned()])
+            .expect("the odd name lies outside the prefix");
+        let paths: Vec<&str> = listed[0].iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["ok.txt"]);
+        let Fault(why) = files_under(&reader, &[commit], &[String::new()]).expect_err("not UTF-8");
         assert!(
             why.contains("caf\\xe8.rs") && why.contains("not UTF-8"),
             "{why}"
