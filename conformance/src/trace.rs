@@ -147,6 +147,7 @@ pub fn golden() -> Vec<Trace> {
         include_str!("../golden/traces/takeover.json"),
         include_str!("../golden/traces/lost-reply.json"),
         include_str!("../golden/traces/lying-check.json"),
+        include_str!("../golden/traces/footprint-carried.json"),
     ]
     .iter()
     .map(|text| serde_json::from_str(text).expect("a bundled trace is a trace"))

@@ -1,5 +1,6 @@
 //! bay's main scenarios, recorded as golden traces against the simulator's Git model: a clean
-//! merge, a conflict, main moving under a merge, a takeover, a lost reply and a lying check.
+//! merge, a conflict, main moving under a merge, a takeover, a lost reply, a lying check, and a
+//! footprint pass carried over main's move.
 //!
 //! Each test records its scenario afresh and requires the trace to equal the committed file
 //! (a change of behaviour shows as a diff in review), and every committed trace to replay on
@@ -29,8 +30,13 @@ impl Scene {
     /// A remote whose main holds a policy with one check, and one change asking to merge: the
     /// agent is not traced, the runners are.
     fn new() -> Scene {
-        let mut bench = Bench::new(Some(POLICY));
-        let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+        Scene::with(POLICY, &[("src/a.txt", "a fixed\n")])
+    }
+
+    /// A remote whose main holds `policy`, and one change of `edits` asking to merge.
+    fn with(policy: &str, edits: &[(&str, &str)]) -> Scene {
+        let mut bench = Bench::new(Some(policy));
+        let op = bench.submit("fix a", edits);
         Scene {
             bench,
             rec: Recorder::default(),
@@ -40,11 +46,17 @@ impl Scene {
 
     /// A runner for the scene's operation alone, on its own clock.
     fn runner(&mut self, name: &str, now: u64, seed: u64) {
+        self.runner_with(name, now, seed, |_| {});
+    }
+
+    /// [`Scene::runner`], its config then changed by `tweak`.
+    fn runner_with(&mut self, name: &str, now: u64, seed: u64, tweak: fn(&mut RunnerConfig)) {
         let mut config = RunnerConfig::new(name, MAIN, seed);
         config.lease_ms = 60_000;
         config.heartbeat_ms = 10_000;
         config.check_grace_ms = 5_000;
         config.mode = RunMode::Only(self.op.clone());
+        tweak(&mut config);
         self.rec.runner(name, config, Timestamp(now));
     }
 
@@ -170,6 +182,50 @@ fn main_moved() -> Trace {
     scene.finish(
         "main-moved",
         "Main moves while the check runs: the merge push is refused, a new candidate is built and checked, and merged.",
+    )
+}
+
+fn footprint_carried() -> Trace {
+    let check = |id: &str, path: &str| {
+        format!(
+            "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\nwhen_paths = [\"{path}\"]\nfootprint = true\n\n"
+        )
+    };
+    let policy = format!(
+        "revision = 1\n\n{}{}[policy]\nreuse_unsigned = true\n",
+        check("a", "src/a.txt"),
+        check("b", "src/b.txt")
+    );
+    let edits = [("src/a.txt", "a fixed\n"), ("src/b.txt", "b fixed\n")];
+    let mut scene = Scene::with(&policy, &edits);
+    scene.runner_with("runner-1", 1_000_000, 11, |config| {
+        config.evidence_reuse = true;
+        config.footprint_lanes = true;
+    });
+    let (id, first) = scene.tick_to_check("runner-1", 1_000_000);
+    let held = scene.feed("runner-1", 1_000_100, answer(id, &first, None), &nothing);
+    assert_eq!(held.len(), 1, "the second check: {held:?}");
+    let (id, second) = &held[0];
+    scene
+        .bench
+        .git
+        .remote
+        .outside_push(&mut scene.bench.git.store, MAIN, "src/z.txt", "outside\n");
+    let held = scene.feed("runner-1", 1_000_200, answer(*id, second, None), &nothing);
+    let checks: Vec<&str> = held
+        .iter()
+        .filter_map(|(_, action)| match action {
+            Action::RunCheck(run) => Some(run.check.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checks, ["b"], "a's pass carries to the new candidate");
+    let (id, again) = &held[0];
+    scene.feed("runner-1", 1_000_300, answer(*id, again, None), &nothing);
+    assert_eq!(scene.outcome("runner-1"), (Decision::Merged, None));
+    scene.finish(
+        "footprint-carried",
+        "Two footprint checks; main moves outside their files while the second runs: the new candidate is stamped, the first check's pass carries, only the second runs again, and it merges.",
     )
 }
 
@@ -311,6 +367,11 @@ fn main_moving_under_a_merge() {
 }
 
 #[test]
+fn a_footprint_pass_carried() {
+    golden(footprint_carried());
+}
+
+#[test]
 fn a_takeover() {
     golden(takeover());
 }
@@ -328,7 +389,7 @@ fn a_lying_check() {
 #[test]
 fn every_bundled_trace_replays_and_a_changed_answer_is_caught() {
     let traces = trace::golden();
-    assert_eq!(traces.len(), 6);
+    assert_eq!(traces.len(), 7);
     for trace in &traces {
         trace::replay(trace).unwrap_or_else(|d| panic!("{}: {d}", trace.scenario));
     }
