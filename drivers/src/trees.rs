@@ -581,21 +581,25 @@ mod tests {
         assert!(changed_paths(&reader, &empty, &absent).is_err());
     }
 
+    /// A tree holding `blob` under each of `names`, raw bytes as Git keeps them.
+    fn tree_named(git: &Git, blob: &str, names: &[&[u8]]) -> String {
+        let mut listing = Vec::new();
+        for name in names {
+            listing.extend(format!("100644 blob {blob}\t").bytes());
+            listing.extend(*name);
+            listing.push(0);
+        }
+        git.cmd(["mktree", "-z"])
+            .stdin(listing)
+            .text()
+            .expect("mktree")
+    }
+
     #[test]
     fn a_changed_path_that_is_not_utf8_is_refused_by_name() {
         let (_dir, git, empty, blob) = bare_with_a_blob();
         // Two names a lossy reading would make one, `caf\u{fffd}.rs`.
-        let mut listing = Vec::new();
-        for name in [&b"caf\xe8.rs"[..], &b"caf\xe9.rs"[..]] {
-            listing.extend(format!("100644 blob {blob}\t").bytes());
-            listing.extend(name);
-            listing.push(0);
-        }
-        let odd = git
-            .cmd(["mktree", "-z"])
-            .stdin(listing)
-            .text()
-            .expect("mktree");
+        let odd = tree_named(&git, &blob, &[b"caf\xe8.rs", b"caf\xe9.rs"]);
         let reader = Reader::new(git);
         let odd = Oid::parse(&odd).expect("an id");
         let Fault(why) = changed_paths(&reader, &empty, &odd).expect_err("not UTF-8");
@@ -608,17 +612,7 @@ mod tests {
     #[test]
     fn a_listed_path_that_is_not_utf8_is_refused_by_name_and_one_outside_is_not_read() {
         let (_dir, git, _, blob) = bare_with_a_blob();
-        let mut listing = Vec::new();
-        for name in [&b"caf\xe8.rs"[..], &b"ok.txt"[..]] {
-            listing.extend(format!("100644 blob {blob}\t").bytes());
-            listing.extend(name);
-            listing.push(0);
-        }
-        let tree = git
-            .cmd(["mktree", "-z"])
-            .stdin(listing)
-            .text()
-            .expect("mktree");
+        let tree = tree_named(&git, &blob, &[b"caf\xe8.rs", b"ok.txt"]);
         let commit = git
             .cmd(["commit-tree", "-m", "odd", &tree])
             .env("GIT_AUTHOR_NAME", "t")

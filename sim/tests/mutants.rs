@@ -46,7 +46,26 @@ fn expect_caught(
     faults: &[FaultClass],
     budget: u64,
 ) -> u64 {
-    let caught = first_catch(tweak, invariant, faults, budget);
+    expect_caught_in(
+        Scenario::default(),
+        mutant,
+        tweak,
+        invariant,
+        faults,
+        budget,
+    )
+}
+
+/// [`expect_caught`] in `scenario`, its faults and tweak replaced.
+fn expect_caught_in(
+    scenario: Scenario,
+    mutant: Mutant,
+    tweak: fn(&mut RunnerConfig),
+    invariant: Invariant,
+    faults: &[FaultClass],
+    budget: u64,
+) -> u64 {
+    let caught = first_catch_in(scenario, tweak, invariant, faults, budget);
     assert!(
         caught.is_some(),
         "{mutant:?} was not caught as {invariant:?} within {budget} seeds"
@@ -361,9 +380,8 @@ fn carrying_across_read_sets_breaks_s5() {
         ..Scenario::default()
     };
     let s5 = Invariant::UnknownNeverPasses;
-    let caught = first_catch_in(lanes(), tweak, s5, &[OutsidePush], 600);
-    let seed = caught.expect("CarryAcrossReadSets was not caught as S5 within 600 seeds");
-    eprintln!("CarryAcrossReadSets: caught as S5 at seed {seed}");
+    let mutant = Mutant::CarryAcrossReadSets;
+    let seed = expect_caught_in(lanes(), mutant, tweak, s5, &[OutsidePush], 600);
     // The real core carries on the same seeds and breaks nothing.
     assert_eq!(
         first_catch_in(lanes(), real, s5, &[OutsidePush], seed + 1),
