@@ -6,7 +6,8 @@
 //! bay-sim run --seeds 0..100 --check-determinism
 //! bay-sim replay --seed S [same options]
 //! bay-sim plan [--agents N] [--arrivals R] [--check-minutes D] [--failure-rate P]
-//!              [--flake-rate P] [--runners N] [--retries N] [--hours H] [--seeds A..B] [--json]
+//!              [--flake-rate P] [--runners N] [--retries N] [--ahead N] [--areas D] [--lanes]
+//!              [--hours H] [--seeds A..B] [--json]
 //! ```
 //!
 //! Exit codes: 0 when every seed kept every promise; 3 for a broken safety invariant; 4 for a
@@ -101,6 +102,14 @@ struct PlanArgs {
     /// The `batch` whose analytic bound the table shows (not simulated yet).
     #[arg(long, default_value_t = 4)]
     batch: u32,
+    /// Source folders the changes spread over at random; with two or more, one
+    /// `footprint = true` check per folder.
+    #[arg(long, default_value_t = 4)]
+    areas: u32,
+    /// The runners' `[runner] footprint_lanes`: check entries beside the head whose folders
+    /// no entry ahead touches.
+    #[arg(long)]
+    lanes: bool,
     /// Seeds to run, as A..B (B excluded); their samples are pooled.
     #[arg(long, value_parser = parse_range, default_value = "0..3")]
     seeds: (u64, u64),
@@ -286,6 +295,8 @@ fn plan(args: &PlanArgs) -> ExitCode {
         hours: args.hours,
         ahead: args.ahead,
         batch: args.batch.max(1),
+        areas: args.areas.clamp(1, 64),
+        lanes: args.lanes,
     };
     let report = bay_sim::plan::report(&plan, args.seeds, !args.no_advice);
     if args.json {

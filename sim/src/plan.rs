@@ -1,8 +1,14 @@
 //! `bay-sim plan`: a capacity planner. It runs core's real runner, start and merge machines
-//! in a quiet world (no faults, one required check, each change its own file, so nothing
-//! conflicts) at the arrival rate, check times, failure and flake rates and runners it is
-//! given, and sets what it measures beside the analytic bounds of one check slot, of the
-//! arrivals, and of the throughput settings core does not have yet (`ahead`, `batch`).
+//! in a quiet world (no faults, each change its own file, so nothing conflicts) at the arrival
+//! rate, check times, failure and flake rates and runners it is given, and sets what it
+//! measures beside the analytic bounds of one check slot, of the arrivals, and of the
+//! throughput settings: `ahead` and `footprint_lanes`, simulated, and `batch`, a bound only
+//! until core has it.
+//!
+//! Changes spread over `areas` source folders at random. With one area, main's policy has
+//! one required check; with more, one `footprint = true` check per area, reading only that
+//! folder, so each change still needs one run and `footprint_lanes` has disjoint entries to
+//! check beside the head.
 //!
 //! Time is the world's virtual time: a simulated day takes well under a second. One seed
 //! fixes every draw, so the same settings and seeds print the same numbers.
@@ -152,6 +158,11 @@ pub struct Plan {
     pub ahead: u32,
     /// The `batch` whose analytic bound the table shows (not simulated).
     pub batch: u32,
+    /// Source folders the changes spread over, each equally likely; one check per folder when
+    /// there are two or more.
+    pub areas: u32,
+    /// The runners' `[runner] footprint_lanes`, simulated.
+    pub lanes: bool,
 }
 
 impl Default for Plan {
@@ -167,28 +178,55 @@ impl Default for Plan {
             hours: 24.0,
             ahead: 0,
             batch: 4,
+            areas: 4,
+            lanes: false,
         }
     }
 }
 
 impl Plan {
-    /// The policy on main: one required check; with `ahead`, unsigned evidence reusable, as
-    /// early runs need.
+    /// Whether runners reuse evidence: early runs and carried passes need it.
+    fn reuses(&self) -> bool {
+        self.ahead > 0 || self.lanes
+    }
+
+    /// The folder task `n`'s file goes in, `area` drawn for it.
+    fn file(&self, n: u64, area: u32) -> String {
+        match self.areas {
+            0 | 1 => format!("src/task-{n}.txt"),
+            _ => format!("src/area-{area}/task-{n}.txt"),
+        }
+    }
+
+    /// The policy on main: one required check, or one `footprint = true` check per area;
+    /// with `ahead` or lanes, unsigned evidence reusable, as early runs and carries need.
     fn policy(&self) -> String {
         let timeout = (self.check.ceiling() * 60.0).ceil() as u64 + 60;
         let retry = match self.retries {
             0 => String::new(),
             n => format!("retry_on_failure = {n}\nallow_flaky = true\n"),
         };
-        let reuse = match self.ahead {
-            0 => "",
-            _ => "\n[policy]\nreuse_unsigned = true\n",
+        let check = |id: &str, narrow: &str| {
+            format!(
+                "\n[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\n\
+                 command = \"checks/run {id}\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\n\
+                 timeout_s = {timeout}\nmaterialize_timeout_s = 30\n{retry}{narrow}"
+            )
         };
-        format!(
-            "revision = 1\n\n[[check]]\nid = \"unit\"\nenvironment = \"sim\"\n\
-             command = \"checks/run unit\"\nadapter = [\"checks/\"]\nexpected_minimum = 3\n\
-             timeout_s = {timeout}\nmaterialize_timeout_s = 30\n{retry}{reuse}"
-        )
+        let checks: String = match self.areas {
+            0 | 1 => check("unit", ""),
+            n => (0..n)
+                .map(|k| {
+                    let narrow = format!("when_paths = [\"src/area-{k}/\"]\nfootprint = true\n");
+                    check(&format!("area-{k}"), &narrow)
+                })
+                .collect(),
+        };
+        let reuse = match self.reuses() {
+            false => "",
+            true => "\n[policy]\nreuse_unsigned = true\n",
+        };
+        format!("revision = 1\n{checks}{reuse}")
     }
 
     /// Check runs a change needs on average to merge: a broken change fails every run of its
@@ -234,7 +272,7 @@ pub fn bounds(plan: &Plan) -> Vec<Bound> {
         Bound {
             name: "one slot".into(),
             per_day: 1440.0 / t,
-            simulated: plan.ahead == 0,
+            simulated: !plan.reuses(),
             how: format!(
                 "1440/T, T = {m:.2} min x {:.3} runs per merge = {t:.2} min",
                 plan.runs_per_merge()
@@ -251,10 +289,33 @@ pub fn bounds(plan: &Plan) -> Vec<Bound> {
     rows.push(Bound {
         name: format!("speculation, ahead = {a}"),
         per_day: 1440.0 / m * round,
-        simulated: plan.ahead > 0,
+        simulated: plan.ahead > 0 && !plan.lanes,
         how: format!(
             "1440/m x sum (1-p)^i, i = 1..{at_once} (ahead and runners - 1, the lesser, + 1), \
              p = {p:.3}"
+        ),
+    });
+    // Lanes: the head's owner runs the head; each other runner checks an entry behind it
+    // whose area no entry ahead touches, and its pass carries. When the head merges, each
+    // entry right behind it that such a run answered merges at once: the i-th one only when
+    // its area differs from the i entries ahead (all different already), 1 - i/D, and while
+    // runners are left to have checked it.
+    let d = f64::from(plan.areas.max(1));
+    let carried: f64 = (1..plan.runners)
+        .scan(1.0, |p, i| {
+            *p *= (1.0 - i as f64 / d).max(0.0);
+            Some(*p)
+        })
+        .sum();
+    rows.push(Bound {
+        name: "footprint lanes".into(),
+        per_day: 1440.0 / t * (1.0 + carried),
+        simulated: plan.lanes && plan.ahead == 0,
+        how: format!(
+            "1440/T x (1 + sum over i < runners of prod (1 - j/D), j = 1..i), D = {} areas: \
+             {:.2} merges a run",
+            plan.areas.max(1),
+            1.0 + carried
         ),
     });
     // Batching: one run checks `batch` changes together; a failing batch is bisected, about
@@ -380,6 +441,8 @@ struct Task {
     change: Option<ChangeId>,
     op: Option<OpId>,
     broken: bool,
+    /// The folder its file is in.
+    area: u32,
     first_request: Option<u64>,
 }
 
@@ -407,6 +470,8 @@ struct World<'a> {
     rng: Rng,
     check_rng: Rng,
     arrival_rng: Rng,
+    /// Draws each task's area: a stream of its own, so one area draws as before areas were.
+    area_rng: Rng,
     /// Each live operation's agent and request time.
     ops: BTreeMap<OpId, (usize, u64)>,
     sample: Sample,
@@ -440,6 +505,7 @@ pub fn simulate(plan: &Plan, seed: u64) -> Sample {
         next_task: 0,
         check_rng: rng.split(1),
         arrival_rng: rng.split(2),
+        area_rng: Rng::new(seed ^ 0x_a2ea),
         rng,
         ops: BTreeMap::new(),
         sample: Sample {
@@ -472,7 +538,8 @@ impl World<'_> {
             let mut cfg = RunnerConfig::new(format!("runner-{n}"), MAIN, self.rng.next_u64());
             cfg.lease_ms = lease_ms;
             cfg.ahead = self.plan.ahead;
-            cfg.evidence_reuse = self.plan.ahead > 0;
+            cfg.footprint_lanes = self.plan.lanes;
+            cfg.evidence_reuse = self.plan.reuses();
             cfg.progress_ms = progress_ms.max(cfg.progress_ms);
             let runner = Runner::new(cfg, self.now());
             self.runners.push(Host {
@@ -653,11 +720,16 @@ impl World<'_> {
                 return;
             };
             let broken = chance(&mut self.rng, self.plan.failure_rate);
+            let area = match self.plan.areas {
+                0 | 1 => 0,
+                d => self.area_rng.range(0, u64::from(d - 1)) as u32,
+            };
             self.agents[a] = Some(Task {
                 n,
                 change: None,
                 op: None,
                 broken,
+                area,
                 first_request: None,
             });
         }
@@ -666,7 +738,7 @@ impl World<'_> {
             // A new change: start it, write it, ask to merge.
             let target = StartTarget::Intent {
                 intent: format!("task {}", task.n),
-                paths: vec![format!("src/task-{}.txt", task.n)],
+                paths: vec![self.plan.file(task.n, task.area)],
             };
             return self.submit(a, target);
         };
@@ -706,7 +778,7 @@ impl World<'_> {
     /// Starts (or picks up again) the agent's change, writes its file, and asks to merge it.
     fn submit(&mut self, a: usize, target: StartTarget) {
         let task = self.agents[a].as_ref().expect("a task in hand");
-        let (n, broken) = (task.n, task.broken);
+        let (n, broken, file) = (task.n, task.broken, self.plan.file(task.n, task.area));
         let target = match &task.change {
             Some(change) => StartTarget::Change(change.clone()),
             None => target,
@@ -738,7 +810,7 @@ impl World<'_> {
             .entry(change.clone())
             .or_default()
             .files
-            .insert(format!("src/task-{n}.txt"), blob);
+            .insert(file, blob);
         let mut merge = Merge::new(
             MergeInput {
                 change: change.clone(),
@@ -806,6 +878,9 @@ pub fn variants(plan: &Plan) -> Vec<(String, Plan)> {
     add(format!("ahead {} -> {ahead}", plan.ahead), &|p| {
         p.ahead = ahead;
     });
+    if !plan.lanes && plan.areas > 1 {
+        add("footprint lanes off -> on".into(), &|p| p.lanes = true);
+    }
     add(
         format!("agents {} -> {}", plan.agents, plan.agents * 2),
         &|p| p.agents *= 2,
@@ -910,6 +985,12 @@ impl Report {
     pub fn explain(&self) -> String {
         let binding = self.binding();
         let dev = self.deviation();
+        if self.plan.ahead > 0 && self.plan.lanes {
+            return "with both ahead and footprint lanes, neither row bounds the simulator alone \
+                    (runners split between early runs on predicted bases and runs beside the \
+                    head): compare each alone"
+                .into();
+        }
         if dev.abs() <= 0.1 {
             return format!(
                 "the simulator and the {} bound agree within 10%: that bound holds here",
@@ -921,10 +1002,13 @@ impl Report {
                     counted; run more seeds or hours"
                 .into();
         }
-        if binding.name.starts_with("speculation") && self.plan.runners > 2 {
-            return "the simulator is below its bound: runners checking ahead each take the first \
-                    entry no record answers, and nothing tells one what another has started, so \
-                    beyond two runners they mostly run the same entry twice"
+        if (binding.name.starts_with("speculation") || binding.name == "footprint lanes")
+            && self.plan.runners > 2
+        {
+            return "the simulator is below its bound: runners checking ahead or beside the head \
+                    each take the first entry no record answers, and nothing tells one what \
+                    another has started, so beyond two runners they mostly run the same entry \
+                    twice"
                 .into();
         }
         let slot = self.bounds[1].per_day;
@@ -954,6 +1038,8 @@ impl Report {
                 "flake_rate": p.flake_rate,
                 "runners": p.runners,
                 "ahead": p.ahead,
+                "areas": p.areas,
+                "footprint_lanes": p.lanes,
                 "retries": p.retries,
                 "hours": p.hours,
                 "seed_range": [self.seeds.0, self.seeds.1],
@@ -1008,7 +1094,8 @@ impl Report {
         let _ = writeln!(
             out,
             "bay-sim plan: {} agents, {} changes/h, check {} min (mean {:.2}), failure rate {}, \
-             flake rate {}, {} runners (ahead {}), retries {}; {} h counted x seeds {}..{}",
+             flake rate {}, {} runners (ahead {}, footprint lanes {}), retries {}, {} areas; \
+             {} h counted x seeds {}..{}",
             p.agents,
             p.arrivals_per_hour,
             p.check.name(),
@@ -1017,7 +1104,9 @@ impl Report {
             p.flake_rate,
             p.runners,
             p.ahead,
+            if p.lanes { "on" } else { "off" },
             p.retries,
+            p.areas.max(1),
             p.hours,
             self.seeds.0,
             self.seeds.1

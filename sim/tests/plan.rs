@@ -17,6 +17,8 @@ fn saturated(check: Dist) -> Plan {
         hours: 8.0,
         ahead: 0,
         batch: 4,
+        areas: 1,
+        lanes: false,
     }
 }
 
@@ -169,18 +171,21 @@ fn the_command_prints_one_json_document_with_the_table_and_advice() {
             ("arrivals", true),
             ("one slot", true),
             ("speculation, ahead = 2", false),
+            ("footprint lanes", false),
             ("batching, batch = 4", false)
         ],
-        "without --ahead the speculation row is a what-if"
+        "without --ahead or --lanes their rows are what-ifs"
     );
-    assert!(
-        doc["variants"]
-            .as_array()
-            .expect("variants")
-            .iter()
-            .any(|v| v["change"] == "ahead 0 -> 2"),
-        "checking ahead is one of the changes tried"
-    );
+    for tried in ["ahead 0 -> 2", "footprint lanes off -> on"] {
+        assert!(
+            doc["variants"]
+                .as_array()
+                .expect("variants")
+                .iter()
+                .any(|v| v["change"] == tried),
+            "{tried} is one of the changes tried"
+        );
+    }
     assert!(doc["simulated"]["merges_per_day"].as_f64().unwrap_or(0.0) > 0.0);
     assert!(!doc["variants"].as_array().expect("variants").is_empty());
     assert!(
@@ -244,4 +249,51 @@ fn check_minutes_are_named_as_a_person_writes_them() {
     assert_eq!(Dist::Uniform(5.0, 15.0).name(), "5..15");
     assert_eq!(Dist::Exp(2.5).scaled(0.8).name(), "exp:2");
     assert_eq!(Dist::Fixed(1.0 / 3.0).name(), "0.33");
+}
+
+#[test]
+fn two_runners_with_footprint_lanes_merge_at_the_lanes_bound() {
+    // Changes spread over four folders, one footprint check each: while one runner checks the
+    // head, the other checks an entry whose folder none ahead touches, and its pass carries.
+    // When the head merges, the entry right behind it merges at once three times in four.
+    let plan = Plan {
+        runners: 2,
+        agents: 12,
+        areas: 4,
+        lanes: true,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    let report = plan::report(&plan, (0, 2), false);
+    assert_eq!(report.binding().name, "footprint lanes");
+    assert!((report.binding().per_day - 144.0 * 1.75).abs() < 1e-9);
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against {:.1}",
+        report.measured.merges_per_day,
+        report.binding().per_day
+    );
+    let alone = plan::measure(
+        &Plan {
+            lanes: false,
+            ..plan.clone()
+        },
+        (0, 2),
+    );
+    assert!(
+        report.measured.merges_per_day > 1.6 * alone.merges_per_day,
+        "{:.1} a day with lanes, {:.1} without",
+        report.measured.merges_per_day,
+        alone.merges_per_day
+    );
+    // Two folders: only an entry whose folder differs from the head's, and from every entry
+    // between, goes beside it; half of them.
+    let two = Plan { areas: 2, ..plan };
+    let report = plan::report(&two, (0, 2), false);
+    assert!((report.binding().per_day - 144.0 * 1.5).abs() < 1e-9);
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against {:.1}",
+        report.measured.merges_per_day,
+        report.binding().per_day
+    );
 }

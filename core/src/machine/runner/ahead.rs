@@ -441,16 +441,19 @@ impl Runner {
             early,
         };
         let notes = self.evidence_tips();
-        // Past `ahead`'s reach nothing runs early on a prediction, and the line the notes
-        // would judge decides nothing more: the walk goes on for lanes alone.
-        let past_ahead = !target.early && target.predict.exact_left == 0;
+        // Past `ahead`'s reach nothing runs early on a prediction, and without lanes the line
+        // the notes would judge decides nothing more. With lanes it says where a lane run is
+        // worth it, and a pass beside the head, hung on the draft, answers an entry too.
+        let lanes = target.predict.lanes.is_some();
+        let past_ahead = !target.early && target.predict.exact_left == 0 && !lanes;
         if target.runs.is_empty() || notes.is_empty() || past_ahead {
             return self.run_first_unrecorded(target, &[]);
         }
-        let read = Action::ReadNotes {
-            notes,
-            objects: vec![target.candidate.tree.clone()],
-        };
+        let mut objects = vec![target.candidate.tree.clone()];
+        if lanes {
+            objects.push(target.entry.operation.draft.clone());
+        }
+        let read = Action::ReadNotes { notes, objects };
         self.send_ahead(read, Purpose::Notes(Box::new(target)));
     }
 
@@ -464,7 +467,14 @@ impl Runner {
             .iter()
             .find(|spec| !recorded(records, spec, &target.candidate, &base.tree))
             .cloned();
-        let answered = unrecorded.is_none() && !target.unmatched;
+        // The line counts an entry answered when its owner will not run it: every run is
+        // recorded on these inputs, or (with lanes) passed beside the head, to be carried.
+        let answered = !target.unmatched
+            && target.runs.iter().all(|spec| {
+                recorded(records, spec, &target.candidate, &base.tree)
+                    || (target.predict.lanes.is_some()
+                        && lanes::passed_beside(records, spec, target.entry.op()))
+            });
         let spec = match unrecorded {
             Some(spec) if target.early && target.predict.line.worth_a_run() => spec,
             _ => {

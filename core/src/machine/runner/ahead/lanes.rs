@@ -13,8 +13,9 @@
 use super::{Entry, Predict, Purpose as AheadPurpose};
 use crate::check::footprint::{self, Stamp, TreeFile};
 use crate::check::{
-    ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceRecord, RequestInput,
+    ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceRecord, RequestInput, Verdict,
 };
+use crate::id::OpId;
 use crate::machine::runner::Runner;
 use crate::machine::{Action, BuildResult, CandidateSpec, CheckRun, Completion, Fault, Misuse};
 use crate::policy::CheckSpec;
@@ -54,15 +55,35 @@ pub(in crate::machine::runner) struct Lane {
     candidate: Option<(CommitTree, Vec<String>)>,
     /// Each run's stamp there, once read.
     stamps: Vec<Option<Stamp>>,
+    /// The line ahead of the entry: whether a run of it here is worth it.
+    line: super::Line,
 }
 
 impl Lane {
     /// The prediction goes on past the entry as if it merged as `candidate`, its owner still
-    /// to check it.
+    /// to check it unless a lane pass answers it.
     pub(super) fn predict_after(&mut self, candidate: &CommitTree) {
         self.predict.base = candidate.clone();
-        self.predict.line = self.predict.line.after(false, false);
+        self.predict.line = self.line.after(false, false);
     }
+}
+
+/// Whether `records` hold a pass of `spec` for operation `op` made beside the head (stamped)
+/// by a producer the check allows: its owner will most likely carry it and not run the check,
+/// so an entry right behind it is the head in a moment. Only the line reads this; what
+/// carries is decided at the head, by the stamp.
+pub(super) fn passed_beside(records: &[String], spec: &CheckSpec, op: &OpId) -> bool {
+    let op = op.to_string();
+    records
+        .iter()
+        .filter_map(|line| EvidenceRecord::from_json(line).ok())
+        .any(|record| {
+            record.verdict == Verdict::Pass
+                && record
+                    .footprint
+                    .as_ref()
+                    .is_some_and(|stamp| footprint::of_operation(&record, spec, &op, stamp))
+        })
 }
 
 /// What each action of a lane run is for.
@@ -100,6 +121,7 @@ impl Runner {
             runs,
             candidate: None,
             stamps: Vec::new(),
+            line: predict.line,
         })
     }
 
@@ -235,10 +257,17 @@ impl Runner {
                 .any(|record| footprint::of_operation(&record, spec, &op, &stamp));
             (!recorded).then_some(index)
         });
-        let (Some(index), Some((candidate, changed_paths)), Some(lanes)) =
-            (unrecorded, &lane.candidate, &lane.predict.lanes)
-        else {
-            return self.predict_next(lane.predict);
+        // As an early run on a prediction: not where the owner would start its own run as
+        // soon (`Line::worth_a_run`).
+        let (Some(index), Some((candidate, changed_paths)), Some(lanes), true) = (
+            unrecorded,
+            &lane.candidate,
+            &lane.predict.lanes,
+            lane.line.worth_a_run(),
+        ) else {
+            let mut predict = lane.predict;
+            predict.line = lane.line.after(false, unrecorded.is_none());
+            return self.predict_next(predict);
         };
         let spec = &lane.runs[index];
         let record = &lane.entry.record;
