@@ -414,13 +414,16 @@ impl Runner {
         };
         let planned_runs = planned.len();
         let required: Vec<CheckSpec> = planned.into_iter().map(|run| run.spec).collect();
-        if let Some(mut lane) = self.beside(&mut predict, &entry, at_head, &required) {
+        let early = !at_head && predict.exact_left > 0;
+        // Within `ahead`'s reach an entry is run on its predicted base, beside the head only
+        // past it: an entry moves only towards the head, so it is never run both ways.
+        let beside = self.beside(&mut predict, &entry, at_head, &required);
+        if let Some(mut lane) = beside.filter(|_| !early) {
             // Its owner still runs it, behind the head: the prediction takes it as merged, and
             // goes on from there once the lane run is over.
             lane.predict_after(&candidate);
             return self.build_beside(lane);
         }
-        let early = !at_head && predict.exact_left > 0;
         if !at_head {
             predict.exact_left = predict.exact_left.saturating_sub(1);
         }
@@ -462,19 +465,18 @@ impl Runner {
     /// it.
     fn run_first_unrecorded(&mut self, target: Target, records: &[String]) {
         let base = &target.predict.base;
+        // A run is answered when recorded on exactly these inputs or (with lanes) passed
+        // beside the head, to be carried: its owner will not run it.
         let unrecorded = target
             .runs
             .iter()
-            .find(|spec| !recorded(records, spec, &target.candidate, &base.tree))
+            .find(|spec| {
+                let beside = target.predict.lanes.is_some()
+                    && lanes::passed_beside(records, spec, target.entry.op());
+                !beside && !recorded(records, spec, &target.candidate, &base.tree)
+            })
             .cloned();
-        // The line counts an entry answered when its owner will not run it: every run is
-        // recorded on these inputs, or (with lanes) passed beside the head, to be carried.
-        let answered = !target.unmatched
-            && target.runs.iter().all(|spec| {
-                recorded(records, spec, &target.candidate, &base.tree)
-                    || (target.predict.lanes.is_some()
-                        && lanes::passed_beside(records, spec, target.entry.op()))
-            });
+        let answered = unrecorded.is_none() && !target.unmatched;
         let spec = match unrecorded {
             Some(spec) if target.early && target.predict.line.worth_a_run() => spec,
             _ => {
