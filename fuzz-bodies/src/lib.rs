@@ -14,6 +14,9 @@
 //! - judge: never `pass` for a result about another commit or tree, with fewer units than
 //!   `expected_minimum`, with a unit that did not pass, with fewer units completed than
 //!   selected, or for a run that errored, timed out or could not start;
+//! - evidence: a note line read as a record writes back the same, and the readers of other
+//!   producers' notes (reuse, baselines, footprint carry) count it exactly where its own
+//!   inputs, key and producer say;
 //! - record: a step read from a message writes back to a message that reads the same, and
 //!   folding a chain whole or step by step gives the same record (or the same refusal);
 //! - machines: any sequence of events (completions of every kind, for ids the machine issued,
@@ -3438,6 +3441,101 @@ pub fn shell(data: &[u8]) {
             "knowing main, and no targets or lanes, denied what knowing less allowed"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// evidence
+
+/// Evidence note lines, as every reader of another producer's notes takes them (one record a
+/// line, from anyone who can push a note): never a panic; a record that reads writes back to
+/// the same record; and the readers agree with the reading. A record counts as recorded for
+/// its own check on its own inputs (by tree, or by commit for a check keyed by commit); a pass
+/// there is reusable; a pass or failure tells what fails on that base; a stamped one is its
+/// own operation's, where a lane and a carry look. A check whose `producers` leave the
+/// record's producer out counts it for none of them.
+pub fn evidence(data: &[u8]) {
+    use bay_core::check::EvidenceKey;
+    use bay_core::check::footprint::of_operation;
+    use bay_core::check::reuse::{failing_on_base, product_failures, recorded, reusable_pass};
+
+    let text = String::from_utf8_lossy(data);
+    let lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    for line in &lines {
+        let Ok(record) = EvidenceRecord::from_json(line) else {
+            continue;
+        };
+        assert_eq!(
+            EvidenceRecord::from_json(&record.to_json()).as_ref(),
+            Ok(&record),
+            "an evidence record reads back as written"
+        );
+        let one = std::slice::from_ref(line);
+        let by_commit = record.key == EvidenceKey::Commit;
+        let spec = evidence_spec(&record, by_commit, None);
+        let (candidate, base) = (&record.candidate, &record.base);
+        assert!(
+            recorded(one, &spec, candidate, &base.tree),
+            "a record is recorded on its own inputs"
+        );
+        assert!(recorded(&lines, &spec, candidate, &base.tree));
+        if record.verdict == Verdict::Pass {
+            assert_eq!(
+                reusable_pass(one, &spec, candidate, &base.tree).as_deref(),
+                Some(record.producer.as_str()),
+                "a pass is reusable on its own inputs"
+            );
+        }
+        if matches!(record.verdict, Verdict::Pass | Verdict::ProductFailure) {
+            assert_eq!(
+                failing_on_base(one, &spec, candidate, &record.definition),
+                Some(product_failures(&record.failed)),
+                "a base's own record says what fails there"
+            );
+        }
+        if let Some(stamp) = &record.footprint {
+            assert_eq!(
+                of_operation(&record, &spec, &record.op, stamp),
+                !by_commit,
+                "a stamped record of a tree is its operation's"
+            );
+        }
+        // Keyed the other way, or with its producer left out, it counts for nothing.
+        let other_key = evidence_spec(&record, !by_commit, None);
+        let same_target = candidate.commit == candidate.tree;
+        if !same_target {
+            assert!(!recorded(one, &other_key, candidate, &base.tree));
+        }
+        let others = evidence_spec(&record, by_commit, Some(format!("{}-not", record.producer)));
+        assert!(!recorded(one, &others, candidate, &base.tree));
+        assert!(reusable_pass(one, &others, candidate, &base.tree).is_none());
+        assert!(failing_on_base(one, &others, candidate, &record.definition).is_none());
+        if let Some(stamp) = &record.footprint {
+            assert!(!of_operation(&record, &others, &record.op, stamp));
+        }
+    }
+}
+
+/// A check of `record`'s id and environment, keyed by commit or by tree, that allows only
+/// `producer` when one is named.
+fn evidence_spec(
+    record: &EvidenceRecord,
+    by_commit: bool,
+    producer: Option<String>,
+) -> bay_core::policy::CheckSpec {
+    serde_json::from_value(json!({
+        "id": record.check,
+        "environment": record.environment,
+        "command": "scripts/check",
+        "adapter": [],
+        "expected_minimum": 1,
+        "timeout_s": 60,
+        "path": [],
+        "env": [],
+        "network": false,
+        "inputs": if by_commit { vec!["commit"] } else { Vec::new() },
+        "producers": producer.map(|p| vec![p]),
+    }))
+    .expect("a check spec of plain fields reads")
 }
 
 #[cfg(test)]

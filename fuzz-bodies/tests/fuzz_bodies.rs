@@ -156,8 +156,8 @@ fn exercise(target: &str, body: fn(&[u8]), stream: u64) {
 #[test]
 fn every_target_has_seeds() {
     for target in [
-        "policy", "config", "judge", "record", "runner", "agent", "result", "red", "hold",
-        "presence", "shell", "sshsig", "key", "registry",
+        "policy", "config", "judge", "evidence", "record", "runner", "agent", "result", "red",
+        "hold", "presence", "shell", "sshsig", "key", "registry",
     ] {
         assert!(
             !files("seeds", target).is_empty(),
@@ -404,6 +404,11 @@ fn an_outcome_whose_detail_is_not_an_object_is_not_read() {
     let json = serde_json::to_string(&status).expect("a result serializes");
     let back: BayResult = serde_json::from_str(&json).expect("the status reads back");
     assert_eq!(back, status);
+}
+
+#[test]
+fn evidence() {
+    exercise("evidence", fuzzing::evidence, 17);
 }
 
 #[test]
