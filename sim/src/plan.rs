@@ -1006,9 +1006,9 @@ impl Report {
             && self.plan.runners > 2
         {
             return "the simulator is below its bound: runners checking ahead or beside the head \
-                    each take the first entry no record answers, and nothing tells one what \
-                    another has started, so beyond two runners they mostly run the same entry \
-                    twice"
+                    split the entries by whose evidence notes moved lately, as nothing tells one \
+                    what another has started; a runner whose guess is off runs an entry twice or \
+                    leaves one to its owner, more often the more runners there are"
                 .into();
         }
         let slot = self.bounds[1].per_day;

@@ -297,3 +297,28 @@ fn two_runners_with_footprint_lanes_merge_at_the_lanes_bound() {
         report.binding().per_day
     );
 }
+
+#[test]
+fn three_runners_checking_ahead_split_the_entries() {
+    // Two runners idle while the third checks the head: each leaves to the other the entries
+    // worth a run it would also pick, so both check ahead, not the same entry twice.
+    let plan = Plan {
+        runners: 3,
+        ahead: 2,
+        agents: 16,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    let report = plan::report(&plan, (0, 3), false);
+    assert_eq!(report.binding().name, "speculation, ahead = 2");
+    assert!((report.binding().per_day - 432.0).abs() < 1e-9);
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against 432",
+        report.measured.merges_per_day
+    );
+    assert!(
+        report.measured.check_minutes_per_merge < 14.0,
+        "{:.2} check-minutes a merge: runs made twice",
+        report.measured.check_minutes_per_merge
+    );
+}

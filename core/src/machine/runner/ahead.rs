@@ -25,6 +25,9 @@
 //! is taken over once the run ends, at most one check's time late.
 
 mod lanes;
+mod peers;
+
+pub(super) use peers::Peers;
 
 use super::reuse_keys::{ReuseBy, Then};
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
@@ -94,6 +97,23 @@ pub(super) struct Predict {
     exact_left: u32,
     /// With `footprint_lanes`: the main lane runs build on, and the footprints ahead.
     lanes: Option<lanes::Lanes>,
+    /// How many more entries worth a run this runner leaves to the runners before it
+    /// (`peers`).
+    leave: usize,
+}
+
+impl Predict {
+    /// Whether an entry worth a run is this runner's to run, or one it leaves to another
+    /// (then one fewer is left).
+    fn mine(&mut self) -> bool {
+        match self.leave {
+            0 => true,
+            _ => {
+                self.leave -= 1;
+                false
+            }
+        }
+    }
 }
 
 /// The entries ahead of the one built next, as far as an early run of it is concerned.
@@ -211,6 +231,7 @@ impl Runner {
         if entries.len() < 2 {
             return self.rest_until_watch();
         }
+        self.peers.saw(&self.refs, self.now);
         let read = Action::ReadTrees {
             commits: vec![main.clone()],
         };
@@ -272,6 +293,15 @@ impl Runner {
                 match (policy, by) {
                     (Some(policy), Some(by)) => {
                         let Start { main, entries } = *start;
+                        let owner = entries
+                            .front()
+                            .and_then(|head| head.operation.owner.as_deref());
+                        let leave = self.peers.before(
+                            &self.cfg.runner,
+                            owner,
+                            self.now,
+                            self.cfg.progress_ms,
+                        );
                         let base = CommitTree {
                             commit: main.clone(),
                             tree,
@@ -288,6 +318,7 @@ impl Runner {
                             at_head: true,
                             line: Line::default(),
                             exact_left: self.cfg.ahead,
+                            leave,
                         };
                         if by == ReuseBy::Registry {
                             self.read_reuse_keys(Then::Ahead(Box::new(predict)));
@@ -463,8 +494,7 @@ impl Runner {
     /// Runs the target's first check that no producer has recorded on exactly these inputs;
     /// when every one is recorded, the entry is predicted to merge and the next one builds on
     /// it.
-    fn run_first_unrecorded(&mut self, target: Target, records: &[String]) {
-        let base = &target.predict.base;
+    fn run_first_unrecorded(&mut self, mut target: Target, records: &[String]) {
         // A run is answered when recorded on exactly these inputs or (with lanes) passed
         // beside the head, to be carried: its owner will not run it.
         let unrecorded = target
@@ -473,12 +503,13 @@ impl Runner {
             .find(|spec| {
                 let beside = target.predict.lanes.is_some()
                     && lanes::passed_beside(records, spec, target.entry.op());
-                !beside && !recorded(records, spec, &target.candidate, &base.tree)
+                !beside && !recorded(records, spec, &target.candidate, &target.predict.base.tree)
             })
             .cloned();
         let answered = unrecorded.is_none() && !target.unmatched;
+        let worth = target.early && target.predict.line.worth_a_run();
         let spec = match unrecorded {
-            Some(spec) if target.early && target.predict.line.worth_a_run() => spec,
+            Some(spec) if worth && target.predict.mine() => spec,
             _ => {
                 // The head, one whose runs are all answered, or one its owner would run as
                 // soon: predicted to merge, and the next entry builds on it.
@@ -498,7 +529,7 @@ impl Runner {
             target: CheckTarget::of(&spec),
             policy_revision: target.predict.policy.revision.to_string(),
             candidate: target.candidate.clone(),
-            base: base.clone(),
+            base: target.predict.base.clone(),
             changed_paths: target.changed_paths.clone(),
             change: Some(ChangeContext {
                 id: record.change.clone(),

@@ -388,6 +388,9 @@ pub struct Runner {
     keys_seen: Option<Oid>,
     /// The registry as reuse judged it last, with its tip (see `reuse_keys`).
     reuse_keys: reuse_keys::Judged,
+    /// When each producer's evidence notes last moved, as this runner saw it: whom early runs
+    /// are split with (`ahead::Peers`).
+    peers: ahead::Peers,
     /// The registry no longer enrols this runner's executor key (`REGISTRY_CHANGED`): it
     /// claims nothing more until it starts again with a key the registry enrols.
     withdrawn: bool,
@@ -424,6 +427,7 @@ impl Runner {
             own_commits: own::Known::new(),
             keys_seen: None,
             reuse_keys: None,
+            peers: ahead::Peers::default(),
             withdrawn: false,
         }
     }

@@ -259,12 +259,11 @@ impl Runner {
         });
         // As an early run on a prediction: not where the owner would start its own run as
         // soon (`Line::worth_a_run`).
-        let (Some(index), Some((candidate, changed_paths)), Some(lanes), true) = (
-            unrecorded,
-            &lane.candidate,
-            &lane.predict.lanes,
-            lane.line.worth_a_run(),
-        ) else {
+        let mut lane = lane;
+        let mine = unrecorded.is_some() && lane.line.worth_a_run() && lane.predict.mine();
+        let (Some(index), Some((candidate, changed_paths)), Some(lanes), true) =
+            (unrecorded, &lane.candidate, &lane.predict.lanes, mine)
+        else {
             let mut predict = lane.predict;
             predict.line = lane.line.after(false, unrecorded.is_none());
             return self.predict_next(predict);
