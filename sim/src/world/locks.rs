@@ -252,7 +252,7 @@ impl World {
         let outcome = if fails || self.cut_off(host) || fate == Fate::LostBeforeApply {
             PushOutcome::NotSent(Fault("could not reach the remote".into()))
         } else {
-            let outcome = self.lock_apply(&writes);
+            let outcome = self.lock_apply(&writes, kind);
             match (outcome, fate) {
                 (PushOutcome::Accepted, Fate::AppliedNoReply) => PushOutcome::Unknown {
                     why: "the answer was lost".into(),
@@ -281,12 +281,22 @@ impl World {
     }
 
     /// Applies `writes` in one atomic push against the remote's compare-and-swap; a write that
-    /// lands updates the last renewal S17 knows of its session.
-    fn lock_apply(&mut self, writes: &[Write]) -> PushOutcome {
+    /// lands updates the last renewal S17 knows of its session. A take that lands is judged
+    /// then, by the clock its writer decided it on, and the sessions it took the lock from hold
+    /// it no more (their next edit reads the new holder): a writer that heard no answer and
+    /// later finds the lock its own is judged against no one, not again with a clock read
+    /// long after, which may have jumped since.
+    fn lock_apply(&mut self, writes: &[Write], kind: Kind) -> PushOutcome {
         let plan = crate::locks::plan(&mut self.git.store, writes);
         let (report, _) = self.git.push(&plan);
         if report.outcome == PushOutcome::Accepted {
             for lock in writes.iter().filter_map(|write| write.lock.as_ref()) {
+                if let Kind::Take { decided, .. } = kind {
+                    self.one_holder(&lock.session, decided, "takes");
+                    self.locks
+                        .holders
+                        .retain(|session, _| *session == lock.session);
+                }
                 if let Some(renewed) = self.locks.holders.get_mut(&lock.session) {
                     *renewed = lock.renewed_at;
                 }
@@ -295,24 +305,30 @@ impl World {
         report.outcome
     }
 
+    /// S17: no session but `me` that was let through and has not ended holds a lock renewed
+    /// within the window by `me`'s clock at `decided`, when `me` `does` the path.
+    fn one_holder(&mut self, me: &str, decided: Timestamp, does: &str) {
+        for (other, renewed) in &self.locks.holders {
+            if other != me && decided.millis_since(*renewed) < TAKEOVER_MS {
+                self.checker.violations.push(Violation {
+                    invariant: Invariant::OneLockHolder,
+                    at: self.t,
+                    what: format!(
+                        "{me} {does} {PATH} while {other} holds it, renewed {}ms before by {me}'s clock",
+                        decided.millis_since(*renewed)
+                    ),
+                });
+            }
+        }
+    }
+
     /// The hook lets host `host`'s session edit, as decided at `decided` on its clock: S17 if
     /// another session let through and not ended holds a lock renewed within the window by
     /// that clock. From now on this session is the one holder.
     fn let_through(&mut self, host: usize, decided: Timestamp) {
         let me = self.lock_session(host);
         self.locks.count("edits");
-        for (other, renewed) in &self.locks.holders {
-            if *other != me && decided.millis_since(*renewed) < TAKEOVER_MS {
-                self.checker.violations.push(Violation {
-                    invariant: Invariant::OneLockHolder,
-                    at: self.t,
-                    what: format!(
-                        "{me} edits {PATH} while {other} holds it, renewed {}ms before by {me}'s clock",
-                        decided.millis_since(*renewed)
-                    ),
-                });
-            }
-        }
+        self.one_holder(&me, decided, "edits");
         let renewed = self
             .git
             .remote
