@@ -3,6 +3,8 @@
 //! core never reads Git. Drivers hand it object ids and ref values; core hands back ref names
 //! and expected values for compare-and-swap pushes.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::id::{ChangeId, OpId};
@@ -10,7 +12,10 @@ use crate::id::{ChangeId, OpId};
 /// A Git object id: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Oid(String);
+// Shared, not owned: ids are cloned far more often than made (every ref map, every plan and
+// record holds them), and a clone of an `Arc<str>` copies no bytes. Equality, order and hash
+// are the text's, as they were for a `String`.
+pub struct Oid(Arc<str>);
 
 impl Oid {
     /// Parses an object id, refusing anything that is not 40 or 64 lower-case hex digits.
@@ -20,7 +25,7 @@ impl Oid {
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         if ok_len && ok_chars {
-            Ok(Oid(text.to_owned()))
+            Ok(Oid(Arc::from(text)))
         } else {
             Err(format!("not a Git object id: {text:?}"))
         }
@@ -28,7 +33,7 @@ impl Oid {
 
     /// Git's null id, forty zeros: no object at all.
     pub fn null() -> Oid {
-        Oid("0".repeat(40))
+        Oid(Arc::from("0".repeat(40)))
     }
 
     pub fn as_str(&self) -> &str {
@@ -66,7 +71,7 @@ impl TryFrom<String> for Oid {
 
 impl From<Oid> for String {
     fn from(oid: Oid) -> String {
-        oid.0
+        oid.0.to_string()
     }
 }
 
@@ -81,7 +86,7 @@ impl<'a> arbitrary::Arbitrary<'a> for Oid {
     fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
         // A tiny id space, so that fuzzed events collide with the ids a machine asked about.
         let n: u8 = u.int_in_range(0..=7)?;
-        Ok(Oid(format!("{:040x}", n)))
+        Ok(Oid(Arc::from(format!("{:040x}", n))))
     }
 }
 
