@@ -120,17 +120,17 @@ pub mod refs {
     pub const BAY_NAMESPACES: [&str; 2] = ["refs/bay/", "refs/notes/bay/"];
 
     pub fn main(name: &str) -> String {
-        format!("refs/heads/{name}")
+        ["refs/heads/", name].concat()
     }
 
     /// The change's chain of steps.
     pub fn change(change: &ChangeId) -> String {
-        format!("{CHANGES}{change}")
+        [CHANGES, change.as_str()].concat()
     }
 
     /// The merged marker: created only in the atomic push that puts the change on main.
     pub fn landed(change: &ChangeId) -> String {
-        format!("{LANDED}{change}")
+        [LANDED, change.as_str()].concat()
     }
 
     /// The abandoned marker of `change`, abandoned at `at`: the abandon step, named by the
@@ -164,26 +164,26 @@ pub mod refs {
 
     /// Evidence notes written by one producer.
     pub fn evidence(producer: &str) -> String {
-        format!("{EVIDENCE}{producer}")
+        [EVIDENCE, producer].concat()
     }
 
     /// One runner's log: one `bay.event/1` commit per operation it ended, appended in the
     /// push that ends it.
     pub fn log(runner: &str) -> String {
-        format!("{LOG}{runner}")
+        [LOG, runner].concat()
     }
 
     /// The fetch pattern of one runner's log. A runner may not have written one yet, so the
     /// pattern ends in `*` and a missing log is simply absent; other runners' logs whose names
     /// it prefixes are left for the reader to ignore by exact name.
     pub fn log_pattern(runner: &str) -> String {
-        format!("{LOG}{runner}*")
+        [LOG, runner, "*"].concat()
     }
 
     /// The fetch pattern of one producer's evidence notes, absent until it writes one (see
     /// [`log_pattern`]).
     pub fn evidence_pattern(producer: &str) -> String {
-        format!("{EVIDENCE}{producer}*")
+        [EVIDENCE, producer, "*"].concat()
     }
 
     /// The patterns of the refs a runner appends to as it records checks and ends operations:
@@ -204,13 +204,13 @@ pub mod refs {
     /// One runner's presence: a single commit, replaced at most once per heartbeat, whose
     /// message is the `bay.presence/1` document (`crate::presence`).
     pub fn executor(runner: &str) -> String {
-        format!("{EXECUTOR}{runner}")
+        [EXECUTOR, runner].concat()
     }
 
     /// The fetch pattern of one runner's presence, absent or not; as for a log, other
     /// runners' presences whose names it prefixes are left for the reader to ignore.
     pub fn executor_pattern(runner: &str) -> String {
-        format!("{EXECUTOR}{runner}*")
+        [EXECUTOR, runner, "*"].concat()
     }
 
     /// The lock of `path` (`crate::lock`): named by a digest, since a path may hold what a ref
@@ -218,13 +218,13 @@ pub mod refs {
     /// prefix (`{name}*`) and no other lock's.
     pub fn lock(path: &str) -> String {
         let hex = crate::id::hex(&Sha256::digest(path.as_bytes()));
-        format!("{LOCKS}{hex}")
+        [LOCKS, &hex].concat()
     }
 
     /// One machine's live summary (`crate::live`): a single commit holding `live.json`,
     /// replaced at most once per heartbeat.
     pub fn live(machine: &str) -> String {
-        format!("{LIVE}{machine}")
+        [LIVE, machine].concat()
     }
 
     /// The fetch pattern of every machine's live summary.
@@ -262,12 +262,12 @@ pub mod refs {
     /// The fetch pattern of one change's chain. Change ids have a fixed length, so the prefix
     /// names that one ref, and a missing ref is simply absent from the answer.
     pub fn change_pattern(change: &ChangeId) -> String {
-        format!("{CHANGES}{change}*")
+        [CHANGES, change.as_str(), "*"].concat()
     }
 
     /// The fetch pattern of one change's merged marker.
     pub fn landed_pattern(change: &ChangeId) -> String {
-        format!("{LANDED}{change}*")
+        [LANDED, change.as_str(), "*"].concat()
     }
 
     /// The fetch pattern of every queue place.

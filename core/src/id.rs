@@ -188,13 +188,27 @@ pub fn intent_digest(intent: &str) -> String {
 
 /// `bytes` as lower-case hex, two digits a byte: how bay names digests and ids.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 15)]));
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn hex_writes_two_lower_case_digits_a_byte() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let slow: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex(&bytes), slow);
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn change_ids_are_eight_base32_characters() {
