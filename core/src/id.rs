@@ -8,9 +8,14 @@ use sha2::{Digest, Sha256};
 const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
 /// The stable id of one intended outcome.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+///
+/// Its eight characters are kept in place, not on the heap: ids are cloned far more often
+/// than made (every step, operation id and ref map holds one). Equality and order are the
+/// text's (the same length, byte by byte), and `Hash` and `Debug` are written below as a
+/// `String`'s were.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct ChangeId(String);
+pub struct ChangeId([u8; 8]);
 
 impl ChangeId {
     /// Makes an id from five bytes of entropy (40 bits, eight base32 characters).
@@ -19,16 +24,18 @@ impl ChangeId {
         for byte in bytes {
             bits = (bits << 8) | u64::from(byte);
         }
-        let text = (0..8)
-            .rev()
-            .map(|i| BASE32[((bits >> (i * 5)) & 31) as usize] as char)
-            .collect();
+        let mut text = [0u8; 8];
+        for (at, i) in (0..8).rev().enumerate() {
+            text[at] = BASE32[((bits >> (i * 5)) & 31) as usize];
+        }
         ChangeId(text)
     }
 
     pub fn parse(text: &str) -> Result<ChangeId, String> {
-        if text.len() == 8 && text.bytes().all(|b| BASE32.contains(&b)) {
-            Ok(ChangeId(text.to_owned()))
+        if let Ok(bytes) = <[u8; 8]>::try_from(text.as_bytes())
+            && bytes.iter().all(|b| BASE32.contains(b))
+        {
+            Ok(ChangeId(bytes))
         } else {
             Err(format!(
                 "not a change id (eight lower-case base32 characters): {text:?}"
@@ -37,7 +44,8 @@ impl ChangeId {
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Only base32 letters and digits are ever put in: ASCII.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 
     /// The id of this change's `n`th operation (from 1).
@@ -68,13 +76,25 @@ impl TryFrom<String> for ChangeId {
 
 impl From<ChangeId> for String {
     fn from(id: ChangeId) -> String {
-        id.0
+        id.as_str().to_owned()
     }
 }
 
 impl std::fmt::Display for ChangeId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for ChangeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ChangeId").field(&self.as_str()).finish()
+    }
+}
+
+impl std::hash::Hash for ChangeId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
@@ -208,6 +228,27 @@ mod tests {
         let slow: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex(&bytes), slow);
         assert_eq!(hex(&[]), "");
+    }
+
+    #[test]
+    fn a_change_id_prints_and_hashes_as_its_text() {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let id = ChangeId::parse("c7k2m4qa").expect("an id");
+        assert_eq!(format!("{id:?}"), r#"ChangeId("c7k2m4qa")"#);
+        assert_eq!(id.to_string(), "c7k2m4qa");
+        assert_eq!(String::from(id.clone()), "c7k2m4qa");
+        let state = std::collections::hash_map::RandomState::new();
+        let hash = |value: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut hasher = state.build_hasher();
+            value(&mut hasher);
+            hasher.finish()
+        };
+        assert_eq!(
+            hash(&|h| id.hash(h)),
+            hash(&|h| "c7k2m4qa".to_string().hash(h))
+        );
+        assert!(ChangeId::parse("c7k2m4q").is_err() && ChangeId::parse("c7k2m4qa1").is_err());
+        assert!(ChangeId::parse("c7k2m4q1").is_err() && ChangeId::parse("c7k2m4qé").is_err());
     }
 
     #[test]
