@@ -305,16 +305,35 @@ impl FetchSpec {
     /// One walk of both maps in name order: a ref known and fetched takes its new value in
     /// place, so a pass that finds most refs where it left them moves no entry of the map.
     pub fn apply(&self, known: &mut Refs, fetched: Refs) {
+        // Each pattern split at its `*` once, not once for every ref it is held to.
+        let patterns: Vec<(&str, Option<&str>)> = self
+            .patterns
+            .iter()
+            .map(|pattern| match pattern.split_once('*') {
+                Some((head, tail)) => (head, Some(tail)),
+                None => (pattern.as_str(), None),
+            })
+            .collect();
+        let covers = |name: &str| {
+            patterns.iter().any(|(head, tail)| match tail {
+                None => name == *head,
+                Some(tail) => {
+                    name.len() >= head.len() + tail.len()
+                        && name.starts_with(head)
+                        && name.ends_with(tail)
+                }
+            })
+        };
         let mut incoming = fetched
             .into_iter()
-            .filter(|(name, _)| self.covers(name))
+            .filter(|(name, _)| covers(name))
             .peekable();
         let mut new = Vec::new();
         known.retain(|name, oid| {
             while let Some(below) = incoming.next_if(|(next, _)| next < name) {
                 new.push(below);
             }
-            if !self.covers(name) {
+            if !covers(name) {
                 return true;
             }
             match incoming.next_if(|(next, _)| next == name) {
