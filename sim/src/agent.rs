@@ -443,11 +443,24 @@ fn edit(world: &mut World, host: usize, change: &ChangeId) {
         }
     }
     let main_files = main.and_then(|main| world.git.store.files(&main));
+    // Every path but the policy gets the same text: its blob (a hash of the text, up to a
+    // MiB) is made once.
+    let mut made: Option<(String, bay_core::git::Oid)> = None;
     let blobs: Vec<(String, bay_core::git::Oid)> = contents
         .into_iter()
         .filter_map(|(path, text)| match &main_files {
             Some(files) if same_as_main => Some((path.clone(), files.get(&path)?.clone())),
-            _ => Some((path, world.git.store.blob(&text))),
+            _ => {
+                let blob = match &made {
+                    Some((made, blob)) if *made == text => blob.clone(),
+                    _ => {
+                        let blob = world.git.store.blob(&text);
+                        made = Some((text, blob.clone()));
+                        blob
+                    }
+                };
+                Some((path, blob))
+            }
         })
         .collect();
     let me = agent(world, host);

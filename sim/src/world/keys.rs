@@ -427,9 +427,11 @@ impl World {
 }
 
 fn names_registry(spec: &FetchSpec) -> bool {
-    spec.patterns
-        .iter()
-        .any(|pattern| pattern == REF || *pattern == format!("{REF}*"))
+    spec.patterns.iter().any(|pattern| {
+        pattern
+            .strip_prefix(REF)
+            .is_some_and(|rest| rest.is_empty() || rest == "*")
+    })
 }
 
 /// The approval check some seeds with a registry add to main's policy: a person's signed yes
