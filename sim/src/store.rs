@@ -469,10 +469,17 @@ impl Store {
             }
         }
         // A file whose path is also a directory of another file: Git cannot write that tree.
+        // (One buffer for every path's `path/`, not a new string or two for each.)
+        let mut dir = String::new();
         for path in tree.keys() {
-            let dir = format!("{path}/");
+            dir.clear();
+            dir.push_str(path);
+            dir.push('/');
             if tree
-                .range(dir.clone()..)
+                .range::<str, _>((
+                    std::ops::Bound::Included(dir.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
                 .next()
                 .is_some_and(|(next, _)| next.starts_with(&dir))
             {
