@@ -42,10 +42,39 @@ pub fn path_problem(glob: &str) -> Option<String> {
 /// slashes too (the spec's lane patterns and Git's refspecs, as bay fetches); a pattern
 /// without `*` is the name itself.
 pub fn ref_matches(pattern: &str, name: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == name,
-        Some((head, tail)) => {
-            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+    RefPattern::new(pattern).matches(name)
+}
+
+/// A ref pattern split at its `*` once, to be held to many names.
+#[derive(Clone, Copy, Debug)]
+pub struct RefPattern<'a> {
+    head: &'a str,
+    /// What follows the `*`; `None` for a pattern with none, which names one ref.
+    tail: Option<&'a str>,
+}
+
+impl<'a> RefPattern<'a> {
+    pub fn new(pattern: &'a str) -> RefPattern<'a> {
+        match pattern.split_once('*') {
+            None => RefPattern {
+                head: pattern,
+                tail: None,
+            },
+            Some((head, tail)) => RefPattern {
+                head,
+                tail: Some(tail),
+            },
+        }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        match self.tail {
+            None => name == self.head,
+            Some(tail) => {
+                name.len() >= self.head.len() + tail.len()
+                    && name.starts_with(self.head)
+                    && name.ends_with(tail)
+            }
         }
     }
 }

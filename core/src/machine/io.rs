@@ -306,24 +306,12 @@ impl FetchSpec {
     /// place, so a pass that finds most refs where it left them moves no entry of the map.
     pub fn apply(&self, known: &mut Refs, fetched: Refs) {
         // Each pattern split at its `*` once, not once for every ref it is held to.
-        let patterns: Vec<(&str, Option<&str>)> = self
+        let patterns: Vec<crate::glob::RefPattern<'_>> = self
             .patterns
             .iter()
-            .map(|pattern| match pattern.split_once('*') {
-                Some((head, tail)) => (head, Some(tail)),
-                None => (pattern.as_str(), None),
-            })
+            .map(|pattern| crate::glob::RefPattern::new(pattern))
             .collect();
-        let covers = |name: &str| {
-            patterns.iter().any(|(head, tail)| match tail {
-                None => name == *head,
-                Some(tail) => {
-                    name.len() >= head.len() + tail.len()
-                        && name.starts_with(head)
-                        && name.ends_with(tail)
-                }
-            })
-        };
+        let covers = |name: &str| patterns.iter().any(|pattern| pattern.matches(name));
         let mut incoming = fetched
             .into_iter()
             .filter(|(name, _)| covers(name))
