@@ -30,6 +30,20 @@ fn one_slot(plan: &Plan) -> f64 {
         .per_day
 }
 
+/// Runs `plan` over `seeds` and holds it to its binding bound: `bound`, `per_day` merges a
+/// day, within 10%.
+fn at_bound(plan: &Plan, seeds: (u64, u64), bound: &str, per_day: f64) -> plan::Report {
+    let report = plan::report(plan, seeds, false);
+    assert_eq!(report.binding().name, bound);
+    assert!((report.binding().per_day - per_day).abs() < 1e-9);
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against {per_day:.1}",
+        report.measured.merges_per_day
+    );
+    report
+}
+
 #[test]
 fn a_saturated_queue_merges_at_the_one_slot_bound() {
     let plan = saturated(Dist::Fixed(10.0));
@@ -206,14 +220,7 @@ fn two_runners_checking_ahead_merge_at_the_speculation_bound() {
         agents: 12,
         ..saturated(Dist::Fixed(10.0))
     };
-    let report = plan::report(&plan, (0, 2), false);
-    assert_eq!(report.binding().name, "speculation, ahead = 2");
-    assert!((report.binding().per_day - 288.0).abs() < 1e-9);
-    assert!(
-        report.deviation().abs() < 0.1,
-        "{:.1} a day against 288",
-        report.measured.merges_per_day
-    );
+    let report = at_bound(&plan, (0, 2), "speculation, ahead = 2", 288.0);
     let alone = plan::measure(
         &Plan {
             ahead: 0,
@@ -263,15 +270,7 @@ fn two_runners_with_footprint_lanes_merge_at_the_lanes_bound() {
         lanes: true,
         ..saturated(Dist::Fixed(10.0))
     };
-    let report = plan::report(&plan, (0, 2), false);
-    assert_eq!(report.binding().name, "footprint lanes");
-    assert!((report.binding().per_day - 144.0 * 1.75).abs() < 1e-9);
-    assert!(
-        report.deviation().abs() < 0.1,
-        "{:.1} a day against {:.1}",
-        report.measured.merges_per_day,
-        report.binding().per_day
-    );
+    let report = at_bound(&plan, (0, 2), "footprint lanes", 144.0 * 1.75);
     let alone = plan::measure(
         &Plan {
             lanes: false,
@@ -288,14 +287,7 @@ fn two_runners_with_footprint_lanes_merge_at_the_lanes_bound() {
     // Two folders: only an entry whose folder differs from the head's, and from every entry
     // between, goes beside it; half of them.
     let two = Plan { areas: 2, ..plan };
-    let report = plan::report(&two, (0, 2), false);
-    assert!((report.binding().per_day - 144.0 * 1.5).abs() < 1e-9);
-    assert!(
-        report.deviation().abs() < 0.1,
-        "{:.1} a day against {:.1}",
-        report.measured.merges_per_day,
-        report.binding().per_day
-    );
+    at_bound(&two, (0, 2), "footprint lanes", 144.0 * 1.5);
 }
 
 #[test]
@@ -308,14 +300,7 @@ fn three_runners_checking_ahead_split_the_entries() {
         agents: 16,
         ..saturated(Dist::Fixed(10.0))
     };
-    let report = plan::report(&plan, (0, 3), false);
-    assert_eq!(report.binding().name, "speculation, ahead = 2");
-    assert!((report.binding().per_day - 432.0).abs() < 1e-9);
-    assert!(
-        report.deviation().abs() < 0.1,
-        "{:.1} a day against 432",
-        report.measured.merges_per_day
-    );
+    let report = at_bound(&plan, (0, 3), "speculation, ahead = 2", 432.0);
     assert!(
         report.measured.check_minutes_per_merge < 14.0,
         "{:.2} check-minutes a merge: runs made twice",
