@@ -4,7 +4,6 @@
 //! except that a fetch never has to copy them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use bay_core::git::Oid;
@@ -16,41 +15,10 @@ use sha2::{Digest, Sha256};
 /// A tree: path to blob id. Paths are files; directories are implied by `/`.
 pub type Tree = BTreeMap<String, Oid>;
 
-/// A map keyed by object id. Ids are hex digits of a digest, already spread evenly, so a
-/// multiply-and-rotate over their bytes (as rustc's FxHasher) hashes them well at a fraction
-/// of SipHash's cost; nothing iterates these maps, so their order is never observed.
-type ById<V> = HashMap<Oid, V, BuildHasherDefault<IdHasher>>;
-
-#[derive(Debug, Default)]
-struct IdHasher(u64);
-
-impl IdHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let mut last = [0; 8];
-        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.add(u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56));
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// A map keyed by object id, hashed with foldhash's fixed seed: ids are hex digits of a
+/// digest, already spread evenly, so a fast hash does as well as SipHash at a fraction of its
+/// cost; nothing iterates these maps, so their order is never observed.
+type ById<V> = HashMap<Oid, V, foldhash::fast::FixedState>;
 
 #[derive(Clone, Debug)]
 pub struct Commit {
