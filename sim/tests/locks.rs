@@ -29,3 +29,22 @@ fn a_take_without_lease_breaks_s17() {
         caught.unwrap_or_default()
     );
 }
+
+/// A take whose answer is lost, heard of only at a later edit that finds the lock its own,
+/// is judged by the clock it was decided on: seed 818 with four runners has such a take, and
+/// a clock that jumps back between the two (S17 once judged the edit's clock, and broke).
+#[test]
+fn a_take_heard_of_late_is_judged_when_it_landed() {
+    let scenario = bay_sim::Scenario {
+        runners: 4,
+        ..bay_sim::Scenario::default()
+    };
+    for seed in 810..826 {
+        let report = bay_sim::run_seed(seed, &scenario);
+        assert!(
+            report.violations.is_empty(),
+            "seed {seed}: {:?}",
+            report.violations
+        );
+    }
+}
