@@ -259,6 +259,22 @@ pub struct RunnerSettings {
     /// disjoint, and carries `footprint = true` records (`footprint_lanes`).
     #[serde(default)]
     pub footprint_lanes: bool,
+    /// How the head's runner checks the head and the entries behind it as one tree (`batch`);
+    /// absent, it never does.
+    #[serde(default)]
+    pub batch: Option<BatchSettings>,
+}
+
+/// `[runner] batch = { min, max, max_failure_rate }`, as a runner acts on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchSettings {
+    /// The fewest members a batch forms with: `min`, and never fewer than two.
+    pub min: u32,
+    /// The most members a batch takes, 2 to 64.
+    pub max: u32,
+    /// `max_failure_rate` in millionths: no batch forms while the failure rate over the last
+    /// 20 check outcomes is above it.
+    pub max_failure_ppm: u32,
 }
 
 impl Default for RunnerSettings {
@@ -275,6 +291,7 @@ impl Default for RunnerSettings {
             bisect_post: false,
             ahead: 0,
             footprint_lanes: false,
+            batch: None,
         }
     }
 }
@@ -372,9 +389,10 @@ const RUNNER_KEYS: &[&str] = &[
 ];
 
 /// The `[runner]` keys bay acts on; it refuses the others until it acts on them too.
-const RUNNER_ACTED_ON: [&str; 9] = [
+const RUNNER_ACTED_ON: [&str; 10] = [
     "ahead",
     "footprint_lanes",
+    "batch",
     "lease_s",
     "takeover_s",
     "bisect_post",
@@ -507,7 +525,7 @@ fn parse(text: &str) -> Result<Config, TomlError> {
     root.finish()?;
     later.finish()?;
 
-    let throughput = runner.ahead > 0 || runner.footprint_lanes;
+    let throughput = runner.ahead > 0 || runner.footprint_lanes || runner.batch.is_some();
     Ok(Config {
         main,
         remote,
@@ -754,9 +772,10 @@ fn parse_runner(
     let bisect_post = table.bool("bisect_post")?.unwrap_or(defaults.bisect_post);
     let ahead = table.uint("ahead", 0..=16)?.map_or(0, |n| n as u32);
     let footprint_lanes = table.bool("footprint_lanes")?.unwrap_or(false);
-    if let Some(mut batch) = table.table("batch")? {
-        parse_batch(&mut batch)?;
-    }
+    let batch = match table.table("batch")? {
+        Some(mut batch) => Some(parse_batch(&mut batch)?),
+        None => None,
+    };
     let parallel_checks = table
         .uint("parallel_checks", 1..=16)?
         .map_or(defaults.parallel_checks, |n| n as u32);
@@ -801,22 +820,29 @@ fn parse_runner(
         bisect_post,
         ahead,
         footprint_lanes,
+        batch,
         ..defaults
     })
 }
 
-fn parse_batch(table: &mut Table<'_, '_>) -> Result<(), TomlError> {
+fn parse_batch(table: &mut Table<'_, '_>) -> Result<BatchSettings, TomlError> {
     table.check_keys(&["min", "max", "max_failure_rate"], &[])?;
     // A batch has two members or more and at most 64, so `max` below 2 could never form one.
     let min = table.uint("min", 1..=64)?.unwrap_or(1);
     let max = table.uint("max", 2..=64)?.unwrap_or(8);
-    table.number("max_failure_rate", 0.0..=1.0)?;
+    let rate = table.number("max_failure_rate", 0.0..=1.0)?.unwrap_or(0.3);
     table.finish()?;
     if min > max {
         let key = if table.has("min") { "min" } else { "max" };
         return Err(table.error(key, format!("makes min ({min}) more than max ({max})")));
     }
-    Ok(())
+    Ok(BatchSettings {
+        // Never fewer than two, whatever `min` says: one member is no batch.
+        min: (min as u32).max(2),
+        max: max as u32,
+        // In millionths, so that the settings compare exactly; 0 to 1 in, 0 to 10^6 out.
+        max_failure_ppm: (rate * 1_000_000.0).round() as u32,
+    })
 }
 
 struct RetentionWindow {

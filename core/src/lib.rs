@@ -9,6 +9,7 @@
 pub mod actor;
 pub mod adapter;
 pub mod approval;
+pub mod batch;
 pub mod check;
 pub mod compact;
 pub mod completion;

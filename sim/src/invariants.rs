@@ -162,6 +162,9 @@ pub struct Checker {
     pub ended: BTreeMap<OpId, (u64, OpState, Option<ReasonCode>)>,
     pub violations: Vec<Violation>,
     pub merges: u64,
+    /// Batches merged (main moved by more than one merge at once), and their members.
+    pub batches: u64,
+    pub batch_members: u64,
     /// Undo merges S8 checked.
     pub undo_merges: u64,
     /// Merges S9 saw land on a held main.
@@ -223,6 +226,8 @@ impl Checker {
             ended: BTreeMap::new(),
             violations: Vec::new(),
             merges: 0,
+            batches: 0,
+            batch_members: 0,
             undo_merges: 0,
             held_merges: 0,
             claimed_at: BTreeMap::new(),
@@ -488,7 +493,7 @@ impl Checker {
         }
     }
 
-    /// S1, S3, S5 and S7 for a move of main.
+    /// S1, S3, S5 and S7 for a move of main: one merge, or a whole batch of them.
     #[allow(clippy::too_many_arguments)]
     fn check_main_move(
         &mut self,
@@ -507,28 +512,102 @@ impl Checker {
                 "main was created or deleted".into(),
             );
         };
-        let first_parent = store.get(new).and_then(|c| c.parents.first().cloned());
-        if first_parent.as_ref() != Some(old) {
-            self.violate(
+        // The commits main gained, oldest first: one, or a batch's members, each on the one
+        // before and the first on the old tip.
+        let Some(gained) = gained(store, old, new) else {
+            return self.violate(
                 Invariant::AppendOnlyMain,
                 at,
                 format!(
-                    "main moved {} -> {}, whose first parent is not the old tip",
+                    "main moved {} -> {}, which does not stand on the old tip by first parents",
                     old.short(),
                     new.short()
                 ),
             );
-        }
-        let Some(commit) = store.get(new) else { return };
+        };
         // Every move of main says whether it is held from now on, a person's push included:
         // a hold put in outside bay is one a runner may pass operations over for (S7).
         let held = held_at(store, old, at);
         self.held_since.push((at, held_at(store, new, at)));
-        let Some((change, op)) = bay_trailers(&commit.message) else {
+        let merges: Vec<(ChangeId, OpId)> = gained
+            .iter()
+            .filter_map(|oid| bay_trailers(&store.get(oid)?.message))
+            .collect();
+        if gained.len() > 1 {
+            // S1: more than one commit at once only as one whole batch, in its own order; S7:
+            // its members in queue order.
+            let whole = merges.len() == gained.len()
+                && gained.iter().enumerate().all(|(i, oid)| {
+                    store
+                        .get(oid)
+                        .and_then(|c| bay_core::batch::read_trailer(&c.message))
+                        .is_some_and(|(_, index, size)| index == i + 1 && size == gained.len())
+                });
+            if !whole {
+                return self.violate(
+                    Invariant::AppendOnlyMain,
+                    at,
+                    format!(
+                        "main moved {} -> {} by {} commits that are not one whole batch",
+                        old.short(),
+                        new.short(),
+                        gained.len()
+                    ),
+                );
+            }
+            self.batches += 1;
+            self.batch_members += gained.len() as u64;
+            let keys: Vec<_> = merges
+                .iter()
+                .map(|(_, op)| self.operation(op).map(Operation::queue_key))
+                .collect();
+            if keys.windows(2).any(|pair| pair[0] >= pair[1]) {
+                let ops: Vec<String> = merges.iter().map(|(_, op)| op.to_string()).collect();
+                self.violate(
+                    Invariant::Order,
+                    at,
+                    format!("a batch merged out of queue order: {}", ops.join(", ")),
+                );
+            }
+        }
+        if merges.is_empty() {
             return; // a commit from outside bay
-        };
+        }
+        let mut parent = old.clone();
+        for (commit, (change, op)) in gained.iter().zip(&merges) {
+            let last = commit == new;
+            self.check_merge(
+                at,
+                store,
+                remote,
+                notes,
+                held,
+                (change, op),
+                (&parent, commit),
+            );
+            // S3, S5: a batch's members rest on the check of its last tree, on the batch's
+            // base; one merge on its own tree.
+            if last {
+                self.check_merge_evidence(at, store, remote, notes, truth, op, new, old);
+            }
+            parent = commit.clone();
+        }
+    }
+
+    /// What one merge of `change`'s `op`, `old -> new`, must hold besides its evidence.
+    #[allow(clippy::too_many_arguments)]
+    fn check_merge(
+        &mut self,
+        at: u64,
+        store: &Store,
+        remote: &Remote,
+        notes: &NotesLog,
+        held: bool,
+        (change, op): (&ChangeId, &OpId),
+        (old, new): (&Oid, &Oid),
+    ) {
         self.merges += 1;
-        if !self.compacted(&change) {
+        if !self.compacted(change) {
             self.marked.insert(change.clone());
         }
         if let Some(earlier) = self.merged_on_main.insert(change.clone(), new.clone()) {
@@ -545,16 +624,15 @@ impl Checker {
         // Every push that moves main asks the plugin first, after the request landed: one that
         // held main all that time cannot have let an ordinary change through.
         let plugin = plugin_at(store, old);
-        let requested = self.requested_at(&op).unwrap_or(at);
+        let requested = self.requested_at(op).unwrap_or(at);
         let plugin_held = plugin && self.plugin_held_throughout(requested, at);
         let held_now = held || (plugin && self.plugin_held_at(at));
         self.merged_at.insert(change.clone(), at);
-        self.check_merge_evidence(at, store, remote, notes, truth, &op, new, old);
-        self.check_order(at, &op);
-        self.check_undo(at, store, remote, &change, old, new);
-        self.check_hold(at, &change, held || plugin_held, held_now);
-        self.check_red(at, store, remote, notes, &change, &op, old, new);
-        self.check_dependencies(at, remote, &change);
+        self.check_order(at, op);
+        self.check_undo(at, store, remote, change, old, new);
+        self.check_hold(at, change, held || plugin_held, held_now);
+        self.check_red(at, store, remote, notes, change, op, old, new);
+        self.check_dependencies(at, remote, change);
     }
 
     /// Whether each change `change` names with `--after` has merged (its marker is on the
@@ -1210,13 +1288,31 @@ impl Checker {
         let Some(new) = new else {
             return self.violate(Invariant::LogMatches, at, broken("was deleted".into()));
         };
-        let Some(commit) = store.get(new) else {
-            return self.violate(Invariant::LogMatches, at, broken("names no commit".into()));
-        };
-        if commit.parents.first() != old {
-            return self.violate(Invariant::LogMatches, at, broken("was rewritten".into()));
+        // The events the push appended, oldest first: one, or one per member of a batch.
+        let mut appended = Vec::new();
+        let mut tip = Some(new.clone());
+        while tip.as_ref() != old {
+            let Some(next) = &tip else {
+                return self.violate(Invariant::LogMatches, at, broken("was rewritten".into()));
+            };
+            let Some(commit) = store.get(next) else {
+                return self.violate(Invariant::LogMatches, at, broken("names no commit".into()));
+            };
+            if appended.len() == bay_core::batch::MAX_MEMBERS as usize {
+                return self.violate(Invariant::LogMatches, at, broken("was rewritten".into()));
+            }
+            tip = commit.parents.first().cloned();
+            appended.push(commit);
         }
-        let event = match bay_core::event::BayEvent::from_message(&commit.message) {
+        for commit in appended.into_iter().rev() {
+            self.check_log_event(at, remote, runner, &commit.message);
+        }
+    }
+
+    /// S12 for one event a push appended to `runner`'s log.
+    fn check_log_event(&mut self, at: u64, remote: &Remote, runner: &str, message: &str) {
+        let broken = |what: String| log_says(runner, what);
+        let event = match bay_core::event::BayEvent::from_message(message) {
             Ok(event) => event,
             Err(why) => return self.violate(Invariant::LogMatches, at, broken(why)),
         };
@@ -1378,12 +1474,16 @@ impl Checker {
         };
         dependent.after.iter().any(|first| {
             // A change whose record bay cannot read may have merged or not: its dependents
-            // wait, as they must, for someone to mend it.
+            // wait, as they must, for someone to mend it; so do those of a change whose live
+            // operation's place someone broke, which can never end.
             self.unreadable_changes.contains(first)
                 || record(first).is_some_and(|r| {
                     !self.merged_at.contains_key(first)
                         && !r.ended()
-                        && (r.live_op().is_none() || self.stuck_behind(first, seen))
+                        && (r
+                            .live_op()
+                            .is_none_or(|live| self.lost_places.contains(&live.id))
+                            || self.stuck_behind(first, seen))
                 })
         })
     }
@@ -1403,7 +1503,24 @@ fn bay_trailers(message: &str) -> Option<(ChangeId, OpId)> {
     Some((change?, op?))
 }
 
-/// Whether an evidence record is a pass of `check` on `tree`.
+/// The commits main gained moving `old -> new`, oldest first, each the first parent of the
+/// next and the first one's the old tip; `None` when `new` does not stand on `old` so within
+/// the most members a batch has.
+fn gained(store: &Store, old: &Oid, new: &Oid) -> Option<Vec<Oid>> {
+    let mut gained = Vec::new();
+    let mut at = new.clone();
+    while &at != old {
+        if gained.len() == bay_core::batch::MAX_MEMBERS as usize {
+            return None;
+        }
+        let parent = store.get(&at)?.parents.first()?.clone();
+        gained.push(at);
+        at = parent;
+    }
+    gained.reverse();
+    (!gained.is_empty()).then_some(gained)
+}
+
 /// Whether an evidence record says `verdict` for `check` on `tree`.
 fn records_verdict(
     record: &str,

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! bay-sim run --seeds 0..10000 [--runners N] [--agents M] [--changes K] [--faults all|none|LIST]
-//!              [--history H] [--json]
+//!              [--history H] [--lanes] [--batch] [--json]
 //! bay-sim run --seeds 0..100 --check-determinism
 //! bay-sim replay --seed S [same options]
 //! bay-sim plan [--agents N] [--arrivals R] [--check-minutes D] [--failure-rate P]
@@ -143,6 +143,10 @@ struct WorldArgs {
     /// runner checks entries beside the head (`[runner] footprint_lanes`).
     #[arg(long)]
     lanes: bool,
+    /// Every seed reuses evidence, and where its policy lets unsigned records count, every
+    /// runner checks the head and the entries behind it as one tree (`[runner] batch`).
+    #[arg(long)]
+    batch: bool,
 }
 
 impl WorldArgs {
@@ -157,6 +161,7 @@ impl WorldArgs {
             history: self.history,
             lock_take: bay_core::lock::take,
             lanes: self.lanes,
+            batch: self.batch,
         }
     }
 
@@ -178,8 +183,9 @@ impl WorldArgs {
             n => format!(" --history {n}"),
         };
         let lanes = if self.lanes { " --lanes" } else { "" };
+        let batch = if self.batch { " --batch" } else { "" };
         format!(
-            "--runners {} --agents {} --changes {} --faults {faults}{history}{lanes}",
+            "--runners {} --agents {} --changes {} --faults {faults}{history}{lanes}{batch}",
             self.runners, self.agents, self.changes
         )
     }
@@ -377,6 +383,7 @@ fn summarize(
     let mut plugin = (0u64, 0u64, 0u64);
     let mut ahead = (0u64, 0u64, 0u64);
     let mut lanes = (0u64, 0u64);
+    let mut batch = (0u64, 0u64, 0u64);
     let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
     let mut failures = Vec::new();
     let mut code = 0u8;
@@ -431,6 +438,9 @@ fn summarize(
                 if let Some(carried) = report.lanes {
                     lanes = (lanes.0 + 1, lanes.1 + carried);
                 }
+                if let Some((batches, members)) = report.batch {
+                    batch = (batch.0 + 1, batch.1 + batches, batch.2 + members);
+                }
                 if let Verdict::Broke(report) = verdict {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
                     code = code.max(if safety { 3 } else { 4 });
@@ -480,6 +490,7 @@ fn summarize(
             "hold_plugin": {"seeds": plugin.0, "runs": plugin.1, "held": plugin.2},
             "ahead": {"seeds": ahead.0, "early_runs": ahead.1, "reused": ahead.2},
             "lanes": {"seeds": lanes.0, "carried": lanes.1},
+            "batch": {"seeds": batch.0, "batches": batch.1, "members": batch.2},
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
             "locks": locks,
@@ -586,6 +597,10 @@ fn summarize(
         println!(
             "footprint lanes: set in {} seeds, {} passes carried by read set",
             lanes.0, lanes.1
+        );
+        println!(
+            "batch: set in {} seeds, {} batches merged {} changes",
+            batch.0, batch.1, batch.2
         );
         println!("violations: {}", failures.len());
         println!(

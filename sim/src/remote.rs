@@ -158,7 +158,11 @@ impl Remote {
         // The event on the runner's log, as the Git driver writes it.
         let log = plan.log.as_ref().map(|log| {
             let empty = store.tree(Tree::new());
-            let oid = store.commit(empty, log.parent.iter().cloned().collect(), &log.message);
+            let mut tip = log.parent.clone();
+            for message in log.messages() {
+                tip = Some(store.commit(empty.clone(), tip.into_iter().collect(), message));
+            }
+            let oid = tip.expect("a log append writes at least one event");
             updates.push((
                 refs::log(&log.runner),
                 log.expect.clone(),

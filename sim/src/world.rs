@@ -57,6 +57,9 @@ pub struct Scenario {
     /// Every seed's policy declares its checks' read sets and every runner checks beside the
     /// head (`footprint_lanes`), where a seed alone would only now and then.
     pub lanes: bool,
+    /// Every seed reuses evidence, and where its policy lets unsigned records count its
+    /// runners check the head and the entries behind it as one tree (`batch`).
+    pub batch: bool,
 }
 
 impl Default for Scenario {
@@ -71,6 +74,7 @@ impl Default for Scenario {
             history: 0,
             lock_take: bay_core::lock::take,
             lanes: false,
+            batch: false,
         }
     }
 }
@@ -398,6 +402,8 @@ pub struct RunReport {
     /// With `[runner] footprint_lanes`: the passes merged operations carried from another
     /// candidate of theirs with the same read set.
     pub lanes: Option<u64>,
+    /// With `[runner] batch`: the batches merged, and their members.
+    pub batch: Option<(u64, u64)>,
     /// Dependents left waiting, as they must, on a change that is open with nothing queued.
     pub dependency_waits: u64,
     /// The records someone wrote wrongly by hand (the `corrupt` fault), by kind.
@@ -439,6 +445,10 @@ pub struct World {
     /// footprint_lanes`), in half the seeds that reuse evidence, drawn from `lanes_rng`.
     footprint_lanes: bool,
     lanes_rng: Rng,
+    /// How runners batch (`[runner] batch`), in some seeds that reuse evidence, drawn from
+    /// `batch_rng`.
+    batch: Option<bay_core::config::BatchSettings>,
+    batch_rng: Rng,
     /// Post check answers recorded, and failed ones.
     post_answers: BTreeMap<&'static str, u64>,
     pub trace: Trace,
@@ -519,6 +529,8 @@ impl World {
             ahead_rng: Rng::new(seed ^ 0x6168_6561_6421),
             footprint_lanes: false,
             lanes_rng: Rng::new(seed ^ 0x006c_616e_6573),
+            batch: None,
+            batch_rng: Rng::new(seed ^ 0x0062_6174_6368),
             post_answers: BTreeMap::new(),
             // A stream of its own, so that a seed without a plugin runs as it did before there
             // was one.
@@ -603,10 +615,18 @@ impl World {
         if self.rng.chance(300) {
             self.parallel_checks = 2 + self.rng.range(0, 1) as u32;
         }
-        self.evidence_reuse = self.rng.chance(500);
+        self.evidence_reuse = self.rng.chance(500) || self.scenario.batch;
         // Drawn apart from the seed's other draws, so that every other draw stays as it was.
         if self.evidence_reuse && self.ahead_rng.chance(500) {
             self.ahead = 1 + self.ahead_rng.range(0, 2) as u32;
+        }
+        // Some of those check the head and the entries behind it as one tree, drawn apart too.
+        if self.evidence_reuse && (self.scenario.batch || self.batch_rng.chance(300)) {
+            self.batch = Some(bay_core::config::BatchSettings {
+                min: 2,
+                max: 2 + self.batch_rng.range(0, 3) as u32,
+                max_failure_ppm: [300_000, 1_000_000][self.batch_rng.range(0, 1) as usize],
+            });
         }
         // Some of those check entries beside the head, under a policy whose checks declare
         // their read sets (`footprint_lanes`), drawn apart too.
@@ -801,6 +821,7 @@ impl World {
         cfg.ahead = self.ahead;
         cfg.footprint_lanes = self.footprint_lanes;
         cfg.evidence_reuse |= self.footprint_lanes;
+        cfg.batch = self.batch;
         cfg.compact_at = self.compact_at;
         cfg.retention_ms = self.retention_ms;
         cfg.trailers = Trailers::default();
@@ -877,6 +898,9 @@ impl World {
             .then(|| (self.early_runs, self.checker.reused_passes()));
         let carried = self.checker.carried_passes();
         let lanes = (self.footprint_lanes || carried > 0).then_some(carried);
+        let batch = self
+            .batch
+            .map(|_| (self.checker.batches, self.checker.batch_members));
         let mut outcomes = BTreeMap::new();
         let mut reasons = BTreeMap::new();
         // The history's operations ended before the seed began: the seed's are those submitted.
@@ -925,6 +949,7 @@ impl World {
             plugin: self.plugin.map(|_| self.plugin_runs),
             ahead,
             lanes,
+            batch,
             dependency_waits: waiting,
             corruptions: self.corrupt.counts.clone(),
             keys: self.keys.report(),

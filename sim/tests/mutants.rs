@@ -388,3 +388,22 @@ fn carrying_across_read_sets_breaks_s5() {
         None
     );
 }
+
+#[test]
+fn a_batch_out_of_queue_order_is_caught() {
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.mutant = Some(Mutant::BatchOutOfOrder);
+    }
+    fn real(_: &mut RunnerConfig) {}
+    let batches = || Scenario {
+        batch: true,
+        agents: 6,
+        changes: 20,
+        ..Scenario::default()
+    };
+    let s7 = Invariant::Order;
+    let mutant = Mutant::BatchOutOfOrder;
+    let seed = expect_caught_in(batches(), mutant, tweak, s7, &[], 400);
+    // The real core batches on the same seeds and breaks nothing.
+    assert_eq!(first_catch_in(batches(), real, s7, &[], seed + 1), None);
+}

@@ -326,6 +326,7 @@ fn build(bench: &Bench<'_>, plan: &Plan) -> PushPlan {
                 parent,
                 expect: lease(l),
                 message: "bay: c7k2m4qa.1 merged\n\n{}\n".into(),
+                more: Vec::new(),
             }
         }),
         presence: None,

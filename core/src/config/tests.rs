@@ -300,6 +300,7 @@ fn the_spec_fragments_are_refused_only_on_their_later_keys() {
             !fragment.starts_with("[runner]\nparallel_checks")
                 && !fragment.starts_with("[runner]\nbisect_post")
                 && !fragment.contains("[plugin.hold]")
+                && !fragment.contains("batch = ")
                 && !fragment.starts_with("[agent]")
         })
         .map(|fragment| {
@@ -317,7 +318,6 @@ fn the_spec_fragments_are_refused_only_on_their_later_keys() {
     assert_eq!(
         first,
         [
-            "batch in [runner]",
             "prune in [plugin]",
             "target in top level",
             "target in top level",
@@ -365,9 +365,9 @@ fn later_keys_are_refused_in_text_order_once_all_is_valid() {
     let error = refuse("[view]\nwarm_history = true\n[runner]\nlease_s = 0\n");
     assert_eq!(place(&error), (Some("lease_s"), "[runner]", 4));
     let error =
-        validated("[runner]\nlease_s = 30\nbatch = { max = 4 }\n[view]\nwarm_history = true\n");
-    assert_eq!(place(&error), (Some("batch"), "[runner]", 3));
-    let error = validated("[view]\nwarm_history = true\n[runner]\nbatch = { max = 4 }\n");
+        validated("[runner]\nlease_s = 30\ncommand = \"ci/submit\"\n[view]\nwarm_history = true\n");
+    assert_eq!(place(&error), (Some("command"), "[runner]", 3));
+    let error = validated("[view]\nwarm_history = true\n[runner]\ncommand = \"ci/submit\"\n");
     assert_eq!(
         place(&error),
         (Some("view"), "top level", 1),
@@ -447,7 +447,6 @@ fn every_other_runner_key_is_checked_then_refused() {
     for (line, key) in [
         ("command = \"ci/submit\"", "command"),
         ("submission_timeout_s = 120", "submission_timeout_s"),
-        ("batch = { min = 2 }", "batch"),
     ] {
         let error = validated(&format!("[runner]\nlease_s = 60\n{line}\n"));
         assert_eq!(place(&error), (Some(key), "[runner]", 3), "{line}");
@@ -640,8 +639,32 @@ fn ahead_is_at_most_16_and_turns_reuse_on() {
 
 #[test]
 fn batch_sizes_and_rate_are_checked() {
-    validated("[runner]\nbatch = { min = 2, max = 64, max_failure_rate = 1 }\n");
-    validated("[runner.batch]\nmax_failure_rate = 0.0\n");
+    let batch = |text: &str| accept(text).runner.batch.expect("batch is set");
+    assert_eq!(
+        batch("[runner]\nbatch = { min = 3, max = 64, max_failure_rate = 1 }\n"),
+        BatchSettings {
+            min: 3,
+            max: 64,
+            max_failure_ppm: 1_000_000
+        }
+    );
+    // The spec's defaults: 1, 8 and 0.3; and never fewer than two members.
+    assert_eq!(
+        batch("[runner.batch]\n"),
+        BatchSettings {
+            min: 2,
+            max: 8,
+            max_failure_ppm: 300_000
+        }
+    );
+    assert_eq!(
+        batch("[runner.batch]\nmax_failure_rate = 0.0\n").max_failure_ppm,
+        0
+    );
+    assert!(
+        accept("[runner]\n").runner.batch.is_none(),
+        "absent, it is off"
+    );
     for bad in [
         "max = 65",
         "max = 1",
@@ -683,13 +706,7 @@ fn throughput_keys_need_evidence_reuse() {
             text.replace("\"off\"", "\"exact-inputs\""),
             text.replace("evidence_reuse = \"off\"\n", ""),
         ] {
-            // `ahead` and `footprint_lanes` are acted on; `batch` is valid, and refused until
-            // bay acts on it.
-            if key != "batch" {
-                assert!(accept(&text).evidence_reuse, "{text}");
-            } else {
-                validated(&text);
-            }
+            assert!(accept(&text).evidence_reuse, "{text}");
         }
     }
     let config = accept("[policy]\nevidence_reuse = \"off\"\n[runner]\nparallel_checks = 4\n");

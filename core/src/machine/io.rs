@@ -459,6 +459,10 @@ pub struct LogAdd {
     /// Always exactly `parent` (or `Absent`), so that an event never overwrites another.
     pub expect: Expect,
     pub message: String,
+    /// The events of a push that ends more than one operation (a batch), each a commit on the
+    /// one before: `message` first, then these in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<String>,
 }
 
 impl LogAdd {
@@ -470,7 +474,14 @@ impl LogAdd {
             parent,
             expect,
             message,
+            more: Vec::new(),
         }
+    }
+
+    /// Every event this append writes, the first on `parent`, each later one on the one
+    /// before.
+    pub fn messages(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.message).chain(&self.more)
     }
 }
 

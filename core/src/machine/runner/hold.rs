@@ -119,6 +119,19 @@ impl Runner {
         Ok(())
     }
 
+    /// Whether main may be held now for a change that fixes nothing: a `[[hold]]` in force, a
+    /// hold plugin to ask, or a config at main's tip that is not read or cannot be. No batch
+    /// forms then (`batch`).
+    pub(super) fn main_may_hold(&self) -> bool {
+        let main = self.refs.get(&self.main_ref());
+        match &self.holds {
+            Some((at, Ok(config))) if Some(at) == main => {
+                config.hold_plugin.is_some() || config.hold_at(self.now).is_some()
+            }
+            _ => true,
+        }
+    }
+
     /// The hold that keeps `record` from merging now, as `detail.hold` names it: `None` for a
     /// change that fixes or undoes another, or when main is not held.
     pub(super) fn held(&self, record: &ChangeRecord) -> Option<serde_json::Value> {

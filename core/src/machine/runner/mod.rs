@@ -18,6 +18,7 @@
 
 mod ahead;
 mod approval;
+mod batch;
 mod bisect;
 mod carry;
 mod checks;
@@ -108,6 +109,10 @@ pub struct RunnerConfig {
     /// later candidate of the same operation whose stamp is the same.
     #[serde(default)]
     pub footprint_lanes: bool,
+    /// `[runner] batch`: the head's runner checks the head and the entries behind it as one
+    /// tree, and merges them in one push (`batch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::config::BatchSettings>,
     /// `[red] window`: how many first-parent main commits judge a red main.
     #[serde(default = "red_window")]
     pub red_window: u32,
@@ -178,6 +183,7 @@ impl RunnerConfig {
             evidence_reuse: false,
             ahead: 0,
             footprint_lanes: false,
+            batch: None,
             red_window: red_window(),
             bisect_post: false,
             compact_at: compact_at(),
@@ -207,6 +213,7 @@ impl RunnerConfig {
         self.evidence_reuse = config.evidence_reuse;
         self.ahead = config.runner.ahead;
         self.footprint_lanes = config.runner.footprint_lanes;
+        self.batch = config.runner.batch;
         self.red_window = config.red_window();
         self.bisect_post = config.runner.bisect_post;
         self.compact_at = usize::try_from(config.ref_budget)
@@ -304,6 +311,8 @@ enum Purpose {
 
     /// An action of the current work.
     Work(work::Purpose),
+    /// An action of the batch in hand.
+    Batch(batch::Purpose),
 }
 
 /// Where the runner is, with what that stage alone holds.
@@ -316,6 +325,8 @@ enum Stage {
     /// Working a claimed operation (see `work`). A step of the work takes it out of the stage
     /// and places the runner again (`work::Placed`).
     Working(Box<Work>),
+    /// Checking the head and the entries behind it as one tree (see `batch`).
+    Batching(Box<batch::Batch>),
     /// Done (`Once` or `Only` modes), with this result once every notice and presence in
     /// flight is done.
     Finishing(BayResult),
@@ -394,6 +405,8 @@ pub struct Runner {
     /// The registry no longer enrols this runner's executor key (`REGISTRY_CHANGED`): it
     /// claims nothing more until it starts again with a key the registry enrols.
     withdrawn: bool,
+    /// What batches are judged by: the recent failure rate and the culprits found.
+    memory: batch::Memory,
 }
 
 impl Runner {
@@ -429,6 +442,7 @@ impl Runner {
             reuse_keys: None,
             peers: ahead::Peers::default(),
             withdrawn: false,
+            memory: batch::Memory::default(),
         }
     }
 
@@ -483,7 +497,10 @@ impl Runner {
 
     /// The operation this runner is working, if any.
     pub fn working_on(&self) -> Option<&OpId> {
-        self.work().map(|w| &w.op)
+        match &self.stage {
+            Stage::Batching(batch) => Some(batch.op()),
+            _ => self.work().map(|w| &w.op),
+        }
     }
 
     /// The work in hand, while working.
@@ -651,6 +668,7 @@ impl Machine for Runner {
                     Purpose::OwnTips => self.on_own_tips(completion)?,
 
                     Purpose::Work(purpose) => self.on_work(id, purpose, completion)?,
+                    Purpose::Batch(purpose) => self.on_batching(purpose, completion)?,
                 }
             }
         }
@@ -668,6 +686,7 @@ impl Machine for Runner {
                 why: self.idle_reason(*next_pass),
             }),
             Stage::Working(work) => work.deadline(),
+            Stage::Batching(batch) => batch.deadline(),
             Stage::Passing(pass) => match (&pass.bisect, &pass.ahead) {
                 (bisect::Bisecting::Running(at), _) | (_, ahead::Ahead::Running(at)) => {
                     Some(Deadline {
@@ -694,6 +713,7 @@ impl Runner {
         match self.stage {
             Stage::Idle { next_pass } if self.now >= next_pass => self.start_pass(),
             Stage::Working(_) => self.work_tick(),
+            Stage::Batching(_) => self.batch_tick(),
             Stage::Passing(_) => {
                 self.bisect_tick();
                 self.ahead_tick();

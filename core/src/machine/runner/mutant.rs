@@ -94,11 +94,22 @@ pub enum Mutant {
     /// S5: carries a footprint pass of the operation whatever its stamp, so a record made
     /// before the files its verdict reads changed answers for the new ones.
     CarryAcrossReadSets,
+    /// S7: takes a batch's members in reverse queue order, so each merges on main before the
+    /// ones ahead of it.
+    BatchOutOfOrder,
 }
 
 impl Runner {
     fn mutant_is(&self, mutant: Mutant) -> bool {
         self.cfg.mutant == Some(mutant)
+    }
+
+    /// The members of a batch in the order a mutant builds them.
+    pub(super) fn mutant_batch_order<T>(&self, mut members: Vec<T>) -> Vec<T> {
+        if self.mutant_is(Mutant::BatchOutOfOrder) {
+            members.reverse();
+        }
+        members
     }
 
     /// Whether a mutant reuses records whatever their signature.

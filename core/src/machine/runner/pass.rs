@@ -729,6 +729,15 @@ impl Runner {
             .pass_mut()
             .map(|pass| std::mem::take(&mut pass.hold))
             .unwrap_or_default();
+        // Unclaimed, and with nothing that ends it before a candidate, the head may take the
+        // entries behind it into a batch.
+        if !claimed
+            && waiting.is_none()
+            && self.marked_merged(&change).is_none()
+            && let Some(members) = self.batch_members(operation)
+        {
+            return self.begin_batch(members, base, hold);
+        }
         let work = Work::new(
             record,
             operation,

@@ -1707,7 +1707,7 @@ impl Runner {
     }
 
     /// Adds a tip this runner wrote to the tips that prove its claim.
-    fn remember(&mut self, tip: Oid) {
+    pub(super) fn remember(&mut self, tip: Oid) {
         if let Some((_, tips)) = self.mine.as_mut() {
             tips.clear();
             tips.insert(tip);
@@ -1826,12 +1826,23 @@ impl Runner {
                 ..
             } => {
                 self.merged += 1;
+                self.memory.window.note(false);
                 self.finished(work)
             }
             Write::Check {
-                then: Then::End(_), ..
+                then: Then::End(ending),
+                ..
             }
-            | Write::End(_) => self.finished(work),
+            | Write::End(ending) => {
+                // A check's failure is an outcome the batch failure rate reads (`batch`).
+                if matches!(
+                    ending.reason,
+                    Some(ReasonCode::CheckFailed | ReasonCode::CheckFlaky)
+                ) {
+                    self.memory.window.note(true);
+                }
+                self.finished(work)
+            }
             Write::Check {
                 then: Then::Release(reason, why),
                 ..
@@ -2031,7 +2042,7 @@ fn with_trust(
 }
 
 /// The last step commit a push wrote, if it wrote any.
-fn last_written(report: &PushReport) -> Option<Oid> {
+pub(super) fn last_written(report: &PushReport) -> Option<Oid> {
     report.steps.first().and_then(|steps| steps.last()).cloned()
 }
 

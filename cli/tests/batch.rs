@@ -1,0 +1,222 @@
+//! `[runner] batch` with real Git: the head's runner checks the head and the entries behind it
+//! as one tree, merges them in one push, each with its own commit and `Bay-Batch` trailer; on
+//! a failure it bisects over prefixes on the same main and merges the passing one.
+
+mod support;
+
+use serde_json::Value;
+use support::*;
+
+/// A remote whose runners batch up to eight entries, under a policy that lets unsigned
+/// evidence be reused.
+fn world_batching() -> World {
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            &format!("{CONFIG}batch = {{ max = 8 }}\n"),
+            false,
+        ),
+        (
+            ".bay/policy.toml",
+            &policy("\n[policy]\nreuse_unsigned = true\n"),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+    ])
+}
+
+/// Queues one change per `(path, content)`, each by its own agent, in that order.
+fn queued(world: &World, files: &[(&str, &str)]) -> Vec<String> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(n, (path, content))| {
+            let actor = format!("agent{n}");
+            let clone = world.clone_as(&actor);
+            world
+                .submit(&clone, &actor, &format!("write {path}"), path, content)
+                .0
+        })
+        .collect()
+}
+
+/// The `Bay-Batch` trailer of each commit main gained, newest first, `None` for a commit with
+/// none.
+fn batch_trailers(world: &World) -> Vec<Option<String>> {
+    world
+        .main_log()
+        .iter()
+        .map(|entry| {
+            entry
+                .lines()
+                .find_map(|line| line.strip_prefix("Bay-Batch: "))
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The merged outcome of `change`'s one operation.
+fn outcome(world: &World, change: &str) -> Value {
+    world
+        .chain(change)
+        .into_iter()
+        .rev()
+        .find(|step| step["kind"] == "outcome")
+        .expect("an outcome")
+}
+
+/// The runner's check runs, as the evidence it left, in the order they ran.
+fn runs(world: &World) -> Vec<Value> {
+    let mut runs: Vec<Value> = world
+        .evidence("admin")
+        .into_iter()
+        .filter(|record| record["check"] == "files")
+        .collect();
+    runs.sort_by_key(|record| record["at"].as_u64());
+    runs
+}
+
+#[test]
+fn three_queued_changes_merge_on_one_run_in_one_push() {
+    let world = world_batching();
+    let changes = queued(
+        &world,
+        &[
+            ("src/a.txt", "a\n"),
+            ("src/b.txt", "b\n"),
+            ("src/c.txt", "c\n"),
+        ],
+    );
+    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.doc["detail"]["merged"], 3, "{}", run.doc);
+
+    // Main moved once, to the last member: three commits, in queue order, each its own.
+    let trailers = batch_trailers(&world);
+    let id = trailers[0]
+        .as_deref()
+        .and_then(|t| t.split(' ').next())
+        .expect("a batch id")
+        .to_owned();
+    assert_eq!(
+        trailers[..3],
+        [
+            Some(format!("{id} 3/3")),
+            Some(format!("{id} 2/3")),
+            Some(format!("{id} 1/3"))
+        ]
+    );
+    assert_eq!(trailers[3], None, "the first version");
+    for (n, change) in changes.iter().enumerate() {
+        assert_eq!(world.merges_of(change), 1);
+        let needle = format!("Change-Id: {change}");
+        assert!(world.main_log()[2 - n].contains(&needle), "queue order");
+        // Each result names the batch, because its own tree was not checked alone.
+        let outcome = outcome(&world, change);
+        assert_eq!(outcome["state"], "merged");
+        let batch = &outcome["detail"]["batch"];
+        assert_eq!(batch["id"], id.as_str(), "{outcome}");
+        assert_eq!(
+            (batch["index"].as_u64(), batch["size"].as_u64()),
+            (Some(n as u64 + 1), Some(3))
+        );
+        let tip = git_dir(&world.remote, &["rev-parse", "main^{tree}"]);
+        assert_eq!(batch["tree"], tip.trim());
+        assert_eq!(outcome["detail"]["trust"], "unsigned");
+    }
+    // One run, on the last member's tree, on main as it was.
+    let runs = runs(&world);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let tip = git_dir(&world.remote, &["rev-parse", "main^{tree}"]);
+    assert_eq!(runs[0]["candidate"]["tree"], tip.trim());
+    let base = git_dir(&world.remote, &["rev-parse", "main~3^{tree}"]);
+    assert_eq!(runs[0]["base"]["tree"], base.trim());
+    assert_eq!(runs[0]["verdict"], "pass");
+}
+
+#[test]
+fn a_failing_member_is_bisected_out_and_the_prefix_ahead_of_it_merges() {
+    let world = world_batching();
+    // The third empties a file, which the check fails.
+    let changes = queued(
+        &world,
+        &[
+            ("src/a.txt", "a\n"),
+            ("src/b.txt", "b\n"),
+            ("src/greeting.txt", ""),
+            ("src/d.txt", "d\n"),
+        ],
+    );
+    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // The first two merged as a batch of two; the culprit failed at its own turn; the last
+    // merged alone, as no batch forms of one.
+    let trailers = batch_trailers(&world);
+    let id = trailers[2]
+        .as_deref()
+        .and_then(|t| t.split(' ').next())
+        .expect("a batch id")
+        .to_owned();
+    assert_eq!(
+        trailers[..3],
+        [None, Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
+        "{trailers:?}"
+    );
+    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
+    assert_eq!(merged, [1, 1, 0, 1]);
+    let culprit = outcome(&world, &changes[2]);
+    assert_eq!(culprit["reason"], "CHECK_FAILED", "{culprit}");
+    assert!(culprit["detail"].get("batch").is_none());
+    assert!(
+        outcome(&world, &changes[3])["detail"]
+            .get("batch")
+            .is_none()
+    );
+
+    // The whole batch, then prefixes 2 and 3, each once; the culprit alone; the last alone.
+    let runs = runs(&world);
+    let verdicts: Vec<&str> = runs.iter().filter_map(|r| r["verdict"].as_str()).collect();
+    assert_eq!(
+        verdicts,
+        [
+            "product_failure",
+            "pass",
+            "product_failure",
+            "product_failure",
+            "pass"
+        ],
+        "{runs:?}"
+    );
+    let trees: std::collections::BTreeSet<&str> = runs[..3]
+        .iter()
+        .filter_map(|r| r["candidate"]["tree"].as_str())
+        .collect();
+    assert_eq!(trees.len(), 3, "no prefix ran twice");
+}
+
+#[test]
+fn a_head_whose_prefix_passed_merges_alone_on_that_run() {
+    let world = world_batching();
+    let changes = queued(&world, &[("src/a.txt", "a\n"), ("src/greeting.txt", "")]);
+    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // One member passed: no batch merges. The head took its usual path, where the pass of its
+    // own tree on the same main answered its check.
+    assert_eq!(batch_trailers(&world)[..2], [None, None]);
+    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
+    assert_eq!(merged, [1, 0]);
+    let why: Vec<String> = world
+        .chain(&changes[0])
+        .iter()
+        .filter(|step| step["kind"] == "check")
+        .filter_map(|step| step["why"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].contains("did not run again"), "{why:?}");
+    let verdicts: Vec<String> = runs(&world)
+        .iter()
+        .filter_map(|r| r["verdict"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(verdicts, ["product_failure", "pass", "product_failure"]);
+}

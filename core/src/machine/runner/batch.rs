@@ -1,0 +1,1043 @@
+//! Checking the head and the entries behind it as one tree (`[runner] batch`).
+//!
+//! The head's runner takes the head and the live entries behind it, in queue order, and
+//! builds their chain on main: each member's candidate on the one before, each its own commit
+//! with its own `Change-Id` and trailers plus `Bay-Batch: <id> <i>/<k>` (`crate::batch`). It
+//! claims the head, checks the last commit's tree once, and on a pass pushes every member's
+//! claim, candidate and merged outcome, marker and place with main `base -> last member`, in
+//! one atomic push leased on main and on every member's chain. Nothing of a batch is written
+//! before that push but the head's claim and heartbeats, so a crash loses nothing and a retry
+//! merges nothing twice: a member whose chain moved meanwhile refuses the whole push.
+//!
+//! On a failure it bisects over prefixes on the same main: prefix `i` is the chain's `i`-th
+//! commit, so no prefix is built or run twice. When the longest passing prefix has two members
+//! or more it merges, built again with its own size in the trailers (the same trees); the
+//! culprit is remembered and never batched again by this runner, and takes its own turn at
+//! the head. Otherwise, and whenever the batch cannot go on (a check with no verdict, a lost
+//! heartbeat, a hold), the records it made go up and the head takes its usual path
+//! ([`Runner::read_policy`]), where exact-inputs reuse finds the head's own pass.
+//!
+//! A batch forms only where the spec lets it and where this runner can judge it whole: a
+//! reuse that counts unsigned records (a batch under a registry that signs everything is not
+//! built yet: the head goes alone), a failure rate within `max_failure_rate`, a main no
+//! `[[hold]]` or hold plugin can hold, a policy that is checked, keys no check by commit,
+//! asks no approval, names no post check and caps nothing (`[limits]`), and members that
+//! change no check, conflict with nothing, and are no known culprit.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use super::hold::HoldAnswer;
+use super::reuse_keys::ReuseBy;
+use super::work::{Work, last_written};
+use super::{Purpose as RunnerPurpose, RunMode, Runner, Stage};
+use crate::batch::{Bisect, Window, trailer};
+use crate::check::plan::{self, POLICY_PATH, Plan, parse_policy};
+use crate::check::{
+    CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord, Judgement, RequestInput,
+    Verdict, judge,
+};
+use crate::event::{BayEvent, Ended};
+use crate::git::{Oid, refs};
+use crate::id::{CandidateId, OpId};
+use crate::machine::agent::give_up_place;
+use crate::machine::{
+    Action, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect, LogAdd,
+    Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+};
+use crate::policy::{CheckSpec, Policy, Stage as CheckStage};
+use crate::record::{ChangeRecord, Operation, Step, StepBody};
+use crate::result::OpState;
+use crate::time::Timestamp;
+
+/// How many culprits a runner remembers: enough for any queue a batch reaches.
+const CULPRITS: usize = 256;
+
+/// What a batch action was for.
+#[derive(Clone, Debug)]
+pub(super) enum Purpose {
+    MainTree,
+    Policy,
+    /// Member `index` of the chain being built.
+    Build(usize),
+    /// The claim on the head, or a heartbeat, with the step it appends.
+    Claim(Box<Step>),
+    Heartbeat(Box<Step>),
+    Run(Box<CheckSpec>, Box<CheckRequest>),
+    /// The records the batch made, going up before the head goes alone.
+    Records,
+    Merge,
+}
+
+/// One member: a live operation in queue order, its change's record, and its chain's tip as
+/// the pass read it.
+#[derive(Clone, Debug)]
+pub(super) struct Member {
+    record: ChangeRecord,
+    operation: Operation,
+    tip: Oid,
+}
+
+impl Member {
+    /// The candidate the member's record numbers next.
+    fn candidate(&self) -> CandidateId {
+        let attempt = u32::try_from(self.operation.candidates.len() + 1).unwrap_or(u32::MAX);
+        self.operation.id.candidate(attempt)
+    }
+}
+
+/// One built member of the chain.
+#[derive(Clone, Debug)]
+struct Link {
+    candidate: CandidateId,
+    commit: Oid,
+    tree: Oid,
+    /// Its first parent: main, or the member before.
+    base: CommitTree,
+    changed_paths: Vec<String>,
+}
+
+/// What the chain is built for.
+#[derive(Clone, Debug)]
+enum Then {
+    /// Its last tree is checked next.
+    Check,
+    /// It merges: its last tree is `checked`, which passed `plan`.
+    Merge { checked: Oid, plan: Box<Plan> },
+}
+
+/// A prefix of the chain being checked.
+#[derive(Clone, Debug)]
+struct Checking {
+    chain: Vec<Link>,
+    /// How many members the prefix holds.
+    prefix: usize,
+    plan: Plan,
+    /// The plan's runs not started yet.
+    left: VecDeque<CheckSpec>,
+    /// When the run in flight is given up as `unknown`.
+    deadline: Timestamp,
+    /// Once the whole batch failed.
+    bisect: Option<Bisect>,
+}
+
+/// Where a batch stands.
+#[derive(Clone, Debug)]
+enum Phase {
+    /// Main's tree, then its policy, are read.
+    Reading,
+    /// The chain is built, member by member.
+    Building {
+        chain: Vec<Link>,
+        size: usize,
+        then: Then,
+    },
+    /// The head's claim is going up; the chain is checked next.
+    Claiming {
+        chain: Vec<Link>,
+    },
+    Checking(Box<Checking>),
+    /// The merge waits for the heartbeat in flight, then goes out.
+    Ready {
+        chain: Vec<Link>,
+        plan: Box<Plan>,
+    },
+    /// The merge push is out, with the events it appends to the log.
+    Merging {
+        size: usize,
+        events: Vec<String>,
+    },
+    /// The batch is over short of a merge: once no heartbeat is in flight the records it
+    /// made go up, then the head takes its usual path.
+    Leaving,
+}
+
+/// A batch in hand.
+#[derive(Debug)]
+pub(super) struct Batch {
+    members: Vec<Member>,
+    main: CommitTree,
+    policy: Option<Box<Policy>>,
+    /// The hold plugin's answer the pass began with, for the head's usual path.
+    hold: HoldAnswer,
+    /// The head's chain tip, as read and then as this runner wrote it.
+    tip: Oid,
+    claimed: bool,
+    heartbeat_at: Timestamp,
+    /// A heartbeat is in flight.
+    beating: bool,
+    /// Every record made, on the tree it is about, in the order they ran: they go up with the
+    /// merge, or before the head goes alone.
+    made: Vec<(Oid, String)>,
+    phase: Phase,
+}
+
+impl Batch {
+    fn head(&self) -> &Member {
+        &self.members[0]
+    }
+
+    /// The batch's id in its trailers: the head's candidate, unique to this attempt.
+    fn id(&self) -> String {
+        self.head().candidate().to_string()
+    }
+
+    fn policy(&self) -> &Policy {
+        self.policy
+            .as_deref()
+            .expect("read before the chain is built")
+    }
+
+    /// Whether the head's claim is renewed now: claimed, with no heartbeat in flight, and no
+    /// other push on the head's chain (the merge) or ending (the records) out.
+    fn beats(&self) -> bool {
+        self.claimed
+            && !self.beating
+            && matches!(
+                self.phase,
+                Phase::Building { .. } | Phase::Checking(_) | Phase::Ready { .. }
+            )
+    }
+
+    /// When the runner must act next: the heartbeat, or the run in flight's deadline.
+    pub(super) fn deadline(&self) -> Option<Deadline> {
+        let heartbeat = self.beats().then_some(Deadline {
+            at: self.heartbeat_at,
+            why: Wake::Heartbeat,
+        });
+        let run = match &self.phase {
+            Phase::Checking(checking) => Some(Deadline {
+                at: checking.deadline,
+                why: Wake::CheckDeadline,
+            }),
+            _ => None,
+        };
+        [heartbeat, run].into_iter().flatten().min_by_key(|d| d.at)
+    }
+
+    /// The operation the batch is for, as `Runner::working_on` names it.
+    pub(super) fn op(&self) -> &OpId {
+        &self.head().operation.id
+    }
+}
+
+/// Whether this runner's window, culprits and holds let a batch form at all now.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Memory {
+    /// The last check outcomes of places this runner ended.
+    pub window: Window,
+    /// Operations a bisection found at fault, newest last.
+    pub culprits: VecDeque<OpId>,
+}
+
+impl Memory {
+    fn culprit(&mut self, op: OpId) {
+        if self.culprits.len() == CULPRITS {
+            self.culprits.pop_front();
+        }
+        self.culprits.push_back(op);
+    }
+}
+
+impl Runner {
+    /// The members a batch would take with `head` first, when a batch may form now; `None`
+    /// when it may not (then the head takes its usual path).
+    pub(super) fn batch_members(&self, op: &Operation) -> Option<Vec<Member>> {
+        let settings = self.cfg.batch?;
+        let forms = self.cfg.evidence_reuse
+            && !matches!(self.cfg.mode, RunMode::Only(_))
+            && self.memory.window.allows(settings.max_failure_ppm)
+            && !self.main_may_hold();
+        if !forms {
+            return None;
+        }
+        let mut members = Vec::new();
+        for (record, operation) in self.in_queue_order() {
+            if members.is_empty() && operation.id != op.id {
+                return None; // the pass's head is not first in line
+            }
+            let tip = self.chains.get(&record.change)?.tip.clone();
+            let eligible = (members.is_empty() || operation.owner.is_none())
+                && !self.memory.culprits.contains(&operation.id)
+                && self.marked_merged(&record.change).is_none();
+            if !eligible || members.len() == settings.max as usize {
+                break;
+            }
+            members.push(Member {
+                record,
+                operation,
+                tip,
+            });
+        }
+        (members.len() >= settings.min as usize).then_some(members)
+    }
+
+    /// Starts a batch of `members` on `main`: main's tree and policy are read first.
+    pub(super) fn begin_batch(&mut self, members: Vec<Member>, main: Oid, hold: HoldAnswer) {
+        #[cfg(feature = "mutants")]
+        let members = self.mutant_batch_order(members);
+        let tip = members[0].tip.clone();
+        let batch = Batch {
+            members,
+            main: CommitTree {
+                commit: main.clone(),
+                tree: main.clone(),
+            },
+            policy: None,
+            hold,
+            tip,
+            claimed: false,
+            heartbeat_at: self.now,
+            beating: false,
+            made: Vec::new(),
+            phase: Phase::Reading,
+        };
+        self.stage = Stage::Batching(Box::new(batch));
+        self.send_batch(
+            Action::ReadTrees {
+                commits: vec![main],
+            },
+            Purpose::MainTree,
+        );
+    }
+
+    fn send_batch(&mut self, action: Action, purpose: Purpose) {
+        self.out.send(action, RunnerPurpose::Batch(purpose));
+    }
+
+    fn take_batch(&mut self) -> Option<Box<Batch>> {
+        let placeholder = Stage::Idle {
+            next_pass: self.now,
+        };
+        match std::mem::replace(&mut self.stage, placeholder) {
+            Stage::Batching(batch) => Some(batch),
+            stage => {
+                self.stage = stage;
+                None
+            }
+        }
+    }
+
+    fn keep_batch(&mut self, batch: Box<Batch>) {
+        self.stage = Stage::Batching(batch);
+    }
+
+    pub(super) fn on_batching(
+        &mut self,
+        purpose: Purpose,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        let Some(mut batch) = self.take_batch() else {
+            return Ok(());
+        };
+        match (purpose, completion) {
+            (Purpose::MainTree, Completion::TreesRead(read)) => match read.as_deref() {
+                Ok([tree]) => {
+                    batch.main.tree = tree.clone();
+                    let read = Action::ReadFile {
+                        commit: batch.main.commit.clone(),
+                        path: POLICY_PATH.into(),
+                    };
+                    self.keep_batch(batch);
+                    self.send_batch(read, Purpose::Policy);
+                }
+                _ => self.go_alone(*batch),
+            },
+            (Purpose::Policy, Completion::FileRead(read)) => {
+                let policy = read
+                    .ok()
+                    .flatten()
+                    .and_then(|bytes| parse_policy(&bytes).ok())
+                    .filter(|policy| self.batches_under(policy));
+                match policy {
+                    Some(policy) => {
+                        batch.policy = Some(Box::new(policy));
+                        let size = batch.members.len();
+                        batch.phase = Phase::Building {
+                            chain: Vec::new(),
+                            size,
+                            then: Then::Check,
+                        };
+                        self.build_next(batch);
+                    }
+                    None => self.go_alone(*batch),
+                }
+            }
+            (Purpose::Build(index), Completion::CandidateBuilt(built)) => {
+                self.on_link(batch, index, built.ok());
+            }
+            (Purpose::Claim(step), Completion::Pushed(report)) => {
+                self.on_claimed(batch, &step, report);
+            }
+            (Purpose::Heartbeat(step), Completion::Pushed(report)) => {
+                self.on_batch_heartbeat(batch, &step, report);
+            }
+            (Purpose::Run(spec, request), Completion::CheckExited(exit)) => {
+                let judged = match judge(&request, spec.expected_minimum, &exit) {
+                    Judgement::Unavailable { .. } => None,
+                    Judgement::Judged(judged) => Some(judged),
+                };
+                let Some(judged) = judged else {
+                    return {
+                        self.leave(batch);
+                        Ok(())
+                    };
+                };
+                let Phase::Checking(checking) = &batch.phase else {
+                    return Err(Misuse("a batch run answered while not checking".into()));
+                };
+                let link = &checking.chain[checking.prefix - 1];
+                let member = &batch.members[checking.prefix - 1];
+                let extras = EvidenceExtras {
+                    producer: self.cfg.runner.clone(),
+                    op: member.operation.id.to_string(),
+                    candidate_id: link.candidate.to_string(),
+                    at: self.now,
+                    definition: crate::check::definition::digest(&spec, &exit.adapter),
+                };
+                let record = EvidenceRecord::new(&request, &judged, &exit, extras).to_json();
+                batch.made.push((link.tree.clone(), record));
+                self.on_run(batch, judged.verdict);
+            }
+            (Purpose::Records, Completion::Pushed(report)) => {
+                if let (PushOutcome::Accepted, Some(note)) = (&report.outcome, report.notes.last())
+                {
+                    self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
+                }
+                batch.made.clear();
+                self.go_alone(*batch);
+            }
+            (Purpose::Merge, Completion::Pushed(report)) => self.on_merged(batch, report),
+            (purpose, completion) => {
+                self.keep_batch(batch);
+                return Err(Misuse(format!(
+                    "a batch's {purpose:?} answered with {completion:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a batch may form under `policy`, the policy at main: reuse counts unsigned
+    /// records there, every check is keyed by tree, and nothing the head's usual path judges
+    /// beside its checks (approvals, caps, a red post check) applies.
+    fn batches_under(&self, policy: &Policy) -> bool {
+        self.reuse_by(policy) == Some(ReuseBy::Unsigned)
+            && !policy.unchecked
+            && policy.approvals.is_empty()
+            && policy.limits == crate::policy::Limits::default()
+            && policy.checks.iter().all(|check| {
+                check.stage != CheckStage::Post
+                    && !CheckTarget::of(check).keyed_by_commit()
+                    && self.cannot_run(check).is_none()
+            })
+    }
+
+    /// Builds the next member of the chain on the one before, or goes on once the chain is
+    /// as long as it is meant to be.
+    fn build_next(&mut self, batch: Box<Batch>) {
+        let Phase::Building { chain, size, .. } = &batch.phase else {
+            return self.keep_batch(batch);
+        };
+        let index = chain.len();
+        if index == *size {
+            return self.chain_built(batch);
+        }
+        let base = chain
+            .last()
+            .map_or(batch.main.commit.clone(), |link| link.commit.clone());
+        let member = &batch.members[index];
+        let candidate = member.candidate();
+        let mut message = super::candidate_message(
+            &member.record,
+            &member.operation.id,
+            &member.operation.requested_by,
+            &candidate,
+            &self.cfg.trailers,
+        );
+        message.push_str(&trailer(&batch.id(), index + 1, *size));
+        let spec = CandidateSpec {
+            candidate,
+            base,
+            draft: member.operation.draft.clone(),
+            merge_base: member.operation.base.clone(),
+            message,
+            sign: None,
+        };
+        self.keep_batch(batch);
+        self.send_batch(Action::BuildCandidate(spec), Purpose::Build(index));
+    }
+
+    /// Member `index` built (or not): the chain grows, or stops before a member that
+    /// conflicts, has no effect, or changes a check.
+    fn on_link(&mut self, mut batch: Box<Batch>, index: usize, built: Option<BuildResult>) {
+        let main = batch.main.clone();
+        let policy_changes = |paths: &[String]| plan::changes_checks(batch.policy(), paths);
+        let clean = match built {
+            Some(BuildResult::Clean {
+                commit,
+                tree,
+                base_tree,
+                changed_paths,
+            }) if tree != base_tree && !policy_changes(&changed_paths) => Some(Link {
+                candidate: batch.members[index].candidate(),
+                commit,
+                tree,
+                base: CommitTree {
+                    commit: match &batch.phase {
+                        Phase::Building { chain, .. } => chain
+                            .last()
+                            .map_or(main.commit.clone(), |link| link.commit.clone()),
+                        _ => main.commit.clone(),
+                    },
+                    tree: base_tree,
+                },
+                changed_paths,
+            }),
+            _ => None,
+        };
+        let Phase::Building { chain, size, then } = &mut batch.phase else {
+            return self.keep_batch(batch);
+        };
+        match clean {
+            Some(link) => {
+                chain.push(link);
+                self.build_next(batch);
+            }
+            None => {
+                // The chain stops before this member. Built for a merge, the trees must be the
+                // ones checked, so nothing may stop it: that batch is over.
+                if matches!(then, Then::Merge { .. }) || index < 2 {
+                    return self.leave(batch);
+                }
+                batch.members.truncate(index);
+                *size = index;
+                chain.clear();
+                self.build_next(batch);
+            }
+        }
+    }
+
+    /// The chain is built: checked next, under a claim on the head; or, built again for a
+    /// merge, merged.
+    fn chain_built(&mut self, mut batch: Box<Batch>) {
+        let Phase::Building { chain, then, .. } =
+            std::mem::replace(&mut batch.phase, Phase::Reading)
+        else {
+            return self.keep_batch(batch);
+        };
+        match then {
+            Then::Check => {
+                batch.phase = Phase::Claiming { chain };
+                self.claim(batch);
+            }
+            Then::Merge { checked, plan } => {
+                // The same trees, only the trailers differ: anything else is not what passed.
+                if chain.last().map(|link| &link.tree) != Some(&checked) {
+                    return self.leave(batch);
+                }
+                batch.phase = Phase::Ready { chain, plan };
+                self.merge_when_ready(batch);
+            }
+        }
+    }
+
+    /// Claims the head, leased on the tip the pass read.
+    fn claim(&mut self, batch: Box<Batch>) {
+        let head = batch.head();
+        let change = head.record.change.clone();
+        let step = self.step(
+            &change,
+            StepBody::Claim {
+                op: head.operation.id.clone(),
+            },
+        );
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                change,
+                Some(batch.tip.clone()),
+                vec![step.clone()],
+                None,
+            )],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.keep_batch(batch);
+        self.send_batch(Action::Push(plan), Purpose::Claim(Box::new(step)));
+    }
+
+    /// A push on the head's chain (the claim or a heartbeat) answered: the new tip, or the
+    /// batch is over.
+    fn moved_head(&mut self, batch: &mut Batch, step: &Step, report: &PushReport) -> bool {
+        let written = last_written(report);
+        match (&report.outcome, written) {
+            // What this runner wrote, folded in, keeps the head's record true for the merge.
+            (PushOutcome::Accepted, Some(tip)) if batch.members[0].record.append(step).is_ok() => {
+                batch.tip = tip.clone();
+                batch.heartbeat_at = self.now.plus_millis(self.cfg.heartbeat_ms);
+                if !batch.claimed {
+                    batch.claimed = true;
+                    self.mine = Some((batch.head().record.change.clone(), BTreeSet::new()));
+                }
+                self.remember(tip);
+                true
+            }
+            (PushOutcome::Unknown { .. }, Some(written)) => {
+                // The next pass reads which tip won; either may be this runner's claim.
+                let change = batch.head().record.change.clone();
+                let tips = BTreeSet::from([batch.tip.clone(), written]);
+                self.mine = Some((change, tips));
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn on_claimed(&mut self, mut batch: Box<Batch>, step: &Step, report: PushReport) {
+        if !self.moved_head(&mut batch, step, &report) {
+            return self.drop_batch(batch);
+        }
+        let Phase::Claiming { chain } = std::mem::replace(&mut batch.phase, Phase::Reading) else {
+            return self.keep_batch(batch);
+        };
+        let prefix = chain.len();
+        self.check_prefix(batch, chain, prefix, None);
+    }
+
+    fn on_batch_heartbeat(&mut self, mut batch: Box<Batch>, step: &Step, report: PushReport) {
+        batch.beating = false;
+        if !self.moved_head(&mut batch, step, &report) {
+            return self.drop_batch(batch);
+        }
+        match &batch.phase {
+            Phase::Ready { .. } => self.merge_when_ready(batch),
+            Phase::Leaving => self.leave(batch),
+            _ => self.keep_batch(batch),
+        }
+    }
+
+    /// Renews the head's claim when it is due, and gives a run past its deadline up.
+    pub(super) fn batch_tick(&mut self) {
+        let Some(mut batch) = self.take_batch() else {
+            return;
+        };
+        if let Phase::Checking(checking) = &batch.phase
+            && self.now >= checking.deadline
+        {
+            // A run with no answer by its deadline is `unknown`: no verdict to bisect by.
+            self.out.forget_all_but(|purpose| {
+                !matches!(purpose, RunnerPurpose::Batch(Purpose::Run(..)))
+            });
+            return self.leave(batch);
+        }
+        if batch.beats() && self.now >= batch.heartbeat_at {
+            let head = batch.head();
+            let change = head.record.change.clone();
+            let step = self.step(
+                &change,
+                StepBody::Heartbeat {
+                    op: head.operation.id.clone(),
+                },
+            );
+            let plan = PushPlan {
+                appends: vec![Append::on(
+                    change,
+                    Some(batch.tip.clone()),
+                    vec![step.clone()],
+                    None,
+                )],
+                atomic: true,
+                ..PushPlan::default()
+            };
+            batch.beating = true;
+            self.keep_batch(batch);
+            return self.send_batch(Action::Push(plan), Purpose::Heartbeat(Box::new(step)));
+        }
+        self.keep_batch(batch);
+    }
+
+    /// Checks prefix `prefix` of `chain`: its plan is that of every path its members change.
+    fn check_prefix(
+        &mut self,
+        mut batch: Box<Batch>,
+        chain: Vec<Link>,
+        prefix: usize,
+        bisect: Option<Bisect>,
+    ) {
+        let Some(plan) = self.prefix_plan(&batch, &chain, prefix) else {
+            return self.leave(batch);
+        };
+        let left = plan.runs.iter().map(|run| run.spec.clone()).collect();
+        batch.phase = Phase::Checking(Box::new(Checking {
+            chain,
+            prefix,
+            plan,
+            left,
+            deadline: self.now,
+            bisect,
+        }));
+        self.run_next(batch);
+    }
+
+    /// Starts the prefix's next run; with none left, the prefix passed.
+    fn run_next(&mut self, mut batch: Box<Batch>) {
+        let revision = batch.policy().revision.to_string();
+        let Phase::Checking(checking) = &mut batch.phase else {
+            return self.keep_batch(batch);
+        };
+        let Some(spec) = checking.left.pop_front() else {
+            return self.prefix_judged(batch, true);
+        };
+        let link = &checking.chain[checking.prefix - 1];
+        let paths = changed_paths(&checking.chain[..checking.prefix]);
+        let request = CheckRequest::build(RequestInput {
+            target: CheckTarget::of(&spec),
+            policy_revision: revision,
+            candidate: CommitTree {
+                commit: link.commit.clone(),
+                tree: link.tree.clone(),
+            },
+            base: batch.main.clone(),
+            changed_paths: paths,
+            // A batch checks no single change.
+            change: None,
+        });
+        let run = CheckRun {
+            check: spec.clone(),
+            request: request.clone(),
+            adapter_from: batch.main.commit.clone(),
+            candidate: link.commit.clone(),
+            slot: 0,
+        };
+        let deadline = self.check_deadline(&spec);
+        if let Phase::Checking(checking) = &mut batch.phase {
+            checking.deadline = deadline;
+        }
+        self.keep_batch(batch);
+        self.send_batch(
+            Action::RunCheck(Box::new(run)),
+            Purpose::Run(Box::new(spec), Box::new(request)),
+        );
+    }
+
+    fn on_run(&mut self, batch: Box<Batch>, verdict: Verdict) {
+        match verdict {
+            Verdict::Pass => self.run_next(batch),
+            Verdict::ProductFailure => self.prefix_judged(batch, false),
+            // No verdict: nothing to bisect by, and never a pass.
+            Verdict::InfraFailure | Verdict::Unknown => self.leave(batch),
+        }
+    }
+
+    /// The prefix passed or failed: merge it, bisect, or leave the head to its usual path.
+    fn prefix_judged(&mut self, mut batch: Box<Batch>, passed: bool) {
+        let Phase::Checking(checking) = std::mem::replace(&mut batch.phase, Phase::Reading) else {
+            return self.keep_batch(batch);
+        };
+        let Checking {
+            chain,
+            prefix,
+            plan,
+            bisect,
+            ..
+        } = *checking;
+        let size = chain.len();
+        if passed && prefix == size {
+            // The whole batch passed: it merges as built.
+            batch.phase = Phase::Ready {
+                chain,
+                plan: Box::new(plan),
+            };
+            return self.merge_when_ready(batch);
+        }
+        let mut bisect = bisect.unwrap_or_else(|| Bisect::new(size));
+        bisect.judged(prefix, passed);
+        if let Some(found) = bisect.found() {
+            return self.found(batch, chain, found);
+        }
+        match bisect.next() {
+            Some(next) => self.check_prefix(batch, chain, next, Some(bisect)),
+            None => self.leave(batch),
+        }
+    }
+
+    /// The bisection found the culprit: the longest passing prefix merges when it has two
+    /// members or more, built again with its own size; the culprit is not batched again.
+    fn found(&mut self, mut batch: Box<Batch>, chain: Vec<Link>, found: crate::batch::Found) {
+        let culprit = batch.members[found.culprit - 1].operation.id.clone();
+        self.memory.culprit(culprit);
+        let plan = (found.passing >= 2)
+            .then(|| self.prefix_plan(&batch, &chain, found.passing))
+            .flatten();
+        let Some(plan) = plan else {
+            return self.leave(batch);
+        };
+        let checked = chain[found.passing - 1].tree.clone();
+        batch.members.truncate(found.passing);
+        batch.phase = Phase::Building {
+            chain: Vec::new(),
+            size: found.passing,
+            then: Then::Merge {
+                checked,
+                plan: Box::new(plan),
+            },
+        };
+        self.build_next(batch);
+    }
+
+    /// What prefix `prefix` of `chain` must pass: the plan of every path its members change,
+    /// under main's policy.
+    fn prefix_plan(&self, batch: &Batch, chain: &[Link], prefix: usize) -> Option<Plan> {
+        let paths = changed_paths(&chain[..prefix]);
+        plan::plan(batch.policy(), None, &paths, &self.now.date()).ok()
+    }
+
+    /// Pushes the merge once no heartbeat is in flight.
+    fn merge_when_ready(&mut self, mut batch: Box<Batch>) {
+        if batch.beating {
+            return self.keep_batch(batch);
+        }
+        if self.main_may_hold() {
+            // Main became held meanwhile: the head's usual path judges the hold.
+            return self.leave(batch);
+        }
+        let Phase::Ready { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Reading)
+        else {
+            return self.keep_batch(batch);
+        };
+        let push = self.merge_plan(&batch, &chain, &plan);
+        // Never push a step a member's record would refuse.
+        let folds = batch
+            .members
+            .iter()
+            .zip(&push.appends)
+            .all(|(member, append)| {
+                let mut record = member.record.clone();
+                append.steps.iter().all(|step| record.append(step).is_ok())
+            });
+        if !folds {
+            return self.leave(batch);
+        }
+        let events = push
+            .log
+            .iter()
+            .flat_map(LogAdd::messages)
+            .cloned()
+            .collect();
+        batch.phase = Phase::Merging {
+            size: chain.len(),
+            events,
+        };
+        self.keep_batch(batch);
+        self.send_batch(Action::Push(push), Purpose::Merge);
+    }
+
+    /// The one push of a batch's merge: main `base -> last member`, and for each member its
+    /// claim (the head's is up), candidate and merged outcome, its marker and its place given
+    /// up; every record the batch made (the passing ones on the last tree); an event for each
+    /// on the log.
+    fn merge_plan(&mut self, batch: &Batch, chain: &[Link], plan: &Plan) -> PushPlan {
+        let size = chain.len();
+        let last = chain.last().expect("a batch has two members or more");
+        let id = batch.id();
+        let mut push = PushPlan {
+            atomic: true,
+            ..PushPlan::default()
+        };
+        let mut events = Vec::new();
+        for (index, (member, link)) in batch.members.iter().zip(chain).enumerate() {
+            let change = member.record.change.clone();
+            let op = member.operation.id.clone();
+            let mut steps = Vec::new();
+            let parent = if index == 0 {
+                batch.tip.clone()
+            } else {
+                steps.push(self.step(&change, StepBody::Claim { op: op.clone() }));
+                member.tip.clone()
+            };
+            steps.push(self.step(
+                &change,
+                StepBody::Candidate {
+                    op: op.clone(),
+                    candidate: link.candidate.clone(),
+                    base: link.base.commit.clone(),
+                    base_tree: link.base.tree.clone(),
+                    commit: link.commit.clone(),
+                    tree: link.tree.clone(),
+                },
+            ));
+            let mut detail = serde_json::Map::new();
+            detail.insert("candidate".into(), serde_json::json!(link.candidate));
+            detail.insert("commit".into(), serde_json::json!(link.commit));
+            detail.insert("tree".into(), serde_json::json!(link.tree));
+            detail.insert("base".into(), serde_json::json!(link.base.commit));
+            detail.extend(plan.detail());
+            detail.insert("trust".into(), serde_json::json!(self.cfg.unsigned_trust()));
+            // Its own tree was not checked alone: the batch's last tree was.
+            detail.insert(
+                "batch".into(),
+                serde_json::json!({
+                    "id": id,
+                    "index": index + 1,
+                    "size": size,
+                    "base": batch.main.commit,
+                    "commit": last.commit,
+                    "tree": last.tree,
+                }),
+            );
+            steps.push(self.step(
+                &change,
+                StepBody::Outcome {
+                    op: op.clone(),
+                    state: OpState::Merged,
+                    reason: None,
+                    detail: serde_json::Value::Object(detail),
+                },
+            ));
+            push.appends
+                .push(Append::on(change.clone(), Some(parent), steps, None));
+            push.updates.push(RefUpdate {
+                name: refs::landed(&change),
+                expect: Expect::Absent,
+                new: NewValue::Oid(link.commit.clone()),
+            });
+            push.updates
+                .extend(give_up_place(&self.refs, member.operation.seq));
+            let event = BayEvent::ended(Ended {
+                runner: &self.cfg.runner,
+                change: &change,
+                op: &op,
+                actor: &member.record.actor,
+                at: self.now,
+                state: OpState::Merged,
+                code: None,
+                merge: Some((&link.commit, &link.base.commit)),
+            });
+            events.extend(event.map(|event| event.to_message()));
+        }
+        push.updates.push(RefUpdate {
+            name: self.main_ref(),
+            expect: Expect::Is(batch.main.commit.clone()),
+            new: NewValue::Oid(last.commit.clone()),
+        });
+        push.notes = self.batch_notes(&batch.made);
+        let mut events = events.into_iter();
+        if let Some(first) = events.next() {
+            let tip = self.refs.get(&refs::log(&self.cfg.runner)).cloned();
+            let mut log = LogAdd::on(&self.cfg.runner, tip, first);
+            log.more = events.collect();
+            push.log = Some(log);
+        }
+        push
+    }
+
+    fn on_merged(&mut self, batch: Box<Batch>, report: PushReport) {
+        let Phase::Merging { size, events } = &batch.phase else {
+            return self.keep_batch(batch);
+        };
+        let (size, events) = (*size, events.clone());
+        match report.outcome {
+            PushOutcome::Accepted => {
+                self.merged += size as u64;
+                for _ in 0..size {
+                    self.memory.window.note(false);
+                }
+                if let Some(note) = report.notes.last() {
+                    self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
+                }
+                if let Some(tip) = report.log {
+                    self.wrote_own(refs::log(&self.cfg.runner), tip);
+                    for event in events {
+                        self.notify(Some(event));
+                    }
+                }
+                self.mine = None;
+                self.forget_all_but_notices();
+                self.stage = Stage::Idle {
+                    next_pass: self.now,
+                };
+            }
+            PushOutcome::Unknown { .. } => {
+                // It may have landed: the next pass reads the remote, and the log's tip again.
+                self.tips_known = false;
+                self.drop_batch(batch);
+            }
+            // Refused (a member's chain or main moved) or never sent: nothing moved. The next
+            // pass reads the remote; the head's claim is still this runner's.
+            PushOutcome::Rejected { .. } | PushOutcome::NotSent(_) => self.drop_batch(batch),
+        }
+    }
+
+    /// The batch is over short of a merge: once no heartbeat is in flight, the records it
+    /// made go up, then the head takes its usual path.
+    fn leave(&mut self, mut batch: Box<Batch>) {
+        batch.phase = Phase::Leaving;
+        if batch.beating {
+            return self.keep_batch(batch);
+        }
+        if batch.made.is_empty() {
+            return self.go_alone(*batch);
+        }
+        let plan = PushPlan {
+            notes: self.batch_notes(&batch.made),
+            atomic: true,
+            ..PushPlan::default()
+        };
+        self.keep_batch(batch);
+        self.send_batch(Action::Push(plan), Purpose::Records);
+    }
+
+    /// `records`, each on the tree it is about, as notes of this runner's evidence: one
+    /// producer's notes in one push build on each other, under the first one's lease.
+    fn batch_notes(&self, records: &[(Oid, String)]) -> Vec<NoteAdd> {
+        let producer = self.cfg.runner.clone();
+        let expect = Expect::tip(self.refs.get(&refs::evidence(&producer)));
+        let key = self.cfg.signer.as_ref().map(|s| s.producer_key.clone());
+        records
+            .iter()
+            .map(|(object, record)| NoteAdd {
+                producer: producer.clone(),
+                expect: expect.clone(),
+                object: object.clone(),
+                record: record.clone(),
+                key: key.clone(),
+            })
+            .collect()
+    }
+
+    /// The head takes its usual path, under the claim the batch holds, if it holds one.
+    fn go_alone(&mut self, batch: Batch) {
+        self.forget_all_but_notices();
+        let head = batch
+            .members
+            .into_iter()
+            .next()
+            .expect("a batch has a head");
+        let work = Work::new(
+            head.record,
+            &head.operation,
+            batch.tip,
+            batch.claimed,
+            batch.main.commit,
+            batch.hold,
+            batch.heartbeat_at,
+        );
+        self.stage = Stage::Idle {
+            next_pass: self.now,
+        };
+        let _placed = self.read_policy(Box::new(work));
+    }
+
+    /// Drops the batch (what the remote holds is the truth) and rests until the next pass.
+    fn drop_batch(&mut self, batch: Box<Batch>) {
+        drop(batch);
+        self.forget_all_but_notices();
+        let backoff = self.cfg.backoff_ms;
+        self.rest(backoff);
+    }
+}
+
+/// Every path the members of `links` change, each once.
+fn changed_paths(links: &[Link]) -> Vec<String> {
+    let paths: BTreeSet<&String> = links.iter().flat_map(|link| &link.changed_paths).collect();
+    paths.into_iter().cloned().collect()
+}
