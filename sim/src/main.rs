@@ -7,6 +7,7 @@
 //! bay-sim replay --seed S [same options]
 //! bay-sim plan [--agents N] [--arrivals R] [--check-minutes D] [--failure-rate P]
 //!              [--flake-rate P] [--runners N] [--retries N] [--ahead N] [--areas D] [--lanes]
+//!              [--batch N]
 //!              [--hours H] [--seeds A..B] [--json]
 //! ```
 //!
@@ -99,8 +100,9 @@ struct PlanArgs {
     /// head checks early. 0, the default, leaves it off.
     #[arg(long, default_value_t = 0)]
     ahead: u32,
-    /// The `batch` whose analytic bound the table shows (not simulated yet).
-    #[arg(long, default_value_t = 4)]
+    /// The runners' `[runner] batch` `max`: the head's runner checks the head and the entries
+    /// behind it as one tree, up to this many. 0, the default, leaves it off; else 2 to 64.
+    #[arg(long, default_value_t = 0, value_parser = parse_batch)]
     batch: u32,
     /// Source folders the changes spread over at random; with two or more, one
     /// `footprint = true` check per folder.
@@ -188,6 +190,15 @@ impl WorldArgs {
             "--runners {} --agents {} --changes {} --faults {faults}{history}{lanes}{batch}",
             self.runners, self.agents, self.changes
         )
+    }
+}
+
+fn parse_batch(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if n == 0 || (2..=bay_core::batch::MAX_MEMBERS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not 0 (off) or a batch size from 2 to 64"
+        )),
     }
 }
 
@@ -300,7 +311,7 @@ fn plan(args: &PlanArgs) -> ExitCode {
         retries: args.retries,
         hours: args.hours,
         ahead: args.ahead,
-        batch: args.batch.max(1),
+        batch: args.batch,
         areas: args.areas.clamp(1, 64),
         lanes: args.lanes,
     };

@@ -16,7 +16,7 @@ fn saturated(check: Dist) -> Plan {
         retries: 0,
         hours: 8.0,
         ahead: 0,
-        batch: 4,
+        batch: 0,
         areas: 1,
         lanes: false,
     }
@@ -188,9 +188,9 @@ fn the_command_prints_one_json_document_with_the_table_and_advice() {
             ("footprint lanes", false),
             ("batching, batch = 4", false)
         ],
-        "without --ahead or --lanes their rows are what-ifs"
+        "without --ahead, --lanes or --batch their rows are what-ifs"
     );
-    for tried in ["ahead 0 -> 2", "footprint lanes off -> on"] {
+    for tried in ["ahead 0 -> 2", "footprint lanes off -> on", "batch 0 -> 4"] {
         assert!(
             doc["variants"]
                 .as_array()
@@ -205,7 +205,9 @@ fn the_command_prints_one_json_document_with_the_table_and_advice() {
     assert!(
         doc["advice"]
             .as_str()
-            .is_some_and(|a| a.contains("batch is not simulated yet"))
+            .is_some_and(|a| a.contains("gains the most") || a.contains("no one-step change")),
+        "{}",
+        doc["advice"]
     );
     assert_eq!(run().stdout, out.stdout, "the same seed prints the same");
 }
@@ -305,5 +307,42 @@ fn three_runners_checking_ahead_split_the_entries() {
         report.measured.check_minutes_per_merge < 14.0,
         "{:.2} check-minutes a merge: runs made twice",
         report.measured.check_minutes_per_merge
+    );
+}
+
+#[test]
+fn one_runner_batching_merges_at_the_batching_bound() {
+    // Sixteen agents keep the queue deep; one run merges four changes, so one slot merges
+    // four times as many.
+    let plan = Plan {
+        agents: 16,
+        batch: 4,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    at_bound(&plan, (0, 2), "batching, batch = 4", 576.0);
+    // Without batching the same queue merges at one slot's rate.
+    let alone = plan::measure(
+        &Plan {
+            batch: 0,
+            ..plan.clone()
+        },
+        (0, 2),
+    )
+    .merges_per_day;
+    assert!(alone <= 144.0, "{alone:.1} a day without batching");
+    // With a tenth of the changes broken, bisection and the culprit's own run cost runs, and
+    // the members behind a culprit wait for the next batch: below the bound, still well above
+    // one slot.
+    let failing = Plan {
+        failure_rate: 0.1,
+        ..plan
+    };
+    let report = plan::report(&failing, (0, 2), false);
+    assert_eq!(report.binding().name, "batching, batch = 4");
+    let measured = report.measured.merges_per_day;
+    assert!(measured > 1.5 * one_slot(&failing), "{measured:.1} a day");
+    assert!(
+        measured <= 1.1 * report.binding().per_day,
+        "{measured:.1} a day"
     );
 }
