@@ -220,3 +220,48 @@ fn a_head_whose_prefix_passed_merges_alone_on_that_run() {
         .collect();
     assert_eq!(verdicts, ["product_failure", "pass", "product_failure"]);
 }
+
+#[test]
+fn with_footprint_lanes_a_batch_takes_only_entries_that_overlap_the_head() {
+    let check = |id: &str, folder: &str| {
+        format!(
+            "\n[[check]]\nid = \"{id}\"\nenvironment = \"any\"\ncommand = \".bay/check\"\n\
+             adapter = [\".bay/check\"]\nexpected_minimum = 1\ntimeout_s = 60\n\
+             path = [\"/usr/bin\", \"/bin\"]\nwhen_paths = [\"{folder}\"]\nfootprint = true\n"
+        )
+    };
+    let policy = format!(
+        "revision = 1\n{}{}\n[policy]\nreuse_unsigned = true\n",
+        check("north", "src/north/"),
+        check("south", "src/south/")
+    );
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (
+            ".bay/config.toml",
+            &format!("{CONFIG}footprint_lanes = true\nbatch = {{ max = 8 }}\n"),
+            false,
+        ),
+        (".bay/policy.toml", &policy, false),
+        (".bay/check", CHECK, true),
+    ]);
+    let changes = queued(
+        &world,
+        &[
+            ("src/north/a.txt", "a\n"),
+            ("src/north/b.txt", "b\n"),
+            ("src/south/c.txt", "c\n"),
+        ],
+    );
+    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
+    assert_eq!(merged, [1, 1, 1]);
+    // The two that share the head's footprint merged as one batch; the third, disjoint, on
+    // its own, after them.
+    let trailers = batch_trailers(&world);
+    assert_eq!(trailers[0], None, "{trailers:?}");
+    assert!(trailers[1].as_deref().is_some_and(|t| t.ends_with(" 2/2")));
+    assert!(trailers[2].as_deref().is_some_and(|t| t.ends_with(" 1/2")));
+    assert!(world.main_log()[0].contains(&format!("Change-Id: {}", changes[2])));
+}

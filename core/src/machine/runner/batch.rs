@@ -22,7 +22,10 @@
 //! built yet: the head goes alone), a failure rate within `max_failure_rate`, a main no
 //! `[[hold]]` or hold plugin can hold, a policy that is checked, keys no check by commit,
 //! asks no approval, names no post check and caps nothing (`[limits]`), and members that
-//! change no check, conflict with nothing, and are no known culprit.
+//! change no check, conflict with nothing, and are no known culprit. With `footprint_lanes` the
+//! chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
+//! beside the head instead. The chain stops before the first member it may not take, so the
+//! members are always the head and the entries right behind it, in queue order.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -31,6 +34,7 @@ use super::reuse_keys::ReuseBy;
 use super::work::{Work, last_written};
 use super::{Purpose as RunnerPurpose, RunMode, Runner, Stage};
 use crate::batch::{Bisect, Window, trailer};
+use crate::check::footprint;
 use crate::check::plan::{self, POLICY_PATH, Plan, parse_policy};
 use crate::check::{
     CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord, Judgement, RequestInput,
@@ -470,25 +474,27 @@ impl Runner {
     /// Member `index` built (or not): the chain grows, or stops before a member that
     /// conflicts, has no effect, or changes a check.
     fn on_link(&mut self, mut batch: Box<Batch>, index: usize, built: Option<BuildResult>) {
-        let main = batch.main.clone();
-        let policy_changes = |paths: &[String]| plan::changes_checks(batch.policy(), paths);
+        let chain: &[Link] = match &batch.phase {
+            Phase::Building { chain, .. } => chain,
+            _ => &[],
+        };
+        let joins = |paths: &[String]| {
+            !plan::changes_checks(batch.policy(), paths) && self.overlaps_head(&batch, chain, paths)
+        };
         let clean = match built {
             Some(BuildResult::Clean {
                 commit,
                 tree,
                 base_tree,
                 changed_paths,
-            }) if tree != base_tree && !policy_changes(&changed_paths) => Some(Link {
+            }) if tree != base_tree && joins(&changed_paths) => Some(Link {
                 candidate: batch.members[index].candidate(),
                 commit,
                 tree,
                 base: CommitTree {
-                    commit: match &batch.phase {
-                        Phase::Building { chain, .. } => chain
-                            .last()
-                            .map_or(main.commit.clone(), |link| link.commit.clone()),
-                        _ => main.commit.clone(),
-                    },
+                    commit: chain
+                        .last()
+                        .map_or(batch.main.commit.clone(), |link| link.commit.clone()),
                     tree: base_tree,
                 },
                 changed_paths,
@@ -782,6 +788,23 @@ impl Runner {
             },
         };
         self.build_next(batch);
+    }
+
+    /// Whether a member that changes `paths` may join a batch whose head is `chain`'s first
+    /// link: always, but with `footprint_lanes`, where only entries whose footprint overlaps
+    /// the head's join (a disjoint one is checked beside the head instead).
+    fn overlaps_head(&self, batch: &Batch, chain: &[Link], paths: &[String]) -> bool {
+        let Some(head) = chain.first().filter(|_| self.cfg.footprint_lanes) else {
+            return true;
+        };
+        let footprint = |paths: &[String]| {
+            plan::plan(batch.policy(), None, paths, &self.now.date())
+                .map(|plan| footprint::of_entry(plan.runs.iter().map(|run| &run.spec)))
+        };
+        match (footprint(&head.changed_paths), footprint(paths)) {
+            (Ok(head), Ok(member)) => !footprint::disjoint(&head, &member),
+            _ => false,
+        }
     }
 
     /// What prefix `prefix` of `chain` must pass: the plan of every path its members change,
