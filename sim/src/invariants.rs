@@ -628,6 +628,7 @@ impl Checker {
         let plugin_held = plugin && self.plugin_held_throughout(requested, at);
         let held_now = held || (plugin && self.plugin_held_at(at));
         self.merged_at.insert(change.clone(), at);
+        self.check_caps(at, store, op, old, new);
         self.check_order(at, op);
         self.check_undo(at, store, remote, change, old, new);
         self.check_hold(at, change, held || plugin_held, held_now);
@@ -866,8 +867,7 @@ impl Checker {
     /// S3 and S5: the merged tree passed every check the policy at its base requires, by
     /// recorded evidence on exactly its inputs, that tree on its base's tree (S3: a record
     /// made on another base, as an early run on a prediction main missed is, never counts),
-    /// that rests on an honest pass (S5); and it is within that
-    /// policy's caps, by the simulator's own measure of the merge against its base (S3).
+    /// that rests on an honest pass (S5).
     #[allow(clippy::too_many_arguments)]
     fn check_merge_evidence(
         &mut self,
@@ -902,17 +902,6 @@ impl Checker {
                 );
             }
         };
-        let stats = store.stats(base, merged).unwrap_or_default();
-        if let Some(too_large) = policy.limits.judge(&stats) {
-            self.violate(
-                Invariant::MergedIsChecked,
-                at,
-                format!(
-                    "{op} merged over the caps of its base's policy: {}",
-                    too_large.detail()
-                ),
-            );
-        }
         // The checks its plan required: the same plan the runner makes, from the paths the
         // merge changed and, when it changed the checks, its own policy.
         let files = |commit: &Oid| {
@@ -1010,6 +999,25 @@ impl Checker {
                     ),
                 );
             }
+        }
+    }
+
+    /// S3: a merge is within its base policy's caps, by the simulator's own measure of the
+    /// merge against its first parent (for a batch's member, the member before it).
+    fn check_caps(&mut self, at: u64, store: &Store, op: &OpId, old: &Oid, new: &Oid) {
+        let Some(Ok(policy)) = store.policy(old, ".bay/policy.toml") else {
+            return; // judged with the evidence: a merge under no policy, or an invalid one
+        };
+        let stats = store.stats(old, new).unwrap_or_default();
+        if let Some(too_large) = policy.limits.judge(&stats) {
+            self.violate(
+                Invariant::MergedIsChecked,
+                at,
+                format!(
+                    "{op} merged over the caps of its base's policy: {}",
+                    too_large.detail()
+                ),
+            );
         }
     }
 

@@ -57,9 +57,8 @@ pub struct Scenario {
     /// Every seed's policy declares its checks' read sets and every runner checks beside the
     /// head (`footprint_lanes`), where a seed alone would only now and then.
     pub lanes: bool,
-    /// Every seed reuses evidence under a policy that lets unsigned records count and caps
-    /// nothing, and its runners check the head and the entries behind it as one tree
-    /// (`batch`).
+    /// Every seed reuses evidence under a policy that lets unsigned records count, and its
+    /// runners check the head and the entries behind it as one tree (`batch`).
     pub batch: bool,
 }
 
@@ -752,9 +751,9 @@ impl World {
             ""
         };
         // Where every runner batches, every policy lets it (the draws above stay as they were).
-        let (limits, reuse) = match self.scenario.batch {
-            true => ("", "\n[policy]\nreuse_unsigned = true\n"),
-            false => (limits, reuse),
+        let reuse = match self.scenario.batch {
+            true => "\n[policy]\nreuse_unsigned = true\n",
+            false => reuse,
         };
         self.pick_checks().map(|policy| policy + limits + reuse)
     }

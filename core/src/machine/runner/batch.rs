@@ -21,8 +21,9 @@
 //! reuse that counts unsigned records (a batch under a registry that signs everything is not
 //! built yet: the head goes alone), a failure rate within `max_failure_rate`, a main no
 //! `[[hold]]` or hold plugin can hold, a policy that is checked, keys no check by commit,
-//! asks no approval, names no post check and caps nothing (`[limits]`), and members that
-//! change no check, conflict with nothing, and are no known culprit. With `footprint_lanes` the
+//! asks no approval and names no post check, and members that change no check, conflict with
+//! nothing, are within main's `[limits]` (each measured against the link before it; one over
+//! a cap is refused at its own turn), and are no known culprit. With `footprint_lanes` the
 //! chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
 //! beside the head instead. The chain stops before the first member it may not take, so the
 //! members are always the head and the entries right behind it, in queue order.
@@ -63,6 +64,8 @@ pub(super) enum Purpose {
     Policy,
     /// Member `index` of the chain being built.
     Build(usize),
+    /// The measures of member `index`, built as this link, judged by main's `[limits]`.
+    Stats(usize, Box<Link>),
     /// The claim on the head, or a heartbeat, with the step it appends.
     Claim(Box<Step>),
     Heartbeat(Box<Step>),
@@ -91,7 +94,7 @@ impl Member {
 
 /// One built member of the chain.
 #[derive(Clone, Debug)]
-struct Link {
+pub(super) struct Link {
     candidate: CandidateId,
     commit: Oid,
     tree: Oid,
@@ -369,6 +372,15 @@ impl Runner {
             (Purpose::Build(index), Completion::CandidateBuilt(built)) => {
                 self.on_link(batch, index, built.ok());
             }
+            (Purpose::Stats(index, link), Completion::StatsRead(stats)) => {
+                // A member over a cap, or one that cannot be measured, is refused at its own
+                // turn: the chain stops before it.
+                let within = stats.is_ok_and(|stats| batch.policy().limits.judge(&stats).is_none());
+                match within {
+                    true => self.link(batch, *link),
+                    false => self.chain_stops(batch, index),
+                }
+            }
             (Purpose::Claim(step), Completion::Pushed(report)) => {
                 self.on_claimed(batch, &step, report);
             }
@@ -428,7 +440,6 @@ impl Runner {
         self.reuse_by(policy) == Some(ReuseBy::Unsigned)
             && !policy.unchecked
             && policy.approvals.is_empty()
-            && policy.limits == crate::policy::Limits::default()
             && policy.checks.iter().all(|check| {
                 check.stage != CheckStage::Post
                     && !CheckTarget::of(check).keyed_by_commit()
@@ -473,7 +484,7 @@ impl Runner {
 
     /// Member `index` built (or not): the chain grows, or stops before a member that
     /// conflicts, has no effect, or changes a check.
-    fn on_link(&mut self, mut batch: Box<Batch>, index: usize, built: Option<BuildResult>) {
+    fn on_link(&mut self, batch: Box<Batch>, index: usize, built: Option<BuildResult>) {
         let chain: &[Link] = match &batch.phase {
             Phase::Building { chain, .. } => chain,
             _ => &[],
@@ -501,26 +512,44 @@ impl Runner {
             }),
             _ => None,
         };
+        match clean {
+            // Under `[limits]` each member is measured against the link before it.
+            Some(link) if !batch.policy().limits.sizes_unset() => {
+                let read = Action::ReadStats {
+                    base: link.base.commit.clone(),
+                    commit: link.commit.clone(),
+                };
+                self.keep_batch(batch);
+                self.send_batch(read, Purpose::Stats(index, Box::new(link)));
+            }
+            Some(link) => self.link(batch, link),
+            None => self.chain_stops(batch, index),
+        }
+    }
+
+    /// The chain grows by `link`, and the next member builds.
+    fn link(&mut self, mut batch: Box<Batch>, link: Link) {
+        if let Phase::Building { chain, .. } = &mut batch.phase {
+            chain.push(link);
+        }
+        self.build_next(batch);
+    }
+
+    /// The chain stops before member `index`: built again without it and the ones behind,
+    /// when two members or more are left.
+    fn chain_stops(&mut self, mut batch: Box<Batch>, index: usize) {
         let Phase::Building { chain, size, then } = &mut batch.phase else {
             return self.keep_batch(batch);
         };
-        match clean {
-            Some(link) => {
-                chain.push(link);
-                self.build_next(batch);
-            }
-            None => {
-                // The chain stops before this member. Built for a merge, the trees must be the
-                // ones checked, so nothing may stop it: that batch is over.
-                if matches!(then, Then::Merge { .. }) || index < 2 {
-                    return self.leave(batch);
-                }
-                batch.members.truncate(index);
-                *size = index;
-                chain.clear();
-                self.build_next(batch);
-            }
+        // Built for a merge, the trees must be the ones checked, so nothing may stop it: that
+        // batch is over.
+        if matches!(then, Then::Merge { .. }) || index < 2 {
+            return self.leave(batch);
         }
+        batch.members.truncate(index);
+        *size = index;
+        chain.clear();
+        self.build_next(batch);
     }
 
     /// The chain is built: checked next, under a claim on the head; or, built again for a
