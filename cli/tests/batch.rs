@@ -41,6 +41,15 @@ fn queued(world: &World, files: &[(&str, &str)]) -> Vec<String> {
         .collect()
 }
 
+/// Queues `files` as [`queued`] does, then runs `bay runner run --once`, which must end with
+/// exit 0.
+fn queued_then_run(world: &World, files: &[(&str, &str)]) -> (Vec<String>, Ran) {
+    let changes = queued(world, files);
+    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    (changes, run)
+}
+
 /// The `Bay-Batch` trailer of each commit main gained, newest first, `None` for a commit with
 /// none.
 fn batch_trailers(world: &World) -> Vec<Option<String>> {
@@ -80,7 +89,7 @@ fn runs(world: &World) -> Vec<Value> {
 #[test]
 fn three_queued_changes_merge_on_one_run_in_one_push() {
     let world = world_batching();
-    let changes = queued(
+    let (changes, run) = queued_then_run(
         &world,
         &[
             ("src/a.txt", "a\n"),
@@ -88,8 +97,6 @@ fn three_queued_changes_merge_on_one_run_in_one_push() {
             ("src/c.txt", "c\n"),
         ],
     );
-    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
-    assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.doc["detail"]["merged"], 3, "{}", run.doc);
 
     // Main moved once, to the last member: three commits, in queue order, each its own.
@@ -139,7 +146,7 @@ fn three_queued_changes_merge_on_one_run_in_one_push() {
 fn a_failing_member_is_bisected_out_and_the_prefix_ahead_of_it_merges() {
     let world = world_batching();
     // The third empties a file, which the check fails.
-    let changes = queued(
+    let (changes, _) = queued_then_run(
         &world,
         &[
             ("src/a.txt", "a\n"),
@@ -148,8 +155,6 @@ fn a_failing_member_is_bisected_out_and_the_prefix_ahead_of_it_merges() {
             ("src/d.txt", "d\n"),
         ],
     );
-    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
-    assert_eq!(run.code, 0, "{run:?}");
     // The first two merged as a batch of two; the culprit failed at its own turn; the last
     // merged alone, as no batch forms of one.
     let trailers = batch_trailers(&world);
@@ -198,9 +203,7 @@ fn a_failing_member_is_bisected_out_and_the_prefix_ahead_of_it_merges() {
 #[test]
 fn a_head_whose_prefix_passed_merges_alone_on_that_run() {
     let world = world_batching();
-    let changes = queued(&world, &[("src/a.txt", "a\n"), ("src/greeting.txt", "")]);
-    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let (changes, _) = queued_then_run(&world, &[("src/a.txt", "a\n"), ("src/greeting.txt", "")]);
     // One member passed: no batch merges. The head took its usual path, where the pass of its
     // own tree on the same main answered its check.
     assert_eq!(batch_trailers(&world)[..2], [None, None]);
@@ -245,7 +248,7 @@ fn with_footprint_lanes_a_batch_takes_only_entries_that_overlap_the_head() {
         (".bay/policy.toml", &policy, false),
         (".bay/check", CHECK, true),
     ]);
-    let changes = queued(
+    let (changes, _) = queued_then_run(
         &world,
         &[
             ("src/north/a.txt", "a\n"),
@@ -253,8 +256,6 @@ fn with_footprint_lanes_a_batch_takes_only_entries_that_overlap_the_head() {
             ("src/south/c.txt", "c\n"),
         ],
     );
-    let run = bay(&world.admin, "runner", &["runner", "run", "--once"]);
-    assert_eq!(run.code, 0, "{run:?}");
     let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
     assert_eq!(merged, [1, 1, 1]);
     // The two that share the head's footprint merged as one batch; the third, disjoint, on

@@ -578,26 +578,23 @@ impl Runner {
 
     /// Claims the head, leased on the tip the pass read.
     fn claim(&mut self, batch: Box<Batch>) {
+        let (step, plan) = self.on_head(&batch, |op| StepBody::Claim { op });
+        self.keep_batch(batch);
+        self.send_batch(Action::Push(plan), Purpose::Claim(Box::new(step)));
+    }
+
+    /// A step on the head's chain, and the push that appends it, leased on the head's tip.
+    fn on_head(&mut self, batch: &Batch, body: fn(OpId) -> StepBody) -> (Step, PushPlan) {
         let head = batch.head();
         let change = head.record.change.clone();
-        let step = self.step(
-            &change,
-            StepBody::Claim {
-                op: head.operation.id.clone(),
-            },
-        );
+        let step = self.step(&change, body(head.operation.id.clone()));
+        let tip = Some(batch.tip.clone());
         let plan = PushPlan {
-            appends: vec![Append::on(
-                change,
-                Some(batch.tip.clone()),
-                vec![step.clone()],
-                None,
-            )],
+            appends: vec![Append::on(change, tip, vec![step.clone()], None)],
             atomic: true,
             ..PushPlan::default()
         };
-        self.keep_batch(batch);
-        self.send_batch(Action::Push(plan), Purpose::Claim(Box::new(step)));
+        (step, plan)
     }
 
     /// A push on the head's chain (the claim or a heartbeat) answered: the new tip, or the
@@ -665,24 +662,7 @@ impl Runner {
             return self.leave(batch);
         }
         if batch.beats() && self.now >= batch.heartbeat_at {
-            let head = batch.head();
-            let change = head.record.change.clone();
-            let step = self.step(
-                &change,
-                StepBody::Heartbeat {
-                    op: head.operation.id.clone(),
-                },
-            );
-            let plan = PushPlan {
-                appends: vec![Append::on(
-                    change,
-                    Some(batch.tip.clone()),
-                    vec![step.clone()],
-                    None,
-                )],
-                atomic: true,
-                ..PushPlan::default()
-            };
+            let (step, plan) = self.on_head(&batch, |op| StepBody::Heartbeat { op });
             batch.beating = true;
             self.keep_batch(batch);
             return self.send_batch(Action::Push(plan), Purpose::Heartbeat(Box::new(step)));
