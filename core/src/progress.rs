@@ -58,10 +58,13 @@ impl Progress {
                 ))
             }
             Action::Push(plan) => {
-                if self.ends
-                    && let Some(line) = plan.log.as_ref().and_then(|log| ended(&log.message))
-                {
-                    self.ending.insert(id, line);
+                // One line per operation the push ends: a batch's push ends each member.
+                let lines: Vec<String> = match (&plan.log, self.ends) {
+                    (Some(log), true) => log.messages().filter_map(|m| ended(m)).collect(),
+                    _ => Vec::new(),
+                };
+                if !lines.is_empty() {
+                    self.ending.insert(id, lines.join("\n"));
                 }
                 moves_main(plan).then(|| match named_ops(plan) {
                     ops if ops.is_empty() => "Adding to main".to_owned(),
@@ -196,6 +199,24 @@ mod tests {
             runner.done(ActionId(3), &pushed(PushOutcome::Accepted)),
             Some(
                 "c7k2m4qa.1 is stopped until something is fixed; `bay status c7k2m4qa` says what"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn a_batch_push_tells_each_member_s_end() {
+        let mut runner = Progress::runner();
+        let Action::Push(mut plan) = ending("merged") else {
+            unreachable!("ending gives a push")
+        };
+        let log = plan.log.as_mut().expect("a log append");
+        log.more = vec![log.message.replace("c7k2m4qa", "d7m3n5rb")];
+        runner.action(ActionId(1), &Action::Push(plan));
+        assert_eq!(
+            runner.done(ActionId(1), &pushed(PushOutcome::Accepted)),
+            Some(
+                "c7k2m4qa.1 is now part of main (2222222)\nd7m3n5rb.1 is now part of main (2222222)"
                     .to_owned()
             )
         );

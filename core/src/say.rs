@@ -513,6 +513,15 @@ fn merged(detail: &Map<String, Value>) -> String {
         );
     }
     let undone = names(detail, "undone_by");
+    let batch = detail.get("batch").and_then(Value::as_object);
+    let place = |key: &str| batch.and_then(|b| b.get(key)).and_then(Value::as_u64);
+    if let (true, Some(index), Some(size)) = (undone.is_empty(), place("index"), place("size")) {
+        return format!(
+            "This change is now part of main{}, as change {index} of {size} checked together \
+             as one tree; there is nothing more to do.",
+            quoted(names(detail, "main_commit"))
+        );
+    }
     if undone.is_empty() {
         return format!(
             "This change is now part of main{}; there is nothing more to do.",
@@ -1282,6 +1291,27 @@ mod tests {
                  (k2m4qa7c); start a new change if its edits are still wanted."
             );
         }
+    }
+
+    #[test]
+    fn a_batch_member_says_it_was_checked_with_others_as_one_tree() {
+        let detail = json!({"batch": {"id": "c7k2m4qa.1.1", "index": 2, "size": 3}})
+            .as_object()
+            .cloned()
+            .expect("an object");
+        let said = say(
+            Decision::Merged,
+            None,
+            Some(OpState::Merged),
+            Some(&change()),
+            &detail,
+        );
+        assert_one_sentence(&said);
+        assert_eq!(
+            said,
+            "This change is now part of main, as change 2 of 3 checked together as one tree; \
+             there is nothing more to do."
+        );
     }
 
     #[test]
