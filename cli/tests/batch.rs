@@ -266,3 +266,41 @@ fn with_footprint_lanes_a_batch_takes_only_entries_that_overlap_the_head() {
     assert!(trailers[2].as_deref().is_some_and(|t| t.ends_with(" 1/2")));
     assert!(world.main_log()[0].contains(&format!("Change-Id: {}", changes[2])));
 }
+
+#[test]
+fn under_a_registry_that_signs_everything_each_member_is_signed() {
+    // No `reuse_unsigned`: the registry is what lets a batch form.
+    let world = World::with_runner("batch = { max = 4 }\n");
+    let keys = enrol_runner_keys(&world);
+    configure_runner_keys(&world, &keys);
+    let (changes, _) = queued_then_run(&world, &[("src/a.txt", "a\n"), ("src/b.txt", "b\n")]);
+    let trailers = batch_trailers(&world);
+    assert!(
+        trailers[0].as_deref().is_some_and(|t| t.ends_with(" 2/2")),
+        "{trailers:?}"
+    );
+    assert!(
+        trailers[1].as_deref().is_some_and(|t| t.ends_with(" 1/2")),
+        "{trailers:?}"
+    );
+    // Git itself verifies both members against the registry's executor file.
+    let executors = git_dir(&world.remote, &["show", "refs/bay/registry:executor"]);
+    let signers = keys.dir.join("allowed-executor");
+    std::fs::write(&signers, format!("{}\n", executors.trim_end())).expect("written");
+    for commit in ["main", "main~1"] {
+        let verified = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&world.remote)
+            .arg("-c")
+            .arg(format!("gpg.ssh.allowedSignersFile={}", signers.display()))
+            .args(["verify-commit", commit])
+            .output()
+            .expect("git runs");
+        assert!(verified.status.success(), "{commit}: {verified:?}");
+    }
+    for change in &changes {
+        let outcome = outcome(&world, change);
+        assert_eq!(outcome["detail"]["trust"], "signed", "{outcome}");
+        assert!(outcome["detail"]["batch"].is_object(), "{outcome}");
+    }
+}

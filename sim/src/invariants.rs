@@ -1514,7 +1514,7 @@ fn bay_trailers(message: &str) -> Option<(ChangeId, OpId)> {
 /// The commits main gained moving `old -> new`, oldest first, each the first parent of the
 /// next and the first one's the old tip; `None` when `new` does not stand on `old` so within
 /// the most members a batch has.
-fn gained(store: &Store, old: &Oid, new: &Oid) -> Option<Vec<Oid>> {
+pub(crate) fn gained(store: &Store, old: &Oid, new: &Oid) -> Option<Vec<Oid>> {
     let mut gained = Vec::new();
     let mut at = new.clone();
     while &at != old {

@@ -261,11 +261,17 @@ impl World {
             *self.keys.counts.entry("registry-changed").or_insert(0) += changed;
         }
         let main = bay_core::git::refs::main(MAIN);
-        let landed = applied
+        // Every commit main gained: one merge, or each member of a batch.
+        let landed: Vec<_> = applied
             .moves
             .iter()
             .filter(|moved| moved.name == main)
-            .filter_map(|moved| moved.new.clone());
+            .filter_map(|moved| {
+                let (old, new) = (moved.old.as_ref()?, moved.new.as_ref()?);
+                crate::invariants::gained(&self.git.store, old, new)
+            })
+            .flatten()
+            .collect();
         for commit in landed {
             let built = self.keys.built.get(&commit).copied();
             let found = self.keys.memo.judge_merge(

@@ -17,9 +17,14 @@
 //! heartbeat, a hold), the records it made go up and the head takes its usual path
 //! ([`Runner::read_policy`]), where exact-inputs reuse finds the head's own pass.
 //!
-//! A batch forms only where the spec lets it and where this runner can judge it whole: a
-//! reuse that counts unsigned records (a batch under a registry that signs everything is not
-//! built yet: the head goes alone), a failure rate within `max_failure_rate`, a main no
+//! Under a registry that signs everything each member's candidate is signed with the executor
+//! key and its signature judged as the head's own would be, and the registry is read again
+//! right before the merge push: one that no longer enrols a key that signed a member sends
+//! the head alone, to sign again.
+//!
+//! A batch forms only where the spec lets it and where this runner can judge it whole:
+//! evidence reuse that counts (a registry that signs everything, or `reuse_unsigned`), a
+//! failure rate within `max_failure_rate`, a main no
 //! `[[hold]]` or hold plugin can hold, a policy that is checked, keys no check by commit,
 //! asks no approval and names no post check, and members that change no check, conflict with
 //! nothing, are within main's `[limits]` (each measured against the link before it; one over
@@ -31,7 +36,6 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::hold::HoldAnswer;
-use super::reuse_keys::ReuseBy;
 use super::work::{Work, last_written};
 use super::{Purpose as RunnerPurpose, RunMode, Runner, Stage};
 use crate::batch::{Bisect, Window, trailer};
@@ -46,13 +50,15 @@ use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::machine::agent::give_up_place;
 use crate::machine::{
-    Action, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect, LogAdd,
-    Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+    Action, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect, FetchSpec,
+    LogAdd, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
 use crate::policy::{CheckSpec, Policy, Stage as CheckStage};
 use crate::record::{ChangeRecord, Operation, Step, StepBody};
 use crate::result::OpState;
 use crate::time::Timestamp;
+use crate::trust::registry::{Class, REF as REGISTRY, judge_chain, split_signed};
+use crate::trust::sshsig;
 
 /// How many culprits a runner remembers: enough for any queue a batch reaches.
 const CULPRITS: usize = 256;
@@ -66,6 +72,11 @@ pub(super) enum Purpose {
     Build(usize),
     /// The measures of member `index`, built as this link, judged by main's `[limits]`.
     Stats(usize, Box<Link>),
+    /// The chain's commits read raw, their signatures judged (a runner that signs).
+    Signatures,
+    /// The registry fetched, then read, right before the merge push (a runner that signs).
+    KeysFetch(FetchSpec),
+    KeysRead(Oid),
     /// The claim on the head, or a heartbeat, with the step it appends.
     Claim(Box<Step>),
     Heartbeat(Box<Step>),
@@ -101,6 +112,9 @@ pub(super) struct Link {
     /// Its first parent: main, or the member before.
     base: CommitTree,
     changed_paths: Vec<String>,
+    /// The key whose signature on the commit verified against the registry's `executor`
+    /// file, when this runner signs.
+    signed_by: Option<Box<crate::trust::PublicKey>>,
 }
 
 /// What the chain is built for.
@@ -138,6 +152,17 @@ enum Phase {
         size: usize,
         then: Then,
     },
+    /// The chain's signatures are judged; it goes on as `then` says.
+    Verifying {
+        chain: Vec<Link>,
+        then: Then,
+    },
+    /// The registry is read before the merge push, which goes out when it still enrols every
+    /// key that signed a member.
+    Judging {
+        chain: Vec<Link>,
+        plan: Box<Plan>,
+    },
     /// The head's claim is going up; the chain is checked next.
     Claiming {
         chain: Vec<Link>,
@@ -172,6 +197,9 @@ pub(super) struct Batch {
     heartbeat_at: Timestamp,
     /// A heartbeat is in flight.
     beating: bool,
+    /// The registry, read right before the merge push, still enrols every key that signed a
+    /// member: the push goes out next.
+    keys_cleared: bool,
     /// Every record made, on the tree it is about, in the order they ran: they go up with the
     /// merge, or before the head goes alone.
     made: Vec<(Oid, String)>,
@@ -295,6 +323,7 @@ impl Runner {
             claimed: false,
             heartbeat_at: self.now,
             beating: false,
+            keys_cleared: false,
             made: Vec::new(),
             phase: Phase::Reading,
         };
@@ -381,6 +410,58 @@ impl Runner {
                     false => self.chain_stops(batch, index),
                 }
             }
+            (Purpose::Signatures, Completion::CommitsRead(read)) => {
+                let Phase::Verifying { mut chain, then } =
+                    std::mem::replace(&mut batch.phase, Phase::Reading)
+                else {
+                    self.keep_batch(batch);
+                    return Err(Misuse(
+                        "a batch's signatures answered while not verifying".into(),
+                    ));
+                };
+                let raws = read.unwrap_or_default();
+                let verified = raws.len() == chain.len()
+                    && chain.iter_mut().zip(&raws).all(|(link, raw)| {
+                        let good =
+                            matches!(self.candidate_signature(raw), Ok(Some(v)) if v.is_good());
+                        link.signed_by = split_signed(raw).and_then(|(_, signature)| {
+                            sshsig::signer(signature.as_bytes()).ok().map(Box::new)
+                        });
+                        good && link.signed_by.is_some()
+                    });
+                match verified {
+                    true => self.chain_verified(batch, chain, then),
+                    false => self.leave(batch),
+                }
+            }
+            (Purpose::KeysFetch(spec), Completion::Fetched(fetched)) => {
+                let Ok(fetched) = fetched else {
+                    return {
+                        self.leave(batch);
+                        Ok(())
+                    };
+                };
+                spec.apply(&mut self.refs, fetched);
+                match self.refs.get(REGISTRY).cloned() {
+                    Some(tip) if self.keys_seen.as_ref() == Some(&tip) => {
+                        self.keys_judged(batch, None)
+                    }
+                    Some(tip) => {
+                        self.keep_batch(batch);
+                        self.send_batch(
+                            Action::ReadRegistry { tip: tip.clone() },
+                            Purpose::KeysRead(tip),
+                        );
+                    }
+                    None => self.leave(batch),
+                }
+            }
+            (Purpose::KeysRead(tip), Completion::RegistryRead(read)) => {
+                match read.ok().and_then(|chain| judge_chain(&chain).ok()) {
+                    Some(version) => self.keys_judged(batch, Some((tip, version))),
+                    None => self.leave(batch),
+                }
+            }
             (Purpose::Claim(step), Completion::Pushed(report)) => {
                 self.on_claimed(batch, &step, report);
             }
@@ -437,7 +518,7 @@ impl Runner {
     /// records there, every check is keyed by tree, and nothing the head's usual path judges
     /// beside its checks (approvals, caps, a red post check) applies.
     fn batches_under(&self, policy: &Policy) -> bool {
-        self.reuse_by(policy) == Some(ReuseBy::Unsigned)
+        self.reuse_by(policy).is_some()
             && !policy.unchecked
             && policy.approvals.is_empty()
             && policy.checks.iter().all(|check| {
@@ -476,7 +557,7 @@ impl Runner {
             draft: member.operation.draft.clone(),
             merge_base: member.operation.base.clone(),
             message,
-            sign: None,
+            sign: self.cfg.signer.as_ref().map(|s| s.executor_key.clone()),
         };
         self.keep_batch(batch);
         self.send_batch(Action::BuildCandidate(spec), Purpose::Build(index));
@@ -509,6 +590,7 @@ impl Runner {
                     tree: base_tree,
                 },
                 changed_paths,
+                signed_by: None,
             }),
             _ => None,
         };
@@ -560,6 +642,19 @@ impl Runner {
         else {
             return self.keep_batch(batch);
         };
+        if self.cfg.signer.is_some() {
+            // Each member's signature is judged as the head's usual path judges its own.
+            let commits = chain.iter().map(|link| link.commit.clone()).collect();
+            batch.phase = Phase::Verifying { chain, then };
+            self.keep_batch(batch);
+            return self.send_batch(Action::ReadCommits { commits }, Purpose::Signatures);
+        }
+        self.chain_verified(batch, chain, then);
+    }
+
+    /// The chain's signatures verified (or nothing is signed): checked next, under a claim on
+    /// the head; or, built again for a merge, merged.
+    fn chain_verified(&mut self, mut batch: Box<Batch>, chain: Vec<Link>, then: Then) {
         match then {
             Then::Check => {
                 batch.phase = Phase::Claiming { chain };
@@ -836,6 +931,14 @@ impl Runner {
         else {
             return self.keep_batch(batch);
         };
+        if self.cfg.signer.is_some() && !batch.keys_cleared {
+            // `*`: a registry that is gone is no fault of the fetch; it clears nothing.
+            let spec = FetchSpec::new([format!("{REGISTRY}*")]);
+            batch.phase = Phase::Judging { chain, plan };
+            self.keep_batch(batch);
+            return self.send_batch(Action::Fetch(spec.clone()), Purpose::KeysFetch(spec));
+        }
+        batch.keys_cleared = false;
         let push = self.merge_plan(&batch, &chain, &plan);
         // Never push a step a member's record would refuse.
         let folds = batch
@@ -861,6 +964,39 @@ impl Runner {
         };
         self.keep_batch(batch);
         self.send_batch(Action::Push(push), Purpose::Merge);
+    }
+
+    /// The registry as read right before the merge push (`None`: the tip judged last, again):
+    /// the push goes out when it still enrols every key that signed a member; otherwise the
+    /// head takes its usual path, which signs again.
+    fn keys_judged(
+        &mut self,
+        mut batch: Box<Batch>,
+        read: Option<(Oid, crate::trust::registry::Version)>,
+    ) {
+        let Phase::Judging { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Reading)
+        else {
+            return self.keep_batch(batch);
+        };
+        if let Some((tip, version)) = read {
+            if let Some(signer) = self.cfg.signer.as_mut() {
+                signer.executor_signers = version.signers_text(Class::Executor);
+            }
+            let enrolled = chain.iter().all(|link| {
+                link.signed_by
+                    .as_ref()
+                    .is_some_and(|key| super::keys::enrols_executor(&version, key))
+            });
+            #[cfg(feature = "mutants")]
+            let enrolled = enrolled || self.mutant_ignores_removal();
+            if !enrolled {
+                return self.leave(batch);
+            }
+            self.keys_seen = Some(tip);
+        }
+        batch.keys_cleared = true;
+        batch.phase = Phase::Ready { chain, plan };
+        self.merge_when_ready(batch);
     }
 
     /// The one push of a batch's merge: main `base -> last member`, and for each member its
@@ -903,7 +1039,11 @@ impl Runner {
             detail.insert("tree".into(), serde_json::json!(link.tree));
             detail.insert("base".into(), serde_json::json!(link.base.commit));
             detail.extend(plan.detail());
-            detail.insert("trust".into(), serde_json::json!(self.cfg.unsigned_trust()));
+            let trust = match link.signed_by {
+                Some(_) => crate::trust::Trust::Signed.as_str(),
+                None => self.cfg.unsigned_trust(),
+            };
+            detail.insert("trust".into(), serde_json::json!(trust));
             // Its own tree was not checked alone: the batch's last tree was.
             detail.insert(
                 "batch".into(),

@@ -96,14 +96,9 @@ impl Runner {
         if let Some(signer) = self.cfg.signer.as_mut() {
             signer.executor_signers = version.signers_text(Class::Executor);
         }
-        let enrolled = key.as_ref().is_some_and(|key| {
-            version
-                .classes
-                .get(&Class::Executor)
-                .into_iter()
-                .flatten()
-                .any(|enrolled| enrolled.key == **key)
-        });
+        let enrolled = key
+            .as_ref()
+            .is_some_and(|key| enrols_executor(&version, key));
         #[cfg(feature = "mutants")]
         let enrolled = enrolled || self.mutant_ignores_removal();
         if enrolled {
@@ -178,4 +173,17 @@ impl Runner {
             .filter(|candidate| candidate.tree == *tree)
             .map(|candidate| candidate.id.clone())
     }
+}
+
+/// Whether `version` of the registry enrols `key` in its `executor` file, under any name.
+pub(super) fn enrols_executor(
+    version: &crate::trust::registry::Version,
+    key: &crate::trust::PublicKey,
+) -> bool {
+    version
+        .classes
+        .get(&Class::Executor)
+        .into_iter()
+        .flatten()
+        .any(|enrolled| enrolled.key == *key)
 }

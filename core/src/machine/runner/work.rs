@@ -1276,36 +1276,7 @@ impl Runner {
                 return self.release(work, None, format!("could not read the candidate: {fault}"));
             }
         };
-        let signers = self
-            .cfg
-            .signer
-            .as_ref()
-            .map(|signer| signer.executor_signers.as_str())
-            .unwrap_or_default();
-        let verdict = crate::trust::AllowedSigners::parse(signers)
-            .map_err(|e| e.to_string())
-            .map(|signers| {
-                crate::trust::registry::split_signed(&raw).map(|(payload, signature)| {
-                    crate::trust::verify_by_key(
-                        &signers,
-                        crate::trust::registry::COMMIT_NAMESPACE,
-                        payload.as_bytes(),
-                        signature.as_bytes(),
-                    )
-                })
-            });
-        #[cfg(feature = "mutants")]
-        let verdict = match verdict {
-            Ok(Some(_)) if self.mutant_accepts_any_signature() => {
-                Ok(Some(crate::trust::Verdict::Good {
-                    principal: String::new(),
-                    line: 0,
-                    fingerprint: String::new(),
-                    algorithm: String::new(),
-                }))
-            }
-            verdict => verdict,
-        };
+        let verdict = self.candidate_signature(&raw);
         match verdict {
             Ok(Some(verdict)) if verdict.is_good() => {
                 built.signed = true;
@@ -1339,6 +1310,47 @@ impl Runner {
                 )
             }
         }
+    }
+
+    /// Core's verdict on `raw`, a candidate as Git stores it, against the registry's
+    /// `executor` file as this runner knows it: `None` when it carries no SSH signature.
+    // The verdict is let so that a mutant may replace it before it is returned.
+    #[allow(clippy::let_and_return)]
+    pub(super) fn candidate_signature(
+        &self,
+        raw: &str,
+    ) -> Result<Option<crate::trust::Verdict>, String> {
+        let signers = self
+            .cfg
+            .signer
+            .as_ref()
+            .map(|signer| signer.executor_signers.as_str())
+            .unwrap_or_default();
+        let verdict = crate::trust::AllowedSigners::parse(signers)
+            .map_err(|e| e.to_string())
+            .map(|signers| {
+                crate::trust::registry::split_signed(raw).map(|(payload, signature)| {
+                    crate::trust::verify_by_key(
+                        &signers,
+                        crate::trust::registry::COMMIT_NAMESPACE,
+                        payload.as_bytes(),
+                        signature.as_bytes(),
+                    )
+                })
+            });
+        #[cfg(feature = "mutants")]
+        let verdict = match verdict {
+            Ok(Some(_)) if self.mutant_accepts_any_signature() => {
+                Ok(Some(crate::trust::Verdict::Good {
+                    principal: String::new(),
+                    line: 0,
+                    fingerprint: String::new(),
+                    algorithm: String::new(),
+                }))
+            }
+            verdict => verdict,
+        };
+        verdict
     }
 
     /// Measures a built candidate against the base's `[limits]`, then judges the base's red.
