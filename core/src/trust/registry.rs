@@ -339,6 +339,15 @@ pub enum Reading {
 }
 
 impl Version {
+    /// Whether this version enrols `key` in `class`'s file, under any name.
+    pub fn enrols(&self, class: Class, key: &crate::trust::PublicKey) -> bool {
+        self.classes
+            .get(&class)
+            .into_iter()
+            .flatten()
+            .any(|enrolled| enrolled.key == *key)
+    }
+
     /// Reads one version from its tree's files, in bay's shape, under every rule.
     pub fn read(files: &[RegistryFile]) -> Result<Version, Broken> {
         Version::read_as(files, Reading::Whole)

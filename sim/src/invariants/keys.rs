@@ -101,14 +101,7 @@ impl Memo {
                     .as_ref()
             })
             .zip(key.as_ref())
-            .is_some_and(|(version, key)| {
-                version
-                    .classes
-                    .get(&Class::Executor)
-                    .into_iter()
-                    .flatten()
-                    .any(|enrolled| enrolled.key == *key)
-            });
+            .is_some_and(|(version, key)| version.enrols(Class::Executor, key));
         if !fresh {
             found.push(violation(
                 Invariant::RemovedKeyNeverLands,

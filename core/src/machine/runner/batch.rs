@@ -985,7 +985,7 @@ impl Runner {
             let enrolled = chain.iter().all(|link| {
                 link.signed_by
                     .as_ref()
-                    .is_some_and(|key| super::keys::enrols_executor(&version, key))
+                    .is_some_and(|key| version.enrols(Class::Executor, key))
             });
             #[cfg(feature = "mutants")]
             let enrolled = enrolled || self.mutant_ignores_removal();

@@ -98,7 +98,7 @@ impl Runner {
         }
         let enrolled = key
             .as_ref()
-            .is_some_and(|key| enrols_executor(&version, key));
+            .is_some_and(|key| version.enrols(Class::Executor, key));
         #[cfg(feature = "mutants")]
         let enrolled = enrolled || self.mutant_ignores_removal();
         if enrolled {
@@ -173,17 +173,4 @@ impl Runner {
             .filter(|candidate| candidate.tree == *tree)
             .map(|candidate| candidate.id.clone())
     }
-}
-
-/// Whether `version` of the registry enrols `key` in its `executor` file, under any name.
-pub(super) fn enrols_executor(
-    version: &crate::trust::registry::Version,
-    key: &crate::trust::PublicKey,
-) -> bool {
-    version
-        .classes
-        .get(&Class::Executor)
-        .into_iter()
-        .flatten()
-        .any(|enrolled| enrolled.key == *key)
 }
