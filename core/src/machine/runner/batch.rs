@@ -67,7 +67,8 @@ const CULPRITS: usize = 256;
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
     MainTree,
-    Policy,
+    /// Main's policy, with main's tree.
+    Policy(Oid),
     /// Member `index` of the chain being built.
     Build(usize),
     /// The measures of member `index`, built as this link, judged by main's `[limits]`.
@@ -144,8 +145,9 @@ struct Checking {
 /// Where a batch stands.
 #[derive(Clone, Debug)]
 enum Phase {
-    /// Main's tree, then its policy, are read.
-    Reading,
+    /// The phase is in a step's hands, which always places the next one: never seen between
+    /// two events.
+    Taken,
     /// The chain is built, member by member.
     Building {
         chain: Vec<Link>,
@@ -183,12 +185,28 @@ enum Phase {
     Leaving,
 }
 
+/// A batch about to form: main's tree, then its policy, are read first.
+#[derive(Debug)]
+pub(super) struct Forming {
+    members: Vec<Member>,
+    main: Oid,
+    hold: HoldAnswer,
+}
+
+impl Forming {
+    /// The operation the batch would be for, as `Runner::working_on` names it.
+    pub(super) fn op(&self) -> &OpId {
+        &self.members[0].operation.id
+    }
+}
+
 /// A batch in hand.
 #[derive(Debug)]
 pub(super) struct Batch {
     members: Vec<Member>,
     main: CommitTree,
-    policy: Option<Box<Policy>>,
+    /// The policy at main, which every member's checks and caps are judged by.
+    policy: Box<Policy>,
     /// The hold plugin's answer the pass began with, for the head's usual path.
     hold: HoldAnswer,
     /// The head's chain tip, as read and then as this runner wrote it.
@@ -217,9 +235,7 @@ impl Batch {
     }
 
     fn policy(&self) -> &Policy {
-        self.policy
-            .as_deref()
-            .expect("read before the chain is built")
+        &self.policy
     }
 
     /// Whether the head's claim is renewed now: claimed, with no heartbeat in flight, and no
@@ -310,14 +326,37 @@ impl Runner {
     pub(super) fn begin_batch(&mut self, members: Vec<Member>, main: Oid, hold: HoldAnswer) {
         #[cfg(feature = "mutants")]
         let members = self.mutant_batch_order(members);
+        let read = Action::ReadTrees {
+            commits: vec![main.clone()],
+        };
+        let forming = Forming {
+            members,
+            main,
+            hold,
+        };
+        self.stage = Stage::Forming(Box::new(forming));
+        self.send_batch(read, Purpose::MainTree);
+    }
+
+    /// Main's tree and policy read (`None`: they could not be): the batch forms, or the head
+    /// goes alone.
+    fn on_forming(&mut self, forming: Forming, read: Option<(Oid, Policy)>) {
+        let Forming {
+            members,
+            main,
+            hold,
+        } = forming;
+        let read = read.filter(|(_, policy)| self.batches_under(policy));
         let tip = members[0].tip.clone();
+        let Some((tree, policy)) = read else {
+            let head = members.into_iter().next();
+            return self.go_alone(head, tip, false, main, hold, self.now);
+        };
+        let size = members.len();
         let batch = Batch {
             members,
-            main: CommitTree {
-                commit: main.clone(),
-                tree: main.clone(),
-            },
-            policy: None,
+            main: CommitTree { commit: main, tree },
+            policy: Box::new(policy),
             hold,
             tip,
             claimed: false,
@@ -325,15 +364,13 @@ impl Runner {
             beating: false,
             keys_cleared: false,
             made: Vec::new(),
-            phase: Phase::Reading,
-        };
-        self.stage = Stage::Batching(Box::new(batch));
-        self.send_batch(
-            Action::ReadTrees {
-                commits: vec![main],
+            phase: Phase::Building {
+                chain: Vec::new(),
+                size,
+                then: Then::Check,
             },
-            Purpose::MainTree,
-        );
+        };
+        self.build_next(Box::new(batch));
     }
 
     fn send_batch(&mut self, action: Action, purpose: Purpose) {
@@ -362,42 +399,49 @@ impl Runner {
         purpose: Purpose,
         completion: Completion,
     ) -> Result<(), Misuse> {
+        if let Purpose::MainTree | Purpose::Policy(_) = &purpose {
+            let placeholder = Stage::Idle {
+                next_pass: self.now,
+            };
+            let forming = match std::mem::replace(&mut self.stage, placeholder) {
+                Stage::Forming(forming) => forming,
+                stage => {
+                    self.stage = stage;
+                    return Ok(());
+                }
+            };
+            match (purpose, completion) {
+                (Purpose::MainTree, Completion::TreesRead(read)) => match read.as_deref() {
+                    Ok([tree]) => {
+                        let read = Action::ReadFile {
+                            commit: forming.main.clone(),
+                            path: POLICY_PATH.into(),
+                        };
+                        self.stage = Stage::Forming(forming);
+                        self.send_batch(read, Purpose::Policy(tree.clone()));
+                    }
+                    _ => self.on_forming(*forming, None),
+                },
+                (Purpose::Policy(tree), Completion::FileRead(read)) => {
+                    let policy = read
+                        .ok()
+                        .flatten()
+                        .and_then(|bytes| parse_policy(&bytes).ok());
+                    self.on_forming(*forming, policy.map(|policy| (tree, policy)));
+                }
+                (purpose, completion) => {
+                    self.stage = Stage::Forming(forming);
+                    return Err(Misuse(format!(
+                        "a forming batch's {purpose:?} answered with {completion:?}"
+                    )));
+                }
+            }
+            return Ok(());
+        }
         let Some(mut batch) = self.take_batch() else {
             return Ok(());
         };
         match (purpose, completion) {
-            (Purpose::MainTree, Completion::TreesRead(read)) => match read.as_deref() {
-                Ok([tree]) => {
-                    batch.main.tree = tree.clone();
-                    let read = Action::ReadFile {
-                        commit: batch.main.commit.clone(),
-                        path: POLICY_PATH.into(),
-                    };
-                    self.keep_batch(batch);
-                    self.send_batch(read, Purpose::Policy);
-                }
-                _ => self.go_alone(*batch),
-            },
-            (Purpose::Policy, Completion::FileRead(read)) => {
-                let policy = read
-                    .ok()
-                    .flatten()
-                    .and_then(|bytes| parse_policy(&bytes).ok())
-                    .filter(|policy| self.batches_under(policy));
-                match policy {
-                    Some(policy) => {
-                        batch.policy = Some(Box::new(policy));
-                        let size = batch.members.len();
-                        batch.phase = Phase::Building {
-                            chain: Vec::new(),
-                            size,
-                            then: Then::Check,
-                        };
-                        self.build_next(batch);
-                    }
-                    None => self.go_alone(*batch),
-                }
-            }
             (Purpose::Build(index), Completion::CandidateBuilt(built)) => {
                 self.on_link(batch, index, built.ok());
             }
@@ -412,7 +456,7 @@ impl Runner {
             }
             (Purpose::Signatures, Completion::CommitsRead(read)) => {
                 let Phase::Verifying { mut chain, then } =
-                    std::mem::replace(&mut batch.phase, Phase::Reading)
+                    std::mem::replace(&mut batch.phase, Phase::Taken)
                 else {
                     self.keep_batch(batch);
                     return Err(Misuse(
@@ -501,7 +545,7 @@ impl Runner {
                     self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
                 }
                 batch.made.clear();
-                self.go_alone(*batch);
+                self.alone(*batch);
             }
             (Purpose::Merge, Completion::Pushed(report)) => self.on_merged(batch, report),
             (purpose, completion) => {
@@ -637,8 +681,7 @@ impl Runner {
     /// The chain is built: checked next, under a claim on the head; or, built again for a
     /// merge, merged.
     fn chain_built(&mut self, mut batch: Box<Batch>) {
-        let Phase::Building { chain, then, .. } =
-            std::mem::replace(&mut batch.phase, Phase::Reading)
+        let Phase::Building { chain, then, .. } = std::mem::replace(&mut batch.phase, Phase::Taken)
         else {
             return self.keep_batch(batch);
         };
@@ -723,7 +766,7 @@ impl Runner {
         if !self.moved_head(&mut batch, step, &report) {
             return self.drop_batch(batch);
         }
-        let Phase::Claiming { chain } = std::mem::replace(&mut batch.phase, Phase::Reading) else {
+        let Phase::Claiming { chain } = std::mem::replace(&mut batch.phase, Phase::Taken) else {
             return self.keep_batch(batch);
         };
         let prefix = chain.len();
@@ -840,7 +883,7 @@ impl Runner {
 
     /// The prefix passed or failed: merge it, bisect, or leave the head to its usual path.
     fn prefix_judged(&mut self, mut batch: Box<Batch>, passed: bool) {
-        let Phase::Checking(checking) = std::mem::replace(&mut batch.phase, Phase::Reading) else {
+        let Phase::Checking(checking) = std::mem::replace(&mut batch.phase, Phase::Taken) else {
             return self.keep_batch(batch);
         };
         let Checking {
@@ -927,8 +970,7 @@ impl Runner {
             // Main became held meanwhile: the head's usual path judges the hold.
             return self.leave(batch);
         }
-        let Phase::Ready { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Reading)
-        else {
+        let Phase::Ready { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Taken) else {
             return self.keep_batch(batch);
         };
         if self.cfg.signer.is_some() && !batch.keys_cleared {
@@ -939,7 +981,11 @@ impl Runner {
             return self.send_batch(Action::Fetch(spec.clone()), Purpose::KeysFetch(spec));
         }
         batch.keys_cleared = false;
-        let push = self.merge_plan(&batch, &chain, &plan);
+        // A batch has two members or more: a chain with no last link merges nothing.
+        let Some(last) = chain.last() else {
+            return self.leave(batch);
+        };
+        let push = self.merge_plan(&batch, &chain, last, &plan);
         // Never push a step a member's record would refuse.
         let folds = batch
             .members
@@ -974,7 +1020,7 @@ impl Runner {
         mut batch: Box<Batch>,
         read: Option<(Oid, crate::trust::registry::Version)>,
     ) {
-        let Phase::Judging { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Reading)
+        let Phase::Judging { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Taken)
         else {
             return self.keep_batch(batch);
         };
@@ -1003,9 +1049,8 @@ impl Runner {
     /// claim (the head's is up), candidate and merged outcome, its marker and its place given
     /// up; every record the batch made (the passing ones on the last tree); an event for each
     /// on the log.
-    fn merge_plan(&mut self, batch: &Batch, chain: &[Link], plan: &Plan) -> PushPlan {
+    fn merge_plan(&mut self, batch: &Batch, chain: &[Link], last: &Link, plan: &Plan) -> PushPlan {
         let size = chain.len();
-        let last = chain.last().expect("a batch has two members or more");
         let id = batch.id();
         let mut push = PushPlan {
             atomic: true,
@@ -1147,7 +1192,7 @@ impl Runner {
             return self.keep_batch(batch);
         }
         if batch.made.is_empty() {
-            return self.go_alone(*batch);
+            return self.alone(*batch);
         }
         let plan = PushPlan {
             notes: self.batch_notes(&batch.made),
@@ -1177,25 +1222,39 @@ impl Runner {
     }
 
     /// The head takes its usual path, under the claim the batch holds, if it holds one.
-    fn go_alone(&mut self, batch: Batch) {
+    fn alone(&mut self, batch: Batch) {
+        let head = batch.members.into_iter().next();
+        let main = batch.main.commit;
+        let (tip, claimed) = (batch.tip, batch.claimed);
+        self.go_alone(head, tip, claimed, main, batch.hold, batch.heartbeat_at);
+    }
+
+    /// `head` takes its usual path on `main`: at `tip`, under the claim this runner holds
+    /// there when `claimed`.
+    fn go_alone(
+        &mut self,
+        head: Option<Member>,
+        tip: Oid,
+        claimed: bool,
+        main: Oid,
+        hold: HoldAnswer,
+        heartbeat_at: Timestamp,
+    ) {
         self.forget_all_but_notices();
-        let head = batch
-            .members
-            .into_iter()
-            .next()
-            .expect("a batch has a head");
-        let work = Work::new(
-            head.record,
-            &head.operation,
-            batch.tip,
-            batch.claimed,
-            batch.main.commit,
-            batch.hold,
-            batch.heartbeat_at,
-        );
         self.stage = Stage::Idle {
             next_pass: self.now,
         };
+        // A batch always has a head; without one there is nothing to take up.
+        let Some(head) = head else { return };
+        let work = Work::new(
+            head.record,
+            &head.operation,
+            tip,
+            claimed,
+            main,
+            hold,
+            heartbeat_at,
+        );
         let _placed = self.read_policy(Box::new(work));
     }
 

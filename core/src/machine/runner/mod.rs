@@ -325,6 +325,8 @@ enum Stage {
     /// Working a claimed operation (see `work`). A step of the work takes it out of the stage
     /// and places the runner again (`work::Placed`).
     Working(Box<Work>),
+    /// Reading main's tree and policy, before a batch forms (see `batch`).
+    Forming(Box<batch::Forming>),
     /// Checking the head and the entries behind it as one tree (see `batch`).
     Batching(Box<batch::Batch>),
     /// Done (`Once` or `Only` modes), with this result once every notice and presence in
@@ -499,6 +501,7 @@ impl Runner {
     pub fn working_on(&self) -> Option<&OpId> {
         match &self.stage {
             Stage::Batching(batch) => Some(batch.op()),
+            Stage::Forming(forming) => Some(forming.op()),
             _ => self.work().map(|w| &w.op),
         }
     }
@@ -687,6 +690,7 @@ impl Machine for Runner {
             }),
             Stage::Working(work) => work.deadline(),
             Stage::Batching(batch) => batch.deadline(),
+            Stage::Forming(_) => None,
             Stage::Passing(pass) => match (&pass.bisect, &pass.ahead) {
                 (bisect::Bisecting::Running(at), _) | (_, ahead::Ahead::Running(at)) => {
                     Some(Deadline {
