@@ -1397,15 +1397,26 @@ pub fn config(data: &[u8]) {
                     bisect_post: runner.bisect_post,
                     ahead: runner.ahead,
                     footprint_lanes: runner.footprint_lanes,
+                    batch: runner.batch,
                     ..RunnerSettings::default()
                 },
                 "a runner setting bay does not act on was read"
             );
             assert!(runner.ahead <= 16, "ahead over 16");
             assert!(
-                (runner.ahead == 0 && !runner.footprint_lanes) || config.evidence_reuse,
-                "ahead or footprint_lanes without evidence reuse"
+                (runner.ahead == 0 && !runner.footprint_lanes && runner.batch.is_none())
+                    || config.evidence_reuse,
+                "ahead, footprint_lanes or batch without evidence reuse"
             );
+            if let Some(batch) = runner.batch {
+                assert!(
+                    2 <= batch.min && batch.min <= batch.max && batch.max <= 64,
+                    "a batch of {}..{} members",
+                    batch.min,
+                    batch.max
+                );
+                assert!(batch.max_failure_ppm <= 1_000_000, "a rate above 1");
+            }
             assert!(
                 !config
                     .trailers
@@ -1486,7 +1497,9 @@ pub fn config(data: &[u8]) {
                 }
                 // Left out, reuse is on only when a throughput key is set.
                 let reuse = policy.get("evidence_reuse").and_then(toml::Value::as_str);
-                let throughput = config.runner.ahead > 0 || config.runner.footprint_lanes;
+                let throughput = config.runner.ahead > 0
+                    || config.runner.footprint_lanes
+                    || config.runner.batch.is_some();
                 assert_eq!(
                     reuse == Some("exact-inputs") || (reuse.is_none() && throughput),
                     config.evidence_reuse,
@@ -1505,6 +1518,7 @@ pub fn config(data: &[u8]) {
                             "bisect_post",
                             "ahead",
                             "footprint_lanes",
+                            "batch",
                         ]
                         .contains(&key.as_str()),
                         "bay accepted [runner] {key}, which it does not act on"
@@ -1571,6 +1585,14 @@ fn config_to_toml(config: &Config) -> String {
     }
     if r.ahead > 0 {
         runner.insert("ahead".into(), uint_value(u64::from(r.ahead)));
+    }
+    if let Some(batch) = r.batch {
+        let mut table = toml::Table::new();
+        table.insert("min".into(), uint_value(u64::from(batch.min)));
+        table.insert("max".into(), uint_value(u64::from(batch.max)));
+        let rate = f64::from(batch.max_failure_ppm) / 1_000_000.0;
+        table.insert("max_failure_rate".into(), toml::Value::Float(rate));
+        runner.insert("batch".into(), toml::Value::Table(table));
     }
     root.insert("runner".into(), toml::Value::Table(runner));
     if config.evidence_reuse {

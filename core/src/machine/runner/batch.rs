@@ -24,8 +24,8 @@
 //!
 //! A batch forms only where the spec lets it and where this runner can judge it whole:
 //! evidence reuse that counts (a registry that signs everything, or `reuse_unsigned`), a
-//! failure rate within `max_failure_rate`, a main no
-//! `[[hold]]` or hold plugin can hold, a policy that is checked, keys no check by commit,
+//! failure rate within `max_failure_rate`, a main no `[[hold]]` or hold plugin can hold, a
+//! policy that is checked, keys no check by commit,
 //! asks no approval and names no post check, and members that change no check, conflict with
 //! nothing, are within main's `[limits]` (each measured against the link before it; one over
 //! a cap is refused at its own turn), and are no known culprit. With `footprint_lanes` the
@@ -271,7 +271,8 @@ impl Batch {
     }
 }
 
-/// Whether this runner's window, culprits and holds let a batch form at all now.
+/// What this runner learnt that decides whether a batch forms: the recent failure rate and
+/// the culprits its bisections found.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Memory {
     /// The last check outcomes of places this runner ended.
@@ -290,8 +291,9 @@ impl Memory {
 }
 
 impl Runner {
-    /// The members a batch would take with `head` first, when a batch may form now; `None`
-    /// when it may not (then the head takes its usual path).
+    /// The members a batch would take, the head (`op`) first, when a batch may form now;
+    /// `None` when it may not (then the head takes its usual path). Entries that wait (held,
+    /// for their dependencies, for an approval) are passed over, as the queue passes them.
     pub(super) fn batch_members(&self, op: &Operation) -> Option<Vec<Member>> {
         let settings = self.cfg.batch?;
         let forms = self.cfg.evidence_reuse
@@ -480,10 +482,8 @@ impl Runner {
             }
             (Purpose::KeysFetch(spec), Completion::Fetched(fetched)) => {
                 let Ok(fetched) = fetched else {
-                    return {
-                        self.leave(batch);
-                        Ok(())
-                    };
+                    self.leave(batch);
+                    return Ok(());
                 };
                 spec.apply(&mut self.refs, fetched);
                 match self.refs.get(REGISTRY).cloned() {
@@ -513,17 +513,14 @@ impl Runner {
                 self.on_batch_heartbeat(batch, &step, report);
             }
             (Purpose::Run(spec, request), Completion::CheckExited(exit)) => {
-                let judged = match judge(&request, spec.expected_minimum, &exit) {
-                    Judgement::Unavailable { .. } => None,
-                    Judgement::Judged(judged) => Some(judged),
-                };
-                let Some(judged) = judged else {
-                    return {
-                        self.leave(batch);
-                        Ok(())
-                    };
+                // Unavailable here: the head's usual path gives its claim back so.
+                let Judgement::Judged(judged) = judge(&request, spec.expected_minimum, &exit)
+                else {
+                    self.leave(batch);
+                    return Ok(());
                 };
                 let Phase::Checking(checking) = &batch.phase else {
+                    self.keep_batch(batch);
                     return Err(Misuse("a batch run answered while not checking".into()));
                 };
                 let link = &checking.chain[checking.prefix - 1];
@@ -607,8 +604,9 @@ impl Runner {
         self.send_batch(Action::BuildCandidate(spec), Purpose::Build(index));
     }
 
-    /// Member `index` built (or not): the chain grows, or stops before a member that
-    /// conflicts, has no effect, or changes a check.
+    /// Member `index` built (or not): the chain grows (once measured, under `[limits]`), or
+    /// stops before a member that conflicts, has no effect, changes a check or, with
+    /// `footprint_lanes`, does not overlap the head.
     fn on_link(&mut self, batch: Box<Batch>, index: usize, built: Option<BuildResult>) {
         let chain: &[Link] = match &batch.phase {
             Phase::Building { chain, .. } => chain,
