@@ -158,11 +158,12 @@ impl Remote {
         // The event on the runner's log, as the Git driver writes it.
         let log = plan.log.as_ref().map(|log| {
             let empty = store.tree(Tree::new());
-            let mut tip = log.parent.clone();
-            for message in log.messages() {
-                tip = Some(store.commit(empty.clone(), tip.into_iter().collect(), message));
+            let parents = log.parent.iter().cloned().collect();
+            let mut oid = store.commit(empty.clone(), parents, &log.message);
+            // A batch's further events, each on the one before.
+            for message in &log.more {
+                oid = store.commit(empty.clone(), vec![oid], message);
             }
-            let oid = tip.expect("a log append writes at least one event");
             updates.push((
                 refs::log(&log.runner),
                 log.expect.clone(),

@@ -106,6 +106,12 @@ impl Operation {
             None => (self.seq, false, self.seq),
         }
     }
+
+    /// The candidate the record takes next: numbered as the record holds them, from 1.
+    pub fn next_candidate(&self) -> crate::id::CandidateId {
+        let attempt = u32::try_from(self.candidates.len() + 1).unwrap_or(u32::MAX);
+        self.id.candidate(attempt)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

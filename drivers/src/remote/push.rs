@@ -231,12 +231,12 @@ impl Repo {
 
         // The event on the runner's log: one commit on the log's tip, leased on it.
         if let Some(log) = &plan.log {
-            let mut tip = log.parent.clone();
-            for message in log.messages() {
-                let parents: Vec<&Oid> = tip.iter().collect();
-                tip = Some(self.commit_tree(&empty, &parents, message)?);
+            let parents: Vec<&Oid> = log.parent.iter().collect();
+            let mut commit = self.commit_tree(&empty, &parents, &log.message)?;
+            // A batch's further events, each on the one before.
+            for message in &log.more {
+                commit = self.commit_tree(&empty, &[&commit], message)?;
             }
-            let commit = tip.expect("a log append writes at least one event");
             report.log = Some(commit.clone());
             updates.push(Update {
                 name: refs::log(&log.runner),

@@ -37,11 +37,10 @@ use crate::check::{
     ChangeContext, CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord,
     Judgement, RequestInput, judge,
 };
-use crate::git::{Oid, refs};
+use crate::git::Oid;
 use crate::id::OpId;
 use crate::machine::{
-    Action, BuildResult, CandidateSpec, CheckRun, Completion, Expect, Misuse, NoteAdd, PushOutcome,
-    PushPlan,
+    Action, BuildResult, CandidateSpec, CheckRun, Completion, Misuse, PushOutcome, PushPlan,
 };
 use crate::policy::{CheckSpec, Policy};
 use crate::record::{ChangeRecord, Operation};
@@ -69,8 +68,7 @@ pub(super) struct Entry {
 impl Entry {
     /// The candidate the entry's owner would build next: numbered as its record holds them.
     fn candidate(&self) -> crate::id::CandidateId {
-        let attempt = u32::try_from(self.operation.candidates.len() + 1).unwrap_or(u32::MAX);
-        self.operation.id.candidate(attempt)
+        self.operation.next_candidate()
     }
 
     fn op(&self) -> &OpId {
@@ -616,7 +614,6 @@ impl Runner {
         record: EvidenceRecord,
         extra: Option<Oid>,
     ) {
-        let producer = self.cfg.runner.clone();
         let mut listed = serde_json::json!({
             "change": noted.change,
             "op": noted.op,
@@ -629,19 +626,9 @@ impl Runner {
         if noted.lane {
             listed["beside_head"] = serde_json::json!(true);
         }
-        let expect = Expect::tip(self.refs.get(&refs::evidence(&producer)));
-        let key = self.cfg.signer.as_ref().map(|s| s.producer_key.clone());
         let json = record.to_json();
-        let notes = std::iter::once(noted.candidate.tree.clone())
-            .chain(extra)
-            .map(|object| NoteAdd {
-                expect: expect.clone(),
-                producer: producer.clone(),
-                object,
-                record: json.clone(),
-                key: key.clone(),
-            })
-            .collect();
+        let objects = std::iter::once(noted.candidate.tree.clone()).chain(extra);
+        let notes = self.own_notes(objects.map(|object| (object, json.clone())));
         let plan = PushPlan {
             notes,
             atomic: true,

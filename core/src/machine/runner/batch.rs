@@ -45,13 +45,12 @@ use crate::check::{
     CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord, Judgement, RequestInput,
     Verdict, judge,
 };
-use crate::event::{BayEvent, Ended};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::machine::agent::give_up_place;
 use crate::machine::{
     Action, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect, FetchSpec,
-    LogAdd, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+    LogAdd, Misuse, NewValue, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
 use crate::policy::{CheckSpec, Policy, Stage as CheckStage};
 use crate::record::{ChangeRecord, Operation, Step, StepBody};
@@ -99,8 +98,7 @@ pub(super) struct Member {
 impl Member {
     /// The candidate the member's record numbers next.
     fn candidate(&self) -> CandidateId {
-        let attempt = u32::try_from(self.operation.candidates.len() + 1).unwrap_or(u32::MAX);
-        self.operation.id.candidate(attempt)
+        self.operation.next_candidate()
     }
 }
 
@@ -1117,31 +1115,16 @@ impl Runner {
             });
             push.updates
                 .extend(give_up_place(&self.refs, member.operation.seq));
-            let event = BayEvent::ended(Ended {
-                runner: &self.cfg.runner,
-                change: &change,
-                op: &op,
-                actor: &member.record.actor,
-                at: self.now,
-                state: OpState::Merged,
-                code: None,
-                merge: Some((&link.commit, &link.base.commit)),
-            });
-            events.extend(event.map(|event| event.to_message()));
+            let merge = Some((&link.commit, &link.base.commit));
+            events.extend(self.end_message(&member.record, &op, OpState::Merged, None, merge));
         }
         push.updates.push(RefUpdate {
             name: self.main_ref(),
             expect: Expect::Is(batch.main.commit.clone()),
             new: NewValue::Oid(last.commit.clone()),
         });
-        push.notes = self.batch_notes(&batch.made);
-        let mut events = events.into_iter();
-        if let Some(first) = events.next() {
-            let tip = self.refs.get(&refs::log(&self.cfg.runner)).cloned();
-            let mut log = LogAdd::on(&self.cfg.runner, tip, first);
-            log.more = events.collect();
-            push.log = Some(log);
-        }
+        push.notes = self.own_notes(batch.made.iter().cloned());
+        push.log = self.log_append(events);
         push
     }
 
@@ -1193,30 +1176,12 @@ impl Runner {
             return self.alone(*batch);
         }
         let plan = PushPlan {
-            notes: self.batch_notes(&batch.made),
+            notes: self.own_notes(batch.made.iter().cloned()),
             atomic: true,
             ..PushPlan::default()
         };
         self.keep_batch(batch);
         self.send_batch(Action::Push(plan), Purpose::Records);
-    }
-
-    /// `records`, each on the tree it is about, as notes of this runner's evidence: one
-    /// producer's notes in one push build on each other, under the first one's lease.
-    fn batch_notes(&self, records: &[(Oid, String)]) -> Vec<NoteAdd> {
-        let producer = self.cfg.runner.clone();
-        let expect = Expect::tip(self.refs.get(&refs::evidence(&producer)));
-        let key = self.cfg.signer.as_ref().map(|s| s.producer_key.clone());
-        records
-            .iter()
-            .map(|(object, record)| NoteAdd {
-                producer: producer.clone(),
-                expect: expect.clone(),
-                object: object.clone(),
-                record: record.clone(),
-                key: key.clone(),
-            })
-            .collect()
     }
 
     /// The head takes its usual path, under the claim the batch holds, if it holds one.

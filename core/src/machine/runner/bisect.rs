@@ -10,11 +10,9 @@
 
 use super::{Purpose as RunnerPurpose, RunMode, Runner};
 use crate::check::{CheckRequest, CheckTarget, CommitTree, Judgement, RequestInput, judge};
-use crate::git::{Oid, refs};
+use crate::git::Oid;
 use crate::machine::red_read::{RedRead, RedStep};
-use crate::machine::{
-    Action, CheckRun, Completion, Expect, Misuse, NoteAdd, PushOutcome, PushPlan,
-};
+use crate::machine::{Action, CheckRun, Completion, Misuse, PushOutcome, PushPlan};
 use crate::policy::{CheckSpec, Policy};
 use crate::red::{Answer, BisectRun, PostRecord, RedCheck};
 
@@ -256,15 +254,8 @@ impl Runner {
             inputs: target.run.inputs(),
         };
         let record = PostRecord::of(&answer, &target.commit, &tree, Some(&parent_tree), self.now);
-        let expect = Expect::tip(self.refs.get(&refs::evidence(&producer)));
         let plan = PushPlan {
-            notes: vec![NoteAdd {
-                producer,
-                expect,
-                object: target.commit,
-                record: record.to_json(),
-                key: self.cfg.signer.as_ref().map(|s| s.producer_key.clone()),
-            }],
+            notes: self.own_notes([(target.commit, record.to_json())]),
             atomic: true,
             ..PushPlan::default()
         };

@@ -49,6 +49,28 @@ impl Runner {
     }
 
     /// A tip this runner wrote on its own ref, a commit, as the remote took it.
+    /// `records`, each `(object, record)`, as notes of this runner's evidence. Notes of one
+    /// producer in one push build on each other, under the first one's lease: each is leased
+    /// on the tip as this runner knows it, and signed with its producer key when it has one.
+    pub(super) fn own_notes(
+        &self,
+        records: impl IntoIterator<Item = (Oid, String)>,
+    ) -> Vec<crate::machine::NoteAdd> {
+        let producer = self.cfg.runner.clone();
+        let expect = crate::machine::Expect::tip(self.refs.get(&refs::evidence(&producer)));
+        let key = self.cfg.signer.as_ref().map(|s| s.producer_key.clone());
+        records
+            .into_iter()
+            .map(|(object, record)| crate::machine::NoteAdd {
+                producer: producer.clone(),
+                expect: expect.clone(),
+                object,
+                record,
+                key: key.clone(),
+            })
+            .collect()
+    }
+
     pub(super) fn wrote_own(&mut self, name: String, tip: Oid) {
         self.own_commits.insert(name.clone(), tip.clone());
         self.refs.insert(name, tip);

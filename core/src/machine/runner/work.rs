@@ -20,7 +20,7 @@ use crate::limits::PathStat;
 use crate::machine::agent::give_up_place;
 use crate::machine::{
     Action, ActionId, Append, BuildResult, CandidateSpec, Completion, Deadline, Expect, FetchSpec,
-    LogAdd, Misuse, NewValue, NoteAdd, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
+    LogAdd, Misuse, NewValue, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
 use crate::policy::Policy;
 use crate::reason::ReasonCode;
@@ -774,22 +774,7 @@ impl Runner {
                         why: why.clone(),
                     },
                 ));
-                // Notes of one producer in one push build on each other, under the first
-                // one's lease.
-                for (object, record) in notes.iter().cloned() {
-                    let producer = self.cfg.runner.clone();
-                    let expect = match self.refs.get(&refs::evidence(&producer)) {
-                        Some(tip) => Expect::Is(tip.clone()),
-                        None => Expect::Absent,
-                    };
-                    plan.notes.push(NoteAdd {
-                        producer,
-                        expect,
-                        object,
-                        record,
-                        key: self.cfg.signer.as_ref().map(|s| s.producer_key.clone()),
-                    });
-                }
+                plan.notes = self.own_notes(notes.iter().cloned());
                 match then {
                     Then::Again | Then::Continue => {}
                     Then::End(end) => self.push_ending(work, &mut plan, &mut steps, end),
@@ -879,11 +864,25 @@ impl Runner {
         code: Option<ReasonCode>,
         merge: Option<(&Oid, &Oid)>,
     ) -> Option<LogAdd> {
+        let message = self.end_message(&work.record, &work.op, state, code, merge);
+        self.log_append(message.into_iter().collect())
+    }
+
+    /// The `bay.event/1` message of `op`'s end as `state`, or none for a state that is not an
+    /// end.
+    pub(super) fn end_message(
+        &self,
+        record: &ChangeRecord,
+        op: &OpId,
+        state: OpState,
+        code: Option<ReasonCode>,
+        merge: Option<(&Oid, &Oid)>,
+    ) -> Option<String> {
         let event = BayEvent::ended(Ended {
             runner: &self.cfg.runner,
-            change: &work.record.change,
-            op: &work.op,
-            actor: &work.record.actor,
+            change: &record.change,
+            op,
+            actor: &record.actor,
             at: self.now,
             state,
             code,
@@ -891,8 +890,18 @@ impl Runner {
         })?;
         #[cfg(feature = "mutants")]
         let event = self.mutant_event(event);
+        Some(event.to_message())
+    }
+
+    /// `messages` appended to this runner's log, each on the one before, the first leased on
+    /// the log's tip as this runner knows it; none for no message.
+    pub(super) fn log_append(&self, messages: Vec<String>) -> Option<LogAdd> {
+        let mut messages = messages.into_iter();
+        let first = messages.next()?;
         let tip = self.refs.get(&refs::log(&self.cfg.runner)).cloned();
-        Some(LogAdd::on(&self.cfg.runner, tip, event.to_message()))
+        let mut log = LogAdd::on(&self.cfg.runner, tip, first);
+        log.more = messages.collect();
+        Some(log)
     }
 
     /// The merge: the merged outcome, main `base -> candidate` leased on `base`, the merged
