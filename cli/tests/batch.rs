@@ -304,3 +304,24 @@ fn under_a_registry_that_signs_everything_each_member_is_signed() {
         assert!(outcome["detail"]["batch"].is_object(), "{outcome}");
     }
 }
+
+#[test]
+fn a_batch_runs_its_checks_at_once_with_parallel_checks() {
+    // Two checks that pass only when both run at once: the batch's tree passes only if its
+    // runs start together, as `parallel_checks = 2` asks.
+    let world = rendezvous_world_with(
+        &format!("{CONFIG}parallel_checks = 2\nbatch = {{ max = 8 }}\n"),
+        "\n[policy]\nreuse_unsigned = true\n",
+        300,
+    );
+    let changes = queued(&world, &[("src/a.txt", "a\n"), ("src/b.txt", "b\n")]);
+    let run = run_once_with_rendezvous(&world);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.doc["detail"]["merged"], 2, "{}", run.doc);
+    let trailers = batch_trailers(&world);
+    let ends = |n: usize, suffix: &str| trailers[n].as_deref().is_some_and(|t| t.ends_with(suffix));
+    assert!(ends(0, " 2/2") && ends(1, " 1/2"), "{trailers:?}");
+    for change in &changes {
+        assert_eq!(world.merges_of(change), 1);
+    }
+}

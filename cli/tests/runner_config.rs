@@ -160,63 +160,15 @@ fn one_empty_environment_serves_nothing() {
     assert_eq!(world.merges_of(&change), 0);
 }
 
-/// A check that leaves its mark in `$RENDEZVOUS` and passes only once the other check's mark
-/// is there too (waiting up to `wait` tenths of a second): it passes only when both run at
-/// once. It needs no sandbox, to share the folder.
-fn rendezvous(me: &str, other: &str, wait: u32) -> String {
-    CHECK.replace(
-        "units=\"\"",
-        &format!(
-            "units=\"\"\n: > \"$RENDEZVOUS/{me}\"\nn=0\nwhile [ ! -e \"$RENDEZVOUS/{other}\" ] && [ $n -lt {wait} ]; do sleep 0.1; n=$((n + 1)); done\n[ -e \"$RENDEZVOUS/{other}\" ] || printf '{{\"schema\":\"bay.check.result/1\",\"exercised\":{{\"commit\":\"%s\",\"tree\":\"%s\"}},\"plan\":{{\"selected\":1,\"completed\":1}},\"checks\":[{{\"id\":\"alone\",\"verdict\":\"product_failure\"}}]}}\\n' \"$commit\" \"$tree\"\n[ -e \"$RENDEZVOUS/{other}\" ] || exit 1"
-        ),
-    )
-}
-
 fn rendezvous_world(parallel: u32, wait: u32) -> World {
-    let check = |id: &str, program: &str| {
-        format!(
-            "\n[[check]]\nid = \"{id}\"\nenvironment = \"any\"\ncommand = \"{program}\"\nadapter = [\"{program}\"]\nexpected_minimum = 1\ntimeout_s = 60\nenv = [\"RENDEZVOUS\"]\n"
-        )
-    };
-    World::new(&[
-        ("src/greeting.txt", "Hello\n", false),
-        (
-            ".bay/config.toml",
-            &format!("{CONFIG}parallel_checks = {parallel}\n"),
-            false,
-        ),
-        (
-            ".bay/policy.toml",
-            &format!(
-                "revision = 1\n{}{}",
-                check("a", ".bay/a"),
-                check("b", ".bay/b")
-            ),
-            false,
-        ),
-        (".bay/a", &rendezvous("a", "b", wait), true),
-        (".bay/b", &rendezvous("b", "a", wait), true),
-    ])
+    rendezvous_world_with(&format!("{CONFIG}parallel_checks = {parallel}\n"), "", wait)
 }
 
 /// Runs one change through a runner whose machine has no sandbox, with `RENDEZVOUS` set.
 fn run_rendezvous(world: &World) -> (String, serde_json::Value) {
     let ann = world.clone_as("ann");
     let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
-    let home = world.root.path().join("home");
-    std::fs::create_dir_all(&home).expect("mkdir");
-    write(&home, ".gitconfig", "[bay]\n\texecutorSandbox = none\n");
-    let meeting = world.root.path().join("meeting");
-    std::fs::create_dir_all(&meeting).expect("mkdir");
-    bay_with(
-        &world.admin,
-        "runner",
-        &["runner", "run", "--once"],
-        &[
-            ("HOME", home.to_str().expect("utf-8")),
-            ("RENDEZVOUS", meeting.to_str().expect("utf-8")),
-        ],
-    );
+    run_once_with_rendezvous(world);
     (change, bay(&view, "ann", &["status"]).doc)
 }
 

@@ -34,6 +34,62 @@ pub fn policy(extra: &str) -> String {
     )
 }
 
+/// A check that leaves its mark in `$RENDEZVOUS` and passes only once the other check's mark
+/// is there too (waiting up to `wait` tenths of a second): it passes only when both run at
+/// once. It needs no sandbox, to share the folder.
+pub fn rendezvous(me: &str, other: &str, wait: u32) -> String {
+    CHECK.replace(
+        "units=\"\"",
+        &format!(
+            "units=\"\"\n: > \"$RENDEZVOUS/{me}\"\nn=0\nwhile [ ! -e \"$RENDEZVOUS/{other}\" ] && [ $n -lt {wait} ]; do sleep 0.1; n=$((n + 1)); done\n[ -e \"$RENDEZVOUS/{other}\" ] || printf '{{\"schema\":\"bay.check.result/1\",\"exercised\":{{\"commit\":\"%s\",\"tree\":\"%s\"}},\"plan\":{{\"selected\":1,\"completed\":1}},\"checks\":[{{\"id\":\"alone\",\"verdict\":\"product_failure\"}}]}}\\n' \"$commit\" \"$tree\"\n[ -e \"$RENDEZVOUS/{other}\" ] || exit 1"
+        ),
+    )
+}
+
+/// A remote with `config` whose policy (plus `policy_extra`) requires two [`rendezvous`]
+/// checks, `a` and `b`, which pass only when they run at once.
+pub fn rendezvous_world_with(config: &str, policy_extra: &str, wait: u32) -> World {
+    let check = |id: &str, program: &str| {
+        format!(
+            "\n[[check]]\nid = \"{id}\"\nenvironment = \"any\"\ncommand = \"{program}\"\nadapter = [\"{program}\"]\nexpected_minimum = 1\ntimeout_s = 60\nenv = [\"RENDEZVOUS\"]\n"
+        )
+    };
+    World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        (".bay/config.toml", config, false),
+        (
+            ".bay/policy.toml",
+            &format!(
+                "revision = 1\n{}{}{policy_extra}",
+                check("a", ".bay/a"),
+                check("b", ".bay/b")
+            ),
+            false,
+        ),
+        (".bay/a", &rendezvous("a", "b", wait), true),
+        (".bay/b", &rendezvous("b", "a", wait), true),
+    ])
+}
+
+/// `bay runner run --once` by the admin on a machine with no sandbox, with `RENDEZVOUS` set
+/// to a new folder, for checks made by [`rendezvous`].
+pub fn run_once_with_rendezvous(world: &World) -> Ran {
+    let home = world.root.path().join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    write(&home, ".gitconfig", "[bay]\n\texecutorSandbox = none\n");
+    let meeting = world.root.path().join("meeting");
+    std::fs::create_dir_all(&meeting).expect("mkdir");
+    bay_with(
+        &world.admin,
+        "runner",
+        &["runner", "run", "--once"],
+        &[
+            ("HOME", home.to_str().expect("utf-8")),
+            ("RENDEZVOUS", meeting.to_str().expect("utf-8")),
+        ],
+    )
+}
+
 /// A short lease, so that tests of takeovers wait seconds, not a minute.
 pub const CONFIG: &str = "[runner]\nlease_s = 3\nheartbeat_s = 1\n";
 

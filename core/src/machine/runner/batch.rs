@@ -33,7 +33,7 @@
 //! beside the head instead. The chain stops before the first member it may not take, so the
 //! members are always the head and the entries right behind it, in queue order.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::hold::HoldAnswer;
 use super::work::{Work, last_written};
@@ -80,7 +80,8 @@ pub(super) enum Purpose {
     /// The claim on the head, or a heartbeat, with the step it appends.
     Claim(Box<Step>),
     Heartbeat(Box<Step>),
-    Run(Box<CheckSpec>, Box<CheckRequest>),
+    /// Run `index` of the prefix's plan.
+    Run(usize, Box<CheckSpec>, Box<CheckRequest>),
     /// The records the batch made, going up before the head goes alone.
     Records,
     Merge,
@@ -132,12 +133,20 @@ struct Checking {
     /// How many members the prefix holds.
     prefix: usize,
     plan: Plan,
-    /// The plan's runs not started yet.
-    left: VecDeque<CheckSpec>,
-    /// When the run in flight is given up as `unknown`.
-    deadline: Timestamp,
+    /// The plan's runs not started yet, each with its index in the plan.
+    left: VecDeque<(usize, CheckSpec)>,
+    /// The runs in flight (up to `[runner] parallel_checks`), by index in the plan, each with
+    /// the time it is given up as `unknown`.
+    running: BTreeMap<usize, Timestamp>,
     /// Once the whole batch failed.
     bisect: Option<Bisect>,
+}
+
+impl Checking {
+    /// When the first run in flight is given up as `unknown`.
+    fn first_deadline(&self) -> Option<Timestamp> {
+        self.running.values().min().copied()
+    }
 }
 
 /// Where a batch stands.
@@ -247,15 +256,16 @@ impl Batch {
             )
     }
 
-    /// When the runner must act next: the heartbeat, or the run in flight's deadline.
+    /// When the runner must act next: the heartbeat, or the first deadline of a run in
+    /// flight.
     pub(super) fn deadline(&self) -> Option<Deadline> {
         let heartbeat = self.beats().then_some(Deadline {
             at: self.heartbeat_at,
             why: Wake::Heartbeat,
         });
         let run = match &self.phase {
-            Phase::Checking(checking) => Some(Deadline {
-                at: checking.deadline,
+            Phase::Checking(checking) => checking.first_deadline().map(|at| Deadline {
+                at,
                 why: Wake::CheckDeadline,
             }),
             _ => None,
@@ -510,16 +520,17 @@ impl Runner {
             (Purpose::Heartbeat(step), Completion::Pushed(report)) => {
                 self.on_batch_heartbeat(batch, &step, report);
             }
-            (Purpose::Run(spec, request), Completion::CheckExited(exit)) => {
+            (Purpose::Run(index, spec, request), Completion::CheckExited(exit)) => {
+                let Phase::Checking(checking) = &mut batch.phase else {
+                    self.keep_batch(batch);
+                    return Err(Misuse("a batch run answered while not checking".into()));
+                };
+                checking.running.remove(&index);
                 // Unavailable here: the head's usual path gives its claim back so.
                 let Judgement::Judged(judged) = judge(&request, spec.expected_minimum, &exit)
                 else {
                     self.leave(batch);
                     return Ok(());
-                };
-                let Phase::Checking(checking) = &batch.phase else {
-                    self.keep_batch(batch);
-                    return Err(Misuse("a batch run answered while not checking".into()));
                 };
                 let link = &checking.chain[checking.prefix - 1];
                 let member = &batch.members[checking.prefix - 1];
@@ -787,7 +798,7 @@ impl Runner {
             return;
         };
         if let Phase::Checking(checking) = &batch.phase
-            && self.now >= checking.deadline
+            && checking.first_deadline().is_some_and(|at| self.now >= at)
         {
             // A run with no answer by its deadline is `unknown`: no verdict to bisect by.
             self.out.forget_all_but(|purpose| {
@@ -815,37 +826,69 @@ impl Runner {
         let Some(plan) = self.prefix_plan(&batch, &chain, prefix) else {
             return self.leave(batch);
         };
-        let left = plan.runs.iter().map(|run| run.spec.clone()).collect();
+        let left = plan
+            .runs
+            .iter()
+            .map(|run| run.spec.clone())
+            .enumerate()
+            .collect();
         batch.phase = Phase::Checking(Box::new(Checking {
             chain,
             prefix,
             plan,
             left,
-            deadline: self.now,
+            running: BTreeMap::new(),
             bisect,
         }));
-        self.run_next(batch);
+        self.run_more(batch);
     }
 
-    /// Starts the prefix's next run; with none left, the prefix passed.
-    fn run_next(&mut self, mut batch: Box<Batch>) {
-        let revision = batch.policy().revision.to_string();
+    /// Starts the prefix's next runs, while fewer than `[runner] parallel_checks` are in
+    /// flight; with none left and none in flight, the prefix passed.
+    fn run_more(&mut self, mut batch: Box<Batch>) {
+        let limit = self.cfg.parallel_checks.max(1) as usize;
+        let mut runs = Vec::new();
         let Phase::Checking(checking) = &mut batch.phase else {
             return self.keep_batch(batch);
         };
-        let Some(spec) = checking.left.pop_front() else {
+        while checking.running.len() < limit
+            && let Some((index, spec)) = checking.left.pop_front()
+        {
+            let (run, request) = self.batch_run(&batch.main, &batch.policy, checking, index, &spec);
+            checking.running.insert(index, self.check_deadline(&spec));
+            runs.push((index, spec, run, request));
+        }
+        if checking.running.is_empty() {
             return self.prefix_judged(batch, true);
-        };
+        }
+        self.keep_batch(batch);
+        for (index, spec, run, request) in runs {
+            self.send_batch(
+                Action::RunCheck(Box::new(run)),
+                Purpose::Run(index, Box::new(spec), Box::new(request)),
+            );
+        }
+    }
+
+    /// The run of `spec` on the prefix's last tree, on main, and its request.
+    fn batch_run(
+        &self,
+        main: &CommitTree,
+        policy: &Policy,
+        checking: &Checking,
+        index: usize,
+        spec: &CheckSpec,
+    ) -> (CheckRun, CheckRequest) {
         let link = &checking.chain[checking.prefix - 1];
         let paths = changed_paths(&checking.chain[..checking.prefix]);
         let request = CheckRequest::build(RequestInput {
-            target: CheckTarget::of(&spec),
-            policy_revision: revision,
+            target: CheckTarget::of(spec),
+            policy_revision: policy.revision.to_string(),
             candidate: CommitTree {
                 commit: link.commit.clone(),
                 tree: link.tree.clone(),
             },
-            base: batch.main.clone(),
+            base: main.clone(),
             changed_paths: paths,
             // A batch checks no single change.
             change: None,
@@ -853,24 +896,24 @@ impl Runner {
         let run = CheckRun {
             check: spec.clone(),
             request: request.clone(),
-            adapter_from: batch.main.commit.clone(),
+            adapter_from: main.commit.clone(),
             candidate: link.commit.clone(),
-            slot: 0,
+            // Runs at once on one tree each get their own directory.
+            slot: u32::try_from(index).unwrap_or(u32::MAX),
         };
-        let deadline = self.check_deadline(&spec);
-        if let Phase::Checking(checking) = &mut batch.phase {
-            checking.deadline = deadline;
-        }
-        self.keep_batch(batch);
-        self.send_batch(
-            Action::RunCheck(Box::new(run)),
-            Purpose::Run(Box::new(spec), Box::new(request)),
-        );
+        (run, request)
     }
 
+    /// One run answered: a pass lets the next start; a failure judges the prefix at once, and
+    /// the runs still in flight are given up (their answers no longer matter).
     fn on_run(&mut self, batch: Box<Batch>, verdict: Verdict) {
+        if verdict != Verdict::Pass {
+            self.out.forget_all_but(|purpose| {
+                !matches!(purpose, RunnerPurpose::Batch(Purpose::Run(..)))
+            });
+        }
         match verdict {
-            Verdict::Pass => self.run_next(batch),
+            Verdict::Pass => self.run_more(batch),
             Verdict::ProductFailure => self.prefix_judged(batch, false),
             // No verdict: nothing to bisect by, and never a pass.
             Verdict::InfraFailure | Verdict::Unknown => self.leave(batch),
