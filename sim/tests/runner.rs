@@ -1866,3 +1866,48 @@ fn a_head_that_changes_the_checks_stops_the_prediction() {
     let (mut bench, _, second, _a, _, head) = two_queued_and_a_checking();
     b_checks_ahead(&mut bench, &second, &head);
 }
+
+/// Runner `b`, which batches, watches while runner `a` ends change A (its check passing or
+/// failing), then two changes queue: whether `b` checks them as one batch (a request that
+/// names no change).
+fn batches_after_another_runner_ended_a(a_passes: bool) -> bool {
+    let policy = format!("{POLICY}\n[policy]\nreuse_unsigned = true\n");
+    let mut bench = Bench::new(Some(&policy));
+    bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a checks A");
+    let mut b = Rig::with("b", 1_000_000, |cfg| {
+        cfg.evidence_reuse = true;
+        cfg.batch = Some(bay_core::config::BatchSettings {
+            min: 2,
+            max: 8,
+            max_failure_ppm: 300_000,
+        });
+    });
+    // b sees A's place, held by a, and waits.
+    assert!(b.run_until(&mut bench, 1_000_000, &is_check).is_none());
+    let exit = if a_passes {
+        pass(&check)
+    } else {
+        bay_sim::bench::failing_exit(&check)
+    };
+    a.answer(&mut bench, id, Completion::CheckExited(exit), &|_| false);
+    bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    bench.submit("fix c", &[("src/c.txt", "c fixed\n")]);
+    let (_, run) = b
+        .run_until(&mut bench, 1_020_000, &is_check)
+        .expect("b checks the head");
+    let Action::RunCheck(run) = run else {
+        unreachable!()
+    };
+    run.request.change.is_none()
+}
+
+#[test]
+fn a_failure_another_runner_ended_counts_in_the_batch_failure_rate() {
+    // One failed check of one outcome is above 0.3: no batch; one pass is not.
+    assert!(!batches_after_another_runner_ended_a(false));
+    assert!(batches_after_another_runner_ended_a(true));
+}

@@ -53,6 +53,7 @@ use crate::machine::{
     LogAdd, Misuse, NewValue, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
 };
 use crate::policy::{CheckSpec, Policy, Stage as CheckStage};
+use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Operation, Step, StepBody};
 use crate::result::OpState;
 use crate::time::Timestamp;
@@ -283,8 +284,11 @@ impl Batch {
 /// the culprits its bisections found.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Memory {
-    /// The last check outcomes of places this runner ended.
+    /// The last check outcomes of the queue places this runner saw finish, whoever ended them.
     pub window: Window,
+    /// Places gone from the queue since the last pass, by number, with the operation each
+    /// held: the pass reads their chains, and [`Runner::read_finished`] their outcomes.
+    pub finishing: BTreeMap<u64, OpId>,
     /// Operations a bisection found at fault, newest last.
     pub culprits: VecDeque<OpId>,
 }
@@ -299,6 +303,41 @@ impl Memory {
 }
 
 impl Runner {
+    /// Notes that queue place `seq`, which held `op`, is gone: its operation ended. Only a
+    /// runner that may batch (never `merge --wait`) reads why, for its failure rate.
+    pub(super) fn place_gone(&mut self, seq: u64, op: OpId) {
+        if self.cfg.batch.is_some() && !matches!(self.cfg.mode, RunMode::Only(_)) {
+            self.memory.finishing.insert(seq, op);
+        }
+    }
+
+    /// Notes the check outcome of each place gone since the last pass, in queue order, from
+    /// its chain as this pass read it: a merge passed, a `CHECK_FAILED` or `CHECK_FLAKY` end
+    /// failed; any other end (a conflict, a supersession, an abandon) is no check outcome,
+    /// and a chain this pass could not read counts for nothing.
+    pub(super) fn read_finished(&mut self) {
+        for (_, op) in std::mem::take(&mut self.memory.finishing) {
+            let operation = self
+                .chains
+                .get(&op.change)
+                .and_then(|chain| chain.record.as_ref().ok())
+                .and_then(|record| record.op(&op));
+            let failed = match operation.and_then(|operation| operation.outcome.as_ref()) {
+                Some(outcome) if outcome.state == OpState::Merged => false,
+                Some(outcome)
+                    if matches!(
+                        outcome.reason,
+                        Some(ReasonCode::CheckFailed | ReasonCode::CheckFlaky)
+                    ) =>
+                {
+                    true
+                }
+                _ => continue,
+            };
+            self.memory.window.note(failed);
+        }
+    }
+
     /// The members a batch would take, the head (`op`) first, when a batch may form now;
     /// `None` when it may not (then the head takes its usual path). Entries that wait (held,
     /// for their dependencies, for an approval) are passed over, as the queue passes them.
@@ -1179,9 +1218,6 @@ impl Runner {
         match report.outcome {
             PushOutcome::Accepted => {
                 self.merged += size as u64;
-                for _ in 0..size {
-                    self.memory.window.note(false);
-                }
                 if let Some(note) = report.notes.last() {
                     self.wrote_own(refs::evidence(&self.cfg.runner), note.clone());
                 }

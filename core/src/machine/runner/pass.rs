@@ -186,8 +186,18 @@ impl Runner {
             .keys()
             .filter_map(|name| refs::parse_queue(name))
             .collect();
-        // Places gone from the remote (removed after retention) are forgotten.
-        self.places.retain(|seq, _| live.contains(seq));
+        // Places gone from the remote (their operations ended) are forgotten.
+        let gone: Vec<u64> = self
+            .places
+            .keys()
+            .filter(|seq| !live.contains(seq))
+            .copied()
+            .collect();
+        for seq in gone {
+            if let Some(Place { op: Ok(op), .. }) = self.places.remove(&seq) {
+                self.place_gone(seq, op);
+            }
+        }
         let unread: Vec<Oid> = live
             .iter()
             .filter(|seq| **seq > self.floor)
@@ -250,6 +260,8 @@ impl Runner {
         if let RunMode::Only(op) = &self.cfg.mode {
             wanted.insert(op.change.clone());
         }
+        // The changes of places gone since the last pass, for their outcomes.
+        wanted.extend(self.memory.finishing.values().map(|op| op.change.clone()));
         // And the changes they wait for, once the pass has fetched those.
         if self.pass().is_some_and(|pass| pass.dependencies_read) {
             wanted.extend(self.dependencies());
@@ -521,6 +533,7 @@ impl Runner {
 
     /// Acts on what the pass read, once it knows whether main is held.
     pub(super) fn decide(&mut self) {
+        self.read_finished();
         if self.request_settled() {
             return;
         }

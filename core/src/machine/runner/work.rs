@@ -1847,23 +1847,12 @@ impl Runner {
                 ..
             } => {
                 self.merged += 1;
-                self.memory.window.note(false);
                 self.finished(work)
             }
             Write::Check {
-                then: Then::End(ending),
-                ..
+                then: Then::End(_), ..
             }
-            | Write::End(ending) => {
-                // A check's failure is an outcome the batch failure rate reads (`batch`).
-                if matches!(
-                    ending.reason,
-                    Some(ReasonCode::CheckFailed | ReasonCode::CheckFlaky)
-                ) {
-                    self.memory.window.note(true);
-                }
-                self.finished(work)
-            }
+            | Write::End(_) => self.finished(work),
             Write::Check {
                 then: Then::Release(reason, why),
                 ..
