@@ -8,7 +8,7 @@
 //! failing member, running each prefix at most once. [`Window`] is the recent failure rate
 //! that stops batches while checks fail often.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// The trailer key each member commit of a batch carries.
 pub const TRAILER: &str = "Bay-Batch";
@@ -90,28 +90,48 @@ impl Bisect {
     }
 }
 
-/// The last [`WINDOW`] check outcomes of finished queue places this runner saw: a merge is a
-/// pass, a `CHECK_FAILED` or `CHECK_FLAKY` end a failure.
+/// How many finished places' outcomes a runner keeps: enough that the last [`WINDOW`] of those
+/// overlapping any head are among them, for a queue whose areas are not too many.
+pub const KEPT: usize = 256;
+
+/// One finished queue place's check outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// A `CHECK_FAILED` or `CHECK_FLAKY` end; a merge is a pass.
+    pub failed: bool,
+    /// The checks its operation recorded, by id: its footprint, under a policy.
+    pub checks: BTreeSet<String>,
+}
+
+/// The check outcomes of the finished queue places a runner saw, oldest first, the last
+/// [`KEPT`] of them. The failure rate reads the last [`WINDOW`] of those a caller counts: all
+/// of them, or with `footprint_lanes` those whose footprint overlaps the head's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Window {
-    /// `true` for a failure, oldest first.
-    outcomes: VecDeque<bool>,
+    outcomes: VecDeque<Outcome>,
 }
 
 impl Window {
-    /// Notes one outcome, forgetting the oldest past the window.
-    pub fn note(&mut self, failed: bool) {
-        if self.outcomes.len() == WINDOW {
+    /// Notes one outcome, forgetting the oldest past [`KEPT`].
+    pub fn note(&mut self, outcome: Outcome) {
+        if self.outcomes.len() == KEPT {
             self.outcomes.pop_front();
         }
-        self.outcomes.push_back(failed);
+        self.outcomes.push_back(outcome);
     }
 
-    /// Whether the failure rate is at most `max_ppm` millionths. With no outcome yet there is
-    /// no rate to be above.
-    pub fn allows(&self, max_ppm: u32) -> bool {
-        let failures = self.outcomes.iter().filter(|failed| **failed).count() as u64;
-        failures * 1_000_000 <= u64::from(max_ppm) * self.outcomes.len() as u64
+    /// Whether the failure rate over the last [`WINDOW`] outcomes `counts` keeps is at most
+    /// `max_ppm` millionths. With no such outcome there is no rate to be above.
+    pub fn allows(&self, max_ppm: u32, counts: impl Fn(&Outcome) -> bool) -> bool {
+        let last: Vec<&Outcome> = self
+            .outcomes
+            .iter()
+            .rev()
+            .filter(|outcome| counts(outcome))
+            .take(WINDOW)
+            .collect();
+        let failures = last.iter().filter(|outcome| outcome.failed).count() as u64;
+        failures * 1_000_000 <= u64::from(max_ppm) * last.len() as u64
     }
 }
 
@@ -139,23 +159,57 @@ mod tests {
         }
     }
 
+    fn outcome(failed: bool, check: &str) -> Outcome {
+        Outcome {
+            failed,
+            checks: BTreeSet::from([check.to_string()]),
+        }
+    }
+
     #[test]
     fn the_window_holds_twenty_outcomes() {
         let mut window = Window::default();
-        assert!(window.allows(0), "no outcome yet");
+        let all = |_: &Outcome| true;
+        assert!(window.allows(0, all), "no outcome yet");
         for _ in 0..14 {
-            window.note(false);
+            window.note(outcome(false, "unit"));
         }
         for _ in 0..6 {
-            window.note(true);
+            window.note(outcome(true, "unit"));
         }
-        assert!(window.allows(300_000), "6 of 20 is 0.3, not above it");
-        window.note(true);
-        assert!(!window.allows(300_000), "7 of 20 is above 0.3");
+        assert!(window.allows(300_000, all), "6 of 20 is 0.3, not above it");
+        window.note(outcome(true, "unit"));
+        assert!(!window.allows(300_000, all), "7 of 20 is above 0.3");
         for _ in 0..WINDOW {
-            window.note(false);
+            window.note(outcome(false, "unit"));
         }
-        assert!(window.allows(0), "the failures fell out of the window");
+        assert!(window.allows(0, all), "the failures fell out of the window");
+    }
+
+    #[test]
+    fn the_rate_reads_the_last_twenty_outcomes_the_caller_counts() {
+        let mut window = Window::default();
+        for _ in 0..7 {
+            window.note(outcome(true, "api"));
+        }
+        for _ in 0..30 {
+            window.note(outcome(false, "web"));
+        }
+        let api = |o: &Outcome| o.checks.contains("api");
+        assert!(
+            window.allows(300_000, |_| true),
+            "the api failures left the last twenty"
+        );
+        assert!(
+            !window.allows(300_000, api),
+            "but are all the api outcomes there are"
+        );
+        window.note(outcome(false, "api"));
+        assert!(!window.allows(300_000, api), "7 of 8 still fail");
+        for _ in 0..KEPT {
+            window.note(outcome(false, "web"));
+        }
+        assert!(window.allows(0, api), "no api outcome is kept any more");
     }
 
     proptest! {

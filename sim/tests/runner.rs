@@ -1867,19 +1867,39 @@ fn a_head_that_changes_the_checks_stops_the_prediction() {
     b_checks_ahead(&mut bench, &second, &head);
 }
 
-/// Runner `b`, which batches, watches while runner `a` ends change A (its check passing or
-/// failing), then two changes queue: whether `b` checks them as one batch (a request that
-/// names no change).
-fn batches_after_another_runner_ended_a(a_passes: bool) -> bool {
-    let policy = format!("{POLICY}\n[policy]\nreuse_unsigned = true\n");
+/// Runner `b`, which batches (with `lanes`, under checks by area, `api/` and `web/`), watches
+/// while runner `a` ends a change to `src/a.txt` or `api/a.txt` (its check passing or
+/// failing); then two changes to `next`'s two paths queue: whether `b` checks them as one
+/// batch (a request that names no change).
+fn batches_after_another_runner_ended(
+    ended: &str,
+    a_passes: bool,
+    lanes: bool,
+    next: [&str; 2],
+) -> bool {
+    let area = |id: &str| {
+        format!(
+            "[[check]]\nid = \"{id}\"\nenvironment = \"sim\"\ncommand = \"checks/run\"\nadapter = [\"checks/\"]\nexpected_minimum = 2\ntimeout_s = 100\nmaterialize_timeout_s = 10\nwhen_paths = [\"{id}/\"]\n\n"
+        )
+    };
+    let policy = if lanes {
+        format!(
+            "revision = 1\n\n{}{}[policy]\nreuse_unsigned = true\n",
+            area("api"),
+            area("web")
+        )
+    } else {
+        format!("{POLICY}\n[policy]\nreuse_unsigned = true\n")
+    };
     let mut bench = Bench::new(Some(&policy));
-    bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    bench.submit("fix a", &[(ended, "a fixed\n")]);
     let mut a = Rig::new("a", 1_000_000);
     let (id, check) = a
         .run_until(&mut bench, 1_000_000, &is_check)
         .expect("a checks A");
     let mut b = Rig::with("b", 1_000_000, |cfg| {
         cfg.evidence_reuse = true;
+        cfg.footprint_lanes = lanes;
         cfg.batch = Some(bay_core::config::BatchSettings {
             min: 2,
             max: 8,
@@ -1894,8 +1914,8 @@ fn batches_after_another_runner_ended_a(a_passes: bool) -> bool {
         bay_sim::bench::failing_exit(&check)
     };
     a.answer(&mut bench, id, Completion::CheckExited(exit), &|_| false);
-    bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
-    bench.submit("fix c", &[("src/c.txt", "c fixed\n")]);
+    bench.submit("fix b", &[(next[0], "b fixed\n")]);
+    bench.submit("fix c", &[(next[1], "c fixed\n")]);
     let (_, run) = b
         .run_until(&mut bench, 1_020_000, &is_check)
         .expect("b checks the head");
@@ -1908,6 +1928,42 @@ fn batches_after_another_runner_ended_a(a_passes: bool) -> bool {
 #[test]
 fn a_failure_another_runner_ended_counts_in_the_batch_failure_rate() {
     // One failed check of one outcome is above 0.3: no batch; one pass is not.
-    assert!(!batches_after_another_runner_ended_a(false));
-    assert!(batches_after_another_runner_ended_a(true));
+    let next = ["src/b.txt", "src/c.txt"];
+    assert!(!batches_after_another_runner_ended(
+        "src/a.txt",
+        false,
+        false,
+        next
+    ));
+    assert!(batches_after_another_runner_ended(
+        "src/a.txt",
+        true,
+        false,
+        next
+    ));
+}
+
+#[test]
+fn with_footprint_lanes_the_failure_rate_reads_only_places_overlapping_the_head() {
+    // A failure in api/ stops a batch of api/ changes, not one of web/ changes.
+    let api = ["api/b.txt", "api/c.txt"];
+    let web = ["web/b.txt", "web/c.txt"];
+    assert!(!batches_after_another_runner_ended(
+        "api/a.txt",
+        false,
+        true,
+        api
+    ));
+    assert!(batches_after_another_runner_ended(
+        "api/a.txt",
+        false,
+        true,
+        web
+    ));
+    assert!(batches_after_another_runner_ended(
+        "api/a.txt",
+        true,
+        true,
+        api
+    ));
 }

@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use super::hold::HoldAnswer;
 use super::work::{Work, last_written};
 use super::{Purpose as RunnerPurpose, RunMode, Runner, Stage};
-use crate::batch::{Bisect, Window, trailer};
+use crate::batch::{Bisect, Outcome, Window, trailer};
 use crate::check::footprint;
 use crate::check::plan::{self, POLICY_PATH, Plan, parse_policy};
 use crate::check::{
@@ -322,7 +322,10 @@ impl Runner {
                 .get(&op.change)
                 .and_then(|chain| chain.record.as_ref().ok())
                 .and_then(|record| record.op(&op));
-            let failed = match operation.and_then(|operation| operation.outcome.as_ref()) {
+            let Some(operation) = operation else {
+                continue;
+            };
+            let failed = match &operation.outcome {
                 Some(outcome) if outcome.state == OpState::Merged => false,
                 Some(outcome)
                     if matches!(
@@ -334,7 +337,12 @@ impl Runner {
                 }
                 _ => continue,
             };
-            self.memory.window.note(failed);
+            let checks = operation
+                .checks
+                .iter()
+                .map(|rec| rec.check.clone())
+                .collect();
+            self.memory.window.note(Outcome { failed, checks });
         }
     }
 
@@ -345,7 +353,10 @@ impl Runner {
         let settings = self.cfg.batch?;
         let forms = self.cfg.evidence_reuse
             && !matches!(self.cfg.mode, RunMode::Only(_))
-            && self.memory.window.allows(settings.max_failure_ppm)
+            // With lanes the rate reads only the places overlapping the head, once the head
+            // is built (`Runner::link`).
+            && (self.cfg.footprint_lanes
+                || self.memory.window.allows(settings.max_failure_ppm, |_| true))
             && !self.main_may_hold();
         if !forms {
             return None;
@@ -699,12 +710,44 @@ impl Runner {
         }
     }
 
-    /// The chain grows by `link`, and the next member builds.
+    /// The chain grows by `link`, and the next member builds. With `footprint_lanes` the
+    /// head's link decides whether the batch goes on: the failure rate reads only the places
+    /// whose footprint overlaps the head's.
     fn link(&mut self, mut batch: Box<Batch>, link: Link) {
+        let head = matches!(&batch.phase, Phase::Building { chain, .. } if chain.is_empty());
+        if head && self.cfg.footprint_lanes && !self.rate_beside_allows(&batch, &link) {
+            return self.leave(batch);
+        }
         if let Phase::Building { chain, .. } = &mut batch.phase {
             chain.push(link);
         }
         self.build_next(batch);
+    }
+
+    /// Whether the failure rate over the finished places whose footprint, by the checks each
+    /// recorded, overlaps that of `head` lets the batch go on.
+    fn rate_beside_allows(&self, batch: &Batch, head: &Link) -> bool {
+        let (Some(settings), Some(own)) = (
+            self.cfg.batch,
+            self.entry_footprint(batch.policy(), &head.changed_paths),
+        ) else {
+            return false;
+        };
+        self.memory
+            .window
+            .allows(settings.max_failure_ppm, |outcome| {
+                let checks = batch.policy().checks.iter();
+                let recorded = checks.filter(|spec| outcome.checks.contains(&spec.id));
+                !footprint::disjoint(&own, &footprint::of_entry(recorded))
+            })
+    }
+
+    /// The footprint of an entry that changes `paths`, under `policy`: `None` when its plan
+    /// cannot be made.
+    fn entry_footprint(&self, policy: &Policy, paths: &[String]) -> Option<Vec<String>> {
+        plan::plan(policy, None, paths, &self.now.date())
+            .ok()
+            .map(|plan| footprint::of_entry(plan.runs.iter().map(|run| &run.spec)))
     }
 
     /// The chain stops before member `index`: built again without it and the ones behind,
@@ -1022,12 +1065,9 @@ impl Runner {
         let Some(head) = chain.first().filter(|_| self.cfg.footprint_lanes) else {
             return true;
         };
-        let footprint = |paths: &[String]| {
-            plan::plan(batch.policy(), None, paths, &self.now.date())
-                .map(|plan| footprint::of_entry(plan.runs.iter().map(|run| &run.spec)))
-        };
+        let footprint = |paths: &[String]| self.entry_footprint(batch.policy(), paths);
         match (footprint(&head.changed_paths), footprint(paths)) {
-            (Ok(head), Ok(member)) => !footprint::disjoint(&head, &member),
+            (Some(head), Some(member)) => !footprint::disjoint(&head, &member),
             _ => false,
         }
     }
