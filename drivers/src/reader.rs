@@ -203,23 +203,46 @@ impl Reader {
         limit: u32,
         since: Option<bay_core::time::Timestamp>,
     ) -> Result<Vec<bay_core::machine::MainCommit>, Fault> {
-        self.walk(tip, limit, since, |oid, commit| {
-            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {oid}: {e}"));
-            let parents = commit
-                .parent_ids()
-                .map(|parent| crate::gitoxide::from_gix(&parent))
-                .collect::<Result<Vec<_>, Fault>>()?;
-            let committer = commit.committer().map_err(|e| broken(&e))?;
-            let seconds = committer.time().map_err(|e| broken(&e))?.seconds;
-            Ok(bay_core::machine::MainCommit {
-                oid,
-                parents,
-                at: bay_core::time::Timestamp::from_secs(u64::try_from(seconds).unwrap_or(0)),
-                committer: format!("{} <{}>", committer.name, committer.email),
-                message: String::from_utf8_lossy(commit.message_raw_sloppy()).into_owned(),
-                off_first_parent: 0,
-                brought: Vec::new(),
-            })
+        self.walk(tip, limit, since, main_commit)
+    }
+
+    /// What the merge `merge` brought in that its first parent `first` lacks, as Git's
+    /// `rev-list <merge> ^<first>` walks it (newest by commit time first), the merge itself
+    /// left out: how many commits, and the newest `keep` of them read whole. The walk is the
+    /// range's, however long the history below `first`.
+    pub fn brought_in(
+        &self,
+        merge: &bay_core::git::Oid,
+        first: &bay_core::git::Oid,
+        keep: usize,
+    ) -> Result<(u64, Vec<bay_core::machine::MainCommit>), Fault> {
+        self.with_repository("commits", |repo| {
+            let (merge_id, first_id) = (
+                crate::gitoxide::gix_id(merge)?,
+                crate::gitoxide::gix_id(first)?,
+            );
+            let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot walk {merge}: {e}"));
+            let walk = repo
+                .rev_walk([merge_id])
+                .with_hidden([first_id])
+                .sorting(gix::revision::walk::Sorting::ByCommitTime(
+                    Default::default(),
+                ))
+                .all()
+                .map_err(|e| broken(&e))?;
+            let (mut count, mut newest) = (0, Vec::new());
+            for info in walk {
+                let info = info.map_err(|e| broken(&e))?;
+                if info.id == merge_id {
+                    continue;
+                }
+                count += 1;
+                if newest.len() < keep {
+                    let commit = repo.find_commit(info.id).map_err(|e| broken(&e))?;
+                    newest.push(main_commit(crate::gitoxide::from_gix(&info.id)?, &commit)?);
+                }
+            }
+            Ok((count, newest))
         })
     }
 
@@ -325,6 +348,29 @@ impl Reader {
             Ok(None)
         })
     }
+}
+
+/// `commit`, whose id is `oid`, as a history read answers it.
+fn main_commit(
+    oid: bay_core::git::Oid,
+    commit: &gix::Commit<'_>,
+) -> Result<bay_core::machine::MainCommit, Fault> {
+    let broken = |e: &dyn std::fmt::Display| Fault(format!("cannot read {oid}: {e}"));
+    let parents = commit
+        .parent_ids()
+        .map(|parent| crate::gitoxide::from_gix(&parent))
+        .collect::<Result<Vec<_>, Fault>>()?;
+    let committer = commit.committer().map_err(|e| broken(&e))?;
+    let seconds = committer.time().map_err(|e| broken(&e))?.seconds;
+    Ok(bay_core::machine::MainCommit {
+        at: bay_core::time::Timestamp::from_secs(u64::try_from(seconds).unwrap_or(0)),
+        committer: format!("{} <{}>", committer.name, committer.email),
+        message: String::from_utf8_lossy(commit.message_raw_sloppy()).into_owned(),
+        off_first_parent: 0,
+        brought: Vec::new(),
+        oid,
+        parents,
+    })
 }
 
 /// The repository at `location` opened with its own config alone: reads do not depend on

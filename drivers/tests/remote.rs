@@ -848,6 +848,80 @@ fn the_newest_and_oldest_of_main_read_in_process_are_what_git_reads() {
 }
 
 #[test]
+fn what_a_merge_brought_in_is_what_git_walks() {
+    let fx = Fixture::new();
+    let tree = git_in(&fx.clone, &["mktree"], Some(""));
+    // Each commit a second after the one before, so that Git's order by time is one order.
+    let clock = std::cell::Cell::new(1_700_000_000u64);
+    let made = |parents: &[&Oid], message: &str| -> Oid {
+        let mut args = vec![
+            "commit-tree".to_string(),
+            tree.clone(),
+            "-m".into(),
+            message.into(),
+        ];
+        for parent in parents {
+            args.extend(["-p".to_string(), parent.to_string()]);
+        }
+        clock.set(clock.get() + 1);
+        let date = format!("{} +0000", clock.get());
+        let made = bay_drivers::git::Git::in_dir(&fx.clone)
+            .cmd(args.iter().map(String::as_str))
+            .env("GIT_COMMITTER_DATE", &date)
+            .env("GIT_AUTHOR_DATE", &date)
+            .text()
+            .expect("commit-tree works");
+        oid(&made)
+    };
+    // A side line with a merge of its own, brought into main by one merge.
+    let root = made(&[], "root");
+    let first = made(&[&root], "main 1");
+    let s1 = made(&[&root], "side 1");
+    let s2 = made(&[&s1], "side 2");
+    let s2b = made(&[&s1], "side 2b");
+    let first = made(&[&first], "main 2");
+    let s3 = made(&[&s2, &s2b], "side merge");
+    let tip = made(&[&first, &s3], "the merge");
+    let range = [tip.to_string(), format!("^{first}")];
+    let count: u64 = git_in(
+        &fx.clone,
+        &["rev-list", "--count", &range[0], &range[1]],
+        None,
+    )
+    .trim()
+    .parse()
+    .expect("a count");
+    let logged: Vec<Oid> = git_in(
+        &fx.clone,
+        &["log", "--format=%H", &range[0], &range[1]],
+        None,
+    )
+    .lines()
+    .map(oid)
+    .filter(|id| *id != tip)
+    .collect();
+    let read = fx
+        .repo
+        .read_history(&HistoryQuery {
+            from: None,
+            to: tip.clone(),
+            limit: 1,
+            newest: true,
+            since: None,
+        })
+        .expect("a read");
+    assert_eq!(
+        read[0].off_first_parent,
+        count - 1,
+        "the merge itself is not off the line"
+    );
+    assert_eq!(read[0].off_first_parent, 4);
+    let brought: Vec<Oid> = read[0].brought.iter().map(|c| c.oid.clone()).collect();
+    assert_eq!(brought, logged, "newest first, as git log lists them");
+    assert_eq!(read[0].brought[0].message, "side merge\n");
+}
+
+#[test]
 fn a_push_to_no_repository_is_not_sent() {
     let fx = Fixture::new();
     git(

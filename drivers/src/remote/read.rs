@@ -334,7 +334,7 @@ impl Repo {
     }
 
     /// The commits `query` names, oldest first, and for each commit with more than one parent
-    /// one `rev-list --count` of what it brought in. The newest of a range are walked no
+    /// what it brought in, walked in-process (`Reader::brought_in`). The newest of a range are walked no
     /// further than asked, so a window of main costs the same however long main's history is;
     /// the oldest of a range need the whole range's ids first, then what the picked ones say.
     /// Both are walked in-process where the walk meets `from` (or there is none); else one
@@ -389,8 +389,8 @@ impl Repo {
             if let Some(first) = commit.parents.first().cloned()
                 && commit.parents.len() > 1
             {
-                commit.off_first_parent = self.brought_in(&commit.oid, &first)?;
-                commit.brought = self.read_brought(&commit.oid, &first)?;
+                (commit.off_first_parent, commit.brought) =
+                    self.reader.brought_in(&commit.oid, &first, BROUGHT_READ)?;
             }
         }
         Ok(commits)
@@ -440,46 +440,10 @@ impl Repo {
         Ok(Some(commits))
     }
 
-    /// The newest commits (at most [`BROUGHT_READ`]) the merge `merge` brought in that its
-    /// first parent `first` lacks.
-    fn read_brought(&self, merge: &Oid, first: &Oid) -> Result<Vec<MainCommit>, Fault> {
-        let out = self
-            .git()
-            .cmd(["log", "-z", COMMIT_FORMAT])
-            .arg(format!("--max-count={}", BROUGHT_READ + 1))
-            .arg("--end-of-options")
-            .arg(merge.to_string())
-            .arg(format!("^{first}"))
-            .arg("--")
-            .run()?;
-        let mut brought = parse_commits(&out.stdout)?;
-        brought.retain(|commit| &commit.oid != merge);
-        brought.truncate(BROUGHT_READ);
-        Ok(brought)
-    }
-
     /// The newest of the newest `within` commits on `commit`'s first-parent line that added
     /// `path`, if one did: walked in-process, each commit's tree looked up once.
     pub fn read_added(&self, commit: &Oid, path: &str, within: u32) -> Result<Option<Oid>, Fault> {
         self.reader.newest_adding(commit, path, within)
-    }
-
-    /// How many commits the merge `merge` brought in that its first parent lacks.
-    fn brought_in(&self, merge: &Oid, first: &Oid) -> Result<u64, Fault> {
-        let count = self
-            .git()
-            .cmd(["rev-list", "--count", "--end-of-options"])
-            .arg(merge.to_string())
-            .arg(format!("^{first}"))
-            .arg("--")
-            .run()?
-            .text();
-        let count: u64 = count
-            .trim()
-            .parse()
-            .map_err(|_| Fault(format!("git rev-list --count printed {count:?}")))?;
-        // The merge itself is not off the line.
-        Ok(count.saturating_sub(1))
     }
 
     /// The tree of each commit, in order, from one `cat-file --batch`; a commit this clone
