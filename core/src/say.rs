@@ -326,6 +326,17 @@ fn say_state(
                 quoted(names(detail, "view"))
             ),
         },
+        // A change asked nothing of a runner yet (`report::status` of a record with no
+        // operation).
+        None if detail.get("open") == Some(&Value::Bool(true)) => format!(
+            "Change {} is open and nothing of it is submitted yet; edit its files in its \
+             folder, then submit it from there.",
+            change_id(change)
+        ),
+        None if detail.get("open") == Some(&Value::Bool(false)) => format!(
+            "Change {} ended before anything of it was submitted; there is nothing to do.",
+            change_id(change)
+        ),
         None if detail.get("undo").and_then(Value::as_str) == Some("nothing to undo") => {
             format!(
                 "The edits of the change{} are already gone from main, so there is nothing to \
@@ -1083,6 +1094,25 @@ mod tests {
 
     fn change() -> ChangeId {
         ChangeId::parse("c7k2m4qa").expect("a change id")
+    }
+
+    #[test]
+    fn a_change_with_nothing_submitted_says_so_not_done() {
+        let said = |open: bool| {
+            let detail = object(json!({"open": open, "intent": "x", "actor": "ann"}));
+            let sentence = say(Decision::Ok, None, None, Some(&change()), &detail);
+            assert_clean(&sentence);
+            sentence
+        };
+        assert_eq!(
+            said(true),
+            "Change c7k2m4qa is open and nothing of it is submitted yet; edit its files in its \
+             folder, then submit it from there."
+        );
+        assert_eq!(
+            said(false),
+            "Change c7k2m4qa ended before anything of it was submitted; there is nothing to do."
+        );
     }
 
     #[test]
