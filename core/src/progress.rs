@@ -12,7 +12,9 @@
 use std::collections::BTreeMap;
 
 use crate::event::{BayEvent, EventKind};
-use crate::machine::{Action, ActionId, Completion, PushOutcome, PushPlan};
+use crate::git::Oid;
+use crate::id::CandidateId;
+use crate::machine::{Action, ActionId, BuildResult, Completion, PushOutcome, PushPlan};
 
 /// The progress of one command's machine: which steps it tells, and the ends it waits to tell
 /// until their push is known to have gone through.
@@ -23,6 +25,21 @@ pub struct Progress {
     ends: bool,
     /// The line of each push in flight that ends an operation, told once it is accepted.
     ending: BTreeMap<ActionId, String>,
+    /// Each batch member being built (a candidate with a `Bay-Batch` trailer): its candidate
+    /// and its place in the batch, until it is built.
+    building: BTreeMap<ActionId, Member>,
+    /// Each member of the last batch chain built, by its commit: a check of that commit checks
+    /// the batch's changes up to it together.
+    members: BTreeMap<Oid, Member>,
+}
+
+/// A member of a batch as its lines name it: its candidate, its index (from 1) and the
+/// batch's size.
+#[derive(Clone, Debug)]
+struct Member {
+    candidate: CandidateId,
+    index: usize,
+    size: usize,
 }
 
 impl Progress {
@@ -42,15 +59,41 @@ impl Progress {
     /// The line for an action as it is handed out, when it starts a step that takes a while.
     pub fn action(&mut self, id: ActionId, action: &Action) -> Option<String> {
         match action {
-            Action::BuildCandidate(spec) => Some(format!(
-                "Building {} on main {}",
-                spec.candidate,
-                spec.base.short()
-            )),
+            Action::BuildCandidate(spec) => {
+                let Some((_, index, size)) = crate::batch::read_trailer(&spec.message) else {
+                    return Some(format!(
+                        "Building {} on main {}",
+                        spec.candidate,
+                        spec.base.short()
+                    ));
+                };
+                let member = Member {
+                    candidate: spec.candidate.clone(),
+                    index,
+                    size,
+                };
+                if index == 1 {
+                    // A new chain: the members of the last one are checked no more.
+                    self.members.clear();
+                }
+                self.building.insert(id, member);
+                let on = match index {
+                    1 => format!("main {}", spec.base.short()),
+                    _ => format!("the change before it ({})", spec.base.short()),
+                };
+                Some(format!(
+                    "Building {} on {on}, change {index} of {size} checked together",
+                    spec.candidate
+                ))
+            }
             Action::RunCheck(run) => {
-                let on = match &run.request.change {
-                    Some(change) => change.id.to_string(),
-                    None => format!("main at {}", run.candidate.short()),
+                let on = match (&run.request.change, self.members.get(&run.candidate)) {
+                    (Some(change), _) => change.id.to_string(),
+                    (None, Some(member)) => format!(
+                        "changes 1 to {} of {} together (up to {})",
+                        member.index, member.size, member.candidate
+                    ),
+                    (None, None) => format!("main at {}", run.candidate.short()),
                 };
                 Some(format!(
                     "Checking {on} with {} ({}), for at most {} s",
@@ -78,6 +121,11 @@ impl Progress {
     /// The line for a completion: an operation's end, once the push that writes it went
     /// through. A push refused or lost tells nothing; the machine writes that end again.
     pub fn done(&mut self, id: ActionId, completion: &Completion) -> Option<String> {
+        if let Some(member) = self.building.remove(&id)
+            && let Completion::CandidateBuilt(Ok(BuildResult::Clean { commit, .. })) = completion
+        {
+            self.members.insert(commit.clone(), member);
+        }
         let line = self.ending.remove(&id)?;
         match completion {
             Completion::Pushed(report) if report.outcome == PushOutcome::Accepted => Some(line),
@@ -131,8 +179,6 @@ fn ended(message: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::Oid;
-    use crate::id::CandidateId;
     use crate::machine::{CandidateSpec, Expect, LogAdd, NewValue, PushReport, RefUpdate};
     use crate::words::forbidden_word;
 
@@ -242,6 +288,95 @@ mod tests {
             steps.done(ActionId(2), &pushed(PushOutcome::Accepted)),
             None
         );
+    }
+
+    #[test]
+    fn a_batch_s_lines_say_which_member_builds_and_what_its_check_covers() {
+        let mut runner = Progress::runner();
+        let build = |index: usize, base: char| {
+            Action::BuildCandidate(CandidateSpec {
+                candidate: CandidateId::parse(["c7k2m4qa.1.1", "d7m3n5rb.1.1"][index - 1])
+                    .expect("an id"),
+                base: oid(base),
+                draft: oid('3'),
+                merge_base: oid('1'),
+                message: format!(
+                    "intent\n\n{}",
+                    crate::batch::trailer("c7k2m4qa.1.1", index, 2)
+                ),
+                sign: None,
+            })
+        };
+        assert_eq!(
+            runner.action(ActionId(1), &build(1, '1')),
+            Some("Building c7k2m4qa.1.1 on main 1111111, change 1 of 2 checked together".into())
+        );
+        let built = |commit: char| {
+            Completion::CandidateBuilt(Ok(BuildResult::Clean {
+                commit: oid(commit),
+                tree: oid('9'),
+                base_tree: oid('8'),
+                changed_paths: Vec::new(),
+            }))
+        };
+        assert_eq!(runner.done(ActionId(1), &built('4')), None);
+        assert_eq!(
+            runner.action(ActionId(2), &build(2, '4')),
+            Some(
+                "Building d7m3n5rb.1.1 on the change before it (4444444), change 2 of 2 checked \
+                 together"
+                    .into()
+            )
+        );
+        runner.done(ActionId(2), &built('5'));
+        let check = |candidate: char| {
+            let spec = crate::policy::Policy::parse(
+                "revision = 1\n[[check]]\nid = \"unit\"\nenvironment = \"linux\"\ncommand = \"ci/run\"\nadapter = [\"ci/\"]\nexpected_minimum = 1\n",
+            )
+            .expect("a policy")
+            .checks
+            .remove(0);
+            let request = crate::check::CheckRequest::build(crate::check::RequestInput {
+                target: crate::check::CheckTarget::of(&spec),
+                policy_revision: "1".into(),
+                candidate: crate::check::CommitTree {
+                    commit: oid(candidate),
+                    tree: oid('9'),
+                },
+                base: crate::check::CommitTree {
+                    commit: oid('1'),
+                    tree: oid('8'),
+                },
+                changed_paths: Vec::new(),
+                change: None,
+            });
+            Action::RunCheck(Box::new(crate::machine::CheckRun {
+                check: spec,
+                request,
+                adapter_from: oid('1'),
+                candidate: oid(candidate),
+                slot: 0,
+            }))
+        };
+        let line = runner.action(ActionId(3), &check('5')).expect("a line");
+        assert!(
+            line.starts_with(
+                "Checking changes 1 to 2 of 2 together (up to d7m3n5rb.1.1) with unit"
+            ),
+            "{line}"
+        );
+        assert_eq!(forbidden_word(&line), None, "{line}");
+        let line = runner.action(ActionId(4), &check('6')).expect("a line");
+        assert!(
+            line.starts_with("Checking main at 6666666 with unit"),
+            "{line}"
+        );
+        for index in [1, 2] {
+            let line = runner
+                .action(ActionId(5), &build(index, '4'))
+                .expect("a line");
+            assert_eq!(forbidden_word(&line), None, "{line}");
+        }
     }
 
     #[test]
