@@ -166,7 +166,7 @@ impl Approve {
             refs::main(&self.input.main),
             refs::change_pattern(&self.input.change),
             format!("{}*", self.notes_ref()),
-            format!("{REGISTRY}*"),
+            crate::trust::registry::fetch_pattern(),
         ]);
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
     }

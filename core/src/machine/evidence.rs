@@ -348,7 +348,7 @@ impl RecordEvidence {
             format!("{}*", self.notes_ref()),
         ]);
         if self.signer().is_some() {
-            spec.patterns.push(format!("{REGISTRY}*"));
+            spec.patterns.push(crate::trust::registry::fetch_pattern());
         }
         self.out.send(Action::Fetch(spec), Purpose::Fetch);
     }
@@ -857,7 +857,10 @@ mod tests {
             spec.patterns
                 .contains(&"refs/notes/bay/evidence/review-bot*".to_owned())
         );
-        assert!(spec.patterns.contains(&format!("{REGISTRY}*")));
+        assert!(
+            spec.patterns
+                .contains(&crate::trust::registry::fetch_pattern())
+        );
         // No registry and no notes yet: the record goes up at once.
         let remote: Refs = [(refs::main("main"), oid('1'))].into_iter().collect();
         machine

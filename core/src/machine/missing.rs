@@ -86,7 +86,7 @@ impl Missing {
         let spec = FetchSpec::new([
             refs::main(&machine.input.main),
             format!("{}*", refs::evidence(&machine.input.producer)),
-            format!("{REGISTRY}*"),
+            crate::trust::registry::fetch_pattern(),
         ]);
         machine.out.send(Action::Fetch(spec), Purpose::Fetch);
         machine

@@ -229,7 +229,7 @@ impl Status {
             // Its undos, should it have merged: the generations of their one intent.
             patterns.push(refs::intents_pattern(&undo_digest(change)));
             // The key registry, should the change have merged: its merge's trust.
-            patterns.push(format!("{REGISTRY}*"));
+            patterns.push(crate::trust::registry::fetch_pattern());
         }
         if self.input.flow {
             // Plain `bay status` judges whether a runner runs, from the same fetch.

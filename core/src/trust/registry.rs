@@ -24,6 +24,12 @@ use crate::time::Timestamp;
 
 /// The registry's ref.
 pub const REF: &str = "refs/bay/registry";
+
+/// The pattern a fetch of the registry names: with `*`, a registry that is gone is no fault of
+/// the fetch, only a registry that is not there.
+pub fn fetch_pattern() -> String {
+    format!("{REF}*")
+}
 /// The namespace Git signs commits under.
 pub const COMMIT_NAMESPACE: &str = "git";
 /// The file of removed keys.

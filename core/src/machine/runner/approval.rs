@@ -30,7 +30,7 @@ use crate::reason::ReasonCode;
 use crate::record::{CandidateRec, Operation};
 use crate::result::OpState;
 use crate::trust::record::Keys;
-use crate::trust::registry::{REF as REGISTRY, Version};
+use crate::trust::registry::Version;
 
 impl Checking {
     /// Every run is recorded as passed, the candidate is recorded, and a yes is owed that is
@@ -202,7 +202,10 @@ impl Runner {
 
     /// Fetches the evidence and the registry afresh, to read the approvals on the candidate.
     pub(super) fn ask_approvals(&mut self, work: Box<Work>) -> Placed {
-        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string(), format!("{REGISTRY}*")]);
+        let spec = FetchSpec::new([
+            refs::EVIDENCE_PATTERN.to_string(),
+            crate::trust::registry::fetch_pattern(),
+        ]);
         self.send_work(Action::Fetch(spec.clone()), Purpose::ApprovalFetch(spec));
         self.keep(work)
     }
@@ -217,8 +220,7 @@ impl Runner {
             Ok(fetched) => fetched,
             Err(fault) => return self.approval_unread(work, format!("{fault}")),
         };
-        spec.apply(&mut self.refs, fetched);
-        match self.refs.get(REGISTRY).cloned() {
+        match self.registry_tip(spec, fetched) {
             Some(registry) => {
                 let (reader, read) = KeysRead::start(work.base.clone(), registry);
                 self.send_work(read, Purpose::ApprovalKeys(Box::new(reader)));
@@ -491,7 +493,10 @@ impl Runner {
 impl Runner {
     /// Fetches the evidence and the registry afresh, to read the waivers on the candidate.
     pub(super) fn read_waivers(&mut self, work: Box<Work>, reuse: bool) -> Placed {
-        let spec = FetchSpec::new([refs::EVIDENCE_PATTERN.to_string(), format!("{REGISTRY}*")]);
+        let spec = FetchSpec::new([
+            refs::EVIDENCE_PATTERN.to_string(),
+            crate::trust::registry::fetch_pattern(),
+        ]);
         self.send_work(
             Action::Fetch(spec.clone()),
             Purpose::WaiverFetch(spec, reuse),
@@ -512,8 +517,7 @@ impl Runner {
                 return self.release(work, None, format!("could not read the waivers: {fault}"));
             }
         };
-        spec.apply(&mut self.refs, fetched);
-        match self.refs.get(REGISTRY).cloned() {
+        match self.registry_tip(spec, fetched) {
             Some(registry) => {
                 let (reader, read) = KeysRead::start(work.base.clone(), registry);
                 self.send_work(read, Purpose::WaiverKeys(Box::new(reader), reuse));

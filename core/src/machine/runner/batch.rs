@@ -57,7 +57,7 @@ use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Operation, Step, StepBody};
 use crate::result::OpState;
 use crate::time::Timestamp;
-use crate::trust::registry::{Class, REF as REGISTRY, judge_chain, split_signed};
+use crate::trust::registry::{Class, judge_chain, split_signed};
 use crate::trust::sshsig;
 
 /// How many culprits a runner remembers: enough for any queue a batch reaches.
@@ -543,8 +543,7 @@ impl Runner {
                     self.leave(batch);
                     return Ok(());
                 };
-                spec.apply(&mut self.refs, fetched);
-                match self.refs.get(REGISTRY).cloned() {
+                match self.registry_tip(spec, fetched) {
                     Some(tip) if self.keys_seen.as_ref() == Some(&tip) => {
                         self.keys_judged(batch, None)
                     }
@@ -1092,8 +1091,8 @@ impl Runner {
             return self.keep_batch(batch);
         };
         if self.cfg.signer.is_some() && !batch.keys_cleared {
-            // `*`: a registry that is gone is no fault of the fetch; it clears nothing.
-            let spec = FetchSpec::new([format!("{REGISTRY}*")]);
+            // A registry that is gone clears nothing.
+            let spec = FetchSpec::new([crate::trust::registry::fetch_pattern()]);
             batch.phase = Phase::Judging { chain, plan };
             self.keep_batch(batch);
             return self.send_batch(Action::Fetch(spec.clone()), Purpose::KeysFetch(spec));

@@ -25,6 +25,13 @@ use crate::reason::ReasonCode;
 use crate::trust::registry::{Class, REF as REGISTRY, RegistryCommit, judge_chain};
 
 impl Runner {
+    /// Folds a fetch of the registry (`spec`, answered `fetched`) into what this runner knows:
+    /// the registry's tip now, if the remote holds one.
+    pub(super) fn registry_tip(&mut self, spec: FetchSpec, fetched: Refs) -> Option<Oid> {
+        spec.apply(&mut self.refs, fetched);
+        self.refs.get(REGISTRY).cloned()
+    }
+
     /// Whether the push that moves main waits for the registry to be read first: when this
     /// runner signs and the candidate's signature verified, until the read clears it.
     pub(super) fn reading_keys_before_push(&mut self, work: &mut Work, write: &Write) -> bool {
@@ -38,8 +45,8 @@ impl Runner {
         if !signed {
             return false;
         }
-        // `*`: a registry that is gone is no fault of the fetch; it is judged below.
-        let spec = FetchSpec::new([format!("{REGISTRY}*")]);
+        // A registry that is gone is judged below.
+        let spec = FetchSpec::new([crate::trust::registry::fetch_pattern()]);
         let action = Action::Fetch(spec.clone());
         self.send_work(action, Purpose::KeysFetch(Box::new(write.clone()), spec));
         true
@@ -56,8 +63,7 @@ impl Runner {
             Ok(fetched) => fetched,
             Err(fault) => return self.keys_unread(work, "fetch", &fault),
         };
-        spec.apply(&mut self.refs, fetched);
-        let Some(tip) = self.refs.get(REGISTRY).cloned() else {
+        let Some(tip) = self.registry_tip(spec, fetched) else {
             let why = "the remote holds no key registry now, so the candidate's signature \
                        cannot be judged"
                 .to_owned();

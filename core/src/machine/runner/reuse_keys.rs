@@ -13,7 +13,7 @@ use crate::check::reuse::signed_only;
 use crate::git::Oid;
 use crate::machine::{Action, Completion, FetchSpec, Misuse};
 use crate::policy::{Policy, Signing};
-use crate::trust::registry::{REF as REGISTRY, Version, judge_chain};
+use crate::trust::registry::{Version, judge_chain};
 
 /// How reuse judges the records it may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,8 +72,8 @@ impl Runner {
 
     /// Fetches the registry, judges it when its tip moved, then goes on with `then`.
     pub(super) fn read_reuse_keys(&mut self, then: Then) {
-        // `*`: a registry that is gone is no fault of the fetch; it vouches for no one.
-        let spec = FetchSpec::new([format!("{REGISTRY}*")]);
+        // A registry that is gone vouches for no one.
+        let spec = FetchSpec::new([crate::trust::registry::fetch_pattern()]);
         self.send_reuse_keys(Action::Fetch(spec.clone()), Purpose::Fetch(spec, then));
     }
 
@@ -102,8 +102,7 @@ impl Runner {
                     self.reuse_keys_read(then);
                     return Ok(());
                 };
-                spec.apply(&mut self.refs, fetched);
-                match self.refs.get(REGISTRY).cloned() {
+                match self.registry_tip(spec, fetched) {
                     Some(tip) if self.reuse_keys.as_ref().is_some_and(|(at, _)| *at == tip) => {
                         self.reuse_keys_read(then);
                     }
