@@ -50,6 +50,30 @@ fn a_change_picked_up_again_counts_the_main_commits_it_missed() {
 }
 
 #[test]
+fn paths_named_again_on_picking_a_change_up_widen_its_view() {
+    let world = World::standard();
+    let ann = world.clone_as("ann");
+    let start = bay(&ann, "ann", &["start", "greet", "--paths", "docs/"]);
+    let view = std::path::PathBuf::from(start.doc["detail"]["view"].as_str().expect("a view"));
+    assert!(
+        !view.join("src/greeting.txt").exists(),
+        "only docs/ at first"
+    );
+    let again = bay(&ann, "ann", &["start", "greet", "--paths", "src/"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.doc["change"], start.doc["change"], "the same change");
+    assert!(
+        view.join("src/greeting.txt").exists(),
+        "src/ joined the view"
+    );
+    let patterns = git(&view, &["sparse-checkout", "list"]);
+    assert!(
+        patterns.contains("/docs") && patterns.contains("/src"),
+        "{patterns}"
+    );
+}
+
+#[test]
 fn a_queued_change_that_conflicts_with_main_says_so_before_it_reaches_the_head() {
     let world = World::standard();
     let ann = world.clone_as("ann");

@@ -214,6 +214,13 @@ impl Views {
             view.cmd(["config", "--worktree", "core.autocrlf", "false"])
                 .run()?;
             view.cmd(["config", "--worktree", "core.eol", "lf"]).run()?;
+        } else if !holds_paths(&self.declared(change), paths) {
+            // A change picked up again with paths its view lacks: the view holds them now.
+            let patterns: Vec<String> = paths.iter().map(|p| pattern(p)).collect();
+            Git::in_dir(&dir)
+                .cmd(["sparse-checkout", "set", "--no-cone", "--"])
+                .args(&patterns)
+                .run()?;
         }
         // The view shows exactly the draft; its work was saved into that draft first.
         Git::in_dir(&dir)
@@ -495,6 +502,13 @@ fn pattern(path: &str) -> String {
     } else {
         format!("/{trimmed}")
     }
+}
+
+/// Whether a view that declares `declared` holds every path of `paths`, however each is
+/// spelt (`src`, `src/`, `/src`).
+fn holds_paths(declared: &[String], paths: &[String]) -> bool {
+    let patterns: Vec<String> = declared.iter().map(|p| pattern(p)).collect();
+    paths.iter().all(|path| patterns.contains(&pattern(path)))
 }
 
 /// The declared path a sparse pattern of [`pattern`] stands for: `/*` is the whole tree.

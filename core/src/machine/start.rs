@@ -922,7 +922,17 @@ impl Start {
         let (change, paths, draft, base) = match taken {
             Taken::PickedUp { found, draft } => {
                 let Found { record, .. } = *found;
-                (record.change, record.paths, draft, Some(record.base))
+                // Paths named again on picking a change up widen its view: it holds what the
+                // change declared at its start and what this start names.
+                let mut paths = record.paths;
+                if let StartTarget::Intent { paths: named, .. } = &self.input.target {
+                    for path in named {
+                        if !paths.contains(path) {
+                            paths.push(path.clone());
+                        }
+                    }
+                }
+                (record.change, paths, draft, Some(record.base))
             }
             Taken::Written(change) => {
                 let StartTarget::Intent { paths, .. } = &self.input.target else {
