@@ -40,12 +40,31 @@ pub enum CompletionStep {
 #[derive(Clone, Debug)]
 enum Stage {
     Commit,
-    Policy,
-    Config,
-    Notes(FetchSpec),
-    Lines,
-    Keys(KeysRead),
-    Answers,
+    /// The merge commit read: its tree, and its first parent, the base.
+    Policy {
+        tree: Option<Oid>,
+        base: Oid,
+    },
+    Config(Box<AtBase>),
+    Notes(Box<AtBase>, FetchSpec),
+    Lines(Box<AtBase>),
+    Keys(Box<AtBase>, KeysRead),
+    Answers(Box<AtBase>),
+    /// The read gave its answer, or a completion it cannot take.
+    Over,
+}
+
+/// What the read knows once it read the policy at the merge's base, and what it reads after.
+#[derive(Clone, Debug)]
+struct AtBase {
+    tree: Option<Oid>,
+    base: Oid,
+    policy: Policy,
+    profile: String,
+    /// The dimensions' producers' notes on the merge and its tree, once read.
+    lines: Vec<String>,
+    /// How the registry at the base signs, and its version, when the remote holds one.
+    keys: Option<(Signing, Version)>,
 }
 
 /// One read of a merged change's completion.
@@ -56,12 +75,6 @@ pub struct CompletionRead {
     main: Oid,
     registry: Option<Oid>,
     stage: Stage,
-    tree: Option<Oid>,
-    base: Option<Oid>,
-    policy: Option<Policy>,
-    profile: String,
-    lines: Vec<String>,
-    keys: Option<(Signing, Version)>,
 }
 
 impl CompletionRead {
@@ -82,12 +95,6 @@ impl CompletionRead {
             main,
             registry,
             stage: Stage::Commit,
-            tree: None,
-            base: None,
-            policy: None,
-            profile: DEFAULT_PROFILE.into(),
-            lines: Vec::new(),
-            keys: None,
         };
         (reader, read)
     }
@@ -99,105 +106,100 @@ impl CompletionRead {
         completion: Completion,
         remote: &mut Refs,
     ) -> Result<CompletionStep, Box<Completion>> {
-        Ok(match (self.stage.clone(), completion) {
-            (Stage::Commit, Completion::CommitsRead(Ok(raw))) => {
-                let raw = raw.into_iter().next().unwrap_or_default();
-                let headers = raw.split_once("\n\n").map_or(raw.as_str(), |(h, _)| h);
-                let header = |key: &str| {
-                    headers
-                        .lines()
-                        .find_map(|line| line.strip_prefix(key))
-                        .and_then(|oid| Oid::parse(oid).ok())
-                };
-                self.tree = header("tree ");
-                self.base = header("parent ");
-                let Some(base) = self.base.clone() else {
-                    return Ok(unread("the merge commit has no parent"));
-                };
-                self.ask(Stage::Policy, read_file(base, POLICY_PATH))
-            }
-            (Stage::Policy, Completion::FileRead(Ok(bytes))) => {
-                let Some(policy) = bytes.and_then(|bytes| parse_policy(&bytes).ok()) else {
-                    return Ok(unread("the policy at the merge's base cannot be read"));
-                };
-                self.policy = Some(policy);
-                let base = self.base.clone().expect("read with the commit");
-                self.ask(Stage::Config, read_file(base, CONFIG_PATH))
-            }
-            (Stage::Config, Completion::FileRead(Ok(bytes))) => {
-                if let Some(profile) = Config::at_main(bytes.as_deref())
-                    .ok()
-                    .and_then(|config| config.profile)
-                {
-                    self.profile = profile;
+        Ok(
+            match (std::mem::replace(&mut self.stage, Stage::Over), completion) {
+                (Stage::Commit, Completion::CommitsRead(Ok(raw))) => {
+                    let raw = raw.into_iter().next().unwrap_or_default();
+                    let headers = raw.split_once("\n\n").map_or(raw.as_str(), |(h, _)| h);
+                    let header = |key: &str| {
+                        headers
+                            .lines()
+                            .find_map(|line| line.strip_prefix(key))
+                            .and_then(|oid| Oid::parse(oid).ok())
+                    };
+                    let tree = header("tree ");
+                    let Some(base) = header("parent ") else {
+                        return Ok(unread("the merge commit has no parent"));
+                    };
+                    let read = read_file(base.clone(), POLICY_PATH);
+                    self.ask(Stage::Policy { tree, base }, read)
                 }
-                let producers: BTreeSet<&String> = self
-                    .policy()
-                    .dimensions
-                    .iter()
-                    .flat_map(|d| &d.producers)
-                    .collect();
-                if producers.is_empty() {
-                    return Ok(self.judge(false));
+                (Stage::Policy { tree, base }, Completion::FileRead(Ok(bytes))) => {
+                    let Some(policy) = bytes.and_then(|bytes| parse_policy(&bytes).ok()) else {
+                        return Ok(unread("the policy at the merge's base cannot be read"));
+                    };
+                    let read = read_file(base.clone(), CONFIG_PATH);
+                    let at = AtBase {
+                        tree,
+                        base,
+                        policy,
+                        profile: DEFAULT_PROFILE.into(),
+                        lines: Vec::new(),
+                        keys: None,
+                    };
+                    self.ask(Stage::Config(Box::new(at)), read)
                 }
-                let spec =
-                    FetchSpec::new(producers.iter().map(|p| format!("{}*", refs::evidence(p))));
-                self.ask(Stage::Notes(spec.clone()), Action::Fetch(spec))
-            }
-            (Stage::Notes(spec), Completion::Fetched(Ok(fetched))) => {
-                spec.apply(remote, fetched);
-                let notes: Vec<Oid> = self
-                    .policy()
-                    .dimensions
-                    .iter()
-                    .flat_map(|d| &d.producers)
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .filter_map(|p| remote.get(&refs::evidence(p)).cloned())
-                    .collect();
-                if notes.is_empty() {
-                    return Ok(self.judge(false));
-                }
-                let objects = self.tree.iter().chain([&self.merge]).cloned().collect();
-                self.ask(Stage::Lines, Action::ReadNotes { notes, objects })
-            }
-            (Stage::Lines, Completion::NotesRead(Ok(lines))) => {
-                self.lines = lines;
-                match (self.registry.clone(), self.base.clone()) {
-                    (Some(registry), Some(base)) => {
-                        let (reader, read) = KeysRead::start(base, registry);
-                        self.ask(Stage::Keys(reader), read)
+                (Stage::Config(mut at), Completion::FileRead(Ok(bytes))) => {
+                    if let Some(profile) = Config::at_main(bytes.as_deref())
+                        .ok()
+                        .and_then(|config| config.profile)
+                    {
+                        at.profile = profile;
                     }
-                    _ => self.answers(),
+                    let producers = producers(&at.policy);
+                    if producers.is_empty() {
+                        return Ok(self.judge(&at, false));
+                    }
+                    let spec =
+                        FetchSpec::new(producers.iter().map(|p| format!("{}*", refs::evidence(p))));
+                    self.ask(Stage::Notes(at, spec.clone()), Action::Fetch(spec))
                 }
-            }
-            (Stage::Keys(mut reader), completion) => match reader.on(completion)? {
-                KeysStep::Ask(action) => self.ask(Stage::Keys(reader), *action),
-                KeysStep::Done(signing, version) => {
-                    self.keys = Some((signing, *version));
-                    self.answers()
+                (Stage::Notes(at, spec), Completion::Fetched(Ok(fetched))) => {
+                    spec.apply(remote, fetched);
+                    let notes: Vec<Oid> = producers(&at.policy)
+                        .into_iter()
+                        .filter_map(|p| remote.get(&refs::evidence(p)).cloned())
+                        .collect();
+                    if notes.is_empty() {
+                        return Ok(self.judge(&at, false));
+                    }
+                    let objects = at.tree.iter().chain([&self.merge]).cloned().collect();
+                    self.ask(Stage::Lines(at), Action::ReadNotes { notes, objects })
                 }
-                // Nothing signed can be judged: every signed dimension is unknown.
-                KeysStep::Broken(broken) => CompletionStep::Done(json!({
-                    "verdict": "unknown",
-                    "why": "the key registry breaks a rule",
-                    "registry": *broken,
-                })),
-                KeysStep::Unread(fault) => unread(&fault.0),
+                (Stage::Lines(mut at), Completion::NotesRead(Ok(lines))) => {
+                    at.lines = lines;
+                    match self.registry.clone() {
+                        Some(registry) => {
+                            let (reader, read) = KeysRead::start(at.base.clone(), registry);
+                            self.ask(Stage::Keys(at, reader), read)
+                        }
+                        None => self.answers(at),
+                    }
+                }
+                (Stage::Keys(mut at, mut reader), completion) => match reader.on(completion)? {
+                    KeysStep::Ask(action) => self.ask(Stage::Keys(at, reader), *action),
+                    KeysStep::Done(signing, version) => {
+                        at.keys = Some((signing, *version));
+                        self.answers(at)
+                    }
+                    // Nothing signed can be judged: every signed dimension is unknown.
+                    KeysStep::Broken(broken) => CompletionStep::Done(json!({
+                        "verdict": "unknown",
+                        "why": "the key registry breaks a rule",
+                        "registry": *broken,
+                    })),
+                    KeysStep::Unread(fault) => unread(&fault.0),
+                },
+                (Stage::Answers(at), Completion::HistoryRead(Ok(after))) => {
+                    let answered = answers(&after, &self.change);
+                    self.judge(&at, answered)
+                }
+                (_, completion) => match super::start::fault_of(&completion) {
+                    Some(fault) => unread(&fault),
+                    None => return Err(Box::new(completion)),
+                },
             },
-            (Stage::Answers, Completion::HistoryRead(Ok(after))) => {
-                let answered = answers(&after, &self.change);
-                self.judge(answered)
-            }
-            (_, completion) => match super::start::fault_of(&completion) {
-                Some(fault) => unread(&fault),
-                None => return Err(Box::new(completion)),
-            },
-        })
-    }
-
-    fn policy(&self) -> &Policy {
-        self.policy.as_ref().expect("read before the notes")
+        )
     }
 
     fn ask(&mut self, stage: Stage, action: Action) -> CompletionStep {
@@ -207,15 +209,15 @@ impl CompletionRead {
 
     /// Main after the merge, read only when a record of a dimension says anything but
     /// `pass`: only then can a later merge answer it.
-    fn answers(&mut self) -> CompletionStep {
-        let rejects = self.policy().dimensions.iter().any(|dimension| {
-            self.lines.iter().any(|line| {
+    fn answers(&mut self, at: Box<AtBase>) -> CompletionStep {
+        let rejects = at.policy.dimensions.iter().any(|dimension| {
+            at.lines.iter().any(|line| {
                 ReviewRecord::of_kind(line, &dimension.kind)
                     .is_some_and(|record| record.verdict() != Verdict::Pass)
             })
         });
         if !rejects || self.main == self.merge {
-            return self.judge(false);
+            return self.judge(&at, false);
         }
         let read = Action::ReadHistory(HistoryQuery {
             from: Some(self.merge.clone()),
@@ -224,11 +226,11 @@ impl CompletionRead {
             newest: false,
             since: None,
         });
-        self.ask(Stage::Answers, read)
+        self.ask(Stage::Answers(at), read)
     }
 
-    fn judge(&self, answered: bool) -> CompletionStep {
-        let keys = match &self.keys {
+    fn judge(&self, at: &AtBase, answered: bool) -> CompletionStep {
+        let keys = match &at.keys {
             Some((signing, version)) => Keys {
                 registry: Some(version),
                 signing: *signing,
@@ -240,12 +242,21 @@ impl CompletionRead {
         };
         let merge = Merge {
             commit: &self.merge,
-            lines: &self.lines,
+            lines: &at.lines,
             keys,
             answered,
         };
-        CompletionStep::Done(judge(self.policy(), &self.profile, &merge))
+        CompletionStep::Done(judge(&at.policy, &at.profile, &merge))
     }
+}
+
+/// The producers the policy's dimensions name, each once.
+fn producers(policy: &Policy) -> BTreeSet<&String> {
+    policy
+        .dimensions
+        .iter()
+        .flat_map(|d| &d.producers)
+        .collect()
 }
 
 fn read_file(commit: Oid, path: &str) -> Action {

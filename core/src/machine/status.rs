@@ -450,7 +450,10 @@ impl Status {
     fn on_window(&mut self, result: BayResult, bytes: Option<Vec<u8>>) {
         let window = Config::at_main(bytes.as_deref())
             .map_or(crate::red::DEFAULT_WINDOW, |config| config.red_window());
-        let main = self.main_tip();
+        // Unattributed commits are read once main was fetched.
+        let Some(main) = self.main() else {
+            return self.with_unattributed(result, Err(Fault("main was not fetched".into())));
+        };
         // A config added before the window leaves the window whole: look only within it.
         let read = Action::ReadAdded {
             commit: main,
@@ -462,22 +465,18 @@ impl Status {
     }
 
     fn on_added(&mut self, result: BayResult, window: u32, added: Option<Oid>) {
+        let Some(main) = self.main() else {
+            return self.with_unattributed(result, Err(Fault("main was not fetched".into())));
+        };
         let read = Action::ReadHistory(super::HistoryQuery {
             from: added,
-            to: self.main_tip(),
+            to: main,
             limit: window,
             newest: true,
             since: None,
         });
         self.out
             .send(read, Purpose::Unattributed(Box::new(result), window));
-    }
-
-    fn main_tip(&self) -> Oid {
-        self.remote
-            .get(&refs::main(&self.input.main))
-            .cloned()
-            .expect("unattributed commits are read only once main was fetched")
     }
 
     /// `detail.unattributed`, or `{unread}` with the reason when main could not be read.
@@ -902,10 +901,11 @@ impl Status {
     /// A merged change's status: `merged` while main holds its merge, `CHANGE_NOT_MERGED` once
     /// main moved back past it.
     fn on_merge_held(&mut self, record: &ChangeRecord, base: Option<Oid>) {
-        let merge = record
-            .merge_commit()
-            .expect("asked only for a merged change");
-        let main = self.main().expect("asked only with main fetched");
+        // Asked only for a merged change, with main fetched: without either, its record
+        // answers alone.
+        let (Some(merge), Some(main)) = (record.merge_commit(), self.main()) else {
+            return self.finish(report::status(record));
+        };
         if holds(merge, base.as_ref()) {
             // Merged and still on main: how far its merge is trusted, then which of its undos
             // merged since, then its completion.
