@@ -13,7 +13,7 @@ use bay_core::machine::runner::RunMode;
 use bay_core::machine::start::{Start, StartInput, StartTarget};
 use bay_core::machine::undo::{Undo, UndoInput};
 use bay_core::reason::ReasonCode;
-use bay_core::record::ChangeRecord;
+use bay_core::record::{ChangeRecord, StepBody};
 use bay_core::result::{BayResult, Decision, OpState};
 use bay_core::time::Timestamp;
 
@@ -496,13 +496,19 @@ fn place_lost(world: &World, change: &ChangeId, op: &bay_core::record::Operation
     let Some(tip) = world.git.remote.get(&refs::change(change)) else {
         return false;
     };
+    // `lost_place` reads only the newest request of `op` among the steps, so only that one is
+    // handed over: an agent asks this at every look at a live operation, and a copy of every
+    // step of its chain cost more than the rest of the look.
     let (oids, _) = world.git.store.first_parents(tip, None);
     let steps: Vec<_> = oids
         .into_iter()
         .filter_map(|oid| {
-            let step = (*world.git.store.step(&oid)?).clone();
-            Some((oid, step))
+            let step = world.git.store.step(&oid)?;
+            let asked =
+                matches!(&step.body, StepBody::Request { op: asked, .. } if *asked == op.id);
+            asked.then(|| (oid, (*step).clone()))
         })
+        .take(1)
         .collect();
     bay_core::machine::unreadable::lost_place(&world.git.remote.refs, &steps, op).is_some()
 }

@@ -12,6 +12,7 @@ pub mod keys;
 mod markers;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use bay_core::check::plan;
 use bay_core::config::{CONFIG_PATH, Config, hold_on};
@@ -137,7 +138,9 @@ impl Invariant {
 /// What the checker knows of one chain.
 #[derive(Clone, Debug)]
 struct ChainSeen {
-    record: Option<ChangeRecord>,
+    /// Shared with the store's fold of the chain's tip: a push reads the chain it moved, and a
+    /// copy of its record at each read cost more than the checks on it.
+    record: Option<Arc<ChangeRecord>>,
 }
 
 /// The checker's own reading of the remote.
@@ -670,7 +673,7 @@ impl Checker {
         self.chains
             .get(change)
             .and_then(|chain| chain.record.as_ref())
-            .map(ChangeRecord::fixes_or_undoes)
+            .map(|record| record.fixes_or_undoes())
     }
 
     /// A post check record went up at `at`.
@@ -1200,7 +1203,7 @@ impl Checker {
         }
         // S6: the record stays readable; a chain no reader can fold holds its operations for good.
         let record = match store.fold(new) {
-            Some(Ok(record)) => Some((*record).clone()),
+            Some(Ok(record)) => Some(record),
             Some(Err(error)) => {
                 self.violate(
                     Invariant::NothingLost,

@@ -86,10 +86,15 @@ pub fn write_steps(store: &mut Store, append: &Append) -> Vec<Oid> {
 
 impl Remote {
     /// The index's shards (`refs/bay/compacted/...`) as the remote holds them now, by name.
+    /// The checker asks after every push: the shards lie together in name order, so only
+    /// they are walked, not every ref.
     pub fn index_shards(&self) -> BTreeMap<String, Oid> {
         self.refs
-            .iter()
-            .filter(|(name, _)| refs::is_index(name))
+            .range::<str, _>((
+                std::ops::Bound::Included(refs::INDEX),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(name, _)| refs::is_index(name))
             .map(|(name, tip)| (name.clone(), tip.clone()))
             .collect()
     }

@@ -39,7 +39,8 @@ impl Checker {
             let record = git
                 .store
                 .chain(&ended.tip)
-                .and_then(|steps| bay_core::record::ChangeRecord::fold(&steps).ok());
+                .and_then(|steps| bay_core::record::ChangeRecord::fold(&steps).ok())
+                .map(std::sync::Arc::new);
             for op in record.iter().flat_map(|record| &record.ops) {
                 let reason = op.outcome.as_ref().and_then(|o| o.reason);
                 self.ended.insert(op.id.clone(), (0, op.state, reason));
