@@ -4,9 +4,10 @@
 //! bytes: a signature's cryptographic check (namespace, message, armoured signature), the key
 //! registry's chain judged whole (each commit's id, raw object and files), a policy file
 //! parsed, a public key read from its fields, a step read from its commit message. Inside [`remembering`], each is made once per distinct input on the caller's thread
-//! and its answer given again for the same input, found by the SHA-256 of the input's parts,
-//! each prefixed by its length. Outside it nothing is kept and nothing is hashed: the CLI and
-//! the drivers judge every time, as before.
+//! and its answer given again for the same input, found by the input itself: its parts, each
+//! prefixed by its length, kept whole as the key: exact, and cheaper to
+//! copy and compare than a SHA-256 of every input was to make. Outside it nothing is kept and nothing is copied: the CLI and the drivers
+//! judge every time, as before.
 //!
 //! The answers are the same with or without the memo; only the time differs. The simulator
 //! remembers for one seed's length, where every command that reads the registry judges its
@@ -15,57 +16,57 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use sha2::{Digest, Sha256};
-
 use crate::policy::Policy;
 use crate::record::{Step, StepParseError};
 use crate::trust::PublicKey;
 use crate::trust::registry::{Broken, Version};
 use crate::trust::sshsig::Checked;
 
-type Digested = [u8; 32];
+/// An input's parts, each prefixed by its length, after their count: two inputs have the
+/// same key exactly when they have the same parts.
+type Key = Box<[u8]>;
 
 /// What this thread remembers while a caller asks it to.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    checks: BTreeMap<Digested, Checked>,
-    chains: BTreeMap<Digested, Result<Version, Broken>>,
-    policies: BTreeMap<Digested, Result<Policy, String>>,
-    keys: BTreeMap<Digested, Result<PublicKey, String>>,
-    steps: BTreeMap<Digested, Result<Step, StepParseError>>,
+    checks: BTreeMap<Key, Checked>,
+    chains: BTreeMap<Key, Result<Version, Broken>>,
+    policies: BTreeMap<Key, Result<Policy, String>>,
+    keys: BTreeMap<Key, Result<PublicKey, String>>,
+    steps: BTreeMap<Key, Result<Step, StepParseError>>,
 }
 
 /// An answer the memo keeps, in a table of its own kind.
 pub(crate) trait Kept: Clone + Sized {
-    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self>;
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self>;
 }
 
 impl Kept for Checked {
-    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
         &mut memo.checks
     }
 }
 
 impl Kept for Result<Version, Broken> {
-    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
         &mut memo.chains
     }
 }
 
 impl Kept for Result<Policy, String> {
-    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
         &mut memo.policies
     }
 }
 
 impl Kept for Result<PublicKey, String> {
-    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
         &mut memo.keys
     }
 }
 
 impl Kept for Result<Step, StepParseError> {
-    fn table(memo: &mut Memo) -> &mut BTreeMap<Digested, Self> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
         &mut memo.steps
     }
 }
@@ -103,17 +104,17 @@ pub(crate) fn recall<V: Kept>(parts: &[&[u8]], judge: impl FnOnce() -> V) -> V {
     if !remembering {
         return judge();
     }
-    let mut hasher = Sha256::new();
-    hasher.update((parts.len() as u64).to_be_bytes());
+    let size = 8 + parts.iter().map(|part| 8 + part.len()).sum::<usize>();
+    let mut key = Vec::with_capacity(size);
+    key.extend_from_slice(&(parts.len() as u64).to_be_bytes());
     for part in parts {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part);
+        key.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        key.extend_from_slice(part);
     }
-    let digest: Digested = hasher.finalize().into();
     let known = MEMO.with(|memo| {
         memo.borrow_mut()
             .as_mut()
-            .and_then(|memo| V::table(memo).get(&digest).cloned())
+            .and_then(|memo| V::table(memo).get(key.as_slice()).cloned())
     });
     if let Some(known) = known {
         return known;
@@ -122,7 +123,7 @@ pub(crate) fn recall<V: Kept>(parts: &[&[u8]], judge: impl FnOnce() -> V) -> V {
     let answer = judge();
     MEMO.with(|memo| {
         if let Some(memo) = memo.borrow_mut().as_mut() {
-            V::table(memo).insert(digest, answer.clone());
+            V::table(memo).insert(key.into_boxed_slice(), answer.clone());
         }
     });
     answer
