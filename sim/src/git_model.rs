@@ -83,6 +83,8 @@ impl GitModel {
         let mut fetched = Refs::new();
         for pattern in &spec.patterns {
             let prefix = pattern.strip_suffix('*').unwrap_or(pattern);
+            // Split at its `*` once, not once for every ref it is held to.
+            let glob = bay_core::glob::RefPattern::new(pattern);
             let named = self
                 .remote
                 .refs
@@ -91,7 +93,7 @@ impl GitModel {
                     std::ops::Bound::Unbounded,
                 ))
                 .take_while(|(name, _)| name.starts_with(prefix))
-                .filter(|(name, _)| bay_core::glob::ref_matches(pattern, name));
+                .filter(|(name, _)| glob.matches(name));
             fetched.extend(named.map(|(n, o)| (n.clone(), o.clone())));
         }
         Ok(fetched)

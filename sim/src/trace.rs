@@ -25,7 +25,7 @@ impl Trace {
     /// Records one step: at virtual time `t`, on `host`, a `what` with a number.
     pub fn note(&mut self, t: u64, host: usize, what: &'static str, n: u64) {
         for word in [t, host as u64, n] {
-            self.mix(&word.to_le_bytes());
+            self.mix_word(word);
         }
         self.mix(what.as_bytes());
         if self.recent.len() == KEEP {
@@ -35,6 +35,14 @@ impl Trace {
         if let Some(full) = &mut self.full {
             full.push((t, host, what, n));
         }
+    }
+
+    /// FNV-1a's step over a whole word at once (then rotated, so that its high bits reach the
+    /// low ones): a step's three numbers are most of what is mixed, and mixing them byte by
+    /// byte took 1% of a run.
+    fn mix_word(&mut self, word: u64) {
+        self.hash ^= word;
+        self.hash = self.hash.wrapping_mul(0x0100_0000_01b3).rotate_left(29);
     }
 
     /// FNV-1a: cheap, and any difference in the steps changes it.
