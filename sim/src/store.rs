@@ -3,6 +3,7 @@
 //! of a run: objects are immutable, so sharing them changes nothing a machine could observe
 //! except that a fetch never has to copy them.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -48,9 +49,19 @@ pub struct Store {
     /// change. Behind a lock only so a shared history store stays `Sync`; no two threads
     /// write one store.
     folds: Mutex<ById<Folded>>,
-    /// `Policy::parse` of each blob a checker read as a policy: a pure function of the
-    /// blob's text, which its id names.
-    policies: Mutex<ById<Result<Arc<Policy>, PolicyError>>>,
+}
+
+/// A policy text, parsed.
+type Parsed = Result<Arc<Policy>, PolicyError>;
+
+/// How many policy texts a thread keeps parsed; past that it forgets them all.
+const POLICIES_KEPT: usize = 1_024;
+
+thread_local! {
+    /// `Policy::parse` of each text a checker or the world read as a policy, on this thread,
+    /// for every seed it runs: a pure function of the text, and most seeds start from one of
+    /// a few policies, which each parsed again cost a seed more than its first merge's checks.
+    static POLICIES: RefCell<BTreeMap<Box<str>, Parsed>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 /// The fold of one chain: `None` when a commit on it is no step.
@@ -327,16 +338,20 @@ impl Store {
         self.tree_of(&self.get(commit)?.tree)
     }
 
-    /// `Policy::parse` of the file at `path` in `commit`, each blob parsed once.
-    pub fn policy(&self, commit: &Oid, path: &str) -> Option<Result<Arc<Policy>, PolicyError>> {
-        let files = self.files(commit)?;
-        let blob = files.get(path)?;
-        let mut policies = self.policies.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(parsed) = policies.get(blob) {
-            return Some(parsed.clone());
+    /// `Policy::parse` of the file at `path` in `commit`, each text parsed once on a thread.
+    pub fn policy(&self, commit: &Oid, path: &str) -> Option<Parsed> {
+        let text = self.read(commit, path)?;
+        if let Some(parsed) = POLICIES.with(|policies| policies.borrow().get(text).cloned()) {
+            return Some(parsed);
         }
-        let parsed = Policy::parse(self.blob_text(blob)?).map(Arc::new);
-        policies.insert(blob.clone(), parsed.clone());
+        let parsed = Policy::parse(text).map(Arc::new);
+        POLICIES.with(|policies| {
+            let mut policies = policies.borrow_mut();
+            if policies.len() >= POLICIES_KEPT {
+                policies.clear();
+            }
+            policies.insert(text.into(), parsed.clone());
+        });
         Some(parsed)
     }
 

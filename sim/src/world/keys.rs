@@ -16,6 +16,7 @@
 //! registry (a fetch that named it, answered from the remote then), and when each candidate
 //! was built and signed.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
@@ -44,6 +45,17 @@ use crate::rng::Rng;
 /// The registry key's name, and the name of the key a thief swaps in.
 const ADMIN: &str = "registry.admin";
 const THIEF: &str = "thief";
+
+/// A registry version's files: name and text.
+type Files = Vec<(String, String)>;
+
+thread_local! {
+    /// The first registry's files, by the hosts it enrols and whether it has an approver, for
+    /// every seed this thread runs: the same for every seed with the same hosts, and deciding
+    /// them a key at a time cost a seed a tenth of its setup.
+    static FIRST_REGISTRY: RefCell<BTreeMap<(Vec<String>, bool), Files>> =
+        const { RefCell::new(BTreeMap::new()) };
+}
 
 #[derive(Debug)]
 pub(super) struct KeyWorld {
@@ -119,6 +131,30 @@ impl World {
             return;
         }
         let admin = self.git.keys.public(ADMIN);
+        let asked = (names.to_vec(), self.keys.approvals);
+        let known = FIRST_REGISTRY.with(|first| first.borrow().get(&asked).cloned());
+        let files = known.unwrap_or_else(|| self.first_registry(names, &admin));
+        FIRST_REGISTRY.with(|first| first.borrow_mut().insert(asked, files.clone()));
+        let now = Timestamp(1_800_000_000_000);
+        let write = RegistryWrite {
+            parent: None,
+            files,
+            message: "bay: the first registry\n".into(),
+            at: now,
+            key: keys::path(ADMIN),
+        };
+        let no_views = &mut BTreeMap::new();
+        let Some(Completion::RegistryWritten(Ok(first))) =
+            self.git.answer(&Action::WriteRegistry(write), no_views)
+        else {
+            panic!("the model writes a registry version");
+        };
+        self.git.remote.refs.insert(REF.to_owned(), first.oid);
+    }
+
+    /// The files of the first registry, for the hosts `names`: core's `next_version` decides
+    /// it one key at a time, each key's a function of its name.
+    fn first_registry(&mut self, names: &[String], admin: &bay_core::trust::PublicKey) -> Files {
         let mut requests = vec![Enrolment::Add {
             class: Class::Registry,
             name: "admin".into(),
@@ -145,23 +181,10 @@ impl World {
         }
         let now = Timestamp(1_800_000_000_000);
         let version = requests.iter().fold(None, |version, request| {
-            let next = next_version(version.as_ref(), request, &admin, now);
+            let next = next_version(version.as_ref(), request, admin, now);
             Some(next.expect("the world's first registry keeps the rules"))
         });
-        let write = RegistryWrite {
-            parent: None,
-            files: version.map(|v| v.files()).unwrap_or_default(),
-            message: "bay: the first registry\n".into(),
-            at: now,
-            key: keys::path(ADMIN),
-        };
-        let no_views = &mut BTreeMap::new();
-        let Some(Completion::RegistryWritten(Ok(first))) =
-            self.git.answer(&Action::WriteRegistry(write), no_views)
-        else {
-            panic!("the model writes a registry version");
-        };
-        self.git.remote.refs.insert(REF.to_owned(), first.oid);
+        version.map(|v| v.files()).unwrap_or_default()
     }
 
     /// Runs `bay enrol` against the model, signed by the registry key, as a person at another
