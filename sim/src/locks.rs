@@ -24,7 +24,7 @@ use bay_core::time::Timestamp;
 use crate::invariants::{Invariant, Violation};
 use crate::remote::{NotesLog, Remote};
 use crate::rng::Rng;
-use crate::store::{Store, Tree};
+use crate::store::Store;
 
 pub const PATH: &str = "art/logo.png";
 pub const TAKEOVER_MS: u64 = 120_000;
@@ -52,7 +52,7 @@ pub fn read(store: &Store, remote: &Remote) -> Read {
 /// Lock writes as the CLI pushes them: one atomic push, each lock a parentless commit of its
 /// document on the empty tree, written into `store`.
 pub fn plan(store: &mut Store, writes: &[Write]) -> PushPlan {
-    let empty = store.tree(Tree::new());
+    let empty = store.empty_tree();
     let updates = writes
         .iter()
         .map(|write| RefUpdate {

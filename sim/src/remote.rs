@@ -69,7 +69,7 @@ pub fn write_objects(store: &mut Store, plan: &PushPlan) -> Vec<Vec<Oid>> {
 /// The step commits of one append, each on the one before (or on the append's parent), the
 /// carried commit on the carrier step: what a push writes, and `Action::WriteSteps`.
 pub fn write_steps(store: &mut Store, append: &Append) -> Vec<Oid> {
-    let empty = store.tree(Tree::new());
+    let empty = store.empty_tree();
     let mut written = Vec::with_capacity(append.steps.len());
     let mut parent = append.parent.clone();
     for (index, step) in append.steps.iter().enumerate() {
@@ -162,7 +162,7 @@ impl Remote {
         }
         // The event on the runner's log, as the Git driver writes it.
         let log = plan.log.as_ref().map(|log| {
-            let empty = store.tree(Tree::new());
+            let empty = store.empty_tree();
             let parents = log.parent.iter().cloned().collect();
             let mut oid = store.commit(empty.clone(), parents, &log.message);
             // A batch's further events, each on the one before.
@@ -178,7 +178,7 @@ impl Remote {
         });
         // A runner's presence, as the Git driver writes it: one commit with no parent.
         let presence = plan.presence.as_ref().map(|presence| {
-            let empty = store.tree(Tree::new());
+            let empty = store.empty_tree();
             let oid = store.commit(empty, Vec::new(), &presence.message);
             updates.push((
                 refs::executor(&presence.runner),
