@@ -1,13 +1,14 @@
 //! Answers remembered for a caller that asks core the same pure questions again and again.
 //!
 //! Some of core's judgements are pure functions of bytes and cost far more than reading the
-//! bytes: a signature's cryptographic check (namespace, message, armoured signature), the key
-//! registry's chain judged whole (each commit's id, raw object and files), a policy file
-//! parsed, a public key read from its fields, a step read from its commit message. Inside [`remembering`], each is made once per distinct input on the caller's thread
-//! and its answer given again for the same input, found by the input itself: its parts, each
-//! prefixed by its length, kept whole as the key: exact, and cheaper to
-//! copy and compare than a SHA-256 of every input was to make. Outside it nothing is kept and nothing is copied: the CLI and the drivers
-//! judge every time, as before.
+//! bytes: a signature decoded (its armoured bytes), its cryptographic check (namespace,
+//! message, armoured signature), the key registry's chain judged whole (each commit's id, raw
+//! object and files), a policy file parsed, a public key read from its fields, a step read
+//! from its commit message. Inside [`remembering`], each is made once per distinct input on
+//! the caller's thread and its answer given again for the same input, found by the input
+//! itself: its parts, each prefixed by its length, kept whole as the key. That is exact, and
+//! cheaper to copy and compare than a SHA-256 of every input was to make. Outside it nothing
+//! is kept and nothing is copied: the CLI and the drivers judge every time, as before.
 //!
 //! The answers are the same with or without the memo; only the time differs. The simulator
 //! remembers for one seed's length, where every command that reads the registry judges its
@@ -15,12 +16,13 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::policy::Policy;
 use crate::record::{Step, StepParseError};
 use crate::trust::PublicKey;
 use crate::trust::registry::{Broken, Version};
-use crate::trust::sshsig::Checked;
+use crate::trust::sshsig::{Checked, Decoded, Verdict};
 
 /// An input's parts, each prefixed by its length, after their count: two inputs have the
 /// same key exactly when they have the same parts.
@@ -29,6 +31,7 @@ type Key = Box<[u8]>;
 /// What this thread remembers while a caller asks it to.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
+    decoded: BTreeMap<Key, Result<Arc<Decoded>, Verdict>>,
     checks: BTreeMap<Key, Checked>,
     chains: BTreeMap<Key, Result<Version, Broken>>,
     policies: BTreeMap<Key, Result<Policy, String>>,
@@ -39,6 +42,12 @@ pub(crate) struct Memo {
 /// An answer the memo keeps, in a table of its own kind.
 pub(crate) trait Kept: Clone + Sized {
     fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self>;
+}
+
+impl Kept for Result<Arc<Decoded>, Verdict> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
+        &mut memo.decoded
+    }
 }
 
 impl Kept for Checked {

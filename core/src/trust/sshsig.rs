@@ -1,6 +1,8 @@
 //! SSHSIG verdicts (OpenSSH PROTOCOL.sshsig): whether an armoured signature is a good one by
 //! an allowed signer, as `ssh-keygen -Y verify` judges it, and if not, why, by name.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use ssh_key::SshSig;
 
@@ -53,12 +55,20 @@ impl Verdict {
 }
 
 /// A signature decoded, with the key it names.
-struct Decoded {
+#[derive(Debug)]
+pub(crate) struct Decoded {
     sig: SshSig,
     key: PublicKey,
 }
 
-fn decode(armoured: &[u8]) -> Result<Decoded, Verdict> {
+/// [`read`] of `armoured`, or the answer it gave for the same bytes if the caller remembers
+/// ([`crate::memo`]): every judgement of a signature decodes it first, to find the line that
+/// holds its key, before the check itself (remembered too) is asked.
+fn decode(armoured: &[u8]) -> Result<Arc<Decoded>, Verdict> {
+    crate::memo::recall(&[armoured], || read(armoured).map(Arc::new))
+}
+
+fn read(armoured: &[u8]) -> Result<Decoded, Verdict> {
     let sig = SshSig::from_pem(armoured).map_err(|e| Verdict::Malformed {
         why: format!("the signature does not read ({})", reader_said(&e)),
     })?;
@@ -222,7 +232,7 @@ fn judge_by(
 /// The key an armoured signature names, without judging it.
 pub fn signer(armoured: &[u8]) -> Result<PublicKey, String> {
     match decode(armoured) {
-        Ok(decoded) => Ok(decoded.key),
+        Ok(decoded) => Ok(decoded.key.clone()),
         Err(Verdict::Malformed { why }) => Err(why),
         Err(other) => Err(other.name().to_owned()),
     }
