@@ -57,7 +57,7 @@ use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Operation, Step, StepBody};
 use crate::result::OpState;
 use crate::time::Timestamp;
-use crate::trust::registry::{Class, judge_chain, split_signed};
+use crate::trust::registry::{judge_chain, split_signed};
 use crate::trust::sshsig;
 
 /// How many culprits a runner remembers: enough for any queue a batch reaches.
@@ -178,10 +178,12 @@ enum Phase {
         chain: Vec<Link>,
     },
     Checking(Box<Checking>),
-    /// The merge waits for the heartbeat in flight, then goes out.
+    /// The merge waits for the heartbeat in flight, then goes out; a runner that signs reads
+    /// the registry first, and `cleared` says it still enrols every key that signed a member.
     Ready {
         chain: Vec<Link>,
         plan: Box<Plan>,
+        cleared: bool,
     },
     /// The merge push is out, with the events it appends to the log.
     Merging {
@@ -223,9 +225,6 @@ pub(super) struct Batch {
     heartbeat_at: Timestamp,
     /// A heartbeat is in flight.
     beating: bool,
-    /// The registry, read right before the merge push, still enrols every key that signed a
-    /// member: the push goes out next.
-    keys_cleared: bool,
     /// Every record made, on the tree it is about, in the order they ran: they go up with the
     /// merge, or before the head goes alone.
     made: Vec<(Oid, String)>,
@@ -422,7 +421,6 @@ impl Runner {
             claimed: false,
             heartbeat_at: self.now,
             beating: false,
-            keys_cleared: false,
             made: Vec::new(),
             phase: Phase::Building {
                 chain: Vec::new(),
@@ -796,7 +794,11 @@ impl Runner {
                 if chain.last().map(|link| &link.tree) != Some(&checked) {
                     return self.leave(batch);
                 }
-                batch.phase = Phase::Ready { chain, plan };
+                batch.phase = Phase::Ready {
+                    chain,
+                    plan,
+                    cleared: false,
+                };
                 self.merge_when_ready(batch);
             }
         }
@@ -1019,6 +1021,7 @@ impl Runner {
             batch.phase = Phase::Ready {
                 chain,
                 plan: Box::new(plan),
+                cleared: false,
             };
             return self.merge_when_ready(batch);
         }
@@ -1087,17 +1090,21 @@ impl Runner {
             // Main became held meanwhile: the head's usual path judges the hold.
             return self.leave(batch);
         }
-        let Phase::Ready { chain, plan } = std::mem::replace(&mut batch.phase, Phase::Taken) else {
+        let Phase::Ready {
+            chain,
+            plan,
+            cleared,
+        } = std::mem::replace(&mut batch.phase, Phase::Taken)
+        else {
             return self.keep_batch(batch);
         };
-        if self.cfg.signer.is_some() && !batch.keys_cleared {
+        if self.cfg.signer.is_some() && !cleared {
             // A registry that is gone clears nothing.
             let spec = FetchSpec::new([crate::trust::registry::fetch_pattern()]);
             batch.phase = Phase::Judging { chain, plan };
             self.keep_batch(batch);
             return self.send_batch(Action::Fetch(spec.clone()), Purpose::KeysFetch(spec));
         }
-        batch.keys_cleared = false;
         // A batch has two members or more: a chain with no last link merges nothing.
         let Some(last) = chain.last() else {
             return self.leave(batch);
@@ -1142,23 +1149,16 @@ impl Runner {
             return self.keep_batch(batch);
         };
         if let Some((tip, version)) = read {
-            if let Some(signer) = self.cfg.signer.as_mut() {
-                signer.executor_signers = version.signers_text(Class::Executor);
-            }
-            let enrolled = chain.iter().all(|link| {
-                link.signed_by
-                    .as_ref()
-                    .is_some_and(|key| version.enrols(Class::Executor, key))
-            });
-            #[cfg(feature = "mutants")]
-            let enrolled = enrolled || self.mutant_ignores_removal();
-            if !enrolled {
+            let keys = chain.iter().map(|link| link.signed_by.as_deref());
+            if !self.registry_enrols(tip, &version, keys) {
                 return self.leave(batch);
             }
-            self.keys_seen = Some(tip);
         }
-        batch.keys_cleared = true;
-        batch.phase = Phase::Ready { chain, plan };
+        batch.phase = Phase::Ready {
+            chain,
+            plan,
+            cleared: true,
+        };
         self.merge_when_ready(batch);
     }
 

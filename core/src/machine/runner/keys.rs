@@ -22,9 +22,33 @@ use crate::git::Oid;
 use crate::id::CandidateId;
 use crate::machine::{Action, Fault, FetchSpec, Refs};
 use crate::reason::ReasonCode;
-use crate::trust::registry::{Class, REF as REGISTRY, RegistryCommit, judge_chain};
+use crate::trust::PublicKey;
+use crate::trust::registry::{Class, REF as REGISTRY, RegistryCommit, Version, judge_chain};
 
 impl Runner {
+    /// Takes `version`, the registry read at `tip`, as this runner's `executor` file, and
+    /// whether it still enrols every one of `keys`, the keys that signed what is about to merge
+    /// (`None` for one that signed nothing it could read); then `tip` is the one last seen.
+    pub(super) fn registry_enrols<'a>(
+        &mut self,
+        tip: Oid,
+        version: &Version,
+        keys: impl IntoIterator<Item = Option<&'a PublicKey>>,
+    ) -> bool {
+        if let Some(signer) = self.cfg.signer.as_mut() {
+            signer.executor_signers = version.signers_text(Class::Executor);
+        }
+        let enrolled = keys
+            .into_iter()
+            .all(|key| key.is_some_and(|key| version.enrols(Class::Executor, key)));
+        #[cfg(feature = "mutants")]
+        let enrolled = enrolled || self.mutant_ignores_removal();
+        if enrolled {
+            self.keys_seen = Some(tip);
+        }
+        enrolled
+    }
+
     /// Folds a fetch of the registry (`spec`, answered `fetched`) into what this runner knows:
     /// the registry's tip now, if the remote holds one.
     pub(super) fn registry_tip(&mut self, spec: FetchSpec, fetched: Refs) -> Option<Oid> {
@@ -99,16 +123,7 @@ impl Runner {
             .phase
             .candidate()
             .and_then(|candidate| candidate.built.signed_by.clone());
-        if let Some(signer) = self.cfg.signer.as_mut() {
-            signer.executor_signers = version.signers_text(Class::Executor);
-        }
-        let enrolled = key
-            .as_ref()
-            .is_some_and(|key| version.enrols(Class::Executor, key));
-        #[cfg(feature = "mutants")]
-        let enrolled = enrolled || self.mutant_ignores_removal();
-        if enrolled {
-            self.keys_seen = Some(tip);
+        if self.registry_enrols(tip, &version, [key.as_deref()]) {
             return self.keys_cleared(work, write);
         }
         // This runner's own key out of the file: it signs nothing more.

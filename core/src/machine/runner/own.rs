@@ -48,7 +48,6 @@ impl Runner {
         true
     }
 
-    /// A tip this runner wrote on its own ref, a commit, as the remote took it.
     /// `records`, each `(object, record)`, as notes of this runner's evidence. Notes of one
     /// producer in one push build on each other, under the first one's lease: each is leased
     /// on the tip as this runner knows it, and signed with its producer key when it has one.
@@ -71,6 +70,7 @@ impl Runner {
             .collect()
     }
 
+    /// A tip this runner wrote on its own ref, a commit, as the remote took it.
     pub(super) fn wrote_own(&mut self, name: String, tip: Oid) {
         self.own_commits.insert(name.clone(), tip.clone());
         self.refs.insert(name, tip);

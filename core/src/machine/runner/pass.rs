@@ -187,14 +187,12 @@ impl Runner {
             .filter_map(|name| refs::parse_queue(name))
             .collect();
         // Places gone from the remote (their operations ended) are forgotten.
-        let gone: Vec<u64> = self
+        let gone: Vec<(u64, Place)> = self
             .places
-            .keys()
-            .filter(|seq| !live.contains(seq))
-            .copied()
+            .extract_if(.., |seq, _| !live.contains(seq))
             .collect();
-        for seq in gone {
-            if let Some(Place { op: Ok(op), .. }) = self.places.remove(&seq) {
+        for (seq, place) in gone {
+            if let Ok(op) = place.op {
                 self.place_gone(seq, op);
             }
         }
