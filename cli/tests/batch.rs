@@ -10,6 +10,11 @@ use support::*;
 /// A remote whose runners batch up to eight entries, under a policy that lets unsigned
 /// evidence be reused.
 fn world_batching() -> World {
+    world_batching_under("")
+}
+
+/// [`world_batching`], its policy's checks followed by `checks`.
+fn world_batching_under(checks: &str) -> World {
     World::new(&[
         ("src/greeting.txt", "Hello\n", false),
         (
@@ -19,11 +24,20 @@ fn world_batching() -> World {
         ),
         (
             ".bay/policy.toml",
-            &policy("\n[policy]\nreuse_unsigned = true\n"),
+            &policy(&format!("{checks}\n[policy]\nreuse_unsigned = true\n")),
             false,
         ),
         (".bay/check", CHECK, true),
     ])
+}
+
+/// The batch id of `trailers`' first (newest) commit, which must have one.
+fn batch_id(trailers: &[Option<String>]) -> String {
+    trailers[0]
+        .as_deref()
+        .and_then(|t| t.split(' ').next())
+        .expect("a batch id")
+        .to_owned()
 }
 
 /// Queues one change per `(path, content)`, each by its own agent, in that order.
@@ -101,11 +115,7 @@ fn three_queued_changes_merge_on_one_run_in_one_push() {
 
     // Main moved once, to the last member: three commits, in queue order, each its own.
     let trailers = batch_trailers(&world);
-    let id = trailers[0]
-        .as_deref()
-        .and_then(|t| t.split(' ').next())
-        .expect("a batch id")
-        .to_owned();
+    let id = batch_id(&trailers);
     assert_eq!(
         trailers[..3],
         [
@@ -158,11 +168,7 @@ fn a_failing_member_is_bisected_out_and_the_prefix_ahead_of_it_merges() {
     // The first two merged as a batch of two; the culprit failed at its own turn; the last
     // merged alone, as no batch forms of one.
     let trailers = batch_trailers(&world);
-    let id = trailers[2]
-        .as_deref()
-        .and_then(|t| t.split(' ').next())
-        .expect("a batch id")
-        .to_owned();
+    let id = batch_id(&trailers[2..]);
     assert_eq!(
         trailers[..3],
         [None, Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
@@ -324,4 +330,73 @@ fn a_batch_runs_its_checks_at_once_with_parallel_checks() {
     for change in &changes {
         assert_eq!(world.merges_of(change), 1);
     }
+}
+
+#[test]
+fn a_red_post_check_stops_the_chain_before_a_member_on_its_paths() {
+    let smoke = "\n[[check]]\nid = \"smoke\"\nenvironment = \"any\"\ncommand = \".bay/check\"\n\
+                 adapter = [\".bay/check\"]\nexpected_minimum = 1\ntimeout_s = 60\n\
+                 path = [\"/usr/bin\", \"/bin\"]\nstage = \"post\"\nwhen_paths = [\"api/**\"]\n";
+    let world = world_batching_under(smoke);
+    let ci = world.clone_as("ci");
+    let main = world.remote_ref("refs/heads/main").expect("main");
+    let red = smoke_answer(&ci, &main, "product_failure");
+    assert_eq!(red.doc["decision"], "ok", "{red:?}");
+    let (changes, _) = queued_then_run(
+        &world,
+        &[
+            ("src/a.txt", "a\n"),
+            ("src/b.txt", "b\n"),
+            ("api/c.txt", "c\n"),
+        ],
+    );
+    // The first two merged as one batch; the third, on the red paths, was refused at its turn.
+    let trailers = batch_trailers(&world);
+    let id = batch_id(&trailers);
+    assert_eq!(
+        trailers[..2],
+        [Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
+        "{trailers:?}"
+    );
+    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
+    assert_eq!(merged, [1, 1, 0]);
+    assert_eq!(outcome(&world, &changes[2])["reason"], "MAIN_RED");
+}
+
+#[test]
+fn a_member_that_owes_a_persons_yes_is_left_to_its_own_turn() {
+    let approval = "\n[[check]]\nid = \"billing-approval\"\nenvironment = \"people\"\n\
+                    kind = \"approval\"\nwhen_paths = [\"billing/\"]\n";
+    let world = world_batching_under(approval);
+    let (changes, _) = queued_then_run(
+        &world,
+        &[
+            ("src/a.txt", "a\n"),
+            ("src/b.txt", "b\n"),
+            ("billing/c.txt", "c\n"),
+        ],
+    );
+    // No approval carries onto a batch's tree: the third waits for a yes on its own candidate.
+    let trailers = batch_trailers(&world);
+    let id = batch_id(&trailers);
+    assert_eq!(
+        trailers[..2],
+        [Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
+        "{trailers:?}"
+    );
+    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
+    assert_eq!(merged, [1, 1, 0]);
+    let steps = world.chain(&changes[2]);
+    assert!(
+        steps.iter().all(|step| step["kind"] != "outcome"),
+        "{steps:?}"
+    );
+    let candidate = steps.iter().rev().find(|step| step["kind"] == "candidate");
+    let message = candidate
+        .and_then(|c| c["commit"].as_str())
+        .map(|commit| git_dir(&world.remote, &["log", "-1", "--format=%B", commit]));
+    assert!(
+        message.is_some_and(|m| !m.contains("Bay-Batch")),
+        "its own candidate, built alone"
+    );
 }

@@ -389,21 +389,54 @@ fn carrying_across_read_sets_breaks_s5() {
     );
 }
 
+/// Seeds where every runner batches, with queues long enough to form batches.
+fn batches() -> Scenario {
+    Scenario {
+        batch: true,
+        agents: 6,
+        changes: 20,
+        ..Scenario::default()
+    }
+}
+
+/// A batching runner broken as `mutant` (which `tweak` sets) is caught as `invariant` within
+/// `budget` seeds, while the real core batches on the same seeds and breaks nothing.
+fn batch_mutant_caught(
+    mutant: Mutant,
+    tweak: fn(&mut RunnerConfig),
+    invariant: Invariant,
+    budget: u64,
+) {
+    fn real(_: &mut RunnerConfig) {}
+    let seed = expect_caught_in(batches(), mutant, tweak, invariant, &[], budget);
+    assert_eq!(
+        first_catch_in(batches(), real, invariant, &[], seed + 1),
+        None
+    );
+}
+
 #[test]
 fn a_batch_out_of_queue_order_is_caught() {
     fn tweak(cfg: &mut RunnerConfig) {
         cfg.mutant = Some(Mutant::BatchOutOfOrder);
     }
-    fn real(_: &mut RunnerConfig) {}
-    let batches = || Scenario {
-        batch: true,
-        agents: 6,
-        changes: 20,
-        ..Scenario::default()
-    };
-    let s7 = Invariant::Order;
-    let mutant = Mutant::BatchOutOfOrder;
-    let seed = expect_caught_in(batches(), mutant, tweak, s7, &[], 400);
-    // The real core batches on the same seeds and breaks nothing.
-    assert_eq!(first_catch_in(batches(), real, s7, &[], seed + 1), None);
+    batch_mutant_caught(Mutant::BatchOutOfOrder, tweak, Invariant::Order, 400);
+}
+
+#[test]
+fn a_batch_member_on_red_paths_breaks_s11() {
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.mutant = Some(Mutant::BatchIgnoresRed);
+    }
+    let s11 = Invariant::RedTakesOwnersFixes;
+    batch_mutant_caught(Mutant::BatchIgnoresRed, tweak, s11, 1_000);
+}
+
+#[test]
+fn a_batch_member_that_owes_a_yes_breaks_s20() {
+    fn tweak(cfg: &mut RunnerConfig) {
+        cfg.mutant = Some(Mutant::BatchIgnoresApprovals);
+    }
+    let s20 = Invariant::ApprovalForItsCandidate;
+    batch_mutant_caught(Mutant::BatchIgnoresApprovals, tweak, s20, 200);
 }

@@ -275,6 +275,15 @@ impl ChangeRecord {
         self.fixes.is_some() || self.reverts.is_some()
     }
 
+    /// The changes this one fixes, undoes or supersedes: a red they own never holds it up.
+    pub fn answers_for(&self) -> Vec<ChangeId> {
+        [&self.fixes, &self.reverts, &self.supersedes]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
     /// The draft a new request would merge: the latest saved draft, else the start's base.
     pub fn current_draft(&self) -> &Oid {
         self.draft.as_ref().unwrap_or(&self.base)

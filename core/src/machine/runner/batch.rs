@@ -25,10 +25,12 @@
 //! A batch forms only where the spec lets it and where this runner can judge it whole:
 //! evidence reuse that counts (a registry that signs everything, or `reuse_unsigned`), a
 //! failure rate within `max_failure_rate`, a main no `[[hold]]` or hold plugin can hold, a
-//! policy that is checked, keys no check by commit,
-//! asks no approval and names no post check, and members that change no check, conflict with
-//! nothing, are within main's `[limits]` (each measured against the link before it; one over
-//! a cap is refused at its own turn), and are no known culprit. With `footprint_lanes` the
+//! policy that is checked and keys no check run before the merge by commit, and members that
+//! change no check, conflict with nothing, owe no person's yes (no approval carries onto a
+//! batch's tree), change no path of a post check main is red on (main's red is read once, as
+//! the batch forms), are within main's `[limits]` (each measured against the link before it;
+//! one over a cap, on red paths or owing a yes is refused or waits at its own turn), and are
+//! no known culprit. With `footprint_lanes` the
 //! chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
 //! beside the head instead. The chain stops before the first member it may not take, so the
 //! members are always the head and the entries right behind it, in queue order.
@@ -38,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use super::hold::HoldAnswer;
 use super::work::{Work, last_written};
 use super::{Purpose as RunnerPurpose, RunMode, Runner, Stage};
+use crate::approval;
 use crate::batch::{Bisect, Outcome, Window, trailer};
 use crate::check::footprint;
 use crate::check::plan::{self, POLICY_PATH, Plan, parse_policy};
@@ -48,6 +51,7 @@ use crate::check::{
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::machine::agent::give_up_place;
+use crate::machine::red_read::{RedRead, RedStep};
 use crate::machine::{
     Action, Append, BuildResult, CandidateSpec, CheckRun, Completion, Deadline, Expect, FetchSpec,
     LogAdd, Misuse, NewValue, PushOutcome, PushPlan, PushReport, RefUpdate, Wake,
@@ -55,6 +59,7 @@ use crate::machine::{
 use crate::policy::{CheckSpec, Policy, Stage as CheckStage};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Operation, Step, StepBody};
+use crate::red::{PostCheck, Red};
 use crate::result::OpState;
 use crate::time::Timestamp;
 use crate::trust::registry::{judge_chain, split_signed};
@@ -69,6 +74,8 @@ pub(super) enum Purpose {
     MainTree,
     /// Main's policy, with main's tree.
     Policy(Oid),
+    /// A step of reading main's red, under a policy that names post checks.
+    Red(Box<RedAt>),
     /// Member `index` of the chain being built.
     Build(usize),
     /// The measures of member `index`, built as this link, judged by main's `[limits]`.
@@ -86,6 +93,14 @@ pub(super) enum Purpose {
     /// The records the batch made, going up before the head goes alone.
     Records,
     Merge,
+}
+
+/// Main's tree and policy, read while main's red is.
+#[derive(Clone, Debug)]
+pub(super) struct RedAt {
+    tree: Oid,
+    policy: Policy,
+    reader: RedRead,
 }
 
 /// One member: a live operation in queue order, its change's record, and its chain's tip as
@@ -217,6 +232,9 @@ pub(super) struct Batch {
     main: CommitTree,
     /// The policy at main, which every member's checks and caps are judged by.
     policy: Box<Policy>,
+    /// Main's red, read once as the batch formed (empty when the policy names no post check):
+    /// a member on a red check's paths is refused at its own turn.
+    red: Red,
     /// The hold plugin's answer the pass began with, for the head's usual path.
     hold: HoldAnswer,
     /// The head's chain tip, as read and then as this runner wrote it.
@@ -397,17 +415,70 @@ impl Runner {
         self.send_batch(read, Purpose::MainTree);
     }
 
-    /// Main's tree and policy read (`None`: they could not be): the batch forms, or the head
-    /// goes alone.
-    fn on_forming(&mut self, forming: Forming, read: Option<(Oid, Policy)>) {
+    /// Main's policy read, with its tree: under post checks main's red is read next; the
+    /// batch forms, or (`None`: the policy could not be read or allows no batch) the head goes
+    /// alone.
+    fn on_main_policy(&mut self, forming: Box<Forming>, tree: Oid, policy: Option<Policy>) {
+        let policy = policy.filter(|policy| self.batches_under(policy));
+        match policy {
+            Some(policy) if !PostCheck::of(&policy).is_empty() => {
+                let checks = PostCheck::of(&policy);
+                let (reader, read) =
+                    RedRead::with_checks(forming.main.clone(), checks, self.cfg.red_window);
+                self.stage = Stage::Forming(forming);
+                let at = RedAt {
+                    tree,
+                    policy,
+                    reader,
+                };
+                self.send_batch(read, Purpose::Red(Box::new(at)));
+            }
+            policy => self.on_forming(*forming, policy.map(|p| (tree, p, Red::default()))),
+        }
+    }
+
+    /// One step of reading main's red: once judged the batch forms; one that cannot be read
+    /// leaves the head to its usual path, which reads it again.
+    fn on_red_read(
+        &mut self,
+        forming: Box<Forming>,
+        mut at: Box<RedAt>,
+        completion: Completion,
+    ) -> Result<(), Misuse> {
+        match at.reader.on(completion, &mut self.refs) {
+            Err(other) => {
+                self.stage = Stage::Forming(forming);
+                Err(Misuse(format!(
+                    "a batch's red read answered with {other:?}"
+                )))
+            }
+            Ok(RedStep::Ask(action)) => {
+                self.stage = Stage::Forming(forming);
+                self.send_batch(*action, Purpose::Red(at));
+                Ok(())
+            }
+            Ok(RedStep::Unread(_)) => {
+                self.on_forming(*forming, None);
+                Ok(())
+            }
+            Ok(RedStep::Done(red)) => {
+                let RedAt { tree, policy, .. } = *at;
+                self.on_forming(*forming, Some((tree, policy, red.unwrap_or_default())));
+                Ok(())
+            }
+        }
+    }
+
+    /// Main's tree, policy and red read (`None`: they could not be, or allow no batch): the
+    /// batch forms, or the head goes alone.
+    fn on_forming(&mut self, forming: Forming, read: Option<(Oid, Policy, Red)>) {
         let Forming {
             members,
             main,
             hold,
         } = forming;
-        let read = read.filter(|(_, policy)| self.batches_under(policy));
         let tip = members[0].tip.clone();
-        let Some((tree, policy)) = read else {
+        let Some((tree, policy, red)) = read else {
             let head = members.into_iter().next();
             return self.go_alone(head, tip, false, main, hold, self.now);
         };
@@ -416,6 +487,7 @@ impl Runner {
             members,
             main: CommitTree { commit: main, tree },
             policy: Box::new(policy),
+            red,
             hold,
             tip,
             claimed: false,
@@ -457,7 +529,7 @@ impl Runner {
         purpose: Purpose,
         completion: Completion,
     ) -> Result<(), Misuse> {
-        if let Purpose::MainTree | Purpose::Policy(_) = &purpose {
+        if let Purpose::MainTree | Purpose::Policy(_) | Purpose::Red(_) = &purpose {
             let placeholder = Stage::Idle {
                 next_pass: self.now,
             };
@@ -485,8 +557,9 @@ impl Runner {
                         .ok()
                         .flatten()
                         .and_then(|bytes| parse_policy(&bytes).ok());
-                    self.on_forming(*forming, policy.map(|policy| (tree, policy)));
+                    self.on_main_policy(forming, tree, policy);
                 }
+                (Purpose::Red(at), completion) => return self.on_red_read(forming, at, completion),
                 (purpose, completion) => {
                     self.stage = Stage::Forming(forming);
                     return Err(Misuse(format!(
@@ -612,16 +685,16 @@ impl Runner {
     }
 
     /// Whether a batch may form under `policy`, the policy at main: reuse counts unsigned
-    /// records there, every check is keyed by tree, and nothing the head's usual path judges
-    /// beside its checks (approvals, caps, a red post check) applies.
+    /// records there, and every check run before the merge is keyed by tree and can run here.
+    /// Post checks run after the merge and are no part of a batch's run; a red one stops the
+    /// chain before a member on its paths ([`Runner::on_link`]), as an approval owed does.
     fn batches_under(&self, policy: &Policy) -> bool {
         self.reuse_by(policy).is_some()
             && !policy.unchecked
-            && policy.approvals.is_empty()
             && policy.checks.iter().all(|check| {
-                check.stage != CheckStage::Post
-                    && !CheckTarget::of(check).keyed_by_commit()
-                    && self.cannot_run(check).is_none()
+                check.stage == CheckStage::Post
+                    || (!CheckTarget::of(check).keyed_by_commit()
+                        && self.cannot_run(check).is_none())
             })
     }
 
@@ -661,15 +734,26 @@ impl Runner {
     }
 
     /// Member `index` built (or not): the chain grows (once measured, under `[limits]`), or
-    /// stops before a member that conflicts, has no effect, changes a check or, with
+    /// stops before a member that conflicts, has no effect, changes a check, owes a person's
+    /// yes (no approval carries onto a batch's tree), changes paths main is red on or, with
     /// `footprint_lanes`, does not overlap the head.
     fn on_link(&mut self, batch: Box<Batch>, index: usize, built: Option<BuildResult>) {
         let chain: &[Link] = match &batch.phase {
             Phase::Building { chain, .. } => chain,
             _ => &[],
         };
+        let answers_for = batch.members[index].record.answers_for();
+        let owes_yes = |paths: &[String]| !approval::required(batch.policy(), paths).is_empty();
+        let on_red = |paths: &[String]| !batch.red.blocking(paths, &answers_for).is_empty();
+        #[cfg(feature = "mutants")]
+        let owes_yes = |paths: &[String]| !self.mutant_batch_ignores_approvals() && owes_yes(paths);
+        #[cfg(feature = "mutants")]
+        let on_red = |paths: &[String]| !self.mutant_batch_ignores_red() && on_red(paths);
         let joins = |paths: &[String]| {
-            !plan::changes_checks(batch.policy(), paths) && self.overlaps_head(&batch, chain, paths)
+            !plan::changes_checks(batch.policy(), paths)
+                && !owes_yes(paths)
+                && !on_red(paths)
+                && self.overlaps_head(&batch, chain, paths)
         };
         let clean = match built {
             Some(BuildResult::Clean {

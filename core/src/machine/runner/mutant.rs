@@ -97,6 +97,11 @@ pub enum Mutant {
     /// S7: takes a batch's members in reverse queue order, so each merges on main before the
     /// ones ahead of it.
     BatchOutOfOrder,
+    /// S11: takes into a batch a member on the paths of a red post check.
+    BatchIgnoresRed,
+    /// S20: takes into a batch a member that owes a person's yes, which no approval answers
+    /// on the batch's tree.
+    BatchIgnoresApprovals,
 }
 
 impl Runner {
@@ -286,6 +291,14 @@ impl Runner {
             }
             _ => next,
         }
+    }
+
+    pub(super) fn mutant_batch_ignores_red(&self) -> bool {
+        self.mutant_is(Mutant::BatchIgnoresRed)
+    }
+
+    pub(super) fn mutant_batch_ignores_approvals(&self) -> bool {
+        self.mutant_is(Mutant::BatchIgnoresApprovals)
     }
 
     pub(super) fn mutant_ignores_red(&self) -> bool {

@@ -65,13 +65,7 @@ impl Runner {
             }
             Ok(RedStep::Done(red)) => red.unwrap_or_default(),
         };
-        let record = &work.record;
-        let exempt: Vec<_> = [&record.fixes, &record.reverts, &record.supersedes]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect();
-        let blocking = red.blocking(&built.changed_paths, &exempt);
+        let blocking = red.blocking(&built.changed_paths, &work.record.answers_for());
         Ok(if blocking.is_empty() {
             self.accept(work, built, policy)
         } else {
