@@ -13,7 +13,7 @@ use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, Expect, LogAdd, Machine, NoteAdd, PluginExit, PushOutcome,
-    PushPlan, PushReport,
+    PushPlan, PushReport, Wake,
 };
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
@@ -1966,4 +1966,55 @@ fn with_footprint_lanes_the_failure_rate_reads_only_places_overlapping_the_head(
         true,
         api
     ));
+}
+
+#[test]
+fn past_the_heads_progress_deadline_a_batch_is_given_up_and_the_head_goes_alone() {
+    let mut bench = Bench::new(Some(&format!(
+        "{POLICY}\n[policy]\nreuse_unsigned = true\n"
+    )));
+    let ops: Vec<OpId> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            bench.submit(
+                &format!("fix {name}"),
+                &[(&format!("src/{name}.txt"), "x\n")],
+            )
+        })
+        .collect();
+    let mut runner = Rig::with("r", 1_000_000, |cfg| {
+        cfg.evidence_reuse = true;
+        cfg.progress_ms = 55_000;
+        cfg.batch = Some(bay_core::config::BatchSettings {
+            min: 2,
+            max: 8,
+            max_failure_ppm: 300_000,
+        });
+    });
+    let (_, run) = runner
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("the batch is checked");
+    let Action::RunCheck(run) = run else {
+        unreachable!()
+    };
+    assert!(
+        run.request.change.is_none(),
+        "a batch's run names no change"
+    );
+    // The run has 110 s before it is given up; the progress deadline, 55 s, comes first.
+    // Until then the batch only renews the head's claim.
+    for clock in (1_010_000..=1_050_000).step_by(10_000) {
+        let ran = runner.run_until(&mut bench, clock, &is_check);
+        assert!(ran.is_none(), "at {clock}: {ran:?}");
+    }
+    let next = runner.runner.poll_timeout().map(|d| (d.at, d.why));
+    assert_eq!(next, Some((Timestamp(1_055_000), Wake::ProgressDeadline)));
+    let (_, alone) = runner
+        .run_until(&mut bench, 1_055_000, &is_check)
+        .expect("the head is checked alone");
+    let Action::RunCheck(alone) = alone else {
+        unreachable!()
+    };
+    let named = alone.request.change.as_ref().map(|change| &change.id);
+    assert_eq!(named, Some(&ops[0].change));
 }

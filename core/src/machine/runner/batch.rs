@@ -14,7 +14,8 @@
 //! or more it merges, built again with its own size in the trailers (the same trees); the
 //! culprit is remembered and never batched again by this runner, and takes its own turn at
 //! the head. Otherwise, and whenever the batch cannot go on (a check with no verdict, a lost
-//! heartbeat, a hold), the records it made go up and the head takes its usual path
+//! heartbeat, a hold, the head's progress deadline passed while checking), the records it made
+//! go up and the head takes its usual path
 //! ([`Runner::read_policy`]), where exact-inputs reuse finds the head's own pass.
 //!
 //! Under a registry that signs everything each member's candidate is signed with the executor
@@ -243,6 +244,9 @@ pub(super) struct Batch {
     heartbeat_at: Timestamp,
     /// A heartbeat is in flight.
     beating: bool,
+    /// The head's progress deadline, from the batch's first run: past it while checking, the
+    /// batch is given up and the head goes alone, so a long bisection cannot hold the queue.
+    progress_until: Option<Timestamp>,
     /// Every record made, on the tree it is about, in the order they ran: they go up with the
     /// merge, or before the head goes alone.
     made: Vec<(Oid, String)>,
@@ -281,14 +285,23 @@ impl Batch {
             at: self.heartbeat_at,
             why: Wake::Heartbeat,
         });
-        let run = match &self.phase {
-            Phase::Checking(checking) => checking.first_deadline().map(|at| Deadline {
-                at,
-                why: Wake::CheckDeadline,
-            }),
-            _ => None,
+        let (run, progress) = match &self.phase {
+            Phase::Checking(checking) => (
+                checking.first_deadline().map(|at| Deadline {
+                    at,
+                    why: Wake::CheckDeadline,
+                }),
+                self.progress_until.map(|at| Deadline {
+                    at,
+                    why: Wake::ProgressDeadline,
+                }),
+            ),
+            _ => (None, None),
         };
-        [heartbeat, run].into_iter().flatten().min_by_key(|d| d.at)
+        [heartbeat, run, progress]
+            .into_iter()
+            .flatten()
+            .min_by_key(|d| d.at)
     }
 
     /// The operation the batch is for, as `Runner::working_on` names it.
@@ -493,6 +506,7 @@ impl Runner {
             claimed: false,
             heartbeat_at: self.now,
             beating: false,
+            progress_until: None,
             made: Vec::new(),
             phase: Phase::Building {
                 chain: Vec::new(),
@@ -959,15 +973,18 @@ impl Runner {
         }
     }
 
-    /// Renews the head's claim when it is due, and gives a run past its deadline up.
+    /// Renews the head's claim when it is due, and gives a run past its deadline up, or the
+    /// whole batch past the head's progress deadline.
     pub(super) fn batch_tick(&mut self) {
         let Some(mut batch) = self.take_batch() else {
             return;
         };
+        let past_progress = batch.progress_until.is_some_and(|at| self.now >= at);
         if let Phase::Checking(checking) = &batch.phase
-            && checking.first_deadline().is_some_and(|at| self.now >= at)
+            && (past_progress || checking.first_deadline().is_some_and(|at| self.now >= at))
         {
-            // A run with no answer by its deadline is `unknown`: no verdict to bisect by.
+            // A run with no answer by its deadline is `unknown`: no verdict to bisect by. Past
+            // the progress deadline the head goes alone, with a deadline of its own.
             self.out.forget_all_but(|purpose| {
                 !matches!(purpose, RunnerPurpose::Batch(Purpose::Run(..)))
             });
@@ -1025,6 +1042,8 @@ impl Runner {
             checking.running.insert(index, self.check_deadline(&spec));
             runs.push((index, spec, run, request));
         }
+        let progress = self.now.plus_millis(self.cfg.progress_ms);
+        batch.progress_until.get_or_insert(progress);
         if checking.running.is_empty() {
             return self.prefix_judged(batch, true);
         }
