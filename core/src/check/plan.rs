@@ -68,30 +68,6 @@ pub struct Plan {
     pub quarantined: Vec<Value>,
 }
 
-impl Plan {
-    /// The facts a merge result names: what was not required, what runs after the merge, and
-    /// the gaps in what was checked.
-    pub fn detail(&self) -> serde_json::Map<String, Value> {
-        let mut detail = serde_json::Map::new();
-        if !self.not_required.is_empty() {
-            detail.insert(
-                "not_required".into(),
-                Value::from(self.not_required.clone()),
-            );
-        }
-        if !self.post_checks.is_empty() {
-            detail.insert("post_checks".into(), Value::from(self.post_checks.clone()));
-        }
-        if !self.quarantined.is_empty() {
-            detail.insert(
-                "coverage_gaps".into(),
-                Value::from(self.quarantined.clone()),
-            );
-        }
-        detail
-    }
-}
-
 /// Whether a candidate changing `changed_paths` changes the policy or an `adapter` path of
 /// `policy`: then it must be judged by both its base's checks and its own.
 pub fn changes_checks(policy: &Policy, changed_paths: &[String]) -> bool {
@@ -327,7 +303,6 @@ mod tests {
             plan.post_checks,
             vec![json!({"check": "deploy", "environment": "linux"})]
         );
-        assert!(plan.detail().contains_key("post_checks"));
     }
 
     #[test]
@@ -351,7 +326,6 @@ mod tests {
             "still in force"
         );
         assert_eq!(after.quarantined[0]["overdue"], true);
-        assert!(after.detail().contains_key("coverage_gaps"));
     }
 
     #[test]

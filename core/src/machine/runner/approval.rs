@@ -413,17 +413,12 @@ impl Runner {
         match judge(&checking.approvals, &lines, keys, &about, &carried) {
             Judgement::Approved(yes) => {
                 let mut merge: Merge = checking.merge(unsigned);
-                let carried: Vec<serde_json::Value> = yes
+                merge.detail.carried_approvals = yes
                     .iter()
                     .filter(|answer| answer.get("carried_from").is_some())
                     .cloned()
                     .collect();
-                if let serde_json::Value::Object(detail) = &mut merge.detail {
-                    detail.insert("approvals".into(), serde_json::Value::from(yes));
-                    if !carried.is_empty() {
-                        detail.insert("carried_approvals".into(), serde_json::Value::from(carried));
-                    }
-                }
+                merge.detail.approvals = Some(yes);
                 self.awaiting.remove(&work.op);
                 self.write(work, Write::Merge(Box::new(merge)))
             }

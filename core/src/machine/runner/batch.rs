@@ -39,6 +39,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::hold::HoldAnswer;
+use super::merged::{BatchOf, Merged};
 use super::work::{Work, last_written};
 use super::{Purpose as RunnerPurpose, RunMode, Runner, Stage};
 use crate::approval;
@@ -1298,36 +1299,33 @@ impl Runner {
                     tree: link.tree.clone(),
                 },
             ));
-            let mut detail = serde_json::Map::new();
-            detail.insert("candidate".into(), serde_json::json!(link.candidate));
-            detail.insert("commit".into(), serde_json::json!(link.commit));
-            detail.insert("tree".into(), serde_json::json!(link.tree));
-            detail.insert("base".into(), serde_json::json!(link.base.commit));
-            detail.extend(plan.detail());
             let trust = match link.signed_by {
                 Some(_) => crate::trust::Trust::Signed.as_str(),
                 None => self.cfg.unsigned_trust(),
             };
-            detail.insert("trust".into(), serde_json::json!(trust));
-            // Its own tree was not checked alone: the batch's last tree was.
-            detail.insert(
-                "batch".into(),
-                serde_json::json!({
-                    "id": id,
-                    "index": index + 1,
-                    "size": size,
-                    "base": batch.main.commit,
-                    "commit": last.commit,
-                    "tree": last.tree,
-                }),
+            let merged = (
+                link.candidate.clone(),
+                link.commit.clone(),
+                link.tree.clone(),
+                link.base.commit.clone(),
             );
+            let mut detail = Merged::new(merged, plan, trust);
+            // Its own tree was not checked alone: the batch's last tree was.
+            detail.batch = Some(BatchOf {
+                id: id.clone(),
+                index: index + 1,
+                size,
+                base: batch.main.commit.clone(),
+                commit: last.commit.clone(),
+                tree: last.tree.clone(),
+            });
             steps.push(self.step(
                 &change,
                 StepBody::Outcome {
                     op: op.clone(),
                     state: OpState::Merged,
                     reason: None,
-                    detail: serde_json::Value::Object(detail),
+                    detail: detail.to_json(),
                 },
             ));
             push.appends

@@ -28,6 +28,7 @@ mod gap;
 mod hold;
 mod keys;
 mod late;
+mod merged;
 mod notify;
 mod own;
 mod pass;

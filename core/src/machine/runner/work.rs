@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::merged::Merged;
 use super::reuse_keys::ReuseBy;
 use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
@@ -154,7 +155,7 @@ pub(super) enum Then {
 #[derive(Clone, Debug)]
 pub(super) struct Merge {
     pub commit: Oid,
-    pub detail: serde_json::Value,
+    pub detail: Merged,
 }
 
 impl Write {
@@ -920,7 +921,7 @@ impl Runner {
                 op: work.op.clone(),
                 state: OpState::Merged,
                 reason: None,
-                detail: merge.detail.clone(),
+                detail: merge.detail.to_json(),
             },
         ));
         plan.updates.push(RefUpdate {
@@ -1984,7 +1985,7 @@ impl Runner {
 impl Checking {
     /// What follows the recorded pass of run `index`: the next run, or once it was the last
     /// one the merge, unless an approval is owed, which is asked next.
-    pub fn after_pass(&self, index: usize, unsigned: &str) -> Then {
+    pub fn after_pass(&self, index: usize, unsigned: &'static str) -> Then {
         if index + 1 >= self.plan.runs.len() && self.approvals.is_empty() {
             Then::Merge(Box::new(self.merge(unsigned)))
         } else {
@@ -2000,35 +2001,27 @@ impl Checking {
     /// The merge of the candidate, once its checks are recorded: what its outcome names is
     /// the candidate, and what the plan spared or could not cover (`not_required`,
     /// `post_checks`, `coverage_gaps` with quarantines and flaky checks).
-    pub fn merge(&self, unsigned: &str) -> Merge {
+    pub fn merge(&self, unsigned: &'static str) -> Merge {
         let built = &self.candidate.built;
-        let mut detail = serde_json::Map::new();
-        detail.insert("candidate".into(), serde_json::json!(built.id));
-        detail.insert("commit".into(), serde_json::json!(built.commit));
-        detail.insert("tree".into(), serde_json::json!(built.tree));
-        detail.insert("base".into(), serde_json::json!(self.base.commit));
-        detail.extend(self.plan.detail());
-        let carried = self.carried_checks();
-        if !carried.is_empty() {
-            detail.insert("carried".into(), serde_json::json!(carried));
-        }
-        if !self.gaps.is_empty() {
-            let gaps = detail
-                .entry("coverage_gaps")
-                .or_insert_with(|| serde_json::Value::Array(Vec::new()));
-            if let serde_json::Value::Array(gaps) = gaps {
-                gaps.extend(self.gaps.iter().map(super::gap::Gap::to_json));
-            }
-        }
         let trust = if built.signed {
             crate::trust::Trust::Signed.as_str()
         } else {
             unsigned
         };
-        detail.insert("trust".into(), serde_json::json!(trust));
+        let merged = (
+            built.id.clone(),
+            built.commit.clone(),
+            built.tree.clone(),
+            self.base.commit.clone(),
+        );
+        let mut detail = Merged::new(merged, &self.plan, trust);
+        detail.carried = self.carried_checks();
+        detail
+            .coverage_gaps
+            .extend(self.gaps.iter().map(super::gap::Gap::to_json));
         Merge {
             commit: built.commit.clone(),
-            detail: serde_json::Value::Object(detail),
+            detail,
         }
     }
 }
