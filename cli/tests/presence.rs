@@ -210,3 +210,47 @@ fn status_lists_the_changes_waiting_and_says_when_no_runner_was_heard_from() {
         )
     );
 }
+
+#[test]
+fn status_lists_the_early_runs_presences_name_under_the_operations_prechecks() {
+    let world = world();
+    let ann = world.clone_as("ann");
+    let (change, view) = world.submit(&ann, "ann", "greet", "src/greeting.txt", "Hi\n");
+    let main = world.remote_ref("refs/heads/main").expect("main");
+    let tree = git_dir(&world.remote, &["rev-parse", "main^{tree}"]);
+    let at = serde_json::json!({"commit": main, "tree": tree.trim()});
+    let early = |op: &str| {
+        serde_json::json!({"change": op.split('.').next(), "op": op, "check": "files",
+            "environment": "any", "verdict": "pass", "base": at, "candidate": at})
+    };
+    let ours = early(&format!("{change}.1"));
+    // A runner checked this operation early, and another change's too.
+    let doc = serde_json::json!({"schema": "bay.presence/1", "runner": "r9", "machine": "box",
+        "bay": "0.1.0", "environments": null, "last_pass": 1, "holding": null, "queue_depth": 2,
+        "interval_ms": 10_000, "lease_ms": 120_000, "progress_ms": 600_000,
+        "prechecks": [early("aaaaaaaa.1"), ours]});
+    let commit = world.record_commit(&[], &format!("bay: presence r9\n\n{doc}"));
+    git_dir(
+        &world.remote,
+        &["update-ref", "refs/bay/executor/r9", &commit],
+    );
+
+    let ran = bay(&view, "ann", &["status"]);
+    let operation = &ran.doc["detail"]["operation"];
+    let mut listed = ours.clone();
+    listed["runner"] = "r9".into();
+    assert_eq!(
+        operation["prechecks"],
+        serde_json::json!([listed]),
+        "{ran:?}"
+    );
+
+    // A presence lists no early run of another change's operation.
+    let (other, other_view) = world.submit(&ann, "ann", "part", "src/farewell.txt", "Bye\n");
+    assert_ne!(other, change);
+    let ran = bay(&other_view, "ann", &["status"]);
+    assert!(
+        ran.doc["detail"]["operation"].get("prechecks").is_none(),
+        "{ran:?}"
+    );
+}

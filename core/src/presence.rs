@@ -1,6 +1,12 @@
 //! A runner's presence, `refs/bay/executor/<runner>`: what each pass says of the runner (its
-//! version, machine, environments, last pass, held operation and queue depth), written at most
-//! once per heartbeat as one commit with no parent, and how a reader judges it.
+//! version, machine, environments, last pass, held operation and queue depth, and its latest
+//! early runs on queued entries), written at most once per heartbeat as one commit with no
+//! parent, and how a reader judges it.
+//!
+//! The early runs are how `bay status` lists an operation's `prechecks` without reading any
+//! evidence: their records lie in the runner's notes on predicted trees no reader can name
+//! from the operation, and a note hung on the change instead would let a run on one base count
+//! for another. A presence is no evidence: what it lists is shown, never trusted.
 //!
 //! A reader never compares the runner's clock with its own. A presence's age is how long ago,
 //! on the reader's clock, this clone first held that presence's commit (`Action::ReadSeen`),
@@ -12,13 +18,35 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::id::OpId;
+use crate::check::{CommitTree, Verdict};
+use crate::id::{ChangeId, OpId};
 use crate::time::Timestamp;
 
 pub const PRESENCE_SCHEMA: &str = "bay.presence/1";
 
 /// The most presences a status reads: the first by runner name that the fetch brought.
 pub const PRESENCES_READ: usize = 50;
+
+/// The most early runs a presence lists: as many as one pass may look ahead (`ahead` 16).
+pub const EARLY_RUNS_LISTED: usize = 16;
+
+/// One early run of a queued entry's check (`[runner] ahead`, `footprint_lanes`), as a
+/// `--once` run's `detail.prechecks`, a presence and `bay status` list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlyRun {
+    pub change: ChangeId,
+    pub op: OpId,
+    pub check: String,
+    pub environment: String,
+    pub verdict: Verdict,
+    /// The base the entries ahead predict (with lanes: main as it was).
+    pub base: CommitTree,
+    /// The candidate built on it, whose tree the run checked.
+    pub candidate: CommitTree,
+    /// Whether it ran beside the head, on the current main (`footprint_lanes`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beside_head: bool,
+}
 
 /// What one pass of a runner says of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +71,10 @@ pub struct Presence {
     pub interval_ms: u64,
     pub lease_ms: u64,
     pub progress_ms: u64,
+    /// The runner's latest early runs whose records went up, oldest first, at most
+    /// [`EARLY_RUNS_LISTED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prechecks: Vec<EarlyRun>,
 }
 
 impl Presence {
@@ -153,6 +185,7 @@ mod tests {
             interval_ms: 30_000,
             lease_ms: 60_000,
             progress_ms: 600_000,
+            prechecks: Vec::new(),
         }
     }
 

@@ -15,6 +15,7 @@ use bay_core::machine::{
     Action, ActionId, Completion, Event, Expect, LogAdd, Machine, NoteAdd, PluginExit, PushOutcome,
     PushPlan, PushReport, Wake,
 };
+use bay_core::presence::Presence;
 use bay_core::reason::ReasonCode;
 use bay_core::record::{Step, StepBody};
 use bay_core::result::OpState;
@@ -2017,4 +2018,38 @@ fn past_the_heads_progress_deadline_a_batch_is_given_up_and_the_head_goes_alone(
     };
     let named = alone.request.change.as_ref().map(|change| &change.id);
     assert_eq!(named, Some(&ops[0].change));
+}
+
+#[test]
+fn the_next_presence_lists_an_early_run_for_bay_status() {
+    let (mut bench, _first, second, _a, _, _head) = two_queued_and_a_checking();
+    let mut b = ahead_rig("b", 1_000_000);
+    let (id, early) = b
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("b checks an entry ahead");
+    let is_presence =
+        |action: &Action| matches!(action, Action::Push(plan) if plan.presence.is_some());
+    let early_presence = b.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&early)),
+        &is_presence,
+    );
+    assert!(early_presence.is_none(), "at most one presence a heartbeat");
+    // A heartbeat later the pass says its presence, which lists the run.
+    let (_, push) = b
+        .run_until(&mut bench, 1_000_000 + HEARTBEAT, &is_presence)
+        .expect("b says its presence");
+    let message = &push_plan(&push)
+        .presence
+        .as_ref()
+        .expect("a presence")
+        .message;
+    let presence = Presence::from_message(message).expect("a presence b wrote");
+    let listed: Vec<(&OpId, &str, Verdict)> = presence
+        .prechecks
+        .iter()
+        .map(|run| (&run.op, run.check.as_str(), run.verdict))
+        .collect();
+    assert_eq!(listed, [(&second, "unit", Verdict::Pass)]);
 }

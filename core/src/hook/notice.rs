@@ -520,6 +520,7 @@ pub(crate) mod tests {
             interval_ms: 10_000,
             lease_ms: 60_000,
             progress_ms: 600_000,
+            prechecks: Vec::new(),
         };
         PresenceRead {
             runner: "r1".into(),

@@ -298,14 +298,15 @@ impl Status {
     }
 
     /// Judges each presence on this clone's clock, from when this clone first held it, and
-    /// warns when operations wait and none is fresh. The warning refuses nothing.
+    /// warns when operations wait and none is fresh. The warning refuses nothing. The early
+    /// runs the presences list of the change's own operation are its `prechecks`.
     fn with_presences(
         &mut self,
         mut result: BayResult,
         read: &[RawStep],
         seen: &BTreeMap<String, Timestamp>,
     ) {
-        let judged: Vec<Judged> = self
+        let presences: Vec<(String, Result<Presence, String>)> = self
             .presences()
             .into_iter()
             .map(|(runner, oid)| {
@@ -314,13 +315,20 @@ impl Status {
                     .find(|raw| raw.oid == oid)
                     .ok_or_else(|| "its commit could not be read".to_string())
                     .and_then(|raw| Presence::from_message(&raw.message));
-                let first_seen = seen.get(&refs::executor(&runner)).copied();
-                judge(&runner, &presence, first_seen, self.now)
+                (runner, presence)
+            })
+            .collect();
+        let judged: Vec<Judged> = presences
+            .iter()
+            .map(|(runner, presence)| {
+                let first_seen = seen.get(&refs::executor(runner)).copied();
+                judge(runner, presence, first_seen, self.now)
             })
             .collect();
         if let Some(warning) = no_live_runner(self.waiting, &judged) {
             add_warnings(&mut result, vec![warning]);
         }
+        list_prechecks(&mut result, &presences);
         self.finish(result);
     }
 
@@ -1267,6 +1275,37 @@ impl Status {
 }
 
 super::agent::command_machine!(Status, "status");
+
+/// Lists under `operation.prechecks` the early runs of the result's operation that the
+/// presences name, each with its runner, by the runners' names: shown, never judged, since a
+/// presence is no evidence (the run's record is, in its runner's notes).
+fn list_prechecks(result: &mut BayResult, presences: &[(String, Result<Presence, String>)]) {
+    let Some(op) = result.op_id.clone() else {
+        return;
+    };
+    let listed: Vec<Value> = presences
+        .iter()
+        .filter_map(|(runner, presence)| Some((runner, presence.as_ref().ok()?)))
+        .flat_map(|(runner, presence)| {
+            presence
+                .prechecks
+                .iter()
+                .filter(|run| run.op == op)
+                .map(move |run| {
+                    let mut row = serde_json::to_value(run).unwrap_or_default();
+                    if let Value::Object(row) = &mut row {
+                        row.insert("runner".into(), Value::from(runner.as_str()));
+                    }
+                    row
+                })
+        })
+        .collect();
+    if let (false, Some(Value::Object(operation))) =
+        (listed.is_empty(), result.detail.get_mut("operation"))
+    {
+        operation.insert("prechecks".into(), Value::Array(listed));
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -43,6 +43,7 @@ use crate::machine::{
     Action, BuildResult, CandidateSpec, CheckRun, Completion, Misuse, PushOutcome, PushPlan,
 };
 use crate::policy::{CheckSpec, Policy};
+use crate::presence::{EARLY_RUNS_LISTED, EarlyRun};
 use crate::record::{ChangeRecord, Operation};
 use crate::time::Timestamp;
 
@@ -190,7 +191,7 @@ pub(super) enum Purpose {
     Build(Box<Predict>, Box<Entry>),
     Notes(Box<Target>),
     Run(Box<Target>, Box<CheckSpec>, Box<CheckRequest>),
-    Record(Box<serde_json::Value>),
+    Record(Box<EarlyRun>),
     /// The registry read before the prediction reads the passes it may reuse.
     ReuseKeys(super::reuse_keys::Purpose),
     /// A step of a run beside the head (`footprint_lanes`).
@@ -356,10 +357,10 @@ impl Runner {
             (Purpose::Record(listed), Completion::Pushed(report)) => match report.outcome {
                 // The next pass predicts again and goes on from this record.
                 PushOutcome::Accepted => {
-                    // Only a `--once` run reports them; a loop keeps nothing of them.
-                    if self.cfg.mode == RunMode::Once {
-                        self.prechecks.push(*listed);
+                    if self.prechecks.len() == EARLY_RUNS_LISTED {
+                        self.prechecks.pop_front();
                     }
+                    self.prechecks.push_back(*listed);
                     self.rest(0);
                 }
                 PushOutcome::Rejected { .. }
@@ -614,18 +615,16 @@ impl Runner {
         record: EvidenceRecord,
         extra: Option<Oid>,
     ) {
-        let mut listed = serde_json::json!({
-            "change": noted.change,
-            "op": noted.op,
-            "check": spec.id,
-            "environment": spec.environment,
-            "verdict": record.verdict,
-            "base": noted.base,
-            "candidate": noted.candidate,
-        });
-        if noted.lane {
-            listed["beside_head"] = serde_json::json!(true);
-        }
+        let listed = EarlyRun {
+            change: noted.change.clone(),
+            op: noted.op.clone(),
+            check: spec.id.clone(),
+            environment: spec.environment.clone(),
+            verdict: record.verdict,
+            base: noted.base.clone(),
+            candidate: noted.candidate.clone(),
+            beside_head: noted.lane,
+        };
         let json = record.to_json();
         let objects = std::iter::once(noted.candidate.tree.clone()).chain(extra);
         let notes = self.own_notes(objects.map(|object| (object, json.clone())));

@@ -43,7 +43,7 @@ mod mutant;
 #[cfg(feature = "mutants")]
 pub use mutant::Mutant;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +52,7 @@ use super::{Action, ActionId, Deadline, Event, FetchSpec, Machine, Misuse, Outbo
 use crate::config::Trailers;
 use crate::git::Oid;
 use crate::id::{ChangeId, OpId};
+use crate::presence::EarlyRun;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -362,9 +363,10 @@ pub struct Runner {
     seeded: Option<ChangeId>,
     /// Merges this runner pushed and saw accepted, for reports.
     merged: u64,
-    /// Early runs on queued entries (`[runner] ahead`) whose records went up, for a `--once`
-    /// run's report; a loop, which never reports, keeps none.
-    prechecks: Vec<serde_json::Value>,
+    /// The latest early runs on queued entries (`[runner] ahead`, `footprint_lanes`) whose
+    /// records went up, oldest first, at most `EARLY_RUNS_LISTED`: the presence lists them,
+    /// and a `--once` run's report.
+    prechecks: VecDeque<EarlyRun>,
     /// Operations that wait for an approval, each with the evidence tips (other than this
     /// runner's own) it was last judged on: a pass passes one over until they move.
     awaiting: BTreeMap<OpId, Vec<(String, Oid)>>,
@@ -430,7 +432,7 @@ impl Runner {
             mine: None,
             seeded: None,
             merged: 0,
-            prechecks: Vec::new(),
+            prechecks: VecDeque::new(),
             awaiting: BTreeMap::new(),
             baselines: None,
             holds: None,

@@ -674,7 +674,8 @@ impl Runner {
             }
             // The runs it made early on queued entries (`[runner] ahead`).
             if !self.prechecks.is_empty() {
-                detail.insert("prechecks".into(), self.prechecks.clone().into());
+                let listed = serde_json::to_value(&self.prechecks).unwrap_or_default();
+                detail.insert("prechecks".into(), listed);
             }
             let result = BayResult::ok(None, detail);
             self.finish(result);

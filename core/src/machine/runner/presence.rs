@@ -57,6 +57,7 @@ impl Runner {
             interval_ms: self.cfg.interval_ms,
             lease_ms: self.cfg.lease_ms,
             progress_ms: self.cfg.progress_ms,
+            prechecks: self.prechecks.iter().cloned().collect(),
         };
         let tip = self.refs.get(&refs::executor(&self.cfg.runner));
         let plan = PushPlan {
