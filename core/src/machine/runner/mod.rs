@@ -36,6 +36,7 @@ mod presence;
 mod red;
 mod request;
 mod reuse_keys;
+mod unmerged;
 mod work;
 
 #[cfg(feature = "mutants")]

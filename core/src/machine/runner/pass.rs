@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::hold::{HoldAnswer, Then};
+use super::unmerged::Unmerged;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
@@ -13,7 +14,6 @@ use crate::machine::{
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Operation, Step};
 use crate::result::BayResult;
-use crate::result::OpState;
 use crate::time::Timestamp;
 
 /// One queue place: the request step it points at, and that request's operation.
@@ -765,19 +765,9 @@ impl Runner {
             next_pass: self.now,
         };
         let _placed = if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {
-            self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::DependencyAbandoned),
-                detail,
-            )
-        } else if let Some(detail) = self.marked_merged(&change) {
-            self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::ChangeAlreadyMerged),
-                detail,
-            )
+            self.end(work, Unmerged::DependencyAbandoned(detail))
+        } else if let Some(end) = self.marked_merged(&change) {
+            self.end(work, end)
         } else {
             self.read_policy(work)
         };
@@ -788,17 +778,10 @@ impl Runner {
     /// push creates it with main, create-only), so bay reads it as merged and never merges the
     /// change again: its live operation ends `CHANGE_ALREADY_MERGED`, naming the marker,
     /// rather than building a merge whose push the marker refuses, pass after pass.
-    pub(super) fn marked_merged(&self, change: &ChangeId) -> Option<serde_json::Value> {
+    pub(super) fn marked_merged(&self, change: &ChangeId) -> Option<Unmerged> {
         let name = refs::landed(change);
-        let commit = self.refs.get(&name)?;
-        Some(serde_json::json!({
-            "marker": name,
-            "commit": commit,
-            "why": format!(
-                "{name} says this change merged as {commit}, though its record holds no merge; \
-                 bay never merges a change twice"
-            ),
-        }))
+        let commit = self.refs.get(&name)?.clone();
+        Some(Unmerged::already_merged(name, commit))
     }
 
     /// For `merge --wait`: the result once the operation has ended.

@@ -7,13 +7,12 @@
 //! the change that owns the red. Nothing of it is stored: the next candidate reads it again.
 
 use super::Runner;
+use super::unmerged::Unmerged;
 use super::work::{Built, Placed, Purpose, Work};
 use crate::machine::red_read::{RedRead, RedStep};
 use crate::machine::{Completion, Misuse};
 use crate::policy::Policy;
-use crate::reason::ReasonCode;
 use crate::red::{self, PostCheck};
-use crate::result::OpState;
 
 impl Runner {
     /// Judges the red of the base before `built` is taken as the work's candidate; a policy
@@ -69,8 +68,7 @@ impl Runner {
         Ok(if blocking.is_empty() {
             self.accept(work, built, policy)
         } else {
-            let detail = red::refusal_detail(&blocking);
-            self.end(work, OpState::Blocked, Some(ReasonCode::MainRed), detail)
+            self.end(work, Unmerged::MainRed(red::refusal_detail(&blocking)))
         })
     }
 }

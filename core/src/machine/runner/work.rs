@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::merged::Merged;
 use super::reuse_keys::ReuseBy;
+use super::unmerged::Unmerged;
 use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::reuse::reusable_pass;
@@ -607,15 +608,11 @@ impl Runner {
             .map_or(0, |op| op.deadline_releases);
         let seconds = self.cfg.progress_ms / 1000;
         if releases + 1 >= QUEUE_DEADLINE_RELEASES {
-            return self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::QueueDeadlineExceeded),
-                serde_json::json!({
-                    "progress_deadline_s": seconds,
-                    "releases": releases + 1,
-                }),
-            );
+            let end = Unmerged::DeadlineExceeded {
+                progress_deadline_s: seconds,
+                releases: releases + 1,
+            };
+            return self.end(work, end);
         }
         let why = format!("the checks ran past the head's progress deadline of {seconds} s");
         if !work.claimed {
@@ -951,21 +948,8 @@ impl Runner {
     }
 
     /// Ends the operation short of a merge.
-    pub(super) fn end(
-        &mut self,
-        work: Box<Work>,
-        state: OpState,
-        reason: Option<ReasonCode>,
-        detail: serde_json::Value,
-    ) -> Placed {
-        self.write(
-            work,
-            Write::End(Ending {
-                state,
-                reason,
-                detail,
-            }),
-        )
+    pub(super) fn end(&mut self, work: Box<Work>, end: Unmerged) -> Placed {
+        self.write(work, Write::End(end.ending()))
     }
 
     /// Gives the claim back after a fault, so another runner may claim at once. Before the
@@ -1114,22 +1098,12 @@ impl Runner {
                 self.release(work, None, format!("could not read {POLICY_PATH}: {fault}"))
             }
             Ok(None) => {
-                let detail = serde_json::json!({ "path": POLICY_PATH, "base": work.base });
-                self.end(
-                    work,
-                    OpState::Blocked,
-                    Some(ReasonCode::PolicyMissing),
-                    detail,
-                )
+                let end = Unmerged::policy_missing(work.base.clone());
+                self.end(work, end)
             }
             Ok(Some(bytes)) => match parse_policy(&bytes) {
                 Ok(policy) => self.build(work, policy),
-                Err(why) => self.end(
-                    work,
-                    OpState::Blocked,
-                    Some(ReasonCode::PolicyInvalid),
-                    serde_json::json!({ "path": POLICY_PATH, "why": why }),
-                ),
+                Err(why) => self.end(work, Unmerged::policy_invalid(why)),
             },
         }
     }
@@ -1192,30 +1166,15 @@ impl Runner {
                 None,
                 format!("could not build the candidate: {fault}"),
             ),
-            Ok(BuildResult::Conflict { paths }) => self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::MergeConflict),
-                serde_json::json!({ "paths": paths }),
-            ),
+            Ok(BuildResult::Conflict { paths }) => {
+                self.end(work, Unmerged::MergeConflict { paths })
+            }
             Ok(BuildResult::Missing { commits }) => {
                 // The request names a draft the remote does not hold: no retry can build it,
                 // so the operation ends, by name, and the queue goes on. A draft Git cannot
                 // read is a fault no reason code names (as for a merge Git cannot read).
-                let draft = &work.requested.draft;
-                let detail = serde_json::json!({
-                    "why": format!(
-                        "the draft this request names, or the version of main it was made on, \
-                         is not on the remote ({}), so bay cannot build it; start the work again \
-                         as a new change",
-                        commits.iter().map(Oid::as_str).collect::<Vec<_>>().join(", ")
-                    ),
-                    "draft": draft,
-                    "missing": commits,
-                    "hint": "its record names a draft the remote does not hold: start the work \
-                             again with `bay start <intent> --new`",
-                });
-                self.end(work, OpState::Failed, None, detail)
+                let end = Unmerged::draft_missing(work.requested.draft.clone(), commits);
+                self.end(work, end)
             }
             Ok(BuildResult::Clean {
                 commit,
@@ -1225,12 +1184,11 @@ impl Runner {
             }) => {
                 let base = work.base.clone();
                 if tree == base_tree {
-                    return self.end(
-                        work,
-                        OpState::NoEffect,
-                        None,
-                        serde_json::json!({ "main_commit": base, "tree": tree }),
-                    );
+                    let end = Unmerged::NoEffect {
+                        main_commit: base,
+                        tree,
+                    };
+                    return self.end(work, end);
                 }
                 let attempt = work.record.op(&work.op).map_or(1, |o| {
                     u32::try_from(o.candidates.len() + 1).unwrap_or(u32::MAX)
@@ -1400,12 +1358,7 @@ impl Runner {
             }
         };
         match policy.limits.judge(&stats) {
-            Some(too_large) => self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::ChangeTooLarge),
-                too_large.detail(),
-            ),
+            Some(too_large) => self.end(work, Unmerged::TooLarge(too_large)),
             None => self.judge_red(work, built, policy),
         }
     }
@@ -1470,12 +1423,7 @@ impl Runner {
         let planned = plan::plan(&policy, own, &built.changed_paths, &self.now.date());
         let plan = match planned {
             Err(why) => {
-                return self.end(
-                    work,
-                    OpState::Blocked,
-                    Some(ReasonCode::PolicyInvalid),
-                    serde_json::json!({ "path": POLICY_PATH, "why": why }),
-                );
+                return self.end(work, Unmerged::policy_invalid(why));
             }
             Ok(plan) => plan,
         };
@@ -1925,14 +1873,9 @@ impl Runner {
         let change = work.record.change.clone();
         let chain_moved = self.refs.get(&refs::change(&change)) != Some(&work.tip);
         let landed = self.refs.contains_key(&refs::landed(&change));
-        if let Some(detail) = self.marked_merged(&change).filter(|_| !chain_moved) {
+        if let Some(end) = self.marked_merged(&change).filter(|_| !chain_moved) {
             // No writer moved the chain, yet the change is marked merged: never merge it twice.
-            return self.end(
-                work,
-                OpState::Blocked,
-                Some(ReasonCode::ChangeAlreadyMerged),
-                detail,
-            );
+            return self.end(work, end);
         }
         if chain_moved || landed {
             #[cfg(feature = "mutants")]
