@@ -11,6 +11,7 @@
 //! merge base, becomes the change's first draft, written with its start in the same push; a
 //! conflict with main or a path the change does not declare refuses before anything is written.
 
+mod detail;
 mod held;
 
 pub use held::{Holder, SESSION_ENV, Sessions, export_line};
@@ -22,6 +23,7 @@ use super::{
 };
 use std::collections::BTreeMap;
 
+use self::detail::{Gathered, Overlap, Refusal, TakenFrom};
 use crate::actor::{self, ActorSource};
 use crate::config::Config;
 use crate::conflict::Labels;
@@ -30,7 +32,6 @@ use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
 use crate::limits::PathStat;
 use crate::policy::AgentRules;
-use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step, StepBody};
 use crate::report;
 use crate::result::BayResult;
@@ -255,7 +256,7 @@ pub struct Start {
     /// Every change `--after` names that has no chain ref was found merged in the index.
     after_compacted: bool,
     /// What the result will say, filled as the work goes.
-    detail: serde_json::Map<String, serde_json::Value>,
+    detail: Gathered,
     change: Option<ChangeId>,
     outcome: Option<BayResult>,
     /// How long another actor's live change must stay idle before this actor adopts it
@@ -294,7 +295,7 @@ impl Start {
             fix_on: None,
             fix_merge: None,
             after_compacted: false,
-            detail: serde_json::Map::new(),
+            detail: Gathered::default(),
             change: None,
             outcome: None,
             takeover_ms: Config::default().runner.takeover_s.saturating_mul(1000),
@@ -304,7 +305,7 @@ impl Start {
         };
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
-            start.refuse(ReasonCode::DiskLow, disk.detail());
+            start.refuse(Refusal::DiskLow(disk.detail()));
             return start;
         }
         if let Some(why) = bad_name {
@@ -349,8 +350,9 @@ impl Start {
         self.finish(result);
     }
 
-    fn refuse(&mut self, code: ReasonCode, detail: serde_json::Value) {
-        let result = report::refused(code, self.change.as_ref(), None, detail);
+    fn refuse(&mut self, refusal: Refusal) {
+        let detail = refusal.to_json();
+        let result = report::refused(refusal.code(), self.change.as_ref(), None, detail);
         self.finish(result);
     }
 
@@ -374,10 +376,9 @@ impl Start {
     fn again(&mut self) {
         self.races += 1;
         if self.races > MAX_RACES {
-            return self.refuse(
-                ReasonCode::MergeRetryExhausted,
-                serde_json::json!({ "why": "other starts kept winning the race for this intent" }),
-            );
+            return self.refuse(Refusal::RacesLost {
+                why: "other starts kept winning the race for this intent",
+            });
         }
         let fetch = self.first_fetch();
         self.out.send(fetch, Purpose::Fetch);
@@ -484,10 +485,11 @@ impl Start {
                     self.send(read, &main, Then::CompactedFix);
                     return;
                 }
-                return self.refuse(
-                    ReasonCode::ChangeNotMerged,
-                    serde_json::json!({ "target": fixes, "main": main }),
-                );
+                return self.refuse(Refusal::NotMerged {
+                    target: fixes,
+                    main,
+                    merge: None,
+                });
             };
             self.fix_merge = Some(Some(merge.clone()));
             if self.fix_on.as_ref() != Some(&main) {
@@ -508,10 +510,11 @@ impl Start {
     /// Main holds `merge`, the merge of the change the fix names, or main moved back past it.
     fn on_fix_base(&mut self, main: Oid, fixes: ChangeId, merge: Oid, base: Option<Oid>) {
         if !agent::holds(&merge, base.as_ref()) {
-            return self.refuse(
-                ReasonCode::ChangeNotMerged,
-                serde_json::json!({ "target": fixes, "main": main, "merge": merge }),
-            );
+            return self.refuse(Refusal::NotMerged {
+                target: fixes,
+                main,
+                merge: Some(merge),
+            });
         }
         self.fix_on = Some(main.clone());
         self.go_on(main);
@@ -643,11 +646,10 @@ impl Start {
         if record.merged().is_some() || (record.ended() && (self.input.new || newer.is_some())) {
             if by_id {
                 return match newer {
-                    Some(generation) => self.refuse(
-                        ReasonCode::ChangeSuperseded,
-                        serde_json::json!({ "superseded_generation": generation }),
-                    ),
-                    None => self.refuse(ReasonCode::ChangeAlreadyMerged, serde_json::json!({})),
+                    Some(generation) => self.refuse(Refusal::NewerGeneration {
+                        superseded_generation: generation,
+                    }),
+                    None => self.refuse(Refusal::AlreadyMerged {}),
                 };
             }
             let next = newer.unwrap_or(record.generation) + 1;
@@ -689,17 +691,17 @@ impl Start {
                 .sessions
                 .detail(&record.change, holder, self.now, self.takeover_ms);
             self.change = Some(record.change.clone());
-            return self.refuse(ReasonCode::ChangeHeld, detail);
+            return self.refuse(Refusal::Held(detail));
         }
         // Imported work goes onto the open change as its next draft, when its paths allow.
         if let Some(imported) = self.imported.clone() {
             let uncovered = uncovered(&record.paths, &imported.paths);
             if !uncovered.is_empty() {
                 self.change = Some(record.change.clone());
-                return self.refuse(
-                    ReasonCode::PathsUndeclared,
-                    serde_json::json!({ "uncovered": uncovered, "declared": record.paths }),
-                );
+                return self.refuse(Refusal::PathsUndeclared {
+                    uncovered,
+                    declared: record.paths.clone(),
+                });
             }
             let refreshed = Refreshed {
                 draft: imported.draft,
@@ -740,15 +742,12 @@ impl Start {
         if idle_ms.is_some_and(|idle| idle >= self.takeover_ms) {
             return self.decide(main, found, true);
         }
-        let mut detail = serde_json::json!({
-            "held_by": found.record.actor,
-            "takeover_s": self.takeover_ms / 1000,
-            "why": "another actor holds this change, and it has not been idle for the takeover window",
+        self.refuse(Refusal::HeldByAnother {
+            held_by: found.record.actor.clone(),
+            takeover_s: self.takeover_ms / 1000,
+            why: "another actor holds this change, and it has not been idle for the takeover window",
+            idle_s: idle_ms.map(|idle| idle / 1000),
         });
-        if let Some(idle) = idle_ms {
-            detail["idle_s"] = serde_json::json!(idle / 1000);
-        }
-        self.refuse(ReasonCode::ChangeSuperseded, detail);
     }
 
     fn newer_generation(&self, record: &ChangeRecord) -> Option<u32> {
@@ -784,12 +783,8 @@ impl Start {
             };
             steps.push(self.nonces.step(&record.change, self.now, &actor, body));
         }
-        self.detail
-            .insert("adopted".into(), serde_json::Value::Bool(adopting));
-        if !refreshed.conflicts.is_empty() {
-            self.detail
-                .insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
-        }
+        self.detail.adopted = Some(adopting);
+        self.detail.conflicts = refreshed.conflicts.clone();
         let draft = refreshed.draft;
         if steps.is_empty() {
             return self.make_view(main, Taken::PickedUp { found, draft });
@@ -830,17 +825,9 @@ impl Start {
         }
         let change = self.reserved.take().unwrap_or_else(|| self.new_id());
         let base = main.clone();
-        if let Some(old) = &supersedes {
-            self.detail
-                .insert("supersedes".into(), serde_json::json!(old));
-        }
-        if let Some(fixes) = &self.input.fixes {
-            self.detail.insert("fixes".into(), serde_json::json!(fixes));
-        }
-        if !self.input.after.is_empty() {
-            self.detail
-                .insert("after".into(), serde_json::json!(self.input.after));
-        }
+        self.detail.supersedes = supersedes.clone();
+        self.detail.fixes = self.input.fixes.clone();
+        self.detail.after = self.input.after.clone();
         let body = StepBody::Start {
             intent: intent.clone(),
             actor: self.input.actor.clone(),
@@ -897,8 +884,7 @@ impl Start {
         match report.outcome {
             PushOutcome::Accepted => {
                 if let Some(generation) = generation {
-                    self.detail
-                        .insert("generation".into(), serde_json::json!(generation));
+                    self.detail.generation = Some(generation);
                 }
                 self.make_view(main, taken);
             }
@@ -965,8 +951,7 @@ impl Start {
     /// The view is made; a change picked up again on `base` says how many main commits it
     /// missed.
     fn on_view(&mut self, main: Oid, opened: Opened, base: Option<Oid>, view: String) {
-        self.detail
-            .insert("view".into(), serde_json::Value::String(view));
+        self.detail.view = Some(view);
         match base {
             Some(base) if base != main => {
                 let read = Action::ReadLog {
@@ -981,8 +966,7 @@ impl Start {
     }
 
     fn on_behind(&mut self, opened: Opened, missed: Vec<RawStep>) {
-        self.detail
-            .insert("behind".into(), serde_json::json!(missed.len()));
+        self.detail.behind = Some(missed.len());
         self.read_places(opened);
     }
 
@@ -1038,26 +1022,20 @@ impl Start {
     /// Names every live change whose declared paths overlap this one's: it refuses nothing.
     fn on_live(&mut self, opened: Opened, reads: Vec<super::ChainRead>) {
         let paths = &opened.paths;
-        let overlaps: Vec<serde_json::Value> = reads
+        self.detail.overlaps = reads
             .iter()
             .filter_map(|read| agent::fold_chain(read).ok())
             .map(|(record, _)| record)
             .filter(|record| {
                 record.live_op().is_some() && crate::paths::overlap(paths, &record.paths)
             })
-            .map(|record| {
-                serde_json::json!({
-                    "change": record.change,
-                    "intent": record.intent,
-                    "actor": record.actor,
-                    "paths": record.paths,
-                })
+            .map(|record| Overlap {
+                change: record.change,
+                intent: record.intent,
+                actor: record.actor,
+                paths: record.paths,
             })
             .collect();
-        if !overlaps.is_empty() {
-            self.detail
-                .insert("overlaps".into(), serde_json::json!(overlaps));
-        }
         self.done(opened);
     }
 
@@ -1080,10 +1058,11 @@ impl Start {
                          `git branch` lists it"
                     ));
                 };
-                self.detail.insert(
-                    "from".into(),
-                    serde_json::json!({ "branch": name, "source": source, "commit": tip }),
-                );
+                self.detail.from = Some(TakenFrom {
+                    branch: name,
+                    source,
+                    commit: tip.clone(),
+                });
                 tip
             }
             Some(Import::Checkout { head, .. }) => head,
@@ -1147,9 +1126,9 @@ impl Start {
     /// A conflict refuses before anything is written; a clean draft is measured for its paths.
     fn on_import_draft(&mut self, main: Oid, refreshed: Refreshed) {
         if !refreshed.conflicts.is_empty() {
-            let mut detail = self.detail.clone();
-            detail.insert("conflicts".into(), serde_json::json!(refreshed.conflicts));
-            return self.refuse(ReasonCode::MergeConflict, serde_json::Value::Object(detail));
+            let mut gathered = self.detail.clone();
+            gathered.conflicts = refreshed.conflicts;
+            return self.refuse(Refusal::Conflict(gathered));
         }
         let read = Action::ReadStats {
             base: main.clone(),
@@ -1161,12 +1140,15 @@ impl Start {
     fn on_import_paths(&mut self, main: Oid, draft: Oid, stats: Vec<PathStat>) {
         let paths: Vec<String> = stats.into_iter().map(|stat| stat.path).collect();
         if paths.is_empty() {
-            let mut detail = self.detail.clone();
-            let nothing = match self.input.import {
+            let mut gathered = self.detail.clone();
+            gathered.nothing = Some(match self.input.import {
                 Some(Import::Checkout { .. }) => crate::save::NOTHING_TO_SAVE,
                 _ => "the branch holds nothing main lacks",
+            });
+            let detail = match gathered.to_json() {
+                serde_json::Value::Object(detail) => detail,
+                _ => serde_json::Map::new(),
             };
-            detail.insert("nothing".into(), serde_json::json!(nothing));
             let result = BayResult::ok(None, detail);
             return self.finish(report::with_main(result, self.main().as_ref()));
         }
@@ -1183,8 +1165,11 @@ impl Start {
         } else {
             let uncovered = uncovered(declared, &paths);
             if !uncovered.is_empty() {
-                let detail = serde_json::json!({ "uncovered": uncovered, "declared": declared });
-                return self.refuse(ReasonCode::PathsUndeclared, detail);
+                let declared = declared.clone();
+                return self.refuse(Refusal::PathsUndeclared {
+                    uncovered,
+                    declared,
+                });
             }
         }
         self.imported = Some(Imported {
@@ -1211,11 +1196,7 @@ impl Start {
 
     fn done(&mut self, opened: Opened) {
         let main = self.main();
-        let result = report::started(
-            &opened.change,
-            serde_json::Value::Object(self.detail.clone()),
-            main.as_ref(),
-        );
+        let result = report::started(&opened.change, self.detail.to_json(), main.as_ref());
         self.finish(result);
     }
 
@@ -1386,6 +1367,7 @@ pub(super) fn fault_of(completion: &Completion) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::ReasonCode;
 
     #[test]
     fn a_branch_is_named_by_name_or_full_ref() {
