@@ -13,6 +13,9 @@
 //! to the change) moves nothing, and the command starts over. Asking again with the same draft
 //! returns the operation already queued, so a retry never queues twice.
 
+mod refusal;
+
+use self::refusal::{Refusal, Review};
 use super::agent::{MAX_RACES, Nonces, fold_one, give_up_place, read_chain};
 use super::runner::{Seed, UnpushedRequest};
 use super::unreadable::lost_place;
@@ -256,15 +259,8 @@ impl Merge {
     fn again(&mut self) {
         self.races += 1;
         if self.races > MAX_RACES {
-            let detail =
-                serde_json::json!({ "why": "other writers kept moving the change or the queue" });
-            let result = report::refused(
-                ReasonCode::MergeRetryExhausted,
-                Some(&self.input.change),
-                None,
-                detail,
-            );
-            return self.finish(result);
+            let why = "other writers kept moving the change or the queue";
+            return self.refuse(&self.input.change.clone(), Refusal::RacesLost { why });
         }
         let fetch = self.fetch();
         self.out.send(fetch, Purpose::Fetch);
@@ -318,24 +314,11 @@ impl Merge {
             return self.queued(&record);
         }
         if let Some(op) = record.merged() {
-            let detail = serde_json::json!({ "merged_op": op.id });
-            let result = report::refused(
-                ReasonCode::ChangeAlreadyMerged,
-                Some(&record.change),
-                None,
-                detail,
-            );
-            return self.finish(result);
+            let merged_op = op.id.clone();
+            return self.refuse(&record.change, Refusal::AlreadyMerged { merged_op });
         }
         if record.abandoned {
-            let detail = serde_json::json!({ "abandoned": true });
-            let result = report::refused(
-                ReasonCode::ChangeSuperseded,
-                Some(&record.change),
-                None,
-                detail,
-            );
-            return self.finish(result);
+            return self.refuse(&record.change, Refusal::Abandoned { abandoned: true });
         }
         let freeze = Action::FreezeDraft {
             change: record.change.clone(),
@@ -490,21 +473,19 @@ impl Merge {
             self.settled = Some(draft.clone());
             return self.request(read, draft);
         }
-        let mut markers: Vec<&String> = record.marked.iter().flat_map(|m| &m.lines).collect();
+        let mut markers: Vec<String> = record
+            .marked
+            .iter()
+            .flat_map(|m| m.lines.iter().cloned())
+            .collect();
         markers.sort();
         markers.dedup();
-        let detail = serde_json::json!({
-            "paths": unresolved,
-            "markers_remain": true,
-            "markers": markers,
-        });
-        let result = report::refused(
-            ReasonCode::MergeConflict,
-            Some(&record.change),
-            None,
-            detail,
-        );
-        self.finish(result);
+        let refusal = Refusal::MarkersRemain {
+            paths: unresolved,
+            markers_remain: true,
+            markers,
+        };
+        self.refuse(&record.change.clone(), refusal);
     }
 
     /// A broken merge for the simulator's tests (see `runner::Mutant`).
@@ -599,13 +580,7 @@ impl Merge {
         let paths: Vec<String> = stats.iter().map(|stat| stat.path.clone()).collect();
         match caps.at_base.limits.judge(stats) {
             Some(too_large) => {
-                let result = report::refused(
-                    ReasonCode::ChangeTooLarge,
-                    Some(&self.input.change),
-                    None,
-                    too_large.detail(),
-                );
-                self.finish(result);
+                self.refuse(&self.input.change.clone(), Refusal::TooLarge(too_large));
             }
             None => match caps.waits() {
                 // The cap never holds a change that needs no approval.
@@ -654,10 +629,18 @@ impl Merge {
             .get("age_s")
             .cloned()
             .unwrap_or(serde_json::Value::Null);
-        let detail = serde_json::json!({
-            "review": { "waiting": count, "max": cap, "oldest": oldest, "age_s": age_s },
-        });
-        let result = report::refused(ReasonCode::WipLimit, Some(&self.input.change), None, detail);
+        let review = Review {
+            waiting: count,
+            max: cap,
+            oldest,
+            age_s,
+        };
+        self.refuse(&self.input.change.clone(), Refusal::WipLimit { review });
+    }
+
+    /// Refuses `change`'s submission so.
+    fn refuse(&mut self, change: &ChangeId, refusal: Refusal) {
+        let result = report::refused(refusal.code(), Some(change), None, refusal.to_json());
         self.finish(result);
     }
 

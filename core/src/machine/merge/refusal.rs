@@ -1,0 +1,104 @@
+//! Each way `bay merge` refuses to submit, with the reason code it names and the fields of its
+//! `detail`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::id::OpId;
+use crate::limits::TooLarge;
+use crate::reason::ReasonCode;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub(super) enum Refusal {
+    /// `MERGE_RETRY_EXHAUSTED`: other writers kept moving the change or the queue.
+    RacesLost { why: &'static str },
+    /// `CHANGE_ALREADY_MERGED`, naming the operation that merged it.
+    AlreadyMerged { merged_op: OpId },
+    /// `CHANGE_SUPERSEDED`: the change was abandoned.
+    Abandoned { abandoned: bool },
+    /// `MERGE_CONFLICT`: conflict markers remain in the view's files.
+    MarkersRemain {
+        paths: Vec<String>,
+        markers_remain: bool,
+        markers: Vec<String>,
+    },
+    /// `CHANGE_TOO_LARGE`: the draft is over a `[limits]` cap at its base.
+    TooLarge(TooLarge),
+    /// `WIP_LIMIT`: too many of this actor's changes wait for a person's yes.
+    WipLimit { review: Review },
+}
+
+/// `detail.review` of `WIP_LIMIT`: how many wait, the cap, and the oldest with its age.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(super) struct Review {
+    pub waiting: usize,
+    pub max: u64,
+    pub oldest: Value,
+    pub age_s: Value,
+}
+
+impl Refusal {
+    pub fn code(&self) -> ReasonCode {
+        match self {
+            Refusal::RacesLost { .. } => ReasonCode::MergeRetryExhausted,
+            Refusal::AlreadyMerged { .. } => ReasonCode::ChangeAlreadyMerged,
+            Refusal::Abandoned { .. } => ReasonCode::ChangeSuperseded,
+            Refusal::MarkersRemain { .. } => ReasonCode::MergeConflict,
+            Refusal::TooLarge(_) => ReasonCode::ChangeTooLarge,
+            Refusal::WipLimit { .. } => ReasonCode::WipLimit,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_refusal_names_its_code_and_fields() {
+        let op = crate::id::ChangeId::parse("c7k2m4qa").expect("an id").op(2);
+        let refusals = [
+            (
+                Refusal::AlreadyMerged { merged_op: op },
+                ReasonCode::ChangeAlreadyMerged,
+                json!({"merged_op": "c7k2m4qa.2"}),
+            ),
+            (
+                Refusal::Abandoned { abandoned: true },
+                ReasonCode::ChangeSuperseded,
+                json!({"abandoned": true}),
+            ),
+            (
+                Refusal::MarkersRemain {
+                    paths: vec!["src/a.rs".into()],
+                    markers_remain: true,
+                    markers: vec!["<<<<<<< main".into()],
+                },
+                ReasonCode::MergeConflict,
+                json!({"paths": ["src/a.rs"], "markers_remain": true, "markers": ["<<<<<<< main"]}),
+            ),
+            (
+                Refusal::WipLimit {
+                    review: Review {
+                        waiting: 3,
+                        max: 3,
+                        oldest: json!({"change": "k2m4qa7c"}),
+                        age_s: json!(60),
+                    },
+                },
+                ReasonCode::WipLimit,
+                json!({"review": {"waiting": 3, "max": 3, "oldest": {"change": "k2m4qa7c"},
+                                  "age_s": 60}}),
+            ),
+        ];
+        for (refusal, code, detail) in refusals {
+            assert_eq!((refusal.code(), refusal.to_json()), (code, detail));
+        }
+    }
+}
