@@ -190,23 +190,67 @@ impl Config {
     }
 }
 
-/// `detail.hold` for a change read against main's config (`Config::at_main`) at `now`: the
-/// hold in force (`source` `window`, its `reason` and `end`), or a config that cannot be read
-/// (`source` `config`), unless the change fixes or undoes another; `None` when nothing holds
-/// it.
+/// What holds main for a change, as `detail.hold` names it, by its `source`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum MainHold {
+    /// A `[[hold]]` window in force, with its `end` as the config writes it.
+    Window { reason: String, end: String },
+    /// Main's config cannot be read, which holds main.
+    Config { reason: String },
+    /// The hold plugin answered "held"; it names no end (`end` is `null`).
+    Plugin { reason: String, end: Option<String> },
+}
+
+impl MainHold {
+    /// A hold the plugin says is on, for `reason`: a plugin's hold has no end bay knows.
+    pub fn plugin(reason: &str) -> MainHold {
+        MainHold::Plugin {
+            reason: reason.to_owned(),
+            end: None,
+        }
+    }
+}
+
+/// Written as its JSON, as a release's `why` quotes it.
+impl std::fmt::Display for MainHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let json = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&json)
+    }
+}
+
+/// The `detail` of `MAIN_HELD`: what holds main.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Held {
+    pub hold: MainHold,
+}
+
+impl Held {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// What holds main for a change read against main's config (`Config::at_main`) at `now`: the
+/// hold window in force, or a config that cannot be read, unless the change fixes or undoes
+/// another; `None` when nothing holds it.
 pub fn hold_on(
     config: &Result<Config, String>,
     now: Timestamp,
     fixes_or_reverts: bool,
-) -> Option<serde_json::Value> {
+) -> Option<MainHold> {
     if fixes_or_reverts {
         return None;
     }
     match config {
-        Ok(config) => config.hold_at(now).map(|hold| {
-            serde_json::json!({ "source": "window", "reason": hold.reason, "end": hold.end_text })
+        Ok(config) => config.hold_at(now).map(|hold| MainHold::Window {
+            reason: hold.reason.clone(),
+            end: hold.end_text.clone(),
         }),
-        Err(why) => Some(serde_json::json!({ "source": "config", "reason": why })),
+        Err(why) => Some(MainHold::Config {
+            reason: why.clone(),
+        }),
     }
 }
 

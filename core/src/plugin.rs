@@ -115,11 +115,6 @@ pub fn judge_hold(exit: &PluginExit) -> Option<String> {
     }
 }
 
-/// `detail.hold` for a hold the plugin says is on: a plugin's hold has no end bay knows.
-pub fn plugin_hold(reason: &str) -> serde_json::Value {
-    serde_json::json!({ "source": "plugin", "reason": reason, "end": null })
-}
-
 /// `text` on one line (control characters become spaces), cut to [`MAX_REASON_CHARS`].
 fn bounded(text: &str) -> String {
     let line: String = text
@@ -236,7 +231,8 @@ mod tests {
             (run.commit, run.program.as_str(), run.timeout_s),
             (main, "scripts/bay-hold", 7)
         );
-        let detail = plugin_hold("incident");
+        let detail =
+            serde_json::to_value(crate::config::MainHold::plugin("incident")).expect("plain data");
         assert_eq!(
             detail,
             serde_json::json!({"source": "plugin", "reason": "incident", "end": null})

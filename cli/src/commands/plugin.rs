@@ -195,7 +195,9 @@ fn test_hold(cli: &Cli, args: &HoldArgs) -> BayResult {
     let mut detail = serde_json::Map::new();
     detail.insert("held".into(), serde_json::Value::Bool(held.is_some()));
     if let Some(reason) = &held {
-        detail.insert("hold".into(), bay_core::plugin::plugin_hold(reason));
+        let hold = bay_core::config::MainHold::plugin(reason);
+        let hold = serde_json::to_value(hold).unwrap_or_default();
+        detail.insert("hold".into(), hold);
     }
     BayResult::ok(None, detail)
 }

@@ -14,7 +14,7 @@ use super::{
     unreadable,
 };
 use crate::check::plan::{POLICY_PATH, parse_policy};
-use crate::config::{CONFIG_PATH, Config, hold_on};
+use crate::config::{CONFIG_PATH, Config, Held, MainHold, hold_on};
 use crate::event::BayEvent;
 use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS, TIMED_WINDOW_MS};
 use crate::git::{Oid, refs};
@@ -1035,7 +1035,7 @@ impl Status {
             result = result.waiting_on(code, detail);
         }
         if let Some(hold) = hold_on(&config, self.now, record.fixes_or_undoes()) {
-            result = result.waiting_on(ReasonCode::MainHeld, serde_json::json!({ "hold": hold }));
+            result = result.waiting_on(ReasonCode::MainHeld, Held { hold }.to_json());
         } else if let (Ok(config), Some(main)) = (&config, self.main())
             && let Some(plugin) = config.hold_plugin.as_ref()
             && !record.fixes_or_undoes()
@@ -1056,7 +1056,10 @@ impl Status {
         let result = match crate::plugin::judge_hold(exit) {
             Some(reason) => result.waiting_on(
                 ReasonCode::MainHeld,
-                serde_json::json!({ "hold": crate::plugin::plugin_hold(&reason) }),
+                Held {
+                    hold: MainHold::plugin(&reason),
+                }
+                .to_json(),
             ),
             None => result,
         };

@@ -16,10 +16,11 @@ use super::{
     Purpose, Runner,
     work::{Work, Write},
 };
+use crate::config::MainHold;
 use crate::config::{CONFIG_PATH, Config, PluginCommand, hold_on};
 use crate::git::Oid;
 use crate::machine::{Action, ActionId, Completion, Fault, Misuse};
-use crate::plugin::{hold_call, judge_hold, plugin_hold};
+use crate::plugin::{hold_call, judge_hold};
 use crate::reason::ReasonCode;
 use crate::record::ChangeRecord;
 
@@ -134,7 +135,7 @@ impl Runner {
 
     /// The hold that keeps `record` from merging now, as `detail.hold` names it: `None` for a
     /// change that fixes or undoes another, or when main is not held.
-    pub(super) fn held(&self, record: &ChangeRecord) -> Option<serde_json::Value> {
+    pub(super) fn held(&self, record: &ChangeRecord) -> Option<MainHold> {
         self.held_under(record, self.hold_answer())
     }
 
@@ -143,7 +144,7 @@ impl Runner {
         &self,
         record: &ChangeRecord,
         answer: Option<&HoldAnswer>,
-    ) -> Option<serde_json::Value> {
+    ) -> Option<MainHold> {
         #[cfg(feature = "mutants")]
         if self.mutant_ignores_holds() {
             return None;
@@ -153,7 +154,7 @@ impl Runner {
             let HoldAnswer::Held(reason) = answer? else {
                 return None;
             };
-            (!fixes_or_undoes).then(|| plugin_hold(reason))
+            (!fixes_or_undoes).then(|| MainHold::plugin(reason))
         })
     }
 
@@ -254,7 +255,7 @@ impl Runner {
                 work.asking = None;
                 let _placed = match held {
                     Some(reason) => {
-                        let why = format!("main is held: {}", plugin_hold(&reason));
+                        let why = format!("main is held: {}", MainHold::plugin(&reason));
                         self.release(work, Some(ReasonCode::MainHeld), why)
                     }
                     None => {

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use super::hold::{HoldAnswer, Then};
 use super::unmerged::Unmerged;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
+use crate::config::Held;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::machine::agent::unreadable_chain;
@@ -601,7 +602,7 @@ impl Runner {
                 ReasonCode::MainHeld,
                 Some(&op.change),
                 record.op(op),
-                serde_json::json!({ "hold": hold }),
+                Held { hold }.to_json(),
             );
             self.finish(result);
             return;
