@@ -19,7 +19,7 @@ use crate::event::BayEvent;
 use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS, TIMED_WINDOW_MS};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
-use crate::machine::runner::deps::{dependency, waiting};
+use crate::machine::runner::deps::{Waiting, dependency, waiting};
 use crate::policy::Signing;
 use crate::presence::{Judged, PRESENCES_READ, Presence, judge, no_live_runner};
 use crate::reason::ReasonCode;
@@ -126,7 +126,7 @@ pub struct Status {
     now: Timestamp,
     remote: Refs,
     /// What the change's live operation waits for with `--after`, once read.
-    waits: Option<Option<(ReasonCode, Value)>>,
+    waits: Option<Option<Waiting>>,
     /// Whether main's commits outside bay were read for the result.
     unattributed_read: bool,
     /// Main's commits in the red window, as the unattributed read found them: the merges
@@ -1031,8 +1031,8 @@ impl Status {
     fn on_config(&mut self, record: &ChangeRecord, bytes: Option<Vec<u8>>) {
         let config = Config::at_main(bytes.as_deref());
         let mut result = report::status(record);
-        if let Some(Some((code, detail))) = self.waits.clone() {
-            result = result.waiting_on(code, detail);
+        if let Some(Some(waiting)) = self.waits.clone() {
+            result = result.waiting_on(waiting.code(), waiting.to_json());
         }
         if let Some(hold) = hold_on(&config, self.now, record.fixes_or_undoes()) {
             result = result.waiting_on(ReasonCode::MainHeld, Held { hold }.to_json());

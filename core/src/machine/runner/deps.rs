@@ -6,6 +6,8 @@
 
 use std::collections::BTreeSet;
 
+use serde::Serialize;
+
 use super::Runner;
 use crate::git::refs;
 use crate::id::ChangeId;
@@ -84,10 +86,7 @@ impl Runner {
     }
 
     /// Why `record` may not merge yet for what it names with `--after` (see [`waiting`]).
-    pub(super) fn waiting_on(
-        &self,
-        record: &ChangeRecord,
-    ) -> Option<(ReasonCode, serde_json::Value)> {
+    pub(super) fn waiting_on(&self, record: &ChangeRecord) -> Option<Waiting> {
         #[cfg(feature = "mutants")]
         if self.mutant_ignores_dependencies() {
             return None;
@@ -128,31 +127,91 @@ pub fn dependency(landed: bool, exists: bool, record: Option<&ChangeRecord>) -> 
     }
 }
 
+/// Why an operation may not merge yet for what its change names with `--after`, with the
+/// changes its `detail` names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Waiting {
+    /// `DEPENDENCY_ABANDONED`: these ended without merging, so it never will.
+    Abandoned { ended: Vec<ChangeId> },
+    /// `DEPENDENCY_PENDING`: these have not merged yet.
+    Pending { pending: Vec<ChangeId> },
+}
+
+impl Waiting {
+    pub fn code(&self) -> ReasonCode {
+        match self {
+            Waiting::Abandoned { .. } => ReasonCode::DependencyAbandoned,
+            Waiting::Pending { .. } => ReasonCode::DependencyPending,
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
 /// Why `record` may not merge yet for what it names with `--after`, each judged by `of`:
-/// `DEPENDENCY_ABANDONED` with `ended`, else `DEPENDENCY_PENDING` with `pending`; `None` when
-/// every one is met.
-pub fn waiting(
-    record: &ChangeRecord,
-    of: impl Fn(&ChangeId) -> Dependency,
-) -> Option<(ReasonCode, serde_json::Value)> {
-    let named = |wanted: Dependency| -> Vec<&ChangeId> {
+/// abandoned when one ended, else pending while one has not merged; `None` when every one is
+/// met.
+pub fn waiting(record: &ChangeRecord, of: impl Fn(&ChangeId) -> Dependency) -> Option<Waiting> {
+    let named = |wanted: Dependency| -> Vec<ChangeId> {
         record
             .after
             .iter()
             .filter(|change| of(change) == wanted)
+            .cloned()
             .collect()
     };
     let (ended, pending) = (named(Dependency::Ended), named(Dependency::Pending));
     if !ended.is_empty() {
-        return Some((
-            ReasonCode::DependencyAbandoned,
-            serde_json::json!({ "ended": ended }),
-        ));
+        return Some(Waiting::Abandoned { ended });
     }
-    (!pending.is_empty()).then(|| {
-        (
-            ReasonCode::DependencyPending,
-            serde_json::json!({ "pending": pending }),
-        )
-    })
+    (!pending.is_empty()).then_some(Waiting::Pending { pending })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_ended_change_abandons_and_otherwise_the_unmerged_are_pending() {
+        let id = |text: &str| ChangeId::parse(text).expect("a change id");
+        let start = crate::record::Step {
+            change: id("c7k2m4qa"),
+            at: crate::time::Timestamp(0),
+            by: "ann".into(),
+            nonce: 1,
+            body: crate::record::StepBody::Start {
+                intent: "greet".into(),
+                actor: "ann".into(),
+                paths: vec!["src/".into()],
+                base: crate::git::Oid::parse(&"a".repeat(40)).expect("an oid"),
+                generation: 1,
+                supersedes: None,
+                fixes: None,
+                reverts: None,
+                after: vec![id("k2m4qa7c"), id("m4qa7ck2"), id("qa7ck2m4")],
+            },
+        };
+        let record = ChangeRecord::fold(&[start]).expect("a start folds");
+        let of = |ended: &'static str| {
+            move |change: &ChangeId| match change.as_str() {
+                "k2m4qa7c" => Dependency::Met,
+                text if text == ended => Dependency::Ended,
+                _ => Dependency::Pending,
+            }
+        };
+        let abandoned = waiting(&record, of("m4qa7ck2")).expect("it waits");
+        assert_eq!(abandoned.code(), ReasonCode::DependencyAbandoned);
+        assert_eq!(abandoned.to_json(), json!({"ended": ["m4qa7ck2"]}));
+        let pending = waiting(&record, of("none")).expect("it waits");
+        assert_eq!(pending.code(), ReasonCode::DependencyPending);
+        assert_eq!(
+            pending.to_json(),
+            json!({"pending": ["m4qa7ck2", "qa7ck2m4"]})
+        );
+        assert_eq!(waiting(&record, |_| Dependency::Met), None);
+    }
 }

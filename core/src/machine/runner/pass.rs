@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use super::deps::Waiting;
 use super::hold::{HoldAnswer, Then};
 use super::unmerged::Unmerged;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
@@ -467,10 +468,7 @@ impl Runner {
     fn waits(&self, live: &Live<'_>) -> bool {
         self.held(live.record).is_some()
             || self.still_awaiting(live.operation)
-            || matches!(
-                self.waiting_on(live.record),
-                Some((ReasonCode::DependencyPending, _))
-            )
+            || matches!(self.waiting_on(live.record), Some(Waiting::Pending { .. }))
     }
 
     /// The live operations above the floor that do not wait, in queue order (the head first),
@@ -569,14 +567,14 @@ impl Runner {
         }
         if let RunMode::Only(op) = &self.cfg.mode
             && let Some(record) = self.record(&op.change)
-            && let Some((ReasonCode::DependencyPending, detail)) = self.waiting_on(record)
+            && let Some(waiting @ Waiting::Pending { .. }) = self.waiting_on(record)
         {
             // `merge --wait` before what it needs merged: the operation stays queued.
             let result = crate::report::refused(
-                ReasonCode::DependencyPending,
+                waiting.code(),
                 Some(&op.change),
                 record.op(op),
-                detail,
+                waiting.to_json(),
             );
             self.finish(result);
             return;
@@ -765,8 +763,8 @@ impl Runner {
         self.stage = Stage::Idle {
             next_pass: self.now,
         };
-        let _placed = if let Some((ReasonCode::DependencyAbandoned, detail)) = waiting {
-            self.end(work, Unmerged::DependencyAbandoned(detail))
+        let _placed = if let Some(Waiting::Abandoned { ended }) = waiting {
+            self.end(work, Unmerged::DependencyAbandoned { ended })
         } else if let Some(end) = self.marked_merged(&change) {
             self.end(work, end)
         } else {

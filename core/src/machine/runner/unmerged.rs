@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::work::Ending;
 use crate::check::plan::POLICY_PATH;
 use crate::git::Oid;
+use crate::id::ChangeId;
 use crate::limits::TooLarge;
 use crate::reason::ReasonCode;
 use crate::result::OpState;
@@ -47,9 +48,8 @@ pub(super) enum Unmerged {
         commit: Oid,
         why: String,
     },
-    /// `DEPENDENCY_ABANDONED`: a change it names with `--after` ended unmerged
-    /// (`deps::waiting`).
-    DependencyAbandoned(Value),
+    /// `DEPENDENCY_ABANDONED`: changes it names with `--after` ended unmerged.
+    DependencyAbandoned { ended: Vec<ChangeId> },
 }
 
 impl Unmerged {
@@ -120,7 +120,7 @@ impl Unmerged {
             Unmerged::TooLarge(_) => ReasonCode::ChangeTooLarge,
             Unmerged::MainRed(_) => ReasonCode::MainRed,
             Unmerged::AlreadyMerged { .. } => ReasonCode::ChangeAlreadyMerged,
-            Unmerged::DependencyAbandoned(_) => ReasonCode::DependencyAbandoned,
+            Unmerged::DependencyAbandoned { .. } => ReasonCode::DependencyAbandoned,
         })
     }
 
