@@ -332,6 +332,22 @@ fn a_batch_runs_its_checks_at_once_with_parallel_checks() {
     }
 }
 
+/// Queues changes to `src/a.txt` and `src/b.txt`, then `third`, and runs the runner once:
+/// the first two merge as one batch of two, and the third does not merge. Returns the three.
+fn two_batched_before(world: &World, third: (&str, &str)) -> Vec<String> {
+    let (changes, _) = queued_then_run(world, &[("src/a.txt", "a\n"), ("src/b.txt", "b\n"), third]);
+    let trailers = batch_trailers(world);
+    let id = batch_id(&trailers);
+    assert_eq!(
+        trailers[..2],
+        [Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
+        "{trailers:?}"
+    );
+    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
+    assert_eq!(merged, [1, 1, 0]);
+    changes
+}
+
 #[test]
 fn a_red_post_check_stops_the_chain_before_a_member_on_its_paths() {
     let smoke = "\n[[check]]\nid = \"smoke\"\nenvironment = \"any\"\ncommand = \".bay/check\"\n\
@@ -342,24 +358,8 @@ fn a_red_post_check_stops_the_chain_before_a_member_on_its_paths() {
     let main = world.remote_ref("refs/heads/main").expect("main");
     let red = smoke_answer(&ci, &main, "product_failure");
     assert_eq!(red.doc["decision"], "ok", "{red:?}");
-    let (changes, _) = queued_then_run(
-        &world,
-        &[
-            ("src/a.txt", "a\n"),
-            ("src/b.txt", "b\n"),
-            ("api/c.txt", "c\n"),
-        ],
-    );
     // The first two merged as one batch; the third, on the red paths, was refused at its turn.
-    let trailers = batch_trailers(&world);
-    let id = batch_id(&trailers);
-    assert_eq!(
-        trailers[..2],
-        [Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
-        "{trailers:?}"
-    );
-    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
-    assert_eq!(merged, [1, 1, 0]);
+    let changes = two_batched_before(&world, ("api/c.txt", "c\n"));
     assert_eq!(outcome(&world, &changes[2])["reason"], "MAIN_RED");
 }
 
@@ -368,24 +368,8 @@ fn a_member_that_owes_a_persons_yes_is_left_to_its_own_turn() {
     let approval = "\n[[check]]\nid = \"billing-approval\"\nenvironment = \"people\"\n\
                     kind = \"approval\"\nwhen_paths = [\"billing/\"]\n";
     let world = world_batching_under(approval);
-    let (changes, _) = queued_then_run(
-        &world,
-        &[
-            ("src/a.txt", "a\n"),
-            ("src/b.txt", "b\n"),
-            ("billing/c.txt", "c\n"),
-        ],
-    );
     // No approval carries onto a batch's tree: the third waits for a yes on its own candidate.
-    let trailers = batch_trailers(&world);
-    let id = batch_id(&trailers);
-    assert_eq!(
-        trailers[..2],
-        [Some(format!("{id} 2/2")), Some(format!("{id} 1/2"))],
-        "{trailers:?}"
-    );
-    let merged: Vec<usize> = changes.iter().map(|c| world.merges_of(c)).collect();
-    assert_eq!(merged, [1, 1, 0]);
+    let changes = two_batched_before(&world, ("billing/c.txt", "c\n"));
     let steps = world.chain(&changes[2]);
     assert!(
         steps.iter().all(|step| step["kind"] != "outcome"),
