@@ -81,6 +81,17 @@ pub fn on_main(merge: &Oid, main: &Oid) -> Action {
     }
 }
 
+/// The `detail` of `CHANGE_NOT_MERGED` for a command about a merged change (`bay start
+/// --fixes`, `bay undo`): the change it names, main, and, when the change merged once and main
+/// moved back past it, that merge.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NotMerged {
+    pub target: ChangeId,
+    pub main: Oid,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<Oid>,
+}
+
 /// What the answer to [`on_main`] says: whether main holds `merge`.
 pub fn holds(merge: &Oid, base: Option<&Oid>) -> bool {
     base == Some(merge)

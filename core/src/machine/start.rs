@@ -485,11 +485,11 @@ impl Start {
                     self.send(read, &main, Then::CompactedFix);
                     return;
                 }
-                return self.refuse(Refusal::NotMerged {
+                return self.refuse(Refusal::NotMerged(agent::NotMerged {
                     target: fixes,
                     main,
                     merge: None,
-                });
+                }));
             };
             self.fix_merge = Some(Some(merge.clone()));
             if self.fix_on.as_ref() != Some(&main) {
@@ -510,11 +510,11 @@ impl Start {
     /// Main holds `merge`, the merge of the change the fix names, or main moved back past it.
     fn on_fix_base(&mut self, main: Oid, fixes: ChangeId, merge: Oid, base: Option<Oid>) {
         if !agent::holds(&merge, base.as_ref()) {
-            return self.refuse(Refusal::NotMerged {
+            return self.refuse(Refusal::NotMerged(agent::NotMerged {
                 target: fixes,
                 main,
                 merge: Some(merge),
-            });
+            }));
         }
         self.fix_on = Some(main.clone());
         self.go_on(main);

@@ -10,7 +10,10 @@
 //! first draft and `reverts` in its start, so that its merge carries `Reverts: <change>`. The
 //! merge itself is `bay merge`'s, run by the caller with the change this returns.
 
-use super::agent::{self, MAX_RACES, Nonces};
+mod detail;
+
+use self::detail::{Gathered, Refusal};
+use super::agent::{self, MAX_RACES, Nonces, NotMerged};
 use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RawStep, RefUpdate, Refreshed, Refs,
@@ -20,7 +23,6 @@ use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
 use crate::limits::PathStat;
-use crate::reason::ReasonCode;
 use crate::record::{Step, StepBody};
 use crate::report;
 use crate::result::BayResult;
@@ -123,7 +125,7 @@ pub struct Undo {
     /// The generation it takes, and the earlier undo it supersedes.
     generation: u32,
     supersedes: Option<ChangeId>,
-    detail: serde_json::Map<String, serde_json::Value>,
+    detail: Gathered,
     outcome: Option<BayResult>,
 }
 
@@ -133,6 +135,7 @@ impl Undo {
         let entropy = nonces.next().to_be_bytes();
         let change =
             ChangeId::from_entropy([entropy[0], entropy[1], entropy[2], entropy[3], entropy[4]]);
+        let reverts = input.target.clone();
         let mut undo = Undo {
             input,
             out: Outbox::default(),
@@ -145,14 +148,12 @@ impl Undo {
             change,
             generation: 1,
             supersedes: None,
-            detail: serde_json::Map::new(),
+            detail: Gathered::new(reverts),
             outcome: None,
         };
-        undo.detail
-            .insert("reverts".into(), serde_json::json!(undo.input.target));
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = undo.input.disk.clone().filter(DiskSpace::is_low) {
-            undo.refuse(ReasonCode::DiskLow, None, disk.detail());
+            undo.refuse(Refusal::DiskLow(disk.detail()), None);
             return undo;
         }
         undo.fetch();
@@ -169,16 +170,9 @@ impl Undo {
         self.finish(result);
     }
 
-    fn refuse(
-        &mut self,
-        code: ReasonCode,
-        change: Option<ChangeId>,
-        mut detail: serde_json::Value,
-    ) {
-        if let Some(fields) = detail.as_object_mut() {
-            fields.extend(self.detail.clone());
-        }
-        let result = report::refused(code, change.as_ref(), None, detail);
+    fn refuse(&mut self, refusal: Refusal, change: Option<ChangeId>) {
+        let detail = refusal.detail(&self.detail);
+        let result = report::refused(refusal.code(), change.as_ref(), None, detail);
         self.finish(report::with_main(result, self.main().as_ref()));
     }
 
@@ -227,11 +221,12 @@ impl Undo {
             self.out.send(read, Purpose::CompactedTarget { main });
             return;
         }
-        self.refuse(
-            ReasonCode::ChangeNotMerged,
-            None,
-            serde_json::json!({ "target": target, "main": main }),
-        );
+        let not_merged = NotMerged {
+            target,
+            main,
+            merge: None,
+        };
+        self.refuse(Refusal::NotMerged(not_merged), None);
     }
 
     /// The marker, or the compacted record, says it merged once; main as it is now must still
@@ -246,11 +241,14 @@ impl Undo {
         let merge = agent::merge_of(&reads);
         match merge {
             Some(merge) => self.ask_on_main(main, merge),
-            None => self.refuse(
-                ReasonCode::ChangeNotMerged,
-                None,
-                serde_json::json!({ "target": self.input.target, "main": main }),
-            ),
+            None => {
+                let not_merged = NotMerged {
+                    target: self.input.target.clone(),
+                    main,
+                    merge: None,
+                };
+                self.refuse(Refusal::NotMerged(not_merged), None)
+            }
         }
     }
 
@@ -258,11 +256,12 @@ impl Undo {
     fn on_still_merged(&mut self, main: Oid, merge: Oid, base: Option<Oid>) {
         let target = self.input.target.clone();
         if !agent::holds(&merge, base.as_ref()) {
-            return self.refuse(
-                ReasonCode::ChangeNotMerged,
-                None,
-                serde_json::json!({ "target": target, "main": main, "merge": merge }),
-            );
+            let not_merged = NotMerged {
+                target,
+                main,
+                merge: Some(merge),
+            };
+            return self.refuse(Refusal::NotMerged(not_merged), None);
         }
         let read = agent::read_chain(&self.remote, &target);
         self.out.send(read, Purpose::ReadTarget { main, merge });
@@ -326,9 +325,9 @@ impl Undo {
 
     fn on_same(&mut self, reversed: Box<Reversed>, stats: Vec<PathStat>) {
         if stats.is_empty() {
-            let mut detail = self.detail.clone();
-            detail.insert("undo".into(), serde_json::json!("nothing to undo"));
-            let result = BayResult::ok(None, detail);
+            let mut gathered = self.detail.clone();
+            gathered.undo = Some("nothing to undo");
+            let result = BayResult::ok(None, gathered.to_map());
             return self.finish(report::with_main(result, self.main().as_ref()));
         }
         self.generation_then_create(reversed);
@@ -397,11 +396,11 @@ impl Undo {
             Err(why) => return self.fail(why),
         };
         if !record.ended() {
-            return self.refuse(
-                ReasonCode::ChangeSuperseded,
-                Some(record.change.clone()),
-                serde_json::json!({ "superseded_by": record.change, "why": "an earlier undo of this change has not merged yet" }),
-            );
+            let earlier = Refusal::EarlierUndo {
+                superseded_by: record.change.clone(),
+                why: "an earlier undo of this change has not merged yet",
+            };
+            return self.refuse(earlier, Some(record.change.clone()));
         }
         self.create(reversed);
     }
@@ -460,11 +459,8 @@ impl Undo {
             PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
                 self.races += 1;
                 if self.races > MAX_RACES {
-                    return self.refuse(
-                        ReasonCode::MergeRetryExhausted,
-                        None,
-                        serde_json::json!({ "why": "other undos kept winning the race" }),
-                    );
+                    let why = "other undos kept winning the race";
+                    return self.refuse(Refusal::RacesLost { why }, None);
                 }
                 self.supersedes = None;
                 self.fetch();
@@ -485,22 +481,15 @@ impl Undo {
     }
 
     fn on_view(&mut self, reverse: Refreshed, view: String) {
-        self.detail.insert("view".into(), serde_json::json!(view));
-        self.detail
-            .insert("generation".into(), serde_json::json!(self.generation));
-        if let Some(earlier) = &self.supersedes {
-            self.detail
-                .insert("supersedes".into(), serde_json::json!(earlier));
-        }
+        self.detail.view = Some(view);
+        self.detail.generation = Some(self.generation);
+        self.detail.supersedes = self.supersedes.clone();
         let change = Some(self.change.clone());
         if !reverse.conflicts.is_empty() {
-            return self.refuse(
-                ReasonCode::MergeConflict,
-                change,
-                serde_json::json!({ "conflicts": reverse.conflicts }),
-            );
+            let conflicts = reverse.conflicts;
+            return self.refuse(Refusal::Conflict { conflicts }, change);
         }
-        let detail = serde_json::Value::Object(self.detail.clone());
+        let detail = serde_json::Value::Object(self.detail.to_map());
         let result = report::started(&self.change, detail, self.main().as_ref());
         self.finish(result);
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::git::Oid;
 use crate::id::ChangeId;
+use crate::machine::agent::NotMerged;
 use crate::reason::ReasonCode;
 
 /// The facts a start gathers on its way, each left out until known.
@@ -73,14 +74,8 @@ impl Gathered {
 pub(super) enum Refusal {
     /// `MERGE_RETRY_EXHAUSTED`: other starts of the intent kept winning the race.
     RacesLost { why: &'static str },
-    /// `CHANGE_NOT_MERGED`: the change `--fixes` names is not on main (`merge`, when it merged
-    /// once and main moved back past it).
-    NotMerged {
-        target: ChangeId,
-        main: Oid,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        merge: Option<Oid>,
-    },
+    /// `CHANGE_NOT_MERGED`: the change `--fixes` names is not on main.
+    NotMerged(NotMerged),
     /// `CHANGE_SUPERSEDED`: the intent has a newer generation than the change named.
     NewerGeneration { superseded_generation: u32 },
     /// `CHANGE_SUPERSEDED`: another actor's live change, not idle for the takeover window.
@@ -111,7 +106,7 @@ impl Refusal {
     pub fn code(&self) -> ReasonCode {
         match self {
             Refusal::RacesLost { .. } => ReasonCode::MergeRetryExhausted,
-            Refusal::NotMerged { .. } => ReasonCode::ChangeNotMerged,
+            Refusal::NotMerged(_) => ReasonCode::ChangeNotMerged,
             Refusal::NewerGeneration { .. } | Refusal::HeldByAnother { .. } => {
                 ReasonCode::ChangeSuperseded
             }
@@ -175,11 +170,11 @@ mod tests {
     fn each_refusal_names_its_code_and_fields() {
         let refusals = [
             (
-                Refusal::NotMerged {
+                Refusal::NotMerged(NotMerged {
                     target: change("c7k2m4qa"),
                     main: oid(1),
                     merge: None,
-                },
+                }),
                 ReasonCode::ChangeNotMerged,
                 json!({"target": "c7k2m4qa", "main": oid(1)}),
             ),
