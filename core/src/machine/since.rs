@@ -369,11 +369,10 @@ impl Since {
         }
         match &self.red {
             RedNow::Judged(red) => {
-                let pending = red.detail().1;
-                listing.insert("red_pending".into(), pending);
+                listing.insert("red_pending".into(), red.detail().1);
             }
             RedNow::Unread(why) => {
-                listing.insert("red_unread".into(), json!(why));
+                listing.insert("red_unread".into(), Value::from(why.as_str()));
             }
             RedNow::Unasked | RedNow::NoPostChecks => {}
         }
@@ -580,18 +579,18 @@ fn list(
         logs: cursor_logs,
         reds,
     };
-    let mut detail = Map::new();
-    detail.insert("cursor".into(), json!(cursor.encode()));
-    detail.insert("merges".into(), json!(merges));
-    if !input.merged_only {
-        detail.insert("events".into(), json!(events));
+    let detail = Listed {
+        cursor: cursor.encode(),
+        merges,
+        events: (!input.merged_only).then_some(events),
+        more,
+        off_first_parent,
+        change: input.change.clone(),
+    };
+    Listing {
+        detail: detail.to_map(),
+        outside,
     }
-    detail.insert("more".into(), json!(more));
-    detail.insert("off_first_parent".into(), json!(off_first_parent));
-    if let Some(change) = &input.change {
-        detail.insert("change".into(), json!(change));
-    }
-    Listing { detail, outside }
 }
 
 /// One answer's `detail`, and how many of its merges came outside bay, which its sentence
@@ -599,6 +598,31 @@ fn list(
 struct Listing {
     detail: Map<String, Value>,
     outside: usize,
+}
+
+/// What `bay status --since` lists: the next cursor, the merges into main and the events
+/// after the cursor (none with `--merged`), and whether more follow. Main's red joins them
+/// once judged (`red_pending`, or `red_unread` with why).
+#[derive(Serialize)]
+struct Listed<'a> {
+    cursor: String,
+    merges: Vec<MergeRow<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<Vec<Value>>,
+    more: bool,
+    off_first_parent: u64,
+    /// In a view, its change: only what names it is listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change: Option<ChangeId>,
+}
+
+impl Listed<'_> {
+    fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
 }
 
 /// The bay merges `commit` (a merge outside bay) brought in off the first-parent line, as
