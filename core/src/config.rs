@@ -226,11 +226,7 @@ pub struct Held {
     pub hold: MainHold,
 }
 
-impl Held {
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-}
+impl crate::detail::Detail for Held {}
 
 /// What holds main for a change read against main's config (`Config::at_main`) at `now`: the
 /// hold window in force, or a config that cannot be read, unless the change fixes or undoes

@@ -15,6 +15,7 @@ pub mod compact;
 pub mod completion;
 pub mod config;
 pub mod conflict;
+pub mod detail;
 pub mod disk;
 pub mod doctor;
 pub mod event;

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::conflict;
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::limits::PathStat;

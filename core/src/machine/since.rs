@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use super::agent::{fold_one, read_chain};
 use super::red_read::{RedRead, RedStep};
 use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, Refs};
+use crate::detail::Detail;
 use crate::event::BayEvent;
 use crate::event::EventKind;
 use crate::git::{Oid, refs};
@@ -616,14 +617,7 @@ struct Listed<'a> {
     change: Option<ChangeId>,
 }
 
-impl Listed<'_> {
-    fn to_map(&self) -> Map<String, Value> {
-        match serde_json::to_value(self) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        }
-    }
-}
+impl Detail for Listed<'_> {}
 
 /// The bay merges `commit` (a merge outside bay) brought in off the first-parent line, as
 /// read (newest first).

@@ -27,6 +27,7 @@ use self::detail::{Gathered, Overlap, Refusal, TakenFrom};
 use crate::actor::{self, ActorSource};
 use crate::config::Config;
 use crate::conflict::Labels;
+use crate::detail::Detail;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -1145,11 +1146,7 @@ impl Start {
                 Some(Import::Checkout { .. }) => crate::save::NOTHING_TO_SAVE,
                 _ => "the branch holds nothing main lacks",
             });
-            let detail = match gathered.to_json() {
-                serde_json::Value::Object(detail) => detail,
-                _ => serde_json::Map::new(),
-            };
-            let result = BayResult::ok(None, detail);
+            let result = BayResult::ok(None, gathered.to_map());
             return self.finish(report::with_main(result, self.main().as_ref()));
         }
         let saving = matches!(self.input.import, Some(Import::Checkout { .. }));

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, Held, MainHold, hold_on};
+use crate::detail::Detail;
 use crate::event::BayEvent;
 use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS, TIMED_WINDOW_MS};
 use crate::git::{Oid, refs};

@@ -19,6 +19,7 @@ use super::{
     PushPlan, PushReport, RawStep, RefUpdate, Refreshed, Refs,
 };
 use crate::conflict::Labels;
+use crate::detail::Detail;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
@@ -489,7 +490,7 @@ impl Undo {
             let conflicts = reverse.conflicts;
             return self.refuse(Refusal::Conflict { conflicts }, change);
         }
-        let detail = serde_json::Value::Object(self.detail.to_map());
+        let detail = self.detail.to_json();
         let result = report::started(&self.change, detail, self.main().as_ref());
         self.finish(result);
     }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::detail::Detail;
 use crate::id::OpId;
 use crate::limits::TooLarge;
 use crate::reason::ReasonCode;
@@ -49,11 +50,9 @@ impl Refusal {
             Refusal::WipLimit { .. } => ReasonCode::WipLimit,
         }
     }
-
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
 }
+
+impl Detail for Refusal {}
 
 #[cfg(test)]
 mod tests {

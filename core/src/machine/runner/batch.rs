@@ -50,6 +50,7 @@ use crate::check::{
     CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord, Judgement, RequestInput,
     Verdict, judge,
 };
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};
 use crate::machine::agent::give_up_place;

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::Runner;
+use crate::detail::Detail;
 use crate::git::refs;
 use crate::id::ChangeId;
 use crate::machine::FetchSpec;
@@ -145,11 +146,9 @@ impl Waiting {
             Waiting::Pending { .. } => ReasonCode::DependencyPending,
         }
     }
-
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
 }
+
+impl Detail for Waiting {}
 
 /// Why `record` may not merge yet for what it names with `--after`, each judged by `of`:
 /// abandoned when one ended, else pending while one has not merged; `None` when every one is

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::carry::CarriedCheck;
 use crate::check::plan::Plan;
+use crate::detail::Detail;
 use crate::git::Oid;
 use crate::id::CandidateId;
 
@@ -79,12 +80,9 @@ impl Merged {
             batch: None,
         }
     }
-
-    /// The detail as the outcome step keeps it.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
 }
+
+impl Detail for Merged {}
 
 #[cfg(test)]
 mod tests {

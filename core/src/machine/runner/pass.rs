@@ -7,6 +7,7 @@ use super::hold::{HoldAnswer, Then};
 use super::unmerged::Unmerged;
 use super::{Purpose, RunMode, Runner, Stage, work::Work};
 use crate::config::Held;
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
 use crate::machine::agent::unreadable_chain;

@@ -8,11 +8,14 @@ use serde_json::Value;
 
 use super::work::Ending;
 use crate::check::plan::POLICY_PATH;
+use crate::detail::Detail;
 use crate::git::Oid;
 use crate::id::ChangeId;
 use crate::limits::TooLarge;
 use crate::reason::ReasonCode;
 use crate::result::OpState;
+
+impl Detail for Unmerged {}
 
 /// One way an operation ends short of a merge, with what its `detail` names.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -129,7 +132,7 @@ impl Unmerged {
         Ending {
             state: self.state(),
             reason: self.reason(),
-            detail: serde_json::to_value(self).unwrap_or_default(),
+            detail: self.to_json(),
         }
     }
 }

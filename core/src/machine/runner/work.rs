@@ -15,6 +15,7 @@ use super::{Purpose as RunnerPurpose, Runner, Stage};
 use crate::check::plan::{self, AdapterFrom, Plan, parse_policy};
 use crate::check::reuse::reusable_pass;
 use crate::check::{ChangeContext, CheckRequest, CommitTree, UnitReason, Verdict};
+use crate::detail::Detail;
 use crate::event::{BayEvent, Ended};
 use crate::git::{Oid, refs};
 use crate::id::{CandidateId, OpId};

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::detail::Detail;
 use crate::git::Oid;
 use crate::id::ChangeId;
 use crate::machine::agent::NotMerged;
@@ -62,11 +63,8 @@ pub(super) struct Overlap {
     pub paths: Vec<String>,
 }
 
-impl Gathered {
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-}
+impl Detail for Gathered {}
+impl Detail for Refusal {}
 
 /// Each way a start refuses, with what its `detail` names.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -116,10 +114,6 @@ impl Refusal {
             Refusal::Conflict(_) => ReasonCode::MergeConflict,
             Refusal::DiskLow(_) => ReasonCode::DiskLow,
         }
-    }
-
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
     }
 }
 

@@ -5,6 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::detail::Detail;
 use crate::id::ChangeId;
 use crate::machine::agent::NotMerged;
 use crate::reason::ReasonCode;
@@ -36,14 +37,10 @@ impl Gathered {
             undo: None,
         }
     }
-
-    pub fn to_map(&self) -> serde_json::Map<String, Value> {
-        match serde_json::to_value(self) {
-            Ok(Value::Object(map)) => map,
-            _ => serde_json::Map::new(),
-        }
-    }
 }
+
+impl Detail for Gathered {}
+impl Detail for Refusal {}
 
 /// Each way an undo refuses, with what its `detail` names besides the facts gathered.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -77,7 +74,7 @@ impl Refusal {
 
     /// Its detail: its own fields, then the facts gathered.
     pub fn detail(&self, gathered: &Gathered) -> Value {
-        let mut detail = serde_json::to_value(self).unwrap_or_default();
+        let mut detail = self.to_json();
         if let Value::Object(fields) = &mut detail {
             fields.extend(gathered.to_map());
         }
