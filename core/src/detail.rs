@@ -19,3 +19,6 @@ pub trait Detail: Serialize {
         }
     }
 }
+
+/// A list of typed details is a JSON array of them (`detail.red`, say).
+impl<T: Detail> Detail for Vec<T> {}

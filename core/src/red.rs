@@ -9,7 +9,6 @@
 //! is refused `MAIN_RED` unless it fixes, undoes or supersedes the change that owns the red.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::check::EvidenceSchema;
@@ -20,6 +19,10 @@ use crate::lineage;
 use crate::machine::RawStep;
 use crate::policy::{CheckSpec, Policy, Stage};
 use crate::time::Timestamp;
+
+pub mod detail;
+
+pub use detail::{PendingShown, RedShown};
 
 /// The most main commits a red judgement reads by default (`[red] window`).
 pub const DEFAULT_WINDOW: u32 = 50;
@@ -338,53 +341,9 @@ impl RedCheck {
         }
     }
 
-    /// What `detail.red[].bisect` says: `null` before any bisect run.
-    fn bisect_detail(&self) -> Value {
-        if self.bisect.runs == 0 {
-            return Value::Null;
-        }
-        let state = if self.bisect.undecided {
-            "undecided"
-        } else if self.flaky.is_some() {
-            "flaky"
-        } else if self.culprit.is_some() && self.bisect.reran {
-            "confirmed"
-        } else {
-            "narrowing"
-        };
-        json!({ "runs": self.bisect.runs, "state": state, "flaky": self.flaky })
-    }
-
     /// Whether a change of `paths` touches this red.
     pub fn touches(&self, paths: &[String]) -> bool {
         paths.iter().any(|path| self.check.covers(path))
-    }
-
-    pub fn detail(&self) -> Value {
-        let (merge, change) = self.owner();
-        let culprit = self.culprit.as_ref().map(|(commit, change)| {
-            json!({
-                "commit": commit,
-                "change": change,
-                "verdicts": self.verdicts.iter().map(|(commit, verdict)| {
-                    json!({ "commit": commit, "verdict": verdict.as_str() })
-                }).collect::<Vec<_>>(),
-            })
-        });
-        json!({
-            "check": self.check.id,
-            "environment": self.check.environment,
-            "paths": self.check.paths.clone().unwrap_or_else(|| vec!["**".into()]),
-            "merge": merge,
-            "change": change,
-            "suspect": {
-                "last_pass": self.last_pass,
-                "first_failure": self.first_failure,
-                "merges": self.suspects.iter().map(|(commit, _)| commit).collect::<Vec<_>>(),
-            },
-            "culprit": culprit,
-            "bisect": self.bisect_detail(),
-        })
     }
 }
 
@@ -394,17 +353,6 @@ pub struct Pending {
     pub check: PostCheck,
     /// The window is full, so its last answer, if any, is older than the window.
     pub beyond_window: bool,
-}
-
-impl Pending {
-    pub fn detail(&self) -> Value {
-        let state = if self.beyond_window {
-            "pending_beyond_window"
-        } else {
-            "pending"
-        };
-        json!({ "check": self.check.id, "environment": self.check.environment, "state": state })
-    }
 }
 
 /// What the window says of main's post checks.
@@ -460,27 +408,12 @@ impl Red {
     }
 
     /// `detail.red` and `detail.red_pending`, as `bay status` shows them.
-    pub fn detail(&self) -> (Value, Value) {
+    pub fn shown(&self) -> (Vec<RedShown>, Vec<PendingShown>) {
         (
-            Value::Array(self.red.iter().map(RedCheck::detail).collect()),
-            Value::Array(self.pending.iter().map(Pending::detail).collect()),
+            self.red.iter().map(RedShown::of).collect(),
+            self.pending.iter().map(PendingShown::of).collect(),
         )
     }
-}
-
-/// The detail of a `MAIN_RED` refusal: each red check, and the changes that own them.
-pub fn refusal_detail(blocking: &[&RedCheck]) -> Value {
-    let owners: Vec<ChangeId> = blocking
-        .iter()
-        .filter_map(|red| red.owner().1)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    json!({
-        "red": blocking.iter().map(|red| red.detail()).collect::<Vec<_>>(),
-        "owners": owners,
-        "trust": TRUST,
-    })
 }
 
 /// A red check from its answers (window positions, newest first; the first is a failure) and
@@ -548,7 +481,13 @@ fn red_check(
 
 #[cfg(test)]
 mod tests {
+    use super::detail::BisectState;
     use super::*;
+
+    /// Where the bisect of `red` stands, as its detail says.
+    fn state(red: &RedCheck) -> Option<BisectState> {
+        RedShown::of(red).bisect.map(|bisect| bisect.state)
+    }
 
     fn oid(n: u8) -> Oid {
         Oid::parse(&format!("{n:02x}").repeat(20)).expect("hex")
@@ -656,7 +595,7 @@ mod tests {
                 );
                 assert_eq!(runs.last().map(|r| r.1), Some(BisectRun::Rerun));
                 assert!(check.bisect.runs >= 1);
-                assert_eq!(check.detail()["bisect"]["state"], "confirmed");
+                assert_eq!(state(&check), Some(BisectState::Confirmed));
                 // Each midpoint is a merge no answer had yet: never the ends, never twice.
                 let midpoints: Vec<&Oid> = runs
                     .iter()
@@ -677,8 +616,8 @@ mod tests {
         assert_eq!(check.flaky, Some(oid(2)));
         assert_eq!(check.bisect_next(), None, "the bisect is over");
         assert_eq!(runs.iter().filter(|r| r.1 == BisectRun::Rerun).count(), 1);
-        assert_eq!(check.detail()["bisect"]["state"], "flaky");
-        assert_eq!(check.detail()["culprit"], Value::Null);
+        assert_eq!(state(&check), Some(BisectState::Flaky));
+        assert_eq!(RedShown::of(&check).culprit, None);
     }
 
     #[test]
@@ -687,7 +626,7 @@ mod tests {
         let lines = [record(0, Verdict::ProductFailure), record(1, Verdict::Pass)];
         let red = Red::judge(&[smoke(None)], &window(3), &lines, 50);
         assert_eq!(red.red[0].bisect_next(), None);
-        assert_eq!(red.red[0].detail()["bisect"], Value::Null);
+        assert_eq!(RedShown::of(&red.red[0]).bisect, None);
         // No pass in the window.
         let lines = [record(0, Verdict::ProductFailure)];
         let red = Red::judge(&[smoke(None)], &window(4), &lines, 50);
@@ -701,7 +640,7 @@ mod tests {
         lines.push(bisect_record(at, Verdict::Unknown, run));
         let red = Red::judge(&[smoke(None)], &window(6), &lines, 50);
         assert_eq!(red.red[0].bisect_next(), None);
-        assert_eq!(red.red[0].detail()["bisect"]["state"], "undecided");
+        assert_eq!(state(&red.red[0]), Some(BisectState::Undecided));
         assert_eq!(red.red[0].culprit, None);
     }
 
@@ -786,9 +725,9 @@ mod tests {
         assert_eq!(red.blocking(&["src/a.rs".into()], &[]).len(), 1);
         assert_eq!(red.blocking(&["src/a.rs".into()], &[change(0)]).len(), 0);
         assert_eq!(red.blocking(&["src/a.rs".into()], &[change(1)]).len(), 1);
-        let detail = refusal_detail(&red.blocking(&["src/a.rs".into()], &[]));
-        assert_eq!(detail["owners"], json!([change(0)]));
-        assert_eq!(detail["red"][0]["check"], "smoke");
+        let refusal = detail::Refusal::of(&red.blocking(&["src/a.rs".into()], &[]));
+        assert_eq!(refusal.owners, [change(0)]);
+        assert_eq!(refusal.red[0].check, "smoke");
     }
 
     #[test]

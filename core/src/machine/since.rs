@@ -370,7 +370,7 @@ impl Since {
         }
         match &self.red {
             RedNow::Judged(red) => {
-                listing.insert("red_pending".into(), red.detail().1);
+                listing.insert("red_pending".into(), red.shown().1.to_json());
             }
             RedNow::Unread(why) => {
                 listing.insert("red_unread".into(), Value::from(why.as_str()));

@@ -518,9 +518,11 @@ impl Status {
             }
             Ok(RedStep::Done(None)) => self.conclude(result),
             Ok(RedStep::Done(Some(red))) => {
-                let (reds, pending) = red.detail();
-                result.detail.insert("red".into(), reds);
-                result.detail.insert("red_pending".into(), pending);
+                let (reds, pending) = red.shown();
+                result.detail.insert("red".into(), reds.to_json());
+                result
+                    .detail
+                    .insert("red_pending".into(), pending.to_json());
                 // A merge's own trust, read from its signature, stands.
                 result
                     .detail

@@ -68,7 +68,7 @@ impl Runner {
         Ok(if blocking.is_empty() {
             self.accept(work, built, policy)
         } else {
-            self.end(work, Unmerged::MainRed(red::refusal_detail(&blocking)))
+            self.end(work, Unmerged::MainRed(red::detail::Refusal::of(&blocking)))
         })
     }
 }

@@ -4,7 +4,6 @@
 //! detail.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::work::Ending;
 use crate::check::plan::POLICY_PATH;
@@ -43,8 +42,8 @@ pub(super) enum Unmerged {
     NoEffect { main_commit: Oid, tree: Oid },
     /// `CHANGE_TOO_LARGE`: over a `[limits]` cap.
     TooLarge(TooLarge),
-    /// `MAIN_RED`: a red post check covers a path it changes (`red::refusal_detail`).
-    MainRed(Value),
+    /// `MAIN_RED`: a red post check covers a path it changes.
+    MainRed(crate::red::detail::Refusal),
     /// `CHANGE_ALREADY_MERGED`: its merged marker stands though its record holds no merge.
     AlreadyMerged {
         marker: String,
@@ -188,10 +187,14 @@ mod tests {
                 json!({"main_commit": oid(2), "tree": oid(3)}),
             ),
             (
-                Unmerged::MainRed(json!({"red": []})),
+                Unmerged::MainRed(crate::red::detail::Refusal {
+                    red: Vec::new(),
+                    owners: Vec::new(),
+                    trust: crate::red::TRUST,
+                }),
                 OpState::Blocked,
                 Some(ReasonCode::MainRed),
-                json!({"red": []}),
+                json!({"red": [], "owners": [], "trust": "unsigned"}),
             ),
         ];
         for (end, state, reason, detail) in ends {
