@@ -5,14 +5,17 @@
 //! Completion is reported, never enforced: no merge reads it, so a missing or rejected review
 //! never blocks or delays one.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::check::Verdict;
+use crate::detail::Detail;
 use crate::git::Oid;
 use crate::policy::{Dimension, Policy, Profile};
 use crate::review::ReviewRecord;
 use crate::trust::record::{Keys, Trust};
+use crate::trust::registry::Broken;
 
 /// Where one dimension stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -55,8 +58,106 @@ pub struct Merge<'a> {
     pub answered: bool,
 }
 
+/// `detail.completion`: the profile's verdict and where each dimension stands, or why bay
+/// cannot tell.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Report {
+    /// The profile judged: `met` when every required dimension is met or answered, `unmet`
+    /// naming each that is not (`reviewed missing`), `unknown` when one cannot be told.
+    Judged {
+        profile: String,
+        require: Vec<String>,
+        verdict: ProfileVerdict,
+        unmet: Vec<String>,
+        dimensions: BTreeMap<String, Shown>,
+    },
+    /// The policy at the merge's base has no such profile.
+    NoProfile {
+        profile: String,
+        verdict: Unknown,
+        why: String,
+        dimensions: BTreeMap<String, Shown>,
+    },
+    /// The key registry breaks a rule, so nothing signed can be judged.
+    Broken {
+        verdict: Unknown,
+        why: &'static str,
+        registry: Broken,
+    },
+    /// What completion needs could not be read: never `met`.
+    Unread { verdict: Unknown, why: String },
+}
+
+/// A profile's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileVerdict {
+    Met,
+    Unmet,
+    Unknown,
+}
+
+/// The one verdict a completion bay could not judge has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unknown {
+    Unknown,
+}
+
+/// Where one dimension stands in `dimensions`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Shown {
+    /// A site dimension (`[[dimension]]`): its kind, its producers and the records it counted.
+    Site {
+        state: State,
+        kind: String,
+        producers: Vec<String>,
+        records: Vec<Counted>,
+    },
+    /// `merged` and `checked`, always met on main, and a required one bay does not read
+    /// (`running`, `effective`), unknown.
+    Plain { state: State },
+}
+
+/// One record a site dimension counted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Counted {
+    pub producer: String,
+    pub verdict: Verdict,
+    pub trust: Trust,
+}
+
+impl Detail for Report {}
+
+impl Shown {
+    pub fn state(&self) -> State {
+        match self {
+            Shown::Site { state, .. } | Shown::Plain { state } => *state,
+        }
+    }
+}
+
+impl Report {
+    pub fn unread(why: &str) -> Report {
+        Report::Unread {
+            verdict: Unknown::Unknown,
+            why: why.to_owned(),
+        }
+    }
+
+    pub fn broken(registry: Broken) -> Report {
+        Report::Broken {
+            verdict: Unknown::Unknown,
+            why: "the key registry breaks a rule",
+            registry,
+        }
+    }
+}
+
 /// One site dimension on `merge`: its state and the records it counted.
-pub fn judge_dimension(dimension: &Dimension, merge: &Merge<'_>, require_signed: bool) -> Value {
+pub fn judge_dimension(dimension: &Dimension, merge: &Merge<'_>, require_signed: bool) -> Shown {
     let counted: Vec<(ReviewRecord, Trust)> = merge
         .lines
         .iter()
@@ -90,37 +191,32 @@ pub fn judge_dimension(dimension: &Dimension, merge: &Merge<'_>, require_signed:
     } else {
         State::Rejected
     };
-    let records: Vec<Value> = counted
-        .iter()
-        .map(|(record, trust)| {
-            json!({
-                "producer": record.producer(),
-                "verdict": record.verdict().as_str(),
-                "trust": trust.as_str(),
+    Shown::Site {
+        state,
+        kind: dimension.kind.clone(),
+        producers: dimension.producers.clone(),
+        records: counted
+            .iter()
+            .map(|(record, trust)| Counted {
+                producer: record.producer().to_owned(),
+                verdict: record.verdict(),
+                trust: *trust,
             })
-        })
-        .collect();
-    json!({
-        "state": state.as_str(),
-        "kind": dimension.kind,
-        "producers": dimension.producers,
-        "records": records,
-    })
+            .collect(),
+    }
 }
 
 /// `detail.completion` of a merged change under `profile_name`: each dimension the profile
-/// requires, and each site dimension besides, under `dimensions`, and the profile's
-/// `verdict`: `met` when every required one is met or answered, `unmet` naming each that is
-/// not (`reviewed missing`), and `unknown` when the policy has no such profile or a required
-/// dimension cannot be told.
-pub fn judge(policy: &Policy, profile_name: &str, merge: &Merge<'_>) -> Value {
+/// requires, and each site dimension besides, and the profile's verdict; `unknown` when the
+/// policy has no such profile or a required dimension cannot be told.
+pub fn judge(policy: &Policy, profile_name: &str, merge: &Merge<'_>) -> Report {
     let profile = policy.profile(profile_name);
     let require_signed = profile.as_ref().is_some_and(|p| p.require_signed);
-    let mut dimensions = serde_json::Map::new();
     // A merged change on main is merged, and merged only once its required checks passed.
-    for builtin in ["merged", "checked"] {
-        dimensions.insert(builtin.into(), json!({ "state": State::Met.as_str() }));
-    }
+    let mut dimensions: BTreeMap<String, Shown> = ["merged", "checked"]
+        .into_iter()
+        .map(|builtin| (builtin.to_owned(), Shown::Plain { state: State::Met }))
+        .collect();
     for dimension in &policy.dimensions {
         dimensions.insert(
             dimension.name.clone(),
@@ -128,46 +224,43 @@ pub fn judge(policy: &Policy, profile_name: &str, merge: &Merge<'_>) -> Value {
         );
     }
     let Some(Profile { require, .. }) = profile else {
-        return json!({
-            "profile": profile_name,
-            "verdict": State::Unknown.as_str(),
-            "why": format!("the policy at the base has no [profile.{profile_name}]"),
-            "dimensions": dimensions,
-        });
+        return Report::NoProfile {
+            profile: profile_name.to_owned(),
+            verdict: Unknown::Unknown,
+            why: format!("the policy at the base has no [profile.{profile_name}]"),
+            dimensions,
+        };
     };
     let mut unmet = Vec::new();
     let mut unknown = false;
     for name in &require {
         // `running` and `effective` come from runtime records, which this bay does not read.
         let state = dimensions
-            .get(name)
-            .and_then(|d| d["state"].as_str())
-            .unwrap_or(State::Unknown.as_str());
+            .entry(name.clone())
+            .or_insert(Shown::Plain {
+                state: State::Unknown,
+            })
+            .state();
         match state {
-            "met" | "answered" => {}
-            "unknown" => unknown = true,
-            other => unmet.push(format!("{name} {other}")),
+            State::Met | State::Answered => {}
+            State::Unknown => unknown = true,
+            State::Rejected | State::Missing => unmet.push(format!("{name} {}", state.as_str())),
         }
     }
-    for name in &require {
-        dimensions
-            .entry(name.clone())
-            .or_insert_with(|| json!({ "state": State::Unknown.as_str() }));
-    }
     let verdict = if !unmet.is_empty() {
-        "unmet"
+        ProfileVerdict::Unmet
     } else if unknown {
-        State::Unknown.as_str()
+        ProfileVerdict::Unknown
     } else {
-        State::Met.as_str()
+        ProfileVerdict::Met
     };
-    json!({
-        "profile": profile_name,
-        "require": require,
-        "verdict": verdict,
-        "unmet": unmet,
-        "dimensions": dimensions,
-    })
+    Report::Judged {
+        profile: profile_name.to_owned(),
+        require,
+        verdict,
+        unmet,
+        dimensions,
+    }
 }
 
 #[cfg(test)]
@@ -176,6 +269,7 @@ mod tests {
     use crate::policy::Signing;
     use crate::review::Review;
     use crate::time::Timestamp;
+    use serde_json::{Value, json};
 
     fn oid(c: char) -> Oid {
         Oid::parse(&c.to_string().repeat(40)).expect("an oid")
@@ -211,7 +305,7 @@ mod tests {
             },
             answered,
         };
-        judge(policy, profile, &merge)
+        judge(policy, profile, &merge).to_json()
     }
 
     const RELEASE: &str =
@@ -272,5 +366,49 @@ mod tests {
         assert_eq!(value["verdict"], "unknown");
         let value = judged(&policy, "strict", &[], false);
         assert_eq!(value["dimensions"]["reviewed"]["state"], "missing");
+    }
+
+    #[test]
+    fn each_report_serialises_to_the_documented_json() {
+        let policy = policy(RELEASE);
+        let lines = [review('a', Verdict::ProductFailure, "review-bot")];
+        assert_eq!(
+            judged(&policy, "release", &lines, false),
+            json!({
+                "profile": "release",
+                "require": ["merged", "checked", "reviewed"],
+                "verdict": "unmet",
+                "unmet": ["reviewed rejected"],
+                "dimensions": {
+                    "merged": {"state": "met"},
+                    "checked": {"state": "met"},
+                    "reviewed": {
+                        "state": "rejected",
+                        "kind": "review",
+                        "producers": ["review-bot"],
+                        "records": [
+                            {"producer": "review-bot", "verdict": "product_failure", "trust": "unsigned"},
+                        ],
+                    },
+                },
+            })
+        );
+        assert_eq!(
+            judged(&policy, "nightly", &[], false),
+            json!({
+                "profile": "nightly",
+                "verdict": "unknown",
+                "why": "the policy at the base has no [profile.nightly]",
+                "dimensions": {
+                    "merged": {"state": "met"},
+                    "checked": {"state": "met"},
+                    "reviewed": {"state": "missing", "kind": "review", "producers": ["review-bot"], "records": []},
+                },
+            })
+        );
+        assert_eq!(
+            Report::unread("the remote did not answer").to_json(),
+            json!({"verdict": "unknown", "why": "the remote did not answer"})
+        );
     }
 }

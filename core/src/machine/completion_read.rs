@@ -10,13 +10,11 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
-
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Refs};
 use crate::check::Verdict;
 use crate::check::plan::{POLICY_PATH, parse_policy};
-use crate::completion::{Merge, judge};
+use crate::completion::{Merge, Report, judge};
 use crate::config::{CONFIG_PATH, Config};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
@@ -34,7 +32,7 @@ pub enum CompletionStep {
     /// Send this action and hand its completion back.
     Ask(Box<Action>),
     /// Done: `detail.completion`.
-    Done(Value),
+    Done(Report),
 }
 
 #[derive(Clone, Debug)]
@@ -183,11 +181,7 @@ impl CompletionRead {
                         self.answers(at)
                     }
                     // Nothing signed can be judged: every signed dimension is unknown.
-                    KeysStep::Broken(broken) => CompletionStep::Done(json!({
-                        "verdict": "unknown",
-                        "why": "the key registry breaks a rule",
-                        "registry": *broken,
-                    })),
+                    KeysStep::Broken(broken) => CompletionStep::Done(Report::broken(*broken)),
                     KeysStep::Unread(fault) => unread(&fault.0),
                 },
                 (Stage::Answers(at), Completion::HistoryRead(Ok(after))) => {
@@ -268,7 +262,7 @@ fn read_file(commit: Oid, path: &str) -> Action {
 
 /// Completion bay could not read, and why: never `met`.
 fn unread(why: &str) -> CompletionStep {
-    CompletionStep::Done(json!({ "verdict": "unknown", "why": why }))
+    CompletionStep::Done(Report::unread(why))
 }
 
 /// Whether a bay merge among `after` fixes, undoes or supersedes `change`.
@@ -283,6 +277,8 @@ fn answers(after: &[MainCommit], change: &ChangeId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detail::Detail;
+    use serde_json::Value;
 
     fn oid(c: char) -> Oid {
         Oid::parse(&c.to_string().repeat(40)).expect("an oid")
@@ -301,7 +297,7 @@ mod tests {
 
     fn done(step: Result<CompletionStep, Box<Completion>>) -> Value {
         match step {
-            Ok(CompletionStep::Done(value)) => value,
+            Ok(CompletionStep::Done(report)) => report.to_json(),
             other => panic!("{other:?}"),
         }
     }

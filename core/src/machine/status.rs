@@ -834,8 +834,8 @@ impl Status {
                 self.out
                     .send(*action, Purpose::Completion(Box::new((result, reader))));
             }
-            Ok(CompletionStep::Done(value)) => {
-                result.detail.insert("completion".into(), value);
+            Ok(CompletionStep::Done(report)) => {
+                result.detail.insert("completion".into(), report.to_json());
                 self.finish(result);
             }
         }
