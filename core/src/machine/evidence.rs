@@ -19,6 +19,7 @@ use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
 use crate::approval::APPROVAL;
 use crate::check::Verdict;
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::policy::Signing;
 use crate::reason::ReasonCode;
@@ -29,7 +30,7 @@ use crate::review::{REVIEW, Review, ReviewRecord, parse_body};
 use crate::time::Timestamp;
 use crate::trust::Trust;
 use crate::trust::record::{KeySetting, signer_class};
-use crate::trust::registry::{REF as REGISTRY, Version, is_name};
+use crate::trust::registry::{REF as REGISTRY, Unreadable, Version, is_name};
 
 /// One merged commit to record on, as the driver resolved it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -398,7 +399,7 @@ impl RecordEvidence {
                 ReasonCode::RegistryUnreadable,
                 None,
                 None,
-                serde_json::json!({ "registry": broken }),
+                Unreadable { registry: *broken }.to_json(),
             )),
             Ok(KeysStep::Unread(fault)) => self.fail(fault.0),
         }

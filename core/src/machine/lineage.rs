@@ -1,8 +1,11 @@
 //! `bay status --lineage [<range>]`: the `Reverts:`, `Supersedes:` and `Fixes:` pairs on a
 //! first-parent range of main, read from local refs only (no fetch: run `bay status` first).
 
+use serde::Serialize;
+
 use super::{Action, Completion, Outbox, RawStep};
-use crate::lineage::pairs;
+use crate::detail::Detail;
+use crate::lineage::{Pair, pairs};
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -15,6 +18,18 @@ pub struct LineageInput {
     /// A range as Git takes it (`<from>..<to>`); `None` for main as last fetched.
     pub range: Option<String>,
 }
+
+/// What `bay status --lineage` answers: the range it read, how many commits, the pairs they
+/// name, and whether more commits lay past the limit.
+#[derive(Debug, Serialize)]
+struct Listed<'a> {
+    range: &'a str,
+    commits: usize,
+    lineage: Vec<Pair>,
+    more: bool,
+}
+
+impl Detail for Listed<'_> {}
 
 #[derive(Clone, Debug)]
 enum Purpose {
@@ -64,18 +79,16 @@ impl Lineage {
     fn on_log(&mut self, mut commits: Vec<RawStep>) {
         let more = commits.len() > MAX_COMMITS as usize;
         commits.truncate(MAX_COMMITS as usize);
-        let lineage: Vec<_> = commits
-            .iter()
-            .flat_map(|commit| pairs(&commit.oid, &commit.message))
-            .collect();
-        let mut detail = serde_json::Map::new();
-        detail.insert(
-            "range".into(),
-            serde_json::json!(self.input.range.as_deref().unwrap_or("main")),
-        );
-        detail.insert("commits".into(), serde_json::json!(commits.len()));
-        detail.insert("lineage".into(), serde_json::json!(lineage));
-        detail.insert("more".into(), serde_json::json!(more));
+        let listed = Listed {
+            range: self.input.range.as_deref().unwrap_or("main"),
+            commits: commits.len(),
+            lineage: commits
+                .iter()
+                .flat_map(|commit| pairs(&commit.oid, &commit.message))
+                .collect(),
+            more,
+        };
+        let detail = listed.to_map();
         self.finish(BayResult::ok(None, detail));
     }
 
@@ -90,3 +103,53 @@ impl Lineage {
 }
 
 super::agent::command_machine!(Lineage, "lineage");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::Oid;
+    use crate::machine::{Event, Machine};
+    use serde_json::{Value, json};
+
+    #[test]
+    fn the_listing_names_the_range_the_commits_read_and_each_pair() {
+        let mut machine = Lineage::new(LineageInput { range: None }, Timestamp(1));
+        let (id, action) = machine.poll_action().expect("a log read");
+        assert!(matches!(action, Action::ReadLog { .. }), "{action:?}");
+        let oid = |c: char| Oid::parse(&c.to_string().repeat(40)).expect("an id");
+        let commits = vec![
+            RawStep {
+                oid: oid('a'),
+                message: "undo b\n\nChange-Id: c7k2m4qa\nBay-Op: c7k2m4qa.1\nReverts: cbaaaaaa\n"
+                    .into(),
+            },
+            RawStep {
+                oid: oid('b'),
+                message: "by hand\n".into(),
+            },
+        ];
+        machine
+            .handle(
+                Timestamp(2),
+                Event::Done(id, Completion::LogRead(Ok(commits))),
+            )
+            .expect("no misuse");
+        let outcome = machine.outcome().expect("done");
+        assert_eq!(
+            Value::from(outcome.detail.clone()),
+            json!({
+                "range": "main",
+                "commits": 2,
+                "lineage": [{
+                    "commit": oid('a'),
+                    "change": "c7k2m4qa",
+                    "relation": "reverts",
+                    "target": "cbaaaaaa",
+                    "publication": true,
+                    "by_bay": true,
+                }],
+                "more": false,
+            })
+        );
+    }
+}

@@ -8,10 +8,11 @@
 //! not listed, only counted (`off_first_parent`). The answer is `ok` whatever it lists: a
 //! release gate reads `detail.missing`.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, FetchSpec, HistoryQuery, MainCommit, Outbox, Refs};
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::policy::Signing;
 use crate::reason::ReasonCode;
@@ -20,7 +21,7 @@ use crate::result::BayResult;
 use crate::review::ReviewRecord;
 use crate::time::Timestamp;
 use crate::trust::record::{Keys, Trust};
-use crate::trust::registry::{REF as REGISTRY, Version};
+use crate::trust::registry::{REF as REGISTRY, Unreadable, Version};
 
 /// The most main commits one call lists; past it, `detail.more` is `true`.
 pub const MISSING_READ: u32 = 2000;
@@ -33,6 +34,29 @@ pub struct MissingInput {
     /// `--since`, resolved: only the commits after it.
     pub since: Option<Oid>,
 }
+
+/// What `bay evidence missing` answers: the commits it read and each no record covers.
+#[derive(Debug, Serialize)]
+struct Listed<'a> {
+    kind: &'a str,
+    producer: &'a str,
+    since: Option<&'a Oid>,
+    read: usize,
+    missing: Vec<Uncovered<'a>>,
+    /// Commits an outside merge brought in off the first-parent line: counted, not listed.
+    off_first_parent: u64,
+    more: bool,
+    trust: Trust,
+}
+
+/// A commit no counted record covers, and its subject line.
+#[derive(Debug, Serialize)]
+struct Uncovered<'a> {
+    commit: &'a Oid,
+    subject: &'a str,
+}
+
+impl Detail for Listed<'_> {}
 
 #[derive(Clone, Debug)]
 enum Purpose {
@@ -190,7 +214,7 @@ impl Missing {
                 ReasonCode::RegistryUnreadable,
                 None,
                 None,
-                json!({ "registry": broken }),
+                Unreadable { registry: *broken }.to_json(),
             )),
             Ok(KeysStep::Unread(fault)) => self.fail(fault.0),
         }
@@ -224,7 +248,10 @@ impl Missing {
                 .any(|record| record.covers(&commit.oid, tree, base_tree.as_ref()));
             if !covered {
                 let subject = commit.message.lines().next().unwrap_or_default();
-                missing.push(json!({ "commit": commit.oid, "subject": subject }));
+                missing.push(Uncovered {
+                    commit: &commit.oid,
+                    subject,
+                });
             }
             base_tree = Some(tree.clone());
         }
@@ -233,20 +260,17 @@ impl Missing {
             (Some(_), Signing::All) => Trust::Signed,
             (Some(_), Signing::Approvals) => Trust::Approvals,
         };
-        let off_first_parent: u64 = self.commits.iter().map(|c| c.off_first_parent).sum();
-        let detail = json!({
-            "kind": self.input.kind,
-            "producer": self.input.producer,
-            "since": self.input.since,
-            "read": self.commits.len(),
-            "missing": missing,
-            "off_first_parent": off_first_parent,
-            "more": self.more,
-            "trust": trust.as_str(),
-        });
-        let Value::Object(detail) = detail else {
-            unreachable!("a json! object")
-        };
+        let detail = Listed {
+            kind: &self.input.kind,
+            producer: &self.input.producer,
+            since: self.input.since.as_ref(),
+            read: self.commits.len(),
+            missing,
+            off_first_parent: self.commits.iter().map(|c| c.off_first_parent).sum(),
+            more: self.more,
+            trust,
+        }
+        .to_map();
         self.finish(BayResult::ok(None, detail));
     }
 
@@ -272,6 +296,7 @@ mod tests {
     use crate::check::Verdict;
     use crate::machine::{ActionId, Event, Machine};
     use crate::review::{Review, ReviewRecord};
+    use serde_json::Value;
 
     fn oid(c: char) -> Oid {
         Oid::parse(&c.to_string().repeat(40)).expect("an oid")
@@ -396,6 +421,10 @@ mod tests {
         assert_eq!(run.answer(Completion::RegistryRead(Ok(Vec::new()))), None);
         let outcome = run.0.outcome().expect("done");
         assert_eq!(outcome.reason, Some(ReasonCode::RegistryUnreadable));
+        assert_eq!(
+            Value::from(outcome.detail.clone()),
+            serde_json::json!({"registry": {"why": "the registry holds no commit"}}),
+        );
     }
 
     #[test]
@@ -414,5 +443,18 @@ mod tests {
             review('b', '6', '5', "other-bot"),
         ]);
         assert_eq!(listed(&detail), ["b"]);
+        assert_eq!(
+            detail,
+            serde_json::json!({
+                "kind": "review",
+                "producer": "review-bot",
+                "since": null,
+                "read": 3,
+                "missing": [{"commit": oid('b'), "subject": "commit b"}],
+                "off_first_parent": 3,
+                "more": false,
+                "trust": "unsigned",
+            })
+        );
     }
 }

@@ -208,6 +208,14 @@ pub struct Broken {
     pub why: String,
 }
 
+/// A `REGISTRY_UNREADABLE` refusal's detail: what breaks the registry, under `registry`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    pub registry: Broken,
+}
+
+impl crate::detail::Detail for Unreadable {}
+
 impl Broken {
     fn new(why: impl Into<String>) -> Broken {
         Broken {
