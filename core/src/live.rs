@@ -209,32 +209,106 @@ pub struct Held {
     pub first_seen: Option<Timestamp>,
 }
 
-/// The fleet map `bay status --fleet` prints, from the summaries this clone holds and this
-/// machine's own sessions (from its local records, never the remote's copy of its summary),
-/// at `now`: `machines`, each with its age and fresh sessions (or `readable: false` and why),
-/// and `sessions`, one per fresh session. A row one takeover window old drops out.
+/// The fleet map `bay status --fleet` prints: `machines`, each with its age and fresh
+/// sessions (or `readable: false` and why), and `sessions`, one per fresh session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FleetMap {
+    pub machines: Vec<MachineRow>,
+    /// More summaries were held than a reader reads ([`LIVE_READ`]).
+    pub machines_truncated: bool,
+    pub sessions: Vec<SessionRow>,
+}
+
+/// One machine of the fleet map.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum MachineRow {
+    /// This machine: its sessions from its own records, so always readable and of age 0.
+    This {
+        machine: String,
+        this: bool,
+        readable: bool,
+        age_s: u64,
+        sessions: usize,
+    },
+    /// Another machine's summary, read: its age is `null` when this clone never recorded
+    /// when it first held it.
+    Read {
+        machine: String,
+        readable: bool,
+        age_s: Option<u64>,
+        sessions: usize,
+    },
+    /// A summary this clone holds and cannot read, and why.
+    Unread {
+        machine: String,
+        readable: bool,
+        why: String,
+    },
+}
+
+/// One fresh session of the fleet map, with the machine it runs on and its age on this
+/// clone's clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionRow {
+    pub machine: String,
+    pub session: String,
+    pub actor: String,
+    pub agent: Option<String>,
+    pub change: Option<ChangeId>,
+    pub state: String,
+    pub last_event: Option<String>,
+    pub age_s: u64,
+    pub session_age_s: u64,
+    pub permission_mode: Option<String>,
+}
+
+impl crate::detail::Detail for FleetMap {}
+
+impl SessionRow {
+    fn of(machine: &str, row: Row, age_s: u64) -> SessionRow {
+        SessionRow {
+            machine: machine.to_owned(),
+            session: row.session,
+            actor: row.actor,
+            agent: row.agent,
+            change: row.change,
+            state: row.state,
+            last_event: row.last_event,
+            age_s,
+            session_age_s: row.session_age_s,
+            permission_mode: row.permission_mode,
+        }
+    }
+}
+
+/// The fleet map from the summaries this clone holds and this machine's own sessions (from
+/// its local records, never the remote's copy of its summary), at `now`. A row one takeover
+/// window old drops out.
 pub fn fleet_map(
     own: &str,
     local: &[(Option<ChangeId>, Session)],
     held: Vec<Held>,
     now: Timestamp,
     window_ms: u64,
-) -> serde_json::Value {
-    use serde_json::json;
-    let mut machines = Vec::new();
-    let mut sessions = Vec::new();
+) -> FleetMap {
     let mine = Summary::of(own, local, now, window_ms);
-    machines.push(json!({
-        "machine": own,
-        "this": true,
-        "readable": true,
-        "age_s": 0,
-        "sessions": mine.sessions.len(),
-    }));
-    for row in mine.sessions {
-        sessions.push(session_row(own, &row, row.age_s));
-    }
-    let truncated = held.len() > LIVE_READ;
+    let mut machines = vec![MachineRow::This {
+        machine: own.to_owned(),
+        this: true,
+        readable: true,
+        age_s: 0,
+        sessions: mine.sessions.len(),
+    }];
+    let mut sessions: Vec<SessionRow> = mine
+        .sessions
+        .into_iter()
+        .map(|row| {
+            let age_s = row.age_s;
+            SessionRow::of(own, row, age_s)
+        })
+        .collect();
+    let machines_truncated = held.len() > LIVE_READ;
     for one in held
         .into_iter()
         .filter(|one| one.machine != own)
@@ -243,11 +317,14 @@ pub fn fleet_map(
         let summary = match one.read {
             Ok(summary) => summary,
             Err(why) => {
-                machines.push(json!({ "machine": one.machine, "readable": false, "why": why }));
+                machines.push(MachineRow::Unread {
+                    machine: one.machine,
+                    readable: false,
+                    why,
+                });
                 continue;
             }
         };
-        let age_ms = one.first_seen.map(|seen| now.millis_since(seen));
         let rows: Vec<Remote> = summary
             .sessions
             .into_iter()
@@ -258,42 +335,28 @@ pub fn fleet_map(
             })
             .filter(|remote| remote.fresh(now, window_ms))
             .collect();
-        machines.push(json!({
-            "machine": one.machine,
-            "readable": true,
-            "age_s": age_ms.map(|age| age / 1000),
-            "sessions": rows.len(),
-        }));
+        machines.push(MachineRow::Read {
+            machine: one.machine,
+            readable: true,
+            age_s: one.first_seen.map(|seen| now.millis_since(seen) / 1000),
+            sessions: rows.len(),
+        });
         for remote in rows {
             let age_s = remote.age_ms(now).unwrap_or_default() / 1000;
-            sessions.push(session_row(&remote.machine, &remote.row, age_s));
+            sessions.push(SessionRow::of(&remote.machine, remote.row, age_s));
         }
     }
-    json!({
-        "machines": machines,
-        "machines_truncated": truncated,
-        "sessions": sessions,
-    })
-}
-
-fn session_row(machine: &str, row: &Row, age_s: u64) -> serde_json::Value {
-    serde_json::json!({
-        "machine": machine,
-        "session": row.session,
-        "actor": row.actor,
-        "agent": row.agent,
-        "change": row.change,
-        "state": row.state,
-        "last_event": row.last_event,
-        "age_s": age_s,
-        "session_age_s": row.session_age_s,
-        "permission_mode": row.permission_mode,
-    })
+    FleetMap {
+        machines,
+        machines_truncated,
+        sessions,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detail::Detail;
 
     const WINDOW: u64 = 120_000;
 
@@ -456,7 +519,7 @@ mod tests {
                 first_seen: None,
             },
         ];
-        let map = fleet_map("here", &local, held, now, WINDOW);
+        let map = fleet_map("here", &local, held, now, WINDOW).to_json();
         let machines = map["machines"].as_array().expect("machines");
         assert_eq!(machines.len(), 3);
         assert_eq!(machines[0]["machine"], "here");
@@ -481,5 +544,29 @@ mod tests {
         // r2 was 100 s old in its summary, seen 50 s ago: 150 s, a whole window, so it drops.
         assert_eq!(named, [("s1", 10), ("r1", 55)]);
         assert_eq!(sessions[0]["change"], "c7k2m4qa");
+        assert_eq!(
+            map["machines"],
+            serde_json::json!([
+                {"machine": "here", "this": true, "readable": true, "age_s": 0, "sessions": 1},
+                {"machine": "far", "readable": true, "age_s": 50, "sessions": 1},
+                {"machine": "odd", "readable": false, "why": "no live.json"},
+            ])
+        );
+        assert_eq!(map["machines_truncated"], false);
+        assert_eq!(
+            sessions[1],
+            serde_json::json!({
+                "machine": "far",
+                "session": "r1",
+                "actor": "bob",
+                "agent": "claude",
+                "change": null,
+                "state": "working",
+                "last_event": "step.end",
+                "age_s": 55,
+                "session_age_s": 100,
+                "permission_mode": "default",
+            })
+        );
     }
 }

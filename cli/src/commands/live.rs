@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use bay_core::adapter::Moment;
+use bay_core::detail::Detail;
 use bay_core::git::{Oid, refs};
 use bay_core::hook::Session;
 use bay_core::id::ChangeId;
@@ -226,16 +227,13 @@ pub(super) fn remote_rows(context: &Context) -> Vec<Remote> {
 pub(super) fn fleet(context: &Context) -> BayResult {
     let config = super::hook::main_config(context).unwrap_or_default();
     let window_ms = config.runner.takeover_s.saturating_mul(1000);
-    let map = live::fleet_map(
+    let detail = live::fleet_map(
         &context.machine(),
         &local_sessions(context),
         held_summaries(context),
         clock::now(),
         window_ms,
-    );
-    let detail = match map {
-        serde_json::Value::Object(detail) => detail,
-        _ => serde_json::Map::new(),
-    };
+    )
+    .to_map();
     BayResult::ok(None, detail)
 }
