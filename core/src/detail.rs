@@ -22,3 +22,12 @@ pub trait Detail: Serialize {
 
 /// A list of typed details is a JSON array of them (`detail.red`, say).
 impl<T: Detail> Detail for Vec<T> {}
+
+/// What a reader puts where a part of its answer would go when it could not read that part:
+/// `{"unread": why}`, never an empty answer that could pass for "nothing there".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unread {
+    pub unread: String,
+}
+
+impl Detail for Unread {}

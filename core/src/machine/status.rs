@@ -3,19 +3,21 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::agent::{fold_chain, fold_one, holds, on_main};
 use super::completion_read::{CompletionRead, CompletionStep};
 use super::red_read::{RedRead, RedStep};
 use super::since::{not_linear_warnings, unattributed};
+use super::unreadable::Unreadable;
 use super::{
     Action, ChainQuery, ChainRead, Completion, Fault, FetchSpec, Outbox, PluginExit, RawStep, Refs,
     unreadable,
 };
 use crate::check::plan::{POLICY_PATH, parse_policy};
 use crate::config::{CONFIG_PATH, Config, Held, MainHold, hold_on};
-use crate::detail::Detail;
+use crate::detail::{Detail, Unread};
 use crate::event::BayEvent;
 use crate::flow::{FLOW_CHAINS, FLOW_EVENTS, FLOW_LOGS, TIMED_WINDOW_MS};
 use crate::git::{Oid, refs};
@@ -26,7 +28,7 @@ use crate::presence::{Judged, PRESENCES_READ, Presence, judge, no_live_runner};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, Step};
 use crate::report;
-use crate::result::{BayResult, Decision};
+use crate::result::{BayResult, Decision, OpState};
 use crate::time::Timestamp;
 use crate::trust::record::{Keys, Trust};
 use crate::trust::registry::{REF as REGISTRY, RegistryCommit, judge_chain};
@@ -142,7 +144,7 @@ pub struct Status {
     requests: BTreeMap<ChangeId, (u64, OpId)>,
     /// The places and changes of the queue that bay cannot read, as `machine::unreadable`
     /// names them.
-    unreadable: Vec<Value>,
+    unreadable: Vec<Unreadable>,
     /// The records of changes its operation names, read from the index.
     compacted_after: Vec<ChainRead>,
     /// The latest undo of the change compacted into the index, once read.
@@ -491,7 +493,10 @@ impl Status {
     /// `detail.unattributed`, or `{unread}` with the reason when main could not be read.
     fn with_unattributed(&mut self, mut result: BayResult, unattributed: Result<Value, Fault>) {
         let value = unattributed.unwrap_or_else(|fault| {
-            serde_json::json!({ "unread": format!("bay could not read main's history: {fault}") })
+            Unread {
+                unread: format!("bay could not read main's history: {fault}"),
+            }
+            .to_json()
         });
         result.detail.insert("unattributed".into(), value);
         self.read_flow(result);
@@ -533,7 +538,7 @@ impl Status {
             Ok(RedStep::Unread(why)) => {
                 result
                     .detail
-                    .insert("red".into(), serde_json::json!({ "unread": why }));
+                    .insert("red".into(), Unread { unread: why }.to_json());
                 self.conclude(result);
             }
         }
@@ -633,15 +638,15 @@ impl Status {
             if let Some(op) = record.ops.last() {
                 rows.push((
                     op.queue_key(),
-                    serde_json::json!({
-                        "op_id": op.id,
-                        "change": record.change,
-                        "intent": record.intent,
-                        "actor": record.actor,
-                        "state": op.state,
-                        "reason": op.outcome.as_ref().and_then(|o| o.reason),
-                        "runner": op.owner,
-                    }),
+                    QueueRow {
+                        op_id: op.id.clone(),
+                        change: record.change.clone(),
+                        intent: record.intent.clone(),
+                        actor: record.actor.clone(),
+                        state: op.state,
+                        reason: op.outcome.as_ref().and_then(|o| o.reason),
+                        runner: op.owner.clone(),
+                    },
                 ));
             }
         }
@@ -653,14 +658,14 @@ impl Status {
 
     /// A live operation whose queue place holds no request a runner can read: no runner will
     /// take it up, so the result says so, names the place and what to do, and nothing else.
-    fn lost_place(&mut self, record: &ChangeRecord, place: Value) {
+    fn lost_place(&mut self, record: &ChangeRecord, place: Unreadable) {
         let why = format!(
             "its place in line ({}) holds no request bay can read, so no runner will pick it up; \
              submit it again to take a new place",
-            place["ref"].as_str().unwrap_or_default(),
+            place.name(),
         );
         let mut result = report::failed(why, Some(&record.change));
-        result.detail.insert("place".into(), place);
+        result.detail.insert("place".into(), place.to_json());
         self.conclude(result);
     }
 
@@ -801,9 +806,10 @@ impl Status {
             .chain(undone)
             .collect();
         if !undone.is_empty() {
-            result
-                .detail
-                .insert("undone_by".into(), serde_json::json!(undone));
+            result.detail.insert(
+                "undone_by".into(),
+                Value::from_iter(undone.iter().map(ChangeId::as_str)),
+            );
         }
         self.read_completion(result);
     }
@@ -1097,10 +1103,7 @@ impl Status {
             && !paths.is_empty()
             && let Some(Value::Object(operation)) = result.detail.get_mut("operation")
         {
-            operation.insert(
-                "conflict".into(),
-                serde_json::json!({ "reason": ReasonCode::MergeConflict, "paths": paths }),
-            );
+            operation.insert("conflict".into(), EarlyConflict::of(paths).to_json());
         }
         self.finish(result);
     }
@@ -1256,26 +1259,62 @@ fn add_warnings(result: &mut BayResult, warnings: Vec<Value>) {
     }
 }
 
-/// The states of an operation that has not ended.
-const LIVE_STATES: [&str; 4] = ["submitted", "admitted", "running", "checked"];
+/// `operation.conflict`: a conflict with main found before any runner took the operation.
+#[derive(Debug, Serialize)]
+struct EarlyConflict {
+    /// Always `MERGE_CONFLICT`, what the runner will refuse it with.
+    reason: ReasonCode,
+    paths: Vec<String>,
+}
+
+impl Detail for EarlyConflict {}
+
+impl EarlyConflict {
+    fn of(paths: Vec<String>) -> EarlyConflict {
+        EarlyConflict {
+            reason: ReasonCode::MergeConflict,
+            paths,
+        }
+    }
+}
+
+/// One operation of the queue, as `bay status` lists it.
+#[derive(Debug, Serialize)]
+struct QueueRow {
+    op_id: OpId,
+    change: ChangeId,
+    intent: String,
+    actor: String,
+    state: OpState,
+    reason: Option<ReasonCode>,
+    runner: Option<String>,
+}
+
+/// One entry of `detail.operations`: an operation read, or a place or change bay cannot read.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Listed<'a> {
+    Read(QueueRow),
+    Unreadable(&'a Unreadable),
+}
 
 /// The queue: every operation read, in queue order, and how many have not ended.
 impl Status {
     /// The queue's result: the operations read, in queue order, then each place or change bay
     /// cannot read (`readable: false`, why, and what to do), which runners pass over.
-    fn queue_result(&self, mut rows: Vec<Value>) -> BayResult {
-        let live = rows
-            .iter()
-            .filter(|row| {
-                row["state"]
-                    .as_str()
-                    .is_some_and(|state| LIVE_STATES.contains(&state))
-            })
-            .count();
-        rows.extend(self.unreadable.iter().cloned());
+    fn queue_result(&self, rows: Vec<QueueRow>) -> BayResult {
+        let live = rows.iter().filter(|row| !row.state.is_terminal()).count();
+        let listed: Vec<Listed> = rows
+            .into_iter()
+            .map(Listed::Read)
+            .chain(self.unreadable.iter().map(Listed::Unreadable))
+            .collect();
         let mut detail = Map::new();
         detail.insert("queue_depth".into(), Value::from(live));
-        detail.insert("operations".into(), Value::Array(rows));
+        detail.insert(
+            "operations".into(),
+            serde_json::to_value(listed).unwrap_or_default(),
+        );
         BayResult::ok(None, detail)
     }
 }
@@ -1361,6 +1400,52 @@ mod tests {
         drive(flow, Timestamp::from_secs(1_000), |action| {
             matches!(action, Action::ReadHeld { .. }).then(|| Completion::HeldRead(held.clone()))
         })
+    }
+
+    #[test]
+    fn the_queue_lists_each_operation_then_each_unreadable_place_and_counts_the_live() {
+        let input = StatusInput {
+            change: None,
+            main: "main".into(),
+            flow: false,
+        };
+        let mut status = Status::new(input, Timestamp::from_secs(1_000));
+        status.unreadable = vec![super::super::unreadable::place(9, "no step")];
+        let change = ChangeId::parse("c7k2m4qa").expect("an id");
+        let row = |n: u32, state: OpState, reason: Option<ReasonCode>| QueueRow {
+            op_id: change.op(n),
+            change: change.clone(),
+            intent: "fix".into(),
+            actor: "ann".into(),
+            state,
+            reason,
+            runner: (state == OpState::Running).then(|| "r1".to_owned()),
+        };
+        let result = status.queue_result(vec![
+            row(1, OpState::Blocked, Some(ReasonCode::CheckFailed)),
+            row(2, OpState::Running, None),
+        ]);
+        let detail = Value::from(result.detail);
+        assert_eq!(detail["queue_depth"], 1, "the blocked one has ended");
+        assert_eq!(
+            detail["operations"][0],
+            serde_json::json!({
+                "op_id": "c7k2m4qa.1",
+                "change": "c7k2m4qa",
+                "intent": "fix",
+                "actor": "ann",
+                "state": "blocked",
+                "reason": "CHECK_FAILED",
+                "runner": null,
+            })
+        );
+        assert_eq!(detail["operations"][1]["runner"], "r1");
+        assert_eq!(detail["operations"][2]["ref"], "refs/bay/queue/0000000009");
+        assert_eq!(detail["operations"][2]["readable"], false);
+        assert_eq!(
+            EarlyConflict::of(vec!["src/a".into()]).to_json(),
+            serde_json::json!({"reason": "MERGE_CONFLICT", "paths": ["src/a"]})
+        );
     }
 
     #[test]

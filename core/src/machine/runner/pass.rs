@@ -517,7 +517,7 @@ impl Runner {
     /// The queue places above the floor this runner passes over because it cannot read them: a
     /// place that holds no request, or an operation whose chain does not fold at the remote's
     /// tip, each named as `machine::unreadable` names it.
-    pub(super) fn unreadable(&self) -> Vec<serde_json::Value> {
+    pub(super) fn unreadable(&self) -> Vec<unreadable::Unreadable> {
         self.places
             .range(self.floor + 1..)
             .filter_map(|(seq, place)| match &place.op {
@@ -666,7 +666,7 @@ impl Runner {
             let mut detail = serde_json::Map::new();
             let skipped = self.unreadable();
             if !skipped.is_empty() {
-                detail.insert("skipped".into(), serde_json::Value::Array(skipped));
+                detail.insert("skipped".into(), skipped.to_json());
             }
             // How many changes this run merged, so that it says what it did.
             if self.merged > 0 {
