@@ -11,15 +11,19 @@
 //! `bay.approverName`, or to anyone without one. It writes nothing; with nothing waiting it is
 //! `ok` with an empty list.
 
+mod item;
+
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use self::item::{Approval, Diff, Item, Listed, Summary, Waivable, Waiver};
 use super::agent::fold_chain;
 use super::keys_read::{KeysRead, KeysStep};
 use super::{
     Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs, unreadable,
 };
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::limits::PathStat;
@@ -36,7 +40,7 @@ pub struct WaitingInput {
 }
 
 /// A waiting item found: its operation's queue key, the item, the candidate and its base.
-type Found = ((u64, bool, u64), Value, Oid, Oid);
+type Found = ((u64, bool, u64), Approval, Oid, Oid);
 
 #[derive(Clone, Debug)]
 enum Purpose {
@@ -59,9 +63,7 @@ enum Purpose {
 /// policy at its candidate's base marks the check waivable.
 #[derive(Clone, Debug)]
 struct Blocked {
-    item: Value,
-    check: String,
-    environment: String,
+    item: Waiver,
     base: Oid,
 }
 
@@ -73,13 +75,13 @@ pub struct Waiting {
     now: Timestamp,
     remote: Refs,
     /// The items so far, in queue order, each with the candidate and base it measures.
-    items: Vec<(Value, Oid, Oid)>,
+    items: Vec<(Approval, Oid, Oid)>,
     /// How many measures are still out.
     measuring: usize,
     /// Blocked changes whose check may be waivable, and how many policy reads are out.
     blocked: Vec<Blocked>,
     blocked_read: bool,
-    waivable: Vec<Value>,
+    waivable: Vec<Waiver>,
     reading: usize,
     outcome: Option<BayResult>,
 }
@@ -211,19 +213,23 @@ impl Waiting {
         if checks.is_empty() {
             return None;
         }
-        let item = json!({
-            "change": record.change,
-            "intent": record.intent,
-            "actor": record.actor,
-            "candidate": candidate.id,
-            "commit": candidate.commit,
-            "tree": candidate.tree,
-            "paths": approval.get("paths").cloned().unwrap_or(Value::Array(Vec::new())),
-            "checks": checks,
-            "approve": approval.get("approve").cloned().unwrap_or(Value::Null),
-            "reject": approval.get("reject").cloned().unwrap_or(Value::Null),
-            "lands_by": detail.get("lands_by").cloned().unwrap_or(Value::Null),
-        });
+        let item = Approval {
+            change: record.change.clone(),
+            intent: record.intent.clone(),
+            actor: record.actor.clone(),
+            candidate: candidate.id.clone(),
+            commit: candidate.commit.clone(),
+            tree: candidate.tree.clone(),
+            paths: approval
+                .get("paths")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new())),
+            checks,
+            approve: approval.get("approve").cloned().unwrap_or(Value::Null),
+            reject: approval.get("reject").cloned().unwrap_or(Value::Null),
+            lands_by: detail.get("lands_by").cloned().unwrap_or(Value::Null),
+            diff: None,
+        };
         Some((
             op.queue_key(),
             item,
@@ -232,14 +238,14 @@ impl Waiting {
         ))
     }
 
-    /// `diff.summary` of item `index` ([`summary`]), or why it could not be read.
+    /// `diff.summary` of item `index` ([`Summary::of`]), or why it could not be read.
     fn on_stats(&mut self, index: usize, stats: Result<Vec<PathStat>, super::Fault>) {
         let summary = match stats {
-            Ok(stats) => summary(&stats),
-            Err(fault) => json!({ "unread": fault.0 }),
+            Ok(stats) => Summary::of(&stats),
+            Err(fault) => Summary::Unread { unread: fault.0 },
         };
         if let Some((item, _, _)) = self.items.get_mut(index) {
-            item["diff"] = json!({ "summary": summary });
+            item.diff = Some(Diff { summary });
         }
         self.measuring = self.measuring.saturating_sub(1);
         if self.measuring == 0 {
@@ -300,24 +306,22 @@ impl Waiting {
                 continue;
             };
             self.blocked.push(Blocked {
-                item: json!({
-                    "change": record.change,
-                    "intent": record.intent,
-                    "actor": record.actor,
-                    "candidate": candidate.id,
-                    "commit": candidate.commit,
-                    "waivable": [{
-                        "check": run.check,
-                        "environment": run.environment,
-                        "verdict": run.verdict,
-                        "waive": format!(
+                item: Waiver {
+                    change: record.change.clone(),
+                    intent: record.intent.clone(),
+                    actor: record.actor.clone(),
+                    candidate: candidate.id.clone(),
+                    commit: candidate.commit.clone(),
+                    waivable: [Waivable {
+                        check: run.check.clone(),
+                        environment: run.environment.clone(),
+                        verdict: run.verdict,
+                        waive: format!(
                             "bay approve {} --waive {} --why <text>",
                             record.change, run.check
                         ),
                     }],
-                }),
-                check: run.check.clone(),
-                environment: run.environment.clone(),
+                },
                 base: candidate.base.clone(),
             });
         }
@@ -336,11 +340,12 @@ impl Waiting {
 
     fn on_blocked_policy(&mut self, index: usize, bytes: Option<Vec<u8>>) {
         if let Some(blocked) = self.blocked.get(index) {
+            let [wanted] = &blocked.item.waivable;
             let waivable = bytes
                 .and_then(|bytes| crate::check::plan::parse_policy(&bytes).ok())
                 .is_some_and(|policy| {
                     policy.checks.iter().any(|c| {
-                        c.id == blocked.check && c.environment == blocked.environment && c.waivable
+                        c.id == wanted.check && c.environment == wanted.environment && c.waivable
                     })
                 });
             if waivable {
@@ -396,13 +401,14 @@ impl Waiting {
     }
 
     fn report(&mut self) {
-        let mut waiting: Vec<Value> = self.items.iter().map(|(item, _, _)| item.clone()).collect();
-        waiting.extend(self.waivable.iter().cloned());
-        let detail = json!({
-            "approver": self.input.approver,
-            "waiting": waiting,
-        });
-        let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default());
+        let approvals = self.items.iter().map(|(item, _, _)| Item::Approval(item));
+        let detail = Listed {
+            approver: self.input.approver.as_deref(),
+            waiting: approvals
+                .chain(self.waivable.iter().map(Item::Waiver))
+                .collect(),
+        };
+        let result = BayResult::ok(None, detail.to_map());
         self.finish(report::with_main(
             result,
             self.remote.get(&refs::main(&self.input.main)),
@@ -435,50 +441,11 @@ impl Waiting {
     }
 }
 
-/// `diff.summary`: the files a candidate adds, changes and removes against its base (and how
-/// many in all), and the lines it adds and removes (a binary file's count none).
-fn summary(stats: &[PathStat]) -> Value {
-    let removed = stats.iter().filter(|s| s.bytes.is_none()).count();
-    // A path the base lacks that the candidate lacks too is no change a diff lists; a driver
-    // that says so anyway is counted as removed, never a panic.
-    let added = stats
-        .iter()
-        .filter(|s| s.created && s.bytes.is_some())
-        .count();
-    json!({
-        "files": stats.len(),
-        "added": added,
-        "changed": stats.len().saturating_sub(added + removed),
-        "removed": removed,
-        "lines_added": stats.iter().filter_map(|s| s.added_lines).sum::<u64>(),
-        "lines_removed": stats.iter().filter_map(|s| s.removed_lines).sum::<u64>(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::machine::Machine;
-
-    #[test]
-    fn a_summary_counts_each_path_once_even_when_a_driver_says_the_impossible() {
-        let stat = PathStat::new;
-        let stats = [
-            stat("new.txt", Some(4), true, Some((2, 0))),
-            stat("edited.txt", Some(9), false, Some((1, 3))),
-            stat("gone.txt", None, false, Some((0, 5))),
-            stat("image.png", Some(7), false, None),
-            // New and gone at once: no diff says so, but a driver might.
-            stat("odd.txt", None, true, Some((0, 0))),
-        ];
-        assert_eq!(
-            summary(&stats),
-            json!({
-                "files": 5, "added": 1, "changed": 2, "removed": 2,
-                "lines_added": 3, "lines_removed": 8,
-            })
-        );
-    }
+    use serde_json::json;
 
     #[test]
     fn with_an_empty_queue_nothing_waits_and_it_is_ok() {
