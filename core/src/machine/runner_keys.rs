@@ -9,10 +9,12 @@
 //! A policy at main that cannot be read counts as `signing = "all"`: the stricter reading,
 //! and the runner's own first operation refuses the policy by name.
 
-use serde_json::{Value, json};
+mod detail;
 
+use self::detail::{Refusal, Signs};
 use super::{Action, Completion, FetchSpec, Outbox, Refs};
 use crate::check::plan::{POLICY_PATH, parse_policy};
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::policy::Signing;
 use crate::reason::ReasonCode;
@@ -114,11 +116,6 @@ impl RunnerKeys {
         self.finish(BayResult::failed(&why));
     }
 
-    fn refuse(&mut self, detail: Value) {
-        let result = crate::report::refused(ReasonCode::RunnerKeyMissing, None, None, detail);
-        self.finish(result);
-    }
-
     fn on_fetched(&mut self, remote: Refs) {
         self.registry = remote.get(REF).cloned();
         if self.registry.is_none() {
@@ -154,7 +151,7 @@ impl RunnerKeys {
         let version = match judge_chain(&chain) {
             Ok(version) => version,
             Err(broken) => {
-                return self.refuse(json!({ "registry": broken }));
+                return self.finish(refused(Refusal::Registry { registry: broken }));
             }
         };
         let judged = runner_keys(
@@ -167,12 +164,13 @@ impl RunnerKeys {
         match judged {
             Ok(signer) => {
                 self.signer = signer;
-                let mut detail = serde_json::Map::new();
-                detail.insert("signing".into(), json!(self.signing.as_str()));
-                detail.insert("signs".into(), json!(self.signer.is_some()));
-                self.finish(BayResult::ok(None, detail));
+                let signs = Signs::judged(self.signing, self.signer.is_some());
+                self.finish(BayResult::ok(None, signs.to_map()));
             }
-            Err(problems) => self.refuse(json!({ "runner": self.input.runner, "keys": problems })),
+            Err(keys) => self.finish(refused(Refusal::Keys {
+                runner: &self.input.runner,
+                keys,
+            })),
         }
     }
 
@@ -188,11 +186,12 @@ impl RunnerKeys {
     }
 }
 
-fn signs_nothing(why: &str) -> BayResult {
-    let mut detail = serde_json::Map::new();
-    detail.insert("signs".into(), json!(false));
-    detail.insert("why".into(), json!(why));
-    BayResult::ok(None, detail)
+fn refused(refusal: Refusal<'_>) -> BayResult {
+    crate::report::refused(ReasonCode::RunnerKeyMissing, None, None, refusal.to_json())
+}
+
+fn signs_nothing(why: &'static str) -> BayResult {
+    BayResult::ok(None, Signs::nothing(why).to_map())
 }
 
 super::agent::command_machine!(RunnerKeys, "runner-keys");
