@@ -3,10 +3,16 @@
 //! from the steps' own times (each the `at` of the step or event that recorded it, on its
 //! writer's clock) and the reader's `now`, so no figure can disagree with the records.
 
+mod figures;
+
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use self::figures::{
+    ActorLive, Flaky, Flow, FromLog, Measured, OldestLive, Percentiles, Unread, WaitingApproval,
+};
+use crate::detail::Detail;
 use crate::event::{BayEvent, EventKind};
 use crate::id::ChangeId;
 use crate::record::{ChangeRecord, OpOutcome};
@@ -44,12 +50,15 @@ pub fn p50_p90(values: &[u64]) -> Option<(u64, u64)> {
     (!sorted.is_empty()).then(|| (rank(50), rank(90)))
 }
 
-/// `{p50, p90, <count_key>: n}`, or `null` when nothing was measured.
-fn percentiles(values: &[u64], count_key: &str) -> Value {
-    match p50_p90(values) {
-        Some((p50, p90)) => json!({ "p50": p50, "p90": p90, count_key: values.len() }),
-        None => Value::Null,
-    }
+/// The percentiles of `values`, with how many there are as `of` names them; `None` when
+/// nothing was measured.
+fn percentiles(values: &[u64], of: fn(usize) -> Measured) -> Option<Percentiles> {
+    let (p50, p90) = p50_p90(values)?;
+    Some(Percentiles {
+        p50,
+        p90,
+        of: of(values.len()),
+    })
 }
 
 /// Whether a change is live: it has not merged, ended `no_effect` or been abandoned, and no
@@ -101,7 +110,10 @@ fn with_ends(records: &[ChangeRecord], ends: &[BayEvent]) -> Vec<ChangeRecord> {
             op.outcome = Some(OpOutcome {
                 state,
                 reason: event.code,
-                detail: json!({ "from_log": event.runner }),
+                detail: FromLog {
+                    from_log: event.runner.as_deref(),
+                }
+                .to_json(),
                 by: event.runner.clone().unwrap_or_default(),
                 at: event.at,
             });
@@ -187,38 +199,41 @@ pub fn flow(
         .flat_map(check_runs)
         .map(|(check, started)| check.at.millis_since(started) / 1000)
         .collect();
-    let oldest = live
+    let oldest_live = live
         .iter()
         .min_by_key(|record| (record.started_at, &record.change))
-        .map_or(Value::Null, |record| {
-            json!({
-                "change": record.change,
-                "intent": record.intent,
-                "actor": record.actor,
-                "started_at": record.started_at.secs(),
-                "age_s": now.millis_since(record.started_at) / 1000,
-            })
+        .map(|record| OldestLive {
+            change: &record.change,
+            intent: &record.intent,
+            actor: &record.actor,
+            started_at: record.started_at.secs(),
+            age_s: now.millis_since(record.started_at) / 1000,
         });
-    json!({
-        "live": live.len(),
-        "by_actor": by_actor
+    Flow {
+        live: live.len(),
+        by_actor: by_actor
             .into_iter()
-            .map(|(actor, n)| json!({ "actor": actor, "live": n, "limit": limit }))
-            .collect::<Vec<_>>(),
-        "merged": merged_7d,
-        "cycle_time_s": percentiles(&cycle, "merged"),
-        "queue_wait_s": percentiles(&waits, "merged"),
-        "check_time_s": percentiles(&checks, "runs"),
-        "oldest_live": oldest,
-        "waiting_approval": waiting_approval(&records, now),
-    })
+            .map(|(actor, live)| ActorLive { actor, live, limit })
+            .collect(),
+        merged: merged_7d,
+        cycle_time_s: percentiles(&cycle, Measured::Merged),
+        queue_wait_s: percentiles(&waits, Measured::Merged),
+        check_time_s: percentiles(&checks, Measured::Runs),
+        oldest_live,
+        waiting_approval: waiting_approval(&records, now),
+    }
+    .to_json()
 }
 
 /// The changes that wait for an approval: how many, the oldest and its age.
-fn waiting_approval(records: &[&ChangeRecord], now: Timestamp) -> Value {
+fn waiting_approval(records: &[&ChangeRecord], now: Timestamp) -> WaitingApproval {
     let (count, oldest) = crate::approval::waiting_queue(records.iter().copied(), None, now);
     let age_s = oldest.get("age_s").cloned().unwrap_or(Value::Null);
-    json!({ "count": count, "oldest": oldest, "age_s": age_s })
+    WaitingApproval {
+        count,
+        oldest,
+        age_s,
+    }
 }
 
 /// `detail.flakes`: for each check, how many of `records`' merges within the red window
@@ -259,7 +274,12 @@ pub fn flakes(records: &[ChangeRecord], window: &BTreeSet<crate::git::Oid>) -> V
         counts
             .into_iter()
             .map(|((check, environment), merges)| {
-                json!({ "check": check, "environment": environment, "merges": merges })
+                Flaky {
+                    check,
+                    environment,
+                    merges,
+                }
+                .to_json()
             })
             .collect(),
     )
@@ -268,7 +288,8 @@ pub fn flakes(records: &[ChangeRecord], window: &BTreeSet<crate::git::Oid>) -> V
 /// `detail.flow` when the records could not be read: the reason, and no figure that would
 /// look like an empty flow.
 pub fn unread(why: &str) -> Value {
-    json!({ "unread": format!("bay could not read the change records this clone holds: {why}") })
+    let unread = format!("bay could not read the change records this clone holds: {why}");
+    Unread { unread }.to_json()
 }
 
 #[cfg(test)]
