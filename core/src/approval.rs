@@ -14,8 +14,11 @@
 //! too ([`carries`], [`changed_under`]); `carry = false` asks on every candidate. A no never
 //! carries, and one on the same files stops a yes from carrying ([`Carry::outcome`]).
 
+mod detail;
+
 use serde_json::{Map, Value, json};
 
+pub use self::detail::{CarriedFrom, Counted, Owed, Pending, Rejected, SetAside};
 use crate::check::Verdict;
 use crate::git::Oid;
 use crate::glob;
@@ -232,11 +235,11 @@ pub fn same_content(one: &str, two: &str) -> bool {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Judgement {
     /// Every check has a counted yes and none a counted no: each counted yes, per check.
-    Approved(Vec<Value>),
+    Approved(Vec<Counted>),
     /// A counted no: `detail.checks` names each check and approver who said no.
-    Rejected(Value),
+    Rejected(Rejected),
     /// A yes is still owed: `detail.approval` says for which checks and from whom.
-    Pending(Value),
+    Pending(Pending),
 }
 
 /// The approvers enrolled in `registry`'s `approver` file who may answer `check`.
@@ -254,7 +257,7 @@ pub fn approvers(registry: Option<&Version>, check: &ApprovalCheck) -> Vec<Strin
 }
 
 /// The counted answers among `lines` for `check` on the candidate `commit`: the yeses and the
-/// noes, each as `detail` names it. A record counts only when it names this commit and check,
+/// noes. A record counts only when it names this commit and check,
 /// comes from an approver the check allows, and verifies as `signed` against the registry's
 /// `approver` file; a signed word that is not a yes is a no.
 fn counted(
@@ -262,7 +265,7 @@ fn counted(
     lines: &[String],
     keys: Keys<'_>,
     commit: &Oid,
-) -> (Vec<Value>, Vec<Value>) {
+) -> (Vec<Counted>, Vec<Counted>) {
     let mut yes = Vec::new();
     let mut no = Vec::new();
     for line in lines {
@@ -279,14 +282,15 @@ fn counted(
         {
             continue;
         }
-        let answer = json!({
-            "check": check.id,
-            "environment": check.environment,
-            "approver": text("producer"),
-            "verdict": text("verdict"),
-            "why": text("why"),
-            "record": text("id"),
-        });
+        let answer = Counted {
+            check: check.id.clone(),
+            environment: check.environment.clone(),
+            approver: text("producer").to_owned(),
+            verdict: text("verdict").to_owned(),
+            why: text("why").to_owned(),
+            record: text("id").to_owned(),
+            carried: None,
+        };
         match Verdict::parse(text("verdict")) {
             Some(Verdict::Pass) => yes.push(answer),
             _ => no.push(answer),
@@ -308,11 +312,11 @@ pub struct Earlier {
 pub struct Carry {
     pub check: String,
     pub from: Earlier,
-    /// The counted yes, as `detail` names it.
-    pub answer: Value,
+    /// The counted yes.
+    pub answer: Counted,
     /// The counted noes of the check on earlier candidates, each with its candidate: one on
     /// the same files as this candidate's stops the yes from carrying.
-    pub noes: Vec<(Earlier, Value)>,
+    pub noes: Vec<(Earlier, Counted)>,
 }
 
 /// A comparison of an earlier candidate with this one: the paths that differ between the two
@@ -333,7 +337,7 @@ impl Carry {
     /// reading each way: a yes it cannot vouch for is set aside, a no it cannot tell apart
     /// stops it).
     pub fn outcome(&self, check: &ApprovalCheck, diffs: &[Compared]) -> Carried {
-        let record = self.answer["record"].clone();
+        let record = self.answer.record.clone();
         let changed = |index: usize| match diffs.get(index) {
             Some(Ok((candidates, bases))) => Ok(changed_under(check, candidates, bases)),
             Some(Err(why)) => Err(why.clone()),
@@ -341,13 +345,13 @@ impl Carry {
         };
         match changed(0) {
             Err(why) => {
-                return Carried::SetAside(json!({
-                    "record": record,
-                    "why": format!("could not compare the files: {why}"),
-                }));
+                return Carried::SetAside(SetAside::Uncompared {
+                    record,
+                    why: format!("could not compare the files: {why}"),
+                });
             }
             Ok(paths) if !paths.is_empty() => {
-                return Carried::SetAside(json!({ "record": record, "paths": paths }));
+                return Carried::SetAside(SetAside::Changed { record, paths });
             }
             Ok(_) => {}
         }
@@ -357,16 +361,19 @@ impl Carry {
             .enumerate()
             .find(|(index, _)| changed(index + 1).map_or(true, |paths| paths.is_empty()));
         if let Some((_, (_, no))) = same_as_a_no {
-            return Carried::SetAside(json!({
-                "record": record,
-                "stopped_by": no["record"],
-                "why": "a no on the same files stops this yes from carrying",
-            }));
+            return Carried::SetAside(SetAside::Stopped {
+                record,
+                stopped_by: no.record.clone(),
+                why: "a no on the same files stops this yes from carrying",
+            });
         }
-        let mut answer = self.answer.clone();
-        answer["carried_from"] = record;
-        answer["from_commit"] = json!(self.from.commit);
-        Carried::Holds(answer)
+        Carried::Holds(Counted {
+            carried: Some(CarriedFrom {
+                carried_from: record,
+                from_commit: self.from.commit.clone(),
+            }),
+            ..self.answer.clone()
+        })
     }
 }
 
@@ -387,7 +394,7 @@ pub fn carries(
         if !yes.is_empty() || !no.is_empty() {
             continue;
         }
-        let answers: Vec<(&Earlier, Vec<Value>, Vec<Value>)> = earlier
+        let answers: Vec<(&Earlier, Vec<Counted>, Vec<Counted>)> = earlier
             .iter()
             .filter(|e| e.commit != about.commit)
             .map(|e| {
@@ -395,19 +402,19 @@ pub fn carries(
                 (e, yes, no)
             })
             .collect();
-        let noes: Vec<(Earlier, Value)> = answers
+        let noes: Vec<(Earlier, Counted)> = answers
             .iter()
             .flat_map(|(earlier, _, no)| no.iter().map(|no| ((*earlier).clone(), no.clone())))
             .collect();
-        if let Some((from, yes, _)) = answers
+        let latest_yes = answers
             .into_iter()
             .rev()
-            .find(|(_, yes, _)| !yes.is_empty())
-        {
+            .find_map(|(from, yes, _)| Some((from, yes.into_iter().next()?)));
+        if let Some((from, answer)) = latest_yes {
             found.push(Carry {
                 check: check.id.clone(),
                 from: from.clone(),
-                answer: yes.into_iter().next().unwrap_or(Value::Null),
+                answer,
                 noes,
             });
         }
@@ -437,12 +444,12 @@ pub fn changed_under(
     paths
 }
 
-/// What became of a yes that may carry: it holds (its answer, naming `carried_from`), or a
-/// covered file changed and it is set aside (the record and those `paths`).
+/// What became of a yes that may carry: it holds (its answer, naming `carried_from`), or it
+/// is set aside, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Carried {
-    Holds(Value),
-    SetAside(Value),
+    Holds(Counted),
+    SetAside(SetAside),
 }
 
 /// Judges the approval records `lines` for the checks `owed` of the candidate `about`, under
@@ -455,9 +462,9 @@ pub fn judge(
     about: &About,
     carried: &std::collections::BTreeMap<String, Carried>,
 ) -> Judgement {
-    let mut yes: Vec<Value> = Vec::new();
-    let mut no: Vec<Value> = Vec::new();
-    let mut pending: Vec<Value> = Vec::new();
+    let mut yes: Vec<Counted> = Vec::new();
+    let mut no: Vec<Counted> = Vec::new();
+    let mut pending: Vec<Owed> = Vec::new();
     for check in owed {
         let (said_yes, said_no) = counted(check, lines, keys, &about.commit);
         if !said_no.is_empty() {
@@ -473,51 +480,51 @@ pub fn judge(
             continue;
         }
         let approvers = approvers(keys.registry, check);
-        let mut entry = json!({
-            "check": check.id,
-            "environment": check.environment,
-            "approvers": approvers,
-        });
-        if let Some(producers) = &check.producers {
-            entry["producers"] = json!(producers);
-        }
-        if let Some(Carried::SetAside(set_aside)) = carried.get(&check.id) {
-            entry["set_aside"] = set_aside.clone();
-        }
-        if keys.registry.is_none() {
-            entry["why"] = Value::from(
+        let why = if keys.registry.is_none() {
+            Some(
                 "the remote holds no key registry, so no approval can count; enrol an \
                  approver with `bay enrol approver <name> <key.pub>`",
-            );
+            )
         } else if approvers.is_empty() {
-            entry["why"] = Value::from(
-                "no approver this check allows is enrolled in the registry's approver file",
-            );
-        }
-        pending.push(entry);
+            Some("no approver this check allows is enrolled in the registry's approver file")
+        } else {
+            None
+        };
+        let set_aside = match carried.get(&check.id) {
+            Some(Carried::SetAside(set_aside)) => Some(set_aside.clone()),
+            _ => None,
+        };
+        pending.push(Owed {
+            check: check.id.clone(),
+            environment: check.environment.clone(),
+            approvers,
+            producers: check.producers.clone(),
+            set_aside,
+            why,
+        });
     }
     if !no.is_empty() {
-        let names: Vec<&str> = no.iter().filter_map(|a| a["approver"].as_str()).collect();
-        return Judgement::Rejected(json!({
-            "candidate": about.candidate,
-            "commit": about.commit,
-            "why": format!("rejected by {}", names.join(", ")),
-            "checks": no,
-            "lands_by": "author_repairs",
-        }));
+        let names: Vec<&str> = no.iter().map(|a| a.approver.as_str()).collect();
+        return Judgement::Rejected(Rejected {
+            candidate: about.candidate.clone(),
+            commit: about.commit.clone(),
+            why: format!("rejected by {}", names.join(", ")),
+            checks: no,
+            lands_by: "author_repairs",
+        });
     }
     if pending.is_empty() {
         return Judgement::Approved(yes);
     }
-    Judgement::Pending(json!({
-        "candidate": about.candidate,
-        "commit": about.commit,
-        "tree": about.tree,
-        "checks": pending,
-        "approve": format!("bay approve {}", about.change),
-        "reject": format!("bay reject {}", about.change),
-        "record": record_command(about, owed),
-    }))
+    Judgement::Pending(Pending {
+        candidate: about.candidate.clone(),
+        commit: about.commit.clone(),
+        tree: about.tree.clone(),
+        checks: pending,
+        approve: format!("bay approve {}", about.change),
+        reject: format!("bay reject {}", about.change),
+        record: record_command(about, owed),
+    })
 }
 
 /// The live changes among `records` that wait for an approval (`APPROVAL_PENDING`): how

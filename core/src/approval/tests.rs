@@ -1,5 +1,7 @@
 use super::*;
+use crate::detail::Detail;
 use crate::policy::Signing;
+use serde_json::json;
 
 fn oid(c: char) -> Oid {
     Oid::parse(&c.to_string().repeat(40)).expect("an oid")
@@ -38,6 +40,19 @@ fn yes(approver: &str, commit: &Oid) -> String {
         ..about()
     };
     record(&answer, &about, Timestamp(5))
+}
+
+/// A counted answer on billing-approval whose record is `record`.
+fn said(record: &str) -> Counted {
+    Counted {
+        check: "billing-approval".into(),
+        environment: "people".into(),
+        approver: "alice".into(),
+        verdict: "pass".into(),
+        why: String::new(),
+        record: record.into(),
+        carried: None,
+    }
 }
 
 #[test]
@@ -80,9 +95,10 @@ fn without_a_registry_nothing_counts_and_the_wait_says_why() {
         &about(),
         &Default::default(),
     );
-    let Judgement::Pending(detail) = judged else {
+    let Judgement::Pending(pending) = judged else {
         panic!("an unsigned yes never counts: {judged:?}");
     };
+    let detail = pending.to_json();
     assert_eq!(detail["commit"], oid('a').as_str());
     assert_eq!(detail["tree"], oid('b').as_str());
     assert_eq!(detail["approve"], "bay approve c7k2m4qa");
@@ -176,7 +192,13 @@ fn a_carried_yes_holds_only_while_no_covered_file_or_the_policy_changed() {
     };
     let carried = std::collections::BTreeMap::from([(
         "billing-approval".to_owned(),
-        Carried::Holds(serde_json::json!({"check": "billing-approval", "carried_from": "r"})),
+        Carried::Holds(Counted {
+            carried: Some(CarriedFrom {
+                carried_from: "r".into(),
+                from_commit: oid('d'),
+            }),
+            ..said("r")
+        }),
     )]);
     let judged = judge(std::slice::from_ref(&check), &[], keys, &about(), &carried);
     assert!(
@@ -185,11 +207,15 @@ fn a_carried_yes_holds_only_while_no_covered_file_or_the_policy_changed() {
     );
     let set_aside = std::collections::BTreeMap::from([(
         "billing-approval".to_owned(),
-        Carried::SetAside(serde_json::json!({"record": "r", "paths": ["billing/rates.txt"]})),
+        Carried::SetAside(SetAside::Changed {
+            record: "r".into(),
+            paths: vec!["billing/rates.txt".into()],
+        }),
     )]);
-    let Judgement::Pending(detail) = judge(&[check], &[], keys, &about(), &set_aside) else {
+    let Judgement::Pending(pending) = judge(&[check], &[], keys, &about(), &set_aside) else {
         panic!("a set-aside yes owes a fresh one");
     };
+    let detail = pending.to_json();
     assert_eq!(
         detail["checks"][0]["set_aside"]["paths"][0],
         "billing/rates.txt"
@@ -272,8 +298,8 @@ fn a_no_stops_a_yes_from_carrying_only_on_the_same_files() {
     let carry = Carry {
         check: check.id.clone(),
         from: earlier('d'),
-        answer: json!({"check": "billing-approval", "record": "alice/yes"}),
-        noes: vec![(earlier('f'), json!({"record": "bob/no"}))],
+        answer: said("alice/yes"),
+        noes: vec![(earlier('f'), said("bob/no"))],
     };
     assert_eq!(carry.compared().count(), 2);
     let same: Compared = Ok((vec!["src/a.rs".into()], Vec::new()));
@@ -281,11 +307,13 @@ fn a_no_stops_a_yes_from_carrying_only_on_the_same_files() {
     let Carried::Holds(held) = carry.outcome(&check, &[same.clone(), repaired.clone()]) else {
         panic!("a no on other files stops nothing");
     };
+    let held = held.to_json();
     assert_eq!(held["carried_from"], "alice/yes");
     assert_eq!(held["from_commit"], json!(oid('d')));
     let Carried::SetAside(stopped) = carry.outcome(&check, &[same.clone(), same.clone()]) else {
         panic!("a no on the same files stops the yes");
     };
+    let stopped = stopped.to_json();
     assert_eq!(stopped["stopped_by"], "bob/no");
     let unknown: Compared = Err("the disk is gone".into());
     assert!(
@@ -298,6 +326,7 @@ fn a_no_stops_a_yes_from_carrying_only_on_the_same_files() {
     let Carried::SetAside(aside) = carry.outcome(&check, &[repaired, same.clone()]) else {
         panic!("a yes whose files changed is set aside");
     };
+    let aside = aside.to_json();
     assert_eq!(aside["paths"], json!(["billing/rates.txt"]));
     assert!(matches!(
         carry.outcome(&check, &[unknown, same]),

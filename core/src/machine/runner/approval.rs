@@ -22,6 +22,7 @@ use super::{RunMode, Runner};
 use std::collections::BTreeMap;
 
 use crate::approval::{About, Carried, Carry, Compared, Earlier, Judgement, carries, judge};
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::machine::keys_read::{KeysRead, KeysStep};
 use crate::machine::{Action, Completion, Fault, FetchSpec, Misuse, Refs};
@@ -415,7 +416,7 @@ impl Runner {
                 let mut merge: Merge = checking.merge(unsigned);
                 merge.detail.carried_approvals = yes
                     .iter()
-                    .filter(|answer| answer.get("carried_from").is_some())
+                    .filter(|answer| answer.carried.is_some())
                     .cloned()
                     .collect();
                 merge.detail.approvals = Some(yes);
@@ -429,11 +430,11 @@ impl Runner {
                     Write::End(Ending {
                         state: OpState::Blocked,
                         reason: Some(ReasonCode::CheckFailed),
-                        detail,
+                        detail: detail.to_json(),
                     }),
                 )
             }
-            Judgement::Pending(mut approval) => {
+            Judgement::Pending(pending) => {
                 // The paths a yes is owed for: what the candidate changes under `when_paths`.
                 let paths: Vec<&String> = built
                     .changed_paths
@@ -445,6 +446,7 @@ impl Runner {
                             .any(|c| crate::glob::any_path_matches(&c.when_paths, path))
                     })
                     .collect();
+                let mut approval = pending.to_json();
                 approval["paths"] = serde_json::json!(paths);
                 let lands_by = match self.cfg.mode {
                     RunMode::Only(_) => "author",

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::carry::CarriedCheck;
+use crate::approval::Counted;
 use crate::check::plan::Plan;
 use crate::detail::Detail;
 use crate::git::Oid;
@@ -36,10 +37,10 @@ pub(super) struct Merged {
     pub trust: &'static str,
     /// The yeses that answered the approvals owed, when any were.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub approvals: Option<Vec<Value>>,
+    pub approvals: Option<Vec<Counted>>,
     /// Those of them carried from an earlier candidate.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub carried_approvals: Vec<Value>,
+    pub carried_approvals: Vec<Counted>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchOf>,
 }
