@@ -16,9 +16,9 @@
 
 mod detail;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-pub use self::detail::{CarriedFrom, Counted, Owed, Pending, Rejected, SetAside};
+pub use self::detail::{CarriedFrom, Counted, OldestWaiting, Owed, Pending, Rejected, SetAside};
 use crate::check::Verdict;
 use crate::git::Oid;
 use crate::glob;
@@ -535,7 +535,7 @@ pub fn waiting_queue<'a>(
     records: impl IntoIterator<Item = &'a crate::record::ChangeRecord>,
     except: Option<&crate::id::ChangeId>,
     now: Timestamp,
-) -> (usize, Value) {
+) -> (usize, Option<OldestWaiting>) {
     let waiting: Vec<(&crate::record::ChangeRecord, Timestamp)> = records
         .into_iter()
         .filter(|record| Some(&record.change) != except)
@@ -549,13 +549,11 @@ pub fn waiting_queue<'a>(
     let oldest = waiting
         .iter()
         .min_by_key(|(record, at)| (*at, &record.change))
-        .map_or(Value::Null, |(record, at)| {
-            json!({
-                "change": record.change,
-                "intent": record.intent,
-                "actor": record.actor,
-                "age_s": now.millis_since(*at) / 1000,
-            })
+        .map(|(record, at)| OldestWaiting {
+            change: record.change.clone(),
+            intent: record.intent.clone(),
+            actor: record.actor.clone(),
+            age_s: now.millis_since(*at) / 1000,
         });
     (waiting.len(), oldest)
 }

@@ -228,11 +228,10 @@ pub fn flow(
 /// The changes that wait for an approval: how many, the oldest and its age.
 fn waiting_approval(records: &[&ChangeRecord], now: Timestamp) -> WaitingApproval {
     let (count, oldest) = crate::approval::waiting_queue(records.iter().copied(), None, now);
-    let age_s = oldest.get("age_s").cloned().unwrap_or(Value::Null);
     WaitingApproval {
         count,
+        age_s: oldest.as_ref().map(|oldest| oldest.age_s),
         oldest,
-        age_s,
     }
 }
 

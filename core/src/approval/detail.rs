@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::detail::Detail;
 use crate::git::Oid;
+use crate::id::ChangeId;
 
 /// One approver's counted answer on one check, as its record says it. A yes carried from an
 /// earlier candidate also names where it came from.
@@ -97,6 +98,18 @@ pub struct Pending {
 
 impl Detail for Pending {}
 
+/// The live change that has waited longest for an approval, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OldestWaiting {
+    pub change: ChangeId,
+    pub intent: String,
+    pub actor: String,
+    /// Seconds since its wait began, on its writer's clock.
+    pub age_s: u64,
+}
+
+impl Detail for OldestWaiting {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +166,20 @@ mod tests {
             ..rejected
         };
         assert_eq!(rejected.to_json()["checks"], json!([expected]));
+    }
+
+    #[test]
+    fn the_oldest_waiting_change_names_itself_and_its_age() {
+        let oldest = OldestWaiting {
+            change: ChangeId::parse("c7k2m4qa").expect("a change id"),
+            intent: "greet".into(),
+            actor: "ann".into(),
+            age_s: 60,
+        };
+        assert_eq!(
+            oldest.to_json(),
+            json!({"change": "c7k2m4qa", "intent": "greet", "actor": "ann", "age_s": 60})
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The figures `detail.flow` and `detail.flakes` name, as `flow` computes them.
 
 use serde::Serialize;
-use serde_json::Value;
 
+use crate::approval::OldestWaiting;
 use crate::detail::Detail;
 use crate::id::ChangeId;
 
@@ -69,8 +69,8 @@ pub(super) struct OldestLive<'a> {
 #[derive(Serialize)]
 pub(super) struct WaitingApproval {
     pub count: usize,
-    pub oldest: Value,
-    pub age_s: Value,
+    pub oldest: Option<OldestWaiting>,
+    pub age_s: Option<u64>,
 }
 
 /// One check that merged flaky within the red window, and how many merges it did so in.
@@ -145,8 +145,8 @@ mod tests {
             }),
             waiting_approval: WaitingApproval {
                 count: 0,
-                oldest: Value::Null,
-                age_s: Value::Null,
+                oldest: None,
+                age_s: None,
             },
         };
         assert_eq!(

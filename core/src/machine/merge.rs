@@ -626,15 +626,11 @@ impl Merge {
         if (count as u64) < cap {
             return self.within(ask);
         }
-        let age_s = oldest
-            .get("age_s")
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
         let review = Review {
             waiting: count,
             max: cap,
+            age_s: oldest.as_ref().map(|oldest| oldest.age_s),
             oldest,
-            age_s,
         };
         self.refuse(&self.input.change.clone(), Refusal::WipLimit { review });
     }

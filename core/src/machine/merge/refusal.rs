@@ -2,8 +2,8 @@
 //! `detail`.
 
 use serde::Serialize;
-use serde_json::Value;
 
+use crate::approval::OldestWaiting;
 use crate::detail::Detail;
 use crate::id::OpId;
 use crate::limits::TooLarge;
@@ -35,8 +35,8 @@ pub(super) enum Refusal {
 pub(super) struct Review {
     pub waiting: usize,
     pub max: u64,
-    pub oldest: Value,
-    pub age_s: Value,
+    pub oldest: Option<OldestWaiting>,
+    pub age_s: Option<u64>,
 }
 
 impl Refusal {
@@ -87,12 +87,19 @@ mod tests {
                     review: Review {
                         waiting: 3,
                         max: 3,
-                        oldest: json!({"change": "k2m4qa7c"}),
-                        age_s: json!(60),
+                        oldest: Some(OldestWaiting {
+                            change: crate::id::ChangeId::parse("k2m4qa7c").expect("an id"),
+                            intent: "greet".into(),
+                            actor: "ann".into(),
+                            age_s: 60,
+                        }),
+                        age_s: Some(60),
                     },
                 },
                 ReasonCode::WipLimit,
-                json!({"review": {"waiting": 3, "max": 3, "oldest": {"change": "k2m4qa7c"},
+                json!({"review": {"waiting": 3, "max": 3,
+                                  "oldest": {"change": "k2m4qa7c", "intent": "greet",
+                                             "actor": "ann", "age_s": 60},
                                   "age_s": 60}}),
             ),
         ];
