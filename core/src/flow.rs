@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use self::figures::{
-    ActorLive, Flaky, Flow, FromLog, Measured, OldestLive, Percentiles, Unread, WaitingApproval,
+    ActorLive, Flaky, Flow, FromLog, Measured, OldestLive, Percentiles, WaitingApproval,
 };
-use crate::detail::Detail;
+use crate::detail::{Detail, Unread};
 use crate::event::{BayEvent, EventKind};
 use crate::id::ChangeId;
 use crate::record::{ChangeRecord, OpOutcome};

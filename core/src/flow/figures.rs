@@ -83,14 +83,6 @@ pub(super) struct Flaky {
 
 impl Detail for Flaky {}
 
-/// `detail.flow` when the records could not be read: why, and no figure.
-#[derive(Serialize)]
-pub(super) struct Unread {
-    pub unread: String,
-}
-
-impl Detail for Unread {}
-
 /// The outcome detail of an operation's end a runner log reports: the runner that logged it.
 #[derive(Serialize)]
 pub(super) struct FromLog<'a> {
@@ -167,10 +159,6 @@ mod tests {
 
     #[test]
     fn the_other_details_name_their_one_field() {
-        let unread = Unread {
-            unread: "gone".into(),
-        };
-        assert_eq!(unread.to_json(), json!({"unread": "gone"}));
         let flaky = Flaky {
             check: "unit".into(),
             environment: "linux".into(),

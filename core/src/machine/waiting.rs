@@ -23,7 +23,7 @@ use super::keys_read::{KeysRead, KeysStep};
 use super::{
     Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, RawStep, Refs, unreadable,
 };
-use crate::detail::Detail;
+use crate::detail::{Detail, Unread};
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::limits::PathStat;
@@ -242,7 +242,7 @@ impl Waiting {
     fn on_stats(&mut self, index: usize, stats: Result<Vec<PathStat>, super::Fault>) {
         let summary = match stats {
             Ok(stats) => Summary::of(&stats),
-            Err(fault) => Summary::Unread { unread: fault.0 },
+            Err(fault) => Summary::Unread(Unread { unread: fault.0 }),
         };
         if let Some((item, _, _)) = self.items.get_mut(index) {
             item.diff = Some(Diff { summary });

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::check::Verdict;
-use crate::detail::Detail;
+use crate::detail::{Detail, Unread};
 use crate::git::Oid;
 use crate::id::{CandidateId, ChangeId};
 use crate::limits::PathStat;
@@ -72,9 +72,7 @@ pub(super) enum Summary {
         lines_added: u64,
         lines_removed: u64,
     },
-    Unread {
-        unread: String,
-    },
+    Unread(Unread),
 }
 
 impl Summary {
@@ -168,9 +166,9 @@ mod tests {
         });
         assert_eq!(approval.to_json(), before);
         approval.diff = Some(Diff {
-            summary: Summary::Unread {
+            summary: Summary::Unread(Unread {
                 unread: "no disk".into(),
-            },
+            }),
         });
         let mut after = before;
         after["diff"] = json!({"summary": {"unread": "no disk"}});
