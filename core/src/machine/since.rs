@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::agent::{fold_one, read_chain};
@@ -769,7 +769,7 @@ fn outside_event(commit: &MainCommit) -> Option<Value> {
 /// `detail.unattributed` of `bay status`: of `commits` (main's newest first-parent commits in
 /// the window, oldest first), those that did not merge through bay, counted per committer and
 /// listed newest first, beside how many did.
-pub fn unattributed(window: u32, commits: &[MainCommit]) -> Value {
+pub fn unattributed(window: u32, commits: &[MainCommit]) -> Unattributed<'_> {
     let outside: Vec<&MainCommit> = commits
         .iter()
         .rev()
@@ -781,37 +781,91 @@ pub fn unattributed(window: u32, commits: &[MainCommit]) -> Value {
     }
     let mut by_writer: Vec<(&str, u64)> = writers.into_iter().collect();
     by_writer.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let merges: Vec<Value> = outside
+    let merges = outside
         .iter()
-        .map(|commit| {
-            json!({
-                "commit": commit.oid,
-                "base": commit.parents.first(),
-                "at": commit.at,
-                "subject": subject(commit),
-                "merged_as": merged_as(commit),
-                "merged": commit.brought.iter().take(MERGED_LISTED).map(|c| &c.oid).collect::<Vec<_>>(),
-                "merged_count": commit.off_first_parent,
-                "merges_off_first_parent": bay_merges_off_line(commit).count(),
-            })
+        .map(|commit| OutsideMerge {
+            commit: &commit.oid,
+            base: commit.parents.first(),
+            at: commit.at,
+            subject: subject(commit),
+            merged_as: merged_as(commit),
+            merged: commit
+                .brought
+                .iter()
+                .take(MERGED_LISTED)
+                .map(|c| &c.oid)
+                .collect(),
+            merged_count: commit.off_first_parent,
+            merges_off_first_parent: bay_merges_off_line(commit).count(),
         })
         .collect();
     // A bay merge put off the line still merged through bay: it counts at the merge.
     let hidden: usize = outside.iter().map(|c| bay_merges_off_line(c).count()).sum();
-    json!({
-        "window": window,
-        "count": outside.len(),
-        "by_writer": by_writer
-            .iter()
-            .map(|(writer, count)| json!({ "writer": writer, "count": count }))
-            .collect::<Vec<_>>(),
-        "through_bay": commits.len() - outside.len() + hidden,
-        "merges": merges,
-        "off_first_parent": outside.iter().map(|c| c.off_first_parent).sum::<u64>(),
-        "merges_off_first_parent": hidden,
-        "landings_off_first_parent_capped": outside.iter().any(|c| capped(c)),
-    })
+    Unattributed {
+        window,
+        count: outside.len(),
+        by_writer: by_writer
+            .into_iter()
+            .map(|(writer, count)| WriterCount { writer, count })
+            .collect(),
+        through_bay: commits.len() - outside.len() + hidden,
+        merges,
+        off_first_parent: outside.iter().map(|c| c.off_first_parent).sum(),
+        merges_off_first_parent: hidden,
+        landings_off_first_parent_capped: outside.iter().any(|c| capped(c)),
+    }
 }
+
+/// `detail.unattributed` of `bay status`: the window's commits that did not merge through
+/// bay, counted per committer and listed, beside how many did.
+#[derive(Debug, Serialize)]
+pub struct Unattributed<'a> {
+    window: u32,
+    count: usize,
+    /// Most commits first, then by name.
+    by_writer: Vec<WriterCount<'a>>,
+    through_bay: usize,
+    /// Newest first.
+    merges: Vec<OutsideMerge<'a>>,
+    off_first_parent: u64,
+    merges_off_first_parent: usize,
+    landings_off_first_parent_capped: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct WriterCount<'a> {
+    writer: &'a str,
+    count: u64,
+}
+
+/// One main commit that did not merge through bay.
+#[derive(Debug, Serialize)]
+struct OutsideMerge<'a> {
+    commit: &'a Oid,
+    base: Option<&'a Oid>,
+    at: Timestamp,
+    subject: &'a str,
+    merged_as: &'static str,
+    /// The first [`MERGED_LISTED`] commits it brought in off the first-parent line.
+    merged: Vec<&'a Oid>,
+    merged_count: u64,
+    merges_off_first_parent: usize,
+}
+
+/// A `main_not_linear` warning: a merge outside bay that put bay merges off main's
+/// first-parent line, and what the host's owner does about it.
+#[derive(Debug, Serialize)]
+struct NotLinear<'a> {
+    warning: &'static str,
+    commit: &'a Oid,
+    parents: &'a [Oid],
+    merges_off_first_parent: u64,
+    capped: bool,
+    hint: &'static str,
+}
+
+impl Detail for Unattributed<'_> {}
+impl Detail for NotLinear<'_> {}
 
 /// `detail.warnings` of `bay status`: `main_not_linear` for each merge outside bay in the window
 /// that put bay merges off main's first-parent line, newest first.
@@ -819,17 +873,20 @@ pub fn not_linear_warnings(commits: &[MainCommit]) -> Vec<Value> {
     commits
         .iter()
         .rev()
-        .filter_map(not_linear_event)
-        .map(|mut event| {
-            json!({
-                "warning": "main_not_linear",
-                "commit": event["commit"].take(),
-                "parents": event["parents"].take(),
-                "merges_off_first_parent": event["merges_off_first_parent"].take(),
-                "capped": event["capped"].take(),
-                "hint": "require linear history for main on your host, so only fast-forward pushes reach it",
+        .filter(|commit| bay_merge(&commit.message).is_none())
+        .filter_map(|commit| {
+            let hidden = bay_merges_off_line(commit).count() as u64;
+            (hidden > 0).then(|| NotLinear {
+                warning: "main_not_linear",
+                commit: &commit.oid,
+                parents: &commit.parents,
+                merges_off_first_parent: hidden,
+                capped: capped(commit),
+                hint: "require linear history for main on your host, so only fast-forward pushes \
+                       reach it",
             })
         })
+        .map(|warning| warning.to_json())
         .collect()
 }
 

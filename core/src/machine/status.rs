@@ -1198,7 +1198,7 @@ impl Status {
                     );
                     add_warnings(&mut result, not_linear_warnings(commits));
                 }
-                let value = read.map(|commits| unattributed(window, &commits));
+                let value = read.map(|commits| unattributed(window, &commits).to_json());
                 self.with_unattributed(*result, value)
             }
             (Purpose::FlowHeld(result), Completion::HeldRead(held)) => match held {

@@ -4,6 +4,7 @@ use crate::id::OpId;
 use crate::machine::{ChainRead, Event, Machine, RawStep};
 use crate::record::Step;
 use crate::result::OpState;
+use serde_json::json;
 
 fn oid(n: u64) -> Oid {
     Oid::parse(&format!("{n:040x}")).expect("forty hex digits")
@@ -373,7 +374,7 @@ fn unattributed_counts_what_went_around_bay_per_writer_newest_first() {
         outside_commit(4, 1, "another"),
         merge,
     ];
-    let value = unattributed(50, &commits);
+    let value = unattributed(50, &commits).to_json();
     assert_eq!(value["window"], 50);
     assert_eq!(value["count"], 3);
     assert_eq!(value["through_bay"], 1);
@@ -447,7 +448,7 @@ fn unattributed_counts_a_bay_merge_put_off_the_line_at_its_merge_and_warns() {
     let (mut merge, hidden) = hiding_merge();
     merge.off_first_parent = 2;
     let commits = vec![outside_commit(5, 1, "local"), merge.clone()];
-    let value = unattributed(50, &commits);
+    let value = unattributed(50, &commits).to_json();
     assert_eq!(value["count"], 2);
     assert_eq!(
         value["through_bay"], 1,
@@ -464,6 +465,51 @@ fn unattributed_counts_a_bay_merge_put_off_the_line_at_its_merge_and_warns() {
     assert_eq!(warnings[0]["warning"], "main_not_linear");
     assert_eq!(warnings[0]["commit"], json!(merge.oid));
     assert_eq!(warnings[0]["parents"], json!(merge.parents));
+    assert_eq!(
+        value,
+        json!({
+            "window": 50,
+            "count": 2,
+            "by_writer": [{"writer": "Bob <bob@example>", "count": 2}],
+            "through_bay": 1,
+            "merges": [
+                {
+                    "commit": merge.oid,
+                    "base": oid(5),
+                    "at": merge.at,
+                    "subject": "Merge branch main of the forge",
+                    "merged_as": "merge",
+                    "merged": [hidden.oid],
+                    "merged_count": 2,
+                    "merges_off_first_parent": 1,
+                },
+                {
+                    "commit": oid(5),
+                    "base": oid(4),
+                    "at": Timestamp(5000),
+                    "subject": "local",
+                    "merged_as": "outside",
+                    "merged": [],
+                    "merged_count": 0,
+                    "merges_off_first_parent": 0,
+                },
+            ],
+            "off_first_parent": 2,
+            "merges_off_first_parent": 1,
+            "landings_off_first_parent_capped": true,
+        })
+    );
+    assert_eq!(
+        warnings[0],
+        json!({
+            "warning": "main_not_linear",
+            "commit": merge.oid,
+            "parents": merge.parents,
+            "merges_off_first_parent": 1,
+            "capped": true,
+            "hint": "require linear history for main on your host, so only fast-forward pushes reach it",
+        })
+    );
 }
 
 fn list_of<'a>(detail: &'a Map<String, Value>, key: &str) -> &'a Vec<Value> {
