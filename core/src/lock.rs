@@ -19,7 +19,6 @@
 //! [`refs::lock`]: crate::git::refs::lock
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::git::Oid;
 use crate::machine::Expect;
@@ -111,19 +110,40 @@ pub struct Held {
 }
 
 impl Held {
-    pub fn detail(&self) -> serde_json::Value {
-        json!({
-            "path": self.lock.path,
-            "lock": true,
-            "holder": {
-                "session": self.lock.session,
-                "actor": self.lock.actor,
-                "machine": self.lock.machine,
+    /// What a refused edit's `detail` names: the path, its holder, and how old the lock is.
+    pub fn detail(&self) -> Locked {
+        Locked {
+            path: self.lock.path.clone(),
+            lock: true,
+            holder: Holder {
+                session: self.lock.session.clone(),
+                actor: self.lock.actor.clone(),
+                machine: self.lock.machine.clone(),
             },
-            "age_s": self.age_ms / 1000,
-            "idle_s": self.idle_ms / 1000,
-        })
+            age_s: self.age_ms / 1000,
+            idle_s: self.idle_ms / 1000,
+        }
     }
+}
+
+/// A refused edit's `detail`: a live lock another session holds on the path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Locked {
+    pub path: String,
+    /// Always `true`: the refusal came from a lock, not from a write in this tree.
+    pub lock: bool,
+    pub holder: Holder,
+    /// Since it was taken, and since its last renewal, by the reader's clock.
+    pub age_s: u64,
+    pub idle_s: u64,
+}
+
+/// The session that holds a lock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Holder {
+    pub session: String,
+    pub actor: String,
+    pub machine: String,
 }
 
 /// Decides an edit of `path` by `editor` at `now`, the lock read as `read`. A lock that no
@@ -241,6 +261,7 @@ pub mod mutant {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const WINDOW: u64 = 120_000;
 
@@ -306,12 +327,16 @@ mod tests {
         let Take::Held(held) = decide(&held_by("s2", 900, 990), "s1", 1_000) else {
             panic!("the lock is held");
         };
-        let detail = held.detail();
-        assert_eq!(detail["holder"]["session"], "s2");
-        assert_eq!(detail["holder"]["actor"], "agent-s2");
+        let detail = serde_json::to_value(held.detail()).expect("plain data");
         assert_eq!(
-            (detail["age_s"].as_u64(), detail["idle_s"].as_u64()),
-            (Some(100), Some(10))
+            detail,
+            json!({
+                "path": held.lock.path,
+                "lock": true,
+                "holder": {"session": "s2", "actor": "agent-s2", "machine": held.lock.machine},
+                "age_s": 100,
+                "idle_s": 10,
+            })
         );
     }
 

@@ -8,10 +8,13 @@
 //! on the events that take it, and for Codex the same JSON at session start and stderr after
 //! it (the spec's Codex note).
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::adapter::{DENY_EXIT_CODE, Product};
+use crate::detail::Detail;
+use crate::lock::Locked;
 use crate::reason::ReasonCode;
+use crate::shell::Denial;
 
 /// What `bay hook` prints and how it exits.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,11 +29,66 @@ pub struct Answer {
 pub struct Refusal {
     pub code: ReasonCode,
     pub why: String,
-    pub detail: Value,
+    pub detail: Said,
     /// The next step, when this refusal knows one more exact than its code's (a denied shell
     /// shape names its own); else the code's.
     pub next: Option<&'static str>,
 }
+
+/// What a denial's `detail` names: one shape for each way `bay hook` refuses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Said {
+    /// The payload could not be read (`HOOK_INPUT_INVALID`); `misnamed` when it names an
+    /// event the adapter does not know by that name.
+    Unreadable { why: String, misnamed: bool },
+    /// A shell command on the deny list: its shape and the wrappers it hid behind.
+    Shell(Denial),
+    /// Another live session wrote the path in this tree (`PATH_HELD`).
+    PathHeld {
+        path: String,
+        holder: WroteIt,
+        age_s: u64,
+    },
+    /// Another session holds a live lock on the path.
+    Locked(Locked),
+    /// The remote did not answer the fetch of the locks; `lock` is always `true`.
+    NoAnswer { why: String, lock: bool },
+}
+
+/// The session that wrote a held path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WroteIt {
+    pub session: String,
+    pub actor: String,
+}
+
+impl Detail for Said {}
+
+/// Claude Code's answer that puts `text` in the model's context at `event`.
+#[derive(Serialize)]
+struct Context<'a> {
+    #[serde(rename = "hookSpecificOutput")]
+    output: ContextOutput<'a>,
+}
+
+#[derive(Serialize)]
+struct ContextOutput<'a> {
+    #[serde(rename = "hookEventName")]
+    event: &'a str,
+    #[serde(rename = "additionalContext")]
+    text: &'a str,
+}
+
+/// Claude Code's Stop answer that asks the agent to go on, for `reason`.
+#[derive(Serialize)]
+struct Block<'a> {
+    decision: &'static str,
+    reason: &'a str,
+}
+
+impl Detail for Context<'_> {}
+impl Detail for Block<'_> {}
 
 /// The events on which Claude Code adds `hookSpecificOutput.additionalContext` to the
 /// model's context.
@@ -58,7 +116,7 @@ impl Answer {
                 refusal.code,
                 refusal.why,
                 refusal.next.unwrap_or(refusal.code.info().next_step),
-                refusal.detail
+                refusal.detail.to_json()
             ),
         }
     }
@@ -73,9 +131,10 @@ impl Answer {
             Product::Codex => event == "SessionStart",
         };
         if as_context {
-            let output = json!({
-                "hookSpecificOutput": {"hookEventName": event, "additionalContext": text},
-            });
+            let output = Context {
+                output: ContextOutput { event, text },
+            }
+            .to_json();
             Answer {
                 stdout: format!("{output}\n"),
                 ..Answer::quiet()
@@ -94,7 +153,14 @@ impl Answer {
     pub fn keep_going(product: Product, reason: &str) -> Answer {
         match product {
             Product::Claude => Answer {
-                stdout: format!("{}\n", json!({"decision": "block", "reason": reason})),
+                stdout: format!(
+                    "{}\n",
+                    Block {
+                        decision: "block",
+                        reason
+                    }
+                    .to_json()
+                ),
                 ..Answer::quiet()
             },
             Product::Codex => Answer {
@@ -108,13 +174,17 @@ impl Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     #[test]
     fn a_denial_exits_two_with_the_code_why_and_next_step_on_stderr() {
         let answer = Answer::deny(&Refusal {
             code: ReasonCode::ShellDenied,
             why: "A force push can overwrite work.".into(),
-            detail: json!({"shape": "push_force"}),
+            detail: Said::Shell(Denial {
+                shape: crate::shell::Shape::PushForce,
+                wrappers: Vec::new(),
+            }),
             next: None,
         });
         assert_eq!(answer.exit, 2);
@@ -143,5 +213,46 @@ mod tests {
         assert_eq!(claude.exit, 0);
         let codex = Answer::keep_going(Product::Codex, "save first");
         assert_eq!((codex.exit, codex.stdout.as_str()), (0, ""));
+    }
+
+    #[test]
+    fn each_refusal_detail_names_its_own_fields() {
+        let cases = [
+            (
+                Said::Unreadable {
+                    why: "not JSON".into(),
+                    misnamed: false,
+                },
+                json!({"why": "not JSON", "misnamed": false}),
+            ),
+            (
+                Said::PathHeld {
+                    path: "src/a".into(),
+                    holder: WroteIt {
+                        session: "s2".into(),
+                        actor: "bob".into(),
+                    },
+                    age_s: 30,
+                },
+                json!({"path": "src/a", "holder": {"session": "s2", "actor": "bob"}, "age_s": 30}),
+            ),
+            (
+                Said::NoAnswer {
+                    why: "timed out".into(),
+                    lock: true,
+                },
+                json!({"why": "timed out", "lock": true}),
+            ),
+            (
+                Said::Shell(Denial {
+                    shape: crate::shell::Shape::PushForce,
+                    wrappers: Vec::new(),
+                }),
+                json!({"shape": "push_force", "wrappers": []}),
+            ),
+        ];
+        for (said, json) in cases {
+            assert_eq!(said.to_json(), json);
+        }
     }
 }

@@ -23,8 +23,6 @@ pub mod notice;
 pub mod payload;
 pub mod session;
 
-use serde_json::json;
-
 use crate::actor::ActorSource;
 use crate::adapter::{Adapter, Moment, Product};
 use crate::config::HookSettings;
@@ -35,7 +33,7 @@ use crate::reason::ReasonCode;
 use crate::shell::{self, DenyRules, Verdict};
 use crate::time::Timestamp;
 
-pub use answer::{Answer, Refusal};
+pub use answer::{Answer, Refusal, Said, WroteIt};
 pub use notice::NoticeFacts;
 pub use payload::{Payload, Tool};
 pub use session::{Row, Session};
@@ -334,7 +332,10 @@ impl<'f> Event<'f> {
         let refusal = Refusal {
             code: ReasonCode::HookInputInvalid,
             why: problem.why.clone(),
-            detail: json!({"why": problem.why, "misnamed": problem.misnamed}),
+            detail: Said::Unreadable {
+                why: problem.why,
+                misnamed: problem.misnamed,
+            },
             next: None,
         };
         self.refuse(refusal, blocks)
@@ -370,13 +371,12 @@ impl<'f> Event<'f> {
         match shell::judge(command, &rules) {
             Verdict::Allowed => self.ok(),
             Verdict::Denied(denial) => {
-                let shape = json!({"shape": denial.shape, "wrappers": denial.wrappers});
-                self.row.shape = Some(shape.clone());
+                self.row.shape = Some(serde_json::to_value(&denial).unwrap_or_default());
                 let refusal = Refusal {
                     code: shell::Denial::CODE,
                     why: denial.why().to_owned(),
-                    detail: shape,
                     next: Some(denial.next_step()),
+                    detail: Said::Shell(denial),
                 };
                 self.refuse(refusal, true)
             }
@@ -404,11 +404,14 @@ impl<'f> Event<'f> {
                 "session {} of {} wrote {path} in this tree and has not ended",
                 holder.session, holder.actor
             ),
-            detail: json!({
-                "path": path,
-                "holder": {"session": holder.session, "actor": holder.actor},
-                "age_s": self.facts.now.millis_since(holder.last_at) / 1000,
-            }),
+            detail: Said::PathHeld {
+                path: path.clone(),
+                holder: WroteIt {
+                    session: holder.session.clone(),
+                    actor: holder.actor.clone(),
+                },
+                age_s: self.facts.now.millis_since(holder.last_at) / 1000,
+            },
             next: None,
         };
         self.refuse(refusal, true)
@@ -443,7 +446,7 @@ impl<'f> Event<'f> {
                             held.lock.machine,
                             held.age_ms / 1000
                         ),
-                        detail: held.detail(),
+                        detail: Said::Locked(held.detail()),
                         next: None,
                     };
                     self.locks.clear();
@@ -492,7 +495,10 @@ impl<'f> Event<'f> {
         let refusal = Refusal {
             code: ReasonCode::RemoteUnreachable,
             why: format!("the remote did not answer for the lock: {why}"),
-            detail: json!({"why": why, "lock": true}),
+            detail: Said::NoAnswer {
+                why: why.to_owned(),
+                lock: true,
+            },
             next: None,
         };
         self.refuse(refusal, blocks)

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::HookSettings;
+use serde_json::json;
 
 const TREE: &str = "/work/repo/.git/bay/views/c7k2m4qa";
 
