@@ -8,8 +8,12 @@
 //! entries in the project's settings file). Neither ever writes main, global Git config or a
 //! user-global Claude settings file.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::detail::Detail;
 use crate::result::BayResult;
 use crate::skill::SkillState;
 
@@ -286,62 +290,134 @@ pub const LAND_COMMAND: &str = "bay save enable-hooks";
 
 /// The result of an install: `ok`, with what each part holds now in `detail`.
 pub fn outcome(done: &Done) -> BayResult {
-    let mut detail = Map::new();
-    let scope = if done.clone.is_some() {
-        "clone"
-    } else {
-        "machine"
-    };
-    detail.insert("installed".into(), Value::from(scope));
-    detail.insert(
-        "program".into(),
-        json!({ "path": done.program, "written": done.program_written }),
-    );
-    let skills: Vec<Value> = done
-        .skills
-        .iter()
-        .map(|(dir, was)| json!({ "dir": dir, "was": was, "written": *was != SkillState::Matches }))
-        .collect();
-    detail.insert("skill".into(), Value::Array(skills));
-    if let Some(clone) = &done.clone {
-        detail.insert("main".into(), Value::from(clone.main.as_str()));
-        detail.insert("remote".into(), Value::from(clone.remote.as_str()));
-        let set: Map<String, Value> = clone
-            .set
+    let installed = Installed {
+        installed: if done.clone.is_some() {
+            "clone"
+        } else {
+            "machine"
+        },
+        program: Program {
+            path: &done.program,
+            written: done.program_written,
+        },
+        skill: done
+            .skills
             .iter()
-            .map(|(key, value)| (key.clone(), Value::from(value.as_str())))
-            .collect();
-        detail.insert("git_config_set".into(), Value::Object(set));
-        let graph = match &clone.graph {
-            GraphDone::NotNeeded => json!({ "written": false }),
-            GraphDone::Written => json!({ "written": true }),
-            GraphDone::Failed(why) => json!({ "written": false, "write_failed": why }),
-        };
-        detail.insert("commit_graph".into(), graph);
-        match &clone.hooks {
-            None => {
-                detail.insert("hooks".into(), Value::from("off"));
-            }
-            Some(hooks) => {
-                detail.insert(
-                    "hooks".into(),
-                    json!({ "product": hooks.product, "file": hooks.file, "written": hooks.written }),
-                );
-                if hooks.to_land {
-                    detail.insert("hooks_to_land".into(), Value::from(hooks.file.as_str()));
-                    detail.insert(
-                        "next".into(),
-                        Value::from(format!(
-                            "commit {} and merge it into main, for example with `{LAND_COMMAND}`; \
-                             every clone and view then runs bay's hooks",
-                            hooks.file
-                        )),
-                    );
-                }
-            }
+            .map(|(dir, was)| Skill {
+                dir,
+                was: *was,
+                written: *was != SkillState::Matches,
+            })
+            .collect(),
+        clone: done.clone.as_ref().map(CloneShown::of),
+    };
+    BayResult::ok(None, installed.to_map())
+}
+
+/// What an install's `detail` says it did.
+#[derive(Serialize)]
+struct Installed<'a> {
+    /// `machine`, or `clone` for an install that set this clone up too.
+    installed: &'static str,
+    program: Program<'a>,
+    skill: Vec<Skill<'a>>,
+    #[serde(flatten)]
+    clone: Option<CloneShown<'a>>,
+}
+
+#[derive(Serialize)]
+struct Program<'a> {
+    path: &'a str,
+    written: bool,
+}
+
+/// A Claude config directory's skill: the state it was in, and whether this install wrote it.
+#[derive(Serialize)]
+struct Skill<'a> {
+    dir: &'a str,
+    was: SkillState,
+    written: bool,
+}
+
+/// The clone's part of an install's `detail`.
+#[derive(Serialize)]
+struct CloneShown<'a> {
+    main: &'a str,
+    remote: &'a str,
+    git_config_set: BTreeMap<&'a str, &'a str>,
+    commit_graph: Graph<'a>,
+    hooks: Hooks<'a>,
+    /// The settings file main's copy still lacks, and what lands it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hooks_to_land: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Graph<'a> {
+    written: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    write_failed: Option<&'a str>,
+}
+
+/// bay's hook entries: `"off"` when main names no agent product.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Hooks<'a> {
+    Off(&'static str),
+    On {
+        product: crate::adapter::Product,
+        file: &'a str,
+        written: bool,
+    },
+}
+
+impl Detail for Installed<'_> {}
+
+impl<'a> CloneShown<'a> {
+    fn of(clone: &'a CloneDone) -> CloneShown<'a> {
+        let to_land = clone.hooks.as_ref().filter(|hooks| hooks.to_land);
+        CloneShown {
+            main: &clone.main,
+            remote: &clone.remote,
+            git_config_set: clone
+                .set
+                .iter()
+                .map(|(key, value)| (key.as_str(), value.as_str()))
+                .collect(),
+            commit_graph: match &clone.graph {
+                GraphDone::NotNeeded => Graph {
+                    written: false,
+                    write_failed: None,
+                },
+                GraphDone::Written => Graph {
+                    written: true,
+                    write_failed: None,
+                },
+                GraphDone::Failed(why) => Graph {
+                    written: false,
+                    write_failed: Some(why),
+                },
+            },
+            hooks: match &clone.hooks {
+                None => Hooks::Off("off"),
+                Some(hooks) => Hooks::On {
+                    product: hooks.product,
+                    file: &hooks.file,
+                    written: hooks.written,
+                },
+            },
+            hooks_to_land: to_land.map(|hooks| hooks.file.as_str()),
+            next: to_land.map(|hooks| {
+                format!(
+                    "commit {} and merge it into main, for example with `{LAND_COMMAND}`; \
+                     every clone and view then runs bay's hooks",
+                    hooks.file
+                )
+            }),
         }
     }
-    BayResult::ok(None, detail)
 }
 
 #[cfg(test)]
@@ -588,5 +664,47 @@ mod tests {
         }
         let distinct: std::collections::BTreeSet<&String> = sentences.iter().collect();
         assert_eq!(distinct.len(), 4, "each case says its own");
+    }
+
+    #[test]
+    fn the_detail_of_a_clone_install_names_each_part_as_it_is() {
+        let done = Done {
+            program: "/h/.local/bin/bay".into(),
+            program_written: false,
+            skills: vec![("/h/.claude".into(), SkillState::Matches)],
+            clone: Some(CloneDone {
+                main: "main".into(),
+                remote: "origin".into(),
+                set: vec![("bay.main".into(), "main".into())],
+                graph: GraphDone::Failed("disk full".into()),
+                hooks: Some(HooksDone {
+                    product: Product::Codex,
+                    file: ".codex/hooks.json".into(),
+                    written: false,
+                    to_land: false,
+                }),
+            }),
+        };
+        assert_eq!(
+            Value::from(outcome(&done).detail),
+            serde_json::json!({
+                "installed": "clone",
+                "program": {"path": "/h/.local/bin/bay", "written": false},
+                "skill": [{"dir": "/h/.claude", "was": "matches", "written": false}],
+                "main": "main",
+                "remote": "origin",
+                "git_config_set": {"bay.main": "main"},
+                "commit_graph": {"written": false, "write_failed": "disk full"},
+                "hooks": {"product": "codex", "file": ".codex/hooks.json", "written": false},
+            })
+        );
+        assert_eq!(
+            Value::from(outcome(&Done::default()).detail),
+            serde_json::json!({
+                "installed": "machine",
+                "program": {"path": "", "written": false},
+                "skill": [],
+            })
+        );
     }
 }
