@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
+use crate::detail::Detail;
 use crate::doctor::custody::{KeyFile, hardware};
 
 use crate::id::ChangeId;
@@ -53,6 +53,27 @@ pub fn resolve(bay_actor: Option<&str>, user: Option<&str>) -> (String, ActorSou
     ("agent".to_string(), ActorSource::Default)
 }
 
+/// What a refusal of who the agent is names, one shape per reason.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Refusal<'a> {
+    /// `ACTOR_UNNAMED`: where the defaulted name came from.
+    Unnamed { actor_source: ActorSource },
+    /// `WIP_LIMIT`: the live changes the actor holds, and the policy's limit.
+    OverLimit {
+        live_changes: &'a [ChangeId],
+        limit: u64,
+    },
+    /// `ACTOR_UNPROVEN`: what the agent key proves, who could sign, and the key's path.
+    Unproven {
+        actor_proof: ActorProof,
+        actors: &'a BTreeSet<String>,
+        key: Option<&'a str>,
+    },
+}
+
+impl Detail for Refusal<'_> {}
+
 /// `ACTOR_UNNAMED` when the policy requires a name and this one came from a default: without
 /// `BAY_ACTOR`, every session of one account has the same name, and bay cannot tell them apart.
 pub fn unnamed(rules: &AgentRules, source: ActorSource) -> Option<BayResult> {
@@ -61,7 +82,10 @@ pub fn unnamed(rules: &AgentRules, source: ActorSource) -> Option<BayResult> {
             ReasonCode::ActorUnnamed,
             None,
             None,
-            json!({ "actor_source": source.as_str() }),
+            Refusal::Unnamed {
+                actor_source: source,
+            }
+            .to_json(),
         )
     })
 }
@@ -75,7 +99,11 @@ pub fn over_limit(rules: &AgentRules, live: &[ChangeId]) -> Option<BayResult> {
             ReasonCode::WipLimit,
             None,
             None,
-            json!({ "live_changes": live, "limit": limit }),
+            Refusal::OverLimit {
+                live_changes: live,
+                limit,
+            }
+            .to_json(),
         )
     })
 }
@@ -146,11 +174,12 @@ pub fn unproven(
             ReasonCode::ActorUnproven,
             change,
             None,
-            json!({
-                "actor_proof": proof,
-                "actors": facts.actors,
-                "key": facts.agent_key.as_ref().map(|key| &key.path),
-            }),
+            Refusal::Unproven {
+                actor_proof: proof,
+                actors: &facts.actors,
+                key: facts.agent_key.as_ref().map(|key| key.path.as_str()),
+            }
+            .to_json(),
         )
     })
 }
@@ -159,6 +188,7 @@ pub fn unproven(
 mod tests {
     use super::*;
     use crate::doctor::custody::KeyFacts;
+    use serde_json::json;
 
     fn facts(unix: bool, key: Option<(bool, &str)>, actors: &[&str]) -> ActorFacts {
         ActorFacts {

@@ -16,9 +16,9 @@
 //! look older, never fresher.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::check::{CommitTree, Verdict};
+use crate::detail::Detail;
 use crate::id::{ChangeId, OpId};
 use crate::time::Timestamp;
 
@@ -113,9 +113,47 @@ impl Presence {
 /// One presence as a reader judged it: its row, and whether its runner is fresh.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Judged {
-    pub row: Value,
+    pub row: RunnerRow,
     pub fresh: bool,
 }
+
+/// A runner as a reader lists it from its presence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum RunnerRow {
+    /// Its presence, read: what its last pass said, how long ago this clone first held it
+    /// (`null` when it never recorded that), and whether that is past its staleness.
+    Read {
+        runner: String,
+        machine: String,
+        bay: String,
+        environments: Option<Vec<String>>,
+        /// Seconds on the runner's own clock: shown, never compared with the reader's.
+        last_pass: u64,
+        holding: Option<OpId>,
+        queue_depth: u64,
+        age_s: Option<u64>,
+        stale: bool,
+    },
+    /// A presence that cannot be read: always stale.
+    Unread {
+        runner: String,
+        readable: bool,
+        why: String,
+        stale: bool,
+    },
+}
+
+/// The `no_live_runner` warning: operations wait and no runner is fresh.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NoLiveRunner {
+    pub warning: &'static str,
+    pub waiting: u64,
+    pub runners: Vec<RunnerRow>,
+    pub hint: &'static str,
+}
+
+impl Detail for NoLiveRunner {}
 
 /// Judges the presence of `runner` as read (`Err` with why it cannot be read), first held by
 /// this clone at `first_seen` on the reader's clock, at the reader's `now`. A clock that went
@@ -130,7 +168,12 @@ pub fn judge(
         Ok(presence) => presence,
         Err(why) => {
             return Judged {
-                row: json!({ "runner": runner, "readable": false, "why": why, "stale": true }),
+                row: RunnerRow::Unread {
+                    runner: runner.to_owned(),
+                    readable: false,
+                    why: why.clone(),
+                    stale: true,
+                },
                 fresh: false,
             };
         }
@@ -138,38 +181,39 @@ pub fn judge(
     let age_ms = first_seen.map(|seen| now.millis_since(seen));
     let fresh = age_ms.is_some_and(|age| age < presence.stale_after_ms());
     Judged {
-        row: json!({
-            "runner": runner,
-            "machine": presence.machine,
-            "bay": presence.bay,
-            "environments": presence.environments,
-            "last_pass": presence.last_pass.secs(),
-            "holding": presence.holding,
-            "queue_depth": presence.queue_depth,
-            "age_s": age_ms.map(|age| age / 1000),
-            "stale": !fresh,
-        }),
+        row: RunnerRow::Read {
+            runner: runner.to_owned(),
+            machine: presence.machine.clone(),
+            bay: presence.bay.clone(),
+            environments: presence.environments.clone(),
+            last_pass: presence.last_pass.secs(),
+            holding: presence.holding.clone(),
+            queue_depth: presence.queue_depth,
+            age_s: age_ms.map(|age| age / 1000),
+            stale: !fresh,
+        },
         fresh,
     }
 }
 
 /// `no_live_runner` when operations wait and no runner is fresh; it refuses nothing.
-pub fn no_live_runner(waiting: u64, runners: &[Judged]) -> Option<Value> {
+pub fn no_live_runner(waiting: u64, runners: &[Judged]) -> Option<NoLiveRunner> {
     if waiting == 0 || runners.iter().any(|judged| judged.fresh) {
         return None;
     }
-    let rows: Vec<Value> = runners.iter().map(|judged| judged.row.clone()).collect();
-    Some(json!({
-        "warning": "no_live_runner",
-        "waiting": waiting,
-        "runners": rows,
-        "hint": "no runner is fresh, so queued operations wait: start one with `bay runner run`, or run `bay merge --wait` to run an operation here",
-    }))
+    Some(NoLiveRunner {
+        warning: "no_live_runner",
+        waiting,
+        runners: runners.iter().map(|judged| judged.row.clone()).collect(),
+        hint: "no runner is fresh, so queued operations wait: start one with `bay runner run`, \
+               or run `bay merge --wait` to run an operation here",
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn presence(holding: bool) -> Presence {
         Presence {
@@ -196,7 +240,8 @@ mod tests {
             first_seen.map(Timestamp::from_secs),
             Timestamp::from_secs(now),
         );
-        assert_eq!(judged.row["stale"], !judged.fresh);
+        let row = serde_json::to_value(&judged.row).expect("plain data");
+        assert_eq!(row["stale"], !judged.fresh);
         judged.fresh
     }
 
@@ -246,7 +291,7 @@ mod tests {
             Some(Timestamp::from_secs(1_000)),
             Timestamp::from_secs(900),
         );
-        assert_eq!(judged.row["age_s"], 0);
+        assert!(matches!(judged.row, RunnerRow::Read { age_s: Some(0), .. }));
         // Never recorded when it was first seen: it cannot be aged, and looks stale.
         assert!(!fresh_at(&idle, None, 1_000));
     }
@@ -260,15 +305,38 @@ mod tests {
             Timestamp::from_secs(20),
         );
         let stale = judge("r2", &Err("no body".into()), None, Timestamp::from_secs(20));
-        assert_eq!(stale.row["readable"], false);
+        assert_eq!(
+            serde_json::to_value(&stale.row).expect("plain data"),
+            json!({"runner": "r2", "readable": false, "why": "no body", "stale": true})
+        );
+        assert_eq!(
+            serde_json::to_value(&fresh.row).expect("plain data"),
+            json!({
+                "runner": "r1",
+                "machine": presence(false).machine,
+                "bay": presence(false).bay,
+                "environments": presence(false).environments,
+                "last_pass": presence(false).last_pass.secs(),
+                "holding": null,
+                "queue_depth": presence(false).queue_depth,
+                "age_s": 10,
+                "stale": false,
+            })
+        );
         assert!(no_live_runner(0, &[]).is_none());
         assert!(no_live_runner(3, &[fresh.clone(), stale.clone()]).is_none());
         let warning = no_live_runner(3, std::slice::from_ref(&stale)).expect("a warning");
+        let warning = warning.to_json();
         assert_eq!(warning["warning"], "no_live_runner");
         assert_eq!(warning["waiting"], 3);
         assert_eq!(warning["runners"][0]["runner"], "r2");
+        assert!(
+            warning["hint"]
+                .as_str()
+                .is_some_and(|hint| hint.contains("`bay runner run`"))
+        );
         let none = no_live_runner(1, &[]).expect("no runner at all");
-        assert_eq!(none["runners"], json!([]));
+        assert_eq!(none.to_json()["runners"], json!([]));
     }
 
     #[test]

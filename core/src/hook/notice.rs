@@ -251,7 +251,7 @@ fn no_runner(facts: &NoticeFacts, now: Timestamp) -> Option<Notice> {
         })
         .collect();
     let warning = presence::no_live_runner(facts.waiting, &judged)?;
-    let waiting = warning.get("waiting").and_then(|w| w.as_u64()).unwrap_or(0);
+    let waiting = warning.waiting;
     let heard = match judged.len() {
         0 => "no runner has written a presence".to_owned(),
         n => format!("none of the {n} runners it knows is fresh"),

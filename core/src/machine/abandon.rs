@@ -3,11 +3,14 @@
 //! change's abandoned marker, from which a runner compacts it once `[retention] window_s` has
 //! passed.
 
+use serde::Serialize;
+
 use super::agent::{Nonces, Races, fold_one, give_up_place, read_chain};
 use super::{
     Action, Append, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome,
     PushPlan, PushReport, RefUpdate, Refs,
 };
+use crate::detail::Detail;
 use crate::git::refs;
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
@@ -15,6 +18,30 @@ use crate::record::StepBody;
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
+
+/// Each way `bay abandon` refuses, with what its `detail` names; the variant fixes the code.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Refusal {
+    /// `CHANGE_ALREADY_MERGED`: nothing to abandon; the detail is empty.
+    Merged {},
+    /// `ABANDON_REFUSED`: another actor's change, named by who holds it.
+    NotYours { holder: String },
+    /// `MERGE_RETRY_EXHAUSTED`: other writers kept moving the change.
+    RacesLost { why: &'static str },
+}
+
+impl Detail for Refusal {}
+
+impl Refusal {
+    fn code(&self) -> ReasonCode {
+        match self {
+            Refusal::Merged {} => ReasonCode::ChangeAlreadyMerged,
+            Refusal::NotYours { .. } => ReasonCode::AbandonRefused,
+            Refusal::RacesLost { .. } => ReasonCode::MergeRetryExhausted,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct AbandonInput {
@@ -73,8 +100,9 @@ impl Abandon {
         self.out.forget_all();
     }
 
-    fn refuse(&mut self, code: ReasonCode, detail: serde_json::Value) {
-        let result = report::refused(code, Some(&self.input.change), None, detail);
+    fn refuse(&mut self, refusal: Refusal) {
+        let code = refusal.code();
+        let result = report::refused(code, Some(&self.input.change), None, refusal.to_json());
         self.finish(result);
     }
 
@@ -100,13 +128,12 @@ impl Abandon {
             return self.finish(report::abandoned(&record.change));
         }
         if record.merged().is_some() {
-            return self.refuse(ReasonCode::ChangeAlreadyMerged, serde_json::json!({}));
+            return self.refuse(Refusal::Merged {});
         }
         if record.actor != self.input.actor {
-            return self.refuse(
-                ReasonCode::AbandonRefused,
-                serde_json::json!({ "holder": record.actor }),
-            );
+            return self.refuse(Refusal::NotYours {
+                holder: record.actor,
+            });
         }
         let step = self.nonces.step(
             &record.change,
@@ -144,9 +171,9 @@ impl Abandon {
             PushOutcome::Accepted => self.finish(report::abandoned(&self.input.change)),
             PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => {
                 if !self.races.lost(&report) {
-                    let detail =
-                        serde_json::json!({ "why": "other writers kept moving the change" });
-                    return self.refuse(ReasonCode::MergeRetryExhausted, detail);
+                    return self.refuse(Refusal::RacesLost {
+                        why: "other writers kept moving the change",
+                    });
                 }
                 let fetch = self.fetch();
                 self.out.send(fetch, Purpose::Fetch);
@@ -170,3 +197,37 @@ impl Abandon {
 }
 
 super::agent::command_machine!(Abandon, "abandon");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_refusal_names_its_code_and_fields() {
+        let cases = [
+            (
+                Refusal::Merged {},
+                ReasonCode::ChangeAlreadyMerged,
+                json!({}),
+            ),
+            (
+                Refusal::NotYours {
+                    holder: "bob".into(),
+                },
+                ReasonCode::AbandonRefused,
+                json!({"holder": "bob"}),
+            ),
+            (
+                Refusal::RacesLost {
+                    why: "other writers kept moving the change",
+                },
+                ReasonCode::MergeRetryExhausted,
+                json!({"why": "other writers kept moving the change"}),
+            ),
+        ];
+        for (refusal, code, detail) in cases {
+            assert_eq!((refusal.code(), refusal.to_json()), (code, detail));
+        }
+    }
+}

@@ -18,13 +18,15 @@
 //! each, what bay sent, what came back, the result and why; `detail.bay_records` holds the
 //! evidence record bay would write for the first request.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{Action, ActionId, CheckRun, Completion, Deadline, Event, Machine, Misuse, Outbox};
 use crate::check::{
     CheckExit, CheckRequest, CheckTarget, CommitTree, EvidenceExtras, EvidenceRecord, Judgement,
     RequestInput, Verdict, judge,
 };
+use crate::detail::Detail;
 use crate::policy::CheckSpec;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -175,7 +177,7 @@ impl PluginTest {
             unavailable(&first),
             missing_variable(missing_exit, &missing),
         ];
-        let records: Vec<Value> = first
+        let records: Vec<EvidenceRecord> = first
             .judged()
             .map(|judged| {
                 let extras = EvidenceExtras {
@@ -185,8 +187,7 @@ impl PluginTest {
                     at: self.now,
                     definition: crate::check::definition::digest(&self.input.check, &exit.adapter),
                 };
-                let record = EvidenceRecord::new(request, judged, exit, extras);
-                serde_json::to_value(record).expect("a record serializes")
+                EvidenceRecord::new(request, judged, exit, extras)
             })
             .into_iter()
             .collect();
@@ -195,16 +196,13 @@ impl PluginTest {
             .filter(|c| !c.passed)
             .map(|c| c.name.to_owned())
             .collect();
-        let detail = json!({
-            "check": self.input.check.id,
-            "cases": cases.iter().map(Case::to_json).collect::<Vec<_>>(),
-            "bay_records": records,
-            "failing": failing,
-        });
-        let detail = match detail {
-            Value::Object(map) => map,
-            _ => unreachable!("json! of an object is an object"),
-        };
+        let detail = Tested {
+            check: &self.input.check.id,
+            cases: &cases,
+            bay_records: records,
+            failing: &failing,
+        }
+        .to_map();
         self.outcome = Some(if failing.is_empty() {
             BayResult::ok(None, detail)
         } else {
@@ -220,28 +218,28 @@ impl PluginTest {
     }
 }
 
+/// What `bay check test` answers: each contract case, the records bay would write of the
+/// check's run, and the cases that failed.
+#[derive(Serialize)]
+struct Tested<'a> {
+    check: &'a str,
+    cases: &'a [Case],
+    bay_records: Vec<EvidenceRecord>,
+    failing: &'a [String],
+}
+
+impl Detail for Tested<'_> {}
+
 /// One contract case: what bay sent, what came back, the result, why, and whether it passed.
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
 struct Case {
+    #[serde(rename = "case")]
     name: &'static str,
     sent: String,
     came_back: String,
     result: String,
     why: String,
     passed: bool,
-}
-
-impl Case {
-    fn to_json(&self) -> Value {
-        json!({
-            "case": self.name,
-            "sent": self.sent,
-            "came_back": self.came_back,
-            "result": self.result,
-            "why": self.why,
-            "passed": self.passed,
-        })
-    }
 }
 
 fn verdict_of(judgement: &Judgement) -> String {
@@ -444,6 +442,7 @@ mod tests {
     use super::*;
     use crate::git::Oid;
     use crate::policy::Policy;
+    use serde_json::json;
 
     fn commit_tree(n: char) -> CommitTree {
         CommitTree {
@@ -553,6 +552,29 @@ mod tests {
         assert!(
             failing.contains(&"an honest result".to_owned()),
             "{failing:?}"
+        );
+    }
+
+    #[test]
+    fn a_case_names_what_was_sent_what_came_back_and_whether_it_passed() {
+        let case = Case {
+            name: "unset_variable",
+            sent: "no BAY_PLUGIN_TEST_UNSET".into(),
+            came_back: "unavailable".into(),
+            result: "unavailable".into(),
+            why: "the check said what it lacked".into(),
+            passed: true,
+        };
+        assert_eq!(
+            serde_json::to_value(&case).expect("plain data"),
+            json!({
+                "case": "unset_variable",
+                "sent": "no BAY_PLUGIN_TEST_UNSET",
+                "came_back": "unavailable",
+                "result": "unavailable",
+                "why": "the check said what it lacked",
+                "passed": true,
+            })
         );
     }
 }

@@ -329,7 +329,7 @@ impl Status {
             })
             .collect();
         if let Some(warning) = no_live_runner(self.waiting, &judged) {
-            add_warnings(&mut result, vec![warning]);
+            add_warnings(&mut result, vec![warning.to_json()]);
         }
         list_prechecks(&mut result, &presences);
         self.finish(result);
