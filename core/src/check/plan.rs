@@ -14,7 +14,6 @@
 //!   is main's ([`within_base_reach`]).
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::glob;
 use crate::paths;
@@ -60,12 +59,46 @@ pub struct Plan {
     /// In the order they run: the base policy's checks, then (for a policy change) the
     /// candidate's own.
     pub runs: Vec<PlannedRun>,
-    /// Checks not required here, each `{check, environment, reason}`.
-    pub not_required: Vec<Value>,
-    /// `post` checks, each `{check, environment}`.
-    pub post_checks: Vec<Value>,
+    /// Checks not required here, and why.
+    pub not_required: Vec<NotRequired>,
+    /// `post` checks: they judge main after the merge, never this candidate.
+    pub post_checks: Vec<PostCheck>,
     /// Quarantined checks, as coverage gaps.
-    pub quarantined: Vec<Value>,
+    pub quarantined: Vec<Quarantined>,
+}
+
+/// A check the plan leaves out for this candidate: its `when_paths` miss every changed path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NotRequired {
+    pub check: String,
+    pub environment: String,
+    pub reason: String,
+}
+
+/// A `post` check, named in a merge's `post_checks`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PostCheck {
+    pub check: String,
+    pub environment: String,
+}
+
+/// A quarantined check, as a merge's `coverage_gaps` names it: the quarantine's reason, end,
+/// owner and start as the policy gives them, and whether a dated end is past.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Quarantined {
+    pub check: String,
+    pub environment: String,
+    /// Always `true`.
+    pub quarantined: bool,
+    pub reason: String,
+    pub end: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Only for an end that is a date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overdue: Option<bool>,
 }
 
 /// Whether a candidate changing `changed_paths` changes the policy or an `adapter` path of
@@ -95,10 +128,10 @@ pub fn plan(
     let redefines = changes_checks(base, changed_paths);
     for check in &base.checks {
         if !check.stage.is_pre() {
-            plan.post_checks.push(json!({
-                "check": check.id,
-                "environment": check.environment,
-            }));
+            plan.post_checks.push(PostCheck {
+                check: check.id.clone(),
+                environment: check.environment.clone(),
+            });
             continue;
         }
         if let Some(quarantine) = base
@@ -106,24 +139,20 @@ pub fn plan(
             .iter()
             .find(|q| q.id == check.id && q.environment == check.environment)
         {
-            let mut gap = json!({
-                "check": check.id,
-                "environment": check.environment,
-                "quarantined": true,
-                "reason": quarantine.reason,
-                "end": quarantine.end.to_string(),
+            plan.quarantined.push(Quarantined {
+                check: check.id.clone(),
+                environment: check.environment.clone(),
+                quarantined: true,
+                reason: quarantine.reason.clone(),
+                end: quarantine.end.to_string(),
+                owner: quarantine.owner.clone(),
+                since: quarantine.since.clone(),
+                overdue: match &quarantine.end {
+                    // Dates written YYYY-MM-DD order as text.
+                    QuarantineEnd::Date(end) => Some(today > end.as_str()),
+                    QuarantineEnd::Change(_) => None,
+                },
             });
-            if let Some(owner) = &quarantine.owner {
-                gap["owner"] = Value::from(owner.clone());
-            }
-            if let Some(since) = &quarantine.since {
-                gap["since"] = Value::from(since.clone());
-            }
-            if let QuarantineEnd::Date(end) = &quarantine.end {
-                // Dates written YYYY-MM-DD order as text.
-                gap["overdue"] = Value::from(today > end.as_str());
-            }
-            plan.quarantined.push(gap);
             continue;
         }
         if !redefines
@@ -132,11 +161,14 @@ pub fn plan(
                 .iter()
                 .any(|path| glob::any_path_matches(globs, path))
         {
-            plan.not_required.push(json!({
-                "check": check.id,
-                "environment": check.environment,
-                "reason": format!("the change touches no path of its when_paths ({})", globs.join(", ")),
-            }));
+            plan.not_required.push(NotRequired {
+                check: check.id.clone(),
+                environment: check.environment.clone(),
+                reason: format!(
+                    "the change touches no path of its when_paths ({})",
+                    globs.join(", ")
+                ),
+            });
             continue;
         }
         plan.runs.push(PlannedRun {
@@ -272,11 +304,13 @@ mod tests {
         let plan = plan(&base, None, &changed(&["src/a.rs"]), "2026-01-01").expect("a plan");
         assert_eq!(ids(&plan), vec![("unit".into(), AdapterFrom::Base)]);
         assert_eq!(plan.not_required.len(), 1);
-        assert_eq!(plan.not_required[0]["check"], "web");
-        assert!(
-            plan.not_required[0]["reason"]
-                .as_str()
-                .is_some_and(|r| r.contains("web/"))
+        assert_eq!(
+            serde_json::to_value(&plan.not_required[0]).expect("plain data"),
+            serde_json::json!({
+                "check": "web",
+                "environment": "linux",
+                "reason": "the change touches no path of its when_paths (web/, package.json)",
+            })
         );
         let plan = plan_of(&base, &["web/app.ts"]);
         assert_eq!(ids(&plan).len(), 2);
@@ -300,8 +334,8 @@ mod tests {
         let plan = plan_of(&base, &["src/a.rs"]);
         assert_eq!(ids(&plan), vec![("unit".into(), AdapterFrom::Base)]);
         assert_eq!(
-            plan.post_checks,
-            vec![json!({"check": "deploy", "environment": "linux"})]
+            serde_json::to_value(&plan.post_checks).expect("plain data"),
+            serde_json::json!([{"check": "deploy", "environment": "linux"}])
         );
     }
 
@@ -317,15 +351,26 @@ mod tests {
         );
         let before = plan(&base, None, &changed(&["src/a.rs"]), "2026-10-25").expect("a plan");
         assert_eq!(ids(&before), vec![("unit".into(), AdapterFrom::Base)]);
-        assert_eq!(before.quarantined[0]["owner"], "platform");
-        assert_eq!(before.quarantined[0]["overdue"], false);
+        assert_eq!(
+            serde_json::to_value(&before.quarantined[0]).expect("plain data"),
+            serde_json::json!({
+                "check": "e2e",
+                "environment": "linux",
+                "quarantined": true,
+                "reason": "red on main",
+                "end": "2026-10-25",
+                "owner": "platform",
+                "since": "2026-10-18",
+                "overdue": false,
+            })
+        );
         let after = plan(&base, None, &changed(&["src/a.rs"]), "2026-10-26").expect("a plan");
         assert_eq!(
             ids(&after),
             vec![("unit".into(), AdapterFrom::Base)],
             "still in force"
         );
-        assert_eq!(after.quarantined[0]["overdue"], true);
+        assert_eq!(after.quarantined[0].overdue, Some(true));
     }
 
     #[test]

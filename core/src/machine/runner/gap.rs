@@ -6,7 +6,9 @@
 use serde::Serialize;
 
 use crate::approval::Waived;
+use crate::check::plan::Quarantined;
 use crate::check::{UnitReason, Verdict};
+use crate::detail::Detail;
 
 /// One run of the check under way on the candidate (`retry_on_failure`): `{verdict, why}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -15,10 +17,13 @@ pub(super) struct Attempt {
     pub why: String,
 }
 
-/// One entry a merge's `coverage_gaps` names because of how a check's runs went.
+/// One entry a merge's `coverage_gaps` names: a check the plan found quarantined, or one
+/// whose runs went so that the evidence does not cover it whole.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub(super) enum Gap {
+    /// Quarantined by the policy: it ran nowhere.
+    Quarantined(Quarantined),
     /// It passed only after failing, and the check allows that (`allow_flaky`): every run.
     Flaky {
         check: String,
@@ -37,12 +42,7 @@ pub(super) enum Gap {
     Waived(Waived),
 }
 
-impl Gap {
-    /// The JSON `coverage_gaps` holds.
-    pub(super) fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-}
+impl Detail for Gap {}
 
 /// The `detail` of an operation a check's runs end short of a merge.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

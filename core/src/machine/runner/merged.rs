@@ -3,11 +3,11 @@
 //! path and for every member of a batch, so the two cannot drift.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::carry::CarriedCheck;
+use super::gap::Gap;
 use crate::approval::Counted;
-use crate::check::plan::Plan;
+use crate::check::plan::{NotRequired, Plan, PostCheck};
 use crate::detail::Detail;
 use crate::git::Oid;
 use crate::id::CandidateId;
@@ -24,13 +24,13 @@ pub(super) struct Merged {
     pub base: Oid,
     /// Checks the plan left out, each with why (`Plan::not_required`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_required: Vec<Value>,
+    pub not_required: Vec<NotRequired>,
     /// Checks that run after the merge and so judge nothing before it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub post_checks: Vec<Value>,
+    pub post_checks: Vec<PostCheck>,
     /// What the evidence does not cover: quarantined checks, then flaky ones let through.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub coverage_gaps: Vec<Value>,
+    pub coverage_gaps: Vec<Gap>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub carried: Vec<CarriedCheck>,
     /// `signed`, `approvals` or `unsigned`.
@@ -73,7 +73,12 @@ impl Merged {
             base,
             not_required: plan.not_required.clone(),
             post_checks: plan.post_checks.clone(),
-            coverage_gaps: plan.quarantined.clone(),
+            coverage_gaps: plan
+                .quarantined
+                .iter()
+                .cloned()
+                .map(Gap::Quarantined)
+                .collect(),
             carried: Vec::new(),
             trust,
             approvals: None,
@@ -111,13 +116,33 @@ mod tests {
     #[test]
     fn what_the_plan_spared_the_approvals_and_the_batch_are_named_when_there() {
         let plan = Plan {
-            not_required: vec![json!({"check": "e2e"})],
-            post_checks: vec![json!({"check": "deploy", "environment": "linux"})],
-            quarantined: vec![json!({"check": "flaky"})],
+            not_required: vec![NotRequired {
+                check: "e2e".into(),
+                environment: "linux".into(),
+                reason: "no path".into(),
+            }],
+            post_checks: vec![PostCheck {
+                check: "deploy".into(),
+                environment: "linux".into(),
+            }],
+            quarantined: vec![crate::check::plan::Quarantined {
+                check: "flaky".into(),
+                environment: "linux".into(),
+                quarantined: true,
+                reason: "red".into(),
+                end: "2026-10-25".into(),
+                owner: None,
+                since: None,
+                overdue: Some(false),
+            }],
             ..Plan::default()
         };
         let mut detail = merged(&plan);
-        detail.coverage_gaps.push(json!({"check": "late"}));
+        detail.coverage_gaps.push(Gap::Baseline {
+            check: "late".into(),
+            environment: "linux".into(),
+            baseline_failures: vec!["t1".into()],
+        });
         detail.approvals = Some(Vec::new());
         detail.batch = Some(BatchOf {
             id: "c7k2m4qa.1.1".into(),
@@ -128,11 +153,18 @@ mod tests {
             tree: oid(6),
         });
         let json = detail.to_json();
-        assert_eq!(json["not_required"], json!([{"check": "e2e"}]));
+        assert_eq!(
+            json["not_required"],
+            json!([{"check": "e2e", "environment": "linux", "reason": "no path"}])
+        );
         assert_eq!(json["post_checks"][0]["check"], "deploy");
         assert_eq!(
             json["coverage_gaps"],
-            json!([{"check": "flaky"}, {"check": "late"}]),
+            json!([
+                {"check": "flaky", "environment": "linux", "quarantined": true, "reason": "red",
+                 "end": "2026-10-25", "overdue": false},
+                {"check": "late", "environment": "linux", "baseline_failures": ["t1"]},
+            ]),
             "quarantines first, then what the runs left"
         );
         assert_eq!(

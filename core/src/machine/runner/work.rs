@@ -1960,9 +1960,7 @@ impl Checking {
         );
         let mut detail = Merged::new(merged, &self.plan, trust);
         detail.carried = self.carried_checks();
-        detail
-            .coverage_gaps
-            .extend(self.gaps.iter().map(super::gap::Gap::to_json));
+        detail.coverage_gaps.extend(self.gaps.iter().cloned());
         Merge {
             commit: built.commit.clone(),
             detail,
