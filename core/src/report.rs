@@ -1,10 +1,13 @@
 //! The results commands print, built from the change record. Every reader of an operation's
 //! state (`merge`, `merge --wait`, `status`) goes through here, so they cannot disagree.
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::check::Verdict;
+use crate::detail::Detail;
 use crate::git::Oid;
-use crate::id::ChangeId;
+use crate::id::{CandidateId, ChangeId};
 use crate::reason::ReasonCode;
 use crate::record::{ChangeRecord, CheckRec, Operation};
 use crate::result::{BayResult, OpState, WaitingFor};
@@ -166,47 +169,82 @@ pub fn check_runs(op: &Operation) -> impl Iterator<Item = (&CheckRec, Timestamp)
 /// `operation.timing` of an ended operation, in Unix seconds, from the times its steps carry
 /// (each on its writer's clock; never a clock read now). A field whose source is missing is
 /// left out.
-pub fn timing(op: &Operation) -> Option<Value> {
+pub fn timing(op: &Operation) -> Option<Timing> {
     let outcome = op.outcome.as_ref()?;
     let submitted = op.requested_at.secs();
-    let mut timing = Map::new();
-    timing.insert("submitted_at".into(), Value::from(submitted));
-    timing.insert("queued_at".into(), Value::from(submitted));
-    if let Some(head) = op.first_claim_at {
-        timing.insert("head_at".into(), Value::from(head.secs()));
-        timing.insert(
-            "queue_wait_s".into(),
-            Value::from(head.secs().saturating_sub(submitted)),
-        );
-    }
-    let end_key = if op.state == OpState::Merged {
-        "merged_at"
-    } else {
-        "ended_at"
-    };
-    timing.insert(end_key.into(), Value::from(outcome.at.secs()));
-    let mut checks = Vec::new();
     let mut check_ms = 0;
-    for (check, started) in check_runs(op) {
-        check_ms += check.at.millis_since(started);
-        checks.push(serde_json::json!({
-            "check": check.check,
-            "environment": check.environment,
-            "candidate": check.candidate,
-            "started_at": started.secs(),
-            "finished_at": check.at.secs(),
-            "verdict": check.verdict,
-        }));
-    }
-    timing.insert("checks".into(), Value::Array(checks));
-    timing.insert("attempts".into(), Value::from(op.candidates.len()));
-    timing.insert("check_s".into(), Value::from(check_ms / 1000));
-    timing.insert(
-        "total_s".into(),
-        Value::from(outcome.at.secs().saturating_sub(submitted)),
-    );
-    Some(Value::Object(timing))
+    let checks = check_runs(op)
+        .map(|(check, started)| {
+            check_ms += check.at.millis_since(started);
+            CheckTiming {
+                check: check.check.clone(),
+                environment: check.environment.clone(),
+                candidate: check.candidate.clone(),
+                started_at: started.secs(),
+                finished_at: check.at.secs(),
+                verdict: check.verdict,
+            }
+        })
+        .collect();
+    let merged = op.state == OpState::Merged;
+    Some(Timing {
+        submitted_at: submitted,
+        queued_at: submitted,
+        head_at: op.first_claim_at.map(|head| head.secs()),
+        queue_wait_s: op
+            .first_claim_at
+            .map(|head| head.secs().saturating_sub(submitted)),
+        merged_at: merged.then_some(outcome.at.secs()),
+        ended_at: (!merged).then_some(outcome.at.secs()),
+        checks,
+        attempts: op.candidates.len(),
+        check_s: check_ms / 1000,
+        total_s: outcome.at.secs().saturating_sub(submitted),
+    })
 }
+
+/// When an ended operation was asked for, reached the head, and ended (`merged_at` for a
+/// merge, `ended_at` for any other end), and how long its checks took.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Timing {
+    pub submitted_at: u64,
+    pub queued_at: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_wait_s: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
+    pub checks: Vec<CheckTiming>,
+    pub attempts: usize,
+    pub check_s: u64,
+    pub total_s: u64,
+}
+
+/// One check run of the operation: from the candidate (or the run before it) to its record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckTiming {
+    pub check: String,
+    pub environment: String,
+    pub candidate: CandidateId,
+    pub started_at: u64,
+    pub finished_at: u64,
+    pub verdict: Verdict,
+}
+
+/// The commands an approver runs for an operation waiting for a yes, as the runner that
+/// released it wrote them (`null` each when it wrote none).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ApprovalCommands {
+    pub approve: Option<Value>,
+    pub reject: Option<Value>,
+    pub record: Option<Value>,
+}
+
+impl Detail for Timing {}
+impl Detail for ApprovalCommands {}
 
 /// What `bay status <change>` says: the latest operation's result, with the change and, once
 /// the operation ended, its timing.
@@ -233,7 +271,7 @@ pub fn status(record: &ChangeRecord) -> BayResult {
         operation.insert("runner".into(), Value::from(owner.clone()));
     }
     if let Some(timing) = timing(op) {
-        operation.insert("timing".into(), timing);
+        operation.insert("timing".into(), timing.to_json());
     }
     if awaits_approval(op) {
         // The commands an approver runs: a yes, a no, or a record by hand.
@@ -242,14 +280,12 @@ pub fn status(record: &ChangeRecord) -> BayResult {
             .as_ref()
             .and_then(|detail| detail.get("approval"));
         let command = |key: &str| approval.and_then(|a| a.get(key)).cloned();
-        operation.insert(
-            "approval".into(),
-            serde_json::json!({
-                "approve": command("approve"),
-                "reject": command("reject"),
-                "record": command("record"),
-            }),
-        );
+        let commands = ApprovalCommands {
+            approve: command("approve"),
+            reject: command("reject"),
+            record: command("record"),
+        };
+        operation.insert("approval".into(), commands.to_json());
     }
     result
         .detail

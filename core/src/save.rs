@@ -5,7 +5,7 @@
 //! The save itself is a start that takes the checkout's edits in (`start::Import::Checkout`)
 //! and then `bay merge --wait`.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 /// What `detail.nothing` says of a save whose checkout holds nothing main lacks.
 pub const NOTHING_TO_SAVE: &str = "nothing to save";
@@ -88,10 +88,26 @@ pub fn stays(main: &str, after: &After) -> Option<&'static str> {
 }
 
 /// `detail.checkout`: the commit the checkout moved to, or why it stayed.
-pub fn checkout_detail(moved_to: Result<&str, &str>) -> Value {
-    match moved_to {
-        Ok(commit) => json!({ "moved": true, "commit": commit }),
-        Err(why) => json!({ "moved": false, "why": why }),
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Checkout<'a> {
+    /// `moved` is always `true`.
+    Moved { moved: bool, commit: &'a str },
+    /// `moved` is always `false`.
+    Stayed { moved: bool, why: &'a str },
+}
+
+impl crate::detail::Detail for Checkout<'_> {}
+
+impl Checkout<'_> {
+    pub fn of<'a>(moved_to: Result<&'a str, &'a str>) -> Checkout<'a> {
+        match moved_to {
+            Ok(commit) => Checkout::Moved {
+                moved: true,
+                commit,
+            },
+            Err(why) => Checkout::Stayed { moved: false, why },
+        }
     }
 }
 
@@ -184,5 +200,18 @@ mod tests {
             ..fine
         };
         assert_eq!(stays("main", &edited), Some("files_changed"));
+    }
+
+    #[test]
+    fn the_checkout_detail_says_where_it_moved_or_why_it_stayed() {
+        use crate::detail::Detail;
+        assert_eq!(
+            Checkout::of(Ok("abc")).to_json(),
+            serde_json::json!({"moved": true, "commit": "abc"})
+        );
+        assert_eq!(
+            Checkout::of(Err("files changed")).to_json(),
+            serde_json::json!({"moved": false, "why": "files changed"})
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `bay save <intent> [--message <text>]`: merge the main checkout's edits as one change,
 //! with no view, then move the checkout to the merge when nothing is in the way.
 
+use bay_core::detail::Detail;
 use bay_core::git::{Oid, refs};
 use bay_core::machine::FetchSpec;
 use bay_core::machine::start::{Import, Start, StartInput, StartTarget};
@@ -85,7 +86,7 @@ pub fn run(cli: &Cli, args: &Args) -> BayResult {
         let moved = move_checkout(&context, &checkout, &snapshot, &change, driver.executor());
         merged.detail.insert(
             "checkout".into(),
-            save::checkout_detail(moved.as_deref().map_err(String::as_str)),
+            save::Checkout::of(moved.as_deref().map_err(String::as_str)).to_json(),
         );
     }
     merged

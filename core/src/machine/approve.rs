@@ -8,13 +8,15 @@
 //! (`APPROVAL_PENDING`), never a newer one. Every refusal is a `failed` result with
 //! `detail.why` and `detail.recovery`; nothing is written then.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::agent::{AfterNotesPush, fold_chain, read_chain};
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
 use crate::approval::{About, Answer, record, record_id_of, same_content};
 use crate::check::Verdict;
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::policy::ApprovalCheck;
@@ -22,6 +24,7 @@ use crate::record::ChangeRecord;
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
+use crate::trust::Trust;
 use crate::trust::record::KeySetting;
 use crate::trust::registry::{Class, REF as REGISTRY, Version, is_name};
 
@@ -65,6 +68,40 @@ struct Waive {
     verdict: Verdict,
     base: Oid,
 }
+
+/// What `bay approve` answers once its record landed: a yes or a no on the candidate's
+/// checks, or a waiver of one check; `lands_by` says who merges it next.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Answered<'a> {
+    Approved {
+        approver: String,
+        verdict: Verdict,
+        candidate: &'a str,
+        commit: &'a Oid,
+        tree: &'a Oid,
+        checks: Vec<&'a str>,
+        recorded: Vec<String>,
+        unchanged: usize,
+        lands_by: &'a str,
+        trust: Trust,
+    },
+    /// A waiver: its own record says `unknown`, and the check's verdict it answers.
+    Waived {
+        approver: String,
+        waived: &'a str,
+        verdict: Verdict,
+        waived_verdict: Verdict,
+        candidate: &'a str,
+        commit: &'a Oid,
+        recorded: Vec<String>,
+        unchanged: usize,
+        lands_by: &'a str,
+        trust: Trust,
+    },
+}
+
+impl Detail for Answered<'_> {}
 
 /// What the change waits on, as its record says.
 #[derive(Clone, Debug)]
@@ -557,37 +594,40 @@ impl Approve {
         } else {
             waiting.lands_by.as_str()
         };
-        if let Some(waive) = &waiting.waive {
-            let detail = json!({
-                "approver": self.name(),
-                "waived": waive.check,
-                "verdict": Verdict::Unknown.as_str(),
-                "waived_verdict": waive.verdict.as_str(),
-                "candidate": waiting.about.candidate,
-                "commit": waiting.about.commit,
-                "recorded": recorded,
-                "unchanged": unchanged.len(),
-                "lands_by": by_author,
-                "trust": "signed",
-            });
-            let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default())
-                .with_change(Some(self.input.change.clone()));
-            return self.finish(result);
-        }
-        let detail = json!({
-            "approver": self.name(),
-            "verdict": if self.input.yes { "pass" } else { "product_failure" },
-            "candidate": waiting.about.candidate,
-            "commit": waiting.about.commit,
-            "tree": waiting.about.tree,
-            "checks": waiting.checks.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
-            "recorded": recorded,
-            "unchanged": unchanged.len(),
-            "lands_by": lands_by,
-            "trust": "signed",
-        });
-        let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default())
-            .with_change(Some(self.input.change.clone()));
+        let approver = self.name();
+        let about = &waiting.about;
+        let detail = match &waiting.waive {
+            Some(waive) => Answered::Waived {
+                approver,
+                waived: &waive.check,
+                verdict: Verdict::Unknown,
+                waived_verdict: waive.verdict,
+                candidate: &about.candidate,
+                commit: &about.commit,
+                recorded,
+                unchanged: unchanged.len(),
+                lands_by: by_author,
+                trust: Trust::Signed,
+            },
+            None => Answered::Approved {
+                approver,
+                verdict: if self.input.yes {
+                    Verdict::Pass
+                } else {
+                    Verdict::ProductFailure
+                },
+                candidate: &about.candidate,
+                commit: &about.commit,
+                tree: &about.tree,
+                checks: waiting.checks.iter().map(|c| c.id.as_str()).collect(),
+                recorded,
+                unchanged: unchanged.len(),
+                lands_by,
+                trust: Trust::Signed,
+            },
+        };
+        let result =
+            BayResult::ok(None, detail.to_map()).with_change(Some(self.input.change.clone()));
         self.finish(result);
     }
 
@@ -621,5 +661,54 @@ impl Approve {
             (_, completion) => return Some(completion),
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_yes_and_a_waiver_each_name_their_own_fields() {
+        let oid = |c: char| Oid::parse(&c.to_string().repeat(40)).expect("an id");
+        let (commit, tree) = (oid('a'), oid('b'));
+        let approved = Answered::Approved {
+            approver: "alice".into(),
+            verdict: Verdict::Pass,
+            candidate: "c7k2m4qa.1.1",
+            commit: &commit,
+            tree: &tree,
+            checks: vec!["review"],
+            recorded: vec!["r1".into()],
+            unchanged: 0,
+            lands_by: "executor",
+            trust: Trust::Signed,
+        };
+        assert_eq!(
+            approved.to_json(),
+            json!({"approver": "alice", "verdict": "pass", "candidate": "c7k2m4qa.1.1",
+                   "commit": commit, "tree": tree, "checks": ["review"], "recorded": ["r1"],
+                   "unchanged": 0, "lands_by": "executor", "trust": "signed"})
+        );
+        let waived = Answered::Waived {
+            approver: "alice".into(),
+            waived: "unit",
+            verdict: Verdict::Unknown,
+            waived_verdict: Verdict::ProductFailure,
+            candidate: "c7k2m4qa.1.1",
+            commit: &commit,
+            recorded: Vec::new(),
+            unchanged: 1,
+            lands_by: "author",
+            trust: Trust::Signed,
+        };
+        assert_eq!(
+            waived.to_json(),
+            json!({"approver": "alice", "waived": "unit", "verdict": "unknown",
+                   "waived_verdict": "product_failure", "candidate": "c7k2m4qa.1.1",
+                   "commit": commit, "recorded": [], "unchanged": 1, "lands_by": "author",
+                   "trust": "signed"})
+        );
     }
 }

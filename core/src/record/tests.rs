@@ -450,3 +450,53 @@ fn an_operation_past_its_deadline_loses_its_place_and_only_ever_moves_back() {
     .expect("a plain release");
     assert_eq!(record.ops[0].queue_key(), (7, true, 1));
 }
+
+#[test]
+fn the_timing_of_an_ended_operation_names_each_moment_and_check_run() {
+    let at = |step: Step, secs: u64| Step {
+        at: Timestamp::from_secs(secs),
+        ..step
+    };
+    let check = step(
+        "r1",
+        StepBody::Check {
+            op: change().op(1),
+            candidate: change().op(1).candidate(1),
+            check: "unit".into(),
+            environment: "linux".into(),
+            verdict: Verdict::Pass,
+            why: "ok".into(),
+        },
+    );
+    let record = fold(&[
+        at(start(), 100),
+        at(request(1), 100),
+        at(claim("r1", 1), 130),
+        at(candidate("r1", 1, 1), 140),
+        at(check, 200),
+        at(outcome("r1", 1, OpState::Merged), 210),
+    ])
+    .expect("an honest chain folds");
+    let timing = crate::report::timing(&record.ops[0]).expect("an ended operation");
+    assert_eq!(
+        serde_json::to_value(timing).expect("plain data"),
+        serde_json::json!({
+            "submitted_at": 100,
+            "queued_at": 100,
+            "head_at": 130,
+            "queue_wait_s": 30,
+            "merged_at": 210,
+            "checks": [{
+                "check": "unit",
+                "environment": "linux",
+                "candidate": "c7k2m4qa.1.1",
+                "started_at": 140,
+                "finished_at": 200,
+                "verdict": "pass",
+            }],
+            "attempts": 1,
+            "check_s": 60,
+            "total_s": 110,
+        })
+    );
+}
