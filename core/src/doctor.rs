@@ -11,6 +11,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+pub use row::{Row, RowFacts, State};
+
 use crate::adapter::{Adapter, Product};
 use crate::hook_settings;
 use crate::install::{GitVersion, LAND_COMMAND};
@@ -18,6 +20,7 @@ use crate::policy::{Policy, Signing};
 use crate::reason::ReasonCode;
 use crate::result::BayResult;
 use crate::skill::{self, SkillState};
+use row::{Hooks, Mode, Network, Sandbox, SkillDir, Switch, Unset};
 
 /// The oldest Git this bay works with, in every role: the newest Git feature the driver uses
 /// (`merge-file --diff-algorithm`, 2.44; `docs/architecture.md`, "Git floors"). The spec's own
@@ -117,112 +120,6 @@ pub fn variables(policy: &str) -> Result<Vec<Variable>, String> {
         .collect())
 }
 
-/// A row's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    Green,
-    /// Red: a required row turns doctor red.
-    Red,
-    /// Not in use here, and nothing to fix (no agent product, a waived sandbox).
-    Off,
-    /// Worth fixing, but never required: doctor stays green.
-    Advice,
-    /// It works, with less than bay can give here: the spec's `degraded`, such as several
-    /// actors who can sign as one another (`key-custody`). Never red, so doctor stays `ok`
-    /// (exit 0) and the row is not among `detail.red`; its `fix` says how to mend it.
-    Degraded,
-}
-
-/// One concern and its verdict.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Row {
-    pub name: &'static str,
-    pub state: State,
-    /// Whether a red here turns doctor red.
-    pub required: bool,
-    /// What was found, such as a version.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub found: Option<String>,
-    /// The oldest version or the state that is green.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub floor: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<ReasonCode>,
-    /// What to do, for a row that is not green.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// The row's own facts, such as each skill directory's state.
-    #[serde(flatten)]
-    pub more: Map<String, Value>,
-}
-
-impl Row {
-    fn green(name: &'static str, found: Option<String>) -> Row {
-        Row {
-            name,
-            state: State::Green,
-            required: true,
-            found,
-            floor: None,
-            code: None,
-            fix: None,
-            more: Map::new(),
-        }
-    }
-
-    /// Red with `code` and `fix`; when `required` is false, only advice.
-    fn red(name: &'static str, required: bool, code: ReasonCode, fix: String) -> Row {
-        Row {
-            state: if required { State::Red } else { State::Advice },
-            required,
-            code: Some(code),
-            fix: Some(fix),
-            ..Row::green(name, None)
-        }
-    }
-
-    fn found(mut self, found: Option<String>) -> Row {
-        self.found = found;
-        self
-    }
-
-    fn floor(mut self, floor: impl Into<String>) -> Row {
-        self.floor = Some(floor.into());
-        self
-    }
-
-    fn with(mut self, key: &str, value: Value) -> Row {
-        self.more.insert(key.to_owned(), value);
-        self
-    }
-
-    /// Whether this row turns doctor red.
-    pub fn is_red(&self) -> bool {
-        self.state == State::Red
-    }
-
-    /// The refusal this red row makes: its code, with its facts (`tool`, `floor`, `found`,
-    /// `fix`, `variables`...) beside `detail`'s at the top, where the code's reader looks.
-    fn refusal(self, mut detail: Map<String, Value>) -> BayResult {
-        let code = self.code.expect("a red row has a code");
-        let named = [
-            ("floor", self.floor),
-            ("found", self.found),
-            ("fix", self.fix),
-        ];
-        let own = self.more.into_iter().chain(
-            named
-                .into_iter()
-                .filter_map(|(key, value)| Some((key.to_owned(), json!(value?)))),
-        );
-        for (key, value) in own {
-            detail.entry(key).or_insert(value);
-        }
-        BayResult::refusal(code, detail)
-    }
-}
-
 /// The version a product's `--version` prints: the first word of dotted numbers, such as
 /// `2.1.302` in `2.1.302 (Claude Code)` or `0.153.2` in `codex-cli 0.153.2`.
 pub fn product_version(text: &str) -> Option<Vec<u32>> {
@@ -244,7 +141,7 @@ pub fn git_row(git: Option<&str>) -> Row {
             format!("install Git {floor} or newer and put it on PATH"),
         )
         .floor(floor)
-        .with("tool", json!("git"));
+        .with(RowFacts::Tool { tool: "git" });
     };
     let found = GitVersion::number(text).map(str::to_owned);
     match GitVersion::parse(text) {
@@ -257,7 +154,7 @@ pub fn git_row(git: Option<&str>) -> Row {
         )
         .found(found.or_else(|| Some(text.trim().to_owned())))
         .floor(floor)
-        .with("tool", json!("git")),
+        .with(RowFacts::Tool { tool: "git" }),
     }
 }
 
@@ -268,7 +165,9 @@ fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
             state: State::Off,
             ..Row::green("agent", None)
         }
-        .with("why", json!("main names no [agent] product"));
+        .with(RowFacts::Why {
+            why: "main names no [agent] product".into(),
+        });
     };
     let adapter: &Adapter = product.adapter();
     let tool = product.as_str();
@@ -283,13 +182,13 @@ fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
             ),
         )
         .floor(adapter.floor)
-        .with("tool", json!(tool));
+        .with(RowFacts::Tool { tool });
     };
     let floor = product_version(adapter.floor).expect("the adapter table's floors are versions");
     match product_version(text) {
         Some(found) if found >= floor => Row::green("agent", Some(dotted(&found)))
             .floor(adapter.floor)
-            .with("tool", json!(tool)),
+            .with(RowFacts::Tool { tool }),
         found => Row::red(
             "agent",
             true,
@@ -300,7 +199,7 @@ fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
             found.map_or_else(|| text.trim().to_owned(), |f| dotted(&f)),
         ))
         .floor(adapter.floor)
-        .with("tool", json!(tool)),
+        .with(RowFacts::Tool { tool }),
     }
 }
 
@@ -319,15 +218,17 @@ pub fn sandbox_row(role: Role, sandbox: &SandboxFact) -> Row {
     match sandbox {
         SandboxFact::Works => Row::green("sandbox", Some("bwrap".into()))
             .floor(floor)
-            .with("network", json!("cut")),
+            .with(RowFacts::Network {
+                network: Network::Cut,
+            }),
         SandboxFact::Waived => Row {
             state: State::Off,
             ..Row::green("sandbox", None)
         }
-        .with(
-            "why",
-            json!("this machine's owner runs checks without a sandbox (bay.executorSandbox none)"),
-        ),
+        .with(RowFacts::Why {
+            why: "this machine's owner runs checks without a sandbox (bay.executorSandbox none)"
+                .into(),
+        }),
         SandboxFact::Unavailable(why) => Row::red(
             "sandbox",
             role == Role::Executor,
@@ -335,7 +236,9 @@ pub fn sandbox_row(role: Role, sandbox: &SandboxFact) -> Row {
             why.clone(),
         )
         .floor(floor)
-        .with("sandbox", json!("bwrap")),
+        .with(RowFacts::Sandbox {
+            sandbox: Sandbox::Bwrap,
+        }),
     }
 }
 
@@ -351,7 +254,9 @@ fn hooks_row(clone: &CloneFacts) -> Row {
             state: State::Off,
             ..Row::green("hooks", None)
         }
-        .with("why", json!("main names no [agent] product"));
+        .with(RowFacts::Why {
+            why: "main names no [agent] product".into(),
+        });
     };
     let adapter = product.adapter();
     let current =
@@ -366,7 +271,7 @@ fn hooks_row(clone: &CloneFacts) -> Row {
             }
             all
         });
-    let switched: Vec<Value> = clone
+    let switched: Vec<Switch> = clone
         .switches
         .iter()
         .flat_map(|(file, text)| {
@@ -378,15 +283,17 @@ fn hooks_row(clone: &CloneFacts) -> Row {
                         .and_then(|json| json.get(key))
                         .is_some_and(|value| *value == crate::ordered_json::Json::Bool(true))
                 })
-                .map(move |key| json!({ "file": file, "key": key }))
+                .map(move |key| Switch {
+                    file: file.clone(),
+                    key,
+                })
         })
         .collect();
     let file = adapter.settings_file;
     let fix = if let Some(first) = switched.first() {
         Some(format!(
             "remove {} from {}; it turns off every hook, bay's included",
-            first["key"].as_str().unwrap_or_default(),
-            first["file"].as_str().unwrap_or_default()
+            first.key, first.file
         ))
     } else if current(&clone.settings_on_main) && old_names.is_empty() {
         None
@@ -407,16 +314,12 @@ fn hooks_row(clone: &CloneFacts) -> Row {
             Row::red("hooks", true, ReasonCode::HooksMissing, fix).found(Some("missing".into()))
         }
     };
-    let mut row = row
-        .with("product", json!(product))
-        .with("file", json!(file));
-    if !old_names.is_empty() {
-        row = row.with("old_names", json!(old_names));
-    }
-    if !switched.is_empty() {
-        row = row.with("turned_off_by", Value::Array(switched));
-    }
-    row
+    row.with(RowFacts::Hooks(Hooks {
+        product: *product,
+        file,
+        old_names,
+        turned_off_by: switched,
+    }))
 }
 
 /// The `skill` row: every Claude config directory holds this bay's skill.
@@ -425,16 +328,19 @@ fn skill_row(skills: &[(String, Option<Vec<u8>>)]) -> Row {
         .iter()
         .map(|(dir, bytes)| (dir.as_str(), skill::compare(bytes.as_deref())))
         .collect();
-    let listed: Vec<Value> = states
+    let dirs: Vec<SkillDir> = states
         .iter()
-        .map(|(dir, state)| json!({ "dir": dir, "state": state }))
+        .map(|(dir, state)| SkillDir {
+            dir: (*dir).to_owned(),
+            state: *state,
+        })
         .collect();
-    let off: Vec<&str> = states
+    let mismatched: Vec<String> = states
         .iter()
         .filter(|(_, state)| *state != SkillState::Matches)
-        .map(|(dir, _)| *dir)
+        .map(|(dir, _)| (*dir).to_owned())
         .collect();
-    let row = if off.is_empty() {
+    let row = if mismatched.is_empty() {
         Row::green("skill", None)
     } else {
         Row::red(
@@ -443,9 +349,8 @@ fn skill_row(skills: &[(String, Option<Vec<u8>>)]) -> Row {
             ReasonCode::SkillMismatch,
             "run `bay install` to copy this bay's skill into each directory".into(),
         )
-        .with("mismatched", json!(off))
     };
-    row.with("dirs", Value::Array(listed))
+    row.with(RowFacts::Skill { mismatched, dirs })
 }
 
 /// The `remote` row: the remote answered.
@@ -462,7 +367,7 @@ fn remote_row(clone: &CloneFacts) -> Row {
             ),
         )
         .found(Some(clone.remote.clone()))
-        .with("why", json!(why)),
+        .with(RowFacts::Why { why: why.clone() }),
     }
 }
 
@@ -477,22 +382,22 @@ fn check_env_row(clone: &CloneFacts) -> Row {
                 fix: Some("mend .bay/policy.toml on main; until then no check runs".into()),
                 ..Row::green("check-env", None)
             }
-            .with("why", json!(why));
+            .with(RowFacts::Why { why: why.clone() });
         }
     };
-    let unset: Vec<Value> = variables
+    let unset: Vec<Unset> = variables
         .iter()
         .filter(|(_, set)| !set)
-        .map(|(v, _)| json!({ "check": v.check, "environment": v.environment, "variable": v.name }))
+        .map(|(v, _)| Unset {
+            check: v.check.clone(),
+            environment: v.environment.clone(),
+            variable: v.name.clone(),
+        })
         .collect();
     if unset.is_empty() {
         return Row::green("check-env", Some(format!("{} set", variables.len())));
     }
-    let mut names: Vec<&str> = variables
-        .iter()
-        .filter(|(_, set)| !set)
-        .map(|(v, _)| v.name.as_str())
-        .collect();
+    let mut names: Vec<String> = unset.iter().map(|u| u.variable.clone()).collect();
     names.sort_unstable();
     names.dedup();
     Row::red(
@@ -504,8 +409,10 @@ fn check_env_row(clone: &CloneFacts) -> Row {
             names.join(", ")
         ),
     )
-    .with("variables", json!(names))
-    .with("unset", Value::Array(unset))
+    .with(RowFacts::Unset {
+        variables: names,
+        unset,
+    })
 }
 
 /// The `store` row: advice on the commit-graph, which makes reading history fast; never red.
@@ -527,8 +434,10 @@ fn store_row(clone: &CloneFacts) -> Row {
         fix: Some("run `bay install` here: it writes the commit-graph and its settings".into()),
         ..Row::green("store", None)
     }
-    .with("changed_path_filters", json!(clone.graph_filters))
-    .with("written_on_fetch", json!(on_fetch))
+    .with(RowFacts::Store {
+        changed_path_filters: clone.graph_filters,
+        written_on_fetch: on_fetch,
+    })
 }
 
 /// Every row for `facts`, in the order doctor prints them.
@@ -560,8 +469,7 @@ pub fn rows(facts: &Facts) -> Vec<Row> {
 /// The `signing` row: what the key registry signs here. Never red: without a registry bay
 /// runs unsigned, which is a choice, not a fault.
 fn signing_row(clone: &CloneFacts) -> Row {
-    let mode = clone.signing.as_ref().map(|signing| signing.as_str());
-    let (found, state) = match (clone.registry, mode) {
+    let (found, state) = match (clone.registry, &clone.signing) {
         (Some(false), _) => (
             "unsigned: the remote holds no key registry".to_owned(),
             State::Off,
@@ -570,21 +478,26 @@ fn signing_row(clone: &CloneFacts) -> Row {
             "not known: the remote did not answer".to_owned(),
             State::Advice,
         ),
-        (Some(true), Ok(mode)) => (mode.to_owned(), State::Green),
+        (Some(true), Ok(mode)) => (mode.as_str().to_owned(), State::Green),
         (Some(true), Err(_)) => (
             "all: the policy on main cannot be read, so the default".to_owned(),
             State::Green,
         ),
     };
-    let row = Row {
+    let mode = match &clone.signing {
+        Ok(mode) => Mode::Read { mode: *mode },
+        Err(why) => Mode::Unread {
+            policy: why.clone(),
+        },
+    };
+    Row {
         state,
         ..Row::green("signing", Some(found))
-    };
-    match mode {
-        Ok(mode) => row.with("mode", json!(mode)),
-        Err(why) => row.with("policy", json!(why)),
     }
-    .with("registry", json!(clone.registry))
+    .with(RowFacts::Signing {
+        mode,
+        registry: clone.registry,
+    })
 }
 
 /// Doctor's result: `ok` when no required row is red, else `blocked` with the first red row's
@@ -597,11 +510,7 @@ pub fn judge(facts: &Facts) -> BayResult {
         .iter()
         .filter(|row| matches!(row.name, "bay" | "git" | "agent"))
         .filter_map(|row| {
-            let tool = row
-                .more
-                .get("tool")
-                .and_then(Value::as_str)
-                .unwrap_or(row.name);
+            let tool = row.facts.tool().unwrap_or(row.name);
             row.found
                 .as_ref()
                 .map(|version| json!({ "tool": tool, "version": version }))
@@ -639,6 +548,7 @@ pub fn sandbox_refusal(sandbox: &SandboxFact) -> Option<BayResult> {
 }
 
 pub mod custody;
+mod row;
 
 #[cfg(test)]
 mod tests;

@@ -18,10 +18,11 @@
 //! Under main's `require_actor_proof`, `actor_refusal` names the code `bay merge` refuses with
 //! here (`actor::unproven`, the same judgement).
 
-use serde::Serialize;
-use serde_json::json;
+use std::collections::BTreeSet;
 
-use super::{Row, State};
+use serde::Serialize;
+
+use super::{Row, RowFacts, State};
 use crate::actor::{self, ActorFacts, ActorProof};
 use crate::policy::AgentRules;
 use crate::reason::ReasonCode;
@@ -81,6 +82,80 @@ pub struct Exposed {
     pub setting: String,
     pub path: String,
     pub why: String,
+}
+
+/// What the `key-custody` row shows: each key, what was judged of them, and the actors.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Shown {
+    pub keys: Vec<Listed>,
+    /// None off Unix, where bay does not judge key files.
+    #[serde(flatten)]
+    pub judged: Option<Judged>,
+    #[serde(flatten)]
+    pub actors: Actors,
+}
+
+/// One key a setting names, in `keys`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    pub setting: String,
+    #[serde(flatten)]
+    pub key: KeyShown,
+}
+
+/// A key file as the row shows it: never its contents.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyShown {
+    pub path: String,
+    /// Whether its `.pub` names a hardware key.
+    pub hardware: bool,
+    /// Whether a file is there.
+    pub found: bool,
+}
+
+/// What the row judged of the keys, on Unix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Judged {
+    pub sessions_here: bool,
+    /// The exposed keys, if any is: what makes the row red.
+    #[serde(flatten)]
+    pub exposure: Option<Exposure>,
+}
+
+/// The keys an agent session could read: `key` names the first, whose fix the row gives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Exposure {
+    pub key: String,
+    pub exposed: Vec<Exposed>,
+}
+
+/// The agent key and what its signature proves about who signed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Actors {
+    /// `bay.agentKey`'s file; `null` when it is unset.
+    pub agent_key: Option<KeyShown>,
+    pub actors: BTreeSet<String>,
+    pub actor_proof: ActorProof,
+    pub require_actor_proof: bool,
+    /// What to do when the agent key cannot tell the actors apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor_note: Option<String>,
+    /// The code `bay merge` refuses with here, under `require_actor_proof`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor_refusal: Option<ReasonCode>,
+}
+
+impl KeyShown {
+    fn of(key: &KeyFile) -> KeyShown {
+        KeyShown {
+            path: key.path.clone(),
+            hardware: key
+                .found
+                .as_ref()
+                .is_some_and(|f| hardware(f.public.as_deref())),
+            found: key.found.is_some(),
+        }
+    }
 }
 
 /// Whether a `.pub` names a hardware key (`sk-ssh-ed25519@openssh.com`, `sk-ecdsa-...`).
@@ -155,60 +230,32 @@ fn actor_note(facts: &ActorFacts, proof: ActorProof) -> Option<String> {
     }
 }
 
-/// `row` with the actor fields: `agent_key`, `actors`, `actor_proof`, `require_actor_proof`,
-/// and `actor_note` and `actor_refusal` where they apply; `degraded` for `account` unless the
-/// row is red already.
-fn with_actors(mut row: Row, custody: &Custody) -> Row {
+/// The actor fields: the agent key, the actors, what a signature proves about who signed, and
+/// the note and refusal where they apply.
+fn actors(custody: &Custody) -> Actors {
     let facts = &custody.actor;
     let proof = actor::actor_proof(facts);
-    let note = actor_note(facts, proof);
-    let refusal = actor::unproven(&custody.agent, facts, None).and_then(|refused| refused.reason);
-    if proof == ActorProof::Account && row.state == State::Green {
-        row.state = State::Degraded;
-        row.fix = note.clone();
-    }
-    let agent_key = facts.agent_key.as_ref().map(|key| {
-        json!({
-            "path": key.path,
-            "hardware": key.found.as_ref().is_some_and(|f| hardware(f.public.as_deref())),
-            "found": key.found.is_some(),
-        })
-    });
-    let row = row
-        .with("agent_key", json!(agent_key))
-        .with("actors", json!(facts.actors))
-        .with("actor_proof", json!(proof))
-        .with(
-            "require_actor_proof",
-            json!(custody.agent.require_actor_proof),
-        );
-    let row = match note {
-        Some(note) => row.with("actor_note", json!(note)),
-        None => row,
-    };
-    match refusal {
-        Some(code) => row.with("actor_refusal", json!(code)),
-        None => row,
+    Actors {
+        agent_key: facts.agent_key.as_ref().map(KeyShown::of),
+        actors: facts.actors.clone(),
+        actor_proof: proof,
+        require_actor_proof: custody.agent.require_actor_proof,
+        actor_note: actor_note(facts, proof),
+        actor_refusal: actor::unproven(&custody.agent, facts, None)
+            .and_then(|refused| refused.reason),
     }
 }
 
-/// The `key-custody` row.
+/// The `key-custody` row: red for an exposed key; else `degraded` when several actors can
+/// read one file agent key (`account`).
 pub fn custody_row(custody: &Custody) -> Row {
-    with_actors(key_row(custody), custody)
-}
-
-/// The row's verdict on the keys `KEY_SETTINGS` name.
-fn key_row(custody: &Custody) -> Row {
-    let listed: Vec<_> = custody
+    let actors = actors(custody);
+    let keys: Vec<Listed> = custody
         .keys
         .iter()
-        .map(|key| {
-            json!({
-                "setting": key.setting,
-                "path": key.path,
-                "hardware": key.found.as_ref().is_some_and(|f| hardware(f.public.as_deref())),
-                "found": key.found.is_some(),
-            })
+        .map(|key| Listed {
+            setting: key.setting.clone(),
+            key: KeyShown::of(key),
         })
         .collect();
     if !custody.unix {
@@ -217,10 +264,14 @@ fn key_row(custody: &Custody) -> Row {
             found: Some("not checked".into()),
             ..Row::green("key-custody", None)
         }
-        .with("keys", json!(listed));
+        .with(RowFacts::KeyCustody(Shown {
+            keys,
+            judged: None,
+            actors,
+        }));
     }
     let exposed = exposed(custody);
-    let row = match exposed.first() {
+    let mut row = match exposed.first() {
         None => Row::green(
             "key-custody",
             Some(format!(
@@ -239,22 +290,30 @@ fn key_row(custody: &Custody) -> Row {
             ..Row::green("key-custody", Some(format!("{} exposed", exposed.len())))
         },
     };
-    let row = row
-        .with("keys", json!(listed))
-        .with("sessions_here", json!(custody.sessions_here));
-    match exposed.first() {
-        Some(first) => row
-            .with("key", json!(first.setting))
-            .with("exposed", json!(exposed)),
-        None => row,
+    if actors.actor_proof == ActorProof::Account && row.state == State::Green {
+        row.state = State::Degraded;
+        row.fix = actors.actor_note.clone();
     }
+    let exposure = exposed
+        .first()
+        .map(|first| first.setting.clone())
+        .map(|key| Exposure { key, exposed });
+    row.with(RowFacts::KeyCustody(Shown {
+        keys,
+        judged: Some(Judged {
+            sessions_here: custody.sessions_here,
+            exposure,
+        }),
+        actors,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use serde_json::json;
 
     use super::*;
+    use crate::doctor::tests::shown;
 
     fn key(setting: &str, mode: u32, readable: bool, public: Option<&str>) -> KeyFile {
         KeyFile {
@@ -330,7 +389,7 @@ mod tests {
         ));
         assert_eq!(row.state, State::Red, "{row:?}");
         assert_eq!(row.code, Some(ReasonCode::KeyExposed));
-        assert_eq!(row.more["key"], "bay.producerKey");
+        assert_eq!(shown(&row)["key"], "bay.producerKey");
         // A hardware key stays green on the same account.
         let row = custody_row(&custody(
             vec![key("bay.producerKey", 0o600, true, Some(SK))],
@@ -437,14 +496,18 @@ mod tests {
             }
             let row = custody_row(&facts);
             let case = format!("{proof} {unix}: {row:?}");
-            assert_eq!(row.more["actor_proof"], proof, "{case}");
+            assert_eq!(shown(&row)["actor_proof"], proof, "{case}");
             assert_eq!(row.state, state, "{case}");
-            assert_eq!(row.more["actors"], json!(actors), "{case}");
-            assert_eq!(row.more["require_actor_proof"], false, "{case}");
-            assert_eq!(row.more.contains_key("actor_note"), noted, "{case}");
-            assert!(!row.more.contains_key("actor_refusal"), "{case}");
+            assert_eq!(shown(&row)["actors"], json!(actors), "{case}");
+            assert_eq!(shown(&row)["require_actor_proof"], false, "{case}");
+            assert_eq!(shown(&row).get("actor_note").is_some(), noted, "{case}");
+            assert!(shown(&row).get("actor_refusal").is_none(), "{case}");
             assert!(!row.is_red(), "{case}");
-            assert_eq!(row.more["agent_key"].is_null(), agent.is_none(), "{case}");
+            assert_eq!(
+                shown(&row)["agent_key"].is_null(),
+                agent.is_none(),
+                "{case}"
+            );
         }
     }
 
@@ -458,7 +521,8 @@ mod tests {
         ));
         assert_eq!(row.state, State::Degraded, "{row:?}");
         assert_eq!(row.code, None);
-        let note = row.more["actor_note"].as_str().expect("a note");
+        let shown = shown(&row);
+        let note = shown["actor_note"].as_str().expect("a note");
         assert!(
             note.contains("ann, bot-7")
                 && note.contains("its own OS account")
@@ -488,10 +552,10 @@ mod tests {
                 None => facts.agent.require_actor_proof = true,
             }
             let row = custody_row(&facts);
-            assert_eq!(row.more["require_actor_proof"], true, "{row:?}");
+            assert_eq!(shown(&row)["require_actor_proof"], true, "{row:?}");
             match refused {
-                true => assert_eq!(row.more["actor_refusal"], "ACTOR_UNPROVEN", "{row:?}"),
-                false => assert!(!row.more.contains_key("actor_refusal"), "{row:?}"),
+                true => assert_eq!(shown(&row)["actor_refusal"], "ACTOR_UNPROVEN", "{row:?}"),
+                false => assert!(shown(&row).get("actor_refusal").is_none(), "{row:?}"),
             }
             // The row and `bay merge` judge alike.
             let merge = actor::unproven(&facts.agent, &facts.actor, None);
@@ -501,7 +565,7 @@ mod tests {
         let off = with_agent(custody(Vec::new(), true), Some("ssh-ed25519"), &both, false);
         let row = custody_row(&off);
         assert_eq!(row.state, State::Degraded);
-        assert!(!row.more.contains_key("actor_refusal"), "{row:?}");
+        assert!(shown(&row).get("actor_refusal").is_none(), "{row:?}");
     }
 
     #[test]
@@ -523,8 +587,76 @@ mod tests {
                 .as_deref()
                 .is_some_and(|fix| fix.contains("bay.executorKey"))
         );
-        assert_eq!(row.more["actor_proof"], "account");
-        assert_eq!(row.more["actor_refusal"], "ACTOR_UNPROVEN");
-        assert!(row.more["actor_note"].is_string(), "{row:?}");
+        assert_eq!(shown(&row)["actor_proof"], "account");
+        assert_eq!(shown(&row)["actor_refusal"], "ACTOR_UNPROVEN");
+        assert!(shown(&row)["actor_note"].is_string(), "{row:?}");
+    }
+
+    #[test]
+    fn the_row_shows_exactly_its_keys_what_was_judged_and_the_actors() {
+        let mut off = custody(
+            vec![key("bay.executorKey", 0o644, true, Some(ED25519))],
+            true,
+        );
+        off.unix = false;
+        let listed = json!([{
+            "setting": "bay.executorKey", "path": "/home/r/.ssh/bay.executorKey",
+            "hardware": false, "found": true,
+        }]);
+        assert_eq!(
+            shown(&custody_row(&off)),
+            json!({
+                "name": "key-custody", "state": "off", "required": true,
+                "found": "not checked", "keys": listed,
+                "agent_key": null, "actors": ["ann"], "actor_proof": "none",
+                "require_actor_proof": false,
+            })
+        );
+        let note = "ann, bot-7 run under this OS account, which can read the file agent key \
+                    /home/r/.ssh/bay.agentKey, so any of them can sign as another: give each \
+                    actor its own OS account, or use a hardware agent key (ssh-keygen -t \
+                    ed25519-sk)";
+        let actors = json!({
+            "agent_key": {"path": "/home/r/.ssh/bay.agentKey", "hardware": false, "found": true},
+            "actors": ["ann", "bot-7"], "actor_proof": "account", "require_actor_proof": true,
+            "actor_note": note, "actor_refusal": "ACTOR_UNPROVEN",
+        });
+        let with_actors = |mut row: serde_json::Value| {
+            if let (Some(row), Some(actors)) = (row.as_object_mut(), actors.as_object()) {
+                row.extend(actors.clone());
+            }
+            row
+        };
+        let shared = |keys| {
+            with_agent(
+                custody(keys, true),
+                Some("ssh-ed25519"),
+                &["ann", "bot-7"],
+                true,
+            )
+        };
+        assert_eq!(
+            shown(&custody_row(&shared(Vec::new()))),
+            with_actors(json!({
+                "name": "key-custody", "state": "degraded", "required": true,
+                "found": "0 signing key(s) out of agent reach", "fix": note,
+                "keys": [], "sessions_here": true,
+            }))
+        );
+        let red = shared(vec![key("bay.executorKey", 0o600, true, Some(ED25519))]);
+        assert_eq!(
+            shown(&custody_row(&red)),
+            with_actors(json!({
+                "name": "key-custody", "state": "red", "required": true, "found": "1 exposed",
+                "code": "KEY_EXPOSED",
+                "fix": "move the key bay.executorKey names (/home/r/.ssh/bay.executorKey) onto \
+                        hardware, or out of the account agent sessions run as",
+                "keys": listed, "sessions_here": true, "key": "bay.executorKey",
+                "exposed": [{
+                    "setting": "bay.executorKey", "path": "/home/r/.ssh/bay.executorKey",
+                    "why": "agent sessions run under this account, which can read it",
+                }],
+            }))
+        );
     }
 }

@@ -4,6 +4,12 @@ use crate::policy::AgentRules;
 use crate::result::Decision;
 use crate::skill::SKILL;
 use custody::{Custody, KeyFacts, KeyFile};
+use serde_json::{Value, json};
+
+/// A row's JSON, as `detail.rows` holds it.
+pub(super) fn shown(row: &Row) -> Value {
+    serde_json::to_value(row).expect("a row serialises")
+}
 
 fn clone_facts() -> CloneFacts {
     let entries = hook_settings::merge(Product::Claude.adapter(), None)
@@ -90,7 +96,7 @@ fn a_machine_with_every_fact_green_is_ready_and_says_its_versions() {
     );
     assert_eq!(result.detail["red"], json!([]));
     assert_eq!(row(&facts, "hooks").found.as_deref(), Some("on"));
-    assert_eq!(row(&facts, "sandbox").more["network"], "cut");
+    assert_eq!(shown(&row(&facts, "sandbox"))["network"], "cut");
 }
 
 #[test]
@@ -157,7 +163,7 @@ fn a_degraded_row_leaves_doctor_ok_with_exit_0() {
     });
     let custody = row(&facts, "key-custody");
     assert_eq!(custody.state, State::Degraded, "{custody:?}");
-    assert_eq!(custody.more["actor_refusal"], "ACTOR_UNPROVEN");
+    assert_eq!(shown(&custody)["actor_refusal"], "ACTOR_UNPROVEN");
     let result = judge(&facts);
     assert_eq!(result.decision, Decision::Ok, "{result:?}");
     assert_eq!(result.exit_code(), 0);
@@ -186,7 +192,7 @@ fn git_is_judged_against_its_floor_and_an_absent_git_is_named() {
     assert!(old.fix.as_deref().is_some_and(|f| f.contains("2.44")));
     let none = git_row(None);
     assert_eq!(none.code, Some(ReasonCode::ToolAbsent));
-    assert_eq!(none.more["tool"], "git");
+    assert_eq!(shown(&none)["tool"], "git");
     assert_eq!(
         git_row(Some("garbage")).code,
         Some(ReasonCode::ToolBelowFloor)
@@ -201,7 +207,7 @@ fn the_agent_product_is_absent_below_or_at_its_floor() {
         (r.state, r.code),
         (State::Red, Some(ReasonCode::ToolAbsent))
     );
-    assert_eq!(r.more["tool"], "codex");
+    assert_eq!(shown(&r)["tool"], "codex");
     assert_eq!(r.floor.as_deref(), Some("0.153.2"));
     let below =
         with_clone(|c| c.product = Some((Product::Claude, Some("2.1.99 (Claude Code)".into()))));
@@ -291,7 +297,7 @@ fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
     let renamed = with_clone(|c| c.settings_on_main = Some(old.into()));
     let r = row(&renamed, "hooks");
     assert_eq!(r.state, State::Red);
-    assert_eq!(r.more["old_names"], json!(["tool_before"]));
+    assert_eq!(shown(&r)["old_names"], json!(["tool_before"]));
     let off = with_clone(|c| {
         c.switches = vec![(
             ".claude/settings.local.json".into(),
@@ -301,7 +307,7 @@ fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
     let r = row(&off, "hooks");
     assert_eq!(r.code, Some(ReasonCode::HooksMissing));
     assert_eq!(
-        r.more["turned_off_by"],
+        shown(&r)["turned_off_by"],
         json!([{"file": ".claude/settings.local.json", "key": "disableAllHooks"}])
     );
     assert!(
@@ -316,7 +322,7 @@ fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
         )]
     });
     assert_eq!(
-        row(&managed, "hooks").more["turned_off_by"][0]["key"],
+        shown(&row(&managed, "hooks"))["turned_off_by"][0]["key"],
         "allowManagedHooksOnly"
     );
     let harmless =
@@ -337,12 +343,15 @@ fn each_config_directory_s_skill_is_compared() {
         (r.state, r.code),
         (State::Red, Some(ReasonCode::SkillMismatch))
     );
-    assert_eq!(r.more["mismatched"], json!(["/h/.claude-work", "/h/team"]));
     assert_eq!(
-        r.more["dirs"][1],
+        shown(&r)["mismatched"],
+        json!(["/h/.claude-work", "/h/team"])
+    );
+    assert_eq!(
+        shown(&r)["dirs"][1],
         json!({"dir": "/h/.claude-work", "state": "differs"})
     );
-    assert_eq!(r.more["dirs"][2]["state"], "missing");
+    assert_eq!(shown(&r)["dirs"][2]["state"], "missing");
     let result = judge(&facts);
     assert_eq!(result.reason, Some(ReasonCode::SkillMismatch));
     assert_eq!(
@@ -357,7 +366,7 @@ fn an_unreachable_remote_is_red_with_what_git_said() {
     let facts = with_clone(|c| c.reached = Err("fatal: could not read from remote".into()));
     let r = row(&facts, "remote");
     assert_eq!(r.code, Some(ReasonCode::RemoteUnreachable));
-    assert_eq!(r.more["why"], "fatal: could not read from remote");
+    assert_eq!(shown(&r)["why"], "fatal: could not read from remote");
     assert_eq!(judge(&facts).reason, Some(ReasonCode::RemoteUnreachable));
 }
 
@@ -377,7 +386,7 @@ fn a_runner_needs_every_check_variable_set() {
     facts.role = Role::Executor;
     let r = row(&facts, "check-env");
     assert_eq!(r.code, Some(ReasonCode::CheckEnvUnset));
-    assert_eq!(r.more["variables"], json!(["TOKEN"]));
+    assert_eq!(shown(&r)["variables"], json!(["TOKEN"]));
     let result = judge(&facts);
     assert_eq!(result.reason, Some(ReasonCode::CheckEnvUnset));
     assert_eq!(result.detail["variables"], json!(["TOKEN"]));
@@ -454,4 +463,124 @@ fn a_runner_refuses_below_the_floor_or_without_a_sandbox() {
     assert_eq!(bare.reason, Some(ReasonCode::SandboxAbsent));
     assert_eq!(bare.detail["fix"], "bwrap is not installed");
     assert_eq!(bare.exit_code(), 10);
+}
+
+#[test]
+fn each_kind_of_row_shows_exactly_its_facts() {
+    let var = |name: &str| Variable {
+        check: "unit".into(),
+        environment: "linux".into(),
+        name: name.into(),
+    };
+    let mut unset = with_clone(|c| c.variables = Ok(vec![(var("TOKEN"), false)]));
+    unset.role = Role::Executor;
+    let mut skill = green();
+    skill.skills = vec![("/h/team".into(), None)];
+    let switched = with_clone(|c| {
+        c.switches = vec![(
+            ".claude/settings.local.json".into(),
+            r#"{"disableAllHooks": true}"#.into(),
+        )]
+    });
+    let unknown = with_clone(|c| {
+        c.registry = None;
+        c.signing = Err("no policy".into());
+    });
+    let signed = with_clone(|c| {
+        c.registry = Some(true);
+        c.signing = Ok(Signing::Approvals);
+    });
+    let cases = [
+        (
+            row(&green(), "bay"),
+            json!({"name": "bay", "state": "green", "required": true, "found": "0.1.0"}),
+        ),
+        (
+            git_row(None),
+            json!({
+                "name": "git", "state": "red", "required": true, "floor": "2.44",
+                "code": "TOOL_ABSENT", "fix": "install Git 2.44 or newer and put it on PATH",
+                "tool": "git",
+            }),
+        ),
+        (
+            row(&with_clone(|c| c.product = None), "agent"),
+            json!({
+                "name": "agent", "state": "off", "required": true,
+                "why": "main names no [agent] product",
+            }),
+        ),
+        (
+            sandbox_row(Role::Agent, &SandboxFact::Works),
+            json!({
+                "name": "sandbox", "state": "green", "required": true, "found": "bwrap",
+                "floor": "bwrap that can cut off the network", "network": "cut",
+            }),
+        ),
+        (
+            sandbox_row(Role::Agent, &SandboxFact::Unavailable("no bwrap".into())),
+            json!({
+                "name": "sandbox", "state": "advice", "required": false,
+                "floor": "bwrap that can cut off the network", "code": "SANDBOX_ABSENT",
+                "fix": "no bwrap", "sandbox": "bwrap",
+            }),
+        ),
+        (
+            row(&switched, "hooks"),
+            json!({
+                "name": "hooks", "state": "red", "required": true, "found": "missing",
+                "code": "HOOKS_MISSING",
+                "fix": "remove disableAllHooks from .claude/settings.local.json; it turns off \
+                        every hook, bay's included",
+                "product": "claude", "file": ".claude/settings.json",
+                "turned_off_by": [
+                    {"file": ".claude/settings.local.json", "key": "disableAllHooks"},
+                ],
+            }),
+        ),
+        (
+            row(&skill, "skill"),
+            json!({
+                "name": "skill", "state": "red", "required": true, "code": "SKILL_MISMATCH",
+                "fix": "run `bay install` to copy this bay's skill into each directory",
+                "mismatched": ["/h/team"], "dirs": [{"dir": "/h/team", "state": "missing"}],
+            }),
+        ),
+        (
+            row(&unset, "check-env"),
+            json!({
+                "name": "check-env", "state": "red", "required": true,
+                "code": "CHECK_ENV_UNSET",
+                "fix": "set TOKEN in the runner's environment, then start it again",
+                "variables": ["TOKEN"],
+                "unset": [{"check": "unit", "environment": "linux", "variable": "TOKEN"}],
+            }),
+        ),
+        (
+            row(&with_clone(|c| c.graph_filters = false), "store"),
+            json!({
+                "name": "store", "state": "advice", "required": false,
+                "fix": "run `bay install` here: it writes the commit-graph and its settings",
+                "changed_path_filters": false, "written_on_fetch": true,
+            }),
+        ),
+        (
+            row(&unknown, "signing"),
+            json!({
+                "name": "signing", "state": "advice", "required": true,
+                "found": "not known: the remote did not answer", "policy": "no policy",
+                "registry": null,
+            }),
+        ),
+        (
+            row(&signed, "signing"),
+            json!({
+                "name": "signing", "state": "green", "required": true, "found": "approvals",
+                "mode": "approvals", "registry": true,
+            }),
+        ),
+    ];
+    for (row, json) in cases {
+        assert_eq!(shown(&row), json, "{}", row.name);
+    }
 }
