@@ -377,9 +377,11 @@ fn check_env_row(clone: &CloneFacts) -> Row {
         Ok(variables) => variables,
         Err(why) => {
             return Row {
-                state: State::Advice,
+                state: State::Advice {
+                    code: None,
+                    fix: Some("mend .bay/policy.toml on main; until then no check runs".into()),
+                },
                 required: false,
-                fix: Some("mend .bay/policy.toml on main; until then no check runs".into()),
                 ..Row::green("check-env", None)
             }
             .with(RowFacts::Why { why: why.clone() });
@@ -429,9 +431,11 @@ fn store_row(clone: &CloneFacts) -> Row {
         );
     }
     Row {
-        state: State::Advice,
+        state: State::Advice {
+            code: None,
+            fix: Some("run `bay install` here: it writes the commit-graph and its settings".into()),
+        },
         required: false,
-        fix: Some("run `bay install` here: it writes the commit-graph and its settings".into()),
         ..Row::green("store", None)
     }
     .with(RowFacts::Store {
@@ -476,7 +480,10 @@ fn signing_row(clone: &CloneFacts) -> Row {
         ),
         (None, _) => (
             "not known: the remote did not answer".to_owned(),
-            State::Advice,
+            State::Advice {
+                code: None,
+                fix: None,
+            },
         ),
         (Some(true), Ok(mode)) => (mode.as_str().to_owned(), State::Green),
         (Some(true), Err(_)) => (
@@ -520,21 +527,18 @@ pub fn judge(facts: &Facts) -> BayResult {
     detail.insert("role".into(), json!(facts.role));
     detail.insert("versions".into(), Value::Array(versions));
     detail.insert("red".into(), json!(red));
-    let first = rows.iter().find(|row| row.is_red()).cloned();
     detail.insert("rows".into(), json!(rows));
-    match first {
-        None => BayResult::ok(None, detail),
-        Some(row) => row.refusal(detail),
-    }
+    rows.iter()
+        .find_map(|row| row.refusal(&detail))
+        .unwrap_or_else(|| BayResult::ok(None, detail))
 }
 
 /// Why `bay runner run` must not start on this machine, if it must not: the `git` and
 /// `sandbox` rows of a runner, the same doctor shows, the first red one as a refusal.
 pub fn runner_refusal(git: Option<&str>, sandbox: &SandboxFact) -> Option<BayResult> {
     [git_row(git), sandbox_row(Role::Executor, sandbox)]
-        .into_iter()
-        .find(Row::is_red)
-        .map(|row| row.refusal(Map::new()))
+        .iter()
+        .find_map(|row| row.refusal(&Map::new()))
 }
 
 /// Why this machine cannot run checks (`SANDBOX_ABSENT`), if it cannot: the `sandbox` row of
@@ -542,9 +546,7 @@ pub fn runner_refusal(git: Option<&str>, sandbox: &SandboxFact) -> Option<BayRes
 /// so it hands this to its machine, which refuses with it before it writes anything, when
 /// the policy has checks to run ([`crate::machine::merge_wait::MergeWait::without_sandbox`]).
 pub fn sandbox_refusal(sandbox: &SandboxFact) -> Option<BayResult> {
-    Some(sandbox_row(Role::Executor, sandbox))
-        .filter(Row::is_red)
-        .map(|row| row.refusal(Map::new()))
+    sandbox_row(Role::Executor, sandbox).refusal(&Map::new())
 }
 
 pub mod custody;

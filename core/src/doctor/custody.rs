@@ -280,19 +280,21 @@ pub fn custody_row(custody: &Custody) -> Row {
             )),
         ),
         Some(first) => Row {
-            state: State::Red,
-            code: Some(ReasonCode::KeyExposed),
-            fix: Some(format!(
-                "move the key {} names ({}) onto hardware, or out of the account agent \
-                 sessions run as",
-                first.setting, first.path
-            )),
+            state: State::Red {
+                code: ReasonCode::KeyExposed,
+                fix: format!(
+                    "move the key {} names ({}) onto hardware, or out of the account agent \
+                     sessions run as",
+                    first.setting, first.path
+                ),
+            },
             ..Row::green("key-custody", Some(format!("{} exposed", exposed.len())))
         },
     };
-    if actors.actor_proof == ActorProof::Account && row.state == State::Green {
-        row.state = State::Degraded;
-        row.fix = actors.actor_note.clone();
+    if let (State::Green, ActorProof::Account, Some(note)) =
+        (&row.state, actors.actor_proof, &actors.actor_note)
+    {
+        row.state = State::Degraded { fix: note.clone() };
     }
     let exposure = exposed
         .first()
@@ -378,7 +380,7 @@ mod tests {
             false,
         ));
         assert_eq!(row.state, State::Green, "{row:?}");
-        assert_eq!(row.code, None);
+        assert_eq!(row.code(), None);
     }
 
     #[test]
@@ -387,8 +389,8 @@ mod tests {
             vec![key("bay.producerKey", 0o600, true, Some(ED25519))],
             true,
         ));
-        assert_eq!(row.state, State::Red, "{row:?}");
-        assert_eq!(row.code, Some(ReasonCode::KeyExposed));
+        assert!(row.is_red(), "{row:?}");
+        assert_eq!(row.code(), Some(ReasonCode::KeyExposed));
         assert_eq!(shown(&row)["key"], "bay.producerKey");
         // A hardware key stays green on the same account.
         let row = custody_row(&custody(
@@ -450,38 +452,31 @@ mod tests {
         let both = ["ann", "bot-7"];
         // (agent key type, actors, unix, proof, state, a note)
         let cases = [
-            (None, &both[..], true, "none", State::Green, false),
+            (None, &both[..], true, "none", "green", false),
             (
                 Some(Some("ssh-ed25519")),
                 &both[..1],
                 true,
                 "key",
-                State::Green,
+                "green",
                 false,
             ),
-            (
-                Some(Some(SK_TYPE)),
-                &both[..],
-                true,
-                "key",
-                State::Green,
-                false,
-            ),
+            (Some(Some(SK_TYPE)), &both[..], true, "key", "green", false),
             (
                 Some(Some("ssh-ed25519")),
                 &both[..],
                 true,
                 "account",
-                State::Degraded,
+                "degraded",
                 true,
             ),
-            (Some(None), &both[..1], true, "unjudged", State::Green, true),
+            (Some(None), &both[..1], true, "unjudged", "green", true),
             (
                 Some(Some("ssh-ed25519")),
                 &both[..1],
                 false,
                 "unjudged",
-                State::Off,
+                "off",
                 true,
             ),
         ];
@@ -497,7 +492,7 @@ mod tests {
             let row = custody_row(&facts);
             let case = format!("{proof} {unix}: {row:?}");
             assert_eq!(shown(&row)["actor_proof"], proof, "{case}");
-            assert_eq!(row.state, state, "{case}");
+            assert_eq!(shown(&row)["state"], state, "{case}");
             assert_eq!(shown(&row)["actors"], json!(actors), "{case}");
             assert_eq!(shown(&row)["require_actor_proof"], false, "{case}");
             assert_eq!(shown(&row).get("actor_note").is_some(), noted, "{case}");
@@ -519,8 +514,8 @@ mod tests {
             &["ann", "bot-7"],
             false,
         ));
-        assert_eq!(row.state, State::Degraded, "{row:?}");
-        assert_eq!(row.code, None);
+        assert!(matches!(row.state, State::Degraded { .. }), "{row:?}");
+        assert_eq!(row.code(), None);
         let shown = shown(&row);
         let note = shown["actor_note"].as_str().expect("a note");
         assert!(
@@ -529,7 +524,7 @@ mod tests {
                 && note.contains("hardware agent key"),
             "{note}"
         );
-        assert_eq!(row.fix.as_deref(), Some(note));
+        assert_eq!(row.fix(), Some(note));
         assert_eq!(
             serde_json::to_value(&row).expect("a row")["state"],
             "degraded"
@@ -564,7 +559,7 @@ mod tests {
         // The same shared key with the setting off: degraded, and no refusal.
         let off = with_agent(custody(Vec::new(), true), Some("ssh-ed25519"), &both, false);
         let row = custody_row(&off);
-        assert_eq!(row.state, State::Degraded);
+        assert!(matches!(row.state, State::Degraded { .. }), "{row:?}");
         assert!(shown(&row).get("actor_refusal").is_none(), "{row:?}");
     }
 
@@ -580,13 +575,9 @@ mod tests {
             true,
         );
         let row = custody_row(&facts);
-        assert_eq!(row.state, State::Red, "{row:?}");
-        assert_eq!(row.code, Some(ReasonCode::KeyExposed));
-        assert!(
-            row.fix
-                .as_deref()
-                .is_some_and(|fix| fix.contains("bay.executorKey"))
-        );
+        assert!(row.is_red(), "{row:?}");
+        assert_eq!(row.code(), Some(ReasonCode::KeyExposed));
+        assert!(row.fix().is_some_and(|fix| fix.contains("bay.executorKey")));
         assert_eq!(shown(&row)["actor_proof"], "account");
         assert_eq!(shown(&row)["actor_refusal"], "ACTOR_UNPROVEN");
         assert!(shown(&row)["actor_note"].is_string(), "{row:?}");

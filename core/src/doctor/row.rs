@@ -12,27 +12,42 @@ use crate::reason::ReasonCode;
 use crate::result::BayResult;
 use crate::skill::SkillState;
 
-/// A row's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// A row's verdict, with what to do where there is something: a red row always has its code
+/// and its fix, a green or an off row neither. Flattened into the row as `state`, `code` and
+/// `fix`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
 pub enum State {
     Green,
-    /// Red: a required row turns doctor red.
-    Red,
+    /// Red: a required row turns doctor red, and its refusal names `code`.
+    Red {
+        code: ReasonCode,
+        fix: String,
+    },
     /// Not in use here, and nothing to fix (no agent product, a waived sandbox).
     Off,
-    /// Worth fixing, but never required: doctor stays green.
-    Advice,
+    /// Worth fixing, but never required: doctor stays green. The code the row would be red
+    /// with where it is required elsewhere (the sandbox of an agent), and the fix where bay
+    /// knows one.
+    Advice {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<ReasonCode>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fix: Option<String>,
+    },
     /// It works, with less than bay can give here: the spec's `degraded`, such as several
     /// actors who can sign as one another (`key-custody`). Never red, so doctor stays `ok`
     /// (exit 0) and the row is not among `detail.red`; its `fix` says how to mend it.
-    Degraded,
+    Degraded {
+        fix: String,
+    },
 }
 
 /// One concern and its verdict.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Row {
     pub name: &'static str,
+    #[serde(flatten)]
     pub state: State,
     /// Whether a red here turns doctor red.
     pub required: bool,
@@ -42,11 +57,6 @@ pub struct Row {
     /// The oldest version or the state that is green.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<ReasonCode>,
-    /// What to do, for a row that is not green.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
     /// The row's own facts, beside its verdict.
     #[serde(flatten)]
     pub facts: RowFacts,
@@ -180,8 +190,6 @@ impl Row {
             required: true,
             found,
             floor: None,
-            code: None,
-            fix: None,
             facts: RowFacts::Nothing {},
         }
     }
@@ -189,10 +197,15 @@ impl Row {
     /// Red with `code` and `fix`; when `required` is false, only advice.
     pub(super) fn red(name: &'static str, required: bool, code: ReasonCode, fix: String) -> Row {
         Row {
-            state: if required { State::Red } else { State::Advice },
+            state: if required {
+                State::Red { code, fix }
+            } else {
+                State::Advice {
+                    code: Some(code),
+                    fix: Some(fix),
+                }
+            },
             required,
-            code: Some(code),
-            fix: Some(fix),
             ..Row::green(name, None)
         }
     }
@@ -214,17 +227,21 @@ impl Row {
 
     /// Whether this row turns doctor red.
     pub fn is_red(&self) -> bool {
-        self.state == State::Red
+        matches!(self.state, State::Red { .. })
     }
 
-    /// The refusal this red row makes: its code, with its facts (`tool`, `floor`, `found`,
-    /// `fix`, `variables`...) beside `detail`'s at the top, where the code's reader looks.
-    pub(super) fn refusal(self, mut detail: Map<String, Value>) -> BayResult {
-        let code = self.code.expect("a red row has a code");
+    /// The refusal this row makes if it is red: its code, with its facts (`tool`, `floor`,
+    /// `found`, `fix`, `variables`...) beside `detail`'s at the top, where the code's reader
+    /// looks.
+    pub(super) fn refusal(&self, detail: &Map<String, Value>) -> Option<BayResult> {
+        let State::Red { code, fix } = &self.state else {
+            return None;
+        };
+        let mut detail = detail.clone();
         let named = [
-            ("floor", self.floor),
-            ("found", self.found),
-            ("fix", self.fix),
+            ("floor", self.floor.as_deref()),
+            ("found", self.found.as_deref()),
+            ("fix", Some(fix.as_str())),
         ];
         let own = self.facts.to_map().into_iter().chain(
             named
@@ -234,6 +251,6 @@ impl Row {
         for (key, value) in own {
             detail.entry(key).or_insert(value);
         }
-        BayResult::refusal(code, detail)
+        Some(BayResult::refusal(*code, detail))
     }
 }

@@ -6,6 +6,26 @@ use crate::skill::SKILL;
 use custody::{Custody, KeyFacts, KeyFile};
 use serde_json::{Value, json};
 
+impl Row {
+    /// The code this row names: a red row's, or that of advice that is red where required.
+    pub(super) fn code(&self) -> Option<ReasonCode> {
+        match &self.state {
+            State::Red { code, .. } => Some(*code),
+            State::Advice { code, .. } => *code,
+            State::Green | State::Off | State::Degraded { .. } => None,
+        }
+    }
+
+    /// What this row says to do.
+    pub(super) fn fix(&self) -> Option<&str> {
+        match &self.state {
+            State::Red { fix, .. } | State::Degraded { fix } => Some(fix),
+            State::Advice { fix, .. } => fix.as_deref(),
+            State::Green | State::Off => None,
+        }
+    }
+}
+
 /// A row's JSON, as `detail.rows` holds it.
 pub(super) fn shown(row: &Row) -> Value {
     serde_json::to_value(row).expect("a row serialises")
@@ -162,7 +182,10 @@ fn a_degraded_row_leaves_doctor_ok_with_exit_0() {
         }),
     });
     let custody = row(&facts, "key-custody");
-    assert_eq!(custody.state, State::Degraded, "{custody:?}");
+    assert!(
+        matches!(custody.state, State::Degraded { .. }),
+        "{custody:?}"
+    );
     assert_eq!(shown(&custody)["actor_refusal"], "ACTOR_UNPROVEN");
     let result = judge(&facts);
     assert_eq!(result.decision, Decision::Ok, "{result:?}");
@@ -177,24 +200,24 @@ fn git_is_judged_against_its_floor_and_an_absent_git_is_named() {
     let old = git_row(Some("git version 2.39.5 (Apple Git-154)"));
     assert_eq!(
         (
-            old.state,
-            old.code,
+            old.is_red(),
+            old.code(),
             old.found.as_deref(),
             old.floor.as_deref()
         ),
         (
-            State::Red,
+            true,
             Some(ReasonCode::ToolBelowFloor),
             Some("2.39.5"),
             Some("2.44")
         )
     );
-    assert!(old.fix.as_deref().is_some_and(|f| f.contains("2.44")));
+    assert!(old.fix().is_some_and(|f| f.contains("2.44")));
     let none = git_row(None);
-    assert_eq!(none.code, Some(ReasonCode::ToolAbsent));
+    assert_eq!(none.code(), Some(ReasonCode::ToolAbsent));
     assert_eq!(shown(&none)["tool"], "git");
     assert_eq!(
-        git_row(Some("garbage")).code,
+        git_row(Some("garbage")).code(),
         Some(ReasonCode::ToolBelowFloor)
     );
 }
@@ -203,16 +226,13 @@ fn git_is_judged_against_its_floor_and_an_absent_git_is_named() {
 fn the_agent_product_is_absent_below_or_at_its_floor() {
     let absent = with_clone(|c| c.product = Some((Product::Codex, None)));
     let r = row(&absent, "agent");
-    assert_eq!(
-        (r.state, r.code),
-        (State::Red, Some(ReasonCode::ToolAbsent))
-    );
+    assert_eq!((r.is_red(), r.code()), (true, Some(ReasonCode::ToolAbsent)));
     assert_eq!(shown(&r)["tool"], "codex");
     assert_eq!(r.floor.as_deref(), Some("0.153.2"));
     let below =
         with_clone(|c| c.product = Some((Product::Claude, Some("2.1.99 (Claude Code)".into()))));
     let r = row(&below, "agent");
-    assert_eq!(r.code, Some(ReasonCode::ToolBelowFloor));
+    assert_eq!(r.code(), Some(ReasonCode::ToolBelowFloor));
     assert_eq!(
         (r.found.as_deref(), r.floor.as_deref()),
         (Some("2.1.99"), Some("2.1.302"))
@@ -257,13 +277,16 @@ fn the_sandbox_is_required_only_of_a_runner() {
         "no check sandbox works on this machine: bwrap is not installed".into(),
     );
     let agent = sandbox_row(Role::Agent, &gone);
-    assert_eq!((agent.state, agent.required), (State::Advice, false));
+    assert!(
+        matches!(agent.state, State::Advice { .. }) && !agent.required,
+        "{agent:?}"
+    );
     let runner = sandbox_row(Role::Executor, &gone);
     assert_eq!(
-        (runner.state, runner.code),
-        (State::Red, Some(ReasonCode::SandboxAbsent))
+        (runner.is_red(), runner.code()),
+        (true, Some(ReasonCode::SandboxAbsent))
     );
-    assert!(runner.fix.as_deref().is_some_and(|f| f.contains("bwrap")));
+    assert!(runner.fix().is_some_and(|f| f.contains("bwrap")));
     assert_eq!(
         sandbox_row(Role::Executor, &SandboxFact::Waived).state,
         State::Off
@@ -283,12 +306,13 @@ fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
     });
     let r = row(&nowhere, "hooks");
     assert_eq!(
-        (r.state, r.code),
-        (State::Red, Some(ReasonCode::HooksMissing))
+        (r.is_red(), r.code()),
+        (true, Some(ReasonCode::HooksMissing))
     );
-    assert!(r.fix.as_deref().is_some_and(|f| f.contains("bay install")));
+    assert!(r.fix().is_some_and(|f| f.contains("bay install")));
     let here_only = with_clone(|c| c.settings_on_main = None);
-    let fix = row(&here_only, "hooks").fix.unwrap_or_default();
+    let hooks = row(&here_only, "hooks");
+    let fix = hooks.fix().unwrap_or_default();
     assert!(
         fix.contains(LAND_COMMAND) && !fix.contains("bay install"),
         "{fix}"
@@ -296,7 +320,7 @@ fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
     let old = r#"{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"bay hook tool_before"}]}]}}"#;
     let renamed = with_clone(|c| c.settings_on_main = Some(old.into()));
     let r = row(&renamed, "hooks");
-    assert_eq!(r.state, State::Red);
+    assert!(r.is_red(), "{r:?}");
     assert_eq!(shown(&r)["old_names"], json!(["tool_before"]));
     let off = with_clone(|c| {
         c.switches = vec![(
@@ -305,16 +329,12 @@ fn hooks_are_red_until_main_holds_current_entries_and_nothing_turns_them_off() {
         )]
     });
     let r = row(&off, "hooks");
-    assert_eq!(r.code, Some(ReasonCode::HooksMissing));
+    assert_eq!(r.code(), Some(ReasonCode::HooksMissing));
     assert_eq!(
         shown(&r)["turned_off_by"],
         json!([{"file": ".claude/settings.local.json", "key": "disableAllHooks"}])
     );
-    assert!(
-        r.fix
-            .as_deref()
-            .is_some_and(|f| f.contains("disableAllHooks"))
-    );
+    assert!(r.fix().is_some_and(|f| f.contains("disableAllHooks")));
     let managed = with_clone(|c| {
         c.switches = vec![(
             "/h/.claude/settings.json".into(),
@@ -340,8 +360,8 @@ fn each_config_directory_s_skill_is_compared() {
     ];
     let r = row(&facts, "skill");
     assert_eq!(
-        (r.state, r.code),
-        (State::Red, Some(ReasonCode::SkillMismatch))
+        (r.is_red(), r.code()),
+        (true, Some(ReasonCode::SkillMismatch))
     );
     assert_eq!(
         shown(&r)["mismatched"],
@@ -365,7 +385,7 @@ fn each_config_directory_s_skill_is_compared() {
 fn an_unreachable_remote_is_red_with_what_git_said() {
     let facts = with_clone(|c| c.reached = Err("fatal: could not read from remote".into()));
     let r = row(&facts, "remote");
-    assert_eq!(r.code, Some(ReasonCode::RemoteUnreachable));
+    assert_eq!(r.code(), Some(ReasonCode::RemoteUnreachable));
     assert_eq!(shown(&r)["why"], "fatal: could not read from remote");
     assert_eq!(judge(&facts).reason, Some(ReasonCode::RemoteUnreachable));
 }
@@ -385,7 +405,7 @@ fn a_runner_needs_every_check_variable_set() {
     );
     facts.role = Role::Executor;
     let r = row(&facts, "check-env");
-    assert_eq!(r.code, Some(ReasonCode::CheckEnvUnset));
+    assert_eq!(r.code(), Some(ReasonCode::CheckEnvUnset));
     assert_eq!(shown(&r)["variables"], json!(["TOKEN"]));
     let result = judge(&facts);
     assert_eq!(result.reason, Some(ReasonCode::CheckEnvUnset));
@@ -393,7 +413,10 @@ fn a_runner_needs_every_check_variable_set() {
     let unread = with_clone(|c| c.variables = Err("bad".into()));
     let mut unread = unread;
     unread.role = Role::Executor;
-    assert_eq!(row(&unread, "check-env").state, State::Advice);
+    assert!(matches!(
+        row(&unread, "check-env").state,
+        State::Advice { .. }
+    ));
 }
 
 #[test]
@@ -413,13 +436,19 @@ fn check_variables_come_from_the_policy() {
 fn the_store_only_advises() {
     let facts = with_clone(|c| c.graph_filters = false);
     let r = row(&facts, "store");
-    assert_eq!((r.state, r.required), (State::Advice, false));
+    assert!(
+        matches!(r.state, State::Advice { .. }) && !r.required,
+        "{r:?}"
+    );
     assert_eq!(judge(&facts).decision, Decision::Ok);
     // Git's booleans as Git reads them: `yes` is written on fetch, `off` and none are not.
     assert_eq!(row(&with_clone(|_| {}), "store").state, State::Green);
     for off in [Some("off"), None] {
         let facts = with_clone(|c| c.graph_on_fetch = off.map(str::to_owned));
-        assert_eq!(row(&facts, "store").state, State::Advice, "{off:?}");
+        assert!(
+            matches!(row(&facts, "store").state, State::Advice { .. }),
+            "{off:?}"
+        );
     }
 }
 
@@ -583,4 +612,32 @@ fn each_kind_of_row_shows_exactly_its_facts() {
     for (row, json) in cases {
         assert_eq!(shown(&row), json, "{}", row.name);
     }
+}
+
+#[test]
+fn a_red_row_s_refusal_holds_exactly_its_facts_and_other_rows_refuse_nothing() {
+    let git = runner_refusal(None, &SandboxFact::Works).expect("refused");
+    assert_eq!(git.reason, Some(ReasonCode::ToolAbsent));
+    assert_eq!(
+        Value::Object(git.detail),
+        json!({
+            "tool": "git", "floor": "2.44",
+            "fix": "install Git 2.44 or newer and put it on PATH",
+        })
+    );
+    let sandbox = SandboxFact::Unavailable("no bwrap".into());
+    let refused = sandbox_refusal(&sandbox).expect("refused");
+    assert_eq!(
+        Value::Object(refused.detail),
+        json!({
+            "floor": "bwrap that can cut off the network", "fix": "no bwrap",
+            "sandbox": "bwrap",
+        })
+    );
+    // The same row as an agent's is advice, with its code and fix, and refuses nothing.
+    assert_eq!(
+        sandbox_row(Role::Agent, &sandbox).refusal(&Map::new()),
+        None
+    );
+    assert_eq!(sandbox_refusal(&SandboxFact::Works), None);
 }
