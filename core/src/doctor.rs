@@ -9,11 +9,11 @@
 //! ([`runner_refusal`]), so a runner and doctor can never disagree about this machine.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
 
 pub use row::{Row, RowFacts, State};
 
 use crate::adapter::{Adapter, Product};
+use crate::detail::Detail;
 use crate::hook_settings;
 use crate::install::{GitVersion, LAND_COMMAND};
 use crate::policy::{Policy, Signing};
@@ -507,30 +507,55 @@ fn signing_row(clone: &CloneFacts) -> Row {
     })
 }
 
+/// Doctor's `detail`: the role, the versions the status line shows, the red rows' names and
+/// every row.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub role: Role,
+    pub versions: Vec<Version>,
+    pub red: Vec<&'static str>,
+    pub rows: Vec<Row>,
+}
+
+/// A version doctor found, as the status line names it (`git 2.47.3`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Version {
+    pub tool: &'static str,
+    pub version: String,
+}
+
+impl Detail for Report {}
+
+impl Report {
+    fn of(role: Role, rows: Vec<Row>) -> Report {
+        let versions = rows
+            .iter()
+            .filter(|row| matches!(row.name, "bay" | "git" | "agent"))
+            .filter_map(|row| {
+                Some(Version {
+                    tool: row.facts.tool().unwrap_or(row.name),
+                    version: row.found.clone()?,
+                })
+            })
+            .collect();
+        Report {
+            role,
+            versions,
+            red: rows.iter().filter(|r| r.is_red()).map(|r| r.name).collect(),
+            rows,
+        }
+    }
+}
+
 /// Doctor's result: `ok` when no required row is red, else `blocked` with the first red row's
-/// code. `detail` holds the role, every row, the red rows' names and the versions the status
-/// line shows.
+/// code, its facts beside the [`Report`].
 pub fn judge(facts: &Facts) -> BayResult {
-    let rows = rows(facts);
-    let red: Vec<&str> = rows.iter().filter(|r| r.is_red()).map(|r| r.name).collect();
-    let versions: Vec<Value> = rows
+    let report = Report::of(facts.role, rows(facts));
+    report
+        .rows
         .iter()
-        .filter(|row| matches!(row.name, "bay" | "git" | "agent"))
-        .filter_map(|row| {
-            let tool = row.facts.tool().unwrap_or(row.name);
-            row.found
-                .as_ref()
-                .map(|version| json!({ "tool": tool, "version": version }))
-        })
-        .collect();
-    let mut detail = Map::new();
-    detail.insert("role".into(), json!(facts.role));
-    detail.insert("versions".into(), Value::Array(versions));
-    detail.insert("red".into(), json!(red));
-    detail.insert("rows".into(), json!(rows));
-    rows.iter()
-        .find_map(|row| row.refusal(&detail))
-        .unwrap_or_else(|| BayResult::ok(None, detail))
+        .find_map(|row| row.refusal(Some(&report)))
+        .unwrap_or_else(|| BayResult::ok(None, report.to_map()))
 }
 
 /// Why `bay runner run` must not start on this machine, if it must not: the `git` and
@@ -538,7 +563,7 @@ pub fn judge(facts: &Facts) -> BayResult {
 pub fn runner_refusal(git: Option<&str>, sandbox: &SandboxFact) -> Option<BayResult> {
     [git_row(git), sandbox_row(Role::Executor, sandbox)]
         .iter()
-        .find_map(|row| row.refusal(&Map::new()))
+        .find_map(|row| row.refusal(None))
 }
 
 /// Why this machine cannot run checks (`SANDBOX_ABSENT`), if it cannot: the `sandbox` row of
@@ -546,7 +571,7 @@ pub fn runner_refusal(git: Option<&str>, sandbox: &SandboxFact) -> Option<BayRes
 /// so it hands this to its machine, which refuses with it before it writes anything, when
 /// the policy has checks to run ([`crate::machine::merge_wait::MergeWait::without_sandbox`]).
 pub fn sandbox_refusal(sandbox: &SandboxFact) -> Option<BayResult> {
-    sandbox_row(Role::Executor, sandbox).refusal(&Map::new())
+    sandbox_row(Role::Executor, sandbox).refusal(None)
 }
 
 pub mod custody;

@@ -2,9 +2,8 @@
 //! names is a field here, so a row's JSON is made by its types alone.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
 
-use super::custody;
+use super::{Report, custody};
 use crate::adapter::Product;
 use crate::detail::Detail;
 use crate::policy::Signing;
@@ -170,7 +169,23 @@ pub enum Mode {
     Unread { policy: String },
 }
 
-impl Detail for RowFacts {}
+/// The detail of a red row's refusal: doctor's [`Report`] when doctor refuses, and the row's
+/// facts (`tool`, `floor`, `found`, `fix`, `variables`...) beside it at the top, where the
+/// code's reader looks.
+#[derive(Serialize)]
+struct Refused<'a> {
+    #[serde(flatten)]
+    doctor: Option<&'a Report>,
+    #[serde(flatten)]
+    facts: &'a RowFacts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    found: Option<&'a str>,
+    fix: &'a str,
+}
+
+impl Detail for Refused<'_> {}
 
 impl RowFacts {
     /// The program this row judged, if it is a version row's.
@@ -230,27 +245,18 @@ impl Row {
         matches!(self.state, State::Red { .. })
     }
 
-    /// The refusal this row makes if it is red: its code, with its facts (`tool`, `floor`,
-    /// `found`, `fix`, `variables`...) beside `detail`'s at the top, where the code's reader
-    /// looks.
-    pub(super) fn refusal(&self, detail: &Map<String, Value>) -> Option<BayResult> {
+    /// The refusal this row makes if it is red: its code, with [`Refused`] as its detail.
+    pub(super) fn refusal(&self, doctor: Option<&Report>) -> Option<BayResult> {
         let State::Red { code, fix } = &self.state else {
             return None;
         };
-        let mut detail = detail.clone();
-        let named = [
-            ("floor", self.floor.as_deref()),
-            ("found", self.found.as_deref()),
-            ("fix", Some(fix.as_str())),
-        ];
-        let own = self.facts.to_map().into_iter().chain(
-            named
-                .into_iter()
-                .filter_map(|(key, value)| Some((key.to_owned(), json!(value?)))),
-        );
-        for (key, value) in own {
-            detail.entry(key).or_insert(value);
-        }
-        Some(BayResult::refusal(*code, detail))
+        let detail = Refused {
+            doctor,
+            facts: &self.facts,
+            floor: self.floor.as_deref(),
+            found: self.found.as_deref(),
+            fix,
+        };
+        Some(BayResult::refusal(*code, detail.to_map()))
     }
 }

@@ -635,9 +635,45 @@ fn a_red_row_s_refusal_holds_exactly_its_facts_and_other_rows_refuse_nothing() {
         })
     );
     // The same row as an agent's is advice, with its code and fix, and refuses nothing.
-    assert_eq!(
-        sandbox_row(Role::Agent, &sandbox).refusal(&Map::new()),
-        None
-    );
+    assert_eq!(sandbox_row(Role::Agent, &sandbox).refusal(None), None);
     assert_eq!(sandbox_refusal(&SandboxFact::Works), None);
+}
+
+#[test]
+fn doctor_s_detail_is_its_report_and_a_red_row_s_facts_sit_beside_it() {
+    let rows = vec![
+        Row::green("bay", Some("0.1.0".into())),
+        git_row(None),
+        row(&green(), "agent"),
+    ];
+    let report = Report::of(Role::Executor, rows.clone());
+    let json = json!({
+        "role": "executor",
+        "versions": [
+            {"tool": "bay", "version": "0.1.0"},
+            {"tool": "claude", "version": "2.1.302"},
+        ],
+        "red": ["git"],
+        "rows": [shown(&rows[0]), shown(&rows[1]), shown(&rows[2])],
+    });
+    assert_eq!(report.to_json(), json);
+    let refused = rows[1].refusal(Some(&report)).expect("refused");
+    let mut beside = json;
+    if let Some(detail) = beside.as_object_mut() {
+        detail.extend([
+            ("tool".to_owned(), json!("git")),
+            ("floor".to_owned(), json!("2.44")),
+            (
+                "fix".to_owned(),
+                json!("install Git 2.44 or newer and put it on PATH"),
+            ),
+        ]);
+    }
+    assert_eq!(Value::Object(refused.detail), beside);
+    assert_eq!(rows[2].refusal(Some(&report)), None);
+    let facts = green();
+    assert_eq!(
+        judge(&facts).detail,
+        Report::of(Role::Agent, super::rows(&facts)).to_map()
+    );
 }
