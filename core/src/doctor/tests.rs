@@ -677,3 +677,11 @@ fn doctor_s_detail_is_its_report_and_a_red_row_s_facts_sit_beside_it() {
         Report::of(Role::Agent, super::rows(&facts)).to_map()
     );
 }
+
+#[test]
+fn every_agent_product_s_floor_is_a_version() {
+    for product in Product::ALL {
+        let floor = product.adapter().floor;
+        assert!(product_version(floor).is_some(), "{product:?}: {floor}");
+    }
+}
