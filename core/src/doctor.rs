@@ -577,7 +577,7 @@ pub fn sandbox_refusal(sandbox: &SandboxFact) -> Option<BayResult> {
 }
 
 pub mod custody;
-mod row;
+pub mod row;
 
 #[cfg(test)]
 mod tests;

@@ -69,21 +69,14 @@ pub enum RowFacts {
     /// Nothing more: bay's own row, a green `git`, `remote`, `check-env` or `store`.
     Nothing {},
     /// The program a version row judged (`git`, `agent`), as `detail.versions` names it.
-    Tool {
-        tool: &'static str,
-    },
+    Tool { tool: &'static str },
     /// Why the row is off or cannot be judged, or what Git said when the remote did not answer.
-    Why {
-        why: String,
-    },
+    Why { why: String },
     /// A working sandbox: it cuts the network off.
-    Network {
-        network: Network,
-    },
+    Network { network: Network },
     /// The sandbox a check needs and does not have here.
-    Sandbox {
-        sandbox: Sandbox,
-    },
+    Sandbox { sandbox: Sandbox },
+    /// The hooks' product, its settings file, and what keeps bay's entries from working.
     Hooks(Hooks),
     /// Each config directory's skill, and those that do not match (a red row's only).
     Skill {
@@ -108,6 +101,7 @@ pub enum RowFacts {
         mode: Mode,
         registry: Option<bool>,
     },
+    /// The keys, what was judged of them, and the actors (`custody`).
     KeyCustody(custody::Shown),
 }
 
