@@ -184,14 +184,13 @@ fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
         .floor(adapter.floor)
         .with(RowFacts::Tool { tool });
     };
-    // Every adapter's floor is a version, as a test holds the table to; were one not, `None`
-    // would be below every version found, so none would be refused for it.
-    let floor = product_version(adapter.floor);
-    match product_version(text) {
-        Some(found) if Some(&found) >= floor.as_ref() => Row::green("agent", Some(dotted(&found)))
+    // Every adapter's floor is a version, as a test holds the table to; were one not, no
+    // version found could be judged above it, so the row would be red, never green.
+    match (product_version(text), product_version(adapter.floor)) {
+        (Some(found), Some(floor)) if found >= floor => Row::green("agent", Some(dotted(&found)))
             .floor(adapter.floor)
             .with(RowFacts::Tool { tool }),
-        found => Row::red(
+        (found, _) => Row::red(
             "agent",
             true,
             ReasonCode::ToolBelowFloor,
