@@ -13,19 +13,13 @@ pub struct DiskSpace {
     pub path: String,
 }
 
+/// The facts a `DISK_LOW` result names: the space itself.
+impl crate::detail::Detail for DiskSpace {}
+
 impl DiskSpace {
     /// Under the floor: nothing may be made there.
     pub fn is_low(&self) -> bool {
         self.free_mib < self.floor_mib
-    }
-
-    /// The facts a `DISK_LOW` result names.
-    pub fn detail(&self) -> serde_json::Value {
-        serde_json::json!({
-            "free_mib": self.free_mib,
-            "floor_mib": self.floor_mib,
-            "path": self.path,
-        })
     }
 
     /// Why a check did not run, for its `infra_failure`.

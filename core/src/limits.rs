@@ -89,12 +89,8 @@ pub struct TooLarge {
     pub exceeded: Vec<Exceeded>,
 }
 
-impl TooLarge {
-    /// The refusal's `detail`.
-    pub fn detail(&self) -> serde_json::Value {
-        serde_json::json!(self)
-    }
-}
+/// The refusal's `detail`: every cap it is over.
+impl crate::detail::Detail for TooLarge {}
 
 impl Limits {
     /// Judges a change by the paths it touches, each measured against its base: `None` when
@@ -334,7 +330,7 @@ mod tests {
     fn the_detail_names_each_cap_its_max_the_value_and_the_paths() {
         let limits = caps(Some(10), None, Some(1));
         let stats = [binary("assets/intro.mp4", 48 * MIB), file("a.rs", 9, 3)];
-        let detail = limits.judge(&stats).expect("over").detail();
+        let detail = crate::detail::Detail::to_json(&limits.judge(&stats).expect("over"));
         assert_eq!(
             detail,
             serde_json::json!({"exceeded": [

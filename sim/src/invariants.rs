@@ -1018,7 +1018,7 @@ impl Checker {
                 at,
                 format!(
                     "{op} merged over the caps of its base's policy: {}",
-                    too_large.detail()
+                    bay_core::detail::Detail::to_json(&too_large)
                 ),
             );
         }

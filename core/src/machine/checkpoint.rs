@@ -21,6 +21,7 @@ use super::{
     Action, Append, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan,
     PushReport,
 };
+use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
@@ -28,6 +29,16 @@ use crate::record::StepBody;
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
+
+/// Where the draft is kept: on the chain, or at the local ref alone and why.
+#[derive(Debug, Serialize)]
+struct Kept<'a> {
+    checkpoint: &'a Oid,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'a str>,
+}
+
+impl Detail for Kept<'_> {}
 
 #[derive(Clone, Debug)]
 pub struct CheckpointInput {
@@ -112,16 +123,22 @@ impl Checkpoint {
 
     fn on_chain_written(&mut self) {
         self.saved = Some(Saved::Chain);
-        let detail = serde_json::json!({ "checkpoint": self.input.draft });
-        let result = report::started(&self.input.change, detail, None);
+        let detail = Kept {
+            checkpoint: &self.input.draft,
+            why: None,
+        };
+        let result = report::started(&self.input.change, detail.to_json(), None);
         self.outcome = Some(result);
         self.out.forget_all();
     }
 
     /// The draft stays at the local ref alone, for `code`.
     fn local(&mut self, code: ReasonCode, why: String) {
-        let detail = serde_json::json!({ "checkpoint": self.input.draft, "why": why });
-        let result = report::refused(code, Some(&self.input.change), None, detail);
+        let detail = Kept {
+            checkpoint: &self.input.draft,
+            why: Some(&why),
+        };
+        let result = report::refused(code, Some(&self.input.change), None, detail.to_json());
         self.saved = Some(Saved::Local {
             code: Some(code),
             why,
@@ -239,3 +256,27 @@ impl Checkpoint {
 }
 
 super::agent::command_machine!(Checkpoint, "checkpoint");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_detail_names_the_checkpoint_and_why_it_stayed_local() {
+        let draft = Oid::parse(&"a".repeat(40)).expect("an id");
+        let on_chain = Kept {
+            checkpoint: &draft,
+            why: None,
+        };
+        assert_eq!(on_chain.to_json(), json!({"checkpoint": draft}));
+        let local = Kept {
+            checkpoint: &draft,
+            why: Some("the remote did not answer"),
+        };
+        assert_eq!(
+            local.to_json(),
+            json!({"checkpoint": draft, "why": "the remote did not answer"})
+        );
+    }
+}

@@ -5,21 +5,53 @@
 //! leaves the machine, pushes it as a fast-forward leased on the tip it read, and reads it
 //! back from the remote.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::agent::MAX_RACES;
 use super::{
     Action, Completion, Expect, FetchSpec, NewValue, Outbox, PushOutcome, PushPlan, PushReport,
     RefUpdate, Refs, RegistryWrite,
 };
+use crate::detail::Detail;
 use crate::git::Oid;
 use crate::reason::ReasonCode;
 use crate::result::BayResult;
 use crate::time::Timestamp;
 use crate::trust::PublicKey;
 use crate::trust::registry::{
-    Enrolment, REF, RegistryCommit, Version, judge_chain, judge_for_repair, next_version,
+    Class, Enrolment, REF, Reason, RegistryCommit, Version, judge_chain, judge_for_repair,
+    next_version,
 };
+
+/// What `bay enrol` answers: the key it enrolled or took out, and the registry's new tip.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Done<'a> {
+    Enrolled {
+        enrolled: Enrolled<'a>,
+        registry: &'a Oid,
+    },
+    Removed {
+        removed: Removed<'a>,
+        registry: &'a Oid,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct Enrolled<'a> {
+    class: Class,
+    name: &'a str,
+    fingerprint: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Removed<'a> {
+    class: Class,
+    name: &'a str,
+    reason: Reason,
+}
+
+impl Detail for Done<'_> {}
 
 #[derive(Clone, Debug)]
 pub struct EnrolInput {
@@ -122,7 +154,7 @@ impl Enrol {
                 self.decide(Some(&version));
             }
             Err(broken) => {
-                let detail = serde_json::to_value(&broken).unwrap_or(Value::Null);
+                let detail = serde_json::to_value(&broken).unwrap_or_default();
                 let result =
                     crate::report::refused(ReasonCode::RegistryUnreadable, None, None, detail);
                 self.finish(result);
@@ -197,27 +229,29 @@ impl Enrol {
     }
 
     fn done(&self, oid: &Oid) -> BayResult {
-        let mut detail = serde_json::Map::new();
-        match &self.input.request {
-            Enrolment::Add { class, name, key } => {
-                detail.insert(
-                    "enrolled".into(),
-                    json!({"class": class, "name": name, "fingerprint": key.fingerprint()}),
-                );
-            }
+        let done = match &self.input.request {
+            Enrolment::Add { class, name, key } => Done::Enrolled {
+                enrolled: Enrolled {
+                    class: *class,
+                    name,
+                    fingerprint: key.fingerprint(),
+                },
+                registry: oid,
+            },
             Enrolment::Remove {
                 class,
                 name,
                 reason,
-            } => {
-                detail.insert(
-                    "removed".into(),
-                    json!({"class": class, "name": name, "reason": reason}),
-                );
-            }
-        }
-        detail.insert("registry".into(), Value::String(oid.to_string()));
-        BayResult::ok(None, detail)
+            } => Done::Removed {
+                removed: Removed {
+                    class: *class,
+                    name,
+                    reason: *reason,
+                },
+                registry: oid,
+            },
+        };
+        BayResult::ok(None, done.to_map())
     }
 
     /// Acts on one completion; gives back a completion of the wrong kind, or a fault.
@@ -234,3 +268,40 @@ impl Enrol {
 }
 
 super::agent::command_machine!(Enrol, "enrol");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_answer_names_the_key_enrolled_or_removed_and_the_registry() {
+        let tip = Oid::parse(&"a".repeat(40)).expect("an id");
+        let enrolled = Done::Enrolled {
+            enrolled: Enrolled {
+                class: Class::Executor,
+                name: "r1",
+                fingerprint: "SHA256:x".into(),
+            },
+            registry: &tip,
+        };
+        assert_eq!(
+            enrolled.to_json(),
+            json!({"enrolled": {"class": "executor", "name": "r1", "fingerprint": "SHA256:x"},
+                   "registry": tip})
+        );
+        let removed = Done::Removed {
+            removed: Removed {
+                class: Class::Executor,
+                name: "r1",
+                reason: Reason::Revoked,
+            },
+            registry: &tip,
+        };
+        assert_eq!(
+            removed.to_json(),
+            json!({"removed": {"class": "executor", "name": "r1", "reason": "revoked"},
+                   "registry": tip})
+        );
+    }
+}

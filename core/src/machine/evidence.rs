@@ -14,6 +14,8 @@
 //! `approver` file, under either signing mode, and sits on the candidate commit. Waivers are
 //! not built yet, and refused.
 
+use serde::Serialize;
+
 use super::agent::AfterNotesPush;
 use super::keys_read::{KeysRead, KeysStep};
 use super::{Action, Completion, Expect, FetchSpec, NoteAdd, Outbox, PushOutcome, PushPlan, Refs};
@@ -507,14 +509,14 @@ impl RecordEvidence {
     }
 
     fn done(&mut self, recorded: Vec<String>, unchanged: Vec<String>) {
-        let detail = serde_json::json!({
-            "producer": self.writer(),
-            "kind": self.input.kind,
-            "recorded": recorded,
-            "unchanged": unchanged.len(),
-            "trust": self.trust.as_str(),
-        });
-        let result = BayResult::ok(None, detail.as_object().cloned().unwrap_or_default());
+        let detail = Recorded {
+            producer: self.writer(),
+            kind: &self.input.kind,
+            recorded,
+            unchanged: unchanged.len(),
+            trust: self.trust,
+        };
+        let result = BayResult::ok(None, detail.to_map());
         self.finish(result);
     }
 
@@ -694,6 +696,19 @@ pub fn producer_name_ok(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
+
+/// What `bay evidence record` answers once its records landed: who wrote them, of what
+/// kind, those it wrote and how many were there already, and how far they are trusted.
+#[derive(Serialize)]
+struct Recorded<'a> {
+    producer: &'a str,
+    kind: &'a str,
+    recorded: Vec<String>,
+    unchanged: usize,
+    trust: Trust,
+}
+
+impl Detail for Recorded<'_> {}
 
 #[cfg(test)]
 mod tests {

@@ -96,7 +96,10 @@ impl Release {
 
     fn done(&mut self) {
         let mut detail = serde_json::Map::new();
-        detail.insert("released_views".into(), serde_json::json!(self.released));
+        detail.insert(
+            "released_views".into(),
+            serde_json::Value::from_iter(self.released.iter().map(ChangeId::as_str)),
+        );
         self.outcome = Some(BayResult::ok(None, detail));
         self.out.forget_all();
     }

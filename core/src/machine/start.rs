@@ -306,7 +306,7 @@ impl Start {
         };
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = start.input.disk.clone().filter(DiskSpace::is_low) {
-            start.refuse(Refusal::DiskLow(disk.detail()));
+            start.refuse(Refusal::DiskLow(disk.clone()));
             return start;
         }
         if let Some(why) = bad_name {

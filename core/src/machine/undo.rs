@@ -154,7 +154,7 @@ impl Undo {
         };
         // Below the machine's floor nothing is made, not even the change's record.
         if let Some(disk) = undo.input.disk.clone().filter(DiskSpace::is_low) {
-            undo.refuse(Refusal::DiskLow(disk.detail()), None);
+            undo.refuse(Refusal::DiskLow(disk.clone()), None);
             return undo;
         }
         undo.fetch();

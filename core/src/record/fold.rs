@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::step::{Step, StepBody};
 use crate::check::Verdict;
+use crate::detail::Detail;
 use crate::git::Oid;
 use crate::id::{CandidateId, ChangeId, OpId};
 use crate::reason::ReasonCode;
@@ -12,6 +13,15 @@ use crate::time::Timestamp;
 
 /// A chain that breaks the record's rules. Honest writers cannot make one, because each
 /// append is a compare-and-swap on the tip; a reader that meets one refuses to act on it.
+/// The detail of an operation a step other than its outcome ended (an abandon, a newer
+/// request): the kind of that step.
+#[derive(Serialize)]
+struct EndedBy {
+    ended_by: &'static str,
+}
+
+impl Detail for EndedBy {}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordError {
     /// Index of the offending step, oldest first.
@@ -510,7 +520,10 @@ impl ChangeRecord {
             live.outcome = Some(OpOutcome {
                 state,
                 reason: Some(reason),
-                detail: serde_json::json!({ "ended_by": step.kind() }),
+                detail: EndedBy {
+                    ended_by: step.kind(),
+                }
+                .to_json(),
                 by: step.by.clone(),
                 at: step.at,
             });

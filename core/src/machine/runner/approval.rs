@@ -21,7 +21,11 @@ use super::work::{Built, Checking, Ending, Merge, Phase, Placed, Purpose, Work, 
 use super::{RunMode, Runner};
 use std::collections::BTreeMap;
 
-use crate::approval::{About, Carried, Carry, Compared, Earlier, Judgement, carries, judge};
+use serde::Serialize;
+
+use crate::approval::{
+    About, Carried, Carry, Compared, Earlier, Judgement, Pending, carries, judge,
+};
 use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::machine::keys_read::{KeysRead, KeysStep};
@@ -446,13 +450,17 @@ impl Runner {
                             .any(|c| crate::glob::any_path_matches(&c.when_paths, path))
                     })
                     .collect();
-                let mut approval = pending.to_json();
-                approval["paths"] = serde_json::json!(paths);
-                let lands_by = match self.cfg.mode {
-                    RunMode::Only(_) => "author",
-                    RunMode::Loop | RunMode::Once => "executor",
-                };
-                let detail = serde_json::json!({ "approval": approval, "lands_by": lands_by });
+                let detail = Awaiting {
+                    approval: AwaitedOn {
+                        pending: &pending,
+                        paths,
+                    },
+                    lands_by: match self.cfg.mode {
+                        RunMode::Only(_) => "author",
+                        RunMode::Loop | RunMode::Once => "executor",
+                    },
+                }
+                .to_json();
                 let tips = self.approval_tips();
                 self.awaiting.insert(work.op.clone(), tips);
                 if !work.claimed {
@@ -650,3 +658,20 @@ fn earlier(work: &Work) -> Vec<Earlier> {
         })
         .collect()
 }
+/// The detail of a release that waits for a person's yes: what is owed and on which of the
+/// candidate's paths, and who merges it once given (`executor`, or its `author` for a run of
+/// one change).
+#[derive(Serialize)]
+struct Awaiting<'a> {
+    approval: AwaitedOn<'a>,
+    lands_by: &'static str,
+}
+
+#[derive(Serialize)]
+struct AwaitedOn<'a> {
+    #[serde(flatten)]
+    pending: &'a Pending,
+    paths: Vec<&'a String>,
+}
+
+impl Detail for Awaiting<'_> {}

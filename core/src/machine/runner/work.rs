@@ -1981,7 +1981,7 @@ fn with_trust(
         Some(ReasonCode::CheckFailed | ReasonCode::CheckUnknown | ReasonCode::CheckFlaky)
     );
     if let (true, serde_json::Value::Object(map)) = (check, &mut detail) {
-        map.insert("trust".into(), serde_json::json!(unsigned));
+        map.insert("trust".into(), serde_json::Value::from(unsigned));
     }
     detail
 }

@@ -2,7 +2,6 @@
 //! refuses, every one with the reason code it ends with and the fields it names.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::detail::Detail;
 use crate::git::Oid;
@@ -87,7 +86,7 @@ pub(super) enum Refusal {
     /// `CHANGE_ALREADY_MERGED`, naming nothing more.
     AlreadyMerged {},
     /// `CHANGE_HELD`: another live session of this actor holds it (`held::Sessions::detail`).
-    Held(Value),
+    Held(super::held::HeldBy),
     /// `PATHS_UNDECLARED`: paths the work changes that no declared path covers.
     PathsUndeclared {
         uncovered: Vec<String>,
@@ -97,7 +96,7 @@ pub(super) enum Refusal {
     /// conflicts.
     Conflict(Gathered),
     /// `DISK_LOW`: too little room for a view (`DiskSpace::detail`).
-    DiskLow(Value),
+    DiskLow(crate::disk::DiskSpace),
 }
 
 impl Refusal {

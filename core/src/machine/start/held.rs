@@ -13,10 +13,34 @@
 //! Without one it cannot tell itself from the others in its own view, so a start run inside
 //! the change's view counts as that view's session: it is the holder itself.
 
+use serde::Serialize;
+
 use crate::hook::session::Session;
 use crate::id::ChangeId;
 use crate::live::Remote;
 use crate::time::Timestamp;
+
+/// A `CHANGE_HELD` refusal's detail: the session that holds the change, how long it has been
+/// quiet, and how long until it stops holding if it stays so.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HeldBy {
+    pub holder: SessionHolder,
+    pub idle_s: u64,
+    pub takeover_s: u64,
+    pub retry_after_s: u64,
+    pub why: String,
+}
+
+/// The session, its actor and machine, and its view (none for another machine's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionHolder {
+    pub session: String,
+    pub actor: String,
+    pub machine: String,
+    pub view: Option<String>,
+}
+
+impl crate::detail::Detail for HeldBy {}
 
 /// The environment variable that names the session a command runs in: `bay hook
 /// session.start` exports it for the session's shell commands where the product lets a hook
@@ -105,7 +129,7 @@ impl Sessions {
         holder: Holder<'_>,
         now: Timestamp,
         takeover_ms: u64,
-    ) -> serde_json::Value {
+    ) -> HeldBy {
         let (session, actor, machine, view, idle_ms) = match holder {
             Holder::Here(session) => (
                 &session.session,
@@ -122,26 +146,25 @@ impl Sessions {
                 remote.age_ms(now).unwrap_or(takeover_ms),
             ),
         };
-        serde_json::json!({
-            "holder": {
-                "session": session,
-                "actor": actor,
-                "machine": machine,
-                "view": view,
+        HeldBy {
+            why: format!("another live session named {actor} on {machine} works on {change}"),
+            holder: SessionHolder {
+                session: session.clone(),
+                actor: actor.clone(),
+                machine: machine.clone(),
+                view: view.cloned(),
             },
-            "idle_s": idle_ms / 1000,
-            "takeover_s": takeover_ms / 1000,
-            "retry_after_s": takeover_ms.saturating_sub(idle_ms).div_ceil(1000),
-            "why": format!(
-                "another live session named {actor} on {machine} works on {change}"
-            ),
-        })
+            idle_s: idle_ms / 1000,
+            takeover_s: takeover_ms / 1000,
+            retry_after_s: takeover_ms.saturating_sub(idle_ms).div_ceil(1000),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detail::Detail;
 
     const WINDOW: u64 = 120_000;
 
@@ -169,12 +192,27 @@ mod tests {
         let all = sessions(Some("s9"), None);
         let holder = all.holder(&held, "ann", now, WINDOW).expect("held");
         assert!(matches!(holder, Holder::Here(session) if session.session == "s1"));
-        let detail = all.detail(&held, holder, now, WINDOW);
+        let detail = all.detail(&held, holder, now, WINDOW).to_json();
         assert_eq!(detail["holder"]["session"], "s1");
         assert_eq!(detail["holder"]["machine"], "box");
         assert_eq!(
             (detail["idle_s"].clone(), detail["retry_after_s"].clone()),
             (30.into(), 90.into())
+        );
+        assert_eq!(
+            detail,
+            serde_json::json!({
+                "holder": {"session": "s1", "actor": "ann", "machine": "box",
+                           "view": detail["holder"]["view"].clone()},
+                "idle_s": 30,
+                "takeover_s": 120,
+                "retry_after_s": 90,
+                "why": "another live session named ann on box works on c7k2m4qa",
+            })
+        );
+        assert!(
+            detail["holder"]["view"].is_string(),
+            "a local session names its view"
         );
         // Another name, another view, or no session id at all from outside: as named.
         assert!(
@@ -278,7 +316,7 @@ mod tests {
         let now = Timestamp::from_secs(2_030);
         let holder = all.holder(&held, "ann", now, WINDOW).expect("held");
         assert!(matches!(holder, Holder::Remote(r) if r.row.session == "r1"));
-        let detail = all.detail(&held, holder, now, WINDOW);
+        let detail = all.detail(&held, holder, now, WINDOW).to_json();
         assert_eq!(detail["holder"]["machine"], "far");
         assert_eq!(detail["holder"]["session"], "r1");
         assert_eq!(detail["holder"]["view"], serde_json::Value::Null);

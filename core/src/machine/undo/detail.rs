@@ -47,7 +47,7 @@ impl Detail for Refusal {}
 #[serde(untagged)]
 pub(super) enum Refusal {
     /// `DISK_LOW`: too little room for a view (`DiskSpace::detail`).
-    DiskLow(Value),
+    DiskLow(crate::disk::DiskSpace),
     /// `CHANGE_NOT_MERGED`: the change named is not on main.
     NotMerged(NotMerged),
     /// `CHANGE_SUPERSEDED`: an earlier undo of the change has not merged yet.
