@@ -247,20 +247,13 @@ pub enum MachineRow {
     },
 }
 
-/// One fresh session of the fleet map, with the machine it runs on and its age on this
-/// clone's clock.
+/// One fresh session of the fleet map: the machine it runs on, and its row with its age on
+/// this clone's clock in place of the writer's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SessionRow {
     pub machine: String,
-    pub session: String,
-    pub actor: String,
-    pub agent: Option<String>,
-    pub change: Option<ChangeId>,
-    pub state: String,
-    pub last_event: Option<String>,
-    pub age_s: u64,
-    pub session_age_s: u64,
-    pub permission_mode: Option<String>,
+    #[serde(flatten)]
+    pub row: Row,
 }
 
 impl crate::detail::Detail for FleetMap {}
@@ -269,15 +262,7 @@ impl SessionRow {
     fn of(machine: &str, row: Row, age_s: u64) -> SessionRow {
         SessionRow {
             machine: machine.to_owned(),
-            session: row.session,
-            actor: row.actor,
-            agent: row.agent,
-            change: row.change,
-            state: row.state,
-            last_event: row.last_event,
-            age_s,
-            session_age_s: row.session_age_s,
-            permission_mode: row.permission_mode,
+            row: Row { age_s, ..row },
         }
     }
 }
