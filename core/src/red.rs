@@ -391,7 +391,9 @@ impl Red {
                     beyond_window: full,
                 }),
                 Some((_, Verdict::Pass)) => {}
-                Some(_) => red.red.push(red_check(check, &merges, &answered, &records)),
+                Some(_) => red
+                    .red
+                    .extend(red_check(check, &merges, &answered, &records)),
             }
         }
         red
@@ -423,7 +425,7 @@ fn red_check(
     merges: &[Merge],
     answered: &[(usize, Verdict)],
     records: &[PostRecord],
-) -> RedCheck {
+) -> Option<RedCheck> {
     let pass = answered
         .iter()
         .find(|(_, verdict)| *verdict == Verdict::Pass);
@@ -431,7 +433,8 @@ fn red_check(
         .iter()
         .take_while(|(_, verdict)| *verdict != Verdict::Pass)
         .collect();
-    let first_at = above_pass.last().expect("the newest answer is a failure").0;
+    // The caller passes answers whose newest is a failure, so one lies above any pass.
+    let first_at = above_pass.last()?.0;
     // Below the first failure: every merge down to the pass, or to the window's end.
     let until = pass.map_or(merges.len(), |(at, _)| *at);
     let suspects: Vec<(Oid, Option<ChangeId>)> = merges[first_at..until]
@@ -467,7 +470,7 @@ fn red_check(
         .map(|(at, verdict)| (merges[*at].commit.clone(), *verdict))
         .collect();
     verdicts.reverse();
-    RedCheck {
+    Some(RedCheck {
         check: check.clone(),
         first_failure: merges[first_at].commit.clone(),
         last_pass: pass.map(|(at, _)| merges[*at].commit.clone()),
@@ -476,7 +479,7 @@ fn red_check(
         verdicts,
         flaky,
         bisect,
-    }
+    })
 }
 
 #[cfg(test)]
