@@ -11,6 +11,7 @@ use bay_core::actor::{self, ActorSource};
 use bay_core::check::plan::POLICY_PATH;
 use bay_core::check::read_path;
 use bay_core::config::Config;
+use bay_core::detail::Detail;
 use bay_core::git::{Oid, refs};
 use bay_core::id::{self, ChangeId};
 use bay_core::machine::Refs;
@@ -21,7 +22,6 @@ use bay_core::result::BayResult;
 use bay_drivers::check::ReadPaths;
 use bay_drivers::discover::{self, Found};
 use bay_drivers::git::Git;
-use serde_json::json;
 
 use crate::local::Local;
 
@@ -80,10 +80,10 @@ impl Context {
         };
         let (remote, main) = remote_and_main(&git, setting("bay.remote"), setting("bay.main"));
         let main = main.ok_or_else(|| {
-            missing(json!({
-                "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
-                "why": "bay cannot tell which branch is main",
-            }))
+            missing(Missing::main_unnamed(
+                &remote,
+                "bay cannot tell which branch is main",
+            ))
         })?;
         let (actor, actor_source) = actor_from_env();
         Ok(Context {
@@ -203,15 +203,16 @@ impl Context {
     pub fn config(&self, remote: &Refs, local: &Local) -> Result<Config, BayResult> {
         let main_ref = refs::main(&self.main);
         let Some(main) = remote.get(&main_ref) else {
-            return Err(missing(
-                json!({ "looked_at": [format!("{}/{}", self.remote, self.main)], "why": "the remote has no main" }),
-            ));
+            return Err(missing(Missing {
+                looked_at: vec![format!("{}/{}", self.remote, self.main)],
+                why: "the remote has no main",
+            }));
         };
         let Some(text) = read_text(local, main, CONFIG_PATH)? else {
-            return Err(missing(json!({
-                "looked_at": [format!("{}/{}:{CONFIG_PATH}", self.remote, self.main)],
-                "why": "main has no .bay/config.toml",
-            })));
+            return Err(missing(Missing {
+                looked_at: vec![format!("{}/{}:{CONFIG_PATH}", self.remote, self.main)],
+                why: "main has no .bay/config.toml",
+            }));
         };
         let config = Config::parse(&text)
             .map_err(|e| failed(format!("{CONFIG_PATH} on main is invalid: {e}")))?;
@@ -397,6 +398,30 @@ pub fn failed(why: String) -> BayResult {
     report::failed(why, None)
 }
 
-fn missing(detail: serde_json::Value) -> BayResult {
-    report::refused(ReasonCode::ConfigMissing, None, None, detail)
+/// A `CONFIG_MISSING` refusal's detail: where bay looked, and what it did not find.
+#[derive(serde::Serialize)]
+pub(crate) struct Missing {
+    looked_at: Vec<String>,
+    why: &'static str,
+}
+
+impl Detail for Missing {}
+
+impl Missing {
+    /// Main's name was nowhere bay looks: the setting, and `remote`'s HEAD as fetched and as
+    /// the remote says.
+    pub(crate) fn main_unnamed(remote: &str, why: &'static str) -> Missing {
+        Missing {
+            looked_at: vec![
+                "git config bay.main".into(),
+                format!("refs/remotes/{remote}/HEAD"),
+                format!("git ls-remote --symref {remote} HEAD"),
+            ],
+            why,
+        }
+    }
+}
+
+pub(crate) fn missing(detail: Missing) -> BayResult {
+    report::refused(ReasonCode::ConfigMissing, None, None, detail.to_json())
 }

@@ -17,16 +17,15 @@ use bay_core::install::{
     self, BIN_DIR, CONFIG_DIR_MARKERS, CONFIG_DIRS_KEY, ClaudeDirsSeen, CloneDone, ClonePlan, Done,
     GitVersion, GraphDone, Held, HooksDone,
 };
-use bay_core::reason::ReasonCode;
-use bay_core::report;
 use bay_core::result::BayResult;
 use bay_core::skill::{self, SKILL, SKILL_PATH, SkillState};
 use bay_drivers::discover::{self, Found};
 use bay_drivers::git::Git;
-use serde_json::json;
 
 use crate::Cli;
-use crate::context::{failed, fetched_main_file, git_config, host, remote_and_main};
+use crate::context::{
+    Missing, failed, fetched_main_file, git_config, host, missing, remote_and_main,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -231,15 +230,10 @@ impl CloneWork {
             args.main.clone().or_else(|| held.get("bay.main").cloned()),
         );
         let main = main.ok_or_else(|| {
-            report::refused(
-                ReasonCode::ConfigMissing,
-                None,
-                None,
-                json!({
-                    "looked_at": ["git config bay.main", format!("refs/remotes/{remote}/HEAD"), format!("git ls-remote --symref {remote} HEAD")],
-                    "why": "bay cannot tell which branch is main; name it with bay install --main <name>",
-                }),
-            )
+            missing(Missing::main_unnamed(
+                &remote,
+                "bay cannot tell which branch is main; name it with bay install --main <name>",
+            ))
         })?;
         if let Some(problem) = bay_core::ref_name::problem(&format!("refs/heads/{main}")) {
             return Err(failed(format!(

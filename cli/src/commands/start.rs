@@ -141,5 +141,5 @@ fn release_views(
         .detail
         .get("released_views")
         .cloned()
-        .unwrap_or_else(|| serde_json::json!([]))
+        .unwrap_or_else(|| serde_json::Value::Array(Vec::new()))
 }
