@@ -1097,6 +1097,26 @@ mod tests {
     }
 
     #[test]
+    fn a_broken_registry_names_its_file_from_the_refusals_detail() {
+        use crate::detail::Detail;
+        let broken = crate::trust::registry::Broken {
+            commit: None,
+            file: Some("agent".into()),
+            line: Some(1),
+            why: "a removed key is enrolled again".into(),
+        };
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::RegistryUnreadable),
+            None,
+            None,
+            &broken.to_map(),
+        );
+        assert_clean(&sentence);
+        assert!(sentence.contains("(agent)"), "{sentence}");
+    }
+
+    #[test]
     fn a_change_with_nothing_submitted_says_so_not_done() {
         let said = |open: bool| {
             let detail = object(json!({"open": open, "intent": "x", "actor": "ann"}));

@@ -154,7 +154,7 @@ impl Enrol {
                 self.decide(Some(&version));
             }
             Err(broken) => {
-                let detail = serde_json::to_value(&broken).unwrap_or_default();
+                let detail = broken.to_json();
                 let result =
                     crate::report::refused(ReasonCode::RegistryUnreadable, None, None, detail);
                 self.finish(result);

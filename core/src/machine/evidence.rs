@@ -32,7 +32,7 @@ use crate::review::{REVIEW, Review, ReviewRecord, parse_body};
 use crate::time::Timestamp;
 use crate::trust::Trust;
 use crate::trust::record::{KeySetting, signer_class};
-use crate::trust::registry::{REF as REGISTRY, Unreadable, Version, is_name};
+use crate::trust::registry::{REF as REGISTRY, Version, is_name};
 
 /// One merged commit to record on, as the driver resolved it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -401,7 +401,7 @@ impl RecordEvidence {
                 ReasonCode::RegistryUnreadable,
                 None,
                 None,
-                Unreadable { registry: *broken }.to_json(),
+                broken.to_json(),
             )),
             Ok(KeysStep::Unread(fault)) => self.fail(fault.0),
         }

@@ -21,7 +21,7 @@ use crate::result::BayResult;
 use crate::review::ReviewRecord;
 use crate::time::Timestamp;
 use crate::trust::record::{Keys, Trust};
-use crate::trust::registry::{REF as REGISTRY, Unreadable, Version};
+use crate::trust::registry::{REF as REGISTRY, Version};
 
 /// The most main commits one call lists; past it, `detail.more` is `true`.
 pub const MISSING_READ: u32 = 2000;
@@ -214,7 +214,7 @@ impl Missing {
                 ReasonCode::RegistryUnreadable,
                 None,
                 None,
-                Unreadable { registry: *broken }.to_json(),
+                broken.to_json(),
             )),
             Ok(KeysStep::Unread(fault)) => self.fail(fault.0),
         }
@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(outcome.reason, Some(ReasonCode::RegistryUnreadable));
         assert_eq!(
             Value::from(outcome.detail.clone()),
-            serde_json::json!({"registry": {"why": "the registry holds no commit"}}),
+            serde_json::json!({"why": "the registry holds no commit"}),
         );
     }
 

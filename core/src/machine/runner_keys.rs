@@ -21,7 +21,7 @@ use crate::reason::ReasonCode;
 use crate::result::BayResult;
 use crate::time::Timestamp;
 use crate::trust::record::{KeySetting, RunnerSigner, runner_keys};
-use crate::trust::registry::{REF, RegistryCommit, Unreadable, judge_chain};
+use crate::trust::registry::{REF, RegistryCommit, judge_chain};
 
 #[derive(Clone, Debug)]
 pub struct RunnerKeysInput {
@@ -151,7 +151,7 @@ impl RunnerKeys {
         let version = match judge_chain(&chain) {
             Ok(version) => version,
             Err(broken) => {
-                return self.finish(refused(Refusal::Registry(Unreadable { registry: broken })));
+                return self.finish(refused(Refusal::Registry { registry: broken }));
             }
         };
         let judged = runner_keys(

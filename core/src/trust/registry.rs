@@ -208,13 +208,7 @@ pub struct Broken {
     pub why: String,
 }
 
-/// A `REGISTRY_UNREADABLE` refusal's detail: what breaks the registry, under `registry`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Unreadable {
-    pub registry: Broken,
-}
-
-impl crate::detail::Detail for Unreadable {}
+impl crate::detail::Detail for Broken {}
 
 impl Broken {
     fn new(why: impl Into<String>) -> Broken {

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::detail::Detail;
 use crate::policy::Signing;
 use crate::trust::record::KeyProblem;
-use crate::trust::registry::Unreadable;
+use crate::trust::registry::Broken;
 
 /// Whether the runner signs what it writes: judged against the registry under the policy's
 /// `signing`, or not at all, and why.
@@ -46,7 +46,7 @@ impl Detail for Signs {}
 #[serde(untagged)]
 pub(super) enum Refusal<'a> {
     /// The registry cannot be read, so no key can be judged enrolled.
-    Registry(Unreadable),
+    Registry { registry: Broken },
     /// The runner's keys are missing or not enrolled under its name.
     Keys {
         runner: &'a str,
@@ -59,7 +59,7 @@ impl Detail for Refusal<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trust::registry::{Broken, Class};
+    use crate::trust::registry::Class;
     use serde_json::json;
 
     #[test]
@@ -83,7 +83,7 @@ mod tests {
             why: "not a key".into(),
         };
         assert_eq!(
-            Refusal::Registry(Unreadable { registry: broken }).to_json(),
+            Refusal::Registry { registry: broken }.to_json(),
             json!({"registry": {"file": "executor", "line": 3, "why": "not a key"}})
         );
         let keys = vec![KeyProblem {
