@@ -158,6 +158,13 @@ pub fn git_row(git: Option<&str>) -> Row {
     }
 }
 
+/// Whether version `found` is at or above `floor`. Every adapter's floor is a version, as a
+/// test holds the table to; a floor that were not could judge no version above it, so the
+/// row would be red, never green.
+fn meets_floor(found: &[u32], floor: &str) -> bool {
+    product_version(floor).is_some_and(|floor| found >= floor.as_slice())
+}
+
 /// The `agent` row: the product main names must be installed, at its adapter's floor or newer.
 fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
     let Some((product, version)) = product else {
@@ -184,13 +191,13 @@ fn product_row(product: Option<&(Product, Option<String>)>) -> Row {
         .floor(adapter.floor)
         .with(RowFacts::Tool { tool });
     };
-    // Every adapter's floor is a version, as a test holds the table to; were one not, no
-    // version found could be judged above it, so the row would be red, never green.
-    match (product_version(text), product_version(adapter.floor)) {
-        (Some(found), Some(floor)) if found >= floor => Row::green("agent", Some(dotted(&found)))
-            .floor(adapter.floor)
-            .with(RowFacts::Tool { tool }),
-        (found, _) => Row::red(
+    match product_version(text) {
+        Some(found) if meets_floor(&found, adapter.floor) => {
+            Row::green("agent", Some(dotted(&found)))
+                .floor(adapter.floor)
+                .with(RowFacts::Tool { tool })
+        }
+        found => Row::red(
             "agent",
             true,
             ReasonCode::ToolBelowFloor,

@@ -679,6 +679,14 @@ fn doctor_s_detail_is_its_report_and_a_red_row_s_facts_sit_beside_it() {
 }
 
 #[test]
+fn a_version_meets_a_floor_at_or_below_it_and_never_one_that_is_no_version() {
+    assert!(super::meets_floor(&[2, 1, 0], "2.1.0"));
+    assert!(super::meets_floor(&[2, 2], "2.1.9"));
+    assert!(!super::meets_floor(&[2, 0, 9], "2.1.0"));
+    assert!(!super::meets_floor(&[99, 0], "not a version"));
+}
+
+#[test]
 fn every_agent_product_s_floor_is_a_version() {
     for product in Product::ALL {
         let floor = product.adapter().floor;

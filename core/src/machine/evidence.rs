@@ -859,6 +859,11 @@ mod tests {
         answer(&mut machine, Completion::RegistryRead(Ok(Vec::new())));
         let outcome = machine.outcome().expect("refused");
         assert_eq!(outcome.reason, Some(ReasonCode::RegistryUnreadable));
+        assert_eq!(
+            serde_json::Value::from(outcome.detail.clone()),
+            serde_json::json!({"why": "the registry holds no commit"}),
+            "the broken rule itself, where the sentence reads its file"
+        );
         assert!(machine.poll_action().is_none(), "nothing is pushed");
     }
 
