@@ -51,8 +51,6 @@ pub(super) struct Approval {
     pub diff: Option<Diff>,
 }
 
-impl Detail for Approval {}
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub(super) struct Diff {
     pub summary: Summary,
@@ -95,8 +93,6 @@ impl Summary {
     }
 }
 
-impl Detail for Summary {}
-
 /// A change whose last operation ended blocked on a check, on its last candidate: listed
 /// when the policy at that candidate's base marks the check waivable.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -109,8 +105,6 @@ pub(super) struct Waiver {
     /// The one check it is blocked on, listed as a list.
     pub waivable: [Waivable; 1],
 }
-
-impl Detail for Waiver {}
 
 /// A check a waiver could let through: its real verdict, and the command that waives it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -125,6 +119,11 @@ pub(super) struct Waivable {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    // Only the tests read these alone: `Listed` writes them.
+    impl Detail for Approval {}
+    impl Detail for Summary {}
+    impl Detail for Waiver {}
 
     fn change() -> ChangeId {
         ChangeId::parse("c7k2m4qa").expect("a change id")
