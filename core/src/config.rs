@@ -185,8 +185,13 @@ impl Config {
         let Some(bytes) = bytes else {
             return Ok(Config::default());
         };
-        let text = std::str::from_utf8(bytes).map_err(|e| format!("{CONFIG_PATH} at main: {e}"))?;
-        Config::parse(text).map_err(|e| format!("{CONFIG_PATH} at main: {e}"))
+        // Every pass of a runner reads main's config again; where the caller remembers, the
+        // same bytes are parsed once.
+        crate::memo::recall(&[bytes], || {
+            let text =
+                std::str::from_utf8(bytes).map_err(|e| format!("{CONFIG_PATH} at main: {e}"))?;
+            Config::parse(text).map_err(|e| format!("{CONFIG_PATH} at main: {e}"))
+        })
     }
 }
 

@@ -3,12 +3,12 @@
 //! Some of core's judgements are pure functions of bytes and cost far more than reading the
 //! bytes: a signature decoded (its armoured bytes), its cryptographic check (namespace,
 //! message, armoured signature), the key registry's chain judged whole (each commit's id, raw
-//! object and files), a policy file parsed, a public key read from its fields, a step read
-//! from its commit message. Inside [`remembering`], each is made once per distinct input on
-//! the caller's thread and its answer given again for the same input, found by the input
-//! itself: its parts, each prefixed by its length, kept whole as the key. That is exact, and
-//! cheaper to copy and compare than a SHA-256 of every input was to make. Outside it nothing
-//! is kept and nothing is copied: the CLI and the drivers judge every time, as before.
+//! object and files), a policy file parsed, main's config parsed, a public key read from its
+//! fields, a step read from its commit message. Inside [`remembering`], each is made once per
+//! distinct input on the caller's thread and its answer given again for the same input, found
+//! by the input itself: its parts, each prefixed by its length, kept whole as the key. That is
+//! exact, and cheaper to copy and compare than a SHA-256 of every input was to make. Outside it
+//! nothing is kept and nothing is copied: the CLI and the drivers judge every time, as before.
 //!
 //! The answers are the same with or without the memo; only the time differs. The simulator
 //! remembers for one seed's length, where every command that reads the registry judges its
@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::config::Config;
 use crate::policy::Policy;
 use crate::record::{Step, StepParseError};
 use crate::trust::PublicKey;
@@ -35,6 +36,7 @@ pub(crate) struct Memo {
     checks: BTreeMap<Key, Checked>,
     chains: BTreeMap<Key, Result<Version, Broken>>,
     policies: BTreeMap<Key, Result<Policy, String>>,
+    configs: BTreeMap<Key, Result<Config, String>>,
     keys: BTreeMap<Key, Result<PublicKey, String>>,
     steps: BTreeMap<Key, Result<Step, StepParseError>>,
 }
@@ -65,6 +67,12 @@ impl Kept for Result<Version, Broken> {
 impl Kept for Result<Policy, String> {
     fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
         &mut memo.policies
+    }
+}
+
+impl Kept for Result<Config, String> {
+    fn table(memo: &mut Memo) -> &mut BTreeMap<Key, Self> {
+        &mut memo.configs
     }
 }
 

@@ -1245,3 +1245,32 @@ fn the_hold_plugin_is_acted_on_and_the_other_plugins_are_still_refused() {
     }
     assert_eq!(validated("[plugin]\n").key.as_deref(), Some("plugin"));
 }
+
+#[test]
+fn mains_config_is_parsed_once_where_the_caller_remembers() {
+    let texts: [&[u8]; 3] = [
+        b"[[hold]]\nend = \"2099-01-01T00:00:00Z\"\nreason = \"freeze\"\n",
+        b"[runner]\nnot_a_key = 1\n",
+        &[0xff, 0xfe],
+    ];
+    let read = || {
+        texts
+            .iter()
+            .map(|bytes| Config::at_main(Some(bytes)))
+            .collect::<Vec<_>>()
+    };
+    let fresh = read();
+    assert!(fresh[0].is_ok() && fresh[1].is_err() && fresh[2].is_err());
+    let remembered = crate::memo::remembering(|| {
+        let first = read();
+        let kept = crate::memo::remembered::<Result<Config, String>>();
+        assert_eq!(kept, Some(3), "an unreadable config is remembered too");
+        assert_eq!(read(), first);
+        assert_eq!(crate::memo::remembered::<Result<Config, String>>(), kept);
+        first
+    });
+    assert_eq!(
+        remembered, fresh,
+        "the same answers with or without the memo"
+    );
+}
