@@ -171,33 +171,27 @@ impl GitModel {
             }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
-            Action::FreezeDraft { change, parent, .. } => {
-                Completion::DraftFrozen(Ok(self.freeze(change, views.get(change), parent.clone())))
-            }
+            Action::FreezeDraft { change, parent, .. } => Completion::DraftFrozen(Ok(self.freeze(
+                change,
+                views.get_mut(change),
+                parent.clone(),
+            ))),
+            // The refreshed draft is a commit only: the view shows it once it is made from it,
+            // after the checkpoint that names it (and its markers) has landed.
             Action::RefreshDraft {
                 change,
                 draft,
                 base,
                 onto,
                 labels,
-            } => {
-                let refreshed = self.refresh(change, draft, base, onto, labels);
-                if let Ok(refreshed) = &refreshed {
-                    let paths = views
-                        .get(change)
-                        .map(|v| v.paths.clone())
-                        .unwrap_or_default();
-                    views.insert(change.clone(), self.view_of(&refreshed.draft, &paths));
-                }
-                Completion::DraftRefreshed(refreshed)
-            }
+            } => Completion::DraftRefreshed(self.refresh(change, draft, base, onto, labels)),
+            // As `git reset --hard <draft>` in the view: it shows exactly the draft.
             Action::MakeView {
                 change,
                 paths,
                 draft,
             } => {
-                let view = self.view_of(draft, paths);
-                views.entry(change.clone()).or_insert(view);
+                views.insert(change.clone(), self.view_of(draft, paths));
                 Completion::ViewMade(Ok(format!("sim://{change}")))
             }
             Action::InspectViews { changes } => Completion::ViewsInspected(Ok(changes
@@ -634,25 +628,62 @@ impl GitModel {
         })
     }
 
-    /// Saves a view as a draft on `parent`: the parent's files outside the view's paths, and
-    /// the view's own (a file the agent removed is gone). An unchanged view keeps `parent`
-    /// itself, so asking twice with the same work names the same draft. With no view on this
-    /// machine, the draft stays `parent`.
-    pub fn freeze(&mut self, change: &ChangeId, view: Option<&View>, parent: Oid) -> Oid {
+    /// Saves a view as a draft on `parent`, as the Git driver does. A view made from a commit
+    /// (its `head`) holds that commit's files outside its paths and its own inside them (a file
+    /// the agent removed is gone); its work is a draft on `head`, or `head` itself when
+    /// nothing changed. When the view grew from `parent` (or is it), that draft is the answer.
+    /// When the record moved on to a draft this view never showed (saved on another machine,
+    /// or by a refresh whose reply was lost), the view's work is carried onto `parent` as a
+    /// three-way merge over `head`, so what `parent` holds (a refresh's markers among it)
+    /// stays. The view's `head` moves to the answer. A view made by no `MakeView` (edits
+    /// alone) lays its files over `parent`. With no view on this machine, the draft stays
+    /// `parent`.
+    ///
+    /// Where the carried work and `parent` both changed one file, Git writes its own markers;
+    /// the model keeps `parent`'s side.
+    pub fn freeze(&mut self, change: &ChangeId, view: Option<&mut View>, parent: Oid) -> Oid {
         let Some(view) = view else { return parent };
+        let Some(head) = view.head.clone() else {
+            return self.save_over(change, view, &parent);
+        };
+        let work = self.save_over(change, view, &head);
+        if work == parent || head == parent || self.store.is_ancestor(&parent, &head) {
+            view.head = Some(work.clone());
+            return work;
+        }
+        let side = |oid: &Oid| {
+            self.store
+                .files(oid)
+                .map(|f| (*f).clone())
+                .unwrap_or_default()
+        };
+        let (ancestor, ours, theirs) = (side(&head), side(&parent), side(&work));
+        let tree = match Store::merge(&ancestor, &ours, &theirs) {
+            Merged::Clean(tree) | Merged::Conflict { tree, .. } => self.store.tree(tree),
+        };
+        let carried = self
+            .store
+            .commit(tree, vec![parent], &format!("draft of {change}\n"));
+        view.head = Some(carried.clone());
+        carried
+    }
+
+    /// The view's files laid over `on`'s, outside the view's paths: `on` itself when they
+    /// change nothing, else a draft commit on it.
+    fn save_over(&mut self, change: &ChangeId, view: &View, on: &Oid) -> Oid {
         let mut files: Tree = self
             .store
-            .files(&parent)
+            .files(on)
             .map(|f| (*f).clone())
             .unwrap_or_default();
         files.retain(|path, _| !paths::any_covers(&view.paths, path));
         files.extend(view.files.iter().map(|(p, b)| (p.clone(), b.clone())));
         let tree = self.store.tree(files);
-        if self.store.get(&parent).is_some_and(|c| c.tree == tree) {
-            return parent;
+        if self.store.get(on).is_some_and(|c| c.tree == tree) {
+            return on.clone();
         }
         self.store
-            .commit(tree, vec![parent], &format!("draft of {change}\n"))
+            .commit(tree, vec![on.clone()], &format!("draft of {change}\n"))
     }
 
     /// The first-parent log of `range` (`<from>..<to>`, or one commit), or of main: newest
@@ -781,16 +812,19 @@ impl GitModel {
         View {
             paths: paths.to_vec(),
             files,
+            head: Some(commit.clone()),
         }
     }
 }
 
-/// A change's view on one machine: its declared paths, and the files in it as the agent left
-/// them. A view made by no `MakeView` (no paths) stands for edits alone, laid over the draft.
+/// A change's view on one machine: its declared paths, the files in it as the agent left
+/// them, and the commit they grew from (its `HEAD`). A view made by no `MakeView` (no paths,
+/// no head) stands for edits alone, laid over the draft.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct View {
     pub paths: Vec<String>,
     pub files: Tree,
+    pub head: Option<Oid>,
 }
 
 /// `text` ending in a line break, as a side between conflict markers must.

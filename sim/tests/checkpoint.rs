@@ -18,8 +18,9 @@ fn edited() -> (Bench, ChangeId, Oid, Oid) {
     let change = bench.start("greet", 7);
     bench.edit(&change, "src/a.txt", "checkpointed\n");
     let head = bench.record(&change).current_draft().clone();
-    let view = bench.views.get(&change).cloned();
-    let draft = bench.git.freeze(&change, view.as_ref(), head.clone());
+    // A copy of the view: taking a checkpoint leaves the view's HEAD where it was.
+    let mut view = bench.views.get(&change).cloned();
+    let draft = bench.git.freeze(&change, view.as_mut(), head.clone());
     (bench, change, head, draft)
 }
 

@@ -215,9 +215,10 @@ fn a_linear_bisect_breaks_s13() {
         cfg.mutant = Some(Mutant::BisectLinear);
         cfg.bisect_post = true;
     }
-    // A linear walk differs from halving only on a range of four merges or more, so agents
-    // merge more changes than usual.
+    // A linear walk differs from halving only on a range of four merges or more, so more
+    // agents than usual merge more changes than usual.
     let scenario = Scenario {
+        agents: 6,
         changes: 24,
         allowed: Default::default(),
         tweak: Some(tweak),

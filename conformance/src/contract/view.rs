@@ -1,7 +1,10 @@
 //! Views: a change's sparse view shows exactly its declared paths, with the blobs' bytes; a
 //! saved draft holds the view's work over the files the view does not show, even after a
 //! draft that was saved and never recorded; saving twice with nothing new names the same
-//! draft.
+//! draft. A refresh writes a draft and leaves the view alone: only making the view again
+//! shows what it brought, so a view never holds markers its change's record does not name;
+//! and a view left on its old draft, when the record moved on to a refreshed one, carries
+//! its work over onto that draft, markers and all.
 
 use bay_core::conflict::Labels;
 use bay_core::git::Oid;
@@ -22,7 +25,7 @@ pub(super) fn cases() -> Vec<Case> {
     vec![
         Case::new("view: shows exactly the declared paths", |b| {
             b.commit("O", &[], TREE);
-            make(b, &["src/", "README"]);
+            make(b, &["src/", "README"], "O");
             let files = b.view_files(&change());
             b.see("view", files);
         }),
@@ -30,7 +33,7 @@ pub(super) fn cases() -> Vec<Case> {
             "view: a saved draft keeps what the view does not show",
             |b| {
                 b.commit("O", &[], TREE);
-                make(b, &["src/"]);
+                make(b, &["src/"], "O");
                 let k = change();
                 b.edit_view(&k, "src/a", Some("a, edited\n"));
                 b.edit_view(&k, "src/b", None);
@@ -47,7 +50,7 @@ pub(super) fn cases() -> Vec<Case> {
             "view: a draft saved and never recorded is still the view's own work",
             |b| {
                 b.commit("O", &[], TREE);
-                make(b, &["src/"]);
+                make(b, &["src/"], "O");
                 let k = change();
                 b.edit_view(&k, "src/a", Some("a, first\n"));
                 freeze(b, "first", "O");
@@ -61,9 +64,44 @@ pub(super) fn cases() -> Vec<Case> {
         ),
         Case::new("view: saving with nothing edited keeps the draft", |b| {
             b.commit("O", &[], TREE);
-            make(b, &["src/"]);
+            make(b, &["src/"], "O");
             freeze(b, "save", "O");
         }),
+        Case::new(
+            "view: a refresh leaves the view alone; making the view shows the refreshed draft",
+            |b| {
+                b.commit("O", &[], &[("src/a", "a\n"), ("src/b", "b\n")]);
+                b.commit("M", &["O"], &[("src/a", "main\n"), ("src/b", "b\n")]);
+                make(b, &["src/"], "O");
+                let k = change();
+                b.edit_view(&k, "src/a", Some("draft\n"));
+                freeze(b, "draft", "O");
+                refresh(b, "draft", "M");
+                let files = b.view_files(&k);
+                b.see("view after the refresh", files);
+                make(b, &["src/"], "refreshed");
+                let files = b.view_files(&k);
+                b.see("view made from the refreshed draft", files);
+            },
+        ),
+        Case::new(
+            "view: a view behind a refreshed draft it never showed carries its work onto it",
+            |b| {
+                b.commit("O", &[], &[("src/a", "a\n"), ("src/b", "b\n")]);
+                b.commit("M", &["O"], &[("src/a", "main\n"), ("src/b", "b\n")]);
+                make(b, &["src/"], "O");
+                let k = change();
+                b.edit_view(&k, "src/a", Some("draft\n"));
+                freeze(b, "draft", "O");
+                // The checkpoint of the refresh landed, and its reply was lost: the record
+                // names the refreshed draft, and this view still shows the one before it.
+                refresh(b, "draft", "M");
+                b.edit_view(&k, "src/b", Some("b, later\n"));
+                if let Some(saved) = freeze(b, "saved", "refreshed") {
+                    b.see_files("saved", &saved);
+                }
+            },
+        ),
         Case::new(
             "view: a refresh marks a conflicting text file under the labels, a binary one not",
             |b| {
@@ -112,11 +150,12 @@ pub(super) fn cases() -> Vec<Case> {
     ]
 }
 
-fn make(b: &mut Bench<'_>, paths: &[&str]) {
+/// Makes the view of the change show `draft`, declaring `paths`.
+fn make(b: &mut Bench<'_>, paths: &[&str], draft: &str) {
     let action = Action::MakeView {
         change: change(),
         paths: paths.iter().map(|p| p.to_string()).collect(),
-        draft: b.oid("O"),
+        draft: b.oid(draft),
     };
     let made = match b.execute(&action) {
         Completion::ViewMade(Ok(_)) => "made",
@@ -124,6 +163,26 @@ fn make(b: &mut Bench<'_>, paths: &[&str]) {
         other => panic!("making a view answered {other:?}"),
     };
     b.see("make view", made);
+}
+
+/// Brings `draft` (made on `O`) up to `onto` under the change's labels, names the result
+/// `refreshed` and records which files it marked.
+fn refresh(b: &mut Bench<'_>, draft: &str, onto: &str) {
+    let action = Action::RefreshDraft {
+        change: change(),
+        draft: b.oid(draft),
+        base: b.oid("O"),
+        onto: b.oid(onto),
+        labels: Labels::draft("main", &change()),
+    };
+    match b.execute(&action) {
+        Completion::DraftRefreshed(Ok(refreshed)) => {
+            b.see("marked", refreshed.marked.join(" "));
+            b.named(&refreshed.draft, "refreshed");
+        }
+        Completion::DraftRefreshed(Err(_)) => b.see("refresh", "fault"),
+        other => panic!("a refresh answered {other:?}"),
+    }
 }
 
 /// Saves the view's work as a draft on `parent` (made on `O`), names it `name` (unless it
