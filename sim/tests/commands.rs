@@ -8,7 +8,7 @@ use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::start::{Sessions, Start, StartInput, StartTarget};
 use bay_core::machine::status::{Status, StatusInput};
 use bay_core::machine::undo::{Undo, UndoInput};
-use bay_core::machine::{Event, Machine};
+use bay_core::machine::{Action, Completion, Event, Machine, PushOutcome};
 use bay_core::reason::ReasonCode;
 use bay_core::result::{BayResult, Decision};
 use bay_core::time::Timestamp;
@@ -262,4 +262,133 @@ fn only_a_runner_pass_and_an_agent_start_let_git_maintain_the_clone() {
         !status.is_empty() && status.iter().all(|m| !m),
         "{status:?}"
     );
+}
+
+/// Runs `start` to its end against `bench`, losing the reply of its first push (the remote
+/// takes it), and calling `meanwhile` before the machine hears of it.
+fn start_losing_the_first_reply(
+    bench: &mut Bench,
+    start: &mut Start,
+    meanwhile: impl FnOnce(&mut Bench),
+) -> BayResult {
+    let mut meanwhile = Some(meanwhile);
+    while start.outcome().is_none() {
+        let (id, action) = start.poll_action().expect("a start waits on an action");
+        let completion = match (&action, meanwhile.take()) {
+            (Action::Push(plan), Some(meanwhile)) => {
+                let (mut report, _) = bench.git.push(plan);
+                assert_eq!(report.outcome, PushOutcome::Accepted);
+                report.outcome = PushOutcome::Unknown {
+                    why: "no reply".into(),
+                };
+                meanwhile(bench);
+                Completion::Pushed(report)
+            }
+            (_, later) => {
+                meanwhile = later;
+                bench.answer(&action).expect("a start runs no checks")
+            }
+        };
+        start
+            .handle(Timestamp(1), Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    start.outcome().cloned().expect("the start ended")
+}
+
+fn intent(intent: &str) -> StartInput {
+    StartInput {
+        target: StartTarget::Intent {
+            intent: intent.into(),
+            paths: vec!["src/".into()],
+        },
+        actor: "ann".into(),
+        main: MAIN.into(),
+        new: false,
+        fixes: None,
+        after: Vec::new(),
+        entropy: 31,
+        disk: None,
+        import: None,
+    }
+}
+
+/// A start whose reply was lost, and which found its start on the remote when it asked
+/// again, made its view on the main fetched then instead of the base its start recorded: the
+/// view's files were a later main's, so the change's draft carried that main's edits as its
+/// own, and merging it put back on main what main had since taken out.
+#[test]
+fn a_start_whose_reply_was_lost_shows_the_base_it_wrote_not_a_later_main() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let base = bench.main();
+    let mut start = Start::new(intent("edit b"), Timestamp(1));
+    let said = start_losing_the_first_reply(&mut bench, &mut start, |bench| {
+        bench
+            .git
+            .remote
+            .outside_push(&mut bench.git.store, MAIN, "src/a.txt", "interim\n");
+    });
+    assert_eq!(said.decision, Decision::Ok, "{said:?}");
+    let change = said.change.clone().expect("the start names its change");
+    assert_eq!(bench.record(&change).base, base);
+    let view = &bench.views[&change];
+    assert_eq!(
+        view.head.as_ref(),
+        Some(&base),
+        "the view shows the recorded base"
+    );
+    assert_eq!(
+        bench.git.store.blob_text(&view.files["src/a.txt"]),
+        Some("a\n")
+    );
+    assert_eq!(said.detail["generation"], 1, "{said:?}");
+
+    // Main takes the interim edit out again; the change edits only src/b.txt and merges.
+    bench
+        .git
+        .remote
+        .outside_push(&mut bench.git.store, MAIN, "src/a.txt", "a\n");
+    bench.edit(&change, "src/b.txt", "b by ann\n");
+    let asked = bench.ask_to_merge(&change, 32);
+    assert_eq!(asked.outcome().map(|r| r.decision), Some(Decision::Queued));
+    runner_pass(&mut bench);
+    let main = bench.main();
+    assert_eq!(bench.git.store.read(&main, "src/b.txt"), Some("b by ann\n"));
+    assert_eq!(
+        bench.git.store.read(&main, "src/a.txt"),
+        Some("a\n"),
+        "the merge carries only the change's own edit"
+    );
+}
+
+/// A change picked up again whose checkpoint push went unanswered, and was found on the
+/// remote when the start asked again, shows the draft that checkpoint names, markers and
+/// all; before, the start gave up ("a picked-up change was not read") or, for an intent,
+/// showed main.
+#[test]
+fn a_pick_up_whose_reply_was_lost_shows_the_refreshed_draft() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let change = bench.start("edit a", 33);
+    bench.edit(&change, "src/a.txt", "ann's a\n");
+    bench
+        .git
+        .remote
+        .outside_push(&mut bench.git.store, MAIN, "src/a.txt", "main's a\n");
+    let main = bench.main();
+    let mut input = intent("edit a");
+    input.target = StartTarget::Change(change.clone());
+    let mut start = Start::new(input, Timestamp(1));
+    let said = start_losing_the_first_reply(&mut bench, &mut start, |_| {});
+    assert_eq!(said.decision, Decision::Ok, "{said:?}");
+    let record = bench.record(&change);
+    assert_eq!(record.base, main);
+    let draft = record.draft.clone().expect("the checkpoint names a draft");
+    let view = &bench.views[&change];
+    assert_eq!(view.head.as_ref(), Some(&draft));
+    let text = bench.git.store.blob_text(&view.files["src/a.txt"]);
+    assert!(
+        text.is_some_and(|text| text.starts_with("<<<<<<< main\nmain's a\n")),
+        "{text:?}"
+    );
+    assert_eq!(record.marked.len(), 1, "the markers are named: {record:?}");
 }

@@ -214,16 +214,28 @@ struct Found {
 enum Taken {
     /// A change picked up as read, and its draft brought up to main.
     PickedUp { found: Box<Found>, draft: Oid },
-    /// A change this start wrote and did not read back: the one it created, or one whose
-    /// push went unanswered and the next fetch found up.
+    /// The change this start created.
     Written(ChangeId),
 }
 
-/// A push whose reply was lost: the step it wrote, and the change it wrote to.
+/// The view a start makes once its push has landed: of which change, declaring which paths,
+/// showing which draft, and, for a change picked up, the base it was on before (to say how
+/// far behind main it was).
+#[derive(Clone, Debug)]
+struct ViewPlan {
+    change: ChangeId,
+    paths: Vec<String>,
+    draft: Oid,
+    base: Option<Oid>,
+}
+
+/// A push whose reply was lost: the step it wrote, the view it was to make (worked out when
+/// the push went, on the main it went on), and the generation it created, if it created one.
 #[derive(Debug)]
 struct Written {
     step: Oid,
-    change: ChangeId,
+    view: ViewPlan,
+    generation: Option<u32>,
 }
 
 /// The change opened or picked up: what the reads after it need.
@@ -558,8 +570,13 @@ impl Start {
         }
         if let Some(written) = self.written.take() {
             // A start of ours whose reply was lost: it won if its step is where the intent points.
+            // Its view shows what the push wrote, not the main fetched now: a draft made on
+            // a newer main than the record's base would carry that main's files as its work.
             if self.remote.values().any(|oid| oid == &written.step) {
-                return self.make_view(main, Taken::Written(written.change));
+                if let Some(generation) = written.generation {
+                    self.detail.generation = Some(generation);
+                }
+                return self.make(main, written.view);
             }
         }
         // Imported work is brought up to the main just fetched before anything is decided.
@@ -890,14 +907,17 @@ impl Start {
                 self.make_view(main, taken);
             }
             PushOutcome::Rejected { .. } => self.again(),
-            PushOutcome::Unknown { .. } => {
-                let change = match taken {
-                    Taken::PickedUp { found, .. } => found.record.change,
-                    Taken::Written(change) => change,
-                };
-                self.written = written.map(|step| Written { step, change });
-                self.again();
-            }
+            PushOutcome::Unknown { .. } => match self.plan_view(&main, taken) {
+                Ok(view) => {
+                    self.written = written.map(|step| Written {
+                        step,
+                        view,
+                        generation,
+                    });
+                    self.again();
+                }
+                Err(why) => self.fail(why),
+            },
             PushOutcome::NotSent(fault) => {
                 self.fail(format!("the remote could not be reached: {fault}"))
             }
@@ -906,7 +926,16 @@ impl Start {
 
     /// Makes the view of the change `taken`, on main at `main`.
     fn make_view(&mut self, main: Oid, taken: Taken) {
-        let (change, paths, draft, base) = match taken {
+        match self.plan_view(&main, taken) {
+            Ok(plan) => self.make(main, plan),
+            Err(why) => self.fail(why),
+        }
+    }
+
+    /// The view of the change `taken` on main at `main`: a change picked up shows its draft,
+    /// brought up to main; a change created shows `main` (or the work it took in).
+    fn plan_view(&self, main: &Oid, taken: Taken) -> Result<ViewPlan, String> {
+        Ok(match taken {
             Taken::PickedUp { found, draft } => {
                 let Found { record, .. } = *found;
                 // Paths named again on picking a change up widen its view: it holds what the
@@ -919,19 +948,39 @@ impl Start {
                         }
                     }
                 }
-                (record.change, paths, draft, Some(record.base))
+                ViewPlan {
+                    change: record.change,
+                    paths,
+                    draft,
+                    base: Some(record.base),
+                }
             }
             Taken::Written(change) => {
                 let StartTarget::Intent { paths, .. } = &self.input.target else {
-                    return self.fail("a picked-up change was not read".into());
+                    return Err("a picked-up change was not read".into());
                 };
                 let draft = self
                     .imported
                     .as_ref()
                     .map_or(main.clone(), |i| i.draft.clone());
-                (change, paths.clone(), draft, None)
+                ViewPlan {
+                    change,
+                    paths: paths.clone(),
+                    draft,
+                    base: None,
+                }
             }
-        };
+        })
+    }
+
+    /// Makes the view `plan` names, on main at `main`.
+    fn make(&mut self, main: Oid, plan: ViewPlan) {
+        let ViewPlan {
+            change,
+            paths,
+            draft,
+            base,
+        } = plan;
         self.change = Some(change.clone());
         let opened = Box::new(Opened {
             change: change.clone(),
