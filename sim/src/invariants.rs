@@ -461,12 +461,12 @@ impl Checker {
                     moved.old.as_ref(),
                     moved.new.as_ref(),
                 );
-            } else if let Some((change, _)) = refs::parse_ended(&moved.name)
+            } else if let Some((change, ended_at)) = refs::parse_ended(&moved.name)
                 && moved.old.is_some()
                 && moved.new.is_none()
             {
-                // Deleted: by a compaction, or as stale once its change is live again (S16).
-                self.compaction.ended_deleted.push(change);
+                // Deleted: by a compaction, or as stale once its change was taken up again (S16).
+                self.compaction.ended_deleted.push((change, ended_at));
             } else if let Some(change) = moved.name.strip_prefix(refs::LANDED)
                 && moved.old.is_some()
             {

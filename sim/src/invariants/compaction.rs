@@ -26,8 +26,9 @@ pub struct CompactionWatch {
     deleted: Vec<(ChangeId, Oid)>,
     /// Merged markers deleted by the push being checked.
     pub(super) markers_deleted: Vec<ChangeId>,
-    /// Abandoned and no-effect markers deleted by the push being checked.
-    pub(super) ended_deleted: Vec<ChangeId>,
+    /// Abandoned and no-effect markers deleted by the push being checked, with the end each
+    /// names.
+    pub(super) ended_deleted: Vec<(ChangeId, bay_core::time::Timestamp)>,
     /// The index shards as last judged, by name.
     pub(super) shards: BTreeMap<String, Oid>,
     /// The blob of each held change's file in the index when it was last judged kept: a file
@@ -138,15 +139,20 @@ impl Checker {
                 );
             }
         }
-        for change in std::mem::take(&mut self.compaction.ended_deleted) {
-            let live_again = git.record(&change).is_some_and(|record| !record.ended());
-            if !self.compacted(&change) && !live_again {
+        for (change, ended_at) in std::mem::take(&mut self.compaction.ended_deleted) {
+            // Taken up again since the end the marker names: live now, or ended again in
+            // another way or at another time (a runner that read it live may push the deletion
+            // after a merge of it).
+            let taken_up = git.record(&change).is_some_and(|record| {
+                record.ended_at().map(|end| end.0 / 1000) != Some(ended_at.0 / 1000)
+            });
+            if !self.compacted(&change) && !taken_up {
                 self.violate(
                     Invariant::CompactionKeeps,
                     at,
                     format!(
                         "the abandoned or no-effect marker of {change} was deleted, and its \
-                         change is neither compacted nor live again"
+                         change is neither compacted nor taken up again since that end"
                     ),
                 );
             }
