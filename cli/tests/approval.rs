@@ -689,3 +689,46 @@ fn a_change_to_the_policy_owes_a_yes_under_its_own_policy_too() {
         "{status:?}"
     );
 }
+
+/// A change whose `baseline = "base"` check fails on its base too (an empty file on main)
+/// waits for a `carry = false` yes; once given, the runner merges that very candidate. Before,
+/// a recorded product failure kept the candidate from being taken up again: the runner built
+/// a new one at every claim, and the yes, given for the one before, never counted.
+#[test]
+fn a_yes_on_a_candidate_whose_failures_its_base_shares_merges_it_with_carry_off() {
+    let approval = APPROVAL_CHECK.replace(
+        "when_paths = [\"billing/\"]\n",
+        "when_paths = [\"billing/\"]\ncarry = false\n",
+    );
+    let world = World::new(&[
+        ("src/greeting.txt", "Hello\n", false),
+        ("src/empty", "", false),
+        ("billing/rates.txt", "1\n", false),
+        (".bay/config.toml", CONFIG, false),
+        (
+            ".bay/policy.toml",
+            &policy(&format!("baseline = \"base\"\n{approval}")),
+            false,
+        ),
+        (".bay/check", CHECK, true),
+    ]);
+    let alice = enrolled_approver(&world, "alice");
+    let ann = world.clone_as("ann");
+    let (billing, view) = world.submit(&ann, "ann", "refunds", "billing/rates.txt", "2\n");
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["reason"], "APPROVAL_PENDING", "{status:?}");
+    let waited_on = status.doc["detail"]["approval"]["commit"]
+        .as_str()
+        .expect("a candidate")
+        .to_owned();
+    let approved = bay(&alice, "alice", &["approve", &billing]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+
+    runner_once(&world);
+    let status = bay(&view, "ann", &["status"]);
+    assert_eq!(status.doc["decision"], "merged", "{status:?}");
+    assert_eq!(world.merges_of(&billing), 1);
+    let main = world.remote_ref("refs/heads/main").expect("main");
+    assert_eq!(main, waited_on, "the very candidate that waited merged");
+}

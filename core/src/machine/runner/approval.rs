@@ -26,11 +26,12 @@ use serde::Serialize;
 use crate::approval::{
     About, Carried, Carry, Compared, Earlier, Judgement, Pending, carries, judge,
 };
+use crate::check::Verdict;
 use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::machine::keys_read::{KeysRead, KeysStep};
 use crate::machine::{Action, Completion, Fault, FetchSpec, Misuse, Refs};
-use crate::policy::Policy;
+use crate::policy::{Baseline, Policy};
 use crate::reason::ReasonCode;
 use crate::record::{CandidateRec, Operation};
 use crate::result::OpState;
@@ -73,25 +74,44 @@ impl Runner {
     }
 
     /// The recorded candidate of a waiting operation that can be taken up again on main as
-    /// it is now: built on this very main, and no check of it recorded short of a pass.
-    pub(super) fn resumable(&self, work: &Work) -> Option<CandidateRec> {
-        Runner::taken_up(work, ReasonCode::ApprovalPending).cloned()
+    /// it is now, under `policy` (the policy there): built on this very main, and no check of
+    /// it recorded short of a pass.
+    pub(super) fn resumable(&self, work: &Work, policy: &Policy) -> Option<CandidateRec> {
+        Runner::taken_up(work, ReasonCode::ApprovalPending, policy).cloned()
     }
 
     /// The last recorded candidate of an operation whose claim went back for `released`, if
     /// it can be taken up again on main as it is now: built on this very main, and no check
-    /// of it recorded short of a pass.
-    pub(super) fn taken_up(work: &Work, released: ReasonCode) -> Option<&CandidateRec> {
+    /// of it recorded short of a pass. A product failure of a check `policy` (the policy at
+    /// that main) judges against the base stands as a pass here: one with a new failure ends
+    /// the operation, so a failure recorded before the claim went back failed on the base
+    /// too. Without it, a candidate waiting for a `carry = false` approval was built again at
+    /// every claim, and the approval given for it never counted.
+    pub(super) fn taken_up<'w>(
+        work: &'w Work,
+        released: ReasonCode,
+        policy: &Policy,
+    ) -> Option<&'w CandidateRec> {
         let operation = work.record.op(&work.op)?;
         if operation.released != Some(released) {
             return None;
         }
         let candidate = operation.candidates.last()?;
+        let against_base = |id: &str| {
+            policy
+                .checks
+                .iter()
+                .any(|spec| spec.id == id && spec.baseline == Some(Baseline::Base))
+        };
         let clean = operation
             .checks
             .iter()
             .filter(|check| check.candidate == candidate.id)
-            .all(|check| check.verdict == crate::check::Verdict::Pass);
+            .all(|check| match check.verdict {
+                Verdict::Pass => true,
+                Verdict::ProductFailure => against_base(&check.check),
+                _ => false,
+            });
         (candidate.base == work.base && clean).then_some(candidate)
     }
 
@@ -176,7 +196,7 @@ impl Runner {
                         check.candidate == candidate
                             && check.check == run.spec.id
                             && check.environment == run.spec.environment
-                            && check.verdict == crate::check::Verdict::Pass
+                            && check.verdict == Verdict::Pass
                     });
                     recorded
                         && crate::check::reuse::reusable_pass(

@@ -21,6 +21,7 @@ use super::work::{Phase, Placed, Purpose, Then, Work, Write};
 use crate::git::Oid;
 use crate::id::CandidateId;
 use crate::machine::{Action, Fault, FetchSpec, Refs};
+use crate::policy::Policy;
 use crate::reason::ReasonCode;
 use crate::trust::PublicKey;
 use crate::trust::registry::{Class, REF as REGISTRY, RegistryCommit, Version, judge_chain};
@@ -185,12 +186,17 @@ impl Runner {
     /// The recorded candidate a candidate of `tree` signs again: the operation's last, built
     /// on the same main, after its claim went back `REGISTRY_CHANGED` (or `APPROVAL_PENDING`,
     /// when its signature no longer verifies) with no check of it recorded short of a pass.
-    pub(super) fn signed_again(&self, work: &Work, tree: &Oid) -> Option<CandidateId> {
+    pub(super) fn signed_again(
+        &self,
+        work: &Work,
+        tree: &Oid,
+        policy: &Policy,
+    ) -> Option<CandidateId> {
         let released = match work.resign {
             true => ReasonCode::ApprovalPending,
             false => ReasonCode::RegistryChanged,
         };
-        Runner::taken_up(work, released)
+        Runner::taken_up(work, released, policy)
             .filter(|candidate| candidate.tree == *tree)
             .map(|candidate| candidate.id.clone())
     }

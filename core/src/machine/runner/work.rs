@@ -1112,7 +1112,7 @@ impl Runner {
     /// Builds a candidate on the base under `policy`, the policy there; the candidate in hand,
     /// if there is one, is let go.
     pub(super) fn build(&mut self, mut work: Box<Work>, policy: Policy) -> Placed {
-        if let Some(candidate) = self.resumable(&work).filter(|_| !work.resign) {
+        if let Some(candidate) = self.resumable(&work, &policy).filter(|_| !work.resign) {
             // The candidate waited for an approval on this very main: take it up again.
             let read = Action::ReadStats {
                 base: work.base.clone(),
@@ -1194,7 +1194,7 @@ impl Runner {
                 let attempt = work.record.op(&work.op).map_or(1, |o| {
                     u32::try_from(o.candidates.len() + 1).unwrap_or(u32::MAX)
                 });
-                let stands_for = self.signed_again(&work, &tree);
+                let stands_for = self.signed_again(&work, &tree, &policy);
                 let built = Built {
                     id: work.op.candidate(attempt),
                     commit,
