@@ -2053,3 +2053,70 @@ fn the_next_presence_lists_an_early_run_for_bay_status() {
         .collect();
     assert_eq!(listed, [(&second, "unit", Verdict::Pass)]);
 }
+
+/// A change behind the head names with `--after` a change abandoned after it queued: it
+/// never merges (it ends `DEPENDENCY_ABANDONED` at its turn), so a batch stops before it and,
+/// with fewer than two members, the head goes alone. Before, the batch took it and merged it
+/// (bay-sim seed 74163, S10).
+#[test]
+fn a_batch_stops_before_a_change_whose_dependency_ended_unmerged() {
+    use bay_core::machine::abandon::{Abandon, AbandonInput};
+    use bay_core::machine::start::{Start, StartInput, StartTarget};
+    let mut bench = Bench::new(Some(&format!(
+        "{POLICY}\n[policy]\nreuse_unsigned = true\n"
+    )));
+    let head = bench.submit("fix a", &[("src/a.txt", "x\n")]);
+    let named = bench.start("fix d", 41);
+    let mut start = Start::new(
+        StartInput {
+            target: StartTarget::Intent {
+                intent: "fix b".into(),
+                paths: vec!["src/".into()],
+            },
+            actor: "ann".into(),
+            main: MAIN.into(),
+            new: false,
+            fixes: None,
+            after: vec![named.clone()],
+            entropy: 42,
+            disk: None,
+            import: None,
+        },
+        Timestamp(1),
+    );
+    bench.run(&mut start);
+    let waiting = start
+        .outcome()
+        .and_then(|r| r.change.clone())
+        .expect("a change after the other");
+    bench.edit(&waiting, "src/b.txt", "x\n");
+    let queued = bench.ask_to_merge(&waiting, 43);
+    assert!(queued.outcome().and_then(|r| r.op_id.clone()).is_some());
+    let mut abandon = Abandon::new(
+        AbandonInput {
+            change: named,
+            actor: "ann".into(),
+            entropy: 44,
+        },
+        Timestamp(2),
+    );
+    bench.run(&mut abandon);
+    bench.submit("fix c", &[("src/c.txt", "x\n")]);
+
+    let mut runner = Rig::with("r", 1_000_000, |cfg| {
+        cfg.evidence_reuse = true;
+        cfg.batch = Some(bay_core::config::BatchSettings {
+            min: 2,
+            max: 8,
+            max_failure_ppm: 300_000,
+        });
+    });
+    let (_, run) = runner
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("the head is checked");
+    let Action::RunCheck(run) = run else {
+        unreachable!()
+    };
+    let checked = run.request.change.as_ref().map(|change| &change.id);
+    assert_eq!(checked, Some(&head.change), "the head goes alone");
+}

@@ -30,9 +30,9 @@
 //! change no check, conflict with nothing, owe no person's yes (no approval carries onto a
 //! batch's tree), change no path of a post check main is red on (main's red is read once, as
 //! the batch forms), are within main's `[limits]` (each measured against the link before it;
-//! one over a cap, on red paths or owing a yes is refused or waits at its own turn), and are
-//! no known culprit. With `footprint_lanes` the
-//! chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
+//! one over a cap, on red paths or owing a yes is refused or waits at its own turn), name with
+//! `--after` no change that is still to merge or ended unmerged, and are no known culprit.
+//! With `footprint_lanes` the chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
 //! beside the head instead. The chain stops before the first member it may not take, so the
 //! members are always the head and the entries right behind it, in queue order.
 
@@ -399,9 +399,12 @@ impl Runner {
                 return None; // the pass's head is not first in line
             }
             let tip = self.chains.get(&record.change)?.tip.clone();
+            // A change whose `--after` names one that ended unmerged never merges: it ends
+            // `DEPENDENCY_ABANDONED` at its own turn, so the chain stops before it.
             let eligible = (members.is_empty() || operation.owner.is_none())
                 && !self.memory.culprits.contains(&operation.id)
-                && self.marked_merged(&record.change).is_none();
+                && self.marked_merged(&record.change).is_none()
+                && self.waiting_on(&record).is_none();
             if !eligible || members.len() == settings.max as usize {
                 break;
             }
