@@ -252,7 +252,12 @@ fn judge(seed: u64, scenario: &Scenario, determinism: bool) -> Verdict {
         }
     }
     if report.violations.is_empty() {
-        Verdict::Kept(report)
+        // Only a broken seed prints its trace. Kept, the traces of a run of hundreds of
+        // thousands of seeds would hold gigabytes until the summary.
+        Verdict::Kept(RunReport {
+            trace: Vec::new(),
+            ..report
+        })
     } else {
         Verdict::Broke(report)
     }
@@ -338,6 +343,7 @@ fn run(
     let next = AtomicU64::new(seeds.0);
     let verdicts: Mutex<Vec<Verdict>> = Mutex::new(Vec::new());
     let (wall, cpu_before) = (Instant::now(), cpu_seconds());
+    let progress = Progress::new(seeds.1.saturating_sub(seeds.0));
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
@@ -347,14 +353,16 @@ fn run(
                         break;
                     }
                     let verdict = judge(seed, &scenario, determinism);
-                    verdicts
+                    let mut verdicts = verdicts
                         .lock()
-                        .expect("no worker panics while holding the lock")
-                        .push(verdict);
+                        .expect("no worker panics while holding the lock");
+                    verdicts.push(verdict);
+                    progress.seed_done(&verdicts);
                 }
             });
         }
     });
+    progress.finish();
     let wall = wall.elapsed().as_secs_f64();
     let cpu = match (cpu_before, cpu_seconds()) {
         (Some(before), Some(after)) if after > before => after - before,
@@ -366,6 +374,50 @@ fn run(
         Verdict::Panicked { seed, .. } | Verdict::Diverged { seed, .. } => *seed,
     });
     summarize(seeds, world, &verdicts, wall, cpu, json)
+}
+
+/// How far a run is, on stderr when it is a terminal: a line redrawn at most twice a second.
+struct Progress {
+    total: u64,
+    shown: Option<Mutex<Instant>>,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            total,
+            shown: std::io::stderr()
+                .is_terminal()
+                .then(|| Mutex::new(Instant::now())),
+        }
+    }
+
+    /// One more seed judged; `verdicts` are all judged so far.
+    fn seed_done(&self, verdicts: &[Verdict]) {
+        let Some(shown) = &self.shown else { return };
+        let Ok(mut shown) = shown.lock() else { return };
+        if shown.elapsed().as_millis() < 500 {
+            return;
+        }
+        *shown = Instant::now();
+        let broken = verdicts
+            .iter()
+            .filter(|v| !matches!(v, Verdict::Kept(_)))
+            .count();
+        eprint!(
+            "\r{} of {} seeds, {broken} broken",
+            verdicts.len(),
+            self.total
+        );
+    }
+
+    /// Clears the line before the summary.
+    fn finish(&self) {
+        if self.shown.is_some() {
+            eprint!("\r\x1b[2K");
+        }
+    }
 }
 
 fn summarize(
