@@ -252,12 +252,7 @@ fn judge(seed: u64, scenario: &Scenario, determinism: bool) -> Verdict {
         }
     }
     if report.violations.is_empty() {
-        // Only a broken seed prints its trace. Kept, the traces of a run of hundreds of
-        // thousands of seeds would hold gigabytes until the summary.
-        Verdict::Kept(RunReport {
-            trace: Vec::new(),
-            ..report
-        })
+        Verdict::Kept(report)
     } else {
         Verdict::Broke(report)
     }
@@ -341,7 +336,7 @@ fn run(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let next = AtomicU64::new(seeds.0);
-    let verdicts: Mutex<Vec<Verdict>> = Mutex::new(Vec::new());
+    let tally: Mutex<Tally> = Mutex::new(Tally::default());
     let (wall, cpu_before) = (Instant::now(), cpu_seconds());
     let progress = Progress::new(seeds.1.saturating_sub(seeds.0));
     std::thread::scope(|scope| {
@@ -353,11 +348,11 @@ fn run(
                         break;
                     }
                     let verdict = judge(seed, &scenario, determinism);
-                    let mut verdicts = verdicts
+                    let mut tally = tally
                         .lock()
                         .expect("no worker panics while holding the lock");
-                    verdicts.push(verdict);
-                    progress.seed_done(&verdicts);
+                    tally.add(verdict, world);
+                    progress.seed_done(&tally);
                 }
             });
         }
@@ -368,12 +363,8 @@ fn run(
         (Some(before), Some(after)) if after > before => after - before,
         _ => wall * jobs as f64,
     };
-    let mut verdicts = verdicts.into_inner().expect("the workers are done");
-    verdicts.sort_by_key(|v| match v {
-        Verdict::Kept(r) | Verdict::Broke(r) => r.seed,
-        Verdict::Panicked { seed, .. } | Verdict::Diverged { seed, .. } => *seed,
-    });
-    summarize(seeds, world, &verdicts, wall, cpu, json)
+    let tally = tally.into_inner().expect("the workers are done");
+    summarize(seeds, world, tally, wall, cpu, json)
 }
 
 /// How far a run is, on stderr when it is a terminal: a line redrawn at most twice a second.
@@ -393,22 +384,19 @@ impl Progress {
         }
     }
 
-    /// One more seed judged; `verdicts` are all judged so far.
-    fn seed_done(&self, verdicts: &[Verdict]) {
+    /// One more seed judged; `tally` holds all judged so far.
+    fn seed_done(&self, tally: &Tally) {
         let Some(shown) = &self.shown else { return };
         let Ok(mut shown) = shown.lock() else { return };
         if shown.elapsed().as_millis() < 500 {
             return;
         }
         *shown = Instant::now();
-        let broken = verdicts
-            .iter()
-            .filter(|v| !matches!(v, Verdict::Kept(_)))
-            .count();
         eprint!(
-            "\r{} of {} seeds, {broken} broken",
-            verdicts.len(),
-            self.total
+            "\r{} of {} seeds, {} broken",
+            tally.judged,
+            self.total,
+            tally.failures.len()
         );
     }
 
@@ -420,117 +408,168 @@ impl Progress {
     }
 }
 
-fn summarize(
-    seeds: (u64, u64),
-    world: &WorldArgs,
-    verdicts: &[Verdict],
-    wall: f64,
-    cpu: f64,
-    json: bool,
-) -> ExitCode {
-    let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut submit_refusals: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut undos: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut waits: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut red: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut corruptions: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut locks: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut keys: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut unreadable_open = 0u64;
-    let (mut held_merges, mut dependency_waits, mut logged) = (0u64, 0u64, 0u64);
-    let mut presences = 0u64;
-    let (mut compacted, mut compacted_abandoned, mut compacted_no_effect) = (0u64, 0u64, 0u64);
-    let mut history = 0u64;
-    // Seeds with a hold plugin, its runs, and its answers that held main.
-    let mut plugin = (0u64, 0u64, 0u64);
-    let mut ahead = (0u64, 0u64, 0u64);
-    let mut lanes = (0u64, 0u64);
-    let mut batch = (0u64, 0u64, 0u64);
-    let (mut merged, mut ops, mut events) = (0u64, 0u64, 0u64);
-    let mut failures = Vec::new();
-    let mut code = 0u8;
-    for verdict in verdicts {
+/// What a run's seeds add up to, summed as each is judged: however many seeds a run takes,
+/// it holds these sums and its broken seeds, never every seed's report.
+#[derive(Default)]
+struct Tally {
+    judged: u64,
+    outcomes: BTreeMap<&'static str, u64>,
+    reasons: BTreeMap<&'static str, u64>,
+    submit_refusals: BTreeMap<&'static str, u64>,
+    undos: BTreeMap<&'static str, u64>,
+    waits: BTreeMap<&'static str, u64>,
+    red: BTreeMap<&'static str, u64>,
+    corruptions: BTreeMap<&'static str, u64>,
+    locks: BTreeMap<&'static str, u64>,
+    keys: BTreeMap<&'static str, u64>,
+    unreadable_open: u64,
+    held_merges: u64,
+    dependency_waits: u64,
+    logged: u64,
+    presences: u64,
+    compacted: u64,
+    compacted_abandoned: u64,
+    compacted_no_effect: u64,
+    history: u64,
+    /// Seeds with a hold plugin, its runs, and its answers that held main.
+    plugin: (u64, u64, u64),
+    ahead: (u64, u64, u64),
+    lanes: (u64, u64),
+    batch: (u64, u64, u64),
+    merged: u64,
+    ops: u64,
+    events: u64,
+    /// Each broken seed, by seed, as the summary names it.
+    failures: Vec<(u64, serde_json::Value)>,
+    code: u8,
+}
+
+/// Adds each of `from`'s counts into `into`.
+fn add_counts(into: &mut BTreeMap<&'static str, u64>, from: &BTreeMap<&'static str, u64>) {
+    for (what, n) in from {
+        *into.entry(what).or_insert(0) += n;
+    }
+}
+
+impl Tally {
+    /// Adds one seed's verdict.
+    fn add(&mut self, verdict: Verdict, world: &WorldArgs) {
+        self.judged += 1;
         match verdict {
             Verdict::Kept(report) | Verdict::Broke(report) => {
-                merged += report.merged;
-                ops += report.ops;
-                events += report.events;
-                for (state, n) in &report.outcomes {
-                    *outcomes.entry(state).or_insert(0) += n;
-                }
-                for (reason, n) in &report.reasons {
-                    *reasons.entry(reason).or_insert(0) += n;
-                }
-                for (reason, n) in &report.submit_refusals {
-                    *submit_refusals.entry(reason).or_insert(0) += n;
-                }
-                for (what, n) in &report.undos {
-                    *undos.entry(what).or_insert(0) += n;
-                }
-                for (what, n) in &report.waits {
-                    *waits.entry(what).or_insert(0) += n;
-                }
-                for (what, n) in &report.red {
-                    *red.entry(what).or_insert(0) += n;
-                }
-                for (what, n) in &report.corruptions {
-                    *corruptions.entry(what).or_insert(0) += n;
-                }
-                for (what, n) in &report.locks {
-                    *locks.entry(what).or_insert(0) += n;
-                }
-                for (what, n) in &report.keys {
-                    *keys.entry(what).or_insert(0) += n;
-                }
-                unreadable_open += report.unreadable_open;
-                held_merges += report.held_merges;
-                logged += report.logged;
-                presences += report.presences;
-                compacted += report.compacted;
-                compacted_abandoned += report.compacted_abandoned;
-                compacted_no_effect += report.compacted_no_effect;
-                history += report.history;
-                dependency_waits += report.dependency_waits;
+                self.merged += report.merged;
+                self.ops += report.ops;
+                self.events += report.events;
+                add_counts(&mut self.outcomes, &report.outcomes);
+                add_counts(&mut self.reasons, &report.reasons);
+                add_counts(&mut self.submit_refusals, &report.submit_refusals);
+                add_counts(&mut self.undos, &report.undos);
+                add_counts(&mut self.waits, &report.waits);
+                add_counts(&mut self.red, &report.red);
+                add_counts(&mut self.corruptions, &report.corruptions);
+                add_counts(&mut self.locks, &report.locks);
+                add_counts(&mut self.keys, &report.keys);
+                self.unreadable_open += report.unreadable_open;
+                self.held_merges += report.held_merges;
+                self.logged += report.logged;
+                self.presences += report.presences;
+                self.compacted += report.compacted;
+                self.compacted_abandoned += report.compacted_abandoned;
+                self.compacted_no_effect += report.compacted_no_effect;
+                self.history += report.history;
+                self.dependency_waits += report.dependency_waits;
                 if let Some((runs, held)) = report.plugin {
-                    plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
+                    let plugin = &mut self.plugin;
+                    *plugin = (plugin.0 + 1, plugin.1 + runs, plugin.2 + held);
                 }
                 if let Some((early, reused)) = report.ahead {
-                    ahead = (ahead.0 + 1, ahead.1 + early, ahead.2 + reused);
+                    let ahead = &mut self.ahead;
+                    *ahead = (ahead.0 + 1, ahead.1 + early, ahead.2 + reused);
                 }
                 if let Some(carried) = report.lanes {
-                    lanes = (lanes.0 + 1, lanes.1 + carried);
+                    self.lanes = (self.lanes.0 + 1, self.lanes.1 + carried);
                 }
                 if let Some((batches, members)) = report.batch {
-                    batch = (batch.0 + 1, batch.1 + batches, batch.2 + members);
+                    let batch = &mut self.batch;
+                    *batch = (batch.0 + 1, batch.1 + batches, batch.2 + members);
                 }
-                if let Verdict::Broke(report) = verdict {
+                if !report.violations.is_empty() {
                     let safety = report.violations.iter().any(|v| v.invariant.is_safety());
-                    code = code.max(if safety { 3 } else { 4 });
-                    failures.push(failure_json(report, world));
+                    self.code = self.code.max(if safety { 3 } else { 4 });
+                    self.failures
+                        .push((report.seed, failure_json(&report, world)));
                 }
             }
             Verdict::Panicked { seed, message } => {
-                code = code.max(5);
-                failures.push(serde_json::json!({
-                    "seed": seed, "class": "panic", "what": message,
-                    "replay": format!("bay-sim replay --seed {seed} {}", world.flags()),
-                }));
+                self.code = self.code.max(5);
+                self.failures.push((
+                    seed,
+                    serde_json::json!({
+                        "seed": seed, "class": "panic", "what": message,
+                        "replay": format!("bay-sim replay --seed {seed} {}", world.flags()),
+                    }),
+                ));
             }
             Verdict::Diverged {
                 seed,
                 first,
                 second,
             } => {
-                code = code.max(6);
-                failures.push(serde_json::json!({
-                    "seed": seed, "class": "determinism",
-                    "what": format!("trace hashes {first:016x} and {second:016x} differ"),
-                    "replay": format!("bay-sim replay --seed {seed} {}", world.flags()),
-                }));
+                self.code = self.code.max(6);
+                self.failures.push((
+                    seed,
+                    serde_json::json!({
+                        "seed": seed, "class": "determinism",
+                        "what": format!("trace hashes {first:016x} and {second:016x} differ"),
+                        "replay": format!("bay-sim replay --seed {seed} {}", world.flags()),
+                    }),
+                ));
             }
         }
     }
+}
+
+fn summarize(
+    seeds: (u64, u64),
+    world: &WorldArgs,
+    tally: Tally,
+    wall: f64,
+    cpu: f64,
+    json: bool,
+) -> ExitCode {
+    let Tally {
+        outcomes,
+        reasons,
+        submit_refusals,
+        undos,
+        waits,
+        red,
+        corruptions,
+        locks,
+        keys,
+        unreadable_open,
+        held_merges,
+        dependency_waits,
+        logged,
+        presences,
+        compacted,
+        compacted_abandoned,
+        compacted_no_effect,
+        history,
+        plugin,
+        ahead,
+        lanes,
+        batch,
+        merged,
+        ops,
+        events,
+        mut failures,
+        code,
+        ..
+    } = tally;
+    // Seeds finish out of order on several workers; the summary names them in order.
+    failures.sort_by_key(|(seed, _)| *seed);
+    let failures: Vec<serde_json::Value> = failures.into_iter().map(|(_, json)| json).collect();
     let count = seeds.1 - seeds.0;
     let seeds_per_s = count as f64 / wall.max(1e-9);
     let merges_per_cpu_s = merged as f64 / cpu.max(1e-9);
