@@ -206,6 +206,10 @@ pub struct Checker {
     /// operations can never end and are passed over by every runner, so liveness and S7 leave
     /// them out, and what waits on them with `--after`.
     unreadable_changes: BTreeSet<ChangeId>,
+    /// Evidence notes refs someone pointed at a blob (the `corrupt` fault), with the tip each
+    /// held before, until the heal mends them: what a runner read there just before still
+    /// stands for what it merged on.
+    notes_replaced: BTreeMap<String, Option<Oid>>,
     /// Operations whose queue place someone pointed where bay cannot read: passed over until
     /// their agent asks again, which ends them.
     lost_places: BTreeSet<OpId>,
@@ -248,10 +252,36 @@ impl Checker {
             presences: BTreeMap::new(),
             presences_checked: 0,
             unreadable_changes: BTreeSet::new(),
+            notes_replaced: BTreeMap::new(),
             lost_places: BTreeSet::new(),
             forged_markers: BTreeSet::new(),
             compaction: compaction::CompactionWatch::default(),
         }
+    }
+
+    /// Someone pointed the evidence notes ref `name` at a blob; it held `before`.
+    pub fn notes_replaced(&mut self, name: String, before: Option<Oid>) {
+        self.notes_replaced.insert(name, before);
+    }
+
+    /// The evidence notes ref `name` holds its own tip again.
+    pub fn notes_mended(&mut self, name: &str) {
+        self.notes_replaced.remove(name);
+    }
+
+    /// Each producer's evidence notes tip as runners could last have read it: one someone
+    /// pointed at a blob counts as the tip it replaced. A runner that read a record there a
+    /// moment before merges on it, and no push can lease a ref it does not move.
+    fn evidence_tips(&self, remote: &Remote) -> Vec<Oid> {
+        remote
+            .refs
+            .iter()
+            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
+            .filter_map(|(name, tip)| match self.notes_replaced.get(name) {
+                Some(before) => before.clone(),
+                None => Some(tip.clone()),
+            })
+            .collect()
     }
 
     /// Someone pointed the chain of `change` where bay cannot read it.
@@ -736,11 +766,10 @@ impl Checker {
                 message: read.message.to_string(),
             });
         }
-        let lines: Vec<String> = remote
-            .refs
+        let lines: Vec<String> = self
+            .evidence_tips(remote)
             .iter()
-            .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
-            .flat_map(|(_, tip)| {
+            .flat_map(|tip| {
                 window
                     .iter()
                     .flat_map(|raw| notes.records(tip, &raw.oid))
@@ -954,17 +983,14 @@ impl Checker {
             })
         };
         let base_tree = store.get(base).map(|c| c.tree.clone());
+        let tips = self.evidence_tips(remote);
         for check in planned.runs.iter().map(|run| &run.spec) {
             let evidence = |verdict: &str| {
-                remote
-                    .refs
-                    .iter()
-                    .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
-                    .any(|(_, tip)| {
-                        notes.records(tip, &tree).any(|record| {
-                            records_verdict(record, &check.id, &tree, base_tree.as_ref(), verdict)
-                        })
+                tips.iter().any(|tip| {
+                    notes.records(tip, &tree).any(|record| {
+                        records_verdict(record, &check.id, &tree, base_tree.as_ref(), verdict)
                     })
+                })
             };
             let baselined = check.baseline.is_some() && baseline_gap(&check.id);
             let recorded = evidence("pass") || (baselined && evidence("product_failure"));

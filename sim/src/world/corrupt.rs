@@ -164,6 +164,9 @@ impl World {
         }
         let blob = self.blob();
         let before = self.git.remote.refs.insert(name.clone(), blob);
+        if name.starts_with(refs::EVIDENCE) {
+            self.checker.notes_replaced(name.clone(), before.clone());
+        }
         self.corrupt.own.push((name, before));
         true
     }
@@ -194,6 +197,7 @@ impl World {
     pub(super) fn mend(&mut self) {
         self.main_back();
         for (name, before) in std::mem::take(&mut self.corrupt.own) {
+            self.checker.notes_mended(&name);
             match before {
                 Some(tip) => self.git.remote.refs.insert(name, tip),
                 None => self.git.remote.refs.remove(&name),
