@@ -670,7 +670,10 @@ impl Checker {
     }
 
     /// Whether each change `change` names with `--after` has merged (its marker is on the
-    /// remote) or ended `no_effect`, by the checker's reading.
+    /// remote) or ended `no_effect`, by the checker's reading. An operation of it that ended
+    /// `no_effect` counts even when someone took the change up again since: its work was on
+    /// main then, and the runner that read that end cannot lease the named change's chain
+    /// while it merges.
     fn dependencies_met(&self, remote: &Remote, change: &ChangeId) -> bool {
         let Some(record) = self.chains.get(change).and_then(|c| c.record.as_ref()) else {
             return true;
@@ -682,8 +685,7 @@ impl Checker {
                     .chains
                     .get(first)
                     .and_then(|c| c.record.as_ref())
-                    .and_then(|r| r.ops.last())
-                    .is_some_and(|op| op.state == OpState::NoEffect)
+                    .is_some_and(|r| r.ops.iter().any(|op| op.state == OpState::NoEffect))
         })
     }
 
