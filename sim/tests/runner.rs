@@ -2120,3 +2120,69 @@ fn a_batch_stops_before_a_change_whose_dependency_ended_unmerged() {
     let checked = run.request.change.as_ref().map(|change| &change.id);
     assert_eq!(checked, Some(&head.change), "the head goes alone");
 }
+
+/// A change waits for a person's yes; main moves, and a runner takes it up again, builds a
+/// new candidate, checks it and dies before its claim goes back. The runner that takes the
+/// lapsed claim over resumes that candidate, judges the yes still owed, and writes the wait
+/// (claim and release, `APPROVAL_PENDING`) so an approver is asked again; before, it wrote
+/// nothing, as if the record already said so, and the dead claim stayed for good (bay-sim
+/// seed 145206: open at the liveness bound).
+#[test]
+fn a_lapsed_claim_that_owes_an_approval_is_released_for_it_by_the_next_runner() {
+    let policy = format!(
+        "{POLICY}\n[[check]]\nid = \"owner-approval\"\nenvironment = \"people\"\nkind = \"approval\"\nwhen_paths = [\"src/a.txt\"]\n"
+    );
+    let mut bench = Bench::new(Some(&policy));
+    let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let owner = |bench: &Bench| {
+        let operation = bench.record(&op.change).op(&op).cloned().expect("the op");
+        (operation.owner, operation.released)
+    };
+    // Runner a checks it; its claim goes back for the yes.
+    let mut a = Rig::new("a", 1_000_000);
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a checks the change");
+    a.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&check)),
+        &|_| false,
+    );
+    assert_eq!(owner(&bench), (None, Some(ReasonCode::ApprovalPending)));
+
+    // Main moves; runner c takes it up, checks a new candidate and dies before its release.
+    bench.move_main();
+    let releases = |action: &Action| {
+        matches!(action, Action::Push(plan) if plan.appends.iter().any(|append| append
+            .steps
+            .iter()
+            .any(|step| matches!(step.body, StepBody::Release { .. }))))
+    };
+    let mut c = Rig::new("c", 1_100_000);
+    let (id, check) = c
+        .run_until(&mut bench, 1_100_000, &is_check)
+        .expect("c checks the new candidate");
+    let release = c.answer(
+        &mut bench,
+        id,
+        Completion::CheckExited(pass(&check)),
+        &releases,
+    );
+    assert!(release.is_some(), "c would give its claim back for the yes");
+    drop(c);
+    assert_eq!(owner(&bench).0.as_deref(), Some("c"));
+
+    // Runner b takes the lapsed claim over.
+    let mut b = Rig::new("b", 2_000_000);
+    for clock in (2_000_000..=2_000_000 + 2 * LEASE).step_by(10_000) {
+        let ran = b.run_until(&mut bench, clock, &is_check);
+        assert!(ran.is_none(), "its checks stand: {ran:?}");
+    }
+    assert_eq!(
+        owner(&bench),
+        (None, Some(ReasonCode::ApprovalPending)),
+        "the wait is on the record, held by no one"
+    );
+    assert_eq!(bench.state(&op).0, OpState::Submitted);
+}

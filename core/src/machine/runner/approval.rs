@@ -14,8 +14,9 @@
 //!   moved it is built and checked anew, and a fresh yes is owed (carrying a yes to a later
 //!   candidate is not built yet).
 //!
-//! A candidate taken up again is judged before any claim: a wait that is still owed writes
-//! nothing, so an idle runner never adds steps to a waiting change.
+//! A candidate taken up again is judged before any claim: a wait that is still owed, and that
+//! the record already shows, writes nothing, so an idle runner never adds steps to a waiting
+//! change; one taken over from a claim that lapsed before it went back writes the wait.
 
 use super::work::{Built, Checking, Ending, Merge, Phase, Placed, Purpose, Work, Write};
 use super::{RunMode, Runner};
@@ -483,8 +484,16 @@ impl Runner {
                 .to_json();
                 let tips = self.approval_tips();
                 self.awaiting.insert(work.op.clone(), tips);
-                if !work.claimed {
-                    // Taken up again and still owed: nothing to write.
+                // Taken up again and still owed, as the record already says (released for this
+                // very candidate, held by no one): nothing to write. Taken over from a claim
+                // that lapsed before it went back, the wait is written, claim and release in
+                // one push, or no approver would ever be asked.
+                let recorded_wait = checking.candidate.recorded
+                    && work.record.op(&work.op).is_some_and(|operation| {
+                        operation.owner.is_none()
+                            && operation.released == Some(ReasonCode::ApprovalPending)
+                    });
+                if !work.claimed && recorded_wait {
                     return self.awaits_approval(work);
                 }
                 let why = "every check passed; a person's approval is still owed".to_owned();
