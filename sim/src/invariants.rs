@@ -210,6 +210,8 @@ pub struct Checker {
     /// held before, until the heal mends them: what a runner read there just before still
     /// stands for what it merged on.
     notes_replaced: BTreeMap<String, Option<Oid>>,
+    /// The tip main held when someone deleted it (the `corrupt` fault), until it is back.
+    main_deleted: Option<Oid>,
     /// Operations whose queue place someone pointed where bay cannot read: passed over until
     /// their agent asks again, which ends them.
     lost_places: BTreeSet<OpId>,
@@ -253,6 +255,7 @@ impl Checker {
             presences_checked: 0,
             unreadable_changes: BTreeSet::new(),
             notes_replaced: BTreeMap::new(),
+            main_deleted: None,
             lost_places: BTreeSet::new(),
             forged_markers: BTreeSet::new(),
             compaction: compaction::CompactionWatch::default(),
@@ -282,6 +285,11 @@ impl Checker {
                 None => Some(tip.clone()),
             })
             .collect()
+    }
+
+    /// Someone deleted main, which held `tip`; `None`: it is back.
+    pub fn main_deleted(&mut self, tip: Option<Oid>) {
+        self.main_deleted = tip;
     }
 
     /// Someone pointed the chain of `change` where bay cannot read it.

@@ -84,7 +84,13 @@ impl Checker {
                 self.bisect.unjudged += 1;
                 continue;
             }
-            let line = answers(store, remote, notes, &self.main_ref, producer, old, &record);
+            // Main as runners last read it: the tip someone deleted, while it is gone.
+            let main = remote
+                .refs
+                .get(&self.main_ref)
+                .or(self.main_deleted.as_ref())
+                .cloned();
+            let line = answers(store, remote, notes, main, producer, old, &record);
             if let Err(what) = judge(&line, &record.commit, run) {
                 self.violate(
                     Invariant::BisectHalves,
@@ -117,13 +123,13 @@ fn added(notes: &NotesLog, old: Option<&Oid>, new: &Oid) -> Vec<PostRecord> {
         .collect()
 }
 
-/// The answers of `record`'s check along main's line before the push: every producer's
-/// records, the pusher's as its notes were at `old`.
+/// The answers of `record`'s check along main's line from `main` before the push: every
+/// producer's records, the pusher's as its notes were at `old`.
 fn answers(
     store: &Store,
     remote: &Remote,
     notes: &NotesLog,
-    main: &str,
+    main: Option<Oid>,
     producer: &str,
     old: Option<&Oid>,
     record: &PostRecord,
@@ -141,7 +147,7 @@ fn answers(
         })
         .collect();
     let mut line = Vec::new();
-    let mut next = remote.refs.get(main).cloned();
+    let mut next = main;
     while let Some(commit) = next.filter(|_| line.len() < LINE) {
         next = store.get(&commit).and_then(|c| c.parents.first().cloned());
         let verdicts: Vec<Verdict> = tips

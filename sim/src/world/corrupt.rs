@@ -179,6 +179,7 @@ impl World {
         let Some(tip) = self.git.remote.refs.remove(&refs::main(super::MAIN)) else {
             return false;
         };
+        self.checker.main_deleted(Some(tip.clone()));
         self.corrupt.main = Some(tip);
         let back = self.corrupt.rng.range(5_000, 60_000);
         self.after(back, Ev::MainBack);
@@ -189,6 +190,7 @@ impl World {
     pub(super) fn main_back(&mut self) {
         if let Some(tip) = self.corrupt.main.take() {
             self.git.remote.refs.insert(refs::main(super::MAIN), tip);
+            self.checker.main_deleted(None);
         }
     }
 
