@@ -23,16 +23,16 @@
 //! right before the merge push: one that no longer enrols a key that signed a member sends
 //! the head alone, to sign again.
 //!
-//! A batch forms only where the spec lets it and where this runner can judge it whole:
-//! evidence reuse that counts (a registry that signs everything, or `reuse_unsigned`), a
-//! failure rate within `max_failure_rate`, a main no `[[hold]]` or hold plugin can hold, a
-//! policy that is checked and keys no check run before the merge by commit, and members that
-//! change no check, conflict with nothing, owe no person's yes (no approval carries onto a
-//! batch's tree), change no path of a post check main is red on (main's red is read once, as
-//! the batch forms), are within main's `[limits]` (each measured against the link before it;
-//! one over a cap, on red paths or owing a yes is refused or waits at its own turn), name with
-//! `--after` no change that is still to merge or ended unmerged, and are no known culprit.
-//! With `footprint_lanes` the chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
+//! A batch forms only where the spec lets it and where this runner can judge it whole: evidence
+//! reuse that counts (a registry that signs everything, or `reuse_unsigned`), a failure rate
+//! within `max_failure_rate`, a main no `[[hold]]` or hold plugin can hold, a policy that is
+//! checked and keys no check run before the merge by commit, and members that change no check,
+//! conflict with nothing, owe no person's yes (no approval carries onto a batch's tree), change
+//! no path of a post check main is red on (main's red is read once, as the batch forms), are
+//! within main's `[limits]` (each measured against the link before it; one over a cap, on red
+//! paths or owing a yes is refused or waits at its own turn), name with `--after` no change
+//! that is still to merge or ended unmerged, and are no known culprit. With `footprint_lanes`
+//! the chain takes only entries whose footprint overlaps the head's: a disjoint one is checked
 //! beside the head instead. The chain stops before the first member it may not take, so the
 //! members are always the head and the entries right behind it, in queue order.
 
