@@ -236,21 +236,7 @@ fn only_a_runner_pass_and_an_agent_start_let_git_maintain_the_clone() {
     assert!(pass[0], "a pass's fetch maintains");
     assert!(pass[1..].iter().all(|m| !m), "{pass:?}");
     // A start's fetch maintains; a status's never does.
-    let input = StartInput {
-        target: StartTarget::Intent {
-            intent: "another".into(),
-            paths: vec!["src/".into()],
-        },
-        actor: "ann".into(),
-        main: MAIN.into(),
-        new: false,
-        fixes: None,
-        after: Vec::new(),
-        entropy: 31,
-        disk: None,
-        import: None,
-    };
-    let start = maintained_fetches(&mut bench, &mut Start::new(input, Timestamp(1)));
+    let start = maintained_fetches(&mut bench, &mut Start::new(intent("another"), Timestamp(1)));
     assert_eq!(start.first(), Some(&true), "{start:?}");
     let input = StatusInput {
         change: None,
@@ -296,6 +282,7 @@ fn start_losing_the_first_reply(
     start.outcome().cloned().expect("the start ended")
 }
 
+/// A start of `intent` by `ann`, declaring `src/`.
 fn intent(intent: &str) -> StartInput {
     StartInput {
         target: StartTarget::Intent {

@@ -1868,6 +1868,17 @@ fn a_head_that_changes_the_checks_stops_the_prediction() {
     b_checks_ahead(&mut bench, &second, &head);
 }
 
+/// A runner's config that checks the head and the entries behind it as one tree: two to
+/// eight of them, no batch above a failure rate of 0.3.
+fn batching(cfg: &mut RunnerConfig) {
+    cfg.evidence_reuse = true;
+    cfg.batch = Some(bay_core::config::BatchSettings {
+        min: 2,
+        max: 8,
+        max_failure_ppm: 300_000,
+    });
+}
+
 /// Runner `b`, which batches (with `lanes`, under checks by area, `api/` and `web/`), watches
 /// while runner `a` ends a change to `src/a.txt` or `api/a.txt` (its check passing or
 /// failing); then two changes to `next`'s two paths queue: whether `b` checks them as one
@@ -1899,13 +1910,8 @@ fn batches_after_another_runner_ended(
         .run_until(&mut bench, 1_000_000, &is_check)
         .expect("a checks A");
     let mut b = Rig::with("b", 1_000_000, |cfg| {
-        cfg.evidence_reuse = true;
+        batching(cfg);
         cfg.footprint_lanes = lanes;
-        cfg.batch = Some(bay_core::config::BatchSettings {
-            min: 2,
-            max: 8,
-            max_failure_ppm: 300_000,
-        });
     });
     // b sees A's place, held by a, and waits.
     assert!(b.run_until(&mut bench, 1_000_000, &is_check).is_none());
@@ -1984,13 +1990,8 @@ fn past_the_heads_progress_deadline_a_batch_is_given_up_and_the_head_goes_alone(
         })
         .collect();
     let mut runner = Rig::with("r", 1_000_000, |cfg| {
-        cfg.evidence_reuse = true;
+        batching(cfg);
         cfg.progress_ms = 55_000;
-        cfg.batch = Some(bay_core::config::BatchSettings {
-            min: 2,
-            max: 8,
-            max_failure_ppm: 300_000,
-        });
     });
     let (_, run) = runner
         .run_until(&mut bench, 1_000_000, &is_check)
@@ -2103,14 +2104,7 @@ fn a_batch_stops_before_a_change_whose_dependency_ended_unmerged() {
     bench.run(&mut abandon);
     bench.submit("fix c", &[("src/c.txt", "x\n")]);
 
-    let mut runner = Rig::with("r", 1_000_000, |cfg| {
-        cfg.evidence_reuse = true;
-        cfg.batch = Some(bay_core::config::BatchSettings {
-            min: 2,
-            max: 8,
-            max_failure_ppm: 300_000,
-        });
-    });
+    let mut runner = Rig::with("r", 1_000_000, batching);
     let (_, run) = runner
         .run_until(&mut bench, 1_000_000, &is_check)
         .expect("the head is checked");
