@@ -70,13 +70,8 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new(
             "view: a refresh leaves the view alone; making the view shows the refreshed draft",
             |b| {
-                b.commit("O", &[], &[("src/a", "a\n"), ("src/b", "b\n")]);
-                b.commit("M", &["O"], &[("src/a", "main\n"), ("src/b", "b\n")]);
-                make(b, &["src/"], "O");
+                refreshed_behind_the_view(b);
                 let k = change();
-                b.edit_view(&k, "src/a", Some("draft\n"));
-                freeze(b, "draft", "O");
-                refresh(b, "draft", "M");
                 let files = b.view_files(&k);
                 b.see("view after the refresh", files);
                 make(b, &["src/"], "refreshed");
@@ -87,15 +82,10 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new(
             "view: a view behind a refreshed draft it never showed carries its work onto it",
             |b| {
-                b.commit("O", &[], &[("src/a", "a\n"), ("src/b", "b\n")]);
-                b.commit("M", &["O"], &[("src/a", "main\n"), ("src/b", "b\n")]);
-                make(b, &["src/"], "O");
-                let k = change();
-                b.edit_view(&k, "src/a", Some("draft\n"));
-                freeze(b, "draft", "O");
                 // The checkpoint of the refresh landed, and its reply was lost: the record
                 // names the refreshed draft, and this view still shows the one before it.
-                refresh(b, "draft", "M");
+                refreshed_behind_the_view(b);
+                let k = change();
                 b.edit_view(&k, "src/b", Some("b, later\n"));
                 if let Some(saved) = freeze(b, "saved", "refreshed") {
                     b.see_files("saved", &saved);
@@ -148,6 +138,18 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
     ]
+}
+
+/// A view of `src/` made on `O` whose edit of `src/a` is saved as `draft`, then brought up
+/// to `M`, which changed `src/a` too: `refreshed` holds markers, and the view is not made
+/// from it.
+fn refreshed_behind_the_view(b: &mut Bench<'_>) {
+    b.commit("O", &[], &[("src/a", "a\n"), ("src/b", "b\n")]);
+    b.commit("M", &["O"], &[("src/a", "main\n"), ("src/b", "b\n")]);
+    make(b, &["src/"], "O");
+    b.edit_view(&change(), "src/a", Some("draft\n"));
+    freeze(b, "draft", "O");
+    refresh(b, "draft", "M");
 }
 
 /// Makes the view of the change show `draft`, declaring `paths`.

@@ -11,8 +11,8 @@
 //!   place and holds up no one: a pass passes it over until an evidence tip other than this
 //!   runner's own moves. Then the runner takes the same candidate up again, without building
 //!   it or running its passed checks, as long as main has not moved under it; once main has
-//!   moved it is built and checked anew, and a fresh yes is owed (carrying a yes to a later
-//!   candidate is not built yet).
+//!   moved it is built and checked anew, and an earlier yes carries to it while the files
+//!   it covers stay the same (`crate::approval::carries`; never with `carry = false`).
 //!
 //! A candidate taken up again is judged before any claim: a wait that is still owed, and that
 //! the record already shows, writes nothing, so an idle runner never adds steps to a waiting
