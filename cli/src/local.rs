@@ -75,9 +75,12 @@ impl Execute for Local {
                 let env = |name: &str| std::env::var(name).ok();
                 Completion::PluginExited(bay_drivers::plugin::run(&self.repo, &run, &env))
             }
-            Action::FreezeDraft { change, parent, .. } => {
-                Completion::DraftFrozen(self.views.freeze(&change, &parent))
-            }
+            Action::FreezeDraft {
+                change,
+                parent,
+                labels,
+                ..
+            } => Completion::DraftFrozen(self.views.freeze(&change, &parent, &labels)),
             Action::RefreshDraft {
                 change,
                 draft,

@@ -2,6 +2,8 @@
 //! becomes a checkpoint step on the change's record on the remote, so another clone's
 //! `bay start <change>` gets the work of a session killed without a stop; without an answer
 //! from the remote, the draft stays at the local ref, the row says so, and the session goes on.
+//! A view whose work is carried over onto a draft another clone saved, with a conflict, shows
+//! the markers bay recorded, and its merge is refused until they are settled.
 
 mod support;
 
@@ -199,4 +201,54 @@ fn without_an_answer_from_the_remote_the_checkpoint_stays_local_and_the_session_
     assert_eq!(ended.status.code(), Some(0), "{ended:?}");
     let row = rows(&view).pop().expect("a row");
     assert_eq!(row["saved"]["to"], "local", "{row}");
+}
+
+#[test]
+fn work_carried_over_a_conflicting_draft_saved_on_another_clone_is_marked_and_refused() {
+    let world = world();
+    let ann = world.clone_as("ann");
+    let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
+    // The same agent on another machine picks the change up, edits the same line and asks to
+    // merge: the record names a draft the first view never showed.
+    let laptop = world.clone_as("ann-laptop");
+    let start = bay(&laptop, "ann", &["start", &change]);
+    assert_eq!(start.code, 0, "{start:?}");
+    let there = Path::new(start.doc["detail"]["view"].as_str().expect("a view")).to_owned();
+    write(&there, "src/greeting.txt", "Hey\n");
+    let queued = bay(&there, "ann", &["merge"]);
+    assert_eq!(queued.doc["decision"], "queued", "{queued:?}");
+
+    let merge = bay(&view, "ann", &["merge"]);
+    assert_eq!(merge.doc["reason"], "MERGE_CONFLICT", "{merge:?}");
+    assert_eq!(
+        merge.doc["detail"]["conflicts"],
+        serde_json::json!(["src/greeting.txt"])
+    );
+    let shown = std::fs::read_to_string(view.join("src/greeting.txt")).expect("the file");
+    assert_eq!(
+        shown,
+        format!("<<<<<<< saved draft of {change}\nHey\n=======\nHi\n>>>>>>> this view\n")
+    );
+    let named = world.chain(&change).pop().expect("a step");
+    assert_eq!(named["kind"], "checkpoint", "{named}");
+    assert_eq!(
+        named["marked"]["paths"],
+        serde_json::json!(["src/greeting.txt"])
+    );
+    // The markers left in, it is refused again; settled, it is asked for.
+    let again = bay(&view, "ann", &["merge"]);
+    assert_eq!(again.doc["reason"], "MERGE_CONFLICT", "{again:?}");
+    assert_eq!(again.doc["detail"]["markers_remain"], true, "{again:?}");
+    write(&view, "src/greeting.txt", "Hey, hi\n");
+    let settled = bay(&view, "ann", &["merge"]);
+    assert_eq!(settled.doc["decision"], "queued", "{settled:?}");
+    let request = world.chain(&change).pop().expect("a step");
+    let requested = request["draft"].as_str().expect("a draft");
+    assert_eq!(
+        git_dir(
+            &world.remote,
+            &["show", &format!("{requested}:src/greeting.txt")]
+        ),
+        "Hey, hi\n"
+    );
 }

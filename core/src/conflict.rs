@@ -44,6 +44,15 @@ impl Labels {
         }
     }
 
+    /// A view's work carried over onto a draft of `change` it never showed (one saved on
+    /// another machine): the recorded draft is Git's "ours", the view's work "theirs".
+    pub fn carried(change: &ChangeId) -> Labels {
+        Labels {
+            ours: format!("saved draft of {change}"),
+            theirs: "this view".to_owned(),
+        }
+    }
+
     /// The lines that open and close each conflicted region.
     pub fn lines(&self) -> Vec<String> {
         vec![

@@ -322,11 +322,18 @@ impl Views {
 
     /// Saves the view's work as a draft on `parent`: the work [`Views::stage`] took, else the
     /// work as it is now. With no view on this machine, or nothing new in it, the draft stays
-    /// `parent`.
-    pub fn freeze(&self, change: &ChangeId, parent: &Oid) -> Result<Oid, Fault> {
+    /// `parent`. When the view grew from another draft than `parent` (one saved on another
+    /// machine), its work is carried over onto `parent` as a merge, and the answer names the
+    /// files that conflicted and those given marker lines under `labels`.
+    pub fn freeze(
+        &self,
+        change: &ChangeId,
+        parent: &Oid,
+        labels: &Labels,
+    ) -> Result<Refreshed, Fault> {
         let dir = self.dir(change);
         if !self.is_view(&dir) {
-            return Ok(parent.clone());
+            return Ok(Refreshed::clean(parent.clone()));
         }
         let view = Git::in_dir(&dir);
         let staged = self
@@ -360,7 +367,7 @@ impl Views {
             if draft != head {
                 self.move_head(&dir, &view, &head, &draft)?;
             }
-            return Ok(draft);
+            return Ok(Refreshed::clean(draft));
         }
         if self.own_checkpoint(&view, change)?.as_ref() == Some(parent)
             && is_ancestor(&view, &head, parent)?
@@ -380,19 +387,36 @@ impl Views {
                 )?,
             };
             self.move_head(&dir, &view, &head, &onto)?;
-            return Ok(onto);
+            return Ok(Refreshed::clean(onto));
         }
         // The view grew from another draft than the record's latest (a draft saved on another
         // machine): carry its work over onto the recorded one, as a merge would.
         let merged = merge_tree(&view, &head, parent, &draft)?;
+        let (tree, marked) =
+            crate::markers::relabel(&self.reader, &view, &self.objects, &merged, labels)?;
         let onto = self.commit(
             &view,
-            &merged.tree,
+            &tree,
             &[parent],
             &format!("bay: draft of {change}\n"),
         )?;
-        self.move_head(&dir, &view, &head, &onto)?;
-        Ok(onto)
+        if !merged.conflicts.is_empty() {
+            // Markers no record names yet: the view stays as it is until bay has recorded them
+            // and makes the view from this draft, so a view never shows markers bay would not
+            // refuse to merge.
+            return Ok(Refreshed {
+                draft: onto,
+                conflicts: merged.conflicts,
+                marked,
+            });
+        }
+        // The view shows what it saved: its files as they were, plus what the recorded draft
+        // brought. Otherwise the next save would take those files back to the view's old side.
+        view.cmd(["reset", "--quiet", "--mixed", draft.as_str()])
+            .run()?;
+        view.cmd(["checkout", "--quiet", "--detach", onto.as_str()])
+            .run()?;
+        Ok(Refreshed::clean(onto))
     }
 
     /// Saves the work in the view of `change` as a draft checkpoint, kept at the local ref
@@ -471,11 +495,7 @@ impl Views {
     ) -> Result<Refreshed, Fault> {
         let git = self.clone_git();
         if draft == base {
-            return Ok(Refreshed {
-                draft: onto.clone(),
-                conflicts: Vec::new(),
-                marked: Vec::new(),
-            });
+            return Ok(Refreshed::clean(onto.clone()));
         }
         let merged = merge_tree(&git, base, onto, draft)?;
         let (tree, marked) =
@@ -566,6 +586,15 @@ mod tests {
         (views, head, PathBuf::from(dir))
     }
 
+    /// Saves the view's work on `parent`, carrying it over with no conflict.
+    fn save(views: &Views, change: &ChangeId, parent: &Oid) -> Oid {
+        let frozen = views
+            .freeze(change, parent, &Labels::carried(change))
+            .expect("a draft");
+        assert!(frozen.conflicts.is_empty(), "{frozen:?}");
+        frozen.draft
+    }
+
     fn file_at(views: &Views, commit: &Oid) -> String {
         let out = views
             .clone_git()
@@ -600,12 +629,12 @@ mod tests {
             .insert(change.clone(), std::thread::spawn(move || Ok(again)));
         std::fs::write(dir.join("a.txt"), "after\n").expect("write");
 
-        let draft = views.freeze(&change, &head).expect("a draft");
+        let draft = save(&views, &change, &head);
         assert_eq!(file_at(&views, &draft), "staged\n");
         let of = trees::of_commits(&views.reader, std::slice::from_ref(&draft)).expect("tree");
         assert_eq!(of, vec![tree]);
         // The stage is spent: the next freeze takes the work as it is then.
-        let next = views.freeze(&change, &draft).expect("a draft");
+        let next = save(&views, &change, &draft);
         assert_eq!(file_at(&views, &next), "after\n");
     }
 
@@ -699,7 +728,7 @@ mod tests {
         // Recorded as the change's draft, the checkpoint is what a freeze builds on: the
         // view's files as they are, with no conflict against the line they edited.
         std::fs::write(dir.join("a.txt"), "third\n").expect("write");
-        let draft = views.freeze(&change, &second.draft).expect("a draft");
+        let draft = save(&views, &change, &second.draft);
         assert_eq!(file_at(&views, &draft), "third\n");
         assert_eq!(
             git.cmd(["rev-parse", &format!("{draft}^")])
@@ -722,6 +751,6 @@ mod tests {
         let elsewhere = ChangeId::parse("d7k2m4qa").expect("an id");
         views.stage(&elsewhere);
         assert!(views.staged.0.lock().expect("lock").is_empty());
-        assert_eq!(views.freeze(&elsewhere, &head).expect("the parent"), head);
+        assert_eq!(save(&views, &elsewhere, &head), head);
     }
 }

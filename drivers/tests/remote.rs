@@ -989,6 +989,7 @@ fn other_actions_are_left_to_other_drivers() {
         change: ChangeId::parse("c7k2m4qa").expect("an id"),
         parent: fx.main0.clone(),
         base: fx.main0.clone(),
+        labels: bay_core::conflict::Labels::carried(&ChangeId::parse("c7k2m4qa").expect("an id")),
     };
     assert_eq!(fx.repo.execute(&action), None);
 }

@@ -116,6 +116,25 @@ fn oid(u: &mut Unstructured<'_>) -> Result<Oid> {
     Oid::arbitrary(u)
 }
 
+/// A draft a driver made by a merge (a refresh, or a view's work carried over): now and
+/// then with a conflict, marked or not.
+fn merged_draft(u: &mut Unstructured<'_>) -> Result<Refreshed> {
+    let conflicts = if u.ratio(1, 4)? {
+        vec![word(u, &["src/a.rs"])?]
+    } else {
+        Vec::new()
+    };
+    Ok(Refreshed {
+        draft: oid(u)?,
+        marked: if u.arbitrary()? {
+            conflicts.clone()
+        } else {
+            Vec::new()
+        },
+        conflicts,
+    })
+}
+
 fn change_id(u: &mut Unstructured<'_>) -> Result<ChangeId> {
     ChangeId::arbitrary(u)
 }
@@ -2345,23 +2364,12 @@ impl Driver {
                 Completion::CheckExited(check_exit(u, stdout)?)
             }
             Action::RunPlugin(_) => Completion::PluginExited(plugin_exit(u)?),
-            Action::FreezeDraft { .. } => Completion::DraftFrozen(maybe_fault(u, 16, oid)?),
-            Action::RefreshDraft { .. } => Completion::DraftRefreshed(maybe_fault(u, 16, |u| {
-                let conflicts = if u.ratio(1, 4)? {
-                    vec![word(u, &["src/a.rs"])?]
-                } else {
-                    Vec::new()
-                };
-                Ok(Refreshed {
-                    draft: oid(u)?,
-                    marked: if u.arbitrary()? {
-                        conflicts.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    conflicts,
-                })
-            })?),
+            Action::FreezeDraft { .. } => {
+                Completion::DraftFrozen(maybe_fault(u, 16, merged_draft)?)
+            }
+            Action::RefreshDraft { .. } => {
+                Completion::DraftRefreshed(maybe_fault(u, 16, merged_draft)?)
+            }
             Action::MakeView { change, .. } => {
                 Completion::ViewMade(maybe_fault(u, 16, |_| Ok(format!("/views/{change}")))?)
             }

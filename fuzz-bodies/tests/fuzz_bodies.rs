@@ -273,7 +273,10 @@ fn merge_queued_without_an_operation_fails_without_a_panic() {
     };
     answer(&mut merge, Completion::Fetched(Ok(remote.clone())));
     answer(&mut merge, Completion::ChainsRead(Ok(vec![chain.clone()])));
-    answer(&mut merge, Completion::DraftFrozen(Ok(oid(2))));
+    answer(
+        &mut merge,
+        Completion::DraftFrozen(Ok(bay_core::machine::Refreshed::clean(oid(2)))),
+    );
     // The base holds no policy, so no cap: nothing to measure.
     answer(&mut merge, Completion::FileRead(Ok(None)));
     let unknown = PushReport {

@@ -171,10 +171,16 @@ impl GitModel {
             }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
-            Action::FreezeDraft { change, parent, .. } => Completion::DraftFrozen(Ok(self.freeze(
+            Action::FreezeDraft {
+                change,
+                parent,
+                labels,
+                ..
+            } => Completion::DraftFrozen(Ok(self.freeze(
                 change,
                 views.get_mut(change),
                 parent.clone(),
+                labels,
             ))),
             // The refreshed draft is a commit only: the view shows it once it is made from it,
             // after the checkpoint that names it (and its markers) has landed.
@@ -563,11 +569,8 @@ impl GitModel {
         })
     }
 
-    /// Brings a draft up to `onto`. A path both changed as text holds the whole of both sides
-    /// between marker lines named by `labels`, as Git's markers around a conflicting hunk; a
-    /// binary file keeps main's side, and one a side deleted the other side's, with no
-    /// markers, as Git leaves them. Every marker line written is kept in
-    /// [`GitModel::markers_written`].
+    /// Brings a draft up to `onto`, main's side being Git's "ours", its conflicts marked as
+    /// [`GitModel::merge_marked`] does.
     pub fn refresh(
         &mut self,
         change: &ChangeId,
@@ -577,44 +580,7 @@ impl GitModel {
         labels: &Labels,
     ) -> Result<Refreshed, Fault> {
         let (ours, theirs, ancestor) = (self.files(onto)?, self.files(draft)?, self.files(base)?);
-        let mut marked = Vec::new();
-        let (tree, conflicts) = match Store::merge(&ancestor, &ours, &theirs) {
-            Merged::Clean(tree) => (tree, Vec::new()),
-            Merged::Conflict { paths, mut tree } => {
-                for path in &paths {
-                    let text = |side: &Tree| {
-                        let blob = side.get(path)?;
-                        let text = self.store.blob_text(blob)?;
-                        (!crate::store::is_binary(text)).then(|| text.to_owned())
-                    };
-                    match (
-                        text(&ours),
-                        text(&theirs),
-                        ours.get(path).or(theirs.get(path)),
-                    ) {
-                        (Some(mine), Some(other), _) => {
-                            let [open, close] = <[String; 2]>::try_from(labels.lines())
-                                .expect("an opening and a closing line");
-                            let both = format!(
-                                "{open}\n{}=======\n{}{close}\n",
-                                with_end(&mine),
-                                with_end(&other)
-                            );
-                            self.markers_written.extend([open, close]);
-                            tree.insert(path.clone(), self.store.blob(&both));
-                            marked.push(path.clone());
-                        }
-                        (_, _, Some(blob)) => {
-                            tree.insert(path.clone(), blob.clone());
-                        }
-                        (_, _, None) => {
-                            tree.remove(path);
-                        }
-                    }
-                }
-                (tree, paths)
-            }
-        };
+        let (tree, conflicts, marked) = self.merge_marked(&ancestor, &ours, &theirs, labels);
         let tree = self.store.tree(tree);
         let draft = self.store.commit(
             tree,
@@ -628,6 +594,58 @@ impl GitModel {
         })
     }
 
+    /// Merges `theirs` onto `ours` over `ancestor`, as `git merge-tree` does. A path both
+    /// changed as text holds the whole of both sides between marker lines named by `labels`,
+    /// as Git's markers around a conflicting hunk; a binary file keeps `ours`, and one a side
+    /// deleted the other side's, with no markers, as Git leaves them. Every marker line
+    /// written is kept in [`GitModel::markers_written`]. Gives the tree, the conflicting
+    /// paths, and those holding markers.
+    fn merge_marked(
+        &mut self,
+        ancestor: &Tree,
+        ours: &Tree,
+        theirs: &Tree,
+        labels: &Labels,
+    ) -> (Tree, Vec<String>, Vec<String>) {
+        let (paths, mut tree) = match Store::merge(ancestor, ours, theirs) {
+            Merged::Clean(tree) => return (tree, Vec::new(), Vec::new()),
+            Merged::Conflict { paths, tree } => (paths, tree),
+        };
+        let mut marked = Vec::new();
+        for path in &paths {
+            let text = |side: &Tree| {
+                let blob = side.get(path)?;
+                let text = self.store.blob_text(blob)?;
+                (!crate::store::is_binary(text)).then(|| text.to_owned())
+            };
+            match (
+                text(ours),
+                text(theirs),
+                ours.get(path).or(theirs.get(path)),
+            ) {
+                (Some(mine), Some(other), _) => {
+                    let [open, close] = <[String; 2]>::try_from(labels.lines())
+                        .expect("an opening and a closing line");
+                    let both = format!(
+                        "{open}\n{}=======\n{}{close}\n",
+                        with_end(&mine),
+                        with_end(&other)
+                    );
+                    self.markers_written.extend([open, close]);
+                    tree.insert(path.clone(), self.store.blob(&both));
+                    marked.push(path.clone());
+                }
+                (_, _, Some(blob)) => {
+                    tree.insert(path.clone(), blob.clone());
+                }
+                (_, _, None) => {
+                    tree.remove(path);
+                }
+            }
+        }
+        (tree, paths, marked)
+    }
+
     /// Saves a view as a draft on `parent`, as the Git driver does. A view made from a commit
     /// (its `head`) holds that commit's files outside its paths and its own inside them (a file
     /// the agent removed is gone); its work is a draft on `head`, or `head` itself when
@@ -635,21 +653,27 @@ impl GitModel {
     /// When the record moved on to a draft this view never showed (saved on another machine,
     /// or by a refresh whose reply was lost), the view's work is carried onto `parent` as a
     /// three-way merge over `head`, so what `parent` holds (a refresh's markers among it)
-    /// stays. The view's `head` moves to the answer. A view made by no `MakeView` (edits
-    /// alone) lays its files over `parent`. With no view on this machine, the draft stays
-    /// `parent`.
-    ///
-    /// Where the carried work and `parent` both changed one file, Git writes its own markers;
-    /// the model keeps `parent`'s side.
-    pub fn freeze(&mut self, change: &ChangeId, view: Option<&mut View>, parent: Oid) -> Oid {
-        let Some(view) = view else { return parent };
+    /// stays, conflicts marked under `labels`. A clean carry-over leaves the view showing the
+    /// answer; one with conflicts leaves the view as it was, for bay to make it from the
+    /// answer once a record names the markers. A view made by no `MakeView` (edits alone)
+    /// lays its files over `parent`. With no view on this machine, the draft stays `parent`.
+    pub fn freeze(
+        &mut self,
+        change: &ChangeId,
+        view: Option<&mut View>,
+        parent: Oid,
+        labels: &Labels,
+    ) -> Refreshed {
+        let Some(view) = view else {
+            return Refreshed::clean(parent);
+        };
         let Some(head) = view.head.clone() else {
-            return self.save_over(change, view, &parent);
+            return Refreshed::clean(self.save_over(change, view, &parent));
         };
         let work = self.save_over(change, view, &head);
         if work == parent || head == parent || self.store.is_ancestor(&parent, &head) {
             view.head = Some(work.clone());
-            return work;
+            return Refreshed::clean(work);
         }
         let side = |oid: &Oid| {
             self.store
@@ -658,14 +682,19 @@ impl GitModel {
                 .unwrap_or_default()
         };
         let (ancestor, ours, theirs) = (side(&head), side(&parent), side(&work));
-        let tree = match Store::merge(&ancestor, &ours, &theirs) {
-            Merged::Clean(tree) | Merged::Conflict { tree, .. } => self.store.tree(tree),
-        };
+        let (tree, conflicts, marked) = self.merge_marked(&ancestor, &ours, &theirs, labels);
+        let tree = self.store.tree(tree);
         let carried = self
             .store
             .commit(tree, vec![parent], &format!("draft of {change}\n"));
-        view.head = Some(carried.clone());
-        carried
+        if conflicts.is_empty() {
+            *view = self.view_of(&carried, &view.paths);
+        }
+        Refreshed {
+            draft: carried,
+            conflicts,
+            marked,
+        }
     }
 
     /// The view's files laid over `on`'s, outside the view's paths: `on` itself when they

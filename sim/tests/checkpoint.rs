@@ -2,6 +2,7 @@
 //! simulator's Git model: when a draft becomes a checkpoint step on the change's chain, and
 //! when it stays at the local ref alone.
 
+use bay_core::conflict::Labels;
 use bay_core::git::Oid;
 use bay_core::id::ChangeId;
 use bay_core::machine::abandon::{Abandon, AbandonInput};
@@ -20,8 +21,11 @@ fn edited() -> (Bench, ChangeId, Oid, Oid) {
     let head = bench.record(&change).current_draft().clone();
     // A copy of the view: taking a checkpoint leaves the view's HEAD where it was.
     let mut view = bench.views.get(&change).cloned();
-    let draft = bench.git.freeze(&change, view.as_mut(), head.clone());
-    (bench, change, head, draft)
+    let labels = Labels::carried(&change);
+    let draft = bench
+        .git
+        .freeze(&change, view.as_mut(), head.clone(), &labels);
+    (bench, change, head, draft.draft)
 }
 
 fn checkpoint(

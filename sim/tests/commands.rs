@@ -4,6 +4,7 @@
 use bay_core::git::refs;
 use bay_core::hook::session::Session;
 use bay_core::id::ChangeId;
+use bay_core::machine::merge::{Merge, MergeInput};
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::start::{Sessions, Start, StartInput, StartTarget};
 use bay_core::machine::status::{Status, StatusInput};
@@ -378,4 +379,101 @@ fn a_pick_up_whose_reply_was_lost_shows_the_refreshed_draft() {
         "{text:?}"
     );
     assert_eq!(record.marked.len(), 1, "the markers are named: {record:?}");
+}
+
+/// A change whose view here edits `src/a.txt` as `here`, while the same change's view on
+/// another machine saved `src/a.txt` as `elsewhere` and asked to merge it: the record names
+/// a draft this view never showed, and both changed one line.
+fn saved_on_two_machines(bench: &mut Bench) -> ChangeId {
+    let change = bench.start("edit a", 7);
+    let mut elsewhere = bench.views.clone();
+    let blob = bench.git.store.blob("elsewhere\n");
+    elsewhere
+        .get_mut(&change)
+        .expect("a view")
+        .files
+        .insert("src/a.txt".into(), blob);
+    let mut merge = merge_as_ann(&change, 8);
+    bench
+        .git
+        .run_command(&mut merge, &mut elsewhere, Timestamp(2));
+    let queued = merge.outcome().expect("the merge ended");
+    assert_eq!(queued.decision, Decision::Queued, "{queued:?}");
+    bench.edit(&change, "src/a.txt", "here\n");
+    change
+}
+
+fn merge_as_ann(change: &ChangeId, entropy: u64) -> Merge {
+    let input = MergeInput {
+        change: change.clone(),
+        actor: "ann".into(),
+        main: MAIN.into(),
+        entropy,
+    };
+    Merge::new(input, Timestamp(2))
+}
+
+/// The text of `path` in this machine's view of `change`.
+fn in_view(bench: &Bench, change: &ChangeId, path: &str) -> String {
+    let blob = &bench.views[change].files[path];
+    bench
+        .git
+        .store
+        .blob_text(blob)
+        .expect("a text file")
+        .to_owned()
+}
+
+#[test]
+fn a_merge_that_carries_its_view_over_a_conflicting_draft_saved_elsewhere_is_refused() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let change = saved_on_two_machines(&mut bench);
+    let said = outcome(&mut bench, &mut merge_as_ann(&change, 9));
+    assert_eq!(said.reason, Some(ReasonCode::MergeConflict), "{said:?}");
+    assert_eq!(said.detail["conflicts"], serde_json::json!(["src/a.txt"]));
+    // The markers are recorded, and the view shows them, both sides whole.
+    let record = bench.record(&change);
+    let named: Vec<&String> = record.marked.iter().flat_map(|m| &m.paths).collect();
+    assert_eq!(named, ["src/a.txt"], "{record:?}");
+    assert_eq!(
+        in_view(&bench, &change, "src/a.txt"),
+        "<<<<<<< saved draft of ".to_owned()
+            + change.as_str()
+            + "\nelsewhere\n=======\nhere\n>>>>>>> this view\n"
+    );
+    // Asked again with the markers left, the merge is refused again.
+    let again = outcome(&mut bench, &mut merge_as_ann(&change, 10));
+    assert_eq!(again.reason, Some(ReasonCode::MergeConflict), "{again:?}");
+    assert_eq!(again.detail["markers_remain"], true, "{again:?}");
+    // Settled, it is requested with the settled file.
+    bench.edit(&change, "src/a.txt", "both\n");
+    let settled = outcome(&mut bench, &mut merge_as_ann(&change, 11));
+    assert_eq!(settled.decision, Decision::Queued, "{settled:?}");
+    let draft = bench
+        .record(&change)
+        .live_op()
+        .expect("a live op")
+        .draft
+        .clone();
+    let files = bench.git.store.files(&draft).expect("the draft's files");
+    let text = bench.git.store.blob_text(&files["src/a.txt"]);
+    assert_eq!(text, Some("both\n"));
+}
+
+#[test]
+fn a_pick_up_that_carries_its_view_over_a_conflicting_draft_saved_elsewhere_names_the_markers() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let change = saved_on_two_machines(&mut bench);
+    let mut input = intent("edit a");
+    input.target = StartTarget::Change(change.clone());
+    let said = outcome(&mut bench, &mut Start::new(input, Timestamp(3)));
+    assert_eq!(said.decision, Decision::Ok, "{said:?}");
+    assert_eq!(said.detail["conflicts"], serde_json::json!(["src/a.txt"]));
+    let record = bench.record(&change);
+    let named: Vec<&String> = record.marked.iter().flat_map(|m| &m.paths).collect();
+    assert_eq!(named, ["src/a.txt"], "{record:?}");
+    assert!(in_view(&bench, &change, "src/a.txt").contains("\n>>>>>>> this view\n"));
+    let merged = outcome(&mut bench, &mut merge_as_ann(&change, 12));
+    assert_eq!(merged.reason, Some(ReasonCode::MergeConflict), "{merged:?}");
+    assert_eq!(merged.detail["markers_remain"], true, "{merged:?}");
 }

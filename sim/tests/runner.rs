@@ -13,7 +13,7 @@ use bay_core::machine::merge_wait::MergeWait;
 use bay_core::machine::runner::{Runner, RunnerConfig};
 use bay_core::machine::{
     Action, ActionId, Completion, Event, Expect, LogAdd, Machine, NoteAdd, PluginExit, PushOutcome,
-    PushPlan, PushReport, Wake,
+    PushPlan, PushReport, Refreshed, Wake,
 };
 use bay_core::presence::Presence;
 use bay_core::reason::ReasonCode;
@@ -1013,7 +1013,8 @@ fn a_completion_for_an_action_never_issued_is_misuse() {
     a.feed(Event::Tick);
     let (id, action) = a.runner.poll_action().expect("a pass fetches");
     assert!(matches!(action, Action::Fetch(_)));
-    let wrong = Completion::DraftFrozen(Ok(Oid::parse(&"1".repeat(40)).expect("an id")));
+    let drafted = Refreshed::clean(Oid::parse(&"1".repeat(40)).expect("an id"));
+    let wrong = Completion::DraftFrozen(Ok(drafted));
     assert!(
         a.runner
             .handle(Timestamp(0), Event::Done(id, wrong))

@@ -3,8 +3,10 @@
 //! draft that was saved and never recorded; saving twice with nothing new names the same
 //! draft. A refresh writes a draft and leaves the view alone: only making the view again
 //! shows what it brought, so a view never holds markers its change's record does not name;
-//! and a view left on its old draft, when the record moved on to a refreshed one, carries
-//! its work over onto that draft, markers and all.
+//! and a view left on its old draft, when the record moved on to a refreshed one or to one
+//! saved on another machine, carries its work over onto that draft, markers and all, and
+//! then shows it; where that carrying conflicts, the draft is marked and the view is left
+//! as it was, for bay to make once a record names the markers.
 
 use bay_core::conflict::Labels;
 use bay_core::git::Oid;
@@ -93,6 +95,38 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
         Case::new(
+            "view: work carried over onto a draft saved elsewhere is what the view shows next",
+            |b| {
+                saved_elsewhere(b, ("src/b", "b, elsewhere\n"));
+                let k = change();
+                b.edit_view(&k, "src/a", Some("a, here\n"));
+                if let Some(carried) = freeze(b, "carried", "elsewhere") {
+                    b.see_files("carried", &carried);
+                }
+                let files = b.view_files(&k);
+                b.see("view after carrying", files);
+                // The next save keeps what the draft saved elsewhere brought.
+                b.edit_view(&k, "src/a", Some("a, here again\n"));
+                if let Some(next) = freeze(b, "next", "carried") {
+                    b.see_files("next", &next);
+                }
+            },
+        ),
+        Case::new(
+            "view: work carried over with a conflict marks the draft and leaves the view alone",
+            |b| {
+                saved_elsewhere(b, ("src/a", "a, elsewhere\n"));
+                let k = change();
+                b.edit_view(&k, "src/a", Some("a, here\n"));
+                b.edit_view(&k, "src/b", Some("b, here\n"));
+                if let Some(carried) = freeze(b, "carried", "elsewhere") {
+                    b.see_files("carried", &carried);
+                }
+                let files = b.view_files(&k);
+                b.see("view after carrying", files);
+            },
+        ),
+        Case::new(
             "view: a refresh marks a conflicting text file under the labels, a binary one not",
             |b| {
                 let base = [
@@ -152,6 +186,18 @@ fn refreshed_behind_the_view(b: &mut Bench<'_>) {
     refresh(b, "draft", "M");
 }
 
+/// A view of `src/` made on `O`, and a draft `elsewhere` of the same change on `O` that
+/// another machine saved, with `edit`: the record names it, and this view never showed it.
+fn saved_elsewhere(b: &mut Bench<'_>, edit: (&str, &str)) {
+    let base = [("src/a", "a\n"), ("src/b", "b\n")];
+    b.commit("O", &[], &base);
+    let mut elsewhere = base.to_vec();
+    elsewhere.retain(|(path, _)| *path != edit.0);
+    elsewhere.push(edit);
+    b.commit("elsewhere", &["O"], &elsewhere);
+    make(b, &["src/"], "O");
+}
+
 /// Makes the view of the change show `draft`, declaring `paths`.
 fn make(b: &mut Bench<'_>, paths: &[&str], draft: &str) {
     let action = Action::MakeView {
@@ -194,12 +240,18 @@ fn freeze(b: &mut Bench<'_>, name: &str, parent: &str) -> Option<Oid> {
         change: change(),
         parent: b.oid(parent),
         base: b.oid("O"),
+        labels: Labels::carried(&change()),
     };
     match b.execute(&action) {
-        Completion::DraftFrozen(Ok(draft)) => {
+        Completion::DraftFrozen(Ok(frozen)) => {
+            let draft = frozen.draft;
             b.named(&draft, name);
             let shown = b.show(&draft);
             b.see(format!("{name} is"), shown);
+            if !frozen.conflicts.is_empty() {
+                b.see(format!("{name} conflicts"), frozen.conflicts.join(" "));
+                b.see(format!("{name} marked"), frozen.marked.join(" "));
+            }
             Some(draft)
         }
         Completion::DraftFrozen(Err(_)) => {

@@ -250,9 +250,12 @@ impl Arm for GitArm {
                 paths,
                 draft,
             } => Completion::ViewMade(self.views.make(change, paths, draft)),
-            Action::FreezeDraft { change, parent, .. } => {
-                Completion::DraftFrozen(self.views.freeze(change, parent))
-            }
+            Action::FreezeDraft {
+                change,
+                parent,
+                labels,
+                ..
+            } => Completion::DraftFrozen(self.views.freeze(change, parent, labels)),
             Action::RefreshDraft {
                 change,
                 draft,

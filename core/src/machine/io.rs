@@ -117,11 +117,15 @@ pub enum Action {
     /// it printed (see [`PluginRun`]). No sandbox: a plugin is the repository's own program.
     RunPlugin(PluginRun),
     /// Save the work in the change's view as a draft commit: parent `parent`, made on main
-    /// at `base`.
+    /// at `base`. A view that grew from another draft than `parent` (one saved on another
+    /// machine) has its work carried over onto `parent` as a merge; where that conflicts, the
+    /// draft holds both sides between marker lines named by `labels`, and the view is left
+    /// as it was, to be made from that draft once a record names its markers.
     FreezeDraft {
         change: ChangeId,
         parent: Oid,
         base: Oid,
+        labels: crate::conflict::Labels,
     },
     /// Bring a draft up to main at `onto`: merge it (made on `base`) onto `onto`, keeping any
     /// conflict in the files for the agent to resolve, its sides named by `labels`.
@@ -791,6 +795,8 @@ pub enum BuildResult {
     },
 }
 
+/// A draft the driver made by a merge: a refresh onto main, or a view's work carried over
+/// onto the recorded draft.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Refreshed {
@@ -800,6 +806,17 @@ pub struct Refreshed {
     /// Those of them the driver wrote the labels' marker lines into (a binary file, or one
     /// deleted on one side, is left whole, with none).
     pub marked: Vec<String>,
+}
+
+impl Refreshed {
+    /// A draft made with no conflict (or no merge at all).
+    pub fn clean(draft: Oid) -> Refreshed {
+        Refreshed {
+            draft,
+            conflicts: Vec::new(),
+            marked: Vec::new(),
+        }
+    }
 }
 
 /// What became of a push.
@@ -878,7 +895,8 @@ pub enum Completion {
     CandidateBuilt(Result<BuildResult, Fault>),
     CheckExited(CheckExit),
     PluginExited(PluginExit),
-    DraftFrozen(Result<Oid, Fault>),
+    /// The saved draft; its conflicts are those of carrying the view's work over.
+    DraftFrozen(Result<Refreshed, Fault>),
     DraftRefreshed(Result<Refreshed, Fault>),
     ViewMade(Result<String, Fault>),
     ViewsInspected(Result<Vec<ViewFacts>, Fault>),

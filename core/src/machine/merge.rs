@@ -21,13 +21,13 @@ use super::runner::{Seed, UnpushedRequest};
 use super::unreadable::lost_place;
 use super::{
     Action, Append, ChainQuery, ChainRead, Completion, Expect, FetchSpec, NewValue, Outbox,
-    PushOutcome, PushPlan, PushReport, RefUpdate, Refs,
+    PushOutcome, PushPlan, PushReport, RefUpdate, Refreshed, Refs,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::check::plan::{POLICY_PATH, parse_policy};
-use crate::conflict;
+use crate::conflict::{self, Labels};
 use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, OpId};
@@ -55,6 +55,10 @@ enum Purpose {
     ReadChain,
     /// The freeze of the draft of the change as read.
     Freeze(Box<Read>),
+    /// The push of the checkpoint that names the markers a carried-over draft holds.
+    Mark(Box<Carried>),
+    /// The view made from that draft, to show the markers to resolve.
+    Show(Box<Carried>),
     /// One file the draft's conflict markers were left in, read with every other such file
     /// for the same request.
     Marked {
@@ -117,6 +121,14 @@ struct Ask {
     draft: Oid,
 }
 
+/// A draft that carried the view's work over onto a draft saved elsewhere, with conflicts,
+/// and the paths of the change's view.
+#[derive(Clone, Debug)]
+struct Carried {
+    frozen: Refreshed,
+    paths: Vec<String>,
+}
+
 /// The request step in flight, on the record as read: the operation it asks for and the
 /// queue place it takes.
 #[derive(Clone, Debug)]
@@ -147,6 +159,9 @@ pub struct Merge {
     settled: Option<Oid>,
     /// A request step whose push's fate is unknown.
     written: Option<Oid>,
+    /// A checkpoint naming a carried-over draft's markers whose push's fate is unknown, and
+    /// that draft.
+    marking: Option<(Oid, Carried)>,
     /// The queue place the request takes.
     next_seq: u64,
     /// The change's chain as read, oldest step first, with the request once it is up.
@@ -212,6 +227,7 @@ impl Merge {
             draft: None,
             within_limits: None,
             written: None,
+            marking: None,
             next_seq: 1,
             chain: Vec::new(),
             runner,
@@ -314,6 +330,12 @@ impl Merge {
             // The request whose reply was lost did land.
             return self.queued(&record);
         }
+        if let Some((written, carried)) = self.marking.take()
+            && self.chain.iter().any(|(oid, _)| *oid == written)
+        {
+            // So did the checkpoint naming a carried-over draft's markers.
+            return self.show(carried);
+        }
         if let Some(op) = record.merged() {
             let merged_op = op.id.clone();
             return self.refuse(&record.change, Refusal::AlreadyMerged { merged_op });
@@ -325,6 +347,7 @@ impl Merge {
             change: record.change.clone(),
             parent: record.current_draft().clone(),
             base: record.base.clone(),
+            labels: Labels::carried(&record.change),
         };
         let read = Read { record, tip };
         match self.draft.clone() {
@@ -439,6 +462,66 @@ impl Merge {
         }
         self.out
             .send(Action::Push(plan), Purpose::Request(requesting));
+    }
+
+    /// The view's work is saved as `frozen`. A clean draft is requested; one that carried the
+    /// view's work over onto a draft saved elsewhere with conflicts holds markers no record
+    /// names yet, so a checkpoint naming them goes up first, and the merge is refused with
+    /// the view made from that draft for the agent to resolve.
+    fn on_frozen(&mut self, read: Read, frozen: Refreshed) {
+        if frozen.conflicts.is_empty() {
+            return self.request(read, frozen.draft);
+        }
+        let Read { record, tip } = read;
+        let body = StepBody::Checkpoint {
+            draft: frozen.draft.clone(),
+            base: record.base.clone(),
+            marked: Labels::carried(&record.change).marked(&frozen.marked),
+        };
+        let step = self
+            .nonces
+            .step(&record.change, self.now, &self.input.actor, body);
+        let plan = PushPlan {
+            appends: vec![Append::on(
+                record.change.clone(),
+                Some(tip),
+                vec![step],
+                Some(frozen.draft.clone()),
+            )],
+            atomic: true,
+            ..PushPlan::default()
+        };
+        let carried = Carried {
+            frozen,
+            paths: record.paths,
+        };
+        self.out
+            .send(Action::Push(plan), Purpose::Mark(Box::new(carried)));
+    }
+
+    fn on_mark_pushed(&mut self, carried: Carried, report: PushReport) {
+        let written = report.steps.first().and_then(|s| s.last()).cloned();
+        match report.outcome {
+            PushOutcome::Accepted => self.show(carried),
+            PushOutcome::Rejected { .. } => self.again(),
+            PushOutcome::Unknown { .. } => {
+                self.marking = written.map(|written| (written, carried));
+                self.again();
+            }
+            PushOutcome::NotSent(fault) => {
+                self.fail(format!("the remote could not be reached: {fault}"))
+            }
+        }
+    }
+
+    /// Makes the view show the carried-over draft, its markers now recorded.
+    fn show(&mut self, carried: Carried) {
+        let make = Action::MakeView {
+            change: self.input.change.clone(),
+            paths: carried.paths.clone(),
+            draft: carried.frozen.draft.clone(),
+        };
+        self.out.send(make, Purpose::Show(Box::new(carried)));
     }
 
     /// Reads each file of the draft `ask` names that bay left conflict markers in.
@@ -729,8 +812,19 @@ impl Merge {
             (Purpose::Fetch, Completion::Fetched(Ok(remote))) => self.on_fetched(remote),
             (Purpose::ReadLast, Completion::StepsRead(Ok(steps))) => self.on_last(steps),
             (Purpose::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(reads),
-            (Purpose::Freeze(read), Completion::DraftFrozen(Ok(draft))) => {
-                self.request(*read, draft)
+            (Purpose::Freeze(read), Completion::DraftFrozen(Ok(frozen))) => {
+                self.on_frozen(*read, frozen)
+            }
+            (Purpose::Mark(carried), Completion::Pushed(report)) => {
+                self.on_mark_pushed(*carried, report)
+            }
+            (Purpose::Show(carried), Completion::ViewMade(Ok(view))) => {
+                let refusal = Refusal::Carried {
+                    conflicts: carried.frozen.conflicts,
+                    view,
+                    markers: Labels::carried(&self.input.change).lines(),
+                };
+                self.refuse(&self.input.change.clone(), refusal);
             }
             (Purpose::Marked { path, ask }, Completion::FileRead(Ok(bytes))) => {
                 self.on_marked(path, bytes, ask)

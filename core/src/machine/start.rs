@@ -162,8 +162,11 @@ enum Then {
     ReadChain,
     /// The freeze of the found change's draft.
     Freeze(Box<Found>),
-    /// The found change's draft brought up to main.
-    Refresh(Box<Found>),
+    /// The found change's draft brought up to main, after the freeze that saved it.
+    Refresh {
+        found: Box<Found>,
+        frozen: Refreshed,
+    },
     /// The push that opens generation `generation` of the intent as `change`.
     Create {
         generation: u32,
@@ -721,12 +724,8 @@ impl Start {
                     declared: record.paths.clone(),
                 });
             }
-            let refreshed = Refreshed {
-                draft: imported.draft,
-                conflicts: Vec::new(),
-                marked: Vec::new(),
-            };
-            return self.on_refreshed(main, found, refreshed);
+            let refreshed = Refreshed::clean(imported.draft);
+            return self.on_refreshed(main, found, None, refreshed);
         }
         // Pick it up: save the work in this machine's view, if it has one, then bring that
         // draft up to main, as this actor's.
@@ -734,20 +733,21 @@ impl Start {
             change: record.change.clone(),
             parent: record.current_draft().clone(),
             base: record.base.clone(),
+            labels: Labels::carried(&record.change),
         };
         self.send(action, &main, Then::Freeze(found));
     }
 
-    fn on_frozen(&mut self, main: Oid, found: Box<Found>, draft: Oid) {
+    fn on_frozen(&mut self, main: Oid, found: Box<Found>, frozen: Refreshed) {
         let record = &found.record;
         let action = Action::RefreshDraft {
             labels: Labels::draft(&self.input.main, &record.change),
             change: record.change.clone(),
-            draft,
+            draft: frozen.draft.clone(),
             base: record.base.clone(),
             onto: main.clone(),
         };
-        self.send(action, &main, Then::Refresh(found));
+        self.send(action, &main, Then::Refresh { found, frozen });
     }
 
     /// Adopts the found change when its tip has been the same, as this clone saw it, for the
@@ -778,7 +778,16 @@ impl Start {
             .max()
     }
 
-    fn on_refreshed(&mut self, main: Oid, found: Box<Found>, refreshed: Refreshed) {
+    /// Picks the found change up with its draft `refreshed` on main. When saving this view's
+    /// work carried it over onto the recorded draft with conflicts (`frozen`), that draft and
+    /// its markers are recorded first, so the record names every marker the view will show.
+    fn on_refreshed(
+        &mut self,
+        main: Oid,
+        found: Box<Found>,
+        frozen: Option<Refreshed>,
+        refreshed: Refreshed,
+    ) {
         let Found { record, tip } = &*found;
         let actor = self.input.actor.clone();
         let mut steps = Vec::new();
@@ -793,6 +802,16 @@ impl Start {
                 },
             ));
         }
+        let mut conflicts = Vec::new();
+        if let Some(frozen) = frozen.filter(|frozen| !frozen.conflicts.is_empty()) {
+            let body = StepBody::Checkpoint {
+                draft: frozen.draft,
+                base: record.base.clone(),
+                marked: Labels::carried(&record.change).marked(&frozen.marked),
+            };
+            steps.push(self.nonces.step(&record.change, self.now, &actor, body));
+            conflicts = frozen.conflicts;
+        }
         if &refreshed.draft != record.current_draft() || record.base != main {
             let body = StepBody::Checkpoint {
                 draft: refreshed.draft.clone(),
@@ -802,7 +821,10 @@ impl Start {
             steps.push(self.nonces.step(&record.change, self.now, &actor, body));
         }
         self.detail.adopted = Some(adopting);
-        self.detail.conflicts = refreshed.conflicts.clone();
+        conflicts.extend(refreshed.conflicts.iter().cloned());
+        conflicts.sort();
+        conflicts.dedup();
+        self.detail.conflicts = conflicts;
         let draft = refreshed.draft;
         if steps.is_empty() {
             return self.make_view(main, Taken::PickedUp { found, draft });
@@ -1300,11 +1322,11 @@ impl Start {
                 self.decide(main, found, false);
             }
             (Then::ReadChain, Completion::ChainsRead(Ok(reads))) => self.on_chain(main, reads),
-            (Then::Freeze(found), Completion::DraftFrozen(Ok(draft))) => {
-                self.on_frozen(main, found, draft)
+            (Then::Freeze(found), Completion::DraftFrozen(Ok(frozen))) => {
+                self.on_frozen(main, found, frozen)
             }
-            (Then::Refresh(found), Completion::DraftRefreshed(Ok(refreshed))) => {
-                self.on_refreshed(main, found, refreshed)
+            (Then::Refresh { found, frozen }, Completion::DraftRefreshed(Ok(refreshed))) => {
+                self.on_refreshed(main, found, Some(frozen), refreshed)
             }
             (Then::Create { generation, change }, Completion::Pushed(report)) => {
                 self.on_pushed(main, Some(generation), Taken::Written(change), report)

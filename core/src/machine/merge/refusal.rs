@@ -24,6 +24,13 @@ pub(super) enum Refusal {
         markers_remain: bool,
         markers: Vec<String>,
     },
+    /// `MERGE_CONFLICT`: saving the view carried its work over onto a draft saved elsewhere,
+    /// and these files conflicted; `view` shows them with markers, now recorded.
+    Carried {
+        conflicts: Vec<String>,
+        view: String,
+        markers: Vec<String>,
+    },
     /// `CHANGE_TOO_LARGE`: the draft is over a `[limits]` cap at its base.
     TooLarge(TooLarge),
     /// `WIP_LIMIT`: too many of this actor's changes wait for a person's yes.
@@ -45,7 +52,7 @@ impl Refusal {
             Refusal::RacesLost { .. } => ReasonCode::MergeRetryExhausted,
             Refusal::AlreadyMerged { .. } => ReasonCode::ChangeAlreadyMerged,
             Refusal::Abandoned { .. } => ReasonCode::ChangeSuperseded,
-            Refusal::MarkersRemain { .. } => ReasonCode::MergeConflict,
+            Refusal::MarkersRemain { .. } | Refusal::Carried { .. } => ReasonCode::MergeConflict,
             Refusal::TooLarge(_) => ReasonCode::ChangeTooLarge,
             Refusal::WipLimit { .. } => ReasonCode::WipLimit,
         }
@@ -57,11 +64,13 @@ impl Detail for Refusal {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conflict::Labels;
+    use crate::id::ChangeId;
     use serde_json::json;
 
     #[test]
     fn each_refusal_names_its_code_and_fields() {
-        let op = crate::id::ChangeId::parse("c7k2m4qa").expect("an id").op(2);
+        let op = ChangeId::parse("c7k2m4qa").expect("an id").op(2);
         let refusals = [
             (
                 Refusal::AlreadyMerged { merged_op: op },
@@ -81,6 +90,16 @@ mod tests {
                 },
                 ReasonCode::MergeConflict,
                 json!({"paths": ["src/a.rs"], "markers_remain": true, "markers": ["<<<<<<< main"]}),
+            ),
+            (
+                Refusal::Carried {
+                    conflicts: vec!["src/a.rs".into()],
+                    view: "/r/.git/bay/views/c7k2m4qa".into(),
+                    markers: Labels::carried(&ChangeId::parse("c7k2m4qa").expect("an id")).lines(),
+                },
+                ReasonCode::MergeConflict,
+                json!({"conflicts": ["src/a.rs"], "view": "/r/.git/bay/views/c7k2m4qa",
+                       "markers": ["<<<<<<< saved draft of c7k2m4qa", ">>>>>>> this view"]}),
             ),
             (
                 Refusal::WipLimit {
