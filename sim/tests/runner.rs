@@ -2181,3 +2181,46 @@ fn a_lapsed_claim_that_owes_an_approval_is_released_for_it_by_the_next_runner() 
     );
     assert_eq!(bench.state(&op).0, OpState::Submitted);
 }
+
+/// A runner reads the queue, then stalls before it reads the chains (a paused process). Meanwhile
+/// a second change queues and the head, past its deadline, loses its place behind it. The
+/// stalled runner's chain read shows the first change queued behind a place its queue read
+/// never held: it must not take that change as the head, since the place ahead is unknown to it.
+#[test]
+fn a_runner_whose_queue_read_predates_a_lost_place_does_not_take_the_change_behind_it() {
+    let mut bench = Bench::new(Some(POLICY));
+    let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut stalled = Rig::new("stalled", 0);
+    let (read_id, read) = stalled
+        .run_until(&mut bench, 0, &|action| {
+            matches!(action, Action::ReadSteps { .. })
+        })
+        .expect("the pass reads the queue's one place");
+    let second = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let mut a = Rig::with("a", 0, |cfg| cfg.progress_ms = 40_000);
+    let mut clock = 0;
+    while bench.state(&second).0 != OpState::Running {
+        clock += HEARTBEAT / 2;
+        assert!(clock < 200_000, "the second never became the head");
+        a.run_until(&mut bench, clock, &is_check);
+    }
+    let lost = bench.record(&first.change).ops[0].clone();
+    assert_eq!(lost.behind, Some(bench.record(&second.change).ops[0].seq));
+
+    let steps = bench.answer(&read).expect("a step read");
+    stalled.answer(&mut bench, read_id, steps, &|_| false);
+    let tip = bench
+        .git
+        .remote
+        .get(&refs::change(&first.change))
+        .cloned()
+        .expect("a chain");
+    let steps = bench.git.store.chain(&tip).expect("a chain");
+    let claimed = steps
+        .iter()
+        .any(|step| step.by == "stalled" && matches!(step.body, StepBody::Claim { .. }));
+    assert!(
+        !claimed,
+        "the stalled runner took the change behind a place it never read"
+    );
+}

@@ -356,6 +356,9 @@ pub struct Runner {
     chains: BTreeMap<ChangeId, Chain>,
     /// Every queue place at or below this one has ended; passes start above it.
     floor: u64,
+    /// The last request's step (`refs/bay/queue/last`) as last read, with its place's number
+    /// (`None` when that step names no request): how far the queue this runner read reaches.
+    last_request: Option<(Oid, Option<u64>)>,
     watch: Option<Watch>,
     /// Chain tips this runner wrote for the claim it may still hold: the pass that finds one
     /// of them at the tip takes the work up again.
@@ -429,6 +432,7 @@ impl Runner {
             places: BTreeMap::new(),
             chains: BTreeMap::new(),
             floor: 0,
+            last_request: None,
             watch: None,
             mine: None,
             seeded: None,

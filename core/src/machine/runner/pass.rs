@@ -15,7 +15,7 @@ use crate::machine::{
     Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, RawStep, unreadable,
 };
 use crate::reason::ReasonCode;
-use crate::record::{ChangeRecord, Operation, Step};
+use crate::record::{ChangeRecord, Operation, Step, StepBody};
 use crate::result::BayResult;
 use crate::time::Timestamp;
 
@@ -199,7 +199,7 @@ impl Runner {
                 self.place_gone(seq, op);
             }
         }
-        let unread: Vec<Oid> = live
+        let mut unread: Vec<Oid> = live
             .iter()
             .filter(|seq| **seq > self.floor)
             .filter_map(|seq| {
@@ -210,6 +210,18 @@ impl Runner {
                 }
             })
             .collect();
+        // The last request's step is read with the places, unless a place holds it (the usual
+        // case: the newest place) or it was read before.
+        if let Some(last) = self.refs.get(refs::QUEUE_LAST)
+            && self.place_of(last).is_none()
+            && self
+                .last_request
+                .as_ref()
+                .is_none_or(|(read, _)| read != last)
+            && !unread.contains(last)
+        {
+            unread.push(last.clone());
+        }
         if unread.is_empty() {
             self.fetch_chains();
         } else {
@@ -246,8 +258,53 @@ impl Runner {
             let op = unreadable::request_at(seq, message);
             self.places.insert(seq, Place { oid, op });
         }
+        if let Some(last) = self.refs.get(refs::QUEUE_LAST)
+            && let Some(raw) = raw.iter().find(|raw| raw.oid == *last)
+        {
+            let seq = match Step::from_message(&raw.message).map(|step| step.body) {
+                Ok(StepBody::Request { seq, .. }) => Some(seq),
+                _ => None,
+            };
+            self.last_request = Some((last.clone(), seq));
+        }
         self.fetch_chains();
         Ok(())
+    }
+
+    /// The number of the last place taken as of this runner's read of the queue: the place
+    /// that holds the step `refs/bay/queue/last` names, or that step's own request. `None` when
+    /// it cannot tell (no such ref, or a step that names no request).
+    fn queue_reach(&self) -> Option<u64> {
+        let last = self.refs.get(refs::QUEUE_LAST)?;
+        self.place_of(last).or_else(|| {
+            self.last_request
+                .as_ref()
+                .filter(|(read, _)| read == last)
+                .and_then(|(_, seq)| *seq)
+        })
+    }
+
+    /// The number of the queue place, as fetched, that points at `step`.
+    fn place_of(&self, step: &Oid) -> Option<u64> {
+        self.refs
+            .range::<str, _>((
+                std::ops::Bound::Included(refs::QUEUE),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(name, _)| name.starts_with(refs::QUEUE))
+            .find(|(_, oid)| *oid == step)
+            .and_then(|(name, _)| refs::parse_queue(name))
+    }
+
+    /// Whether `operation` lost its place at the head behind a place this runner's read of the
+    /// queue does not reach. Its queue read is then older than that loss (read before a pause,
+    /// say, with the chains read after), so places ahead of the operation may be missing from
+    /// it: the operation is passed over until a pass reads the queue again.
+    fn behind_unread(&self, operation: &Operation) -> bool {
+        let Some(behind) = operation.behind else {
+            return false;
+        };
+        self.queue_reach().is_some_and(|reach| behind > reach)
     }
 
     /// The changes a pass reads: those of the places above the floor, and the one this runner
@@ -465,9 +522,11 @@ impl Runner {
     }
 
     /// A held operation, or one whose dependencies or approvals are pending, is passed over:
-    /// it waits without holding up the others.
+    /// it waits without holding up the others. So is one queued behind a place this runner's
+    /// read of the queue does not reach.
     fn waits(&self, live: &Live<'_>) -> bool {
-        self.held(live.record).is_some()
+        self.behind_unread(live.operation)
+            || self.held(live.record).is_some()
             || self.still_awaiting(live.operation)
             || matches!(self.waiting_on(live.record), Some(Waiting::Pending { .. }))
     }
