@@ -391,6 +391,9 @@ impl Views {
         }
         // The view grew from another draft than the record's latest (a draft saved on another
         // machine): carry its work over onto the recorded one, as a merge would.
+        if let Some(recorded) = self.carried_already(&view, &head, parent, &draft, labels)? {
+            return Ok(recorded);
+        }
         let merged = merge_tree(&view, &head, parent, &draft)?;
         let (tree, marked) =
             crate::markers::relabel(&self.reader, &view, &self.objects, &merged, labels)?;
@@ -417,6 +420,36 @@ impl Views {
         view.cmd(["checkout", "--quiet", "--detach", onto.as_str()])
             .run()?;
         Ok(Refreshed::clean(onto))
+    }
+
+    /// The recorded draft `parent`, when it is already this view's work (`draft`, on the
+    /// view's `head`) carried over with conflicts onto the draft before it: the record took
+    /// that draft and its markers, and the command stopped before it made the view from it.
+    /// Carrying the work over again would wrap those markers in new ones.
+    fn carried_already(
+        &self,
+        view: &Git,
+        head: &Oid,
+        parent: &Oid,
+        draft: &Oid,
+        labels: &Labels,
+    ) -> Result<Option<Refreshed>, Fault> {
+        let line = self.reader.first_parents(parent, 2, None)?;
+        let Some((before, _)) = line.get(1) else {
+            return Ok(None);
+        };
+        let merged = merge_tree(view, head, before, draft)?;
+        if merged.conflicts.is_empty() {
+            return Ok(None);
+        }
+        let (tree, marked) =
+            crate::markers::relabel(&self.reader, view, &self.objects, &merged, labels)?;
+        let recorded = trees::of_commits(&self.reader, std::slice::from_ref(parent))?;
+        Ok((recorded == [tree]).then(|| Refreshed {
+            draft: parent.clone(),
+            conflicts: merged.conflicts,
+            marked,
+        }))
     }
 
     /// Saves the work in the view of `change` as a draft checkpoint, kept at the local ref

@@ -682,6 +682,23 @@ impl GitModel {
                 .unwrap_or_default()
         };
         let (ancestor, ours, theirs) = (side(&head), side(&parent), side(&work));
+        // The record may already hold this very carry-over, with conflicts, made by a command
+        // that stopped before it made the view from it: carrying again would nest markers.
+        let before = self
+            .store
+            .get(&parent)
+            .and_then(|commit| commit.parents.first().cloned());
+        if let Some(before) = before {
+            let (tree, conflicts, marked) =
+                self.merge_marked(&ancestor, &side(&before), &theirs, labels);
+            if !conflicts.is_empty() && Some(&tree) == self.store.files(&parent).as_deref() {
+                return Refreshed {
+                    draft: parent,
+                    conflicts,
+                    marked,
+                };
+            }
+        }
         let (tree, conflicts, marked) = self.merge_marked(&ancestor, &ours, &theirs, labels);
         let tree = self.store.tree(tree);
         let carried = self

@@ -477,3 +477,39 @@ fn a_pick_up_that_carries_its_view_over_a_conflicting_draft_saved_elsewhere_name
     assert_eq!(merged.reason, Some(ReasonCode::MergeConflict), "{merged:?}");
     assert_eq!(merged.detail["markers_remain"], true, "{merged:?}");
 }
+
+#[test]
+fn a_merge_that_stopped_after_recording_carried_markers_shows_that_draft_when_run_again() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let change = saved_on_two_machines(&mut bench);
+    // The first merge records the carried draft and its markers, then stops before it makes
+    // the view from it.
+    let mut stopped = merge_as_ann(&change, 9);
+    loop {
+        let (id, action) = stopped.poll_action().expect("the merge goes on");
+        if matches!(action, Action::MakeView { .. }) {
+            break;
+        }
+        let completion = bench.answer(&action).expect("no check runs");
+        stopped
+            .handle(Timestamp(2), Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    let steps = bench.record(&change).marked.len();
+    assert_eq!(steps, 1, "the markers are recorded");
+    assert_eq!(in_view(&bench, &change, "src/a.txt"), "here\n");
+    let again = outcome(&mut bench, &mut merge_as_ann(&change, 10));
+    assert_eq!(again.reason, Some(ReasonCode::MergeConflict), "{again:?}");
+    assert_eq!(
+        bench.record(&change).marked.len(),
+        1,
+        "nothing new recorded"
+    );
+    assert_eq!(
+        in_view(&bench, &change, "src/a.txt"),
+        "<<<<<<< saved draft of ".to_owned()
+            + change.as_str()
+            + "\nelsewhere\n=======\nhere\n>>>>>>> this view\n",
+        "one set of markers, not markers around markers"
+    );
+}

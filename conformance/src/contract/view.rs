@@ -127,6 +127,17 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
         Case::new(
+            "view: work carried over with a conflict the record already holds is that draft",
+            |b| {
+                // The record took the carried draft and its markers; the view was never made
+                // from it (the command stopped). Saving again names that draft, no new one.
+                saved_elsewhere(b, ("src/a", "a, elsewhere\n"));
+                b.edit_view(&change(), "src/a", Some("a, here\n"));
+                freeze(b, "carried", "elsewhere");
+                freeze(b, "again", "carried");
+            },
+        ),
+        Case::new(
             "view: a refresh marks a conflicting text file under the labels, a binary one not",
             |b| {
                 let base = [

@@ -466,13 +466,23 @@ impl Merge {
 
     /// The view's work is saved as `frozen`. A clean draft is requested; one that carried the
     /// view's work over onto a draft saved elsewhere with conflicts holds markers no record
-    /// names yet, so a checkpoint naming them goes up first, and the merge is refused with
-    /// the view made from that draft for the agent to resolve.
+    /// names yet, so a checkpoint naming them goes up first (unless the record names that
+    /// draft already), and the merge is refused with the view made from that draft for the
+    /// agent to resolve.
     fn on_frozen(&mut self, read: Read, frozen: Refreshed) {
         if frozen.conflicts.is_empty() {
             return self.request(read, frozen.draft);
         }
         let Read { record, tip } = read;
+        if frozen.draft == *record.current_draft() {
+            // The record names this draft and its markers already: an earlier merge stopped
+            // before it made the view.
+            let carried = Carried {
+                frozen,
+                paths: record.paths,
+            };
+            return self.show(carried);
+        }
         let body = StepBody::Checkpoint {
             draft: frozen.draft.clone(),
             base: record.base.clone(),

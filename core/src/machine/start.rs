@@ -804,12 +804,16 @@ impl Start {
         }
         let mut conflicts = Vec::new();
         if let Some(frozen) = frozen.filter(|frozen| !frozen.conflicts.is_empty()) {
-            let body = StepBody::Checkpoint {
-                draft: frozen.draft,
-                base: record.base.clone(),
-                marked: Labels::carried(&record.change).marked(&frozen.marked),
-            };
-            steps.push(self.nonces.step(&record.change, self.now, &actor, body));
+            // Unless the record names that draft already (an earlier command stopped before
+            // it made the view from it).
+            if frozen.draft != *record.current_draft() {
+                let body = StepBody::Checkpoint {
+                    draft: frozen.draft,
+                    base: record.base.clone(),
+                    marked: Labels::carried(&record.change).marked(&frozen.marked),
+                };
+                steps.push(self.nonces.step(&record.change, self.now, &actor, body));
+            }
             conflicts = frozen.conflicts;
         }
         if &refreshed.draft != record.current_draft() || record.base != main {
