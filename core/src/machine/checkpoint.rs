@@ -215,16 +215,12 @@ impl Checkpoint {
         let step = self
             .nonces
             .step(&record.change, self.now, &self.input.actor, body);
-        let plan = PushPlan {
-            appends: vec![Append::on(
-                record.change.clone(),
-                Some(tip),
-                vec![step],
-                Some(draft),
-            )],
-            atomic: true,
-            ..PushPlan::default()
-        };
+        let plan = PushPlan::of(Append::on(
+            record.change.clone(),
+            Some(tip),
+            vec![step],
+            Some(draft),
+        ));
         self.out.send(Action::Push(plan), Purpose::Write);
     }
 

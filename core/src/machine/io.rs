@@ -400,6 +400,15 @@ pub struct PushPlan {
 }
 
 impl PushPlan {
+    /// An atomic push of `append` alone: steps on one chain, nothing else.
+    pub fn of(append: Append) -> PushPlan {
+        PushPlan {
+            appends: vec![append],
+            atomic: true,
+            ..PushPlan::default()
+        }
+    }
+
     /// The operations whose outcome this push writes: once it lands, they have ended, and a
     /// driver lets go of what it kept for them (a candidate's local ref).
     pub fn ended_ops(&self) -> Vec<OpId> {

@@ -491,16 +491,12 @@ impl Merge {
         let step = self
             .nonces
             .step(&record.change, self.now, &self.input.actor, body);
-        let plan = PushPlan {
-            appends: vec![Append::on(
-                record.change.clone(),
-                Some(tip),
-                vec![step],
-                Some(frozen.draft.clone()),
-            )],
-            atomic: true,
-            ..PushPlan::default()
-        };
+        let plan = PushPlan::of(Append::on(
+            record.change.clone(),
+            Some(tip),
+            vec![step],
+            Some(frozen.draft.clone()),
+        ));
         let carried = Carried {
             frozen,
             paths: record.paths,

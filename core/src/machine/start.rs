@@ -833,16 +833,12 @@ impl Start {
         if steps.is_empty() {
             return self.make_view(main, Taken::PickedUp { found, draft });
         }
-        let plan = PushPlan {
-            appends: vec![Append::on(
-                record.change.clone(),
-                Some(tip.clone()),
-                steps,
-                Some(draft.clone()),
-            )],
-            atomic: true,
-            ..PushPlan::default()
-        };
+        let plan = PushPlan::of(Append::on(
+            record.change.clone(),
+            Some(tip.clone()),
+            steps,
+            Some(draft.clone()),
+        ));
         self.send(Action::Push(plan), &main, Then::Save { found, draft });
     }
 

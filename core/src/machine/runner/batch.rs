@@ -920,11 +920,7 @@ impl Runner {
         let change = head.record.change.clone();
         let step = self.step(&change, body(head.operation.id.clone()));
         let tip = Some(batch.tip.clone());
-        let plan = PushPlan {
-            appends: vec![Append::on(change, tip, vec![step.clone()], None)],
-            atomic: true,
-            ..PushPlan::default()
-        };
+        let plan = PushPlan::of(Append::on(change, tip, vec![step.clone()], None));
         (step, plan)
     }
 

@@ -643,11 +643,7 @@ impl Runner {
         let step = self.step(&change, StepBody::Heartbeat { op });
         let parent = self.heartbeat_parent(&work);
         let parent_sent = parent.clone();
-        let plan = PushPlan {
-            appends: vec![Append::on(change, Some(parent), vec![step], None)],
-            atomic: true,
-            ..PushPlan::default()
-        };
+        let plan = PushPlan::of(Append::on(change, Some(parent), vec![step], None));
         #[cfg(feature = "mutants")]
         let plan = self.mutant_plan(&work, plan);
         work.writing = true;
