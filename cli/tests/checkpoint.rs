@@ -220,6 +220,12 @@ fn work_carried_over_a_conflicting_draft_saved_on_another_clone_is_marked_and_re
 
     let merge = bay(&view, "ann", &["merge"]);
     assert_eq!(merge.doc["reason"], "MERGE_CONFLICT", "{merge:?}");
+    assert_eq!(merge.doc["detail"]["carried_over"], true, "{merge:?}");
+    let say = merge.doc["say"].as_str().expect("a sentence");
+    assert!(
+        say.starts_with("A draft of this change saved elsewhere"),
+        "{say}"
+    );
     assert_eq!(
         merge.doc["detail"]["conflicts"],
         serde_json::json!(["src/greeting.txt"])

@@ -59,6 +59,18 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
                 quoted(names(detail, "paths"))
             )
         }
+        ReasonCode::MergeConflict if detail.get("carried_over") == Some(&Value::Bool(true)) => {
+            format!(
+                "A draft of this change saved elsewhere changed the same lines as this \
+                 folder{}; settle them in {}, where bay left both sides between conflict \
+                 markers, then submit it again.",
+                quoted(names(detail, "conflicts")),
+                detail
+                    .get("view")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the change's folder")
+            )
+        }
         ReasonCode::MergeConflict => format!(
             "Main changed the same lines as this change{}; run `bay start {}` to update it, \
              settle those lines in its folder, then submit it again.",
@@ -1184,6 +1196,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_conflict_with_a_draft_saved_elsewhere_names_the_folder_that_shows_it() {
+        let detail = object(json!({"conflicts": ["src/a.rs"], "view": "/v",
+                                   "markers": ["<<<<<<< saved draft of c7k2m4qa"],
+                                   "carried_over": true}));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            Some(&change()),
+            &detail,
+        );
+        assert_eq!(
+            sentence,
+            "A draft of this change saved elsewhere changed the same lines as this folder \
+             (src/a.rs); settle them in /v, where bay left both sides between conflict \
+             markers, then submit it again."
+        );
     }
 
     #[test]

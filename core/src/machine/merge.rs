@@ -829,6 +829,7 @@ impl Merge {
                     conflicts: carried.frozen.conflicts,
                     view,
                     markers: Labels::carried(&self.input.change).lines(),
+                    carried_over: true,
                 };
                 self.refuse(&self.input.change.clone(), refusal);
             }

@@ -30,6 +30,7 @@ pub(super) enum Refusal {
         conflicts: Vec<String>,
         view: String,
         markers: Vec<String>,
+        carried_over: bool,
     },
     /// `CHANGE_TOO_LARGE`: the draft is over a `[limits]` cap at its base.
     TooLarge(TooLarge),
@@ -96,10 +97,12 @@ mod tests {
                     conflicts: vec!["src/a.rs".into()],
                     view: "/r/.git/bay/views/c7k2m4qa".into(),
                     markers: Labels::carried(&ChangeId::parse("c7k2m4qa").expect("an id")).lines(),
+                    carried_over: true,
                 },
                 ReasonCode::MergeConflict,
                 json!({"conflicts": ["src/a.rs"], "view": "/r/.git/bay/views/c7k2m4qa",
-                       "markers": ["<<<<<<< saved draft of c7k2m4qa", ">>>>>>> this view"]}),
+                       "markers": ["<<<<<<< saved draft of c7k2m4qa", ">>>>>>> this view"],
+                       "carried_over": true}),
             ),
             (
                 Refusal::WipLimit {
