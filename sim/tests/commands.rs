@@ -513,3 +513,30 @@ fn a_merge_that_stopped_after_recording_carried_markers_shows_that_draft_when_ru
         "one set of markers, not markers around markers"
     );
 }
+
+#[test]
+fn a_lost_reply_to_the_carried_markers_checkpoint_is_read_back_never_pushed_again() {
+    let mut bench = Bench::new(Some("revision = 1\nunchecked = true\n"));
+    let change = saved_on_two_machines(&mut bench);
+    let mut merge = merge_as_ann(&change, 9);
+    let mut pushes = 0;
+    while merge.outcome().is_none() {
+        let (id, action) = merge.poll_action().expect("the merge goes on");
+        let mut completion = bench.answer(&action).expect("no check runs");
+        if let Completion::Pushed(report) = &mut completion {
+            pushes += 1;
+            // The checkpoint lands; its reply is lost.
+            report.outcome = PushOutcome::Unknown {
+                why: "the connection dropped".into(),
+            };
+        }
+        merge
+            .handle(Timestamp(2), Event::Done(id, completion))
+            .expect("a faithful driver");
+    }
+    let said = merge.outcome().cloned().expect("the merge ended");
+    assert_eq!(said.reason, Some(ReasonCode::MergeConflict), "{said:?}");
+    assert_eq!(pushes, 1, "the checkpoint is read back, never pushed again");
+    assert_eq!(bench.record(&change).marked.len(), 1);
+    assert!(in_view(&bench, &change, "src/a.txt").starts_with("<<<<<<< saved draft of "));
+}

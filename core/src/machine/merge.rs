@@ -159,9 +159,6 @@ pub struct Merge {
     settled: Option<Oid>,
     /// A request step whose push's fate is unknown.
     written: Option<Oid>,
-    /// A checkpoint naming a carried-over draft's markers whose push's fate is unknown, and
-    /// that draft.
-    marking: Option<(Oid, Carried)>,
     /// The queue place the request takes.
     next_seq: u64,
     /// The change's chain as read, oldest step first, with the request once it is up.
@@ -227,7 +224,6 @@ impl Merge {
             draft: None,
             within_limits: None,
             written: None,
-            marking: None,
             next_seq: 1,
             chain: Vec::new(),
             runner,
@@ -329,12 +325,6 @@ impl Merge {
         {
             // The request whose reply was lost did land.
             return self.queued(&record);
-        }
-        if let Some((written, carried)) = self.marking.take()
-            && self.chain.iter().any(|(oid, _)| *oid == written)
-        {
-            // So did the checkpoint naming a carried-over draft's markers.
-            return self.show(carried);
         }
         if let Some(op) = record.merged() {
             let merged_op = op.id.clone();
@@ -505,15 +495,12 @@ impl Merge {
             .send(Action::Push(plan), Purpose::Mark(Box::new(carried)));
     }
 
+    /// A checkpoint whose fate is unknown is read back by the next freeze: a record that took
+    /// it names the carried draft, which the freeze then answers again.
     fn on_mark_pushed(&mut self, carried: Carried, report: PushReport) {
-        let written = report.steps.first().and_then(|s| s.last()).cloned();
         match report.outcome {
             PushOutcome::Accepted => self.show(carried),
-            PushOutcome::Rejected { .. } => self.again(),
-            PushOutcome::Unknown { .. } => {
-                self.marking = written.map(|written| (written, carried));
-                self.again();
-            }
+            PushOutcome::Rejected { .. } | PushOutcome::Unknown { .. } => self.again(),
             PushOutcome::NotSent(fault) => {
                 self.fail(format!("the remote could not be reached: {fault}"))
             }
