@@ -178,6 +178,14 @@ fn a_failing_member_is_bisected_out_and_the_prefix_ahead_of_it_merges() {
     assert_eq!(merged, [1, 1, 0, 1]);
     let culprit = outcome(&world, &changes[2]);
     assert_eq!(culprit["reason"], "CHECK_FAILED", "{culprit}");
+    // Its chain names it the batch's culprit, for every runner to read.
+    let named: Vec<Value> = world
+        .chain(&changes[2])
+        .into_iter()
+        .filter(|step| step["kind"] == "culprit")
+        .collect();
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert_eq!(named[0]["batch"], id.as_str(), "{named:?}");
     assert!(culprit["detail"].get("batch").is_none());
     assert!(
         outcome(&world, &changes[3])["detail"]

@@ -2224,3 +2224,63 @@ fn a_runner_whose_queue_read_predates_a_lost_place_does_not_take_the_change_behi
         "the stalled runner took the change behind a place it never read"
     );
 }
+
+/// Runner `a` batches four queued changes and bisects the third out (the check fails on every
+/// tree that holds its file), then merges the two ahead of it. Runner `b`, which batches too
+/// and never bisected anything, checks the culprit alone at its turn: the culprit is known
+/// from its chain, not from `a`'s memory.
+#[test]
+fn a_culprit_one_runner_found_is_checked_alone_by_another() {
+    let mut bench = Bench::new(Some(&format!(
+        "{POLICY}\n[policy]\nreuse_unsigned = true\n"
+    )));
+    let ops: Vec<OpId> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|name| {
+            bench.submit(
+                &format!("fix {name}"),
+                &[(&format!("src/{name}.txt"), "x\n")],
+            )
+        })
+        .collect();
+    let holds_c = |bench: &Bench, check: &Action| {
+        let Action::RunCheck(run) = check else {
+            return false;
+        };
+        bench
+            .git
+            .store
+            .files(&run.request.candidate.commit)
+            .is_some_and(|files| files.contains_key("src/c.txt"))
+    };
+    let mut a = Rig::with("a", 1_000_000, batching);
+    let mut next = a.run_until(&mut bench, 1_000_000, &is_check);
+    while let Some((id, check)) = next {
+        let exit = match holds_c(&bench, &check) {
+            true => bay_sim::bench::failing_exit(&check),
+            false => pass(&check),
+        };
+        next = a.answer(&mut bench, id, Completion::CheckExited(exit), &is_check);
+    }
+    let merged: Vec<usize> = ops.iter().map(|op| bench.merges_of(&op.change)).collect();
+    assert_eq!(
+        merged,
+        [1, 1, 0, 0],
+        "the prefix ahead of the culprit merged"
+    );
+    let culprit = bench.record(&ops[2].change).ops[0].clone();
+    assert!(culprit.culprit, "the culprit's chain says so: {culprit:?}");
+
+    let mut b = Rig::with("b", 1_000_000, batching);
+    let (_, run) = b
+        .run_until(&mut bench, 1_020_000, &is_check)
+        .expect("b checks the head");
+    let Action::RunCheck(run) = run else {
+        unreachable!()
+    };
+    assert_eq!(
+        run.request.change.as_ref().map(|change| &change.id),
+        Some(&ops[2].change),
+        "the culprit is checked alone, in no batch"
+    );
+}

@@ -103,6 +103,9 @@ pub struct Operation {
     pub deadline_releases: u32,
     /// The place it queues behind since it last lost its place at the head, if it did.
     pub behind: Option<u64>,
+    /// A batch's bisection found it at fault: it joins no batch again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub culprit: bool,
     pub outcome: Option<OpOutcome>,
 }
 
@@ -369,6 +372,7 @@ impl ChangeRecord {
                     released_at: None,
                     deadline_releases: 0,
                     behind: None,
+                    culprit: false,
                     outcome: None,
                 });
             }
@@ -382,6 +386,9 @@ impl ChangeRecord {
             }
             StepBody::Heartbeat { op } => {
                 self.owned_mut(op, &step.by)?;
+            }
+            StepBody::Culprit { op, .. } => {
+                self.live_mut(op)?.culprit = true;
             }
             StepBody::Release {
                 op,

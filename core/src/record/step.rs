@@ -123,6 +123,11 @@ pub enum StepBody {
     },
     /// The change's actor gave it up. A live operation ends with it.
     Abandon,
+    /// A batch's bisection (batch `batch`) found this live operation fails on top of the
+    /// members ahead of it: it joins no batch again and is judged alone at its own turn. The
+    /// runner that bisected writes it holding no claim on the operation; it changes nothing
+    /// else, so every batching runner learns it from the chain it reads anyway.
+    Culprit { op: OpId, batch: String },
 }
 
 #[cfg(feature = "arbitrary")]
@@ -190,7 +195,8 @@ impl Step {
             | StepBody::Release { op, .. }
             | StepBody::Candidate { op, .. }
             | StepBody::Check { op, .. }
-            | StepBody::Outcome { op, .. } => Some(op),
+            | StepBody::Outcome { op, .. }
+            | StepBody::Culprit { op, .. } => Some(op),
             StepBody::Start { .. } | StepBody::Adopt { .. } | StepBody::Checkpoint { .. } => None,
             StepBody::Abandon => None,
         }
@@ -210,6 +216,7 @@ impl Step {
             StepBody::Check { .. } => "check",
             StepBody::Outcome { .. } => "outcome",
             StepBody::Abandon => "abandon",
+            StepBody::Culprit { .. } => "culprit",
         }
     }
 

@@ -500,3 +500,35 @@ fn the_timing_of_an_ended_operation_names_each_moment_and_check_run() {
         })
     );
 }
+
+#[test]
+fn any_runner_may_name_a_live_operation_a_culprit_and_nothing_else_changes() {
+    let culprit = |by: &str, n: u32| {
+        step(
+            by,
+            StepBody::Culprit {
+                op: change().op(n),
+                batch: "k2m4qa7c.1.1".into(),
+            },
+        )
+    };
+    let before = fold(&[start(), request(1)]).expect("folds");
+    let record = fold(&[start(), request(1), culprit("r2", 1)]).expect("no claim is needed");
+    assert!(record.ops[0].culprit);
+    let mut unmarked = record.clone();
+    unmarked.ops[0].culprit = false;
+    unmarked.steps = before.steps;
+    assert_eq!(unmarked, before, "only the mark changed");
+    // Under another runner's claim too; never on an ended or an unknown operation.
+    assert!(fold(&[start(), request(1), claim("r1", 1), culprit("r2", 1)]).is_ok());
+    let ended = [
+        start(),
+        request(1),
+        claim("r1", 1),
+        outcome("r1", 1, OpState::Blocked),
+    ];
+    let mut steps = ended.to_vec();
+    steps.push(culprit("r2", 1));
+    assert!(fold(&steps).is_err());
+    assert!(fold(&[start(), request(1), culprit("r2", 2)]).is_err());
+}

@@ -12,8 +12,9 @@
 //! On a failure it bisects over prefixes on the same main: prefix `i` is the chain's `i`-th
 //! commit, so no prefix is built or run twice. When the longest passing prefix has two members
 //! or more it merges, built again with its own size in the trailers (the same trees); the
-//! culprit is remembered and never batched again by this runner, and takes its own turn at
-//! the head. Otherwise, and whenever the batch cannot go on (a check with no verdict, a lost
+//! culprit takes its own turn at the head and is never batched again: by this runner, which
+//! remembers it, nor by any other, which reads the `Culprit` step this runner writes on its
+//! chain (a push of its own, leased on the tip the pass read; lost, only this runner knows). Otherwise, and whenever the batch cannot go on (a check with no verdict, a lost
 //! heartbeat, a hold, the head's progress deadline passed while checking), the records it made
 //! go up and the head takes its usual path
 //! ([`Runner::read_policy`]), where exact-inputs reuse finds the head's own pass.
@@ -321,7 +322,8 @@ pub(super) struct Memory {
     /// Places gone from the queue since the last pass, by number, with the operation each
     /// held: the pass reads their chains, and [`Runner::read_finished`] their outcomes.
     pub finishing: BTreeMap<u64, OpId>,
-    /// Operations a bisection found at fault, newest last.
+    /// Operations a bisection found at fault, newest last: known here at once, whether or not
+    /// their `Culprit` step lands.
     pub culprits: VecDeque<OpId>,
 }
 
@@ -402,6 +404,7 @@ impl Runner {
             // A change whose `--after` names one that ended unmerged never merges: it ends
             // `DEPENDENCY_ABANDONED` at its own turn, so the chain stops before it.
             let eligible = (members.is_empty() || operation.owner.is_none())
+                && !operation.culprit
                 && !self.memory.culprits.contains(&operation.id)
                 && self.marked_merged(&record.change).is_none()
                 && self.waiting_on(&record).is_none();
@@ -1143,8 +1146,14 @@ impl Runner {
     /// The bisection found the culprit: the longest passing prefix merges when it has two
     /// members or more, built again with its own size; the culprit is not batched again.
     fn found(&mut self, mut batch: Box<Batch>, chain: Vec<Link>, found: crate::batch::Found) {
-        let culprit = batch.members[found.culprit - 1].operation.id.clone();
-        self.memory.culprit(culprit);
+        let culprit = &batch.members[found.culprit - 1];
+        self.memory.culprit(culprit.operation.id.clone());
+        if let Some(append) = self.culprit_append(&batch, culprit) {
+            // On its own, so that a culprit's chain moving meanwhile (its agent's checkpoint)
+            // costs nothing but this note; lost, the culprit is left out by this runner alone.
+            self.out
+                .send(Action::Push(PushPlan::of(append)), RunnerPurpose::Culprit);
+        }
         let plan = (found.passing >= 2)
             .then(|| self.prefix_plan(&batch, &chain, found.passing))
             .flatten();
@@ -1348,6 +1357,29 @@ impl Runner {
         push.notes = self.own_notes(batch.made.iter().cloned());
         push.log = self.log_append(events);
         push
+    }
+
+    /// The `Culprit` step on the chain of `member`, whom the bisection found at fault, leased
+    /// on the tip the pass read, so that every batching runner leaves it out of its batches.
+    /// None for the head (judged alone now, under this runner's claim, whose chain writes are
+    /// this runner's own line) or where its record would refuse the step.
+    fn culprit_append(&mut self, batch: &Batch, member: &Member) -> Option<Append> {
+        if member.operation.id == batch.head().operation.id {
+            return None;
+        }
+        let change = member.record.change.clone();
+        let body = StepBody::Culprit {
+            op: member.operation.id.clone(),
+            batch: batch.id(),
+        };
+        let step = self.step(&change, body);
+        member.record.clone().append(&step).ok()?;
+        Some(Append::on(
+            change,
+            Some(member.tip.clone()),
+            vec![step],
+            None,
+        ))
     }
 
     fn on_merged(&mut self, batch: Box<Batch>, report: PushReport) {

@@ -307,6 +307,9 @@ enum Purpose {
     /// This runner's presence, pushed. Like a notice it outlives the work, and a runner that
     /// finishes waits for it.
     Presence,
+    /// A `Culprit` step a batch's bisection wrote on another change's chain: like a notice it
+    /// outlives the batch, and whether it landed changes nothing here.
+    Culprit,
     /// The presence an earlier run of this runner left, read once.
     PresenceRead,
     /// The tips of this runner's own log and evidence notes, to know they are commits.
@@ -609,14 +612,32 @@ impl Runner {
     }
 
     fn forget_all_but_notices(&mut self) {
-        self.out
-            .forget_all_but(|purpose| matches!(purpose, Purpose::Notify | Purpose::Presence));
+        self.out.forget_all_but(|purpose| {
+            matches!(
+                purpose,
+                Purpose::Notify | Purpose::Presence | Purpose::Culprit
+            )
+        });
     }
 
     fn notices_in_flight(&self) -> bool {
-        self.out
-            .in_flight()
-            .any(|purpose| matches!(purpose, Purpose::Notify | Purpose::Presence))
+        self.out.in_flight().any(|purpose| {
+            matches!(
+                purpose,
+                Purpose::Notify | Purpose::Presence | Purpose::Culprit
+            )
+        })
+    }
+
+    /// A culprit's step went up, or did not: nothing is retried.
+    fn on_culprit_noted(&mut self, completion: crate::machine::Completion) -> Result<(), Misuse> {
+        let crate::machine::Completion::Pushed(_) = completion else {
+            return Err(Misuse(
+                "a culprit's push answered with another completion".into(),
+            ));
+        };
+        self.end_if_finishing();
+        Ok(())
     }
 
     /// A notice is done, delivered or lost: nothing is retried. The last one lets a runner
@@ -675,6 +696,7 @@ impl Machine for Runner {
                     Purpose::Ahead(purpose) => self.on_ahead(purpose, completion)?,
                     Purpose::Compact(purpose) => self.on_compaction(purpose, completion)?,
                     Purpose::Presence => self.on_presence(completion)?,
+                    Purpose::Culprit => self.on_culprit_noted(completion)?,
                     Purpose::PresenceRead => self.on_earlier_presence(completion)?,
                     Purpose::OwnTips => self.on_own_tips(completion)?,
 
