@@ -280,11 +280,17 @@ impl Checker {
             .refs
             .iter()
             .filter(|(name, _)| name.starts_with(refs::EVIDENCE))
-            .filter_map(|(name, tip)| match self.notes_replaced.get(name) {
-                Some(before) => before.clone(),
-                None => Some(tip.clone()),
-            })
+            .filter_map(|(name, tip)| self.evidence_as_read(name, tip))
             .collect()
+    }
+
+    /// The evidence notes ref `name`, which holds `tip`, as runners could last have read it
+    /// (see [`Checker::evidence_tips`]).
+    fn evidence_as_read(&self, name: &str, tip: &Oid) -> Option<Oid> {
+        match self.notes_replaced.get(name) {
+            Some(before) => before.clone(),
+            None => Some(tip.clone()),
+        }
     }
 
     /// Someone deleted main, which held `tip`; `None`: it is back.

@@ -8,7 +8,8 @@
 //! what bounds a bisect of n merges to log2(n) runs, rounded up. A rerun must be on a merge
 //! that failed, right above a pass, and run again for no other rerun before. A run whose
 //! runner may have read other records than the remote held at its push (another producer
-//! pushed since its read) is counted, not judged.
+//! pushed since its read) is counted, not judged; a notes ref someone pointed at a blob is
+//! read as the tip it replaced, as S3 and S11 read it.
 
 use std::collections::BTreeMap;
 
@@ -90,7 +91,15 @@ impl Checker {
                 .get(&self.main_ref)
                 .or(self.main_deleted.as_ref())
                 .cloned();
-            let line = answers(store, remote, notes, main, producer, old, &record);
+            let tips: Vec<Oid> = remote
+                .refs
+                .iter()
+                .filter_map(|(name, tip)| match name.strip_prefix(refs::EVIDENCE)? {
+                    who if who == producer => old.cloned(),
+                    _ => self.evidence_as_read(name, tip),
+                })
+                .collect();
+            let line = answers(store, notes, main, &tips, &record);
             if let Err(what) = judge(&line, &record.commit, run) {
                 self.violate(
                     Invariant::BisectHalves,
@@ -123,29 +132,17 @@ fn added(notes: &NotesLog, old: Option<&Oid>, new: &Oid) -> Vec<PostRecord> {
         .collect()
 }
 
-/// The answers of `record`'s check along main's line from `main` before the push: every
-/// producer's records, the pusher's as its notes were at `old`.
+/// The answers of `record`'s check along main's line from `main` before the push, from the
+/// records at every producer's notes `tips` as runners could have read them: the pusher's as
+/// its notes were before the push, and one someone pointed at a blob as the tip it replaced
+/// (a runner that read it a moment before bisects on what it held).
 fn answers(
     store: &Store,
-    remote: &Remote,
     notes: &NotesLog,
     main: Option<Oid>,
-    producer: &str,
-    old: Option<&Oid>,
+    tips: &[Oid],
     record: &PostRecord,
 ) -> Line {
-    let tips: Vec<Oid> = remote
-        .refs
-        .iter()
-        .filter_map(|(name, tip)| {
-            let who = name.strip_prefix(refs::EVIDENCE)?;
-            if who == producer {
-                old.cloned()
-            } else {
-                Some(tip.clone())
-            }
-        })
-        .collect();
     let mut line = Vec::new();
     let mut next = main;
     while let Some(commit) = next.filter(|_| line.len() < LINE) {
