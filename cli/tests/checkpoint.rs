@@ -203,13 +203,12 @@ fn without_an_answer_from_the_remote_the_checkpoint_stays_local_and_the_session_
     assert_eq!(row["saved"]["to"], "local", "{row}");
 }
 
-#[test]
-fn work_carried_over_a_conflicting_draft_saved_on_another_clone_is_marked_and_refused() {
-    let world = world();
+/// A change whose view in ann's clone says "Hi" on the greeting's line, while the same agent
+/// on another machine picked it up, said "Hey" there and asked to merge: the record names a
+/// draft the first view never showed. The change and that first view.
+fn saved_on_two_clones(world: &World) -> (String, std::path::PathBuf) {
     let ann = world.clone_as("ann");
     let (change, view) = world.edited(&ann, "ann", "greet", "src/greeting.txt", "Hi\n", &[]);
-    // The same agent on another machine picks the change up, edits the same line and asks to
-    // merge: the record names a draft the first view never showed.
     let laptop = world.clone_as("ann-laptop");
     let start = bay(&laptop, "ann", &["start", &change]);
     assert_eq!(start.code, 0, "{start:?}");
@@ -217,6 +216,30 @@ fn work_carried_over_a_conflicting_draft_saved_on_another_clone_is_marked_and_re
     write(&there, "src/greeting.txt", "Hey\n");
     let queued = bay(&there, "ann", &["merge"]);
     assert_eq!(queued.doc["decision"], "queued", "{queued:?}");
+    (change, view)
+}
+
+#[test]
+fn a_pick_up_over_a_conflicting_draft_saved_on_another_clone_names_the_markers() {
+    let world = world();
+    let (change, view) = saved_on_two_clones(&world);
+    let start = bay(&view, "ann", &["start", &change]);
+    assert_eq!(start.code, 0, "{start:?}");
+    assert_eq!(
+        start.doc["detail"]["conflicts"],
+        serde_json::json!(["src/greeting.txt"])
+    );
+    let shown = std::fs::read_to_string(view.join("src/greeting.txt")).expect("the file");
+    assert!(shown.contains("\n>>>>>>> this view\n"), "{shown}");
+    let merge = bay(&view, "ann", &["merge"]);
+    assert_eq!(merge.doc["reason"], "MERGE_CONFLICT", "{merge:?}");
+    assert_eq!(merge.doc["detail"]["markers_remain"], true, "{merge:?}");
+}
+
+#[test]
+fn work_carried_over_a_conflicting_draft_saved_on_another_clone_is_marked_and_refused() {
+    let world = world();
+    let (change, view) = saved_on_two_clones(&world);
 
     let merge = bay(&view, "ann", &["merge"]);
     assert_eq!(merge.doc["reason"], "MERGE_CONFLICT", "{merge:?}");

@@ -90,6 +90,26 @@ impl Marked {
     }
 }
 
+/// What a draft holds after two merges each marked some of its files (a view's work carried
+/// over, then brought up to main): every path either marked, each judged by the lines of
+/// both, since a file either merge marked may hold either's lines.
+pub fn joined(first: Option<Marked>, second: Option<Marked>) -> Option<Marked> {
+    match (first, second) {
+        (Some(mut first), Some(second)) => {
+            for (all, more) in [
+                (&mut first.paths, second.paths),
+                (&mut first.lines, second.lines),
+            ] {
+                all.extend(more);
+                all.sort();
+                all.dedup();
+            }
+            Some(first)
+        }
+        (first, second) => first.or(second),
+    }
+}
+
 /// Every path any of `marked` names, once each, sorted: what must be read to judge a draft.
 pub fn paths(marked: &[Marked]) -> Vec<String> {
     let mut paths: Vec<String> = marked.iter().flat_map(|m| m.paths.clone()).collect();
@@ -135,6 +155,20 @@ mod tests {
             ">>>>>>> undo of c7k2m4qa"
         );
         assert_eq!(labels.marked(&[]), None);
+    }
+
+    #[test]
+    fn two_merges_marks_join_into_one_set_judged_by_both_merges_lines() {
+        let carried = Labels::carried(&change()).marked(&["a".into()]);
+        let refreshed = Labels::draft("main", &change()).marked(&["a".into(), "b".into()]);
+        let both = joined(carried.clone(), refreshed.clone()).expect("marks");
+        assert_eq!(both.paths, ["a", "b"]);
+        assert_eq!(both.lines.len(), 4);
+        assert!(both.remains_in(b"x\n>>>>>>> this view\n"));
+        assert!(both.remains_in(b"<<<<<<< main\n"));
+        assert_eq!(joined(carried.clone(), None), carried);
+        assert_eq!(joined(None, refreshed.clone()), refreshed);
+        assert_eq!(joined(None, None), None);
     }
 
     #[test]

@@ -472,7 +472,15 @@ fn a_pick_up_that_carries_its_view_over_a_conflicting_draft_saved_elsewhere_name
     let record = bench.record(&change);
     let named: Vec<&String> = record.marked.iter().flat_map(|m| &m.paths).collect();
     assert_eq!(named, ["src/a.txt"], "{record:?}");
+    let lines: Vec<&String> = record.marked.iter().flat_map(|m| &m.lines).collect();
+    assert!(
+        lines.iter().any(|line| *line == ">>>>>>> this view"),
+        "{lines:?}"
+    );
     assert!(in_view(&bench, &change, "src/a.txt").contains("\n>>>>>>> this view\n"));
+    // The checkpoint names the draft the view shows.
+    let draft = record.draft.clone().expect("a draft");
+    assert_eq!(bench.views[&change].head.as_ref(), Some(&draft));
     let merged = outcome(&mut bench, &mut merge_as_ann(&change, 12));
     assert_eq!(merged.reason, Some(ReasonCode::MergeConflict), "{merged:?}");
     assert_eq!(merged.detail["markers_remain"], true, "{merged:?}");

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use self::detail::{Gathered, Overlap, Refusal, TakenFrom};
 use crate::actor::{self, ActorSource};
 use crate::config::Config;
-use crate::conflict::Labels;
+use crate::conflict::{self, Labels};
 use crate::detail::Detail;
 use crate::disk::DiskSpace;
 use crate::git::{Oid, refs};
@@ -779,8 +779,9 @@ impl Start {
     }
 
     /// Picks the found change up with its draft `refreshed` on main. When saving this view's
-    /// work carried it over onto the recorded draft with conflicts (`frozen`), that draft and
-    /// its markers are recorded first, so the record names every marker the view will show.
+    /// work carried it over onto the recorded draft with conflicts (`frozen`), the markers
+    /// that left stay in the refreshed draft (or inside the refresh's own), so its checkpoint
+    /// names both merges' marks: the record names every marker the view will show.
     fn on_refreshed(
         &mut self,
         main: Oid,
@@ -802,25 +803,19 @@ impl Start {
                 },
             ));
         }
-        let mut conflicts = Vec::new();
-        if let Some(frozen) = frozen.filter(|frozen| !frozen.conflicts.is_empty()) {
-            // Unless the record names that draft already (an earlier command stopped before
-            // it made the view from it).
-            if frozen.draft != *record.current_draft() {
-                let body = StepBody::Checkpoint {
-                    draft: frozen.draft,
-                    base: record.base.clone(),
-                    marked: Labels::carried(&record.change).marked(&frozen.marked),
-                };
-                steps.push(self.nonces.step(&record.change, self.now, &actor, body));
-            }
-            conflicts = frozen.conflicts;
-        }
+        let (mut conflicts, carried) = match frozen {
+            Some(frozen) => (
+                frozen.conflicts,
+                Labels::carried(&record.change).marked(&frozen.marked),
+            ),
+            None => (Vec::new(), None),
+        };
         if &refreshed.draft != record.current_draft() || record.base != main {
+            let brought = Labels::draft(&self.input.main, &record.change).marked(&refreshed.marked);
             let body = StepBody::Checkpoint {
                 draft: refreshed.draft.clone(),
                 base: main.clone(),
-                marked: Labels::draft(&self.input.main, &record.change).marked(&refreshed.marked),
+                marked: conflict::joined(carried, brought),
             };
             steps.push(self.nonces.step(&record.change, self.now, &actor, body));
         }

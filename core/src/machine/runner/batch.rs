@@ -14,7 +14,8 @@
 //! or more it merges, built again with its own size in the trailers (the same trees); the
 //! culprit takes its own turn at the head and is never batched again: by this runner, which
 //! remembers it, nor by any other, which reads the `Culprit` step this runner writes on its
-//! chain (a push of its own, leased on the tip the pass read; lost, only this runner knows). Otherwise, and whenever the batch cannot go on (a check with no verdict, a lost
+//! chain (a push of its own, leased on the tip the pass read; lost, only this runner knows).
+//! Otherwise, and whenever the batch cannot go on (a check with no verdict, a lost
 //! heartbeat, a hold, the head's progress deadline passed while checking), the records it made
 //! go up and the head takes its usual path
 //! ([`Runner::read_policy`]), where exact-inputs reuse finds the head's own pass.
