@@ -1976,12 +1976,13 @@ fn with_footprint_lanes_the_failure_rate_reads_only_places_overlapping_the_head(
     ));
 }
 
-#[test]
-fn past_the_heads_progress_deadline_a_batch_is_given_up_and_the_head_goes_alone() {
+/// A bench whose policy lets unsigned evidence be reused, with one change queued per name,
+/// each writing `src/<name>.txt`, in that order.
+fn queued_under_reuse(names: &[&str]) -> (Bench, Vec<OpId>) {
     let mut bench = Bench::new(Some(&format!(
         "{POLICY}\n[policy]\nreuse_unsigned = true\n"
     )));
-    let ops: Vec<OpId> = ["a", "b", "c"]
+    let ops = names
         .iter()
         .map(|name| {
             bench.submit(
@@ -1990,6 +1991,12 @@ fn past_the_heads_progress_deadline_a_batch_is_given_up_and_the_head_goes_alone(
             )
         })
         .collect();
+    (bench, ops)
+}
+
+#[test]
+fn past_the_heads_progress_deadline_a_batch_is_given_up_and_the_head_goes_alone() {
+    let (mut bench, ops) = queued_under_reuse(&["a", "b", "c"]);
     let mut runner = Rig::with("r", 1_000_000, |cfg| {
         batching(cfg);
         cfg.progress_ms = 55_000;
@@ -2231,18 +2238,7 @@ fn a_runner_whose_queue_read_predates_a_lost_place_does_not_take_the_change_behi
 /// from its chain, not from `a`'s memory.
 #[test]
 fn a_culprit_one_runner_found_is_checked_alone_by_another() {
-    let mut bench = Bench::new(Some(&format!(
-        "{POLICY}\n[policy]\nreuse_unsigned = true\n"
-    )));
-    let ops: Vec<OpId> = ["a", "b", "c", "d"]
-        .iter()
-        .map(|name| {
-            bench.submit(
-                &format!("fix {name}"),
-                &[(&format!("src/{name}.txt"), "x\n")],
-            )
-        })
-        .collect();
+    let (mut bench, ops) = queued_under_reuse(&["a", "b", "c", "d"]);
     let holds_c = |bench: &Bench, check: &Action| {
         let Action::RunCheck(run) = check else {
             return false;

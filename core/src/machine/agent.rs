@@ -239,6 +239,31 @@ impl Nonces {
             body,
         }
     }
+
+    /// A push of one checkpoint step by `by` on `record`'s chain at `tip`: `draft` (made on the
+    /// record's base, which it carries to the remote), with the files bay `marked` in it.
+    pub fn checkpoint(
+        &mut self,
+        record: &ChangeRecord,
+        tip: Oid,
+        at: Timestamp,
+        by: &str,
+        draft: Oid,
+        marked: Option<crate::conflict::Marked>,
+    ) -> super::PushPlan {
+        let body = StepBody::Checkpoint {
+            draft: draft.clone(),
+            base: record.base.clone(),
+            marked,
+        };
+        let step = self.step(&record.change, at, by, body);
+        super::PushPlan::of(super::Append::on(
+            record.change.clone(),
+            Some(tip),
+            vec![step],
+            Some(draft),
+        ))
+    }
 }
 
 /// The `Machine` impl every agent command shares: take a completion only for an action in

@@ -18,14 +18,12 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::{Nonces, Races, fold_one};
 use super::{
-    Action, Append, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushPlan,
-    PushReport,
+    Action, ChainQuery, ChainRead, Completion, FetchSpec, Outbox, PushOutcome, PushReport,
 };
 use crate::detail::Detail;
 use crate::git::{Oid, refs};
 use crate::id::ChangeId;
 use crate::reason::ReasonCode;
-use crate::record::StepBody;
 use crate::report;
 use crate::result::BayResult;
 use crate::time::Timestamp;
@@ -207,20 +205,9 @@ impl Checkpoint {
             );
             return self.local(ReasonCode::ChangeSuperseded, why);
         }
-        let body = StepBody::Checkpoint {
-            draft: draft.clone(),
-            base: record.base.clone(),
-            marked: None,
-        };
-        let step = self
+        let plan = self
             .nonces
-            .step(&record.change, self.now, &self.input.actor, body);
-        let plan = PushPlan::of(Append::on(
-            record.change.clone(),
-            Some(tip),
-            vec![step],
-            Some(draft),
-        ));
+            .checkpoint(&record, tip, self.now, &self.input.actor, draft, None);
         self.out.send(Action::Push(plan), Purpose::Write);
     }
 

@@ -473,20 +473,14 @@ impl Merge {
             };
             return self.show(carried);
         }
-        let body = StepBody::Checkpoint {
-            draft: frozen.draft.clone(),
-            base: record.base.clone(),
-            marked: Labels::carried(&record.change).marked(&frozen.marked),
-        };
-        let step = self
-            .nonces
-            .step(&record.change, self.now, &self.input.actor, body);
-        let plan = PushPlan::of(Append::on(
-            record.change.clone(),
-            Some(tip),
-            vec![step],
-            Some(frozen.draft.clone()),
-        ));
+        let plan = self.nonces.checkpoint(
+            &record,
+            tip,
+            self.now,
+            &self.input.actor,
+            frozen.draft.clone(),
+            Labels::carried(&record.change).marked(&frozen.marked),
+        );
         let carried = Carried {
             frozen,
             paths: record.paths,
