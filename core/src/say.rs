@@ -65,10 +65,9 @@ fn say_reason(code: ReasonCode, change: Option<&ChangeId>, detail: &Map<String, 
                  folder{}; settle them in {}, where bay left both sides between conflict \
                  markers, then submit it again.",
                 quoted(names(detail, "conflicts")),
-                detail
-                    .get("view")
-                    .and_then(Value::as_str)
-                    .unwrap_or("the change's folder")
+                names(detail, "view")
+                    .pop()
+                    .unwrap_or_else(|| "the change's folder".to_owned())
             )
         }
         ReasonCode::MergeConflict => format!(
@@ -1215,6 +1214,20 @@ mod tests {
             "A draft of this change saved elsewhere changed the same lines as this folder \
              (src/a.rs); settle them in /v, where bay left both sides between conflict \
              markers, then submit it again."
+        );
+        // A folder whose name would break the sentence's one line is not quoted.
+        let mut odd = detail.clone();
+        odd.insert("view".into(), json!("/v\nx"));
+        let sentence = say(
+            Decision::Blocked,
+            Some(ReasonCode::MergeConflict),
+            None,
+            Some(&change()),
+            &odd,
+        );
+        assert!(
+            !sentence.contains('\n') && sentence.contains("in the change's folder,"),
+            "{sentence}"
         );
     }
 

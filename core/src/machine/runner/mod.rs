@@ -321,6 +321,14 @@ enum Purpose {
     Batch(batch::Purpose),
 }
 
+impl Purpose {
+    /// A push or plugin run that outlives the work it came from: nothing waits on its answer,
+    /// and a runner that finishes waits for it.
+    fn is_notice(&self) -> bool {
+        matches!(self, Purpose::Notify | Purpose::Presence | Purpose::Culprit)
+    }
+}
+
 /// Where the runner is, with what that stage alone holds.
 #[derive(Debug)]
 enum Stage {
@@ -612,21 +620,11 @@ impl Runner {
     }
 
     fn forget_all_but_notices(&mut self) {
-        self.out.forget_all_but(|purpose| {
-            matches!(
-                purpose,
-                Purpose::Notify | Purpose::Presence | Purpose::Culprit
-            )
-        });
+        self.out.forget_all_but(Purpose::is_notice);
     }
 
     fn notices_in_flight(&self) -> bool {
-        self.out.in_flight().any(|purpose| {
-            matches!(
-                purpose,
-                Purpose::Notify | Purpose::Presence | Purpose::Culprit
-            )
-        })
+        self.out.in_flight().any(Purpose::is_notice)
     }
 
     /// A culprit's step went up, or did not: nothing is retried.

@@ -211,14 +211,13 @@ impl Runner {
             })
             .collect();
         // The last request's step is read with the places, unless a place holds it (the usual
-        // case: the newest place) or it was read before.
+        // case: the newest place; then it is among them) or it was read before.
         if let Some(last) = self.refs.get(refs::QUEUE_LAST)
             && self.place_of(last).is_none()
             && self
                 .last_request
                 .as_ref()
                 .is_none_or(|(read, _)| read != last)
-            && !unread.contains(last)
         {
             unread.push(last.clone());
         }
