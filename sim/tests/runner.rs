@@ -2195,8 +2195,40 @@ fn a_lapsed_claim_that_owes_an_approval_is_released_for_it_by_the_next_runner() 
 /// never held: it must not take that change as the head, since the place ahead is unknown to it.
 #[test]
 fn a_runner_whose_queue_read_predates_a_lost_place_does_not_take_the_change_behind_it() {
+    assert!(
+        !stalled_runner_claims_the_lost_head(false),
+        "the stalled runner took the change behind a place it never read"
+    );
+}
+
+/// The same, when the newest request's place is gone before the stalled read (that change
+/// was abandoned): `refs/bay/queue/last` names a step no place holds, which the read takes
+/// with the places to know how far it reaches.
+#[test]
+fn a_queue_read_whose_newest_place_is_gone_still_knows_how_far_it_reaches() {
+    assert!(
+        !stalled_runner_claims_the_lost_head(true),
+        "the stalled runner took the change behind a place it never read"
+    );
+}
+
+/// Whether the stalled runner of the scenes above claims the first change, which lost its
+/// place behind a change queued after the stalled runner read the queue; with `gone`, a
+/// change queued and abandoned between the first and the stalled read.
+fn stalled_runner_claims_the_lost_head(gone: bool) -> bool {
+    use bay_core::machine::abandon::{Abandon, AbandonInput};
     let mut bench = Bench::new(Some(POLICY));
     let first = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    if gone {
+        let dropped = bench.submit("fix z", &[("src/z.txt", "z\n")]);
+        let input = AbandonInput {
+            change: dropped.change.clone(),
+            actor: "ann".into(),
+            entropy: 44,
+        };
+        bench.run(&mut Abandon::new(input, Timestamp(2)));
+        assert!(bench.state(&dropped).0.is_terminal(), "its place is gone");
+    }
     let mut stalled = Rig::new("stalled", 0);
     let (read_id, read) = stalled
         .run_until(&mut bench, 0, &|action| {
@@ -2223,13 +2255,9 @@ fn a_runner_whose_queue_read_predates_a_lost_place_does_not_take_the_change_behi
         .cloned()
         .expect("a chain");
     let steps = bench.git.store.chain(&tip).expect("a chain");
-    let claimed = steps
+    steps
         .iter()
-        .any(|step| step.by == "stalled" && matches!(step.body, StepBody::Claim { .. }));
-    assert!(
-        !claimed,
-        "the stalled runner took the change behind a place it never read"
-    );
+        .any(|step| step.by == "stalled" && matches!(step.body, StepBody::Claim { .. }))
 }
 
 /// Runner `a` batches four queued changes and bisects the third out (the check fails on every
