@@ -2308,3 +2308,72 @@ fn a_culprit_one_runner_found_is_checked_alone_by_another() {
         "the culprit is checked alone, in no batch"
     );
 }
+
+/// A compaction reads the chains of the changes it chose before its fetch, never of those that
+/// came due while the fetch was out: the runner holds such a change's chain tip from an earlier
+/// pass, which may predate its abandonment, and reading it as live would delete the abandoned
+/// marker as stale, with the change neither compacted nor taken up again.
+#[test]
+fn a_change_that_comes_due_while_a_compaction_fetches_is_left_for_the_next() {
+    use bay_core::machine::abandon::{Abandon, AbandonInput};
+    let mut bench = Bench::new(Some(POLICY));
+    let abandoned = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let mut a = Rig::with("a", 1_000_000, |cfg| {
+        cfg.compact_at = 1;
+        cfg.retention_ms = 2_000_000;
+    });
+    // a fails the first change's check: it holds the chain's tip as its outcome left it.
+    let (id, check) = a
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("a checks the first change");
+    let failed = Completion::CheckExited(bay_sim::bench::failing_exit(&check));
+    a.answer(&mut bench, id, failed, &|_| false);
+    let mut abandon = Abandon::new(
+        AbandonInput {
+            change: abandoned.change.clone(),
+            actor: "ann".into(),
+            entropy: 9,
+        },
+        Timestamp(1),
+    );
+    bench.run(&mut abandon);
+    let marker = refs::abandoned(&abandoned.change, Timestamp(1));
+    assert!(bench.git.remote.get(&marker).is_some(), "abandoned");
+    // A second change merges: its merged marker makes a compaction due at once.
+    let merged = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    let (id, check) = a
+        .run_until(&mut bench, 1_100_000, &is_check)
+        .expect("a checks the second change");
+    a.answer_pass(&mut bench, id, &check);
+    assert_eq!(bench.state(&merged), (OpState::Merged, None));
+    // The next pass compacts the merged change; the abandoned one's window ends while the
+    // compaction's fetch is out.
+    let compaction_fetch = |action: &Action| {
+        matches!(action, Action::Fetch(spec)
+            if spec.patterns.contains(&refs::change_pattern(&merged.change)))
+    };
+    let (id, fetch) = a
+        .run_until(&mut bench, 1_500_000, &compaction_fetch)
+        .expect("a compacts the merged change");
+    a.clock = 2_500_000;
+    let fetched = bench.answer(&fetch).expect("the model answers");
+    a.answer(&mut bench, id, fetched, &|_| false);
+    assert!(
+        bench
+            .git
+            .remote
+            .get(&refs::change(&merged.change))
+            .is_none(),
+        "the merged change was compacted"
+    );
+    let kept = bench.git.remote.get(&marker).is_some()
+        || bench
+            .git
+            .remote
+            .get(&refs::change(&abandoned.change))
+            .is_none();
+    assert!(
+        kept,
+        "the abandoned marker went, and the change was not compacted with it"
+    );
+}

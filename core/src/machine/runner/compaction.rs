@@ -26,8 +26,8 @@ use crate::machine::{
 /// What each action of a compaction is for.
 #[derive(Clone, Debug)]
 pub(super) enum Purpose {
-    /// The batch's chains, their markers and their index shards.
-    Fetch(FetchSpec),
+    /// The batch's chains, their markers and their index shards, with the batch.
+    Fetch(FetchSpec, Vec<ChangeId>),
     Chains,
     /// The generation refs of the batch's intents, with the stale markers found.
     Intents(Vec<Item>, Vec<(String, Oid)>, FetchSpec),
@@ -119,7 +119,7 @@ impl Runner {
         patterns.sort();
         patterns.dedup();
         let spec = FetchSpec::new(patterns);
-        self.send_compaction(Action::Fetch(spec.clone()), Purpose::Fetch(spec));
+        self.send_compaction(Action::Fetch(spec.clone()), Purpose::Fetch(spec, batch));
     }
 
     fn send_compaction(&mut self, action: Action, purpose: Purpose) {
@@ -143,9 +143,9 @@ impl Runner {
         completion: Completion,
     ) -> Result<(), Misuse> {
         match (purpose, completion) {
-            (Purpose::Fetch(spec), Completion::Fetched(Ok(fetched))) => {
+            (Purpose::Fetch(spec, batch), Completion::Fetched(Ok(fetched))) => {
                 spec.apply(&mut self.refs, fetched);
-                self.read_batch();
+                self.read_batch(batch);
             }
             (Purpose::Chains, Completion::ChainsRead(Ok(reads))) => self.on_batch(reads),
             (Purpose::Intents(items, stale, spec), Completion::Fetched(Ok(fetched))) => {
@@ -174,7 +174,7 @@ impl Runner {
                 }
                 self.compaction_over();
             }
-            (Purpose::Fetch(_) | Purpose::Intents(..), Completion::Fetched(Err(_)))
+            (Purpose::Fetch(..) | Purpose::Intents(..), Completion::Fetched(Err(_)))
             | (Purpose::Chains, Completion::ChainsRead(Err(_)))
             | (Purpose::Known(_), Completion::FileRead(Err(_)))
             | (Purpose::Places(..), Completion::StepsRead(Err(_))) => self.compaction_over(),
@@ -187,9 +187,12 @@ impl Runner {
         Ok(())
     }
 
-    /// Reads the whole chain of each ready change whose chain and marker are there.
-    fn read_batch(&mut self) {
-        let chains: Vec<ChainQuery> = compact::batch(&self.ready())
+    /// Reads the whole chain of each change of the batch whose chain the fetch found. Only
+    /// the batch's: the fetch refreshed its chains and markers alone, and a change that came
+    /// due while the fetch was out may be held at a tip older than its marker (read live, its
+    /// abandoned marker would look stale); the next pass takes it.
+    fn read_batch(&mut self, batch: Vec<ChangeId>) {
+        let chains: Vec<ChainQuery> = batch
             .into_iter()
             .filter_map(|change| ChainQuery::whole(&self.refs, &change))
             .collect();
