@@ -82,7 +82,11 @@ impl Default for Scenario {
 /// The timings every runner of a run uses, from the spec's defaults.
 pub const LEASE_MS: Millis = 60_000;
 pub const HEARTBEAT_MS: Millis = 10_000;
+/// The runners' pass interval in most seeds; some draw a longer one (`World::interval_ms`).
 pub const INTERVAL_MS: Millis = 10_000;
+/// The longer pass intervals a seed may draw: a pass that comes seldom moves every race a
+/// runner runs against the other writers.
+const LONG_INTERVALS_MS: [Millis; 2] = [30_000, 60_000];
 pub const CHECK_TIMEOUT_S: u64 = 120;
 /// Each simulated check's `materialize_timeout_s`: a runner waits out the copy's limit and the
 /// run's before it calls a check that never answers `unknown`.
@@ -90,10 +94,12 @@ pub const MATERIALIZE_TIMEOUT_S: u64 = 30;
 const CHECK_GRACE_MS: Millis = 30_000;
 /// The longest the fault phase lasts.
 pub const FAULT_PHASE_MS: Millis = 30 * 60_000;
-/// The liveness bound for one operation after the faults stop: a lease to see a silent claim
-/// out, two passes, every check's time limit and grace, and a margin for pushes and builds.
-pub const PER_OP_BOUND_MS: Millis =
-    LEASE_MS + 2 * INTERVAL_MS + MAX_CHECKS * CHECK_WAIT_MS + 30_000;
+/// The liveness bound for one operation after the faults stop, with runners that pass every
+/// `interval_ms`: a lease to see a silent claim out, two passes, every check's time limit and
+/// grace, and a margin for pushes and builds.
+pub const fn per_op_bound_ms(interval_ms: Millis) -> Millis {
+    LEASE_MS + 2 * interval_ms + MAX_CHECKS * CHECK_WAIT_MS + 30_000
+}
 /// The longest a runner waits for one check to answer.
 const CHECK_WAIT_MS: Millis = (MATERIALIZE_TIMEOUT_S + CHECK_TIMEOUT_S) * 1000 + CHECK_GRACE_MS;
 /// A short progress deadline for the head, which slow checks (up to three leases) outrun.
@@ -465,6 +471,10 @@ pub struct World {
     parallel_checks: u32,
     /// Whether runners reuse passes on exactly the same inputs (where the policy allows it).
     evidence_reuse: bool,
+    /// How often every runner of this seed starts a pass (`[runner] interval_s`): mostly
+    /// [`INTERVAL_MS`], in some seeds longer, drawn from `interval_rng`.
+    interval_ms: Millis,
+    interval_rng: Rng,
     /// Whether runners bisect a red post check (`[runner] bisect_post`).
     bisect_post: bool,
     /// How many queued entries a runner that does not hold the head checks early (`[runner]
@@ -546,6 +556,8 @@ impl World {
             progress_ms: RunnerConfig::new("", MAIN, 0).progress_ms,
             parallel_checks: 1,
             evidence_reuse: false,
+            interval_ms: INTERVAL_MS,
+            interval_rng: Rng::new(seed ^ 0x696e_7465_7276_616c),
             bisect_post: false,
             ahead: 0,
             compact_at: 2 + (seed % 7) as usize,
@@ -616,6 +628,10 @@ impl World {
             self.parallel_checks = 2 + self.rng.range(0, 1) as u32;
         }
         self.evidence_reuse = self.rng.chance(500) || self.scenario.batch;
+        // Some runners pass seldom, drawn apart from every other draw.
+        if self.interval_rng.chance(250) {
+            self.interval_ms = *self.interval_rng.pick(&LONG_INTERVALS_MS);
+        }
         // Drawn apart from the seed's other draws, so that every other draw stays as it was.
         if self.evidence_reuse && self.ahead_rng.chance(500) {
             self.ahead = 1 + self.ahead_rng.range(0, 2) as u32;
@@ -817,7 +833,7 @@ impl World {
         let mut cfg = RunnerConfig::new(name, MAIN, self.rng.next_u64());
         cfg.lease_ms = LEASE_MS;
         cfg.heartbeat_ms = HEARTBEAT_MS;
-        cfg.interval_ms = INTERVAL_MS;
+        cfg.interval_ms = self.interval_ms;
         cfg.check_grace_ms = CHECK_GRACE_MS;
         cfg.progress_ms = self.progress_ms;
         cfg.parallel_checks = self.parallel_checks;
@@ -1746,7 +1762,7 @@ impl World {
         }
         let open = self.checker.open_ops() as u64;
         let future = 3 * self.scenario.agents as u64 + 1;
-        self.deadline = Some(self.t + PER_OP_BOUND_MS * (open + future));
+        self.deadline = Some(self.t + per_op_bound_ms(self.interval_ms) * (open + future));
     }
 
     /// Ends the fault phase early once every task has been handed out and every agent is done.

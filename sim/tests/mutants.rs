@@ -361,7 +361,7 @@ fn reuse_of_unsigned_records_under_a_registry_breaks_s5() {
         cfg.mutant = Some(Mutant::ReuseUnsigned);
     }
     let s5 = Invariant::UnknownNeverPasses;
-    let seed = expect_caught(Mutant::ReuseUnsigned, tweak, s5, &[Keys], 600);
+    let seed = expect_caught(Mutant::ReuseUnsigned, tweak, s5, &[Keys], 1500);
     // The catch is the mutant's: the real core, with the same settings and forged passes,
     // breaks nothing on the same seeds.
     assert_eq!(first_catch(reusing_ahead, s5, &[Keys], seed + 1), None);
