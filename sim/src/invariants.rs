@@ -209,7 +209,7 @@ pub struct Checker {
     /// Evidence notes refs someone pointed at a blob (the `corrupt` fault), with the tip each
     /// held before, until the heal mends them: what a runner read there just before still
     /// stands for what it merged on.
-    notes_replaced: BTreeMap<String, Option<Oid>>,
+    notes_replaced: BTreeMap<String, (u64, Option<Oid>)>,
     /// The tip main held when someone deleted it (the `corrupt` fault), until it is back.
     main_deleted: Option<Oid>,
     /// Operations whose queue place someone pointed where bay cannot read: passed over until
@@ -262,13 +262,20 @@ impl Checker {
         }
     }
 
-    /// Someone pointed the evidence notes ref `name` at a blob; it held `before`.
-    pub fn notes_replaced(&mut self, name: String, before: Option<Oid>) {
-        self.notes_replaced.insert(name, before);
+    /// Someone pointed the evidence notes ref `name` at a blob at `at`; it held `before`. What
+    /// a runner reads there changes as a push would change it (S13).
+    pub fn notes_replaced(&mut self, at: u64, name: String, before: Option<Oid>) {
+        if let Some(producer) = name.strip_prefix(refs::EVIDENCE) {
+            self.evidence_pushed(at, producer);
+        }
+        self.notes_replaced.insert(name, (at, before));
     }
 
-    /// The evidence notes ref `name` holds its own tip again.
-    pub fn notes_mended(&mut self, name: &str) {
+    /// The evidence notes ref `name` holds its own tip again, from `at`.
+    pub fn notes_mended(&mut self, at: u64, name: &str) {
+        if let Some(producer) = name.strip_prefix(refs::EVIDENCE) {
+            self.evidence_pushed(at, producer);
+        }
         self.notes_replaced.remove(name);
     }
 
@@ -288,9 +295,17 @@ impl Checker {
     /// (see [`Checker::evidence_tips`]).
     fn evidence_as_read(&self, name: &str, tip: &Oid) -> Option<Oid> {
         match self.notes_replaced.get(name) {
-            Some(before) => before.clone(),
+            Some((_, before)) => before.clone(),
             None => Some(tip.clone()),
         }
+    }
+
+    /// Whether someone pointed the evidence notes ref `name` at a blob well before `read`, and
+    /// it still points there: a runner that read it then read no records.
+    fn notes_replaced_before(&self, name: &str, read: u64) -> bool {
+        self.notes_replaced
+            .get(name)
+            .is_some_and(|(at, _)| at + bisect::READ_MARGIN_MS < read)
     }
 
     /// Someone deleted main, which held `tip`; `None`: it is back.

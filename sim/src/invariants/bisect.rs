@@ -8,8 +8,8 @@
 //! what bounds a bisect of n merges to log2(n) runs, rounded up. A rerun must be on a merge
 //! that failed, right above a pass, and run again for no other rerun before. A run whose
 //! runner may have read other records than the remote held at its push (another producer
-//! pushed since its read) is counted, not judged; a notes ref someone pointed at a blob is
-//! read as the tip it replaced, as S3 and S11 read it.
+//! pushed since its read, or someone pointed its notes ref at a blob or mended it) is counted,
+//! not judged; a notes ref someone pointed at a blob before the runner read holds nothing.
 
 use std::collections::BTreeMap;
 
@@ -26,7 +26,7 @@ const LINE: usize = 400;
 
 /// A runner fetches the records a little before it reads the trees: pushes this close before
 /// the tree read may be missing from what it judged.
-const READ_MARGIN_MS: u64 = 500;
+pub(super) const READ_MARGIN_MS: u64 = 500;
 
 /// What S13 keeps between pushes.
 #[derive(Debug, Default)]
@@ -96,6 +96,8 @@ impl Checker {
                 .iter()
                 .filter_map(|(name, tip)| match name.strip_prefix(refs::EVIDENCE)? {
                     who if who == producer => old.cloned(),
+                    // Pointed at a blob before the runner read: it read nothing there.
+                    _ if self.notes_replaced_before(name, read) => None,
                     _ => self.evidence_as_read(name, tip),
                 })
                 .collect();

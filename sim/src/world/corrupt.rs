@@ -165,7 +165,8 @@ impl World {
         let blob = self.blob();
         let before = self.git.remote.refs.insert(name.clone(), blob);
         if name.starts_with(refs::EVIDENCE) {
-            self.checker.notes_replaced(name.clone(), before.clone());
+            self.checker
+                .notes_replaced(self.t, name.clone(), before.clone());
         }
         self.corrupt.own.push((name, before));
         true
@@ -199,7 +200,7 @@ impl World {
     pub(super) fn mend(&mut self) {
         self.main_back();
         for (name, before) in std::mem::take(&mut self.corrupt.own) {
-            self.checker.notes_mended(&name);
+            self.checker.notes_mended(self.t, &name);
             match before {
                 Some(tip) => self.git.remote.refs.insert(name, tip),
                 None => self.git.remote.refs.remove(&name),
