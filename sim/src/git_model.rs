@@ -171,6 +171,13 @@ impl GitModel {
             }
             Action::Push(plan) => Completion::Pushed(self.push(plan).0),
             Action::BuildCandidate(spec) => Completion::CandidateBuilt(self.build(spec)),
+            // With a view to save, Git needs the recorded draft (`merge-base --is-ancestor`,
+            // then a commit on it): one this clone lacks fails, as the driver's `freeze` does.
+            Action::FreezeDraft { change, parent, .. }
+                if views.contains_key(change) && self.store.get(parent).is_none() =>
+            {
+                Completion::DraftFrozen(Err(Fault(format!("no commit {parent}"))))
+            }
             Action::FreezeDraft {
                 change,
                 parent,

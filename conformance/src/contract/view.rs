@@ -6,7 +6,8 @@
 //! and a view left on its old draft, when the record moved on to a refreshed one or to one
 //! saved on another machine, carries its work over onto that draft, markers and all, and
 //! then shows it; where that carrying conflicts, the draft is marked and the view is left
-//! as it was, for bay to make once a record names the markers.
+//! as it was, for bay to make once a record names the markers. A recorded draft the clone
+//! lacks (a request written by hand) is a fault, and the view stays as it was.
 
 use bay_core::conflict::Labels;
 use bay_core::git::Oid;
@@ -135,6 +136,33 @@ pub(super) fn cases() -> Vec<Case> {
                 b.edit_view(&change(), "src/a", Some("a, here\n"));
                 freeze(b, "carried", "elsewhere");
                 freeze(b, "again", "carried");
+            },
+        ),
+        Case::new(
+            "view: saving onto a recorded draft this clone lacks is a fault",
+            |b| {
+                // A request named a draft nobody holds (a record written by hand): there is
+                // nothing to save the view's work onto, and the view stays as it was.
+                b.commit("O", &[], TREE);
+                make(b, &["src/"], "O");
+                let k = change();
+                b.edit_view(&k, "src/a", Some("a, edited\n"));
+                let nowhere =
+                    Oid::parse("0123456789abcdef0123456789abcdef01234567").expect("an object id");
+                let action = Action::FreezeDraft {
+                    change: k.clone(),
+                    parent: nowhere,
+                    base: b.oid("O"),
+                    labels: Labels::carried(&k),
+                };
+                let saved = match b.execute(&action) {
+                    Completion::DraftFrozen(Ok(_)) => "saved",
+                    Completion::DraftFrozen(Err(_)) => "fault",
+                    other => panic!("saving a draft answered {other:?}"),
+                };
+                b.see("save", saved);
+                let files = b.view_files(&k);
+                b.see("view after the fault", files);
             },
         ),
         Case::new(
