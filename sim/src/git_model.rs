@@ -198,7 +198,11 @@ impl GitModel {
                 onto,
                 labels,
             } => Completion::DraftRefreshed(self.refresh(change, draft, base, onto, labels)),
-            // As `git reset --hard <draft>` in the view: it shows exactly the draft.
+            // As `git reset --hard <draft>` in the view: it shows exactly the draft, which Git
+            // must hold.
+            Action::MakeView { draft, .. } if self.store.get(draft).is_none() => {
+                Completion::ViewMade(Err(Fault(format!("no commit {draft}"))))
+            }
             Action::MakeView {
                 change,
                 paths,

@@ -7,7 +7,8 @@
 //! saved on another machine, carries its work over onto that draft, markers and all, and
 //! then shows it; where that carrying conflicts, the draft is marked and the view is left
 //! as it was, for bay to make once a record names the markers. A recorded draft the clone
-//! lacks (a request written by hand) is a fault, and the view stays as it was.
+//! lacks (a request written by hand) is a fault, to save onto or to make a view of, and the
+//! view stays as it was.
 
 use bay_core::conflict::Labels;
 use bay_core::git::Oid;
@@ -151,7 +152,7 @@ pub(super) fn cases() -> Vec<Case> {
                     Oid::parse("0123456789abcdef0123456789abcdef01234567").expect("an object id");
                 let action = Action::FreezeDraft {
                     change: k.clone(),
-                    parent: nowhere,
+                    parent: nowhere.clone(),
                     base: b.oid("O"),
                     labels: Labels::carried(&k),
                 };
@@ -163,6 +164,20 @@ pub(super) fn cases() -> Vec<Case> {
                 b.see("save", saved);
                 let files = b.view_files(&k);
                 b.see("view after the fault", files);
+                // Nor is there a view to make of it.
+                let action = Action::MakeView {
+                    change: k.clone(),
+                    paths: vec!["src/".into()],
+                    draft: nowhere,
+                };
+                let made = match b.execute(&action) {
+                    Completion::ViewMade(Ok(_)) => "made",
+                    Completion::ViewMade(Err(_)) => "fault",
+                    other => panic!("making a view answered {other:?}"),
+                };
+                b.see("make a view of it", made);
+                let files = b.view_files(&k);
+                b.see("view after that fault", files);
             },
         ),
         Case::new(
