@@ -1210,7 +1210,9 @@ impl Checker {
         }
         // S4: a runner writes to an operation only under the latest claim on it, its own. The
         // steps the push added are those past what the old and new chains share (all of the
-        // new chain's own steps, when the push rewrote the chain).
+        // new chain's own steps, when the push rewrote the chain). A culprit note is the one
+        // step any runner may add, on an operation nobody holds (its lease on the tip it read
+        // keeps it off a claim taken since).
         if let (Some(runner), Some(old)) = (pusher, old) {
             let (old_line, _) = store.first_parents(old, None);
             let (new_line, _) = store.first_parents(new, None);
@@ -1220,16 +1222,20 @@ impl Checker {
                 .zip(new_line.iter().rev())
                 .take_while(|(a, b)| a == b)
                 .count();
-            let mut claimed: BTreeMap<OpId, String> = before
-                .as_ref()
-                .and_then(|b| b.record.as_ref())
-                .map(|r| {
-                    r.ops
-                        .iter()
-                        .filter_map(|op| Some((op.id.clone(), op.claimed_by.clone()?)))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let held = |holder: fn(&Operation) -> Option<&String>| -> BTreeMap<OpId, String> {
+                before
+                    .as_ref()
+                    .and_then(|b| b.record.as_ref())
+                    .map(|r| {
+                        r.ops
+                            .iter()
+                            .filter_map(|op| Some((op.id.clone(), holder(op)?.clone())))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let mut claimed = held(|op| op.claimed_by.as_ref());
+            let owners = held(|op| op.owner.as_ref());
             for oid in new_line.iter().rev().skip(shared) {
                 let Some(step) = store.step(oid) else {
                     continue;
@@ -1245,7 +1251,11 @@ impl Checker {
                     claimed.insert(op.clone(), runner.to_string());
                     continue;
                 }
-                if let Some(holder) = claimed.get(op).filter(|holder| *holder != runner) {
+                let holders = match step.body {
+                    StepBody::Culprit { .. } => &owners,
+                    _ => &claimed,
+                };
+                if let Some(holder) = holders.get(op).filter(|holder| *holder != runner) {
                     self.violate(
                         Invariant::Fencing,
                         at,

@@ -2377,3 +2377,56 @@ fn a_change_that_comes_due_while_a_compaction_fetches_is_left_for_the_next() {
         "the abandoned marker went, and the change was not compacted with it"
     );
 }
+
+/// S4 judges a culprit note by who holds the operation as the chain stood: any runner may note
+/// one nobody holds (a claim given back since counts for nothing), and none may note one a
+/// claim of another runner holds.
+#[test]
+fn s4_lets_any_runner_note_a_culprit_nobody_holds_and_no_runner_one_another_holds() {
+    use bay_sim::checks::Truth;
+    use bay_sim::invariants::{Checker, Invariant};
+    let culprit_by_b = |released: bool| {
+        let mut bench = Bench::new(Some(POLICY));
+        let op = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+        let mut checker = Checker::new(MAIN);
+        let truth = Truth::default();
+        let mut push = |bench: &mut Bench, by: &str, body: StepBody| {
+            let change = op.change.clone();
+            let tip = bench.git.remote.get(&refs::change(&change)).cloned();
+            let step = Step {
+                change: change.clone(),
+                at: Timestamp(1_000_000),
+                by: by.into(),
+                nonce: bench.git.remote.refs.len() as u64,
+                body,
+            };
+            let plan = PushPlan::of(bay_core::machine::Append::on(change, tip, vec![step], None));
+            let (report, applied) = bench.git.push(&plan);
+            assert_eq!(report.outcome, PushOutcome::Accepted);
+            checker.after_push(1, &bench.git, &truth, &applied, Some(by));
+        };
+        push(&mut bench, "a", StepBody::Claim { op: op.clone() });
+        if released {
+            let release = StepBody::Release {
+                op: op.clone(),
+                reason: Some(ReasonCode::QueueDeadlineExceeded),
+                why: "past the progress deadline".into(),
+                behind: Some(1),
+                detail: None,
+            };
+            push(&mut bench, "a", release);
+        }
+        let culprit = StepBody::Culprit {
+            op: op.clone(),
+            batch: "batch".into(),
+        };
+        push(&mut bench, "b", culprit);
+        checker
+            .violations
+            .iter()
+            .map(|v| v.invariant)
+            .collect::<Vec<Invariant>>()
+    };
+    assert_eq!(culprit_by_b(true), vec![], "nobody held it");
+    assert_eq!(culprit_by_b(false), vec![Invariant::Fencing], "a held it");
+}
