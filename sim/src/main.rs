@@ -436,6 +436,8 @@ struct Tally {
     ahead: (u64, u64, u64),
     lanes: (u64, u64),
     batch: (u64, u64, u64),
+    /// Seeds by their runners' pass interval, in seconds.
+    intervals: BTreeMap<u64, u64>,
     merged: u64,
     ops: u64,
     events: u64,
@@ -489,6 +491,7 @@ impl Tally {
                 if let Some(carried) = report.lanes {
                     self.lanes = (self.lanes.0 + 1, self.lanes.1 + carried);
                 }
+                *self.intervals.entry(report.interval_ms / 1000).or_insert(0) += 1;
                 if let Some((batches, members)) = report.batch {
                     let batch = &mut self.batch;
                     *batch = (batch.0 + 1, batch.1 + batches, batch.2 + members);
@@ -560,6 +563,7 @@ fn summarize(
         ahead,
         lanes,
         batch,
+        intervals,
         merged,
         ops,
         events,
@@ -593,6 +597,7 @@ fn summarize(
             "ahead": {"seeds": ahead.0, "early_runs": ahead.1, "reused": ahead.2},
             "lanes": {"seeds": lanes.0, "carried": lanes.1},
             "batch": {"seeds": batch.0, "batches": batch.1, "members": batch.2},
+            "runner_interval_s": intervals,
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
             "locks": locks,
@@ -704,6 +709,11 @@ fn summarize(
             "batch: set in {} seeds, {} batches merged {} changes",
             batch.0, batch.1, batch.2
         );
+        let intervals: Vec<String> = intervals
+            .iter()
+            .map(|(s, n)| format!("{s} s in {n} seeds"))
+            .collect();
+        println!("runner interval: {}", intervals.join(", "));
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"
@@ -747,6 +757,7 @@ fn failure_json(report: &RunReport, world: &WorldArgs) -> serde_json::Value {
         "invariants": invariants,
         "what": format!("{} {} at {:.3}s", first.invariant.code(), first.what, first.at as f64 / 1000.0),
         "faults": report.faults,
+        "runner_interval_s": report.interval_ms / 1000,
         "trace": report.trace.iter().rev().take(15).rev().collect::<Vec<_>>(),
         "replay": format!("bay-sim replay --seed {} {}", report.seed, world.flags()),
     })
@@ -761,6 +772,7 @@ fn replay(seed: u64, world: &WorldArgs) -> ExitCode {
                 println!("{line}");
             }
             println!("\nseed {seed}: faults {}", report.faults.join(", "));
+            println!("runner interval: {} s", report.interval_ms / 1000);
             let outcomes: Vec<String> = report
                 .outcomes
                 .iter()

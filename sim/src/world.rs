@@ -422,6 +422,8 @@ pub struct RunReport {
     pub merged: u64,
     pub ops: u64,
     pub virtual_ms: Millis,
+    /// How often the seed's runners started a pass (`World::interval_ms`).
+    pub interval_ms: Millis,
     pub events: u64,
     pub trace_hash: u64,
     pub trace: Vec<String>,
@@ -977,6 +979,7 @@ impl World {
             locks: self.locks.counts.clone(),
             unreadable_open,
             virtual_ms: self.t,
+            interval_ms: self.interval_ms,
             events: self.events,
             trace_hash: self.trace.hash(),
             trace: self.trace.lines(),
