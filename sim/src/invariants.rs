@@ -206,9 +206,9 @@ pub struct Checker {
     /// operations can never end and are passed over by every runner, so liveness and S7 leave
     /// them out, and what waits on them with `--after`.
     unreadable_changes: BTreeSet<ChangeId>,
-    /// Evidence notes refs someone pointed at a blob (the `corrupt` fault), with the tip each
-    /// held before, until the heal mends them: what a runner read there just before still
-    /// stands for what it merged on.
+    /// Evidence notes refs someone pointed at a blob (the `corrupt` fault), with when and the
+    /// tip each held before, until the heal mends them: what a runner read there just before
+    /// still stands for what it merged on, and one that read after read nothing there.
     notes_replaced: BTreeMap<String, (u64, Option<Oid>)>,
     /// The tip main held when someone deleted it (the `corrupt` fault), until it is back.
     main_deleted: Option<Oid>,
