@@ -2430,3 +2430,82 @@ fn s4_lets_any_runner_note_a_culprit_nobody_holds_and_no_runner_one_another_hold
     assert_eq!(culprit_by_b(true), vec![], "nobody held it");
     assert_eq!(culprit_by_b(false), vec![Invariant::Fencing], "a held it");
 }
+
+/// A compaction moves a change only with the marker of the end its chain holds: a change
+/// taken up and abandoned again after the pass's fetch has a marker the compaction never
+/// read, which its push would leave behind for good, naming a change no ref holds.
+#[test]
+fn a_change_abandoned_again_while_a_compaction_fetches_waits_for_its_new_marker() {
+    use bay_core::machine::abandon::{Abandon, AbandonInput};
+    use bay_core::machine::start::{Start, StartInput, StartTarget};
+    let mut bench = Bench::new(Some(POLICY));
+    let change = bench.start("fix a", 7);
+    let abandon = |bench: &mut Bench, at: u64| {
+        let input = AbandonInput {
+            change: change.clone(),
+            actor: "ann".into(),
+            entropy: at,
+        };
+        let mut abandon = Abandon::new(input, Timestamp(at));
+        bench
+            .git
+            .run_command(&mut abandon, &mut bench.views, Timestamp(at));
+        refs::abandoned(&change, Timestamp(at))
+    };
+    let first = abandon(&mut bench, 1_000);
+    // Taken up again: the first marker is stale.
+    let mut start = Start::new(
+        StartInput {
+            target: StartTarget::Change(change.clone()),
+            actor: "ann".into(),
+            main: MAIN.into(),
+            new: false,
+            fixes: None,
+            after: Vec::new(),
+            entropy: 8,
+            disk: None,
+            import: None,
+        },
+        Timestamp(2_000),
+    );
+    bench
+        .git
+        .run_command(&mut start, &mut bench.views, Timestamp(2_000));
+    assert!(!bench.record(&change).ended(), "taken up again");
+    let mut a = Rig::with("a", 1_000_000, |cfg| {
+        cfg.compact_at = 1;
+        cfg.retention_ms = 0;
+    });
+    let compaction_fetch = |action: &Action| {
+        matches!(action, Action::Fetch(spec)
+            if spec.patterns.contains(&refs::change_pattern(&change)))
+    };
+    let (id, fetch) = a
+        .run_until(&mut bench, 1_000_000, &compaction_fetch)
+        .expect("a compacts, or deletes the stale marker");
+    // Abandoned again while the compaction's fetch is out.
+    let second = abandon(&mut bench, 5_000);
+    assert_ne!(first, second);
+    let fetched = bench.answer(&fetch).expect("the model answers");
+    a.answer(&mut bench, id, fetched, &|_| false);
+    let left: Vec<&String> = bench
+        .git
+        .remote
+        .refs
+        .keys()
+        .filter(|name| refs::parse_ended(name).is_some_and(|(c, _)| c == change))
+        .collect();
+    let compacted = bench.git.remote.get(&refs::change(&change)).is_none();
+    assert!(
+        !compacted || left.is_empty(),
+        "compacted with a marker left behind: {left:?}"
+    );
+    // The next pass reads both markers and moves the change, and both, into the index.
+    a.run_until(&mut bench, 1_100_000, &|_| false);
+    assert!(
+        bench.git.remote.get(&refs::change(&change)).is_none(),
+        "compacted"
+    );
+    assert!(bench.git.remote.get(&first).is_none(), "{first} deleted");
+    assert!(bench.git.remote.get(&second).is_none(), "{second} deleted");
+}

@@ -5,7 +5,7 @@
 //! and as many intent shards (`compact::within_shards`), into the index in one atomic push
 //! before it decides what to work on; the others wait for a later pass.
 //! It reads what it moves first: each change's whole chain (which must fold to an ended
-//! record, a merged one with its merged marker), its intent's generation ref, and the index's
+//! record, a merged one with its merged marker, any other with the marker of that end), its intent's generation ref, and the index's
 //! entries for those intents (from their shards); every ref the push deletes, and every shard
 //! it adds to, is leased on the value read, so a change that moved meanwhile refuses the whole
 //! push, which the next pass tries again. An abandoned change a start took up again is not
@@ -18,10 +18,12 @@ use super::{Purpose as RunnerPurpose, RunMode, Runner};
 use crate::compact::{self, Generation, Item};
 use crate::git::{Oid, refs};
 use crate::id::{ChangeId, intent_digest};
-use crate::machine::agent::fold_chain;
+use crate::machine::agent::{ReadSteps, fold_chain};
 use crate::machine::{
     Action, ChainQuery, ChainRead, Completion, FetchSpec, Misuse, PushOutcome, Refs,
 };
+use crate::record::{ChangeRecord, StepBody};
+use crate::result::OpState;
 
 /// What each action of a compaction is for.
 #[derive(Clone, Debug)]
@@ -203,13 +205,14 @@ impl Runner {
     }
 
     /// Keeps each chain that folds to a merged record with its merged marker, or to one that
-    /// ended short of a merge (abandoned, `no_effect`), then reads its intent's generation.
+    /// ended short of a merge (abandoned, `no_effect`) with the marker of that end, then reads
+    /// its intent's generation.
     /// The abandoned and no-effect markers of a change that is live again are stale.
     fn on_batch(&mut self, reads: Vec<ChainRead>) {
         let mut items = Vec::new();
         let mut stale = Vec::new();
         for read in reads {
-            let Ok((record, _)) = fold_chain(&read) else {
+            let Ok((record, steps)) = fold_chain(&read) else {
                 continue;
             };
             let markers = self.markers(&read.change);
@@ -225,6 +228,12 @@ impl Runner {
                 },
                 !record.ended(),
             );
+            // A change ended again since the pass's fetch (taken up and abandoned once more)
+            // has a marker this runner never read: compacted now, it would stay behind for
+            // good. The next pass reads it.
+            if ended && record.merged().is_none() && !end_marker_read(&record, &steps, &markers) {
+                continue;
+            }
             #[cfg(feature = "mutants")]
             if self.mutant_abandoned_stale(record.abandoned) {
                 (ended, live) = (false, true);
@@ -411,4 +420,19 @@ impl Runner {
             self.chains.remove(change);
         }
     }
+}
+
+/// Whether `markers` holds the marker of the end `record` holds short of a merge: the
+/// abandoned or no-effect marker whose value is that end's step (`steps`, oldest first).
+fn end_marker_read(record: &ChangeRecord, steps: &ReadSteps, markers: &[(String, Oid)]) -> bool {
+    let end = steps.iter().rev().find(|(_, step)| match &step.body {
+        StepBody::Abandon => record.abandoned,
+        StepBody::Outcome { state, .. } => !record.abandoned && *state == OpState::NoEffect,
+        _ => false,
+    });
+    end.is_some_and(|(oid, _)| {
+        markers
+            .iter()
+            .any(|(name, value)| value == oid && refs::parse_ended(name).is_some())
+    })
 }
