@@ -265,18 +265,22 @@ impl Checker {
     /// Someone pointed the evidence notes ref `name` at a blob at `at`; it held `before`. What
     /// a runner reads there changes as a push would change it (S13).
     pub fn notes_replaced(&mut self, at: u64, name: String, before: Option<Oid>) {
-        if let Some(producer) = name.strip_prefix(refs::EVIDENCE) {
-            self.evidence_pushed(at, producer);
-        }
+        self.notes_moved_by_hand(at, &name);
         self.notes_replaced.insert(name, (at, before));
     }
 
     /// The evidence notes ref `name` holds its own tip again, from `at`.
     pub fn notes_mended(&mut self, at: u64, name: &str) {
+        self.notes_moved_by_hand(at, name);
+        self.notes_replaced.remove(name);
+    }
+
+    /// Someone moved the evidence notes ref `name` outside bay at `at`: S13 leaves unjudged a
+    /// run whose read it may have changed, as it does for another producer's push.
+    fn notes_moved_by_hand(&mut self, at: u64, name: &str) {
         if let Some(producer) = name.strip_prefix(refs::EVIDENCE) {
             self.evidence_pushed(at, producer);
         }
-        self.notes_replaced.remove(name);
     }
 
     /// Each producer's evidence notes tip as runners could last have read it: one someone
