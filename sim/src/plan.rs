@@ -7,8 +7,8 @@
 //!
 //! Changes spread over `areas` source folders at random. With one area, main's policy has
 //! one required check; with more, one `footprint = true` check per area, reading only that
-//! folder, so each change still needs one run and `footprint_lanes` has disjoint entries to
-//! check beside the head.
+//! folder, so each change still needs one run, a batch one for each area its members touch,
+//! and `footprint_lanes` has disjoint entries to check beside the head.
 //!
 //! Time is the world's virtual time: a simulated day takes well under a second. One seed
 //! fixes every draw, so the same settings and seeds print the same numbers.
@@ -244,6 +244,20 @@ impl Plan {
         self.failure_rate * f64::from(self.retries + 1) + 1.0 / (1.0 - f)
     }
 
+    /// The most check runs, one after another, that the head's runner may spend before the
+    /// head's progress deadline, which the planner sets to fit them (`execution_budget_s`, as
+    /// a user sizes it for such a queue): three for a change alone; for a batch, its run, a
+    /// bisection's runs, each a check for every area the members touch, and the culprit's own.
+    fn head_runs(&self) -> u64 {
+        match self.batching() {
+            false => 3,
+            true => {
+                let checks = u64::from(self.areas.clamp(1, self.batch));
+                (1 + u64::from(self.batch.next_power_of_two().trailing_zeros())) * checks + 1
+            }
+        }
+    }
+
     /// T: check minutes the one slot spends per merged change.
     pub fn slot_minutes(&self) -> f64 {
         self.check.mean() * self.runs_per_merge()
@@ -327,17 +341,26 @@ pub fn bounds(plan: &Plan) -> Vec<Bound> {
     });
     // Batching: one run checks `batch` changes together; a failing batch is bisected, about
     // log2(batch) more runs for its one culprit, which then runs alone at its turn and goes
-    // back.
+    // back. With one check per area the batch's run costs a check for each area its members
+    // touch, E(k) = D(1 - (1 - 1/D)^k) of them for k members; a bisection's run costs at least
+    // the failing area's check (the others' passes carry by footprint where their areas'
+    // files are the same), so a run each is the bound.
     let batch = if plan.batching() { plan.batch } else { 4 };
     let b = f64::from(batch);
     let failing = 1.0 - (1.0 - p).powf(b);
-    let runs = 1.0 + failing * (b.log2().ceil() + 1.0);
+    let touched = match plan.areas {
+        0 | 1 => 1.0,
+        _ => d * (1.0 - (1.0 - 1.0 / d).powf(b)),
+    };
+    let runs = touched + failing * (b.log2().ceil() + 1.0);
     rows.push(Bound {
         name: format!("batching, batch = {batch}"),
         per_day: 1440.0 / m * b * (1.0 - p) / runs,
         simulated: plan.batching() && plan.ahead == 0 && !plan.lanes,
         how: format!(
-            "1440/m x b(1-p) / (1 + P(fail) x (ceil(log2 b) + 1)), {runs:.2} runs a batch"
+            "1440/m x b(1-p) / (E(b) + P(fail) x (ceil(log2 b) + 1)), E(b) = {touched:.2} \
+             areas of {} touched: {runs:.2} check runs a batch",
+            plan.areas.max(1)
         ),
     });
     rows
@@ -544,7 +567,9 @@ impl World<'_> {
 
     fn run(&mut self) {
         let lease_ms = 60_000;
-        let progress_ms = (self.plan.check.ceiling() * MINUTE as f64) as u64 * 3 + 10 * MINUTE;
+        let progress_ms = (self.plan.check.ceiling() * MINUTE as f64) as u64
+            * self.plan.head_runs()
+            + 10 * MINUTE;
         for n in 0..self.plan.runners.max(1) {
             let mut cfg = RunnerConfig::new(format!("runner-{n}"), MAIN, self.rng.next_u64());
             cfg.lease_ms = lease_ms;

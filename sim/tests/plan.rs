@@ -346,3 +346,53 @@ fn one_runner_batching_merges_at_the_batching_bound() {
         "{measured:.1} a day"
     );
 }
+
+#[test]
+fn a_batch_over_areas_costs_a_check_for_each_area_it_touches() {
+    // Four areas, one check each: a batch of four touches 4(1 - (3/4)^4) = 2.73 of them on
+    // average, so its run costs 27.3 minutes of checks, not 10, and merges 210.7 a day, not
+    // 576. The row that assumed one check a run showed 576 while the simulator merged 216.
+    let plan = Plan {
+        agents: 16,
+        batch: 4,
+        areas: 4,
+        ..saturated(Dist::Fixed(10.0))
+    };
+    let touched = 4.0 * (1.0 - 0.75f64.powi(4));
+    at_bound(
+        &plan,
+        (0, 2),
+        "batching, batch = 4",
+        1440.0 / (10.0 * touched) * 4.0,
+    );
+    // With a tenth broken, a bisection's run costs at least the failing area's check, and the
+    // simulator stays within 10% of that bound: its other areas' passes carry by footprint.
+    let failing = Plan {
+        failure_rate: 0.1,
+        ..plan
+    };
+    let report = plan::report(&failing, (0, 2), false);
+    assert_eq!(report.binding().name, "batching, batch = 4");
+    assert!(
+        report.deviation().abs() < 0.1,
+        "{:.1} a day against {:.1}",
+        report.measured.merges_per_day,
+        report.binding().per_day
+    );
+    // A batch of eight over four areas runs 36 minutes of checks before any bisection. The
+    // planner sets the head's progress deadline to fit a batch's runs, as a user would size
+    // `execution_budget_s`; one that fit three runs alone gave up most failing batches for
+    // time and merged 0.43 of the bound.
+    let eight = Plan {
+        batch: 8,
+        ..failing
+    };
+    let report = plan::report(&eight, (0, 2), false);
+    assert_eq!(report.binding().name, "batching, batch = 8");
+    assert!(
+        report.deviation() > -0.4,
+        "{:.1} a day against {:.1}",
+        report.measured.merges_per_day,
+        report.binding().per_day
+    );
+}
