@@ -438,6 +438,8 @@ struct Tally {
     batch: (u64, u64, u64),
     /// Seeds by their runners' pass interval, in seconds.
     intervals: BTreeMap<u64, u64>,
+    /// Seeds by their runners' lease and heartbeat, in seconds.
+    leases: BTreeMap<(u64, u64), u64>,
     merged: u64,
     ops: u64,
     events: u64,
@@ -492,6 +494,8 @@ impl Tally {
                     self.lanes = (self.lanes.0 + 1, self.lanes.1 + carried);
                 }
                 *self.intervals.entry(report.interval_ms / 1000).or_insert(0) += 1;
+                let lease = (report.lease_ms / 1000, report.heartbeat_ms / 1000);
+                *self.leases.entry(lease).or_insert(0) += 1;
                 if let Some((batches, members)) = report.batch {
                     let batch = &mut self.batch;
                     *batch = (batch.0 + 1, batch.1 + batches, batch.2 + members);
@@ -564,6 +568,7 @@ fn summarize(
         lanes,
         batch,
         intervals,
+        leases,
         merged,
         ops,
         events,
@@ -598,6 +603,10 @@ fn summarize(
             "lanes": {"seeds": lanes.0, "carried": lanes.1},
             "batch": {"seeds": batch.0, "batches": batch.1, "members": batch.2},
             "runner_interval_s": intervals,
+            "runner_lease_heartbeat_s": leases
+                .iter()
+                .map(|((lease, heartbeat), n)| (format!("{lease}/{heartbeat}"), *n))
+                .collect::<BTreeMap<_, _>>(),
             "dependency_waits": dependency_waits,
             "corruptions": corruptions,
             "locks": locks,
@@ -714,6 +723,11 @@ fn summarize(
             .map(|(s, n)| format!("{s} s in {n} seeds"))
             .collect();
         println!("runner interval: {}", intervals.join(", "));
+        let leases: Vec<String> = leases
+            .iter()
+            .map(|((lease, heartbeat), n)| format!("{lease}/{heartbeat} s in {n} seeds"))
+            .collect();
+        println!("runner lease/heartbeat: {}", leases.join(", "));
         println!("violations: {}", failures.len());
         println!(
             "speed: {seeds_per_s:.0} seeds/s, {merges_per_cpu_s:.0} merges per CPU-second ({cpu:.1} s CPU, {wall:.1} s wall, {events} events)"
@@ -758,9 +772,15 @@ fn failure_json(report: &RunReport, world: &WorldArgs) -> serde_json::Value {
         "what": format!("{} {} at {:.3}s", first.invariant.code(), first.what, first.at as f64 / 1000.0),
         "faults": report.faults,
         "runner_interval_s": report.interval_ms / 1000,
+        "runner_lease_heartbeat_s": lease_heartbeat(report),
         "trace": report.trace.iter().rev().take(15).rev().collect::<Vec<_>>(),
         "replay": format!("bay-sim replay --seed {} {}", report.seed, world.flags()),
     })
+}
+
+/// A seed's runners' lease and heartbeat, as `<lease>/<heartbeat>` in seconds.
+fn lease_heartbeat(report: &RunReport) -> String {
+    format!("{}/{}", report.lease_ms / 1000, report.heartbeat_ms / 1000)
 }
 
 fn replay(seed: u64, world: &WorldArgs) -> ExitCode {
@@ -773,6 +793,7 @@ fn replay(seed: u64, world: &WorldArgs) -> ExitCode {
             }
             println!("\nseed {seed}: faults {}", report.faults.join(", "));
             println!("runner interval: {} s", report.interval_ms / 1000);
+            println!("runner lease/heartbeat: {} s", lease_heartbeat(&report));
             let outcomes: Vec<String> = report
                 .outcomes
                 .iter()

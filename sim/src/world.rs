@@ -79,9 +79,19 @@ impl Default for Scenario {
     }
 }
 
-/// The timings every runner of a run uses, from the spec's defaults.
+/// The lease and heartbeat of most seeds' runners, the spec's defaults.
 pub const LEASE_MS: Millis = 60_000;
 pub const HEARTBEAT_MS: Millis = 10_000;
+/// The other `[runner] lease_s` and `heartbeat_s` a seed may draw, each pair one a person may
+/// write (a heartbeat shorter than the lease): a short lease renewed often, heartbeats that
+/// come close to the lease's end, and a long lease. How far a renewal may lag before another
+/// runner takes the claim over moves every takeover race.
+const OTHER_LEASES_MS: [(Millis, Millis); 4] = [
+    (20_000, 3_000),
+    (30_000, 25_000),
+    (60_000, 55_000),
+    (120_000, 10_000),
+];
 /// The runners' pass interval in most seeds; some draw a longer one (`World::interval_ms`).
 pub const INTERVAL_MS: Millis = 10_000;
 /// The longer pass intervals a seed may draw: a pass that comes seldom moves every race a
@@ -95,10 +105,10 @@ const CHECK_GRACE_MS: Millis = 30_000;
 /// The longest the fault phase lasts.
 pub const FAULT_PHASE_MS: Millis = 30 * 60_000;
 /// The liveness bound for one operation after the faults stop, with runners that pass every
-/// `interval_ms`: a lease to see a silent claim out, two passes, every check's time limit and
-/// grace, and a margin for pushes and builds.
-pub const fn per_op_bound_ms(interval_ms: Millis) -> Millis {
-    LEASE_MS + 2 * interval_ms + MAX_CHECKS * CHECK_WAIT_MS + 30_000
+/// `interval_ms` and hold claims for `lease_ms`: a lease to see a silent claim out, two
+/// passes, every check's time limit and grace, and a margin for pushes and builds.
+pub const fn per_op_bound_ms(interval_ms: Millis, lease_ms: Millis) -> Millis {
+    lease_ms + 2 * interval_ms + MAX_CHECKS * CHECK_WAIT_MS + 30_000
 }
 /// The longest a runner waits for one check to answer.
 const CHECK_WAIT_MS: Millis = (MATERIALIZE_TIMEOUT_S + CHECK_TIMEOUT_S) * 1000 + CHECK_GRACE_MS;
@@ -424,6 +434,9 @@ pub struct RunReport {
     pub virtual_ms: Millis,
     /// How often the seed's runners started a pass (`World::interval_ms`).
     pub interval_ms: Millis,
+    /// The seed's runners' lease and heartbeat (`World::lease_ms`).
+    pub lease_ms: Millis,
+    pub heartbeat_ms: Millis,
     pub events: u64,
     pub trace_hash: u64,
     pub trace: Vec<String>,
@@ -477,6 +490,11 @@ pub struct World {
     /// [`INTERVAL_MS`], in some seeds longer, drawn from `interval_rng`.
     interval_ms: Millis,
     interval_rng: Rng,
+    /// Every runner's `[runner] lease_s` and `heartbeat_s`: mostly [`LEASE_MS`] and
+    /// [`HEARTBEAT_MS`], in some seeds one of [`OTHER_LEASES_MS`], drawn from `lease_rng`.
+    lease_ms: Millis,
+    heartbeat_ms: Millis,
+    lease_rng: Rng,
     /// Whether runners bisect a red post check (`[runner] bisect_post`).
     bisect_post: bool,
     /// How many queued entries a runner that does not hold the head checks early (`[runner]
@@ -560,6 +578,9 @@ impl World {
             evidence_reuse: false,
             interval_ms: INTERVAL_MS,
             interval_rng: Rng::new(seed ^ 0x696e_7465_7276_616c),
+            lease_ms: LEASE_MS,
+            heartbeat_ms: HEARTBEAT_MS,
+            lease_rng: Rng::new(seed ^ 0x6c65_6173_6573),
             bisect_post: false,
             ahead: 0,
             compact_at: 2 + (seed % 7) as usize,
@@ -633,6 +654,10 @@ impl World {
         // Some runners pass seldom, drawn apart from every other draw.
         if self.interval_rng.chance(250) {
             self.interval_ms = *self.interval_rng.pick(&LONG_INTERVALS_MS);
+        }
+        // Some write another lease and heartbeat, drawn apart too.
+        if self.lease_rng.chance(250) {
+            (self.lease_ms, self.heartbeat_ms) = *self.lease_rng.pick(&OTHER_LEASES_MS);
         }
         // Drawn apart from the seed's other draws, so that every other draw stays as it was.
         if self.evidence_reuse && self.ahead_rng.chance(500) {
@@ -833,8 +858,8 @@ impl World {
 
     fn unsigned_config(&mut self, name: &str, mode: RunMode) -> RunnerConfig {
         let mut cfg = RunnerConfig::new(name, MAIN, self.rng.next_u64());
-        cfg.lease_ms = LEASE_MS;
-        cfg.heartbeat_ms = HEARTBEAT_MS;
+        cfg.lease_ms = self.lease_ms;
+        cfg.heartbeat_ms = self.heartbeat_ms;
         cfg.interval_ms = self.interval_ms;
         cfg.check_grace_ms = CHECK_GRACE_MS;
         cfg.progress_ms = self.progress_ms;
@@ -980,6 +1005,8 @@ impl World {
             unreadable_open,
             virtual_ms: self.t,
             interval_ms: self.interval_ms,
+            lease_ms: self.lease_ms,
+            heartbeat_ms: self.heartbeat_ms,
             events: self.events,
             trace_hash: self.trace.hash(),
             trace: self.trace.lines(),
@@ -1235,7 +1262,7 @@ impl World {
                     &mut self.check_rng,
                     behaviour,
                     &run,
-                    LEASE_MS,
+                    self.lease_ms,
                 ) {
                     checks::Run::Exits { millis, exit } => {
                         self.reply(host, id, millis, Completion::CheckExited(exit))
@@ -1381,7 +1408,7 @@ impl World {
                 &applied,
                 pusher,
                 u64::from(incarnation),
-                HEARTBEAT_MS,
+                self.heartbeat_ms,
             );
         }
         if fate == Fate::AppliedNoReply {
@@ -1527,7 +1554,7 @@ impl World {
         if self.healed {
             return;
         }
-        let length = self.fault_rng.range(LEASE_MS, 3 * LEASE_MS);
+        let length = self.fault_rng.range(self.lease_ms, 3 * self.lease_ms);
         self.hosts[host].paused_until = self.t + length;
         self.trace.note(self.t, host, "pause", length);
         self.reschedule(30_000, 200_000, Ev::Pause { host });
@@ -1765,7 +1792,8 @@ impl World {
         }
         let open = self.checker.open_ops() as u64;
         let future = 3 * self.scenario.agents as u64 + 1;
-        self.deadline = Some(self.t + per_op_bound_ms(self.interval_ms) * (open + future));
+        self.deadline =
+            Some(self.t + per_op_bound_ms(self.interval_ms, self.lease_ms) * (open + future));
     }
 
     /// Ends the fault phase early once every task has been handed out and every agent is done.
