@@ -2509,3 +2509,70 @@ fn a_change_abandoned_again_while_a_compaction_fetches_waits_for_its_new_marker(
     assert!(bench.git.remote.get(&first).is_none(), "{first} deleted");
     assert!(bench.git.remote.get(&second).is_none(), "{second} deleted");
 }
+
+/// Appends `body` to the chain of `op`'s change as `by`, another writer than the rig's runner.
+fn append_as(bench: &mut Bench, op: &OpId, by: &str, body: StepBody) {
+    let change = op.change.clone();
+    let tip = bench.git.remote.get(&refs::change(&change)).cloned();
+    let step = Step {
+        change: change.clone(),
+        at: Timestamp(1_000_000),
+        by: by.into(),
+        nonce: bench.git.remote.refs.len() as u64,
+        body,
+    };
+    let plan = PushPlan::of(bay_core::machine::Append::on(change, tip, vec![step], None));
+    assert_eq!(bench.git.push(&plan).0.outcome, PushOutcome::Accepted);
+}
+
+/// A compaction fetches the refs of the changes it may compact, and so moves them in the
+/// runner's copy after the pass read their chains. One may be live: here the head, held by
+/// another runner, whose merged marker someone made by hand, and whose holder renews its claim
+/// while the fetch is out. The pass once found the head read short of its tip, took it for
+/// ended, and claimed the operation behind it, to merge it first (S7; seed 1869 of
+/// `--batch --agents 6 --changes 20` with a 20 s lease renewed every 3 s).
+#[test]
+fn a_head_whose_chain_a_compaction_moved_is_read_again_not_passed_over() {
+    let mut bench = Bench::new(Some(POLICY));
+    let head = bench.submit("fix a", &[("src/a.txt", "a fixed\n")]);
+    let behind = bench.submit("fix b", &[("src/b.txt", "b fixed\n")]);
+    append_as(&mut bench, &head, "x", StepBody::Claim { op: head.clone() });
+    let main = bench.main();
+    bench
+        .git
+        .remote
+        .refs
+        .insert(refs::landed(&head.change), main);
+    let mut a = Rig::with("a", 1_000_000, |cfg| cfg.compact_at = 1);
+    let compaction_fetch = |action: &Action| {
+        matches!(action, Action::Fetch(spec)
+            if spec.patterns.contains(&refs::change_pattern(&head.change))
+                && spec.patterns.iter().any(|p| p.starts_with("refs/bay/compacted/")))
+    };
+    let (id, fetch) = a
+        .run_until(&mut bench, 1_000_000, &compaction_fetch)
+        .expect("the marker makes a compaction due, and it fetches the head's chain");
+    append_as(
+        &mut bench,
+        &head,
+        "x",
+        StepBody::Heartbeat { op: head.clone() },
+    );
+    let fetched = bench.answer(&fetch).expect("the model answers");
+    a.answer(&mut bench, id, fetched, &|_| false);
+    assert!(
+        bench.git.remote.get(&refs::change(&head.change)).is_some(),
+        "a live change is not compacted"
+    );
+    let record = bench.record(&behind.change);
+    let operation = record.op(&behind).expect("recorded");
+    assert_eq!(operation.state, OpState::Submitted);
+    assert_eq!(
+        operation.owner, None,
+        "the operation behind the head is not taken on"
+    );
+    assert!(
+        a.held.iter().all(|(_, action)| !is_check(action)),
+        "a checks nothing"
+    );
+}

@@ -475,6 +475,20 @@ impl Runner {
         })
     }
 
+    /// Whether a fetch since the pass read its chains moved the ref of a change queued above
+    /// the floor (a compaction's fetch does, for the changes it may compact; one of them may
+    /// be live, such as one whose merged marker someone made by hand). Its operation may be
+    /// live at the new tip: the head and every entry behind it are found only once it is read
+    /// again, or a live operation would be passed over as ended.
+    fn read_short_of_a_tip(&self) -> bool {
+        self.places.range(self.floor + 1..).any(|(_, place)| {
+            let Ok(op) = &place.op else { return false };
+            self.refs
+                .get(&refs::change(&op.change))
+                .is_some_and(|tip| self.chains.get(&op.change).is_none_or(|c| &c.tip != tip))
+        })
+    }
+
     /// Finds the head, the live operation first in queue order, raising the floor over every
     /// place that ended before the first live one.
     fn find_head(&mut self) -> Head {
@@ -663,6 +677,9 @@ impl Runner {
             );
             self.finish(result);
             return;
+        }
+        if self.read_short_of_a_tip() {
+            return self.read_chains();
         }
         let head = self.find_head();
         self.present_pass(&head);
