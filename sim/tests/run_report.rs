@@ -1,8 +1,7 @@
 //! `bay-sim run`'s summary, as a maintainer reads it.
 
-/// Each seed counts once under its runners' pass interval, and the seeds draw more than one.
-#[test]
-fn the_summary_counts_the_seeds_by_their_runners_interval() {
+/// `bay-sim run --json` over seeds 0..40 with no faults: its one document.
+fn summary_of_forty_quiet_seeds() -> serde_json::Value {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_bay-sim"))
         .args([
             "run", "--seeds", "0..40", "--faults", "none", "--json", "--jobs", "1",
@@ -14,8 +13,13 @@ fn the_summary_counts_the_seeds_by_their_runners_interval() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+/// Each seed counts once under its runners' pass interval, and the seeds draw more than one.
+#[test]
+fn the_summary_counts_the_seeds_by_their_runners_interval() {
+    let doc = summary_of_forty_quiet_seeds();
     let intervals = doc["runner_interval_s"]
         .as_object()
         .expect("runner_interval_s is an object");
@@ -39,19 +43,7 @@ fn the_summary_counts_the_seeds_by_their_runners_interval() {
 /// presence on the remote says.
 #[test]
 fn the_summary_counts_the_seeds_by_their_runners_lease_and_each_runner_holds_it() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bay-sim"))
-        .args([
-            "run", "--seeds", "0..40", "--faults", "none", "--json", "--jobs", "1",
-        ])
-        .output()
-        .expect("bay-sim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    let doc = summary_of_forty_quiet_seeds();
     let leases = doc["runner_lease_heartbeat_s"]
         .as_object()
         .expect("runner_lease_heartbeat_s is an object");

@@ -21,6 +21,7 @@ use bay_core::record::{Step, StepBody};
 use bay_core::result::OpState;
 use bay_core::time::Timestamp;
 use bay_sim::bench::{Bench, MAIN, passing_exit as pass};
+use bay_sim::remote::Applied;
 
 const LEASE: u64 = 60_000;
 const HEARTBEAT: u64 = 10_000;
@@ -2391,18 +2392,7 @@ fn s4_lets_any_runner_note_a_culprit_nobody_holds_and_no_runner_one_another_hold
         let mut checker = Checker::new(MAIN);
         let truth = Truth::default();
         let mut push = |bench: &mut Bench, by: &str, body: StepBody| {
-            let change = op.change.clone();
-            let tip = bench.git.remote.get(&refs::change(&change)).cloned();
-            let step = Step {
-                change: change.clone(),
-                at: Timestamp(1_000_000),
-                by: by.into(),
-                nonce: bench.git.remote.refs.len() as u64,
-                body,
-            };
-            let plan = PushPlan::of(bay_core::machine::Append::on(change, tip, vec![step], None));
-            let (report, applied) = bench.git.push(&plan);
-            assert_eq!(report.outcome, PushOutcome::Accepted);
+            let applied = append_as(bench, &op, by, body);
             checker.after_push(1, &bench.git, &truth, &applied, Some(by));
         };
         push(&mut bench, "a", StepBody::Claim { op: op.clone() });
@@ -2510,8 +2500,9 @@ fn a_change_abandoned_again_while_a_compaction_fetches_waits_for_its_new_marker(
     assert!(bench.git.remote.get(&second).is_none(), "{second} deleted");
 }
 
-/// Appends `body` to the chain of `op`'s change as `by`, another writer than the rig's runner.
-fn append_as(bench: &mut Bench, op: &OpId, by: &str, body: StepBody) {
+/// Appends `body` to the chain of `op`'s change as `by`, another writer than the rig's runner,
+/// and returns what the push moved, for a checker to judge.
+fn append_as(bench: &mut Bench, op: &OpId, by: &str, body: StepBody) -> Applied {
     let change = op.change.clone();
     let tip = bench.git.remote.get(&refs::change(&change)).cloned();
     let step = Step {
@@ -2522,7 +2513,9 @@ fn append_as(bench: &mut Bench, op: &OpId, by: &str, body: StepBody) {
         body,
     };
     let plan = PushPlan::of(bay_core::machine::Append::on(change, tip, vec![step], None));
-    assert_eq!(bench.git.push(&plan).0.outcome, PushOutcome::Accepted);
+    let (report, applied) = bench.git.push(&plan);
+    assert_eq!(report.outcome, PushOutcome::Accepted);
+    applied
 }
 
 /// A compaction fetches the refs of the changes it may compact, and so moves them in the
