@@ -2569,3 +2569,54 @@ fn a_head_whose_chain_a_compaction_moved_is_read_again_not_passed_over() {
         "a checks nothing"
     );
 }
+
+/// A batch checks its tree with two runs at once (`parallel_checks = 2`). While the head's
+/// claim is being renewed, one run answers that no worker here can run it: the batch is left,
+/// and waits for the renewal before its head goes alone. The other run answers meanwhile: it
+/// counts for nothing. The runner once took that answer for a driver's misuse and stopped
+/// (seed 69724 of `--batch --agents 6 --changes 20`).
+#[test]
+fn a_batch_run_that_answers_after_the_batch_was_left_counts_for_nothing() {
+    let policy = format!("{}\n[policy]\nreuse_unsigned = true\n", two_checks());
+    let mut bench = Bench::new(Some(&policy));
+    for name in ["a", "b"] {
+        bench.submit(
+            &format!("fix {name}"),
+            &[(&format!("src/{name}.txt"), "x\n")],
+        );
+    }
+    let mut r = Rig::with("r", 1_000_000, |cfg| {
+        batching(cfg);
+        cfg.parallel_checks = 2;
+    });
+    let (unit_id, unit) = r
+        .run_until(&mut bench, 1_000_000, &is_check)
+        .expect("the batch is checked");
+    let Action::RunCheck(run) = &unit else {
+        unreachable!()
+    };
+    assert!(run.request.change.is_none(), "a batch's run");
+    let (lint_id, lint) = r.runner.poll_action().expect("lint runs at the same time");
+    assert!(is_check(&lint));
+    let renewal =
+        |action: &Action| matches!(action, Action::Push(plan) if kinds(plan) == ["heartbeat"]);
+    let (beat_id, beat) = r
+        .run_until(&mut bench, 1_000_000 + HEARTBEAT, &renewal)
+        .expect("the head's claim is renewed");
+    r.answer(
+        &mut bench,
+        unit_id,
+        Completion::CheckExited(unavailable_exit()),
+        &|_| false,
+    );
+    r.feed(Event::Done(lint_id, Completion::CheckExited(pass(&lint))));
+    // The renewal lands; the head goes alone, and lint runs again for it.
+    let renewed = bench_push(&mut bench, &beat);
+    let (_, alone) = r
+        .answer(&mut bench, beat_id, renewed, &is_check)
+        .expect("the head is checked alone");
+    let Action::RunCheck(alone) = alone else {
+        unreachable!()
+    };
+    assert!(alone.request.change.is_some(), "the head's own run");
+}

@@ -990,9 +990,6 @@ impl Runner {
         {
             // A run with no answer by its deadline is `unknown`: no verdict to bisect by. Past
             // the progress deadline the head goes alone, with a deadline of its own.
-            self.out.forget_all_but(|purpose| {
-                !matches!(purpose, RunnerPurpose::Batch(Purpose::Run(..)))
-            });
             return self.leave(batch);
         }
         if batch.beats() && self.now >= batch.heartbeat_at {
@@ -1418,8 +1415,13 @@ impl Runner {
     }
 
     /// The batch is over short of a merge: once no heartbeat is in flight, the records it
-    /// made go up, then the head takes its usual path.
+    /// made go up, then the head takes its usual path. A run still in flight counts for
+    /// nothing now, and its answer is forgotten: with `parallel_checks`, one run unavailable
+    /// leaves the batch while another runs on, and the batch waits in `Leaving` for its
+    /// heartbeat or its records, where that answer once came as a driver's misuse.
     fn leave(&mut self, mut batch: Box<Batch>) {
+        self.out
+            .forget_all_but(|purpose| !matches!(purpose, RunnerPurpose::Batch(Purpose::Run(..))));
         batch.phase = Phase::Leaving;
         if batch.beating {
             return self.keep_batch(batch);
