@@ -56,16 +56,16 @@ fn the_summary_counts_the_seeds_by_their_runners_lease_and_each_runner_holds_it(
         allowed: Default::default(),
         ..bay_sim::Scenario::default()
     };
-    let seed = (0..200)
-        .find(|&seed| bay_sim::run_seed(seed, &quiet).lease_ms == 20_000)
+    let (seed, report) = (0..200)
+        .map(|seed| (seed, bay_sim::run_seed(seed, &quiet)))
+        .find(|(_, report)| report.lease_ms == 20_000)
         .expect("a seed of 200 draws a 20 s lease");
-    let report = bay_sim::run_seed(seed, &quiet);
     assert_eq!(report.heartbeat_ms, 3_000);
     let world = bay_sim::world::World::new(seed, quiet).run_keep();
     let tip = world
         .git
         .remote
-        .get("refs/bay/executor/runner-0")
+        .get(&bay_core::git::refs::executor("runner-0"))
         .expect("runner-0 wrote its presence");
     let commit = world.git.store.get(tip).expect("the presence commit");
     let presence =

@@ -2540,7 +2540,7 @@ fn a_head_whose_chain_a_compaction_moved_is_read_again_not_passed_over() {
     let compaction_fetch = |action: &Action| {
         matches!(action, Action::Fetch(spec)
             if spec.patterns.contains(&refs::change_pattern(&head.change))
-                && spec.patterns.iter().any(|p| p.starts_with("refs/bay/compacted/")))
+                && spec.patterns.iter().any(|p| p.starts_with(refs::INDEX)))
     };
     let (id, fetch) = a
         .run_until(&mut bench, 1_000_000, &compaction_fetch)

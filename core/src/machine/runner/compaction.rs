@@ -8,9 +8,9 @@
 //! record, a merged one with its merged marker, any other with the marker of that end), its
 //! intent's generation ref, and the index's entries for those intents (from their shards);
 //! every ref the push deletes, and every shard it adds to, is leased on the value read, so a
-//! change that moved meanwhile refuses the whole push, which the next pass tries again. An abandoned change a start took up again is not
-//! compacted; its old marker is deleted instead. A compaction never holds up work: any fault,
-//! and the pass goes on.
+//! change that moved meanwhile refuses the whole push, which the next pass tries again. An
+//! abandoned change a start took up again is not compacted; its old marker is deleted
+//! instead. A compaction never holds up work: any fault, and the pass goes on.
 
 use std::collections::BTreeMap;
 
